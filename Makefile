@@ -1,0 +1,28 @@
+# Every target installs what it needs into .venv on a fresh clone; nothing else is assumed on the machine.
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# torch/torchvision wheels that lie on this disk (x86_64: 2.14.1/0.29.1; aarch64: 2.9.1/0.24.1).
+TORCH_PINS := $(if $(filter aarch64,$(shell uname -m)),torch==2.9.1 torchvision==0.24.1,torch==2.14.1 torchvision==0.29.1)
+
+.PHONY: install demo test bench clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PYTHON) -m pip install -q $(TORCH_PINS)
+	$(PYTHON) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/pillar run examples.yaml mnist-demo
+
+test: $(STAMP)
+	$(PYTHON) -m pytest
+
+bench: $(STAMP)
+	$(PYTHON) benchmarks/bench_train.py
+
+clean:
+	rm -rf runs .pytest_cache

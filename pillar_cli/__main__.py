@@ -1,0 +1,3 @@
+from pillar_cli.cli import main
+
+main()

@@ -1,0 +1,311 @@
+"""HDF5 artifacts, schema version 1: the only way stages exchange data.
+
+Invariants: an artifact is written to a temporary file beside its destination and renamed on success, so a
+reader never sees half a file and a failed write never destroys an existing one; reading checks the kind and
+the schema version; every artifact carries its provenance (command, resolved config, input content hashes)
+and a content hash over its logical content (arrays and attributes, not file bytes, which hold timestamps).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from pillar_cli import __version__
+from pillar_cli.errors import ArtifactError
+
+SCHEMA_VERSION = 1
+KINDS = ("embeddings", "projection", "assumptions", "model", "gsd", "evaluation")
+_PROVENANCE_KEYS = ("pillar_kind", "schema_version", "pillar_version", "created_at", "command", "config",
+                    "inputs", "content_hash", "json_attrs")
+
+
+@dataclass(frozen=True)
+class InputRef:
+    """An input a stage consumed: which file (and split), of which kind, with which content hash."""
+
+    path: str
+    kind: str
+    content_hash: str
+    split: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "kind": self.kind, "content_hash": self.content_hash, "split": self.split}
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Who made an artifact, from what: filled in by `write`, read back by `read`."""
+
+    pillar_version: str
+    created_at: str
+    command: list[str]
+    config: dict[str, Any]
+    inputs: list[InputRef]
+    content_hash: str
+
+
+@dataclass
+class Artifact:
+    """An artifact in memory: arrays by slash-separated name, kind-specific attributes, provenance."""
+
+    kind: str
+    arrays: dict[str, np.ndarray]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    path: str | None = None
+    provenance: Provenance | None = None
+
+    def ref(self, split: str | None = None) -> InputRef:
+        """The reference a downstream stage records when it consumes this artifact."""
+        if self.path is None or self.provenance is None:
+            raise ArtifactError(f"{self.kind} artifact has not been written yet; it cannot be an input")
+        return InputRef(self.path, self.kind, self.provenance.content_hash, split)
+
+    def array(self, name: str) -> np.ndarray:
+        if name not in self.arrays:
+            raise ArtifactError(f"{self.path}: {self.kind} artifact has no dataset '/{name}'",
+                                hint="the file may come from another tool or be damaged; recreate it")
+        return self.arrays[name]
+
+
+def content_hash(arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> str:
+    """sha256 over array names, dtypes, shapes and bytes plus the sorted attributes."""
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}|{array.dtype.str}|{array.shape}".encode())
+        digest.update(memoryview(array).cast("B"))
+    digest.update(json.dumps(attrs, sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def write(path: str | Path, artifact: Artifact, *, inputs: list[InputRef] | tuple[InputRef, ...] = (),
+          config: dict[str, Any] | None = None, command: list[str] | None = None) -> Artifact:
+    """Atomically write `artifact` to `path`; returns it with its path and provenance filled in."""
+    if artifact.kind not in KINDS:
+        raise ArtifactError(f"unknown artifact kind '{artifact.kind}' (known: {', '.join(KINDS)})")
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise ArtifactError(f"cannot write {path}: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK):
+        raise ArtifactError(f"cannot write {path}: directory {directory} is not writable")
+    provenance = Provenance(
+        pillar_version=__version__,
+        created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        command=list(command if command is not None else sys.argv),
+        config=dict(config or {}),
+        inputs=list(inputs),
+        content_hash=content_hash(artifact.arrays, artifact.attrs),
+    )
+    handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    os.close(handle)
+    try:
+        with h5py.File(tmp_name, "w") as h5:
+            _write_root_attrs(h5, artifact, provenance)
+            for name, array in artifact.arrays.items():
+                _write_array(h5, name, np.asarray(array))
+        os.replace(tmp_name, path)
+    except (OSError, ValueError, TypeError) as err:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise ArtifactError(f"cannot write {path}: {err}") from err
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    artifact.path, artifact.provenance = str(path), provenance
+    return artifact
+
+
+def _write_root_attrs(h5: h5py.File, artifact: Artifact, provenance: Provenance) -> None:
+    h5.attrs["pillar_kind"] = artifact.kind
+    h5.attrs["schema_version"] = SCHEMA_VERSION
+    h5.attrs["pillar_version"] = provenance.pillar_version
+    h5.attrs["created_at"] = provenance.created_at
+    h5.attrs["content_hash"] = provenance.content_hash
+    h5.attrs["command"] = json.dumps(provenance.command)
+    h5.attrs["config"] = json.dumps(provenance.config, default=str)
+    h5.attrs["inputs"] = json.dumps([ref.to_dict() for ref in provenance.inputs])
+    json_attrs = []
+    for key, value in artifact.attrs.items():
+        if key in _PROVENANCE_KEYS:
+            raise ArtifactError(f"attribute name '{key}' is reserved for provenance")
+        if isinstance(value, (str, bool, int, float)):
+            h5.attrs[key] = value
+        else:
+            h5.attrs[key] = json.dumps(value, default=_json_default)
+            json_attrs.append(key)
+    h5.attrs["json_attrs"] = json.dumps(json_attrs)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"cannot store {type(value).__name__} as an artifact attribute")
+
+
+def _write_array(h5: h5py.File, name: str, array: np.ndarray) -> None:
+    if array.dtype.kind == "U":
+        h5.create_dataset(name, data=array.astype(object), dtype=h5py.string_dtype())
+    elif array.ndim == 2 and array.size > 65536:
+        h5.create_dataset(name, data=array, chunks=(min(len(array), max(1, 2**20 // array.shape[1])),
+                                                     array.shape[1]))
+    else:
+        h5.create_dataset(name, data=array)
+
+
+def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = None) -> Artifact:
+    """Read an artifact, refusing the wrong kind or an unknown schema version.
+
+    `under` restricts the arrays loaded to one group (e.g. one split of an embeddings file).
+    """
+    expected = (kind,) if isinstance(kind, str) else kind
+    path = Path(path)
+    if not path.exists():
+        raise ArtifactError(f"artifact not found: {path}")
+    try:
+        with h5py.File(path, "r") as h5:
+            found = _read_attr(h5, "pillar_kind")
+            if found is None:
+                raise ArtifactError(f"{path} is not a pillar artifact (no 'pillar_kind' attribute)")
+            if found not in expected:
+                raise ArtifactError(f"{path} is a {found} artifact, expected {' or '.join(expected)}")
+            version = _read_attr(h5, "schema_version")
+            if version != SCHEMA_VERSION:
+                raise ArtifactError(f"{path} has schema version {version}; this pillar reads version "
+                                    f"{SCHEMA_VERSION}", hint="upgrade pillar or recreate the artifact")
+            artifact = Artifact(found, _read_arrays(h5, path, under), _read_kind_attrs(h5), str(path),
+                                _read_provenance(h5))
+    except ArtifactError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as err:
+        raise ArtifactError(f"{path} is not a readable pillar artifact ({_first_line(err)})",
+                            hint="the file may be truncated or corrupt; recreate it") from err
+    return artifact
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__
+
+
+def _read_attr(h5: h5py.File, key: str) -> Any:
+    if key not in h5.attrs:
+        return None
+    value = h5.attrs[key]
+    if isinstance(value, bytes):
+        return value.decode()
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _read_kind_attrs(h5: h5py.File) -> dict[str, Any]:
+    json_keys = set(json.loads(_read_attr(h5, "json_attrs") or "[]"))
+    attrs = {}
+    for key in h5.attrs:
+        if key in _PROVENANCE_KEYS:
+            continue
+        value = _read_attr(h5, key)
+        attrs[key] = json.loads(value) if key in json_keys else value
+    return attrs
+
+
+def _read_provenance(h5: h5py.File) -> Provenance:
+    return Provenance(
+        pillar_version=_read_attr(h5, "pillar_version"),
+        created_at=_read_attr(h5, "created_at"),
+        command=json.loads(_read_attr(h5, "command")),
+        config=json.loads(_read_attr(h5, "config")),
+        inputs=[InputRef(**ref) for ref in json.loads(_read_attr(h5, "inputs"))],
+        content_hash=_read_attr(h5, "content_hash"),
+    )
+
+
+def _read_arrays(h5: h5py.File, path: Path, under: str | None) -> dict[str, np.ndarray]:
+    root = h5
+    if under is not None:
+        if under not in h5:
+            parent, _, child = under.rpartition("/")
+            available = ", ".join(h5[parent]) if parent in h5 else "none"
+            raise ArtifactError(f"{path} has no {parent.rstrip('s') or 'group'} '{child}' (available: {available})")
+        root = h5[under]
+    arrays: dict[str, np.ndarray] = {}
+
+    def visit(name: str, node: Any) -> None:
+        if isinstance(node, h5py.Dataset):
+            full = f"{under}/{name}" if under else name
+            data = node[()]
+            if node.dtype.kind == "O":
+                data = np.array([v.decode() if isinstance(v, bytes) else v for v in data], dtype=str)
+            arrays[full] = data
+
+    root.visititems(visit)
+    return arrays
+
+
+def group_names(artifact: Artifact, prefix: str) -> list[str]:
+    """Immediate child names under `prefix/` among the artifact's arrays (e.g. the splits)."""
+    names = {name[len(prefix) + 1:].split("/")[0] for name in artifact.arrays if name.startswith(prefix + "/")}
+    return sorted(names)
+
+
+def parse_ref(text: str, default_split: str | None = None) -> tuple[str, str | None]:
+    """'emb.h5:private' → ('emb.h5', 'private'); a bare path takes `default_split`."""
+    path, sep, split = text.rpartition(":")
+    if sep and path and split and "/" not in split:
+        return path, split
+    return text, default_split
+
+
+@dataclass(frozen=True)
+class Split:
+    """One split of an embeddings artifact: features, labels (None when unlabelled) and source row ids."""
+
+    name: str
+    features: np.ndarray
+    labels: np.ndarray | None
+    index: np.ndarray
+    ref: InputRef
+    attrs: dict[str, Any]
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.attrs.get("class_names") or [])
+
+
+def read_split(text: str, default_split: str | None = None) -> Split:
+    """Read one split ('emb.h5:private') of an embeddings artifact, checking its features are finite."""
+    path, split = parse_ref(text, default_split)
+    if split is None:
+        raise ArtifactError(f"no split named in '{text}'", hint="write FILE:SPLIT, e.g. emb.h5:private")
+    artifact = read(path, "embeddings", under=f"splits/{split}")
+    prefix = f"splits/{split}"
+    features = artifact.array(f"{prefix}/features")
+    if not np.isfinite(features).all():
+        bad = int((~np.isfinite(features)).any(axis=1).sum())
+        raise ArtifactError(f"{path}:{split} has {bad} rows with NaN or Inf features",
+                            hint="fix the embedding run or drop those rows before training")
+    labels = artifact.arrays.get(f"{prefix}/labels")
+    if labels is not None and len(labels) != len(features):
+        raise ArtifactError(f"{path}:{split} has {len(labels)} labels for {len(features)} feature rows")
+    return Split(split, features, labels, artifact.array(f"{prefix}/index"), artifact.ref(split), artifact.attrs)
+
+
+
+def require_derived_from(artifact: Artifact, source: InputRef) -> None:
+    """Fail unless `artifact` was computed from the file content `source` refers to (by content hash)."""
+    hashes = {ref.content_hash for ref in artifact.provenance.inputs} if artifact.provenance else set()
+    if source.content_hash not in hashes:
+        origins = ", ".join(ref.path for ref in artifact.provenance.inputs) if artifact.provenance else "unknown"
+        raise ArtifactError(f"{artifact.path} was fitted on other data ({origins}) than {source.path}",
+                            hint="refit the projection on these embeddings' public split")

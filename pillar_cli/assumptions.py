@@ -1,0 +1,116 @@
+"""Large-margin low-rank diagnostics (PILLAR, Definitions 2-3 and Theorem 1's ingredients).
+
+ξ_k = 1 − ‖A_k A_kᵀ w*‖ measures how much of a unit max-margin direction w* the top-k public subspace misses;
+margins are normalised y⟨w*, x⟩ / (‖w*‖‖x‖), reported as the value met by 99 % of points; Δ_k = λ_k − λ_{k+1} is
+the public eigengap. w* is fitted with labels, so the caller states which split's labels were used.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from pillar_cli.errors import DataError
+
+MARGIN_QUANTILE = 0.01  # the margin met by 99 % of points
+
+
+@dataclass(frozen=True)
+class Directions:
+    """Unit max-margin directions, one per task (class pair or one-vs-rest), with the rows each one separates."""
+
+    names: list[str]
+    w: np.ndarray  # (P, D) unit rows
+    rows: list[np.ndarray]
+    signs: list[np.ndarray]  # ±1 per row
+
+
+def svm_directions(features: np.ndarray, labels: np.ndarray, mode: str = "pairs", max_pairs: int = 45,
+                   seed: int = 0) -> Directions:
+    """A homogeneous linear SVM per class pair (seeded sample of at most `max_pairs`) or one-vs-rest."""
+    from sklearn.svm import LinearSVC
+
+    classes = np.unique(labels)
+    if len(classes) < 2:
+        raise DataError("the labelled split has a single class; margins need at least two")
+    if mode == "pairs":
+        tasks = list(itertools.combinations(classes.tolist(), 2))
+        if len(tasks) > max_pairs:
+            picks = np.random.default_rng(seed).choice(len(tasks), max_pairs, replace=False)
+            tasks = [tasks[i] for i in sorted(picks)]
+    else:
+        tasks = [(c, None) for c in classes.tolist()]
+    names, directions, rows, signs = [], [], [], []
+    for positive, negative in tasks:
+        mask = np.ones(len(labels), bool) if negative is None else np.isin(labels, (positive, negative))
+        sign = np.where(labels[mask] == positive, 1.0, -1.0)
+        svm = LinearSVC(fit_intercept=False, C=1.0, max_iter=20000, random_state=seed).fit(features[mask], sign)
+        w = svm.coef_.ravel()
+        directions.append(w / np.linalg.norm(w))
+        names.append(f"{positive}-vs-{'rest' if negative is None else negative}")
+        rows.append(np.flatnonzero(mask))
+        signs.append(sign)
+    return Directions(names, np.stack(directions), rows, signs)
+
+
+def xi(basis: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """ξ_k = 1 − ‖A_k A_kᵀ w‖ for unit rows w (P, D) and an orthonormal basis A_k (D, k)."""
+    return 1.0 - np.linalg.norm(w @ basis, axis=1)
+
+
+def margin_quantiles(directions: Directions, features: np.ndarray, basis: np.ndarray | None) -> np.ndarray:
+    """Per direction, the normalised margin met by 99 % of its rows (in span(A_k) when a basis is given)."""
+    out = []
+    for w, rows, sign in zip(directions.w, directions.rows, directions.signs):
+        x = features[rows]
+        if basis is not None:
+            w, x = w @ basis, x @ basis
+        norms = np.linalg.norm(x, axis=1) * np.linalg.norm(w)
+        margins = sign * (x @ w) / np.where(norms > 0, norms, 1.0)
+        out.append(np.quantile(margins, MARGIN_QUANTILE))
+    return np.array(out)
+
+
+def eigengaps(eigenvalues: np.ndarray, ks: list[int]) -> np.ndarray:
+    """Δ_k = λ_k − λ_{k+1} (1-indexed); λ beyond the spectrum counts as 0."""
+    padded = np.append(eigenvalues, 0.0)
+    return np.array([padded[k - 1] - padded[k] for k in ks])
+
+
+@dataclass(frozen=True)
+class AssumptionTable:
+    ks: list[int]
+    xi: np.ndarray  # (P, len(ks))
+    margin_full: np.ndarray  # (P,)
+    margin_projected: np.ndarray  # (P, len(ks))
+    eigengap: np.ndarray  # (len(ks),)
+    explained: np.ndarray  # (len(ks),) fraction of public variance in the top k
+
+    def recommended_k(self, xi_threshold: float) -> int | None:
+        """The smallest k whose median ξ_k is at most the threshold."""
+        for k, value in zip(self.ks, np.median(self.xi, axis=0)):
+            if value <= xi_threshold:
+                return k
+        return None
+
+    def rows(self) -> list[dict]:
+        return [{"k": k, "xi_mean": float(self.xi[:, j].mean()), "xi_median": float(np.median(self.xi[:, j])),
+                 "xi_max": float(self.xi[:, j].max()), "margin_q01_median": float(np.median(self.margin_projected[:, j])),
+                 "eigengap": float(self.eigengap[j]), "explained_variance": float(self.explained[j])}
+                for j, k in enumerate(self.ks)]
+
+
+def assess(directions: Directions, features: np.ndarray, bases: dict[int, np.ndarray],
+           eigenvalues: np.ndarray) -> AssumptionTable:
+    ks = sorted(bases)
+    total = eigenvalues.sum()
+    return AssumptionTable(
+        ks=ks,
+        xi=np.stack([xi(bases[k], directions.w) for k in ks], axis=1),
+        margin_full=margin_quantiles(directions, features, None),
+        margin_projected=np.stack([margin_quantiles(directions, features, bases[k]) for k in ks], axis=1),
+        eigengap=eigengaps(eigenvalues, ks),
+        explained=np.array([eigenvalues[:k].sum() / total for k in ks]),
+    )

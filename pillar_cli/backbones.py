@@ -1,0 +1,186 @@
+"""Backbone registry and feature extraction.
+
+A `BackboneSpec` names a timm architecture with a pinned weight tag and where its weights come from; `pixels`
+is the identity backbone (flattened pixels in [0, 1]) and any other timm name is accepted as is. Features are
+the backbone's pooled penultimate-layer outputs (timm's `num_classes=0`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from pillar_cli.errors import DataError, UsageError
+
+_CHECKPOINT_PREFIXES = ("module.encoder_q.", "backbone.", "module.", "model.", "encoder.")
+
+
+@dataclass(frozen=True)
+class BackboneSpec:
+    """A registered backbone: timm architecture + pinned pretrained tag, or None for `pixels`."""
+
+    name: str
+    timm_id: str | None
+    description: str
+    needs_weights_file: bool = False
+
+
+BACKBONES: dict[str, BackboneSpec] = {spec.name: spec for spec in (
+    BackboneSpec("pixels", None, "identity: flattened pixels scaled to [0, 1] (vectors pass through)"),
+    BackboneSpec("sl", "resnet50.tv_in1k", "supervised ImageNet ResNet-50 (torchvision weights)"),
+    BackboneSpec("semisl", "resnet50.fb_ssl_yfcc100m_ft_in1k", "semi-supervised ResNet-50 (Yalniz et al.)"),
+    BackboneSpec("semiweaksl", "resnet50.fb_swsl_ig1b_ft_in1k", "semi-weakly supervised ResNet-50 (Yalniz et al.)"),
+    BackboneSpec("byol", "resnet50", "BYOL ResNet-50: supply the checkpoint with --weights", True),
+    BackboneSpec("mocov2plus", "resnet50", "MoCo v2+ ResNet-50: supply the checkpoint with --weights", True),
+)}
+
+
+def resolve_backbone(name: str) -> BackboneSpec:
+    """A registered name, or any timm model name taken as is."""
+    if name in BACKBONES:
+        return BACKBONES[name]
+    import timm
+
+    if not timm.is_model(name):
+        raise UsageError(f"unknown backbone '{name}': not registered ({', '.join(BACKBONES)}) and not a timm model")
+    return BackboneSpec(name, name, "timm model")
+
+
+class Embedder(Protocol):
+    feature_dim: int
+
+    def info(self) -> dict[str, Any]: ...
+
+    def __call__(self, batch: np.ndarray) -> np.ndarray: ...
+
+
+class PixelEmbedder:
+    """Flattened pixels in [0, 1]; vector data is passed through unchanged."""
+
+    def __init__(self, input_shape: tuple[int, ...]):
+        self.feature_dim = int(np.prod(input_shape))
+        self._is_image = len(input_shape) == 3
+
+    def info(self) -> dict[str, Any]:
+        return {"backbone": "pixels", "weights": "none",
+                "preprocessing": "flatten, /255" if self._is_image else "none (vector data)"}
+
+    def __call__(self, batch: np.ndarray) -> np.ndarray:
+        flat = batch.reshape(len(batch), -1).astype(np.float32)
+        return flat / 255.0 if self._is_image else flat
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    """ImageNet-style: resize the short side, centre-crop, normalise; grey images are repeated to RGB."""
+
+    resize: int
+    crop: int
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+    interpolation: str = "bilinear"
+
+    def apply(self, images: torch.Tensor) -> torch.Tensor:
+        """uint8 NHWC on any device → normalised float NCHW."""
+        x = images.permute(0, 3, 1, 2).float().div_(255.0)
+        if x.shape[1] == 1:
+            x = x.expand(-1, 3, -1, -1)
+        height, width = x.shape[-2:]
+        scale = self.resize / min(height, width)
+        size = (max(self.crop, round(height * scale)), max(self.crop, round(width * scale)))
+        mode = "bicubic" if self.interpolation == "bicubic" else "bilinear"
+        x = torch.nn.functional.interpolate(x, size=size, mode=mode, align_corners=False, antialias=True)
+        top, left = (size[0] - self.crop) // 2, (size[1] - self.crop) // 2
+        x = x[..., top:top + self.crop, left:left + self.crop]
+        mean = torch.tensor(self.mean, device=x.device).view(1, 3, 1, 1)
+        std = torch.tensor(self.std, device=x.device).view(1, 3, 1, 1)
+        return (x - mean) / std
+
+
+class TimmEmbedder:
+    """A frozen timm backbone; pooled features under inference mode (bf16 autocast on CUDA)."""
+
+    def __init__(self, spec: BackboneSpec, model: torch.nn.Module, preprocessing: Preprocessing, weights: str,
+                 device: torch.device):
+        self.spec, self.model, self.preprocessing, self.weights, self.device = spec, model, preprocessing, weights, device
+        self.feature_dim = int(model.num_features)
+
+    def info(self) -> dict[str, Any]:
+        p = self.preprocessing
+        return {"backbone": self.spec.name, "timm_id": self.spec.timm_id, "weights": self.weights,
+                "preprocessing": f"resize {p.resize} ({p.interpolation}), centre crop {p.crop}, "
+                                 f"mean {list(p.mean)}, std {list(p.std)}"}
+
+    @torch.inference_mode()
+    def __call__(self, batch: np.ndarray) -> np.ndarray:
+        images = torch.from_numpy(np.ascontiguousarray(batch)).to(self.device, non_blocking=True)
+        x = self.preprocessing.apply(images)
+        if self.device.type == "cuda":
+            x = x.contiguous(memory_format=torch.channels_last)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                return self.model(x).float().cpu().numpy()
+        return self.model(x).numpy()
+
+
+def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | None = None,
+                   pretrained: bool = True, resize: int | None = None, crop: int | None = None,
+                   device: str = "auto") -> Embedder:
+    spec = resolve_backbone(name)
+    if spec.timm_id is None:
+        return PixelEmbedder(input_shape)
+    if len(input_shape) != 3:
+        raise DataError(f"backbone '{name}' needs images; this source holds vectors (use --backbone pixels)")
+    import timm
+
+    torch_device = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
+                                "cpu" if device == "auto" else device)
+    use_hub = pretrained and weights is None
+    if use_hub and spec.needs_weights_file:
+        raise UsageError(f"backbone '{name}' has no hub weights here; pass --weights CHECKPOINT "
+                         f"(or --no-pretrained for random weights)")
+    try:
+        model = timm.create_model(spec.timm_id, pretrained=use_hub, num_classes=0)
+    except Exception as err:  # timm/hub raise many types when offline; all mean "no weights"
+        raise UsageError(f"cannot fetch pretrained weights for '{spec.timm_id}' ({type(err).__name__})",
+                         hint="offline: download the weights elsewhere and pass --weights FILE") from err
+    weights_id = "random-init" if not pretrained and weights is None else f"hub:{spec.timm_id}"
+    if weights is not None:
+        weights_id = load_weights_file(model, weights)
+    config = timm.data.resolve_model_data_config(model)
+    size = crop or int(config["input_size"][-1])
+    preprocessing = Preprocessing(resize or int(round(size / config.get("crop_pct", 0.875))), size,
+                                  tuple(config["mean"]), tuple(config["std"]), config.get("interpolation", "bilinear"))
+    return TimmEmbedder(spec, model.eval().to(torch_device), preprocessing, weights_id, torch_device)
+
+
+def load_weights_file(model: torch.nn.Module, path: Path) -> str:
+    """Load a state dict / checkpoint file strictly into `model`; returns 'file:<sha256>' for provenance."""
+    if not path.exists():
+        raise UsageError(f"weights file not found: {path}")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # pickle, zip and torch errors all mean "not a loadable state dict"
+        raise DataError(f"cannot load weights from {path}: {str(err).splitlines()[0]}") from err
+    state = payload.get("state_dict", payload.get("model", payload)) if isinstance(payload, dict) else None
+    if not isinstance(state, dict):
+        raise DataError(f"{path} holds no state dict")
+    state = remap_state_dict(state, set(model.state_dict()))
+    missing = sorted(set(model.state_dict()) - set(state))
+    if missing:
+        raise DataError(f"{path} does not fit the backbone: {len(missing)} weights missing (e.g. {missing[0]})")
+    model.load_state_dict(state, strict=True)
+    return "file:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def remap_state_dict(state: dict[str, torch.Tensor], wanted: set[str]) -> dict[str, torch.Tensor]:
+    """Strip the publisher's prefix (backbone., module.encoder_q., ...); keep only the backbone's keys."""
+    for prefix in ("",) + _CHECKPOINT_PREFIXES:
+        stripped = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+        if stripped and wanted <= set(stripped):
+            return {k: v for k, v in stripped.items() if k in wanted}
+    return state

@@ -1,0 +1,36 @@
+"""The `pillar` command line: a thin typer shell over the library, one module per stage."""
+
+from __future__ import annotations
+
+import typer
+
+from pillar_cli.cli.check import check_assumptions
+from pillar_cli.cli.embed import embed
+from pillar_cli.cli.evaluate import evaluate
+from pillar_cli.cli.fit_pca import fit_pca
+from pillar_cli.cli.gsd import gsd
+from pillar_cli.cli.inspect import inspect
+from pillar_cli.cli.run import run
+from pillar_cli.cli.train import train_private
+
+app = typer.Typer(
+    name="pillar",
+    help="Semi-private learning: PILLAR (DP-SGD on public low-rank projections) and Gradient Subspace Distance.\n\n"
+         "Stages exchange HDF5 artifacts: embed → fit-pca → check-assumptions / train-private → evaluate; gsd ranks "
+         "candidate public datasets.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("embed")(embed)
+app.command("fit-pca")(fit_pca)
+app.command("check-assumptions")(check_assumptions)
+app.command("train-private")(train_private)
+app.command("gsd")(gsd)
+app.command("evaluate")(evaluate)
+app.command("inspect")(inspect)
+app.command("run")(run)
+
+
+def main() -> None:
+    app()

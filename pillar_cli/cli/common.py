@@ -1,0 +1,162 @@
+"""What every command shares: error boundary, consoles, list options, --config, rendering, progress."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import click
+import typer
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from pillar_cli.errors import PillarError, UsageError
+
+stdout = Console()
+stderr = Console(stderr=True)
+
+
+def cli_errors(command: Callable) -> Callable:
+    """Turn a PillarError into one line on stderr (plus a hint) and its exit code; --debug shows tracebacks."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except PillarError as err:
+            if os.environ.get("PILLAR_DEBUG"):
+                raise
+            message = f"error: {err}" + (f"\nhint: {err.hint}" if err.hint else "")
+            print(message, file=sys.stderr)
+            raise typer.Exit(err.exit_code) from None
+
+    return run
+
+
+def load_config(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """--config FILE.yaml: its keys become defaults, so explicit flags still win."""
+    if value is None:
+        return value
+    try:
+        options = yaml.safe_load(Path(value).read_text()) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise click.BadParameter(f"cannot read {value}: {err}") from err
+    if not isinstance(options, dict):
+        raise click.BadParameter(f"{value} must hold a mapping of option names to values")
+    ctx.default_map = {**(ctx.default_map or {}), **{k.replace("-", "_"): _as_cli_value(v) for k, v in options.items()}}
+    return value
+
+
+def _as_cli_value(value: Any) -> Any:
+    return ",".join(str(v) for v in value) if isinstance(value, list) else value
+
+
+ConfigOption = typer.Option(None, "--config", help="YAML file of option defaults; explicit flags win.",
+                            is_eager=True, callback=load_config, expose_value=True)
+JsonOption = typer.Option(False, "--json", help="Print one JSON document to stdout instead of a table.")
+
+
+def split_list(text: str, option: str) -> list[str]:
+    items = [item.strip() for item in str(text).split(",") if item.strip()]
+    if not items:
+        raise UsageError(f"{option} needs at least one value")
+    return items
+
+
+def float_list(text: str, option: str) -> list[float]:
+    try:
+        return [math.inf if item.lower() in ("inf", "infinity") else float(item) for item in split_list(text, option)]
+    except ValueError:
+        raise UsageError(f"{option} takes comma-separated numbers (or 'inf'); got '{text}'") from None
+
+
+def int_list(text: str, option: str, allow_full: bool = False, minimum: int = 1) -> list[int | None]:
+    values: list[int | None] = []
+    for item in split_list(text, option):
+        if allow_full and item.lower() == "full":
+            values.append(None)
+            continue
+        try:
+            values.append(int(item))
+        except ValueError:
+            extra = " or 'full'" if allow_full else ""
+            raise UsageError(f"{option} takes comma-separated integers{extra}; got '{item}'") from None
+        if values[-1] < minimum:
+            raise UsageError(f"{option} values must be at least {minimum}; got {item}")
+    return values
+
+
+def check_output(path: Path, inputs: list[str] = ()) -> None:
+    """Refuse an output path that is one of the inputs or lies in a missing directory — before any work."""
+    for source in inputs:
+        if Path(source).resolve() == path.resolve():
+            raise UsageError(f"output {path} would overwrite input {source}")
+    if not path.resolve().parent.is_dir():
+        raise UsageError(f"output directory {path.parent} does not exist")
+
+
+def jsonable(value: Any) -> Any:
+    """inf/nan become strings so that strict JSON parsers (jq) accept the document."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def print_json(document: Any) -> None:
+    print(json.dumps(jsonable(document), indent=2))
+
+
+def print_table(title: str, rows: list[dict], columns: list[str], formats: dict[str, str] | None = None) -> None:
+    formats = formats or {}
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, justify="right", no_wrap=True)
+    for row in rows:
+        table.add_row(*[_cell(row.get(c), formats.get(c)) for c in columns])
+    stdout.print(table)
+
+
+def _cell(value: Any, fmt: str | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    return format(value, fmt) if fmt and isinstance(value, (int, float)) else str(value)
+
+
+@contextmanager
+def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]]:
+    """A rich bar on stderr; yields `advance(n)`. Hidden when stderr is not a terminal."""
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=stderr, disable=not stderr.is_terminal, transient=True) as progress:
+        task = progress.add_task(description, total=total)
+        yield lambda n=1: progress.advance(task, n)
+
+
+@contextmanager
+def atomic_file(path: Path) -> Iterator[Path]:
+    """A temporary path beside `path`, renamed onto it only if the block succeeds."""
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.resolve().parent)
+    os.close(handle)
+    try:
+        yield Path(name)
+        os.replace(name, path)
+    finally:
+        Path(name).unlink(missing_ok=True)
+
+
+def resolved_config(**options: Any) -> dict[str, Any]:
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()}

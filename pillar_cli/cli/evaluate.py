@@ -1,0 +1,55 @@
+"""pillar evaluate: test metrics of the selected models, table / JSON / accuracy-vs-k plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import typer
+
+from pillar_cli import artifacts
+from pillar_cli.artifacts import Artifact
+from pillar_cli.cli.common import (JsonOption, atomic_file, check_output, cli_errors, print_json, print_table,
+                                   resolved_config)
+from pillar_cli.errors import DataError
+from pillar_cli.evaluation import accuracy_vs_k_plot, selected_accuracies
+
+
+@cli_errors
+def evaluate(
+    model: Path = typer.Argument(..., help="Model artifact from train-private."),
+    embeddings: str = typer.Option(..., "--embeddings", "-e", help="Embeddings FILE:SPLIT (default split: test)."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Evaluation artifact to write."),
+    plot: Optional[Path] = typer.Option(None, help="PNG: accuracy vs k, one line per ε."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Accuracy of each selected (k, ε) model on a labelled split, mean ± std over seeds.
+
+    Example: pillar evaluate model.h5 -e emb.h5:test -o eval.h5 --plot accuracy.png
+    """
+    path, _ = artifacts.parse_ref(embeddings)
+    for output in (out, plot):
+        if output is not None:
+            check_output(output, [str(model), path])
+    model_artifact = artifacts.read(model, "model")
+    split = artifacts.read_split(embeddings, default_split="test")
+    if split.labels is None:
+        raise DataError(f"split '{split.name}' of {path} has no labels to evaluate against")
+    trained_on = {ref.path for ref in model_artifact.provenance.inputs if ref.kind == "embeddings"}
+    rows = selected_accuracies(model_artifact, split.features, split.labels)
+    title = (f"{split.attrs.get('source')} / {split.attrs.get('backbone')}: {split.name} accuracy; "
+             f"δ={model_artifact.attrs['ledger']['delta']:g}, {model_artifact.attrs['ledger']['accountant']}")
+    if plot is not None:
+        with atomic_file(plot) as tmp:
+            accuracy_vs_k_plot(rows, tmp, title, int(model_artifact.array("mean").size))
+    if out is not None:
+        artifact = Artifact("evaluation", {"accuracy_mean": np.array([r["accuracy_mean"] for r in rows])},
+                            {"rows": rows, "split": split.name, "trained_on": sorted(trained_on), "title": title})
+        artifacts.write(out, artifact, inputs=[model_artifact.ref(), split.ref],
+                        config=resolved_config(model=model, embeddings=embeddings, plot=plot))
+    if as_json:
+        return print_json({"rows": rows, "split": split.name, "title": title})
+    print_table(title, [dict(r, accuracy=f"{r['accuracy_mean']:.4f} ± {r['accuracy_std']:.4f}") for r in rows],
+                ["k", "epsilon", "accuracy", "seeds", "epsilon_spent", "val_accuracy", "lr", "steps", "batch_size"],
+                {"epsilon_spent": ".4g", "val_accuracy": ".3f"})

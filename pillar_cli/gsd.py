@@ -1,0 +1,69 @@
+"""Gradient Subspace Distance (Gu, Kamath, Wu; Algorithm 1) for a linear probe on embeddings.
+
+Per-sample gradients are taken at FIXED initial weights (the same for every dataset) with random labels, so
+no dataset's labels enter; the top-k right singular vectors of each gradient matrix span its gradient
+subspace, and the projection metric between two subspaces, sqrt(1 − ‖V₁ᵀV₂‖²_F / k), lies in [0, 1].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from pillar_cli.errors import DataError, UsageError
+
+
+def probe_initialisation(dim: int, num_classes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((dim, num_classes)) / np.sqrt(dim)).astype(np.float32), np.zeros(num_classes, np.float32)
+
+
+def per_sample_gradients(features: np.ndarray, labels: np.ndarray, weights: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """(n, (D+1)·C): row i is vec([x_i, 1] ⊗ (softmax(x_i W + b) − e_{y_i})), the CE gradient wrt (W; b)."""
+    x = torch.as_tensor(features, dtype=torch.float64)
+    residual = torch.softmax(x @ torch.as_tensor(weights, dtype=torch.float64) + torch.as_tensor(bias, dtype=torch.float64), -1)
+    residual[torch.arange(len(x)), torch.as_tensor(labels)] -= 1.0
+    augmented = torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype)], dim=1)
+    return (augmented[:, :, None] * residual[:, None, :]).reshape(len(x), -1).numpy()
+
+
+def gradient_subspace(gradients: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
+    """The top-k right singular vectors (p, k) of the gradient matrix."""
+    from sklearn.utils.extmath import randomized_svd
+
+    if not 1 <= k <= min(gradients.shape):
+        raise UsageError(f"--k {k} must be between 1 and min(samples, gradient dimension) = {min(gradients.shape)}")
+    _, _, vt = randomized_svd(gradients, k, n_oversamples=20, n_iter=7, random_state=seed)
+    return vt.T
+
+
+def projection_metric(v1: np.ndarray, v2: np.ndarray) -> float:
+    """sqrt(1 − ‖V₁ᵀV₂‖²_F / k) ∈ [0, 1]: 0 for equal subspaces, 1 for orthogonal ones."""
+    k = v1.shape[1]
+    overlap = float(np.linalg.norm(v1.T @ v2) ** 2) / k
+    return float(np.sqrt(np.clip(1.0 - overlap, 0.0, 1.0)))
+
+
+def dataset_subspace(features: np.ndarray, probe: tuple[np.ndarray, np.ndarray], k: int, seed: int,
+                     max_samples: int) -> np.ndarray:
+    """Gradient subspace of one dataset: seeded subsample of at most `max_samples` rows, random labels."""
+    if len(features) < k:
+        raise DataError(f"a GSD input has {len(features)} rows, fewer than --k {k}")
+    weights, bias = probe
+    rng = np.random.default_rng(seed)
+    rows = np.sort(rng.choice(len(features), min(max_samples, len(features)), replace=False))
+    labels = rng.integers(0, weights.shape[1], len(rows))
+    return gradient_subspace(per_sample_gradients(features[rows], labels, weights, bias), k, seed)
+
+
+def gradient_subspace_distances(private: np.ndarray, candidates: list[np.ndarray], num_classes: int, k: int,
+                                seed: int = 0, max_samples: int = 2000) -> list[float]:
+    """GSD between the private features and each candidate, all probed at the same initial weights."""
+    for public in candidates:
+        if public.shape[1] != private.shape[1]:
+            raise DataError(f"private features have {private.shape[1]} dimensions, a candidate {public.shape[1]}: "
+                            "embed all sets with the same backbone")
+    probe = probe_initialisation(private.shape[1], num_classes, seed)
+    reference = dataset_subspace(private, probe, k, seed, max_samples)
+    return [projection_metric(reference, dataset_subspace(public, probe, k, seed + 1 + i, max_samples))
+            for i, public in enumerate(candidates)]

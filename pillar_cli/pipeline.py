@@ -1,0 +1,44 @@
+"""examples.yaml: named pipelines, each a list of pillar invocations run in order.
+
+A pipeline may declare `vars` (e.g. workdir); `{name}` in its steps is replaced by their values.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from pillar_cli.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    name: str
+    description: str
+    steps: list[list[str]]
+    workdir: Path | None
+
+
+def load_pipeline(path: Path, name: str) -> Pipeline:
+    try:
+        document = yaml.safe_load(path.read_text())
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror}") from err
+    except yaml.YAMLError as err:
+        raise UsageError(f"{path} is not valid YAML: {str(err).splitlines()[0]}") from err
+    pipelines = (document or {}).get("pipelines", {})
+    if name not in pipelines:
+        raise UsageError(f"no pipeline '{name}' in {path} (available: {', '.join(pipelines) or 'none'})")
+    spec = pipelines[name]
+    variables = {key: str(value) for key, value in (spec.get("vars") or {}).items()}
+    try:
+        steps = [shlex.split(step.format(**variables)) for step in spec.get("steps", [])]
+    except KeyError as err:
+        raise UsageError(f"pipeline '{name}' uses undefined variable {err}") from err
+    if not steps:
+        raise UsageError(f"pipeline '{name}' has no steps")
+    workdir = Path(variables["workdir"]) if "workdir" in variables else None
+    return Pipeline(name, spec.get("description", ""), steps, workdir)

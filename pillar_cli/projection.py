@@ -1,0 +1,83 @@
+"""Standardise + PCA, fitted on PUBLIC data only.
+
+`PublicPCA.fit` takes one array: the public split's features, which carry no labels. Nothing private can
+reach it through this module; the CLI only ever passes the embeddings' `public` split (or a split the user
+explicitly declares public, which is recorded in the artifact).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pillar_cli.artifacts import Artifact
+from pillar_cli.errors import DataError, UsageError
+
+
+class PublicPCA:
+    """Standardise (optional) then project on the top principal components of the public features.
+
+    Fitted state: `mean_` (D,), `scale_` (D,), `components_` (k_max, D) orthonormal rows with deterministic
+    signs, `eigenvalues_` (min(n, D),) the variance along each component, `rank_`, `n_public_`.
+    """
+
+    def __init__(self, k_max: int | None = None, standardize: bool = True):
+        self.k_max = k_max
+        self.standardize = standardize
+
+    def fit(self, public: np.ndarray) -> PublicPCA:
+        n, dim = public.shape
+        if n < 2:
+            raise DataError(f"the public split has {n} rows; PCA needs at least 2")
+        x = public.astype(np.float64)
+        self.mean_ = x.mean(axis=0)
+        std = x.std(axis=0)
+        self.scale_ = np.where(std > 0, std, 1.0) if self.standardize else np.ones(dim)
+        _, singular, vt = np.linalg.svd((x - self.mean_) / self.scale_, full_matrices=False)
+        tolerance = singular.max(initial=0.0) * max(n, dim) * np.finfo(np.float64).eps
+        self.rank_ = int((singular > tolerance).sum())
+        k_max = self.rank_ if self.k_max is None else self.k_max
+        if k_max > self.rank_:
+            raise UsageError(f"--k-max {k_max} exceeds the rank of the public features ({self.rank_}: "
+                             f"{n} rows, {dim} dimensions)", hint="use more public data or a smaller k")
+        components = vt[:k_max]
+        signs = np.sign(components[np.arange(k_max), np.abs(components).argmax(axis=1)])
+        self.components_ = components * signs[:, None]
+        self.eigenvalues_ = singular**2 / (n - 1)
+        self.n_public_ = n
+        return self
+
+    @property
+    def dim(self) -> int:
+        return len(self.mean_)
+
+    def standardized(self, x: np.ndarray) -> np.ndarray:
+        if x.shape[1] != self.dim:
+            raise DataError(f"features have {x.shape[1]} dimensions; the projection was fitted on {self.dim}")
+        return ((x - self.mean_) / self.scale_).astype(np.float32)
+
+    def transform(self, x: np.ndarray, k: int | None) -> np.ndarray:
+        """Top-k projection of standardised features; k=None keeps all dimensions (no projection)."""
+        z = self.standardized(x)
+        return z if k is None else z @ self.basis(k)
+
+    def basis(self, k: int) -> np.ndarray:
+        """A_k: the (D, k) orthonormal basis of the top-k public components."""
+        if not 1 <= k <= len(self.components_):
+            raise UsageError(f"k={k} is out of range: the projection holds {len(self.components_)} components "
+                             f"(public rank {self.rank_})", hint="refit with a larger --k-max or use a smaller k")
+        return self.components_[:k].T.astype(np.float32)
+
+    def to_artifact(self) -> Artifact:
+        arrays = {"mean": self.mean_, "scale": self.scale_, "components": self.components_,
+                  "eigenvalues": self.eigenvalues_}
+        attrs = {"method": "pca", "standardized": self.standardize, "centred": True, "k_max": len(self.components_),
+                 "rank": self.rank_, "n_public": self.n_public_}
+        return Artifact("projection", arrays, attrs)
+
+    @classmethod
+    def from_artifact(cls, artifact: Artifact) -> PublicPCA:
+        pca = cls(int(artifact.attrs["k_max"]), bool(artifact.attrs["standardized"]))
+        pca.mean_, pca.scale_ = artifact.array("mean"), artifact.array("scale")
+        pca.components_, pca.eigenvalues_ = artifact.array("components"), artifact.array("eigenvalues")
+        pca.rank_, pca.n_public_ = int(artifact.attrs["rank"]), int(artifact.attrs["n_public"])
+        return pca

@@ -1,0 +1,1 @@
+"""Linear-head DP-SGD engines and hyper-parameter sweeps on cached features."""
