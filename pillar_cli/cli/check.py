@@ -12,13 +12,14 @@ from pillar_cli import artifacts
 from pillar_cli.artifacts import Artifact
 from pillar_cli.assumptions import assess, svm_directions
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, int_list, print_json,
-                                   print_table, resolved_config, stderr)
+                                   print_table, save, stderr)
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.projection import PublicPCA
 
 
 @cli_errors
 def check_assumptions(
+    ctx: typer.Context,
     embeddings: str = typer.Argument(..., help="Embeddings FILE:SPLIT whose labels define w* (default split: val)."),
     projection: Path = typer.Option(..., "--projection", "-p", help="Projection artifact from fit-pca."),
     out: Path = typer.Option(..., "-o", "--out", help="Assumptions artifact to write."),
@@ -55,8 +56,7 @@ def check_assumptions(
     artifact = Artifact("assumptions", {"k": np.array(ks), "xi": table.xi, "margin_full": table.margin_full,
                                         "margin_projected": table.margin_projected, "eigengap": table.eigengap},
                         {"summary": summary, "labels_used": label_note, "mode": mode})
-    artifacts.write(out, artifact, inputs=[split.ref, projection_artifact.ref()],
-                    config=resolved_config(k=k, mode=mode, pairs=pairs, xi_threshold=xi_threshold, seed=seed))
+    save(ctx, out, artifact, [split.ref, projection_artifact.ref()])
     if as_json:
         return print_json(summary)
     print_table(f"{out}: large-margin low-rank diagnostics", table.rows(),

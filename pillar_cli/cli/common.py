@@ -12,13 +12,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-import click
 import typer
 import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from pillar_cli import artifacts
 from pillar_cli.errors import PillarError, UsageError
 
 stdout = Console()
@@ -42,16 +42,16 @@ def cli_errors(command: Callable) -> Callable:
     return run
 
 
-def load_config(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+def load_config(ctx: typer.Context, _param: typer.CallbackParam, value: str | None) -> str | None:
     """--config FILE.yaml: its keys become defaults, so explicit flags still win."""
     if value is None:
         return value
     try:
         options = yaml.safe_load(Path(value).read_text()) or {}
     except (OSError, yaml.YAMLError) as err:
-        raise click.BadParameter(f"cannot read {value}: {err}") from err
+        raise typer.BadParameter(f"cannot read {value}: {err}") from err
     if not isinstance(options, dict):
-        raise click.BadParameter(f"{value} must hold a mapping of option names to values")
+        raise typer.BadParameter(f"{value} must hold a mapping of option names to values")
     ctx.default_map = {**(ctx.default_map or {}), **{k.replace("-", "_"): _as_cli_value(v) for k, v in options.items()}}
     return value
 
@@ -158,5 +158,36 @@ def atomic_file(path: Path) -> Iterator[Path]:
         Path(name).unlink(missing_ok=True)
 
 
-def resolved_config(**options: Any) -> dict[str, Any]:
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()}
+def _plain(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def invocation(ctx: typer.Context) -> tuple[list[str], dict[str, Any]]:
+    """The running command as a re-runnable argv (every option resolved, --config expanded) and its options."""
+    argv, options = ctx.command_path.split(), {}
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if param.name in ("config", "as_json") or value is None:
+            continue
+        options[param.name] = _plain(value)
+        if param.param_type_name == "argument":
+            argv.append(str(value))
+        elif param.is_flag and param.secondary_opts:
+            argv.append(param.opts[0] if value else param.secondary_opts[0])
+        elif param.is_flag:
+            argv.extend([param.opts[0]] if value else [])
+        else:
+            for item in value if param.multiple else [value]:
+                argv.extend([max(param.opts, key=len), str(item)])
+    return argv, options
+
+
+def save(ctx: typer.Context, out: Path, artifact: artifacts.Artifact,
+         inputs: list[artifacts.InputRef] = ()) -> artifacts.Artifact:
+    """Write an artifact with this invocation's command line and resolved options as provenance."""
+    command, options = invocation(ctx)
+    return artifacts.write(out, artifact, inputs=list(inputs), config=options, command=command)

@@ -7,10 +7,9 @@ from typing import Optional
 
 import typer
 
-from pillar_cli import artifacts
 from pillar_cli.backbones import BACKBONES, build_embedder
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, print_json, print_table,
-                                   progress_bar, resolved_config)
+                                   progress_bar, save)
 from pillar_cli.data import SOURCES, SourceOptions, SplitPlan, load_source, make_splits
 from pillar_cli.embedding import embed_splits
 from pillar_cli.errors import UsageError
@@ -18,6 +17,7 @@ from pillar_cli.errors import UsageError
 
 @cli_errors
 def embed(
+    ctx: typer.Context,
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Embeddings artifact to write (.h5)."),
     source: str = typer.Option("mnist5k", help="Dataset source (see --list-sources)."),
     path: Optional[Path] = typer.Option(None, help="Data on disk, for sources that read files."),
@@ -60,10 +60,7 @@ def embed(
                               resize=resize, crop=crop, device=device)
     with progress_bar(f"embedding with {backbone}", sum(len(ids) for ids in splits.values())) as advance:
         artifact = embed_splits(dataset, splits, embedder, plan, batch_size, advance)
-    artifacts.write(out, artifact, config=resolved_config(source=source, path=path, params=options.params,
-                    backbone=backbone, weights=weights, pretrained=pretrained, resize=resize, crop=crop,
-                    public_fraction=public_fraction, val_fraction=val_fraction, test_fraction=test_fraction,
-                    seed=seed, batch_size=batch_size))
+    save(ctx, out, artifact)
     rows = [{"split": name, "rows": len(ids), "labelled": name != "public", "dim": embedder.feature_dim}
             for name, ids in splits.items()]
     if as_json:

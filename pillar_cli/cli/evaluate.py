@@ -11,13 +11,14 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.artifacts import Artifact
 from pillar_cli.cli.common import (JsonOption, atomic_file, check_output, cli_errors, print_json, print_table,
-                                   resolved_config)
+                                   save)
 from pillar_cli.errors import DataError
 from pillar_cli.evaluation import accuracy_vs_k_plot, selected_accuracies
 
 
 @cli_errors
 def evaluate(
+    ctx: typer.Context,
     model: Path = typer.Argument(..., help="Model artifact from train-private."),
     embeddings: str = typer.Option(..., "--embeddings", "-e", help="Embeddings FILE:SPLIT (default split: test)."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Evaluation artifact to write."),
@@ -46,10 +47,9 @@ def evaluate(
     if out is not None:
         artifact = Artifact("evaluation", {"accuracy_mean": np.array([r["accuracy_mean"] for r in rows])},
                             {"rows": rows, "split": split.name, "trained_on": sorted(trained_on), "title": title})
-        artifacts.write(out, artifact, inputs=[model_artifact.ref(), split.ref],
-                        config=resolved_config(model=model, embeddings=embeddings, plot=plot))
+        save(ctx, out, artifact, [model_artifact.ref(), split.ref])
     if as_json:
         return print_json({"rows": rows, "split": split.name, "title": title})
     print_table(title, [dict(r, accuracy=f"{r['accuracy_mean']:.4f} ± {r['accuracy_std']:.4f}") for r in rows],
-                ["k", "epsilon", "accuracy", "seeds", "epsilon_spent", "val_accuracy", "lr", "steps", "batch_size"],
+                ["k", "epsilon", "accuracy", "seeds", "epsilon_spent", "val_accuracy"],
                 {"epsilon_spent": ".4g", "val_accuracy": ".3f"})

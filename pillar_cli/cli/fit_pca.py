@@ -9,13 +9,14 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, print_json, print_table,
-                                   resolved_config)
+                                   save)
 from pillar_cli.errors import PrivacyError
 from pillar_cli.projection import PublicPCA
 
 
 @cli_errors
 def fit_pca(
+    ctx: typer.Context,
     embeddings: str = typer.Argument(..., help="Embeddings artifact, optionally FILE:SPLIT (default split: public)."),
     out: Path = typer.Option(..., "-o", "--out", help="Projection artifact to write."),
     k_max: Optional[int] = typer.Option(None, min=1, help="Components to keep (default: the public rank)."),
@@ -39,7 +40,7 @@ def fit_pca(
     pca = PublicPCA(k_max, standardize).fit(public.features)
     artifact = pca.to_artifact()
     artifact.attrs.update(fitted_on=public.ref.to_dict(), backbone=public.attrs.get("backbone"))
-    artifacts.write(out, artifact, inputs=[public.ref], config=resolved_config(k_max=k_max, standardize=standardize))
+    save(ctx, out, artifact, [public.ref])
     explained = pca.eigenvalues_.cumsum() / pca.eigenvalues_.sum()
     rows = [{"k": k, "explained_variance": float(explained[k - 1])} for k in (1, 2, 5, 10, 20, 40, 100, 200)
             if k <= len(pca.components_)]

@@ -11,7 +11,7 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.artifacts import Artifact
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, print_json, print_table,
-                                   resolved_config)
+                                   save)
 from pillar_cli.errors import UsageError
 from pillar_cli.gsd import gradient_subspace_distances
 
@@ -20,6 +20,7 @@ PRIVACY_NOTE = "non-private: uses the private split's features (not its labels; 
 
 @cli_errors
 def gsd(
+    ctx: typer.Context,
     private: str = typer.Option(..., "--private", help="Private embeddings FILE:SPLIT (default split: private)."),
     public: list[str] = typer.Option(..., "--public", help="Candidate public embeddings FILE:SPLIT (repeatable)."),
     out: Path = typer.Option(..., "-o", "--out", help="GSD artifact to write."),
@@ -47,8 +48,7 @@ def gsd(
                 "privacy": PRIVACY_NOTE}
     artifact = Artifact("gsd", {"distance": np.array(distances)},
                         {"candidates": public, "ranking": rows, "settings": settings})
-    artifacts.write(out, artifact, inputs=[private_split.ref, *[c.ref for c in candidates]],
-                    config=resolved_config(k=k, max_samples=max_samples, seed=seed))
+    save(ctx, out, artifact, [private_split.ref, *[c.ref for c in candidates]])
     if as_json:
         return print_json({"ranking": rows, "settings": settings})
     print_table(f"GSD to {private} (k={k}; {PRIVACY_NOTE})", rows, ["rank", "candidate", "gsd"], {"gsd": ".4f"})

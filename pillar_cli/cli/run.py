@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
 import typer
 
 from pillar_cli.cli.common import cli_errors, stderr
@@ -26,13 +25,10 @@ def run(
     pipeline = load_pipeline(file, name)
     if pipeline.workdir is not None:
         pipeline.workdir.mkdir(parents=True, exist_ok=True)
-    command = typer.main.get_command(app)
     for number, argv in enumerate(pipeline.steps, start=1):
         stderr.print(f"[bold]\\[{number}/{len(pipeline.steps)}][/bold] pillar {' '.join(argv)}")
         try:
-            command.main(argv, prog_name="pillar", standalone_mode=False)
-        except click.exceptions.Exit as stop:
-            if stop.exit_code:
-                raise PillarError(f"pipeline '{name}' stopped at step {number} (exit {stop.exit_code})") from None
-        except click.ClickException as err:
-            raise PillarError(f"pipeline '{name}' step {number}: {err.format_message()}") from None
+            app(argv, prog_name="pillar")  # standalone: the step reports its own error, then exits
+        except SystemExit as stop:
+            if stop.code:
+                raise PillarError(f"pipeline '{name}' stopped at step {number} (exit {stop.code})") from None

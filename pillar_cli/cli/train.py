@@ -10,7 +10,7 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, float_list, int_list,
-                                   print_json, print_table, progress_bar, resolved_config)
+                                   print_json, print_table, progress_bar, save)
 from pillar_cli.errors import DataError
 from pillar_cli.privacy import get_accountant, validate_budget
 from pillar_cli.projection import PublicPCA
@@ -19,6 +19,7 @@ from pillar_cli.training.sweep import PrivacySettings, SweepGrid, model_artifact
 
 @cli_errors
 def train_private(
+    ctx: typer.Context,
     embeddings: str = typer.Argument(..., help="Embeddings artifact (reads its 'private' and 'val' splits)."),
     projection: Path = typer.Option(..., "--projection", "-p", help="Projection artifact from fit-pca."),
     out: Path = typer.Option(..., "-o", "--out", help="Model artifact to write."),
@@ -60,9 +61,7 @@ def train_private(
         result = run_sweep(pca, private.features, private.labels, val.features, val.labels, private.num_classes,
                            grid, privacy, device=device, on_step=lambda t: advance(1))
     artifact = model_artifact(result, pca, privacy, private.num_classes)
-    artifacts.write(out, artifact, inputs=[private.ref, val.ref, projection_artifact.ref()],
-                    config=resolved_config(k=k, eps=eps, delta=delta, lr=lr, steps=steps, batch_size=batch_size,
-                                           seed=seed, clip=clip, accountant=accountant))
+    save(ctx, out, artifact, [private.ref, val.ref, projection_artifact.ref()])
     if as_json:
         return print_json({"output": str(out), "selection": result.selection, "note": artifact.attrs["selection_note"]})
     print_table(f"{out}: {len(result.runs)} runs, selected on val (not accounted in ε)", result.selection,

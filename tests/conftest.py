@@ -1,0 +1,45 @@
+"""Shared fixtures: a CLI runner and MNIST-5k pixel artifacts built once per session through the CLI."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pillar_cli.cli import app
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _calibration_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    os.environ.setdefault("PILLAR_CACHE_DIR", str(tmp_path_factory.mktemp("pillar-cache")))
+
+
+class Pillar:
+    """Runs `pillar ...` in-process and returns the click Result (stdout, stderr, exit_code)."""
+
+    def __init__(self) -> None:
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str | Path, expect: int | None = 0):
+        result = self.runner.invoke(app, [str(a) for a in args])
+        if expect is not None and result.exit_code != expect:
+            raise AssertionError(f"pillar {' '.join(map(str, args))} exited {result.exit_code}, expected {expect}\n"
+                                 f"stdout: {result.stdout}\nstderr: {result.stderr}\n{result.exception!r}")
+        return result
+
+
+@pytest.fixture(scope="session")
+def pillar() -> Pillar:
+    return Pillar()
+
+
+@pytest.fixture(scope="session")
+def mnist(tmp_path_factory: pytest.TempPathFactory, pillar: Pillar) -> dict[str, Path]:
+    """emb.h5 and pca.h5 for MNIST-5k pixels (3,200 private / 400 public / 400 val / 1,000 test)."""
+    root = tmp_path_factory.mktemp("mnist")
+    paths = {"emb": root / "emb.h5", "pca": root / "pca.h5", "root": root}
+    pillar("embed", "--source", "mnist5k", "--backbone", "pixels", "-o", paths["emb"])
+    pillar("fit-pca", f"{paths['emb']}:public", "--k-max", "100", "-o", paths["pca"])
+    return paths

@@ -1,0 +1,91 @@
+"""Artifact schema v1: round trips, provenance, atomic writes, kind/version checks, corrupt files."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+
+from pillar_cli import artifacts
+from pillar_cli.artifacts import Artifact, InputRef
+from pillar_cli.errors import ArtifactError
+
+
+def _sample() -> Artifact:
+    arrays = {"splits/a/features": np.arange(12, dtype=np.float32).reshape(4, 3), "splits/a/labels": np.arange(4)}
+    return Artifact("embeddings", arrays, {"backbone": "pixels", "class_names": ["x", "y"], "dim": 3, "ok": True})
+
+
+def test_round_trip_keeps_arrays_attrs_and_provenance(tmp_path):
+    ref = InputRef("in.h5", "projection", "abc", "public")
+    written = artifacts.write(tmp_path / "e.h5", _sample(), inputs=[ref], config={"k": 5}, command=["pillar", "x"])
+    back = artifacts.read(tmp_path / "e.h5", "embeddings")
+    assert back.attrs == {"backbone": "pixels", "class_names": ["x", "y"], "dim": 3, "ok": True}
+    for name, array in _sample().arrays.items():
+        np.testing.assert_array_equal(back.arrays[name], array)
+    assert back.provenance.inputs == [ref]
+    assert back.provenance.config == {"k": 5} and back.provenance.command == ["pillar", "x"]
+    assert back.provenance.content_hash == written.provenance.content_hash
+    assert back.provenance.content_hash == artifacts.content_hash(back.arrays, back.attrs)
+
+
+def test_content_hash_ignores_write_time_but_not_content(tmp_path):
+    first = artifacts.write(tmp_path / "1.h5", _sample()).provenance.content_hash
+    second = artifacts.write(tmp_path / "2.h5", _sample()).provenance.content_hash
+    changed = _sample()
+    changed.arrays["splits/a/labels"] = np.array([0, 1, 2, 4])
+    assert first == second != artifacts.write(tmp_path / "3.h5", changed).provenance.content_hash
+
+
+def test_read_refuses_wrong_kind_and_unknown_version(tmp_path):
+    path = tmp_path / "e.h5"
+    artifacts.write(path, _sample())
+    with pytest.raises(ArtifactError, match=r"e\.h5 is a embeddings artifact, expected model$"):
+        artifacts.read(path, "model")
+    with h5py.File(path, "a") as h5:
+        h5.attrs["schema_version"] = 7
+    with pytest.raises(ArtifactError, match="has schema version 7; this pillar reads version 1"):
+        artifacts.read(path, "embeddings")
+
+
+def test_missing_corrupt_and_foreign_files(tmp_path):
+    with pytest.raises(ArtifactError, match="artifact not found"):
+        artifacts.read(tmp_path / "nope.h5", "embeddings")
+    (tmp_path / "junk.h5").write_bytes(b"not hdf5 at all" * 10)
+    with pytest.raises(ArtifactError, match="is not a readable pillar artifact"):
+        artifacts.read(tmp_path / "junk.h5", "embeddings")
+    with h5py.File(tmp_path / "plain.h5", "w") as h5:
+        h5["x"] = np.zeros(3)
+    with pytest.raises(ArtifactError, match=r"is not a pillar artifact \(no 'pillar_kind' attribute\)"):
+        artifacts.read(tmp_path / "plain.h5", "embeddings")
+
+
+def test_truncated_file_is_a_clean_error(tmp_path):
+    path = tmp_path / "e.h5"
+    artifacts.write(path, _sample())
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ArtifactError):
+        artifacts.read(path, "embeddings")
+
+
+def test_failed_write_keeps_the_existing_file_and_leaves_no_temporary(tmp_path):
+    path = tmp_path / "e.h5"
+    artifacts.write(path, _sample())
+    before = path.read_bytes()
+    broken = _sample()
+    broken.attrs["bad"] = object()
+    with pytest.raises(ArtifactError):
+        artifacts.write(path, broken)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.h5"]
+
+
+def test_unwritable_directory_is_reported(tmp_path):
+    with pytest.raises(ArtifactError, match="does not exist"):
+        artifacts.write(tmp_path / "missing" / "e.h5", _sample())
+
+
+def test_parse_ref():
+    assert artifacts.parse_ref("dir/emb.h5:private") == ("dir/emb.h5", "private")
+    assert artifacts.parse_ref("emb.h5", "public") == ("emb.h5", "public")

@@ -1,0 +1,103 @@
+"""Dataset sources and readers on real bundled data and on small files the tests write."""
+
+from __future__ import annotations
+
+import pickle
+
+import h5py
+import numpy as np
+import pytest
+from PIL import Image
+
+from pillar_cli.data import SourceOptions, SplitPlan, load_source, make_splits
+from pillar_cli.errors import DataError, UsageError
+
+
+def test_splits_are_disjoint_seeded_and_cover_the_train_part():
+    splits = make_splits(1000, 0, SplitPlan(0.1, 0.1, 0.2, seed=3))
+    assert {k: len(v) for k, v in splits.items()} == {"private": 640, "public": 80, "val": 80, "test": 200}
+    ids = np.concatenate(list(splits.values()))
+    assert len(np.unique(ids)) == 1000
+    again = make_splits(1000, 0, SplitPlan(0.1, 0.1, 0.2, seed=3))
+    assert all(np.array_equal(splits[k], again[k]) for k in splits)
+    other = make_splits(1000, 0, SplitPlan(0.1, 0.1, 0.2, seed=4))
+    assert not np.array_equal(splits["public"], other["public"])
+
+
+def test_own_test_part_is_used_when_the_source_has_one():
+    splits = make_splits(100, 30, SplitPlan(0.1, 0.1, 0.2, seed=0))
+    np.testing.assert_array_equal(splits["test"], np.arange(100, 130))
+    assert sum(len(splits[k]) for k in ("private", "public", "val")) == 100
+
+
+def test_bad_fractions_are_usage_errors():
+    with pytest.raises(UsageError, match="--public-fraction must be in"):
+        make_splits(10, 0, SplitPlan(public_fraction=1.5))
+    with pytest.raises(UsageError, match="must leave rows for the private split"):
+        make_splits(10, 0, SplitPlan(public_fraction=0.6, val_fraction=0.5))
+
+
+def test_bundled_sources_load_real_data():
+    mnist = load_source("mnist5k", SourceOptions())
+    assert mnist.inputs.shape == (5000, 28, 28, 1) and mnist.inputs.dtype == np.uint8
+    assert np.bincount(mnist.labels).tolist() == [500] * 10
+    digits = load_source("digits", SourceOptions())
+    assert digits.inputs.shape == (1797, 8, 8, 1) and digits.inputs.max() == 255
+
+
+def test_synthetic_gmm_matches_example_1():
+    data = load_source("synthetic-gmm", SourceOptions(params={"n": "20000", "d": "10", "theta": "4", "sigma": "0.5"}))
+    x, y = data.inputs.astype(np.float64), np.where(data.labels == 1, 1.0, -1.0)
+    mu = (x * y[:, None]).mean(axis=0)
+    centred = x - y[:, None] * mu
+    eigenvalues, eigenvectors = np.linalg.eigh(np.cov(centred.T))
+    w_star = eigenvectors[:, -1]
+    assert abs(np.linalg.norm(mu) - 1.0) < 0.05
+    assert abs(w_star @ mu) < 0.05  # μ ⟂ w*
+    assert abs(eigenvalues[-1] - 4.25) < 0.2 and abs(eigenvalues[-2] - 0.25) < 0.05
+
+
+def test_npz_and_h5_readers(tmp_path):
+    x, y = np.random.default_rng(0).random((20, 5)).astype(np.float32), np.arange(20) % 3
+    np.savez(tmp_path / "d.npz", x=x, y=y, x_test=x[:4], y_test=y[:4])
+    data = load_source("npz", SourceOptions(tmp_path / "d.npz"))
+    np.testing.assert_array_equal(data.inputs, x)
+    assert data.test_inputs.shape == (4, 5) and data.class_names == ["0", "1", "2"]
+    with h5py.File(tmp_path / "d.h5", "w") as h5:
+        h5["features"], h5["labels"] = x, y
+    assert load_source("h5", SourceOptions(tmp_path / "d.h5")).inputs.shape == (20, 5)
+    np.savez(tmp_path / "bad.npz", a=x)
+    with pytest.raises(DataError, match="needs arrays 'x' and 'y'"):
+        load_source("npz", SourceOptions(tmp_path / "bad.npz"))
+
+
+def test_image_folder_reader(tmp_path):
+    for label, colour in (("cat", 10), ("dog", 200)):
+        (tmp_path / label).mkdir()
+        for i in range(3):
+            Image.fromarray(np.full((6, 6, 3), colour + i, np.uint8)).save(tmp_path / label / f"{i}.png")
+    data = load_source("image-folder", SourceOptions(tmp_path))
+    assert data.class_names == ["cat", "dog"] and data.inputs.shape == (6, 6, 6, 3)
+    assert data.labels.tolist() == [0, 0, 0, 1, 1, 1] and data.inputs[4, 0, 0, 0] == 201
+    resized = load_source("image-folder", SourceOptions(tmp_path, {"size": "4"}))
+    assert resized.inputs.shape == (6, 4, 4, 3)
+
+
+def test_cifar_reader(tmp_path):
+    rng = np.random.default_rng(0)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        batch = {b"data": rng.integers(0, 255, (4, 3072), dtype=np.uint8), b"labels": [0, 1, 2, 3]}
+        (tmp_path / name).write_bytes(pickle.dumps(batch))
+    (tmp_path / "batches.meta").write_bytes(pickle.dumps({b"label_names": [b"a", b"b", b"c", b"d"]}))
+    data = load_source("cifar", SourceOptions(tmp_path))
+    assert data.inputs.shape == (20, 32, 32, 3) and data.test_inputs.shape == (4, 32, 32, 3)
+    raw = pickle.loads((tmp_path / "data_batch_1").read_bytes())[b"data"][0]
+    assert data.inputs[0, 0, 1, 2] == raw[2 * 1024 + 1]  # channel-major rows → HWC
+    assert data.class_names == ["a", "b", "c", "d"]
+
+
+def test_unknown_source_and_missing_path():
+    with pytest.raises(UsageError, match="unknown source 'mnist'"):
+        load_source("mnist", SourceOptions())
+    with pytest.raises(UsageError, match="source 'cifar' needs --path"):
+        load_source("cifar", SourceOptions())

@@ -1,0 +1,113 @@
+"""The whole pipeline through the CLI on MNIST-5k pixels: artifacts, provenance, ledger, and the PILLAR effect."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from pillar_cli import artifacts
+from pillar_cli.privacy import DPEvent, spent_epsilon
+
+
+@pytest.fixture(scope="module")
+def trained(mnist, pillar):
+    model, evaluation = mnist["root"] / "model.h5", mnist["root"] / "eval.h5"
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5,20,40,full", "--eps", "0.1,inf",
+           "--lr", "0.1,0.5", "--steps", "100", "--batch-size", "512", "-o", model)
+    result = pillar("evaluate", model, "-e", f"{mnist['emb']}:test", "-o", evaluation,
+                    "--plot", mnist["root"] / "acc.png", "--json")
+    return model, evaluation, json.loads(result.stdout)
+
+
+def test_artifact_kinds_and_provenance_chain(mnist, trained):
+    model_path, evaluation_path, _ = trained
+    embeddings = artifacts.read(mnist["emb"], "embeddings")
+    projection = artifacts.read(mnist["pca"], "projection")
+    model = artifacts.read(model_path, "model")
+    evaluation = artifacts.read(evaluation_path, "evaluation")
+    assert "splits/public/labels" not in embeddings.arrays  # public data is unlabelled
+    assert embeddings.attrs["backbone"] == "pixels" and embeddings.attrs["source"] == "mnist5k"
+    emb_hash = embeddings.provenance.content_hash
+    assert [(r.kind, r.split, r.content_hash) for r in projection.provenance.inputs] == [("embeddings", "public", emb_hash)]
+    assert [(r.kind, r.split) for r in model.provenance.inputs] == [("embeddings", "private"), ("embeddings", "val"),
+                                                                  ("projection", None)]
+    assert model.provenance.inputs[2].content_hash == projection.provenance.content_hash
+    assert [r.kind for r in evaluation.provenance.inputs] == ["model", "embeddings"]
+    assert model.provenance.config["eps"] == "0.1,inf" and model.provenance.command[:2] == ["pillar", "train-private"]
+    assert model.provenance.command[model.provenance.command.index("--eps") + 1] == "0.1,inf"
+    assert (mnist["root"] / "acc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_ledger_epsilon_recomputed_by_the_accountant_is_within_target(trained):
+    model = artifacts.read(trained[0], "model")
+    ledger = model.attrs["ledger"]
+    assert ledger["accountant"] == "prv" and ledger["clip"] == 1.0 and ledger["delta"] == 1e-5
+    targets, recorded = model.array("runs/epsilon_target"), model.array("runs/epsilon_spent")
+    private = np.flatnonzero(np.isfinite(targets))
+    assert len(private) == 8
+    n_private = 3200
+    for i in private:
+        event = DPEvent(float(model.array("runs/noise_multiplier")[i]), float(model.array("runs/sample_rate")[i]),
+                        int(model.array("runs/steps")[i]), ledger["delta"], ledger["clip"])
+        assert event.sample_rate == pytest.approx(512 / n_private)
+        recomputed = spent_epsilon.__wrapped__("prv", event)
+        assert recomputed <= targets[i] and recomputed == pytest.approx(recorded[i], rel=1e-6)
+    assert np.isinf(recorded[~np.isfinite(targets)]).all()
+    assert "NOT accounted" in model.attrs["selection_note"]
+
+
+def test_projection_beats_full_dimension_at_small_epsilon_but_not_without_privacy(trained):
+    rows = {(r["k"], r["epsilon"]): r["accuracy_mean"] for r in trained[2]["rows"]}
+    val = {(r["k"], r["epsilon"]): r["val_accuracy"] for r in trained[2]["rows"]}
+    best_k = max((5, 20, 40), key=lambda k: val[(k, 0.1)])  # chosen on val, reported on test
+    assert rows[(best_k, 0.1)] >= rows[("full", 0.1)] + 0.08
+    assert rows[("full", "inf")] >= rows[(5, "inf")]
+
+
+def test_check_assumptions_xi_decreases_with_k_on_mnist(mnist, pillar):
+    result = pillar("check-assumptions", f"{mnist['emb']}:val", "-p", mnist["pca"], "--k", "1,5,20,60",
+                    "-o", mnist["root"] / "assumptions.h5", "--json")
+    summary = json.loads(result.stdout)
+    medians = [row["xi_median"] for row in summary["rows"]]
+    assert medians == sorted(medians, reverse=True) and medians[0] - medians[-1] > 0.3
+    assert "labels of split 'val'" in summary["labels_used"]
+
+
+def test_run_executes_a_pipeline_file(tmp_path, pillar):
+    workdir = tmp_path / "work"
+    (tmp_path / "p.yaml").write_text(f"""
+pipelines:
+  tiny:
+    vars: {{workdir: {workdir}}}
+    steps:
+      - embed --source digits -o {{workdir}}/emb.h5
+      - fit-pca {{workdir}}/emb.h5:public --k-max 10 -o {{workdir}}/pca.h5
+      - train-private {{workdir}}/emb.h5 -p {{workdir}}/pca.h5 --k 5 --eps inf --steps 50 --batch-size 128
+        -o {{workdir}}/model.h5
+""")
+    pillar("run", tmp_path / "p.yaml", "tiny")
+    assert artifacts.read(workdir / "model.h5", "model").attrs["selection"][0]["k"] == 5
+    failed = pillar("run", tmp_path / "p.yaml", "missing", expect=2)
+    assert failed.stderr == f"error: no pipeline 'missing' in {tmp_path / 'p.yaml'} (available: tiny)\n"
+
+
+def test_inspect_prints_provenance_as_json(mnist, pillar):
+    document = json.loads(pillar("inspect", mnist["pca"], "--json").stdout)
+    assert document["kind"] == "projection" and document["inputs"][0]["split"] == "public"
+    assert document["datasets"]["components"]["shape"] == [100, 784]
+
+
+def test_gsd_ranks_a_same_distribution_set_above_noise(mnist, pillar, tmp_path):
+    rng = np.random.default_rng(0)
+    noise = artifacts.Artifact("embeddings", {"splits/public/features": rng.random((400, 784)).astype(np.float32),
+                                              "splits/public/index": np.arange(400)}, {"class_names": []})
+    artifacts.write(tmp_path / "noise.h5", noise)
+    result = pillar("gsd", "--private", f"{mnist['emb']}:private", "--public", f"{mnist['emb']}:test",
+                    "--public", f"{tmp_path / 'noise.h5'}:public", "-o", tmp_path / "gsd.h5", "--json")
+    ranking = json.loads(result.stdout)["ranking"]
+    assert ranking[0]["candidate"].endswith(":test") and ranking[0]["gsd"] < ranking[1]["gsd"]
+    assert all(0.0 <= r["gsd"] <= 1.0 for r in ranking)
+    assert math.isclose(ranking[1]["gsd"], artifacts.read(tmp_path / "gsd.h5", "gsd").array("distance")[1])
