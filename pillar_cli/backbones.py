@@ -18,6 +18,7 @@ import torch
 from pillar_cli.errors import DataError, UsageError
 
 _CHECKPOINT_PREFIXES = ("module.encoder_q.", "backbone.", "module.", "model.", "encoder.")
+_HEAD_PREFIXES = ("fc.", "head.", "classifier.")
 
 
 @dataclass(frozen=True)
@@ -178,9 +179,17 @@ def load_weights_file(model: torch.nn.Module, path: Path) -> str:
 
 
 def remap_state_dict(state: dict[str, torch.Tensor], wanted: set[str]) -> dict[str, torch.Tensor]:
-    """Strip the publisher's prefix (backbone., module.encoder_q., ...); keep only the backbone's keys."""
+    """Strip the publisher's prefix (backbone., module.encoder_q., ...) and drop its classifier head.
+
+    Keys outside the prefix (projectors, momentum encoders) are ignored; keys inside it that the backbone does not
+    have are an error, so a checkpoint of a deeper architecture cannot load silently into a shallower one.
+    """
     for prefix in ("",) + _CHECKPOINT_PREFIXES:
         stripped = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
         if stripped and wanted <= set(stripped):
+            unexpected = sorted(k for k in stripped if k not in wanted and not k.startswith(_HEAD_PREFIXES))
+            if unexpected:
+                raise DataError(f"checkpoint has {len(unexpected)} weights the backbone lacks (e.g. "
+                                f"{prefix}{unexpected[0]}): it belongs to another architecture")
             return {k: v for k, v in stripped.items() if k in wanted}
     return state

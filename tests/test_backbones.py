@@ -1,0 +1,82 @@
+"""Backbone registry contract, checkpoint layouts loaded through --weights, features equal a direct forward pass."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import timm
+import torch
+from torchvision.transforms import v2
+
+from pillar_cli import artifacts
+from pillar_cli.backbones import BACKBONES, build_embedder, remap_state_dict
+from pillar_cli.data import SourceOptions, SplitPlan, load_source, make_splits
+
+
+@pytest.mark.parametrize("name", [n for n in BACKBONES if n != "pixels"])
+def test_every_registered_backbone_builds_and_gives_2048_features(name):
+    embedder = build_embedder(name, (16, 16, 3), pretrained=False, resize=64, crop=64)
+    images = np.random.default_rng(0).integers(0, 255, (2, 16, 16, 3), dtype=np.uint8)
+    features = embedder(images)
+    assert features.shape == (2, embedder.feature_dim) == (2, 2048)
+    assert np.isfinite(features).all()
+
+
+def test_pixels_backbone_flattens_and_scales():
+    embedder = build_embedder("pixels", (2, 2, 1))
+    out = embedder(np.array([[[[0], [255]], [[51], [102]]]], dtype=np.uint8))
+    np.testing.assert_allclose(out, [[0.0, 1.0, 0.2, 0.4]])
+
+
+def _checkpoints(model: torch.nn.Module) -> dict[str, dict]:
+    state = model.state_dict()
+    head = {"fc.weight": torch.zeros(10, 512), "fc.bias": torch.zeros(10)}
+    return {
+        "torchvision": dict(state),
+        "solo-learn": {"state_dict": {**{f"backbone.{k}": v for k, v in state.items()},
+                                      "projector.0.weight": torch.zeros(4, 4)}},
+        "moco": {"state_dict": {**{f"module.encoder_q.{k}": v for k, v in {**state, **head}.items()},
+                                "module.encoder_k.conv1.weight": torch.zeros(1)}},
+    }
+
+
+@pytest.mark.parametrize("layout", ["torchvision", "solo-learn", "moco"])
+def test_weights_file_loads_and_features_equal_a_direct_forward_pass(tmp_path, pillar, layout):
+    torch.manual_seed(0)
+    reference = timm.create_model("resnet18", pretrained=False, num_classes=0).eval()
+    torch.save(_checkpoints(reference)[layout], tmp_path / "w.pt")
+    out = tmp_path / "emb.h5"
+    pillar("embed", "--source", "digits", "--backbone", "resnet18", "--weights", tmp_path / "w.pt", "--resize", "40",
+           "--crop", "32", "--batch-size", "128", "-o", out)
+    split = artifacts.read_split(f"{out}:val")
+    digits = load_source("digits", SourceOptions())
+    ids = make_splits(len(digits.inputs), 0, SplitPlan())["val"]
+    np.testing.assert_array_equal(split.index, ids)
+    transform = v2.Compose([v2.Resize(40, interpolation=v2.InterpolationMode.BICUBIC, antialias=True), v2.CenterCrop(32),
+                            v2.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
+    images = torch.from_numpy(digits.inputs[ids]).permute(0, 3, 1, 2).float().div(255).expand(-1, 3, -1, -1)
+    with torch.inference_mode():
+        expected = reference(transform(images)).numpy()
+    np.testing.assert_allclose(split.features, expected, rtol=1e-4, atol=1e-4)
+    assert split.attrs["weights"].startswith("file:") and split.attrs["backbone"] == "resnet18"
+
+
+def test_a_checkpoint_of_another_architecture_fails_loudly(tmp_path, pillar):
+    other = timm.create_model("resnet34", pretrained=False, num_classes=0)
+    torch.save({"state_dict": {f"backbone.{k}": v for k, v in other.state_dict().items()}}, tmp_path / "w.pt")
+    result = pillar("embed", "--source", "digits", "--backbone", "resnet18", "--weights", tmp_path / "w.pt",
+                    "--resize", "40", "--crop", "32", "-o", tmp_path / "e.h5", expect=4)
+    assert result.stderr == ("error: checkpoint has 96 weights the backbone lacks (e.g. backbone.layer1.2.bn1.bias): "
+                             "it belongs to another architecture\n")
+    deeper = timm.create_model("resnet18", pretrained=False, num_classes=0).state_dict()
+    torch.save({k: v for k, v in deeper.items() if not k.startswith("layer4")}, tmp_path / "partial.pt")
+    result = pillar("embed", "--source", "digits", "--backbone", "resnet18", "--weights", tmp_path / "partial.pt",
+                    "-o", tmp_path / "e.h5", expect=4)
+    assert result.stderr.startswith(f"error: {tmp_path / 'partial.pt'} does not fit the backbone: ")
+    assert not (tmp_path / "e.h5").exists()
+
+
+def test_remap_keeps_only_backbone_keys():
+    wanted = {"conv1.weight", "fc.weight"} - {"fc.weight"}
+    state = {"backbone.conv1.weight": torch.ones(1), "projector.weight": torch.ones(1)}
+    assert list(remap_state_dict(state, wanted)) == ["conv1.weight"]
