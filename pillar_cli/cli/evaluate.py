@@ -39,8 +39,10 @@ def evaluate(
         raise DataError(f"split '{split.name}' of {path} has no labels to evaluate against")
     trained_on = {ref.path for ref in model_artifact.provenance.inputs if ref.kind == "embeddings"}
     rows = selected_accuracies(model_artifact, split.features, split.labels)
+    ledger, seeds = model_artifact.attrs["ledger"], sorted(set(model_artifact.array("runs/seed").tolist()))
     title = (f"{split.attrs.get('source')} / {split.attrs.get('backbone')}: {split.name} accuracy; "
-             f"δ={model_artifact.attrs['ledger']['delta']:g}, {model_artifact.attrs['ledger']['accountant']}")
+             f"n_private={model_artifact.attrs['n_private']}, δ={ledger['delta']:g}, {ledger['accountant']}, "
+             f"seeds {','.join(map(str, seeds))}")
     if plot is not None:
         with atomic_file(plot) as tmp:
             accuracy_vs_k_plot(rows, tmp, title, int(model_artifact.array("mean").size))

@@ -60,7 +60,7 @@ def train_private(
     with progress_bar("DP-SGD sweep", total) as advance:
         result = run_sweep(pca, private.features, private.labels, val.features, val.labels, private.num_classes,
                            grid, privacy, device=device, on_step=lambda t: advance(1))
-    artifact = model_artifact(result, pca, privacy, private.num_classes)
+    artifact = model_artifact(result, pca, privacy, private.num_classes, len(private.features))
     save(ctx, out, artifact, [private.ref, val.ref, projection_artifact.ref()])
     if as_json:
         return print_json({"output": str(out), "selection": result.selection, "note": artifact.attrs["selection_note"]})

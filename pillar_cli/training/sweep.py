@@ -111,7 +111,8 @@ def select_on_val(runs: list[Run]) -> list[dict]:
     return selection
 
 
-def model_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings, num_classes: int) -> Artifact:
+def model_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings, num_classes: int,
+                   n_private: int) -> Artifact:
     """Every run's head and ledger row, plus the selected heads mapped back to the standardised full space."""
     runs = result.runs
     dim = pca.dim
@@ -140,6 +141,7 @@ def model_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
             arrays[f"runs/{run_id}/weights_full"] = full.astype(np.float32)
     attrs = {
         "num_classes": num_classes,
+        "n_private": n_private,
         "feature_space": "standardised with the projection's public mean/scale; weights_full = A_k · weights",
         "ledger": {"accountant": privacy.accountant, "delta": privacy.delta, "clip": privacy.clip,
                    "mechanism": "DP-SGD, Poisson sampling, Gaussian noise σ·clip, add/remove-one adjacency",
