@@ -3,32 +3,76 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.errors import DataError
+from pillar_cli.errors import ArtifactError, DataError
+from pillar_cli.training.sweep import RunKey, select_on_val
 
 
-def selected_accuracies(model: Artifact, features: np.ndarray, labels: np.ndarray) -> list[dict]:
-    """Test accuracy of each (k, ε) selection: mean ± std over the seeds of the selected configuration."""
-    mean, scale = model.array("mean"), model.array("scale")
+@dataclass(frozen=True)
+class StoredRun:
+    """One run of a model artifact (or of one shard of a sweep), addressable after merging."""
+
+    key: RunKey
+    val_accuracy: float
+    epsilon_spent: float
+    model: Artifact
+    local_id: int
+
+    def full_weights(self) -> tuple[np.ndarray, np.ndarray]:
+        """The head mapped back to the standardised feature space: (A_k · w, b)."""
+        weights = self.model.array(f"runs/{self.local_id}/weights")
+        if self.key.k is not None:
+            weights = self.model.array(f"bases/{self.key.method}/{self.key.k}") @ weights
+        return weights, self.model.array(f"runs/{self.local_id}/bias")
+
+
+def stored_runs(models: list[Artifact]) -> list[StoredRun]:
+    """All runs of one or more model artifacts (sweep shards), checked to come from one compatible sweep."""
+    first = models[0]
+    for other in models[1:]:
+        if other.attrs["ledger"] != first.attrs["ledger"]:
+            raise ArtifactError(f"{other.path} and {first.path} use different privacy settings; they are not shards "
+                                "of one sweep")
+        if not np.array_equal(other.array("mean"), first.array("mean")) or \
+                not np.array_equal(other.array("scale"), first.array("scale")):
+            raise ArtifactError(f"{other.path} and {first.path} were trained on different projections")
+    runs = []
+    for model in models:
+        table = {name: model.array(f"runs/{name}") for name in ("method", "k", "projected", "epsilon_target", "lr",
+                                                               "steps", "batch_size", "seed", "val_accuracy",
+                                                               "epsilon_spent")}
+        for i in range(len(table["k"])):
+            key = RunKey(str(table["method"][i]), int(table["k"][i]) if table["projected"][i] else None,
+                         float(table["epsilon_target"][i]), float(table["lr"][i]), int(table["steps"][i]),
+                         int(table["batch_size"][i]), int(table["seed"][i]))
+            runs.append(StoredRun(key, float(table["val_accuracy"][i]), float(table["epsilon_spent"][i]), model, i))
+    return runs
+
+
+def selected_accuracies(models: list[Artifact], features: np.ndarray, labels: np.ndarray) -> list[dict]:
+    """Per (method, k, ε): select on val over all runs, report test accuracy mean ± std over the seeds."""
+    mean, scale = models[0].array("mean"), models[0].array("scale")
     if features.shape[1] != len(mean):
         raise DataError(f"features have {features.shape[1]} dimensions; the model was trained on {len(mean)}")
     z = (features - mean) / scale
+    runs = stored_runs(models)
     rows = []
-    for choice in model.attrs["selection"]:
+    for choice in select_on_val([r.key for r in runs], [r.val_accuracy for r in runs]):
         accuracies = []
         for run_id in choice["run_ids"]:
-            logits = z @ model.array(f"runs/{run_id}/weights_full") + model.array(f"runs/{run_id}/bias")
-            accuracies.append(float((logits.argmax(axis=1) == labels).mean()))
-        spent = model.array("runs/epsilon_spent")[choice["run_ids"]]
-        rows.append({"k": choice["k"], "epsilon": choice["epsilon"], "accuracy_mean": float(np.mean(accuracies)),
-                     "accuracy_std": float(np.std(accuracies)), "seeds": len(accuracies), "accuracies": accuracies,
-                     "epsilon_spent": float(spent.max()), "val_accuracy": choice["val_accuracy_mean"],
-                     "lr": choice["lr"], "steps": choice["steps"], "batch_size": choice["batch_size"]})
-    return sorted(rows, key=lambda r: (r["epsilon"], math.inf if r["k"] == "full" else r["k"]))
+            weights, bias = runs[run_id].full_weights()
+            accuracies.append(float(((z @ weights + bias).argmax(axis=1) == labels).mean()))
+        rows.append({**{k: v for k, v in choice.items() if k != "run_ids"},
+                     "accuracy_mean": float(np.mean(accuracies)), "accuracy_std": float(np.std(accuracies)),
+                     "seeds": len(accuracies), "accuracies": accuracies,
+                     "epsilon_spent": max(runs[i].epsilon_spent for i in choice["run_ids"]),
+                     "val_accuracy": choice["val_accuracy_mean"]})
+    return sorted(rows, key=lambda r: (r["method"], r["epsilon"], math.inf if r["k"] == "full" else r["k"]))
 
 
 def accuracy_vs_k_plot(rows: list[dict], path: Path, title: str, full_dim: int) -> None:
@@ -39,11 +83,14 @@ def accuracy_vs_k_plot(rows: list[dict], path: Path, title: str, full_dim: int) 
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(6, 4))
-    for epsilon in sorted({r["epsilon"] for r in rows}):
+    methods = sorted({r["method"] for r in rows})
+    for method, epsilon in sorted({(r["method"], r["epsilon"]) for r in rows}):
         line = sorted((full_dim if r["k"] == "full" else r["k"], r["accuracy_mean"], r["accuracy_std"])
-                      for r in rows if r["epsilon"] == epsilon)
+                      for r in rows if r["epsilon"] == epsilon and r["method"] == method)
         ks, means, stds = zip(*line)
-        axes.errorbar(ks, means, yerr=stds, marker="o", capsize=3, label="non-private" if math.isinf(epsilon) else f"ε = {epsilon:g}")
+        label = "non-private" if math.isinf(epsilon) else f"ε = {epsilon:g}"
+        axes.errorbar(ks, means, yerr=stds, marker="o", capsize=3,
+                      label=f"{method}, {label}" if len(methods) > 1 else label)
     axes.set_xscale("log")
     axes.set_xlabel("k (principal components; full = no projection)")
     axes.set_ylabel("test accuracy")

@@ -66,6 +66,14 @@ def _opacus_epsilon(name: str, sigma: float, q: float, steps: int, delta: float)
         return float(accountant.get_epsilon(delta))
 
 
+def _pld_epsilon(sigma: float, q: float, steps: int, delta: float) -> float:
+    from dp_accounting import dp_event, pld
+
+    accountant = pld.PLDAccountant(value_discretization_interval=1e-4)
+    accountant.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), steps)
+    return float(accountant.get_epsilon(delta))
+
+
 @dataclass(frozen=True)
 class Accountant:
     name: str
@@ -79,6 +87,8 @@ ACCOUNTANTS: dict[str, Accountant] = {a.name: a for a in (
                lambda s, q, t, d: _opacus_epsilon("prv", s, q, t, d)),
     Accountant("rdp", "Rényi DP (Mironov), opacus, orders extended to 1,024",
                _rdp_epsilon),
+    Accountant("pld", "privacy loss distributions (Google dp-accounting), pessimistic discretisation; tightest",
+               _pld_epsilon),
     Accountant("gdp", "Gaussian DP CLT (Dong et al.), opacus; an APPROXIMATION, not an upper bound",
                lambda s, q, t, d: _opacus_epsilon("gdp", s, q, t, d), upper_bound=False),
 )}

@@ -7,10 +7,28 @@ explicitly declares public, which is recorded in the artifact).
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.errors import DataError, UsageError
+
+
+class LinearMap(Protocol):
+    """A fixed map of standardised features to k dimensions: x ↦ A_kᵀ·standardised(x)."""
+
+    dim: int
+
+    def standardized(self, x: np.ndarray) -> np.ndarray: ...
+
+    def basis(self, k: int) -> np.ndarray: ...
+
+
+def project(linear_map: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:
+    """Standardise, then map to k dimensions (k=None: no projection)."""
+    z = linear_map.standardized(x)
+    return z if k is None else z @ linear_map.basis(k)
 
 
 class PublicPCA:
@@ -57,8 +75,7 @@ class PublicPCA:
 
     def transform(self, x: np.ndarray, k: int | None) -> np.ndarray:
         """Top-k projection of standardised features; k=None keeps all dimensions (no projection)."""
-        z = self.standardized(x)
-        return z if k is None else z @ self.basis(k)
+        return project(self, x, k)
 
     def basis(self, k: int) -> np.ndarray:
         """A_k: the (D, k) orthonormal basis of the top-k public components."""
@@ -81,3 +98,27 @@ class PublicPCA:
         pca.components_, pca.eigenvalues_ = artifact.array("components"), artifact.array("eigenvalues")
         pca.rank_, pca.n_public_ = int(artifact.attrs["rank"]), int(artifact.attrs["n_public"])
         return pca
+
+
+class GaussianProjection:
+    """Johnson-Lindenstrauss baseline: x ↦ Gᵀx / √k with G (D, k) i.i.d. N(0, 1), seeded, using no data at all.
+
+    Features are standardised with the same public scaler as PCA so that the two differ only in the subspace.
+    Bases are nested: the first k rows of one seeded (k_max, D) Gaussian draw, for every k.
+    """
+
+    def __init__(self, scaler: PublicPCA, seed: int = 0):
+        self.scaler, self.seed = scaler, seed
+        self.dim = scaler.dim
+
+    def standardized(self, x: np.ndarray) -> np.ndarray:
+        return self.scaler.standardized(x)
+
+    def transform(self, x: np.ndarray, k: int | None) -> np.ndarray:
+        return project(self, x, k)
+
+    def basis(self, k: int) -> np.ndarray:
+        if not 1 <= k <= self.dim:
+            raise UsageError(f"k={k} is out of range for a random projection of {self.dim} dimensions")
+        rows = np.random.default_rng(self.seed).standard_normal((k, self.dim))
+        return (rows.T / np.sqrt(k)).astype(np.float32)

@@ -62,8 +62,9 @@ def test_every_clipped_per_sample_gradient_respects_the_bound():
 def test_batched_configurations_equal_one_at_a_time():
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((300, 8)).astype(np.float32), rng.integers(0, 3, 300)
-    configs = [RunConfig(0.5, 30, 40, 1), RunConfig(0.1, 50, 100, 2), RunConfig(1.0, 10, 20, 3)]
-    sigmas = [2.0, 0.7, 0.0]
+    configs = [RunConfig(0.5, 30, 40, 1), RunConfig(0.1, 50, 100, 2), RunConfig(1.0, 10, 20, 3),
+               RunConfig(0.2, 70, 40, 1), RunConfig(0.3, 37, 40, 1, momentum=0.9, weight_decay=0.01)]
+    sigmas = [2.0, 0.7, 0.0, 1.5, 3.0]  # configurations 0, 3 and 4 share a seed and a batch size: common streams
     together = train_linear_heads(x, y, 3, configs, sigmas, clip=1.0)
     for config, sigma, head in zip(configs, sigmas, together):
         alone = train_linear_heads(x, y, 3, [config], [sigma], clip=1.0)[0]

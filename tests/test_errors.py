@@ -75,7 +75,7 @@ def test_batch_size_larger_than_n(pillar, mnist, tmp_path):
 def test_unknown_accountant(pillar, mnist, tmp_path):
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--accountant", "moments", "-o",
                     tmp_path / "m.h5", expect=None)
-    _assert_clean_failure(result, 2, "unknown accountant 'moments' (known: prv, rdp, gdp)", tmp_path / "m.h5")
+    _assert_clean_failure(result, 2, "unknown accountant 'moments' (known: prv, rdp, pld, gdp)", tmp_path / "m.h5")
 
 
 def test_nan_features(pillar, mnist, tmp_path):

@@ -52,3 +52,10 @@ def test_calibration_is_cached(tmp_path, monkeypatch):
     assert (tmp_path / "calibration.json").exists()
     monkeypatch.setitem(ACCOUNTANTS, "rdp", None)  # a cache hit must not consult the accountant
     assert calibrate_noise("rdp", 0.5, DELTA, 0.01, 300) == first
+
+
+def test_pld_is_the_tightest_accountant_at_small_epsilon():
+    sigma_prv = calibrate_noise("prv", 0.1, DELTA, Q, STEPS)
+    sigma_pld = calibrate_noise("pld", 0.1, DELTA, Q, STEPS)
+    assert sigma_pld < sigma_prv
+    assert spent_epsilon("pld", DPEvent(sigma_prv, Q, STEPS, DELTA, 1.0)) <= 0.1

@@ -10,11 +10,11 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, float_list, int_list,
-                                   print_json, print_table, progress_bar, save)
-from pillar_cli.errors import DataError
+                                   print_json, print_table, progress_bar, save, split_list)
+from pillar_cli.errors import DataError, UsageError
 from pillar_cli.privacy import get_accountant, validate_budget
 from pillar_cli.projection import PublicPCA
-from pillar_cli.training.sweep import PrivacySettings, SweepGrid, model_artifact, run_sweep
+from pillar_cli.training.sweep import PrivacySettings, SweepGrid, linear_map, model_artifact, run_sweep
 
 
 @cli_errors
@@ -23,6 +23,7 @@ def train_private(
     embeddings: str = typer.Argument(..., help="Embeddings artifact (reads its 'private' and 'val' splits)."),
     projection: Path = typer.Option(..., "--projection", "-p", help="Projection artifact from fit-pca."),
     out: Path = typer.Option(..., "-o", "--out", help="Model artifact to write."),
+    method: str = typer.Option("pillar", help="pillar (public PCA), dpsgd (no projection), jl (random); comma list."),
     k: str = typer.Option("40", help="Components, comma-separated; 'full' = no projection. E.g. 5,10,full"),
     eps: str = typer.Option("1", help="Target ε values, comma-separated; 'inf' = non-private. E.g. 0.1,1,inf"),
     delta: float = typer.Option(1e-5, help="Target δ; must be below 1/n_private."),
@@ -30,39 +31,54 @@ def train_private(
     steps: str = typer.Option("500", help="Numbers of DP-SGD steps, comma-separated."),
     batch_size: str = typer.Option("512", help="Expected (Poisson) batch sizes, comma-separated."),
     seed: str = typer.Option("0", help="Seeds, comma-separated; results report mean ± std over them."),
+    momentum: float = typer.Option(0.0, min=0.0, max=0.999, help="Heavy-ball momentum (paper: 0)."),
+    weight_decay: float = typer.Option(0.0, min=0.0, help="L2 weight decay (paper: 0)."),
     clip: float = typer.Option(1.0, help="Per-sample gradient clipping norm."),
-    accountant: str = typer.Option("prv", help="prv (default), rdp or gdp (an approximation)."),
+    accountant: str = typer.Option("prv", help="prv (default), rdp, pld, or gdp (an approximation)."),
+    shard: str = typer.Option("0/1", help="Train only shard i of n (i/n) of the sweep; evaluate merges shards."),
     device: str = typer.Option("cpu", help="cpu or cuda."),
     config: Optional[str] = ConfigOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Train DP linear classifiers for every (k, ε) and hyper-parameter, selecting per (k, ε) on val.
+    """Train DP linear classifiers for every (method, k, ε) and hyper-parameter; select per cell on val.
 
     Example: pillar train-private emb.h5 -p pca.h5 --k 5,10,40,full --eps 0.1,1,inf -o model.h5
     """
     path, _ = artifacts.parse_ref(embeddings)
     check_output(out, [path, str(projection)])
-    grid = SweepGrid(int_list(k, "--k", allow_full=True), float_list(eps, "--eps"), float_list(lr, "--lr"),
-                     int_list(steps, "--steps"), int_list(batch_size, "--batch-size"), int_list(seed, "--seed", minimum=0))
+    grid = SweepGrid(split_list(method, "--method"), int_list(k, "--k", allow_full=True), float_list(eps, "--eps"),
+                     float_list(lr, "--lr"), int_list(steps, "--steps"), int_list(batch_size, "--batch-size"),
+                     int_list(seed, "--seed", minimum=0), momentum, weight_decay)
+    shard_index, shard_count = _parse_shard(shard)
     private, val = artifacts.read_split(f"{path}:private"), artifacts.read_split(f"{path}:val")
     projection_artifact = artifacts.read(projection, "projection")
     artifacts.require_derived_from(projection_artifact, private.ref)
     pca = PublicPCA.from_artifact(projection_artifact)
-    for value in [v for v in grid.ks if v is not None]:
-        pca.basis(value)
+    for name, value in [(m, v) for m in grid.methods for v in grid.ks if v is not None]:
+        linear_map(name, pca).basis(value)
     get_accountant(accountant)
     for target in grid.epsilons:
         validate_budget(target, delta, len(private.features))
     if len(np.unique(private.labels)) < 2:
         raise DataError(f"{path}:private holds a single class; a classifier needs at least two")
     privacy = PrivacySettings(delta, clip, accountant)
-    total = len(grid.ks) * len(grid.epsilons) * max(grid.steps)
-    with progress_bar("DP-SGD sweep", total) as advance:
+    with progress_bar("DP-SGD runs", len(grid.points((shard_index, shard_count)))) as advance:
         result = run_sweep(pca, private.features, private.labels, val.features, val.labels, private.num_classes,
-                           grid, privacy, device=device, on_step=lambda t: advance(1))
-    artifact = model_artifact(result, pca, privacy, private.num_classes, len(private.features))
+                           grid, privacy, shard=(shard_index, shard_count), device=device,
+                           on_runs=advance)
+    artifact = model_artifact(result, pca, privacy, private.num_classes, len(private.features),
+                              (shard_index, shard_count))
     save(ctx, out, artifact, [private.ref, val.ref, projection_artifact.ref()])
     if as_json:
-        return print_json({"output": str(out), "selection": result.selection, "note": artifact.attrs["selection_note"]})
-    print_table(f"{out}: {len(result.runs)} runs, selected on val (not accounted in ε)", result.selection,
-                ["k", "epsilon", "lr", "steps", "batch_size", "val_accuracy_mean"], {"val_accuracy_mean": ".3f"})
+        return print_json({"output": str(out), "selection": artifact.attrs["selection"],
+                           "note": artifact.attrs["selection_note"]})
+    print_table(f"{out}: {len(result.runs)} runs, selected on val (not accounted in ε)", artifact.attrs["selection"],
+                ["method", "k", "epsilon", "lr", "steps", "batch_size", "val_accuracy_mean"],
+                {"val_accuracy_mean": ".3f"})
+
+
+def _parse_shard(text: str) -> tuple[int, int]:
+    index, sep, count = text.partition("/")
+    if not (sep and index.isdigit() and count.isdigit() and int(index) < int(count)):
+        raise UsageError(f"--shard takes i/n with 0 <= i < n; got '{text}'")
+    return int(index), int(count)

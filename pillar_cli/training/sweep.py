@@ -1,8 +1,9 @@
-"""Hyper-parameter sweeps over (k, ε) × (lr, steps, batch size, seed) with validation-based selection.
+"""Hyper-parameter sweeps over (method, k, ε) × (lr, steps, batch size, seed) with validation-based selection.
 
 Every run is calibrated for its exact sample rate and step count, trained, and its spent ε recomputed from its
-DP event. Selection per (k, ε) uses the val split's labels, which the ε does NOT account for; the sweep result
-says so wherever it is written.
+DP event. Selection per (method, k, ε) uses the val split's labels, which the ε does NOT account for; every
+artifact that holds a selection says so. A sweep can be cut into shards (`shard=(i, n)`) whose runs are merged
+and selected later from their stored run tables.
 """
 
 from __future__ import annotations
@@ -18,25 +19,49 @@ import numpy as np
 from pillar_cli.artifacts import Artifact
 from pillar_cli.errors import PrivacyError, UsageError
 from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
-from pillar_cli.projection import PublicPCA
+from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
 from pillar_cli.training.engine import LinearHead, RunConfig, train_linear_heads
 
 SELECTION_NOTE = ("hyper-parameters were selected on the val split's labels; that selection is NOT accounted "
                   "in the reported ε")
+METHODS = {
+    "pillar": "top-k principal components of the PUBLIC features (the projection artifact)",
+    "dpsgd": "no projection: DP-SGD on all standardised features (the paper's main baseline)",
+    "jl": "Gaussian random projection to k dimensions (seeded; uses no data)",
+}
+
+
+def linear_map(method: str, pca: PublicPCA, seed: int = 0) -> LinearMap:
+    if method not in METHODS:
+        raise UsageError(f"unknown method '{method}' (known: {', '.join(METHODS)})")
+    return GaussianProjection(pca, seed) if method == "jl" else pca
 
 
 @dataclass(frozen=True)
 class SweepGrid:
+    methods: list[str]
     ks: list[int | None]  # None = full dimension, no projection
     epsilons: list[float]  # math.inf = non-private
     lrs: list[float]
     steps: list[int]
     batch_sizes: list[int]
     seeds: list[int]
+    momentum: float = 0.0
+    weight_decay: float = 0.0
 
     def configs(self) -> list[RunConfig]:
-        return [RunConfig(lr, t, b, s) for lr, t, b, s in
+        return [RunConfig(lr, t, b, s, self.momentum, self.weight_decay) for lr, t, b, s in
                 itertools.product(self.lrs, self.steps, self.batch_sizes, self.seeds)]
+
+    def cells(self) -> list[tuple[str, int | None, float]]:
+        """(method, k, ε) cells; dpsgd has the single cell k = full."""
+        return [(m, k, e) for m in self.methods for k in ([None] if m == "dpsgd" else self.ks) for e in self.epsilons]
+
+    def points(self, shard: tuple[int, int] = (0, 1)) -> list[tuple[tuple[str, int | None, float], RunConfig]]:
+        """Every run of the sweep, or every n-th starting at i for shard (i, n)."""
+        index, count = shard
+        everything = [(cell, config) for cell in self.cells() for config in self.configs()]
+        return everything[index::count]
 
 
 @dataclass(frozen=True)
@@ -46,11 +71,30 @@ class PrivacySettings:
     accountant: str = "prv"
 
 
-@dataclass
-class Run:
+@dataclass(frozen=True)
+class RunKey:
+    """What identifies a run for selection: its cell (method, k, ε) and its hyper-parameters."""
+
+    method: str
     k: int | None
     epsilon: float
-    config: RunConfig
+    lr: float
+    steps: int
+    batch_size: int
+    seed: int
+
+    @property
+    def cell(self) -> tuple[str, int | None, float]:
+        return self.method, self.k, self.epsilon
+
+    @property
+    def hyper_parameters(self) -> tuple[float, int, int]:
+        return self.lr, self.steps, self.batch_size
+
+
+@dataclass
+class Run:
+    key: RunKey
     event: DPEvent
     epsilon_spent: float
     head: LinearHead
@@ -60,32 +104,41 @@ class Run:
 @dataclass
 class SweepResult:
     runs: list[Run] = field(default_factory=list)
-    selection: list[dict] = field(default_factory=list)
+    bases: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
+
+    @property
+    def selection(self) -> list[dict]:
+        return select_on_val([r.key for r in self.runs], [r.val_accuracy for r in self.runs])
 
 
 def run_sweep(pca: PublicPCA, private_x: np.ndarray, private_y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray,
-              num_classes: int, grid: SweepGrid, privacy: PrivacySettings, *, device: str = "cpu",
-              on_step: Callable[[int], None] = lambda t: None) -> SweepResult:
-    """Train every grid point on the projected private split; select per (k, ε) on val."""
+              num_classes: int, grid: SweepGrid, privacy: PrivacySettings, *, shard: tuple[int, int] = (0, 1),
+              device: str = "cpu", on_runs: Callable[[int], None] = lambda done: None) -> SweepResult:
+    """Train the sweep's grid points (those of one shard) on the projected private split; score them on val."""
     n = len(private_x)
     too_big = [b for b in grid.batch_sizes if b > n]
     if too_big:
         raise UsageError(f"--batch-size {too_big[0]} exceeds the {n} private rows")
+    by_cell: dict[tuple, list[RunConfig]] = defaultdict(list)
+    for cell, config in grid.points(shard):
+        by_cell[cell].append(config)
     result = SweepResult()
-    for k in grid.ks:
-        train_z, val_z = pca.transform(private_x, k), pca.transform(val_x, k)
-        for epsilon in grid.epsilons:
-            configs = grid.configs()
-            sigmas = [_noise_multiplier(epsilon, privacy, c.batch_size / n, c.steps) for c in configs]
-            heads = train_linear_heads(train_z, private_y, num_classes, configs, sigmas,
-                                       None if math.isinf(epsilon) else privacy.clip, device=device, on_step=on_step)
-            for config, sigma, head in zip(configs, sigmas, heads):
-                event = DPEvent(sigma, config.batch_size / n, config.steps, privacy.delta, privacy.clip)
-                spent = spent_epsilon(privacy.accountant, event)
-                if spent > epsilon * (1 + 1e-9):
-                    raise PrivacyError(f"run spent ε = {spent:.4g} above its target {epsilon:g}; refusing to write it")
-                result.runs.append(Run(k, epsilon, config, event, spent, head, head.accuracy(val_z, val_y)))
-    result.selection = select_on_val(result.runs)
+    for (method, k, epsilon), configs in by_cell.items():
+        mapping = linear_map(method, pca)
+        if k is not None:
+            result.bases[(method, k)] = mapping.basis(k)
+        train_z, val_z = project(mapping, private_x, k), project(mapping, val_x, k)
+        sigmas = [_noise_multiplier(epsilon, privacy, c.batch_size / n, c.steps) for c in configs]
+        heads = train_linear_heads(train_z, private_y, num_classes, configs, sigmas,
+                                   None if math.isinf(epsilon) else privacy.clip, device=device)
+        for config, sigma, head in zip(configs, sigmas, heads):
+            event = DPEvent(sigma, config.batch_size / n, config.steps, privacy.delta, privacy.clip)
+            spent = spent_epsilon(privacy.accountant, event)
+            if spent > epsilon * (1 + 1e-9):
+                raise PrivacyError(f"run spent ε = {spent:.4g} above its target {epsilon:g}; refusing to write it")
+            key = RunKey(method, k, epsilon, config.lr, config.steps, config.batch_size, config.seed)
+            result.runs.append(Run(key, event, spent, head, head.accuracy(val_z, val_y)))
+        on_runs(len(configs))
     return result
 
 
@@ -95,54 +148,53 @@ def _noise_multiplier(epsilon: float, privacy: PrivacySettings, rate: float, ste
     return calibrate_noise(privacy.accountant, epsilon, privacy.delta, rate, steps)
 
 
-def select_on_val(runs: list[Run]) -> list[dict]:
-    """Per (k, ε): the (lr, steps, batch) whose mean val accuracy over seeds is highest."""
+def select_on_val(keys: list[RunKey], val_accuracies: list[float]) -> list[dict]:
+    """Per (method, k, ε): the (lr, steps, batch) with the highest mean val accuracy over seeds (ties: fewer steps)."""
     groups: dict[tuple, dict[tuple, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for run_id, run in enumerate(runs):
-        c = run.config
-        groups[(run.k, run.epsilon)][(c.lr, c.steps, c.batch_size)].append(run_id)
+    for run_id, key in enumerate(keys):
+        groups[key.cell][key.hyper_parameters].append(run_id)
     selection = []
-    for (k, epsilon), by_config in groups.items():
-        means = {key: float(np.mean([runs[i].val_accuracy for i in ids])) for key, ids in by_config.items()}
-        best = max(means, key=lambda key: (means[key], -key[1]))
+    for (method, k, epsilon), by_config in groups.items():
+        means = {hp: float(np.mean([val_accuracies[i] for i in ids])) for hp, ids in by_config.items()}
+        best = max(means, key=lambda hp: (means[hp], -hp[1]))
         lr, steps, batch = best
-        selection.append({"k": "full" if k is None else k, "epsilon": epsilon, "lr": lr, "steps": steps,
-                          "batch_size": batch, "run_ids": by_config[best], "val_accuracy_mean": means[best]})
+        selection.append({"method": method, "k": "full" if k is None else k, "epsilon": epsilon, "lr": lr,
+                          "steps": steps, "batch_size": batch, "run_ids": by_config[best],
+                          "val_accuracy_mean": means[best]})
     return selection
 
 
 def model_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings, num_classes: int,
-                   n_private: int) -> Artifact:
-    """Every run's head and ledger row, plus the selected heads mapped back to the standardised full space."""
+                   n_private: int, shard: tuple[int, int] = (0, 1)) -> Artifact:
+    """Every run's head and ledger row, the bases that map heads back to the standardised space, the selection."""
     runs = result.runs
-    dim = pca.dim
+    keys = [r.key for r in runs]
     arrays: dict[str, np.ndarray] = {
         "mean": pca.mean_.astype(np.float32),
         "scale": pca.scale_.astype(np.float32),
-        "runs/k": np.array([dim if r.k is None else r.k for r in runs], dtype=np.int64),
-        "runs/projected": np.array([r.k is not None for r in runs]),
-        "runs/epsilon_target": np.array([r.epsilon for r in runs]),
+        "runs/method": np.array([k.method for k in keys], dtype=str),
+        "runs/k": np.array([pca.dim if k.k is None else k.k for k in keys], dtype=np.int64),
+        "runs/projected": np.array([k.k is not None for k in keys]),
+        "runs/epsilon_target": np.array([k.epsilon for k in keys]),
         "runs/epsilon_spent": np.array([r.epsilon_spent for r in runs]),
         "runs/noise_multiplier": np.array([r.event.noise_multiplier for r in runs]),
         "runs/sample_rate": np.array([r.event.sample_rate for r in runs]),
-        "runs/steps": np.array([r.config.steps for r in runs], dtype=np.int64),
-        "runs/batch_size": np.array([r.config.batch_size for r in runs], dtype=np.int64),
-        "runs/lr": np.array([r.config.lr for r in runs]),
-        "runs/seed": np.array([r.config.seed for r in runs], dtype=np.int64),
+        "runs/steps": np.array([k.steps for k in keys], dtype=np.int64),
+        "runs/batch_size": np.array([k.batch_size for k in keys], dtype=np.int64),
+        "runs/lr": np.array([k.lr for k in keys]),
+        "runs/seed": np.array([k.seed for k in keys], dtype=np.int64),
         "runs/val_accuracy": np.array([r.val_accuracy for r in runs]),
     }
     for run_id, run in enumerate(runs):
         arrays[f"runs/{run_id}/weights"] = run.head.weights.astype(np.float32)
         arrays[f"runs/{run_id}/bias"] = run.head.bias.astype(np.float32)
-    for choice in result.selection:
-        for run_id in choice["run_ids"]:
-            run = runs[run_id]
-            full = run.head.weights if run.k is None else pca.basis(run.k) @ run.head.weights
-            arrays[f"runs/{run_id}/weights_full"] = full.astype(np.float32)
+    for (method, k), basis in result.bases.items():
+        arrays[f"bases/{method}/{k}"] = basis.astype(np.float32)
     attrs = {
         "num_classes": num_classes,
         "n_private": n_private,
-        "feature_space": "standardised with the projection's public mean/scale; weights_full = A_k · weights",
+        "shard": list(shard),
+        "feature_space": "standardised with the public mean/scale; full-space weights = bases/<method>/<k> · weights",
         "ledger": {"accountant": privacy.accountant, "delta": privacy.delta, "clip": privacy.clip,
                    "mechanism": "DP-SGD, Poisson sampling, Gaussian noise σ·clip, add/remove-one adjacency",
                    "protected_split": "private", "per_run": "runs/epsilon_spent, runs/noise_multiplier, "

@@ -1,0 +1,136 @@
+"""Side-by-side DP-SGD step throughput for linear heads, and a batched sweep against one-at-a-time runs.
+
+Columns, all on the same features, the same Poisson sampling and the same (σ, clip):
+  fast      pillar's exact engine (clip from ‖[x,1]‖·‖p − e_y‖, one matmul; no per-sample gradients)
+  hooks     opacus GradSampleModule (per-sample gradients via hooks) + DPOptimizer — the reference path
+  ghost     opacus ghost clipping (GradSampleModuleFastGradientClipping + DPOptimizerFastGradientClipping)
+  sgd       non-private SGD (no clipping, no noise)
+Run: python benchmarks/bench_train.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import platform
+import time
+
+import numpy as np
+import torch
+
+from pillar_cli.training.engine import RunConfig, train_linear_heads
+
+N_PRIVATE, SIGMA, CLIP, LR = 45_000, 2.0, 1.0, 0.1
+
+
+def _poisson_batches(n: int, batch: int, steps: int, seed: int):
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        yield torch.nonzero(torch.rand(n, generator=generator) < batch / n).squeeze(1)
+
+
+def time_fast(x, y, classes, batch, steps):
+    start = time.perf_counter()
+    train_linear_heads(x.numpy(), y.numpy(), classes, [RunConfig(LR, steps, batch, 0)], [SIGMA], CLIP)
+    return steps / (time.perf_counter() - start)
+
+
+def _time_torch_loop(step, x, y, batch, steps):
+    start = time.perf_counter()
+    for index in _poisson_batches(len(x), batch, steps, 0):
+        step(x[index], y[index])
+    return steps / (time.perf_counter() - start)
+
+
+def time_hooks(x, y, classes, batch, steps):
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    model = GradSampleModule(torch.nn.Linear(x.shape[1], classes))
+    optimizer = DPOptimizer(torch.optim.SGD(model.parameters(), lr=LR), noise_multiplier=SIGMA, max_grad_norm=CLIP,
+                            expected_batch_size=batch)
+
+    def step(xb, yb):
+        torch.nn.functional.cross_entropy(model(xb), yb).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return _time_torch_loop(step, x, y, batch, steps)
+
+
+def time_ghost(x, y, classes, batch, steps):
+    from opacus.grad_sample import GradSampleModuleFastGradientClipping
+    from opacus.optimizers import DPOptimizerFastGradientClipping
+    from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
+
+    model = GradSampleModuleFastGradientClipping(torch.nn.Linear(x.shape[1], classes), max_grad_norm=CLIP,
+                                                 use_ghost_clipping=True, loss_reduction="mean")
+    optimizer = DPOptimizerFastGradientClipping(torch.optim.SGD(model.parameters(), lr=LR), noise_multiplier=SIGMA,
+                                                max_grad_norm=CLIP, expected_batch_size=batch, loss_reduction="mean")
+    criterion = DPLossFastGradientClipping(model, optimizer, torch.nn.CrossEntropyLoss(), "mean")
+
+    def step(xb, yb):
+        criterion(model(xb), yb).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return _time_torch_loop(step, x, y, batch, steps)
+
+
+def time_sgd(x, y, classes, batch, steps):
+    model = torch.nn.Linear(x.shape[1], classes)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+
+    def step(xb, yb):
+        torch.nn.functional.cross_entropy(model(xb), yb).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return _time_torch_loop(step, x, y, batch, steps)
+
+
+def engines_table(steps: int) -> None:
+    print(f"\nDP-SGD steps/s, linear head, n = {N_PRIVATE}, Poisson batches, {steps} steps each "
+          f"(torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()})")
+    print(f"{'(d, C, B)':>18} {'fast':>8} {'hooks':>8} {'ghost':>8} {'sgd':>8} {'fast/hooks':>11} {'fast/ghost':>11} "
+          f"{'sgd/fast':>9}")
+    for dim, classes, batch in [(2048, 10, 1024), (2048, 100, 1024), (40, 100, 1024)]:
+        generator = torch.Generator().manual_seed(0)
+        x = torch.randn(N_PRIVATE, dim, generator=generator)
+        y = torch.randint(0, classes, (N_PRIVATE,), generator=generator)
+        rates = {name: fn(x, y, classes, batch, steps) for name, fn in
+                 (("fast", time_fast), ("hooks", time_hooks), ("ghost", time_ghost), ("sgd", time_sgd))}
+        print(f"{str((dim, classes, batch)):>18} {rates['fast']:8.1f} {rates['hooks']:8.1f} {rates['ghost']:8.1f} "
+              f"{rates['sgd']:8.1f} {rates['fast'] / rates['hooks']:10.1f}x {rates['fast'] / rates['ghost']:10.2f}x "
+              f"{rates['sgd'] / rates['fast']:8.2f}x")
+
+
+def sweep_table(step_counts: list[int]) -> None:
+    """45 configurations (3 lr × 5 step counts × 3 batch sizes), k = 40, C = 10: batched vs one at a time."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((N_PRIVATE, 40)).astype(np.float32)
+    y = rng.integers(0, 10, N_PRIVATE)
+    configs = [RunConfig(lr, t, b, 0) for lr, t, b in itertools.product((0.01, 0.1, 1.0), step_counts, (256, 512, 1024))]
+    sigmas = [3.0] * len(configs)
+    start = time.perf_counter()
+    batched = train_linear_heads(x, y, 10, configs, sigmas, CLIP)
+    batched_s = time.perf_counter() - start
+    start = time.perf_counter()
+    alone = [train_linear_heads(x, y, 10, [c], [s], CLIP)[0] for c, s in zip(configs, sigmas)]
+    alone_s = time.perf_counter() - start
+    worst = max(float(np.abs(a.weights - b.weights).max()) for a, b in zip(batched, alone))
+    print(f"\nsweep of {len(configs)} configurations (steps {step_counts}, batch 256/512/1024, k = 40, C = 10, "
+          f"n = {N_PRIVATE}): batched {batched_s:.1f} s, one at a time {alone_s:.1f} s, "
+          f"speed-up {alone_s / batched_s:.1f}x, max |Δw| {worst:.1e}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer steps (a smoke run, noisier numbers)")
+    args = parser.parse_args()
+    engines_table(steps=20 if args.quick else 100)
+    sweep_table([20, 40, 60, 80, 100] if args.quick else [100, 200, 300, 400, 500])
+
+
+if __name__ == "__main__":
+    main()
