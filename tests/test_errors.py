@@ -6,7 +6,6 @@ import h5py
 import numpy as np
 import pytest
 
-from pillar_cli import artifacts
 
 
 def _assert_clean_failure(result, code: int, message: str, out=None):
