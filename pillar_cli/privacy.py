@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from scipy.optimize import brentq
 
 from pillar_cli.errors import PrivacyError, UsageError
 
@@ -69,9 +70,15 @@ def _opacus_epsilon(name: str, sigma: float, q: float, steps: int, delta: float)
 def _pld_epsilon(sigma: float, q: float, steps: int, delta: float) -> float:
     from dp_accounting import dp_event, pld
 
-    accountant = pld.PLDAccountant(value_discretization_interval=1e-4)
-    accountant.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), steps)
-    return float(accountant.get_epsilon(delta))
+    def epsilon(interval: float) -> float:
+        accountant = pld.PLDAccountant(value_discretization_interval=interval)
+        accountant.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), steps)
+        return float(accountant.get_epsilon(delta))
+
+    # The pessimistic discretisation error grows with the number of compositions (3 % at ε = 0.1, T = 40,000 with
+    # an interval of 1e-4): refine the grid for small ε.
+    rough = epsilon(1e-4)
+    return rough if rough > 1 else epsilon(2e-5)
 
 
 @dataclass(frozen=True)
@@ -84,13 +91,13 @@ class Accountant:
 
 ACCOUNTANTS: dict[str, Accountant] = {a.name: a for a in (
     Accountant("prv", "privacy random variables (Gopi et al.), opacus; tight upper bound",
-               lambda s, q, t, d: _opacus_epsilon("prv", s, q, t, d)),
+               functools.partial(_opacus_epsilon, "prv")),
     Accountant("rdp", "Rényi DP (Mironov), opacus, orders extended to 1,024",
                _rdp_epsilon),
     Accountant("pld", "privacy loss distributions (Google dp-accounting), pessimistic discretisation; tightest",
                _pld_epsilon),
     Accountant("gdp", "Gaussian DP CLT (Dong et al.), opacus; an APPROXIMATION, not an upper bound",
-               lambda s, q, t, d: _opacus_epsilon("gdp", s, q, t, d), upper_bound=False),
+               functools.partial(_opacus_epsilon, "gdp"), upper_bound=False),
 )}
 
 
@@ -119,26 +126,45 @@ def spent_epsilon(accountant: str, event: DPEvent) -> float:
 
 def calibrate_noise(accountant: str, epsilon: float, delta: float, sample_rate: float, steps: int,
                     rel_tol: float = 0.01) -> float:
-    """The smallest σ (to `rel_tol`) whose ε is ≤ `epsilon`: spent ε lands in [(1 − rel_tol)·ε, ε]."""
-    key = f"v1|{accountant}|{epsilon!r}|{delta!r}|{sample_rate!r}|{steps}|{rel_tol!r}"
+    """The σ whose ε (by `accountant`) lies in [(1 − rel_tol)·ε, ε].
+
+    Brent's method on log σ ↦ log ε, bracketed around the fast GDP estimate, then nudged up if needed so that the
+    spent ε never exceeds the target: a handful of accountant evaluations instead of opacus' bisection, which
+    stops at an absolute 0.01 in ε (10 % of the budget at ε = 0.1).
+    """
+    key = f"v2|{accountant}|{epsilon!r}|{delta!r}|{sample_rate!r}|{steps}|{rel_tol!r}"
     cache = _CalibrationCache()
     if (cached := cache.get(key)) is not None:
         return cached
-    eps_of = get_accountant(accountant).epsilon
-    low, high = 0.0, 1.0
-    while (eps_high := eps_of(high, sample_rate, steps, delta)) > epsilon:
-        low, high = high, high * 2
+    eps_of = functools.partial(get_accountant(accountant).epsilon, q=sample_rate, steps=steps, delta=delta)
+    goal = epsilon * (1 - rel_tol / 2)
+    low, high = _bracket(eps_of, goal, _bracket_guess(goal, sample_rate, steps, delta))
+    sigma = math.exp(brentq(lambda log_s: math.log(eps_of(math.exp(log_s))) - math.log(goal), math.log(low),
+                            math.log(high), xtol=rel_tol / 20))
+    while eps_of(sigma) > epsilon:
+        sigma *= 1 + rel_tol / 10
+    cache.put(key, sigma)
+    return sigma
+
+
+def _bracket_guess(goal: float, q: float, steps: int, delta: float) -> float:
+    gdp = functools.partial(_opacus_epsilon, "gdp", q=q, steps=steps, delta=delta)
+    low, high = _bracket(gdp, goal, 1.0)
+    return brentq(lambda s: gdp(s) - goal, low, high, rtol=1e-3)
+
+
+def _bracket(eps_of: Callable[[float], float], goal: float, guess: float) -> tuple[float, float]:
+    """σ_low with ε > goal and σ_high with ε ≤ goal, widening geometrically from the guess."""
+    low, high = guess * 0.9, guess * 1.1
+    while eps_of(high) > goal:
+        low, high = high, high * 1.5
         if high > 1e5:
-            raise PrivacyError(f"cannot reach ε = {epsilon} with {accountant}: even σ = 1e5 is not enough")
-    while eps_high < (1 - rel_tol) * epsilon and high - low > 1e-6 * high:
-        middle = (low + high) / 2
-        eps_middle = eps_of(middle, sample_rate, steps, delta)
-        if eps_middle > epsilon:
-            low = middle
-        else:
-            high, eps_high = middle, eps_middle
-    cache.put(key, high)
-    return high
+            raise PrivacyError(f"cannot reach ε = {goal:g}: even σ = 1e5 is not enough")
+    while eps_of(low) <= goal:
+        low, high = low / 1.5, low
+        if low < 1e-3:
+            raise PrivacyError(f"ε = {goal:g} is reached with almost no noise; check the budget")
+    return low, high
 
 
 class _CalibrationCache:
