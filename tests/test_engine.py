@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pillar_cli.training.engine import RunConfig, clipped_gradient_sum, train_linear_heads
-from pillar_cli.training.opacus_reference import opacus_clipped_gradient_sum
+from pillar_cli.training.opacus_reference import opacus_clipped_gradient_sum, train_with_opacus
 
 
 def _batch(n=64, d=20, classes=5, seed=0):
@@ -78,3 +78,26 @@ def test_non_private_training_learns_a_separable_problem():
     y = (x[:, 0] + x[:, 1] > 0).astype(np.int64)
     head = train_linear_heads(x, y, 2, [RunConfig(1.0, 300, 100, 0)], [0.0], clip=None)[0]
     assert head.accuracy(x, y) > 0.97
+
+
+@pytest.mark.parametrize("clip, momentum, decay", [(1.0, 0.0, 0.0), (0.3, 0.9, 0.01), (None, 0.5, 0.0)])
+def test_opacus_engine_follows_the_fast_engine_when_noise_is_off(clip, momentum, decay):
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((500, 12)).astype(np.float32), rng.integers(0, 4, 500)
+    config = RunConfig(0.5, 40, 64, 3, momentum, decay)
+    fast = train_linear_heads(x, y, 4, [config], [0.0], clip)[0]
+    reference = train_with_opacus(x, y, 4, config, 0.0, clip)
+    np.testing.assert_allclose(fast.weights, reference.weights, atol=1e-5)
+    np.testing.assert_allclose(fast.bias, reference.bias, atol=1e-5)
+
+
+def test_poisson_sampler_selects_each_row_with_probability_q():
+    from pillar_cli.training.engine import PoissonSampler
+
+    sampler = PoissonSampler(1000, 0.05, torch.Generator().manual_seed(0))
+    batches = sampler.batches(2000)
+    counts = np.bincount(batches[batches < 1000].numpy(), minlength=1000) / 2000
+    sizes = (batches < 1000).sum(1).numpy()
+    assert abs(counts.mean() - 0.05) < 0.001 and counts.std() < 0.01  # Binomial(2000, 0.05)/2000 has sd 0.0049
+    assert abs(sizes.mean() - 50) < 0.5 and abs(sizes.std() - np.sqrt(1000 * 0.05 * 0.95)) < 0.5
+    assert all(np.all(np.diff(b[b < 1000].numpy()) > 0) for b in batches[:20])  # distinct, increasing

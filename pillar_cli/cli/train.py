@@ -36,7 +36,8 @@ def train_private(
     clip: float = typer.Option(1.0, help="Per-sample gradient clipping norm."),
     accountant: str = typer.Option("prv", help="prv (default), rdp, pld, or gdp (an approximation)."),
     shard: str = typer.Option("0/1", help="Train only shard i of n (i/n) of the sweep; evaluate merges shards."),
-    device: str = typer.Option("cpu", help="cpu or cuda."),
+    engine: str = typer.Option("fast", help="fast (exact, batched) or opacus (GradSampleModule reference; slow)."),
+    device: str = typer.Option("cpu", help="cpu or cuda (fast engine)."),
     config: Optional[str] = ConfigOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -64,7 +65,7 @@ def train_private(
     privacy = PrivacySettings(delta, clip, accountant)
     with progress_bar("DP-SGD runs", len(grid.points((shard_index, shard_count)))) as advance:
         result = run_sweep(pca, private.features, private.labels, val.features, val.labels, private.num_classes,
-                           grid, privacy, shard=(shard_index, shard_count), device=device,
+                           grid, privacy, shard=(shard_index, shard_count), engine=engine, device=device,
                            on_runs=advance)
     artifact = model_artifact(result, pca, privacy, private.num_classes, len(private.features),
                               (shard_index, shard_count))

@@ -1,13 +1,17 @@
-"""The reference path: per-sample gradients from opacus' GradSampleModule (hooks), clipped and summed.
+"""The reference path: opacus' GradSampleModule (per-sample gradients via hooks) and DPOptimizer.
 
-Slow by design (it materialises one gradient per sample); it exists to check the fast engine against.
+Slow by design (it materialises one gradient per sample); it exists to check the fast engine against and as
+`train-private --engine opacus`.
 """
 
 from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import torch
+
+from pillar_cli.training.engine import NOISE_SEED_SALT, SAMPLING_CHUNK_STEPS, LinearHead, PoissonSampler, RunConfig
 
 
 def opacus_clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, features: torch.Tensor,
@@ -28,3 +32,37 @@ def opacus_clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, featu
     norms = torch.sqrt(per_sample_w.flatten(1).pow(2).sum(1) + per_sample_b.pow(2).sum(1))
     factors = torch.clamp(clip / (norms + 1e-6), max=1.0)
     return torch.einsum("i,icd->dc", factors, per_sample_w), factors @ per_sample_b
+
+
+def train_with_opacus(features: np.ndarray, labels: np.ndarray, num_classes: int, config: RunConfig, sigma: float,
+                      clip: float | None) -> LinearHead:
+    """One run through opacus (GradSampleModule + DPOptimizer) on the fast engine's Poisson batches.
+
+    The batches come from the same seeded sampler as the fast engine, so with σ = 0 both engines follow the
+    same trajectory; opacus draws its own noise.
+    """
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    x = torch.as_tensor(features, dtype=torch.float32)
+    y = torch.as_tensor(labels, dtype=torch.int64)
+    linear = torch.nn.Linear(x.shape[1], num_classes)
+    torch.nn.init.zeros_(linear.weight)
+    torch.nn.init.zeros_(linear.bias)
+    sgd = torch.optim.SGD([{"params": [linear.weight], "weight_decay": config.weight_decay},  # bias: no decay
+                           {"params": [linear.bias], "weight_decay": 0.0}], lr=config.lr, momentum=config.momentum)
+    private = clip is not None
+    model = GradSampleModule(linear) if private else linear
+    optimizer = DPOptimizer(sgd, noise_multiplier=sigma, max_grad_norm=clip, expected_batch_size=config.batch_size,
+                            generator=torch.Generator().manual_seed(config.seed ^ NOISE_SEED_SALT)) if private else sgd
+    sampler = PoissonSampler(len(x), config.batch_size / len(x), torch.Generator().manual_seed(config.seed))
+    for start in range(0, config.steps, SAMPLING_CHUNK_STEPS):
+        for index in sampler.batches(min(SAMPLING_CHUNK_STEPS, config.steps - start)):
+            rows = index[index < len(x)]
+            loss = torch.nn.functional.cross_entropy(model(x[rows]), y[rows], reduction="sum") / config.batch_size
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+    return LinearHead(linear.weight.detach().T.numpy().copy(), linear.bias.detach().numpy().copy())

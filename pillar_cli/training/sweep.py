@@ -21,6 +21,9 @@ from pillar_cli.errors import PrivacyError, UsageError
 from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
 from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
 from pillar_cli.training.engine import LinearHead, RunConfig, train_linear_heads
+from pillar_cli.training.opacus_reference import train_with_opacus
+
+ENGINES = ("fast", "opacus")
 
 SELECTION_NOTE = ("hyper-parameters were selected on the val split's labels; that selection is NOT accounted "
                   "in the reported ε")
@@ -113,8 +116,11 @@ class SweepResult:
 
 def run_sweep(pca: PublicPCA, private_x: np.ndarray, private_y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray,
               num_classes: int, grid: SweepGrid, privacy: PrivacySettings, *, shard: tuple[int, int] = (0, 1),
-              device: str = "cpu", on_runs: Callable[[int], None] = lambda done: None) -> SweepResult:
+              engine: str = "fast", device: str = "cpu",
+              on_runs: Callable[[int], None] = lambda done: None) -> SweepResult:
     """Train the sweep's grid points (those of one shard) on the projected private split; score them on val."""
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine '{engine}' (known: {', '.join(ENGINES)})")
     n = len(private_x)
     too_big = [b for b in grid.batch_sizes if b > n]
     if too_big:
@@ -129,8 +135,11 @@ def run_sweep(pca: PublicPCA, private_x: np.ndarray, private_y: np.ndarray, val_
             result.bases[(method, k)] = mapping.basis(k)
         train_z, val_z = project(mapping, private_x, k), project(mapping, val_x, k)
         sigmas = [_noise_multiplier(epsilon, privacy, c.batch_size / n, c.steps) for c in configs]
-        heads = train_linear_heads(train_z, private_y, num_classes, configs, sigmas,
-                                   None if math.isinf(epsilon) else privacy.clip, device=device)
+        clip = None if math.isinf(epsilon) else privacy.clip
+        if engine == "opacus":
+            heads = [train_with_opacus(train_z, private_y, num_classes, c, s, clip) for c, s in zip(configs, sigmas)]
+        else:
+            heads = train_linear_heads(train_z, private_y, num_classes, configs, sigmas, clip, device=device)
         for config, sigma, head in zip(configs, sigmas, heads):
             event = DPEvent(sigma, config.batch_size / n, config.steps, privacy.delta, privacy.clip)
             spent = spent_epsilon(privacy.accountant, event)
