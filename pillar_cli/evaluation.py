@@ -26,7 +26,7 @@ class StoredRun:
     def full_weights(self) -> tuple[np.ndarray, np.ndarray]:
         """The head mapped back to the standardised feature space: (A_k · w, b)."""
         weights = self.model.array(f"runs/{self.local_id}/weights")
-        if self.key.k is not None:
+        if f"bases/{self.key.method}/{self.key.k}" in self.model.arrays:
             weights = self.model.array(f"bases/{self.key.method}/{self.key.k}") @ weights
         return weights, self.model.array(f"runs/{self.local_id}/bias")
 

@@ -101,3 +101,14 @@ def test_poisson_sampler_selects_each_row_with_probability_q():
     assert abs(counts.mean() - 0.05) < 0.001 and counts.std() < 0.01  # Binomial(2000, 0.05)/2000 has sd 0.0049
     assert abs(sizes.mean() - 50) < 0.5 and abs(sizes.std() - np.sqrt(1000 * 0.05 * 0.95)) < 0.5
     assert all(np.all(np.diff(b[b < 1000].numpy()) > 0) for b in batches[:20])  # distinct, increasing
+
+
+def test_warm_start_is_the_initial_head():
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((200, 6)).astype(np.float32), rng.integers(0, 3, 200)
+    init = (rng.standard_normal((6, 3)).astype(np.float32), rng.standard_normal(3).astype(np.float32))
+    fast = train_linear_heads(x, y, 3, [RunConfig(0.0, 5, 32, 0)], [1.0], 1.0, init=init)[0]
+    reference = train_with_opacus(x, y, 3, RunConfig(0.0, 5, 32, 0), 1.0, 1.0, init)
+    for head in (fast, reference):
+        np.testing.assert_allclose(head.weights, init[0], atol=1e-6)
+        np.testing.assert_allclose(head.bias, init[1], atol=1e-6)

@@ -138,3 +138,16 @@ def test_shards_merged_by_evaluate_equal_the_unsharded_sweep(mnist, pillar, tmp_
                                "--json").stdout)
     assert [len(artifacts.read(tmp_path / f"s{i}.h5", "model").array("runs/k")) for i in (0, 1)] == [8, 8]
     assert whole["rows"] == merged["rows"]
+
+
+def test_gep_runs_are_accounted_and_warm_start_from_private_data_is_refused(mnist, pillar, tmp_path):
+    model = tmp_path / "gep.h5"
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--method", "gep", "--k", "10", "--eps", "1",
+           "--lr", "0.5", "--steps", "40", "-o", model)
+    stored = artifacts.read(model, "model")
+    assert stored.array("runs/epsilon_spent")[0] <= 1.0 and stored.array("runs/0/weights").shape == (784, 10)
+    rows = json.loads(pillar("evaluate", model, "-e", f"{mnist['emb']}:test", "--json").stdout)["rows"]
+    assert rows[0]["method"] == "gep" and rows[0]["accuracy_mean"] > 0.5
+    refused = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--warm-start", model, "-o",
+                     tmp_path / "warm.h5", expect=5)
+    assert refused.stderr.startswith(f"error: warm-start model {model} was trained on the private split of")

@@ -14,7 +14,9 @@ from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_e
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.privacy import get_accountant, validate_budget
 from pillar_cli.projection import PublicPCA
-from pillar_cli.training.sweep import PrivacySettings, SweepGrid, linear_map, model_artifact, run_sweep
+from pillar_cli.training.sweep import (PrivacySettings, SweepData, SweepGrid, SweepOptions, check_grid,
+                                      model_artifact, run_sweep)
+from pillar_cli.training.warm_start import warm_start_weights
 
 
 @cli_errors
@@ -23,7 +25,8 @@ def train_private(
     embeddings: str = typer.Argument(..., help="Embeddings artifact (reads its 'private' and 'val' splits)."),
     projection: Path = typer.Option(..., "--projection", "-p", help="Projection artifact from fit-pca."),
     out: Path = typer.Option(..., "-o", "--out", help="Model artifact to write."),
-    method: str = typer.Option("pillar", help="pillar (public PCA), dpsgd (no projection), jl (random); comma list."),
+    method: str = typer.Option("pillar", help="pillar (public PCA), dpsgd (no projection), jl (random projection), "
+                               "gep (gradient embedding perturbation, k = anchor dim); comma list."),
     k: str = typer.Option("40", help="Components, comma-separated; 'full' = no projection. E.g. 5,10,full"),
     eps: str = typer.Option("1", help="Target ε values, comma-separated; 'inf' = non-private. E.g. 0.1,1,inf"),
     delta: float = typer.Option(1e-5, help="Target δ; must be below 1/n_private."),
@@ -36,6 +39,7 @@ def train_private(
     clip: float = typer.Option(1.0, help="Per-sample gradient clipping norm."),
     accountant: str = typer.Option("prv", help="prv (default), rdp, pld, or gdp (an approximation)."),
     shard: str = typer.Option("0/1", help="Train only shard i of n (i/n) of the sweep; evaluate merges shards."),
+    warm_start: Optional[Path] = typer.Option(None, help="Model artifact trained on PUBLIC labelled data: initial head."),
     engine: str = typer.Option("fast", help="fast (exact, batched) or opacus (GradSampleModule reference; slow)."),
     device: str = typer.Option("cpu", help="cpu or cuda (fast engine)."),
     config: Optional[str] = ConfigOption,
@@ -55,19 +59,21 @@ def train_private(
     projection_artifact = artifacts.read(projection, "projection")
     artifacts.require_derived_from(projection_artifact, private.ref)
     pca = PublicPCA.from_artifact(projection_artifact)
-    for name, value in [(m, v) for m in grid.methods for v in grid.ks if v is not None]:
-        linear_map(name, pca).basis(value)
+    check_grid(grid, pca, private.num_classes)
     get_accountant(accountant)
     for target in grid.epsilons:
         validate_budget(target, delta, len(private.features))
     if len(np.unique(private.labels)) < 2:
         raise DataError(f"{path}:private holds a single class; a classifier needs at least two")
-    privacy = PrivacySettings(delta, clip, accountant)
+    public = artifacts.read_split(f"{path}:public").features if "gep" in grid.methods else None
+    initial = None if warm_start is None else warm_start_weights(artifacts.read(warm_start, "model"), pca, private.ref)
+    data = SweepData(pca, private.features, private.labels, val.features, val.labels, private.num_classes, public,
+                     initial)
     with progress_bar("DP-SGD runs", len(grid.points((shard_index, shard_count)))) as advance:
-        result = run_sweep(pca, private.features, private.labels, val.features, val.labels, private.num_classes,
-                           grid, privacy, shard=(shard_index, shard_count), engine=engine, device=device,
-                           on_runs=advance)
-    artifact = model_artifact(result, pca, privacy, private.num_classes, len(private.features),
+        result = run_sweep(data, grid, PrivacySettings(delta, clip, accountant),
+                           SweepOptions((shard_index, shard_count), engine, device), on_runs=advance)
+    artifact = model_artifact(result, pca, PrivacySettings(delta, clip, accountant), private.num_classes,
+                              len(private.features),
                               (shard_index, shard_count))
     save(ctx, out, artifact, [private.ref, val.ref, projection_artifact.ref()])
     if as_json:

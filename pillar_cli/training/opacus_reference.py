@@ -35,7 +35,7 @@ def opacus_clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, featu
 
 
 def train_with_opacus(features: np.ndarray, labels: np.ndarray, num_classes: int, config: RunConfig, sigma: float,
-                      clip: float | None) -> LinearHead:
+                      clip: float | None, init: tuple[np.ndarray, np.ndarray] | None = None) -> LinearHead:
     """One run through opacus (GradSampleModule + DPOptimizer) on the fast engine's Poisson batches.
 
     The batches come from the same seeded sampler as the fast engine, so with σ = 0 both engines follow the
@@ -47,8 +47,9 @@ def train_with_opacus(features: np.ndarray, labels: np.ndarray, num_classes: int
     x = torch.as_tensor(features, dtype=torch.float32)
     y = torch.as_tensor(labels, dtype=torch.int64)
     linear = torch.nn.Linear(x.shape[1], num_classes)
-    torch.nn.init.zeros_(linear.weight)
-    torch.nn.init.zeros_(linear.bias)
+    with torch.no_grad():
+        linear.weight.copy_(torch.as_tensor(init[0]).T if init is not None else torch.zeros_like(linear.weight))
+        linear.bias.copy_(torch.as_tensor(init[1]) if init is not None else torch.zeros_like(linear.bias))
     sgd = torch.optim.SGD([{"params": [linear.weight], "weight_decay": config.weight_decay},  # bias: no decay
                            {"params": [linear.bias], "weight_decay": 0.0}], lr=config.lr, momentum=config.momentum)
     private = clip is not None

@@ -21,6 +21,7 @@ from pillar_cli.errors import PrivacyError, UsageError
 from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
 from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
 from pillar_cli.training.engine import LinearHead, RunConfig, train_linear_heads
+from pillar_cli.training.gep import GepSettings, train_gep
 from pillar_cli.training.opacus_reference import train_with_opacus
 
 ENGINES = ("fast", "opacus")
@@ -31,7 +32,20 @@ METHODS = {
     "pillar": "top-k principal components of the PUBLIC features (the projection artifact)",
     "dpsgd": "no projection: DP-SGD on all standardised features (the paper's main baseline)",
     "jl": "Gaussian random projection to k dimensions (seeded; uses no data)",
+    "gep": "gradient embedding perturbation: k = anchor dimension from public gradients; full feature space",
 }
+METHOD_PROJECTS = {"pillar": True, "dpsgd": False, "jl": True, "gep": False}
+
+
+def check_grid(grid: SweepGrid, pca: PublicPCA, num_classes: int) -> None:
+    """Fail before any training if a method or k of the grid cannot work with this projection."""
+    for method in grid.methods:
+        mapping = linear_map(method, pca)
+        for k in [k for k in grid.ks if k is not None]:
+            if METHOD_PROJECTS[method]:
+                mapping.basis(k)
+            elif method == "gep" and k > (pca.dim + 1) * num_classes:
+                raise UsageError(f"gep anchor dimension k={k} exceeds the gradient dimension {(pca.dim + 1) * num_classes}")
 
 
 def linear_map(method: str, pca: PublicPCA, seed: int = 0) -> LinearMap:
@@ -114,41 +128,82 @@ class SweepResult:
         return select_on_val([r.key for r in self.runs], [r.val_accuracy for r in self.runs])
 
 
-def run_sweep(pca: PublicPCA, private_x: np.ndarray, private_y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray,
-              num_classes: int, grid: SweepGrid, privacy: PrivacySettings, *, shard: tuple[int, int] = (0, 1),
-              engine: str = "fast", device: str = "cpu",
+@dataclass(frozen=True)
+class SweepData:
+    """Everything a sweep trains on. Features are raw embeddings; the public scaler is applied per method."""
+
+    pca: PublicPCA
+    private_x: np.ndarray
+    private_y: np.ndarray
+    val_x: np.ndarray
+    val_y: np.ndarray
+    num_classes: int
+    public_x: np.ndarray | None = None  # unlabelled public rows: GEP's anchor subspace
+    warm_start: tuple[np.ndarray, np.ndarray] | None = None  # (W (D, C), b) in the standardised space
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    shard: tuple[int, int] = (0, 1)
+    engine: str = "fast"
+    device: str = "cpu"
+
+
+def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions = SweepOptions(),
               on_runs: Callable[[int], None] = lambda done: None) -> SweepResult:
     """Train the sweep's grid points (those of one shard) on the projected private split; score them on val."""
-    if engine not in ENGINES:
-        raise UsageError(f"unknown engine '{engine}' (known: {', '.join(ENGINES)})")
-    n = len(private_x)
+    if options.engine not in ENGINES:
+        raise UsageError(f"unknown engine '{options.engine}' (known: {', '.join(ENGINES)})")
+    n = len(data.private_x)
     too_big = [b for b in grid.batch_sizes if b > n]
     if too_big:
         raise UsageError(f"--batch-size {too_big[0]} exceeds the {n} private rows")
+    if "gep" in grid.methods and data.public_x is None:
+        raise UsageError("method 'gep' needs the public split for its anchor subspace")
     by_cell: dict[tuple, list[RunConfig]] = defaultdict(list)
-    for cell, config in grid.points(shard):
+    for cell, config in grid.points(options.shard):
         by_cell[cell].append(config)
     result = SweepResult()
     for (method, k, epsilon), configs in by_cell.items():
-        mapping = linear_map(method, pca)
-        if k is not None:
+        mapping = linear_map(method, data.pca)
+        projected = k if METHOD_PROJECTS[method] else None
+        if projected is not None:
             result.bases[(method, k)] = mapping.basis(k)
-        train_z, val_z = project(mapping, private_x, k), project(mapping, val_x, k)
+        val_z = project(mapping, data.val_x, projected)
         sigmas = [_noise_multiplier(epsilon, privacy, c.batch_size / n, c.steps) for c in configs]
-        clip = None if math.isinf(epsilon) else privacy.clip
-        if engine == "opacus":
-            heads = [train_with_opacus(train_z, private_y, num_classes, c, s, clip) for c, s in zip(configs, sigmas)]
-        else:
-            heads = train_linear_heads(train_z, private_y, num_classes, configs, sigmas, clip, device=device)
+        heads = _train_cell(data, mapping, method, k, configs, sigmas, None if math.isinf(epsilon) else privacy.clip,
+                            options)
         for config, sigma, head in zip(configs, sigmas, heads):
             event = DPEvent(sigma, config.batch_size / n, config.steps, privacy.delta, privacy.clip)
             spent = spent_epsilon(privacy.accountant, event)
             if spent > epsilon * (1 + 1e-9):
                 raise PrivacyError(f"run spent ε = {spent:.4g} above its target {epsilon:g}; refusing to write it")
             key = RunKey(method, k, epsilon, config.lr, config.steps, config.batch_size, config.seed)
-            result.runs.append(Run(key, event, spent, head, head.accuracy(val_z, val_y)))
+            result.runs.append(Run(key, event, spent, head, head.accuracy(val_z, data.val_y)))
         on_runs(len(configs))
     return result
+
+
+def _train_cell(data: SweepData, mapping: LinearMap, method: str, k: int | None, configs: list[RunConfig],
+                sigmas: list[float], clip: float | None, options: SweepOptions) -> list[LinearHead]:
+    """One (method, k, ε) cell: every configuration's head in that cell's feature space."""
+    projected = k if METHOD_PROJECTS[method] else None
+    train_z = project(mapping, data.private_x, projected)
+    if method == "gep":
+        settings = GepSettings(anchor_dim=k or 32, embedding_clip=clip or 1.0, residual_clip=(clip or 1.0) / 2)
+        public_z = mapping.standardized(data.public_x)
+        return [train_gep(train_z, data.private_y, public_z, data.num_classes, c, s, settings)
+                for c, s in zip(configs, sigmas)]
+    init = None
+    if data.warm_start is not None:
+        full_w, full_b = data.warm_start
+        init = (full_w if projected is None else np.linalg.lstsq(mapping.basis(projected), full_w, rcond=None)[0],
+                full_b)
+    if options.engine == "opacus":
+        return [train_with_opacus(train_z, data.private_y, data.num_classes, c, s, clip, init)
+                for c, s in zip(configs, sigmas)]
+    return train_linear_heads(train_z, data.private_y, data.num_classes, configs, sigmas, clip,
+                              device=options.device, init=init)
 
 
 def _noise_multiplier(epsilon: float, privacy: PrivacySettings, rate: float, steps: int) -> float:

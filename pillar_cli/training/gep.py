@@ -1,0 +1,85 @@
+"""Gradient embedding perturbation (Yu, Zhang, Chen, Liu 2021) for a linear softmax head.
+
+Each step, the top-k right singular vectors V of PUBLIC per-sample gradients form the anchor subspace. Every
+private per-sample gradient g is split into its embedding e = Vᵀg and residual r = g − Ve; e is clipped to C₁
+and r to C₂ and each sum gets Gaussian noise σ·C₁ (on k coordinates) and σ·C₂. The pair is one Gaussian mechanism
+on (Σe/C₁, Σr/C₂), whose sensitivity is √2: with both noise multipliers set to √2·σ_eff the step is exactly a
+Gaussian mechanism of noise multiplier σ_eff, which is what the accountant calibrates and the ledger records.
+
+pillar's public split is unlabelled, so public gradients use labels sampled from the current head's softmax
+(seeded) — the anchor tracks the directions the model's own predictions move in.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from pillar_cli.training.engine import NOISE_SEED_SALT, SAMPLING_CHUNK_STEPS, LinearHead, PoissonSampler, RunConfig
+
+
+@dataclass(frozen=True)
+class GepSettings:
+    anchor_dim: int
+    embedding_clip: float = 1.0  # C₁
+    residual_clip: float = 0.5  # C₂
+    public_rows: int = 1000  # public rows used for the anchor (seeded subsample)
+    refresh_every: int = 1  # steps between anchor recomputations
+
+
+def per_sample_gradients(x: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor,
+                         bias: torch.Tensor) -> torch.Tensor:
+    """(n, (d+1)·C): vec([x_i, 1] ⊗ (softmax(x_i W + b) − e_{y_i}))."""
+    residual = torch.softmax(x @ weights + bias, dim=-1)
+    residual[torch.arange(len(x)), labels] -= 1.0
+    augmented = torch.cat([x, torch.ones(len(x), 1)], dim=1)
+    return (augmented[:, :, None] * residual[:, None, :]).reshape(len(x), -1)
+
+
+def train_gep(features: np.ndarray, labels: np.ndarray, public: np.ndarray, num_classes: int, config: RunConfig,
+              sigma_effective: float, settings: GepSettings) -> LinearHead:
+    x, y = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels, dtype=torch.int64)
+    n, dim = x.shape
+    generator = torch.Generator().manual_seed(config.seed)
+    noise_generator = torch.Generator().manual_seed(config.seed ^ NOISE_SEED_SALT)
+    rows = torch.randperm(len(public), generator=generator)[:settings.public_rows]
+    anchor_x = torch.as_tensor(public, dtype=torch.float32)[rows]
+    weights, bias = torch.zeros(dim, num_classes), torch.zeros(num_classes)
+    sampler = PoissonSampler(n, config.batch_size / n, torch.Generator().manual_seed(config.seed))
+    sigma = math.sqrt(2.0) * sigma_effective
+    anchor = None
+    for start in range(0, config.steps, SAMPLING_CHUNK_STEPS):
+        for offset, index in enumerate(sampler.batches(min(SAMPLING_CHUNK_STEPS, config.steps - start))):
+            if anchor is None or (start + offset) % settings.refresh_every == 0:
+                anchor = _anchor(anchor_x, weights, bias, settings.anchor_dim, generator)
+            batch = index[index < n]
+            grads = per_sample_gradients(x[batch], y[batch], weights, bias)
+            embedded = grads @ anchor  # (B, k)
+            residual = grads - embedded @ anchor.T
+            embedded *= _clip_factors(embedded, settings.embedding_clip)[:, None]
+            residual *= _clip_factors(residual, settings.residual_clip)[:, None]
+            noisy_embedding = embedded.sum(0)
+            noisy_residual = residual.sum(0)
+            if sigma > 0:
+                noisy_embedding += sigma * settings.embedding_clip * torch.randn(anchor.shape[1], generator=noise_generator)
+                noisy_residual += sigma * settings.residual_clip * torch.randn(anchor.shape[0], generator=noise_generator)
+            step = (anchor @ noisy_embedding + noisy_residual).view(dim + 1, num_classes) / config.batch_size
+            weights -= config.lr * step[:dim]
+            bias -= config.lr * step[dim]
+    return LinearHead(weights.numpy(), bias.numpy())
+
+
+def _anchor(public_x: torch.Tensor, weights: torch.Tensor, bias: torch.Tensor, k: int,
+            generator: torch.Generator) -> torch.Tensor:
+    """Top-k right singular vectors (p, k) of public per-sample gradients at labels drawn from the model."""
+    probabilities = torch.softmax(public_x @ weights + bias, dim=-1)
+    pseudo_labels = torch.multinomial(probabilities, 1, generator=generator).squeeze(1)
+    _, _, vt = torch.linalg.svd(per_sample_gradients(public_x, pseudo_labels, weights, bias), full_matrices=False)
+    return vt[:k].T.contiguous()
+
+
+def _clip_factors(vectors: torch.Tensor, bound: float) -> torch.Tensor:
+    return torch.clamp(bound / vectors.norm(dim=1).clamp_min(1e-12), max=1.0)

@@ -1,0 +1,27 @@
+"""Initialising private heads from a head trained on PUBLIC labelled data (second-phase style).
+
+The warm-start head must have been trained on public data: its own privacy is not part of this run's ledger. A
+model whose provenance shows the private or val split of the embeddings being trained on is refused.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pillar_cli.artifacts import Artifact, InputRef
+from pillar_cli.errors import ArtifactError, PrivacyError
+from pillar_cli.evaluation import stored_runs
+from pillar_cli.projection import PublicPCA
+
+
+def warm_start_weights(model: Artifact, pca: PublicPCA, private: InputRef) -> tuple[np.ndarray, np.ndarray]:
+    """(W (D, C), b) in the standardised space: the run of `model` with the best val accuracy."""
+    for ref in model.provenance.inputs:
+        if ref.content_hash == private.content_hash and ref.split in ("private", "val"):
+            raise PrivacyError(f"warm-start model {model.path} was trained on the {ref.split} split of {private.path}; "
+                               "a warm start must come from public data")
+    if not (np.allclose(model.array("mean"), pca.mean_) and np.allclose(model.array("scale"), pca.scale_)):
+        raise ArtifactError(f"warm-start model {model.path} uses another feature standardisation than the projection",
+                            hint="train the warm-start head on features standardised by the same fit-pca artifact")
+    best = max(stored_runs([model]), key=lambda run: run.val_accuracy)
+    return best.full_weights()
