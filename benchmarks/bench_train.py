@@ -14,6 +14,7 @@ import argparse
 import itertools
 import platform
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -36,8 +37,11 @@ def time_fast(x, y, classes, batch, steps):
 
 
 def _time_torch_loop(step, x, y, batch, steps):
+    """Batches are drawn before the clock starts: the baselines are timed without their sampling (pillar's engine
+    is timed with its own), which can only flatter them."""
+    batches = list(_poisson_batches(len(x), batch, steps, 0))
     start = time.perf_counter()
-    for index in _poisson_batches(len(x), batch, steps, 0):
+    for index in batches:
         step(x[index], y[index])
     return steps / (time.perf_counter() - start)
 
@@ -112,15 +116,21 @@ def sweep_table(step_counts: list[int]) -> None:
     y = rng.integers(0, 10, N_PRIVATE)
     configs = [RunConfig(lr, t, b, 0) for lr, t, b in itertools.product((0.01, 0.1, 1.0), step_counts, (256, 512, 1024))]
     sigmas = [3.0] * len(configs)
-    start = time.perf_counter()
-    batched = train_linear_heads(x, y, 10, configs, sigmas, CLIP)
-    batched_s = time.perf_counter() - start
-    start = time.perf_counter()
-    alone = [train_linear_heads(x, y, 10, [c], [s], CLIP)[0] for c, s in zip(configs, sigmas)]
-    alone_s = time.perf_counter() - start
+    def best_of(repeats: int, run):
+        """Fastest of several runs (2 shared cores: the minimum is the least disturbed measurement)."""
+        timings, result = [], None
+        for _ in range(repeats):
+            start = time.perf_counter()
+            result = run()
+            timings.append(time.perf_counter() - start)
+        return min(timings), result
+
+    batched_s, batched = best_of(3, lambda: train_linear_heads(x, y, 10, configs, sigmas, CLIP))
+    alone_s, alone = best_of(3, lambda: [train_linear_heads(x, y, 10, [c], [s], CLIP)[0]
+                                         for c, s in zip(configs, sigmas)])
     worst = max(float(np.abs(a.weights - b.weights).max()) for a, b in zip(batched, alone))
     print(f"\nsweep of {len(configs)} configurations (steps {step_counts}, batch 256/512/1024, k = 40, C = 10, "
-          f"n = {N_PRIVATE}): batched {batched_s:.1f} s, one at a time {alone_s:.1f} s, "
+          f"n = {N_PRIVATE}; best of 3): batched {batched_s:.2f} s, one at a time {alone_s:.2f} s, "
           f"speed-up {alone_s / batched_s:.1f}x, max |Δw| {worst:.1e}")
 
 
@@ -128,6 +138,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer steps (a smoke run, noisier numbers)")
     args = parser.parse_args()
+    warnings.filterwarnings("ignore", message="Full backward hook is firing")
     engines_table(steps=20 if args.quick else 100)
     sweep_table([20, 40, 60, 80, 100] if args.quick else [100, 200, 300, 400, 500])
 

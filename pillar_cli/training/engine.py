@@ -51,8 +51,8 @@ def clip_factors(squared_norms: torch.Tensor, residuals: torch.Tensor, clip: flo
     """min(1, C / ‖per-sample gradient‖) from ‖x‖² and the residual p − e_y; ones when clipping is off."""
     if clip is None:
         return torch.ones(residuals.shape[:-1], dtype=residuals.dtype, device=residuals.device)
-    norms = torch.sqrt(squared_norms + 1.0) * residuals.norm(dim=-1)
-    return torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
+    norms = torch.linalg.vector_norm(residuals, dim=-1).mul_(torch.sqrt(squared_norms + 1.0))
+    return norms.clamp_min_(1e-12).reciprocal_().mul_(clip).clamp_(max=1.0)
 
 
 def _softmax_(logits: torch.Tensor) -> torch.Tensor:
@@ -194,8 +194,8 @@ def _shared_batch_clipped_sums(weights: torch.Tensor, bias: torch.Tensor, x: tor
     dim, heads, classes = weights.shape
     xb = torch.index_select(x, 0, rows)  # index_select: ~4x faster than advanced indexing on CPU
     logits = torch.addmm(bias.view(1, -1), xb, weights.view(dim, heads * classes)).view(len(rows), heads, classes)
-    residuals = _softmax_(logits)
-    residuals[torch.arange(len(rows), device=x.device), :, torch.index_select(y, 0, rows)] -= 1.0
+    one_hot = torch.nn.functional.one_hot(torch.index_select(y, 0, rows), classes).to(x.dtype)
+    residuals = _softmax_(logits).sub_(one_hot[:, None, :])
     factors = clip_factors(torch.index_select(squared_norms, 0, rows)[:, None], residuals, clip)
     scaled = residuals.mul_(factors[..., None])
     grad_w = (xb.T @ scaled.view(len(rows), heads * classes)).view(dim, heads, classes)
