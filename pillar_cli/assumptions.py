@@ -8,6 +8,7 @@ the public eigengap. w* is fitted with labels, so the caller states which split'
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,3 +115,23 @@ def assess(directions: Directions, features: np.ndarray, bases: dict[int, np.nda
         eigengap=eigengaps(eigenvalues, ks),
         explained=np.array([eigenvalues[:k].sum() / total for k in ks]),
     )
+
+
+def theorem_terms(table: AssumptionTable, epsilon: float, alpha: float, beta: float) -> list[dict]:
+    """Theorem 1's quantities per k: γ (full-space margin met by 99 % of points, median over tasks), ζ = γ(1 − ξ_k −
+    0.1γ), the unlabelled term log(2/β)/(γ²Δ_k²) and the labelled term √k/(αεζ); inf where γ, Δ_k or ζ ≤ 0."""
+    gamma = float(np.median(table.margin_full))
+    rows = []
+    for j, k in enumerate(table.ks):
+        xi_k, gap = float(np.median(table.xi[:, j])), float(table.eigengap[j])
+        zeta = gamma * (1 - xi_k - 0.1 * gamma)
+        unlabelled = math.log(2 / beta) / (gamma**2 * gap**2) if gamma > 0 and gap > 0 else math.inf
+        labelled = math.sqrt(k) / (alpha * epsilon * zeta) if gamma > 0 and zeta > 0 else math.inf
+        rows.append({"k": k, "gamma": gamma, "zeta": zeta, "unlabelled_term": unlabelled, "labelled_term": labelled})
+    return rows
+
+
+def theorem_recommended_k(rows: list[dict]) -> int | None:
+    """The k with the smallest labelled sample-size term (None when no k has a finite one)."""
+    finite = [r for r in rows if math.isfinite(r["labelled_term"])]
+    return min(finite, key=lambda r: r["labelled_term"])["k"] if finite else None

@@ -148,9 +148,13 @@ def calibrate_noise(accountant: str, epsilon: float, delta: float, sample_rate: 
 
 
 def _bracket_guess(goal: float, q: float, steps: int, delta: float) -> float:
+    """σ by the (fast, approximate) GDP accountant; 1.0 where it fails (it cannot represent ε above 500)."""
     gdp = functools.partial(_opacus_epsilon, "gdp", q=q, steps=steps, delta=delta)
-    low, high = _bracket(gdp, goal, 1.0)
-    return brentq(lambda s: gdp(s) - goal, low, high, rtol=1e-3)
+    try:
+        low, high = _bracket(gdp, goal, 1.0)
+        return brentq(lambda s: gdp(s) - goal, low, high, rtol=1e-3)
+    except (ValueError, PrivacyError):
+        return 1.0
 
 
 def _bracket(eps_of: Callable[[float], float], goal: float, guess: float) -> tuple[float, float]:

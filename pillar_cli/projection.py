@@ -34,20 +34,24 @@ def project(linear_map: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:
 class PublicPCA:
     """Standardise (optional) then project on the top principal components of the public features.
 
+    `second_moment=True` is the theory-faithful variant of the paper (Definition 3): rows L2-normalised, no
+    centring, no standardisation, eigenvectors of the uncentred second moment E[xxᵀ].
+
     Fitted state: `mean_` (D,), `scale_` (D,), `components_` (k_max, D) orthonormal rows with deterministic
-    signs, `eigenvalues_` (min(n, D),) the variance along each component, `rank_`, `n_public_`.
+    signs, `eigenvalues_` (min(n, D),) the variance (second moment) along each component, `rank_`, `n_public_`.
     """
 
-    def __init__(self, k_max: int | None = None, standardize: bool = True):
+    def __init__(self, k_max: int | None = None, standardize: bool = True, second_moment: bool = False):
         self.k_max = k_max
-        self.standardize = standardize
+        self.standardize = standardize and not second_moment
+        self.second_moment = second_moment
 
     def fit(self, public: np.ndarray) -> PublicPCA:
         n, dim = public.shape
         if n < 2:
             raise DataError(f"the public split has {n} rows; PCA needs at least 2")
-        x = public.astype(np.float64)
-        self.mean_ = x.mean(axis=0)
+        x = self._normalized_rows(public.astype(np.float64))
+        self.mean_ = np.zeros(dim) if self.second_moment else x.mean(axis=0)
         std = x.std(axis=0)
         self.scale_ = np.where(std > 0, std, 1.0) if self.standardize else np.ones(dim)
         _, singular, vt = np.linalg.svd((x - self.mean_) / self.scale_, full_matrices=False)
@@ -60,9 +64,15 @@ class PublicPCA:
         components = vt[:k_max]
         signs = np.sign(components[np.arange(k_max), np.abs(components).argmax(axis=1)])
         self.components_ = components * signs[:, None]
-        self.eigenvalues_ = singular**2 / (n - 1)
+        self.eigenvalues_ = singular**2 / (n if self.second_moment else n - 1)
         self.n_public_ = n
         return self
+
+    def _normalized_rows(self, x: np.ndarray) -> np.ndarray:
+        if not self.second_moment:
+            return x
+        norms = np.linalg.norm(x, axis=1, keepdims=True)
+        return x / np.where(norms > 0, norms, 1.0)
 
     @property
     def dim(self) -> int:
@@ -71,7 +81,7 @@ class PublicPCA:
     def standardized(self, x: np.ndarray) -> np.ndarray:
         if x.shape[1] != self.dim:
             raise DataError(f"features have {x.shape[1]} dimensions; the projection was fitted on {self.dim}")
-        return ((x - self.mean_) / self.scale_).astype(np.float32)
+        return ((self._normalized_rows(x) - self.mean_) / self.scale_).astype(np.float32)
 
     def transform(self, x: np.ndarray, k: int | None) -> np.ndarray:
         """Top-k projection of standardised features; k=None keeps all dimensions (no projection)."""
@@ -87,13 +97,15 @@ class PublicPCA:
     def to_artifact(self) -> Artifact:
         arrays = {"mean": self.mean_, "scale": self.scale_, "components": self.components_,
                   "eigenvalues": self.eigenvalues_}
-        attrs = {"method": "pca", "standardized": self.standardize, "centred": True, "k_max": len(self.components_),
-                 "rank": self.rank_, "n_public": self.n_public_}
+        attrs = {"method": "second-moment" if self.second_moment else "pca", "standardized": self.standardize,
+                 "centred": not self.second_moment, "row_l2_normalised": self.second_moment,
+                 "k_max": len(self.components_), "rank": self.rank_, "n_public": self.n_public_}
         return Artifact("projection", arrays, attrs)
 
     @classmethod
     def from_artifact(cls, artifact: Artifact) -> PublicPCA:
-        pca = cls(int(artifact.attrs["k_max"]), bool(artifact.attrs["standardized"]))
+        pca = cls(int(artifact.attrs["k_max"]), bool(artifact.attrs["standardized"]),
+                  bool(artifact.attrs.get("row_l2_normalised", False)))
         pca.mean_, pca.scale_ = artifact.array("mean"), artifact.array("scale")
         pca.components_, pca.eigenvalues_ = artifact.array("components"), artifact.array("eigenvalues")
         pca.rank_, pca.n_public_ = int(artifact.attrs["rank"]), int(artifact.attrs["n_public"])

@@ -9,8 +9,8 @@ import numpy as np
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts import Artifact
-from pillar_cli.assumptions import assess, svm_directions
+from pillar_cli.artifacts import Artifact, InputRef
+from pillar_cli.assumptions import assess, svm_directions, theorem_recommended_k, theorem_terms
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, int_list, print_json,
                                    print_table, save, stderr)
 from pillar_cli.errors import DataError, UsageError
@@ -21,12 +21,17 @@ from pillar_cli.projection import PublicPCA
 def check_assumptions(
     ctx: typer.Context,
     embeddings: str = typer.Argument(..., help="Embeddings FILE:SPLIT whose labels define w* (default split: val)."),
-    projection: Path = typer.Option(..., "--projection", "-p", help="Projection artifact from fit-pca."),
+    projection: Optional[Path] = typer.Option(None, "--projection", "-p", help="Projection artifact from fit-pca."),
+    second_moment: bool = typer.Option(False, "--second-moment", help="Theory-faithful mode: A_k from the uncentred "
+                                       "second moment of L2-normalised PUBLIC features (fitted here on FILE:public)."),
     out: Path = typer.Option(..., "-o", "--out", help="Assumptions artifact to write."),
     k: str = typer.Option("1,2,5,10,20,40", help="k values, comma-separated."),
     mode: str = typer.Option("pairs", help="pairs (one SVM per class pair) or ovr (one-vs-rest)."),
     pairs: int = typer.Option(45, min=1, help="Most class pairs to use (seeded sample beyond that)."),
     xi_threshold: float = typer.Option(0.2, help="Recommend the smallest k whose median ξ_k is at most this."),
+    eps: Optional[float] = typer.Option(None, help="Target ε: adds Theorem 1's sample-size terms and their best k."),
+    alpha: float = typer.Option(0.1, help="Target excess error α of Theorem 1."),
+    beta: float = typer.Option(0.05, help="Failure probability β of Theorem 1."),
     seed: int = typer.Option(0),
     config: Optional[str] = ConfigOption,
     as_json: bool = JsonOption,
@@ -44,19 +49,24 @@ def check_assumptions(
     split = artifacts.read_split(embeddings, default_split="val")
     if split.labels is None:
         raise DataError(f"split '{split.name}' of {path} has no labels; margins need a labelled split")
-    projection_artifact = artifacts.read(projection, "projection")
-    pca = PublicPCA.from_artifact(projection_artifact)
-    z = pca.standardized(split.features)
     ks = [value for value in int_list(k, "--k") if value is not None]
+    pca, basis_ref = _basis(path, projection, second_moment, max(ks))
+    z = pca.standardized(split.features)
     table = assess(svm_directions(z, split.labels, mode, pairs, seed), z, {v: pca.basis(v) for v in ks},
                    pca.eigenvalues_)
     label_note = f"w* fitted on the labels of split '{split.name}' ({split.attrs['split_roles'][split.name]})"
     summary = {"rows": table.rows(), "recommended_k": table.recommended_k(xi_threshold), "xi_threshold": xi_threshold,
-               "margin_q01_full_median": float(np.median(table.margin_full)), "labels_used": label_note}
+               "margin_q01_full_median": float(np.median(table.margin_full)), "labels_used": label_note,
+               "basis": "second moment of L2-normalised public features" if second_moment else "projection artifact"}
+    if eps is not None:
+        summary["theorem"] = theorem_terms(table, eps, alpha, beta)
+        summary["recommended_k_theorem"] = theorem_recommended_k(summary["theorem"])
+        summary["theorem_inputs"] = ("γ, ξ_k and ζ come from w* fitted on labelled data (" + label_note + "); "
+                                     "Δ_k from public data only")
     artifact = Artifact("assumptions", {"k": np.array(ks), "xi": table.xi, "margin_full": table.margin_full,
                                         "margin_projected": table.margin_projected, "eigengap": table.eigengap},
                         {"summary": summary, "labels_used": label_note, "mode": mode})
-    save(ctx, out, artifact, [split.ref, projection_artifact.ref()])
+    save(ctx, out, artifact, [split.ref, basis_ref])
     if as_json:
         return print_json(summary)
     print_table(f"{out}: large-margin low-rank diagnostics", table.rows(),
@@ -65,4 +75,18 @@ def check_assumptions(
                 | {"eigengap": ".3g"})
     stderr.print(f"recommended k (median ξ_k ≤ {xi_threshold}): {summary['recommended_k']}; "
                  f"full-space margin (99% of points): {summary['margin_q01_full_median']:.3f}")
+    if eps is not None:
+        stderr.print(f"Theorem 1 at ε={eps:g}, α={alpha:g}, β={beta:g}: best k {summary['recommended_k_theorem']} "
+                     f"({summary['theorem_inputs']})")
     stderr.print(f"note: {label_note}")
+
+
+def _basis(path: str, projection: Path | None, second_moment: bool, k_max: int) -> tuple[PublicPCA, InputRef]:
+    """The projection artifact, or (theory mode) a second-moment basis fitted on the public split right here."""
+    if second_moment:
+        public = artifacts.read_split(f"{path}:public")
+        return PublicPCA(k_max, second_moment=True).fit(public.features), public.ref
+    if projection is None:
+        raise UsageError("check-assumptions needs --projection (or --second-moment to fit one on the public split)")
+    projection_artifact = artifacts.read(projection, "projection")
+    return PublicPCA.from_artifact(projection_artifact), projection_artifact.ref()

@@ -21,6 +21,8 @@ def fit_pca(
     out: Path = typer.Option(..., "-o", "--out", help="Projection artifact to write."),
     k_max: Optional[int] = typer.Option(None, min=1, help="Components to keep (default: the public rank)."),
     standardize: bool = typer.Option(True, help="Standardise features (public mean/std) before PCA."),
+    second_moment: bool = typer.Option(False, "--second-moment", help="Theory-faithful: L2-normalised rows, "
+                                       "uncentred second moment E[xxᵀ], no standardisation (Definition 3)."),
     config: Optional[str] = ConfigOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -37,7 +39,7 @@ def fit_pca(
     if public.labels is not None:
         raise PrivacyError(f"split '{public.name}' of {path} is labelled; fit-pca fits on the unlabelled public split only",
                            hint=f"use {path}:public")
-    pca = PublicPCA(k_max, standardize).fit(public.features)
+    pca = PublicPCA(k_max, standardize, second_moment).fit(public.features)
     artifact = pca.to_artifact()
     artifact.attrs.update(fitted_on=public.ref.to_dict(), backbone=public.attrs.get("backbone"))
     save(ctx, out, artifact, [public.ref])

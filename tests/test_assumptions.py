@@ -1,0 +1,46 @@
+"""Large-margin low-rank diagnostics: theory mode on Example 1, formulas against direct computations."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from pillar_cli.assumptions import AssumptionTable, eigengaps, theorem_recommended_k, theorem_terms, xi
+
+
+def test_example_1_has_small_xi_from_k_2_in_theory_mode(pillar, tmp_path):
+    emb = tmp_path / "gmm.h5"
+    pillar("embed", "--source", "synthetic-gmm", "--param", "n=6000", "--param", "d=30", "--param", "mu_norm=2", "--param", "theta=9",
+           "--param", "sigma=0.3", "-o", emb)
+    result = pillar("check-assumptions", f"{emb}:private", "--second-moment", "--k", "1,2,5", "--mode", "ovr",
+                    "--eps", "1", "-o", tmp_path / "a.h5", "--json")
+    summary = json.loads(result.stdout)
+    by_k = {row["k"]: row for row in summary["rows"]}
+    assert by_k[1]["xi_max"] > 0.5  # the top public direction is the high-variance w, not the margin direction μ
+    assert by_k[2]["xi_max"] <= 0.05 and by_k[5]["xi_max"] <= 0.05
+    assert summary["recommended_k"] == 2 and summary["recommended_k_theorem"] == 2
+    assert summary["basis"].startswith("second moment") and "labels of split 'private'" in summary["labels_used"]
+
+
+def test_xi_matches_a_direct_projection():
+    rng = np.random.default_rng(0)
+    basis, _ = np.linalg.qr(rng.standard_normal((10, 3)))
+    w = rng.standard_normal((4, 10))
+    w /= np.linalg.norm(w, axis=1, keepdims=True)
+    direct = [1 - np.linalg.norm(basis @ basis.T @ row) for row in w]
+    np.testing.assert_allclose(xi(basis, w), direct, atol=1e-12)
+    np.testing.assert_allclose(eigengaps(np.array([5.0, 3.0, 2.5]), [1, 2, 3]), [2.0, 0.5, 2.5])
+
+
+def test_theorem_terms_follow_their_formulas():
+    table = AssumptionTable(ks=[2, 8], xi=np.array([[0.1, 0.05]]), margin_full=np.array([0.5]),
+                            margin_projected=np.array([[0.4, 0.45]]), eigengap=np.array([0.2, 0.01]),
+                            explained=np.array([0.5, 0.9]))
+    rows = theorem_terms(table, epsilon=0.5, alpha=0.1, beta=0.05)
+    zeta = 0.5 * (1 - 0.1 - 0.05)
+    assert math.isclose(rows[0]["zeta"], zeta)
+    assert math.isclose(rows[0]["unlabelled_term"], math.log(40) / (0.25 * 0.04))
+    assert math.isclose(rows[0]["labelled_term"], math.sqrt(2) / (0.1 * 0.5 * zeta))
+    assert theorem_recommended_k(rows) == 2
