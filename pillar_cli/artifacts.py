@@ -309,3 +309,49 @@ def require_derived_from(artifact: Artifact, source: InputRef) -> None:
         origins = ", ".join(ref.path for ref in artifact.provenance.inputs) if artifact.provenance else "unknown"
         raise ArtifactError(f"{artifact.path} was fitted on other data ({origins}) than {source.path}",
                             hint="refit the projection on these embeddings' public split")
+
+
+@dataclass(frozen=True)
+class ChainLink:
+    """One input in an artifact's ancestry: where it sits, and whether the file still holds what was consumed."""
+
+    depth: int
+    ref: InputRef
+    status: str  # "ok", "changed" (content hash differs) or "missing"
+    command: list[str] | None
+
+
+def read_provenance(path: str | Path) -> tuple[str, Provenance]:
+    """Kind and provenance of an artifact, reading its attributes only (no arrays)."""
+    try:
+        with h5py.File(path, "r") as h5:
+            kind = _read_attr(h5, "pillar_kind")
+            if kind is None:
+                raise ArtifactError(f"{path} is not a pillar artifact (no 'pillar_kind' attribute)")
+            return kind, _read_provenance(h5)
+    except (OSError, KeyError, ValueError, TypeError) as err:
+        raise ArtifactError(f"{path} is not a readable pillar artifact ({_first_line(err)})") from err
+
+
+def provenance_chain(artifact: Artifact, max_depth: int = 8) -> list[ChainLink]:
+    """The artifact's inputs, their inputs, and so on (depth first), each checked against its recorded hash."""
+    links: list[ChainLink] = []
+
+    def visit(provenance: Provenance, depth: int, seen: frozenset[str]) -> None:
+        for ref in provenance.inputs:
+            if not Path(ref.path).exists():
+                links.append(ChainLink(depth, ref, "missing", None))
+                continue
+            try:
+                _, parent = read_provenance(ref.path)
+            except ArtifactError:
+                links.append(ChainLink(depth, ref, "missing", None))
+                continue
+            status = "ok" if parent.content_hash == ref.content_hash else "changed"
+            links.append(ChainLink(depth, ref, status, parent.command))
+            if depth < max_depth and ref.path not in seen:
+                visit(parent, depth + 1, seen | {ref.path})
+
+    if artifact.provenance is not None:
+        visit(artifact.provenance, 1, frozenset({str(artifact.path)}))
+    return links

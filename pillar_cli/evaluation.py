@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.errors import ArtifactError, DataError
+from pillar_cli.projection import standardize_rows
 from pillar_cli.training.sweep import RunKey, select_on_val
 
 
@@ -54,48 +54,65 @@ def stored_runs(models: list[Artifact]) -> list[StoredRun]:
     return runs
 
 
-def selected_accuracies(models: list[Artifact], features: np.ndarray, labels: np.ndarray) -> list[dict]:
-    """Per (method, k, ε): select on val over all runs, report test accuracy mean ± std over the seeds."""
-    mean, scale = models[0].array("mean"), models[0].array("scale")
-    if features.shape[1] != len(mean):
-        raise DataError(f"features have {features.shape[1]} dimensions; the model was trained on {len(mean)}")
-    z = (features - mean) / scale
+SCALAR_METRICS = ("accuracy", "balanced_accuracy", "macro_f1", "roc_auc")
+
+
+def classification_metrics(labels: np.ndarray, logits: np.ndarray, num_classes: int) -> dict:
+    """Accuracy, balanced accuracy, macro-F1, per-class accuracy, confusion matrix; ROC-AUC for binary tasks."""
+    from sklearn.metrics import balanced_accuracy_score, confusion_matrix, f1_score, roc_auc_score
+
+    predictions = logits.argmax(axis=1)
+    classes = np.arange(num_classes)
+    confusion = confusion_matrix(labels, predictions, labels=classes)
+    support = confusion.sum(axis=1)
+    metrics = {
+        "accuracy": float((predictions == labels).mean()),
+        "balanced_accuracy": float(balanced_accuracy_score(labels, predictions)),
+        "macro_f1": float(f1_score(labels, predictions, labels=classes, average="macro", zero_division=0)),
+        "per_class_accuracy": [float(c / s) if s else None for c, s in zip(np.diag(confusion), support)],
+        "confusion": confusion.tolist(),
+        "roc_auc": None,
+    }
+    if num_classes == 2 and len(np.unique(labels)) == 2:
+        metrics["roc_auc"] = float(roc_auc_score(labels, logits[:, 1] - logits[:, 0]))
+    return metrics
+
+
+def selected_metrics(models: list[Artifact], features: np.ndarray, labels: np.ndarray) -> list[dict]:
+    """Per (method, k, ε): select on val over all runs; metrics on this split, mean ± std over the seeds."""
+    z = standardize(features, models[0])
+    num_classes = int(models[0].attrs["num_classes"])
     runs = stored_runs(models)
     rows = []
     for choice in select_on_val([r.key for r in runs], [r.val_accuracy for r in runs]):
-        accuracies = []
+        per_seed = []
         for run_id in choice["run_ids"]:
             weights, bias = runs[run_id].full_weights()
-            accuracies.append(float(((z @ weights + bias).argmax(axis=1) == labels).mean()))
-        rows.append({**{k: v for k, v in choice.items() if k != "run_ids"},
-                     "accuracy_mean": float(np.mean(accuracies)), "accuracy_std": float(np.std(accuracies)),
-                     "seeds": len(accuracies), "accuracies": accuracies,
-                     "epsilon_spent": max(runs[i].epsilon_spent for i in choice["run_ids"]),
-                     "val_accuracy": choice["val_accuracy_mean"]})
+            per_seed.append(classification_metrics(labels, z @ weights + bias, num_classes))
+        row = {**{k: v for k, v in choice.items() if k != "run_ids"}, "seeds": len(per_seed),
+               "epsilon_spent": max(runs[i].epsilon_spent for i in choice["run_ids"]),
+               "val_accuracy": choice["val_accuracy_mean"], "accuracies": [m["accuracy"] for m in per_seed],
+               "confusion": np.sum([m["confusion"] for m in per_seed], axis=0).tolist(),
+               "per_class_accuracy": _mean_ignoring_none([m["per_class_accuracy"] for m in per_seed])}
+        for name in SCALAR_METRICS:
+            values = [m[name] for m in per_seed if m[name] is not None]
+            row[f"{name}_mean"] = float(np.mean(values)) if values else None
+            row[f"{name}_std"] = float(np.std(values)) if values else None
+        rows.append(row)
     return sorted(rows, key=lambda r: (r["method"], r["epsilon"], math.inf if r["k"] == "full" else r["k"]))
 
 
-def accuracy_vs_k_plot(rows: list[dict], path: Path, title: str, full_dim: int) -> None:
-    """Accuracy against k, one line per ε; 'full' is drawn at the full dimension (Figure 4 of the paper)."""
-    import matplotlib
+def _mean_ignoring_none(columns: list[list[float | None]]) -> list[float | None]:
+    out = []
+    for values in zip(*columns):
+        present = [v for v in values if v is not None]
+        out.append(float(np.mean(present)) if present else None)
+    return out
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(6, 4))
-    methods = sorted({r["method"] for r in rows})
-    for method, epsilon in sorted({(r["method"], r["epsilon"]) for r in rows}):
-        line = sorted((full_dim if r["k"] == "full" else r["k"], r["accuracy_mean"], r["accuracy_std"])
-                      for r in rows if r["epsilon"] == epsilon and r["method"] == method)
-        ks, means, stds = zip(*line)
-        label = "non-private" if math.isinf(epsilon) else f"ε = {epsilon:g}"
-        axes.errorbar(ks, means, yerr=stds, marker="o", capsize=3,
-                      label=f"{method}, {label}" if len(methods) > 1 else label)
-    axes.set_xscale("log")
-    axes.set_xlabel("k (principal components; full = no projection)")
-    axes.set_ylabel("test accuracy")
-    axes.set_title(title, fontsize=9)
-    axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+def standardize(features: np.ndarray, model: Artifact) -> np.ndarray:
+    """The model's feature space: the public scaler (and row L2-normalisation for second-moment projections)."""
+    mean, scale = model.array("mean"), model.array("scale")
+    if features.shape[1] != len(mean):
+        raise DataError(f"features have {features.shape[1]} dimensions; the model was trained on {len(mean)}")
+    return standardize_rows(features, mean, scale, bool(model.attrs.get("row_l2_normalised", False)))

@@ -197,3 +197,11 @@ class _CalibrationCache:
             tmp.replace(self.path)
         except OSError:
             pass  # a cache that cannot be written only costs time
+
+
+def require_disjoint(private_index: np.ndarray, public_index: np.ndarray, source: str) -> None:
+    """Public rows must never be private rows: a row in both would be fitted on outside the DP guarantee."""
+    shared = np.intersect1d(private_index, public_index)
+    if len(shared):
+        raise PrivacyError(f"{source}: {len(shared)} rows of the public split also appear in the private split",
+                           hint="re-embed: the splits of one source must be disjoint")

@@ -15,6 +15,17 @@ from pillar_cli.artifacts import Artifact
 from pillar_cli.errors import DataError, UsageError
 
 
+def l2_normalized_rows(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms > 0, norms, 1.0)
+
+
+def standardize_rows(x: np.ndarray, mean: np.ndarray, scale: np.ndarray, row_normalised: bool) -> np.ndarray:
+    """(x − mean) / scale, after L2-normalising rows for second-moment projections; float32."""
+    rows = l2_normalized_rows(x) if row_normalised else x
+    return ((rows - mean) / scale).astype(np.float32)
+
+
 class LinearMap(Protocol):
     """A fixed map of standardised features to k dimensions: x ↦ A_kᵀ·standardised(x)."""
 
@@ -69,10 +80,7 @@ class PublicPCA:
         return self
 
     def _normalized_rows(self, x: np.ndarray) -> np.ndarray:
-        if not self.second_moment:
-            return x
-        norms = np.linalg.norm(x, axis=1, keepdims=True)
-        return x / np.where(norms > 0, norms, 1.0)
+        return l2_normalized_rows(x) if self.second_moment else x
 
     @property
     def dim(self) -> int:
@@ -81,7 +89,7 @@ class PublicPCA:
     def standardized(self, x: np.ndarray) -> np.ndarray:
         if x.shape[1] != self.dim:
             raise DataError(f"features have {x.shape[1]} dimensions; the projection was fitted on {self.dim}")
-        return ((self._normalized_rows(x) - self.mean_) / self.scale_).astype(np.float32)
+        return standardize_rows(x, self.mean_, self.scale_, self.second_moment)
 
     def transform(self, x: np.ndarray, k: int | None) -> np.ndarray:
         """Top-k projection of standardised features; k=None keeps all dimensions (no projection)."""

@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+import errno
+import os
+
 import h5py
 import numpy as np
 import pytest
 
+from pillar_cli import artifacts
+
+
+
+BAD_INPUTS: list[str] = []
+
+
+def bad_input(name: str):
+    """Registers a test as one distinct bad input of the battery (counted below)."""
+    def register(test):
+        BAD_INPUTS.append(name)
+        return test
+    return register
 
 
 def _assert_clean_failure(result, code: int, message: str, out=None):
@@ -18,24 +34,28 @@ def _assert_clean_failure(result, code: int, message: str, out=None):
         assert not out.exists()
 
 
+@bad_input("missing file")
 def test_missing_embeddings_file(pillar, tmp_path):
     out = tmp_path / "pca.h5"
     result = pillar("fit-pca", tmp_path / "nope.h5", "-o", out, expect=None)
     _assert_clean_failure(result, 3, f"artifact not found: {tmp_path / 'nope.h5'}", out)
 
 
+@bad_input("wrong artifact kind")
 def test_wrong_artifact_kind(pillar, mnist, tmp_path):
     out = tmp_path / "m.h5"
     result = pillar("train-private", mnist["emb"], "-p", mnist["emb"], "-o", out, expect=None)
     _assert_clean_failure(result, 3, f"{mnist['emb']} is a embeddings artifact, expected projection", out)
 
 
+@bad_input("corrupt HDF5")
 def test_corrupt_artifact(pillar, tmp_path):
     (tmp_path / "bad.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + b"\x00" * 64)
     result = pillar("inspect", tmp_path / "bad.h5", expect=None)
     assert result.exit_code == 3 and result.stderr.startswith(f"error: {tmp_path / 'bad.h5'} is not a readable pillar")
 
 
+@bad_input("k > public rank")
 def test_k_larger_than_the_public_rank(pillar, mnist, tmp_path):
     out = tmp_path / "pca.h5"
     result = pillar("fit-pca", f"{mnist['emb']}:public", "--k-max", "500", "-o", out, expect=None)
@@ -43,6 +63,7 @@ def test_k_larger_than_the_public_rank(pillar, mnist, tmp_path):
                           "dimensions)", out)
 
 
+@bad_input("k > stored components")
 def test_k_larger_than_the_stored_components(pillar, mnist, tmp_path):
     out = tmp_path / "m.h5"
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5,101", "-o", out, expect=None)
@@ -50,6 +71,7 @@ def test_k_larger_than_the_stored_components(pillar, mnist, tmp_path):
                           out)
 
 
+@bad_input("epsilon <= 0")
 @pytest.mark.parametrize("eps", ["0", "-1"])
 def test_non_positive_epsilon(pillar, mnist, tmp_path, eps):
     out = tmp_path / "m.h5"
@@ -57,6 +79,7 @@ def test_non_positive_epsilon(pillar, mnist, tmp_path, eps):
     _assert_clean_failure(result, 2, f"--eps must be > 0 (got {float(eps)}); use 'inf' for non-private training", out)
 
 
+@bad_input("delta >= 1/n")
 def test_delta_not_below_one_over_n(pillar, mnist, tmp_path):
     out = tmp_path / "m.h5"
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--delta", "0.001", "-o", out, expect=None)
@@ -64,6 +87,7 @@ def test_delta_not_below_one_over_n(pillar, mnist, tmp_path):
                           "δ permits releasing individual records", out)
 
 
+@bad_input("batch size > n")
 def test_batch_size_larger_than_n(pillar, mnist, tmp_path):
     out = tmp_path / "m.h5"
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--batch-size", "5000", "--k", "5",
@@ -71,12 +95,14 @@ def test_batch_size_larger_than_n(pillar, mnist, tmp_path):
     _assert_clean_failure(result, 2, "--batch-size 5000 exceeds the 3200 private rows", out)
 
 
+@bad_input("unknown accountant")
 def test_unknown_accountant(pillar, mnist, tmp_path):
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--accountant", "moments", "-o",
                     tmp_path / "m.h5", expect=None)
     _assert_clean_failure(result, 2, "unknown accountant 'moments' (known: prv, rdp, pld, gdp)", tmp_path / "m.h5")
 
 
+@bad_input("NaN features")
 def test_nan_features(pillar, mnist, tmp_path):
     poisoned = tmp_path / "emb.h5"
     poisoned.write_bytes(mnist["emb"].read_bytes())
@@ -89,6 +115,7 @@ def test_nan_features(pillar, mnist, tmp_path):
     _assert_clean_failure(result, 3, f"{poisoned}:public has 1 rows with NaN or Inf features", tmp_path / "pca.h5")
 
 
+@bad_input("projection fitted on other data")
 def test_projection_fitted_on_other_embeddings(pillar, mnist, tmp_path):
     other = tmp_path / "other.h5"
     pillar("embed", "--source", "mnist5k", "--seed", "1", "-o", other)
@@ -97,6 +124,7 @@ def test_projection_fitted_on_other_embeddings(pillar, mnist, tmp_path):
     _assert_clean_failure(result, 3, f"{mnist['pca']} was fitted on other data ({mnist['emb']}) than {other}", out)
 
 
+@bad_input("PCA on a labelled split")
 def test_fit_pca_refuses_a_labelled_split(pillar, mnist, tmp_path):
     out = tmp_path / "pca.h5"
     result = pillar("fit-pca", f"{mnist['emb']}:private", "-o", out, expect=None)
@@ -104,11 +132,13 @@ def test_fit_pca_refuses_a_labelled_split(pillar, mnist, tmp_path):
                           "unlabelled public split only", out)
 
 
+@bad_input("unknown split")
 def test_unknown_split(pillar, mnist, tmp_path):
     result = pillar("fit-pca", f"{mnist['emb']}:holdout", "-o", tmp_path / "p.h5", expect=None)
     _assert_clean_failure(result, 3, f"{mnist['emb']} has no split 'holdout' (available: private, public, test, val)")
 
 
+@bad_input("output overwrites input")
 def test_output_overwriting_an_input_is_refused(pillar, mnist):
     before = mnist["pca"].read_bytes()
     result = pillar("fit-pca", f"{mnist['emb']}:public", "-o", mnist["emb"], expect=None)
@@ -123,11 +153,13 @@ def test_failed_run_keeps_an_existing_output(pillar, mnist, tmp_path):
     assert out.read_bytes() == b"previous result"
 
 
+@bad_input("missing output directory")
 def test_missing_output_directory(pillar, mnist, tmp_path):
     result = pillar("fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "no" / "pca.h5", expect=None)
     _assert_clean_failure(result, 2, f"output directory {tmp_path / 'no'} does not exist")
 
 
+@bad_input("single-class split")
 def test_single_class_private_split(pillar, tmp_path):
     x = np.random.default_rng(0).random((200, 4)).astype(np.float32)
     np.savez(tmp_path / "one.npz", x=x, y=np.zeros(200, dtype=np.int64))
@@ -139,6 +171,7 @@ def test_single_class_private_split(pillar, tmp_path):
                           "least two", tmp_path / "m.h5")
 
 
+@bad_input("unknown backbone / offline weights")
 def test_unknown_backbone_and_offline_weights(pillar, tmp_path):
     result = pillar("embed", "--backbone", "resnet9000", "-o", tmp_path / "e.h5", expect=None)
     assert result.exit_code == 2 and result.stderr.startswith("error: unknown backbone 'resnet9000'")
@@ -147,6 +180,7 @@ def test_unknown_backbone_and_offline_weights(pillar, tmp_path):
                           "--no-pretrained for random weights)", tmp_path / "e.h5")
 
 
+@bad_input("mismatched dimensions")
 def test_evaluate_rejects_mismatched_dimensions(pillar, mnist, tmp_path):
     pillar("embed", "--source", "digits", "-o", tmp_path / "d.h5")
     model = mnist["root"] / "tiny-model.h5"
@@ -156,5 +190,97 @@ def test_evaluate_rejects_mismatched_dimensions(pillar, mnist, tmp_path):
 
 
 def test_every_command_documents_an_example(pillar):
-    for command in ("embed", "fit-pca", "check-assumptions", "train-private", "gsd", "evaluate", "inspect", "run"):
+    for command in ("embed", "fit-pca", "check-assumptions", "train-private", "gsd", "evaluate", "report", "inspect",
+                    "run"):
         assert "Example: pillar " in pillar(command, "--help").stdout, command
+
+
+@bad_input("unknown schema version")
+def test_unknown_schema_version(pillar, mnist, tmp_path):
+    future = tmp_path / "future.h5"
+    future.write_bytes(mnist["pca"].read_bytes())
+    with h5py.File(future, "a") as h5:
+        h5.attrs["schema_version"] = 2
+    result = pillar("inspect", future, expect=None)
+    _assert_clean_failure(result, 3, f"{future} has schema version 2; this pillar reads version 1")
+
+
+@bad_input("Inf features")
+def test_inf_features(pillar, mnist, tmp_path):
+    poisoned = tmp_path / "emb.h5"
+    poisoned.write_bytes(mnist["emb"].read_bytes())
+    with h5py.File(poisoned, "a") as h5:
+        h5["splits/private/features"][0, 0] = np.inf
+    result = pillar("train-private", poisoned, "-p", mnist["pca"], "-o", tmp_path / "m.h5", expect=None)
+    _assert_clean_failure(result, 3, f"{poisoned}:private has 1 rows with NaN or Inf features", tmp_path / "m.h5")
+
+
+@bad_input("label/feature length mismatch")
+def test_label_feature_length_mismatch(pillar, mnist, tmp_path):
+    broken = tmp_path / "emb.h5"
+    broken.write_bytes(mnist["emb"].read_bytes())
+    with h5py.File(broken, "a") as h5:
+        labels = h5["splits/val/labels"][()]
+        del h5["splits/val/labels"]
+        h5["splits/val/labels"] = labels[:-5]
+    result = pillar("check-assumptions", f"{broken}:val", "-p", mnist["pca"], "-o", tmp_path / "a.h5", expect=None)
+    _assert_clean_failure(result, 3, f"{broken}:val has 395 labels for 400 feature rows", tmp_path / "a.h5")
+
+
+@bad_input("empty split")
+def test_empty_val_split(pillar, tmp_path):
+    x = np.random.default_rng(0).random((300, 4)).astype(np.float32)
+    np.savez(tmp_path / "d.npz", x=x, y=np.arange(300) % 2)
+    pillar("embed", "--source", "npz", "--path", tmp_path / "d.npz", "--val-fraction", "0", "-o", tmp_path / "e.h5")
+    pillar("fit-pca", f"{tmp_path / 'e.h5'}:public", "-o", tmp_path / "p.h5")
+    result = pillar("train-private", tmp_path / "e.h5", "-p", tmp_path / "p.h5", "--k", "2", "--delta", "1e-4",
+                    "-o", tmp_path / "m.h5", expect=None)
+    _assert_clean_failure(result, 3, f"{tmp_path / 'e.h5'} has no split 'val' (available: private, public, test)",
+                          tmp_path / "m.h5")
+
+
+@bad_input("delta out of (0, 1)")
+@pytest.mark.parametrize("delta", ["0", "1"])
+def test_delta_outside_the_unit_interval(pillar, mnist, tmp_path, delta):
+    result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--delta", delta, "-o", tmp_path / "m.h5",
+                    expect=None)
+    _assert_clean_failure(result, 2, f"--delta must be in (0, 1) (got {float(delta)})", tmp_path / "m.h5")
+
+
+@bad_input("public rows leaked into the private split")
+def test_public_rows_in_the_private_split(pillar, mnist, tmp_path):
+    leaky = tmp_path / "emb.h5"
+    leaky.write_bytes(mnist["emb"].read_bytes())
+    with h5py.File(leaky, "a") as h5:
+        index = h5["splits/public/index"][()]
+        index[:3] = h5["splits/private/index"][:3]
+        h5["splits/public/index"][...] = index
+    pillar("fit-pca", f"{leaky}:public", "--k-max", "20", "-o", tmp_path / "p.h5")
+    result = pillar("train-private", leaky, "-p", tmp_path / "p.h5", "--k", "5", "-o", tmp_path / "m.h5", expect=None)
+    _assert_clean_failure(result, 5, f"{leaky}: 3 rows of the public split also appear in the private split",
+                          tmp_path / "m.h5")
+
+
+@bad_input("unwritable output directory")
+def test_unwritable_output_directory(pillar, mnist, tmp_path, monkeypatch):
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if mode == os.W_OK else real_access(path, mode))
+    result = pillar("fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "p.h5", expect=None)
+    _assert_clean_failure(result, 3, f"cannot write {tmp_path / 'p.h5'}: directory {tmp_path} is not writable",
+                          tmp_path / "p.h5")
+
+
+@bad_input("full disk")
+def test_full_disk_leaves_no_partial_artifact(pillar, mnist, tmp_path, monkeypatch):
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(artifacts, "_write_array", no_space)
+    result = pillar("fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "p.h5", expect=None)
+    _assert_clean_failure(result, 3, f"cannot write {tmp_path / 'p.h5'}: [Errno 28] No space left on device",
+                          tmp_path / "p.h5")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_battery_covers_at_least_20_distinct_bad_inputs():
+    assert len(set(BAD_INPUTS)) == len(BAD_INPUTS) >= 20

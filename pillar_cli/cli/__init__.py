@@ -10,6 +10,7 @@ from pillar_cli.cli.evaluate import evaluate
 from pillar_cli.cli.fit_pca import fit_pca
 from pillar_cli.cli.gsd import gsd
 from pillar_cli.cli.inspect import inspect
+from pillar_cli.cli.report import report
 from pillar_cli.cli.run import run
 from pillar_cli.cli.train import train_private
 
@@ -28,6 +29,7 @@ app.command("check-assumptions")(check_assumptions)
 app.command("train-private")(train_private)
 app.command("gsd")(gsd)
 app.command("evaluate")(evaluate)
+app.command("report")(report)
 app.command("inspect")(inspect)
 app.command("run")(run)
 

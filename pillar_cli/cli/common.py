@@ -26,7 +26,8 @@ stderr = Console(stderr=True)
 
 
 def cli_errors(command: Callable) -> Callable:
-    """Turn a PillarError into one line on stderr (plus a hint) and its exit code; --debug shows tracebacks."""
+    """Turn a PillarError into one line on stderr (plus a hint) and its exit code, Ctrl-C into exit 130;
+    PILLAR_DEBUG=1 shows tracebacks."""
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -38,6 +39,9 @@ def cli_errors(command: Callable) -> Callable:
             message = f"error: {err}" + (f"\nhint: {err.hint}" if err.hint else "")
             print(message, file=sys.stderr)
             raise typer.Exit(err.exit_code) from None
+        except KeyboardInterrupt:
+            print("error: interrupted; no artifact was written (existing files are unchanged)", file=sys.stderr)
+            raise typer.Exit(130) from None
 
     return run
 

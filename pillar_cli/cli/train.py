@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Optional
 
@@ -12,7 +13,7 @@ from pillar_cli import artifacts
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, float_list, int_list,
                                    print_json, print_table, progress_bar, save, split_list)
 from pillar_cli.errors import DataError, UsageError
-from pillar_cli.privacy import get_accountant, validate_budget
+from pillar_cli.privacy import get_accountant, require_disjoint, validate_budget
 from pillar_cli.projection import PublicPCA
 from pillar_cli.training.sweep import (PrivacySettings, SweepData, SweepGrid, SweepOptions, check_grid,
                                       model_artifact, run_sweep)
@@ -39,6 +40,8 @@ def train_private(
     clip: float = typer.Option(1.0, help="Per-sample gradient clipping norm."),
     accountant: str = typer.Option("prv", help="prv (default), rdp, pld, or gdp (an approximation)."),
     shard: str = typer.Option("0/1", help="Train only shard i of n (i/n) of the sweep; evaluate merges shards."),
+    private_fraction: float = typer.Option(1.0, min=0.0, max=1.0, help="Train on a seeded fraction of the private "
+                                           "rows (Figure 7 of the paper); the ledger's n is the rows used."),
     warm_start: Optional[Path] = typer.Option(None, help="Model artifact trained on PUBLIC labelled data: initial head."),
     engine: str = typer.Option("fast", help="fast (exact, batched) or opacus (GradSampleModule reference; slow)."),
     device: str = typer.Option("cpu", help="cpu or cuda (fast engine)."),
@@ -55,7 +58,8 @@ def train_private(
                      float_list(lr, "--lr"), int_list(steps, "--steps"), int_list(batch_size, "--batch-size"),
                      int_list(seed, "--seed", minimum=0), momentum, weight_decay)
     shard_index, shard_count = _parse_shard(shard)
-    private, val = artifacts.read_split(f"{path}:private"), artifacts.read_split(f"{path}:val")
+    private = subsample(artifacts.read_split(f"{path}:private"), private_fraction)
+    val = artifacts.read_split(f"{path}:val")
     projection_artifact = artifacts.read(projection, "projection")
     artifacts.require_derived_from(projection_artifact, private.ref)
     pca = PublicPCA.from_artifact(projection_artifact)
@@ -65,7 +69,9 @@ def train_private(
         validate_budget(target, delta, len(private.features))
     if len(np.unique(private.labels)) < 2:
         raise DataError(f"{path}:private holds a single class; a classifier needs at least two")
-    public = artifacts.read_split(f"{path}:public").features if "gep" in grid.methods else None
+    public_split = artifacts.read_split(f"{path}:public")
+    require_disjoint(private.index, public_split.index, path)
+    public = public_split.features if "gep" in grid.methods else None
     initial = None if warm_start is None else warm_start_weights(artifacts.read(warm_start, "model"), pca, private.ref)
     data = SweepData(pca, private.features, private.labels, val.features, val.labels, private.num_classes, public,
                      initial)
@@ -75,6 +81,7 @@ def train_private(
     artifact = model_artifact(result, pca, PrivacySettings(delta, clip, accountant), private.num_classes,
                               len(private.features),
                               (shard_index, shard_count))
+    artifact.attrs["private_fraction"] = private_fraction
     save(ctx, out, artifact, [private.ref, val.ref, projection_artifact.ref()])
     if as_json:
         return print_json({"output": str(out), "selection": artifact.attrs["selection"],
@@ -82,6 +89,17 @@ def train_private(
     print_table(f"{out}: {len(result.runs)} runs, selected on val (not accounted in ε)", artifact.attrs["selection"],
                 ["method", "k", "epsilon", "lr", "steps", "batch_size", "val_accuracy_mean"],
                 {"val_accuracy_mean": ".3f"})
+
+
+def subsample(split: artifacts.Split, fraction: float) -> artifacts.Split:
+    """A seeded (seed 0) subset of the split's rows; the whole split when fraction is 1."""
+    if fraction >= 1.0:
+        return split
+    count = int(round(fraction * len(split.features)))
+    if count < 2:
+        raise UsageError(f"--private-fraction {fraction} leaves {count} private rows")
+    rows = np.sort(np.random.default_rng(0).choice(len(split.features), count, replace=False))
+    return dataclasses.replace(split, features=split.features[rows], labels=split.labels[rows], index=split.index[rows])
 
 
 def _parse_shard(text: str) -> tuple[int, int]:

@@ -257,6 +257,7 @@ def model_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
     attrs = {
         "num_classes": num_classes,
         "n_private": n_private,
+        "row_l2_normalised": pca.second_moment,
         "shard": list(shard),
         "feature_space": "standardised with the public mean/scale; full-space weights = bases/<method>/<k> · weights",
         "ledger": {"accountant": privacy.accountant, "delta": privacy.delta, "clip": privacy.clip,

@@ -1,0 +1,47 @@
+"""pillar report: the paper's comparison figures from several evaluation artifacts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from pillar_cli import artifacts
+from pillar_cli.cli.common import JsonOption, atomic_file, check_output, cli_errors, print_json, print_table
+from pillar_cli.errors import UsageError
+from pillar_cli.figures import accuracy_vs_private_fraction, best_per_baseline, methods_by_dataset
+
+
+@cli_errors
+def report(
+    evaluations: list[Path] = typer.Argument(..., help="Evaluation artifacts from `pillar evaluate -o`."),
+    methods_plot: Optional[Path] = typer.Option(None, help="PNG: PILLAR vs DP-SGD per dataset and ε (Figure 5)."),
+    fraction_plot: Optional[Path] = typer.Option(None, help="PNG: accuracy vs fraction of private data (Figure 7)."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Compare PILLAR (best k, selected on val) with DP-SGD across datasets or private-data fractions.
+
+    Example: pillar report cifar10.h5 cifar100.h5 --methods-plot fig5.png
+    """
+    for output in (methods_plot, fraction_plot):
+        if output is not None:
+            check_output(output, [str(e) for e in evaluations])
+    loaded = [artifacts.read(e, "evaluation").attrs for e in evaluations]
+    ledgers = {(a["ledger"]["delta"], a["ledger"]["accountant"]) for a in loaded}
+    if len(ledgers) > 1:
+        raise UsageError("the evaluations use different δ or accountants; one figure cannot compare them")
+    delta, accountant = ledgers.pop()
+    title = (f"n_private={','.join(str(a['n_private']) for a in loaded)}; δ={delta:g}, {accountant}; "
+             f"{'; '.join(sorted({n for a in loaded for n in a['notes'] if n.startswith('seeds')}))}")
+    rows = [{"dataset": a["dataset"], "private_fraction": a["private_fraction"], "family": family, "epsilon": eps,
+             "k": row["k"], "accuracy_mean": row["accuracy_mean"], "accuracy_std": row["accuracy_std"]}
+            for a in loaded for (family, eps), row in sorted(best_per_baseline(a["rows"]).items())]
+    for target, draw in ((methods_plot, methods_by_dataset), (fraction_plot, accuracy_vs_private_fraction)):
+        if target is not None:
+            with atomic_file(target) as tmp:
+                draw(loaded, tmp, title)
+    if as_json:
+        return print_json({"rows": rows, "title": title})
+    print_table(title, rows, ["dataset", "private_fraction", "family", "epsilon", "k", "accuracy_mean", "accuracy_std"],
+                {"accuracy_mean": ".4f", "accuracy_std": ".4f"})

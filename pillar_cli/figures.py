@@ -1,0 +1,100 @@
+"""The paper's figures from evaluation rows: accuracy vs k (Fig. 4), PILLAR vs DP-SGD per dataset (Fig. 5) and
+accuracy vs the fraction of private data (Fig. 7). Every figure states n, ε, δ, accountant and seeds, and carries
+its axis labels as PNG metadata so that tools (and tests) can read them back."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+AXIS_LABELS = {
+    "accuracy_vs_k": ("k (principal components; full = no projection)", "test accuracy"),
+    "methods": ("dataset", "test accuracy (best k, selected on val)"),
+    "private_fraction": ("fraction of the private data used", "test accuracy"),
+}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(figure, axes, path: Path, kind: str, title: str) -> None:
+    xlabel, ylabel = AXIS_LABELS[kind]
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_title(title, fontsize=8)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120, format="png",
+                   metadata={"Title": title, "Description": f"figure={kind}; x={xlabel}; y={ylabel}"})
+    _pyplot().close(figure)
+
+
+def _epsilon_label(epsilon: float) -> str:
+    return "non-private" if math.isinf(epsilon) else f"ε = {epsilon:g}"
+
+
+def accuracy_vs_k(rows: list[dict], path: Path, title: str, full_dim: int) -> None:
+    """One line per (method, ε); 'full' is drawn at the full dimension."""
+    figure, axes = _pyplot().subplots(figsize=(6, 4))
+    methods = {r["method"] for r in rows}
+    for method, epsilon in sorted({(r["method"], r["epsilon"]) for r in rows}):
+        line = sorted((full_dim if r["k"] == "full" else r["k"], r["accuracy_mean"], r["accuracy_std"])
+                      for r in rows if r["epsilon"] == epsilon and r["method"] == method)
+        ks, means, stds = zip(*line)
+        label = _epsilon_label(epsilon) if len(methods) == 1 else f"{method}, {_epsilon_label(epsilon)}"
+        axes.errorbar(ks, means, yerr=stds, marker="o", capsize=3, label=label)
+    axes.set_xscale("log")
+    _save(figure, axes, path, "accuracy_vs_k", title)
+
+
+def best_per_baseline(rows: list[dict]) -> dict[tuple[str, float], dict]:
+    """Per (PILLAR | DP-SGD, ε): the row with the highest val accuracy (PILLAR over its projected k; DP-SGD is the
+    dpsgd method or k = full)."""
+    best: dict[tuple[str, float], dict] = {}
+    for row in rows:
+        family = "DP-SGD" if row["method"] == "dpsgd" or row["k"] == "full" else \
+            "PILLAR" if row["method"] == "pillar" else None
+        if family is None:
+            continue
+        key = (family, row["epsilon"])
+        if key not in best or row["val_accuracy"] > best[key]["val_accuracy"]:
+            best[key] = row
+    return best
+
+
+def methods_by_dataset(evaluations: list[dict], path: Path, title: str) -> None:
+    """Grouped bars: PILLAR vs DP-SGD for each dataset and ε (Figure 5)."""
+    figure, axes = _pyplot().subplots(figsize=(max(5, 1.6 * len(evaluations)), 4))
+    bars = sorted({(family, eps) for e in evaluations for family, eps in best_per_baseline(e["rows"])})
+    width = 0.8 / max(len(bars), 1)
+    for j, (family, epsilon) in enumerate(bars):
+        heights, errors = [], []
+        for evaluation in evaluations:
+            row = best_per_baseline(evaluation["rows"]).get((family, epsilon))
+            heights.append(row["accuracy_mean"] if row else np.nan)
+            errors.append(row["accuracy_std"] if row else 0.0)
+        positions = np.arange(len(evaluations)) + (j - (len(bars) - 1) / 2) * width
+        axes.bar(positions, heights, width, yerr=errors, capsize=2, label=f"{family}, {_epsilon_label(epsilon)}")
+    axes.set_xticks(np.arange(len(evaluations)), [e["dataset"] for e in evaluations])
+    _save(figure, axes, path, "methods", title)
+
+
+def accuracy_vs_private_fraction(evaluations: list[dict], path: Path, title: str) -> None:
+    """PILLAR and DP-SGD accuracy against the fraction of private data used, one line per (family, ε) (Figure 7)."""
+    figure, axes = _pyplot().subplots(figsize=(6, 4))
+    lines: dict[tuple[str, float], list[tuple[float, float, float]]] = {}
+    for evaluation in evaluations:
+        for key, row in best_per_baseline(evaluation["rows"]).items():
+            lines.setdefault(key, []).append((evaluation["private_fraction"], row["accuracy_mean"], row["accuracy_std"]))
+    for (family, epsilon), points in sorted(lines.items()):
+        fractions, means, stds = zip(*sorted(points))
+        axes.errorbar(fractions, means, yerr=stds, marker="o", capsize=3, label=f"{family}, {_epsilon_label(epsilon)}")
+    _save(figure, axes, path, "private_fraction", title)

@@ -1,0 +1,25 @@
+"""Ctrl-C during a stage: a clean message, exit 130, no partial or temporary artifact, existing output intact."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+
+def test_sigint_during_training_leaves_no_artifact(mnist, tmp_path):
+    out = tmp_path / "model.h5"
+    out.write_bytes(b"previous result")
+    # 100,000 opacus steps take many minutes: the signal always lands mid-training.
+    command = [sys.executable, "-m", "pillar_cli", "train-private", str(mnist["emb"]), "-p", str(mnist["pca"]),
+               "--engine", "opacus", "--k", "full", "--eps", "inf", "--steps", "100000", "-o", str(out)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(12)
+    assert process.poll() is None, process.communicate()
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "error: interrupted; no artifact was written (existing files are unchanged)"
+    assert out.read_bytes() == b"previous result"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.h5"]

@@ -1,0 +1,68 @@
+"""evaluate and report over a 3-seed sweep: metrics, CSV / Markdown, and the three figures read back from PNG."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from PIL import Image
+
+from pillar_cli.figures import AXIS_LABELS
+
+
+@pytest.fixture(scope="module")
+def evaluations(mnist, pillar, tmp_path_factory):
+    root = tmp_path_factory.mktemp("reports")
+    grid = ["--k", "5,20,full", "--eps", "0.1,inf", "--lr", "0.1,0.5", "--steps", "60", "--seed", "0,1,2"]
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], *grid, "-o", root / "full.h5")
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], *grid, "--private-fraction", "0.5", "-o", root / "half.h5")
+    pillar("embed", "--source", "digits", "-o", root / "digits.h5")
+    pillar("fit-pca", f"{root / 'digits.h5'}:public", "-o", root / "digits-pca.h5")
+    pillar("train-private", root / "digits.h5", "-p", root / "digits-pca.h5", *grid,
+           "-o", root / "digits-model.h5")
+    table = pillar("evaluate", root / "full.h5", "-e", f"{mnist['emb']}:test", "-o", root / "eval-full.h5",
+                   "--plot", root / "fig4.png", "--csv", root / "full.csv", "--markdown", root / "full.md")
+    pillar("evaluate", root / "half.h5", "-e", f"{mnist['emb']}:test", "-o", root / "eval-half.h5")
+    pillar("evaluate", root / "digits-model.h5", "-e", f"{root / 'digits.h5'}:test", "-o", root / "eval-digits.h5")
+    return root, table.stdout
+
+
+def test_table_reports_mean_and_std_over_three_seeds(evaluations, mnist, pillar):
+    root, stdout = evaluations
+    assert stdout.count("±") == 6 and "seeds 0,1,2" in stdout
+    rows = json.loads(pillar("evaluate", root / "full.h5", "-e", f"{mnist['emb']}:test", "--json").stdout)["rows"]
+    assert all(r["seeds"] == 3 and len(r["accuracies"]) == 3 for r in rows)
+    assert all(0 <= r["balanced_accuracy_mean"] <= 1 and 0 <= r["macro_f1_mean"] <= 1 and r["roc_auc_mean"] is None
+               for r in rows)
+    assert all(sum(map(sum, r["confusion"])) == 3 * 1000 for r in rows)
+
+
+def test_csv_and_markdown_reports(evaluations):
+    root, _ = evaluations
+    with open(root / "full.csv") as handle:
+        table = list(csv.DictReader(handle))
+    assert len(table) == 6 and {r["k"] for r in table} == {"5", "20", "full"} and table[0]["seeds"] == "3"
+    markdown = (root / "full.md").read_text()
+    assert "NOT accounted" in markdown and "δ = 1e-05" in markdown and markdown.count("\n| pillar |") == 6
+
+
+def test_the_three_figures_are_pngs_with_their_axes(evaluations, pillar):
+    root, _ = evaluations
+    pillar("report", root / "eval-full.h5", root / "eval-digits.h5", "--methods-plot", root / "fig5.png")
+    pillar("report", root / "eval-full.h5", root / "eval-half.h5", "--fraction-plot", root / "fig7.png")
+    for name, kind in (("fig4", "accuracy_vs_k"), ("fig5", "methods"), ("fig7", "private_fraction")):
+        with Image.open(root / f"{name}.png") as image:
+            assert image.format == "PNG" and image.width > 300
+            xlabel, ylabel = AXIS_LABELS[kind]
+            assert image.text["Description"] == f"figure={kind}; x={xlabel}; y={ylabel}"
+            assert "δ=1e-05" in image.text["Title"] and "seeds" in image.text["Title"]
+
+
+def test_binary_tasks_get_roc_auc(pillar, tmp_path):
+    pillar("embed", "--source", "synthetic-gmm", "-o", tmp_path / "g.h5")
+    pillar("fit-pca", f"{tmp_path / 'g.h5'}:public", "--k-max", "5", "-o", tmp_path / "p.h5")
+    pillar("train-private", tmp_path / "g.h5", "-p", tmp_path / "p.h5", "--k", "2", "--eps", "inf", "--steps", "50",
+           "--batch-size", "128", "-o", tmp_path / "m.h5")
+    rows = json.loads(pillar("evaluate", tmp_path / "m.h5", "-e", f"{tmp_path / 'g.h5'}:test", "--json").stdout)["rows"]
+    assert rows[0]["roc_auc_mean"] > rows[0]["accuracy_mean"] > 0.9
