@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+from contextlib import contextmanager
 import os
 
 import h5py
@@ -22,6 +23,14 @@ def bad_input(name: str):
         BAD_INPUTS.append(name)
         return test
     return register
+
+
+@contextmanager
+def edited_copy(source, target):
+    """A copy of an artifact, open for editing (to forge a corrupt or malicious one)."""
+    target.write_bytes(source.read_bytes())
+    with h5py.File(target, "a") as h5:
+        yield h5
 
 
 def _assert_clean_failure(result, code: int, message: str, out=None):
@@ -105,8 +114,7 @@ def test_unknown_accountant(pillar, mnist, tmp_path):
 @bad_input("NaN features")
 def test_nan_features(pillar, mnist, tmp_path):
     poisoned = tmp_path / "emb.h5"
-    poisoned.write_bytes(mnist["emb"].read_bytes())
-    with h5py.File(poisoned, "a") as h5:
+    with edited_copy(mnist["emb"], poisoned) as h5:
         features = h5["splits/public/features"]
         row = features[3]
         row[10] = np.nan
@@ -198,8 +206,7 @@ def test_every_command_documents_an_example(pillar):
 @bad_input("unknown schema version")
 def test_unknown_schema_version(pillar, mnist, tmp_path):
     future = tmp_path / "future.h5"
-    future.write_bytes(mnist["pca"].read_bytes())
-    with h5py.File(future, "a") as h5:
+    with edited_copy(mnist["pca"], future) as h5:
         h5.attrs["schema_version"] = 2
     result = pillar("inspect", future, expect=None)
     _assert_clean_failure(result, 3, f"{future} has schema version 2; this pillar reads version 1")
@@ -208,8 +215,7 @@ def test_unknown_schema_version(pillar, mnist, tmp_path):
 @bad_input("Inf features")
 def test_inf_features(pillar, mnist, tmp_path):
     poisoned = tmp_path / "emb.h5"
-    poisoned.write_bytes(mnist["emb"].read_bytes())
-    with h5py.File(poisoned, "a") as h5:
+    with edited_copy(mnist["emb"], poisoned) as h5:
         h5["splits/private/features"][0, 0] = np.inf
     result = pillar("train-private", poisoned, "-p", mnist["pca"], "-o", tmp_path / "m.h5", expect=None)
     _assert_clean_failure(result, 3, f"{poisoned}:private has 1 rows with NaN or Inf features", tmp_path / "m.h5")
@@ -218,8 +224,7 @@ def test_inf_features(pillar, mnist, tmp_path):
 @bad_input("label/feature length mismatch")
 def test_label_feature_length_mismatch(pillar, mnist, tmp_path):
     broken = tmp_path / "emb.h5"
-    broken.write_bytes(mnist["emb"].read_bytes())
-    with h5py.File(broken, "a") as h5:
+    with edited_copy(mnist["emb"], broken) as h5:
         labels = h5["splits/val/labels"][()]
         del h5["splits/val/labels"]
         h5["splits/val/labels"] = labels[:-5]
@@ -250,8 +255,7 @@ def test_delta_outside_the_unit_interval(pillar, mnist, tmp_path, delta):
 @bad_input("public rows leaked into the private split")
 def test_public_rows_in_the_private_split(pillar, mnist, tmp_path):
     leaky = tmp_path / "emb.h5"
-    leaky.write_bytes(mnist["emb"].read_bytes())
-    with h5py.File(leaky, "a") as h5:
+    with edited_copy(mnist["emb"], leaky) as h5:
         index = h5["splits/public/index"][()]
         index[:3] = h5["splits/private/index"][:3]
         h5["splits/public/index"][...] = index
