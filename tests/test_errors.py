@@ -239,9 +239,11 @@ def test_empty_val_split(pillar, tmp_path):
     pillar("embed", "--source", "npz", "--path", tmp_path / "d.npz", "--val-fraction", "0", "-o", tmp_path / "e.h5")
     pillar("fit-pca", f"{tmp_path / 'e.h5'}:public", "-o", tmp_path / "p.h5")
     result = pillar("train-private", tmp_path / "e.h5", "-p", tmp_path / "p.h5", "--k", "2", "--delta", "1e-4",
-                    "-o", tmp_path / "m.h5", expect=None)
-    _assert_clean_failure(result, 3, f"{tmp_path / 'e.h5'} has no split 'val' (available: private, public, test)",
-                          tmp_path / "m.h5")
+                    "--lr", "0.1,0.5", "-o", tmp_path / "m.h5", expect=None)
+    _assert_clean_failure(result, 2, f"{tmp_path / 'e.h5'} has no val split, which selecting among 2 configurations "
+                          "per (method, k, ε) needs", tmp_path / "m.h5")
+    pillar("train-private", tmp_path / "e.h5", "-p", tmp_path / "p.h5", "--k", "2", "--eps", "inf", "--batch-size", "64",
+           "-o", tmp_path / "single.h5")  # one configuration per cell: nothing to select, no val needed
 
 
 @bad_input("delta out of (0, 1)")

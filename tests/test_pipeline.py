@@ -151,3 +151,20 @@ def test_gep_runs_are_accounted_and_warm_start_from_private_data_is_refused(mnis
     refused = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--warm-start", model, "-o",
                      tmp_path / "warm.h5", expect=5)
     assert refused.stderr.startswith(f"error: warm-start model {model} was trained on the private split of")
+
+
+def test_every_bundled_pipeline_parses_into_known_commands():
+    from pathlib import Path
+
+    import yaml
+
+    from pillar_cli.cli import app
+    from pillar_cli.pipeline import load_pipeline
+
+    known = {command.name for command in app.registered_commands}
+    names = yaml.safe_load(Path("examples.yaml").read_text())["pipelines"]
+    for name in names:
+        steps = load_pipeline(Path("examples.yaml"), name).steps
+        assert all(step[0] in known for step in steps), name
+    figure4 = load_pipeline(Path("examples.yaml"), "cifar10-sl-figure4").steps
+    assert sum(step[0] == "train-private" for step in figure4) == 36  # 12 k values × ε ∈ {0.1, 0.7, inf}

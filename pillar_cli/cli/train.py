@@ -12,7 +12,7 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, float_list, int_list,
                                    print_json, print_table, progress_bar, save, split_list)
-from pillar_cli.errors import DataError, UsageError
+from pillar_cli.errors import ArtifactError, DataError, UsageError
 from pillar_cli.privacy import get_accountant, require_disjoint, validate_budget
 from pillar_cli.projection import PublicPCA
 from pillar_cli.training.sweep import (PrivacySettings, SweepData, SweepGrid, SweepOptions, check_grid,
@@ -59,7 +59,7 @@ def train_private(
                      int_list(seed, "--seed", minimum=0), momentum, weight_decay)
     shard_index, shard_count = _parse_shard(shard)
     private = subsample(artifacts.read_split(f"{path}:private"), private_fraction)
-    val = artifacts.read_split(f"{path}:val")
+    val = _validation_split(path, len(grid.configs()))
     projection_artifact = artifacts.read(projection, "projection")
     artifacts.require_derived_from(projection_artifact, private.ref)
     pca = PublicPCA.from_artifact(projection_artifact)
@@ -73,8 +73,8 @@ def train_private(
     require_disjoint(private.index, public_split.index, path)
     public = public_split.features if "gep" in grid.methods else None
     initial = None if warm_start is None else warm_start_weights(artifacts.read(warm_start, "model"), pca, private.ref)
-    data = SweepData(pca, private.features, private.labels, val.features, val.labels, private.num_classes, public,
-                     initial)
+    data = SweepData(pca, private.features, private.labels, val and val.features, val and val.labels,
+                     private.num_classes, public, initial)
     with progress_bar("DP-SGD runs", len(grid.points((shard_index, shard_count)))) as advance:
         result = run_sweep(data, grid, PrivacySettings(delta, clip, accountant),
                            SweepOptions((shard_index, shard_count), engine, device), on_runs=advance)
@@ -82,13 +82,26 @@ def train_private(
                               len(private.features),
                               (shard_index, shard_count))
     artifact.attrs["private_fraction"] = private_fraction
-    save(ctx, out, artifact, [private.ref, val.ref, projection_artifact.ref()])
+    save(ctx, out, artifact, [private.ref, *([val.ref] if val else []), projection_artifact.ref()])
     if as_json:
         return print_json({"output": str(out), "selection": artifact.attrs["selection"],
                            "note": artifact.attrs["selection_note"]})
     print_table(f"{out}: {len(result.runs)} runs, selected on val (not accounted in ε)", artifact.attrs["selection"],
                 ["method", "k", "epsilon", "lr", "steps", "batch_size", "val_accuracy_mean"],
                 {"val_accuracy_mean": ".3f"})
+
+
+def _validation_split(path: str, configurations: int) -> artifacts.Split | None:
+    """The val split; it may be absent only when there is nothing to select (one configuration per cell)."""
+    try:
+        return artifacts.read_split(f"{path}:val")
+    except ArtifactError as err:
+        if not str(err).startswith(f"{path} has no split 'val'"):
+            raise
+        if configurations > 1:
+            raise UsageError(f"{path} has no val split, which selecting among {configurations} configurations per "
+                             "(method, k, ε) needs", hint="embed with --val-fraction > 0, or give one configuration")
+        return None
 
 
 def subsample(split: artifacts.Split, fraction: float) -> artifacts.Split:

@@ -135,8 +135,8 @@ class SweepData:
     pca: PublicPCA
     private_x: np.ndarray
     private_y: np.ndarray
-    val_x: np.ndarray
-    val_y: np.ndarray
+    val_x: np.ndarray | None  # None: no val split, allowed when each cell has a single configuration
+    val_y: np.ndarray | None
     num_classes: int
     public_x: np.ndarray | None = None  # unlabelled public rows: GEP's anchor subspace
     warm_start: tuple[np.ndarray, np.ndarray] | None = None  # (W (D, C), b) in the standardised space
@@ -169,7 +169,7 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
         projected = k if METHOD_PROJECTS[method] else None
         if projected is not None:
             result.bases[(method, k)] = mapping.basis(k)
-        val_z = project(mapping, data.val_x, projected)
+        val_z = None if data.val_x is None else project(mapping, data.val_x, projected)
         sigmas = [_noise_multiplier(epsilon, privacy, c.batch_size / n, c.steps) for c in configs]
         heads = _train_cell(data, mapping, method, k, configs, sigmas, None if math.isinf(epsilon) else privacy.clip,
                             options)
@@ -179,7 +179,8 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
             if spent > epsilon * (1 + 1e-9):
                 raise PrivacyError(f"run spent ε = {spent:.4g} above its target {epsilon:g}; refusing to write it")
             key = RunKey(method, k, epsilon, config.lr, config.steps, config.batch_size, config.seed)
-            result.runs.append(Run(key, event, spent, head, head.accuracy(val_z, data.val_y)))
+            val_accuracy = math.nan if val_z is None else head.accuracy(val_z, data.val_y)
+            result.runs.append(Run(key, event, spent, head, val_accuracy))
         on_runs(len(configs))
     return result
 
