@@ -103,34 +103,36 @@ class Preprocessing:
         return (x - mean) / std
 
 
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
 class TimmEmbedder:
-    """A frozen timm backbone; pooled features under inference mode (bf16 autocast on CUDA)."""
+    """A frozen timm backbone, channels_last, under inference mode; bf16 autocast when `bf16` (auto: on CUDA)."""
 
     def __init__(self, spec: BackboneSpec, model: torch.nn.Module, preprocessing: Preprocessing, weights: str,
-                 device: torch.device):
-        self.spec, self.model, self.preprocessing, self.weights, self.device = spec, model, preprocessing, weights, device
+                 device: torch.device, bf16: bool):
+        self.spec, self.preprocessing, self.weights, self.device, self.bf16 = spec, preprocessing, weights, device, bf16
+        self.model = model.eval().to(device, memory_format=torch.channels_last)
         self.feature_dim = int(model.num_features)
 
     def info(self) -> dict[str, Any]:
         p = self.preprocessing
         return {"backbone": self.spec.name, "timm_id": self.spec.timm_id, "weights": self.weights,
+                "precision": "bf16 autocast" if self.bf16 else "fp32",
                 "preprocessing": f"resize {p.resize} ({p.interpolation}), centre crop {p.crop}, "
                                  f"mean {list(p.mean)}, std {list(p.std)}"}
 
     @torch.inference_mode()
     def __call__(self, batch: np.ndarray) -> np.ndarray:
         images = torch.from_numpy(np.ascontiguousarray(batch)).to(self.device, non_blocking=True)
-        x = self.preprocessing.apply(images)
-        if self.device.type == "cuda":
-            x = x.contiguous(memory_format=torch.channels_last)
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                return self.model(x).float().cpu().numpy()
-        return self.model(x).numpy()
+        x = self.preprocessing.apply(images).contiguous(memory_format=torch.channels_last)
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            return self.model(x).float().cpu().numpy()
 
 
 def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | None = None,
                    pretrained: bool = True, resize: int | None = None, crop: int | None = None,
-                   device: str = "auto") -> Embedder:
+                   device: str = "auto", trust_checkpoint: bool = False, precision: str = "auto") -> Embedder:
     spec = resolve_backbone(name)
     if spec.timm_id is None:
         return PixelEmbedder(input_shape)
@@ -151,31 +153,48 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
                          hint="offline: download the weights elsewhere and pass --weights FILE") from err
     weights_id = "random-init" if not pretrained and weights is None else f"hub:{spec.timm_id}"
     if weights is not None:
-        weights_id = load_weights_file(model, weights)
+        weights_id = load_weights_file(model, weights, trust_checkpoint)
     config = timm.data.resolve_model_data_config(model)
     size = crop or int(config["input_size"][-1])
     preprocessing = Preprocessing(resize or int(round(size / config.get("crop_pct", 0.875))), size,
                                   tuple(config["mean"]), tuple(config["std"]), config.get("interpolation", "bilinear"))
-    return TimmEmbedder(spec, model.eval().to(torch_device), preprocessing, weights_id, torch_device)
+    if precision not in PRECISIONS:
+        raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}; got '{precision}'")
+    bf16 = precision == "bf16" or (precision == "auto" and torch_device.type == "cuda")
+    return TimmEmbedder(spec, model, preprocessing, weights_id, torch_device, bf16)
 
 
-def load_weights_file(model: torch.nn.Module, path: Path) -> str:
-    """Load a state dict / checkpoint file strictly into `model`; returns 'file:<sha256>' for provenance."""
+def load_weights_file(model: torch.nn.Module, path: Path, trust_checkpoint: bool = False) -> str:
+    """Load a state dict / checkpoint / safetensors file strictly into `model`; returns 'file:<sha256>'."""
     if not path.exists():
         raise UsageError(f"weights file not found: {path}")
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # pickle, zip and torch errors all mean "not a loadable state dict"
-        raise DataError(f"cannot load weights from {path}: {str(err).splitlines()[0]}") from err
-    state = payload.get("state_dict", payload.get("model", payload)) if isinstance(payload, dict) else None
-    if not isinstance(state, dict):
-        raise DataError(f"{path} holds no state dict")
+    state = _read_state(path, trust_checkpoint)
     state = remap_state_dict(state, set(model.state_dict()))
     missing = sorted(set(model.state_dict()) - set(state))
     if missing:
         raise DataError(f"{path} does not fit the backbone: {len(missing)} weights missing (e.g. {missing[0]})")
     model.load_state_dict(state, strict=True)
     return "file:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _read_state(path: Path, trust_checkpoint: bool) -> dict[str, torch.Tensor]:
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        try:
+            return load_file(str(path))
+        except Exception as err:  # safetensors raises its own error types for any malformed file
+            raise DataError(f"cannot load weights from {path}: {str(err).splitlines()[0]}") from err
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=not trust_checkpoint)
+    except Exception as err:  # pickle, zip and torch errors all mean "not a loadable state dict"
+        hint = None if trust_checkpoint else ("a Lightning checkpoint may hold more than tensors: if you trust the "
+                                              "file, pass --trust-checkpoint")
+        raise DataError(f"cannot load weights from {path}: {str(err).splitlines()[0]}", hint=hint) from err
+    state = payload.get("state_dict", payload.get("model", payload)) if isinstance(payload, dict) else None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise DataError(f"{path} holds no state dict of tensors")
+    return state
 
 
 def remap_state_dict(state: dict[str, torch.Tensor], wanted: set[str]) -> dict[str, torch.Tensor]:

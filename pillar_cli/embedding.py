@@ -12,11 +12,12 @@ from pillar_cli.data import Dataset, SplitPlan
 from pillar_cli.data.splits import SPLIT_ROLES
 
 
-def extract(embedder: Embedder, inputs: np.ndarray, batch_size: int,
+def extract(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batch_size: int,
             on_batch: Callable[[int], None] = lambda n: None) -> np.ndarray:
-    features = np.empty((len(inputs), embedder.feature_dim), dtype=np.float32)
-    for start in range(0, len(inputs), batch_size):
-        batch = inputs[start:start + batch_size]
+    """Features of the rows `ids`, read one batch at a time (lazy sources never load a whole split)."""
+    features = np.empty((len(ids), embedder.feature_dim), dtype=np.float32)
+    for start in range(0, len(ids), batch_size):
+        batch, _ = dataset.rows(ids[start:start + batch_size])
         features[start:start + len(batch)] = embedder(batch)
         on_batch(len(batch))
     return features
@@ -27,11 +28,10 @@ def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embe
     """Features per split; the public split is stored without labels (it is the unlabelled public set)."""
     arrays: dict[str, np.ndarray] = {}
     for name, ids in splits.items():
-        inputs, labels = dataset.rows(ids)
-        arrays[f"splits/{name}/features"] = extract(embedder, inputs, batch_size, on_batch)
+        arrays[f"splits/{name}/features"] = extract(embedder, dataset, ids, batch_size, on_batch)
         arrays[f"splits/{name}/index"] = ids
         if name != "public":
-            arrays[f"splits/{name}/labels"] = labels
+            arrays[f"splits/{name}/labels"] = dataset.labels_of(ids)
     attrs = {
         **embedder.info(),
         "source": dataset.name,

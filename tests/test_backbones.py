@@ -80,3 +80,24 @@ def test_remap_keeps_only_backbone_keys():
     wanted = {"conv1.weight", "fc.weight"} - {"fc.weight"}
     state = {"backbone.conv1.weight": torch.ones(1), "projector.weight": torch.ones(1)}
     assert list(remap_state_dict(state, wanted)) == ["conv1.weight"]
+
+
+def test_safetensors_and_untrusted_lightning_checkpoints(tmp_path, pillar):
+    import argparse
+
+    from safetensors.torch import save_file
+
+    torch.manual_seed(1)
+    reference = timm.create_model("resnet18", pretrained=False, num_classes=0).eval()
+    save_file({k: v.contiguous() for k, v in reference.state_dict().items()}, str(tmp_path / "w.safetensors"))
+    common = ["--source", "digits", "--limit", "40", "--backbone", "resnet18", "--resize", "40", "--crop", "32"]
+    pillar("embed", *common, "--weights", tmp_path / "w.safetensors", "-o", tmp_path / "a.h5")
+    lightning = {"state_dict": {f"backbone.{k}": v for k, v in reference.state_dict().items()},
+                 "hyper_parameters": argparse.Namespace(lr=0.1)}
+    torch.save(lightning, tmp_path / "w.ckpt")
+    refused = pillar("embed", *common, "--weights", tmp_path / "w.ckpt", "-o", tmp_path / "b.h5", expect=4)
+    assert refused.stderr.startswith(f"error: cannot load weights from {tmp_path / 'w.ckpt'}")
+    assert refused.stderr.splitlines()[-1].startswith("hint: a Lightning checkpoint may hold more than tensors")
+    pillar("embed", *common, "--weights", tmp_path / "w.ckpt", "--trust-checkpoint", "-o", tmp_path / "b.h5")
+    first = artifacts.read_split(f"{tmp_path / 'a.h5'}:private").features
+    np.testing.assert_allclose(artifacts.read_split(f"{tmp_path / 'b.h5'}:private").features, first, atol=1e-6)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 
+
 import h5py
 import numpy as np
 import pytest
@@ -101,3 +102,69 @@ def test_unknown_source_and_missing_path():
         load_source("mnist", SourceOptions())
     with pytest.raises(UsageError, match="source 'cifar' needs --path"):
         load_source("cifar", SourceOptions())
+
+
+def test_cifar101_reader(tmp_path):
+    images = np.random.default_rng(0).integers(0, 255, (12, 32, 32, 3), dtype=np.uint8)
+    np.save(tmp_path / "cifar10.1_v6_data.npy", images)
+    np.save(tmp_path / "cifar10.1_v6_labels.npy", np.arange(12) % 10)
+    data = load_source("cifar10.1", SourceOptions(tmp_path))
+    np.testing.assert_array_equal(data.inputs, images)
+    assert data.labels.tolist()[:3] == [0, 1, 2] and data.class_names[0] == "airplane"
+    splits = make_splits(len(data.inputs), 0, SplitPlan(0.0, 0.0, 1.0))
+    assert list(splits) == ["test"] and len(splits["test"]) == 12  # an evaluation-only set
+
+
+def test_pcam_reader_is_lazy_and_reads_rows_by_id(tmp_path):
+    rng = np.random.default_rng(0)
+    for part, n in (("train", 20), ("test", 6)):
+        with h5py.File(tmp_path / f"camelyonpatch_level_2_split_{part}_x.h5", "w") as h5:
+            h5["x"] = rng.integers(0, 255, (n, 96, 96, 3), dtype=np.uint8)
+        with h5py.File(tmp_path / f"camelyonpatch_level_2_split_{part}_y.h5", "w") as h5:
+            h5["y"] = (np.arange(n) % 2).reshape(n, 1, 1, 1).astype(np.uint8)
+    data = load_source("pcam", SourceOptions(tmp_path))
+    assert isinstance(data.inputs, h5py.Dataset) and data.inputs.shape == (20, 96, 96, 3)
+    with h5py.File(tmp_path / "camelyonpatch_level_2_split_test_x.h5", "r") as h5:
+        expected = h5["x"][[1, 4]]
+    images, labels = data.rows(np.array([21, 24]))
+    np.testing.assert_array_equal(images, expected)
+    assert labels.tolist() == [1, 0]
+    part = data.subsample(None, 0.5, seed=0)
+    assert len(part.inputs) == 10 and len(part.test_inputs) == 3 and part.fingerprint != data.fingerprint
+
+
+def test_manifest_reader(tmp_path):
+    (tmp_path / "img").mkdir()
+    lines = ["path,label"]
+    for i, label in enumerate(["ok", "bad", "ok"]):
+        Image.fromarray(np.full((5, 7, 3), 40 * i, np.uint8)).save(tmp_path / "img" / f"{i}.png")
+        lines.append(f"img/{i}.png,{label}")
+    (tmp_path / "m.csv").write_text("\n".join(lines))
+    data = load_source("manifest", SourceOptions(tmp_path / "m.csv", {"size": "4"}))
+    assert data.class_names == ["bad", "ok"] and data.labels.tolist() == [1, 0, 1]
+    assert data.inputs.shape == (3, 4, 4, 3) and data.inputs[2, 0, 0, 0] == 80
+
+
+def test_gtsrb_reader(tmp_path):
+    for cls in ("00000", "00001"):
+        folder = tmp_path / "Final_Training" / "Images" / cls
+        folder.mkdir(parents=True)
+        for i in range(2):
+            Image.fromarray(np.full((9 + i, 8, 3), 10, np.uint8)).save(folder / f"{i}.ppm")
+    test_dir = tmp_path / "Final_Test" / "Images"
+    test_dir.mkdir(parents=True)
+    Image.fromarray(np.full((12, 10, 3), 200, np.uint8)).save(test_dir / "00000.ppm")
+    (test_dir / "GT-final_test.csv").write_text("Filename;Width;Height;ClassId\n00000.ppm;10;12;1\n")
+    data = load_source("gtsrb", SourceOptions(tmp_path, {"size": "16"}))
+    assert data.inputs.shape == (4, 16, 16, 3) and data.test_inputs.shape == (1, 16, 16, 3)
+    assert data.test_labels.tolist() == [1] and data.class_names == ["00000", "00001"]
+
+
+def test_limit_and_fraction_subsample_each_part(pillar, tmp_path):
+    pillar("embed", "--source", "digits", "--limit", "300", "-o", tmp_path / "a.h5")
+    pillar("embed", "--source", "digits", "--fraction", "0.5", "-o", tmp_path / "b.h5")
+    from pillar_cli import artifacts
+
+    total = {name: sum(len(artifacts.read_split(f"{tmp_path / name}:{s}").index)
+                       for s in ("private", "public", "val", "test")) for name in ("a.h5", "b.h5")}
+    assert total == {"a.h5": 300, "b.h5": 898}

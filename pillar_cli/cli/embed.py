@@ -22,8 +22,12 @@ def embed(
     source: str = typer.Option("mnist5k", help="Dataset source (see --list-sources)."),
     path: Optional[Path] = typer.Option(None, help="Data on disk, for sources that read files."),
     param: list[str] = typer.Option([], help="Source parameter KEY=VALUE (repeatable), e.g. d=100."),
+    limit: Optional[int] = typer.Option(None, min=1, help="Use at most this many rows of each part (seeded)."),
+    fraction: Optional[float] = typer.Option(None, help="Use this fraction of each part (seeded; PCAM: 0.125)."),
     backbone: str = typer.Option("pixels", help="Registered backbone or any timm model name."),
-    weights: Optional[Path] = typer.Option(None, help="Local state dict / checkpoint for the backbone."),
+    weights: Optional[Path] = typer.Option(None, help="Local state dict, checkpoint or .safetensors for the backbone."),
+    trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help="Allow full unpickling of --weights "
+                                          "(Lightning checkpoints may need it; runs code from the file: trusted only)."),
     pretrained: bool = typer.Option(True, help="Use the backbone's pretrained weights (--no-pretrained: random)."),
     resize: Optional[int] = typer.Option(None, help="Resize the short side to this (default: backbone's config)."),
     crop: Optional[int] = typer.Option(None, help="Centre-crop size (default: backbone's input size)."),
@@ -33,6 +37,7 @@ def embed(
     seed: int = typer.Option(0, help="Seed of the split (and of synthetic sources)."),
     batch_size: int = typer.Option(256, min=1, help="Images per forward pass."),
     device: str = typer.Option("auto", help="auto, cpu, cuda, cuda:1, ..."),
+    precision: str = typer.Option("auto", help="auto (bf16 autocast on CUDA, fp32 on CPU), fp32 or bf16."),
     list_backbones: bool = typer.Option(False, "--list-backbones", help="Show the backbone registry and exit."),
     list_sources: bool = typer.Option(False, "--list-sources", help="Show the dataset sources and exit."),
     config: Optional[str] = ConfigOption,
@@ -53,11 +58,12 @@ def embed(
         raise UsageError("missing -o/--out: where to write the embeddings artifact")
     check_output(out)
     options = SourceOptions(path, _parse_params(param), seed)
-    dataset = load_source(source, options)
+    dataset = load_source(source, options).subsample(limit, fraction, seed)
     plan = SplitPlan(public_fraction, val_fraction, test_fraction, seed)
     splits = make_splits(len(dataset.inputs), 0 if dataset.test_inputs is None else len(dataset.test_inputs), plan)
     embedder = build_embedder(backbone, dataset.inputs.shape[1:], weights=weights, pretrained=pretrained,
-                              resize=resize, crop=crop, device=device)
+                              resize=resize, crop=crop, device=device, trust_checkpoint=trust_checkpoint,
+                              precision=precision)
     with progress_bar(f"embedding with {backbone}", sum(len(ids) for ids in splits.values())) as advance:
         artifact = embed_splits(dataset, splits, embedder, plan, batch_size, advance)
     save(ctx, out, artifact)

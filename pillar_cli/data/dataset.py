@@ -1,16 +1,19 @@
-"""The in-memory form of a source's raw data."""
+"""The form of a source's raw data: arrays in memory, or array-likes read lazily (an h5py dataset)."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+
+from pillar_cli.errors import UsageError
 
 
 @dataclass(frozen=True)
 class Dataset:
-    """Raw data of one source. `inputs` are uint8 images (N, H, W, C) or float32 vectors (N, D)."""
+    """Raw data of one source. `inputs` are uint8 images (N, H, W, C) or float32 vectors (N, D), as numpy arrays or
+    lazily read array-likes indexed with sorted row ids; `fingerprint` is set by readers of lazy data."""
 
     name: str
     inputs: np.ndarray
@@ -18,6 +21,7 @@ class Dataset:
     class_names: list[str]
     test_inputs: np.ndarray | None = None
     test_labels: np.ndarray | None = None
+    fingerprint_hint: str | None = None
 
     @property
     def modality(self) -> str:
@@ -25,6 +29,8 @@ class Dataset:
 
     @property
     def fingerprint(self) -> str:
+        if self.fingerprint_hint is not None:
+            return self.fingerprint_hint
         digest = hashlib.sha256()
         for part in (self.inputs, self.labels, self.test_inputs, self.test_labels):
             if part is not None:
@@ -32,10 +38,40 @@ class Dataset:
         return digest.hexdigest()
 
     def rows(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Inputs and labels for source row ids (train positions, then test positions offset by n_train)."""
+        """Inputs and labels for sorted source row ids (train positions, then test positions offset by n_train)."""
+        inputs, labels, local = self._part(ids)
+        return np.asarray(inputs[local]), labels[local]
+
+    def labels_of(self, ids: np.ndarray) -> np.ndarray:
+        _, labels, local = self._part(ids)
+        return labels[local]
+
+    def _part(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         n_train = len(self.inputs)
         if self.test_inputs is None or (ids < n_train).all():
-            return self.inputs[ids], self.labels[ids]
+            return self.inputs, self.labels, ids
         if (ids >= n_train).all():
-            return self.test_inputs[ids - n_train], self.test_labels[ids - n_train]
+            return self.test_inputs, self.test_labels, ids - n_train
         raise ValueError("a split mixes train and test rows")
+
+    def subsample(self, limit: int | None, fraction: float | None, seed: int) -> Dataset:
+        """A seeded subset of rows (each part separately): at most `limit` rows, or a `fraction` of them."""
+        if limit is None and fraction is None:
+            return self
+        if fraction is not None and not 0 < fraction <= 1:
+            raise UsageError(f"--fraction must be in (0, 1]; got {fraction}")
+        rng = np.random.default_rng(seed)
+
+        def keep(n: int) -> np.ndarray:
+            count = n if fraction is None else max(1, int(round(fraction * n)))
+            count = count if limit is None else min(count, limit)
+            return np.sort(rng.choice(n, count, replace=False))
+
+        train = keep(len(self.inputs))
+        subset = replace(self, inputs=np.asarray(self.inputs[train]), labels=self.labels[train],
+                         fingerprint_hint=None if self.fingerprint_hint is None else
+                         f"{self.fingerprint_hint}|subset:{limit}:{fraction}:{seed}")
+        if self.test_inputs is not None:
+            test = keep(len(self.test_inputs))
+            subset = replace(subset, test_inputs=np.asarray(self.test_inputs[test]), test_labels=self.test_labels[test])
+        return subset

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 from pathlib import Path
 
@@ -80,22 +81,12 @@ def _class_folders(root: Path) -> list[str]:
 
 
 def _load_images(root: Path, class_names: list[str], size: int | None) -> tuple[np.ndarray, np.ndarray]:
-    from PIL import Image, UnidentifiedImageError
-
     images, labels = [], []
     for label, name in enumerate(class_names):
         folder = root / name
         files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES) if folder.is_dir() else []
-        for file in files:
-            try:
-                with Image.open(file) as image:
-                    rgb = image.convert("RGB")
-                    if size:
-                        rgb = rgb.resize((size, size), Image.BILINEAR)
-                    images.append(np.asarray(rgb, dtype=np.uint8))
-            except (OSError, UnidentifiedImageError) as err:
-                raise DataError(f"cannot decode image {file}: {err}") from err
-            labels.append(label)
+        images.extend(_load_image(file, size) for file in files)
+        labels.extend([label] * len(files))
     if not images:
         raise DataError(f"{root} holds no images ({', '.join(sorted(IMAGE_SUFFIXES))})")
     if len({image.shape for image in images}) > 1:
@@ -132,3 +123,93 @@ def _unpickle(path: Path) -> dict:
 
 def _cifar_images(batch: dict) -> np.ndarray:
     return np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+
+
+def read_cifar101(root: Path) -> Dataset:
+    """CIFAR-10.1: a `*_data.npy` (N, 32, 32, 3) uint8 and `*_labels.npy` pair (all rows are one part)."""
+    data_files = sorted(root.glob("*_data.npy")) if root.is_dir() else [root]
+    if not data_files:
+        raise DataError(f"{root} holds no *_data.npy file (CIFAR-10.1 ships cifar10.1_v6_data.npy)")
+    data_file = data_files[-1]
+    label_file = data_file.with_name(data_file.name.replace("_data.npy", "_labels.npy"))
+    if not label_file.exists():
+        raise DataError(f"CIFAR-10.1 labels missing: {label_file}")
+    images, labels = np.load(data_file, allow_pickle=False), np.load(label_file, allow_pickle=False)
+    if images.dtype != np.uint8 or images.ndim != 4:
+        raise DataError(f"{data_file}: expected uint8 images (N, H, W, 3); got {images.dtype} {images.shape}")
+    names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    return Dataset("cifar10.1", images, labels.astype(np.int64), names)
+
+
+def read_pcam(root: Path) -> Dataset:
+    """PatchCamelyon HDF5 pairs (camelyonpatch_level_2_split_{train,test}_{x,y}.h5), read lazily per batch.
+
+    The h5py files stay open for the life of the process; nothing here forks workers, so no handle is shared
+    across processes.
+    """
+    parts = {}
+    for part in ("train", "test"):
+        x_file = root / f"camelyonpatch_level_2_split_{part}_x.h5"
+        y_file = root / f"camelyonpatch_level_2_split_{part}_y.h5"
+        if not x_file.exists() or not y_file.exists():
+            raise DataError(f"PCAM file missing: {x_file if not x_file.exists() else y_file}")
+        try:
+            images = h5py.File(x_file, "r")["x"]
+            with h5py.File(y_file, "r") as labels:
+                parts[part] = (images, labels["y"][()].reshape(-1).astype(np.int64))
+        except (OSError, KeyError) as err:
+            raise DataError(f"cannot read PCAM part '{part}' in {root}: {err}") from err
+    fingerprint = "|".join(f"{p}:{parts[p][0].shape}:{hash_head(parts[p][1])}" for p in parts)
+    (train, train_y), (test, test_y) = parts["train"], parts["test"]
+    return Dataset("pcam", train, train_y, ["normal", "tumour"], test, test_y, fingerprint_hint=fingerprint)
+
+
+def hash_head(array: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
+
+
+def read_manifest(path: Path, size: int | None) -> Dataset:
+    """A CSV manifest of `path,label` rows (header optional; paths relative to the manifest); labels by name."""
+    import csv
+
+    with open(path, newline="") as handle:
+        rows = [row for row in csv.reader(handle) if row]
+    if rows and rows[0][:2] == ["path", "label"]:
+        rows = rows[1:]
+    if not rows or any(len(row) < 2 for row in rows):
+        raise DataError(f"{path} must hold 'path,label' rows")
+    class_names = sorted({row[1] for row in rows})
+    files = [(path.parent / row[0]) for row in rows]
+    images = [_load_image(file, size) for file in files]
+    if len({image.shape for image in images}) > 1:
+        raise DataError(f"{path}: images differ in size", hint="pass --param size=N to resize them to N x N")
+    return Dataset(path.stem, np.stack(images), np.array([class_names.index(row[1]) for row in rows]), class_names)
+
+
+def _load_image(file: Path, size: int | None) -> np.ndarray:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(file) as image:
+            rgb = image.convert("RGB")
+            if size:
+                rgb = rgb.resize((size, size), Image.BILINEAR)
+            return np.asarray(rgb, dtype=np.uint8)
+    except (OSError, UnidentifiedImageError) as err:
+        raise DataError(f"cannot decode image {file}: {err}") from err
+
+
+def read_gtsrb(root: Path, size: int) -> Dataset:
+    """GTSRB: Final_Training/Images/<class>/*.ppm for train, Final_Test/Images with GT-final_test.csv for test."""
+    import csv
+
+    train = read_image_folder(root / "Final_Training" / "Images", size)
+    test_dir = root / "Final_Test" / "Images"
+    ground_truth = next(iter(sorted(test_dir.glob("GT-final_test*.csv"))), None) or root / "GT-final_test.csv"
+    if not ground_truth.exists():
+        raise DataError(f"GTSRB test labels missing: {ground_truth}")
+    with open(ground_truth, newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter=";"))
+    images = np.stack([_load_image(test_dir / row["Filename"], size) for row in rows])
+    labels = np.array([train.class_names.index(f"{int(row['ClassId']):05d}") for row in rows], dtype=np.int64)
+    return Dataset("gtsrb", train.inputs, train.labels, train.class_names, images, labels)

@@ -126,3 +126,23 @@ def _image_folder(options: SourceOptions) -> Dataset:
 @register("cifar", "CIFAR-10/100 python pickle batches (cifar-10-batches-py or cifar-100-python folder)")
 def _cifar(options: SourceOptions) -> Dataset:
     return readers.read_cifar(options.require_path("cifar"))
+
+
+@register("cifar10.1", "CIFAR-10.1 (*_data.npy + *_labels.npy); embed with --test-fraction 1 for a test-only set")
+def _cifar101(options: SourceOptions) -> Dataset:
+    return readers.read_cifar101(options.require_path("cifar10.1"))
+
+
+@register("pcam", "PatchCamelyon HDF5 pairs (read lazily; --fraction 0.125 as in the paper)")
+def _pcam(options: SourceOptions) -> Dataset:
+    return readers.read_pcam(options.require_path("pcam"))
+
+
+@register("manifest", "CSV of path,label rows (paths relative to the CSV); param size=N resizes")
+def _manifest(options: SourceOptions) -> Dataset:
+    return readers.read_manifest(options.require_path("manifest"), int(options.number("size", 0)) or None)
+
+
+@register("gtsrb", "GTSRB: Final_Training/Images/<class> and Final_Test/Images + GT-final_test.csv; param size")
+def _gtsrb(options: SourceOptions) -> Dataset:
+    return readers.read_gtsrb(options.require_path("gtsrb"), int(options.number("size", 64)))

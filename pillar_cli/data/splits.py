@@ -31,8 +31,10 @@ class SplitPlan:
     def validate(self) -> None:
         for name in ("public_fraction", "val_fraction", "test_fraction"):
             value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise UsageError(f"--{name.replace('_', '-')} must be in [0, 1); got {value}")
+            upper_ok = value <= 1.0 if name == "test_fraction" else value < 1.0  # all-test: an evaluation-only set
+            if not (0.0 <= value and upper_ok):
+                raise UsageError(f"--{name.replace('_', '-')} must be in [0, 1{']' if name == 'test_fraction' else ')'}"
+                                 f"; got {value}")
         if self.public_fraction + self.val_fraction >= 1.0:
             raise UsageError("--public-fraction + --val-fraction must leave rows for the private split")
 
