@@ -10,7 +10,9 @@ Run: python benchmarks/bench_embed.py [--model resnet18] [--images 512] [--devic
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import timm
@@ -19,7 +21,7 @@ from PIL import Image
 
 from pillar_cli.backbones import build_embedder
 from pillar_cli.data.dataset import Dataset
-from pillar_cli.embedding import extract
+from pillar_cli.embedding import FeatureStore, stream_split
 
 
 def naive_loop(model: torch.nn.Module, images: np.ndarray, size: int, crop: int, device: torch.device) -> np.ndarray:
@@ -38,6 +40,15 @@ def naive_loop(model: torch.nn.Module, images: np.ndarray, size: int, crop: int,
     return np.concatenate(features)
 
 
+def pillar_path(embedder, dataset: Dataset, batch: int) -> None:
+    """What `pillar embed` runs per split: batches streamed into the scratch HDF5 store."""
+    ids = np.arange(len(dataset.inputs))
+    with tempfile.TemporaryDirectory() as directory:
+        store = FeatureStore(Path(directory) / "bench.partial", {}, {"all": len(ids)}, embedder.feature_dim, False)
+        stream_split(embedder, dataset, ids, batch, store, "all")
+        store.finish()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="resnet18")
@@ -53,15 +64,15 @@ def main() -> None:
     fast = build_embedder(args.model, images.shape[1:], pretrained=False, resize=args.size, crop=args.crop,
                           device=args.device, precision="bf16")
     dataset = Dataset("bench", images, np.zeros(len(images), dtype=np.int64), ["0"])
-    ids = np.arange(len(images))
     naive_model = timm.create_model(args.model, pretrained=False, num_classes=0).eval().to(embedder.device)
     naive_model.load_state_dict(embedder.model.state_dict())  # same weights, default (contiguous) layout
-    extract(embedder, dataset, ids[: args.batch], args.batch)  # warm-up (kernel selection, allocator)
-    extract(fast, dataset, ids[: args.batch], args.batch)
+    warm = Dataset("warm", images[: args.batch], np.zeros(args.batch, dtype=np.int64), ["0"])
+    pillar_path(embedder, warm, args.batch)  # warm-up (kernel selection, allocator)
+    pillar_path(fast, warm, args.batch)
     naive_loop(naive_model, images[:32], args.size, args.crop, embedder.device)
     timings = {}
-    for name, run in (("pillar", lambda: extract(embedder, dataset, ids, args.batch)),
-                      ("pillar-bf16", lambda: extract(fast, dataset, ids, args.batch)),
+    for name, run in (("pillar", lambda: pillar_path(embedder, dataset, args.batch)),
+                      ("pillar-bf16", lambda: pillar_path(fast, dataset, args.batch)),
                       ("naive", lambda: naive_loop(naive_model, images, args.size, args.crop,
                                                    embedder.device))):
         if embedder.device.type == "cuda":

@@ -78,6 +78,13 @@ class Artifact:
         return self.arrays[name]
 
 
+def _created_at() -> str:
+    """Now, or SOURCE_DATE_EPOCH when set (reproducible artifacts: same inputs, same bytes)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    moment = _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch else _dt.datetime.now(_dt.timezone.utc)
+    return moment.isoformat(timespec="seconds")
+
+
 def content_hash(arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> str:
     """sha256 over array names, dtypes, shapes and bytes plus the sorted attributes."""
     digest = hashlib.sha256()
@@ -102,7 +109,7 @@ def write(path: str | Path, artifact: Artifact, *, inputs: list[InputRef] | tupl
         raise ArtifactError(f"cannot write {path}: directory {directory} is not writable")
     provenance = Provenance(
         pillar_version=__version__,
-        created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        created_at=_created_at(),
         command=list(command if command is not None else sys.argv),
         config=dict(config or {}),
         inputs=list(inputs),

@@ -132,7 +132,8 @@ class TimmEmbedder:
 
 def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | None = None,
                    pretrained: bool = True, resize: int | None = None, crop: int | None = None,
-                   device: str = "auto", trust_checkpoint: bool = False, precision: str = "auto") -> Embedder:
+                   device: str = "auto", trust_checkpoint: bool = False, precision: str = "auto",
+                   seed: int = 0) -> Embedder:
     spec = resolve_backbone(name)
     if spec.timm_id is None:
         return PixelEmbedder(input_shape)
@@ -147,11 +148,13 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
         raise UsageError(f"backbone '{name}' has no hub weights here; pass --weights CHECKPOINT "
                          f"(or --no-pretrained for random weights)")
     try:
-        model = timm.create_model(spec.timm_id, pretrained=use_hub, num_classes=0)
+        with torch.random.fork_rng(devices=[]):  # random weights (--no-pretrained) are a function of the seed
+            torch.manual_seed(seed)
+            model = timm.create_model(spec.timm_id, pretrained=use_hub, num_classes=0)
     except Exception as err:  # timm/hub raise many types when offline; all mean "no weights"
         raise UsageError(f"cannot fetch pretrained weights for '{spec.timm_id}' ({type(err).__name__})",
                          hint="offline: download the weights elsewhere and pass --weights FILE") from err
-    weights_id = "random-init" if not pretrained and weights is None else f"hub:{spec.timm_id}"
+    weights_id = f"random-init:seed={seed}" if not pretrained and weights is None else f"hub:{spec.timm_id}"
     if weights is not None:
         weights_id = load_weights_file(model, weights, trust_checkpoint)
     config = timm.data.resolve_model_data_config(model)

@@ -1,34 +1,90 @@
-"""Embedding a split source into an embeddings artifact: batched extraction, one split at a time."""
+"""Embedding a split source into an embeddings artifact: batched extraction, streamed to disk, resumable.
+
+Features stream into `OUT.partial` (an HDF5 scratch file, chunked by rows) with the number of rows done per split;
+an interrupted run leaves it behind and `--resume` continues from there. Only when every split is done is the
+artifact itself written, atomically, by the same code path as an uninterrupted run — so both give the same file.
+"""
 
 from __future__ import annotations
 
-from typing import Callable
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Callable
 
+import h5py
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.backbones import Embedder
 from pillar_cli.data import Dataset, SplitPlan
 from pillar_cli.data.splits import SPLIT_ROLES
+from pillar_cli.errors import ArtifactError, UsageError
 
 
-def extract(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batch_size: int,
-            on_batch: Callable[[int], None] = lambda n: None) -> np.ndarray:
-    """Features of the rows `ids`, read one batch at a time (lazy sources never load a whole split)."""
-    features = np.empty((len(ids), embedder.feature_dim), dtype=np.float32)
-    for start in range(0, len(ids), batch_size):
-        batch, _ = dataset.rows(ids[start:start + batch_size])
-        features[start:start + len(batch)] = embedder(batch)
+class FeatureStore:
+    """Per-split feature matrices in a scratch HDF5 file, with the rows done so far."""
+
+    def __init__(self, path: Path, options: dict[str, Any], sizes: dict[str, int], dim: int, resume: bool):
+        self.path = path
+        key = hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()
+        if path.exists() and not resume:
+            raise UsageError(f"an interrupted run left {path}", hint="pass --resume to continue it, or delete it")
+        if resume and not path.exists():
+            raise UsageError(f"nothing to resume: {path} does not exist")
+        try:
+            self.h5 = h5py.File(path, "a" if resume else "w")
+        except OSError as err:
+            raise ArtifactError(f"cannot open {path}: {err}") from err
+        if resume and self.h5.attrs.get("resume_key") != key:
+            self.h5.close()
+            raise UsageError(f"{path} was started with other options; it cannot be resumed with these",
+                             hint="rerun with the original options, or delete the partial file")
+        self.h5.attrs["resume_key"] = key
+        for split, size in sizes.items():
+            if split not in self.h5:
+                self.h5.create_dataset(split, shape=(size, dim), dtype=np.float32,
+                                       chunks=(max(1, min(size, 2**20 // max(dim, 1))), dim))
+                self.h5[split].attrs["done"] = 0
+
+    def done(self, split: str) -> int:
+        return int(self.h5[split].attrs["done"])
+
+    def write(self, split: str, start: int, rows: np.ndarray) -> None:
+        self.h5[split][start:start + len(rows)] = rows
+        self.h5[split].attrs["done"] = start + len(rows)
+        self.h5.flush()
+
+    def features(self, split: str) -> np.ndarray:
+        return self.h5[split][()]
+
+    def finish(self) -> None:
+        self.h5.close()
+        self.path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        self.h5.close()
+
+
+def stream_split(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batch_size: int, store: FeatureStore,
+                 split: str, on_batch: Callable[[int], None] = lambda n: None) -> None:
+    """Features of one split into the store, from where a previous run stopped."""
+    start = store.done(split)
+    on_batch(start)
+    for begin in range(start, len(ids), batch_size):
+        batch, _ = dataset.rows(ids[begin:begin + batch_size])
+        store.write(split, begin, embedder(batch))
         on_batch(len(batch))
-    return features
 
 
 def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embedder, plan: SplitPlan,
-                 batch_size: int, on_batch: Callable[[int], None] = lambda n: None) -> Artifact:
+                 batch_size: int, store: FeatureStore,
+                 on_batch: Callable[[int], None] = lambda n: None) -> Artifact:
     """Features per split; the public split is stored without labels (it is the unlabelled public set)."""
     arrays: dict[str, np.ndarray] = {}
     for name, ids in splits.items():
-        arrays[f"splits/{name}/features"] = extract(embedder, dataset, ids, batch_size, on_batch)
+        stream_split(embedder, dataset, ids, batch_size, store, name, on_batch)
+        arrays[f"splits/{name}/features"] = store.features(name)
         arrays[f"splits/{name}/index"] = ids
         if name != "public":
             arrays[f"splits/{name}/labels"] = dataset.labels_of(ids)

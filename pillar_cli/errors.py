@@ -44,3 +44,9 @@ class PrivacyError(PillarError):
     """A request that would break a privacy rule or cannot be met by the accountant."""
 
     exit_code = 5
+
+
+class Interrupted(PillarError):
+    """Ctrl-C: reported as one line, exit 130 (128 + SIGINT)."""
+
+    exit_code = 130

@@ -175,7 +175,7 @@ def invocation(ctx: typer.Context) -> tuple[list[str], dict[str, Any]]:
     argv, options = ctx.command_path.split(), {}
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
-        if param.name in ("config", "as_json") or value is None:
+        if param.name in ("config", "as_json", "resume") or value is None:  # they do not change the result
             continue
         options[param.name] = _plain(value)
         if param.param_type_name == "argument":

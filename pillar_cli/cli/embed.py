@@ -9,10 +9,10 @@ import typer
 
 from pillar_cli.backbones import BACKBONES, build_embedder
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, print_json, print_table,
-                                   progress_bar, save)
+                                   invocation, progress_bar, save)
 from pillar_cli.data import SOURCES, SourceOptions, SplitPlan, load_source, make_splits
-from pillar_cli.embedding import embed_splits
-from pillar_cli.errors import UsageError
+from pillar_cli.embedding import FeatureStore, embed_splits
+from pillar_cli.errors import Interrupted, UsageError
 
 
 @cli_errors
@@ -36,6 +36,7 @@ def embed(
     test_fraction: float = typer.Option(0.2, help="Test fraction, for sources without their own test split."),
     seed: int = typer.Option(0, help="Seed of the split (and of synthetic sources)."),
     batch_size: int = typer.Option(256, min=1, help="Images per forward pass."),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUT.partial."),
     device: str = typer.Option("auto", help="auto, cpu, cuda, cuda:1, ..."),
     precision: str = typer.Option("auto", help="auto (bf16 autocast on CUDA, fp32 on CPU), fp32 or bf16."),
     list_backbones: bool = typer.Option(False, "--list-backbones", help="Show the backbone registry and exit."),
@@ -63,10 +64,22 @@ def embed(
     splits = make_splits(len(dataset.inputs), 0 if dataset.test_inputs is None else len(dataset.test_inputs), plan)
     embedder = build_embedder(backbone, dataset.inputs.shape[1:], weights=weights, pretrained=pretrained,
                               resize=resize, crop=crop, device=device, trust_checkpoint=trust_checkpoint,
-                              precision=precision)
-    with progress_bar(f"embedding with {backbone}", sum(len(ids) for ids in splits.values())) as advance:
-        artifact = embed_splits(dataset, splits, embedder, plan, batch_size, advance)
+                              precision=precision, seed=seed)
+    _, options_used = invocation(ctx)
+    store = FeatureStore(out.with_name(out.name + ".partial"), options_used, {k: len(v) for k, v in splits.items()},
+                         embedder.feature_dim, resume)
+    try:
+        with progress_bar(f"embedding with {backbone}", sum(len(ids) for ids in splits.values())) as advance:
+            artifact = embed_splits(dataset, splits, embedder, plan, batch_size, store, advance)
+    except KeyboardInterrupt:
+        store.close()
+        raise Interrupted(f"interrupted; the rows done so far are kept in {store.path}",
+                          hint="rerun the same command with --resume to continue") from None
+    except BaseException:
+        store.close()
+        raise
     save(ctx, out, artifact)
+    store.finish()
     rows = [{"split": name, "rows": len(ids), "labelled": name != "public", "dim": embedder.feature_dim}
             for name, ids in splits.items()]
     if as_json:

@@ -1,0 +1,46 @@
+"""An interrupted embed keeps its rows in OUT.partial; --resume finishes it into the same bytes as one clean run."""
+
+from __future__ import annotations
+
+import pytest
+
+from pillar_cli import embedding
+
+
+@pytest.fixture
+def reproducible(monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+
+
+def test_resumed_embed_is_byte_identical_to_an_uninterrupted_one(pillar, tmp_path, monkeypatch, reproducible):
+    command = ["embed", "--source", "digits", "--backbone", "resnet18", "--no-pretrained", "--resize", "32",
+               "--crop", "32", "--batch-size", "64", "-o", "emb.h5"]
+    (tmp_path / "clean").mkdir()
+    monkeypatch.chdir(tmp_path / "clean")
+    pillar(*command)
+    clean = (tmp_path / "clean" / "emb.h5").read_bytes()
+
+    (tmp_path / "cut").mkdir()
+    monkeypatch.chdir(tmp_path / "cut")
+    real_write, calls = embedding.FeatureStore.write, []
+
+    def interrupted_write(self, split, start, rows):
+        calls.append(split)
+        if len(calls) == 25:  # inside the second split: a simulated Ctrl-C
+            raise KeyboardInterrupt
+        real_write(self, split, start, rows)
+
+    monkeypatch.setattr(embedding.FeatureStore, "write", interrupted_write)
+    stopped = pillar(*command, expect=130)
+    assert stopped.stderr.startswith("error: interrupted; the rows done so far are kept in emb.h5.partial")
+    assert not (tmp_path / "cut" / "emb.h5").exists() and (tmp_path / "cut" / "emb.h5.partial").exists()
+    monkeypatch.setattr(embedding.FeatureStore, "write", real_write)
+
+    refused = pillar(*command, expect=2)
+    assert refused.stderr.startswith("error: an interrupted run left emb.h5.partial")
+    other = pillar(*command[:-2], "--seed", "1", "-o", "emb.h5", "--resume", expect=2)
+    assert other.stderr.startswith("error: emb.h5.partial was started with other options")
+
+    pillar(*command, "--resume")
+    assert (tmp_path / "cut" / "emb.h5").read_bytes() == clean
+    assert not (tmp_path / "cut" / "emb.h5.partial").exists()
