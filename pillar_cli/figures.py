@@ -1,5 +1,5 @@
 """The paper's figures from evaluation rows: accuracy vs k (Fig. 4), PILLAR vs DP-SGD per dataset (Fig. 5) and
-accuracy vs the fraction of private data (Fig. 7). Every figure states n, ε, δ, accountant and seeds, and carries
+accuracy vs the fraction of private data (Fig. 7); ξ_k against k (Fig. 3) and the public eigen-spectrum. Every figure states n, ε, δ, accountant and seeds, and carries
 its axis labels as PNG metadata so that tools (and tests) can read them back."""
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ AXIS_LABELS = {
     "accuracy_vs_k": ("k (principal components; full = no projection)", "test accuracy"),
     "methods": ("dataset", "test accuracy (best k, selected on val)"),
     "private_fraction": ("fraction of the private data used", "test accuracy"),
+    "xi": ("k (public components)", "ξ_k = 1 − ‖A_k A_kᵀ w*‖"),
+    "spectrum": ("component index", "eigenvalue of the public covariance"),
 }
 
 
@@ -98,3 +100,20 @@ def accuracy_vs_private_fraction(evaluations: list[dict], path: Path, title: str
         fractions, means, stds = zip(*sorted(points))
         axes.errorbar(fractions, means, yerr=stds, marker="o", capsize=3, label=f"{family}, {_epsilon_label(epsilon)}")
     _save(figure, axes, path, "private_fraction", title)
+
+
+def xi_vs_k(rows: list[dict], path: Path, title: str) -> None:
+    """Mean, median and max of ξ_k over the max-margin tasks, against k (Figure 3)."""
+    figure, axes = _pyplot().subplots(figsize=(6, 4))
+    ks = [r["k"] for r in rows]
+    for statistic in ("xi_mean", "xi_median", "xi_max"):
+        axes.plot(ks, [r[statistic] for r in rows], marker="o", label=statistic.replace("xi_", ""))
+    axes.set_xscale("log")
+    _save(figure, axes, path, "xi", title)
+
+
+def spectrum(eigenvalues: np.ndarray, path: Path, title: str) -> None:
+    figure, axes = _pyplot().subplots(figsize=(6, 4))
+    axes.plot(np.arange(1, len(eigenvalues) + 1), eigenvalues, label="public eigenvalues")
+    axes.set_yscale("log")
+    _save(figure, axes, path, "spectrum", title)

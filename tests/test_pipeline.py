@@ -69,11 +69,17 @@ def test_projection_beats_full_dimension_at_small_epsilon_but_not_without_privac
 
 def test_check_assumptions_xi_decreases_with_k_on_mnist(mnist, pillar):
     result = pillar("check-assumptions", f"{mnist['emb']}:val", "-p", mnist["pca"], "--k", "1,5,20,60",
-                    "-o", mnist["root"] / "assumptions.h5", "--json")
+                    "-o", mnist["root"] / "assumptions.h5", "--json", "--plot-xi", mnist["root"] / "xi.png",
+                    "--plot-spectrum", mnist["root"] / "spectrum.png")
     summary = json.loads(result.stdout)
     medians = [row["xi_median"] for row in summary["rows"]]
     assert medians == sorted(medians, reverse=True) and medians[0] - medians[-1] > 0.3
     assert "labels of split 'val'" in summary["labels_used"]
+    from PIL import Image
+
+    for name, kind in (("xi", "xi"), ("spectrum", "spectrum")):
+        with Image.open(mnist["root"] / f"{name}.png") as image:
+            assert image.format == "PNG" and image.text["Description"].startswith(f"figure={kind};")
 
 
 def test_run_executes_a_pipeline_file(tmp_path, pillar):

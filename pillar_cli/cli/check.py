@@ -11,9 +11,10 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.artifacts import Artifact, InputRef
 from pillar_cli.assumptions import assess, svm_directions, theorem_recommended_k, theorem_terms
-from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, int_list, print_json,
+from pillar_cli.cli.common import (ConfigOption, JsonOption, atomic_file, check_output, cli_errors, int_list, print_json,
                                    print_table, save, stderr)
 from pillar_cli.errors import DataError, UsageError
+from pillar_cli.figures import spectrum, xi_vs_k
 from pillar_cli.projection import PublicPCA
 
 
@@ -33,6 +34,8 @@ def check_assumptions(
     alpha: float = typer.Option(0.1, help="Target excess error α of Theorem 1."),
     beta: float = typer.Option(0.05, help="Failure probability β of Theorem 1."),
     seed: int = typer.Option(0),
+    plot_xi: Optional[Path] = typer.Option(None, help="PNG: ξ_k against k (mean, median, max over tasks)."),
+    plot_spectrum: Optional[Path] = typer.Option(None, help="PNG: the public eigen-spectrum (log scale)."),
     config: Optional[str] = ConfigOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -43,7 +46,9 @@ def check_assumptions(
     Example: pillar check-assumptions emb.h5:val -p pca.h5 --k 1,2,5,10,20,40 -o assumptions.h5
     """
     path, _ = artifacts.parse_ref(embeddings)
-    check_output(out, [path, str(projection)])
+    for output in (out, plot_xi, plot_spectrum):
+        if output is not None:
+            check_output(output, [path, str(projection)])
     if mode not in ("pairs", "ovr"):
         raise UsageError(f"--mode must be 'pairs' or 'ovr'; got '{mode}'")
     split = artifacts.read_split(embeddings, default_split="val")
@@ -67,6 +72,12 @@ def check_assumptions(
                                         "margin_projected": table.margin_projected, "eigengap": table.eigengap},
                         {"summary": summary, "labels_used": label_note, "mode": mode})
     save(ctx, out, artifact, [split.ref, basis_ref])
+    title = f"{split.attrs.get('source')} / {split.attrs.get('backbone')}: {summary['basis']}; {label_note}"
+    for target, draw in ((plot_xi, lambda tmp: xi_vs_k(table.rows(), tmp, title)),
+                         (plot_spectrum, lambda tmp: spectrum(pca.eigenvalues_, tmp, title))):
+        if target is not None:
+            with atomic_file(target) as tmp:
+                draw(tmp)
     if as_json:
         return print_json(summary)
     print_table(f"{out}: large-margin low-rank diagnostics", table.rows(),
