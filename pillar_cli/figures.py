@@ -13,7 +13,7 @@ AXIS_LABELS = {
     "accuracy_vs_k": ("k (principal components; full = no projection)", "test accuracy"),
     "methods": ("dataset", "test accuracy (best k, selected on val)"),
     "private_fraction": ("fraction of the private data used", "test accuracy"),
-    "xi": ("k (public components)", "ξ_k = 1 − ‖A_k A_kᵀ w*‖"),
+    "xi": ("k (public components)", "ξₖ = 1 − ‖AₖAₖᵀw*‖"),
     "spectrum": ("component index", "eigenvalue of the public covariance"),
 }
 

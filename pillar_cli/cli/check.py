@@ -72,7 +72,8 @@ def check_assumptions(
                                         "margin_projected": table.margin_projected, "eigengap": table.eigengap},
                         {"summary": summary, "labels_used": label_note, "mode": mode})
     save(ctx, out, artifact, [split.ref, basis_ref])
-    title = f"{split.attrs.get('source')} / {split.attrs.get('backbone')}: {summary['basis']}; {label_note}"
+    title = (f"{split.attrs.get('source')} / {split.attrs.get('backbone')}: {summary['basis']}\n"
+             f"w* from the labels of split '{split.name}' ({len(split.features)} rows, {mode})")
     for target, draw in ((plot_xi, lambda tmp: xi_vs_k(table.rows(), tmp, title)),
                          (plot_spectrum, lambda tmp: spectrum(pca.eigenvalues_, tmp, title))):
         if target is not None:
