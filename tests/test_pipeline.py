@@ -174,3 +174,13 @@ def test_every_bundled_pipeline_parses_into_known_commands():
         assert all(step[0] in known for step in steps), name
     figure4 = load_pipeline(Path("examples.yaml"), "cifar10-sl-figure4").steps
     assert sum(step[0] == "train-private" for step in figure4) == 36  # 12 k values × ε ∈ {0.1, 0.7, inf}
+
+
+def test_config_file_supplies_defaults_and_flags_win(mnist, pillar, tmp_path):
+    (tmp_path / "train.yaml").write_text("k: [5, 20]\neps: [inf]\nsteps: 20\nlr: 0.5\n")
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--config", tmp_path / "train.yaml", "--k", "10",
+           "-o", tmp_path / "m.h5")
+    model = artifacts.read(tmp_path / "m.h5", "model")
+    assert model.provenance.config["k"] == "10" and model.provenance.config["eps"] == "inf"
+    assert model.provenance.config["steps"] == "20" and model.provenance.config["lr"] == "0.5"
+    assert "--config" not in model.provenance.command and model.array("runs/k").tolist() == [10]
