@@ -260,12 +260,6 @@ def _read_arrays(h5: h5py.File, path: Path, under: str | None) -> dict[str, np.n
     return arrays
 
 
-def group_names(artifact: Artifact, prefix: str) -> list[str]:
-    """Immediate child names under `prefix/` among the artifact's arrays (e.g. the splits)."""
-    names = {name[len(prefix) + 1:].split("/")[0] for name in artifact.arrays if name.startswith(prefix + "/")}
-    return sorted(names)
-
-
 def parse_ref(text: str, default_split: str | None = None) -> tuple[str, str | None]:
     """'emb.h5:private' → ('emb.h5', 'private'); a bare path takes `default_split`."""
     path, sep, split = text.rpartition(":")

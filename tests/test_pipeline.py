@@ -184,3 +184,11 @@ def test_config_file_supplies_defaults_and_flags_win(mnist, pillar, tmp_path):
     assert model.provenance.config["k"] == "10" and model.provenance.config["eps"] == "inf"
     assert model.provenance.config["steps"] == "20" and model.provenance.config["lr"] == "0.5"
     assert "--config" not in model.provenance.command and model.array("runs/k").tolist() == [10]
+
+
+def test_gdp_is_labelled_an_approximation(mnist, pillar, tmp_path):
+    result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5", "--eps", "1", "--steps", "20",
+                    "--accountant", "gdp", "-o", tmp_path / "m.h5")
+    assert "warning: Gaussian DP CLT (Dong et al.), opacus; an APPROXIMATION, not an upper bound" in result.stderr
+    ledger = artifacts.read(tmp_path / "m.h5", "model").attrs["ledger"]
+    assert ledger["epsilon_is_upper_bound"] is False and "APPROXIMATION" in ledger["accountant_description"]

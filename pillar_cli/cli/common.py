@@ -46,6 +46,11 @@ def cli_errors(command: Callable) -> Callable:
     return run
 
 
+def warn(message: str) -> None:
+    """One unwrapped line on stderr (log parsers and tests see it whole)."""
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def load_config(ctx: typer.Context, _param: typer.CallbackParam, value: str | None) -> str | None:
     """--config FILE.yaml: its keys become defaults, so explicit flags still win."""
     if value is None:

@@ -11,7 +11,7 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, float_list, int_list,
-                                   print_json, print_table, progress_bar, save, split_list)
+                                   print_json, print_table, progress_bar, save, split_list, warn)
 from pillar_cli.errors import ArtifactError, DataError, UsageError
 from pillar_cli.privacy import get_accountant, require_disjoint, validate_budget
 from pillar_cli.projection import PublicPCA
@@ -64,7 +64,8 @@ def train_private(
     artifacts.require_derived_from(projection_artifact, private.ref)
     pca = PublicPCA.from_artifact(projection_artifact)
     check_grid(grid, pca, private.num_classes)
-    get_accountant(accountant)
+    if not get_accountant(accountant).upper_bound:
+        warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")
     for target in grid.epsilons:
         validate_budget(target, delta, len(private.features))
     if len(np.unique(private.labels)) < 2:

@@ -24,10 +24,6 @@ class Dataset:
     fingerprint_hint: str | None = None
 
     @property
-    def modality(self) -> str:
-        return "image" if self.inputs.ndim == 4 else "vector"
-
-    @property
     def fingerprint(self) -> str:
         if self.fingerprint_hint is not None:
             return self.fingerprint_hint

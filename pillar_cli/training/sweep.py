@@ -18,7 +18,7 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.errors import PrivacyError, UsageError
-from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
+from pillar_cli.privacy import DPEvent, calibrate_noise, get_accountant, spent_epsilon
 from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
 from pillar_cli.training.engine import LinearHead, RunConfig, train_linear_heads
 from pillar_cli.training.gep import GepSettings, train_gep
@@ -262,6 +262,8 @@ def model_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         "shard": list(shard),
         "feature_space": "standardised with the public mean/scale; full-space weights = bases/<method>/<k> · weights",
         "ledger": {"accountant": privacy.accountant, "delta": privacy.delta, "clip": privacy.clip,
+                   "accountant_description": get_accountant(privacy.accountant).description,
+                   "epsilon_is_upper_bound": get_accountant(privacy.accountant).upper_bound,
                    "mechanism": "DP-SGD, Poisson sampling, Gaussian noise σ·clip, add/remove-one adjacency",
                    "protected_split": "private", "per_run": "runs/epsilon_spent, runs/noise_multiplier, "
                    "runs/sample_rate, runs/steps"},
