@@ -146,8 +146,8 @@ def _write_root_attrs(h5: h5py.File, artifact: Artifact, provenance: Provenance)
     for key, value in artifact.attrs.items():
         if key in _PROVENANCE_KEYS:
             raise ArtifactError(f"attribute name '{key}' is reserved for provenance")
-        if isinstance(value, (str, bool, int, float)):
-            h5.attrs[key] = value
+        if isinstance(value, (bool, int, float)) or (isinstance(value, str) and "\x00" not in value):
+            h5.attrs[key] = value  # HDF5 strings cannot hold NUL: such strings go through JSON below
         else:
             h5.attrs[key] = json.dumps(value, default=_json_default)
             json_attrs.append(key)

@@ -6,9 +6,16 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from typer.testing import CliRunner
 
 from pillar_cli.cli import app
+
+
+# CI replays a fixed set of examples (reproducible verdicts); local runs explore new ones each time.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session", autouse=True)

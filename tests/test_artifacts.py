@@ -89,3 +89,9 @@ def test_unwritable_directory_is_reported(tmp_path):
 def test_parse_ref():
     assert artifacts.parse_ref("dir/emb.h5:private") == ("dir/emb.h5", "private")
     assert artifacts.parse_ref("emb.h5", "public") == ("emb.h5", "public")
+
+
+def test_strings_with_nul_characters_round_trip(tmp_path):
+    artifact = Artifact("gsd", {"d": np.zeros(1)}, {"note": "a\x00b"})
+    artifacts.write(tmp_path / "n.h5", artifact)
+    assert artifacts.read(tmp_path / "n.h5", "gsd").attrs["note"] == "a\x00b"
