@@ -57,7 +57,7 @@ class Embedder(Protocol):
 
     def info(self) -> dict[str, Any]: ...
 
-    def __call__(self, batch: np.ndarray) -> np.ndarray: ...
+    def __call__(self, batch: np.ndarray | torch.Tensor) -> np.ndarray: ...
 
 
 class PixelEmbedder:
@@ -71,8 +71,8 @@ class PixelEmbedder:
         return {"backbone": "pixels", "weights": "none",
                 "preprocessing": "flatten, /255" if self._is_image else "none (vector data)"}
 
-    def __call__(self, batch: np.ndarray) -> np.ndarray:
-        flat = batch.reshape(len(batch), -1).astype(np.float32)
+    def __call__(self, batch: np.ndarray | torch.Tensor) -> np.ndarray:
+        flat = np.asarray(batch).reshape(len(batch), -1).astype(np.float32)
         return flat / 255.0 if self._is_image else flat
 
 
@@ -123,8 +123,11 @@ class TimmEmbedder:
                                  f"mean {list(p.mean)}, std {list(p.std)}"}
 
     @torch.inference_mode()
-    def __call__(self, batch: np.ndarray) -> np.ndarray:
-        images = torch.from_numpy(np.ascontiguousarray(batch)).to(self.device, non_blocking=True)
+    def __call__(self, batch: np.ndarray | torch.Tensor) -> np.ndarray:
+        """uint8 NHWC images (numpy, or a pinned tensor from the DataLoader) → float32 features."""
+        if not isinstance(batch, torch.Tensor):
+            batch = torch.from_numpy(np.ascontiguousarray(batch))
+        images = batch.to(self.device, non_blocking=True)
         x = self.preprocessing.apply(images).contiguous(memory_format=torch.channels_last)
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             return self.model(x).float().cpu().numpy()

@@ -14,9 +14,10 @@ from typing import Any, Callable
 
 import h5py
 import numpy as np
+import torch
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.backbones import Embedder
+from pillar_cli.backbones import Embedder, TimmEmbedder
 from pillar_cli.data import Dataset, SplitPlan
 from pillar_cli.data.splits import SPLIT_ROLES
 from pillar_cli.errors import ArtifactError, UsageError
@@ -66,24 +67,49 @@ class FeatureStore:
         self.h5.close()
 
 
+class _Batches(torch.utils.data.Dataset):
+    """Batches of source rows for a DataLoader: each worker reads its own batches (and reopens lazy files)."""
+
+    def __init__(self, dataset: Dataset, chunks: list[np.ndarray]):
+        self.dataset, self.chunks = dataset, chunks
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(self.dataset.rows(self.chunks[i])[0]))
+
+
+def _reopen_in_worker(_: int) -> None:
+    """Never use a file handle inherited across fork: each worker opens lazy sources anew."""
+    batches = torch.utils.data.get_worker_info().dataset
+    batches.dataset = batches.dataset.reopened()
+
+
 def stream_split(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batch_size: int, store: FeatureStore,
-                 split: str, on_batch: Callable[[int], None] = lambda n: None) -> None:
-    """Features of one split into the store, from where a previous run stopped."""
+                 split: str, on_batch: Callable[[int], None] = lambda n: None, workers: int = 0) -> None:
+    """Features of one split into the store, from where a previous run stopped; `workers` processes read ahead."""
     start = store.done(split)
     on_batch(start)
-    for begin in range(start, len(ids), batch_size):
-        batch, _ = dataset.rows(ids[begin:begin + batch_size])
+    chunks = [ids[begin:begin + batch_size] for begin in range(start, len(ids), batch_size)]
+    loader = torch.utils.data.DataLoader(_Batches(dataset, chunks), batch_size=None, num_workers=workers,
+                                         pin_memory=isinstance(embedder, TimmEmbedder)
+                                         and embedder.device.type == "cuda",
+                                         worker_init_fn=_reopen_in_worker if workers else None)
+    begin = start
+    for batch in loader:
         store.write(split, begin, embedder(batch))
+        begin += len(batch)
         on_batch(len(batch))
 
 
 def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embedder, plan: SplitPlan,
-                 batch_size: int, store: FeatureStore,
-                 on_batch: Callable[[int], None] = lambda n: None) -> Artifact:
+                 batch_size: int, store: FeatureStore, on_batch: Callable[[int], None] = lambda n: None,
+                 workers: int = 0) -> Artifact:
     """Features per split; the public split is stored without labels (it is the unlabelled public set)."""
     arrays: dict[str, np.ndarray] = {}
     for name, ids in splits.items():
-        stream_split(embedder, dataset, ids, batch_size, store, name, on_batch)
+        stream_split(embedder, dataset, ids, batch_size, store, name, on_batch, workers)
         arrays[f"splits/{name}/features"] = store.features(name)
         arrays[f"splits/{name}/index"] = ids
         if name != "public":

@@ -44,3 +44,37 @@ def test_resumed_embed_is_byte_identical_to_an_uninterrupted_one(pillar, tmp_pat
     pillar(*command, "--resume")
     assert (tmp_path / "cut" / "emb.h5").read_bytes() == clean
     assert not (tmp_path / "cut" / "emb.h5.partial").exists()
+
+
+def test_dataloader_workers_give_the_same_artifact(pillar, tmp_path, monkeypatch, reproducible):
+    command = ["embed", "--source", "digits", "--backbone", "resnet18", "--no-pretrained", "--resize", "32",
+               "--crop", "32", "--batch-size", "128"]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    pillar(*command, "-o", "a/emb.h5")
+    pillar(*command, "--workers", "2", "-o", "b/emb.h5")
+    from pillar_cli import artifacts
+
+    first, second = artifacts.read("a/emb.h5", "embeddings"), artifacts.read("b/emb.h5", "embeddings")
+    assert first.provenance.content_hash == second.provenance.content_hash
+
+
+def test_lazy_pcam_is_reopened_in_each_worker(pillar, tmp_path):
+    import h5py
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for part, n in (("train", 40), ("test", 10)):
+        with h5py.File(tmp_path / f"camelyonpatch_level_2_split_{part}_x.h5", "w") as h5:
+            h5["x"] = rng.integers(0, 255, (n, 8, 8, 3), dtype=np.uint8)
+        with h5py.File(tmp_path / f"camelyonpatch_level_2_split_{part}_y.h5", "w") as h5:
+            h5["y"] = (np.arange(n) % 2).reshape(n, 1, 1, 1).astype(np.uint8)
+    pillar("embed", "--source", "pcam", "--path", tmp_path, "--batch-size", "4", "-o", tmp_path / "a.h5")
+    pillar("embed", "--source", "pcam", "--path", tmp_path, "--batch-size", "4", "--workers", "2",
+           "-o", tmp_path / "b.h5")
+    from pillar_cli import artifacts
+
+    for split in ("private", "test"):
+        np.testing.assert_array_equal(artifacts.read_split(f"{tmp_path / 'a.h5'}:{split}").features,
+                                      artifacts.read_split(f"{tmp_path / 'b.h5'}:{split}").features)

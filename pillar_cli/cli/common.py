@@ -180,7 +180,7 @@ def invocation(ctx: typer.Context) -> tuple[list[str], dict[str, Any]]:
     argv, options = ctx.command_path.split(), {}
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
-        if param.name in ("config", "as_json", "resume") or value is None:  # they do not change the result
+        if param.name in ("config", "as_json", "resume", "workers") or value is None:  # no effect on the result
             continue
         options[param.name] = _plain(value)
         if param.param_type_name == "argument":

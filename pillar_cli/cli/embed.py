@@ -36,6 +36,7 @@ def embed(
     test_fraction: float = typer.Option(0.2, help="Test fraction, for sources without their own test split."),
     seed: int = typer.Option(0, help="Seed of the split (and of synthetic sources)."),
     batch_size: int = typer.Option(256, min=1, help="Images per forward pass."),
+    workers: int = typer.Option(0, min=0, help="DataLoader worker processes reading/decoding ahead of the model."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUT.partial."),
     device: str = typer.Option("auto", help="auto, cpu, cuda, cuda:1, ..."),
     precision: str = typer.Option("auto", help="auto (bf16 autocast on CUDA, fp32 on CPU), fp32 or bf16."),
@@ -70,7 +71,7 @@ def embed(
                          embedder.feature_dim, resume)
     try:
         with progress_bar(f"embedding with {backbone}", sum(len(ids) for ids in splits.values())) as advance:
-            artifact = embed_splits(dataset, splits, embedder, plan, batch_size, store, advance)
+            artifact = embed_splits(dataset, splits, embedder, plan, batch_size, store, advance, workers)
     except KeyboardInterrupt:
         store.close()
         raise Interrupted(f"interrupted; the rows done so far are kept in {store.path}",

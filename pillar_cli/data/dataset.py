@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, replace
+from typing import Callable
 
 import numpy as np
 
@@ -22,6 +23,11 @@ class Dataset:
     test_inputs: np.ndarray | None = None
     test_labels: np.ndarray | None = None
     fingerprint_hint: str | None = None
+    reopen: Callable[[], Dataset] | None = None  # lazy sources: a fresh handle for a worker process
+
+    def reopened(self) -> Dataset:
+        """This dataset with freshly opened files (lazy sources); in-memory data is returned as is."""
+        return self if self.reopen is None else self.reopen()
 
     @property
     def fingerprint(self) -> str:
@@ -64,7 +70,7 @@ class Dataset:
             return np.sort(rng.choice(n, count, replace=False))
 
         train = keep(len(self.inputs))
-        subset = replace(self, inputs=np.asarray(self.inputs[train]), labels=self.labels[train],
+        subset = replace(self, inputs=np.asarray(self.inputs[train]), labels=self.labels[train], reopen=None,
                          fingerprint_hint=None if self.fingerprint_hint is None else
                          f"{self.fingerprint_hint}|subset:{limit}:{fraction}:{seed}")
         if self.test_inputs is not None:

@@ -161,7 +161,8 @@ def read_pcam(root: Path) -> Dataset:
             raise DataError(f"cannot read PCAM part '{part}' in {root}: {err}") from err
     fingerprint = "|".join(f"{p}:{parts[p][0].shape}:{hash_head(parts[p][1])}" for p in parts)
     (train, train_y), (test, test_y) = parts["train"], parts["test"]
-    return Dataset("pcam", train, train_y, ["normal", "tumour"], test, test_y, fingerprint_hint=fingerprint)
+    return Dataset("pcam", train, train_y, ["normal", "tumour"], test, test_y, fingerprint_hint=fingerprint,
+                   reopen=lambda: read_pcam(root))
 
 
 def hash_head(array: np.ndarray) -> str:
