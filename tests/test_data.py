@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from fakes import write_pcam
+
 from pillar_cli.data import SourceOptions, SplitPlan, load_source, make_splits
 from pillar_cli.errors import DataError, UsageError
 
@@ -116,12 +118,7 @@ def test_cifar101_reader(tmp_path):
 
 
 def test_pcam_reader_is_lazy_and_reads_rows_by_id(tmp_path):
-    rng = np.random.default_rng(0)
-    for part, n in (("train", 20), ("test", 6)):
-        with h5py.File(tmp_path / f"camelyonpatch_level_2_split_{part}_x.h5", "w") as h5:
-            h5["x"] = rng.integers(0, 255, (n, 96, 96, 3), dtype=np.uint8)
-        with h5py.File(tmp_path / f"camelyonpatch_level_2_split_{part}_y.h5", "w") as h5:
-            h5["y"] = (np.arange(n) % 2).reshape(n, 1, 1, 1).astype(np.uint8)
+    write_pcam(tmp_path, train=20, test=6, side=96)
     data = load_source("pcam", SourceOptions(tmp_path))
     assert isinstance(data.inputs, h5py.Dataset) and data.inputs.shape == (20, 96, 96, 3)
     with h5py.File(tmp_path / "camelyonpatch_level_2_split_test_x.h5", "r") as h5:

@@ -61,15 +61,10 @@ def test_dataloader_workers_give_the_same_artifact(pillar, tmp_path, monkeypatch
 
 
 def test_lazy_pcam_is_reopened_in_each_worker(pillar, tmp_path):
-    import h5py
     import numpy as np
+    from fakes import write_pcam
 
-    rng = np.random.default_rng(0)
-    for part, n in (("train", 40), ("test", 10)):
-        with h5py.File(tmp_path / f"camelyonpatch_level_2_split_{part}_x.h5", "w") as h5:
-            h5["x"] = rng.integers(0, 255, (n, 8, 8, 3), dtype=np.uint8)
-        with h5py.File(tmp_path / f"camelyonpatch_level_2_split_{part}_y.h5", "w") as h5:
-            h5["y"] = (np.arange(n) % 2).reshape(n, 1, 1, 1).astype(np.uint8)
+    write_pcam(tmp_path, train=40, test=10, side=8)
     pillar("embed", "--source", "pcam", "--path", tmp_path, "--batch-size", "4", "-o", tmp_path / "a.h5")
     pillar("embed", "--source", "pcam", "--path", tmp_path, "--batch-size", "4", "--workers", "2",
            "-o", tmp_path / "b.h5")
