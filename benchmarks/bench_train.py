@@ -109,29 +109,34 @@ def engines_table(steps: int) -> None:
               f"{rates['sgd'] / rates['fast']:8.2f}x")
 
 
-def sweep_table(step_counts: list[int]) -> None:
+def sweep_table(step_counts: list[int], rounds: int = 5) -> None:
     """45 configurations (3 lr × 5 step counts × 3 batch sizes), k = 40, C = 10: batched vs one at a time."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((N_PRIVATE, 40)).astype(np.float32)
     y = rng.integers(0, 10, N_PRIVATE)
     configs = [RunConfig(lr, t, b, 0) for lr, t, b in itertools.product((0.01, 0.1, 1.0), step_counts, (256, 512, 1024))]
     sigmas = [3.0] * len(configs)
-    def best_of(repeats: int, run):
-        """Fastest of several runs (2 shared cores: the minimum is the least disturbed measurement)."""
-        timings, result = [], None
-        for _ in range(repeats):
-            start = time.perf_counter()
-            result = run()
-            timings.append(time.perf_counter() - start)
-        return min(timings), result
 
-    batched_s, batched = best_of(3, lambda: train_linear_heads(x, y, 10, configs, sigmas, CLIP))
-    alone_s, alone = best_of(3, lambda: [train_linear_heads(x, y, 10, [c], [s], CLIP)[0]
-                                         for c, s in zip(configs, sigmas)])
-    worst = max(float(np.abs(a.weights - b.weights).max()) for a, b in zip(batched, alone))
+    def batched():
+        return train_linear_heads(x, y, 10, configs, sigmas, CLIP)
+
+    def one_at_a_time():
+        return [train_linear_heads(x, y, 10, [c], [s], CLIP)[0] for c, s in zip(configs, sigmas)]
+
+    timings = {batched: [], one_at_a_time: []}
+    results = {}
+    for _ in range(rounds):  # interleaved: a slow spell of the shared machine hits both columns alike
+        for run in timings:
+            start = time.perf_counter()
+            results[run] = run()
+            timings[run].append(time.perf_counter() - start)
+    batched_s, alone_s = min(timings[batched]), min(timings[one_at_a_time])
+    per_round = sorted(a / b for a, b in zip(timings[one_at_a_time], timings[batched]))
+    worst = max(float(np.abs(a.weights - b.weights).max()) for a, b in zip(results[batched], results[one_at_a_time]))
     print(f"\nsweep of {len(configs)} configurations (steps {step_counts}, batch 256/512/1024, k = 40, C = 10, "
-          f"n = {N_PRIVATE}; best of 3): batched {batched_s:.2f} s, one at a time {alone_s:.2f} s, "
-          f"speed-up {alone_s / batched_s:.1f}x, max |Δw| {worst:.1e}")
+          f"n = {N_PRIVATE}; best of {rounds} interleaved rounds): batched {batched_s:.2f} s, one at a time "
+          f"{alone_s:.2f} s, speed-up {alone_s / batched_s:.1f}x (per round {per_round[0]:.1f}x to "
+          f"{per_round[-1]:.1f}x), max |Δw| {worst:.1e}")
 
 
 def main() -> None:

@@ -2,15 +2,17 @@
 
 For softmax cross-entropy the per-sample gradient of (W, b) is [x_i, 1] ⊗ (p_i − e_{y_i}); its norm is
 sqrt(‖x_i‖² + 1)·‖p_i − e_{y_i}‖. Clipping therefore needs no per-sample gradient tensors: scale each
-residual by min(1, C / norm_i) and form the clipped sum with one matmul.
+residual by min(1, C / norm_i) and form the clipped sum with one matmul. The rows carry a column of ones, so a
+head's bias is its last weight and one matmul yields both gradients.
 
 Randomness belongs to a configuration's seed: one generator for its Poisson batches (uniforms, drawn serially,
 so chunks of steps consume the stream exactly as single steps do) and one for its noise (one draw per step), so a
-configuration trains identically alone or inside a sweep. Configurations that share a seed and a batch size therefore share their batches and their
-standard-normal noise draws (common random numbers; each is scaled by the run's own σ·C): a sweep over learning
-rates and step counts gathers each batch once and trains all of its heads with one wide matmul. Every run remains
-an exact DP-SGD run with its own σ. Poisson sampling draws geometric gaps between selected rows (an exact Bernoulli(q) process over
-the rows) in O(q·n) rather than O(n) per step. Updates divide by the expected batch size q·n.
+configuration trains identically alone or inside a sweep. Configurations that share a seed and a batch size
+therefore share their batches and their standard-normal noise draws (common random numbers; each is scaled by the
+run's own σ·C): a sweep over learning rates and step counts gathers each batch once and trains all of its heads
+with one wide matmul. Every run remains an exact DP-SGD run with its own σ. Poisson sampling draws geometric gaps
+between selected rows (an exact Bernoulli(q) process over the rows) in O(q·n) rather than O(n) per step. Updates
+divide by the expected batch size q·n.
 """
 
 from __future__ import annotations
@@ -47,15 +49,6 @@ class LinearHead:
         return float((self.logits(features).argmax(axis=1) == labels).mean())
 
 
-def clip_factors(squared_norms: torch.Tensor, residual_norms: torch.Tensor, clip: float | None) -> torch.Tensor:
-    """min(1, C / ‖per-sample gradient‖) from ‖x‖² and ‖p − e_y‖ (the gradient's norm is √(‖x‖² + 1)·‖p − e_y‖);
-    ones when clipping is off. Consumes `residual_norms`."""
-    if clip is None:
-        return torch.ones_like(residual_norms)
-    norms = residual_norms.mul_(torch.sqrt(squared_norms + 1.0))
-    return norms.clamp_min_(1e-12).reciprocal_().mul_(clip).clamp_(max=1.0)
-
-
 def per_sample_gradients(x: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor,
                          bias: torch.Tensor) -> torch.Tensor:
     """(n, (d+1)·C) materialised per-sample gradients vec([x_i, 1] ⊗ (softmax(x_i W + b) − e_{y_i})), in x's dtype.
@@ -69,12 +62,28 @@ def per_sample_gradients(x: torch.Tensor, labels: torch.Tensor, weights: torch.T
 
 def clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,
                          clip: float | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Σ_i clip(∇_(W,b) CE(x_i, y_i)) for one batch: (d, C) and (C,)."""
-    residuals = torch.softmax(features @ weights + bias, dim=-1)
-    residuals[torch.arange(len(labels)), labels] -= 1.0
-    factors = clip_factors((features * features).sum(-1), torch.linalg.vector_norm(residuals, dim=-1), clip)
-    scaled = residuals * factors[:, None]
-    return features.T @ scaled, scaled.sum(0)
+    """Σ_i clip(∇_(W,b) CE(x_i, y_i)) for one batch, (d, C) and (C,), by the kernel every training step uses."""
+    rows = PrivateRows.build(features, labels, clip, features.device)
+    heads = torch.cat([weights.T, bias[:, None]], dim=1)[:, None, :].contiguous()
+    sums = _clipped_sums(heads, rows, torch.arange(len(labels)))[:, 0]
+    return sums[:, :-1].T, sums[:, -1]
+
+
+@dataclass(frozen=True)
+class PrivateRows:
+    """The private training rows as every step reads them."""
+
+    x: torch.Tensor  # (n, d + 1): the features and a column of ones, so a head's bias is its last weight
+    y: torch.Tensor  # (n,)
+    clip_scale: torch.Tensor | None  # (‖x‖² + 1) / C²: row i's gradient norm² over C² is ‖p_i − e_y‖²·clip_scale_i
+
+    @classmethod
+    def build(cls, features: np.ndarray | torch.Tensor, labels: np.ndarray | torch.Tensor, clip: float | None,
+              device: torch.device):
+        x = torch.as_tensor(features, dtype=torch.float32).to(device)
+        x = torch.cat([x, torch.ones(len(x), 1, device=device)], dim=1)
+        scale = None if clip is None else x.square().sum(1).div_(clip * clip)
+        return cls(x, torch.as_tensor(labels, dtype=torch.int64).to(device), scale)
 
 
 class PoissonSampler:
@@ -103,15 +112,18 @@ class PoissonSampler:
 
 @dataclass
 class _Stream:
-    """Configurations sharing a seed and a batch size, sorted by decreasing steps (active ones are a prefix)."""
+    """Configurations sharing a seed and a batch size, sorted by decreasing steps (active ones are a prefix).
+
+    Steps work on raw clipped sums: the 1/(q·n) of the update is folded into `step_size` (lr/(q·n)), and weight
+    decay is scaled by q·n to match, so a step touches the (C, G, d+1) gradient once for the update."""
 
     configs: list[RunConfig]
     sampler: PoissonSampler
     noise_generator: torch.Generator
     noise_std: torch.Tensor  # (G,) σ·C per configuration
-    lr: torch.Tensor
+    step_size: torch.Tensor  # (G,) lr / (q·n)
     momentum: torch.Tensor
-    decay: torch.Tensor
+    decay: torch.Tensor  # (G,) weight decay · q·n
 
     @classmethod
     def build(cls, configs: list[RunConfig], sigmas: list[float], clip: float | None, n: int, device: torch.device):
@@ -119,10 +131,11 @@ class _Stream:
             return torch.tensor(values, dtype=torch.float32, device=device)
 
         seed, batch_size = configs[0].seed, configs[0].batch_size
-        return cls(configs, PoissonSampler(n, batch_size / n, torch.Generator().manual_seed(seed)),
-                   torch.Generator().manual_seed(seed ^ NOISE_SEED_SALT), column([s * (clip or 1.0) for s in sigmas]),
-                   column([c.lr for c in configs]), column([c.momentum for c in configs]),
-                   column([c.weight_decay for c in configs]))
+        sampler = PoissonSampler(n, batch_size / n, torch.Generator().manual_seed(seed))
+        expected = sampler.expected_batch
+        return cls(configs, sampler, torch.Generator().manual_seed(seed ^ NOISE_SEED_SALT),
+                   column([s * (clip or 1.0) for s in sigmas]), column([c.lr / expected for c in configs]),
+                   column([c.momentum for c in configs]), column([c.weight_decay * expected for c in configs]))
 
     def active(self, step: int) -> int:
         return sum(c.steps > step for c in self.configs)
@@ -133,86 +146,74 @@ def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: in
                        init: tuple[np.ndarray, np.ndarray] | None = None) -> list[LinearHead]:
     """Train one linear head per configuration with Poisson-sampled, clipped, noised SGD (σ = 0: no noise)."""
     dev = torch.device(device)
-    x = torch.as_tensor(features, dtype=torch.float32).to(dev)
-    y = torch.as_tensor(labels, dtype=torch.int64).to(dev)
-    data = (x, y, torch.linalg.vector_norm(x, dim=1).square_())
+    rows = PrivateRows.build(features, labels, clip, dev)
     heads: list[LinearHead | None] = [None] * len(configs)
     for seed, batch_size in sorted({(c.seed, c.batch_size) for c in configs}):
         members = sorted((g for g, c in enumerate(configs) if (c.seed, c.batch_size) == (seed, batch_size)),
                          key=lambda g: -configs[g].steps)
-        stream = _Stream.build([configs[g] for g in members], [noise_multipliers[g] for g in members], clip, len(x),
-                               dev)
-        for g, head in zip(members, _train_stream(stream, data, num_classes, clip, init)):
+        stream = _Stream.build([configs[g] for g in members], [noise_multipliers[g] for g in members], clip,
+                               len(rows.y), dev)
+        for g, head in zip(members, _train_stream(stream, rows, num_classes, init)):
             heads[g] = head
     return heads
 
 
-def _train_stream(stream: _Stream, data: tuple[torch.Tensor, torch.Tensor, torch.Tensor], num_classes: int,
-                  clip: float | None, init: tuple[np.ndarray, np.ndarray] | None) -> list[LinearHead]:
-    """All configurations of one stream: weights laid out (C, G, d) so that one matmul serves every head and the
+def _train_stream(stream: _Stream, rows: PrivateRows, num_classes: int,
+                  init: tuple[np.ndarray, np.ndarray] | None) -> list[LinearHead]:
+    """All configurations of one stream: heads laid out (C, G, d+1) so that one matmul serves every head and the
     per-class reductions run over the leading dimension (contiguous, vectorised) rather than a short last one."""
-    x, y, squared_norms = data
-    (n, dim), dev = x.shape, x.device
+    (n, dim), dev = rows.x.shape, rows.x.device
     active = len(stream.configs)
-    weights = torch.zeros(num_classes, active, dim, device=dev)
-    bias = torch.zeros(num_classes, active, device=dev)
+    heads = torch.zeros(num_classes, active, dim, device=dev)
     if init is not None:
-        weights[:] = torch.as_tensor(init[0], device=dev).T[:, None, :]
-        bias[:] = torch.as_tensor(init[1], device=dev)[:, None]
-    velocity_w, velocity_b = torch.zeros_like(weights), torch.zeros_like(bias)
+        heads[:, :, :-1] = torch.as_tensor(init[0], device=dev).T[:, None, :]
+        heads[:, :, -1] = torch.as_tensor(init[1], device=dev)[:, None]
+    velocity = torch.zeros_like(heads)
     uses_momentum, uses_decay = bool((stream.momentum > 0).any()), bool((stream.decay > 0).any())
+    noisy = bool((stream.noise_std > 0).any())
     finished: dict[int, LinearHead] = {}
-    for start in range(0, stream.configs[0].steps, SAMPLING_CHUNK_STEPS):
-        steps = min(SAMPLING_CHUNK_STEPS, stream.configs[0].steps - start)
-        batches = stream.sampler.batches(steps)
-        noisy = bool((stream.noise_std > 0).any())
-        for offset in range(steps):
+    total_steps = stream.configs[0].steps
+    for start in range(0, total_steps, SAMPLING_CHUNK_STEPS):
+        batches = stream.sampler.batches(min(SAMPLING_CHUNK_STEPS, total_steps - start))
+        widths = (batches < n).sum(1).tolist()  # each row's valid indices are a prefix
+        batches = batches.to(dev)
+        for offset, width in enumerate(widths):
             now = stream.active(start + offset)
             if now < active:  # configurations that are done leave; the rest stay contiguous
-                for g in range(now, active):
-                    finished[g] = _head(weights, bias, g)
+                finished.update((g, _head(heads, g)) for g in range(now, active))
                 active = now
-                weights, bias = weights[:, :active].contiguous(), bias[:, :active].contiguous()
-                velocity_w, velocity_b = velocity_w[:, :active].contiguous(), velocity_b[:, :active].contiguous()
-            index = batches[offset]
-            grad_w, grad_b = _shared_batch_clipped_sums(weights, bias, x, y, squared_norms,
-                                                        index[index < n].to(dev), clip)
-            if noisy:  # one draw per step: a normal draw's stream depends on its shape, so never draw chunks
-                step_noise = torch.randn(dim + 1, num_classes, generator=stream.noise_generator).to(dev)
-                grad_w.addcmul_(step_noise[:dim].T[:, None, :], stream.noise_std[None, :active, None])
-                grad_b.addcmul_(step_noise[dim][:, None], stream.noise_std[None, :active])
-            grad_w.div_(stream.sampler.expected_batch)
-            grad_b.div_(stream.sampler.expected_batch)
-            if uses_decay:
-                grad_w.addcmul_(weights, stream.decay[None, :active, None])
+                heads, velocity = heads[:, :active].contiguous(), velocity[:, :active].contiguous()
+            grad = _clipped_sums(heads, rows, batches[offset, :width])
+            if noisy:  # one (d+1, C) draw per step: a normal draw's stream depends on its shape, so never draw chunks
+                step_noise = torch.randn(dim, num_classes, generator=stream.noise_generator).to(dev)
+                grad.addcmul_(step_noise.T[:, None, :], stream.noise_std[None, :active, None])
+            if uses_decay:  # the bias (last column) is not decayed
+                grad[:, :, :-1].addcmul_(heads[:, :, :-1], stream.decay[None, :active, None])
             if uses_momentum:
-                grad_w = velocity_w.mul_(stream.momentum[None, :active, None]).add_(grad_w)
-                grad_b = velocity_b.mul_(stream.momentum[None, :active]).add_(grad_b)
-            weights.addcmul_(grad_w, stream.lr[None, :active, None], value=-1.0)
-            bias.addcmul_(grad_b, stream.lr[None, :active], value=-1.0)
-    for g in range(active):
-        finished[g] = _head(weights, bias, g)
+                grad = velocity.mul_(stream.momentum[None, :active, None]).add_(grad)
+            heads.addcmul_(grad, stream.step_size[None, :active, None], value=-1.0)
+    finished.update((g, _head(heads, g)) for g in range(active))
     return [finished[g] for g in range(len(stream.configs))]
 
 
-def _head(weights: torch.Tensor, bias: torch.Tensor, g: int) -> LinearHead:
-    """Head g of (C, G, d) weights and (C, G) biases, as (d, C) and (C,)."""
-    return LinearHead(weights[:, g].T.cpu().numpy(), bias[:, g].cpu().numpy())
+def _head(heads: torch.Tensor, g: int) -> LinearHead:
+    """Head g of (C, G, d+1) weights-and-bias, as (d, C) weights and (C,) bias."""
+    return LinearHead(heads[:, g, :-1].T.cpu().numpy(), heads[:, g, -1].cpu().numpy())
 
 
-def _shared_batch_clipped_sums(weights: torch.Tensor, bias: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
-                               squared_norms: torch.Tensor, rows: torch.Tensor,
-                               clip: float | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Clipped gradient sums of G heads (weights (C, G, d)) on one shared batch: (C, G, d) and (C, G)."""
-    classes, heads, dim = weights.shape
-    xb = torch.index_select(x, 0, rows)  # index_select: ~4x faster than advanced indexing on CPU
-    logits = torch.addmm(bias.reshape(-1, 1), weights.view(classes * heads, dim), xb.T)
-    residuals = torch.softmax(logits.view(classes, heads, len(rows)), dim=0)
-    one_hot = torch.zeros(classes, 1, len(rows), device=x.device)
-    one_hot[torch.index_select(y, 0, rows), 0, torch.arange(len(rows), device=x.device)] = 1.0
-    residuals.sub_(one_hot)  # p − e_y (a (C, B) index-put: ~10x cheaper than indexing the (C, G, B) tensor)
-    if clip is not None:  # norms over the leading class dimension (vector_norm(dim=0) is ~50x slower on CPU)
-        residual_norms = residuals.square().sum(0).sqrt_()
-        residuals.mul_(clip_factors(torch.index_select(squared_norms, 0, rows), residual_norms, clip))
-    grad_w = (residuals.view(classes * heads, len(rows)) @ xb).view(classes, heads, dim)
-    return grad_w, residuals.sum(2)
+def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batch: torch.Tensor) -> torch.Tensor:
+    """Clipped gradient sums of G heads ((C, G, d+1), bias last) on one shared batch of row indices: (C, G, d+1).
+
+    Row i's gradient is [x_i, 1] ⊗ (p_i − e_{y_i}); its clip factor min(1, C/‖·‖) = rsqrt(max(1, ‖p_i − e_y‖²·
+    clip_scale_i)). Residuals live as (C, G, B) so that the reductions over classes run over the leading,
+    contiguous dimension (a last dimension of C ≈ 10 does not vectorise on CPU)."""
+    classes, count, dim = heads.shape
+    xb = torch.index_select(rows.x, 0, batch)  # index_select: ~4x faster than advanced indexing on CPU
+    residuals = torch.softmax((heads.view(classes * count, dim) @ xb.T).view(classes, count, len(batch)), dim=0)
+    one_hot = torch.zeros(classes, 1, len(batch), device=xb.device)
+    one_hot.scatter_(0, torch.index_select(rows.y, 0, batch).view(1, 1, -1), 1.0)
+    residuals.sub_(one_hot)  # p − e_y: a broadcast (C, 1, B) one-hot is cheaper than indexing the (C, G, B) tensor
+    if rows.clip_scale is not None:
+        squared_norms = torch.linalg.vecdot(residuals, residuals, dim=0)
+        residuals.mul_(squared_norms.mul_(torch.index_select(rows.clip_scale, 0, batch)).clamp_min_(1.0).rsqrt_())
+    return (residuals.view(classes * count, len(batch)) @ xb).view(classes, count, dim)
