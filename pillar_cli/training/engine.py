@@ -63,27 +63,36 @@ def per_sample_gradients(x: torch.Tensor, labels: torch.Tensor, weights: torch.T
 def clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,
                          clip: float | None) -> tuple[torch.Tensor, torch.Tensor]:
     """Σ_i clip(∇_(W,b) CE(x_i, y_i)) for one batch, (d, C) and (C,), by the kernel every training step uses."""
-    rows = PrivateRows.build(features, labels, clip, features.device)
+    rows = PrivateRows(features, labels, clip, features.device)
     heads = torch.cat([weights.T, bias[:, None]], dim=1)[:, None, :].contiguous()
     sums = _clipped_sums(heads, rows, torch.arange(len(labels)))[:, 0]
     return sums[:, :-1].T, sums[:, -1]
 
 
-@dataclass(frozen=True)
 class PrivateRows:
-    """The private training rows as every step reads them."""
+    """The private training rows as every step reads them: a batch comes back next to a column of ones (the bias
+    input), gathered into a reused buffer rather than from an augmented copy of the whole training set."""
 
-    x: torch.Tensor  # (n, d + 1): the features and a column of ones, so a head's bias is its last weight
-    y: torch.Tensor  # (n,)
-    clip_scale: torch.Tensor | None  # (‖x‖² + 1) / C²: row i's gradient norm² over C² is ‖p_i − e_y‖²·clip_scale_i
+    def __init__(self, features: np.ndarray | torch.Tensor, labels: np.ndarray | torch.Tensor, clip: float | None,
+                 device: torch.device):
+        self.x = torch.as_tensor(features, dtype=torch.float32).to(device)  # no copy for float32 on the CPU
+        self.y = torch.as_tensor(labels, dtype=torch.int64).to(device)
+        # (‖x‖² + 1) / C²: row i's gradient norm² over C² is ‖p_i − e_{y_i}‖² times this
+        self.clip_scale = None if clip is None else \
+            torch.linalg.vector_norm(self.x, dim=1).square_().add_(1.0).div_(clip * clip)
+        self._buffer = torch.ones(0, self.x.shape[1] + 1, device=device)
 
-    @classmethod
-    def build(cls, features: np.ndarray | torch.Tensor, labels: np.ndarray | torch.Tensor, clip: float | None,
-              device: torch.device):
-        x = torch.as_tensor(features, dtype=torch.float32).to(device)
-        x = torch.cat([x, torch.ones(len(x), 1, device=device)], dim=1)
-        scale = None if clip is None else x.square().sum(1).div_(clip * clip)
-        return cls(x, torch.as_tensor(labels, dtype=torch.int64).to(device), scale)
+    def __len__(self) -> int:
+        return len(self.y)
+
+    def gather(self, batch: torch.Tensor) -> torch.Tensor:
+        """(B, d + 1): the batch's features and a final column of ones."""
+        if len(batch) > len(self._buffer):
+            self._buffer = torch.ones(max(len(batch), 2 * len(self._buffer)), self.x.shape[1] + 1,
+                                      device=self.x.device)
+        rows = self._buffer[:len(batch)]
+        torch.index_select(self.x, 0, batch, out=rows[:, :-1])  # index_select: ~4x faster than advanced indexing
+        return rows
 
 
 class PoissonSampler:
@@ -146,13 +155,13 @@ def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: in
                        init: tuple[np.ndarray, np.ndarray] | None = None) -> list[LinearHead]:
     """Train one linear head per configuration with Poisson-sampled, clipped, noised SGD (σ = 0: no noise)."""
     dev = torch.device(device)
-    rows = PrivateRows.build(features, labels, clip, dev)
+    rows = PrivateRows(features, labels, clip, dev)
     heads: list[LinearHead | None] = [None] * len(configs)
     for seed, batch_size in sorted({(c.seed, c.batch_size) for c in configs}):
         members = sorted((g for g, c in enumerate(configs) if (c.seed, c.batch_size) == (seed, batch_size)),
                          key=lambda g: -configs[g].steps)
         stream = _Stream.build([configs[g] for g in members], [noise_multipliers[g] for g in members], clip,
-                               len(rows.y), dev)
+                               len(rows), dev)
         for g, head in zip(members, _train_stream(stream, rows, num_classes, init)):
             heads[g] = head
     return heads
@@ -162,7 +171,7 @@ def _train_stream(stream: _Stream, rows: PrivateRows, num_classes: int,
                   init: tuple[np.ndarray, np.ndarray] | None) -> list[LinearHead]:
     """All configurations of one stream: heads laid out (C, G, d+1) so that one matmul serves every head and the
     per-class reductions run over the leading dimension (contiguous, vectorised) rather than a short last one."""
-    (n, dim), dev = rows.x.shape, rows.x.device
+    n, dim, dev = len(rows), rows.x.shape[1] + 1, rows.x.device
     active = len(stream.configs)
     heads = torch.zeros(num_classes, active, dim, device=dev)
     if init is not None:
@@ -208,7 +217,7 @@ def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batch: torch.Tensor) -
     clip_scale_i)). Residuals live as (C, G, B) so that the reductions over classes run over the leading,
     contiguous dimension (a last dimension of C ≈ 10 does not vectorise on CPU)."""
     classes, count, dim = heads.shape
-    xb = torch.index_select(rows.x, 0, batch)  # index_select: ~4x faster than advanced indexing on CPU
+    xb = rows.gather(batch)
     residuals = torch.softmax((heads.view(classes * count, dim) @ xb.T).view(classes, count, len(batch)), dim=0)
     one_hot = torch.zeros(classes, 1, len(batch), device=xb.device)
     one_hot.scatter_(0, torch.index_select(rows.y, 0, batch).view(1, 1, -1), 1.0)
