@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from pillar_cli.errors import DataError, UsageError
+from pillar_cli.images import match_channels, normalise, resize
 
 _CHECKPOINT_PREFIXES = ("module.encoder_q.", "backbone.", "module.", "model.", "encoder.")
 _HEAD_PREFIXES = ("fc.", "head.", "classifier.")
@@ -90,19 +91,13 @@ class Preprocessing:
 
     def apply(self, images: torch.Tensor) -> torch.Tensor:
         """uint8 NHWC on any device → normalised float NCHW."""
-        x = images.permute(0, 3, 1, 2).float().div_(255.0)
-        if x.shape[1] == 1:
-            x = x.expand(-1, 3, -1, -1)
+        x = match_channels(images.permute(0, 3, 1, 2).float().div_(255.0), 3)
         height, width = x.shape[-2:]
         scale = self.resize / min(height, width)
         size = (max(self.crop, round(height * scale)), max(self.crop, round(width * scale)))
-        mode = "bicubic" if self.interpolation == "bicubic" else "bilinear"
-        x = torch.nn.functional.interpolate(x, size=size, mode=mode, align_corners=False, antialias=True)
+        x = resize(x, size, "bicubic" if self.interpolation == "bicubic" else "bilinear")
         top, left = (size[0] - self.crop) // 2, (size[1] - self.crop) // 2
-        x = x[..., top:top + self.crop, left:left + self.crop]
-        mean = torch.tensor(self.mean, device=x.device).view(1, 3, 1, 1)
-        std = torch.tensor(self.std, device=x.device).view(1, 3, 1, 1)
-        return (x - mean) / std
+        return normalise(x[..., top:top + self.crop, left:left + self.crop], self.mean, self.std)
 
 
 PRECISIONS = ("auto", "fp32", "bf16")

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from pillar_cli.errors import DataError, UsageError
+from pillar_cli.images import match_channels, normalise, resize
 from pillar_cli.training.engine import per_sample_gradients
 
 
@@ -75,14 +76,8 @@ class ImageLayout:
     def images(self, pixels: np.ndarray) -> torch.Tensor:
         """Flattened HWC pixels in [0, 1] → normalised NCHW float32 at the probe's size and channel count."""
         x = torch.as_tensor(pixels, dtype=torch.float32).reshape(-1, *self.stored).permute(0, 3, 1, 2)
-        if x.shape[1] != self.channels:
-            x = x.expand(-1, self.channels, -1, -1) if x.shape[1] == 1 else x.mean(1, keepdim=True)
-        if tuple(x.shape[-2:]) != (self.height, self.width):
-            x = torch.nn.functional.interpolate(x, size=(self.height, self.width), mode="bilinear",
-                                                align_corners=False, antialias=True)
-        mean = torch.tensor(self.mean).view(1, -1, 1, 1)
-        std = torch.tensor(self.std).view(1, -1, 1, 1)
-        return ((x - mean) / std).contiguous()
+        x = resize(match_channels(x, self.channels), (self.height, self.width))
+        return normalise(x, self.mean, self.std).contiguous()
 
 
 class TorchProbe:

@@ -1,0 +1,35 @@
+"""Image tensor operations shared by the embedders' preprocessing and the GSD image probes (NCHW floats)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from pillar_cli.errors import DataError
+
+
+def match_channels(images: torch.Tensor, channels: int) -> torch.Tensor:
+    """Grey images repeated to `channels`, colour images averaged to grey; anything else is an error."""
+    have = images.shape[1]
+    if have == channels:
+        return images
+    if have == 1:
+        return images.expand(-1, channels, -1, -1)
+    if channels == 1:
+        return images.mean(1, keepdim=True)
+    raise DataError(f"cannot turn {have}-channel images into {channels}-channel inputs")
+
+
+def resize(images: torch.Tensor, size: tuple[int, int], mode: str = "bilinear") -> torch.Tensor:
+    """Antialiased resize to (height, width); a no-op at that size already."""
+    if tuple(images.shape[-2:]) == tuple(size):
+        return images
+    return torch.nn.functional.interpolate(images, size=size, mode=mode, align_corners=False, antialias=True)
+
+
+def normalise(images: torch.Tensor, mean: Sequence[float], std: Sequence[float]) -> torch.Tensor:
+    """(x − mean) / std per channel (one value broadcasts over all channels)."""
+    shape = (1, -1, 1, 1)
+    return (images - torch.tensor(mean, device=images.device).view(shape)) / \
+        torch.tensor(std, device=images.device).view(shape)
