@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -68,6 +70,20 @@ def test_batched_configurations_equal_one_at_a_time():
     together = train_linear_heads(x, y, 3, configs, sigmas, clip=1.0)
     for config, sigma, head in zip(configs, sigmas, together):
         alone = train_linear_heads(x, y, 3, [config], [sigma], clip=1.0)[0]
+        np.testing.assert_allclose(head.weights, alone.weights, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(head.bias, alone.bias, rtol=1e-5, atol=1e-6)
+
+
+def test_a_grid_steps_its_streams_together_and_equals_one_at_a_time():
+    """Four (seed, batch size) streams with one schedule run side by side in one residual tensor."""
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((400, 6)).astype(np.float32), rng.integers(0, 3, 400)
+    configs = [RunConfig(lr, t, b, s, 0.5, 0.01) for lr, t, b, s in
+               itertools.product((0.1, 0.7), (15, 40), (25, 60), (0, 1))]
+    sigmas = np.linspace(0.5, 2.0, len(configs)).tolist()
+    together = train_linear_heads(x, y, 3, configs, sigmas, clip=0.8)
+    for config, sigma, head in zip(configs, sigmas, together):
+        alone = train_linear_heads(x, y, 3, [config], [sigma], clip=0.8)[0]
         np.testing.assert_allclose(head.weights, alone.weights, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(head.bias, alone.bias, rtol=1e-5, atol=1e-6)
 

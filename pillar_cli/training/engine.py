@@ -10,9 +10,11 @@ so chunks of steps consume the stream exactly as single steps do) and one for it
 configuration trains identically alone or inside a sweep. Configurations that share a seed and a batch size
 therefore share their batches and their standard-normal noise draws (common random numbers; each is scaled by the
 run's own σ·C): a sweep over learning rates and step counts gathers each batch once and trains all of its heads
-with one wide matmul. Every run remains an exact DP-SGD run with its own σ. Poisson sampling draws geometric gaps
-between selected rows (an exact Bernoulli(q) process over the rows) in O(q·n) rather than O(n) per step. Updates
-divide by the expected batch size q·n.
+with one wide matmul. Every run remains an exact DP-SGD run with its own σ. Streams with the same step schedule
+(every (seed, batch size) of a grid) step together: their batches sit side by side in one residual tensor, each
+stream's matmuls on its own column block, so the per-step work other than the matmuls runs once per step rather
+than once per stream. Poisson sampling draws geometric gaps between selected rows (an exact Bernoulli(q) process
+over the rows) in O(q·n) rather than O(n) per step. Updates divide by the expected batch size q·n.
 """
 
 from __future__ import annotations
@@ -64,8 +66,8 @@ def clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, features: to
                          clip: float | None) -> tuple[torch.Tensor, torch.Tensor]:
     """Σ_i clip(∇_(W,b) CE(x_i, y_i)) for one batch, (d, C) and (C,), by the kernel every training step uses."""
     rows = PrivateRows(features, labels, clip, features.device)
-    heads = torch.cat([weights.T, bias[:, None]], dim=1)[:, None, :].contiguous()
-    sums = _clipped_sums(heads, rows, torch.arange(len(labels)))[:, 0]
+    heads = torch.cat([weights.T, bias[:, None]], dim=1)[None, :, None, :].contiguous()
+    sums = _clipped_sums(heads, rows, [torch.arange(len(labels))], [len(labels)])[0, :, 0]
     return sums[:, :-1].T, sums[:, -1]
 
 
@@ -85,12 +87,11 @@ class PrivateRows:
     def __len__(self) -> int:
         return len(self.y)
 
-    def gather(self, batch: torch.Tensor) -> torch.Tensor:
-        """(B, d + 1): the batch's features and a final column of ones."""
-        if len(batch) > len(self._buffer):
-            self._buffer = torch.ones(max(len(batch), 2 * len(self._buffer)), self.x.shape[1] + 1,
-                                      device=self.x.device)
-        rows = self._buffer[:len(batch)]
+    def gather(self, batch: torch.Tensor, size: int) -> torch.Tensor:
+        """(size, d + 1): the features of the `size` row indices `batch` and a final column of ones."""
+        if size > len(self._buffer):
+            self._buffer = torch.ones(max(size, 2 * len(self._buffer)), self.x.shape[1] + 1, device=self.x.device)
+        rows = self._buffer[:size]
         torch.index_select(self.x, 0, batch, out=rows[:, :-1])  # index_select: ~4x faster than advanced indexing
         return rows
 
@@ -146,9 +147,6 @@ class _Stream:
                    column([s * (clip or 1.0) for s in sigmas]), column([c.lr / expected for c in configs]),
                    column([c.momentum for c in configs]), column([c.weight_decay * expected for c in configs]))
 
-    def active(self, step: int) -> int:
-        return sum(c.steps > step for c in self.configs)
-
 
 def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: int, configs: list[RunConfig],
                        noise_multipliers: list[float], clip: float | None, *, device: str = "cpu",
@@ -156,53 +154,87 @@ def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: in
     """Train one linear head per configuration with Poisson-sampled, clipped, noised SGD (σ = 0: no noise)."""
     dev = torch.device(device)
     rows = PrivateRows(features, labels, clip, dev)
-    heads: list[LinearHead | None] = [None] * len(configs)
+    members_of: dict[tuple[int, ...], list[list[int]]] = {}  # stream members, keyed by the stream's step schedule
     for seed, batch_size in sorted({(c.seed, c.batch_size) for c in configs}):
         members = sorted((g for g, c in enumerate(configs) if (c.seed, c.batch_size) == (seed, batch_size)),
                          key=lambda g: -configs[g].steps)
-        stream = _Stream.build([configs[g] for g in members], [noise_multipliers[g] for g in members], clip,
-                               len(rows), dev)
-        for g, head in zip(members, _train_stream(stream, rows, num_classes, init)):
-            heads[g] = head
+        members_of.setdefault(tuple(configs[g].steps for g in members), []).append(members)
+    heads: list[LinearHead | None] = [None] * len(configs)
+    for group in members_of.values():  # a grid's streams share one schedule: they step together
+        streams = [_Stream.build([configs[g] for g in members], [noise_multipliers[g] for g in members], clip,
+                                 len(rows), dev) for members in group]
+        for members, trained in zip(group, _train_streams(streams, rows, num_classes, init)):
+            for g, head in zip(members, trained):
+                heads[g] = head
     return heads
 
 
-def _train_stream(stream: _Stream, rows: PrivateRows, num_classes: int,
-                  init: tuple[np.ndarray, np.ndarray] | None) -> list[LinearHead]:
-    """All configurations of one stream: heads laid out (C, G, d+1) so that one matmul serves every head and the
-    per-class reductions run over the leading dimension (contiguous, vectorised) rather than a short last one."""
-    n, dim, dev = len(rows), rows.x.shape[1] + 1, rows.x.device
-    active = len(stream.configs)
-    heads = torch.zeros(num_classes, active, dim, device=dev)
-    if init is not None:
-        heads[:, :, :-1] = torch.as_tensor(init[0], device=dev).T[:, None, :]
-        heads[:, :, -1] = torch.as_tensor(init[1], device=dev)[:, None]
-    velocity = torch.zeros_like(heads)
-    uses_momentum, uses_decay = bool((stream.momentum > 0).any()), bool((stream.decay > 0).any())
-    noisy = bool((stream.noise_std > 0).any())
-    finished: dict[int, LinearHead] = {}
-    total_steps = stream.configs[0].steps
-    for start in range(0, total_steps, SAMPLING_CHUNK_STEPS):
-        batches = stream.sampler.batches(min(SAMPLING_CHUNK_STEPS, total_steps - start))
-        widths = (batches < n).sum(1).tolist()  # each row's valid indices are a prefix
-        batches = batches.to(dev)
-        for offset, width in enumerate(widths):
-            now = stream.active(start + offset)
-            if now < active:  # configurations that are done leave; the rest stay contiguous
-                finished.update((g, _head(heads, g)) for g in range(now, active))
-                active = now
-                heads, velocity = heads[:, :active].contiguous(), velocity[:, :active].contiguous()
-            grad = _clipped_sums(heads, rows, batches[offset, :width])
-            if noisy:  # one (d+1, C) draw per step: a normal draw's stream depends on its shape, so never draw chunks
-                step_noise = torch.randn(dim, num_classes, generator=stream.noise_generator).to(dev)
-                grad.addcmul_(step_noise.T[:, None, :], stream.noise_std[None, :active, None])
-            if uses_decay:  # the bias (last column) is not decayed
-                grad[:, :, :-1].addcmul_(heads[:, :, :-1], stream.decay[None, :active, None])
-            if uses_momentum:
-                grad = velocity.mul_(stream.momentum[None, :active, None]).add_(grad)
-            heads.addcmul_(grad, stream.step_size[None, :active, None], value=-1.0)
-    finished.update((g, _head(heads, g)) for g in range(active))
-    return [finished[g] for g in range(len(stream.configs))]
+def _train_streams(streams: list[_Stream], rows: PrivateRows, num_classes: int,
+                   init: tuple[np.ndarray, np.ndarray] | None) -> list[list[LinearHead]]:
+    """Streams with one step schedule (the same step counts, so the same number of active heads at every step),
+    stepped together; configurations that are done leave after their last step."""
+    schedule = streams[0].configs  # sorted by decreasing steps: the active configurations are a prefix
+    group = _Lockstep(streams, rows, num_classes, init)
+    for start in range(0, schedule[0].steps, SAMPLING_CHUNK_STEPS):
+        chunk = [stream.sampler.batches(min(SAMPLING_CHUNK_STEPS, schedule[0].steps - start)) for stream in streams]
+        widths = [(batches < len(rows)).sum(1).tolist() for batches in chunk]  # valid indices are a prefix
+        chunk = [batches.to(rows.x.device) for batches in chunk]
+        for offset, step_widths in enumerate(zip(*widths)):
+            step = start + offset
+            if schedule[group.active - 1].steps <= step:
+                group.retire(sum(c.steps > step for c in schedule))
+            group.step([batches[offset, :width] for batches, width in zip(chunk, step_widths)], list(step_widths))
+    group.retire(0)
+    return [[group.finished[s, g] for g in range(len(schedule))] for s in range(len(streams))]
+
+
+class _Lockstep:
+    """The training state of streams stepped together: heads laid out (S, C, G, d+1), so that per-row work runs once
+    over all streams' batches and the per-class reductions run over a leading, contiguous dimension."""
+
+    def __init__(self, streams: list[_Stream], rows: PrivateRows, num_classes: int,
+                 init: tuple[np.ndarray, np.ndarray] | None):
+        self.streams, self.rows, self.active = streams, rows, len(streams[0].configs)
+        dim, dev = rows.x.shape[1] + 1, rows.x.device
+        self.heads = torch.zeros(len(streams), num_classes, self.active, dim, device=dev)
+        if init is not None:
+            self.heads[..., :-1] = torch.as_tensor(init[0], device=dev).T[None, :, None, :]
+            self.heads[..., -1] = torch.as_tensor(init[1], device=dev)[None, :, None]
+        self.velocity = torch.zeros_like(self.heads)
+        # (S, 1, G, 1): one value per stream and head, sliced to the active heads when some leave
+        self.columns = {name: torch.stack([getattr(stream, name) for stream in streams])[:, None, :, None]
+                        for name in ("step_size", "noise_std", "momentum", "decay")}
+        self.active_columns = self.columns
+        self.uses = {name: bool((column > 0).any()) for name, column in self.columns.items()}
+        self.cpu_noise = torch.empty(len(streams), dim, num_classes)  # the generators are CPU generators
+        self.draws = list(self.cpu_noise)  # one (d+1, C) view per stream, made once
+        self.noise = self.cpu_noise if dev.type == "cpu" else torch.empty_like(self.cpu_noise, device=dev)
+        self.noise_by_head = self.noise.transpose(1, 2)[:, :, None, :]  # (S, C, 1, d+1)
+        self.finished: dict[tuple[int, int], LinearHead] = {}
+
+    def retire(self, now: int) -> None:
+        """Heads now..active are done: keep them, and keep the rest contiguous."""
+        self.finished.update(((s, g), _head(self.heads[s], g)) for s in range(len(self.streams))
+                             for g in range(now, self.active))
+        self.active = now
+        self.heads = self.heads[:, :, :now].contiguous()
+        self.velocity = self.velocity[:, :, :now].contiguous()
+        self.active_columns = {name: column[:, :, :now] for name, column in self.columns.items()}
+
+    def step(self, batches: list[torch.Tensor], widths: list[int]) -> None:
+        columns = self.active_columns
+        grad = _clipped_sums(self.heads, self.rows, batches, widths)
+        if self.uses["noise_std"]:  # one (d+1, C) draw per stream and step: a normal draw's stream depends on its shape
+            for stream, draw in zip(self.streams, self.draws):
+                torch.randn(draw.shape, generator=stream.noise_generator, out=draw)
+            if self.noise is not self.cpu_noise:
+                self.noise.copy_(self.cpu_noise)
+            grad.addcmul_(self.noise_by_head, columns["noise_std"])
+        if self.uses["decay"]:  # the bias (last column) is not decayed
+            grad[..., :-1].addcmul_(self.heads[..., :-1], columns["decay"])
+        if self.uses["momentum"]:
+            grad = self.velocity.mul_(columns["momentum"]).add_(grad)
+        self.heads.addcmul_(grad, columns["step_size"], value=-1.0)
 
 
 def _head(heads: torch.Tensor, g: int) -> LinearHead:
@@ -210,19 +242,37 @@ def _head(heads: torch.Tensor, g: int) -> LinearHead:
     return LinearHead(heads[:, g, :-1].T.cpu().numpy(), heads[:, g, -1].cpu().numpy())
 
 
-def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batch: torch.Tensor) -> torch.Tensor:
-    """Clipped gradient sums of G heads ((C, G, d+1), bias last) on one shared batch of row indices: (C, G, d+1).
+def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Tensor],
+                  widths: list[int]) -> torch.Tensor:
+    """Clipped gradient sums of S streams' G heads ((S, C, G, d+1), bias last), stream s on the widths[s] row
+    indices batches[s]: (S, C, G, d+1).
 
     Row i's gradient is [x_i, 1] ⊗ (p_i − e_{y_i}); its clip factor min(1, C/‖·‖) = rsqrt(max(1, ‖p_i − e_y‖²·
-    clip_scale_i)). Residuals live as (C, G, B) so that the reductions over classes run over the leading,
-    contiguous dimension (a last dimension of C ≈ 10 does not vectorise on CPU)."""
-    classes, count, dim = heads.shape
-    xb = rows.gather(batch)
-    residuals = torch.softmax((heads.view(classes * count, dim) @ xb.T).view(classes, count, len(batch)), dim=0)
-    one_hot = torch.zeros(classes, 1, len(batch), device=xb.device)
-    one_hot.scatter_(0, torch.index_select(rows.y, 0, batch).view(1, 1, -1), 1.0)
+    clip_scale_i)). All streams' rows sit side by side in one (C, G, ΣB) residual tensor: each stream's matmuls
+    read and write its own column block (strided, no copies) and the softmax, one-hot and norms run once. Reductions
+    over classes run over the leading, contiguous dimension (a last dimension of C ≈ 10 does not vectorise on CPU)."""
+    streams, classes, count, dim = heads.shape
+    batch = batches[0] if streams == 1 else torch.cat(batches)
+    total = sum(widths)
+    xb = rows.gather(batch, total)
+    flat_heads = heads.view(streams, classes * count, dim)
+    if streams == 1:
+        logits = flat_heads[0] @ xb.T
+    else:
+        logits = torch.empty(classes * count, total, device=xb.device)
+        for head_block, x_block, out in zip(flat_heads, xb.split(widths), logits.split(widths, dim=1)):
+            torch.mm(head_block, x_block.T, out=out)
+    residuals = torch.softmax(logits.view(classes, count, total), dim=0)
+    one_hot = torch.zeros(classes, 1, total, device=xb.device)
+    one_hot.scatter_(0, torch.index_select(rows.y, 0, batch).view(1, 1, total), 1.0)
     residuals.sub_(one_hot)  # p − e_y: a broadcast (C, 1, B) one-hot is cheaper than indexing the (C, G, B) tensor
     if rows.clip_scale is not None:
         squared_norms = torch.linalg.vecdot(residuals, residuals, dim=0)
         residuals.mul_(squared_norms.mul_(torch.index_select(rows.clip_scale, 0, batch)).clamp_min_(1.0).rsqrt_())
-    return (residuals.view(classes * count, len(batch)) @ xb).view(classes, count, dim)
+    flat = residuals.view(classes * count, total)
+    if streams == 1:
+        return (flat @ xb).view(1, classes, count, dim)
+    sums = torch.empty(streams, classes * count, dim, device=xb.device)
+    for residual_block, x_block, out in zip(flat.split(widths, dim=1), xb.split(widths), sums):
+        torch.mm(residual_block, x_block, out=out)
+    return sums.view(streams, classes, count, dim)
