@@ -26,7 +26,7 @@ finite = st.floats(-1e3, 1e3, allow_nan=False, width=32)
        st.integers(2, 6), st.floats(0.01, 10.0), st.integers(0, 2**31 - 1))
 @settings(max_examples=60, deadline=None)
 def test_training_kernel_scales_each_per_sample_gradient_down_to_the_bound(x, classes, clip, seed):
-    """One row at a time, the engine's clipped sum is that row's gradient times min(1, C/‖g‖) (float64 reference)."""
+    """Row by row, the engine's clipped sum is that row's gradient times min(1, C/‖g‖) (float64 reference)."""
     generator = torch.Generator().manual_seed(seed)
     features = torch.as_tensor(x)
     weights = torch.randn(x.shape[1], classes, generator=generator) * 0.1

@@ -205,7 +205,7 @@ class _Lockstep:
         self.columns = {name: torch.stack([getattr(stream, name) for stream in streams])[:, None, :, None]
                         for name in ("step_size", "noise_std", "momentum", "decay")}
         self.active_columns = self.columns
-        self.uses = {name: bool((column > 0).any()) for name, column in self.columns.items()}
+        self.uses = {name: bool((self.columns[name] > 0).any()) for name in ("noise_std", "momentum", "decay")}
         self.cpu_noise = torch.empty(len(streams), dim, num_classes)  # the generators are CPU generators
         self.draws = list(self.cpu_noise)  # one (d+1, C) view per stream, made once
         self.noise = self.cpu_noise if dev.type == "cpu" else torch.empty_like(self.cpu_noise, device=dev)
@@ -224,7 +224,7 @@ class _Lockstep:
     def step(self, batches: list[torch.Tensor], widths: list[int]) -> None:
         columns = self.active_columns
         grad = _clipped_sums(self.heads, self.rows, batches, widths)
-        if self.uses["noise_std"]:  # one (d+1, C) draw per stream and step: a normal draw's stream depends on its shape
+        if self.uses["noise_std"]:  # one (d+1, C) draw per stream and step: a normal draw depends on its shape
             for stream, draw in zip(self.streams, self.draws):
                 torch.randn(draw.shape, generator=stream.noise_generator, out=draw)
             if self.noise is not self.cpu_noise:
@@ -256,7 +256,7 @@ def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Te
     total = sum(widths)
     xb = rows.gather(batch, total)
     flat_heads = heads.view(streams, classes * count, dim)
-    if streams == 1:
+    if streams == 1:  # a single run: plain matmuls, no block views (their launches cost ~5 % of a small step)
         logits = flat_heads[0] @ xb.T
     else:
         logits = torch.empty(classes * count, total, device=xb.device)
