@@ -206,10 +206,11 @@ class _Lockstep:
                         for name in ("step_size", "noise_std", "momentum", "decay")}
         self.active_columns = self.columns
         self.uses = {name: bool((self.columns[name] > 0).any()) for name in ("noise_std", "momentum", "decay")}
-        self.cpu_noise = torch.empty(len(streams), dim, num_classes)  # the generators are CPU generators
-        self.draws = list(self.cpu_noise)  # one (d+1, C) view per stream, made once
+        # drawn in the heads' (C, d+1) layout: adding a transposed draw cost 8x the contiguous add at d = 2048
+        self.cpu_noise = torch.empty(len(streams), num_classes, dim)  # the generators are CPU generators
+        self.draws = list(self.cpu_noise)  # one (C, d+1) view per stream, made once
         self.noise = self.cpu_noise if dev.type == "cpu" else torch.empty_like(self.cpu_noise, device=dev)
-        self.noise_by_head = self.noise.transpose(1, 2)[:, :, None, :]  # (S, C, 1, d+1)
+        self.noise_by_head = self.noise[:, :, None, :]  # (S, C, 1, d+1)
         self.finished: dict[tuple[int, int], LinearHead] = {}
 
     def retire(self, now: int) -> None:
@@ -224,7 +225,7 @@ class _Lockstep:
     def step(self, batches: list[torch.Tensor], widths: list[int]) -> None:
         columns = self.active_columns
         grad = _clipped_sums(self.heads, self.rows, batches, widths)
-        if self.uses["noise_std"]:  # one (d+1, C) draw per stream and step: a normal draw depends on its shape
+        if self.uses["noise_std"]:  # one (C, d+1) draw per stream and step: a normal draw depends on its shape
             for stream, draw in zip(self.streams, self.draws):
                 torch.randn(draw.shape, generator=stream.noise_generator, out=draw)
             if self.noise is not self.cpu_noise:
