@@ -26,7 +26,8 @@ from pillar_cli.training.engine import LinearHead
 
 MECHANISM = ("noisy-sgd: m runs of T Poisson-sampled (rate 1/n) noisy SGD steps at (ε/2m, δ/m), add/remove "
              "adjacency, then exponential-mechanism selection at ε/2")
-CHUNK = 1024  # steps whose samples and noise are drawn at once
+CHUNK_VALUES = 2**20  # steps are drawn (samples, noise) in chunks of about this many noise values
+
 
 
 @dataclass(frozen=True)
@@ -73,34 +74,55 @@ def _noisy_sgd(x: np.ndarray, y: np.ndarray, steps: int, sigma: float, runs: int
     """(runs, p) weights of `runs` independent projected noisy SGD runs, advanced together."""
     n, dim = x.shape
     weights = np.zeros((runs, dim))
+    signed_rows = y[:, None] * x  # the hinge reads a row only as y·x
     variance_term = n * n / zeta**2 + dim * sigma**2
-    for start in range(0, steps, CHUNK):
-        count = min(CHUNK, steps - start)
-        samples = _poisson_samples(n, (count, runs), rng)
+    chunk = max(1, CHUNK_VALUES // (runs * dim))
+    for start in range(0, steps, chunk):
+        count = min(chunk, steps - start)
+        samples = PoissonSamples(n, count, runs, rng)
         noise = sigma * rng.standard_normal((count, runs, dim))
-        for offset in range(count):
-            gradient = np.zeros((runs, dim))
-            for run, rows in enumerate(samples[offset]):
-                active = rows[y[rows] * (x[rows] @ weights[run]) < zeta]  # inside the hinge: gradient −y·x/ζ
-                gradient[run] = -(y[active] / zeta) @ x[active]
-            weights -= (n * gradient + noise[offset]) / math.sqrt((start + offset + 1) * variance_term)
-            weights /= np.maximum(1.0, np.linalg.norm(weights, axis=1, keepdims=True))
+        rates = 1.0 / np.sqrt((start + np.arange(1, count + 1)) * variance_term)
+        _advance(weights, samples.padded(signed_rows), noise, rates, n / zeta, zeta)
     return weights
 
 
-def _poisson_samples(n: int, shape: tuple[int, int], rng: np.random.Generator) -> list[list[np.ndarray]]:
-    """Per step and run, a Poisson sample of rate 1/n: a Binomial(n, 1/n) count of distinct uniform rows."""
-    counts = rng.binomial(n, 1 / n, shape)
-    samples = []
-    for step_counts in counts:
-        step = []
-        for count in step_counts:
-            rows = rng.integers(0, n, count)
-            while len(np.unique(rows)) < count:  # distinct rows (a collision has probability ≈ count²/2n)
-                rows = rng.integers(0, n, count)
-            step.append(rows)
-        samples.append(step)
-    return samples
+def _advance(weights: np.ndarray, signed: np.ndarray, noise: np.ndarray, rates: np.ndarray, scale: float,
+             zeta: float) -> None:
+    """Steps w ← Π(w − η_t (n·Σ_i ∇ℓ(w; x_i, y_i) + b_t)) in place, one per leading index of `signed` (steps, runs,
+    slots, p): the y·x of each run's sampled rows, zero rows in unused slots (their margin 0 < ζ puts them inside
+    the hinge, where their gradient −y·x/ζ is zero). `noise` is scratch: each step's update is built in it."""
+    for signed_rows, update, rate in zip(signed, noise, rates):
+        inside = ((signed_rows @ weights[:, :, None])[..., 0] < zeta).astype(float)  # (runs, slots)
+        update -= scale * (inside[:, None, :] @ signed_rows)[:, 0]  # n·Σ ∇ℓ = −(n/ζ)·Σ_inside y·x
+        weights -= rate * update
+        weights /= np.maximum(1.0, np.sqrt(np.square(weights).sum(axis=1, keepdims=True)))
+
+
+class PoissonSamples:
+    """Poisson samples of rate 1/n for steps × runs: each a Binomial(n, 1/n) count of distinct uniform rows (a
+    uniform subset of that size), stored flat in (step, run) order."""
+
+    def __init__(self, n: int, steps: int, runs: int, rng: np.random.Generator):
+        self.shape = (steps, runs)
+        counts = rng.binomial(n, 1 / n, steps * runs)
+        self.ends = np.cumsum(counts)
+        self.group = np.repeat(np.arange(steps * runs), counts)  # the (step, run) of each sampled row, flat
+        self.slot = np.arange(len(self.group)) - np.repeat(self.ends - counts, counts)
+        self.rows = rng.integers(0, n, len(self.group))
+        while len(repeated := self._groups_with_repeats(n)):  # a collision has probability ≈ count²/2n
+            for group in repeated:
+                self.rows[self.ends[group] - counts[group]:self.ends[group]] = rng.integers(0, n, counts[group])
+
+    def padded(self, values: np.ndarray) -> np.ndarray:
+        """(steps, runs, slots, …): values[row] of each sampled row, zeros in the unused slots."""
+        slots = int(self.slot.max(initial=0)) + 1
+        out = np.zeros((self.shape[0] * self.shape[1], slots) + values.shape[1:])
+        out[self.group, self.slot] = values[self.rows]
+        return out.reshape(self.shape + out.shape[1:])
+
+    def _groups_with_repeats(self, n: int) -> np.ndarray:
+        keys = np.sort(self.group * n + self.rows)
+        return np.unique(keys[1:][keys[1:] == keys[:-1]] // n)
 
 
 def _losses(weights: np.ndarray, x: np.ndarray, y: np.ndarray, zeta: float) -> np.ndarray:
