@@ -17,6 +17,7 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from pillar_cli import artifacts
 from pillar_cli.errors import PillarError, UsageError
@@ -129,17 +130,19 @@ def print_json(document: Any) -> None:
 
 
 def print_table(title: str, rows: list[dict], columns: list[str], formats: dict[str, str] | None = None) -> None:
+    """The title goes on its own line: as a table title rich would wrap it to the width of a narrow table."""
     formats = formats or {}
-    table = Table(title=title)
+    table = Table()
     for column in columns:
         table.add_column(column, justify="right", no_wrap=True)
     for row in rows:
         table.add_row(*[_cell(row.get(c), formats.get(c)) for c in columns])
+    heading = Text(title, style="table.title")
     # piped output (logs, CI, `| less`) has no width to respect: print the whole table rather than cut columns
     if stdout.is_terminal:
-        return stdout.print(table)
+        return stdout.print(heading, table)
     natural = stdout.measure(table, options=stdout.options.update(max_width=10_000)).maximum
-    Console(width=max(stdout.width, natural)).print(table)
+    Console(width=max(stdout.width, natural, len(title))).print(heading, table)
 
 
 def _cell(value: Any, fmt: str | None) -> str:
