@@ -26,8 +26,9 @@ from pillar_cli.training.engine import LinearHead
 
 MECHANISM = ("noisy-sgd: m runs of T Poisson-sampled (rate 1/n) noisy SGD steps at (ε/2m, δ/m), add/remove "
              "adjacency, then exponential-mechanism selection at ε/2")
-CHUNK_VALUES = 2**20  # steps are drawn (samples, noise) in chunks of about this many noise values
-
+# steps are drawn (samples, noise) in chunks of about this many noise values: 8 MiB of noise, and the padded samples
+# take that times the largest sample of the chunk (Binomial(n, 1/n): rarely above 7)
+CHUNK_VALUES = 2**20
 
 
 @dataclass(frozen=True)
