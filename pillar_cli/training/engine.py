@@ -260,8 +260,9 @@ def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Te
     if streams == 1:  # a single run: plain matmuls, no block views (their launches cost ~5 % of a small step)
         logits = flat_heads[0] @ xb.T
     else:
+        x_blocks = xb.split(widths)
         logits = torch.empty(classes * count, total, device=xb.device)
-        for head_block, x_block, out in zip(flat_heads, xb.split(widths), logits.split(widths, dim=1)):
+        for head_block, x_block, out in zip(flat_heads, x_blocks, logits.split(widths, dim=1)):
             torch.mm(head_block, x_block.T, out=out)
     residuals = torch.softmax(logits.view(classes, count, total), dim=0)
     one_hot = torch.zeros(classes, 1, total, device=xb.device)
@@ -274,6 +275,6 @@ def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Te
     if streams == 1:
         return (flat @ xb).view(1, classes, count, dim)
     sums = torch.empty(streams, classes * count, dim, device=xb.device)
-    for residual_block, x_block, out in zip(flat.split(widths, dim=1), xb.split(widths), sums):
+    for residual_block, x_block, out in zip(flat.split(widths, dim=1), x_blocks, sums):
         torch.mm(residual_block, x_block, out=out)
     return sums.view(streams, classes, count, dim)
