@@ -106,13 +106,13 @@ class PoissonSamples:
     def __init__(self, n: int, steps: int, runs: int, rng: np.random.Generator):
         self.shape = (steps, runs)
         counts = rng.binomial(n, 1 / n, steps * runs)
-        self.ends = np.cumsum(counts)
+        starts = np.cumsum(counts) - counts
         self.group = np.repeat(np.arange(steps * runs), counts)  # the (step, run) of each sampled row, flat
-        self.slot = np.arange(len(self.group)) - np.repeat(self.ends - counts, counts)
+        self.slot = np.arange(len(self.group)) - np.repeat(starts, counts)
         self.rows = rng.integers(0, n, len(self.group))
         while len(repeated := self._groups_with_repeats(n)):  # a collision has probability ≈ count²/2n
             for group in repeated:
-                self.rows[self.ends[group] - counts[group]:self.ends[group]] = rng.integers(0, n, counts[group])
+                self.rows[starts[group]:starts[group] + counts[group]] = rng.integers(0, n, counts[group])
 
     def padded(self, values: np.ndarray) -> np.ndarray:
         """(steps, runs, slots, …): values[row] of each sampled row, zeros in the unused slots."""
