@@ -48,7 +48,8 @@ def train_private(
     engine: str = typer.Option("fast", help="fast (exact, batched) or opacus (GradSampleModule reference; slow)."),
     zeta: float = typer.Option(0.1, min=1e-6, help="noisy-sgd: margin scale ζ of the hinge loss."),
     beta: float = typer.Option(0.05, min=1e-9, max=0.5, help="noisy-sgd: failure probability; ⌈ln 1/β⌉ boosted runs."),
-    device: str = typer.Option("cpu", help="cpu or cuda (fast engine)."),
+    device: str = typer.Option("auto", help="Fast engine's device: auto (CUDA when present), cpu, cuda, cuda:N. "
+                               "CPU and CUDA runs share batches, not noise draws."),
     config: Optional[str] = ConfigOption,
     as_json: bool = JsonOption,
 ) -> None:

@@ -5,9 +5,11 @@ sqrt(‖x_i‖² + 1)·‖p_i − e_{y_i}‖. Clipping therefore needs no per-sa
 residual by min(1, C / norm_i) and form the clipped sum with one matmul. The rows carry a column of ones, so a
 head's bias is its last weight and one matmul yields both gradients.
 
-Randomness belongs to a configuration's seed: one generator for its Poisson batches (uniforms, drawn serially,
-so chunks of steps consume the stream exactly as single steps do) and one for its noise (one draw per step), so a
-configuration trains identically alone or inside a sweep. Configurations that share a seed and a batch size
+Randomness belongs to a configuration's seed: one generator for its Poisson batches (uniforms, drawn serially
+on the CPU, so chunks of steps consume the stream exactly as single steps do) and one for its noise (one draw per
+step, on the training device: a CPU draw copied to a GPU every step would stall the GPU's queue), so a
+configuration trains identically alone or inside a sweep on one device. The CPU and a CUDA device draw different
+normals for the same seed (MT19937 vs Philox); batches are the same on both. Configurations that share a seed and a batch size
 therefore share their batches and their standard-normal noise draws (common random numbers; each is scaled by the
 run's own σ·C): a sweep over learning rates and step counts gathers each batch once and trains all of its heads
 with one wide matmul. Every run remains an exact DP-SGD run with its own σ. Streams with the same step schedule
@@ -24,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+from pillar_cli.devices import resolve_device
 
 SAMPLING_CHUNK_STEPS = 32  # Poisson batches drawn this many steps at a time
 NOISE_SEED_SALT = 0x5DEECE66D  # the noise generator's seed differs from the sampler's
@@ -143,7 +147,7 @@ class _Stream:
         seed, batch_size = configs[0].seed, configs[0].batch_size
         sampler = PoissonSampler(n, batch_size / n, torch.Generator().manual_seed(seed))
         expected = sampler.expected_batch
-        return cls(configs, sampler, torch.Generator().manual_seed(seed ^ NOISE_SEED_SALT),
+        return cls(configs, sampler, torch.Generator(device=device).manual_seed(seed ^ NOISE_SEED_SALT),
                    column([s * (clip or 1.0) for s in sigmas]), column([c.lr / expected for c in configs]),
                    column([c.momentum for c in configs]), column([c.weight_decay * expected for c in configs]))
 
@@ -151,8 +155,9 @@ class _Stream:
 def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: int, configs: list[RunConfig],
                        noise_multipliers: list[float], clip: float | None, *, device: str = "cpu",
                        init: tuple[np.ndarray, np.ndarray] | None = None) -> list[LinearHead]:
-    """Train one linear head per configuration with Poisson-sampled, clipped, noised SGD (σ = 0: no noise)."""
-    dev = torch.device(device)
+    """Train one linear head per configuration with Poisson-sampled, clipped, noised SGD (σ = 0: no noise);
+    `device` is cpu, cuda[:N] or auto."""
+    dev = resolve_device(device)
     rows = PrivateRows(features, labels, clip, dev)
     members_of: dict[tuple[int, ...], list[list[int]]] = {}  # stream members, keyed by the stream's step schedule
     for seed, batch_size in sorted({(c.seed, c.batch_size) for c in configs}):
@@ -207,9 +212,8 @@ class _Lockstep:
         self.active_columns = self.columns
         self.uses = {name: bool((self.columns[name] > 0).any()) for name in ("noise_std", "momentum", "decay")}
         # drawn in the heads' (C, d+1) layout: adding a transposed draw cost 8x the contiguous add at d = 2048
-        self.cpu_noise = torch.empty(len(streams), num_classes, dim)  # the generators are CPU generators
-        self.draws = list(self.cpu_noise)  # one (C, d+1) view per stream, made once
-        self.noise = self.cpu_noise if dev.type == "cpu" else torch.empty_like(self.cpu_noise, device=dev)
+        self.noise = torch.empty(len(streams), num_classes, dim, device=dev)
+        self.draws = list(self.noise)  # one (C, d+1) view per stream, made once
         self.noise_by_head = self.noise[:, :, None, :]  # (S, C, 1, d+1)
         self.finished: dict[tuple[int, int], LinearHead] = {}
 
@@ -228,8 +232,6 @@ class _Lockstep:
         if self.uses["noise_std"]:  # one (C, d+1) draw per stream and step: a normal draw depends on its shape
             for stream, draw in zip(self.streams, self.draws):
                 torch.randn(draw.shape, generator=stream.noise_generator, out=draw)
-            if self.noise is not self.cpu_noise:
-                self.noise.copy_(self.cpu_noise)
             grad.addcmul_(self.noise_by_head, columns["noise_std"])
         if self.uses["decay"]:  # the bias (last column) is not decayed
             grad[..., :-1].addcmul_(self.heads[..., :-1], columns["decay"])

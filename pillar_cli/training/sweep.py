@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
+from pillar_cli.devices import resolve_device
 from pillar_cli.errors import PrivacyError, UsageError
 from pillar_cli.privacy import DPEvent, calibrate_noise, get_accountant, spent_epsilon
 from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
@@ -153,7 +154,7 @@ class SweepData:
 class SweepOptions:
     shard: tuple[int, int] = (0, 1)
     engine: str = "fast"
-    device: str = "cpu"
+    device: str = "auto"
     noisy_sgd: NoisySGDSettings = NoisySGDSettings()
 
 
@@ -162,6 +163,7 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
     """Train the sweep's grid points (those of one shard) on the projected private split; score them on val."""
     if options.engine not in ENGINES:
         raise UsageError(f"unknown engine '{options.engine}' (known: {', '.join(ENGINES)})")
+    resolve_device(options.device)  # before any training
     n = len(data.private_x)
     too_big = [b for b in grid.batch_sizes if b > n]
     if too_big:
