@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from pillar_cli.devices import resolve_device
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.images import match_channels, normalise, resize
 
@@ -53,12 +54,43 @@ def resolve_backbone(name: str) -> BackboneSpec:
     return BackboneSpec(name, name, "timm model")
 
 
+class PendingFeatures(Protocol):
+    def result(self) -> np.ndarray: ...
+
+
 class Embedder(Protocol):
     feature_dim: int
 
     def info(self) -> dict[str, Any]: ...
 
     def __call__(self, batch: np.ndarray | torch.Tensor) -> np.ndarray: ...
+
+    def submit(self, batch: np.ndarray | torch.Tensor) -> PendingFeatures: ...
+
+
+@dataclass(frozen=True)
+class ReadyFeatures:
+    """Features computed synchronously."""
+
+    features: np.ndarray
+
+    def result(self) -> np.ndarray:
+        return self.features
+
+
+class InFlightFeatures:
+    """Features still being computed on a GPU, copied into pinned host memory when done; `result` waits for this
+    batch alone, so the GPU can already run the next one."""
+
+    def __init__(self, features: torch.Tensor):
+        self.host = torch.empty(features.shape, dtype=features.dtype, pin_memory=True)
+        self.host.copy_(features, non_blocking=True)
+        self.done = torch.cuda.Event()
+        self.done.record()
+
+    def result(self) -> np.ndarray:
+        self.done.synchronize()
+        return self.host.numpy()
 
 
 class PixelEmbedder:
@@ -77,6 +109,9 @@ class PixelEmbedder:
     def __call__(self, batch: np.ndarray | torch.Tensor) -> np.ndarray:
         flat = np.asarray(batch).reshape(len(batch), -1).astype(np.float32)
         return flat / 255.0 if self._is_image else flat
+
+    def submit(self, batch: np.ndarray | torch.Tensor) -> ReadyFeatures:
+        return ReadyFeatures(self(batch))
 
 
 @dataclass(frozen=True)
@@ -119,15 +154,24 @@ class TimmEmbedder:
                 "preprocessing": f"resize {p.resize} ({p.interpolation}), centre crop {p.crop}, "
                                  f"mean {list(p.mean)}, std {list(p.std)}"}
 
-    @torch.inference_mode()
     def __call__(self, batch: np.ndarray | torch.Tensor) -> np.ndarray:
         """uint8 NHWC images (numpy, or a pinned tensor from the DataLoader) → float32 features."""
+        return self.features(batch).cpu().numpy()
+
+    def submit(self, batch: np.ndarray | torch.Tensor) -> PendingFeatures:
+        """Start embedding a batch; on a GPU this returns before the batch is done (see InFlightFeatures)."""
+        features = self.features(batch)
+        return InFlightFeatures(features) if features.is_cuda else ReadyFeatures(features.numpy())
+
+    @torch.inference_mode()
+    def features(self, batch: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """float32 features on the device, queued (not waited for) on a GPU."""
         if not isinstance(batch, torch.Tensor):
             batch = torch.from_numpy(np.ascontiguousarray(batch))
         images = batch.to(self.device, non_blocking=True)
         x = self.preprocessing.apply(images).contiguous(memory_format=torch.channels_last)
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            return self.model(x).float().cpu().numpy()
+            return self.model(x).float()
 
 
 def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | None = None,
@@ -141,8 +185,7 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
         raise DataError(f"backbone '{name}' needs images; this source holds vectors (use --backbone pixels)")
     import timm
 
-    torch_device = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
-                                "cpu" if device == "auto" else device)
+    torch_device = resolve_device(device)
     use_hub = pretrained and weights is None
     if use_hub and spec.needs_weights_file:
         raise UsageError(f"backbone '{name}' has no hub weights here; pass --weights CHECKPOINT "

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.backbones import Embedder, TimmEmbedder
+from pillar_cli.backbones import Embedder, PendingFeatures, TimmEmbedder
 from pillar_cli.data import Dataset, SplitPlan
 from pillar_cli.data.splits import SPLIT_ROLES
 from pillar_cli.errors import ArtifactError, UsageError
@@ -93,7 +93,10 @@ def _reopen_in_worker(_: int) -> None:
 
 def stream_split(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batch_size: int, store: FeatureStore,
                  split: str, on_batch: Callable[[int], None] = lambda n: None, workers: int = 0) -> None:
-    """Features of one split into the store, from where a previous run stopped; `workers` processes read ahead."""
+    """Features of one split into the store, from where a previous run stopped; `workers` processes read ahead.
+
+    One batch is in flight while the previous one is written: on a GPU the next batch is queued before waiting
+    for the last, so the device does not idle while the host stores features and fetches images."""
     start = store.done(split)
     on_batch(start)
     chunks = [ids[begin:begin + batch_size] for begin in range(start, len(ids), batch_size)]
@@ -101,11 +104,22 @@ def stream_split(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batch_si
                                          pin_memory=isinstance(embedder, TimmEmbedder)
                                          and embedder.device.type == "cuda",
                                          worker_init_fn=_reopen_in_worker if workers else None)
-    begin = start
+    begin, previous = start, None
     for batch in loader:
-        store.write(split, begin, embedder(batch))
+        current = (begin, embedder.submit(batch))
         begin += len(batch)
-        on_batch(len(batch))
+        if previous is not None:
+            _store(store, split, *previous, on_batch)
+        previous = current
+    if previous is not None:
+        _store(store, split, *previous, on_batch)
+
+
+def _store(store: FeatureStore, split: str, begin: int, pending: PendingFeatures,
+           on_batch: Callable[[int], None]) -> None:
+    rows = pending.result()
+    store.write(split, begin, rows)
+    on_batch(len(rows))
 
 
 def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embedder, plan: SplitPlan,
