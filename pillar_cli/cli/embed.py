@@ -146,10 +146,11 @@ def _rank_file(out: Path, rank: int, world: int) -> Path:
 
 
 def _rank_device(device: str, distributed: tuple[int, int] | None) -> str:
-    """Under torchrun, `auto` means this rank's GPU (LOCAL_RANK) when there are GPUs."""
+    """Under torchrun, `auto` means this rank's GPU: LOCAL_RANK modulo the GPUs there are (ranks share GPUs when
+    there are more ranks than GPUs)."""
     if distributed is None or device != "auto" or not torch.cuda.is_available():
         return device
-    return f"cuda:{os.environ.get('LOCAL_RANK', '0')}"
+    return f"cuda:{int(os.environ.get('LOCAL_RANK', '0')) % torch.cuda.device_count()}"
 
 
 def _merge_ranks(ctx: typer.Context, out: Path, rank: int, world: int) -> None:
