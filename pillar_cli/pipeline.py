@@ -1,6 +1,7 @@
 """examples.yaml: named pipelines, each a list of pillar invocations run in order.
 
-A pipeline may declare `vars` (e.g. workdir); `{name}` in its steps is replaced by their values.
+A pipeline may declare `vars` (e.g. workdir); `{name}` in its steps is replaced by their values, which the caller
+may override (`pillar run ... --var data=/my/cifar`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class Pipeline:
     workdir: Path | None
 
 
-def load_pipeline(path: Path, name: str) -> Pipeline:
+def load_pipeline(path: Path, name: str, overrides: dict[str, str] | None = None) -> Pipeline:
     try:
         document = yaml.safe_load(path.read_text())
     except OSError as err:
@@ -34,6 +35,11 @@ def load_pipeline(path: Path, name: str) -> Pipeline:
         raise UsageError(f"no pipeline '{name}' in {path} (available: {', '.join(pipelines) or 'none'})")
     spec = pipelines[name]
     variables = {key: str(value) for key, value in (spec.get("vars") or {}).items()}
+    unknown = sorted(set(overrides or {}) - set(variables))
+    if unknown:
+        raise UsageError(f"pipeline '{name}' has no variable '{unknown[0]}' (its variables: "
+                         f"{', '.join(variables) or 'none'})")
+    variables |= overrides or {}
     try:
         steps = [shlex.split(step.format(**variables)) for step in spec.get("steps", [])]
     except KeyError as err:

@@ -98,6 +98,11 @@ pipelines:
     assert artifacts.read(workdir / "model.h5", "model").attrs["selection"][0]["k"] == 5
     failed = pillar("run", tmp_path / "p.yaml", "missing", expect=2)
     assert failed.stderr == f"error: no pipeline 'missing' in {tmp_path / 'p.yaml'} (available: tiny)\n"
+    elsewhere = tmp_path / "elsewhere"
+    pillar("run", tmp_path / "p.yaml", "tiny", "--var", f"workdir={elsewhere}")
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["emb.h5", "model.h5", "pca.h5"]
+    failed = pillar("run", tmp_path / "p.yaml", "tiny", "--var", "data=x", expect=2)
+    assert failed.stderr == "error: pipeline 'tiny' has no variable 'data' (its variables: workdir)\n"
 
 
 def test_inspect_prints_provenance_as_json(mnist, pillar):

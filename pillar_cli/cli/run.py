@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from pillar_cli.cli.common import cli_errors, stderr
-from pillar_cli.errors import PillarError
+from pillar_cli.errors import PillarError, UsageError
 from pillar_cli.pipeline import load_pipeline
 
 
@@ -15,14 +15,15 @@ from pillar_cli.pipeline import load_pipeline
 def run(
     file: Path = typer.Argument(..., help="Pipelines file, e.g. examples.yaml."),
     name: str = typer.Argument(..., help="Pipeline name."),
+    var: list[str] = typer.Option([], "--var", help="Override a pipeline variable: NAME=VALUE (repeatable)."),
 ) -> None:
     """Run a named pipeline: each step is a pillar command line; the first failing step stops it.
 
-    Example: pillar run examples.yaml mnist-demo
+    Example: pillar run examples.yaml cifar10-sl-figure4 --var data=/data/cifar-10-batches-py --var workdir=runs/c10
     """
     from pillar_cli.cli import app
 
-    pipeline = load_pipeline(file, name)
+    pipeline = load_pipeline(file, name, dict(_parse_var(item) for item in var))
     if pipeline.workdir is not None:
         pipeline.workdir.mkdir(parents=True, exist_ok=True)
     for number, argv in enumerate(pipeline.steps, start=1):
@@ -32,3 +33,10 @@ def run(
         except SystemExit as stop:
             if stop.code:
                 raise PillarError(f"pipeline '{name}' stopped at step {number} (exit {stop.code})") from None
+
+
+def _parse_var(item: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise UsageError(f"--var takes NAME=VALUE; got '{item}'")
+    return key.strip(), value
