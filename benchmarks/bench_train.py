@@ -5,7 +5,8 @@ Columns, all on the same features, the same Poisson sampling and the same (σ, c
   hooks     opacus GradSampleModule (per-sample gradients via hooks) + DPOptimizer — the reference path
   ghost     opacus ghost clipping (GradSampleModuleFastGradientClipping + DPOptimizerFastGradientClipping)
   sgd       non-private SGD (no clipping, no noise)
-Run: python benchmarks/bench_train.py [--quick]
+The engine's timing includes its own Poisson sampling and noise; the baselines' batches are drawn beforehand.
+Run: python benchmarks/bench_train.py [--quick] [--device cpu|cuda]
 """
 
 from __future__ import annotations
@@ -22,35 +23,49 @@ import torch
 from pillar_cli.training.engine import RunConfig, train_linear_heads
 
 N_PRIVATE, SIGMA, CLIP, LR = 45_000, 2.0, 1.0, 0.1
+DEVICE = torch.device("cpu")  # set by --device
+
+
+def _timed(run) -> tuple[float, object]:
+    """Wall-clock seconds of `run()` (the device's queue drained on both ends) and its result."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    result = run()
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start, result
 
 
 def _poisson_batches(n: int, batch: int, steps: int, seed: int):
     generator = torch.Generator().manual_seed(seed)
     for _ in range(steps):
-        yield torch.nonzero(torch.rand(n, generator=generator) < batch / n).squeeze(1)
+        yield torch.nonzero(torch.rand(n, generator=generator) < batch / n).squeeze(1).to(DEVICE)
 
 
 def time_fast(x, y, classes, batch, steps):
-    start = time.perf_counter()
-    train_linear_heads(x.numpy(), y.numpy(), classes, [RunConfig(LR, steps, batch, 0)], [SIGMA], CLIP)
-    return steps / (time.perf_counter() - start)
+    seconds, _ = _timed(lambda: train_linear_heads(x, y, classes, [RunConfig(LR, steps, batch, 0)], [SIGMA], CLIP,
+                                                    device=str(DEVICE)))
+    return steps / seconds
 
 
 def _time_torch_loop(step, x, y, batch, steps):
     """Batches are drawn before the clock starts: the baselines are timed without their sampling (pillar's engine
     is timed with its own), which can only flatter them."""
     batches = list(_poisson_batches(len(x), batch, steps, 0))
-    start = time.perf_counter()
-    for index in batches:
-        step(x[index], y[index])
-    return steps / (time.perf_counter() - start)
+
+    def run():
+        for index in batches:
+            step(x[index], y[index])
+
+    return steps / _timed(run)[0]
 
 
 def time_hooks(x, y, classes, batch, steps):
     from opacus import GradSampleModule
     from opacus.optimizers import DPOptimizer
 
-    model = GradSampleModule(torch.nn.Linear(x.shape[1], classes))
+    model = GradSampleModule(torch.nn.Linear(x.shape[1], classes).to(DEVICE))
     optimizer = DPOptimizer(torch.optim.SGD(model.parameters(), lr=LR), noise_multiplier=SIGMA, max_grad_norm=CLIP,
                             expected_batch_size=batch)
 
@@ -67,7 +82,7 @@ def time_ghost(x, y, classes, batch, steps):
     from opacus.optimizers import DPOptimizerFastGradientClipping
     from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
 
-    model = GradSampleModuleFastGradientClipping(torch.nn.Linear(x.shape[1], classes), max_grad_norm=CLIP,
+    model = GradSampleModuleFastGradientClipping(torch.nn.Linear(x.shape[1], classes).to(DEVICE), max_grad_norm=CLIP,
                                                  use_ghost_clipping=True, loss_reduction="mean")
     optimizer = DPOptimizerFastGradientClipping(torch.optim.SGD(model.parameters(), lr=LR), noise_multiplier=SIGMA,
                                                 max_grad_norm=CLIP, expected_batch_size=batch, loss_reduction="mean")
@@ -82,7 +97,7 @@ def time_ghost(x, y, classes, batch, steps):
 
 
 def time_sgd(x, y, classes, batch, steps):
-    model = torch.nn.Linear(x.shape[1], classes)
+    model = torch.nn.Linear(x.shape[1], classes).to(DEVICE)
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
 
     def step(xb, yb):
@@ -96,13 +111,14 @@ def time_sgd(x, y, classes, batch, steps):
 def engines_table(steps: int, rounds: int = 3) -> None:
     print(f"\nDP-SGD steps/s, linear head, n = {N_PRIVATE}, Poisson batches, {steps} steps each, best of {rounds} "
           f"interleaved rounds (hooks: one round) "
-          f"(torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()})")
+          f"(torch {torch.__version__}, {_device_name()})")
     print(f"{'(d, C, B)':>18} {'fast':>8} {'hooks':>8} {'ghost':>8} {'sgd':>8} {'fast/hooks':>11} {'fast/ghost':>11} "
           f"{'sgd/fast':>9}")
     for dim, classes, batch in [(2048, 10, 1024), (2048, 100, 1024), (40, 100, 1024)]:
         generator = torch.Generator().manual_seed(0)
-        x = torch.randn(N_PRIVATE, dim, generator=generator)
-        y = torch.randint(0, classes, (N_PRIVATE,), generator=generator)
+        x = torch.randn(N_PRIVATE, dim, generator=generator).to(DEVICE)
+        y = torch.randint(0, classes, (N_PRIVATE,), generator=generator).to(DEVICE)
+        time_fast(x, y, classes, batch, 5), time_ghost(x, y, classes, batch, 5), time_sgd(x, y, classes, batch, 5)
         rates = {"hooks": time_hooks(x, y, classes, batch, steps)}  # one round: ~80 s at (2048, 100, 1024)
         for _ in range(rounds):  # interleaved rounds, best of each: a slow spell of the machine hits all columns
             for name, fn in (("fast", time_fast), ("ghost", time_ghost), ("sgd", time_sgd)):
@@ -115,40 +131,67 @@ def engines_table(steps: int, rounds: int = 3) -> None:
 def sweep_table(step_counts: list[int], rounds: int = 5) -> None:
     """45 configurations (3 lr × 5 step counts × 3 batch sizes), k = 40, C = 10: batched vs one at a time."""
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((N_PRIVATE, 40)).astype(np.float32)
-    y = rng.integers(0, 10, N_PRIVATE)
+    x = torch.from_numpy(rng.standard_normal((N_PRIVATE, 40)).astype(np.float32)).to(DEVICE)
+    y = torch.from_numpy(rng.integers(0, 10, N_PRIVATE)).to(DEVICE)
     configs = [RunConfig(lr, t, b, 0) for lr, t, b in itertools.product((0.01, 0.1, 1.0), step_counts, (256, 512, 1024))]
     sigmas = [3.0] * len(configs)
 
     def batched():
-        return train_linear_heads(x, y, 10, configs, sigmas, CLIP)
+        return train_linear_heads(x, y, 10, configs, sigmas, CLIP, device=str(DEVICE))
 
     def one_at_a_time():
-        return [train_linear_heads(x, y, 10, [c], [s], CLIP)[0] for c, s in zip(configs, sigmas)]
+        return [train_linear_heads(x, y, 10, [c], [s], CLIP, device=str(DEVICE))[0] for c, s in zip(configs, sigmas)]
 
     timings = {batched: [], one_at_a_time: []}
     results = {}
     for _ in range(rounds):  # interleaved: a slow spell of the shared machine hits both columns alike
         for run in timings:
-            start = time.perf_counter()
-            results[run] = run()
-            timings[run].append(time.perf_counter() - start)
+            seconds, results[run] = _timed(run)
+            timings[run].append(seconds)
     batched_s, alone_s = min(timings[batched]), min(timings[one_at_a_time])
     per_round = sorted(a / b for a, b in zip(timings[one_at_a_time], timings[batched]))
     worst = max(float(np.abs(a.weights - b.weights).max()) for a, b in zip(results[batched], results[one_at_a_time]))
     print(f"\nsweep of {len(configs)} configurations (steps {step_counts}, batch 256/512/1024, k = 40, C = 10, "
-          f"n = {N_PRIVATE}; best of {rounds} interleaved rounds): batched {batched_s:.2f} s, one at a time "
+          f"n = {N_PRIVATE}, {_device_name()}; best of {rounds} interleaved rounds): batched {batched_s:.2f} s, one at a time "
           f"{alone_s:.2f} s, speed-up {alone_s / batched_s:.1f}x (per round {per_round[0]:.1f}x to "
           f"{per_round[-1]:.1f}x), max |Δw| {worst:.1e}")
+
+
+def profile_fast(dim: int = 2048, classes: int = 10, batch: int = 1024, steps: int = 200) -> None:
+    """Where a fast-engine step spends its time: torch.profiler's table of operators (CPU time, device time)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(N_PRIVATE, dim, generator=generator).to(DEVICE)
+    y = torch.randint(0, classes, (N_PRIVATE,), generator=generator).to(DEVICE)
+    time_fast(x, y, classes, batch, 20)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE.type == "cuda" else [])
+    with profile(activities=activities) as profiler:
+        time_fast(x, y, classes, batch, steps)
+    sort = "self_cuda_time_total" if DEVICE.type == "cuda" else "self_cpu_time_total"
+    print(f"\nfast engine, {steps} steps at (d, C, B) = {(dim, classes, batch)}, operators by device time:")
+    print(profiler.key_averages().table(sort_by=sort, row_limit=25))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer steps (a smoke run, noisier numbers)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda: where every column runs")
+    parser.add_argument("--profile", action="store_true", help="also print a profile of the fast engine's steps")
     args = parser.parse_args()
+    global DEVICE
+    DEVICE = torch.device(args.device)
     warnings.filterwarnings("ignore", message="Full backward hook is firing")
     engines_table(steps=20 if args.quick else 100)
     sweep_table([20, 40, 60, 80, 100] if args.quick else [100, 200, 300, 400, 500])
+    if args.profile:
+        profile_fast()
+
+
+def _device_name() -> str:
+    if DEVICE.type == "cuda":
+        return torch.cuda.get_device_name(DEVICE)
+    return f"CPU, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}"
 
 
 if __name__ == "__main__":
