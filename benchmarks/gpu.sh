@@ -9,7 +9,7 @@ logs=${1:?usage: bash benchmarks/gpu.sh LOGDIR [PART...]}
 shift
 parts=${*:-tests train embed figure4 torchrun}
 mkdir -p "$logs"
-export PYTHONUNBUFFERED=1 PILLAR_CACHE_DIR=${PILLAR_CACHE_DIR:-$(mktemp -d)}
+export PYTHONUNBUFFERED=1 PILLAR_CACHE_DIR=${PILLAR_CACHE_DIR:-$(mktemp -d)} PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 python=${PYTHON:-python3}
 
 part() {  # part NAME COMMAND...: run, log, time, and keep the tail in the summary

@@ -139,7 +139,10 @@ PRECISIONS = ("auto", "fp32", "bf16")
 
 
 class TimmEmbedder:
-    """A frozen timm backbone, channels_last, under inference mode; bf16 autocast when `bf16` (auto: on CUDA)."""
+    """A frozen timm backbone, channels_last, under inference mode; bf16 autocast when `bf16` (auto: on CUDA).
+
+    fp32 means fp32: cuDNN's TF32 convolutions (PyTorch's default on Ampere and later) are switched off for it,
+    so fp32 features on a GPU match the CPU's to float32 rounding rather than to TF32's 10-bit mantissa."""
 
     def __init__(self, spec: BackboneSpec, model: torch.nn.Module, preprocessing: Preprocessing, weights: str,
                  device: torch.device, bf16: bool):
@@ -170,7 +173,10 @@ class TimmEmbedder:
             batch = torch.from_numpy(np.ascontiguousarray(batch))
         images = batch.to(self.device, non_blocking=True)
         x = self.preprocessing.apply(images).contiguous(memory_format=torch.channels_last)
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+        cudnn = torch.backends.cudnn
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16), \
+                cudnn.flags(enabled=cudnn.enabled, benchmark=cudnn.benchmark, deterministic=cudnn.deterministic,
+                            allow_tf32=self.bf16 and cudnn.allow_tf32):
             return self.model(x).float()
 
 

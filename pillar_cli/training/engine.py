@@ -71,7 +71,7 @@ def clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, features: to
     """Σ_i clip(∇_(W,b) CE(x_i, y_i)) for one batch, (d, C) and (C,), by the kernel every training step uses."""
     rows = PrivateRows(features, labels, clip, features.device)
     heads = torch.cat([weights.T, bias[:, None]], dim=1)[None, :, None, :].contiguous()
-    sums = _clipped_sums(heads, rows, [torch.arange(len(labels))], [len(labels)])[0, :, 0]
+    sums = _clipped_sums(heads, rows, [torch.arange(len(labels), device=features.device)], [len(labels)])[0, :, 0]
     return sums[:, :-1].T, sums[:, -1]
 
 
