@@ -173,6 +173,9 @@ def main() -> None:
             sys.exit(f"pillar embed failed:\n{launched.stderr}")
         rows.append((f"pillar CLI end to end (HDF5 on disk, {args.workers} workers)",
                      (len(images) + 256) / (time.perf_counter() - start)))
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "pillar_cli", "embed", "--help"], capture_output=True, check=True)
+        startup = time.perf_counter() - start
 
     device = torch.cuda.get_device_name() if embedder.device.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
     print(f"{args.model}, {args.side}px uint8 images resized to {args.size} and cropped to {args.crop}, batch "
@@ -181,6 +184,7 @@ def main() -> None:
     naive_rate = rows[0][1]
     for name, rate in rows:
         print(f"  {name:<58} {rate:9.1f} img/s  {rate / naive_rate:6.2f}x naive")
+    print(f"  (the CLI's start-up alone, `python -m pillar_cli embed --help`: {startup:.1f} s)")
     print(f"  bf16 vs fp32 features: {agreement(fp32, bf16)}")
     if embedder.device.type == "cuda":
         print("  where the time goes (each part alone, images/s):")

@@ -170,7 +170,7 @@ def profile_fast(dim: int = 2048, classes: int = 10, batch: int = 1024, steps: i
         time_fast(x, y, classes, batch, steps)
     sort = "self_cuda_time_total" if DEVICE.type == "cuda" else "self_cpu_time_total"
     print(f"\nfast engine, {steps} steps at (d, C, B) = {(dim, classes, batch)}, operators by device time:")
-    print(profiler.key_averages().table(sort_by=sort, row_limit=25))
+    print(profiler.key_averages().table(sort_by=sort, row_limit=15))
 
 
 def main() -> None:
@@ -185,7 +185,8 @@ def main() -> None:
     engines_table(steps=20 if args.quick else 100)
     sweep_table([20, 40, 60, 80, 100] if args.quick else [100, 200, 300, 400, 500])
     if args.profile:
-        profile_fast()
+        for classes in (10, 100):
+            profile_fast(classes=classes)
 
 
 def _device_name() -> str:

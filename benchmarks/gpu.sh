@@ -2,7 +2,7 @@
 # The GPU figures of docs/benchmarks.md in one run: the CUDA tests, the DP engine against SGD and opacus, embedding
 # throughput, the Figure 4 grid and a torchrun embed with two ranks. Each part logs to LOGDIR/<part>.log and
 # appends its tail to LOGDIR/summary.log. Parts: tests train embed figure4 torchrun (default: all, in that order).
-# Usage: bash benchmarks/gpu.sh LOGDIR [PART...]
+# Usage: bash benchmarks/gpu.sh LOGDIR [PART...]   (EMBED_SIDES="96 224": the source image sides embed measures)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=${1:?usage: bash benchmarks/gpu.sh LOGDIR [PART...]}
@@ -20,6 +20,7 @@ part() {  # part NAME COMMAND...: run, log, time, and keep the tail in the summa
     status=$?
     echo "== $name: exit $status after $((SECONDS - start)) s" | tee -a "$logs/$name.log" >>"$logs/summary.log"
     tail -n 30 "$logs/$name.log" | grep -v '^== ' >>"$logs/summary.log"
+    return $status
 }
 
 tests() {
@@ -32,9 +33,9 @@ train() {
 }
 
 embed() {
-    for side in 32 96 224; do
+    for side in ${EMBED_SIDES:-32 96 224}; do
         part embed "$python" benchmarks/bench_embed.py --model resnet50 --images 16384 --naive-images 2048 \
-            --side "$side" --size 256 --crop 224 --batch 256 --workers 8
+            --side "$side" --size 256 --crop 224 --batch 256 --workers 8 || return
     done
 }
 
@@ -63,5 +64,5 @@ for name in sorted(a.arrays):
 nvidia-smi >>"$logs/summary.log" 2>&1
 "$python" -c "import torch, timm; print('torch', torch.__version__, 'timm', timm.__version__)" >>"$logs/summary.log" 2>&1
 for name in $parts; do
-    "$name"
+    "$name" || { echo "== stopped: $name failed" | tee -a "$logs/summary.log"; exit 1; }
 done

@@ -165,3 +165,14 @@ def test_limit_and_fraction_subsample_each_part(pillar, tmp_path):
     total = {name: sum(len(artifacts.read_split(f"{tmp_path / name}:{s}").index)
                        for s in ("private", "public", "val", "test")) for name in ("a.h5", "b.h5")}
     assert total == {"a.h5": 300, "b.h5": 898}
+
+
+def test_lazy_rows_are_read_by_contiguous_runs_and_equal_in_memory_indexing(tmp_path):
+    from pillar_cli.data.dataset import read_rows
+
+    images = np.random.default_rng(0).integers(0, 255, (300, 6, 6, 3), dtype=np.uint8)
+    with h5py.File(tmp_path / "x.h5", "w") as h5:
+        h5.create_dataset("x", data=images, chunks=(16, 6, 6, 3))
+    with h5py.File(tmp_path / "x.h5", "r") as h5:
+        for ids in (np.array([0, 1, 2, 7, 8, 50, 299]), np.arange(40, 90), np.array([5]), np.array([], dtype=int)):
+            np.testing.assert_array_equal(read_rows(h5["x"], ids), images[ids])

@@ -128,3 +128,41 @@ def test_warm_start_is_the_initial_head():
     for head in (fast, reference):
         np.testing.assert_allclose(head.weights, init[0], atol=1e-6)
         np.testing.assert_allclose(head.bias, init[1], atol=1e-6)
+
+
+def _graphed_on_cpu(x, y, classes, configs, sigmas, clip):
+    """The GPU path's static-shape steps (graphed.py), run eagerly on the CPU: one stream per (seed, batch size)."""
+    from pillar_cli.training.engine import SAMPLING_CHUNK_STEPS, _Stream
+    from pillar_cli.training.graphed import GraphedLockstep, PaddedRows
+
+    rows = PaddedRows(x, y, clip, torch.device("cpu"))
+    keys = sorted({(c.seed, c.batch_size) for c in configs})
+    streams = [_Stream.build([c for c in configs if (c.seed, c.batch_size) == key],
+                             [s for c, s in zip(configs, sigmas) if (c.seed, c.batch_size) == key], clip, len(x),
+                             torch.device("cpu")) for key in keys]
+    heads = GraphedLockstep(streams, rows, classes, None, SAMPLING_CHUNK_STEPS).train()
+    return streams, heads[..., :x.shape[1]], heads[..., x.shape[1]]
+
+
+def test_static_shape_steps_of_the_gpu_path_equal_the_eager_engine_without_noise():
+    """Padding batches with the zero row and freezing finished heads changes nothing (σ = 0: the same batches)."""
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((700, 10)).astype(np.float32), rng.integers(0, 4, 700)
+    for clip in (0.7, None):
+        configs = [RunConfig(lr, t, b, 0, m, wd) for lr, t, b, (m, wd) in
+                   itertools.product((0.2, 0.9), (30, 75), (50, 90), ((0.0, 0.0), (0.6, 0.02)))]
+        configs = sorted(configs, key=lambda c: -c.steps)
+        streams, weights, bias = _graphed_on_cpu(x, y, 4, configs, [0.0] * len(configs), clip)
+        for s, stream in enumerate(streams):
+            for g, config in enumerate(stream.configs):
+                eager = train_linear_heads(x, y, 4, [config], [0.0], clip)[0]
+                np.testing.assert_allclose(weights[s, :, g].T.numpy(), eager.weights, rtol=1e-4, atol=1e-6)
+                np.testing.assert_allclose(bias[s, :, g].numpy(), eager.bias, rtol=1e-4, atol=1e-6)
+
+
+def test_static_shape_steps_add_noise_of_the_calibrated_scale():
+    """All-zero features: after one step every weight is −lr/(q·n)·σ·C times a standard normal."""
+    x, y = np.zeros((3000, 400), np.float32), np.arange(3000) % 5
+    _, weights, _ = _graphed_on_cpu(x, y, 5, [RunConfig(0.2, 1, 300, 4)], [2.5], 0.8)
+    draws = weights.numpy() / (-0.2 / 300 * 2.5 * 0.8)
+    assert abs(draws.mean()) < 0.03 and abs(draws.std() - 1.0) < 0.03  # 2,000 standard normals

@@ -42,7 +42,7 @@ class Dataset:
     def rows(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Inputs and labels for sorted source row ids (train positions, then test positions offset by n_train)."""
         inputs, labels, local = self._part(ids)
-        return np.asarray(inputs[local]), labels[local]
+        return read_rows(inputs, local), labels[local]
 
     def labels_of(self, ids: np.ndarray) -> np.ndarray:
         _, labels, local = self._part(ids)
@@ -77,3 +77,13 @@ class Dataset:
             test = keep(len(self.test_inputs))
             subset = replace(subset, test_inputs=np.asarray(self.test_inputs[test]), test_labels=self.test_labels[test])
         return subset
+
+
+def read_rows(inputs: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """inputs[ids] for sorted ids. A lazily read array (h5py) is read one contiguous run of ids at a time: h5py's
+    selection by a list of scattered rows costs milliseconds per row (100 rows/s measured at 224 px), a slice
+    per run costs one read."""
+    if isinstance(inputs, np.ndarray) or len(ids) == 0:
+        return np.asarray(inputs[ids])
+    runs = np.split(ids, np.flatnonzero(np.diff(ids) != 1) + 1)
+    return np.concatenate([inputs[int(run[0]):int(run[-1]) + 1] for run in runs])

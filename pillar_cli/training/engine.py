@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from pillar_cli.devices import resolve_device
+from pillar_cli.training.graphed import GraphedLockstep, PaddedRows
 
 SAMPLING_CHUNK_STEPS = 32  # Poisson batches drawn this many steps at a time
 NOISE_SEED_SALT = 0x5DEECE66D  # the noise generator's seed differs from the sampler's
@@ -158,7 +159,7 @@ def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: in
     """Train one linear head per configuration with Poisson-sampled, clipped, noised SGD (σ = 0: no noise);
     `device` is cpu, cuda[:N] or auto."""
     dev = resolve_device(device)
-    rows = PrivateRows(features, labels, clip, dev)
+    rows = PaddedRows(features, labels, clip, dev) if dev.type == "cuda" else PrivateRows(features, labels, clip, dev)
     members_of: dict[tuple[int, ...], list[list[int]]] = {}  # stream members, keyed by the stream's step schedule
     for seed, batch_size in sorted({(c.seed, c.batch_size) for c in configs}):
         members = sorted((g for g, c in enumerate(configs) if (c.seed, c.batch_size) == (seed, batch_size)),
@@ -168,10 +169,20 @@ def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: in
     for group in members_of.values():  # a grid's streams share one schedule: they step together
         streams = [_Stream.build([configs[g] for g in members], [noise_multipliers[g] for g in members], clip,
                                  len(rows), dev) for members in group]
-        for members, trained in zip(group, _train_streams(streams, rows, num_classes, init)):
+        train = _train_streams if isinstance(rows, PrivateRows) else _train_streams_graphed
+        for members, trained in zip(group, train(streams, rows, num_classes, init)):
             for g, head in zip(members, trained):
                 heads[g] = head
     return heads
+
+
+def _train_streams_graphed(streams: list[_Stream], rows: PaddedRows, num_classes: int,
+                           init: tuple[np.ndarray, np.ndarray] | None) -> list[list[LinearHead]]:
+    """The GPU path (graphed.py): the same runs with static shapes, replayed as CUDA graphs."""
+    heads = GraphedLockstep(streams, rows, num_classes, init, SAMPLING_CHUNK_STEPS).train()
+    weights, bias = heads[..., :rows.dim].cpu(), heads[..., rows.dim].cpu()  # (S, C, G, d), (S, C, G)
+    return [[LinearHead(weights[s, :, g].T.numpy(), bias[s, :, g].numpy()) for g in range(heads.shape[2])]
+            for s in range(len(streams))]
 
 
 def _train_streams(streams: list[_Stream], rows: PrivateRows, num_classes: int,
