@@ -6,7 +6,7 @@ Columns, all on the same features, the same Poisson sampling and the same (σ, c
   ghost     opacus ghost clipping (GradSampleModuleFastGradientClipping + DPOptimizerFastGradientClipping)
   sgd       non-private SGD (no clipping, no noise)
 The engine's timing includes its own Poisson sampling and noise; the baselines' batches are drawn beforehand.
-Run: python benchmarks/bench_train.py [--quick] [--device cpu|cuda]
+Run: python benchmarks/bench_train.py [--quick] [--device cpu|cuda] [--steps N] [--profile]
 """
 
 from __future__ import annotations
@@ -178,11 +178,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer steps (a smoke run, noisier numbers)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda: where every column runs")
     parser.add_argument("--profile", action="store_true", help="also print a profile of the fast engine's steps")
+    parser.add_argument("--steps", type=int, default=None, help="steps per engines-table run (default 100; 20 quick)")
     args = parser.parse_args()
     global DEVICE
     DEVICE = torch.device(args.device)
     warnings.filterwarnings("ignore", message="Full backward hook is firing")
-    engines_table(steps=20 if args.quick else 100)
+    engines_table(steps=args.steps or (20 if args.quick else 100))
     sweep_table([20, 40, 60, 80, 100] if args.quick else [100, 200, 300, 400, 500])
     if args.profile:
         for classes in (10, 100):

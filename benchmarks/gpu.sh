@@ -29,7 +29,8 @@ tests() {
 }
 
 train() {
-    part train "$python" benchmarks/bench_train.py --device cuda --profile
+    part train "$python" benchmarks/bench_train.py --device cuda --profile &&
+        part train "$python" benchmarks/bench_train.py --device cuda --steps 500
 }
 
 embed() {

@@ -156,8 +156,8 @@ def test_static_shape_steps_of_the_gpu_path_equal_the_eager_engine_without_noise
         for s, stream in enumerate(streams):
             for g, config in enumerate(stream.configs):
                 eager = train_linear_heads(x, y, 4, [config], [0.0], clip)[0]
-                np.testing.assert_allclose(weights[s, :, g].T.numpy(), eager.weights, rtol=1e-4, atol=1e-6)
-                np.testing.assert_allclose(bias[s, :, g].numpy(), eager.bias, rtol=1e-4, atol=1e-6)
+                np.testing.assert_allclose(weights[s, g].T.numpy(), eager.weights, rtol=1e-4, atol=1e-6)
+                np.testing.assert_allclose(bias[s, g].numpy(), eager.bias, rtol=1e-4, atol=1e-6)
 
 
 def test_static_shape_steps_add_noise_of_the_calibrated_scale():

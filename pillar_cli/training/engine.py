@@ -180,8 +180,8 @@ def _train_streams_graphed(streams: list[_Stream], rows: PaddedRows, num_classes
                            init: tuple[np.ndarray, np.ndarray] | None) -> list[list[LinearHead]]:
     """The GPU path (graphed.py): the same runs with static shapes, replayed as CUDA graphs."""
     heads = GraphedLockstep(streams, rows, num_classes, init, SAMPLING_CHUNK_STEPS).train()
-    weights, bias = heads[..., :rows.dim].cpu(), heads[..., rows.dim].cpu()  # (S, C, G, d), (S, C, G)
-    return [[LinearHead(weights[s, :, g].T.numpy(), bias[s, :, g].numpy()) for g in range(heads.shape[2])]
+    weights, bias = heads[..., :rows.dim].cpu(), heads[..., rows.dim].cpu()  # (S, G, C, d), (S, G, C)
+    return [[LinearHead(weights[s, g].T.numpy(), bias[s, g].numpy()) for g in range(heads.shape[1])]
             for s in range(len(streams))]
 
 
