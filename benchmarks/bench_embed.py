@@ -2,7 +2,7 @@
 
 Rows of the table (one model, random weights, the same preprocessing: resize the short side, centre crop):
   naive fp32         each image resized on the CPU with PIL, batches of 32, no DataLoader workers, torch.no_grad
-  pillar fp32        pillar_cli.embedding.stream_split with the backbone's TimmEmbedder (batched uint8 transfer,
+  pillar fp32        pillar_cli.embedding.extraction.stream_split with the backbone's TimmEmbedder (batched uint8 transfer,
                      resize and crop as one tensor op on the device, channels_last, inference_mode, one batch in
                      flight while the previous is stored), fp32
   pillar bf16        the same with bf16 autocast (`--precision bf16`; the default on CUDA)
@@ -30,10 +30,10 @@ import timm
 import torch
 from PIL import Image
 
-from pillar_cli.backbones import build_embedder
 from pillar_cli.data.dataset import Dataset
 from pillar_cli.data.readers import read_pcam
-from pillar_cli.embedding import FeatureStore, stream_split
+from pillar_cli.embedding.backbones import build_embedder
+from pillar_cli.embedding.extraction import FeatureStore, stream_split
 
 
 def naive_loop(model: torch.nn.Module, images: np.ndarray, size: int, crop: int, device: torch.device) -> np.ndarray:

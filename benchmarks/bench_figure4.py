@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pillar_cli.pipeline import load_pipeline
+from pillar_cli.cli.pipeline import load_pipeline
 
 
 def synthetic_features(path: Path, classes: int, seed: int = 0) -> None:
@@ -93,8 +93,9 @@ def capped(argv: list[str], max_steps: int | None) -> list[str]:
 
 
 def run(workdir: Path, scratch: Path, pipeline_name: str, device: str, max_steps: int | None) -> None:
-    from pillar_cli.cli import app
     from pillar_cli.training import sweep
+
+    from pillar_cli.cli import app
 
     pipeline = load_pipeline(Path("examples.yaml"), pipeline_name, {"workdir": str(workdir)})
     classes = 100 if "cifar100" in pipeline_name else 10

@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 import torch
 
-from pillar_cli.training.engine import RunConfig, train_linear_heads
+from pillar_cli.linear.engine import RunConfig, train_linear_heads
 
 N_PRIVATE, SIGMA, CLIP, LR = 45_000, 2.0, 1.0, 0.1
 DEVICE = torch.device("cpu")  # set by --device

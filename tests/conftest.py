@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 
 from pillar_cli.cli import app
 
-
 # CI replays a fixed set of examples (reproducible verdicts); local runs explore new ones each time.
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from pillar_cli.assumptions import AssumptionTable, eigengaps, theorem_recommended_k, theorem_terms, xi
+from pillar_cli.theory.assumptions import AssumptionTable, eigengaps, theorem_recommended_k, theorem_terms, xi
 
 
 def test_example_1_has_small_xi_from_k_2_in_theory_mode(pillar, tmp_path):

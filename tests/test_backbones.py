@@ -9,8 +9,8 @@ import torch
 from torchvision.transforms import v2
 
 from pillar_cli import artifacts
-from pillar_cli.backbones import BACKBONES, build_embedder, remap_state_dict
 from pillar_cli.data import SourceOptions, SplitPlan, load_source, make_splits
+from pillar_cli.embedding.backbones import BACKBONES, build_embedder, remap_state_dict
 
 
 @pytest.mark.parametrize("name", [n for n in BACKBONES if n != "pixels"])

@@ -12,12 +12,12 @@ import pytest
 import torch
 
 from pillar_cli import artifacts
-from pillar_cli.backbones import build_embedder
 from pillar_cli.data.dataset import Dataset
 from pillar_cli.devices import resolve_device
-from pillar_cli.embedding import FeatureStore, stream_split
+from pillar_cli.embedding.backbones import build_embedder
+from pillar_cli.embedding.extraction import FeatureStore, stream_split
 from pillar_cli.errors import UsageError
-from pillar_cli.training.engine import RunConfig, clipped_gradient_sum, train_linear_heads
+from pillar_cli.linear.engine import RunConfig, clipped_gradient_sum, train_linear_heads
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import pickle
 
-
 import h5py
 import numpy as np
 import pytest
-from PIL import Image
-
 from fakes import write_pcam
+from PIL import Image
 
 from pillar_cli.data import SourceOptions, SplitPlan, load_source, make_splits
 from pillar_cli.errors import DataError, UsageError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pillar_cli import embedding
+from pillar_cli.embedding import extraction as embedding
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from pillar_cli.training.engine import RunConfig, clipped_gradient_sum, train_linear_heads
-from pillar_cli.training.opacus_reference import opacus_clipped_gradient_sum, train_with_opacus
+from pillar_cli.linear.engine import RunConfig, clipped_gradient_sum, train_linear_heads
+from pillar_cli.linear.opacus_reference import opacus_clipped_gradient_sum, train_with_opacus
 
 
 def _batch(n=64, d=20, classes=5, seed=0):
@@ -108,7 +108,7 @@ def test_opacus_engine_follows_the_fast_engine_when_noise_is_off(clip, momentum,
 
 
 def test_poisson_sampler_selects_each_row_with_probability_q():
-    from pillar_cli.training.engine import PoissonSampler
+    from pillar_cli.linear.engine import PoissonSampler
 
     sampler = PoissonSampler(1000, 0.05, torch.Generator().manual_seed(0))
     batches = sampler.batches(2000)
@@ -132,8 +132,8 @@ def test_warm_start_is_the_initial_head():
 
 def _graphed_on_cpu(x, y, classes, configs, sigmas, clip):
     """The GPU path's static-shape steps (graphed.py), run eagerly on the CPU: one stream per (seed, batch size)."""
-    from pillar_cli.training.engine import SAMPLING_CHUNK_STEPS, _Stream
-    from pillar_cli.training.graphed import GraphedLockstep, PaddedRows
+    from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, _Stream
+    from pillar_cli.linear.graphed import GraphedLockstep, PaddedRows
 
     rows = PaddedRows(x, y, clip, torch.device("cpu"))
     keys = sorted({(c.seed, c.batch_size) for c in configs})

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import errno
-from contextlib import contextmanager
 import os
+from contextlib import contextmanager
 
 import h5py
 import numpy as np
 import pytest
 
-from pillar_cli import artifacts
-
-
+from pillar_cli.artifacts import core as artifact_core
 
 BAD_INPUTS: list[str] = []
 
@@ -303,7 +301,7 @@ def test_full_disk_leaves_no_partial_artifact(pillar, mnist, tmp_path, monkeypat
     def no_space(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(artifacts, "_write_array", no_space)
+    monkeypatch.setattr(artifact_core, "_write_array", no_space)
     result = pillar("fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "p.h5", expect=None)
     _assert_clean_failure(result, 3, f"cannot write {tmp_path / 'p.h5'}: [Errno 28] No space left on device",
                           tmp_path / "p.h5")

@@ -10,9 +10,9 @@ import torch
 from PIL import Image
 
 from pillar_cli.data import SourceOptions, load_source
-from pillar_cli.dp_subspace import DPSettings
-from pillar_cli.gsd import GSDSettings, plan_gsd, projection_metric
-from pillar_cli.probes import LinearProbe
+from pillar_cli.gsd.distance import GSDSettings, plan_gsd, projection_metric
+from pillar_cli.gsd.probes import LinearProbe
+from pillar_cli.gsd.releases import DPSettings
 
 
 def test_per_sample_gradients_equal_single_sample_backward_passes():

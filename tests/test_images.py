@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from pillar_cli.embedding.images import match_channels, normalise, resize
 from pillar_cli.errors import DataError
-from pillar_cli.images import match_channels, normalise, resize
 
 
 def test_channels_are_repeated_from_grey_and_averaged_to_grey():

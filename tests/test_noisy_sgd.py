@@ -8,8 +8,8 @@ import math
 import numpy as np
 
 from pillar_cli import artifacts
+from pillar_cli.methods.noisy_sgd import PoissonSamples, _advance
 from pillar_cli.privacy import get_accountant
-from pillar_cli.training.noisy_sgd import PoissonSamples, _advance
 
 
 def test_noisy_sgd_on_few_public_components_beats_many_and_its_ledger_adds_up(pillar, tmp_path):

@@ -170,7 +170,7 @@ def test_every_bundled_pipeline_parses_into_known_commands():
     import yaml
 
     from pillar_cli.cli import app
-    from pillar_cli.pipeline import load_pipeline
+    from pillar_cli.cli.pipeline import load_pipeline
 
     known = {command.name for command in app.registered_commands}
     names = yaml.safe_load(Path("examples.yaml").read_text())["pipelines"]

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from pillar_cli.bingham import sample_matrix_bingham, sample_vector_bingham
-from pillar_cli.dp_subspace import DPSettings, dp_gradient_subspace
 from pillar_cli.errors import DataError, UsageError
-from pillar_cli.gsd import projection_metric
-from pillar_cli.probes import LinearProbe, ProbeSpec, select_trainable
-from pillar_cli.subspace import GradientMatrix, top_right_singular_vectors
+from pillar_cli.gsd.bingham import sample_matrix_bingham, sample_vector_bingham
+from pillar_cli.gsd.distance import projection_metric
+from pillar_cli.gsd.probes import LinearProbe, ProbeSpec, select_trainable
+from pillar_cli.gsd.releases import DPSettings, dp_gradient_subspace
+from pillar_cli.gsd.subspace import GradientMatrix, top_right_singular_vectors
 
 IMAGE_ATTRS = {"backbone": "pixels", "input_shape": [12, 12, 1]}
 

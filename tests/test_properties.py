@@ -16,8 +16,9 @@ from hypothesis.extra import numpy as hnp
 from pillar_cli import artifacts
 from pillar_cli.artifacts import Artifact
 from pillar_cli.errors import ArtifactError
-from pillar_cli.gsd import projection_metric
-from pillar_cli.training.engine import clipped_gradient_sum, per_sample_gradients
+from pillar_cli.gsd.distance import projection_metric
+from pillar_cli.linear.engine import clipped_gradient_sum
+from pillar_cli.linear.gradients import per_sample_gradients
 
 finite = st.floats(-1e3, 1e3, allow_nan=False, width=32)
 
@@ -67,7 +68,7 @@ attr_values = st.one_of(st.text(max_size=20), st.integers(-10**6, 10**6), st.boo
 
 @given(st.dictionaries(array_names, arrays, min_size=1, max_size=4),
        st.dictionaries(st.from_regex(r"[a-z_]{1,10}", fullmatch=True).filter(
-           lambda key: key not in artifacts._PROVENANCE_KEYS), attr_values, max_size=4))
+           lambda key: key not in artifacts.RESERVED_ATTRS), attr_values, max_size=4))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_artifact_write_read_round_trip(named_arrays, attrs):
     names = sorted(named_arrays)

@@ -8,7 +8,7 @@ import json
 import pytest
 from PIL import Image
 
-from pillar_cli.figures import AXIS_LABELS
+from pillar_cli.reporting.figures import AXIS_LABELS
 
 
 @pytest.fixture(scope="module")

@@ -10,12 +10,12 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts import Artifact, InputRef
-from pillar_cli.assumptions import assess, svm_directions, theorem_recommended_k, theorem_terms
-from pillar_cli.cli.common import (ConfigOption, JsonOption, atomic_file, check_output, cli_errors, int_list, print_json,
-                                   print_table, save, stderr)
+from pillar_cli.cli.common import (ConfigOption, JsonOption, atomic_file, check_output, cli_errors, int_list,
+                                   print_json, print_table, save, stderr)
 from pillar_cli.errors import DataError, UsageError
-from pillar_cli.figures import spectrum, xi_vs_k
 from pillar_cli.projection import PublicPCA
+from pillar_cli.reporting.figures import spectrum, xi_vs_k
+from pillar_cli.theory.assumptions import assess, svm_directions, theorem_recommended_k, theorem_terms
 
 
 @cli_errors

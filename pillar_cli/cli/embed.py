@@ -11,12 +11,13 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts import Artifact
-from pillar_cli.backbones import BACKBONES, build_embedder
-from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, print_json, print_table,
-                                   invocation, parse_shard, progress_bar, save)
+from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, invocation,
+                                   parse_shard, print_json, print_table, progress_bar, save)
 from pillar_cli.data import SOURCES, SourceOptions, SplitPlan, load_source, make_splits
-from pillar_cli.embed_shards import SHARD_KIND, as_shard, merge_shards, shard_key, shard_splits, torchrun_shard
-from pillar_cli.embedding import FeatureStore, embed_splits
+from pillar_cli.embedding.backbones import BACKBONES, build_embedder
+from pillar_cli.embedding.extraction import FeatureStore, embed_splits
+from pillar_cli.embedding.shards import (SHARD_KIND, as_shard, merge_shards, shard_key, shard_splits,
+                                         torchrun_shard)
 from pillar_cli.errors import Interrupted, UsageError
 
 

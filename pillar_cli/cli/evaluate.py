@@ -10,11 +10,12 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts import Artifact
-from pillar_cli.cli.common import (JsonOption, atomic_file, check_output, cli_errors, print_json, print_table, save)
+from pillar_cli.cli.common import (JsonOption, atomic_file, check_output, cli_errors, print_json, print_table,
+                                   save)
 from pillar_cli.errors import DataError
-from pillar_cli.evaluation import selected_metrics
-from pillar_cli.figures import accuracy_vs_k
-from pillar_cli.reports import rows_to_csv, rows_to_markdown
+from pillar_cli.reporting.figures import accuracy_vs_k
+from pillar_cli.reporting.metrics import selected_metrics
+from pillar_cli.reporting.tables import rows_to_csv, rows_to_markdown
 
 
 @cli_errors

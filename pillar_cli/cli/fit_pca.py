@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, print_json, print_table,
-                                   save)
+from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, print_json,
+                                   print_table, save)
 from pillar_cli.errors import PrivacyError
 from pillar_cli.projection import PublicPCA
 

@@ -10,12 +10,12 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts import Artifact
-from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, print_json, print_table,
-                                   progress_bar, save)
+from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, print_json,
+                                   print_table, progress_bar, save)
 from pillar_cli.errors import UsageError
-from pillar_cli.dp_subspace import DPSettings
-from pillar_cli.gsd import GSDSettings, plan_gsd
-from pillar_cli.probes import ProbeSpec
+from pillar_cli.gsd.distance import GSDSettings, plan_gsd
+from pillar_cli.gsd.probes import ProbeSpec
+from pillar_cli.gsd.releases import DPSettings
 from pillar_cli.privacy import validate_budget
 
 PRIVACY_NOTE = "non-private: uses the private split's features (not its labels; labels are random)"

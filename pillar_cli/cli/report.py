@@ -10,7 +10,7 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.cli.common import JsonOption, atomic_file, check_output, cli_errors, print_json, print_table
 from pillar_cli.errors import UsageError
-from pillar_cli.figures import accuracy_vs_private_fraction, best_per_baseline, methods_by_dataset
+from pillar_cli.reporting.figures import accuracy_vs_private_fraction, best_per_baseline, methods_by_dataset
 
 
 @cli_errors

@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 
 from pillar_cli.cli.common import cli_errors, stderr
+from pillar_cli.cli.pipeline import load_pipeline
 from pillar_cli.errors import PillarError, UsageError
-from pillar_cli.pipeline import load_pipeline
 
 
 @cli_errors

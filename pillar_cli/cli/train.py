@@ -13,12 +13,12 @@ from pillar_cli import artifacts
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, float_list, int_list,
                                    parse_shard, print_json, print_table, progress_bar, save, split_list, warn)
 from pillar_cli.errors import ArtifactError, DataError, UsageError
+from pillar_cli.methods.noisy_sgd import NoisySGDSettings
+from pillar_cli.methods.sweep import (PrivacySettings, SweepData, SweepGrid, SweepOptions, check_grid,
+                                      model_artifact, run_sweep)
+from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import get_accountant, require_disjoint, validate_budget
 from pillar_cli.projection import PublicPCA
-from pillar_cli.training.sweep import (PrivacySettings, SweepData, SweepGrid, SweepOptions, check_grid,
-                                      model_artifact, run_sweep)
-from pillar_cli.training.noisy_sgd import NoisySGDSettings
-from pillar_cli.training.warm_start import warm_start_weights
 
 
 @cli_errors

@@ -19,9 +19,9 @@ from typing import Protocol
 import numpy as np
 import torch
 
+from pillar_cli.embedding.images import match_channels, normalise, resize
 from pillar_cli.errors import DataError, UsageError
-from pillar_cli.images import match_channels, normalise, resize
-from pillar_cli.training.engine import per_sample_gradients
+from pillar_cli.linear.gradients import per_sample_gradients
 
 
 class Probe(Protocol):
@@ -192,7 +192,7 @@ def _timm_probe(name: str, stored: tuple[int, int, int], size: tuple[int, int], 
     """A timm model with a fresh seeded `num_classes` head; its backbone from `weights` or its seeded init."""
     import timm
 
-    from pillar_cli.backbones import load_weights_file
+    from pillar_cli.embedding.backbones import load_weights_file
 
     if not timm.is_model(name):
         raise UsageError(f"--probe timm:{name}: '{name}' is not a timm model")

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 from scipy.sparse.linalg import eigsh
 
-from pillar_cli.bingham import sample_matrix_bingham
 from pillar_cli.errors import UsageError
+from pillar_cli.gsd.bingham import sample_matrix_bingham
+from pillar_cli.gsd.subspace import GradientMatrix, clipped_gram
 from pillar_cli.privacy import calibrate_noise
-from pillar_cli.subspace import GradientMatrix, clipped_gram
 
 MAX_DIM = {"gauss": 12_000, "bingham": 2_000}  # p×p matrices in memory; Bingham eigendecomposes one per draw
 

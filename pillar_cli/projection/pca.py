@@ -118,27 +118,3 @@ class PublicPCA:
         pca.components_, pca.eigenvalues_ = artifact.array("components"), artifact.array("eigenvalues")
         pca.rank_, pca.n_public_ = int(artifact.attrs["rank"]), int(artifact.attrs["n_public"])
         return pca
-
-
-class GaussianProjection:
-    """Johnson-Lindenstrauss baseline: x ↦ Gᵀx / √k with G (D, k) i.i.d. N(0, 1), seeded, using no data at all.
-
-    Features are standardised with the same public scaler as PCA so that the two differ only in the subspace.
-    Bases are nested: the first k rows of one seeded (k_max, D) Gaussian draw, for every k.
-    """
-
-    def __init__(self, scaler: PublicPCA, seed: int = 0):
-        self.scaler, self.seed = scaler, seed
-        self.dim = scaler.dim
-
-    def standardized(self, x: np.ndarray) -> np.ndarray:
-        return self.scaler.standardized(x)
-
-    def transform(self, x: np.ndarray, k: int | None) -> np.ndarray:
-        return project(self, x, k)
-
-    def basis(self, k: int) -> np.ndarray:
-        if not 1 <= k <= self.dim:
-            raise UsageError(f"k={k} is out of range for a random projection of {self.dim} dimensions")
-        rows = np.random.default_rng(self.seed).standard_normal((k, self.dim))
-        return (rows.T / np.sqrt(k)).astype(np.float32)

@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.backbones import Embedder, PendingFeatures, TimmEmbedder
 from pillar_cli.data import Dataset, SplitPlan
 from pillar_cli.data.splits import SPLIT_ROLES
+from pillar_cli.embedding.backbones import Embedder, PendingFeatures, TimmEmbedder
 from pillar_cli.errors import ArtifactError, UsageError
 
 

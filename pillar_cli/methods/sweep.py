@@ -19,13 +19,13 @@ import numpy as np
 from pillar_cli.artifacts import Artifact
 from pillar_cli.devices import resolve_device
 from pillar_cli.errors import PrivacyError, UsageError
+from pillar_cli.linear.engine import LinearHead, RunConfig, train_linear_heads
+from pillar_cli.linear.opacus_reference import train_with_opacus
+from pillar_cli.methods.gep import GepSettings, train_gep
+from pillar_cli.methods.noisy_sgd import MECHANISM as NOISY_SGD_MECHANISM
+from pillar_cli.methods.noisy_sgd import NoisySGDSettings, train_noisy_sgd
 from pillar_cli.privacy import DPEvent, calibrate_noise, get_accountant, spent_epsilon
 from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
-from pillar_cli.training.engine import LinearHead, RunConfig, train_linear_heads
-from pillar_cli.training.gep import GepSettings, train_gep
-from pillar_cli.training.noisy_sgd import MECHANISM as NOISY_SGD_MECHANISM
-from pillar_cli.training.noisy_sgd import NoisySGDSettings, train_noisy_sgd
-from pillar_cli.training.opacus_reference import train_with_opacus
 
 ENGINES = ("fast", "opacus")
 

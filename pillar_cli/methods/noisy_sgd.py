@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pillar_cli.errors import UsageError
+from pillar_cli.linear.engine import LinearHead
 from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
-from pillar_cli.training.engine import LinearHead
 
 MECHANISM = ("noisy-sgd: m runs of T Poisson-sampled (rate 1/n) noisy SGD steps at (ε/2m, δ/m), add/remove "
              "adjacency, then exponential-mechanism selection at ε/2")

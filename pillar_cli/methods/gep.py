@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from pillar_cli.training.engine import (NOISE_SEED_SALT, SAMPLING_CHUNK_STEPS, LinearHead, PoissonSampler, RunConfig,
-                                       per_sample_gradients)
+from pillar_cli.linear.engine import (NOISE_SEED_SALT, SAMPLING_CHUNK_STEPS, LinearHead, PoissonSampler,
+                                      RunConfig)
+from pillar_cli.linear.gradients import per_sample_gradients
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from pillar_cli.errors import DataError, UsageError
-from pillar_cli.probes import Probe
-
+from pillar_cli.gsd.probes import Probe
 
 BLOCK_BYTES = 2**28  # one block of gradients, even upcast to float64: ≤ 256 MiB, and at most 256 rows
 POWER_ITERATIONS = 4

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from pillar_cli.devices import resolve_device
-from pillar_cli.training.graphed import GraphedLockstep, PaddedRows
+from pillar_cli.linear.graphed import GraphedLockstep, PaddedRows
 
 SAMPLING_CHUNK_STEPS = 32  # Poisson batches drawn this many steps at a time
 NOISE_SEED_SALT = 0x5DEECE66D  # the noise generator's seed differs from the sampler's
@@ -57,17 +57,6 @@ class LinearHead:
 
     def accuracy(self, features: np.ndarray, labels: np.ndarray) -> float:
         return float((self.logits(features).argmax(axis=1) == labels).mean())
-
-
-def per_sample_gradients(x: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor,
-                         bias: torch.Tensor) -> torch.Tensor:
-    """(n, (d+1)·C) materialised per-sample gradients vec([x_i, 1] ⊗ (softmax(x_i W + b) − e_{y_i})), in x's dtype.
-
-    For consumers that need the vectors themselves (GEP's anchor, GSD); DP-SGD only needs their clipped sum."""
-    residual = torch.softmax(x @ weights + bias, dim=-1)
-    residual[torch.arange(len(x)), labels] -= 1.0
-    augmented = torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype)], dim=1)
-    return (augmented[:, :, None] * residual[:, None, :]).reshape(len(x), -1)
 
 
 def clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,

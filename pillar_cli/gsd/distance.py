@@ -12,10 +12,10 @@ from typing import Callable
 
 import numpy as np
 
-from pillar_cli.dp_subspace import DPSettings, DPSubspaceResult, dp_gradient_subspace
 from pillar_cli.errors import DataError
-from pillar_cli.probes import Probe
-from pillar_cli.subspace import GradientMatrix, top_right_singular_vectors
+from pillar_cli.gsd.probes import Probe
+from pillar_cli.gsd.releases import DPSettings, DPSubspaceResult, dp_gradient_subspace
+from pillar_cli.gsd.subspace import GradientMatrix, top_right_singular_vectors
 
 
 def projection_metric(v1: np.ndarray, v2: np.ndarray) -> float:

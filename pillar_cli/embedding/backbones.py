@@ -16,8 +16,8 @@ import numpy as np
 import torch
 
 from pillar_cli.devices import resolve_device
+from pillar_cli.embedding.images import match_channels, normalise, resize
 from pillar_cli.errors import DataError, UsageError
-from pillar_cli.images import match_channels, normalise, resize
 
 _CHECKPOINT_PREFIXES = ("module.encoder_q.", "backbone.", "module.", "model.", "encoder.")
 _HEAD_PREFIXES = ("fc.", "head.", "classifier.")

@@ -9,8 +9,8 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.errors import ArtifactError, DataError
+from pillar_cli.methods.sweep import RunKey, select_on_val
 from pillar_cli.projection import standardize_rows
-from pillar_cli.training.sweep import RunKey, select_on_val
 
 
 @dataclass(frozen=True)

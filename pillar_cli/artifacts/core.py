@@ -21,12 +21,12 @@ from typing import Any
 import h5py
 import numpy as np
 
-from pillar_cli import __version__
 from pillar_cli.errors import ArtifactError
+from pillar_cli.version import __version__
 
 SCHEMA_VERSION = 1
 KINDS = ("embeddings", "embedding-shard", "projection", "assumptions", "model", "gsd", "evaluation")
-_PROVENANCE_KEYS = ("pillar_kind", "schema_version", "pillar_version", "created_at", "command", "config",
+RESERVED_ATTRS = ("pillar_kind", "schema_version", "pillar_version", "created_at", "command", "config",
                     "inputs", "content_hash", "json_attrs")
 
 
@@ -144,7 +144,7 @@ def _write_root_attrs(h5: h5py.File, artifact: Artifact, provenance: Provenance)
     h5.attrs["inputs"] = json.dumps([ref.to_dict() for ref in provenance.inputs])
     json_attrs = []
     for key, value in artifact.attrs.items():
-        if key in _PROVENANCE_KEYS:
+        if key in RESERVED_ATTRS:
             raise ArtifactError(f"attribute name '{key}' is reserved for provenance")
         if isinstance(value, (bool, int, float)) or (isinstance(value, str) and "\x00" not in value):
             h5.attrs[key] = value  # HDF5 strings cannot hold NUL: such strings go through JSON below
@@ -222,7 +222,7 @@ def _read_kind_attrs(h5: h5py.File) -> dict[str, Any]:
     json_keys = set(json.loads(_read_attr(h5, "json_attrs") or "[]"))
     attrs = {}
     for key in h5.attrs:
-        if key in _PROVENANCE_KEYS:
+        if key in RESERVED_ATTRS:
             continue
         value = _read_attr(h5, key)
         attrs[key] = json.loads(value) if key in json_keys else value

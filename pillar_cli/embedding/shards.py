@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.embedding import options_digest
+from pillar_cli.embedding.extraction import options_digest
 from pillar_cli.errors import ArtifactError
 
 SHARD_KIND = "embedding-shard"

@@ -1,0 +1,13 @@
+"""HDF5 artifacts, schema version 1: the only way stages exchange data.
+
+Owns the artifact core (atomic write, kind and schema checks, content hashes, provenance) and, per kind, the schema
+of what is stored. Imports only `pillar_cli.errors` and `pillar_cli.version`: every domain may use it, it uses none.
+"""
+
+from pillar_cli.artifacts.core import (KINDS, RESERVED_ATTRS, SCHEMA_VERSION, Artifact, ChainLink, InputRef,
+                                       Provenance, Split, content_hash, parse_ref, provenance_chain, read,
+                                       read_provenance, read_split, require_derived_from, write)
+
+__all__ = ["KINDS", "RESERVED_ATTRS", "SCHEMA_VERSION", "Artifact", "ChainLink", "InputRef", "Provenance", "Split",
+           "content_hash", "parse_ref", "provenance_chain", "read", "read_provenance", "read_split",
+           "require_derived_from", "write"]

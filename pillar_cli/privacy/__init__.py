@@ -1,0 +1,13 @@
+"""Privacy accounting: DP events as values, the accountants registry, noise calibration and its cache, and the
+invariants every entry point shares (ε > 0, δ < 1/n, public rows disjoint from private rows).
+
+Imports only `pillar_cli.errors` (and opacus / dp-accounting): training, GSD and the CLI build on it.
+"""
+
+from pillar_cli.privacy.accountants import (ACCOUNTANTS, RDP_ORDERS, Accountant, DPEvent, get_accountant,
+                                            spent_epsilon)
+from pillar_cli.privacy.budget import require_disjoint, validate_budget
+from pillar_cli.privacy.calibration import calibrate, calibrate_noise
+
+__all__ = ["ACCOUNTANTS", "RDP_ORDERS", "Accountant", "DPEvent", "calibrate", "calibrate_noise", "get_accountant",
+           "require_disjoint", "spent_epsilon", "validate_budget"]

@@ -1,1 +1,0 @@
-"""Linear-head DP-SGD engines and hyper-parameter sweeps on cached features."""

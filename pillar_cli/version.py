@@ -1,0 +1,3 @@
+"""The package version, recorded in every artifact."""
+
+__version__ = "0.1.0"
