@@ -1,4 +1,8 @@
-"""The `pillar` command line: a thin typer shell over the library, one module per stage."""
+"""The `pillar` command line: a thin typer shell over the library, one module per stage.
+
+Commands parse options, call the library, write the artifact and render the result; they may import any domain,
+and no library module imports them.
+"""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from pillar_cli.errors import PillarError, UsageError
 
 @cli_errors
 def run(
+    ctx: typer.Context,
     file: Path = typer.Argument(..., help="Pipelines file, e.g. examples.yaml."),
     name: str = typer.Argument(..., help="Pipeline name."),
     var: list[str] = typer.Option([], "--var", help="Override a pipeline variable: NAME=VALUE (repeatable)."),
@@ -21,15 +22,14 @@ def run(
 
     Example: pillar run examples.yaml cifar10-sl-figure4 --var data=/data/cifar-10-batches-py --var workdir=runs/c10
     """
-    from pillar_cli.cli import app
-
+    pillar = ctx.find_root().command  # the `pillar` group this command belongs to
     pipeline = load_pipeline(file, name, dict(_parse_var(item) for item in var))
     if pipeline.workdir is not None:
         pipeline.workdir.mkdir(parents=True, exist_ok=True)
     for number, argv in enumerate(pipeline.steps, start=1):
         stderr.print(f"[bold]\\[{number}/{len(pipeline.steps)}][/bold] pillar {' '.join(argv)}")
         try:
-            app(argv, prog_name="pillar")  # standalone: the step reports its own error, then exits
+            pillar.main(argv, prog_name="pillar")  # standalone: the step reports its own error, then exits
         except SystemExit as stop:
             if stop.code:
                 raise PillarError(f"pipeline '{name}' stopped at step {number} (exit {stop.code})") from None

@@ -15,7 +15,7 @@ from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_e
 from pillar_cli.errors import ArtifactError, DataError, UsageError
 from pillar_cli.methods.noisy_sgd import NoisySGDSettings
 from pillar_cli.methods.sweep import (PrivacySettings, SweepData, SweepGrid, SweepOptions, check_grid,
-                                      model_artifact, run_sweep)
+                                      sweep_artifact, run_sweep)
 from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import get_accountant, require_disjoint, validate_budget
 from pillar_cli.projection import PublicPCA
@@ -86,7 +86,7 @@ def train_private(
         result = run_sweep(data, grid, PrivacySettings(delta, clip, accountant),
                            SweepOptions((shard_index, shard_count), engine, device, NoisySGDSettings(zeta, beta)),
                            on_runs=advance)
-    artifact = model_artifact(result, pca, PrivacySettings(delta, clip, accountant), private.num_classes,
+    artifact = sweep_artifact(result, pca, PrivacySettings(delta, clip, accountant), private.num_classes,
                               len(private.features), (shard_index, shard_count), NoisySGDSettings(zeta, beta))
     artifact.attrs["private_fraction"] = private_fraction
     save(ctx, out, artifact, [private.ref, *([val.ref] if val else []), projection_artifact.ref()])

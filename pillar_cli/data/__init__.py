@@ -1,4 +1,7 @@
-"""Dataset sources (a registry by name) and the seeded private / public / val / test split."""
+"""Dataset sources (a registry by name), their readers, and the seeded private / public / val / test split.
+
+Imports only `pillar_cli.errors`: embedding builds on it.
+"""
 
 from pillar_cli.data.dataset import Dataset
 from pillar_cli.data.sources import SOURCES, SourceOptions, load_source

@@ -17,10 +17,12 @@ from typing import Callable
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
+from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact
 from pillar_cli.devices import resolve_device
 from pillar_cli.errors import PrivacyError, UsageError
 from pillar_cli.linear.engine import LinearHead, RunConfig, train_linear_heads
 from pillar_cli.linear.opacus_reference import train_with_opacus
+from pillar_cli.methods.selection import select_on_val
 from pillar_cli.methods.gep import GepSettings, train_gep
 from pillar_cli.methods.noisy_sgd import MECHANISM as NOISY_SGD_MECHANISM
 from pillar_cli.methods.noisy_sgd import NoisySGDSettings, train_noisy_sgd
@@ -94,27 +96,6 @@ class PrivacySettings:
     delta: float = 1e-5
     clip: float = 1.0
     accountant: str = "prv"
-
-
-@dataclass(frozen=True)
-class RunKey:
-    """What identifies a run for selection: its cell (method, k, ε) and its hyper-parameters."""
-
-    method: str
-    k: int | None
-    epsilon: float
-    lr: float
-    steps: int
-    batch_size: int
-    seed: int
-
-    @property
-    def cell(self) -> tuple[str, int | None, float]:
-        return self.method, self.k, self.epsilon
-
-    @property
-    def hyper_parameters(self) -> tuple[float, int, int]:
-        return self.lr, self.steps, self.batch_size
 
 
 @dataclass
@@ -236,49 +217,13 @@ def _noise_multiplier(epsilon: float, privacy: PrivacySettings, rate: float, ste
     return calibrate_noise(privacy.accountant, epsilon, privacy.delta, rate, steps)
 
 
-def select_on_val(keys: list[RunKey], val_accuracies: list[float]) -> list[dict]:
-    """Per (method, k, ε): the (lr, steps, batch) with the highest mean val accuracy over seeds (ties: fewer steps)."""
-    groups: dict[tuple, dict[tuple, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for run_id, key in enumerate(keys):
-        groups[key.cell][key.hyper_parameters].append(run_id)
-    selection = []
-    for (method, k, epsilon), by_config in groups.items():
-        means = {hp: float(np.mean([val_accuracies[i] for i in ids])) for hp, ids in by_config.items()}
-        best = max(means, key=lambda hp: (means[hp], -hp[1]))
-        lr, steps, batch = best
-        selection.append({"method": method, "k": "full" if k is None else k, "epsilon": epsilon, "lr": lr,
-                          "steps": steps, "batch_size": batch, "run_ids": by_config[best],
-                          "val_accuracy_mean": means[best]})
-    return selection
-
-
-def model_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings, num_classes: int,
+def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings, num_classes: int,
                    n_private: int, shard: tuple[int, int] = (0, 1),
                    noisy_sgd: NoisySGDSettings = NoisySGDSettings()) -> Artifact:
     """Every run's head and ledger row, the bases that map heads back to the standardised space, the selection."""
     runs = result.runs
-    keys = [r.key for r in runs]
-    arrays: dict[str, np.ndarray] = {
-        "mean": pca.mean_.astype(np.float32),
-        "scale": pca.scale_.astype(np.float32),
-        "runs/method": np.array([k.method for k in keys], dtype=str),
-        "runs/k": np.array([pca.dim if k.k is None else k.k for k in keys], dtype=np.int64),
-        "runs/projected": np.array([k.k is not None for k in keys]),
-        "runs/epsilon_target": np.array([k.epsilon for k in keys]),
-        "runs/epsilon_spent": np.array([r.epsilon_spent for r in runs]),
-        "runs/noise_multiplier": np.array([r.event.noise_multiplier for r in runs]),
-        "runs/sample_rate": np.array([r.event.sample_rate for r in runs]),
-        "runs/steps": np.array([k.steps for k in keys], dtype=np.int64),
-        "runs/batch_size": np.array([k.batch_size for k in keys], dtype=np.int64),
-        "runs/lr": np.array([k.lr for k in keys]),
-        "runs/seed": np.array([k.seed for k in keys], dtype=np.int64),
-        "runs/val_accuracy": np.array([r.val_accuracy for r in runs]),
-    }
-    for run_id, run in enumerate(runs):
-        arrays[f"runs/{run_id}/weights"] = run.head.weights.astype(np.float32)
-        arrays[f"runs/{run_id}/bias"] = run.head.bias.astype(np.float32)
-    for (method, k), basis in result.bases.items():
-        arrays[f"bases/{method}/{k}"] = basis.astype(np.float32)
+    records = [RunRecord(r.key, r.event.noise_multiplier, r.event.sample_rate, r.epsilon_spent, r.head.weights,
+                         r.head.bias, r.val_accuracy) for r in runs]
     attrs = {
         "num_classes": num_classes,
         "n_private": n_private,
@@ -292,11 +237,11 @@ def model_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
                    "protected_split": "private", "per_run": "runs/epsilon_spent, runs/noise_multiplier, "
                    "runs/sample_rate, runs/steps"},
         "max_epsilon_spent": max((r.epsilon_spent for r in runs), default=0.0),
-        **({"noisy_sgd": _noisy_sgd_ledger(noisy_sgd)} if any(k.method == "noisy-sgd" for k in keys) else {}),
+        **({"noisy_sgd": _noisy_sgd_ledger(noisy_sgd)} if any(r.key.method == "noisy-sgd" for r in runs) else {}),
         "selection": result.selection,
         "selection_note": SELECTION_NOTE,
     }
-    return Artifact("model", arrays, attrs)
+    return model_artifact(records, result.bases, pca.mean_, pca.scale_, attrs)
 
 
 def _noisy_sgd_ledger(settings: NoisySGDSettings) -> dict:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from pillar_cli.artifacts import Artifact, InputRef
+from pillar_cli.artifacts.model import stored_runs
 from pillar_cli.errors import ArtifactError, PrivacyError
 from pillar_cli.projection import PublicPCA
-from pillar_cli.reporting.metrics import stored_runs
 
 
 def warm_start_weights(model: Artifact, pca: PublicPCA, private: InputRef) -> tuple[np.ndarray, np.ndarray]:

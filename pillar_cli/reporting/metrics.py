@@ -3,55 +3,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.errors import ArtifactError, DataError
-from pillar_cli.methods.sweep import RunKey, select_on_val
+from pillar_cli.artifacts.model import stored_runs
+from pillar_cli.errors import DataError
+from pillar_cli.methods.selection import select_on_val
 from pillar_cli.projection import standardize_rows
-
-
-@dataclass(frozen=True)
-class StoredRun:
-    """One run of a model artifact (or of one shard of a sweep), addressable after merging."""
-
-    key: RunKey
-    val_accuracy: float
-    epsilon_spent: float
-    model: Artifact
-    local_id: int
-
-    def full_weights(self) -> tuple[np.ndarray, np.ndarray]:
-        """The head mapped back to the standardised feature space: (A_k · w, b)."""
-        weights = self.model.array(f"runs/{self.local_id}/weights")
-        if f"bases/{self.key.method}/{self.key.k}" in self.model.arrays:
-            weights = self.model.array(f"bases/{self.key.method}/{self.key.k}") @ weights
-        return weights, self.model.array(f"runs/{self.local_id}/bias")
-
-
-def stored_runs(models: list[Artifact]) -> list[StoredRun]:
-    """All runs of one or more model artifacts (sweep shards), checked to come from one compatible sweep."""
-    first = models[0]
-    for other in models[1:]:
-        if other.attrs["ledger"] != first.attrs["ledger"]:
-            raise ArtifactError(f"{other.path} and {first.path} use different privacy settings; they are not shards "
-                                "of one sweep")
-        if not np.array_equal(other.array("mean"), first.array("mean")) or \
-                not np.array_equal(other.array("scale"), first.array("scale")):
-            raise ArtifactError(f"{other.path} and {first.path} were trained on different projections")
-    runs = []
-    for model in models:
-        table = {name: model.array(f"runs/{name}") for name in ("method", "k", "projected", "epsilon_target", "lr",
-                                                               "steps", "batch_size", "seed", "val_accuracy",
-                                                               "epsilon_spent")}
-        for i in range(len(table["k"])):
-            key = RunKey(str(table["method"][i]), int(table["k"][i]) if table["projected"][i] else None,
-                         float(table["epsilon_target"][i]), float(table["lr"][i]), int(table["steps"][i]),
-                         int(table["batch_size"][i]), int(table["seed"][i]))
-            runs.append(StoredRun(key, float(table["val_accuracy"][i]), float(table["epsilon_spent"][i]), model, i))
-    return runs
 
 
 SCALAR_METRICS = ("accuracy", "balanced_accuracy", "macro_f1", "roc_auc")

@@ -1,0 +1,119 @@
+"""The model artifact: every run of a sweep (its head, its DP event, its val accuracy) and the bases that map
+projected heads back to the standardised feature space; read back run by run for selection and evaluation.
+
+Arrays: `mean`, `scale` (the public scaler), `runs/<field>` (one entry per run), `runs/<i>/weights` and
+`runs/<i>/bias`, `bases/<method>/<k>`. Attributes (num_classes, n_private, the ledger, the selection) are composed
+by the caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pillar_cli.artifacts.core import Artifact
+from pillar_cli.errors import ArtifactError
+
+RUN_FIELDS = ("method", "k", "projected", "epsilon_target", "epsilon_spent", "noise_multiplier", "sample_rate",
+              "steps", "batch_size", "lr", "seed", "val_accuracy")
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """What identifies a run for selection: its cell (method, k, ε) and its hyper-parameters; k None = full."""
+
+    method: str
+    k: int | None
+    epsilon: float
+    lr: float
+    steps: int
+    batch_size: int
+    seed: int
+
+    @property
+    def cell(self) -> tuple[str, int | None, float]:
+        return self.method, self.k, self.epsilon
+
+    @property
+    def hyper_parameters(self) -> tuple[float, int, int]:
+        return self.lr, self.steps, self.batch_size
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One trained run as stored: its key, what it spent, its head (in its own k-dimensional space)."""
+
+    key: RunKey
+    noise_multiplier: float
+    sample_rate: float
+    epsilon_spent: float
+    weights: np.ndarray  # (k, C), or (D, C) for an unprojected run
+    bias: np.ndarray  # (C,)
+    val_accuracy: float
+
+
+def model_artifact(runs: list[RunRecord], bases: dict[tuple[str, int], np.ndarray], mean: np.ndarray,
+                   scale: np.ndarray, attrs: dict) -> Artifact:
+    keys = [run.key for run in runs]
+    arrays: dict[str, np.ndarray] = {
+        "mean": mean.astype(np.float32),
+        "scale": scale.astype(np.float32),
+        "runs/method": np.array([k.method for k in keys], dtype=str),
+        "runs/k": np.array([len(mean) if k.k is None else k.k for k in keys], dtype=np.int64),
+        "runs/projected": np.array([k.k is not None for k in keys]),
+        "runs/epsilon_target": np.array([k.epsilon for k in keys]),
+        "runs/epsilon_spent": np.array([r.epsilon_spent for r in runs]),
+        "runs/noise_multiplier": np.array([r.noise_multiplier for r in runs]),
+        "runs/sample_rate": np.array([r.sample_rate for r in runs]),
+        "runs/steps": np.array([k.steps for k in keys], dtype=np.int64),
+        "runs/batch_size": np.array([k.batch_size for k in keys], dtype=np.int64),
+        "runs/lr": np.array([k.lr for k in keys]),
+        "runs/seed": np.array([k.seed for k in keys], dtype=np.int64),
+        "runs/val_accuracy": np.array([r.val_accuracy for r in runs]),
+    }
+    for run_id, run in enumerate(runs):
+        arrays[f"runs/{run_id}/weights"] = run.weights.astype(np.float32)
+        arrays[f"runs/{run_id}/bias"] = run.bias.astype(np.float32)
+    for (method, k), basis in bases.items():
+        arrays[f"bases/{method}/{k}"] = basis.astype(np.float32)
+    return Artifact("model", arrays, attrs)
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """One run of a model artifact (or of one shard of a sweep), addressable after merging."""
+
+    key: RunKey
+    val_accuracy: float
+    epsilon_spent: float
+    model: Artifact
+    local_id: int
+
+    def full_weights(self) -> tuple[np.ndarray, np.ndarray]:
+        """The head mapped back to the standardised feature space: (A_k · w, b)."""
+        weights = self.model.array(f"runs/{self.local_id}/weights")
+        if f"bases/{self.key.method}/{self.key.k}" in self.model.arrays:
+            weights = self.model.array(f"bases/{self.key.method}/{self.key.k}") @ weights
+        return weights, self.model.array(f"runs/{self.local_id}/bias")
+
+
+def stored_runs(models: list[Artifact]) -> list[StoredRun]:
+    """All runs of one or more model artifacts (sweep shards), checked to come from one compatible sweep."""
+    first = models[0]
+    for other in models[1:]:
+        if other.attrs["ledger"] != first.attrs["ledger"]:
+            raise ArtifactError(f"{other.path} and {first.path} use different privacy settings; they are not shards "
+                                "of one sweep")
+        if not np.array_equal(other.array("mean"), first.array("mean")) or \
+                not np.array_equal(other.array("scale"), first.array("scale")):
+            raise ArtifactError(f"{other.path} and {first.path} were trained on different projections")
+    runs = []
+    for model in models:
+        table = {name: model.array(f"runs/{name}") for name in RUN_FIELDS}
+        for i in range(len(table["k"])):
+            key = RunKey(str(table["method"][i]), int(table["k"][i]) if table["projected"][i] else None,
+                         float(table["epsilon_target"][i]), float(table["lr"][i]), int(table["steps"][i]),
+                         int(table["batch_size"][i]), int(table["seed"][i]))
+            runs.append(StoredRun(key, float(table["val_accuracy"][i]), float(table["epsilon_spent"][i]), model, i))
+    return runs
