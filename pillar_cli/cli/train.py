@@ -13,6 +13,7 @@ from pillar_cli import artifacts
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, float_list, int_list,
                                    parse_shard, print_json, print_table, progress_bar, save, split_list, warn)
 from pillar_cli.errors import ArtifactError, DataError, UsageError
+from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.noisy_sgd import NoisySGDSettings
 from pillar_cli.methods.sweep import (PrivacySettings, SweepData, SweepGrid, SweepOptions, check_grid,
                                       sweep_artifact, run_sweep)
@@ -78,16 +79,17 @@ def train_private(
         raise DataError(f"{path}:private holds a single class; a classifier needs at least two")
     public_split = artifacts.read_split(f"{path}:public")
     require_disjoint(private.index, public_split.index, path)
-    public = public_split.features if "gep" in grid.methods else None
+    public = public_split.features if any(get_method(m).needs_public_rows for m in grid.methods) else None
     initial = None if warm_start is None else warm_start_weights(artifacts.read(warm_start, "model"), pca, private.ref)
     data = SweepData(pca, private.features, private.labels, val and val.features, val and val.labels,
                      private.num_classes, public, initial)
+    method_settings = {"noisy-sgd": NoisySGDSettings(zeta, beta)}
     with progress_bar("DP-SGD runs", len(grid.points((shard_index, shard_count)))) as advance:
         result = run_sweep(data, grid, PrivacySettings(delta, clip, accountant),
-                           SweepOptions((shard_index, shard_count), engine, device, NoisySGDSettings(zeta, beta)),
+                           SweepOptions((shard_index, shard_count), engine, device, method_settings),
                            on_runs=advance)
     artifact = sweep_artifact(result, pca, PrivacySettings(delta, clip, accountant), private.num_classes,
-                              len(private.features), (shard_index, shard_count), NoisySGDSettings(zeta, beta))
+                              len(private.features), (shard_index, shard_count), method_settings)
     artifact.attrs["private_fraction"] = private_fraction
     save(ctx, out, artifact, [private.ref, *([val.ref] if val else []), projection_artifact.ref()])
     if as_json:
@@ -99,12 +101,16 @@ def train_private(
 
 
 def _with_theory_steps(ctx: typer.Context, grid: SweepGrid, n: int) -> SweepGrid:
-    """noisy-sgd runs Algorithm 1's n² steps unless --steps is given, which overrides them (and says so)."""
-    if "noisy-sgd" not in grid.methods:
+    """A method with its own step rule (noisy-sgd: Algorithm 1's n²) runs it unless --steps is given, which
+    overrides it (and says so)."""
+    ruled = [get_method(m) for m in grid.methods if get_method(m).steps_rule]
+    if not ruled:
         return grid
+    method = ruled[0]
     if ctx.get_parameter_source("steps").name == "DEFAULT":
-        return dataclasses.replace(grid, theory_steps=(n * n,))
-    warn(f"noisy-sgd runs --steps {','.join(map(str, grid.steps))} instead of Algorithm 1's n² = {n * n:,} steps")
+        return dataclasses.replace(grid, theory_steps=(method.default_steps(n),))
+    warn(f"{method.name} runs --steps {','.join(map(str, grid.steps))} instead of {method.steps_rule} = "
+         f"{method.default_steps(n):,} steps")
     return dataclasses.replace(grid, theory_steps=tuple(grid.steps))
 
 

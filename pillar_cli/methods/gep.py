@@ -20,7 +20,11 @@ import torch
 
 from pillar_cli.linear.engine import (NOISE_SEED_SALT, SAMPLING_CHUNK_STEPS, LinearHead, PoissonSampler,
                                       RunConfig)
+from pillar_cli.errors import UsageError
 from pillar_cli.linear.gradients import per_sample_gradients
+from pillar_cli.methods.base import Cell
+from pillar_cli.methods.projected import ProjectedDPSGD
+from pillar_cli.projection import PublicPCA, project
 
 
 @dataclass(frozen=True)
@@ -76,3 +80,27 @@ def _anchor(public_x: torch.Tensor, weights: torch.Tensor, bias: torch.Tensor, k
 
 def _clip_factors(vectors: torch.Tensor, bound: float) -> torch.Tensor:
     return torch.clamp(bound / vectors.norm(dim=1).clamp_min(1e-12), max=1.0)
+
+
+class GradientEmbeddingPerturbation(ProjectedDPSGD):
+    """GEP as a sweep method: k is the anchor dimension; heads live in the full standardised space."""
+
+    needs_public_rows = "for its anchor subspace"
+
+    def __init__(self) -> None:
+        super().__init__("gep", "gradient embedding perturbation: k = anchor dimension from public gradients; full "
+                                "feature space", projects=False)
+
+    def check_k(self, k: int, pca: PublicPCA, num_classes: int) -> None:
+        if k > (pca.dim + 1) * num_classes:
+            raise UsageError(f"gep anchor dimension k={k} exceeds the gradient dimension {(pca.dim + 1) * num_classes}")
+
+    def heads(self, cell: Cell, sigmas: list[float], clip: float | None) -> list[LinearHead]:
+        data = cell.data
+        settings = GepSettings(anchor_dim=cell.k or 32, embedding_clip=clip or 1.0, residual_clip=(clip or 1.0) / 2)
+        train_z, public_z = project(cell.mapping, data.private_x, None), cell.mapping.standardized(data.public_x)
+        return [train_gep(train_z, data.private_y, public_z, data.num_classes, c, s, settings)
+                for c, s in zip(cell.configs, sigmas)]
+
+
+GEP = GradientEmbeddingPerturbation()

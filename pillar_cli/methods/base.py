@@ -1,0 +1,95 @@
+"""What a training method is, for a sweep: how it maps features to its k dimensions, which configurations it runs,
+and how it trains one (method, k, ε) cell into heads, each with the DP event it spent.
+
+A method is one module holding a `Method` subclass and one entry in catalog.py; the sweep never asks for a method
+by name.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from pillar_cli.linear.engine import LinearHead, RunConfig
+from pillar_cli.privacy import DPEvent
+from pillar_cli.projection import LinearMap, PublicPCA
+
+
+@dataclass(frozen=True)
+class PrivacySettings:
+    delta: float = 1e-5
+    clip: float = 1.0
+    accountant: str = "prv"
+
+
+@dataclass(frozen=True)
+class SweepData:
+    """Everything a sweep trains on. Features are raw embeddings; the public scaler is applied per method."""
+
+    pca: PublicPCA
+    private_x: np.ndarray
+    private_y: np.ndarray
+    val_x: np.ndarray | None  # None: no val split, allowed when each cell has a single configuration
+    val_y: np.ndarray | None
+    num_classes: int
+    public_x: np.ndarray | None = None  # unlabelled public rows (GEP's anchor subspace)
+    warm_start: tuple[np.ndarray, np.ndarray] | None = None  # (W (D, C), b) in the standardised space
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (method, k, ε) cell of a sweep and the configurations to train in it."""
+
+    data: SweepData
+    mapping: LinearMap
+    k: int | None
+    epsilon: float
+    configs: list[RunConfig]
+    privacy: PrivacySettings
+    engine: str
+    device: str
+    settings: object | None = None  # the method's own settings (e.g. NoisySGDSettings), None for its defaults
+
+
+@dataclass(frozen=True)
+class TrainedRun:
+    head: LinearHead  # in the cell's feature space (k projected dimensions, or all standardised features)
+    event: DPEvent
+    epsilon_spent: float
+
+
+class Method:
+    """A training method's defaults: DP-SGD configurations over lr × steps × batch size × seed, k components."""
+
+    name: str = ""
+    description: str = ""
+    projects: bool = True  # heads live in the span of k basis vectors (recorded as bases/<method>/<k>)
+    single_cell: bool = False  # one cell at k = full whatever k the sweep lists
+    needs_public_rows: str | None = None  # why the method reads the public rows (None: it does not)
+    steps_rule: str | None = None  # a method with its own step count (the sweep's theory_steps) names it here
+
+    def linear_map(self, pca: PublicPCA) -> LinearMap:
+        return pca
+
+    def check_k(self, k: int, pca: PublicPCA, num_classes: int) -> None:
+        """Fail before any training if this k cannot work."""
+        if self.projects:
+            self.linear_map(pca).basis(k)
+
+    def configs(self, lrs: list[float], steps: list[int], batch_sizes: list[int], seeds: list[int],
+                momentum: float, weight_decay: float, theory_steps: tuple[int, ...]) -> list[RunConfig]:
+        return [RunConfig(lr, t, b, s, momentum, weight_decay) for lr, t, b, s in
+                itertools.product(lrs, steps, batch_sizes, seeds)]
+
+    def default_steps(self, n: int) -> int | None:
+        """The step count the method runs when none is given (None: the sweep's --steps)."""
+        return None
+
+    def train_cell(self, cell: Cell) -> list[TrainedRun]:
+        raise NotImplementedError
+
+    def model_attrs(self, settings: object | None) -> dict:
+        """What a model artifact holding this method's runs must state beyond DP-SGD's ledger."""
+        return {}

@@ -1,0 +1,65 @@
+"""DP-SGD on linear heads over a fixed map of the features: pillar (top-k public components), dpsgd (all
+standardised features) and jl (a seeded Gaussian projection). Each configuration's noise multiplier is calibrated
+for its exact sample rate and step count; its ε is recomputed from the event after training.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pillar_cli.linear.engine import LinearHead, train_linear_heads
+from pillar_cli.linear.opacus_reference import train_with_opacus
+from pillar_cli.methods.base import Cell, Method, PrivacySettings, TrainedRun
+from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
+from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
+
+
+def noise_multiplier(epsilon: float, privacy: PrivacySettings, rate: float, steps: int) -> float:
+    """σ for (ε, δ) at sample rate q over T steps; 0 for ε = inf (non-private)."""
+    if math.isinf(epsilon):
+        return 0.0
+    return calibrate_noise(privacy.accountant, epsilon, privacy.delta, rate, steps)
+
+
+class ProjectedDPSGD(Method):
+    """DP-SGD on the linear map's first k dimensions (all standardised features when the method does not project)."""
+
+    def __init__(self, name: str, description: str, projects: bool = True, single_cell: bool = False):
+        self.name, self.description, self.projects, self.single_cell = name, description, projects, single_cell
+
+    def train_cell(self, cell: Cell) -> list[TrainedRun]:
+        n = len(cell.data.private_x)
+        sigmas = [noise_multiplier(cell.epsilon, cell.privacy, c.batch_size / n, c.steps) for c in cell.configs]
+        clip = None if math.isinf(cell.epsilon) else cell.privacy.clip
+        heads = self.heads(cell, sigmas, clip)
+        events = [DPEvent(sigma, c.batch_size / n, c.steps, cell.privacy.delta, cell.privacy.clip)
+                  for c, sigma in zip(cell.configs, sigmas)]
+        return [TrainedRun(head, event, spent_epsilon(cell.privacy.accountant, event))
+                for head, event in zip(heads, events)]
+
+    def heads(self, cell: Cell, sigmas: list[float], clip: float | None) -> list[LinearHead]:
+        data, projected = cell.data, cell.k if self.projects else None
+        train_z = project(cell.mapping, data.private_x, projected)
+        init = None
+        if data.warm_start is not None:
+            full_w, full_b = data.warm_start
+            init = (full_w if projected is None else
+                    np.linalg.lstsq(cell.mapping.basis(projected), full_w, rcond=None)[0], full_b)
+        if cell.engine == "opacus":
+            return [train_with_opacus(train_z, data.private_y, data.num_classes, c, s, clip, init)
+                    for c, s in zip(cell.configs, sigmas)]
+        return train_linear_heads(train_z, data.private_y, data.num_classes, cell.configs, sigmas, clip,
+                                  device=cell.device, init=init)
+
+
+class RandomProjectionDPSGD(ProjectedDPSGD):
+    def linear_map(self, pca: PublicPCA) -> LinearMap:
+        return GaussianProjection(pca, seed=0)
+
+
+PILLAR = ProjectedDPSGD("pillar", "top-k principal components of the PUBLIC features (the projection artifact)")
+DPSGD = ProjectedDPSGD("dpsgd", "no projection: DP-SGD on all standardised features (the paper's main baseline)",
+                       projects=False, single_cell=True)
+JL = RandomProjectionDPSGD("jl", "Gaussian random projection to k dimensions (seeded; uses no data)")
