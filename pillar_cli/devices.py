@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from pillar_cli.errors import UsageError
+from pillar_cli.errors import UsageError, param
 
 
 def resolve_device(name: str) -> torch.device:
@@ -19,7 +19,7 @@ def resolve_device(name: str) -> torch.device:
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0 or (device.index or 0) >= count:
             raise UsageError(f"device '{name}' is not available: this machine has {count} CUDA device(s)",
-                             hint="use --device cpu (or auto)")
+                             hint=f"use {param('device')} cpu (or auto)")
     elif device.type != "cpu":
         raise UsageError(f"unsupported device '{name}' (use auto, cpu, cuda or cuda:N)")
     return device

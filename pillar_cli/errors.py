@@ -1,11 +1,27 @@
 """The one error type of pillar.
 
-Library code raises a PillarError subclass with a one-line message (what went wrong, which file or option)
-and an optional hint (how to fix it). The CLI boundary turns it into a single line on stderr and the
-subclass's exit code; nothing else in the package decides how a failure looks to the user.
+Library code raises a PillarError subclass with a one-line message (what went wrong, which file or parameter)
+and an optional hint (how to fix it). Parameters are named with `param(...)`: the library shows the Python name
+(`k_max`), the CLI the flag the user typed (`--k-max`). The CLI boundary turns the error into a single line on
+stderr and the subclass's exit code; nothing else in the package decides how a failure looks to the user.
 """
 
 from __future__ import annotations
+
+import re
+from typing import Callable
+
+_MARK = re.compile(r"⟦(\w+)(?:=(\w+))?⟧")
+
+
+def param(name: str, value: bool | None = None) -> str:
+    """A parameter inside an error message or hint, e.g. f"{param('k_max')} must be positive"; with a boolean
+    `value`, the setting (`resume=True`, shown by the CLI as --resume, or --no-pretrained for False)."""
+    return f"⟦{name}⟧" if value is None else f"⟦{name}={value}⟧"
+
+
+def python_names(name: str, value: str | None) -> str:
+    return name if value is None else f"{name}={value}"
 
 
 class PillarError(Exception):
@@ -18,8 +34,15 @@ class PillarError(Exception):
         self.message = message
         self.hint = hint
 
+    def render(self, name: Callable[[str, str | None], str] = python_names) -> tuple[str, str | None]:
+        """(message, hint) with every parameter shown by `name(parameter, value or None)`."""
+        def substitute(text: str) -> str:
+            return _MARK.sub(lambda match: name(match.group(1), match.group(2)), text)
+
+        return substitute(self.message), None if self.hint is None else substitute(self.hint)
+
     def __str__(self) -> str:
-        return self.message
+        return self.render()[0]
 
 
 class UsageError(PillarError):
@@ -32,6 +55,10 @@ class ArtifactError(PillarError):
     """A missing, corrupt, wrong-kind or mismatched artifact file."""
 
     exit_code = 3
+
+
+class MissingSplitError(ArtifactError):
+    """An embeddings artifact without the split that was asked for."""
 
 
 class DataError(PillarError):

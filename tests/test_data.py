@@ -32,7 +32,7 @@ def test_own_test_part_is_used_when_the_source_has_one():
 
 
 def test_bad_fractions_are_usage_errors():
-    with pytest.raises(UsageError, match="--public-fraction must be in"):
+    with pytest.raises(UsageError, match="^public_fraction must be in"):
         make_splits(10, 0, SplitPlan(public_fraction=1.5))
     with pytest.raises(UsageError, match="must leave rows for the private split"):
         make_splits(10, 0, SplitPlan(public_fraction=0.6, val_fraction=0.5))
@@ -100,7 +100,7 @@ def test_cifar_reader(tmp_path):
 def test_unknown_source_and_missing_path():
     with pytest.raises(UsageError, match="unknown source 'mnist'"):
         load_source("mnist", SourceOptions())
-    with pytest.raises(UsageError, match="source 'cifar' needs --path"):
+    with pytest.raises(UsageError, match="^source 'cifar' needs path$"):
         load_source("cifar", SourceOptions())
 
 

@@ -42,11 +42,11 @@ def test_rdp_is_looser_than_prv_and_pld_tighter_than_prv_for_the_same_sigma():
 
 
 def test_budget_validation_messages():
-    with pytest.raises(UsageError, match=r"--eps must be > 0 \(got 0.0\)"):
+    with pytest.raises(UsageError, match=r"^epsilon must be > 0 \(got 0.0\); use 'inf' for non-private training$"):
         validate_budget(0.0, 1e-5, 1000)
-    with pytest.raises(UsageError, match=r"--delta must be in \(0, 1\)"):
+    with pytest.raises(UsageError, match=r"^delta must be in \(0, 1\)"):
         validate_budget(1.0, 1.0, 1000)
-    with pytest.raises(PrivacyError, match=r"--delta 0.01 is not below 1/n = 0.001 for n = 1000"):
+    with pytest.raises(PrivacyError, match=r"^delta 0.01 is not below 1/n = 0.001 for n = 1000"):
         validate_budget(1.0, 0.01, 1000)
     validate_budget(math.inf, 1e-5, 1000)
 

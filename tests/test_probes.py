@@ -50,7 +50,7 @@ def test_trainable_patterns_select_names_prefixes_and_globs():
     assert select_trainable(names, ["fc"]) == ["fc.weight", "fc.bias"]
     assert select_trainable(names, ["layer4.*.conv3", "conv1.bias"]) == [
         "conv1.bias", "layer4.0.conv3.weight", "layer4.1.conv3.weight"]
-    with pytest.raises(UsageError, match="^--trainable 'layer9' matches no parameter of the probe$"):
+    with pytest.raises(UsageError, match="^trainable 'layer9' matches no parameter of the probe$"):
         select_trainable(names, ["layer9"])
 
 
@@ -92,7 +92,7 @@ def test_streamed_subspace_equals_the_exact_svd_and_its_cached_twin():
 def test_rank_deficient_gradients_are_refused():
     matrix = np.outer(np.arange(1, 51), np.ones(40))  # rank 1
     gradients = GradientMatrix(MatrixProbe(matrix), np.arange(50)[:, None], np.zeros(50, int))
-    with pytest.raises(DataError, match="^the per-sample gradients have rank 1 < --k 3"):
+    with pytest.raises(DataError, match="^the per-sample gradients have rank 1 < k 3"):
         top_right_singular_vectors(gradients, 3, seed=0)
 
 

@@ -36,7 +36,7 @@ def test_components_are_orthonormal_with_positive_largest_entry():
 
 def test_k_beyond_the_public_rank_is_refused():
     x = _data(n=12, d=30)
-    with pytest.raises(UsageError, match=r"--k-max 20 exceeds the rank of the public features \(11: 12 rows"):
+    with pytest.raises(UsageError, match=r"^k_max 20 exceeds the rank of the public features \(11: 12 rows"):
         PublicPCA(k_max=20).fit(x)
     pca = PublicPCA(k_max=5).fit(x)
     with pytest.raises(UsageError, match="k=6 is out of range: the projection holds 5 components"):

@@ -21,7 +21,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from pillar_cli.errors import ArtifactError
+from pillar_cli.errors import ArtifactError, MissingSplitError
 from pillar_cli.version import __version__
 
 SCHEMA_VERSION = 1
@@ -246,7 +246,8 @@ def _read_arrays(h5: h5py.File, path: Path, under: str | None) -> dict[str, np.n
         if under not in h5:
             parent, _, child = under.rpartition("/")
             available = ", ".join(h5[parent]) if parent in h5 else "none"
-            raise ArtifactError(f"{path} has no {parent.rstrip('s') or 'group'} '{child}' (available: {available})")
+            error = MissingSplitError if parent == "splits" else ArtifactError
+            raise error(f"{path} has no {parent.rstrip('s') or 'group'} '{child}' (available: {available})")
         root = h5[under]
     arrays: dict[str, np.ndarray] = {}
 

@@ -26,25 +26,39 @@ stdout = Console()
 stderr = Console(stderr=True)
 
 
-def cli_errors(command: Callable) -> Callable:
+# Library parameters whose flag is not --<name with dashes>.
+FLAG_NAMES = {"epsilon": "--eps", "params": "--param"}
+
+
+def flag_name(name: str, value: str | None, overrides: dict[str, str]) -> str:
+    """The flag a user types for a library parameter (`k_max` → --k-max; `pretrained=False` → --no-pretrained)."""
+    flag = overrides.get(name) or FLAG_NAMES.get(name) or "--" + name.replace("_", "-")
+    return flag.replace("--", "--no-", 1) if value == "False" else flag
+
+
+def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None = None) -> Callable:
     """Turn a PillarError into one line on stderr (plus a hint) and its exit code, Ctrl-C into exit 130;
-    PILLAR_DEBUG=1 shows tracebacks."""
+    PILLAR_DEBUG=1 shows tracebacks. Parameters in messages are shown as this command's flags (`flags` maps the
+    library names a command spells differently, e.g. gsd's epsilon → --dp-eps)."""
 
-    @functools.wraps(command)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except PillarError as err:
-            if os.environ.get("PILLAR_DEBUG"):
-                raise
-            message = f"error: {err}" + (f"\nhint: {err.hint}" if err.hint else "")
-            print(message, file=sys.stderr)
-            raise typer.Exit(err.exit_code) from None
-        except KeyboardInterrupt:
-            print("error: interrupted; no artifact was written (existing files are unchanged)", file=sys.stderr)
-            raise typer.Exit(130) from None
+    def decorate(command: Callable) -> Callable:
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return command(*args, **kwargs)
+            except PillarError as err:
+                if os.environ.get("PILLAR_DEBUG"):
+                    raise
+                message, hint = err.render(lambda name, value: flag_name(name, value, flags or {}))
+                print(f"error: {message}" + (f"\nhint: {hint}" if hint else ""), file=sys.stderr)
+                raise typer.Exit(err.exit_code) from None
+            except KeyboardInterrupt:
+                print("error: interrupted; no artifact was written (existing files are unchanged)", file=sys.stderr)
+                raise typer.Exit(130) from None
 
-    return run
+        return run
+
+    return decorate(command) if command is not None else decorate
 
 
 def warn(message: str) -> None:

@@ -21,7 +21,7 @@ from pillar_cli.privacy import validate_budget
 PRIVACY_NOTE = "non-private: uses the private split's features (not its labels; labels are random)"
 
 
-@cli_errors
+@cli_errors(flags={"epsilon": "--dp-eps", "delta": "--dp-delta", "mechanism": "--dp-mechanism"})
 def gsd(
     ctx: typer.Context,
     private: str = typer.Option(..., "--private", help="Private embeddings FILE:SPLIT (default split: private)."),
@@ -66,7 +66,7 @@ def gsd(
     if dp_eps is not None:
         if not np.isfinite(dp_eps):
             raise UsageError(f"--dp-eps must be finite (got {dp_eps}); omit it for non-private GSD")
-        validate_budget(dp_eps, dp_delta, len(private_split.features), ("--dp-eps", "--dp-delta"))
+        validate_budget(dp_eps, dp_delta, len(private_split.features), non_private_allowed=False)
         dp = DPSettings(dp_eps, dp_delta, clip, dp_mechanism, gibbs_sweeps)
     model = spec.build(private_split.features.shape[1], private_split.attrs, num_classes, seed)
     probed = [(c.features, model.for_dataset(c.features.shape[1], c.attrs, f"candidate {name}"))

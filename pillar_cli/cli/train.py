@@ -12,7 +12,7 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, float_list, int_list,
                                    parse_shard, print_json, print_table, progress_bar, save, split_list, warn)
-from pillar_cli.errors import ArtifactError, DataError, UsageError
+from pillar_cli.errors import DataError, MissingSplitError, UsageError
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.noisy_sgd import NoisySGDSettings
 from pillar_cli.methods.sweep import (PrivacySettings, SweepData, SweepGrid, SweepOptions, check_grid,
@@ -118,9 +118,7 @@ def _validation_split(path: str, configurations: int) -> artifacts.Split | None:
     """The val split; it may be absent only when there is nothing to select (one configuration per cell)."""
     try:
         return artifacts.read_split(f"{path}:val")
-    except ArtifactError as err:
-        if not str(err).startswith(f"{path} has no split 'val'"):
-            raise
+    except MissingSplitError:
         if configurations > 1:
             raise UsageError(f"{path} has no val split, which selecting among {configurations} configurations per "
                              "(method, k, ε) needs", hint="embed with --val-fraction > 0, or give one configuration")

@@ -8,7 +8,7 @@ from typing import Callable
 
 import numpy as np
 
-from pillar_cli.errors import UsageError
+from pillar_cli.errors import UsageError, param
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class Dataset:
         if limit is None and fraction is None:
             return self
         if fraction is not None and not 0 < fraction <= 1:
-            raise UsageError(f"--fraction must be in (0, 1]; got {fraction}")
+            raise UsageError(f"{param('fraction')} must be in (0, 1]; got {fraction}")
         rng = np.random.default_rng(seed)
 
         def keep(n: int) -> np.ndarray:

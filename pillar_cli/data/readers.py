@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 
 from pillar_cli.data.dataset import Dataset
-from pillar_cli.errors import DataError
+from pillar_cli.errors import DataError, param
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".ppm", ".tif", ".tiff", ".webp"}
 CHUNK_CACHE_BYTES = 64 * 2**20  # per open image file of a lazy source
@@ -68,7 +68,7 @@ def read_image_folder(root: Path, size: int | None) -> Dataset:
         train, train_labels = _load_images(root / "train", class_names, size)
         test, test_labels = _load_images(root / "test", class_names, size)
         if train.shape[1:] != test.shape[1:]:
-            raise DataError(f"{root}: train and test images differ in size; pass --param size=N")
+            raise DataError(f"{root}: train and test images differ in size; pass {param('params')} size=N")
         return Dataset(root.name, train, train_labels, class_names, test, test_labels)
     class_names = _class_folders(root)
     images, labels = _load_images(root, class_names, size)
@@ -92,7 +92,7 @@ def _load_images(root: Path, class_names: list[str], size: int | None) -> tuple[
     if not images:
         raise DataError(f"{root} holds no images ({', '.join(sorted(IMAGE_SUFFIXES))})")
     if len({image.shape for image in images}) > 1:
-        raise DataError(f"{root}: images differ in size", hint="pass --param size=N to resize them to N x N")
+        raise DataError(f"{root}: images differ in size", hint=f"pass {param('params')} size=N to resize them to N x N")
     return np.stack(images), np.asarray(labels, dtype=np.int64)
 
 
@@ -187,7 +187,7 @@ def read_manifest(path: Path, size: int | None) -> Dataset:
     files = [(path.parent / row[0]) for row in rows]
     images = [_load_image(file, size) for file in files]
     if len({image.shape for image in images}) > 1:
-        raise DataError(f"{path}: images differ in size", hint="pass --param size=N to resize them to N x N")
+        raise DataError(f"{path}: images differ in size", hint=f"pass {param('params')} size=N to resize them to N x N")
     return Dataset(path.stem, np.stack(images), np.array([class_names.index(row[1]) for row in rows]), class_names)
 
 

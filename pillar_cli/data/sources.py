@@ -15,7 +15,7 @@ import numpy as np
 
 from pillar_cli.data import readers
 from pillar_cli.data.dataset import Dataset
-from pillar_cli.errors import DataError, UsageError
+from pillar_cli.errors import DataError, UsageError, param
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class SourceOptions:
 
     def require_path(self, source: str) -> Path:
         if self.path is None:
-            raise UsageError(f"source '{source}' needs --path")
+            raise UsageError(f"source '{source}' needs {param('path')}")
         if not self.path.exists():
             raise DataError(f"source '{source}': {self.path} does not exist")
         return self.path
@@ -37,7 +37,7 @@ class SourceOptions:
         try:
             return float(self.params.get(key, default))
         except ValueError:
-            raise UsageError(f"--param {key}={self.params[key]} is not a number") from None
+            raise UsageError(f"{param('params')} {key}={self.params[key]} is not a number") from None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pillar_cli.errors import UsageError
+from pillar_cli.errors import UsageError, param
 
 SPLIT_ROLES = {
     "private": "labelled, protected: only DP training may touch its labels",
@@ -33,10 +33,10 @@ class SplitPlan:
             value = getattr(self, name)
             upper_ok = value <= 1.0 if name == "test_fraction" else value < 1.0  # all-test: an evaluation-only set
             if not (0.0 <= value and upper_ok):
-                raise UsageError(f"--{name.replace('_', '-')} must be in [0, 1{']' if name == 'test_fraction' else ')'}"
+                raise UsageError(f"{param(name)} must be in [0, 1{']' if name == 'test_fraction' else ')'}"
                                  f"; got {value}")
         if self.public_fraction + self.val_fraction >= 1.0:
-            raise UsageError("--public-fraction + --val-fraction must leave rows for the private split")
+            raise UsageError(f"{param('public_fraction')} + {param('val_fraction')} must leave rows for the private split")
 
 
 def make_splits(n_train: int, n_test: int, plan: SplitPlan) -> dict[str, np.ndarray]:

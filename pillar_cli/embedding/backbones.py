@@ -17,7 +17,7 @@ import torch
 
 from pillar_cli.devices import resolve_device
 from pillar_cli.embedding.images import match_channels, normalise, resize
-from pillar_cli.errors import DataError, UsageError
+from pillar_cli.errors import DataError, UsageError, param
 
 _CHECKPOINT_PREFIXES = ("module.encoder_q.", "backbone.", "module.", "model.", "encoder.")
 _HEAD_PREFIXES = ("fc.", "head.", "classifier.")
@@ -188,21 +188,21 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
     if spec.timm_id is None:
         return PixelEmbedder(input_shape)
     if len(input_shape) != 3:
-        raise DataError(f"backbone '{name}' needs images; this source holds vectors (use --backbone pixels)")
+        raise DataError(f"backbone '{name}' needs images; this source holds vectors (use {param('backbone')} pixels)")
     import timm
 
     torch_device = resolve_device(device)
     use_hub = pretrained and weights is None
     if use_hub and spec.needs_weights_file:
-        raise UsageError(f"backbone '{name}' has no hub weights here; pass --weights CHECKPOINT "
-                         f"(or --no-pretrained for random weights)")
+        raise UsageError(f"backbone '{name}' has no hub weights here; pass {param('weights')} CHECKPOINT "
+                         f"(or {param('pretrained', False)} for random weights)")
     try:
         with torch.random.fork_rng(devices=[]):  # random weights (--no-pretrained) are a function of the seed
             torch.manual_seed(seed)
             model = timm.create_model(spec.timm_id, pretrained=use_hub, num_classes=0)
     except Exception as err:  # timm/hub raise many types when offline; all mean "no weights"
         raise UsageError(f"cannot fetch pretrained weights for '{spec.timm_id}' ({type(err).__name__})",
-                         hint="offline: download the weights elsewhere and pass --weights FILE") from err
+                         hint=f"offline: download the weights elsewhere and pass {param('weights')} FILE") from err
     weights_id = f"random-init:seed={seed}" if not pretrained and weights is None else f"hub:{spec.timm_id}"
     if weights is not None:
         weights_id = load_weights_file(model, weights, trust_checkpoint)
@@ -211,7 +211,7 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
     preprocessing = Preprocessing(resize or int(round(size / config.get("crop_pct", 0.875))), size,
                                   tuple(config["mean"]), tuple(config["std"]), config.get("interpolation", "bilinear"))
     if precision not in PRECISIONS:
-        raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}; got '{precision}'")
+        raise UsageError(f"{param('precision')} must be one of {', '.join(PRECISIONS)}; got '{precision}'")
     bf16 = precision == "bf16" or (precision == "auto" and torch_device.type == "cuda")
     return TimmEmbedder(spec, model, preprocessing, weights_id, torch_device, bf16)
 
@@ -241,7 +241,7 @@ def _read_state(path: Path, trust_checkpoint: bool) -> dict[str, torch.Tensor]:
         payload = torch.load(path, map_location="cpu", weights_only=not trust_checkpoint)
     except Exception as err:  # pickle, zip and torch errors all mean "not a loadable state dict"
         hint = None if trust_checkpoint else ("a Lightning checkpoint may hold more than tensors: if you trust the "
-                                              "file, pass --trust-checkpoint")
+                                              f"file, pass {param('trust_checkpoint', True)}")
         raise DataError(f"cannot load weights from {path}: {str(err).splitlines()[0]}", hint=hint) from err
     state = payload.get("state_dict", payload.get("model", payload)) if isinstance(payload, dict) else None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):

@@ -20,7 +20,7 @@ from pillar_cli.artifacts import Artifact
 from pillar_cli.data import Dataset, SplitPlan
 from pillar_cli.data.splits import SPLIT_ROLES
 from pillar_cli.embedding.backbones import Embedder, PendingFeatures, TimmEmbedder
-from pillar_cli.errors import ArtifactError, UsageError
+from pillar_cli.errors import ArtifactError, UsageError, param
 
 
 def options_digest(options: dict[str, Any]) -> str:
@@ -35,7 +35,7 @@ class FeatureStore:
         self.path = path
         key = options_digest(options)
         if path.exists() and not resume:
-            raise UsageError(f"an interrupted run left {path}", hint="pass --resume to continue it, or delete it")
+            raise UsageError(f"an interrupted run left {path}", hint=f"pass {param('resume', True)} to continue it, or delete it")
         if resume and not path.exists():
             raise UsageError(f"nothing to resume: {path} does not exist")
         try:

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from pillar_cli.errors import DataError
+from pillar_cli.errors import DataError, param
 from pillar_cli.gsd.probes import Probe
 from pillar_cli.gsd.releases import DPSettings, DPSubspaceResult, dp_gradient_subspace
 from pillar_cli.gsd.subspace import GradientMatrix, top_right_singular_vectors
@@ -45,7 +45,7 @@ def gradient_matrix(probe: Probe, inputs: np.ndarray, settings: GSDSettings, see
                     max_samples: int | None = None) -> GradientMatrix:
     """Per-sample gradients on a seeded subsample of at most `max_samples` rows, with seeded random labels."""
     if len(inputs) < settings.k:
-        raise DataError(f"a GSD input has {len(inputs)} rows, fewer than --k {settings.k}")
+        raise DataError(f"a GSD input has {len(inputs)} rows, fewer than {param('k')} {settings.k}")
     rows, labels = random_rows_and_labels(len(inputs), max_samples or settings.max_samples, settings.num_classes,
                                           seed)
     return GradientMatrix(probe, inputs[rows], labels)

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from pillar_cli.embedding.images import match_channels, normalise, resize
-from pillar_cli.errors import DataError, UsageError
+from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.gradients import per_sample_gradients
 
 
@@ -124,7 +124,7 @@ def select_trainable(names: list[str], patterns: list[str]) -> list[str]:
 
     for pattern in patterns:
         if not any(matches(name, pattern) for name in names):
-            raise UsageError(f"--trainable '{pattern}' matches no parameter of the probe",
+            raise UsageError(f"{param('trainable')} '{pattern}' matches no parameter of the probe",
                              hint=f"parameter names look like {', '.join(names[:2])}, ..., {names[-1]}")
     return [name for name in names if any(matches(name, pattern) for pattern in patterns)]
 
@@ -144,7 +144,7 @@ def stored_image_shape(attrs: dict, feature_dim: int, what: str) -> tuple[int, i
     shape = attrs.get("input_shape")
     if attrs.get("backbone") != "pixels" or shape is None or len(shape) != 3 or int(np.prod(shape)) != feature_dim:
         raise DataError(f"{what} holds no images: image probes need pixel embeddings of an image source",
-                        hint="embed it with --backbone pixels (features are then flattened HWC pixels)")
+                        hint=f"embed it with {param('backbone')} pixels (features are then flattened HWC pixels)")
     return tuple(int(n) for n in shape)
 
 
@@ -160,11 +160,12 @@ class ProbeSpec:
     @classmethod
     def parse(cls, text: str, trainable: list[str], weights: Path | None, image_size: int | None) -> ProbeSpec:
         if text not in ("linear", "cnn") and not text.startswith("timm:"):
-            raise UsageError(f"--probe must be linear, cnn or timm:NAME; got '{text}'")
+            raise UsageError(f"{param('probe')} must be linear, cnn or timm:NAME; got '{text}'")
         if text == "linear" and (trainable or weights or image_size):
-            raise UsageError("--trainable, --probe-weights and --probe-size apply to image probes (cnn, timm:NAME)")
+            raise UsageError(f"{param('trainable')}, {param('probe_weights')} and {param('probe_size')} apply to image "
+                             "probes (cnn, timm:NAME)")
         if text == "cnn" and weights is not None:
-            raise UsageError("--probe-weights applies to timm probes; the cnn probe is always at its seeded init")
+            raise UsageError(f"{param('probe_weights')} applies to timm probes; the cnn probe is always at its seeded init")
         return cls(text, tuple(trainable), weights, image_size)
 
     def build(self, feature_dim: int, attrs: dict, num_classes: int, seed: int) -> LinearProbe | TorchProbe:
@@ -195,7 +196,7 @@ def _timm_probe(name: str, stored: tuple[int, int, int], size: tuple[int, int], 
     from pillar_cli.embedding.backbones import load_weights_file
 
     if not timm.is_model(name):
-        raise UsageError(f"--probe timm:{name}: '{name}' is not a timm model")
+        raise UsageError(f"{param('probe')} timm:{name}: '{name}' is not a timm model")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = timm.create_model(name, pretrained=False, num_classes=0)

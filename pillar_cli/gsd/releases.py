@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy.sparse.linalg import eigsh
 
-from pillar_cli.errors import UsageError
+from pillar_cli.errors import UsageError, param
 from pillar_cli.gsd.bingham import sample_matrix_bingham
 from pillar_cli.gsd.subspace import GradientMatrix, clipped_gram
 from pillar_cli.privacy import calibrate_noise
@@ -49,11 +49,11 @@ class DPSubspaceResult:
 
 def dp_gradient_subspace(matrix: GradientMatrix, k: int, dp: DPSettings, seed: int) -> DPSubspaceResult:
     if dp.mechanism not in MAX_DIM:
-        raise UsageError(f"--dp-mechanism must be one of {', '.join(MAX_DIM)}; got '{dp.mechanism}'")
+        raise UsageError(f"{param('mechanism')} must be one of {', '.join(MAX_DIM)}; got '{dp.mechanism}'")
     if matrix.dim > MAX_DIM[dp.mechanism]:
         raise UsageError(f"DP-GSD with {dp.mechanism} forms a {matrix.dim}×{matrix.dim} matrix; at most "
                          f"{MAX_DIM[dp.mechanism]} is supported",
-                         hint="use fewer features or --trainable parameters, or --dp-mechanism gauss")
+                         hint=f"use fewer features or {param('trainable')} parameters, or {param('mechanism')} gauss")
     gram = clipped_gram(matrix, dp.clip)
     rng = np.random.default_rng([seed, 1])
     ledger: dict[str, Any] = {"epsilon": dp.epsilon, "clip": dp.clip}

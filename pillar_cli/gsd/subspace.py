@@ -12,7 +12,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from pillar_cli.errors import DataError, UsageError
+from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.gsd.probes import Probe
 
 BLOCK_BYTES = 2**28  # one block of gradients, even upcast to float64: ≤ 256 MiB, and at most 256 rows
@@ -75,7 +75,7 @@ def top_right_singular_vectors(matrix: GradientMatrix, k: int, seed: int, oversa
     small Gram matrix of Qᵀ G give the right singular vectors.
     """
     if not 1 <= k <= min(matrix.rows, matrix.dim):
-        raise UsageError(f"--k {k} must be between 1 and min(samples, gradient dimension) = "
+        raise UsageError(f"{param('k')} {k} must be between 1 and min(samples, gradient dimension) = "
                          f"{min(matrix.rows, matrix.dim)}")
     width = min(k + oversample, matrix.rows, matrix.dim)
     sketch = matrix.times(np.random.default_rng(seed).standard_normal((matrix.dim, width)))
@@ -86,9 +86,10 @@ def top_right_singular_vectors(matrix: GradientMatrix, k: int, seed: int, oversa
     values, vectors = values[::-1], vectors[:, ::-1]
     rank = int(np.sum(values > RANK_TOLERANCE * max(values[0], 0.0)))
     if rank < k:
-        raise DataError(f"the per-sample gradients have rank {rank} < --k {k}: the probe cannot tell this data apart",
+        raise DataError(f"the per-sample gradients have rank {rank} < {param('k')} {k}: the probe cannot tell this data apart",
                         hint="zero-initialised layers have zero gradients (e.g. the last conv of a random-init "
-                             "ResNet block): pick other --trainable parameters, --probe-weights or a smaller --k")
+                             f"ResNet block): pick other {param('trainable')} parameters, {param('probe_weights')} or a smaller "
+                             f"{param('k')}")
     top = vectors[:, :k] / np.sqrt(values[:k])
     basis = projected @ top
     return basis @ np.linalg.inv(np.linalg.cholesky(basis.T @ basis)).T  # re-orthonormalise (Cholesky QR)

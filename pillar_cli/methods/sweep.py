@@ -18,7 +18,7 @@ import numpy as np
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact
 from pillar_cli.devices import resolve_device
-from pillar_cli.errors import PrivacyError, UsageError
+from pillar_cli.errors import PrivacyError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
@@ -105,7 +105,7 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
     n = len(data.private_x)
     too_big = [b for b in grid.batch_sizes if b > n]
     if too_big:
-        raise UsageError(f"--batch-size {too_big[0]} exceeds the {n} private rows")
+        raise UsageError(f"{param('batch_size')} {too_big[0]} exceeds the {n} private rows")
     for name in grid.methods:
         reason = get_method(name).needs_public_rows
         if reason and data.public_x is None:

@@ -5,22 +5,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from pillar_cli.errors import PrivacyError, UsageError
+from pillar_cli.errors import PrivacyError, UsageError, param
 
 
-def validate_budget(epsilon: float, delta: float, n_private: int, flags: tuple[str, str] = ("--eps", "--delta")
-                    ) -> None:
-    """ε > 0 and 0 < δ < 1/n; `flags` name the options the user set them with."""
-    eps_flag, delta_flag = flags
+def validate_budget(epsilon: float, delta: float, n_private: int, non_private_allowed: bool = True) -> None:
+    """ε > 0 and 0 < δ < 1/n for n private rows; `non_private_allowed`: ε = inf (no privacy) is a valid choice here,
+    which the error for ε ≤ 0 then mentions."""
     if not epsilon > 0:
-        raise UsageError(f"{eps_flag} must be > 0 (got {epsilon})" +
-                         ("; use 'inf' for non-private training" if eps_flag == "--eps" else ""))
+        raise UsageError(f"{param('epsilon')} must be > 0 (got {epsilon})" +
+                         ("; use 'inf' for non-private training" if non_private_allowed else ""))
     if not 0 < delta < 1:
-        raise UsageError(f"{delta_flag} must be in (0, 1) (got {delta})")
+        raise UsageError(f"{param('delta')} must be in (0, 1) (got {delta})")
     if delta >= 1.0 / n_private:
-        raise PrivacyError(f"{delta_flag} {delta:g} is not below 1/n = {1.0 / n_private:.3g} for n = {n_private} "
+        raise PrivacyError(f"{param('delta')} {delta:g} is not below 1/n = {1.0 / n_private:.3g} for n = {n_private} "
                            "private rows: such a δ permits releasing individual records",
-                           hint=f"use a smaller {delta_flag}")
+                           hint=f"use a smaller {param('delta')}")
 
 
 def require_disjoint(private_index: np.ndarray, public_index: np.ndarray, source: str) -> None:

@@ -12,7 +12,7 @@ from typing import Protocol
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.errors import DataError, UsageError
+from pillar_cli.errors import DataError, UsageError, param
 
 
 def l2_normalized_rows(x: np.ndarray) -> np.ndarray:
@@ -70,7 +70,7 @@ class PublicPCA:
         self.rank_ = int((singular > tolerance).sum())
         k_max = self.rank_ if self.k_max is None else self.k_max
         if k_max > self.rank_:
-            raise UsageError(f"--k-max {k_max} exceeds the rank of the public features ({self.rank_}: "
+            raise UsageError(f"{param('k_max')} {k_max} exceeds the rank of the public features ({self.rank_}: "
                              f"{n} rows, {dim} dimensions)", hint="use more public data or a smaller k")
         components = vt[:k_max]
         signs = np.sign(components[np.arange(k_max), np.abs(components).argmax(axis=1)])
@@ -99,7 +99,7 @@ class PublicPCA:
         """A_k: the (D, k) orthonormal basis of the top-k public components."""
         if not 1 <= k <= len(self.components_):
             raise UsageError(f"k={k} is out of range: the projection holds {len(self.components_)} components "
-                             f"(public rank {self.rank_})", hint="refit with a larger --k-max or use a smaller k")
+                             f"(public rank {self.rank_})", hint=f"refit with a larger {param('k_max')} or use a smaller k")
         return self.components_[:k].T.astype(np.float32)
 
     def to_artifact(self) -> Artifact:
