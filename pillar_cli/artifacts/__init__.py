@@ -4,10 +4,11 @@ Owns the artifact core (atomic write, kind and schema checks, content hashes, pr
 of what is stored. Imports only `pillar_cli.errors` and `pillar_cli.version`: every domain may use it, it uses none.
 """
 
-from pillar_cli.artifacts.core import (KINDS, RESERVED_ATTRS, SCHEMA_VERSION, Artifact, ChainLink, InputRef,
-                                       Provenance, Split, content_hash, parse_ref, provenance_chain, read,
-                                       read_provenance, read_split, require_derived_from, write)
+from pillar_cli.artifacts.core import (KINDS, RESERVED_ATTRS, SCHEMA_VERSION, Artifact, InputRef, Provenance,
+                                       content_hash, read, read_provenance, write)
+from pillar_cli.artifacts.embeddings import Split, embeddings_artifact, parse_ref, read_split
+from pillar_cli.artifacts.provenance import ChainLink, provenance_chain, require_derived_from
 
 __all__ = ["KINDS", "RESERVED_ATTRS", "SCHEMA_VERSION", "Artifact", "ChainLink", "InputRef", "Provenance", "Split",
-           "content_hash", "parse_ref", "provenance_chain", "read", "read_provenance", "read_split",
-           "require_derived_from", "write"]
+           "content_hash", "embeddings_artifact", "parse_ref", "provenance_chain", "read", "read_provenance",
+           "read_split", "require_derived_from", "write"]

@@ -263,68 +263,6 @@ def _read_arrays(h5: h5py.File, path: Path, under: str | None) -> dict[str, np.n
     return arrays
 
 
-def parse_ref(text: str, default_split: str | None = None) -> tuple[str, str | None]:
-    """'emb.h5:private' → ('emb.h5', 'private'); a bare path takes `default_split`."""
-    path, sep, split = text.rpartition(":")
-    if sep and path and split and "/" not in split:
-        return path, split
-    return text, default_split
-
-
-@dataclass(frozen=True)
-class Split:
-    """One split of an embeddings artifact: features, labels (None when unlabelled) and source row ids."""
-
-    name: str
-    features: np.ndarray
-    labels: np.ndarray | None
-    index: np.ndarray
-    ref: InputRef
-    attrs: dict[str, Any]
-
-    @property
-    def num_classes(self) -> int:
-        return len(self.attrs.get("class_names") or [])
-
-
-def read_split(text: str, default_split: str | None = None) -> Split:
-    """Read one split ('emb.h5:private') of an embeddings artifact, checking its features are finite."""
-    path, split = parse_ref(text, default_split)
-    if split is None:
-        raise ArtifactError(f"no split named in '{text}'", hint="write FILE:SPLIT, e.g. emb.h5:private")
-    artifact = read(path, "embeddings", under=f"splits/{split}")
-    prefix = f"splits/{split}"
-    features = artifact.array(f"{prefix}/features")
-    if not np.isfinite(features).all():
-        bad = int((~np.isfinite(features)).any(axis=1).sum())
-        raise ArtifactError(f"{path}:{split} has {bad} rows with NaN or Inf features",
-                            hint="fix the embedding run or drop those rows before training")
-    labels = artifact.arrays.get(f"{prefix}/labels")
-    if labels is not None and len(labels) != len(features):
-        raise ArtifactError(f"{path}:{split} has {len(labels)} labels for {len(features)} feature rows")
-    return Split(split, features, labels, artifact.array(f"{prefix}/index"), artifact.ref(split), artifact.attrs)
-
-
-
-def require_derived_from(artifact: Artifact, source: InputRef) -> None:
-    """Fail unless `artifact` was computed from the file content `source` refers to (by content hash)."""
-    hashes = {ref.content_hash for ref in artifact.provenance.inputs} if artifact.provenance else set()
-    if source.content_hash not in hashes:
-        origins = ", ".join(ref.path for ref in artifact.provenance.inputs) if artifact.provenance else "unknown"
-        raise ArtifactError(f"{artifact.path} was fitted on other data ({origins}) than {source.path}",
-                            hint="refit the projection on these embeddings' public split")
-
-
-@dataclass(frozen=True)
-class ChainLink:
-    """One input in an artifact's ancestry: where it sits, and whether the file still holds what was consumed."""
-
-    depth: int
-    ref: InputRef
-    status: str  # "ok", "changed" (content hash differs) or "missing"
-    command: list[str] | None
-
-
 def read_provenance(path: str | Path) -> tuple[str, Provenance]:
     """Kind and provenance of an artifact, reading its attributes only (no arrays)."""
     try:
@@ -335,27 +273,3 @@ def read_provenance(path: str | Path) -> tuple[str, Provenance]:
             return kind, _read_provenance(h5)
     except (OSError, KeyError, ValueError, TypeError) as err:
         raise ArtifactError(f"{path} is not a readable pillar artifact ({_first_line(err)})") from err
-
-
-def provenance_chain(artifact: Artifact, max_depth: int = 8) -> list[ChainLink]:
-    """The artifact's inputs, their inputs, and so on (depth first), each checked against its recorded hash."""
-    links: list[ChainLink] = []
-
-    def visit(provenance: Provenance, depth: int, seen: frozenset[str]) -> None:
-        for ref in provenance.inputs:
-            if not Path(ref.path).exists():
-                links.append(ChainLink(depth, ref, "missing", None))
-                continue
-            try:
-                _, parent = read_provenance(ref.path)
-            except ArtifactError:
-                links.append(ChainLink(depth, ref, "missing", None))
-                continue
-            status = "ok" if parent.content_hash == ref.content_hash else "changed"
-            links.append(ChainLink(depth, ref, status, parent.command))
-            if depth < max_depth and ref.path not in seen:
-                visit(parent, depth + 1, seen | {ref.path})
-
-    if artifact.provenance is not None:
-        visit(artifact.provenance, 1, frozenset({str(artifact.path)}))
-    return links

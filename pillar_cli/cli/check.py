@@ -5,17 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts import Artifact, InputRef
+from pillar_cli.artifacts import InputRef
+from pillar_cli.artifacts.assumptions import assumptions_artifact
 from pillar_cli.cli.common import (ConfigOption, JsonOption, atomic_file, check_output, cli_errors, int_list,
                                    print_json, print_table, save, stderr)
-from pillar_cli.errors import DataError, UsageError
+from pillar_cli.errors import UsageError
 from pillar_cli.projection import PublicPCA
 from pillar_cli.reporting.figures import spectrum, xi_vs_k
-from pillar_cli.theory.assumptions import assess, svm_directions, theorem_recommended_k, theorem_terms
+from pillar_cli.theory.diagnostics import Diagnosis, diagnose
 
 
 @cli_errors
@@ -49,48 +49,39 @@ def check_assumptions(
     for output in (out, plot_xi, plot_spectrum):
         if output is not None:
             check_output(output, [path, str(projection)])
-    if mode not in ("pairs", "ovr"):
-        raise UsageError(f"--mode must be 'pairs' or 'ovr'; got '{mode}'")
     split = artifacts.read_split(embeddings, default_split="val")
-    if split.labels is None:
-        raise DataError(f"split '{split.name}' of {path} has no labels; margins need a labelled split")
     ks = [value for value in int_list(k, "--k") if value is not None]
     pca, basis_ref = _basis(path, projection, second_moment, max(ks))
-    z = pca.standardized(split.features)
-    table = assess(svm_directions(z, split.labels, mode, pairs, seed), z, {v: pca.basis(v) for v in ks},
-                   pca.eigenvalues_)
-    label_note = f"w* fitted on the labels of split '{split.name}' ({split.attrs['split_roles'][split.name]})"
-    summary = {"rows": table.rows(), "recommended_k": table.recommended_k(xi_threshold), "xi_threshold": xi_threshold,
-               "margin_q01_full_median": float(np.median(table.margin_full)), "labels_used": label_note,
-               "basis": "second moment of L2-normalised public features" if second_moment else "projection artifact"}
-    if eps is not None:
-        summary["theorem"] = theorem_terms(table, eps, alpha, beta)
-        summary["recommended_k_theorem"] = theorem_recommended_k(summary["theorem"])
-        summary["theorem_inputs"] = ("γ, ξ_k and ζ come from w* fitted on labelled data (" + label_note + "); "
-                                     "Δ_k from public data only")
-    artifact = Artifact("assumptions", {"k": np.array(ks), "xi": table.xi, "margin_full": table.margin_full,
-                                        "margin_projected": table.margin_projected, "eigengap": table.eigengap},
-                        {"summary": summary, "labels_used": label_note, "mode": mode})
-    save(ctx, out, artifact, [split.ref, basis_ref])
-    title = (f"{split.attrs.get('source')} / {split.attrs.get('backbone')}: {summary['basis']}\n"
+    described = "second moment of L2-normalised public features" if second_moment else "projection artifact"
+    found = diagnose(split, pca, ks, mode=mode, pairs=pairs, seed=seed, xi_threshold=xi_threshold, epsilon=eps,
+                     alpha=alpha, beta=beta, basis_description=described)
+    table = found.table
+    save(ctx, out, assumptions_artifact(ks, table.xi, table.margin_full, table.margin_projected, table.eigengap,
+                                        found.summary, found.labels_used, mode), [split.ref, basis_ref])
+    title = (f"{split.attrs.get('source')} / {split.attrs.get('backbone')}: {described}\n"
              f"w* from the labels of split '{split.name}' ({len(split.features)} rows, {mode})")
     for target, draw in ((plot_xi, lambda tmp: xi_vs_k(table.rows(), tmp, title)),
                          (plot_spectrum, lambda tmp: spectrum(pca.eigenvalues_, tmp, title))):
         if target is not None:
             with atomic_file(target) as tmp:
                 draw(tmp)
+    _report(out, found, eps, alpha, beta, as_json)
+
+
+def _report(out: Path, found: Diagnosis, eps: float | None, alpha: float, beta: float, as_json: bool) -> None:
+    summary = found.summary
     if as_json:
         return print_json(summary)
-    print_table(f"{out}: large-margin low-rank diagnostics", table.rows(),
+    print_table(f"{out}: large-margin low-rank diagnostics", found.table.rows(),
                 ["k", "xi_mean", "xi_median", "xi_max", "margin_q01_median", "eigengap", "explained_variance"],
                 {c: ".3f" for c in ("xi_mean", "xi_median", "xi_max", "margin_q01_median", "explained_variance")}
                 | {"eigengap": ".3g"})
-    stderr.print(f"recommended k (median ξ_k ≤ {xi_threshold}): {summary['recommended_k']}; "
+    stderr.print(f"recommended k (median ξ_k ≤ {summary['xi_threshold']}): {summary['recommended_k']}; "
                  f"full-space margin (99% of points): {summary['margin_q01_full_median']:.3f}")
     if eps is not None:
         stderr.print(f"Theorem 1 at ε={eps:g}, α={alpha:g}, β={beta:g}: best k {summary['recommended_k_theorem']} "
                      f"({summary['theorem_inputs']})")
-    stderr.print(f"note: {label_note}")
+    stderr.print(f"note: {found.labels_used}")
 
 
 def _basis(path: str, projection: Path | None, second_moment: bool, k_max: int) -> tuple[PublicPCA, InputRef]:

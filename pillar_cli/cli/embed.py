@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional
 
-import torch
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts import Artifact
-from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, invocation,
-                                   parse_shard, print_json, print_table, progress_bar, save)
-from pillar_cli.data import SOURCES, SourceOptions, SplitPlan, load_source, make_splits
+from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, invocation, parse_shard,
+                                   print_json, print_table, progress_bar, save)
+from pillar_cli.data import SOURCES, SourceOptions, SplitPlan, load_source
 from pillar_cli.embedding.backbones import BACKBONES, build_embedder
-from pillar_cli.embedding.extraction import FeatureStore, embed_splits
-from pillar_cli.embedding.shards import (SHARD_KIND, as_shard, merge_shards, shard_key, shard_splits,
-                                         torchrun_shard)
-from pillar_cli.errors import Interrupted, UsageError
+from pillar_cli.embedding.distributed import merge_ranks, rank_device, rank_file, torchrun_shard
+from pillar_cli.embedding.job import EmbeddingJob
+from pillar_cli.embedding.shards import SHARD_KIND, merge_shards
+from pillar_cli.errors import UsageError
 
 
 @cli_errors
@@ -63,68 +60,53 @@ def embed(
     Example: pillar embed --source mnist5k --backbone pixels -o emb.h5
     """
     if list_backbones or list_sources:
-        registry = BACKBONES if list_backbones else SOURCES
-        rows = [{"name": name, "description": spec.description} for name, spec in registry.items()]
-        return print_json(rows) if as_json else print_table("backbones" if list_backbones else "sources", rows,
-                                                            ["name", "description"])
+        return _list(BACKBONES if list_backbones else SOURCES, "backbones" if list_backbones else "sources", as_json)
     if out is None:
         raise UsageError("missing -o/--out: where to write the embeddings artifact")
     if merge or shard_files:
         return _merge(out, shard_files or [], merge, as_json)
+    distributed, shard_spec, target = _placement(out, shard)
+    dataset = load_source(source, SourceOptions(path, _parse_params(param), seed)).subsample(limit, fraction, seed)
+    job = EmbeddingJob.of(dataset, SplitPlan(public_fraction, val_fraction, test_fraction, seed), shard_spec)
+    embedder = build_embedder(backbone, dataset.inputs.shape[1:], weights=weights, pretrained=pretrained,
+                              resize=resize, crop=crop, device=rank_device(device, distributed),
+                              trust_checkpoint=trust_checkpoint, precision=precision, seed=seed)
+    with progress_bar(f"embedding with {backbone}", sum(len(ids) for ids in job.rows.values())) as advance:
+        artifact = job.run(embedder, target, invocation(ctx)[1], batch_size=batch_size, workers=workers,
+                           resume=resume, on_batch=advance)
+    save(ctx, target, artifact)
+    if distributed is not None:  # rank 0 merges the ranks' files and reports the merged artifact
+        if not merge_ranks(out, *distributed, lambda path, merged: save(ctx, path, merged)):
+            return
+        target, job = out, EmbeddingJob.of(dataset, job.plan)
+    _report(target, job, source, backbone, embedder.feature_dim, as_json)
+
+
+def _placement(out: Path, shard: str) -> tuple[tuple[int, int] | None, tuple[int, int], Path]:
+    """(torchrun rank and world or None, the shard this process embeds, the file it writes): under torchrun, its
+    rank's shard into a rank file that rank 0 merges into OUT."""
     distributed = torchrun_shard()
     if distributed and shard != "0/1":
         raise UsageError("under torchrun each rank embeds its own shard: do not pass --shard")
-    shard_spec = distributed or parse_shard(shard)
-    target = out if distributed is None else _rank_file(out, *distributed)
+    target = out if distributed is None else rank_file(out, *distributed)
     for written in {out, target}:
         check_output(written)
-    options = SourceOptions(path, _parse_params(param), seed)
-    dataset = load_source(source, options).subsample(limit, fraction, seed)
-    plan = SplitPlan(public_fraction, val_fraction, test_fraction, seed)
-    splits = make_splits(len(dataset.inputs), 0 if dataset.test_inputs is None else len(dataset.test_inputs), plan)
-    positions = shard_splits(splits, shard_spec)
-    embedder = build_embedder(backbone, dataset.inputs.shape[1:], weights=weights, pretrained=pretrained,
-                              resize=resize, crop=crop, device=_rank_device(device, distributed),
-                              trust_checkpoint=trust_checkpoint, precision=precision, seed=seed)
-    _, options_used = invocation(ctx)
-    mine = {name: ids[positions[name]] for name, ids in splits.items()}
-    artifact = _embed_resumably(target, options_used, dataset, mine, embedder, plan, batch_size, workers, resume,
-                                f"embedding with {backbone}")
-    if shard_spec[1] > 1:
-        sizes = {name: len(ids) for name, ids in splits.items()}
-        artifact = as_shard(artifact, shard_spec, positions, sizes, shard_key(options_used))
-    save(ctx, target, artifact)
-    if distributed is not None:
-        _merge_ranks(ctx, out, *distributed)
-        if distributed[0] != 0:
-            return
-        target, mine, shard_spec = out, splits, (0, 1)  # rank 0 reports the merged artifact
-    rows = [{"split": name, "rows": len(ids), "labelled": name != "public", "dim": embedder.feature_dim}
-            for name, ids in mine.items()]
-    what = f"{target}" if shard_spec[1] == 1 else f"{target} (shard {shard_spec[0]}/{shard_spec[1]})"
+    return distributed, distributed or parse_shard(shard), target
+
+
+def _list(registry: dict, what: str, as_json: bool) -> None:
+    rows = [{"name": name, "description": spec.description} for name, spec in registry.items()]
+    return print_json(rows) if as_json else print_table(what, rows, ["name", "description"])
+
+
+def _report(target: Path, job: EmbeddingJob, source: str, backbone: str, dim: int, as_json: bool) -> None:
+    rows = [{"split": name, "rows": len(ids), "labelled": name != "public", "dim": dim}
+            for name, ids in job.rows.items()]
     if as_json:
         return print_json({"output": str(target), "backbone": backbone, "source": source, "splits": rows,
-                           "shard": list(shard_spec)})
+                           "shard": list(job.shard)})
+    what = f"{target}" if job.shard[1] == 1 else f"{target} (shard {job.shard[0]}/{job.shard[1]})"
     print_table(f"{what}: {source} embedded with {backbone}", rows, ["split", "rows", "labelled", "dim"])
-
-
-def _embed_resumably(target: Path, options_used: dict, dataset, splits: dict, embedder, plan: SplitPlan,
-                     batch_size: int, workers: int, resume: bool, description: str) -> Artifact:
-    """Features streamed to TARGET.partial (kept on Ctrl-C for --resume, removed once the artifact is built)."""
-    store = FeatureStore(target.with_name(target.name + ".partial"), options_used,
-                         {k: len(v) for k, v in splits.items()}, embedder.feature_dim, resume)
-    try:
-        with progress_bar(description, sum(len(ids) for ids in splits.values())) as advance:
-            artifact = embed_splits(dataset, splits, embedder, plan, batch_size, store, advance, workers)
-    except KeyboardInterrupt:
-        store.close()
-        raise Interrupted(f"interrupted; the rows done so far are kept in {store.path}",
-                          hint="rerun the same command with --resume to continue") from None
-    except BaseException:
-        store.close()
-        raise
-    store.finish()
-    return artifact
 
 
 def _merge(out: Path, shard_files: list[Path], merge: bool, as_json: bool) -> None:
@@ -140,36 +122,6 @@ def _merge(out: Path, shard_files: list[Path], merge: bool, as_json: bool) -> No
         return print_json({"output": str(out), "shards": [str(p) for p in shard_files], "split_sizes": sizes})
     print_table(f"{out}: {len(shards)} shards merged", [{"split": k, "rows": v} for k, v in sizes.items()],
                 ["split", "rows"])
-
-
-def _rank_file(out: Path, rank: int, world: int) -> Path:
-    return out.with_name(f"{out.name}.shard{rank}-of-{world}")
-
-
-def _rank_device(device: str, distributed: tuple[int, int] | None) -> str:
-    """Under torchrun, `auto` means this rank's GPU: LOCAL_RANK modulo the GPUs there are (ranks share GPUs when
-    there are more ranks than GPUs)."""
-    if distributed is None or device != "auto" or not torch.cuda.is_available():
-        return device
-    return f"cuda:{int(os.environ.get('LOCAL_RANK', '0')) % torch.cuda.device_count()}"
-
-
-def _merge_ranks(ctx: typer.Context, out: Path, rank: int, world: int) -> None:
-    """Wait for every rank's shard file; rank 0 merges them into OUT and removes them."""
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo")
-    try:
-        dist.barrier()
-        if rank == 0:
-            files = [_rank_file(out, r, world) for r in range(world)]
-            shards = [artifacts.read(path, SHARD_KIND) for path in files]
-            save(ctx, out, merge_shards(shards))
-            for path in files:
-                path.unlink()
-        dist.barrier()
-    finally:
-        dist.destroy_process_group()
 
 
 def _parse_params(items: list[str]) -> dict[str, str]:

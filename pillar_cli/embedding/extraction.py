@@ -16,11 +16,11 @@ import h5py
 import numpy as np
 import torch
 
-from pillar_cli.artifacts import Artifact
+from pillar_cli.artifacts import Artifact, embeddings_artifact
 from pillar_cli.data import Dataset, SplitPlan
 from pillar_cli.data.splits import SPLIT_ROLES
 from pillar_cli.embedding.backbones import Embedder, PendingFeatures, TimmEmbedder
-from pillar_cli.errors import ArtifactError, UsageError, param
+from pillar_cli.errors import ArtifactError, Interrupted, UsageError, param
 
 
 def options_digest(options: dict[str, Any]) -> str:
@@ -126,13 +126,10 @@ def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embe
                  batch_size: int, store: FeatureStore, on_batch: Callable[[int], None] = lambda n: None,
                  workers: int = 0) -> Artifact:
     """Features per split; the public split is stored without labels (it is the unlabelled public set)."""
-    arrays: dict[str, np.ndarray] = {}
+    parts = {}
     for name, ids in splits.items():
         stream_split(embedder, dataset, ids, batch_size, store, name, on_batch, workers)
-        arrays[f"splits/{name}/features"] = store.features(name)
-        arrays[f"splits/{name}/index"] = ids
-        if name != "public":
-            arrays[f"splits/{name}/labels"] = dataset.labels_of(ids)
+        parts[name] = (store.features(name), ids, None if name == "public" else dataset.labels_of(ids))
     attrs = {
         **embedder.info(),
         "source": dataset.name,
@@ -146,4 +143,24 @@ def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embe
         "test_from": "source test part" if dataset.test_inputs is not None else f"seeded fraction {plan.test_fraction}",
         "feature_dim": embedder.feature_dim,
     }
-    return Artifact("embeddings", arrays, attrs)
+    return embeddings_artifact(parts, attrs)
+
+
+def embed_resumably(target: Path, options: dict[str, Any], dataset: Dataset, splits: dict[str, np.ndarray],
+                    embedder: Embedder, plan: SplitPlan, batch_size: int, workers: int, resume: bool,
+                    on_batch: Callable[[int], None] = lambda n: None) -> Artifact:
+    """Features streamed to TARGET.partial, kept on Ctrl-C for a resumed run with the same `options`, removed once
+    the artifact is built."""
+    store = FeatureStore(target.with_name(target.name + ".partial"), options,
+                         {k: len(v) for k, v in splits.items()}, embedder.feature_dim, resume)
+    try:
+        artifact = embed_splits(dataset, splits, embedder, plan, batch_size, store, on_batch, workers)
+    except KeyboardInterrupt:
+        store.close()
+        raise Interrupted(f"interrupted; the rows done so far are kept in {store.path}",
+                          hint=f"rerun the same command with {param('resume', True)} to continue") from None
+    except BaseException:
+        store.close()
+        raise
+    store.finish()
+    return artifact

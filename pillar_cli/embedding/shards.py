@@ -8,7 +8,6 @@ command (same options but the shard); the merged artifact has the unsharded arti
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
@@ -20,12 +19,6 @@ from pillar_cli.errors import ArtifactError
 SHARD_KIND = "embedding-shard"
 SHARD_ATTRS = ("shard", "shard_key", "split_sizes")
 PER_ROW_FIELDS = ("features", "index", "labels")
-
-
-def torchrun_shard() -> tuple[int, int] | None:
-    """(rank, world size) when launched by torchrun with more than one process, else None."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    return (int(os.environ["RANK"]), world) if world > 1 else None
 
 
 def shard_splits(splits: dict[str, np.ndarray], shard: tuple[int, int]) -> dict[str, np.ndarray]:

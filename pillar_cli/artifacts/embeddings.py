@@ -1,0 +1,67 @@
+"""The embeddings artifact: per split, `/splits/<name>/features` (N × D float32), `/labels` (absent for the
+unlabelled public split) and `/index` (row ids in the source); read one split at a time as `FILE:SPLIT`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pillar_cli.artifacts.core import Artifact, InputRef, read
+from pillar_cli.errors import ArtifactError
+
+
+def embeddings_artifact(splits: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None]],
+                        attrs: dict[str, Any]) -> Artifact:
+    """An embeddings artifact from (features, row ids, labels or None) per split name."""
+    arrays: dict[str, np.ndarray] = {}
+    for name, (features, index, labels) in splits.items():
+        arrays[f"splits/{name}/features"] = features
+        arrays[f"splits/{name}/index"] = index
+        if labels is not None:
+            arrays[f"splits/{name}/labels"] = labels
+    return Artifact("embeddings", arrays, attrs)
+
+
+def parse_ref(text: str, default_split: str | None = None) -> tuple[str, str | None]:
+    """'emb.h5:private' → ('emb.h5', 'private'); a bare path takes `default_split`."""
+    path, sep, split = text.rpartition(":")
+    if sep and path and split and "/" not in split:
+        return path, split
+    return text, default_split
+
+
+@dataclass(frozen=True)
+class Split:
+    """One split of an embeddings artifact: features, labels (None when unlabelled) and source row ids."""
+
+    name: str
+    features: np.ndarray
+    labels: np.ndarray | None
+    index: np.ndarray
+    ref: InputRef
+    attrs: dict[str, Any]
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.attrs.get("class_names") or [])
+
+
+def read_split(text: str, default_split: str | None = None) -> Split:
+    """Read one split ('emb.h5:private') of an embeddings artifact, checking its features are finite."""
+    path, split = parse_ref(text, default_split)
+    if split is None:
+        raise ArtifactError(f"no split named in '{text}'", hint="write FILE:SPLIT, e.g. emb.h5:private")
+    artifact = read(path, "embeddings", under=f"splits/{split}")
+    prefix = f"splits/{split}"
+    features = artifact.array(f"{prefix}/features")
+    if not np.isfinite(features).all():
+        bad = int((~np.isfinite(features)).any(axis=1).sum())
+        raise ArtifactError(f"{path}:{split} has {bad} rows with NaN or Inf features",
+                            hint="fix the embedding run or drop those rows before training")
+    labels = artifact.arrays.get(f"{prefix}/labels")
+    if labels is not None and len(labels) != len(features):
+        raise ArtifactError(f"{path}:{split} has {len(labels)} labels for {len(features)} feature rows")
+    return Split(split, features, labels, artifact.array(f"{prefix}/index"), artifact.ref(split), artifact.attrs)

@@ -1,0 +1,55 @@
+"""Provenance across artifacts: whether an artifact was derived from given content, and its chain of ancestors,
+each checked against the file on disk now.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+from pillar_cli.artifacts.core import Artifact, InputRef, Provenance, read_provenance
+from pillar_cli.errors import ArtifactError
+
+
+def require_derived_from(artifact: Artifact, source: InputRef) -> None:
+    """Fail unless `artifact` was computed from the file content `source` refers to (by content hash)."""
+    hashes = {ref.content_hash for ref in artifact.provenance.inputs} if artifact.provenance else set()
+    if source.content_hash not in hashes:
+        origins = ", ".join(ref.path for ref in artifact.provenance.inputs) if artifact.provenance else "unknown"
+        raise ArtifactError(f"{artifact.path} was fitted on other data ({origins}) than {source.path}",
+                            hint="refit the projection on these embeddings' public split")
+
+
+@dataclass(frozen=True)
+class ChainLink:
+    """One input in an artifact's ancestry: where it sits, and whether the file still holds what was consumed."""
+
+    depth: int
+    ref: InputRef
+    status: str  # "ok", "changed" (content hash differs) or "missing"
+    command: list[str] | None
+
+
+def provenance_chain(artifact: Artifact, max_depth: int = 8) -> list[ChainLink]:
+    """The artifact's inputs, their inputs, and so on (depth first), each checked against its recorded hash."""
+    links: list[ChainLink] = []
+
+    def visit(provenance: Provenance, depth: int, seen: frozenset[str]) -> None:
+        for ref in provenance.inputs:
+            if not Path(ref.path).exists():
+                links.append(ChainLink(depth, ref, "missing", None))
+                continue
+            try:
+                _, parent = read_provenance(ref.path)
+            except ArtifactError:
+                links.append(ChainLink(depth, ref, "missing", None))
+                continue
+            status = "ok" if parent.content_hash == ref.content_hash else "changed"
+            links.append(ChainLink(depth, ref, status, parent.command))
+            if depth < max_depth and ref.path not in seen:
+                visit(parent, depth + 1, seen | {ref.path})
+
+    if artifact.provenance is not None:
+        visit(artifact.provenance, 1, frozenset({str(artifact.path)}))
+    return links

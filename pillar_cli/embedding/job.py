@@ -1,0 +1,50 @@
+"""One embedding run: which rows of which split this process embeds (all of them, or one shard), and the
+resumable extraction that turns them into an embeddings (or embedding-shard) artifact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from pillar_cli.artifacts import Artifact
+from pillar_cli.data import Dataset, SplitPlan, make_splits
+from pillar_cli.embedding.backbones import Embedder
+from pillar_cli.embedding.extraction import embed_resumably
+from pillar_cli.embedding.shards import as_shard, shard_key, shard_splits
+
+
+@dataclass(frozen=True)
+class EmbeddingJob:
+    """The seeded splits of a dataset and the positions of each that shard (i, n) embeds."""
+
+    dataset: Dataset
+    plan: SplitPlan
+    shard: tuple[int, int]
+    splits: dict[str, np.ndarray]
+    positions: dict[str, np.ndarray]
+
+    @classmethod
+    def of(cls, dataset: Dataset, plan: SplitPlan, shard: tuple[int, int] = (0, 1)) -> EmbeddingJob:
+        n_test = 0 if dataset.test_inputs is None else len(dataset.test_inputs)
+        splits = make_splits(len(dataset.inputs), n_test, plan)
+        return cls(dataset, plan, shard, splits, shard_splits(splits, shard))
+
+    @property
+    def rows(self) -> dict[str, np.ndarray]:
+        """The source row ids this shard embeds, per split."""
+        return {name: ids[self.positions[name]] for name, ids in self.splits.items()}
+
+    def run(self, embedder: Embedder, target: Path, options: dict[str, Any], *, batch_size: int = 256,
+            workers: int = 0, resume: bool = False, on_batch: Callable[[int], None] = lambda n: None) -> Artifact:
+        """Embed this shard's rows, resumably (scratch file TARGET.partial); a shard of n > 1 is a shard artifact.
+        `options` identify the run: a resumed run or a sibling shard must give the same."""
+        artifact = embed_resumably(target, options, self.dataset, self.rows, embedder, self.plan, batch_size,
+                                   workers, resume, on_batch)
+        if self.shard[1] == 1:
+            return artifact
+        sizes = {name: len(ids) for name, ids in self.splits.items()}
+        return as_shard(artifact, self.shard, self.positions, sizes, shard_key(options))
