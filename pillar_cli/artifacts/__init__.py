@@ -7,8 +7,8 @@ of what is stored. Imports only `pillar_cli.errors` and `pillar_cli.version`: ev
 from pillar_cli.artifacts.core import (KINDS, RESERVED_ATTRS, SCHEMA_VERSION, Artifact, InputRef, Provenance,
                                        content_hash, read, read_provenance, write)
 from pillar_cli.artifacts.embeddings import Split, embeddings_artifact, parse_ref, read_split
-from pillar_cli.artifacts.provenance import ChainLink, provenance_chain, require_derived_from
+from pillar_cli.artifacts.provenance import ChainLink, describe, provenance_chain, require_derived_from
 
 __all__ = ["KINDS", "RESERVED_ATTRS", "SCHEMA_VERSION", "Artifact", "ChainLink", "InputRef", "Provenance", "Split",
-           "content_hash", "embeddings_artifact", "parse_ref", "provenance_chain", "read", "read_provenance",
+           "content_hash", "describe", "embeddings_artifact", "parse_ref", "provenance_chain", "read", "read_provenance",
            "read_split", "require_derived_from", "write"]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-from pillar_cli.artifacts.core import Artifact, InputRef, Provenance, read_provenance
+from pillar_cli.artifacts.core import SCHEMA_VERSION, Artifact, InputRef, Provenance, read_provenance
 from pillar_cli.errors import ArtifactError
 
 
@@ -53,3 +53,15 @@ def provenance_chain(artifact: Artifact, max_depth: int = 8) -> list[ChainLink]:
     if artifact.provenance is not None:
         visit(artifact.provenance, 1, frozenset({str(artifact.path)}))
     return links
+
+
+def describe(artifact: Artifact) -> dict:
+    """Everything `inspect` shows, as plain data: kind, provenance, the checked chain, attributes, datasets."""
+    provenance = artifact.provenance
+    datasets = {name: {"shape": list(array.shape), "dtype": str(array.dtype)} for name, array in artifact.arrays.items()}
+    return {"path": str(artifact.path), "kind": artifact.kind, "schema_version": SCHEMA_VERSION,
+            "pillar_version": provenance.pillar_version, "created_at": provenance.created_at,
+            "content_hash": provenance.content_hash, "command": provenance.command, "config": provenance.config,
+            "inputs": [ref.to_dict() for ref in provenance.inputs], "attrs": artifact.attrs, "datasets": datasets,
+            "chain": [{"depth": link.depth, **link.ref.to_dict(), "status": link.status, "command": link.command}
+                      for link in provenance_chain(artifact)]}

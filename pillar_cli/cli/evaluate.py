@@ -5,16 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts import Artifact
-from pillar_cli.cli.common import (JsonOption, atomic_file, check_output, cli_errors, print_json, print_table,
-                                   save)
-from pillar_cli.errors import DataError
+from pillar_cli.artifacts.evaluation import evaluation_artifact
+from pillar_cli.cli.common import JsonOption, atomic_file, check_output, cli_errors, print_json, print_table, save
+from pillar_cli.reporting.evaluation import Evaluation, evaluate_models
 from pillar_cli.reporting.figures import accuracy_vs_k
-from pillar_cli.reporting.metrics import selected_metrics
 from pillar_cli.reporting.tables import rows_to_csv, rows_to_markdown
 
 
@@ -37,47 +34,32 @@ def evaluate(
     Example: pillar evaluate model.h5 -e emb.h5:test -o eval.h5 --plot accuracy.png --csv results.csv
     """
     path, _ = artifacts.parse_ref(embeddings)
-    outputs = [o for o in (out, plot, csv, markdown) if o is not None]
-    for output in outputs:
+    for output in (o for o in (out, plot, csv, markdown) if o is not None):
         check_output(output, [*map(str, models), path])
     model_artifacts = [artifacts.read(model, "model") for model in models]
     split = artifacts.read_split(embeddings, default_split="test")
-    if split.labels is None:
-        raise DataError(f"split '{split.name}' of {path} has no labels to evaluate against")
-    rows = selected_metrics(model_artifacts, split.features, split.labels)
-    title, notes = _describe(model_artifacts, split)
-    for target, render in ((csv, lambda: rows_to_csv(rows)), (markdown, lambda: rows_to_markdown(rows, title, notes))):
+    result = evaluate_models(model_artifacts, split)
+    for target, render in ((csv, lambda: rows_to_csv(result.rows)),
+                           (markdown, lambda: rows_to_markdown(result.rows, result.title, result.notes))):
         if target is not None:
             with atomic_file(target) as tmp:
                 tmp.write_text(render())
     if plot is not None:
         with atomic_file(plot) as tmp:
-            accuracy_vs_k(rows, tmp, title, int(model_artifacts[0].array("mean").size))
+            accuracy_vs_k(result.rows, tmp, result.title, result.feature_dim)
     if out is not None:
-        artifact = Artifact("evaluation", {"accuracy_mean": np.array([r["accuracy_mean"] for r in rows])},
-                            {"rows": rows, "split": split.name, "title": title, "notes": notes,
-                             "dataset": split.attrs.get("source"), "n_private": model_artifacts[0].attrs["n_private"],
-                             "private_fraction": model_artifacts[0].attrs.get("private_fraction", 1.0),
-                             "ledger": model_artifacts[0].attrs["ledger"]})
+        artifact = evaluation_artifact(result.rows, result.split, result.title, result.notes, result.dataset,
+                                       result.n_private, result.private_fraction, result.ledger)
         save(ctx, out, artifact, [*(m.ref() for m in model_artifacts), split.ref])
+    _report(result, as_json)
+
+
+def _report(result: Evaluation, as_json: bool) -> None:
     if as_json:
-        return print_json({"rows": rows, "split": split.name, "title": title, "notes": notes})
-    table = [dict(r, accuracy=f"{r['accuracy_mean']:.4f} ± {r['accuracy_std']:.4f}") for r in rows]
+        return print_json({"rows": result.rows, "split": result.split, "title": result.title, "notes": result.notes})
+    table = [dict(r, accuracy=f"{r['accuracy_mean']:.4f} ± {r['accuracy_std']:.4f}") for r in result.rows]
     columns = ["method", "k", "epsilon", "accuracy", "balanced_accuracy_mean", "macro_f1_mean", "seeds", "epsilon_spent"]
-    if any(r["roc_auc_mean"] is not None for r in rows):
+    if any(r["roc_auc_mean"] is not None for r in result.rows):
         columns.insert(6, "roc_auc_mean")
-    print_table(title, table, columns, {c: ".4f" for c in ("balanced_accuracy_mean", "macro_f1_mean", "roc_auc_mean")}
-                | {"epsilon_spent": ".4g"})
-
-
-def _describe(models: list[Artifact], split: artifacts.Split) -> tuple[str, list[str]]:
-    """The title and the qualifiers every figure and report states: n, δ, accountant, seeds, selection."""
-    ledger = models[0].attrs["ledger"]
-    seeds = sorted({seed for model in models for seed in model.array("runs/seed").tolist()})
-    title = (f"{split.attrs.get('source')} / {split.attrs.get('backbone')}: {split.name} accuracy; "
-             f"n_private={models[0].attrs['n_private']}, δ={ledger['delta']:g}, {ledger['accountant']}, "
-             f"seeds {','.join(map(str, seeds))}")
-    notes = [f"private rows n = {models[0].attrs['n_private']}, δ = {ledger['delta']:g}, accountant "
-             f"{ledger['accountant']}, clip {ledger['clip']:g}", f"seeds {', '.join(map(str, seeds))}",
-             models[0].attrs["selection_note"], f"evaluated on split '{split.name}' ({len(split.features)} rows)"]
-    return title, notes
+    print_table(result.title, table, columns, {c: ".4f" for c in ("balanced_accuracy_mean", "macro_f1_mean",
+                                                                  "roc_auc_mean")} | {"epsilon_spent": ".4g"})

@@ -5,20 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts import Artifact
-from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, print_json,
-                                   print_table, progress_bar, save)
-from pillar_cli.errors import UsageError
-from pillar_cli.gsd.distance import GSDSettings, plan_gsd
+from pillar_cli.artifacts.gsd import gsd_artifact
+from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, print_json, print_table,
+                                   progress_bar, save)
 from pillar_cli.gsd.probes import ProbeSpec
+from pillar_cli.gsd.ranking import prepare
 from pillar_cli.gsd.releases import DPSettings
-from pillar_cli.privacy import validate_budget
-
-PRIVACY_NOTE = "non-private: uses the private split's features (not its labels; labels are random)"
 
 
 @cli_errors(flags={"epsilon": "--dp-eps", "delta": "--dp-delta", "mechanism": "--dp-mechanism"})
@@ -59,32 +54,13 @@ def gsd(
     spec = ProbeSpec.parse(probe, trainable, probe_weights, probe_size)
     private_split = artifacts.read_split(private, default_split="private")
     candidates = [artifacts.read_split(p, default_split="public") for p in public]
-    num_classes = private_split.num_classes
-    if num_classes < 2:
-        raise UsageError(f"{private} declares {num_classes} classes; the probe needs at least two")
-    dp = None
-    if dp_eps is not None:
-        if not np.isfinite(dp_eps):
-            raise UsageError(f"--dp-eps must be finite (got {dp_eps}); omit it for non-private GSD")
-        validate_budget(dp_eps, dp_delta, len(private_split.features), non_private_allowed=False)
-        dp = DPSettings(dp_eps, dp_delta, clip, dp_mechanism, gibbs_sweeps)
-    model = spec.build(private_split.features.shape[1], private_split.attrs, num_classes, seed)
-    probed = [(c.features, model.for_dataset(c.features.shape[1], c.attrs, f"candidate {name}"))
-              for c, name in zip(candidates, public)]
-    plan = plan_gsd((private_split.features, model), probed, GSDSettings(k, num_classes, seed, max_samples, dp))
-    with progress_bar("per-sample gradients", plan.gradient_rows) as advance:
-        distances, released = plan.run(advance)
-    order = np.argsort(distances, kind="stable")
-    rows = [{"rank": r + 1, "candidate": public[i], "gsd": distances[i]} for r, i in enumerate(order)]
-    settings = {"k": k, "max_samples": max_samples, "seed": seed,
-                "probe": f"{model.description}, random labels",
-                "privacy": PRIVACY_NOTE if released is None else released.summary}
-    attrs = {"candidates": public, "ranking": rows, "settings": settings}
-    if released is not None:
-        attrs["ledger"] = {**released.ledger, "protected_split": private_split.name}
-    artifact = Artifact("gsd", {"distance": np.array(distances)}, attrs)
-    save(ctx, out, artifact, [private_split.ref, *[c.ref for c in candidates]])
+    dp = None if dp_eps is None else DPSettings(dp_eps, dp_delta, clip, dp_mechanism, gibbs_sweeps)
+    job = prepare(private_split, candidates, public, spec, k=k, max_samples=max_samples, seed=seed, dp=dp)
+    with progress_bar("per-sample gradients", job.plan.gradient_rows) as advance:
+        ranking = job.run(advance)
+    save(ctx, out, gsd_artifact(ranking.distances, public, ranking.rows, ranking.settings, ranking.ledger),
+         [private_split.ref, *[c.ref for c in candidates]])
     if as_json:
-        return print_json({"ranking": rows, "settings": settings})
-    print_table(f"GSD to {private} (k={k}; {settings['privacy']})", rows, ["rank", "candidate", "gsd"],
+        return print_json({"ranking": ranking.rows, "settings": ranking.settings})
+    print_table(f"GSD to {private} (k={k}; {ranking.settings['privacy']})", ranking.rows, ["rank", "candidate", "gsd"],
                 {"gsd": ".4f"})

@@ -9,8 +9,8 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.cli.common import JsonOption, atomic_file, check_output, cli_errors, print_json, print_table
-from pillar_cli.errors import UsageError
-from pillar_cli.reporting.figures import accuracy_vs_private_fraction, best_per_baseline, methods_by_dataset
+from pillar_cli.reporting.comparison import compare
+from pillar_cli.reporting.figures import accuracy_vs_private_fraction, methods_by_dataset
 
 
 @cli_errors
@@ -28,15 +28,7 @@ def report(
         if output is not None:
             check_output(output, [str(e) for e in evaluations])
     loaded = [artifacts.read(e, "evaluation").attrs for e in evaluations]
-    ledgers = {(a["ledger"]["delta"], a["ledger"]["accountant"]) for a in loaded}
-    if len(ledgers) > 1:
-        raise UsageError("the evaluations use different δ or accountants; one figure cannot compare them")
-    delta, accountant = ledgers.pop()
-    title = (f"n_private={','.join(str(a['n_private']) for a in loaded)}; δ={delta:g}, {accountant}; "
-             f"{'; '.join(sorted({n for a in loaded for n in a['notes'] if n.startswith('seeds')}))}")
-    rows = [{"dataset": a["dataset"], "private_fraction": a["private_fraction"], "family": family, "epsilon": eps,
-             "k": row["k"], "accuracy_mean": row["accuracy_mean"], "accuracy_std": row["accuracy_std"]}
-            for a in loaded for (family, eps), row in sorted(best_per_baseline(a["rows"]).items())]
+    rows, title = compare(loaded)
     for target, draw in ((methods_plot, methods_by_dataset), (fraction_plot, accuracy_vs_private_fraction)):
         if target is not None:
             with atomic_file(target) as tmp:

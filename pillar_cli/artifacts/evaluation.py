@@ -1,0 +1,15 @@
+"""The evaluation artifact: one row per (method, k, ε) with its metrics over seeds, the title and notes that
+qualify them, and the ledger of the models evaluated (what `pillar report` compares across datasets)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pillar_cli.artifacts.core import Artifact
+
+
+def evaluation_artifact(rows: list[dict], split: str, title: str, notes: list[str], dataset: str | None,
+                        n_private: int, private_fraction: float, ledger: dict) -> Artifact:
+    return Artifact("evaluation", {"accuracy_mean": np.array([r["accuracy_mean"] for r in rows])},
+                    {"rows": rows, "split": split, "title": title, "notes": notes, "dataset": dataset,
+                     "n_private": n_private, "private_fraction": private_fraction, "ledger": ledger})

@@ -1,0 +1,64 @@
+"""Ranking candidate public datasets by GSD to the private split, with the private subspace released under DP or
+not (then the output says that the private split's features were used, never its labels)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from pillar_cli.artifacts import Split
+from pillar_cli.errors import UsageError, param
+from pillar_cli.gsd.distance import GSDPlan, GSDSettings, plan_gsd
+from pillar_cli.gsd.probes import ProbeSpec
+from pillar_cli.gsd.releases import DPSettings
+from pillar_cli.privacy import validate_budget
+
+PRIVACY_NOTE = "non-private: uses the private split's features (not its labels; labels are random)"
+
+
+@dataclass(frozen=True)
+class Ranking:
+    distances: list[float]  # per candidate, in the order given
+    rows: list[dict]  # rank, candidate, gsd: closest first
+    settings: dict
+    ledger: dict | None  # the DP release's ledger, None without DP
+
+
+@dataclass(frozen=True)
+class GSDJob:
+    plan: GSDPlan
+    names: list[str]
+    description: str
+    settings: GSDSettings
+    protected_split: str
+
+    def run(self, on_rows: Callable[[int], None] = lambda n: None) -> Ranking:
+        distances, released = self.plan.run(on_rows)
+        order = np.argsort(distances, kind="stable")
+        rows = [{"rank": r + 1, "candidate": self.names[i], "gsd": distances[i]} for r, i in enumerate(order)]
+        settings = {"k": self.settings.k, "max_samples": self.settings.max_samples, "seed": self.settings.seed,
+                    "probe": f"{self.description}, random labels",
+                    "privacy": PRIVACY_NOTE if released is None else released.summary}
+        ledger = None if released is None else {**released.ledger, "protected_split": self.protected_split}
+        return Ranking(distances, rows, settings, ledger)
+
+
+def prepare(private: Split, candidates: list[Split], names: list[str], probe: ProbeSpec, *, k: int = 8,
+            max_samples: int = 2000, seed: int = 0, dp: DPSettings | None = None) -> GSDJob:
+    """Check the request, build the probe at its fixed initial weights and size every gradient matrix."""
+    num_classes = private.num_classes
+    if num_classes < 2:
+        raise UsageError(f"{private.ref.path}:{private.name} declares {num_classes} classes; the probe needs at least "
+                         "two")
+    if dp is not None:
+        if not np.isfinite(dp.epsilon):
+            raise UsageError(f"{param('epsilon')} must be finite (got {dp.epsilon}); omit it for non-private GSD")
+        validate_budget(dp.epsilon, dp.delta, len(private.features), non_private_allowed=False)
+    model = probe.build(private.features.shape[1], private.attrs, num_classes, seed)
+    probed = [(c.features, model.for_dataset(c.features.shape[1], c.attrs, f"candidate {name}"))
+              for c, name in zip(candidates, names)]
+    settings = GSDSettings(k, num_classes, seed, max_samples, dp)
+    return GSDJob(plan_gsd((private.features, model), probed, settings), names, model.description, settings,
+                  private.name)

@@ -1,0 +1,21 @@
+"""PILLAR against DP-SGD across evaluations (datasets, or fractions of the private data): per evaluation and ε, the
+best of each family as selected on val. Evaluations with different δ or accountants cannot share a figure."""
+
+from __future__ import annotations
+
+from pillar_cli.errors import UsageError
+from pillar_cli.reporting.figures import best_per_baseline
+
+
+def compare(evaluations: list[dict]) -> tuple[list[dict], str]:
+    """(rows, title) from the attributes of evaluation artifacts."""
+    ledgers = {(e["ledger"]["delta"], e["ledger"]["accountant"]) for e in evaluations}
+    if len(ledgers) > 1:
+        raise UsageError("the evaluations use different δ or accountants; one figure cannot compare them")
+    delta, accountant = ledgers.pop()
+    title = (f"n_private={','.join(str(e['n_private']) for e in evaluations)}; δ={delta:g}, {accountant}; "
+             f"{'; '.join(sorted({n for e in evaluations for n in e['notes'] if n.startswith('seeds')}))}")
+    rows = [{"dataset": e["dataset"], "private_fraction": e["private_fraction"], "family": family, "epsilon": eps,
+             "k": row["k"], "accuracy_mean": row["accuracy_mean"], "accuracy_std": row["accuracy_std"]}
+            for e in evaluations for (family, eps), row in sorted(best_per_baseline(e["rows"]).items())]
+    return rows, title
