@@ -4,13 +4,13 @@ unlabelled public split) and `/index` (row ids in the source); read one split at
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from pillar_cli.artifacts.core import Artifact, InputRef, read
-from pillar_cli.errors import ArtifactError
+from pillar_cli.errors import ArtifactError, UsageError, param
 
 
 def embeddings_artifact(splits: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None]],
@@ -47,6 +47,17 @@ class Split:
     @property
     def num_classes(self) -> int:
         return len(self.attrs.get("class_names") or [])
+
+    def subsample(self, fraction: float) -> Split:
+        """A seeded (seed 0) subset of the rows; the whole split when fraction is 1 (Figure 7 of the paper)."""
+        if fraction >= 1.0:
+            return self
+        count = int(round(fraction * len(self.features)))
+        if count < 2:
+            raise UsageError(f"{param('private_fraction')} {fraction} leaves {count} private rows")
+        rows = np.sort(np.random.default_rng(0).choice(len(self.features), count, replace=False))
+        labels = None if self.labels is None else self.labels[rows]
+        return replace(self, features=self.features[rows], labels=labels, index=self.index[rows])
 
 
 def read_split(text: str, default_split: str | None = None) -> Split:

@@ -10,8 +10,7 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, print_json,
                                    print_table, save)
-from pillar_cli.errors import PrivacyError
-from pillar_cli.projection import PublicPCA
+from pillar_cli.projection import fit_public_split
 
 
 @cli_errors
@@ -36,10 +35,7 @@ def fit_pca(
     path, _ = artifacts.parse_ref(embeddings)
     check_output(out, [path])
     public = artifacts.read_split(embeddings, default_split="public")
-    if public.labels is not None:
-        raise PrivacyError(f"split '{public.name}' of {path} is labelled; fit-pca fits on the unlabelled public split only",
-                           hint=f"use {path}:public")
-    pca = PublicPCA(k_max, standardize, second_moment).fit(public.features)
+    pca = fit_public_split(public, k_max, standardize, second_moment)
     artifact = pca.to_artifact()
     artifact.attrs.update(fitted_on=public.ref.to_dict(), backbone=public.attrs.get("backbone"))
     save(ctx, out, artifact, [public.ref])

@@ -6,19 +6,18 @@ import dataclasses
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
 import typer
 
 from pillar_cli import artifacts
 from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, float_list, int_list,
                                    parse_shard, print_json, print_table, progress_bar, save, split_list, warn)
-from pillar_cli.errors import DataError, MissingSplitError, UsageError
+from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.noisy_sgd import NoisySGDSettings
-from pillar_cli.methods.sweep import (PrivacySettings, SweepData, SweepGrid, SweepOptions, check_grid,
+from pillar_cli.methods.sweep import (PrivacySettings, SweepData, SweepGrid, SweepOptions,
                                       sweep_artifact, run_sweep)
 from pillar_cli.methods.warm_start import warm_start_weights
-from pillar_cli.privacy import get_accountant, require_disjoint, validate_budget
+from pillar_cli.privacy import get_accountant
 from pillar_cli.projection import PublicPCA
 
 
@@ -63,41 +62,42 @@ def train_private(
     grid = SweepGrid(split_list(method, "--method"), int_list(k, "--k", allow_full=True), float_list(eps, "--eps"),
                      float_list(lr, "--lr"), int_list(steps, "--steps"), int_list(batch_size, "--batch-size"),
                      int_list(seed, "--seed", minimum=0), momentum, weight_decay)
-    shard_index, shard_count = parse_shard(shard)
-    private = subsample(artifacts.read_split(f"{path}:private"), private_fraction)
-    grid = _with_theory_steps(ctx, grid, len(private.features))
-    val = _validation_split(path, max(len(grid.configs(m)) for m in grid.methods))
-    projection_artifact = artifacts.read(projection, "projection")
-    artifacts.require_derived_from(projection_artifact, private.ref)
-    pca = PublicPCA.from_artifact(projection_artifact)
-    check_grid(grid, pca, private.num_classes)
+    data, grid, refs = _inputs(ctx, path, projection, grid, private_fraction, warm_start)
     if not get_accountant(accountant).upper_bound:
         warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")
-    for target in grid.epsilons:
-        validate_budget(target, delta, len(private.features))
-    if len(np.unique(private.labels)) < 2:
-        raise DataError(f"{path}:private holds a single class; a classifier needs at least two")
-    public_split = artifacts.read_split(f"{path}:public")
-    require_disjoint(private.index, public_split.index, path)
-    public = public_split.features if any(get_method(m).needs_public_rows for m in grid.methods) else None
-    initial = None if warm_start is None else warm_start_weights(artifacts.read(warm_start, "model"), pca, private.ref)
-    data = SweepData(pca, private.features, private.labels, val and val.features, val and val.labels,
-                     private.num_classes, public, initial)
-    method_settings = {"noisy-sgd": NoisySGDSettings(zeta, beta)}
-    with progress_bar("DP-SGD runs", len(grid.points((shard_index, shard_count)))) as advance:
-        result = run_sweep(data, grid, PrivacySettings(delta, clip, accountant),
-                           SweepOptions((shard_index, shard_count), engine, device, method_settings),
-                           on_runs=advance)
-    artifact = sweep_artifact(result, pca, PrivacySettings(delta, clip, accountant), private.num_classes,
-                              len(private.features), (shard_index, shard_count), method_settings)
+    privacy, shard_spec = PrivacySettings(delta, clip, accountant), parse_shard(shard)
+    options = SweepOptions(shard_spec, engine, device, {"noisy-sgd": NoisySGDSettings(zeta, beta)})
+    with progress_bar("DP-SGD runs", len(grid.points(shard_spec))) as advance:
+        result = run_sweep(data, grid, privacy, options, on_runs=advance)
+    artifact = sweep_artifact(result, data.pca, privacy, data.num_classes, len(data.private_x), shard_spec,
+                              options.method_settings)
     artifact.attrs["private_fraction"] = private_fraction
-    save(ctx, out, artifact, [private.ref, *([val.ref] if val else []), projection_artifact.ref()])
+    save(ctx, out, artifact, refs)
     if as_json:
         return print_json({"output": str(out), "selection": artifact.attrs["selection"],
                            "note": artifact.attrs["selection_note"]})
     print_table(f"{out}: {len(result.runs)} runs, selected on val (not accounted in ε)", artifact.attrs["selection"],
                 ["method", "k", "epsilon", "lr", "steps", "batch_size", "val_accuracy_mean"],
                 {"val_accuracy_mean": ".3f"})
+
+
+def _inputs(ctx: typer.Context, path: str, projection: Path, grid: SweepGrid, private_fraction: float,
+            warm_start: Path | None) -> tuple[SweepData, SweepGrid, list[artifacts.InputRef]]:
+    """The sweep's data from the artifacts (the projection must come from these embeddings), the grid with any
+    method's own step count, and the input references the model records."""
+    private = artifacts.read_split(f"{path}:private").subsample(private_fraction)
+    grid = _with_theory_steps(ctx, grid, len(private.features))
+    val = _validation_split(path, max(len(grid.configs(m)) for m in grid.methods))
+    projection_artifact = artifacts.read(projection, "projection")
+    artifacts.require_derived_from(projection_artifact, private.ref)
+    pca = PublicPCA.from_artifact(projection_artifact)
+    public = artifacts.read_split(f"{path}:public")
+    initial = None if warm_start is None else warm_start_weights(artifacts.read(warm_start, "model"), pca, private.ref)
+    uses_public = any(get_method(m).needs_public_rows for m in grid.methods)
+    data = SweepData(pca, private.features, private.labels, val and val.features, val and val.labels,
+                     private.num_classes, public.features if uses_public else None, initial, private.index,
+                     public.index, path)
+    return data, grid, [private.ref, *([val.ref] if val else []), projection_artifact.ref()]
 
 
 def _with_theory_steps(ctx: typer.Context, grid: SweepGrid, n: int) -> SweepGrid:
@@ -123,14 +123,3 @@ def _validation_split(path: str, configurations: int) -> artifacts.Split | None:
             raise UsageError(f"{path} has no val split, which selecting among {configurations} configurations per "
                              "(method, k, ε) needs", hint="embed with --val-fraction > 0, or give one configuration")
         return None
-
-
-def subsample(split: artifacts.Split, fraction: float) -> artifacts.Split:
-    """A seeded (seed 0) subset of the split's rows; the whole split when fraction is 1."""
-    if fraction >= 1.0:
-        return split
-    count = int(round(fraction * len(split.features)))
-    if count < 2:
-        raise UsageError(f"--private-fraction {fraction} leaves {count} private rows")
-    rows = np.sort(np.random.default_rng(0).choice(len(split.features), count, replace=False))
-    return dataclasses.replace(split, features=split.features[rows], labels=split.labels[rows], index=split.index[rows])

@@ -36,6 +36,13 @@ class SweepData:
     num_classes: int
     public_x: np.ndarray | None = None  # unlabelled public rows (GEP's anchor subspace)
     warm_start: tuple[np.ndarray, np.ndarray] | None = None  # (W (D, C), b) in the standardised space
+    private_index: np.ndarray | None = None  # source row ids, when known: public and private must be disjoint
+    public_index: np.ndarray | None = None
+    source: str = "the private data"  # where the rows come from, for messages (an embeddings file)
+
+    @property
+    def name(self) -> str:
+        return "the private split" if self.source == "the private data" else f"{self.source}:private"
 
 
 @dataclass(frozen=True)

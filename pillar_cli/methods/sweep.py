@@ -18,12 +18,12 @@ import numpy as np
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact
 from pillar_cli.devices import resolve_device
-from pillar_cli.errors import PrivacyError, UsageError, param
+from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.selection import select_on_val
-from pillar_cli.privacy import DPEvent, get_accountant
+from pillar_cli.privacy import DPEvent, get_accountant, require_disjoint, validate_budget
 from pillar_cli.projection import PublicPCA, project
 
 ENGINES = ("fast", "opacus")
@@ -96,20 +96,39 @@ class SweepOptions:
     method_settings: dict[str, object] = field(default_factory=dict)  # by method name, e.g. NoisySGDSettings
 
 
-def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions = SweepOptions(),
-              on_runs: Callable[[int], None] = lambda done: None) -> SweepResult:
-    """Train the sweep's grid points (those of one shard) on the projected private split; score them on val."""
+def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions) -> None:
+    """Everything that must hold before any private row is touched, whoever calls: the CLI or the Python API."""
     if options.engine not in ENGINES:
         raise UsageError(f"unknown engine '{options.engine}' (known: {', '.join(ENGINES)})")
-    resolve_device(options.device)  # before any training
+    resolve_device(options.device)
     n = len(data.private_x)
+    check_grid(grid, data.pca, data.num_classes)
+    for epsilon in grid.epsilons:
+        validate_budget(epsilon, privacy.delta, n)
+    if not (math.isfinite(privacy.clip) and privacy.clip > 0):
+        raise UsageError(f"{param('clip')} must be a positive number (got {privacy.clip})")
+    bad_lr = [lr for lr in grid.lrs if not (math.isfinite(lr) and lr > 0)]
+    if bad_lr:
+        raise UsageError(f"{param('lr')} must be positive and finite (got {bad_lr[0]})")
     too_big = [b for b in grid.batch_sizes if b > n]
     if too_big:
         raise UsageError(f"{param('batch_size')} {too_big[0]} exceeds the {n} private rows")
+    if not np.isfinite(data.private_x).all():
+        raise DataError(f"NaN or Inf in the features of {data.name}")
+    if len(np.unique(data.private_y)) < 2:
+        raise DataError(f"{data.name} holds a single class; a classifier needs at least two")
+    if data.private_index is not None and data.public_index is not None:
+        require_disjoint(data.private_index, data.public_index, data.source)
     for name in grid.methods:
         reason = get_method(name).needs_public_rows
         if reason and data.public_x is None:
             raise UsageError(f"method '{name}' needs the public split {reason}")
+
+
+def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions = SweepOptions(),
+              on_runs: Callable[[int], None] = lambda done: None) -> SweepResult:
+    """Train the sweep's grid points (those of one shard) on the projected private split; score them on val."""
+    check_sweep(data, grid, privacy, options)
     by_cell: dict[tuple, list[RunConfig]] = defaultdict(list)
     for cell, config in grid.points(options.shard):
         by_cell[cell].append(config)

@@ -3,7 +3,9 @@
 Imports `pillar_cli.errors` and `pillar_cli.artifacts` (the projection artifact); nothing private can reach a fit.
 """
 
-from pillar_cli.projection.pca import LinearMap, PublicPCA, l2_normalized_rows, project, standardize_rows
+from pillar_cli.projection.pca import (LinearMap, PublicPCA, fit_public_split, l2_normalized_rows, project,
+                                       standardize_rows)
 from pillar_cli.projection.random import GaussianProjection
 
-__all__ = ["GaussianProjection", "LinearMap", "PublicPCA", "l2_normalized_rows", "project", "standardize_rows"]
+__all__ = ["GaussianProjection", "LinearMap", "PublicPCA", "fit_public_split", "l2_normalized_rows", "project",
+           "standardize_rows"]

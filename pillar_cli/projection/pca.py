@@ -11,8 +11,8 @@ from typing import Protocol
 
 import numpy as np
 
-from pillar_cli.artifacts import Artifact
-from pillar_cli.errors import DataError, UsageError, param
+from pillar_cli.artifacts import Artifact, Split
+from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 
 
 def l2_normalized_rows(x: np.ndarray) -> np.ndarray:
@@ -118,3 +118,13 @@ class PublicPCA:
         pca.components_, pca.eigenvalues_ = artifact.array("components"), artifact.array("eigenvalues")
         pca.rank_, pca.n_public_ = int(artifact.attrs["rank"]), int(artifact.attrs["n_public"])
         return pca
+
+
+def fit_public_split(split: Split, k_max: int | None = None, standardize: bool = True,
+                     second_moment: bool = False) -> PublicPCA:
+    """PCA on an unlabelled (public) split; a labelled split is refused: fitting on private rows would leak them into
+    every model trained on the projection."""
+    if split.labels is not None:
+        raise PrivacyError(f"split '{split.name}' of {split.ref.path} is labelled; fit-pca fits on the unlabelled "
+                           "public split only", hint=f"use {split.ref.path}:public")
+    return PublicPCA(k_max, standardize, second_moment).fit(split.features)
