@@ -1,3 +1,28 @@
+"""pillar: semi-private learning with low-rank public representations (PILLAR) and Gradient Subspace Distance.
+
+The Python API, for notebooks and scripts; the `pillar` command line runs the same code on HDF5 artifacts.
+
+    from pillar_cli import DPLinearClassifier
+    clf = DPLinearClassifier(k=20, epsilon=1.0).fit(X_private, y_private, public=X_public)
+    clf.score(X_test, y_test), clf.ledger_.epsilon_spent
+
+Calibrated noise multipliers are cached in the directory named by the environment variable PILLAR_CACHE_DIR
+(default ~/.cache/pillar).
+"""
+
+from pillar_cli.artifacts import Artifact, read, read_split, write
+from pillar_cli.errors import ArtifactError, DataError, PillarError, PrivacyError, UsageError
+from pillar_cli.gsd.ranking import gradient_subspace_distance
+from pillar_cli.gsd.releases import DPSettings
+from pillar_cli.methods.api import sweep
+from pillar_cli.methods.catalog import METHODS
+from pillar_cli.methods.estimator import DPLinearClassifier, Ledger
+from pillar_cli.privacy import ACCOUNTANTS, DPEvent, calibrate_noise, spent_epsilon
+from pillar_cli.projection import GaussianProjection, PublicPCA
+from pillar_cli.theory.diagnostics import diagnose
 from pillar_cli.version import __version__
 
-__all__ = ["__version__"]
+__all__ = ["ACCOUNTANTS", "METHODS", "Artifact", "ArtifactError", "DPEvent", "DPLinearClassifier", "DPSettings",
+           "DataError", "GaussianProjection", "Ledger", "PillarError", "PrivacyError", "PublicPCA", "UsageError",
+           "__version__", "calibrate_noise", "diagnose", "gradient_subspace_distance", "read", "read_split",
+           "spent_epsilon", "sweep", "write"]

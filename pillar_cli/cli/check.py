@@ -15,7 +15,7 @@ from pillar_cli.cli.common import (ConfigOption, JsonOption, atomic_file, check_
 from pillar_cli.errors import UsageError
 from pillar_cli.projection import PublicPCA
 from pillar_cli.reporting.figures import spectrum, xi_vs_k
-from pillar_cli.theory.diagnostics import Diagnosis, diagnose
+from pillar_cli.theory.diagnostics import Diagnosis, diagnose_split
 
 
 @cli_errors
@@ -53,8 +53,8 @@ def check_assumptions(
     ks = [value for value in int_list(k, "--k") if value is not None]
     pca, basis_ref = _basis(path, projection, second_moment, max(ks))
     described = "second moment of L2-normalised public features" if second_moment else "projection artifact"
-    found = diagnose(split, pca, ks, mode=mode, pairs=pairs, seed=seed, xi_threshold=xi_threshold, epsilon=eps,
-                     alpha=alpha, beta=beta, basis_description=described)
+    found = diagnose_split(split, pca, ks, mode=mode, pairs=pairs, seed=seed, xi_threshold=xi_threshold, epsilon=eps,
+                           alpha=alpha, beta=beta, basis_description=described)
     table = found.table
     save(ctx, out, assumptions_artifact(ks, table.xi, table.margin_full, table.margin_projected, table.eigengap,
                                         found.summary, found.labels_used, mode), [split.ref, basis_ref])

@@ -11,7 +11,7 @@ import numpy as np
 from pillar_cli.artifacts import Split
 from pillar_cli.errors import UsageError, param
 from pillar_cli.gsd.distance import GSDPlan, GSDSettings, plan_gsd
-from pillar_cli.gsd.probes import ProbeSpec
+from pillar_cli.gsd.probes import LinearProbe, ProbeSpec
 from pillar_cli.gsd.releases import DPSettings
 from pillar_cli.privacy import validate_budget
 
@@ -62,3 +62,19 @@ def prepare(private: Split, candidates: list[Split], names: list[str], probe: Pr
     settings = GSDSettings(k, num_classes, seed, max_samples, dp)
     return GSDJob(plan_gsd((private.features, model), probed, settings), names, model.description, settings,
                   private.name)
+
+
+def gradient_subspace_distance(private: np.ndarray, public: np.ndarray, *, num_classes: int, k: int = 8,
+                               seed: int = 0, max_samples: int = 2000, dp: DPSettings | None = None) -> float:
+    """GSD between two feature matrices under the linear softmax probe (fixed seeded weights, random labels):
+    0 for the same gradient subspace, 1 for orthogonal ones. With `dp`, the private subspace is released with DP
+    over all private rows. The same seed gives the same probe, so distances of several candidates compare."""
+    if num_classes < 2:
+        raise UsageError(f"{param('num_classes')} must be at least 2; got {num_classes}")
+    if dp is not None:
+        validate_budget(dp.epsilon, dp.delta, len(private), non_private_allowed=False)
+    probe = LinearProbe(private.shape[1], num_classes, seed)
+    candidate = probe.for_dataset(public.shape[1], {}, "the public rows")
+    plan = plan_gsd((np.asarray(private), probe), [(np.asarray(public), candidate)],
+                    GSDSettings(k, num_classes, seed, max_samples, dp))
+    return plan.run()[0][0]

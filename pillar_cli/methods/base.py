@@ -75,6 +75,7 @@ class Method:
     projects: bool = True  # heads live in the span of k basis vectors (recorded as bases/<method>/<k>)
     single_cell: bool = False  # one cell at k = full whatever k the sweep lists
     needs_public_rows: str | None = None  # why the method reads the public rows (None: it does not)
+    needs_public_basis: bool = True  # its projection is fitted on public rows (jl's and dpsgd's are not)
     steps_rule: str | None = None  # a method with its own step count (the sweep's theory_steps) names it here
 
     def linear_map(self, pca: PublicPCA) -> LinearMap:

@@ -26,8 +26,10 @@ def noise_multiplier(epsilon: float, privacy: PrivacySettings, rate: float, step
 class ProjectedDPSGD(Method):
     """DP-SGD on the linear map's first k dimensions (all standardised features when the method does not project)."""
 
-    def __init__(self, name: str, description: str, projects: bool = True, single_cell: bool = False):
+    def __init__(self, name: str, description: str, projects: bool = True, single_cell: bool = False,
+                 needs_public_basis: bool | None = None):
         self.name, self.description, self.projects, self.single_cell = name, description, projects, single_cell
+        self.needs_public_basis = projects if needs_public_basis is None else needs_public_basis
 
     def train_cell(self, cell: Cell) -> list[TrainedRun]:
         n = len(cell.data.private_x)
@@ -62,4 +64,5 @@ class RandomProjectionDPSGD(ProjectedDPSGD):
 PILLAR = ProjectedDPSGD("pillar", "top-k principal components of the PUBLIC features (the projection artifact)")
 DPSGD = ProjectedDPSGD("dpsgd", "no projection: DP-SGD on all standardised features (the paper's main baseline)",
                        projects=False, single_cell=True)
-JL = RandomProjectionDPSGD("jl", "Gaussian random projection to k dimensions (seeded; uses no data)")
+JL = RandomProjectionDPSGD("jl", "Gaussian random projection to k dimensions (seeded; uses no data)",
+                           needs_public_basis=False)

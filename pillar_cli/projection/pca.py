@@ -7,6 +7,7 @@ explicitly declares public, which is recorded in the artifact).
 
 from __future__ import annotations
 
+import hashlib
 from typing import Protocol
 
 import numpy as np
@@ -42,6 +43,13 @@ def project(linear_map: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:
     return z if k is None else z @ linear_map.basis(k)
 
 
+def row_digests(x: np.ndarray) -> np.ndarray:
+    """A 64-bit digest of each row's float32 bytes: equal rows, equal digests (how training spots public rows)."""
+    rows = np.ascontiguousarray(x, dtype=np.float32)
+    return np.array([int.from_bytes(hashlib.blake2b(row.tobytes(), digest_size=8).digest(), "little")
+                     for row in rows], dtype=np.uint64)
+
+
 class PublicPCA:
     """Standardise (optional) then project on the top principal components of the public features.
 
@@ -57,10 +65,16 @@ class PublicPCA:
         self.standardize = standardize and not second_moment
         self.second_moment = second_moment
 
-    def fit(self, public: np.ndarray) -> PublicPCA:
+    def fit(self, public: np.ndarray, y: None = None) -> PublicPCA:
+        """Fit on unlabelled public rows. Labels are refused, so no pipeline can fit this on a labelled (private)
+        split; the digests of the rows fitted on are kept, so a classifier can refuse to train on any of them."""
+        if y is not None:
+            raise PrivacyError("PublicPCA is fitted on unlabelled PUBLIC rows only; it was given labels",
+                               hint="fit it on the public rows, or pass public= to DPLinearClassifier.fit")
         n, dim = public.shape
         if n < 2:
             raise DataError(f"the public split has {n} rows; PCA needs at least 2")
+        self.row_digests_ = row_digests(public)
         x = self._normalized_rows(public.astype(np.float64))
         self.mean_ = np.zeros(dim) if self.second_moment else x.mean(axis=0)
         std = x.std(axis=0)
@@ -79,6 +93,25 @@ class PublicPCA:
         self.n_public_ = n
         return self
 
+    @classmethod
+    def identity(cls, dim: int) -> PublicPCA:
+        """No scaling and no components: the feature space of methods that use no public data (dpsgd, jl)."""
+        pca = cls(0, standardize=False)
+        pca.mean_, pca.scale_ = np.zeros(dim), np.ones(dim)
+        pca.components_, pca.eigenvalues_ = np.zeros((0, dim)), np.zeros(0)
+        pca.rank_, pca.n_public_, pca.row_digests_ = 0, 0, np.zeros(0, np.uint64)
+        return pca
+
+    @property
+    def explained_variance_(self) -> np.ndarray:
+        """The public variance along each kept component."""
+        return self.eigenvalues_[:len(self.components_)]
+
+    @property
+    def explained_variance_ratio_(self) -> np.ndarray:
+        total = self.eigenvalues_.sum()
+        return self.explained_variance_ / total if total > 0 else self.explained_variance_
+
     def _normalized_rows(self, x: np.ndarray) -> np.ndarray:
         return l2_normalized_rows(x) if self.second_moment else x
 
@@ -91,7 +124,7 @@ class PublicPCA:
             raise DataError(f"features have {x.shape[1]} dimensions; the projection was fitted on {self.dim}")
         return standardize_rows(x, self.mean_, self.scale_, self.second_moment)
 
-    def transform(self, x: np.ndarray, k: int | None) -> np.ndarray:
+    def transform(self, x: np.ndarray, k: int | None = None) -> np.ndarray:
         """Top-k projection of standardised features; k=None keeps all dimensions (no projection)."""
         return project(self, x, k)
 
@@ -117,6 +150,7 @@ class PublicPCA:
         pca.mean_, pca.scale_ = artifact.array("mean"), artifact.array("scale")
         pca.components_, pca.eigenvalues_ = artifact.array("components"), artifact.array("eigenvalues")
         pca.rank_, pca.n_public_ = int(artifact.attrs["rank"]), int(artifact.attrs["n_public"])
+        pca.row_digests_ = np.zeros(0, np.uint64)  # an artifact records its input split's row ids instead
         return pca
 
 

@@ -34,18 +34,18 @@ class Diagnosis:
     labels_used: str
 
 
-def diagnose(split: Split, basis: PublicBasis, ks: list[int], *, mode: str = "pairs", pairs: int = 45,
-             seed: int = 0, xi_threshold: float = 0.2, epsilon: float | None = None, alpha: float = 0.1,
-             beta: float = 0.05, basis_description: str = "projection artifact") -> Diagnosis:
-    """w* per class pair (or one-vs-rest) from the split's labels; ξ_k and margins per k; Δ_k from `basis`."""
+def diagnose(features: np.ndarray, labels: np.ndarray, basis: PublicBasis, ks: list[int], *, mode: str = "pairs",
+             pairs: int = 45, seed: int = 0, xi_threshold: float = 0.2, epsilon: float | None = None,
+             alpha: float = 0.1, beta: float = 0.05, basis_description: str = "projection artifact",
+             labels_from: str = "the labels passed to diagnose") -> Diagnosis:
+    """w* per class pair (or one-vs-rest) from `labels`; ξ_k and margins per k; Δ_k from `basis`. The labels are
+    whatever the caller passes (often private): the summary names them (`labels_from`)."""
     if mode not in MODES:
         raise UsageError(f"{param('mode')} must be 'pairs' or 'ovr'; got '{mode}'")
-    if split.labels is None:
-        raise DataError(f"split '{split.name}' of {split.ref.path} has no labels; margins need a labelled split")
-    z = basis.standardized(split.features)
-    table = assess(svm_directions(z, split.labels, mode, pairs, seed), z, {k: basis.basis(k) for k in ks},
+    z = basis.standardized(features)
+    table = assess(svm_directions(z, labels, mode, pairs, seed), z, {k: basis.basis(k) for k in ks},
                    basis.eigenvalues_)
-    label_note = f"w* fitted on the labels of split '{split.name}' ({split.attrs['split_roles'][split.name]})"
+    label_note = f"w* fitted on {labels_from}"
     summary = {"rows": table.rows(), "recommended_k": table.recommended_k(xi_threshold), "xi_threshold": xi_threshold,
                "margin_q01_full_median": float(np.median(table.margin_full)), "labels_used": label_note,
                "basis": basis_description}
@@ -55,3 +55,11 @@ def diagnose(split: Split, basis: PublicBasis, ks: list[int], *, mode: str = "pa
         summary["theorem_inputs"] = ("γ, ξ_k and ζ come from w* fitted on labelled data (" + label_note + "); "
                                      "Δ_k from public data only")
     return Diagnosis(table, summary, label_note)
+
+
+def diagnose_split(split: Split, basis: PublicBasis, ks: list[int], **options) -> Diagnosis:
+    """`diagnose` on a labelled split of an embeddings artifact, naming the split (and its role) as the labels."""
+    if split.labels is None:
+        raise DataError(f"split '{split.name}' of {split.ref.path} has no labels; margins need a labelled split")
+    labels_from = f"the labels of split '{split.name}' ({split.attrs['split_roles'][split.name]})"
+    return diagnose(split.features, split.labels, basis, ks, labels_from=labels_from, **options)

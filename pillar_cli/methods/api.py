@@ -1,0 +1,40 @@
+"""`sweep(...)`: the CLI's train-private sweep for arrays, with keyword arguments and the paper's defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from pillar_cli.errors import DataError, param
+from pillar_cli.methods.base import PrivacySettings, SweepData
+from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
+from pillar_cli.methods.sweep import SweepGrid, SweepOptions, SweepResult, run_sweep
+from pillar_cli.projection import PublicPCA
+
+
+def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: np.ndarray | None = None, *,
+          projection: PublicPCA | None = None, public: np.ndarray | None = None, method: Sequence[str] = ("pillar",),
+          k: Sequence[int | None] = (40,), epsilon: Sequence[float] = (1.0,), delta: float = 1e-5,
+          accountant: str = "prv", clip: float = 1.0, lr: Sequence[float] = (0.1,), steps: Sequence[int] = (500,),
+          batch_size: Sequence[int] = (512,), seed: Sequence[int] = (0,), momentum: float = 0.0,
+          weight_decay: float = 0.0, engine: str = "fast", device: str = "auto") -> SweepResult:
+    """Train every (method, k, ε) × (lr, steps, batch size, seed) on the private rows (X, y) and select per
+    (method, k, ε) on (X_val, y_val). Labels are class indices 0..C−1; k None means all features. `public` fits
+    the projection (or pass a fitted `projection`). The result's `selection` used the val labels, which ε does NOT
+    account for. Runs of the theory's noisy-sgd take `steps` as their step counts."""
+    x = np.asarray(X, dtype=np.float32)
+    labels = np.asarray(y)
+    if labels.dtype.kind not in "iu" or labels.min(initial=0) < 0:
+        raise DataError(f"{param('y')} must hold class indices 0..C-1")
+    pca = fitted_projection(projection, public, list(method), x.shape[1])
+    refuse_fitted_rows(pca, x)
+    if X_val is not None:
+        refuse_fitted_rows(pca, np.asarray(X_val, dtype=np.float32))
+    grid = SweepGrid(list(method), list(k), list(epsilon), list(lr), list(steps), list(batch_size), list(seed),
+                     momentum, weight_decay, tuple(steps))
+    num_classes = int(max(labels.max(), -1 if y_val is None else np.max(y_val))) + 1
+    data = SweepData(pca, x, labels, None if X_val is None else np.asarray(X_val, dtype=np.float32),
+                     None if y_val is None else np.asarray(y_val), num_classes,
+                     None if public is None else np.asarray(public, dtype=np.float32))
+    return run_sweep(data, grid, PrivacySettings(delta, clip, accountant), SweepOptions(engine=engine, device=device))

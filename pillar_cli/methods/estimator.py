@@ -1,0 +1,100 @@
+"""DPLinearClassifier: one private linear head as a scikit-learn estimator, with its privacy ledger.
+
+The projection is fitted only on the `public=` rows given to `fit`, or passed in already fitted; `fit` refuses
+private rows that are among the rows the projection was fitted on. Every check of the CLI's train-private applies
+(the same sweep code runs): ε > 0, δ < 1/n, at least two classes, finite features, clip > 0, a positive lr.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from pillar_cli.methods.base import PrivacySettings, SweepData
+from pillar_cli.methods.catalog import get_method
+from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
+from pillar_cli.methods.sweep import SweepGrid, SweepOptions, run_sweep
+from pillar_cli.privacy import DPEvent, get_accountant
+from pillar_cli.projection import PublicPCA, project
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """What a trained classifier spent, recomputed from its DP event by the accountant."""
+
+    accountant: str
+    epsilon_target: float
+    epsilon_spent: float
+    delta: float
+    noise_multiplier: float
+    sample_rate: float
+    steps: int
+    clip: float
+    events: tuple[DPEvent, ...]
+    epsilon_is_upper_bound: bool
+    covers: str = "the DP-SGD run on the private rows; the projection used public rows only"
+
+
+class DPLinearClassifier(ClassifierMixin, BaseEstimator):
+    """A linear softmax head trained with DP-SGD on the top-k public components (method="pillar") or a baseline.
+
+    Example:
+        clf = DPLinearClassifier(k=20, epsilon=1.0, steps=300, batch_size=256).fit(X, y, public=X_public)
+        clf.score(X_test, y_test), clf.ledger_.epsilon_spent
+    """
+
+    def __init__(self, method: str = "pillar", k: int | None = 40, epsilon: float = 1.0, delta: float = 1e-5,
+                 accountant: str = "prv", clip: float = 1.0, lr: float = 0.1, steps: int = 500,
+                 batch_size: int = 512, seed: int = 0, projection: PublicPCA | None = None, momentum: float = 0.0,
+                 weight_decay: float = 0.0, device: str = "cpu"):
+        self.method, self.k, self.epsilon, self.delta, self.accountant = method, k, epsilon, delta, accountant
+        self.clip, self.lr, self.steps, self.batch_size, self.seed = clip, lr, steps, batch_size, seed
+        self.projection, self.momentum, self.weight_decay, self.device = projection, momentum, weight_decay, device
+
+    def fit(self, X: np.ndarray, y: np.ndarray, public: np.ndarray | None = None) -> DPLinearClassifier:
+        """Train on the private rows (X, y); `public`: unlabelled public rows for the projection (and GEP)."""
+        x = np.asarray(X, dtype=np.float32)
+        self.classes_, labels = np.unique(np.asarray(y), return_inverse=True)
+        method = get_method(self.method)
+        self.projection_ = fitted_projection(self.projection, public, [self.method], x.shape[1])
+        refuse_fitted_rows(self.projection_, x)
+        k = None if method.single_cell else self.k
+        grid = SweepGrid([self.method], [k], [float(self.epsilon)], [self.lr], [self.steps], [self.batch_size],
+                         [self.seed], self.momentum, self.weight_decay, (self.steps,))
+        data = SweepData(self.projection_, x, labels, None, None, len(self.classes_),
+                         None if public is None else np.asarray(public, dtype=np.float32))
+        privacy = PrivacySettings(self.delta, self.clip, self.accountant)
+        run = run_sweep(data, grid, privacy, SweepOptions(device=self.device)).runs[0]
+        self.k_ = run.key.k if method.projects else None  # the head's own dimensions (None: all features)
+        self.mapping_ = method.linear_map(self.projection_)
+        self.head_ = run.head
+        accountant = get_accountant(self.accountant)
+        self.ledger_ = Ledger(self.accountant, float(self.epsilon), run.epsilon_spent, self.delta,
+                              run.event.noise_multiplier, run.event.sample_rate, run.event.steps, self.clip,
+                              (run.event,), accountant.upper_bound)
+        self.n_features_in_ = x.shape[1]
+        return self
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """(n_classes, n_features): the head mapped back through the basis, (A_k · w)ᵀ, acting on standardised
+        features: decision_function(X) = projection_.standardized(X) @ coef_.T + intercept_."""
+        weights = self.head_.weights if self.k_ is None else self.mapping_.basis(self.k_) @ self.head_.weights
+        return weights.T
+
+    @property
+    def intercept_(self) -> np.ndarray:
+        return self.head_.bias
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        return self.head_.logits(project(self.mapping_, np.asarray(X, dtype=np.float32), self.k_))
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        logits = self.decision_function(X)
+        exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return exp / exp.sum(axis=1, keepdims=True)
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return self.classes_[self.decision_function(X).argmax(axis=1)]

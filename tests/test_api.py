@@ -1,0 +1,112 @@
+"""The Python API on real data (scikit-learn's digits): the estimator, its ledger, sweeps, GSD and diagnostics, and
+the rule that no call sequence fits the projection on private rows."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_digits
+from sklearn.pipeline import Pipeline
+
+from pillar_cli import (DataError, DPLinearClassifier, PrivacyError, PublicPCA, UsageError, diagnose,
+                        gradient_subspace_distance, spent_epsilon, sweep)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    """300 public (unlabelled) rows, 1,100 private, 397 test: disjoint, seeded."""
+    x, y = load_digits(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(x))
+    public, private, test = order[:300], order[300:1400], order[1400:]
+    return {"public": x[public], "x": x[private], "y": y[private], "x_test": x[test], "y_test": y[test]}
+
+
+SETTINGS = dict(epsilon=1.0, delta=1e-4, lr=0.5, steps=300, batch_size=256, device="cpu")
+
+
+def test_pillar_classifier_beats_dpsgd_and_its_ledger_is_the_accountants(digits):
+    pillar = DPLinearClassifier(k=20, **SETTINGS).fit(digits["x"], digits["y"], public=digits["public"])
+    dpsgd = DPLinearClassifier(method="dpsgd", **SETTINGS).fit(digits["x"], digits["y"])
+    assert pillar.score(digits["x_test"], digits["y_test"]) >= dpsgd.score(digits["x_test"], digits["y_test"]) + 0.08
+    ledger = pillar.ledger_
+    assert ledger.epsilon_spent <= ledger.epsilon_target == 1.0 and ledger.epsilon_is_upper_bound
+    assert ledger.epsilon_spent == pytest.approx(spent_epsilon.__wrapped__("prv", ledger.events[0]), rel=1e-9)
+    assert ledger.sample_rate == pytest.approx(256 / 1100) and ledger.steps == 300
+    assert pillar.coef_.shape == (10, 64) and list(pillar.classes_) == list(range(10))
+    logits = pillar.projection_.standardized(digits["x_test"]) @ pillar.coef_.T + pillar.intercept_
+    np.testing.assert_allclose(pillar.decision_function(digits["x_test"]), logits, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(pillar.predict_proba(digits["x_test"]).sum(axis=1), 1.0, rtol=1e-6)
+
+
+def test_a_clone_is_unfitted_and_refits_to_the_same_classifier(digits):
+    fitted = DPLinearClassifier(k=10, **SETTINGS).fit(digits["x"], digits["y"], public=digits["public"])
+    copy = clone(fitted)
+    assert copy.get_params() == fitted.get_params() and not hasattr(copy, "ledger_")
+    copy.fit(digits["x"], digits["y"], public=digits["public"])
+    np.testing.assert_array_equal(copy.predict(digits["x_test"]), fitted.predict(digits["x_test"]))
+
+
+def test_no_call_sequence_fits_the_projection_on_private_rows(digits):
+    x, y, public = digits["x"], digits["y"], digits["public"]
+    with pytest.raises(UsageError, match="^method 'pillar' projects on public components: pass public"):
+        DPLinearClassifier(**SETTINGS).fit(x, y)
+    with pytest.raises(PrivacyError, match="fitted on unlabelled PUBLIC rows only; it was given labels"):
+        Pipeline([("pca", PublicPCA(20)), ("clf", DPLinearClassifier(**SETTINGS))]).fit(x, y)
+    with pytest.raises(PrivacyError, match="^1100 private rows are among the rows the projection was fitted on$"):
+        DPLinearClassifier(**SETTINGS).fit(x, y, public=x)
+    with pytest.raises(PrivacyError, match="^50 private rows are among"):
+        DPLinearClassifier(projection=PublicPCA().fit(np.vstack([public, x[:50]])), **SETTINGS).fit(x, y)
+    with pytest.raises(PrivacyError, match="private rows are among"):
+        sweep(x, y, projection=PublicPCA().fit(x), k=[10], epsilon=[1.0], delta=1e-4, device="cpu")
+    unfitted = PublicPCA(30)
+    fitted = DPLinearClassifier(projection=unfitted, k=20, **SETTINGS).fit(x, y, public=public)
+    assert not hasattr(unfitted, "mean_") and fitted.projection_.n_public_ == 300
+
+
+@pytest.mark.parametrize("change, error, message", [
+    ({"delta": 1e-3}, PrivacyError, "^delta 0.001 is not below 1/n = 0.000909 for n = 1100 private rows"),
+    ({"epsilon": 0.0}, UsageError, r"^epsilon must be > 0 \(got 0.0\)"),
+    ({"clip": 0.0}, UsageError, r"^clip must be a positive number \(got 0.0\)$"),
+    ({"lr": math.nan}, UsageError, r"^lr must be positive and finite \(got nan\)$"),
+    ({"batch_size": 5000}, UsageError, "^batch_size 5000 exceeds the 1100 private rows$"),
+])
+def test_the_library_enforces_the_clis_invariants(digits, change, error, message):
+    with pytest.raises(error, match=message):
+        DPLinearClassifier(**(SETTINGS | {"k": 10} | change)).fit(digits["x"], digits["y"], public=digits["public"])
+
+
+def test_unusable_private_rows_are_refused(digits):
+    nan_rows = digits["x"].copy()
+    nan_rows[3, 5] = np.nan
+    with pytest.raises(DataError, match="^NaN or Inf in the features of the private split$"):
+        DPLinearClassifier(method="dpsgd", **SETTINGS).fit(nan_rows, digits["y"])
+    with pytest.raises(DataError, match="^the private split holds a single class"):
+        DPLinearClassifier(method="dpsgd", **SETTINGS).fit(digits["x"], np.zeros(len(digits["x"]), int))
+
+
+def test_sweep_selects_on_val_and_every_run_stays_within_its_budget(digits):
+    x, y = digits["x"], digits["y"]
+    result = sweep(x[:900], y[:900], x[900:], y[900:], public=digits["public"], k=[5, 20], epsilon=[0.5, math.inf],
+                   lr=[0.1, 0.5], steps=[100, 300], batch_size=[256], delta=1e-4, device="cpu")
+    assert len(result.runs) == 2 * 2 * 2 * 2
+    for run in result.runs:
+        assert run.epsilon_spent <= run.key.epsilon
+    for choice in result.selection:
+        cell = [r for r in result.runs if (r.key.k, r.key.epsilon) == (choice["k"], choice["epsilon"])]
+        assert choice["val_accuracy_mean"] == max(r.val_accuracy for r in cell)
+
+
+def test_gsd_and_diagnostics_on_arrays(digits):
+    x, public = digits["x"], digits["public"]
+    noise = np.random.default_rng(1).normal(8, 5, public.shape)
+    same = gradient_subspace_distance(x, public, num_classes=10, k=4)
+    other = gradient_subspace_distance(x, noise, num_classes=10, k=4)
+    assert 0 <= same < other <= 1
+    pca = PublicPCA(40).fit(public)
+    found = diagnose(x, digits["y"], pca, [2, 10, 40])
+    medians = [row["xi_median"] for row in found.summary["rows"]]
+    assert medians[0] > medians[1] > medians[2]
+    assert found.labels_used == "w* fitted on the labels passed to diagnose"
