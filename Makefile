@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 # torch/torchvision wheels that lie on this disk (x86_64: 2.14.1/0.29.1; aarch64: 2.9.1/0.24.1).
 TORCH_PINS := $(if $(filter aarch64,$(shell uname -m)),torch==2.9.1 torchvision==0.24.1,torch==2.14.1 torchvision==0.29.1)
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test test-fast bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -20,6 +20,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PYTHON) -m pytest
+
+test-fast: $(STAMP)
+	$(PYTHON) -m pytest -m "not slow"
 
 bench: $(STAMP)
 	$(PYTHON) benchmarks/bench_train.py

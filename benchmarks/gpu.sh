@@ -24,8 +24,8 @@ part() {  # part NAME COMMAND...: run, log, time, and keep the tail in the summa
 }
 
 tests() {
-    part tests "$python" -m pytest -q -p no:cacheprovider tests/test_cuda.py tests/test_engine.py \
-        tests/test_embed_shards.py tests/test_embed_resume.py
+    part tests "$python" -m pytest -q -p no:cacheprovider tests/gpu tests/unit/linear tests/cli/test_embed_shards.py \
+        tests/cli/test_embed_resume.py
 }
 
 train() {

@@ -8,8 +8,11 @@ import sys
 
 import h5py
 import numpy as np
+import pytest
 
 from pillar_cli import artifacts
+
+pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
 
 def content_hash(path) -> str:

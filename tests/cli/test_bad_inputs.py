@@ -12,6 +12,8 @@ import pytest
 
 from pillar_cli.artifacts import core as artifact_core
 
+pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
+
 BAD_INPUTS: list[str] = []
 
 

@@ -11,6 +11,8 @@ import pytest
 from pillar_cli import artifacts
 from pillar_cli.privacy import DPEvent, spent_epsilon
 
+pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
+
 
 @pytest.fixture(scope="module")
 def trained(mnist, pillar):

@@ -6,6 +6,8 @@ import pytest
 
 from pillar_cli.embedding import extraction as embedding
 
+pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
+
 
 @pytest.fixture
 def reproducible(monkeypatch):

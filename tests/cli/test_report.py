@@ -10,6 +10,8 @@ from PIL import Image
 
 from pillar_cli.reporting.figures import AXIS_LABELS
 
+pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
+
 
 @pytest.fixture(scope="module")
 def evaluations(mnist, pillar, tmp_path_factory):

@@ -155,16 +155,6 @@ def test_gtsrb_reader(tmp_path):
     assert data.test_labels.tolist() == [1] and data.class_names == ["00000", "00001"]
 
 
-def test_limit_and_fraction_subsample_each_part(pillar, tmp_path):
-    pillar("embed", "--source", "digits", "--limit", "300", "-o", tmp_path / "a.h5")
-    pillar("embed", "--source", "digits", "--fraction", "0.5", "-o", tmp_path / "b.h5")
-    from pillar_cli import artifacts
-
-    total = {name: sum(len(artifacts.read_split(f"{tmp_path / name}:{s}").index)
-                       for s in ("private", "public", "val", "test")) for name in ("a.h5", "b.h5")}
-    assert total == {"a.h5": 300, "b.h5": 898}
-
-
 def test_lazy_rows_are_read_by_contiguous_runs_and_equal_in_memory_indexing(tmp_path):
     from pillar_cli.data.dataset import read_rows
 

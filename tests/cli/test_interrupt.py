@@ -7,6 +7,10 @@ import subprocess
 import sys
 import time
 
+import pytest
+
+pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
+
 
 def test_sigint_during_training_leaves_no_artifact(mnist, tmp_path):
     out = tmp_path / "model.h5"
