@@ -19,24 +19,26 @@ from pillar_cli.privacy.accountants import get_accountant
 
 
 def calibrate_noise(accountant: str, epsilon: float, delta: float, sample_rate: float, steps: int,
-                    rel_tol: float = 0.01) -> float:
-    """The σ whose ε (by `accountant`) for T = `steps` Poisson-sampled Gaussian steps lies in [(1 − rel_tol)·ε, ε]."""
+                    rel_tol: float = 0.01, cache_dir: Path | None = None) -> float:
+    """The σ whose ε (by `accountant`) for T = `steps` Poisson-sampled Gaussian steps lies in [(1 − rel_tol)·ε, ε];
+    cached in `cache_dir` (default: $PILLAR_CACHE_DIR, else ~/.cache/pillar)."""
     def eps_of(sigma: float) -> float:  # the accountant is looked up only on a cache miss
         return get_accountant(accountant).epsilon(sigma, sample_rate, steps, delta)
 
     key = f"v2|{accountant}|{epsilon!r}|{delta!r}|{sample_rate!r}|{steps}|{rel_tol!r}"
-    return calibrate(eps_of, epsilon, key, lambda goal: _bracket_guess(goal, sample_rate, steps, delta), rel_tol)
+    return calibrate(eps_of, epsilon, key, lambda goal: _bracket_guess(goal, sample_rate, steps, delta), rel_tol,
+                     cache_dir)
 
 
 def calibrate(eps_of: Callable[[float], float], epsilon: float, key: str, guess: Callable[[float], float],
-              rel_tol: float = 0.01) -> float:
+              rel_tol: float = 0.01, cache_dir: Path | None = None) -> float:
     """The noise multiplier whose ε by `eps_of` lies in [(1 − rel_tol)·ε, ε], cached on disk under `key`.
 
     Brent's method on log σ ↦ log ε, bracketed around `guess(goal)`, then nudged up if needed so that the spent ε
     never exceeds the target: a handful of accountant evaluations instead of opacus' bisection, which stops at an
     absolute 0.01 in ε (10 % of the budget at ε = 0.1).
     """
-    cache = _CalibrationCache()
+    cache = _CalibrationCache(cache_dir)
     if (cached := cache.get(key)) is not None:
         return cached
     goal = epsilon * (1 - rel_tol / 2)
@@ -78,8 +80,8 @@ def _bracket(eps_of: Callable[[float], float], goal: float, guess: float) -> tup
 class _CalibrationCache:
     """σ by (accountant, ε, δ, q, T) in a JSON file: tight calibration takes seconds, lookups take none."""
 
-    def __init__(self) -> None:
-        root = Path(os.environ.get("PILLAR_CACHE_DIR", Path.home() / ".cache" / "pillar"))
+    def __init__(self, root: Path | None = None) -> None:
+        root = root or Path(os.environ.get("PILLAR_CACHE_DIR", Path.home() / ".cache" / "pillar"))
         self.path = root / "calibration.json"
 
     def _load(self) -> dict[str, float]:

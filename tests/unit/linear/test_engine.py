@@ -67,11 +67,7 @@ def test_batched_configurations_equal_one_at_a_time():
     configs = [RunConfig(0.5, 30, 40, 1), RunConfig(0.1, 50, 100, 2), RunConfig(1.0, 10, 20, 3),
                RunConfig(0.2, 70, 40, 1), RunConfig(0.3, 37, 40, 1, momentum=0.9, weight_decay=0.01)]
     sigmas = [2.0, 0.7, 0.0, 1.5, 3.0]  # configurations 0, 3 and 4 share a seed and a batch size: common streams
-    together = train_linear_heads(x, y, 3, configs, sigmas, clip=1.0)
-    for config, sigma, head in zip(configs, sigmas, together):
-        alone = train_linear_heads(x, y, 3, [config], [sigma], clip=1.0)[0]
-        np.testing.assert_allclose(head.weights, alone.weights, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(head.bias, alone.bias, rtol=1e-5, atol=1e-6)
+    _assert_together_equals_alone(x, y, configs, sigmas, clip=1.0)
 
 
 def test_a_grid_steps_its_streams_together_and_equals_one_at_a_time():
@@ -80,10 +76,13 @@ def test_a_grid_steps_its_streams_together_and_equals_one_at_a_time():
     x, y = rng.standard_normal((400, 6)).astype(np.float32), rng.integers(0, 3, 400)
     configs = [RunConfig(lr, t, b, s, 0.5, 0.01) for lr, t, b, s in
                itertools.product((0.1, 0.7), (15, 40), (25, 60), (0, 1))]
-    sigmas = np.linspace(0.5, 2.0, len(configs)).tolist()
-    together = train_linear_heads(x, y, 3, configs, sigmas, clip=0.8)
+    _assert_together_equals_alone(x, y, configs, np.linspace(0.5, 2.0, len(configs)).tolist(), clip=0.8)
+
+
+def _assert_together_equals_alone(x, y, configs, sigmas, clip):
+    together = train_linear_heads(x, y, 3, configs, sigmas, clip=clip)
     for config, sigma, head in zip(configs, sigmas, together):
-        alone = train_linear_heads(x, y, 3, [config], [sigma], clip=0.8)[0]
+        alone = train_linear_heads(x, y, 3, [config], [sigma], clip=clip)[0]
         np.testing.assert_allclose(head.weights, alone.weights, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(head.bias, alone.bias, rtol=1e-5, atol=1e-6)
 

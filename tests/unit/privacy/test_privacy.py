@@ -58,6 +58,10 @@ def test_calibration_is_cached(tmp_path, monkeypatch):
     assert (tmp_path / "calibration.json").exists()
     monkeypatch.setitem(ACCOUNTANTS, "rdp", None)  # a cache hit must not consult the accountant
     assert calibrate_noise("rdp", 0.5, DELTA, 0.01, 300) == first
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.undo()  # the accountant again, and the environment's cache directory
+    assert calibrate_noise("rdp", 0.5, DELTA, 0.01, 300, cache_dir=elsewhere) == first
+    assert (elsewhere / "calibration.json").exists()
 
 
 def test_pld_is_the_tightest_accountant_at_small_epsilon():
