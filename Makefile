@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/pillar run examples.yaml mnist-demo
+	$(VENV)/bin/pillar run examples.yaml mnist-demo --force
 
 test: $(STAMP)
 	$(PYTHON) -m pytest

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from pillar_cli.artifacts.files import replacing
 from pillar_cli.errors import ArtifactError, MissingSplitError
 from pillar_cli.version import __version__
 
@@ -97,16 +97,12 @@ def content_hash(arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> str:
 
 
 def write(path: str | Path, artifact: Artifact, *, inputs: list[InputRef] | tuple[InputRef, ...] = (),
-          config: dict[str, Any] | None = None, command: list[str] | None = None) -> Artifact:
-    """Atomically write `artifact` to `path`; returns it with its path and provenance filled in."""
+          config: dict[str, Any] | None = None, command: list[str] | None = None, force: bool = False) -> Artifact:
+    """Atomically write `artifact` to `path` (an existing file only with `force`); returns it with its path and
+    provenance filled in."""
     if artifact.kind not in KINDS:
         raise ArtifactError(f"unknown artifact kind '{artifact.kind}' (known: {', '.join(KINDS)})")
     path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise ArtifactError(f"cannot write {path}: directory {directory} does not exist")
-    if not os.access(directory, os.W_OK):
-        raise ArtifactError(f"cannot write {path}: directory {directory} is not writable")
     provenance = Provenance(
         pillar_version=__version__,
         created_at=_created_at(),
@@ -115,20 +111,14 @@ def write(path: str | Path, artifact: Artifact, *, inputs: list[InputRef] | tupl
         inputs=list(inputs),
         content_hash=content_hash(artifact.arrays, artifact.attrs),
     )
-    handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    os.close(handle)
     try:
-        with h5py.File(tmp_name, "w") as h5:
-            _write_root_attrs(h5, artifact, provenance)
-            for name, array in artifact.arrays.items():
-                _write_array(h5, name, np.asarray(array))
-        os.replace(tmp_name, path)
+        with replacing(path, force) as tmp:
+            with h5py.File(tmp, "w") as h5:
+                _write_root_attrs(h5, artifact, provenance)
+                for name, array in artifact.arrays.items():
+                    _write_array(h5, name, np.asarray(array))
     except (OSError, ValueError, TypeError) as err:
-        Path(tmp_name).unlink(missing_ok=True)
         raise ArtifactError(f"cannot write {path}: {err}") from err
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
     artifact.path, artifact.provenance = str(path), provenance
     return artifact
 

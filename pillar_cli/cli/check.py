@@ -8,9 +8,10 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
+from pillar_cli.artifacts.files import replacing
 from pillar_cli.artifacts import InputRef
 from pillar_cli.artifacts.assumptions import assumptions_artifact
-from pillar_cli.cli.common import (ConfigOption, JsonOption, atomic_file, check_output, cli_errors, int_list,
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors, int_list,
                                    print_json, print_table, save, stderr)
 from pillar_cli.errors import UsageError
 from pillar_cli.projection import PublicPCA
@@ -37,6 +38,7 @@ def check_assumptions(
     plot_xi: Optional[Path] = typer.Option(None, help="PNG: ξ_k against k (mean, median, max over tasks)."),
     plot_spectrum: Optional[Path] = typer.Option(None, help="PNG: the public eigen-spectrum (log scale)."),
     config: Optional[str] = ConfigOption,
+    force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Measure how well the top-k public subspace captures max-margin directions (ξ_k), margins and Δ_k.
@@ -48,7 +50,7 @@ def check_assumptions(
     path, _ = artifacts.parse_ref(embeddings)
     for output in (out, plot_xi, plot_spectrum):
         if output is not None:
-            check_output(output, [path, str(projection)])
+            check_output(output, [path, str(projection)], force=force)
     split = artifacts.read_split(embeddings, default_split="val")
     ks = [value for value in int_list(k, "--k") if value is not None]
     pca, basis_ref = _basis(path, projection, second_moment, max(ks))
@@ -63,7 +65,7 @@ def check_assumptions(
     for target, draw in ((plot_xi, lambda tmp: xi_vs_k(table.rows(), tmp, title)),
                          (plot_spectrum, lambda tmp: spectrum(pca.eigenvalues_, tmp, title))):
         if target is not None:
-            with atomic_file(target) as tmp:
+            with replacing(target, force) as tmp:
                 draw(tmp)
     _report(out, found, eps, alpha, beta, as_json)
 

@@ -7,7 +7,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -20,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pillar_cli import artifacts
+from pillar_cli.artifacts.files import refuse_existing
 from pillar_cli.errors import PillarError, UsageError
 
 stdout = Console()
@@ -87,6 +87,8 @@ def _as_cli_value(value: Any) -> Any:
 ConfigOption = typer.Option(None, "--config", help="YAML file of option defaults; explicit flags win.",
                             is_eager=True, callback=load_config, expose_value=True)
 JsonOption = typer.Option(False, "--json", help="Print one JSON document to stdout instead of a table.")
+ForceOption = typer.Option(False, "--force", help="Replace output files that exist (atomically); without it they are "
+                           "refused.")
 
 
 def split_list(text: str, option: str) -> list[str]:
@@ -119,13 +121,15 @@ def int_list(text: str, option: str, allow_full: bool = False, minimum: int = 1)
     return values
 
 
-def check_output(path: Path, inputs: list[str] = ()) -> None:
-    """Refuse an output path that is one of the inputs or lies in a missing directory — before any work."""
+def check_output(path: Path, inputs: list[str] = (), force: bool = False) -> None:
+    """Refuse an output path that is one of the inputs, lies in a missing directory, or exists (without --force)
+    — before any work."""
     for source in inputs:
         if Path(source).resolve() == path.resolve():
             raise UsageError(f"output {path} would overwrite input {source}")
     if not path.resolve().parent.is_dir():
         raise UsageError(f"output directory {path.parent} does not exist")
+    refuse_existing(path, force)
 
 
 def jsonable(value: Any) -> Any:
@@ -176,18 +180,6 @@ def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]
         yield lambda n=1: progress.advance(task, n)
 
 
-@contextmanager
-def atomic_file(path: Path) -> Iterator[Path]:
-    """A temporary path beside `path`, renamed onto it only if the block succeeds."""
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.resolve().parent)
-    os.close(handle)
-    try:
-        yield Path(name)
-        os.replace(name, path)
-    finally:
-        Path(name).unlink(missing_ok=True)
-
-
 def _plain(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
@@ -201,7 +193,7 @@ def invocation(ctx: typer.Context) -> tuple[list[str], dict[str, Any]]:
     argv, options = ctx.command_path.split(), {}
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
-        if param.name in ("config", "as_json", "resume", "workers") or value is None:  # no effect on the result
+        if param.name in ("config", "as_json", "resume", "workers", "force") or value is None:  # no effect on the result
             continue
         options[param.name] = _plain(value)
         if param.param_type_name == "argument":
@@ -228,4 +220,5 @@ def save(ctx: typer.Context, out: Path, artifact: artifacts.Artifact,
          inputs: list[artifacts.InputRef] = ()) -> artifacts.Artifact:
     """Write an artifact with this invocation's command line and resolved options as provenance."""
     command, options = invocation(ctx)
-    return artifacts.write(out, artifact, inputs=list(inputs), config=options, command=command)
+    return artifacts.write(out, artifact, inputs=list(inputs), config=options, command=command,
+                           force=bool(ctx.params.get("force")))

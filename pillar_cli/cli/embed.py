@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, invocation, parse_shard,
-                                   print_json, print_table, progress_bar, save)
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors,
+                                   invocation, parse_shard, print_json, print_table, progress_bar, save)
 from pillar_cli.data import SOURCES, SourceOptions, SplitPlan, load_source
 from pillar_cli.embedding.backbones import BACKBONES, build_embedder
 from pillar_cli.embedding.distributed import merge_ranks, rank_device, rank_file, torchrun_shard
@@ -51,6 +51,7 @@ def embed(
     list_backbones: bool = typer.Option(False, "--list-backbones", help="Show the backbone registry and exit."),
     list_sources: bool = typer.Option(False, "--list-sources", help="Show the dataset sources and exit."),
     config: Optional[str] = ConfigOption,
+    force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Embed a dataset with a frozen backbone into private / public / val / test features.
@@ -64,8 +65,8 @@ def embed(
     if out is None:
         raise UsageError("missing -o/--out: where to write the embeddings artifact")
     if merge or shard_files:
-        return _merge(out, shard_files or [], merge, as_json)
-    distributed, shard_spec, target = _placement(out, shard)
+        return _merge(out, shard_files or [], merge, force, as_json)
+    distributed, shard_spec, target = _placement(out, shard, force)
     dataset = load_source(source, SourceOptions(path, _parse_params(param), seed)).subsample(limit, fraction, seed)
     job = EmbeddingJob.of(dataset, SplitPlan(public_fraction, val_fraction, test_fraction, seed), shard_spec)
     embedder = build_embedder(backbone, dataset.inputs.shape[1:], weights=weights, pretrained=pretrained,
@@ -82,7 +83,7 @@ def embed(
     _report(target, job, source, backbone, embedder.feature_dim, as_json)
 
 
-def _placement(out: Path, shard: str) -> tuple[tuple[int, int] | None, tuple[int, int], Path]:
+def _placement(out: Path, shard: str, force: bool) -> tuple[tuple[int, int] | None, tuple[int, int], Path]:
     """(torchrun rank and world or None, the shard this process embeds, the file it writes): under torchrun, its
     rank's shard into a rank file that rank 0 merges into OUT."""
     distributed = torchrun_shard()
@@ -90,7 +91,7 @@ def _placement(out: Path, shard: str) -> tuple[tuple[int, int] | None, tuple[int
         raise UsageError("under torchrun each rank embeds its own shard: do not pass --shard")
     target = out if distributed is None else rank_file(out, *distributed)
     for written in {out, target}:
-        check_output(written)
+        check_output(written, force=force)
     return distributed, distributed or parse_shard(shard), target
 
 
@@ -109,14 +110,14 @@ def _report(target: Path, job: EmbeddingJob, source: str, backbone: str, dim: in
     print_table(f"{what}: {source} embedded with {backbone}", rows, ["split", "rows", "labelled", "dim"])
 
 
-def _merge(out: Path, shard_files: list[Path], merge: bool, as_json: bool) -> None:
+def _merge(out: Path, shard_files: list[Path], merge: bool, force: bool, as_json: bool) -> None:
     if not (merge and shard_files):
         raise UsageError("--merge takes the shard files as arguments: pillar embed --merge part*.h5 -o emb.h5")
-    check_output(out, shard_files)
+    check_output(out, shard_files, force=force)
     shards = [artifacts.read(path, SHARD_KIND) for path in shard_files]
     command = ["pillar", "embed", "--merge", *map(str, shard_files), "--out", str(out)]
     artifacts.write(out, merge_shards(shards), inputs=[shard.ref() for shard in shards],
-                    config={"merge": [str(p) for p in shard_files]}, command=command)
+                    config={"merge": [str(p) for p in shard_files]}, command=command, force=force)
     sizes = shards[0].attrs["split_sizes"]
     if as_json:
         return print_json({"output": str(out), "shards": [str(p) for p in shard_files], "split_sizes": sizes})

@@ -8,8 +8,10 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
+from pillar_cli.artifacts.files import replacing
 from pillar_cli.artifacts.evaluation import evaluation_artifact
-from pillar_cli.cli.common import JsonOption, atomic_file, check_output, cli_errors, print_json, print_table, save
+from pillar_cli.cli.common import (ForceOption, JsonOption, check_output, cli_errors, print_json, print_table,
+                                   save)
 from pillar_cli.reporting.evaluation import Evaluation, evaluate_models
 from pillar_cli.reporting.figures import accuracy_vs_k
 from pillar_cli.reporting.tables import rows_to_csv, rows_to_markdown
@@ -24,6 +26,7 @@ def evaluate(
     plot: Optional[Path] = typer.Option(None, help="PNG: accuracy vs k, one line per (method, ε)."),
     csv: Optional[Path] = typer.Option(None, "--csv", help="CSV table, one row per (method, k, ε)."),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Markdown report."),
+    force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Metrics of the model selected on val per (method, k, ε) on a labelled split, mean ± std over seeds.
@@ -35,17 +38,17 @@ def evaluate(
     """
     path, _ = artifacts.parse_ref(embeddings)
     for output in (o for o in (out, plot, csv, markdown) if o is not None):
-        check_output(output, [*map(str, models), path])
+        check_output(output, [*map(str, models), path], force=force)
     model_artifacts = [artifacts.read(model, "model") for model in models]
     split = artifacts.read_split(embeddings, default_split="test")
     result = evaluate_models(model_artifacts, split)
     for target, render in ((csv, lambda: rows_to_csv(result.rows)),
                            (markdown, lambda: rows_to_markdown(result.rows, result.title, result.notes))):
         if target is not None:
-            with atomic_file(target) as tmp:
+            with replacing(target, force) as tmp:
                 tmp.write_text(render())
     if plot is not None:
-        with atomic_file(plot) as tmp:
+        with replacing(plot, force) as tmp:
             accuracy_vs_k(result.rows, tmp, result.title, result.feature_dim)
     if out is not None:
         artifact = evaluation_artifact(result.rows, result.split, result.title, result.notes, result.dataset,

@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, print_json,
-                                   print_table, save)
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors,
+                                   print_json, print_table, save)
 from pillar_cli.projection import fit_public_split
 
 
@@ -23,6 +23,7 @@ def fit_pca(
     second_moment: bool = typer.Option(False, "--second-moment", help="Theory-faithful: L2-normalised rows, "
                                        "uncentred second moment E[xxᵀ], no standardisation (Definition 3)."),
     config: Optional[str] = ConfigOption,
+    force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Fit the scaler and principal components on PUBLIC unlabelled embeddings.
@@ -33,7 +34,7 @@ def fit_pca(
     Example: pillar fit-pca emb.h5:public -o pca.h5 --k-max 100
     """
     path, _ = artifacts.parse_ref(embeddings)
-    check_output(out, [path])
+    check_output(out, [path], force=force)
     public = artifacts.read_split(embeddings, default_split="public")
     pca = fit_public_split(public, k_max, standardize, second_moment)
     artifact = pca.to_artifact()

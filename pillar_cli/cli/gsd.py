@@ -9,8 +9,8 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.gsd import gsd_artifact
-from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, print_json, print_table,
-                                   progress_bar, save)
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors,
+                                   print_json, print_table, progress_bar, save)
 from pillar_cli.gsd.probes import ProbeSpec
 from pillar_cli.gsd.ranking import prepare
 from pillar_cli.gsd.releases import DPSettings
@@ -42,6 +42,7 @@ def gsd(
     gibbs_sweeps: int = typer.Option(20, "--gibbs-sweeps", min=1, help="bingham with k > 1: Gibbs sweeps."),
     clip: float = typer.Option(1.0, help="DP-GSD: per-row clipping norm of private gradients."),
     config: Optional[str] = ConfigOption,
+    force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Rank candidate public datasets by GSD to the private data: smaller is closer, better for PILLAR.
@@ -50,7 +51,7 @@ def gsd(
 
     Example (images): pillar gsd --probe cnn --private pix.h5 --public other_pix.h5:public -o gsd.h5
     """
-    check_output(out, [artifacts.parse_ref(p)[0] for p in [private, *public]])
+    check_output(out, [artifacts.parse_ref(p)[0] for p in [private, *public]], force=force)
     spec = ProbeSpec.parse(probe, trainable, probe_weights, probe_size)
     private_split = artifacts.read_split(private, default_split="private")
     candidates = [artifacts.read_split(p, default_split="public") for p in public]

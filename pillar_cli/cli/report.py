@@ -8,7 +8,8 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.cli.common import JsonOption, atomic_file, check_output, cli_errors, print_json, print_table
+from pillar_cli.artifacts.files import replacing
+from pillar_cli.cli.common import ForceOption, JsonOption, check_output, cli_errors, print_json, print_table
 from pillar_cli.reporting.comparison import compare
 from pillar_cli.reporting.figures import accuracy_vs_private_fraction, methods_by_dataset
 
@@ -18,6 +19,7 @@ def report(
     evaluations: list[Path] = typer.Argument(..., help="Evaluation artifacts from `pillar evaluate -o`."),
     methods_plot: Optional[Path] = typer.Option(None, help="PNG: PILLAR vs DP-SGD per dataset and ε (Figure 5)."),
     fraction_plot: Optional[Path] = typer.Option(None, help="PNG: accuracy vs fraction of private data (Figure 7)."),
+    force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Compare PILLAR (best k, selected on val) with DP-SGD across datasets or private-data fractions.
@@ -26,12 +28,12 @@ def report(
     """
     for output in (methods_plot, fraction_plot):
         if output is not None:
-            check_output(output, [str(e) for e in evaluations])
+            check_output(output, [str(e) for e in evaluations], force=force)
     loaded = [artifacts.read(e, "evaluation").attrs for e in evaluations]
     rows, title = compare(loaded)
     for target, draw in ((methods_plot, methods_by_dataset), (fraction_plot, accuracy_vs_private_fraction)):
         if target is not None:
-            with atomic_file(target) as tmp:
+            with replacing(target, force) as tmp:
                 draw(loaded, tmp, title)
     if as_json:
         return print_json({"rows": rows, "title": title})

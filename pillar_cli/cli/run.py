@@ -17,6 +17,7 @@ def run(
     file: Path = typer.Argument(..., help="Pipelines file, e.g. examples.yaml."),
     name: str = typer.Argument(..., help="Pipeline name."),
     var: list[str] = typer.Option([], "--var", help="Override a pipeline variable: NAME=VALUE (repeatable)."),
+    force: bool = typer.Option(False, "--force", help="Pass --force to every step that writes outputs."),
 ) -> None:
     """Run a named pipeline: each step is a pillar command line; the first failing step stops it.
 
@@ -29,7 +30,7 @@ def run(
     for number, argv in enumerate(pipeline.steps, start=1):
         stderr.print(f"[bold]\\[{number}/{len(pipeline.steps)}][/bold] pillar {' '.join(argv)}")
         try:
-            pillar.main(argv, prog_name="pillar")  # standalone: the step reports its own error, then exits
+            pillar.main(argv + _force(pillar, argv, force), prog_name="pillar")  # the step reports its own error
         except SystemExit as stop:
             if stop.code:
                 raise PillarError(f"pipeline '{name}' stopped at step {number} (exit {stop.code})") from None
@@ -40,3 +41,10 @@ def _parse_var(item: str) -> tuple[str, str]:
     if not sep or not key.strip():
         raise UsageError(f"--var takes NAME=VALUE; got '{item}'")
     return key.strip(), value
+
+
+def _force(pillar, argv: list[str], force: bool) -> list[str]:
+    """['--force'] for a step whose command takes it, when the pipeline runs with --force."""
+    command = pillar.commands.get(argv[0]) if argv else None
+    takes_force = command is not None and any(param.name == "force" for param in command.params)
+    return ["--force"] if force and takes_force and "--force" not in argv else []

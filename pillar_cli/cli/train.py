@@ -9,8 +9,9 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.cli.common import (ConfigOption, JsonOption, check_output, cli_errors, float_list, int_list,
-                                   parse_shard, print_json, print_table, progress_bar, save, split_list, warn)
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors,
+                                   float_list, int_list, parse_shard, print_json, print_table, progress_bar,
+                                   save, split_list, warn)
 from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.noisy_sgd import NoisySGDSettings
@@ -51,6 +52,7 @@ def train_private(
     device: str = typer.Option("auto", help="Fast engine's device: auto (CUDA when present), cpu, cuda, cuda:N. "
                                "CPU and CUDA runs share batches, not noise draws."),
     config: Optional[str] = ConfigOption,
+    force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Train DP linear classifiers for every (method, k, ε) and hyper-parameter; select per cell on val.
@@ -58,7 +60,7 @@ def train_private(
     Example: pillar train-private emb.h5 -p pca.h5 --k 5,10,40,full --eps 0.1,1,inf -o model.h5
     """
     path, _ = artifacts.parse_ref(embeddings)
-    check_output(out, [path, str(projection)])
+    check_output(out, [path, str(projection)], force=force)
     grid = SweepGrid(split_list(method, "--method"), int_list(k, "--k", allow_full=True), float_list(eps, "--eps"),
                      float_list(lr, "--lr"), int_list(steps, "--steps"), int_list(batch_size, "--batch-size"),
                      int_list(seed, "--seed", minimum=0), momentum, weight_decay)

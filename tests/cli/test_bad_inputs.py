@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import errno
 import os
-from contextlib import contextmanager
 
-import h5py
 import numpy as np
 import pytest
+
+from checks import assert_clean_failure, edited_copy
 
 from pillar_cli.artifacts import core as artifact_core
 
@@ -25,36 +25,18 @@ def bad_input(name: str):
     return register
 
 
-@contextmanager
-def edited_copy(source, target):
-    """A copy of an artifact, open for editing (to forge a corrupt or malicious one)."""
-    target.write_bytes(source.read_bytes())
-    with h5py.File(target, "a") as h5:
-        yield h5
-
-
-def _assert_clean_failure(result, code: int, message: str, out=None):
-    assert result.exit_code == code, result.stderr
-    first, *rest = result.stderr.splitlines()
-    assert first == f"error: {message}"
-    assert all(line.startswith("hint: ") for line in rest) and len(rest) <= 1
-    assert "Traceback" not in result.stderr and result.stdout == ""
-    if out is not None:
-        assert not out.exists()
-
-
 @bad_input("missing file")
 def test_missing_embeddings_file(pillar, tmp_path):
     out = tmp_path / "pca.h5"
     result = pillar("fit-pca", tmp_path / "nope.h5", "-o", out, expect=None)
-    _assert_clean_failure(result, 3, f"artifact not found: {tmp_path / 'nope.h5'}", out)
+    assert_clean_failure(result, 3, f"artifact not found: {tmp_path / 'nope.h5'}", out)
 
 
 @bad_input("wrong artifact kind")
 def test_wrong_artifact_kind(pillar, mnist, tmp_path):
     out = tmp_path / "m.h5"
     result = pillar("train-private", mnist["emb"], "-p", mnist["emb"], "-o", out, expect=None)
-    _assert_clean_failure(result, 3, f"{mnist['emb']} is a embeddings artifact, expected projection", out)
+    assert_clean_failure(result, 3, f"{mnist['emb']} is a embeddings artifact, expected projection", out)
 
 
 @bad_input("corrupt HDF5")
@@ -68,7 +50,7 @@ def test_corrupt_artifact(pillar, tmp_path):
 def test_k_larger_than_the_public_rank(pillar, mnist, tmp_path):
     out = tmp_path / "pca.h5"
     result = pillar("fit-pca", f"{mnist['emb']}:public", "--k-max", "500", "-o", out, expect=None)
-    _assert_clean_failure(result, 2, "--k-max 500 exceeds the rank of the public features (399: 400 rows, 784 "
+    assert_clean_failure(result, 2, "--k-max 500 exceeds the rank of the public features (399: 400 rows, 784 "
                           "dimensions)", out)
 
 
@@ -76,7 +58,7 @@ def test_k_larger_than_the_public_rank(pillar, mnist, tmp_path):
 def test_k_larger_than_the_stored_components(pillar, mnist, tmp_path):
     out = tmp_path / "m.h5"
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5,101", "-o", out, expect=None)
-    _assert_clean_failure(result, 2, "k=101 is out of range: the projection holds 100 components (public rank 399)",
+    assert_clean_failure(result, 2, "k=101 is out of range: the projection holds 100 components (public rank 399)",
                           out)
 
 
@@ -85,18 +67,18 @@ def test_k_larger_than_the_stored_components(pillar, mnist, tmp_path):
 def test_non_positive_epsilon(pillar, mnist, tmp_path, eps):
     out = tmp_path / "m.h5"
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", eps, "-o", out, expect=None)
-    _assert_clean_failure(result, 2, f"--eps must be > 0 (got {float(eps)}); use 'inf' for non-private training", out)
+    assert_clean_failure(result, 2, f"--eps must be > 0 (got {float(eps)}); use 'inf' for non-private training", out)
 
 
 @bad_input("delta >= 1/n")
 def test_delta_not_below_one_over_n(pillar, mnist, tmp_path):
     out = tmp_path / "m.h5"
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--delta", "0.001", "-o", out, expect=None)
-    _assert_clean_failure(result, 5, "--delta 0.001 is not below 1/n = 0.000313 for n = 3200 private rows: such a "
+    assert_clean_failure(result, 5, "--delta 0.001 is not below 1/n = 0.000313 for n = 3200 private rows: such a "
                           "δ permits releasing individual records", out)
     result = pillar("gsd", "--private", mnist["emb"], "--public", f"{mnist['emb']}:test", "--dp-eps", "1",
                     "--dp-delta", "0.001", "-o", out, expect=None)  # gsd's own flags are named
-    _assert_clean_failure(result, 5, "--dp-delta 0.001 is not below 1/n = 0.000313 for n = 3200 private rows: such "
+    assert_clean_failure(result, 5, "--dp-delta 0.001 is not below 1/n = 0.000313 for n = 3200 private rows: such "
                           "a δ permits releasing individual records", out)
 
 
@@ -105,14 +87,14 @@ def test_batch_size_larger_than_n(pillar, mnist, tmp_path):
     out = tmp_path / "m.h5"
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--batch-size", "5000", "--k", "5",
                     "--eps", "inf", "-o", out, expect=None)
-    _assert_clean_failure(result, 2, "--batch-size 5000 exceeds the 3200 private rows", out)
+    assert_clean_failure(result, 2, "--batch-size 5000 exceeds the 3200 private rows", out)
 
 
 @bad_input("unknown accountant")
 def test_unknown_accountant(pillar, mnist, tmp_path):
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--accountant", "moments", "-o",
                     tmp_path / "m.h5", expect=None)
-    _assert_clean_failure(result, 2, "unknown accountant 'moments' (known: prv, rdp, pld, gdp)", tmp_path / "m.h5")
+    assert_clean_failure(result, 2, "unknown accountant 'moments' (known: prv, rdp, pld, gdp)", tmp_path / "m.h5")
 
 
 @bad_input("NaN features")
@@ -124,7 +106,7 @@ def test_nan_features(pillar, mnist, tmp_path):
         row[10] = np.nan
         features[3] = row
     result = pillar("fit-pca", f"{poisoned}:public", "-o", tmp_path / "pca.h5", expect=None)
-    _assert_clean_failure(result, 3, f"{poisoned}:public has 1 rows with NaN or Inf features", tmp_path / "pca.h5")
+    assert_clean_failure(result, 3, f"{poisoned}:public has 1 rows with NaN or Inf features", tmp_path / "pca.h5")
 
 
 @bad_input("projection fitted on other data")
@@ -133,28 +115,28 @@ def test_projection_fitted_on_other_embeddings(pillar, mnist, tmp_path):
     pillar("embed", "--source", "mnist5k", "--seed", "1", "-o", other)
     out = tmp_path / "m.h5"
     result = pillar("train-private", other, "-p", mnist["pca"], "-o", out, expect=None)
-    _assert_clean_failure(result, 3, f"{mnist['pca']} was fitted on other data ({mnist['emb']}) than {other}", out)
+    assert_clean_failure(result, 3, f"{mnist['pca']} was fitted on other data ({mnist['emb']}) than {other}", out)
 
 
 @bad_input("PCA on a labelled split")
 def test_fit_pca_refuses_a_labelled_split(pillar, mnist, tmp_path):
     out = tmp_path / "pca.h5"
     result = pillar("fit-pca", f"{mnist['emb']}:private", "-o", out, expect=None)
-    _assert_clean_failure(result, 5, f"split 'private' of {mnist['emb']} is labelled; fit-pca fits on the "
+    assert_clean_failure(result, 5, f"split 'private' of {mnist['emb']} is labelled; fit-pca fits on the "
                           "unlabelled public split only", out)
 
 
 @bad_input("unknown split")
 def test_unknown_split(pillar, mnist, tmp_path):
     result = pillar("fit-pca", f"{mnist['emb']}:holdout", "-o", tmp_path / "p.h5", expect=None)
-    _assert_clean_failure(result, 3, f"{mnist['emb']} has no split 'holdout' (available: private, public, test, val)")
+    assert_clean_failure(result, 3, f"{mnist['emb']} has no split 'holdout' (available: private, public, test, val)")
 
 
 @bad_input("output overwrites input")
 def test_output_overwriting_an_input_is_refused(pillar, mnist):
     before = mnist["pca"].read_bytes()
     result = pillar("fit-pca", f"{mnist['emb']}:public", "-o", mnist["emb"], expect=None)
-    _assert_clean_failure(result, 2, f"output {mnist['emb']} would overwrite input {mnist['emb']}")
+    assert_clean_failure(result, 2, f"output {mnist['emb']} would overwrite input {mnist['emb']}")
     assert mnist["pca"].read_bytes() == before
 
 
@@ -168,7 +150,7 @@ def test_failed_run_keeps_an_existing_output(pillar, mnist, tmp_path):
 @bad_input("missing output directory")
 def test_missing_output_directory(pillar, mnist, tmp_path):
     result = pillar("fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "no" / "pca.h5", expect=None)
-    _assert_clean_failure(result, 2, f"output directory {tmp_path / 'no'} does not exist")
+    assert_clean_failure(result, 2, f"output directory {tmp_path / 'no'} does not exist")
 
 
 @bad_input("single-class split")
@@ -179,7 +161,7 @@ def test_single_class_private_split(pillar, tmp_path):
     pillar("fit-pca", f"{tmp_path / 'e.h5'}:public", "-o", tmp_path / "p.h5")
     result = pillar("train-private", tmp_path / "e.h5", "-p", tmp_path / "p.h5", "--k", "2", "--delta", "1e-4",
                     "--batch-size", "16", "-o", tmp_path / "m.h5", expect=None)
-    _assert_clean_failure(result, 4, f"{tmp_path / 'e.h5'}:private holds a single class; a classifier needs at "
+    assert_clean_failure(result, 4, f"{tmp_path / 'e.h5'}:private holds a single class; a classifier needs at "
                           "least two", tmp_path / "m.h5")
 
 
@@ -188,7 +170,7 @@ def test_unknown_backbone_and_offline_weights(pillar, tmp_path):
     result = pillar("embed", "--backbone", "resnet9000", "-o", tmp_path / "e.h5", expect=None)
     assert result.exit_code == 2 and result.stderr.startswith("error: unknown backbone 'resnet9000'")
     result = pillar("embed", "--backbone", "byol", "-o", tmp_path / "e.h5", expect=None)
-    _assert_clean_failure(result, 2, "backbone 'byol' has no hub weights here; pass --weights CHECKPOINT (or "
+    assert_clean_failure(result, 2, "backbone 'byol' has no hub weights here; pass --weights CHECKPOINT (or "
                           "--no-pretrained for random weights)", tmp_path / "e.h5")
 
 
@@ -198,7 +180,7 @@ def test_evaluate_rejects_mismatched_dimensions(pillar, mnist, tmp_path):
     model = mnist["root"] / "tiny-model.h5"
     pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5", "--eps", "inf", "--steps", "5", "-o", model)
     result = pillar("evaluate", model, "-e", f"{tmp_path / 'd.h5'}:test", "-o", tmp_path / "ev.h5", expect=None)
-    _assert_clean_failure(result, 4, "features have 64 dimensions; the model was trained on 784", tmp_path / "ev.h5")
+    assert_clean_failure(result, 4, "features have 64 dimensions; the model was trained on 784", tmp_path / "ev.h5")
 
 
 def test_every_command_documents_an_example(pillar):
@@ -213,7 +195,7 @@ def test_image_probe_refuses_vector_features(pillar, tmp_path):
     out = tmp_path / "gsd.h5"
     result = pillar("gsd", "--probe", "cnn", "--private", tmp_path / "g.h5", "--public", tmp_path / "g.h5:test",
                     "-o", out, expect=None)
-    _assert_clean_failure(result, 4, "the private split holds no images: image probes need pixel embeddings of an "
+    assert_clean_failure(result, 4, "the private split holds no images: image probes need pixel embeddings of an "
                           "image source", out)
 
 
@@ -222,7 +204,7 @@ def test_bingham_refuses_large_gradient_dimension(pillar, mnist, tmp_path):
     out = tmp_path / "gsd.h5"
     result = pillar("gsd", "--private", mnist["emb"], "--public", f"{mnist['emb']}:test", "--dp-eps", "1",
                     "--dp-mechanism", "bingham", "-o", out, expect=None)
-    _assert_clean_failure(result, 2, "DP-GSD with bingham forms a 7850×7850 matrix; at most 2000 is supported", out)
+    assert_clean_failure(result, 2, "DP-GSD with bingham forms a 7850×7850 matrix; at most 2000 is supported", out)
 
 
 @bad_input("unknown schema version")
@@ -231,7 +213,7 @@ def test_unknown_schema_version(pillar, mnist, tmp_path):
     with edited_copy(mnist["pca"], future) as h5:
         h5.attrs["schema_version"] = 2
     result = pillar("inspect", future, expect=None)
-    _assert_clean_failure(result, 3, f"{future} has schema version 2; this pillar reads version 1")
+    assert_clean_failure(result, 3, f"{future} has schema version 2; this pillar reads version 1")
 
 
 @bad_input("Inf features")
@@ -240,7 +222,7 @@ def test_inf_features(pillar, mnist, tmp_path):
     with edited_copy(mnist["emb"], poisoned) as h5:
         h5["splits/private/features"][0, 0] = np.inf
     result = pillar("train-private", poisoned, "-p", mnist["pca"], "-o", tmp_path / "m.h5", expect=None)
-    _assert_clean_failure(result, 3, f"{poisoned}:private has 1 rows with NaN or Inf features", tmp_path / "m.h5")
+    assert_clean_failure(result, 3, f"{poisoned}:private has 1 rows with NaN or Inf features", tmp_path / "m.h5")
 
 
 @bad_input("label/feature length mismatch")
@@ -251,7 +233,7 @@ def test_label_feature_length_mismatch(pillar, mnist, tmp_path):
         del h5["splits/val/labels"]
         h5["splits/val/labels"] = labels[:-5]
     result = pillar("check-assumptions", f"{broken}:val", "-p", mnist["pca"], "-o", tmp_path / "a.h5", expect=None)
-    _assert_clean_failure(result, 3, f"{broken}:val has 395 labels for 400 feature rows", tmp_path / "a.h5")
+    assert_clean_failure(result, 3, f"{broken}:val has 395 labels for 400 feature rows", tmp_path / "a.h5")
 
 
 @bad_input("empty split")
@@ -262,7 +244,7 @@ def test_empty_val_split(pillar, tmp_path):
     pillar("fit-pca", f"{tmp_path / 'e.h5'}:public", "-o", tmp_path / "p.h5")
     result = pillar("train-private", tmp_path / "e.h5", "-p", tmp_path / "p.h5", "--k", "2", "--delta", "1e-4",
                     "--lr", "0.1,0.5", "-o", tmp_path / "m.h5", expect=None)
-    _assert_clean_failure(result, 2, f"{tmp_path / 'e.h5'} has no val split, which selecting among 2 configurations "
+    assert_clean_failure(result, 2, f"{tmp_path / 'e.h5'} has no val split, which selecting among 2 configurations "
                           "per (method, k, ε) needs", tmp_path / "m.h5")
     pillar("train-private", tmp_path / "e.h5", "-p", tmp_path / "p.h5", "--k", "2", "--eps", "inf", "--batch-size", "64",
            "-o", tmp_path / "single.h5")  # one configuration per cell: nothing to select, no val needed
@@ -273,7 +255,7 @@ def test_empty_val_split(pillar, tmp_path):
 def test_delta_outside_the_unit_interval(pillar, mnist, tmp_path, delta):
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--delta", delta, "-o", tmp_path / "m.h5",
                     expect=None)
-    _assert_clean_failure(result, 2, f"--delta must be in (0, 1) (got {float(delta)})", tmp_path / "m.h5")
+    assert_clean_failure(result, 2, f"--delta must be in (0, 1) (got {float(delta)})", tmp_path / "m.h5")
 
 
 @bad_input("public rows leaked into the private split")
@@ -285,7 +267,7 @@ def test_public_rows_in_the_private_split(pillar, mnist, tmp_path):
         h5["splits/public/index"][...] = index
     pillar("fit-pca", f"{leaky}:public", "--k-max", "20", "-o", tmp_path / "p.h5")
     result = pillar("train-private", leaky, "-p", tmp_path / "p.h5", "--k", "5", "-o", tmp_path / "m.h5", expect=None)
-    _assert_clean_failure(result, 5, f"{leaky}: 3 rows of the public split also appear in the private split",
+    assert_clean_failure(result, 5, f"{leaky}: 3 rows of the public split also appear in the private split",
                           tmp_path / "m.h5")
 
 
@@ -294,7 +276,7 @@ def test_unwritable_output_directory(pillar, mnist, tmp_path, monkeypatch):
     real_access = os.access
     monkeypatch.setattr(os, "access", lambda path, mode: False if mode == os.W_OK else real_access(path, mode))
     result = pillar("fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "p.h5", expect=None)
-    _assert_clean_failure(result, 3, f"cannot write {tmp_path / 'p.h5'}: directory {tmp_path} is not writable",
+    assert_clean_failure(result, 3, f"cannot write {tmp_path / 'p.h5'}: directory {tmp_path} is not writable",
                           tmp_path / "p.h5")
 
 
@@ -305,7 +287,7 @@ def test_full_disk_leaves_no_partial_artifact(pillar, mnist, tmp_path, monkeypat
 
     monkeypatch.setattr(artifact_core, "_write_array", no_space)
     result = pillar("fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "p.h5", expect=None)
-    _assert_clean_failure(result, 3, f"cannot write {tmp_path / 'p.h5'}: [Errno 28] No space left on device",
+    assert_clean_failure(result, 3, f"cannot write {tmp_path / 'p.h5'}: [Errno 28] No space left on device",
                           tmp_path / "p.h5")
     assert list(tmp_path.iterdir()) == []
 

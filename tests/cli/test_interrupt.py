@@ -15,9 +15,10 @@ pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 def test_sigint_during_training_leaves_no_artifact(mnist, tmp_path):
     out = tmp_path / "model.h5"
     out.write_bytes(b"previous result")
-    # 100,000 opacus steps take many minutes: the signal always lands mid-training.
+    # 100,000 opacus steps take many minutes: the signal always lands mid-training. --force: the existing output may
+    # be replaced, but only by a finished artifact.
     command = [sys.executable, "-m", "pillar_cli", "train-private", str(mnist["emb"]), "-p", str(mnist["pca"]),
-               "--engine", "opacus", "--k", "full", "--eps", "inf", "--steps", "100000", "-o", str(out)]
+               "--engine", "opacus", "--k", "full", "--eps", "inf", "--steps", "100000", "-o", str(out), "--force"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(12)
     assert process.poll() is None, process.communicate()

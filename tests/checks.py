@@ -1,0 +1,32 @@
+"""What every refusal through the CLI must look like, and forged artifacts to provoke refusals with."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+
+import h5py
+
+
+def assert_clean_failure(result, code: int, message: str, out: Path | None = None) -> None:
+    """One line `error: message` (plus at most one hint line), the exit code, no traceback, no output file."""
+    assert result.exit_code == code, result.stderr
+    first, *rest = result.stderr.splitlines()
+    assert first == f"error: {message}"
+    assert all(line.startswith("hint: ") for line in rest) and len(rest) <= 1
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    if out is not None:
+        assert not out.exists()
+
+
+def snapshot(directory: Path) -> dict[str, bytes]:
+    """Every file below `directory` by relative path, with its bytes (to prove nothing was touched)."""
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@contextmanager
+def edited_copy(source: Path, target: Path):
+    """A copy of an artifact, open for editing (to forge a corrupt or malicious one)."""
+    target.write_bytes(source.read_bytes())
+    with h5py.File(target, "a") as h5:
+        yield h5
