@@ -7,6 +7,8 @@ from pathlib import Path
 
 import h5py
 
+from pillar_cli.artifacts.integrity import file_content_hash
+
 
 def assert_clean_failure(result, code: int, message: str, out: Path | None = None) -> None:
     """One line `error: message` (plus at most one hint line), the exit code, no traceback, no output file."""
@@ -25,8 +27,12 @@ def snapshot(directory: Path) -> dict[str, bytes]:
 
 
 @contextmanager
-def edited_copy(source: Path, target: Path):
-    """A copy of an artifact, open for editing (to forge a corrupt or malicious one)."""
+def edited_copy(source: Path, target: Path, restamp: bool = True):
+    """A copy of an artifact, open for editing (to forge a corrupt or malicious one). `restamp`: store the edited
+    content's hash, as a buggy writer would, so that checks beyond integrity are reached; without it the file is
+    refused as modified."""
     target.write_bytes(source.read_bytes())
     with h5py.File(target, "a") as h5:
         yield h5
+        if restamp and "content_hash" in h5.attrs:
+            h5.attrs["content_hash"] = file_content_hash(h5)

@@ -4,8 +4,9 @@ Owns the artifact core (atomic write, kind and schema checks, content hashes, pr
 of what is stored. Imports only `pillar_cli.errors` and `pillar_cli.version`: every domain may use it, it uses none.
 """
 
-from pillar_cli.artifacts.core import (KINDS, RESERVED_ATTRS, SCHEMA_VERSION, Artifact, InputRef, Provenance,
-                                       content_hash, read, read_provenance, write)
+from pillar_cli.artifacts.core import KINDS, SCHEMA_VERSION, Artifact, InputRef, Provenance, read, read_provenance, write
+from pillar_cli.artifacts.integrity import content_hash
+from pillar_cli.artifacts.layout import RESERVED_ATTRS
 from pillar_cli.artifacts.embeddings import Split, embeddings_artifact, parse_ref, read_split
 from pillar_cli.artifacts.provenance import ChainLink, describe, provenance_chain, require_derived_from
 

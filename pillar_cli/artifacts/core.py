@@ -9,7 +9,6 @@ and a content hash over its logical content (arrays and attributes, not file byt
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import sys
@@ -21,14 +20,14 @@ import h5py
 import numpy as np
 
 from pillar_cli.artifacts.files import replacing
-from pillar_cli.errors import ArtifactError, MissingSplitError
+from pillar_cli.artifacts.integrity import content_hash, verify
+from pillar_cli.artifacts.layout import (RESERVED_ATTRS, json_default, read_arrays, read_attr, read_kind_attrs,
+                                         write_array)
+from pillar_cli.errors import ArtifactError
 from pillar_cli.version import __version__
 
 SCHEMA_VERSION = 1
 KINDS = ("embeddings", "embedding-shard", "projection", "assumptions", "model", "gsd", "evaluation")
-RESERVED_ATTRS = ("pillar_kind", "schema_version", "pillar_version", "created_at", "command", "config",
-                    "inputs", "content_hash", "json_attrs")
-
 
 @dataclass(frozen=True)
 class InputRef:
@@ -85,17 +84,6 @@ def _created_at() -> str:
     return moment.isoformat(timespec="seconds")
 
 
-def content_hash(arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> str:
-    """sha256 over array names, dtypes, shapes and bytes plus the sorted attributes."""
-    digest = hashlib.sha256()
-    for name in sorted(arrays):
-        array = np.ascontiguousarray(arrays[name])
-        digest.update(f"{name}|{array.dtype.str}|{array.shape}".encode())
-        digest.update(memoryview(array).cast("B"))
-    digest.update(json.dumps(attrs, sort_keys=True, default=str).encode())
-    return digest.hexdigest()
-
-
 def write(path: str | Path, artifact: Artifact, *, inputs: list[InputRef] | tuple[InputRef, ...] = (),
           config: dict[str, Any] | None = None, command: list[str] | None = None, force: bool = False) -> Artifact:
     """Atomically write `artifact` to `path` (an existing file only with `force`); returns it with its path and
@@ -103,20 +91,20 @@ def write(path: str | Path, artifact: Artifact, *, inputs: list[InputRef] | tupl
     if artifact.kind not in KINDS:
         raise ArtifactError(f"unknown artifact kind '{artifact.kind}' (known: {', '.join(KINDS)})")
     path = Path(path)
-    provenance = Provenance(
-        pillar_version=__version__,
-        created_at=_created_at(),
-        command=list(command if command is not None else sys.argv),
-        config=dict(config or {}),
-        inputs=list(inputs),
-        content_hash=content_hash(artifact.arrays, artifact.attrs),
-    )
     try:
+        provenance = Provenance(
+            pillar_version=__version__,
+            created_at=_created_at(),
+            command=list(command if command is not None else sys.argv),
+            config=dict(config or {}),
+            inputs=list(inputs),
+            content_hash=content_hash(artifact.arrays, artifact.attrs),
+        )
         with replacing(path, force) as tmp:
             with h5py.File(tmp, "w") as h5:
                 _write_root_attrs(h5, artifact, provenance)
                 for name, array in artifact.arrays.items():
-                    _write_array(h5, name, np.asarray(array))
+                    write_array(h5, name, np.asarray(array))
     except (OSError, ValueError, TypeError) as err:
         raise ArtifactError(f"cannot write {path}: {err}") from err
     artifact.path, artifact.provenance = str(path), provenance
@@ -139,31 +127,14 @@ def _write_root_attrs(h5: h5py.File, artifact: Artifact, provenance: Provenance)
         if isinstance(value, (bool, int, float)) or (isinstance(value, str) and "\x00" not in value):
             h5.attrs[key] = value  # HDF5 strings cannot hold NUL: such strings go through JSON below
         else:
-            h5.attrs[key] = json.dumps(value, default=_json_default)
+            h5.attrs[key] = json.dumps(value, default=json_default)
             json_attrs.append(key)
     h5.attrs["json_attrs"] = json.dumps(json_attrs)
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"cannot store {type(value).__name__} as an artifact attribute")
-
-
-def _write_array(h5: h5py.File, name: str, array: np.ndarray) -> None:
-    if array.dtype.kind == "U":
-        h5.create_dataset(name, data=array.astype(object), dtype=h5py.string_dtype())
-    elif array.ndim == 2 and array.size > 65536:
-        h5.create_dataset(name, data=array, chunks=(min(len(array), max(1, 2**20 // array.shape[1])),
-                                                     array.shape[1]))
-    else:
-        h5.create_dataset(name, data=array)
-
-
 def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = None) -> Artifact:
-    """Read an artifact, refusing the wrong kind or an unknown schema version.
+    """Read an artifact, refusing the wrong kind, an unknown schema version or content that no longer matches its
+    content hash (every array of the file is hashed, also when only one group is loaded).
 
     `under` restricts the arrays loaded to one group (e.g. one split of an embeddings file).
     """
@@ -173,18 +144,19 @@ def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = N
         raise ArtifactError(f"artifact not found: {path}")
     try:
         with h5py.File(path, "r") as h5:
-            found = _read_attr(h5, "pillar_kind")
+            found = read_attr(h5, "pillar_kind")
             if found is None:
                 raise ArtifactError(f"{path} is not a pillar artifact (no 'pillar_kind' attribute)")
             if found not in expected:
                 hint = "merge all shards first: pillar embed --merge SHARD... -o emb.h5" \
                     if found == "embedding-shard" else None
                 raise ArtifactError(f"{path} is a {found} artifact, expected {' or '.join(expected)}", hint=hint)
-            version = _read_attr(h5, "schema_version")
+            version = read_attr(h5, "schema_version")
             if version != SCHEMA_VERSION:
                 raise ArtifactError(f"{path} has schema version {version}; this pillar reads version "
                                     f"{SCHEMA_VERSION}", hint="upgrade pillar or recreate the artifact")
-            artifact = Artifact(found, _read_arrays(h5, path, under), _read_kind_attrs(h5), str(path),
+            verify(h5, path)
+            artifact = Artifact(found, read_arrays(h5, path, under), read_kind_attrs(h5), str(path),
                                 _read_provenance(h5))
     except ArtifactError:
         raise
@@ -199,65 +171,22 @@ def _first_line(err: BaseException) -> str:
     return text[0] if text else type(err).__name__
 
 
-def _read_attr(h5: h5py.File, key: str) -> Any:
-    if key not in h5.attrs:
-        return None
-    value = h5.attrs[key]
-    if isinstance(value, bytes):
-        return value.decode()
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _read_kind_attrs(h5: h5py.File) -> dict[str, Any]:
-    json_keys = set(json.loads(_read_attr(h5, "json_attrs") or "[]"))
-    attrs = {}
-    for key in h5.attrs:
-        if key in RESERVED_ATTRS:
-            continue
-        value = _read_attr(h5, key)
-        attrs[key] = json.loads(value) if key in json_keys else value
-    return attrs
-
-
 def _read_provenance(h5: h5py.File) -> Provenance:
     return Provenance(
-        pillar_version=_read_attr(h5, "pillar_version"),
-        created_at=_read_attr(h5, "created_at"),
-        command=json.loads(_read_attr(h5, "command")),
-        config=json.loads(_read_attr(h5, "config")),
-        inputs=[InputRef(**ref) for ref in json.loads(_read_attr(h5, "inputs"))],
-        content_hash=_read_attr(h5, "content_hash"),
+        pillar_version=read_attr(h5, "pillar_version"),
+        created_at=read_attr(h5, "created_at"),
+        command=json.loads(read_attr(h5, "command")),
+        config=json.loads(read_attr(h5, "config")),
+        inputs=[InputRef(**ref) for ref in json.loads(read_attr(h5, "inputs"))],
+        content_hash=read_attr(h5, "content_hash"),
     )
-
-
-def _read_arrays(h5: h5py.File, path: Path, under: str | None) -> dict[str, np.ndarray]:
-    root = h5
-    if under is not None:
-        if under not in h5:
-            parent, _, child = under.rpartition("/")
-            available = ", ".join(h5[parent]) if parent in h5 else "none"
-            error = MissingSplitError if parent == "splits" else ArtifactError
-            raise error(f"{path} has no {parent.rstrip('s') or 'group'} '{child}' (available: {available})")
-        root = h5[under]
-    arrays: dict[str, np.ndarray] = {}
-
-    def visit(name: str, node: Any) -> None:
-        if isinstance(node, h5py.Dataset):
-            full = f"{under}/{name}" if under else name
-            data = node[()]
-            if node.dtype.kind == "O":
-                data = np.array([v.decode() if isinstance(v, bytes) else v for v in data], dtype=str)
-            arrays[full] = data
-
-    root.visititems(visit)
-    return arrays
 
 
 def read_provenance(path: str | Path) -> tuple[str, Provenance]:
     """Kind and provenance of an artifact, reading its attributes only (no arrays)."""
     try:
         with h5py.File(path, "r") as h5:
-            kind = _read_attr(h5, "pillar_kind")
+            kind = read_attr(h5, "pillar_kind")
             if kind is None:
                 raise ArtifactError(f"{path} is not a pillar artifact (no 'pillar_kind' attribute)")
             return kind, _read_provenance(h5)

@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import h5py
 
 from pillar_cli.artifacts.core import SCHEMA_VERSION, Artifact, InputRef, Provenance, read_provenance
+from pillar_cli.artifacts.integrity import file_content_hash
 from pillar_cli.errors import ArtifactError
 
 
@@ -27,12 +29,13 @@ class ChainLink:
 
     depth: int
     ref: InputRef
-    status: str  # "ok", "changed" (content hash differs) or "missing"
+    status: str  # "ok", "changed" (another content hash), "modified" (edited since written; verify only), "missing"
     command: list[str] | None
 
 
-def provenance_chain(artifact: Artifact, max_depth: int = 8) -> list[ChainLink]:
-    """The artifact's inputs, their inputs, and so on (depth first), each checked against its recorded hash."""
+def provenance_chain(artifact: Artifact, max_depth: int = 8, verify: bool = False) -> list[ChainLink]:
+    """The artifact's inputs, their inputs, and so on (depth first), each checked against its recorded hash;
+    `verify` also recomputes each file's content hash from its arrays (reads every ancestor whole)."""
     links: list[ChainLink] = []
 
     def visit(provenance: Provenance, depth: int, seen: frozenset[str]) -> None:
@@ -46,6 +49,8 @@ def provenance_chain(artifact: Artifact, max_depth: int = 8) -> list[ChainLink]:
                 links.append(ChainLink(depth, ref, "missing", None))
                 continue
             status = "ok" if parent.content_hash == ref.content_hash else "changed"
+            if verify and status == "ok" and not content_matches(ref.path):
+                status = "modified"
             links.append(ChainLink(depth, ref, status, parent.command))
             if depth < max_depth and ref.path not in seen:
                 visit(parent, depth + 1, seen | {ref.path})
@@ -55,8 +60,15 @@ def provenance_chain(artifact: Artifact, max_depth: int = 8) -> list[ChainLink]:
     return links
 
 
-def describe(artifact: Artifact) -> dict:
-    """Everything `inspect` shows, as plain data: kind, provenance, the checked chain, attributes, datasets."""
+def content_matches(path: str | Path) -> bool:
+    """Whether the file's arrays and attributes still hash to the content hash stored in it."""
+    with h5py.File(path, "r") as h5:
+        return file_content_hash(h5) == h5.attrs.get("content_hash")
+
+
+def describe(artifact: Artifact, verify: bool = False) -> dict:
+    """Everything `inspect` shows, as plain data: kind, provenance, the checked chain (`verify`: with every
+    ancestor's content rehashed), attributes, datasets."""
     provenance = artifact.provenance
     datasets = {name: {"shape": list(array.shape), "dtype": str(array.dtype)} for name, array in artifact.arrays.items()}
     return {"path": str(artifact.path), "kind": artifact.kind, "schema_version": SCHEMA_VERSION,
@@ -64,4 +76,4 @@ def describe(artifact: Artifact) -> dict:
             "content_hash": provenance.content_hash, "command": provenance.command, "config": provenance.config,
             "inputs": [ref.to_dict() for ref in provenance.inputs], "attrs": artifact.attrs, "datasets": datasets,
             "chain": [{"depth": link.depth, **link.ref.to_dict(), "status": link.status, "command": link.command}
-                      for link in provenance_chain(artifact)]}
+                      for link in provenance_chain(artifact, verify=verify)], "verified": verify}

@@ -14,13 +14,18 @@ _LONG = 300
 
 
 @cli_errors
-def inspect(path: Path = typer.Argument(..., help="Any pillar artifact."), as_json: bool = JsonOption) -> None:
+def inspect(
+    path: Path = typer.Argument(..., help="Any pillar artifact."),
+    verify: bool = typer.Option(False, "--verify", help="Also rehash every ancestor's arrays (reads them whole): "
+                                "flags files edited after they were written."),
+    as_json: bool = JsonOption,
+) -> None:
     """Show an artifact's kind, provenance chain (the commands and input hashes that produced it, checked against
-    the files on disk now), attributes and datasets.
+    the files on disk now), attributes and datasets. The artifact itself is always verified against its hash.
 
-    Example: pillar inspect model.h5
+    Example: pillar inspect model.h5 --verify
     """
-    document = artifacts.describe(artifacts.read(path, artifacts.KINDS))
+    document = artifacts.describe(artifacts.read(path, artifacts.KINDS), verify)
     if as_json:
         return print_json(document)
     stdout.print(_tree(document))
@@ -32,7 +37,9 @@ def _tree(document: dict) -> Tree:
     tree.add(f"content hash {document['content_hash'][:16]}…")
     tree.add("command: " + " ".join(document["command"]))
     parents = {0: tree.add("provenance chain (inputs, their inputs, …)")}
-    flag = {"ok": "", "changed": " [red]CHANGED since consumed[/red]", "missing": " [yellow]missing[/yellow]"}
+    flag = {"ok": " [green]verified[/green]" if document["verified"] else "",
+            "changed": " [red]CHANGED since consumed[/red]", "modified": " [red]MODIFIED after it was written[/red]",
+            "missing": " [yellow]missing[/yellow]"}
     for link in document["chain"]:
         parents[link["depth"]] = parents[link["depth"] - 1].add(
             f"{link['path']}{':' + link['split'] if link['split'] else ''} ({link['kind']}, "

@@ -285,7 +285,7 @@ def test_full_disk_leaves_no_partial_artifact(pillar, mnist, tmp_path, monkeypat
     def no_space(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(artifact_core, "_write_array", no_space)
+    monkeypatch.setattr(artifact_core, "write_array", no_space)
     result = pillar("fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "p.h5", expect=None)
     assert_clean_failure(result, 3, f"cannot write {tmp_path / 'p.h5'}: [Errno 28] No space left on device",
                           tmp_path / "p.h5")

@@ -1,0 +1,60 @@
+"""What verifying an input's content hash costs next to the stage that reads it.
+
+An embeddings artifact of CIFAR-10's size (45,000 private and 5,000 public rows of 2,048 float32 features, 10,000
+test rows) is written once; then, interleaved over rounds: the content hash recomputed from the file (what every
+read of it does, streamed block by block), and `fit-pca` on its public split end to end (read + verify + PCA +
+write the projection artifact).
+Run: python benchmarks/bench_verify.py [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from pillar_cli import artifacts
+from pillar_cli.artifacts.integrity import file_content_hash
+from pillar_cli.projection import fit_public_split
+
+
+def embeddings(directory: Path) -> Path:
+    rng = np.random.default_rng(0)
+    parts = {name: (rng.standard_normal((rows, 2048), dtype=np.float32), np.arange(start, start + rows),
+                    None if name == "public" else rng.integers(0, 10, rows))
+             for name, rows, start in (("private", 45_000, 0), ("public", 5_000, 45_000), ("test", 10_000, 50_000))}
+    path = directory / "emb.h5"
+    artifacts.write(path, artifacts.embeddings_artifact(parts, {"class_names": [str(i) for i in range(10)]}))
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        path = embeddings(Path(scratch))
+        timings: dict[str, list[float]] = {"verify": [], "fit-pca": []}
+        for round_ in range(args.rounds):
+            start = time.perf_counter()
+            with h5py.File(path, "r") as h5:
+                file_content_hash(h5)
+            timings["verify"].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            pca = fit_public_split(artifacts.read_split(f"{path}:public"), k_max=200)
+            artifacts.write(Path(scratch) / f"pca{round_}.h5", pca.to_artifact())
+            timings["fit-pca"].append(time.perf_counter() - start)
+        verify, fit = min(timings["verify"]), min(timings["fit-pca"])
+        size = path.stat().st_size / 2**20
+        print(f"embeddings file of {size:.0f} MiB (45,000 + 5,000 + 10,000 rows × 2,048 float32), best of "
+              f"{args.rounds} interleaved rounds: verifying its content hash {verify:.2f} s "
+              f"({size / verify:.0f} MiB/s); fit-pca on its public split {fit:.2f} s, verification included; "
+              f"verification = {100 * verify / fit:.1f} % of fit-pca")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""How an artifact sits in an HDF5 file: arrays as datasets (strings as variable-length UTF-8), attributes as HDF5
+attributes (anything else as JSON, listed in `json_attrs`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from pillar_cli.errors import ArtifactError, MissingSplitError
+
+RESERVED_ATTRS = ("pillar_kind", "schema_version", "pillar_version", "created_at", "command", "config",
+                  "inputs", "content_hash", "json_attrs")
+
+
+def json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"cannot store {type(value).__name__} as an artifact attribute")
+
+
+
+def write_array(h5: h5py.File, name: str, array: np.ndarray) -> None:
+    if array.dtype.kind == "U":
+        h5.create_dataset(name, data=array.astype(object), dtype=h5py.string_dtype())
+    elif array.ndim == 2 and array.size > 65536:
+        h5.create_dataset(name, data=array, chunks=(min(len(array), max(1, 2**20 // array.shape[1])),
+                                                     array.shape[1]))
+    else:
+        h5.create_dataset(name, data=array)
+
+
+def read_attr(h5: h5py.File, key: str) -> Any:
+    if key not in h5.attrs:
+        return None
+    value = h5.attrs[key]
+    if isinstance(value, bytes):
+        return value.decode()
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def read_kind_attrs(h5: h5py.File) -> dict[str, Any]:
+    json_keys = set(json.loads(read_attr(h5, "json_attrs") or "[]"))
+    attrs = {}
+    for key in h5.attrs:
+        if key in RESERVED_ATTRS:
+            continue
+        value = read_attr(h5, key)
+        attrs[key] = json.loads(value) if key in json_keys else value
+    return attrs
+
+
+def read_arrays(h5: h5py.File, path: Path, under: str | None) -> dict[str, np.ndarray]:
+    root = h5
+    if under is not None:
+        if under not in h5:
+            parent, _, child = under.rpartition("/")
+            available = ", ".join(h5[parent]) if parent in h5 else "none"
+            error = MissingSplitError if parent == "splits" else ArtifactError
+            raise error(f"{path} has no {parent.rstrip('s') or 'group'} '{child}' (available: {available})")
+        root = h5[under]
+    arrays: dict[str, np.ndarray] = {}
+
+    def visit(name: str, node: Any) -> None:
+        if isinstance(node, h5py.Dataset):
+            full = f"{under}/{name}" if under else name
+            data = node[()]
+            if node.dtype.kind == "O":
+                data = np.array([v.decode() if isinstance(v, bytes) else v for v in data], dtype=str)
+            arrays[full] = data
+
+    root.visititems(visit)
+    return arrays
