@@ -8,6 +8,7 @@ stderr and the subclass's exit code; nothing else in the package decides how a f
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Callable
 
@@ -77,3 +78,20 @@ class Interrupted(PillarError):
     """Ctrl-C: reported as one line, exit 130 (128 + SIGINT)."""
 
     exit_code = 130
+
+
+def check_positive(name: str, value: float) -> None:
+    """A finite number above 0 (a clip norm, a learning rate, ε where it must be finite)."""
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{param(name)} must be a positive number (got {value})")
+
+
+def check_non_negative(name: str, value: float) -> None:
+    if not (math.isfinite(value) and value >= 0):
+        raise UsageError(f"{param(name)} must be a number ≥ 0 (got {value})")
+
+
+def check_probability(name: str, value: float) -> None:
+    """A number strictly between 0 and 1 (a failure probability, an error target, a fraction)."""
+    if not 0 < value < 1:
+        raise UsageError(f"{param(name)} must be in (0, 1) (got {value})")

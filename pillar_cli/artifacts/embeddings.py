@@ -50,7 +50,9 @@ class Split:
 
     def subsample(self, fraction: float) -> Split:
         """A seeded (seed 0) subset of the rows; the whole split when fraction is 1 (Figure 7 of the paper)."""
-        if fraction >= 1.0:
+        if not 0 < fraction <= 1:
+            raise UsageError(f"{param('private_fraction')} must be in (0, 1] (got {fraction})")
+        if fraction == 1.0:
             return self
         count = int(round(fraction * len(self.features)))
         if count < 2:

@@ -20,7 +20,7 @@ from rich.text import Text
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.files import refuse_existing
-from pillar_cli.errors import PillarError, UsageError
+from pillar_cli.errors import PillarError, UsageError, param
 
 stdout = Console()
 stderr = Console(stderr=True)
@@ -45,6 +45,9 @@ def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None 
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
             try:
+                for name, value in kwargs.items():  # no float option takes NaN or an infinity
+                    if isinstance(value, float) and not math.isfinite(value):
+                        raise UsageError(f"{param(name)} must be a finite number (got {value})")
                 return command(*args, **kwargs)
             except PillarError as err:
                 if os.environ.get("PILLAR_DEBUG"):
@@ -191,20 +194,20 @@ def _plain(value: Any) -> Any:
 def invocation(ctx: typer.Context) -> tuple[list[str], dict[str, Any]]:
     """The running command as a re-runnable argv (every option resolved, --config expanded) and its options."""
     argv, options = ctx.command_path.split(), {}
-    for param in ctx.command.params:
-        value = ctx.params.get(param.name)
-        if param.name in ("config", "as_json", "resume", "workers", "force") or value is None:  # no effect on the result
+    for option in ctx.command.params:
+        value = ctx.params.get(option.name)
+        if option.name in ("config", "as_json", "resume", "workers", "force") or value is None:  # no effect on the result
             continue
-        options[param.name] = _plain(value)
-        if param.param_type_name == "argument":
+        options[option.name] = _plain(value)
+        if option.param_type_name == "argument":
             argv.extend(str(item) for item in (value if isinstance(value, (list, tuple)) else [value]))
-        elif param.is_flag and param.secondary_opts:
-            argv.append(param.opts[0] if value else param.secondary_opts[0])
-        elif param.is_flag:
-            argv.extend([param.opts[0]] if value else [])
+        elif option.is_flag and option.secondary_opts:
+            argv.append(option.opts[0] if value else option.secondary_opts[0])
+        elif option.is_flag:
+            argv.extend([option.opts[0]] if value else [])
         else:
-            for item in value if param.multiple else [value]:
-                argv.extend([max(param.opts, key=len), str(item)])
+            for item in value if option.multiple else [value]:
+                argv.extend([max(option.opts, key=len), str(item)])
     return argv, options
 
 

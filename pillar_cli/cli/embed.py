@@ -37,6 +37,8 @@ def embed(
     public_fraction: float = typer.Option(0.1, help="Fraction of the train part used as PUBLIC unlabelled data."),
     val_fraction: float = typer.Option(0.1, help="Fraction of the train part held out for validation."),
     test_fraction: float = typer.Option(0.2, help="Test fraction, for sources without their own test split."),
+    no_public_split: bool = typer.Option(False, "--no-public-split", help="Allow an artifact without public rows "
+                                         "(an evaluation-only set, e.g. --test-fraction 1)."),
     seed: int = typer.Option(0, help="Seed of the split (and of synthetic sources)."),
     batch_size: int = typer.Option(256, min=1, help="Images per forward pass."),
     workers: int = typer.Option(0, min=0, help="DataLoader worker processes reading/decoding ahead of the model."),
@@ -68,7 +70,8 @@ def embed(
         return _merge(out, shard_files or [], merge, force, as_json)
     distributed, shard_spec, target = _placement(out, shard, force)
     dataset = load_source(source, SourceOptions(path, _parse_params(param), seed)).subsample(limit, fraction, seed)
-    job = EmbeddingJob.of(dataset, SplitPlan(public_fraction, val_fraction, test_fraction, seed), shard_spec)
+    plan = SplitPlan(public_fraction, val_fraction, test_fraction, seed, no_public_split)
+    job = EmbeddingJob.of(dataset, plan, shard_spec)
     embedder = build_embedder(backbone, dataset.inputs.shape[1:], weights=weights, pretrained=pretrained,
                               resize=resize, crop=crop, device=rank_device(device, distributed),
                               trust_checkpoint=trust_checkpoint, precision=precision, seed=seed)

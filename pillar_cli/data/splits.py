@@ -27,6 +27,7 @@ class SplitPlan:
     val_fraction: float = 0.1
     test_fraction: float = 0.2
     seed: int = 0
+    no_public_split: bool = False  # an artifact without public rows (an evaluation-only set) is asked for explicitly
 
     def validate(self) -> None:
         for name in ("public_fraction", "val_fraction", "test_fraction"):
@@ -57,4 +58,8 @@ def make_splits(n_train: int, n_test: int, plan: SplitPlan) -> dict[str, np.ndar
         "val": order[n_public:n_public + n_val],
         "test": test,
     }
+    if not len(splits["public"]) and not plan.no_public_split:
+        raise UsageError(f"these fractions leave no public split ({param('public_fraction')} {plan.public_fraction}, "
+                         f"{param('test_fraction')} {plan.test_fraction}): nothing could be fitted without private "
+                         "data", hint=f"pass {param('no_public_split', True)} for an evaluation-only set")
     return {name: np.sort(ids).astype(np.int64) for name, ids in splits.items() if len(ids)}

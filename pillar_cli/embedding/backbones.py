@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from pillar_cli.devices import resolve_device
-from pillar_cli.embedding.images import match_channels, normalise, resize
+from pillar_cli.embedding.images import match_channels, normalise, resize_and_crop
 from pillar_cli.errors import DataError, UsageError, param
 
 _CHECKPOINT_PREFIXES = ("module.encoder_q.", "backbone.", "module.", "model.", "encoder.")
@@ -94,19 +94,33 @@ class InFlightFeatures:
 
 
 class PixelEmbedder:
-    """Flattened pixels in [0, 1]; vector data is passed through unchanged."""
+    """Flattened pixels in [0, 1] (images optionally resized, short side first, and centre-cropped); vector data is
+    passed through unchanged."""
 
-    def __init__(self, input_shape: tuple[int, ...]):
-        self.feature_dim = int(np.prod(input_shape))
+    def __init__(self, input_shape: tuple[int, ...], resize: int | None = None, crop: int | None = None):
         self._is_image = len(input_shape) == 3
-        self._input_shape = [int(n) for n in input_shape]
+        if not self._is_image and (resize or crop):
+            raise UsageError(f"{param('resize')} and {param('crop')} apply to images; this source holds vectors")
+        self.resize, self.crop = (resize or crop or None), crop
+        shape = [int(n) for n in input_shape]
+        if self._is_image and self.resize:
+            shape[:2] = resize_and_crop(torch.zeros(1, 1, *shape[:2]), self.resize, crop).shape[-2:]
+        self._input_shape = shape
+        self.feature_dim = int(np.prod(shape))
 
     def info(self) -> dict[str, Any]:
         """`input_shape` (H, W, C for images) lets image probes (gsd --probe cnn) restore the pixels' layout."""
+        steps = "flatten (HWC order), /255"
+        if self.resize:
+            steps = f"resize {self.resize} (bilinear, antialiased)" + (f", centre crop {self.crop}" if self.crop else "") \
+                + ", " + steps
         return {"backbone": "pixels", "weights": "none", "input_shape": self._input_shape,
-                "preprocessing": "flatten (HWC order), /255" if self._is_image else "none (vector data)"}
+                "preprocessing": steps if self._is_image else "none (vector data)"}
 
     def __call__(self, batch: np.ndarray | torch.Tensor) -> np.ndarray:
+        if self._is_image and self.resize:
+            x = torch.as_tensor(np.asarray(batch)).permute(0, 3, 1, 2).float()
+            batch = resize_and_crop(x, self.resize, self.crop).permute(0, 2, 3, 1).numpy()
         flat = np.asarray(batch).reshape(len(batch), -1).astype(np.float32)
         return flat / 255.0 if self._is_image else flat
 
@@ -127,12 +141,8 @@ class Preprocessing:
     def apply(self, images: torch.Tensor) -> torch.Tensor:
         """uint8 NHWC on any device → normalised float NCHW."""
         x = match_channels(images.permute(0, 3, 1, 2).float().div_(255.0), 3)
-        height, width = x.shape[-2:]
-        scale = self.resize / min(height, width)
-        size = (max(self.crop, round(height * scale)), max(self.crop, round(width * scale)))
-        x = resize(x, size, "bicubic" if self.interpolation == "bicubic" else "bilinear")
-        top, left = (size[0] - self.crop) // 2, (size[1] - self.crop) // 2
-        return normalise(x[..., top:top + self.crop, left:left + self.crop], self.mean, self.std)
+        mode = "bicubic" if self.interpolation == "bicubic" else "bilinear"
+        return normalise(resize_and_crop(x, self.resize, self.crop, mode), self.mean, self.std)
 
 
 PRECISIONS = ("auto", "fp32", "bf16")
@@ -186,7 +196,7 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
                    seed: int = 0) -> Embedder:
     spec = resolve_backbone(name)
     if spec.timm_id is None:
-        return PixelEmbedder(input_shape)
+        return PixelEmbedder(input_shape, resize, crop)
     if len(input_shape) != 3:
         raise DataError(f"backbone '{name}' needs images; this source holds vectors (use {param('backbone')} pixels)")
     import timm

@@ -33,3 +33,17 @@ def normalise(images: torch.Tensor, mean: Sequence[float], std: Sequence[float])
     shape = (1, -1, 1, 1)
     return (images - torch.tensor(mean, device=images.device).view(shape)) / \
         torch.tensor(std, device=images.device).view(shape)
+
+
+def resize_and_crop(images: torch.Tensor, short_side: int, crop: int | None, mode: str = "bilinear") -> torch.Tensor:
+    """Resize NCHW images so that their short side is `short_side`, then centre-crop `crop` × `crop` (None: keep the
+    resized image whole)."""
+    height, width = images.shape[-2:]
+    scale = short_side / min(height, width)
+    floor = crop or 1
+    size = (max(floor, round(height * scale)), max(floor, round(width * scale)))
+    images = resize(images, size, mode)
+    if crop is None:
+        return images
+    top, left = (size[0] - crop) // 2, (size[1] - crop) // 2
+    return images[..., top:top + crop, left:left + crop]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy.sparse.linalg import eigsh
 
-from pillar_cli.errors import UsageError, param
+from pillar_cli.errors import UsageError, check_positive, param
 from pillar_cli.gsd.bingham import sample_matrix_bingham
 from pillar_cli.gsd.subspace import GradientMatrix, clipped_gram
 from pillar_cli.privacy import calibrate_noise
@@ -32,6 +32,10 @@ class DPSettings:
     clip: float = 1.0
     mechanism: str = "gauss"
     sweeps: int = 20
+
+    def __post_init__(self) -> None:
+        check_positive("epsilon", self.epsilon)
+        check_positive("clip", self.clip)
 
 
 @dataclass(frozen=True)

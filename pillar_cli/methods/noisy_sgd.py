@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pillar_cli.errors import UsageError
+from pillar_cli.errors import UsageError, check_positive, check_probability
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, TrainedRun
 from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
@@ -37,6 +37,10 @@ CHUNK_VALUES = 2**20
 class NoisySGDSettings:
     zeta: float = 0.1  # margin scale ζ of the hinge loss (check-assumptions reports ζ = γ(1 − ξ − 0.1γ))
     beta: float = 0.05  # failure probability: m = ⌈ln(1/β)⌉ runs
+
+    def __post_init__(self) -> None:
+        check_positive("zeta", self.zeta)
+        check_probability("beta", self.beta)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import numpy as np
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact
 from pillar_cli.devices import resolve_device
-from pillar_cli.errors import DataError, PrivacyError, UsageError, param
+from pillar_cli.errors import DataError, PrivacyError, UsageError, check_non_negative, check_positive, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
@@ -105,11 +105,12 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, opti
     check_grid(grid, data.pca, data.num_classes)
     for epsilon in grid.epsilons:
         validate_budget(epsilon, privacy.delta, n)
-    if not (math.isfinite(privacy.clip) and privacy.clip > 0):
-        raise UsageError(f"{param('clip')} must be a positive number (got {privacy.clip})")
-    bad_lr = [lr for lr in grid.lrs if not (math.isfinite(lr) and lr > 0)]
-    if bad_lr:
-        raise UsageError(f"{param('lr')} must be positive and finite (got {bad_lr[0]})")
+    check_positive("clip", privacy.clip)
+    for lr in grid.lrs:
+        check_positive("lr", lr)
+    check_non_negative("weight_decay", grid.weight_decay)
+    if not 0 <= grid.momentum < 1:
+        raise UsageError(f"{param('momentum')} must be in [0, 1) (got {grid.momentum})")
     too_big = [b for b in grid.batch_sizes if b > n]
     if too_big:
         raise UsageError(f"{param('batch_size')} {too_big[0]} exceeds the {n} private rows")

@@ -4,13 +4,14 @@ and, for a target ε, Theorem 1's sample-size terms. The summary states whose la
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
 from pillar_cli.artifacts import Split
-from pillar_cli.errors import DataError, UsageError, param
+from pillar_cli.errors import DataError, UsageError, check_positive, check_probability, param
 from pillar_cli.theory.assumptions import (AssumptionTable, assess, svm_directions, theorem_recommended_k,
                                            theorem_terms)
 
@@ -42,6 +43,12 @@ def diagnose(features: np.ndarray, labels: np.ndarray, basis: PublicBasis, ks: l
     whatever the caller passes (often private): the summary names them (`labels_from`)."""
     if mode not in MODES:
         raise UsageError(f"{param('mode')} must be 'pairs' or 'ovr'; got '{mode}'")
+    if epsilon is not None:
+        check_positive("epsilon", epsilon)
+    check_probability("alpha", alpha)
+    check_probability("beta", beta)
+    if not math.isfinite(xi_threshold):
+        raise UsageError(f"{param('xi_threshold')} must be a number (got {xi_threshold})")
     z = basis.standardized(features)
     table = assess(svm_directions(z, labels, mode, pairs, seed), z, {k: basis.basis(k) for k in ks},
                    basis.eigenvalues_)

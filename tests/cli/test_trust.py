@@ -72,3 +72,40 @@ def test_inspect_verify_rehashes_the_ancestors(pillar, mnist, tmp_path):
     assert [link["status"] for link in json.loads(pillar("inspect", projection, "--json").stdout)["chain"]] == ["ok"]
     chain = json.loads(pillar("inspect", projection, "--verify", "--json").stdout)["chain"]
     assert [link["status"] for link in chain] == ["modified"]
+
+
+@pytest.mark.parametrize("command, code, message", [
+    (["train-private", "{emb}", "-p", "{pca}", "--lr", "nan"], 2, "--lr must be a positive number (got nan)"),
+    (["train-private", "{emb}", "-p", "{pca}", "--clip", "0"], 2, "--clip must be a positive number (got 0.0)"),
+    (["train-private", "{emb}", "-p", "{pca}", "--clip", "-1"], 2, "--clip must be a positive number (got -1.0)"),
+    (["train-private", "{emb}", "-p", "{pca}", "--delta", "nan"], 2, "--delta must be a finite number (got nan)"),
+    (["train-private", "{emb}", "-p", "{pca}", "--weight-decay", "inf"], 2,
+     "--weight-decay must be a finite number (got inf)"),
+    (["check-assumptions", "{emb}:val", "-p", "{pca}", "--eps", "-1"], 2, "--eps must be a positive number (got -1.0)"),
+    (["check-assumptions", "{emb}:val", "-p", "{pca}", "--eps", "1", "--alpha", "2"], 2,
+     "--alpha must be in (0, 1) (got 2.0)"),
+    (["gsd", "--private", "{emb}", "--public", "{emb}:test", "--dp-eps", "1", "--clip", "0"], 2,
+     "--clip must be a positive number (got 0.0)"),
+])
+def test_parameters_are_validated(pillar, mnist, tmp_path, command, code, message):
+    argv = [part.format(emb=mnist["emb"], pca=mnist["pca"]) for part in command] + ["-o", tmp_path / "out.h5"]
+    assert_clean_failure(pillar(*argv, expect=None), code, message, tmp_path / "out.h5")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_resize_applies_to_pixels_and_a_missing_public_split_is_asked_for(pillar, mnist, tmp_path):
+    digits = tmp_path / "digits.h5"
+    pillar("embed", "--source", "digits", "--backbone", "pixels", "--resize", "28", "-o", digits)
+    stored = artifacts.read(digits, "embeddings")
+    assert stored.attrs["input_shape"] == [28, 28, 1] and stored.array("splits/test/features").shape[1] == 784
+    ranking = json.loads(pillar("gsd", "--private", mnist["emb"], "--public", f"{digits}:public", "--public",
+                                f"{mnist['emb']}:test", "-o", tmp_path / "gsd.h5", "--json").stdout)["ranking"]
+    assert [row["candidate"] for row in ranking] == [f"{mnist['emb']}:test", f"{digits}:public"]
+    result = pillar("embed", "--source", "synthetic-gmm", "--backbone", "pixels", "--resize", "28", "-o",
+                    tmp_path / "v.h5", expect=None)
+    assert_clean_failure(result, 2, "--resize and --crop apply to images; this source holds vectors", tmp_path / "v.h5")
+    result = pillar("embed", "--source", "digits", "--public-fraction", "0", "-o", tmp_path / "e.h5", expect=None)
+    assert_clean_failure(result, 2, "these fractions leave no public split (--public-fraction 0.0, --test-fraction "
+                                    "0.2): nothing could be fitted without private data", tmp_path / "e.h5")
+    pillar("embed", "--source", "digits", "--public-fraction", "0", "--no-public-split", "-o", tmp_path / "e.h5")
+    assert "splits/public/features" not in artifacts.read(tmp_path / "e.h5", "embeddings").arrays

@@ -111,8 +111,10 @@ def test_cifar101_reader(tmp_path):
     data = load_source("cifar10.1", SourceOptions(tmp_path))
     np.testing.assert_array_equal(data.inputs, images)
     assert data.labels.tolist()[:3] == [0, 1, 2] and data.class_names[0] == "airplane"
-    splits = make_splits(len(data.inputs), 0, SplitPlan(0.0, 0.0, 1.0))
-    assert list(splits) == ["test"] and len(splits["test"]) == 12  # an evaluation-only set
+    with pytest.raises(UsageError, match=r"^these fractions leave no public split \(public_fraction 0.0, "):
+        make_splits(len(data.inputs), 0, SplitPlan(0.0, 0.0, 1.0))
+    splits = make_splits(len(data.inputs), 0, SplitPlan(0.0, 0.0, 1.0, no_public_split=True))
+    assert list(splits) == ["test"] and len(splits["test"]) == 12  # an evaluation-only set, asked for explicitly
 
 
 def test_pcam_reader_is_lazy_and_reads_rows_by_id(tmp_path):
