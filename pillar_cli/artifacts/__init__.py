@@ -8,8 +8,9 @@ from pillar_cli.artifacts.core import KINDS, SCHEMA_VERSION, Artifact, InputRef,
 from pillar_cli.artifacts.integrity import content_hash
 from pillar_cli.artifacts.layout import RESERVED_ATTRS
 from pillar_cli.artifacts.embeddings import Split, embeddings_artifact, parse_ref, read_split
-from pillar_cli.artifacts.provenance import ChainLink, describe, provenance_chain, require_derived_from
+from pillar_cli.artifacts.provenance import (ChainLink, describe, provenance_chain, require_derived_from,
+                                             shared_rows)
 
 __all__ = ["KINDS", "RESERVED_ATTRS", "SCHEMA_VERSION", "Artifact", "ChainLink", "InputRef", "Provenance", "Split",
            "content_hash", "describe", "embeddings_artifact", "parse_ref", "provenance_chain", "read", "read_provenance",
-           "read_split", "require_derived_from", "write"]
+           "read_split", "require_derived_from", "shared_rows", "write"]

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import h5py
+import numpy as np
 
 from pillar_cli.artifacts.core import SCHEMA_VERSION, Artifact, InputRef, Provenance, read_provenance
+from pillar_cli.artifacts.embeddings import Split
 from pillar_cli.artifacts.integrity import file_content_hash
 from pillar_cli.errors import ArtifactError
 
@@ -21,6 +23,16 @@ def require_derived_from(artifact: Artifact, source: InputRef) -> None:
         origins = ", ".join(ref.path for ref in artifact.provenance.inputs) if artifact.provenance else "unknown"
         raise ArtifactError(f"{artifact.path} was fitted on other data ({origins}) than {source.path}",
                             hint="refit the projection on these embeddings' public split")
+
+
+def shared_rows(split: Split, artifact: Artifact, groups: tuple[str, ...]) -> int:
+    """How many of the split's source rows are among the rows `artifact` was fitted or selected on (its
+    `rows/<group>` arrays); rows of different sources (fingerprints) never count as shared."""
+    fingerprint = artifact.attrs.get("source_fingerprint")
+    if fingerprint is None or fingerprint != split.attrs.get("source_fingerprint"):
+        return 0
+    used = [artifact.arrays[f"rows/{group}"] for group in groups if f"rows/{group}" in artifact.arrays]
+    return int(np.isin(split.index, np.concatenate(used)).sum()) if used else 0
 
 
 @dataclass(frozen=True)

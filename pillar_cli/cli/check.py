@@ -37,6 +37,8 @@ def check_assumptions(
     seed: int = typer.Option(0),
     plot_xi: Optional[Path] = typer.Option(None, help="PNG: ξ_k against k (mean, median, max over tasks)."),
     plot_spectrum: Optional[Path] = typer.Option(None, help="PNG: the public eigen-spectrum (log scale)."),
+    allow_private_labels: bool = typer.Option(False, "--allow-private-labels", help="Fit w* on the PRIVATE split's "
+                                              "labels (outside any DP release; recorded and printed)."),
     config: Optional[str] = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
@@ -53,10 +55,10 @@ def check_assumptions(
             check_output(output, [path, str(projection)], force=force)
     split = artifacts.read_split(embeddings, default_split="val")
     ks = [value for value in int_list(k, "--k") if value is not None]
-    pca, basis_ref = _basis(path, projection, second_moment, max(ks))
+    pca, basis_ref = _basis(split, projection, second_moment, max(ks))
     described = "second moment of L2-normalised public features" if second_moment else "projection artifact"
-    found = diagnose_split(split, pca, ks, mode=mode, pairs=pairs, seed=seed, xi_threshold=xi_threshold, epsilon=eps,
-                           alpha=alpha, beta=beta, basis_description=described)
+    found = diagnose_split(split, pca, ks, allow_private_labels, mode=mode, pairs=pairs, seed=seed,
+                           xi_threshold=xi_threshold, epsilon=eps, alpha=alpha, beta=beta, basis_description=described)
     table = found.table
     save(ctx, out, assumptions_artifact(ks, table.xi, table.margin_full, table.margin_projected, table.eigengap,
                                         found.summary, found.labels_used, mode), [split.ref, basis_ref])
@@ -86,12 +88,15 @@ def _report(out: Path, found: Diagnosis, eps: float | None, alpha: float, beta: 
     stderr.print(f"note: {found.labels_used}")
 
 
-def _basis(path: str, projection: Path | None, second_moment: bool, k_max: int) -> tuple[PublicPCA, InputRef]:
-    """The projection artifact, or (theory mode) a second-moment basis fitted on the public split right here."""
+def _basis(split: artifacts.Split, projection: Path | None, second_moment: bool,
+           k_max: int) -> tuple[PublicPCA, InputRef]:
+    """The projection artifact (fitted on the same embeddings as the split), or (theory mode) a second-moment basis
+    fitted on their public split right here."""
     if second_moment:
-        public = artifacts.read_split(f"{path}:public")
+        public = artifacts.read_split(f"{split.ref.path}:public")
         return PublicPCA(k_max, second_moment=True).fit(public.features), public.ref
     if projection is None:
         raise UsageError("check-assumptions needs --projection (or --second-moment to fit one on the public split)")
     projection_artifact = artifacts.read(projection, "projection")
+    artifacts.require_derived_from(projection_artifact, split.ref)
     return PublicPCA.from_artifact(projection_artifact), projection_artifact.ref()

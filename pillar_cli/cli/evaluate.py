@@ -26,6 +26,9 @@ def evaluate(
     plot: Optional[Path] = typer.Option(None, help="PNG: accuracy vs k, one line per (method, ε)."),
     csv: Optional[Path] = typer.Option(None, "--csv", help="CSV table, one row per (method, k, ε)."),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Markdown report."),
+    allow_overlap: bool = typer.Option(False, "--allow-overlap", help="Evaluate on a split that shares rows with "
+                                       "what the model was trained or selected on (recorded, and printed in every "
+                                       "table)."),
     force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -41,7 +44,7 @@ def evaluate(
         check_output(output, [*map(str, models), path], force=force)
     model_artifacts = [artifacts.read(model, "model") for model in models]
     split = artifacts.read_split(embeddings, default_split="test")
-    result = evaluate_models(model_artifacts, split)
+    result = evaluate_models(model_artifacts, split, allow_overlap)
     for target, render in ((csv, lambda: rows_to_csv(result.rows)),
                            (markdown, lambda: rows_to_markdown(result.rows, result.title, result.notes))):
         if target is not None:
@@ -52,7 +55,7 @@ def evaluate(
             accuracy_vs_k(result.rows, tmp, result.title, result.feature_dim)
     if out is not None:
         artifact = evaluation_artifact(result.rows, result.split, result.title, result.notes, result.dataset,
-                                       result.n_private, result.private_fraction, result.ledger)
+                                       result.n_private, result.private_fraction, result.ledger, result.overlap)
         save(ctx, out, artifact, [*(m.ref() for m in model_artifacts), split.ref])
     _report(result, as_json)
 

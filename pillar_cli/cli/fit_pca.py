@@ -10,7 +10,7 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors,
                                    print_json, print_table, save)
-from pillar_cli.projection import fit_public_split
+from pillar_cli.projection import fit_public_split, projection_artifact
 
 
 @cli_errors
@@ -37,9 +37,7 @@ def fit_pca(
     check_output(out, [path], force=force)
     public = artifacts.read_split(embeddings, default_split="public")
     pca = fit_public_split(public, k_max, standardize, second_moment)
-    artifact = pca.to_artifact()
-    artifact.attrs.update(fitted_on=public.ref.to_dict(), backbone=public.attrs.get("backbone"))
-    save(ctx, out, artifact, [public.ref])
+    save(ctx, out, projection_artifact(pca, public), [public.ref])
     explained = pca.eigenvalues_.cumsum() / pca.eigenvalues_.sum()
     rows = [{"k": k, "explained_variance": float(explained[k - 1])} for k in (1, 2, 5, 10, 20, 40, 100, 200)
             if k <= len(pca.components_)]

@@ -41,6 +41,8 @@ def gsd(
                                           "mechanism, ε-DP, gradient dimension ≤ 2,000."),
     gibbs_sweeps: int = typer.Option(20, "--gibbs-sweeps", min=1, help="bingham with k > 1: Gibbs sweeps."),
     clip: float = typer.Option(1.0, help="DP-GSD: per-row clipping norm of private gradients."),
+    allow_private_labels: bool = typer.Option(False, "--allow-private-labels", help="Accept a private split as a "
+                                              "candidate (recorded and printed)."),
     config: Optional[str] = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
@@ -56,7 +58,8 @@ def gsd(
     private_split = artifacts.read_split(private, default_split="private")
     candidates = [artifacts.read_split(p, default_split="public") for p in public]
     dp = None if dp_eps is None else DPSettings(dp_eps, dp_delta, clip, dp_mechanism, gibbs_sweeps)
-    job = prepare(private_split, candidates, public, spec, k=k, max_samples=max_samples, seed=seed, dp=dp)
+    job = prepare(private_split, candidates, public, spec, k=k, max_samples=max_samples, seed=seed, dp=dp,
+                  allow_private_labels=allow_private_labels)
     with progress_bar("per-sample gradients", job.plan.gradient_rows) as advance:
         ranking = job.run(advance)
     save(ctx, out, gsd_artifact(ranking.distances, public, ranking.rows, ranking.settings, ranking.ledger),

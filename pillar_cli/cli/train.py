@@ -64,7 +64,7 @@ def train_private(
     grid = SweepGrid(split_list(method, "--method"), int_list(k, "--k", allow_full=True), float_list(eps, "--eps"),
                      float_list(lr, "--lr"), int_list(steps, "--steps"), int_list(batch_size, "--batch-size"),
                      int_list(seed, "--seed", minimum=0), momentum, weight_decay)
-    data, grid, refs = _inputs(ctx, path, projection, grid, private_fraction, warm_start)
+    data, grid, refs, recorded = _inputs(ctx, path, projection, grid, private_fraction, warm_start)
     if not get_accountant(accountant).upper_bound:
         warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")
     privacy, shard_spec = PrivacySettings(delta, clip, accountant), parse_shard(shard)
@@ -72,7 +72,7 @@ def train_private(
     with progress_bar("DP-SGD runs", len(grid.points(shard_spec))) as advance:
         result = run_sweep(data, grid, privacy, options, on_runs=advance)
     artifact = sweep_artifact(result, data.pca, privacy, data.num_classes, len(data.private_x), shard_spec,
-                              options.method_settings)
+                              options.method_settings, **recorded)
     artifact.attrs["private_fraction"] = private_fraction
     save(ctx, out, artifact, refs)
     if as_json:
@@ -84,9 +84,9 @@ def train_private(
 
 
 def _inputs(ctx: typer.Context, path: str, projection: Path, grid: SweepGrid, private_fraction: float,
-            warm_start: Path | None) -> tuple[SweepData, SweepGrid, list[artifacts.InputRef]]:
+            warm_start: Path | None) -> tuple[SweepData, SweepGrid, list[artifacts.InputRef], dict]:
     """The sweep's data from the artifacts (the projection must come from these embeddings), the grid with any
-    method's own step count, and the input references the model records."""
+    method's own step count, the input references the model records, and its rows and source."""
     private = artifacts.read_split(f"{path}:private").subsample(private_fraction)
     grid = _with_theory_steps(ctx, grid, len(private.features))
     val = _validation_split(path, max(len(grid.configs(m)) for m in grid.methods))
@@ -99,7 +99,9 @@ def _inputs(ctx: typer.Context, path: str, projection: Path, grid: SweepGrid, pr
     data = SweepData(pca, private.features, private.labels, val and val.features, val and val.labels,
                      private.num_classes, public.features if uses_public else None, initial, private.index,
                      public.index, path)
-    return data, grid, [private.ref, *([val.ref] if val else []), projection_artifact.ref()]
+    rows = {"private": private.index, **({"val": val.index} if val else {})}
+    recorded = {"rows": rows, "source_fingerprint": private.attrs.get("source_fingerprint")}
+    return data, grid, [private.ref, *([val.ref] if val else []), projection_artifact.ref()], recorded
 
 
 def _with_theory_steps(ctx: typer.Context, grid: SweepGrid, n: int) -> SweepGrid:

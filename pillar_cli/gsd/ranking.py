@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 
 from pillar_cli.artifacts import Split
-from pillar_cli.errors import UsageError, param
+from pillar_cli.errors import PrivacyError, UsageError, param
 from pillar_cli.gsd.distance import GSDPlan, GSDSettings, plan_gsd
 from pillar_cli.gsd.probes import LinearProbe, ProbeSpec
 from pillar_cli.gsd.releases import DPSettings
@@ -33,6 +33,7 @@ class GSDJob:
     description: str
     settings: GSDSettings
     protected_split: str
+    private_candidates: list[str]  # allowed explicitly
 
     def run(self, on_rows: Callable[[int], None] = lambda n: None) -> Ranking:
         distances, released = self.plan.run(on_rows)
@@ -41,13 +42,23 @@ class GSDJob:
         settings = {"k": self.settings.k, "max_samples": self.settings.max_samples, "seed": self.settings.seed,
                     "probe": f"{self.description}, random labels",
                     "privacy": PRIVACY_NOTE if released is None else released.summary}
+        if self.private_candidates:
+            settings["privacy"] += ("; PRIVATE splits among the candidates (allowed explicitly): "
+                                    + ", ".join(self.private_candidates))
         ledger = None if released is None else {**released.ledger, "protected_split": self.protected_split}
         return Ranking(distances, rows, settings, ledger)
 
 
 def prepare(private: Split, candidates: list[Split], names: list[str], probe: ProbeSpec, *, k: int = 8,
-            max_samples: int = 2000, seed: int = 0, dp: DPSettings | None = None) -> GSDJob:
-    """Check the request, build the probe at its fixed initial weights and size every gradient matrix."""
+            max_samples: int = 2000, seed: int = 0, dp: DPSettings | None = None,
+            allow_private_labels: bool = False) -> GSDJob:
+    """Check the request, build the probe at its fixed initial weights and size every gradient matrix. A private
+    split is no public candidate: refused unless `allow_private_labels` (then stated in the settings)."""
+    private_candidates = [name for name, split in zip(names, candidates) if split.name == "private"]
+    if private_candidates and not allow_private_labels:
+        raise PrivacyError(f"candidate {private_candidates[0]} is a private split, not public data",
+                           hint=f"name public candidates, or pass {param('allow_private_labels', True)} "
+                                "(recorded and printed)")
     num_classes = private.num_classes
     if num_classes < 2:
         raise UsageError(f"{private.ref.path}:{private.name} declares {num_classes} classes; the probe needs at least "
@@ -61,7 +72,7 @@ def prepare(private: Split, candidates: list[Split], names: list[str], probe: Pr
               for c, name in zip(candidates, names)]
     settings = GSDSettings(k, num_classes, seed, max_samples, dp)
     return GSDJob(plan_gsd((private.features, model), probed, settings), names, model.description, settings,
-                  private.name)
+                  private.name, private_candidates)
 
 
 def gradient_subspace_distance(private: np.ndarray, public: np.ndarray, *, num_classes: int, k: int = 8,

@@ -155,9 +155,10 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
 
 
 def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings, num_classes: int,
-                   n_private: int, shard: tuple[int, int] = (0, 1),
-                   method_settings: dict[str, object] | None = None) -> Artifact:
-    """Every run's head and ledger row, the bases that map heads back to the standardised space, the selection."""
+                   n_private: int, shard: tuple[int, int] = (0, 1), method_settings: dict[str, object] | None = None,
+                   rows: dict[str, np.ndarray] | None = None, source_fingerprint: str | None = None) -> Artifact:
+    """Every run's head and ledger row, the bases that map heads back to the standardised space, the selection;
+    `rows`: the source row ids trained on (`private`) and selected on (`val`), so that no stage tests on them."""
     runs, method_settings = result.runs, method_settings or {}
     records = [RunRecord(r.key, r.event.noise_multiplier, r.event.sample_rate, r.epsilon_spent, r.head.weights,
                          r.head.bias, r.val_accuracy) for r in runs]
@@ -179,4 +180,8 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         "selection": result.selection,
         "selection_note": SELECTION_NOTE,
     }
-    return model_artifact(records, result.bases, pca.mean_, pca.scale_, attrs)
+    if source_fingerprint is not None:
+        attrs["source_fingerprint"] = source_fingerprint
+    artifact = model_artifact(records, result.bases, pca.mean_, pca.scale_, attrs)
+    artifact.arrays.update({f"rows/{name}": ids for name, ids in (rows or {}).items()})
+    return artifact

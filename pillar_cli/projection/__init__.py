@@ -4,8 +4,8 @@ Imports `pillar_cli.errors` and `pillar_cli.artifacts` (the projection artifact)
 """
 
 from pillar_cli.projection.pca import (LinearMap, PublicPCA, fit_public_split, l2_normalized_rows, project,
-                                       standardize_rows)
+                                       projection_artifact, standardize_rows)
 from pillar_cli.projection.random import GaussianProjection
 
 __all__ = ["GaussianProjection", "LinearMap", "PublicPCA", "fit_public_split", "l2_normalized_rows", "project",
-           "standardize_rows"]
+           "projection_artifact", "standardize_rows"]

@@ -162,3 +162,13 @@ def fit_public_split(split: Split, k_max: int | None = None, standardize: bool =
         raise PrivacyError(f"split '{split.name}' of {split.ref.path} is labelled; fit-pca fits on the unlabelled "
                            "public split only", hint=f"use {split.ref.path}:public")
     return PublicPCA(k_max, standardize, second_moment).fit(split.features)
+
+
+def projection_artifact(pca: PublicPCA, split: Split) -> Artifact:
+    """The fitted projection with what it was fitted on: the split's reference, source and row ids (`rows/public`),
+    so that no stage evaluates or selects on rows the projection saw."""
+    artifact = pca.to_artifact()
+    artifact.arrays["rows/public"] = split.index
+    artifact.attrs.update(fitted_on=split.ref.to_dict(), backbone=split.attrs.get("backbone"),
+                          source_fingerprint=split.attrs.get("source_fingerprint"))
+    return artifact

@@ -15,6 +15,9 @@ def compare(evaluations: list[dict]) -> tuple[list[dict], str]:
     delta, accountant = ledgers.pop()
     title = (f"n_private={','.join(str(e['n_private']) for e in evaluations)}; δ={delta:g}, {accountant}; "
              f"{'; '.join(sorted({n for e in evaluations for n in e['notes'] if n.startswith('seeds')}))}")
+    overlapping = [e["dataset"] for e in evaluations if e.get("overlap_rows")]
+    if overlapping:
+        title += f" [OVERLAP: {', '.join(map(str, overlapping))} evaluated on training or validation rows]"
     rows = [{"dataset": e["dataset"], "private_fraction": e["private_fraction"], "family": family, "epsilon": eps,
              "k": row["k"], "accuracy_mean": row["accuracy_mean"], "accuracy_std": row["accuracy_std"]}
             for e in evaluations for (family, eps), row in sorted(best_per_baseline(e["rows"]).items())]

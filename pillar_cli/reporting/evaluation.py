@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pillar_cli.artifacts import Artifact, Split
-from pillar_cli.errors import DataError
+from pillar_cli.artifacts import Artifact, Split, shared_rows
+from pillar_cli.errors import DataError, param
 from pillar_cli.reporting.metrics import selected_metrics
 
 
@@ -21,12 +21,19 @@ class Evaluation:
     private_fraction: float
     ledger: dict
     feature_dim: int
+    overlap: int  # rows of the split the models were trained or selected on (0 unless allowed explicitly)
 
 
-def evaluate_models(models: list[Artifact], split: Split) -> Evaluation:
-    """Several model files are the shards of one sweep: merged before selection."""
+def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = False) -> Evaluation:
+    """Several model files are the shards of one sweep: merged before selection. A split sharing rows with what a
+    model was trained or selected on (same source) is refused: its accuracy would not be a test accuracy."""
     if split.labels is None:
         raise DataError(f"split '{split.name}' of {split.ref.path} has no labels to evaluate against")
+    overlap = max(shared_rows(split, model, ("private", "val")) for model in models)
+    if overlap and not allow_overlap:
+        raise DataError(f"{split.ref.path}:{split.name} shares {overlap} rows with the rows {models[0].path} was "
+                        "trained or selected on (same source): that would not be a test accuracy",
+                        hint=f"evaluate on held-out rows, or pass {param('allow_overlap', True)} (recorded and printed)")
     rows = selected_metrics(models, split.features, split.labels)
     first, ledger = models[0], models[0].attrs["ledger"]
     seeds = sorted({seed for model in models for seed in model.array("runs/seed").tolist()})
@@ -36,5 +43,8 @@ def evaluate_models(models: list[Artifact], split: Split) -> Evaluation:
     notes = [f"private rows n = {first.attrs['n_private']}, δ = {ledger['delta']:g}, accountant "
              f"{ledger['accountant']}, clip {ledger['clip']:g}", f"seeds {', '.join(map(str, seeds))}",
              first.attrs["selection_note"], f"evaluated on split '{split.name}' ({len(split.features)} rows)"]
+    if overlap:
+        warning = f"OVERLAP: {overlap} of the {len(split.features)} rows were training or validation rows (allowed)"
+        title, notes = f"{title} [{warning}]", [*notes, warning]
     return Evaluation(rows, title, notes, split.name, split.attrs.get("source"), first.attrs["n_private"],
-                      first.attrs.get("private_fraction", 1.0), ledger, int(first.array("mean").size))
+                      first.attrs.get("private_fraction", 1.0), ledger, int(first.array("mean").size), overlap)

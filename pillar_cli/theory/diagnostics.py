@@ -11,7 +11,7 @@ from typing import Protocol
 import numpy as np
 
 from pillar_cli.artifacts import Split
-from pillar_cli.errors import DataError, UsageError, check_positive, check_probability, param
+from pillar_cli.errors import DataError, PrivacyError, UsageError, check_positive, check_probability, param
 from pillar_cli.theory.assumptions import (AssumptionTable, assess, svm_directions, theorem_recommended_k,
                                            theorem_terms)
 
@@ -64,9 +64,19 @@ def diagnose(features: np.ndarray, labels: np.ndarray, basis: PublicBasis, ks: l
     return Diagnosis(table, summary, label_note)
 
 
-def diagnose_split(split: Split, basis: PublicBasis, ks: list[int], **options) -> Diagnosis:
-    """`diagnose` on a labelled split of an embeddings artifact, naming the split (and its role) as the labels."""
+def diagnose_split(split: Split, basis: PublicBasis, ks: list[int], allow_private_labels: bool = False,
+                   **options) -> Diagnosis:
+    """`diagnose` on a labelled split of an embeddings artifact, naming the split (and its role) as the labels. The
+    private split's labels are refused unless `allow_private_labels`, which the summary then records."""
     if split.labels is None:
         raise DataError(f"split '{split.name}' of {split.ref.path} has no labels; margins need a labelled split")
+    if split.name == "private" and not allow_private_labels:
+        raise PrivacyError(f"{split.ref.path}:private holds the private labels; the assumption checks would read them "
+                           "outside any DP release", hint=f"use the val split (the default), or pass "
+                           f"{param('allow_private_labels', True)} (recorded in the artifact and printed)")
     labels_from = f"the labels of split '{split.name}' ({split.attrs['split_roles'][split.name]})"
-    return diagnose(split.features, split.labels, basis, ks, labels_from=labels_from, **options)
+    if split.name == "private":
+        labels_from = f"the PRIVATE labels (allowed explicitly, not covered by any ε): {labels_from}"
+    found = diagnose(split.features, split.labels, basis, ks, labels_from=labels_from, **options)
+    found.summary["private_labels_used"] = split.name == "private"
+    return found

@@ -7,6 +7,7 @@ import json
 import os
 import stat
 
+import numpy as np
 import pytest
 from checks import assert_clean_failure, edited_copy, snapshot
 
@@ -109,3 +110,41 @@ def test_resize_applies_to_pixels_and_a_missing_public_split_is_asked_for(pillar
                                     "0.2): nothing could be fitted without private data", tmp_path / "e.h5")
     pillar("embed", "--source", "digits", "--public-fraction", "0", "--no-public-split", "-o", tmp_path / "e.h5")
     assert "splits/public/features" not in artifacts.read(tmp_path / "e.h5", "embeddings").arrays
+
+
+def test_a_test_set_sharing_rows_with_training_is_refused_unless_allowed(pillar, mnist, tmp_path):
+    other = tmp_path / "other.h5"  # the same source split with another seed: its test rows mix the model's rows
+    pillar("embed", "--source", "mnist5k", "--seed", "1", "-o", other)
+    model = tmp_path / "m.h5"
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5", "--eps", "inf", "--steps", "20", "-o", model)
+    used = np.concatenate([artifacts.read_split(f"{mnist['emb']}:{s}").index for s in ("private", "val")])
+    shared = int(np.isin(artifacts.read_split(f"{other}:test").index, used).sum())
+    assert shared > 100
+    before = snapshot(tmp_path)
+    result = pillar("evaluate", model, "-e", f"{other}:test", "-o", tmp_path / "eval.h5", expect=None)
+    assert_clean_failure(result, 4, f"{other}:test shares {shared} rows with the rows {model} was trained or selected "
+                                    "on (same source): that would not be a test accuracy", tmp_path / "eval.h5")
+    assert snapshot(tmp_path) == before
+    result = pillar("evaluate", model, "-e", f"{other}:test", "-o", tmp_path / "eval.h5", "--allow-overlap")
+    assert f"OVERLAP: {shared} of the 1000 rows were training or validation rows (allowed)" in result.stdout
+    assert artifacts.read(tmp_path / "eval.h5", "evaluation").attrs["overlap_rows"] == shared
+    pillar("evaluate", model, "-e", f"{mnist['emb']}:test")  # the model's own held-out rows
+
+
+def test_private_labels_outside_dp_are_refused_unless_allowed(pillar, mnist, tmp_path):
+    emb = mnist["emb"]
+    result = pillar("check-assumptions", f"{emb}:private", "-p", mnist["pca"], "-o", tmp_path / "a.h5", expect=None)
+    assert_clean_failure(result, 5, f"{emb}:private holds the private labels; the assumption checks would read them "
+                                    "outside any DP release", tmp_path / "a.h5")
+    result = pillar("gsd", "--private", emb, "--public", f"{emb}:private", "-o", tmp_path / "g.h5", expect=None)
+    assert_clean_failure(result, 5, f"candidate {emb}:private is a private split, not public data", tmp_path / "g.h5")
+    other, projection = tmp_path / "other.h5", tmp_path / "pca.h5"
+    pillar("embed", "--source", "mnist5k", "--seed", "2", "-o", other)
+    pillar("fit-pca", f"{other}:public", "--k-max", "20", "-o", projection)
+    result = pillar("check-assumptions", f"{emb}:val", "-p", projection, "--k", "5", "-o", tmp_path / "a.h5",
+                    expect=None)
+    assert_clean_failure(result, 3, f"{projection} was fitted on other data ({other}) than {emb}", tmp_path / "a.h5")
+    result = pillar("check-assumptions", f"{emb}:private", "-p", mnist["pca"], "--k", "5", "--allow-private-labels",
+                    "-o", tmp_path / "a.h5")
+    assert "note: w* fitted on the PRIVATE labels (allowed explicitly" in result.stderr
+    assert artifacts.read(tmp_path / "a.h5", "assumptions").attrs["summary"]["private_labels_used"] is True
