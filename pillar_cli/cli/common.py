@@ -7,6 +7,7 @@ import json
 import math
 import os
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -14,7 +15,8 @@ from typing import Any, Callable, Iterator
 import typer
 import yaml
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
+                           TimeRemainingColumn)
 from rich.table import Table
 from rich.text import Text
 
@@ -175,12 +177,45 @@ def _cell(value: Any, fmt: str | None) -> str:
 
 
 @contextmanager
-def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]]:
-    """A rich bar on stderr; yields `advance(n)`. Hidden when stderr is not a terminal."""
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=stderr, disable=not stderr.is_terminal, transient=True) as progress:
+def progress_bar(description: str, total: int, unit: str = "items") -> Iterator[Callable[[int], None]]:
+    """Progress on stderr; yields `advance(n)`. On a terminal a rich bar with the rate and time left; elsewhere
+    (a scheduler's log, a pipe) one line every PILLAR_PROGRESS_SECONDS (default 10): done / total, rate, time left."""
+    if not stderr.is_terminal:
+        with _progress_lines(description, total, unit, float(os.environ.get("PILLAR_PROGRESS_SECONDS", 10))) as advance:
+            yield advance
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _RateColumn(unit),
+                  TimeRemainingColumn(), console=stderr, transient=True) as progress:
         task = progress.add_task(description, total=total)
         yield lambda n=1: progress.advance(task, n)
+
+
+class _RateColumn(ProgressColumn):
+    def __init__(self, unit: str):
+        super().__init__()
+        self.unit = unit
+
+    def render(self, task) -> Text:
+        return Text("" if task.speed is None else f"{task.speed:,.0f} {self.unit}/s")
+
+
+@contextmanager
+def _progress_lines(description: str, total: int, unit: str, every: float = 10.0) -> Iterator[Callable[[int], None]]:
+    start = last = time.monotonic()
+    done = 0
+
+    def advance(n: int = 1) -> None:
+        nonlocal done, last
+        done += n
+        now = time.monotonic()
+        if now - last >= every:
+            last = now
+            rate = done / (now - start)
+            left = f", {(total - done) / rate:,.0f} s left" if rate > 0 and total > done else ""
+            print(f"{description}: {done:,}/{total:,} {unit} ({100 * done / max(total, 1):.0f} %), "
+                  f"{rate:,.0f} {unit}/s{left}", file=sys.stderr, flush=True)
+
+    yield advance
 
 
 def _plain(value: Any) -> Any:

@@ -75,7 +75,7 @@ def embed(
     embedder = build_embedder(backbone, dataset.inputs.shape[1:], weights=weights, pretrained=pretrained,
                               resize=resize, crop=crop, device=rank_device(device, distributed),
                               trust_checkpoint=trust_checkpoint, precision=precision, seed=seed)
-    with progress_bar(f"embedding with {backbone}", sum(len(ids) for ids in job.rows.values())) as advance:
+    with progress_bar(f"embedding with {backbone}", sum(len(ids) for ids in job.rows.values()), "images") as advance:
         artifact = job.run(embedder, target, invocation(ctx)[1], batch_size=batch_size, workers=workers,
                            resume=resume, on_batch=advance)
     save(ctx, target, artifact)

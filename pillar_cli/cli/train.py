@@ -69,8 +69,8 @@ def train_private(
         warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")
     privacy, shard_spec = PrivacySettings(delta, clip, accountant), parse_shard(shard)
     options = SweepOptions(shard_spec, engine, device, {"noisy-sgd": NoisySGDSettings(zeta, beta)})
-    with progress_bar("DP-SGD runs", len(grid.points(shard_spec))) as advance:
-        result = run_sweep(data, grid, privacy, options, on_runs=advance)
+    with progress_bar("DP-SGD", grid.total_steps(shard_spec), "steps") as advance:
+        result = run_sweep(data, grid, privacy, options, on_steps=advance)
     artifact = sweep_artifact(result, data.pca, privacy, data.num_classes, len(data.private_x), shard_spec,
                               options.method_settings, **recorded)
     artifact.attrs["private_fraction"] = private_fraction

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
 
 from pillar_cli.devices import resolve_device
-from pillar_cli.linear.graphed import GraphedLockstep, PaddedRows
+from pillar_cli.linear.graphed import GraphedLockstep, PaddedRows, steps_between
 
 SAMPLING_CHUNK_STEPS = 32  # Poisson batches drawn this many steps at a time
 NOISE_SEED_SALT = 0x5DEECE66D  # the noise generator's seed differs from the sampler's
@@ -147,9 +148,10 @@ class _Stream:
 
 def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: int, configs: list[RunConfig],
                        noise_multipliers: list[float], clip: float | None, *, device: str = "cpu",
-                       init: tuple[np.ndarray, np.ndarray] | None = None) -> list[LinearHead]:
+                       init: tuple[np.ndarray, np.ndarray] | None = None,
+                       on_steps: Callable[[int], None] = lambda n: None) -> list[LinearHead]:
     """Train one linear head per configuration with Poisson-sampled, clipped, noised SGD (σ = 0: no noise);
-    `device` is cpu, cuda[:N] or auto."""
+    `device` is cpu, cuda[:N] or auto; `on_steps(n)` hears of n more steps done (summed over configurations)."""
     dev = resolve_device(device)
     rows = PaddedRows(features, labels, clip, dev) if dev.type == "cuda" else PrivateRows(features, labels, clip, dev)
     members_of: dict[tuple[int, ...], list[list[int]]] = {}  # stream members, keyed by the stream's step schedule
@@ -162,23 +164,25 @@ def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: in
         streams = [_Stream.build([configs[g] for g in members], [noise_multipliers[g] for g in members], clip,
                                  len(rows), dev) for members in group]
         train = _train_streams if isinstance(rows, PrivateRows) else _train_streams_graphed
-        for members, trained in zip(group, train(streams, rows, num_classes, init)):
+        for members, trained in zip(group, train(streams, rows, num_classes, init, on_steps)):
             for g, head in zip(members, trained):
                 heads[g] = head
     return heads
 
 
 def _train_streams_graphed(streams: list[_Stream], rows: PaddedRows, num_classes: int,
-                           init: tuple[np.ndarray, np.ndarray] | None) -> list[list[LinearHead]]:
+                           init: tuple[np.ndarray, np.ndarray] | None,
+                           on_steps: Callable[[int], None]) -> list[list[LinearHead]]:
     """The GPU path (graphed.py): the same runs with static shapes, replayed as CUDA graphs."""
-    heads = GraphedLockstep(streams, rows, num_classes, init, SAMPLING_CHUNK_STEPS).train()
+    heads = GraphedLockstep(streams, rows, num_classes, init, SAMPLING_CHUNK_STEPS).train(on_steps)
     weights, bias = heads[..., :rows.dim].cpu(), heads[..., rows.dim].cpu()  # (S, G, C, d), (S, G, C)
     return [[LinearHead(weights[s, g].T.numpy(), bias[s, g].numpy()) for g in range(heads.shape[1])]
             for s in range(len(streams))]
 
 
 def _train_streams(streams: list[_Stream], rows: PrivateRows, num_classes: int,
-                   init: tuple[np.ndarray, np.ndarray] | None) -> list[list[LinearHead]]:
+                   init: tuple[np.ndarray, np.ndarray] | None,
+                   on_steps: Callable[[int], None]) -> list[list[LinearHead]]:
     """Streams with one step schedule (the same step counts, so the same number of active heads at every step),
     stepped together; configurations that are done leave after their last step."""
     schedule = streams[0].configs  # sorted by decreasing steps: the active configurations are a prefix
@@ -192,6 +196,7 @@ def _train_streams(streams: list[_Stream], rows: PrivateRows, num_classes: int,
             if schedule[group.active - 1].steps <= step:
                 group.retire(sum(c.steps > step for c in schedule))
             group.step([batches[offset, :width] for batches, width in zip(chunk, step_widths)], list(step_widths))
+        on_steps(len(streams) * steps_between(schedule, start, start + SAMPLING_CHUNK_STEPS))
     group.retire(0)
     return [[group.finished[s, g] for g in range(len(schedule))] for s in range(len(streams))]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -58,6 +59,7 @@ class Cell:
     engine: str
     device: str
     settings: object | None = None  # the method's own settings (e.g. NoisySGDSettings), None for its defaults
+    on_steps: Callable[[int], None] = lambda n: None  # hears of steps done, summed over configurations
 
 
 @dataclass(frozen=True)
@@ -101,3 +103,10 @@ class Method:
     def model_attrs(self, settings: object | None) -> dict:
         """What a model artifact holding this method's runs must state beyond DP-SGD's ledger."""
         return {}
+
+
+def each_run(cell: Cell, config: RunConfig, train: Callable[[], object]) -> object:
+    """`train()` for one configuration of a method that trains runs one by one, its steps then reported."""
+    result = train()
+    cell.on_steps(config.steps)
+    return result

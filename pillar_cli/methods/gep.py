@@ -22,7 +22,7 @@ from pillar_cli.linear.engine import (NOISE_SEED_SALT, SAMPLING_CHUNK_STEPS, Lin
                                       RunConfig)
 from pillar_cli.errors import UsageError
 from pillar_cli.linear.gradients import per_sample_gradients
-from pillar_cli.methods.base import Cell
+from pillar_cli.methods.base import Cell, each_run
 from pillar_cli.methods.projected import ProjectedDPSGD
 from pillar_cli.projection import PublicPCA, project
 
@@ -99,7 +99,8 @@ class GradientEmbeddingPerturbation(ProjectedDPSGD):
         data = cell.data
         settings = GepSettings(anchor_dim=cell.k or 32, embedding_clip=clip or 1.0, residual_clip=(clip or 1.0) / 2)
         train_z, public_z = project(cell.mapping, data.private_x, None), cell.mapping.standardized(data.public_x)
-        return [train_gep(train_z, data.private_y, public_z, data.num_classes, c, s, settings)
+        return [each_run(cell, c, lambda c=c, s=s: train_gep(train_z, data.private_y, public_z, data.num_classes, c,
+                                                                s, settings))
                 for c, s in zip(cell.configs, sigmas)]
 
 

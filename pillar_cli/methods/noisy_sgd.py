@@ -22,7 +22,7 @@ import numpy as np
 
 from pillar_cli.errors import UsageError, check_positive, check_probability
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.base import Cell, Method, TrainedRun
+from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
 from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
 from pillar_cli.projection import project
 
@@ -161,8 +161,10 @@ class NoisySGD(Method):
     def train_cell(self, cell: Cell) -> list[TrainedRun]:
         settings = cell.settings or NoisySGDSettings()
         train_z = project(cell.mapping, cell.data.private_x, cell.k)
-        trained = [train_noisy_sgd(train_z, cell.data.private_y, c.steps, c.seed, cell.epsilon, cell.privacy.delta,
-                                   cell.privacy.accountant, settings) for c in cell.configs]
+        trained = [each_run(cell, c, lambda c=c: train_noisy_sgd(train_z, cell.data.private_y, c.steps, c.seed,
+                                                                 cell.epsilon, cell.privacy.delta,
+                                                                 cell.privacy.accountant, settings))
+                   for c in cell.configs]
         return [TrainedRun(t.head, t.run_event, t.epsilon_spent) for t in trained]
 
     def model_attrs(self, settings: object | None) -> dict:

@@ -11,7 +11,7 @@ import numpy as np
 
 from pillar_cli.linear.engine import LinearHead, train_linear_heads
 from pillar_cli.linear.opacus_reference import train_with_opacus
-from pillar_cli.methods.base import Cell, Method, PrivacySettings, TrainedRun
+from pillar_cli.methods.base import Cell, Method, PrivacySettings, TrainedRun, each_run
 from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
 from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
 
@@ -50,10 +50,11 @@ class ProjectedDPSGD(Method):
             init = (full_w if projected is None else
                     np.linalg.lstsq(cell.mapping.basis(projected), full_w, rcond=None)[0], full_b)
         if cell.engine == "opacus":
-            return [train_with_opacus(train_z, data.private_y, data.num_classes, c, s, clip, init)
+            return [each_run(cell, c, lambda c=c, s=s: train_with_opacus(train_z, data.private_y, data.num_classes,
+                                                                          c, s, clip, init))
                     for c, s in zip(cell.configs, sigmas)]
         return train_linear_heads(train_z, data.private_y, data.num_classes, cell.configs, sigmas, clip,
-                                  device=cell.device, init=init)
+                                  device=cell.device, init=init, on_steps=cell.on_steps)
 
 
 class RandomProjectionDPSGD(ProjectedDPSGD):

@@ -62,6 +62,9 @@ class SweepGrid:
         return [(m, k, e) for m in self.methods for k in ([None] if get_method(m).single_cell else self.ks)
                 for e in self.epsilons]
 
+    def total_steps(self, shard: tuple[int, int] = (0, 1)) -> int:
+        return sum(config.steps for _, config in self.points(shard))
+
     def points(self, shard: tuple[int, int] = (0, 1)) -> list[tuple[tuple[str, int | None, float], RunConfig]]:
         """Every run of the sweep, or every n-th starting at i for shard (i, n)."""
         index, count = shard
@@ -127,8 +130,9 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, opti
 
 
 def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions = SweepOptions(),
-              on_runs: Callable[[int], None] = lambda done: None) -> SweepResult:
-    """Train the sweep's grid points (those of one shard) on the projected private split; score them on val."""
+              on_steps: Callable[[int], None] = lambda done: None) -> SweepResult:
+    """Train the sweep's grid points (those of one shard) on the projected private split; score them on val.
+    `on_steps(n)` hears of n more DP-SGD steps done (of `grid.total_steps(shard)`)."""
     check_sweep(data, grid, privacy, options)
     by_cell: dict[tuple, list[RunConfig]] = defaultdict(list)
     for cell, config in grid.points(options.shard):
@@ -142,7 +146,7 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
             result.bases[(name, k)] = mapping.basis(k)
         val_z = None if data.val_x is None else project(mapping, data.val_x, projected)
         trained = method.train_cell(Cell(data, mapping, k, epsilon, configs, privacy, options.engine, options.device,
-                                         options.method_settings.get(name)))
+                                         options.method_settings.get(name), on_steps))
         for config, run in zip(configs, trained):
             if run.epsilon_spent > epsilon * (1 + 1e-9):
                 raise PrivacyError(f"run spent ε = {run.epsilon_spent:.4g} above its target {epsilon:g}; refusing "
@@ -150,7 +154,6 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
             key = RunKey(name, k, epsilon, config.lr, config.steps, config.batch_size, config.seed)
             val_accuracy = math.nan if val_z is None else run.head.accuracy(val_z, data.val_y)
             result.runs.append(Run(key, run.event, run.epsilon_spent, run.head, val_accuracy))
-        on_runs(len(configs))
     return result
 
 

@@ -148,3 +148,15 @@ def test_private_labels_outside_dp_are_refused_unless_allowed(pillar, mnist, tmp
                     "-o", tmp_path / "a.h5")
     assert "note: w* fitted on the PRIVATE labels (allowed explicitly" in result.stderr
     assert artifacts.read(tmp_path / "a.h5", "assumptions").attrs["summary"]["private_labels_used"] is True
+
+
+def test_long_runs_report_progress_in_steps_off_a_terminal(pillar, mnist, tmp_path, monkeypatch):
+    monkeypatch.setenv("PILLAR_PROGRESS_SECONDS", "0")  # a line at every update rather than every 10 s
+    result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5,10", "--eps", "1", "--steps", "64",
+                    "--lr", "0.1,0.5", "--batch-size", "256", "-o", tmp_path / "m.h5")
+    lines = [line for line in result.stderr.splitlines() if line.startswith("DP-SGD: ")]
+    assert lines[-1].startswith("DP-SGD: 256/256 steps (100 %), ") and lines[-1].endswith(" steps/s")
+    assert len(lines) >= 4  # per chunk of 32 steps, not per run
+    result = pillar("embed", "--source", "digits", "--batch-size", "200", "-o", tmp_path / "e.h5")
+    assert [line for line in result.stderr.splitlines() if "images/s" in line][-1].startswith(
+        "embedding with pixels: 1,797/1,797 images (100 %)")
