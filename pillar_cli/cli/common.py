@@ -138,9 +138,10 @@ def check_output(path: Path, inputs: list[str] = (), force: bool = False) -> Non
 
 
 def jsonable(value: Any) -> Any:
-    """inf/nan become strings so that strict JSON parsers (jq) accept the document."""
+    """JSON numbers stay numbers: ε = ∞ (non-private) and undefined values (NaN) become null, so that strict parsers
+    (jq) accept the document and every field keeps one type."""
     if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
+        return None
     if isinstance(value, dict):
         return {k: jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

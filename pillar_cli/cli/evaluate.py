@@ -14,7 +14,7 @@ from pillar_cli.cli.common import (ForceOption, JsonOption, check_output, cli_er
                                    save)
 from pillar_cli.reporting.evaluation import Evaluation, evaluate_models
 from pillar_cli.reporting.figures import accuracy_vs_k
-from pillar_cli.reporting.tables import rows_to_csv, rows_to_markdown
+from pillar_cli.reporting.tables import mean_and_std, rows_to_csv, rows_to_markdown
 
 
 @cli_errors
@@ -32,7 +32,7 @@ def evaluate(
     force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Metrics of the model selected on val per (method, k, ε) on a labelled split, mean ± std over seeds.
+    """Metrics of the model selected on val per (method, k, ε) on a labelled split, mean ± sample std over seeds.
 
     Accuracy, balanced accuracy, macro-F1, per-class accuracy, confusion matrix, and ROC-AUC for binary tasks.
     Several model files (the shards of one sweep) are merged before selection.
@@ -63,7 +63,7 @@ def evaluate(
 def _report(result: Evaluation, as_json: bool) -> None:
     if as_json:
         return print_json({"rows": result.rows, "split": result.split, "title": result.title, "notes": result.notes})
-    table = [dict(r, accuracy=f"{r['accuracy_mean']:.4f} ± {r['accuracy_std']:.4f}") for r in result.rows]
+    table = [dict(r, accuracy=mean_and_std(r, "accuracy")) for r in result.rows]
     columns = ["method", "k", "epsilon", "accuracy", "balanced_accuracy_mean", "macro_f1_mean", "seeds", "epsilon_spent"]
     if any(r["roc_auc_mean"] is not None for r in result.rows):
         columns.insert(6, "roc_auc_mean")

@@ -34,8 +34,10 @@ def _save(figure, axes, path: Path, kind: str, title: str) -> None:
     axes.set_title(title, fontsize=8)
     axes.legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(path, dpi=120, format="png",
-                   metadata={"Title": title, "Description": f"figure={kind}; x={xlabel}; y={ylabel}"})
+    ticks = "|".join(label.get_text() for label in axes.get_xticklabels())
+    series = "|".join(text.get_text() for text in axes.get_legend().get_texts()) if axes.get_legend() else ""
+    figure.savefig(path, dpi=120, format="png", metadata={
+        "Title": title, "Description": f"figure={kind}; x={xlabel}; y={ylabel}; xticks={ticks}; series={series}"})
     _pyplot().close(figure)
 
 
@@ -44,16 +46,20 @@ def _epsilon_label(epsilon: float) -> str:
 
 
 def accuracy_vs_k(rows: list[dict], path: Path, title: str, full_dim: int) -> None:
-    """One line per (method, ε); 'full' is drawn at the full dimension."""
+    """One line per (method, ε); 'full' is drawn at the full dimension and labelled so on the axis."""
     figure, axes = _pyplot().subplots(figsize=(6, 4))
     methods = {r["method"] for r in rows}
     for method, epsilon in sorted({(r["method"], r["epsilon"]) for r in rows}):
-        line = sorted((full_dim if r["k"] == "full" else r["k"], r["accuracy_mean"], r["accuracy_std"])
+        line = sorted((full_dim if r["k"] == "full" else r["k"], r["accuracy_mean"], r["accuracy_std"] or 0.0)
                       for r in rows if r["epsilon"] == epsilon and r["method"] == method)
         ks, means, stds = zip(*line)
         label = _epsilon_label(epsilon) if len(methods) == 1 else f"{method}, {_epsilon_label(epsilon)}"
         axes.errorbar(ks, means, yerr=stds, marker="o", capsize=3, label=label)
     axes.set_xscale("log")
+    ks = sorted({full_dim if r["k"] == "full" else r["k"] for r in rows})
+    axes.set_xticks(ks, [f"full ({full_dim})" if k == full_dim and any(r["k"] == "full" for r in rows) else str(k)
+                         for k in ks])
+    axes.minorticks_off()
     _save(figure, axes, path, "accuracy_vs_k", title)
 
 
@@ -82,7 +88,7 @@ def methods_by_dataset(evaluations: list[dict], path: Path, title: str) -> None:
         for evaluation in evaluations:
             row = best_per_baseline(evaluation["rows"]).get((family, epsilon))
             heights.append(row["accuracy_mean"] if row else np.nan)
-            errors.append(row["accuracy_std"] if row else 0.0)
+            errors.append((row["accuracy_std"] or 0.0) if row else 0.0)
         positions = np.arange(len(evaluations)) + (j - (len(bars) - 1) / 2) * width
         axes.bar(positions, heights, width, yerr=errors, capsize=2, label=f"{family}, {_epsilon_label(epsilon)}")
     axes.set_xticks(np.arange(len(evaluations)), [e["dataset"] for e in evaluations])
@@ -95,7 +101,8 @@ def accuracy_vs_private_fraction(evaluations: list[dict], path: Path, title: str
     lines: dict[tuple[str, float], list[tuple[float, float, float]]] = {}
     for evaluation in evaluations:
         for key, row in best_per_baseline(evaluation["rows"]).items():
-            lines.setdefault(key, []).append((evaluation["private_fraction"], row["accuracy_mean"], row["accuracy_std"]))
+            lines.setdefault(key, []).append((evaluation["private_fraction"], row["accuracy_mean"],
+                                              row["accuracy_std"] or 0.0))
     for (family, epsilon), points in sorted(lines.items()):
         fractions, means, stds = zip(*sorted(points))
         axes.errorbar(fractions, means, yerr=stds, marker="o", capsize=3, label=f"{family}, {_epsilon_label(epsilon)}")
@@ -113,7 +120,11 @@ def xi_vs_k(rows: list[dict], path: Path, title: str) -> None:
 
 
 def spectrum(eigenvalues: np.ndarray, path: Path, title: str) -> None:
+    """The public eigenvalues on a log scale, without the numerically zero ones (below 1e-10 of the largest), which
+    would stretch the axis over tens of decades."""
     figure, axes = _pyplot().subplots(figsize=(6, 4))
-    axes.plot(np.arange(1, len(eigenvalues) + 1), eigenvalues, label="public eigenvalues")
+    kept = eigenvalues[eigenvalues > eigenvalues.max(initial=0.0) * 1e-10]
+    axes.plot(np.arange(1, len(kept) + 1), kept, label=f"public eigenvalues ({len(kept)} of {len(eigenvalues)} above "
+                                                        "1e-10 of the largest)")
     axes.set_yscale("log")
     _save(figure, axes, path, "spectrum", title)

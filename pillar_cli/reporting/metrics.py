@@ -38,7 +38,8 @@ def classification_metrics(labels: np.ndarray, logits: np.ndarray, num_classes: 
 
 
 def selected_metrics(models: list[Artifact], features: np.ndarray, labels: np.ndarray) -> list[dict]:
-    """Per (method, k, ε): select on val over all runs; metrics on this split, mean ± std over the seeds."""
+    """Per (method, k, ε): select on val over all runs; metrics on this split, mean and sample std (ddof = 1; None
+    for a single seed) over the seeds."""
     z = standardize(features, models[0])
     num_classes = int(models[0].attrs["num_classes"])
     runs = stored_runs(models)
@@ -51,12 +52,13 @@ def selected_metrics(models: list[Artifact], features: np.ndarray, labels: np.nd
         row = {**{k: v for k, v in choice.items() if k != "run_ids"}, "seeds": len(per_seed),
                "epsilon_spent": max(runs[i].epsilon_spent for i in choice["run_ids"]),
                "val_accuracy": choice["val_accuracy_mean"], "accuracies": [m["accuracy"] for m in per_seed],
-               "confusion": np.sum([m["confusion"] for m in per_seed], axis=0).tolist(),
+               "confusion_per_seed": [m["confusion"] for m in per_seed],
+               "confusion_summed_over_seeds": np.sum([m["confusion"] for m in per_seed], axis=0).tolist(),
                "per_class_accuracy": _mean_ignoring_none([m["per_class_accuracy"] for m in per_seed])}
         for name in SCALAR_METRICS:
             values = [m[name] for m in per_seed if m[name] is not None]
             row[f"{name}_mean"] = float(np.mean(values)) if values else None
-            row[f"{name}_std"] = float(np.std(values)) if values else None
+            row[f"{name}_std"] = float(np.std(values, ddof=1)) if len(values) > 1 else None  # sample std
         rows.append(row)
     return sorted(rows, key=lambda r: (r["method"], r["epsilon"], math.inf if r["k"] == "full" else r["k"]))
 

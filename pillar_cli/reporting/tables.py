@@ -1,4 +1,4 @@
-"""Result tables as CSV and Markdown: one row per (method, k, ε), metrics as mean ± std over seeds."""
+"""Result tables as CSV and Markdown: one row per (method, k, ε), metrics as mean ± sample std (ddof = 1) over seeds."""
 
 from __future__ import annotations
 
@@ -28,6 +28,12 @@ def rows_to_csv(rows: list[dict]) -> str:
     return buffer.getvalue()
 
 
+def mean_and_std(row: dict, metric: str) -> str:
+    """`mean ± sample std` over seeds, or the mean alone for one seed."""
+    std = row[f"{metric}_std"]
+    return f"{row[f'{metric}_mean']:.4f}" + ("" if std is None else f" ± {std:.4f}")
+
+
 def rows_to_markdown(rows: list[dict], title: str, notes: list[str]) -> str:
     """A self-contained report: title, the settings that qualify the numbers, and the table."""
     lines = [f"# {title}", "", *[f"- {note}" for note in notes], "",
@@ -35,7 +41,7 @@ def rows_to_markdown(rows: list[dict], title: str, notes: list[str]) -> str:
              "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         auc = "" if row.get("roc_auc_mean") is None else f"{row['roc_auc_mean']:.4f}"
-        lines.append(f"| {row['method']} | {row['k']} | {_cell(row['epsilon'])} | {row['accuracy_mean']:.4f} ± "
-                     f"{row['accuracy_std']:.4f} | {row['balanced_accuracy_mean']:.4f} | {row['macro_f1_mean']:.4f} | "
-                     f"{auc} | {row['seeds']} | {_cell(row['epsilon_spent'])} |")
+        lines.append(f"| {row['method']} | {row['k']} | {_cell(row['epsilon'])} | {mean_and_std(row, 'accuracy')} | "
+                     f"{row['balanced_accuracy_mean']:.4f} | {row['macro_f1_mean']:.4f} | {auc} | {row['seeds']} | "
+                     f"{_cell(row['epsilon_spent'])} |")
     return "\n".join(lines) + "\n"

@@ -5,9 +5,11 @@ from __future__ import annotations
 import csv
 import json
 
+import numpy as np
 import pytest
 from PIL import Image
 
+from pillar_cli import artifacts
 from pillar_cli.reporting.figures import AXIS_LABELS
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
@@ -37,7 +39,10 @@ def test_table_reports_mean_and_std_over_three_seeds(evaluations, mnist, pillar)
     assert all(r["seeds"] == 3 and len(r["accuracies"]) == 3 for r in rows)
     assert all(0 <= r["balanced_accuracy_mean"] <= 1 and 0 <= r["macro_f1_mean"] <= 1 and r["roc_auc_mean"] is None
                for r in rows)
-    assert all(sum(map(sum, r["confusion"])) == 3 * 1000 for r in rows)
+    assert all(sum(map(sum, r["confusion_summed_over_seeds"])) == 3 * 1000 for r in rows)
+    for row in rows:  # per seed, and the sample std (ddof = 1) of the three accuracies
+        assert [sum(map(sum, matrix)) for matrix in row["confusion_per_seed"]] == [1000, 1000, 1000]
+        assert row["accuracy_std"] == pytest.approx(np.std(row["accuracies"], ddof=1))
 
 
 def test_csv_and_markdown_reports(evaluations):
@@ -57,8 +62,20 @@ def test_the_three_figures_are_pngs_with_their_axes(evaluations, pillar):
         with Image.open(root / f"{name}.png") as image:
             assert image.format == "PNG" and image.width > 300
             xlabel, ylabel = AXIS_LABELS[kind]
-            assert image.text["Description"] == f"figure={kind}; x={xlabel}; y={ylabel}"
+            assert image.text["Description"].startswith(f"figure={kind}; x={xlabel}; y={ylabel}; xticks=")
             assert "δ=1e-05" in image.text["Title"] and "seeds" in image.text["Title"]
+    with Image.open(root / "fig4.png") as image:  # k = 5, 20 and full, the last labelled as such
+        assert "; xticks=5|20|full (784); " in image.text["Description"]
+
+
+def test_the_spectrum_leaves_out_numerically_zero_eigenvalues(mnist, pillar, tmp_path):
+    pillar("check-assumptions", f"{mnist['emb']}:val", "-p", mnist["pca"], "--k", "5", "--plot-spectrum",
+           tmp_path / "s.png", "-o", tmp_path / "a.h5")
+    eigenvalues = artifacts.read(mnist["pca"], "projection").array("eigenvalues")
+    kept = int((eigenvalues > eigenvalues.max() * 1e-10).sum())
+    assert kept < len(eigenvalues)  # 400 public rows of 784 pixels: many directions carry nothing
+    with Image.open(tmp_path / "s.png") as image:
+        assert f"series=public eigenvalues ({kept} of {len(eigenvalues)} above 1e-10" in image.text["Description"]
 
 
 def test_binary_tasks_get_roc_auc(pillar, tmp_path):
