@@ -4,12 +4,26 @@ Owns the artifact core (atomic write, kind and schema checks, content hashes, pr
 of what is stored. Imports only `pillar_cli.errors` and `pillar_cli.version`: every domain may use it, it uses none.
 """
 
-from pillar_cli.artifacts.core import KINDS, SCHEMA_VERSION, Artifact, InputRef, Provenance, read, read_provenance, write
+from pillar_cli.artifacts.core import (
+                                             KINDS,
+                                             SCHEMA_VERSION,
+                                             Artifact,
+                                             InputRef,
+                                             Provenance,
+                                             read,
+                                             read_provenance,
+                                             write,
+)
+from pillar_cli.artifacts.embeddings import Split, embeddings_artifact, parse_ref, read_split
 from pillar_cli.artifacts.integrity import content_hash
 from pillar_cli.artifacts.layout import RESERVED_ATTRS
-from pillar_cli.artifacts.embeddings import Split, embeddings_artifact, parse_ref, read_split
-from pillar_cli.artifacts.provenance import (ChainLink, describe, provenance_chain, require_derived_from,
-                                             shared_rows)
+from pillar_cli.artifacts.provenance import (
+                                             ChainLink,
+                                             describe,
+                                             provenance_chain,
+                                             require_derived_from,
+                                             shared_rows,
+)
 
 __all__ = ["KINDS", "RESERVED_ATTRS", "SCHEMA_VERSION", "Artifact", "ChainLink", "InputRef", "Provenance", "Split",
            "content_hash", "describe", "embeddings_artifact", "parse_ref", "provenance_chain", "read", "read_provenance",

@@ -21,8 +21,9 @@ import numpy as np
 
 from pillar_cli.artifacts.files import replacing
 from pillar_cli.artifacts.integrity import content_hash, verify
-from pillar_cli.artifacts.layout import (RESERVED_ATTRS, json_default, read_arrays, read_attr, read_kind_attrs,
-                                         write_array)
+from pillar_cli.artifacts.layout import (RESERVED_ATTRS, json_default, read_arrays, read_attr,
+                                         read_kind_attrs, write_array)
+from pillar_cli.artifacts.schema import validate
 from pillar_cli.errors import ArtifactError
 from pillar_cli.version import __version__
 
@@ -132,11 +133,13 @@ def _write_root_attrs(h5: h5py.File, artifact: Artifact, provenance: Provenance)
     h5.attrs["json_attrs"] = json.dumps(json_attrs)
 
 
-def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = None) -> Artifact:
+def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = None,
+         check_schema: bool = True) -> Artifact:
     """Read an artifact, refusing the wrong kind, an unknown schema version or content that no longer matches its
     content hash (every array of the file is hashed, also when only one group is loaded).
 
-    `under` restricts the arrays loaded to one group (e.g. one split of an embeddings file).
+    `under` restricts the arrays loaded to one group (e.g. one split of an embeddings file). `check_schema`: refuse
+    arrays and attributes that the stages reading this kind could not use (schema.py).
     """
     expected = (kind,) if isinstance(kind, str) else kind
     path = Path(path)
@@ -158,6 +161,8 @@ def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = N
             verify(h5, path)
             artifact = Artifact(found, read_arrays(h5, path, under), read_kind_attrs(h5), str(path),
                                 _read_provenance(h5))
+        if check_schema:
+            validate(found, artifact.arrays, artifact.attrs, str(path))
     except ArtifactError:
         raise
     except (OSError, KeyError, ValueError, TypeError, RuntimeError) as err:

@@ -74,7 +74,9 @@ def read_split(text: str, default_split: str | None = None) -> Split:
         bad = int((~np.isfinite(features)).any(axis=1).sum())
         raise ArtifactError(f"{path}:{split} has {bad} rows with NaN or Inf features",
                             hint="fix the embedding run or drop those rows before training")
-    labels = artifact.arrays.get(f"{prefix}/labels")
+    labels, index = artifact.arrays.get(f"{prefix}/labels"), artifact.array(f"{prefix}/index")
     if labels is not None and len(labels) != len(features):
         raise ArtifactError(f"{path}:{split} has {len(labels)} labels for {len(features)} feature rows")
+    if len(index) != len(features):
+        raise ArtifactError(f"{path}:{split} has {len(index)} row ids for {len(features)} feature rows")
     return Split(split, features, labels, artifact.array(f"{prefix}/index"), artifact.ref(split), artifact.attrs)

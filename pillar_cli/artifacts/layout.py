@@ -36,11 +36,15 @@ def write_array(h5: h5py.File, name: str, array: np.ndarray) -> None:
 
 
 def read_attr(h5: h5py.File, key: str) -> Any:
+    """An attribute as a Python value; text that is not valid UTF-8 (h5py hands it over surrogate-escaped) raises
+    UnicodeError, so that a damaged file is refused rather than printed."""
     if key not in h5.attrs:
         return None
     value = h5.attrs[key]
     if isinstance(value, bytes):
         return value.decode()
+    if isinstance(value, str):
+        value.encode("utf-8")
     return value.item() if isinstance(value, np.generic) else value
 
 

@@ -8,11 +8,21 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.files import replacing
 from pillar_cli.artifacts import InputRef
 from pillar_cli.artifacts.assumptions import assumptions_artifact
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors, int_list,
-                                   print_json, print_table, save, stderr)
+from pillar_cli.artifacts.files import replacing
+from pillar_cli.cli.common import (
+    ConfigOption,
+    ForceOption,
+    JsonOption,
+    check_output,
+    cli_errors,
+    int_list,
+    print_json,
+    print_table,
+    save,
+    stderr,
+)
 from pillar_cli.errors import UsageError
 from pillar_cli.projection import PublicPCA
 from pillar_cli.reporting.figures import spectrum, xi_vs_k

@@ -8,8 +8,19 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors,
-                                   invocation, parse_shard, print_json, print_table, progress_bar, save)
+from pillar_cli.cli.common import (
+    ConfigOption,
+    ForceOption,
+    JsonOption,
+    check_output,
+    cli_errors,
+    invocation,
+    parse_shard,
+    print_json,
+    print_table,
+    progress_bar,
+    save,
+)
 from pillar_cli.data import SOURCES, SourceOptions, SplitPlan, load_source
 from pillar_cli.embedding.backbones import BACKBONES, build_embedder
 from pillar_cli.embedding.distributed import merge_ranks, rank_device, rank_file, torchrun_shard

@@ -8,10 +8,17 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.files import replacing
 from pillar_cli.artifacts.evaluation import evaluation_artifact
-from pillar_cli.cli.common import (ForceOption, JsonOption, check_output, cli_errors, print_json, print_table,
-                                   save)
+from pillar_cli.artifacts.files import replacing
+from pillar_cli.cli.common import (
+    ForceOption,
+    JsonOption,
+    check_output,
+    cli_errors,
+    print_json,
+    print_table,
+    save,
+)
 from pillar_cli.reporting.evaluation import Evaluation, evaluate_models
 from pillar_cli.reporting.figures import accuracy_vs_k
 from pillar_cli.reporting.tables import mean_and_std, rows_to_csv, rows_to_markdown

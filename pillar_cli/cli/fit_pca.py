@@ -8,8 +8,16 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors,
-                                   print_json, print_table, save)
+from pillar_cli.cli.common import (
+    ConfigOption,
+    ForceOption,
+    JsonOption,
+    check_output,
+    cli_errors,
+    print_json,
+    print_table,
+    save,
+)
 from pillar_cli.projection import fit_public_split, projection_artifact
 
 

@@ -9,8 +9,17 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.gsd import gsd_artifact
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors,
-                                   print_json, print_table, progress_bar, save)
+from pillar_cli.cli.common import (
+    ConfigOption,
+    ForceOption,
+    JsonOption,
+    check_output,
+    cli_errors,
+    print_json,
+    print_table,
+    progress_bar,
+    save,
+)
 from pillar_cli.gsd.probes import ProbeSpec
 from pillar_cli.gsd.ranking import prepare
 from pillar_cli.gsd.releases import DPSettings

@@ -9,14 +9,33 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors,
-                                   float_list, int_list, parse_shard, print_json, print_table, progress_bar,
-                                   save, split_list, warn)
+from pillar_cli.cli.common import (
+    ConfigOption,
+    ForceOption,
+    JsonOption,
+    check_output,
+    cli_errors,
+    float_list,
+    int_list,
+    parse_shard,
+    print_json,
+    print_table,
+    progress_bar,
+    save,
+    split_list,
+    warn,
+)
 from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.noisy_sgd import NoisySGDSettings
-from pillar_cli.methods.sweep import (PrivacySettings, SweepData, SweepGrid, SweepOptions,
-                                      sweep_artifact, run_sweep)
+from pillar_cli.methods.sweep import (
+    PrivacySettings,
+    SweepData,
+    SweepGrid,
+    SweepOptions,
+    run_sweep,
+    sweep_artifact,
+)
 from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import get_accountant
 from pillar_cli.projection import PublicPCA

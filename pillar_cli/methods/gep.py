@@ -18,9 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from pillar_cli.linear.engine import (NOISE_SEED_SALT, SAMPLING_CHUNK_STEPS, LinearHead, PoissonSampler,
-                                      RunConfig)
 from pillar_cli.errors import UsageError
+from pillar_cli.linear.engine import (
+    NOISE_SEED_SALT,
+    SAMPLING_CHUNK_STEPS,
+    LinearHead,
+    PoissonSampler,
+    RunConfig,
+)
 from pillar_cli.linear.gradients import per_sample_gradients
 from pillar_cli.methods.base import Cell, each_run
 from pillar_cli.methods.projected import ProjectedDPSGD

@@ -4,8 +4,14 @@ invariants every entry point shares (ε > 0, δ < 1/n, public rows disjoint from
 Imports only `pillar_cli.errors` (and opacus / dp-accounting): training, GSD and the CLI build on it.
 """
 
-from pillar_cli.privacy.accountants import (ACCOUNTANTS, RDP_ORDERS, Accountant, DPEvent, get_accountant,
-                                            spent_epsilon)
+from pillar_cli.privacy.accountants import (
+                                            ACCOUNTANTS,
+                                            RDP_ORDERS,
+                                            Accountant,
+                                            DPEvent,
+                                            get_accountant,
+                                            spent_epsilon,
+)
 from pillar_cli.privacy.budget import require_disjoint, validate_budget
 from pillar_cli.privacy.calibration import calibrate, calibrate_noise
 

@@ -12,7 +12,6 @@ from pillar_cli.errors import DataError
 from pillar_cli.methods.selection import select_on_val
 from pillar_cli.projection import standardize_rows
 
-
 SCALAR_METRICS = ("accuracy", "balanced_accuracy", "macro_f1", "roc_auc")
 
 

@@ -12,8 +12,13 @@ import numpy as np
 
 from pillar_cli.artifacts import Split
 from pillar_cli.errors import DataError, PrivacyError, UsageError, check_positive, check_probability, param
-from pillar_cli.theory.assumptions import (AssumptionTable, assess, svm_directions, theorem_recommended_k,
-                                           theorem_terms)
+from pillar_cli.theory.assumptions import (
+    AssumptionTable,
+    assess,
+    svm_directions,
+    theorem_recommended_k,
+    theorem_terms,
+)
 
 MODES = ("pairs", "ovr")
 
@@ -74,7 +79,8 @@ def diagnose_split(split: Split, basis: PublicBasis, ks: list[int], allow_privat
         raise PrivacyError(f"{split.ref.path}:private holds the private labels; the assumption checks would read them "
                            "outside any DP release", hint=f"use the val split (the default), or pass "
                            f"{param('allow_private_labels', True)} (recorded in the artifact and printed)")
-    labels_from = f"the labels of split '{split.name}' ({split.attrs['split_roles'][split.name]})"
+    role = split.attrs.get("split_roles", {}).get(split.name, "role not recorded")
+    labels_from = f"the labels of split '{split.name}' ({role})"
     if split.name == "private":
         labels_from = f"the PRIVATE labels (allowed explicitly, not covered by any ε): {labels_from}"
     found = diagnose(split.features, split.labels, basis, ks, labels_from=labels_from, **options)

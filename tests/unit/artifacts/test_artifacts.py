@@ -11,16 +11,20 @@ from pillar_cli.artifacts import Artifact, InputRef
 from pillar_cli.errors import ArtifactError
 
 
+SAMPLE_ATTRS = {"backbone": "pixels", "class_names": ["x", "y"], "split_roles": {"a": "test"}, "dim": 3, "ok": True}
+
+
 def _sample() -> Artifact:
-    arrays = {"splits/a/features": np.arange(12, dtype=np.float32).reshape(4, 3), "splits/a/labels": np.arange(4)}
-    return Artifact("embeddings", arrays, {"backbone": "pixels", "class_names": ["x", "y"], "dim": 3, "ok": True})
+    arrays = {"splits/a/features": np.arange(12, dtype=np.float32).reshape(4, 3), "splits/a/labels": np.arange(4),
+              "splits/a/index": np.arange(4)}
+    return Artifact("embeddings", arrays, dict(SAMPLE_ATTRS))
 
 
 def test_round_trip_keeps_arrays_attrs_and_provenance(tmp_path):
     ref = InputRef("in.h5", "projection", "abc", "public")
     written = artifacts.write(tmp_path / "e.h5", _sample(), inputs=[ref], config={"k": 5}, command=["pillar", "x"])
     back = artifacts.read(tmp_path / "e.h5", "embeddings")
-    assert back.attrs == {"backbone": "pixels", "class_names": ["x", "y"], "dim": 3, "ok": True}
+    assert back.attrs == SAMPLE_ATTRS
     for name, array in _sample().arrays.items():
         np.testing.assert_array_equal(back.arrays[name], array)
     assert back.provenance.inputs == [ref]
@@ -92,6 +96,6 @@ def test_parse_ref():
 
 
 def test_strings_with_nul_characters_round_trip(tmp_path):
-    artifact = Artifact("gsd", {"d": np.zeros(1)}, {"note": "a\x00b"})
+    artifact = Artifact("gsd", {"distance": np.zeros(1)}, {"note": "a\x00b", "ranking": [], "settings": {}})
     artifacts.write(tmp_path / "n.h5", artifact)
     assert artifacts.read(tmp_path / "n.h5", "gsd").attrs["note"] == "a\x00b"

@@ -1,0 +1,127 @@
+"""What each kind of artifact must hold for the stages that read it: arrays of the right kinds, ranks and matching
+lengths, attributes of the right types. A file that passes its content hash can still come from another tool or
+a buggy writer; it is refused here with one line rather than failing somewhere downstream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pillar_cli.errors import ArtifactError
+
+NUMBER, INTEGER, TEXT, BOOLEAN = "fiu", "iu", "U", "b"
+# per kind: array name → (allowed dtype kinds, rank); `{split}` stands for every split present
+ARRAYS: dict[str, dict[str, tuple[str, int]]] = {
+    "embeddings": {"splits/{split}/features": (NUMBER, 2), "splits/{split}/index": (INTEGER, 1),
+                   "splits/{split}/labels": (INTEGER, 1)},
+    "embedding-shard": {"splits/{split}/features": (NUMBER, 2), "splits/{split}/index": (INTEGER, 1),
+                        "splits/{split}/labels": (INTEGER, 1), "splits/{split}/positions": (INTEGER, 1)},
+    "projection": {"mean": (NUMBER, 1), "scale": (NUMBER, 1), "components": (NUMBER, 2),
+                   "eigenvalues": (NUMBER, 1)},
+    "model": {"mean": (NUMBER, 1), "scale": (NUMBER, 1), "runs/method": (TEXT, 1), "runs/k": (INTEGER, 1),
+              "runs/projected": (BOOLEAN, 1), "runs/epsilon_target": (NUMBER, 1), "runs/epsilon_spent": (NUMBER, 1),
+              "runs/noise_multiplier": (NUMBER, 1), "runs/sample_rate": (NUMBER, 1), "runs/steps": (INTEGER, 1),
+              "runs/batch_size": (INTEGER, 1), "runs/lr": (NUMBER, 1), "runs/seed": (INTEGER, 1),
+              "runs/val_accuracy": (NUMBER, 1)},
+    "assumptions": {"k": (INTEGER, 1), "xi": (NUMBER, 2), "eigengap": (NUMBER, 1)},
+    "gsd": {"distance": (NUMBER, 1)},
+    "evaluation": {"accuracy_mean": (NUMBER, 1)},
+}
+ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "embeddings": {"class_names": list},
+    "embedding-shard": {"class_names": list, "shard": list, "shard_key": str, "split_sizes": dict},
+    "projection": {"k_max": int, "standardized": bool, "rank": int, "n_public": int},
+    "model": {"num_classes": int, "n_private": int, "ledger": dict, "selection_note": str},
+    "assumptions": {"summary": dict},
+    "gsd": {"ranking": list, "settings": dict},
+    "evaluation": {"rows": list, "ledger": dict, "notes": list, "n_private": int, "private_fraction": (int, float),
+                   "dataset": (str, type(None))},
+}
+# attributes a kind may omit, but whose type is fixed when present
+OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "embeddings": {"split_roles": dict, "source_fingerprint": str},
+    "projection": {"row_l2_normalised": bool, "source_fingerprint": str},
+    "model": {"row_l2_normalised": bool, "private_fraction": (int, float), "source_fingerprint": str},
+    "evaluation": {"overlap_rows": int},
+}
+LEDGER = {"accountant": str, "delta": (int, float), "clip": (int, float)}
+EVALUATION_ROW = {"method": str, "k": (int, str), "epsilon": (int, float), "accuracy_mean": (int, float),
+                  "accuracy_std": (int, float, type(None)), "val_accuracy": (int, float)}
+
+
+def validate(kind: str, arrays: dict[str, np.ndarray], attrs: dict[str, Any], path: str) -> None:
+    """Refuse arrays or attributes that the stages reading this kind could not use."""
+    def refuse(problem: str) -> None:
+        raise ArtifactError(f"{path}: {kind} artifact {problem}",
+                            hint="the file may come from another tool or be damaged; recreate it")
+
+    for name, expected in {**ATTRS.get(kind, {}), **OPTIONAL.get(kind, {})}.items():
+        value = attrs.get(name)
+        if name not in attrs and name in OPTIONAL.get(kind, {}):
+            continue
+        if name not in attrs or not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
+            refuse(f"has no valid attribute '{name}'")
+    splits = sorted({name.split("/")[1] for name in arrays if name.startswith("splits/")})
+    for pattern, (kinds, rank) in ARRAYS.get(kind, {}).items():
+        for name in [pattern.format(split=s) for s in splits] if "{split}" in pattern else [pattern]:
+            if name not in arrays:
+                if not name.endswith("/labels"):  # the public split has none
+                    refuse(f"has no dataset '/{name}'")
+            elif arrays[name].dtype.kind not in kinds or arrays[name].ndim != rank:
+                refuse(f"has a malformed dataset '/{name}' ({arrays[name].dtype}, {arrays[name].ndim}-d)")
+    for check in _CONSISTENCY.get(kind, ()):
+        problem = check(arrays, attrs, splits)
+        if problem:
+            refuse(problem)
+
+
+def _rows_agree(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
+    for split in splits:
+        rows = len(arrays[f"splits/{split}/features"])
+        for field in ("index", "labels", "positions"):
+            name = f"splits/{split}/{field}"
+            if name in arrays and len(arrays[name]) != rows:
+                return f"has {len(arrays[name])} {field} for {rows} feature rows in split '{split}'"
+    return None
+
+
+def _projection_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
+    dim = len(arrays["mean"])
+    if len(arrays["scale"]) != dim or arrays["components"].shape != (attrs["k_max"], dim):
+        return f"has components {arrays['components'].shape} and scale {arrays['scale'].shape} for {dim} dimensions"
+    return None
+
+
+def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
+    runs, dim, classes = len(arrays["runs/k"]), len(arrays["mean"]), attrs["num_classes"]
+    if len(arrays["scale"]) != dim:
+        return f"has a scale of {len(arrays['scale'])} dimensions for a mean of {dim}"
+    if any(len(arrays[name]) != runs for name in ARRAYS["model"] if name.startswith("runs/")):
+        return "has run tables of different lengths"
+    if not all(isinstance(attrs["ledger"].get(key), kind) for key, kind in LEDGER.items()):
+        return "has a ledger without accountant, delta and clip"
+    for i in range(runs):
+        weights, bias = arrays.get(f"runs/{i}/weights"), arrays.get(f"runs/{i}/bias")
+        method, k = str(arrays["runs/method"][i]), int(arrays["runs/k"][i])
+        basis = arrays.get(f"bases/{method}/{k}")
+        inner = dim if basis is None else k
+        if weights is None or bias is None or weights.shape != (inner, classes) or bias.shape != (classes,) or \
+                (basis is not None and basis.shape != (dim, k)):
+            return f"has a malformed head for run {i}"
+    return None
+
+
+def _evaluation_rows(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
+    if not all(isinstance(row, dict) and all(isinstance(row.get(key), kind) for key, kind in EVALUATION_ROW.items())
+               for row in attrs["rows"]):
+        return "has malformed result rows"
+    if not all(isinstance(note, str) for note in attrs["notes"]) or \
+            not all(isinstance(attrs["ledger"].get(key), kind) for key, kind in LEDGER.items()):
+        return "has malformed notes or ledger"
+    return None
+
+
+_CONSISTENCY = {"embedding-shard": (_rows_agree,), "projection": (_projection_shapes,), "model": (_model_shapes,),
+                "evaluation": (_evaluation_rows,)}  # embeddings: read_split checks each split's lengths
