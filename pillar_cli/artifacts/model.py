@@ -17,6 +17,7 @@ from pillar_cli.errors import ArtifactError
 
 RUN_FIELDS = ("method", "k", "projected", "epsilon_target", "epsilon_spent", "noise_multiplier", "sample_rate",
               "steps", "batch_size", "lr", "seed", "val_accuracy")
+OPTIONAL_RUN_FIELDS = {"ridge": 0.0, "row_normalised": False}  # absent in models of DP-SGD runs only
 
 
 @dataclass(frozen=True)
@@ -30,14 +31,15 @@ class RunKey:
     steps: int
     batch_size: int
     seed: int
+    ridge: float = 0.0  # closed-form heads' λ (0 for DP-SGD runs)
 
     @property
     def cell(self) -> tuple[str, int | None, float]:
         return self.method, self.k, self.epsilon
 
     @property
-    def hyper_parameters(self) -> tuple[float, int, int]:
-        return self.lr, self.steps, self.batch_size
+    def hyper_parameters(self) -> tuple[float, int, int, float]:
+        return self.lr, self.steps, self.batch_size, self.ridge
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class RunRecord:
     weights: np.ndarray  # (k, C), or (D, C) for an unprojected run
     bias: np.ndarray  # (C,)
     val_accuracy: float
+    row_normalised: bool = False  # the head reads its k-dimensional rows scaled to unit norm
 
 
 def model_artifact(runs: list[RunRecord], bases: dict[tuple[str, int], np.ndarray], mean: np.ndarray,
@@ -71,6 +74,8 @@ def model_artifact(runs: list[RunRecord], bases: dict[tuple[str, int], np.ndarra
         "runs/lr": np.array([k.lr for k in keys]),
         "runs/seed": np.array([k.seed for k in keys], dtype=np.int64),
         "runs/val_accuracy": np.array([r.val_accuracy for r in runs]),
+        "runs/ridge": np.array([k.ridge for k in keys], dtype=np.float64),
+        "runs/row_normalised": np.array([r.row_normalised for r in runs], dtype=bool),
     }
     for run_id, run in enumerate(runs):
         arrays[f"runs/{run_id}/weights"] = run.weights.astype(np.float32)
@@ -89,9 +94,25 @@ class StoredRun:
     epsilon_spent: float
     model: Artifact
     local_id: int
+    row_normalised: bool = False
+
+    def logits(self, standardised: np.ndarray) -> np.ndarray:
+        """The head on standardised features: a linear head as its full-space weights; a head on unit-norm rows
+        through its basis, rows scaled to unit norm."""
+        if not self.row_normalised:
+            weights, bias = self.full_weights()
+            return standardised @ weights + bias
+        rows = standardised
+        if f"bases/{self.key.method}/{self.key.k}" in self.model.arrays:
+            rows = rows @ self.model.array(f"bases/{self.key.method}/{self.key.k}")
+        rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+        return rows @ self.model.array(f"runs/{self.local_id}/weights") + self.model.array(f"runs/{self.local_id}/bias")
 
     def full_weights(self) -> tuple[np.ndarray, np.ndarray]:
-        """The head mapped back to the standardised feature space: (A_k · w, b)."""
+        """The head mapped back to the standardised feature space: (A_k · w, b); linear heads only."""
+        if self.row_normalised:
+            raise ArtifactError(f"run {self.local_id} of {self.model.path} reads unit-norm rows: it has no weights on "
+                                "the standardised features (a closed-form head cannot warm-start DP-SGD)")
         weights = self.model.array(f"runs/{self.local_id}/weights")
         if f"bases/{self.key.method}/{self.key.k}" in self.model.arrays:
             weights = self.model.array(f"bases/{self.key.method}/{self.key.k}") @ weights
@@ -111,9 +132,13 @@ def stored_runs(models: list[Artifact]) -> list[StoredRun]:
     runs = []
     for model in models:
         table = {name: model.array(f"runs/{name}") for name in RUN_FIELDS}
-        for i in range(len(table["k"])):
+        count = len(table["k"])
+        table |= {name: model.arrays.get(f"runs/{name}", np.full(count, default))
+                  for name, default in OPTIONAL_RUN_FIELDS.items()}
+        for i in range(count):
             key = RunKey(str(table["method"][i]), int(table["k"][i]) if table["projected"][i] else None,
                          float(table["epsilon_target"][i]), float(table["lr"][i]), int(table["steps"][i]),
-                         int(table["batch_size"][i]), int(table["seed"][i]))
-            runs.append(StoredRun(key, float(table["val_accuracy"][i]), float(table["epsilon_spent"][i]), model, i))
+                         int(table["batch_size"][i]), int(table["seed"][i]), float(table["ridge"][i]))
+            runs.append(StoredRun(key, float(table["val_accuracy"][i]), float(table["epsilon_spent"][i]), model, i,
+                                  bool(table["row_normalised"][i])))
     return runs

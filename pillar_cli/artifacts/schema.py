@@ -24,7 +24,7 @@ ARRAYS: dict[str, dict[str, tuple[str, int]]] = {
               "runs/projected": (BOOLEAN, 1), "runs/epsilon_target": (NUMBER, 1), "runs/epsilon_spent": (NUMBER, 1),
               "runs/noise_multiplier": (NUMBER, 1), "runs/sample_rate": (NUMBER, 1), "runs/steps": (INTEGER, 1),
               "runs/batch_size": (INTEGER, 1), "runs/lr": (NUMBER, 1), "runs/seed": (INTEGER, 1),
-              "runs/val_accuracy": (NUMBER, 1)},
+              "runs/val_accuracy": (NUMBER, 1)},  # runs/ridge and runs/row_normalised: closed-form runs
     "assumptions": {"k": (INTEGER, 1), "xi": (NUMBER, 2), "eigengap": (NUMBER, 1)},
     "gsd": {"distance": (NUMBER, 1)},
     "evaluation": {"accuracy_mean": (NUMBER, 1)},
@@ -102,6 +102,9 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
         return "has run tables of different lengths"
     if not all(isinstance(attrs["ledger"].get(key), kind) for key, kind in LEDGER.items()):
         return "has a ledger without accountant, delta and clip"
+    for name, kinds in (("runs/ridge", NUMBER), ("runs/row_normalised", BOOLEAN)):
+        if name in arrays and (arrays[name].dtype.kind not in kinds or arrays[name].shape != (runs,)):
+            return f"has a malformed dataset '/{name}'"
     for i in range(runs):
         weights, bias = arrays.get(f"runs/{i}/weights"), arrays.get(f"runs/{i}/bias")
         method, k = str(arrays["runs/method"][i]), int(arrays["runs/k"][i])

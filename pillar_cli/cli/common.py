@@ -116,6 +116,14 @@ def float_list(text: str, option: str) -> list[float]:
         raise UsageError(f"{option} takes comma-separated numbers (or 'inf'); got '{text}'") from None
 
 
+def float_or_auto_list(text: str, option: str) -> list[str | float]:
+    """Comma-separated numbers, or 'auto' for the library's default."""
+    try:
+        return [item if item == "auto" else float(item) for item in split_list(text, option)]
+    except ValueError:
+        raise UsageError(f"{option} takes comma-separated numbers or 'auto'; got '{text}'") from None
+
+
 def int_list(text: str, option: str, allow_full: bool = False, minimum: int = 1) -> list[int | None]:
     values: list[int | None] = []
     for item in split_list(text, option):

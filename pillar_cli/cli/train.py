@@ -9,22 +9,9 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.cli.common import (
-    ConfigOption,
-    ForceOption,
-    JsonOption,
-    check_output,
-    cli_errors,
-    float_list,
-    int_list,
-    parse_shard,
-    print_json,
-    print_table,
-    progress_bar,
-    save,
-    split_list,
-    warn,
-)
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors,
+                                   float_list, float_or_auto_list, int_list, parse_shard, print_json,
+                                   print_table, progress_bar, save, split_list, warn)
 from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.noisy_sgd import NoisySGDSettings
@@ -49,7 +36,10 @@ def train_private(
     out: Path = typer.Option(..., "-o", "--out", help="Model artifact to write."),
     method: str = typer.Option("pillar", help="pillar (public PCA), dpsgd (no projection), jl (random projection), "
                                "gep (gradient embedding perturbation, k = anchor dim), noisy-sgd (theory variant, "
-                               "binary tasks: Algorithms 1-2 of the paper); comma list."),
+                               "binary tasks: Algorithms 1-2 of the paper), public-lda / dp-ls (closed-form heads: one "
+                               "Gaussian release); comma list."),
+    ridge: str = typer.Option("auto", help="Closed-form heads' λ, comma-separated; auto = the method's default "
+                              "(public-lda 0.1; dp-ls the noise's spectral scale)."),
     k: str = typer.Option("40", help="Components, comma-separated; 'full' = no projection. E.g. 5,10,full"),
     eps: str = typer.Option("1", help="Target ε values, comma-separated; 'inf' = non-private. E.g. 0.1,1,inf"),
     delta: float = typer.Option(1e-5, help="Target δ; must be below 1/n_private."),
@@ -82,7 +72,8 @@ def train_private(
     check_output(out, [path, str(projection)], force=force)
     grid = SweepGrid(split_list(method, "--method"), int_list(k, "--k", allow_full=True), float_list(eps, "--eps"),
                      float_list(lr, "--lr"), int_list(steps, "--steps"), int_list(batch_size, "--batch-size"),
-                     int_list(seed, "--seed", minimum=0), momentum, weight_decay)
+                     int_list(seed, "--seed", minimum=0), momentum, weight_decay,
+                     ridges=tuple(None if r == "auto" else r for r in float_or_auto_list(ridge, "--ridge")))
     data, grid, refs, recorded = _inputs(ctx, path, projection, grid, private_fraction, warm_start)
     if not get_accountant(accountant).upper_bound:
         warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")

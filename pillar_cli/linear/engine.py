@@ -46,6 +46,7 @@ class RunConfig:
     seed: int
     momentum: float = 0.0
     weight_decay: float = 0.0
+    ridge: float | None = None  # closed-form heads' regularisation λ (None: the method's default)
 
 
 @dataclass(frozen=True)

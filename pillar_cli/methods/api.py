@@ -18,7 +18,8 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
           k: Sequence[int | None] = (40,), epsilon: Sequence[float] = (1.0,), delta: float = 1e-5,
           accountant: str = "prv", clip: float = 1.0, lr: Sequence[float] = (0.1,), steps: Sequence[int] = (500,),
           batch_size: Sequence[int] = (512,), seed: Sequence[int] = (0,), momentum: float = 0.0,
-          weight_decay: float = 0.0, engine: str = "fast", device: str = "auto") -> SweepResult:
+          weight_decay: float = 0.0, ridge: Sequence[float | None] = (None,), engine: str = "fast",
+          device: str = "auto") -> SweepResult:
     """Train every (method, k, ε) × (lr, steps, batch size, seed) on the private rows (X, y) and select per
     (method, k, ε) on (X_val, y_val). Labels are class indices 0..C−1; k None means all features. `public` fits
     the projection (or pass a fitted `projection`). The result's `selection` used the val labels, which ε does NOT
@@ -32,7 +33,7 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
     if X_val is not None:
         refuse_fitted_rows(pca, np.asarray(X_val, dtype=np.float32))
     grid = SweepGrid(list(method), list(k), list(epsilon), list(lr), list(steps), list(batch_size), list(seed),
-                     momentum, weight_decay, tuple(steps))
+                     momentum, weight_decay, tuple(steps), tuple(ridge))
     num_classes = int(max(labels.max(), -1 if y_val is None else np.max(y_val))) + 1
     data = SweepData(pca, x, labels, None if X_val is None else np.asarray(X_val, dtype=np.float32),
                      None if y_val is None else np.asarray(y_val), num_classes,

@@ -15,7 +15,7 @@ import numpy as np
 
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.privacy import DPEvent
-from pillar_cli.projection import LinearMap, PublicPCA
+from pillar_cli.projection import LinearMap, PublicPCA, project
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,7 @@ class TrainedRun:
     head: LinearHead  # in the cell's feature space (k projected dimensions, or all standardised features)
     event: DPEvent
     epsilon_spent: float
+    ridge: float = 0.0  # the λ a closed-form head used
 
 
 class Method:
@@ -79,6 +80,7 @@ class Method:
     needs_public_rows: str | None = None  # why the method reads the public rows (None: it does not)
     needs_public_basis: bool = True  # its projection is fitted on public rows (jl's and dpsgd's are not)
     steps_rule: str | None = None  # a method with its own step count (the sweep's theory_steps) names it here
+    normalises_rows: bool = False  # its head reads the k-dimensional rows scaled to unit norm
 
     def linear_map(self, pca: PublicPCA) -> LinearMap:
         return pca
@@ -89,9 +91,18 @@ class Method:
             self.linear_map(pca).basis(k)
 
     def configs(self, lrs: list[float], steps: list[int], batch_sizes: list[int], seeds: list[int],
-                momentum: float, weight_decay: float, theory_steps: tuple[int, ...]) -> list[RunConfig]:
+                momentum: float, weight_decay: float, theory_steps: tuple[int, ...],
+                ridges: tuple[float | None, ...]) -> list[RunConfig]:
         return [RunConfig(lr, t, b, s, momentum, weight_decay) for lr, t, b, s in
                 itertools.product(lrs, steps, batch_sizes, seeds)]
+
+    def features(self, mapping: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:
+        """The rows the head reads: standardised, projected on k dimensions (when the method projects), and scaled to
+        unit norm when the method normalises rows."""
+        rows = project(mapping, x, k if self.projects else None)
+        if self.normalises_rows:
+            rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+        return rows
 
     def default_steps(self, n: int) -> int | None:
         """The step count the method runs when none is given (None: the sweep's --steps)."""

@@ -17,7 +17,7 @@ from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.sweep import SweepGrid, SweepOptions, run_sweep
 from pillar_cli.privacy import DPEvent, get_accountant
-from pillar_cli.projection import PublicPCA, project
+from pillar_cli.projection import PublicPCA
 
 
 @dataclass(frozen=True)
@@ -31,10 +31,10 @@ class Ledger:
     noise_multiplier: float
     sample_rate: float
     steps: int
-    clip: float
+    clip: float  # DP-SGD's clip norm, or a closed-form release's L2 sensitivity
     events: tuple[DPEvent, ...]
     epsilon_is_upper_bound: bool
-    covers: str = "the DP-SGD run on the private rows; the projection used public rows only"
+    covers: str  # what the ε covers
 
 
 class DPLinearClassifier(ClassifierMixin, BaseEstimator):
@@ -48,10 +48,11 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, method: str = "pillar", k: int | None = 40, epsilon: float = 1.0, delta: float = 1e-5,
                  accountant: str = "prv", clip: float = 1.0, lr: float = 0.1, steps: int = 500,
                  batch_size: int = 512, seed: int = 0, projection: PublicPCA | None = None, momentum: float = 0.0,
-                 weight_decay: float = 0.0, device: str = "cpu"):
+                 weight_decay: float = 0.0, device: str = "cpu", ridge: float | None = None):
         self.method, self.k, self.epsilon, self.delta, self.accountant = method, k, epsilon, delta, accountant
         self.clip, self.lr, self.steps, self.batch_size, self.seed = clip, lr, steps, batch_size, seed
         self.projection, self.momentum, self.weight_decay, self.device = projection, momentum, weight_decay, device
+        self.ridge = ridge
 
     def fit(self, X: np.ndarray, y: np.ndarray, public: np.ndarray | None = None) -> DPLinearClassifier:
         """Train on the private rows (X, y); `public`: unlabelled public rows for the projection (and GEP)."""
@@ -62,7 +63,7 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
         refuse_fitted_rows(self.projection_, x)
         k = None if method.single_cell else self.k
         grid = SweepGrid([self.method], [k], [float(self.epsilon)], [self.lr], [self.steps], [self.batch_size],
-                         [self.seed], self.momentum, self.weight_decay, (self.steps,))
+                         [self.seed], self.momentum, self.weight_decay, (self.steps,), (self.ridge,))
         data = SweepData(self.projection_, x, labels, None, None, len(self.classes_),
                          None if public is None else np.asarray(public, dtype=np.float32))
         privacy = PrivacySettings(self.delta, self.clip, self.accountant)
@@ -72,15 +73,18 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
         self.head_ = run.head
         accountant = get_accountant(self.accountant)
         self.ledger_ = Ledger(self.accountant, float(self.epsilon), run.epsilon_spent, self.delta,
-                              run.event.noise_multiplier, run.event.sample_rate, run.event.steps, self.clip,
-                              (run.event,), accountant.upper_bound)
+                              run.event.noise_multiplier, run.event.sample_rate, run.event.steps, run.event.clip,
+                              (run.event,), accountant.upper_bound,
+                              f"{run.event.mechanism}, on the private rows; the projection used public rows only")
         self.n_features_in_ = x.shape[1]
         return self
 
     @property
     def coef_(self) -> np.ndarray:
         """(n_classes, n_features): the head mapped back through the basis, (A_k · w)ᵀ, acting on standardised
-        features: decision_function(X) = projection_.standardized(X) @ coef_.T + intercept_."""
+        features: decision_function(X) = projection_.standardized(X) @ coef_.T + intercept_ for DP-SGD heads. The
+        closed-form heads (public-lda, dp-ls) read projected rows scaled to unit norm, so for them that identity holds
+        row by row up to each row's scale."""
         weights = self.head_.weights if self.k_ is None else self.mapping_.basis(self.k_) @ self.head_.weights
         return weights.T
 
@@ -89,7 +93,8 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
         return self.head_.bias
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
-        return self.head_.logits(project(self.mapping_, np.asarray(X, dtype=np.float32), self.k_))
+        rows = get_method(self.method).features(self.mapping_, np.asarray(X, dtype=np.float32), self.k_)
+        return self.head_.logits(rows)
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         logits = self.decision_function(X)

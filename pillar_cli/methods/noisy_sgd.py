@@ -151,7 +151,8 @@ class NoisySGD(Method):
     steps_rule = "Algorithm 1's n²"
 
     def configs(self, lrs: list[float], steps: list[int], batch_sizes: list[int], seeds: list[int],
-                momentum: float, weight_decay: float, theory_steps: tuple[int, ...]) -> list[RunConfig]:
+                momentum: float, weight_decay: float, theory_steps: tuple[int, ...],
+                ridges: tuple[float | None, ...]) -> list[RunConfig]:
         """One example per step in expectation; the step size is the schedule's."""
         return [RunConfig(0.0, t, 1, s) for t in theory_steps for s in seeds]
 

@@ -24,7 +24,7 @@ from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.selection import select_on_val
 from pillar_cli.privacy import DPEvent, get_accountant, require_disjoint, validate_budget
-from pillar_cli.projection import PublicPCA, project
+from pillar_cli.projection import PublicPCA
 
 ENGINES = ("fast", "opacus")
 
@@ -52,10 +52,11 @@ class SweepGrid:
     momentum: float = 0.0
     weight_decay: float = 0.0
     theory_steps: tuple[int, ...] = ()  # step counts of methods with their own rule (noisy-sgd: n²)
+    ridges: tuple[float | None, ...] = (None,)  # closed-form heads' λ (None: the method's default)
 
     def configs(self, method: str = "pillar") -> list[RunConfig]:
         return get_method(method).configs(self.lrs, self.steps, self.batch_sizes, self.seeds, self.momentum,
-                                          self.weight_decay, self.theory_steps)
+                                          self.weight_decay, self.theory_steps, self.ridges)
 
     def cells(self) -> list[tuple[str, int | None, float]]:
         """(method, k, ε) cells; a single-cell method (dpsgd) has the one cell k = full."""
@@ -144,14 +145,14 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
         projected = k if method.projects else None
         if projected is not None:
             result.bases[(name, k)] = mapping.basis(k)
-        val_z = None if data.val_x is None else project(mapping, data.val_x, projected)
+        val_z = None if data.val_x is None else method.features(mapping, data.val_x, k)
         trained = method.train_cell(Cell(data, mapping, k, epsilon, configs, privacy, options.engine, options.device,
                                          options.method_settings.get(name), on_steps))
         for config, run in zip(configs, trained):
             if run.epsilon_spent > epsilon * (1 + 1e-9):
                 raise PrivacyError(f"run spent ε = {run.epsilon_spent:.4g} above its target {epsilon:g}; refusing "
                                    "to write it")
-            key = RunKey(name, k, epsilon, config.lr, config.steps, config.batch_size, config.seed)
+            key = RunKey(name, k, epsilon, config.lr, config.steps, config.batch_size, config.seed, run.ridge)
             val_accuracy = math.nan if val_z is None else run.head.accuracy(val_z, data.val_y)
             result.runs.append(Run(key, run.event, run.epsilon_spent, run.head, val_accuracy))
     return result
@@ -164,7 +165,7 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
     `rows`: the source row ids trained on (`private`) and selected on (`val`), so that no stage tests on them."""
     runs, method_settings = result.runs, method_settings or {}
     records = [RunRecord(r.key, r.event.noise_multiplier, r.event.sample_rate, r.epsilon_spent, r.head.weights,
-                         r.head.bias, r.val_accuracy) for r in runs]
+                         r.head.bias, r.val_accuracy, get_method(r.key.method).normalises_rows) for r in runs]
     attrs = {
         "num_classes": num_classes,
         "n_private": n_private,

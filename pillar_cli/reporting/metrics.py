@@ -46,8 +46,7 @@ def selected_metrics(models: list[Artifact], features: np.ndarray, labels: np.nd
     for choice in select_on_val([r.key for r in runs], [r.val_accuracy for r in runs]):
         per_seed = []
         for run_id in choice["run_ids"]:
-            weights, bias = runs[run_id].full_weights()
-            per_seed.append(classification_metrics(labels, z @ weights + bias, num_classes))
+            per_seed.append(classification_metrics(labels, runs[run_id].logits(z), num_classes))
         row = {**{k: v for k, v in choice.items() if k != "run_ids"}, "seeds": len(per_seed),
                "epsilon_spent": max(runs[i].epsilon_spent for i in choice["run_ids"]),
                "val_accuracy": choice["val_accuracy_mean"], "accuracies": [m["accuracy"] for m in per_seed],

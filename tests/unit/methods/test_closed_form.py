@@ -1,0 +1,89 @@
+"""The closed-form heads: released statistics within their stated sensitivity, the release's ε against
+dp-accounting, and without noise the solutions scikit-learn and a direct discriminant give."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from dp_accounting import dp_event, pld
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from sklearn.datasets import load_digits
+from sklearn.linear_model import Ridge
+
+from pillar_cli import DataError, PublicPCA, UsageError, sweep
+from pillar_cli.methods.closed_form import DP_LS, PUBLIC_LDA, class_sums, discriminant, least_squares_statistics
+from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+
+
+rows_strategy = hnp.arrays(np.float64, st.tuples(st.integers(1, 12), st.just(4)),
+                           elements=st.floats(-1e12, 1e12, allow_nan=False) | st.just(0.0))
+
+
+@given(rows_strategy, st.data())
+@settings(max_examples=60, deadline=None)
+def test_one_row_moves_each_release_by_at_most_its_sensitivity(rows, data):
+    """Any rows (huge norms, zeros, all in one class): adding a row changes the released vector by ≤ sensitivity."""
+    labels = np.array(data.draw(st.lists(st.integers(0, 2), min_size=len(rows), max_size=len(rows))))
+    extra = data.draw(hnp.arrays(np.float64, 4, elements=st.floats(-1e12, 1e12, allow_nan=False)))
+    label = data.draw(st.integers(0, 2))
+    rows, more = unit(rows), unit(np.vstack([rows, extra[None]]))
+    labels_more = np.append(labels, label)
+    change = class_sums(more, labels_more, 3) - class_sums(rows, labels, 3)
+    assert np.linalg.norm(change) <= PUBLIC_LDA.sensitivity * (1 + 1e-9)
+    (gram_a, cross_a), (gram_b, cross_b) = least_squares_statistics(rows, labels, 3), \
+        least_squares_statistics(more, labels_more, 3)
+    released = np.concatenate([np.triu(gram_b - gram_a)[np.triu_indices(5)], (cross_b - cross_a).ravel()])
+    assert np.linalg.norm(released) <= DP_LS.sensitivity * (1 + 1e-9)
+
+
+def test_a_single_release_spends_what_dp_accounting_says():
+    sigma = calibrate_noise("pld", 0.1, 1e-5, 1.0, 1)
+    accountant = pld.PLDAccountant(value_discretization_interval=1e-5)
+    accountant.compose(dp_event.GaussianDpEvent(sigma))
+    reference = accountant.get_epsilon(1e-5)
+    event = DPEvent(sigma, 1.0, 1, 1e-5, 1.0)
+    assert spent_epsilon.__wrapped__("pld", event) == pytest.approx(reference, rel=2e-3)
+    assert spent_epsilon.__wrapped__("prv", event) == pytest.approx(reference, rel=1e-2)  # PRV's own error bound
+
+
+@pytest.fixture(scope="module")
+def digits():
+    x, y = load_digits(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(x))
+    public, private = x[order[:300]], order[300:1400]
+    return PublicPCA(30).fit(public), public, x[private], y[private]
+
+
+def test_without_noise_dp_ls_is_ridge_and_public_lda_a_direct_discriminant(digits):
+    pca, public, x, y = digits
+    k, ridge = 12, 3.0
+    rows, public_rows = unit(pca.transform(x, k)), unit(pca.transform(public, k))
+    result = sweep(x, y, projection=pca, public=public, method=["dp-ls", "public-lda"], k=[k], epsilon=[math.inf],
+                   ridge=[ridge], device="cpu")
+    heads = {run.key.method: run.head for run in result.runs}
+    augmented = np.hstack([rows, np.ones((len(rows), 1))]) / math.sqrt(2.0)
+    reference = Ridge(alpha=ridge, fit_intercept=False).fit(augmented, np.eye(10)[y]).coef_.T / math.sqrt(2.0)
+    np.testing.assert_allclose(heads["dp-ls"].weights, reference[:-1], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(heads["dp-ls"].bias, reference[-1], rtol=1e-4, atol=1e-5)
+    means = np.stack([rows[y == c].sum(axis=0) for c in range(10)]) / (len(rows) / 10)
+    covariance = np.cov(public_rows.T) + ridge * np.eye(k)
+    direct = np.linalg.inv(covariance) @ means.T
+    np.testing.assert_allclose(heads["public-lda"].weights, direct, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(heads["public-lda"].bias, -0.5 * np.einsum("ck,kc->c", means, direct), rtol=1e-4)
+    assert discriminant(means, covariance).weights.shape == (k, 10)
+
+
+def test_closed_form_inputs_that_cannot_work_are_refused(digits):
+    pca, public, x, y = digits
+    with pytest.raises(UsageError, match=r"^ridge must be a positive number \(got 0.0\)$"):
+        sweep(x, y, projection=pca, public=public, method=["dp-ls"], k=[5], epsilon=[1.0], delta=1e-4, ridge=[0.0])
+    with pytest.raises(DataError, match="^10 public rows cannot estimate a 20-dimensional covariance$"):
+        sweep(x, y, projection=pca, public=public[:10], method=["public-lda"], k=[20], epsilon=[1.0], delta=1e-4)
