@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -9,6 +10,7 @@ from rich.tree import Tree
 
 from pillar_cli import artifacts
 from pillar_cli.cli.common import JsonOption, cli_errors, print_json, stdout
+from pillar_cli.privacy.selection import recorded_selection_epsilon
 
 _LONG = 300
 
@@ -25,7 +27,12 @@ def inspect(
 
     Example: pillar inspect model.h5 --verify
     """
-    document = artifacts.describe(artifacts.read(path, artifacts.KINDS), verify)
+    artifact = artifacts.read(path, artifacts.KINDS)
+    document = artifacts.describe(artifact, verify)
+    if "selection_ledger" in artifact.attrs:
+        document["selection_check"] = [{**_cell(record), "epsilon": record["epsilon"],
+                                        "recomputed_epsilon": recorded_selection_epsilon(record)}
+                                       for record in artifact.attrs["selection_ledger"]["selections"]]
     if as_json:
         return print_json(document)
     stdout.print(_tree(document))
@@ -49,6 +56,8 @@ def _tree(document: dict) -> Tree:
     for key, value in document["attrs"].items():
         text = str(value)
         attrs.add(f"{key}: {text[:_LONG] + '…' if len(text) > _LONG else text}")
+    if "selection_check" in document:
+        _ledger(tree, document)
     datasets = document["datasets"]
     data = tree.add(f"datasets ({len(datasets)})")
     for name, info in list(datasets.items())[:40]:
@@ -56,3 +65,27 @@ def _tree(document: dict) -> Tree:
     if len(datasets) > 40:
         data.add(f"… {len(datasets) - 40} more")
     return tree
+
+
+def _cell(record: dict) -> dict:
+    return {key: record[key] for key in ("method", "k", "epsilon_target", "seed")}
+
+
+def _ledger(tree: Tree, document: dict) -> None:
+    """Every accounted selection's DP events, and its ε recomputed from them alone."""
+    ledger = tree.add("privacy ledger: accounted selections (ε recomputed from the recorded events)")
+    for record, check in zip(document["attrs"]["selection_ledger"]["selections"], document["selection_check"]):
+        count, trial = record["trial_count"], record["trial"]
+        ok = math.isclose(check["recomputed_epsilon"], record["epsilon"], rel_tol=1e-6)
+        node = ledger.add(f"{record['method']} k={record['k']} ε={record['epsilon_target']:g} seed {record['seed']}: "
+                          f"ε = {record['epsilon']:.4g} at δ = {record['delta']:g}, recomputed "
+                          f"{check['recomputed_epsilon']:.4g} " + ("[green]✓[/green]" if ok else "[red]MISMATCH[/red]"))
+        node.add(f"trials: {record['trials_drawn']} drawn, {count['distribution']} of mean {count['mean']:g}")
+        for candidate in trial["candidates"]:
+            mechanism = candidate["mechanism"]
+            node.add(f"candidate lr {candidate['lr']:g} steps {candidate['steps']} batch {candidate['batch_size']}"
+                     f"{'' if candidate['ridge'] is None else ' ridge ' + format(candidate['ridge'], 'g')}: σ "
+                     f"{mechanism['noise_multiplier']:.4g}, q {mechanism['sample_rate']:.4g}, "
+                     f"{mechanism['compositions']} compositions")
+        node.add(f"score: {trial['score']['statistic']}, σ {trial['score']['noise_multiplier']:.4g} on "
+                 f"{trial['score']['n_val']} rows")

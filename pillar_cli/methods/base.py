@@ -8,13 +8,14 @@ by name.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.privacy import DPEvent
+from pillar_cli.privacy import DPEvent, calibrate_noise
 from pillar_cli.projection import LinearMap, PublicPCA, project
 
 
@@ -60,6 +61,16 @@ class Cell:
     device: str
     settings: object | None = None  # the method's own settings (e.g. NoisySGDSettings), None for its defaults
     on_steps: Callable[[int], None] = lambda n: None  # hears of steps done, summed over configurations
+    noise: Callable[[float, int], float] | None = None  # σ by (sample rate, steps) when a private selection sets it
+
+    def noise_multiplier(self, sample_rate: float, steps: int) -> float:
+        """σ of a run with this sample rate and step count: calibrated to the cell's (ε, δ) by its accountant, or
+        set by the selection the run is a trial of; 0 for ε = inf (non-private)."""
+        if self.noise is not None:
+            return self.noise(sample_rate, steps)
+        if math.isinf(self.epsilon):
+            return 0.0
+        return calibrate_noise(self.privacy.accountant, self.epsilon, self.privacy.delta, sample_rate, steps)
 
 
 @dataclass(frozen=True)
@@ -81,6 +92,7 @@ class Method:
     needs_public_basis: bool = True  # its projection is fitted on public rows (jl's and dpsgd's are not)
     steps_rule: str | None = None  # a method with its own step count (the sweep's theory_steps) names it here
     normalises_rows: bool = False  # its head reads the k-dimensional rows scaled to unit norm
+    own_selection: str | None = None  # why an accounted selection cannot wrap it (None: it can)
 
     def linear_map(self, pca: PublicPCA) -> LinearMap:
         return pca
@@ -103,6 +115,10 @@ class Method:
         if self.normalises_rows:
             rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
         return rows
+
+    def mechanism(self, config: RunConfig, n: int) -> tuple[float, int]:
+        """(sample rate, steps) of the Gaussian mechanism a configuration runs on n private rows."""
+        return config.batch_size / n, config.steps
 
     def default_steps(self, n: int) -> int | None:
         """The step count the method runs when none is given (None: the sweep's --steps)."""

@@ -24,7 +24,6 @@ import numpy as np
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
-from pillar_cli.methods.projected import noise_multiplier
 from pillar_cli.privacy import DPEvent, spent_epsilon
 
 PUBLIC_LDA_RIDGE = 0.1  # λ on unit rows: measured on MNIST-5k (docs/methods.md); fixed, so no data chooses it
@@ -45,9 +44,12 @@ class ClosedFormHead(Method):
                 raise UsageError(f"{param('ridge')} must be a positive number (got {ridge})")
         return [RunConfig(0.0, 1, 0, seed, ridge=ridge) for ridge in ridges for seed in seeds]
 
+    def mechanism(self, config: RunConfig, n: int) -> tuple[float, int]:
+        return 1.0, 1
+
     def train_cell(self, cell: Cell) -> list[TrainedRun]:
         rows = self.features(cell.mapping, cell.data.private_x, cell.k)
-        sigma = noise_multiplier(cell.epsilon, cell.privacy, 1.0, 1)
+        sigma = cell.noise_multiplier(1.0, 1)
         event = DPEvent(sigma, 1.0, 1, cell.privacy.delta, self.sensitivity,
                         mechanism=f"{self.name}: one Gaussian release, L2 sensitivity {self.sensitivity:.4g}")
         spent = spent_epsilon(cell.privacy.accountant, event)

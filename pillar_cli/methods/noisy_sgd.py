@@ -149,6 +149,7 @@ class NoisySGD(Method):
     description = ("theory variant (Algorithms 1-2): binary tasks, ζ-scaled hinge loss, boosted projected noisy SGD "
                    "on the top-k public components")
     steps_rule = "Algorithm 1's n²"
+    own_selection = "it already selects among its boosted runs privately (Algorithm 2), inside its ε"
 
     def configs(self, lrs: list[float], steps: list[int], batch_sizes: list[int], seeds: list[int],
                 momentum: float, weight_decay: float, theory_steps: tuple[int, ...],

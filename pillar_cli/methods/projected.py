@@ -11,16 +11,9 @@ import numpy as np
 
 from pillar_cli.linear.engine import LinearHead, train_linear_heads
 from pillar_cli.linear.opacus_reference import train_with_opacus
-from pillar_cli.methods.base import Cell, Method, PrivacySettings, TrainedRun, each_run
-from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
+from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
+from pillar_cli.privacy import DPEvent, spent_epsilon
 from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
-
-
-def noise_multiplier(epsilon: float, privacy: PrivacySettings, rate: float, steps: int) -> float:
-    """σ for (ε, δ) at sample rate q over T steps; 0 for ε = inf (non-private)."""
-    if math.isinf(epsilon):
-        return 0.0
-    return calibrate_noise(privacy.accountant, epsilon, privacy.delta, rate, steps)
 
 
 class ProjectedDPSGD(Method):
@@ -33,7 +26,7 @@ class ProjectedDPSGD(Method):
 
     def train_cell(self, cell: Cell) -> list[TrainedRun]:
         n = len(cell.data.private_x)
-        sigmas = [noise_multiplier(cell.epsilon, cell.privacy, c.batch_size / n, c.steps) for c in cell.configs]
+        sigmas = [cell.noise_multiplier(c.batch_size / n, c.steps) for c in cell.configs]
         clip = None if math.isinf(cell.epsilon) else cell.privacy.clip
         heads = self.heads(cell, sigmas, clip)
         events = [DPEvent(sigma, c.batch_size / n, c.steps, cell.privacy.delta, cell.privacy.clip)

@@ -1,9 +1,10 @@
-"""Hyper-parameter sweeps over (method, k, ε) × (lr, steps, batch size, seed) with validation-based selection.
+"""Hyper-parameter sweeps over (method, k, ε) × (lr, steps, batch size, seed) and the choice of a run per cell.
 
 Every run is calibrated for its exact sample rate and step count, trained, and its spent ε recomputed from its
-DP event. Selection per (method, k, ε) uses the val split's labels, which the ε does NOT account for; every
-artifact that holds a selection says so. A sweep can be cut into shards (`shard=(i, n)`) whose runs are merged
-and selected later from their stored run tables.
+DP event. By default the choice per (method, k, ε) uses the val split's labels, which the ε does NOT account for;
+every artifact that holds such a selection says so. With an `AccountedSelection` each private cell instead runs
+the private selection of methods/accounted.py and its ε covers the choice. A sweep selected on val can be cut into
+shards (`shard=(i, n)`) whose runs are merged and selected later from their stored run tables.
 """
 
 from __future__ import annotations
@@ -20,16 +21,15 @@ from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact
 from pillar_cli.devices import resolve_device
 from pillar_cli.errors import DataError, PrivacyError, UsageError, check_non_negative, check_positive, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
+from pillar_cli.methods.accounted import AccountedSelection, select_privately
 from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
-from pillar_cli.methods.selection import select_on_val
+from pillar_cli.methods.selection import ACCOUNTED_NOTE, VAL_NOTE, select_on_val
 from pillar_cli.privacy import DPEvent, get_accountant, require_disjoint, validate_budget
+from pillar_cli.privacy.selection import ORDERS
 from pillar_cli.projection import PublicPCA
 
 ENGINES = ("fast", "opacus")
-
-SELECTION_NOTE = ("hyper-parameters were selected on the val split's labels; that selection is NOT accounted "
-                  "in the reported ε")
 
 
 def check_grid(grid: SweepGrid, pca: PublicPCA, num_classes: int) -> None:
@@ -86,10 +86,12 @@ class Run:
 class SweepResult:
     runs: list[Run] = field(default_factory=list)
     bases: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
+    accounted: bool = False  # private cells hold the runs their accounted selections released
+    selection_ledger: list[dict] = field(default_factory=list)  # each accounted selection as DP events
 
     @property
     def selection(self) -> list[dict]:
-        return select_on_val([r.key for r in self.runs], [r.val_accuracy for r in self.runs])
+        return select_on_val([r.key for r in self.runs], [r.val_accuracy for r in self.runs], self.accounted)
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,12 @@ class SweepOptions:
     engine: str = "fast"
     device: str = "auto"
     method_settings: dict[str, object] = field(default_factory=dict)  # by method name, e.g. NoisySGDSettings
+    selection: AccountedSelection | None = None  # None: every configuration is trained, the choice is on val
+
+    def selects_privately(self, epsilon: float, configs: list[RunConfig]) -> bool:
+        """A private cell with more than one candidate per seed runs an accounted selection."""
+        return (self.selection is not None and math.isfinite(epsilon)
+                and len(configs) > len({config.seed for config in configs}))
 
 
 def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions) -> None:
@@ -128,6 +136,22 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, opti
         reason = get_method(name).needs_public_rows
         if reason and data.public_x is None:
             raise UsageError(f"method '{name}' needs the public split {reason}")
+    if options.selection is not None:
+        check_accounted(data, grid, options)
+
+
+def check_accounted(data: SweepData, grid: SweepGrid, options: SweepOptions) -> None:
+    selecting = {cell[0] for cell in grid.cells() if options.selects_privately(cell[2], grid.configs(cell[0]))}
+    if not selecting:
+        raise UsageError(f"{param('select')} accounted needs a private cell with at least two configurations to "
+                         "choose from; a single configuration needs no selection")
+    for name in sorted(selecting):
+        if reason := get_method(name).own_selection:
+            raise UsageError(f"{param('select')} accounted cannot wrap method '{name}': {reason}")
+    if options.shard != (0, 1):
+        raise UsageError(f"{param('select')} accounted sees every configuration of a cell: it cannot be sharded")
+    if data.val_x is None:
+        raise UsageError(f"{param('select')} accounted scores its trials on the val split, which is missing")
 
 
 def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions = SweepOptions(),
@@ -138,7 +162,7 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
     by_cell: dict[tuple, list[RunConfig]] = defaultdict(list)
     for cell, config in grid.points(options.shard):
         by_cell[cell].append(config)
-    result = SweepResult()
+    result = SweepResult(accounted=options.selection is not None)
     for (name, k, epsilon), configs in by_cell.items():
         method = get_method(name)
         mapping = method.linear_map(data.pca)
@@ -146,14 +170,20 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
         if projected is not None:
             result.bases[(name, k)] = mapping.basis(k)
         val_z = None if data.val_x is None else method.features(mapping, data.val_x, k)
-        trained = method.train_cell(Cell(data, mapping, k, epsilon, configs, privacy, options.engine, options.device,
-                                         options.method_settings.get(name), on_steps))
-        for config, run in zip(configs, trained):
+        cell = Cell(data, mapping, k, epsilon, configs, privacy, options.engine, options.device,
+                    options.method_settings.get(name), on_steps)
+        if options.selects_privately(epsilon, configs):
+            released, records = select_privately(method, cell, val_z, data.val_y, options.selection)
+            result.selection_ledger.extend(records)
+            chosen = [(r.config, r.run, r.score) for r in released]
+        else:
+            chosen = [(config, run, math.nan if val_z is None else run.head.accuracy(val_z, data.val_y))
+                      for config, run in zip(configs, method.train_cell(cell))]
+        for config, run, val_accuracy in chosen:
             if run.epsilon_spent > epsilon * (1 + 1e-9):
                 raise PrivacyError(f"run spent ε = {run.epsilon_spent:.4g} above its target {epsilon:g}; refusing "
                                    "to write it")
             key = RunKey(name, k, epsilon, config.lr, config.steps, config.batch_size, config.seed, run.ridge)
-            val_accuracy = math.nan if val_z is None else run.head.accuracy(val_z, data.val_y)
             result.runs.append(Run(key, run.event, run.epsilon_spent, run.head, val_accuracy))
     return result
 
@@ -182,8 +212,14 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         **{key: value for name in sorted({r.key.method for r in runs})
            for key, value in get_method(name).model_attrs(method_settings.get(name)).items()},
         "selection": result.selection,
-        "selection_note": SELECTION_NOTE,
+        "selection_mode": "accounted" if result.accounted else "val",
+        "selection_note": ACCOUNTED_NOTE if result.accounted else VAL_NOTE,
     }
+    if result.accounted:
+        attrs["selection_ledger"] = {
+            "theorem": "Papernot & Steinke (ICLR 2022): Theorem 2 (truncated negative binomial) or 6 (Poisson) on "
+                       "one trial's RDP (largest candidate's training + score), converted to (ε, δ) as dp-accounting",
+            "orders": ORDERS.tolist(), "selections": result.selection_ledger}
     if source_fingerprint is not None:
         attrs["source_fingerprint"] = source_fingerprint
     artifact = model_artifact(records, result.bases, pca.mean_, pca.scale_, attrs)

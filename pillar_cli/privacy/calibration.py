@@ -41,13 +41,20 @@ def calibrate(eps_of: Callable[[float], float], epsilon: float, key: str, guess:
     cache = _CalibrationCache(cache_dir)
     if (cached := cache.get(key)) is not None:
         return cached
+    sigma = solve_noise(eps_of, epsilon, guess, rel_tol)
+    cache.put(key, sigma)
+    return sigma
+
+
+def solve_noise(eps_of: Callable[[float], float], epsilon: float, guess: Callable[[float], float],
+                rel_tol: float = 0.01) -> float:
+    """`calibrate` without the cache: the noise multiplier whose ε by `eps_of` lies in [(1 − rel_tol)·ε, ε]."""
     goal = epsilon * (1 - rel_tol / 2)
     low, high = _bracket(eps_of, goal, guess(goal))
     sigma = math.exp(brentq(lambda log_s: math.log(eps_of(math.exp(log_s))) - math.log(goal), math.log(low),
                             math.log(high), xtol=rel_tol / 20))
     while eps_of(sigma) > epsilon:
         sigma *= 1 + rel_tol / 10
-    cache.put(key, sigma)
     return sigma
 
 

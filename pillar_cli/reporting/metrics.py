@@ -37,13 +37,14 @@ def classification_metrics(labels: np.ndarray, logits: np.ndarray, num_classes: 
 
 
 def selected_metrics(models: list[Artifact], features: np.ndarray, labels: np.ndarray) -> list[dict]:
-    """Per (method, k, ε): select on val over all runs; metrics on this split, mean and sample std (ddof = 1; None
+    """Per (method, k, ε): the selected runs (on val, or released by an accounted selection); metrics on this split, mean and sample std (ddof = 1; None
     for a single seed) over the seeds."""
     z = standardize(features, models[0])
     num_classes = int(models[0].attrs["num_classes"])
     runs = stored_runs(models)
     rows = []
-    for choice in select_on_val([r.key for r in runs], [r.val_accuracy for r in runs]):
+    accounted = models[0].attrs.get("selection_mode") == "accounted"
+    for choice in select_on_val([r.key for r in runs], [r.val_accuracy for r in runs], accounted):
         per_seed = []
         for run_id in choice["run_ids"]:
             per_seed.append(classification_metrics(labels, runs[run_id].logits(z), num_classes))

@@ -1,0 +1,114 @@
+"""Accounted selection (`--select accounted`): per (method, k, ε) cell and seed, the Papernot–Steinke private
+selection over the cell's configurations, so that the model's ε covers training AND the choice of the model.
+
+A random number K of trials (privacy.selection.TrialCount) is drawn, independently of the data; each trial trains a
+configuration drawn uniformly from the candidates with the noise of `plan_selection` and releases its score, the
+number of correct val predictions plus Gaussian noise; only the best trial's head and noisy score are kept. Nothing
+else of the other trials is written: not their heads, scores, seeds, nor which trial won.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from pillar_cli.errors import UsageError, param
+from pillar_cli.linear.engine import RunConfig
+from pillar_cli.methods.base import Cell, Method, TrainedRun
+from pillar_cli.privacy.selection import SelectionPlan, TrialCount, plan_selection
+
+SCORE = "correct predictions on the val split, plus Gaussian noise (add/remove-one sensitivity 1)"
+
+
+@dataclass(frozen=True)
+class AccountedSelection:
+    """How a cell's selection is randomised and its budget split; `trials` None: as many as candidates."""
+
+    trials: float | None = None
+    shape: float = math.inf  # Poisson
+    score_share: float = 0.3
+
+    def __post_init__(self) -> None:
+        self.count(1)
+        if not 0 < self.score_share < 1:
+            raise UsageError(f"{param('score_share')} must be in (0, 1) (got {self.score_share})")
+
+    def count(self, candidates: int) -> TrialCount:
+        return TrialCount(float(candidates) if self.trials is None else self.trials, self.shape)
+
+
+@dataclass(frozen=True)
+class Released:
+    """The best trial of one seed's selection: its candidate configuration, head and noisy val accuracy."""
+
+    config: RunConfig
+    run: TrainedRun
+    score: float
+
+
+def select_privately(method: Method, cell: Cell, val_z: np.ndarray, val_y: np.ndarray,
+                     selection: AccountedSelection) -> tuple[list[Released], list[dict]]:
+    """One accounted selection per seed among `cell.configs` (the candidates, listed once per seed): the released
+    runs, and per seed the ledger's record of the selection (K = 0 under Poisson releases nothing)."""
+    if method.own_selection:
+        raise UsageError(f"{param('select')} accounted cannot wrap method '{method.name}': {method.own_selection}")
+    by_seed: dict[int, list[RunConfig]] = {}
+    for config in cell.configs:
+        by_seed.setdefault(config.seed, []).append(config)
+    n, privacy = len(cell.data.private_x), cell.privacy
+    count = selection.count(len(next(iter(by_seed.values()))))
+    mechanisms = {method.mechanism(c, n) for c in cell.configs}
+    plan = plan_selection(cell.epsilon, privacy.delta, count, selection.score_share, mechanisms)
+    trials = {seed: _draw_trials(seed, cell, candidates, count) for seed, candidates in by_seed.items()}
+    noise = plan.training
+    runs = iter(method.train_cell(replace(cell, configs=[t for drawn in trials.values() for _, t in drawn],
+                                          noise=lambda rate, steps: noise[rate, steps])))
+    released, records = [], []
+    for seed, drawn in trials.items():
+        scored = []
+        for candidate, trial in drawn:
+            run = next(runs)
+            scored.append((_noisy_accuracy(run, trial, val_z, val_y, plan.score_sigma), candidate, run))
+        if scored:
+            score, candidate, run = max(scored, key=lambda item: item[0])
+            released.append(Released(replace(candidate, seed=seed), replace(run, epsilon_spent=plan.epsilon), score))
+        records.append(_record(cell, method, seed, len(drawn), by_seed[seed], plan, count, n, len(val_y)))
+    return released, records
+
+
+def _draw_trials(seed: int, cell: Cell, candidates: list[RunConfig], count: TrialCount) -> list[tuple]:
+    """K trials, each a uniformly drawn candidate with its own noise seed; drawn from the seed and the cell only."""
+    cell_id = zlib.crc32(repr((cell.k, cell.epsilon)).encode())
+    rng = np.random.default_rng([seed, cell_id, 0x5E1EC7])
+    picks = rng.integers(len(candidates), size=count.draw(rng))
+    return [(candidates[p], replace(candidates[p], seed=int(rng.integers(2**31 - 1)))) for p in picks]
+
+
+def _noisy_accuracy(run: TrainedRun, trial: RunConfig, val_z: np.ndarray, val_y: np.ndarray,
+                    score_sigma: float) -> float:
+    correct = int((run.head.logits(val_z).argmax(axis=1) == val_y).sum())
+    noise = np.random.default_rng([trial.seed, 0x5C0E]).standard_normal()
+    return (correct + score_sigma * noise) / len(val_y)
+
+
+def _record(cell: Cell, method: Method, seed: int, trials: int, candidates: list[RunConfig], plan: SelectionPlan,
+            count: TrialCount, n: int, n_val: int) -> dict:
+    """The selection as DP events, enough to recompute its ε from the artifact alone (ORDERS are stored once)."""
+    events = []
+    for config in candidates:
+        rate, steps = method.mechanism(config, n)
+        events.append({"lr": config.lr, "steps": config.steps, "batch_size": config.batch_size,
+                       "ridge": config.ridge, "mechanism": {"noise_multiplier": plan.training[rate, steps],
+                                                           "sample_rate": rate, "compositions": steps}})
+    return {"method": method.name, "k": "full" if cell.k is None else cell.k, "epsilon_target": cell.epsilon,
+            "seed": seed, "trials_drawn": trials, "trial_count": count.to_dict(),
+            "trial": {"training": "one candidate drawn uniformly, a Poisson-subsampled Gaussian mechanism composed "
+                                  "`compositions` times; its RDP is at most the largest candidate's",
+                      "candidates": events,
+                      "score": {"statistic": SCORE, "n_val": n_val, "noise_multiplier": plan.score_sigma}},
+            "trial_training_epsilon": plan.training_epsilon, "score_share_order": plan.reference_order,
+            "epsilon": plan.epsilon, "delta": cell.privacy.delta}
+
