@@ -14,6 +14,7 @@ from pillar_cli.artifacts import Artifact, read, read_split, write
 from pillar_cli.errors import ArtifactError, DataError, PillarError, PrivacyError, UsageError
 from pillar_cli.gsd.ranking import gradient_subspace_distance
 from pillar_cli.gsd.releases import DPSettings
+from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.api import sweep
 from pillar_cli.methods.catalog import METHODS
 from pillar_cli.methods.estimator import DPLinearClassifier, Ledger
@@ -22,7 +23,7 @@ from pillar_cli.projection import GaussianProjection, PublicPCA
 from pillar_cli.theory.diagnostics import diagnose
 from pillar_cli.version import __version__
 
-__all__ = ["ACCOUNTANTS", "METHODS", "Artifact", "ArtifactError", "DPEvent", "DPLinearClassifier", "DPSettings",
-           "DataError", "GaussianProjection", "Ledger", "PillarError", "PrivacyError", "PublicPCA", "UsageError",
+__all__ = ["ACCOUNTANTS", "METHODS", "AccountedSelection", "Artifact", "ArtifactError", "DPEvent",
+           "DPLinearClassifier", "DPSettings", "DataError", "GaussianProjection", "Ledger", "PillarError", "PrivacyError", "PublicPCA", "UsageError",
            "__version__", "calibrate_noise", "diagnose", "gradient_subspace_distance", "read", "read_split",
            "spent_epsilon", "sweep", "write"]

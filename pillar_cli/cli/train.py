@@ -63,8 +63,9 @@ def train_private(
                                "released; ε covers it)."),
     trials: str = typer.Option("auto", help="accounted: mean number of trials per cell and seed; auto = the number "
                                "of configurations."),
-    trials_shape: str = typer.Option("poisson", help="accounted: distribution of the number of trials: poisson, "
-                                     "or a shape η > 0 of the truncated negative binomial (1: geometric)."),
+    trials_shape: str = typer.Option("1", help="accounted: distribution of the number of trials: a shape η > 0 of "
+                                     "the truncated negative binomial (1: geometric), or poisson (tighter; with "
+                                     "probability e^-μ no trial runs and the cell releases nothing)."),
     score_share: float = typer.Option(0.3, help="accounted: share of one trial's RDP spent on its noisy val score."),
     engine: str = typer.Option("fast", help="fast (exact, batched) or opacus (GradSampleModule reference; slow)."),
     zeta: float = typer.Option(0.1, min=1e-6, help="noisy-sgd: margin scale ζ of the hinge loss."),

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pillar_cli.errors import DataError, param
+from pillar_cli.errors import DataError, UsageError, param
+from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.sweep import SweepGrid, SweepOptions, SweepResult, run_sweep
@@ -19,11 +20,12 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
           accountant: str = "prv", clip: float = 1.0, lr: Sequence[float] = (0.1,), steps: Sequence[int] = (500,),
           batch_size: Sequence[int] = (512,), seed: Sequence[int] = (0,), momentum: float = 0.0,
           weight_decay: float = 0.0, ridge: Sequence[float | None] = (None,), engine: str = "fast",
-          device: str = "auto") -> SweepResult:
-    """Train every (method, k, ε) × (lr, steps, batch size, seed) on the private rows (X, y) and select per
-    (method, k, ε) on (X_val, y_val). Labels are class indices 0..C−1; k None means all features. `public` fits
-    the projection (or pass a fitted `projection`). The result's `selection` used the val labels, which ε does NOT
-    account for. Runs of the theory's noisy-sgd take `steps` as their step counts."""
+          device: str = "auto", select: str | AccountedSelection = "val") -> SweepResult:
+    """Train every (method, k, ε) × (lr, steps, batch size, seed) on the private rows (X, y) and choose one run per
+    (method, k, ε) and seed with (X_val, y_val). Labels are class indices 0..C−1; k None means all features.
+    `public` fits the projection (or pass a fitted `projection`). `select`: "val" (the result's `selection` used the
+    val labels, which ε does NOT account for), or "accounted" / an `AccountedSelection` (private cells run the
+    Papernot–Steinke selection; ε covers it). Runs of the theory's noisy-sgd take `steps` as their step counts."""
     x = np.asarray(X, dtype=np.float32)
     labels = np.asarray(y)
     if labels.dtype.kind not in "iu" or labels.min(initial=0) < 0:
@@ -38,4 +40,8 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
     data = SweepData(pca, x, labels, None if X_val is None else np.asarray(X_val, dtype=np.float32),
                      None if y_val is None else np.asarray(y_val), num_classes,
                      None if public is None else np.asarray(public, dtype=np.float32))
-    return run_sweep(data, grid, PrivacySettings(delta, clip, accountant), SweepOptions(engine=engine, device=device))
+    if select not in ("val", "accounted") and not isinstance(select, AccountedSelection):
+        raise UsageError(f"unknown {param('select')} '{select}' (known: val, accounted)")
+    selection = AccountedSelection() if select == "accounted" else None if select == "val" else select
+    return run_sweep(data, grid, PrivacySettings(delta, clip, accountant),
+                     SweepOptions(engine=engine, device=device, selection=selection))

@@ -1,0 +1,108 @@
+"""Accounted selection on real digits: one trial is the plain run, only the released runs are kept, their ε is
+what dp-accounting computes from the stored events, and what cannot be selected privately is refused."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from dp_accounting import dp_event
+from dp_accounting.rdp import RdpAccountant
+from sklearn.datasets import load_digits
+
+from pillar_cli import AccountedSelection, PublicPCA, UsageError, sweep
+from pillar_cli.linear.engine import RunConfig, train_linear_heads
+from pillar_cli.methods.accounted import _draw_trials
+from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
+from pillar_cli.methods.sweep import sweep_artifact
+from pillar_cli.privacy.selection import ORDERS, TrialCount, plan_selection, recorded_selection_epsilon
+
+
+@pytest.fixture(scope="module")
+def digits():
+    x, y = load_digits(return_X_y=True)
+    order = np.random.default_rng(1).permutation(len(x))
+    public, private, val = order[:300], order[300:1300], order[1300:1600]
+    return PublicPCA(30).fit(x[public]), x[public], x[private], y[private], x[val], y[val]
+
+
+def run(digits, **options):
+    pca, public, x, y, xv, yv = digits
+    defaults = dict(projection=pca, public=public, k=[10], epsilon=[1.0], delta=1e-4, lr=[0.5, 2.0], steps=[50],
+                    batch_size=[200], seed=[0, 1], device="cpu", select="accounted")
+    return sweep(x, y, xv, yv, **{**defaults, **options})
+
+
+def test_one_trial_releases_the_plain_run(digits):
+    pca, public, x, y, xv, yv = digits
+    selection = AccountedSelection(trials=1.0, shape=1.0)
+    result = run(digits, seed=[3], select=selection)
+    (released,) = result.runs
+    candidates = [RunConfig(lr, 50, 200, 3) for lr in (0.5, 2.0)]
+    data = SweepData(pca, x.astype(np.float32), y, None, None, 10)
+    cell = Cell(data, pca, 10, 1.0, candidates, PrivacySettings(1e-4), "fast", "cpu")
+    ((candidate, trial),) = _draw_trials(3, cell, candidates, TrialCount(1.0, 1.0))
+    plan = plan_selection(1.0, 1e-4, TrialCount(1.0, 1.0), 0.3, {(0.2, 50)})
+    (head,) = train_linear_heads(pca.transform(x.astype(np.float32), 10), y, 10, [trial], [plan.training[0.2, 50]],
+                                 1.0, device="cpu")
+    np.testing.assert_array_equal(released.head.weights, head.weights)
+    assert (released.key.lr, released.key.seed) == (candidate.lr, 3)
+    assert released.event.noise_multiplier == plan.training[0.2, 50] and released.epsilon_spent == plan.epsilon
+
+
+def test_only_released_runs_are_kept_and_their_epsilon_is_dp_accountings(digits):
+    result = run(digits, epsilon=[0.5, math.inf])
+    private = [r for r in result.runs if math.isfinite(r.key.epsilon)]
+    assert len(private) == 2 and len([r for r in result.runs if math.isinf(r.key.epsilon)]) == 4
+    artifact = sweep_artifact(result, digits[0], PrivacySettings(1e-4), 10, 1000)
+    assert artifact.attrs["selection_mode"] == "accounted"
+    ledger = artifact.attrs["selection_ledger"]
+    assert ledger["orders"] == ORDERS.tolist() and len(ledger["selections"]) == 2
+    for record, released in zip(ledger["selections"], private):
+        (mechanism,) = {tuple(c["mechanism"].values()) for c in record["trial"]["candidates"]}
+        sigma, rate, steps = mechanism
+        trial = dp_event.ComposedDpEvent([
+            dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)),
+                                         steps),
+            dp_event.GaussianDpEvent(record["trial"]["score"]["noise_multiplier"])])
+        accountant = RdpAccountant(orders=ledger["orders"])
+        count = record["trial_count"]
+        assert count["distribution"] == "geometric" and record["trials_drawn"] >= 1
+        accountant.compose(dp_event.RepeatAndSelectDpEvent(trial, count["mean"], count["shape"]))
+        reference = accountant.get_epsilon(record["delta"])
+        assert released.epsilon_spent == pytest.approx(reference, rel=1e-9) and reference <= 0.5
+        assert recorded_selection_epsilon(record) == pytest.approx(reference, rel=1e-9)
+    chosen = {(c["k"], c["epsilon"]): c for c in result.selection}
+    assert chosen[10, 0.5]["selected"] == "in ε" and len(chosen[10, 0.5]["run_ids"]) == 2
+    assert chosen[10, math.inf]["selected"] == "on val, outside ε" and len(chosen[10, math.inf]["run_ids"]) == 2
+
+
+def test_selection_spends_less_per_trial_than_a_plain_run(digits):
+    """The price of accounting: at the same total ε, a trial's training noise is larger than the plain run's."""
+    plain = run(digits, select="val", seed=[0])
+    accounted = run(digits, seed=[0])
+    assert accounted.runs[0].event.noise_multiplier > 1.3 * plain.runs[0].event.noise_multiplier
+
+
+def test_what_cannot_be_selected_privately_is_refused(digits):
+    with pytest.raises(UsageError, match="^select accounted needs a private cell with at least two configurations"):
+        run(digits, lr=[0.5])
+    with pytest.raises(UsageError, match="^select accounted cannot wrap method 'noisy-sgd'"):
+        run(digits, method=["noisy-sgd"], steps=[100, 200])
+    pca, public, x, y, xv, yv = digits
+    with pytest.raises(UsageError, match="^select accounted scores its trials on the val split, which is missing$"):
+        sweep(x, y, projection=pca, k=[10], lr=[0.5, 2.0], steps=[50], batch_size=[200], delta=1e-4,
+              select="accounted")
+    with pytest.raises(UsageError, match=r"^score_share must be in \(0, 1\) \(got 0.0\)$"):
+        AccountedSelection(score_share=0.0)
+    with pytest.raises(UsageError, match="^unknown select 'best' "):
+        run(digits, select="best")
+    assert replace(AccountedSelection(), trials=2.0).count(5).mean == 2.0
+
+
+def test_poisson_with_no_trial_releases_nothing(digits):
+    result = run(digits, select=AccountedSelection(trials=1.0, shape=math.inf), seed=list(range(8)))
+    drawn = [record["trials_drawn"] for record in result.selection_ledger]
+    assert 0 in drawn and len(result.runs) == sum(count > 0 for count in drawn)
