@@ -124,16 +124,18 @@ def float_or_auto_list(text: str, option: str) -> list[str | float]:
         raise UsageError(f"{option} takes comma-separated numbers or 'auto'; got '{text}'") from None
 
 
-def int_list(text: str, option: str, allow_full: bool = False, minimum: int = 1) -> list[int | None]:
+def int_list(text: str, option: str, allow_full: bool = False, minimum: int = 1,
+             word: str = "full") -> list[int | None]:
+    """Comma-separated integers; with `allow_full`, `word` stands for None (e.g. k = full, batch size = all)."""
     values: list[int | None] = []
     for item in split_list(text, option):
-        if allow_full and item.lower() == "full":
+        if allow_full and item.lower() == word:
             values.append(None)
             continue
         try:
             values.append(int(item))
         except ValueError:
-            extra = " or 'full'" if allow_full else ""
+            extra = f" or '{word}'" if allow_full else ""
             raise UsageError(f"{option} takes comma-separated integers{extra}; got '{item}'") from None
         if values[-1] < minimum:
             raise UsageError(f"{option} values must be at least {minimum}; got {item}")

@@ -47,10 +47,13 @@ def train_private(
     delta: float = typer.Option(1e-5, help="Target δ; must be below 1/n_private."),
     lr: str = typer.Option("0.1", help="Learning rates, comma-separated."),
     steps: str = typer.Option("500", help="Numbers of DP-SGD steps, comma-separated."),
-    batch_size: str = typer.Option("512", help="Expected (Poisson) batch sizes, comma-separated."),
+    batch_size: str = typer.Option("512", help="Expected (Poisson) batch sizes, comma-separated; all = every "
+                                   "private row in every step (full batch, sampling rate 1)."),
     seed: str = typer.Option("0", help="Seeds, comma-separated; results report mean ± std over them."),
     momentum: float = typer.Option(0.0, min=0.0, max=0.999, help="Heavy-ball momentum (paper: 0)."),
     weight_decay: float = typer.Option(0.0, min=0.0, help="L2 weight decay (paper: 0)."),
+    ema: float = typer.Option(0.0, help="DP-SGD methods: release the exponential moving average of the iterates "
+                              "with this decay, e.g. 0.99 (post-processing: no privacy cost; 0 = the last iterate)."),
     clip: float = typer.Option(1.0, help="Per-sample gradient clipping norm."),
     accountant: str = typer.Option("prv", help="prv (default), rdp, pld, or gdp (an approximation)."),
     shard: str = typer.Option("0/1", help="Train only shard i of n (i/n) of the sweep; evaluate merges shards."),
@@ -86,9 +89,10 @@ def train_private(
     path, _ = artifacts.parse_ref(embeddings)
     check_output(out, [path, str(projection)], force=force)
     grid = SweepGrid(split_list(method, "--method"), int_list(k, "--k", allow_full=True), float_list(eps, "--eps"),
-                     float_list(lr, "--lr"), int_list(steps, "--steps"), int_list(batch_size, "--batch-size"),
+                     float_list(lr, "--lr"), int_list(steps, "--steps"),
+                     int_list(batch_size, "--batch-size", allow_full=True, word="all"),
                      int_list(seed, "--seed", minimum=0), momentum, weight_decay,
-                     ridges=tuple(None if r == "auto" else r for r in float_or_auto_list(ridge, "--ridge")))
+                     ridges=tuple(None if r == "auto" else r for r in float_or_auto_list(ridge, "--ridge")), ema=ema)
     data, grid, refs, recorded = _inputs(ctx, path, projection, grid, private_fraction, warm_start)
     if not get_accountant(accountant).upper_bound:
         warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")
@@ -126,6 +130,7 @@ def _inputs(ctx: typer.Context, path: str, projection: Path, grid: SweepGrid, pr
     method's own step count, the input references the model records, and its rows and source."""
     private = artifacts.read_split(f"{path}:private").subsample(private_fraction)
     grid = _with_theory_steps(ctx, grid, len(private.features))
+    grid = dataclasses.replace(grid, batch_sizes=[size or len(private.features) for size in grid.batch_sizes])
     val = _validation_split(path, max(len(grid.configs(m)) for m in grid.methods))
     projection_artifact = artifacts.read(projection, "projection")
     artifacts.require_derived_from(projection_artifact, private.ref)

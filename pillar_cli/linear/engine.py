@@ -47,6 +47,7 @@ class RunConfig:
     momentum: float = 0.0
     weight_decay: float = 0.0
     ridge: float | None = None  # closed-form heads' regularisation λ (None: the method's default)
+    ema: float = 0.0  # decay β of an exponential moving average of the iterates, released instead of the last one
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,7 @@ class _Stream:
     step_size: torch.Tensor  # (G,) lr / (q·n)
     momentum: torch.Tensor
     decay: torch.Tensor  # (G,) weight decay · q·n
+    ema: torch.Tensor  # (G,) β of the iterates' moving average (0: the last iterate)
 
     @classmethod
     def build(cls, configs: list[RunConfig], sigmas: list[float], clip: float | None, n: int, device: torch.device):
@@ -144,7 +146,8 @@ class _Stream:
         expected = sampler.expected_batch
         return cls(configs, sampler, torch.Generator(device=device).manual_seed(seed ^ NOISE_SEED_SALT),
                    column([s * (clip or 1.0) for s in sigmas]), column([c.lr / expected for c in configs]),
-                   column([c.momentum for c in configs]), column([c.weight_decay * expected for c in configs]))
+                   column([c.momentum for c in configs]), column([c.weight_decay * expected for c in configs]),
+                   column([c.ema for c in configs]))
 
 
 def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: int, configs: list[RunConfig],
@@ -152,9 +155,11 @@ def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: in
                        init: tuple[np.ndarray, np.ndarray] | None = None,
                        on_steps: Callable[[int], None] = lambda n: None) -> list[LinearHead]:
     """Train one linear head per configuration with Poisson-sampled, clipped, noised SGD (σ = 0: no noise);
-    `device` is cpu, cuda[:N] or auto; `on_steps(n)` hears of n more steps done (summed over configurations)."""
+    `device` is cpu, cuda[:N] or auto; `on_steps(n)` hears of n more steps done (summed over configurations).
+    Runs that average their iterates (ema > 0) take the eager path on CUDA too."""
     dev = resolve_device(device)
-    rows = PaddedRows(features, labels, clip, dev) if dev.type == "cuda" else PrivateRows(features, labels, clip, dev)
+    graphed = dev.type == "cuda" and not any(c.ema for c in configs)
+    rows = PaddedRows(features, labels, clip, dev) if graphed else PrivateRows(features, labels, clip, dev)
     members_of: dict[tuple[int, ...], list[list[int]]] = {}  # stream members, keyed by the stream's step schedule
     for seed, batch_size in sorted({(c.seed, c.batch_size) for c in configs}):
         members = sorted((g for g, c in enumerate(configs) if (c.seed, c.batch_size) == (seed, batch_size)),
@@ -217,9 +222,10 @@ class _Lockstep:
         self.velocity = torch.zeros_like(self.heads)
         # (S, 1, G, 1): one value per stream and head, sliced to the active heads when some leave
         self.columns = {name: torch.stack([getattr(stream, name) for stream in streams])[:, None, :, None]
-                        for name in ("step_size", "noise_std", "momentum", "decay")}
+                        for name in ("step_size", "noise_std", "momentum", "decay", "ema")}
         self.active_columns = self.columns
-        self.uses = {name: bool((self.columns[name] > 0).any()) for name in ("noise_std", "momentum", "decay")}
+        self.uses = {name: bool((self.columns[name] > 0).any()) for name in ("noise_std", "momentum", "decay", "ema")}
+        self.average = self.heads.clone() if self.uses["ema"] else self.heads  # what a head releases
         # drawn in the heads' (C, d+1) layout: adding a transposed draw cost 8x the contiguous add at d = 2048
         self.noise = torch.empty(len(streams), num_classes, dim, device=dev)
         self.draws = list(self.noise)  # one (C, d+1) view per stream, made once
@@ -228,11 +234,12 @@ class _Lockstep:
 
     def retire(self, now: int) -> None:
         """Heads now..active are done: keep them, and keep the rest contiguous."""
-        self.finished.update(((s, g), _head(self.heads[s], g)) for s in range(len(self.streams))
+        self.finished.update(((s, g), _head(self.average[s], g)) for s in range(len(self.streams))
                              for g in range(now, self.active))
         self.active = now
         self.heads = self.heads[:, :, :now].contiguous()
         self.velocity = self.velocity[:, :, :now].contiguous()
+        self.average = self.average[:, :, :now].contiguous() if self.uses["ema"] else self.heads
         self.active_columns = {name: column[:, :, :now] for name, column in self.columns.items()}
 
     def step(self, batches: list[torch.Tensor], widths: list[int]) -> None:
@@ -247,6 +254,8 @@ class _Lockstep:
         if self.uses["momentum"]:
             grad = self.velocity.mul_(columns["momentum"]).add_(grad)
         self.heads.addcmul_(grad, columns["step_size"], value=-1.0)
+        if self.uses["ema"]:  # average ← β·average + (1 − β)·heads: post-processing of the private iterates
+            self.average.sub_(self.heads).mul_(columns["ema"]).add_(self.heads)
 
 
 def _head(heads: torch.Tensor, g: int) -> LinearHead:

@@ -63,6 +63,7 @@ def train_with_opacus(features: np.ndarray, labels: np.ndarray, num_classes: int
     optimizer = DPOptimizer(sgd, noise_multiplier=sigma, max_grad_norm=clip, expected_batch_size=config.batch_size,
                             generator=torch.Generator().manual_seed(config.seed ^ NOISE_SEED_SALT)) if private else sgd
     sampler = PoissonSampler(len(x), config.batch_size / len(x), torch.Generator().manual_seed(config.seed))
+    average = [linear.weight.detach().clone(), linear.bias.detach().clone()]
     for start in range(0, config.steps, SAMPLING_CHUNK_STEPS):
         for index in sampler.batches(min(SAMPLING_CHUNK_STEPS, config.steps - start)):
             rows = index[index < len(x)]
@@ -72,4 +73,6 @@ def train_with_opacus(features: np.ndarray, labels: np.ndarray, num_classes: int
                 loss.backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-    return LinearHead(linear.weight.detach().T.numpy().copy(), linear.bias.detach().numpy().copy())
+            for mean, parameter in zip(average, (linear.weight, linear.bias)):
+                mean.mul_(config.ema).add_(parameter.detach(), alpha=1 - config.ema)
+    return LinearHead(average[0].T.numpy().copy(), average[1].numpy().copy())

@@ -93,6 +93,7 @@ class Method:
     steps_rule: str | None = None  # a method with its own step count (the sweep's theory_steps) names it here
     normalises_rows: bool = False  # its head reads the k-dimensional rows scaled to unit norm
     own_selection: str | None = None  # why an accounted selection cannot wrap it (None: it can)
+    averages_iterates: bool = False  # its DP-SGD engine can release a moving average of the iterates (ema)
 
     def linear_map(self, pca: PublicPCA) -> LinearMap:
         return pca

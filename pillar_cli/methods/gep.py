@@ -95,6 +95,7 @@ class GradientEmbeddingPerturbation(ProjectedDPSGD):
     def __init__(self) -> None:
         super().__init__("gep", "gradient embedding perturbation: k = anchor dimension from public gradients; full "
                                 "feature space", projects=False)
+        self.averages_iterates = False  # its own training loop releases the last iterate
 
     def check_k(self, k: int, pca: PublicPCA, num_classes: int) -> None:
         if k > (pca.dim + 1) * num_classes:

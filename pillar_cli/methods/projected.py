@@ -23,6 +23,7 @@ class ProjectedDPSGD(Method):
                  needs_public_basis: bool | None = None):
         self.name, self.description, self.projects, self.single_cell = name, description, projects, single_cell
         self.needs_public_basis = projects if needs_public_basis is None else needs_public_basis
+        self.averages_iterates = True
 
     def train_cell(self, cell: Cell) -> list[TrainedRun]:
         n = len(cell.data.private_x)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -53,10 +53,12 @@ class SweepGrid:
     weight_decay: float = 0.0
     theory_steps: tuple[int, ...] = ()  # step counts of methods with their own rule (noisy-sgd: n²)
     ridges: tuple[float | None, ...] = (None,)  # closed-form heads' λ (None: the method's default)
+    ema: float = 0.0  # DP-SGD methods release the iterates' moving average of this decay (0: the last iterate)
 
     def configs(self, method: str = "pillar") -> list[RunConfig]:
-        return get_method(method).configs(self.lrs, self.steps, self.batch_sizes, self.seeds, self.momentum,
-                                          self.weight_decay, self.theory_steps, self.ridges)
+        configs = get_method(method).configs(self.lrs, self.steps, self.batch_sizes, self.seeds, self.momentum,
+                                             self.weight_decay, self.theory_steps, self.ridges)
+        return [replace(c, ema=self.ema) for c in configs] if self.ema else configs
 
     def cells(self) -> list[tuple[str, int | None, float]]:
         """(method, k, ε) cells; a single-cell method (dpsgd) has the one cell k = full."""
@@ -121,8 +123,11 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, opti
     for lr in grid.lrs:
         check_positive("lr", lr)
     check_non_negative("weight_decay", grid.weight_decay)
-    if not 0 <= grid.momentum < 1:
-        raise UsageError(f"{param('momentum')} must be in [0, 1) (got {grid.momentum})")
+    for name, value in (("momentum", grid.momentum), ("ema", grid.ema)):
+        if not 0 <= value < 1:
+            raise UsageError(f"{param(name)} must be in [0, 1) (got {value})")
+    if grid.ema and (without := [m for m in grid.methods if not get_method(m).averages_iterates]):
+        raise UsageError(f"{param('ema')} averages DP-SGD iterates; method '{without[0]}' has none to average")
     too_big = [b for b in grid.batch_sizes if b > n]
     if too_big:
         raise UsageError(f"{param('batch_size')} {too_big[0]} exceeds the {n} private rows")

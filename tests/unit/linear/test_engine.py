@@ -95,11 +95,12 @@ def test_non_private_training_learns_a_separable_problem():
     assert head.accuracy(x, y) > 0.97
 
 
-@pytest.mark.parametrize("clip, momentum, decay", [(1.0, 0.0, 0.0), (0.3, 0.9, 0.01), (None, 0.5, 0.0)])
-def test_opacus_engine_follows_the_fast_engine_when_noise_is_off(clip, momentum, decay):
+@pytest.mark.parametrize("clip, momentum, decay, ema", [(1.0, 0.0, 0.0, 0.0), (0.3, 0.9, 0.01, 0.0),
+                                                        (None, 0.5, 0.0, 0.0), (1.0, 0.0, 0.0, 0.9)])
+def test_opacus_engine_follows_the_fast_engine_when_noise_is_off(clip, momentum, decay, ema):
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((500, 12)).astype(np.float32), rng.integers(0, 4, 500)
-    config = RunConfig(0.5, 40, 64, 3, momentum, decay)
+    config = RunConfig(0.5, 40, 64, 3, momentum, decay, ema=ema)
     fast = train_linear_heads(x, y, 4, [config], [0.0], clip)[0]
     reference = train_with_opacus(x, y, 4, config, 0.0, clip)
     np.testing.assert_allclose(fast.weights, reference.weights, atol=1e-5)
@@ -165,3 +166,19 @@ def test_static_shape_steps_add_noise_of_the_calibrated_scale():
     _, weights, _ = _graphed_on_cpu(x, y, 5, [RunConfig(0.2, 1, 300, 4)], [2.5], 0.8)
     draws = weights.numpy() / (-0.2 / 300 * 2.5 * 0.8)
     assert abs(draws.mean()) < 0.03 and abs(draws.std() - 1.0) < 0.03  # 2,000 standard normals
+
+
+def test_ema_releases_the_moving_average_of_the_iterates():
+    """β-average of the iterates w_1..w_T, from w_0 = 0, written out from the last iterates of runs of 1..T steps
+    (a run of t steps is the first t steps of a longer run on the same seed); batched with a run without it."""
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((300, 6)).astype(np.float32), rng.integers(0, 3, 300)
+    beta, steps = 0.8, 12
+    iterates = [train_linear_heads(x, y, 3, [RunConfig(0.3, t, 50, 5)], [0.5], 1.0)[0] for t in range(1, steps + 1)]
+    average = np.zeros((6, 3))
+    for head in iterates:
+        average = beta * average + (1 - beta) * head.weights
+    averaged, last = train_linear_heads(x, y, 3, [RunConfig(0.3, steps, 50, 5, ema=beta), RunConfig(0.3, steps, 50, 5)],
+                                        [0.5, 0.5], 1.0)
+    np.testing.assert_allclose(averaged.weights, average, atol=1e-5)
+    np.testing.assert_allclose(last.weights, iterates[-1].weights, atol=1e-6)
