@@ -105,11 +105,16 @@ def train_private(
                               options.method_settings, **recorded)
     artifact.attrs["private_fraction"] = private_fraction
     save(ctx, out, artifact, refs)
+    _report(out, len(result.runs), artifact, as_json)
+
+
+def _report(out: Path, runs: int, artifact: artifacts.Artifact, as_json: bool) -> None:
     if as_json:
         return print_json({"output": str(out), "selection": artifact.attrs["selection"],
                            "note": artifact.attrs["selection_note"]})
-    how = "private cells: accounted selection, inside ε" if result.accounted else "selected on val (not accounted in ε)"
-    print_table(f"{out}: {len(result.runs)} runs, {how}", artifact.attrs["selection"],
+    how = ("private cells: accounted selection, inside ε" if artifact.attrs["selection_mode"] == "accounted"
+           else "selected on val (not accounted in ε)")
+    print_table(f"{out}: {runs} runs, {how}", artifact.attrs["selection"],
                 ["method", "k", "epsilon", "lr", "steps", "batch_size", "val_accuracy_mean", "selected"],
                 {"val_accuracy_mean": ".3f"})
 
