@@ -7,9 +7,10 @@ that of the one release (a Gaussian mechanism: sampling rate 1, one step), calib
 accountant like every other run; nothing else touches private labels.
 
 - `public-lda`: a linear discriminant. The shared covariance comes from the PUBLIC rows (same projection, same
-  scaling) plus λ·I; the release is the per-class sums of the private rows (one row changes one sum by at most 1:
-  sensitivity 1). Class sizes are taken as n / C (balanced classes assumed, and stated), because releasing noisy
-  per-class counts costs 7–16 points at ε = 0.1 on MNIST (docs/methods.md).
+  scaling; Ledoit–Wolf shrinkage, which public data alone sets) plus λ·I, by default λ = k·(σC/n)², the expected
+  squared norm of the noise on each released class mean; the release is the per-class sums of the private rows
+  (one row changes one sum by at most 1: sensitivity 1). Class sizes are taken as n / C (balanced classes assumed,
+  and stated), because releasing noisy per-class counts costs 7–16 points at ε = 0.1 on MNIST (docs/methods.md).
 - `dp-ls`: DP least squares. Rows a = [u, 1]/√2 (u the unit row; ‖a‖ = 1) and one-hot labels y; the release is
   [AᵀA | AᵀY] (the Gram matrix's upper triangle, mirrored: symmetric noise), whose change by one row is
   [aaᵀ | ayᵀ], of Frobenius norm at most √2: sensitivity √2. The head solves (G + λI) W = B.
@@ -18,15 +19,14 @@ accountant like every other run; nothing else touches private labels.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
-from pillar_cli.privacy import DPEvent, spent_epsilon
-
-PUBLIC_LDA_RIDGE = 0.1  # λ on unit rows: measured on MNIST-5k (docs/methods.md); fixed, so no data chooses it
+from pillar_cli.privacy import DPEvent
 
 
 class ClosedFormHead(Method):
@@ -48,32 +48,39 @@ class ClosedFormHead(Method):
         return 1.0, 1
 
     def train_cell(self, cell: Cell) -> list[TrainedRun]:
+        """The statistics once per cell; per configuration, their noisy release and a solve."""
         rows = self.features(cell.mapping, cell.data.private_x, cell.k)
+        statistics = self.statistics(cell, rows)
         sigma = cell.noise_multiplier(1.0, 1)
         event = DPEvent(sigma, 1.0, 1, cell.privacy.delta, self.sensitivity,
                         mechanism=f"{self.name}: one Gaussian release, L2 sensitivity {self.sensitivity:.4g}")
-        spent = spent_epsilon(cell.privacy.accountant, event)
-        return [each_run(cell, c, lambda c=c: self._run(cell, rows, sigma, c, event, spent)) for c in cell.configs]
+        spent = cell.spent_epsilon(event)
+        return [each_run(cell, c, lambda c=c: self._run(cell, rows.shape, statistics, sigma, c, event, spent))
+                for c in cell.configs]
 
-    def _run(self, cell: Cell, rows: np.ndarray, sigma: float, config: RunConfig, event: DPEvent,
-             spent: float) -> TrainedRun:
-        ridge = config.ridge if config.ridge is not None else self.default_ridge(sigma, rows.shape[1])
+    def _run(self, cell: Cell, shape: tuple[int, int], statistics: tuple, sigma: float, config: RunConfig,
+             event: DPEvent, spent: float) -> TrainedRun:
+        ridge = config.ridge if config.ridge is not None else self.default_ridge(sigma, shape[1], shape[0],
+                                                                                 cell.data.num_classes)
         noise = np.random.default_rng([config.seed, 0x51A7]).standard_normal
-        head = self.solve(cell, rows, lambda shape: sigma * self.sensitivity * noise(shape), ridge)
+        head = self.solve(statistics, lambda size: sigma * self.sensitivity * noise(size), ridge)
         return TrainedRun(head, event, spent, ridge)
 
-    def default_ridge(self, sigma: float, dim: int) -> float:
+    def default_ridge(self, sigma: float, dim: int, n: int, num_classes: int) -> float:
+        """λ from the noise scale and the shapes only: no data chooses it."""
         raise NotImplementedError
 
-    def solve(self, cell: Cell, rows: np.ndarray, noise, ridge: float) -> LinearHead:
+    def statistics(self, cell: Cell, rows: np.ndarray) -> tuple:
+        """What the release perturbs (and what the solve needs besides it), computed once per cell."""
+        raise NotImplementedError
+
+    def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float) -> LinearHead:
         raise NotImplementedError
 
 
 def class_sums(rows: np.ndarray, labels: np.ndarray, num_classes: int) -> np.ndarray:
     """(C, d): the per-class sums public-lda releases; a unit row moves one sum by at most 1."""
-    sums = np.zeros((num_classes, rows.shape[1]))
-    np.add.at(sums, labels, rows)
-    return sums
+    return np.eye(num_classes)[labels].T @ rows
 
 
 def least_squares_statistics(rows: np.ndarray, labels: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -88,18 +95,30 @@ class PublicCovarianceLDA(ClosedFormHead):
                    "of the private rows (unit norm); k components")
     needs_public_rows = "for the shared covariance"
 
-    def default_ridge(self, sigma: float, dim: int) -> float:
-        return PUBLIC_LDA_RIDGE
+    def default_ridge(self, sigma: float, dim: int, n: int, num_classes: int) -> float:
+        """k·(σC/n)²: the expected squared norm of the noise on a class mean (n/C rows per class)."""
+        return dim * (sigma * self.sensitivity * num_classes / n) ** 2
 
-    def solve(self, cell: Cell, rows: np.ndarray, noise, ridge: float) -> LinearHead:
+    def statistics(self, cell: Cell, rows: np.ndarray) -> tuple:
         data = cell.data
         public = self.features(cell.mapping, data.public_x, cell.k)
         if len(public) <= public.shape[1]:
             raise DataError(f"{len(public)} public rows cannot estimate a {public.shape[1]}-dimensional covariance",
                             hint=f"use a smaller {param('k')} or more public rows")
-        sums = class_sums(rows, data.private_y, data.num_classes)
-        means = (sums + noise(sums.shape)) / (len(rows) / data.num_classes)
-        return discriminant(means, np.cov(public.T) + ridge * np.eye(rows.shape[1]))
+        return class_sums(rows, data.private_y, data.num_classes), len(rows) / data.num_classes, \
+            public_covariance(public)
+
+    def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float) -> LinearHead:
+        sums, rows_per_class, covariance = statistics
+        means = (sums + noise(sums.shape)) / rows_per_class
+        return discriminant(means, covariance + ridge * np.eye(len(covariance)))
+
+
+def public_covariance(public: np.ndarray) -> np.ndarray:
+    """The public rows' covariance with Ledoit–Wolf shrinkage: the shrinkage is estimated from the same rows."""
+    from sklearn.covariance import ledoit_wolf
+
+    return ledoit_wolf(public)[0]
 
 
 def discriminant(means: np.ndarray, covariance: np.ndarray) -> LinearHead:
@@ -115,13 +134,16 @@ class DPLeastSquares(ClosedFormHead):
                    "included), a ridge solve; k components")
     sensitivity = math.sqrt(2.0)
 
-    def default_ridge(self, sigma: float, dim: int) -> float:
+    def default_ridge(self, sigma: float, dim: int, n: int, num_classes: int) -> float:
         """The spectral scale of the Gram matrix's noise, 2σΔ√(d + 1), so the noisy Gram stays positive definite;
         1 without noise."""
         return max(1.0, 2.0 * sigma * self.sensitivity * math.sqrt(dim + 1))
 
-    def solve(self, cell: Cell, rows: np.ndarray, noise, ridge: float) -> LinearHead:
-        gram, cross = least_squares_statistics(rows, cell.data.private_y, cell.data.num_classes)
+    def statistics(self, cell: Cell, rows: np.ndarray) -> tuple:
+        return least_squares_statistics(rows, cell.data.private_y, cell.data.num_classes)
+
+    def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float) -> LinearHead:
+        gram, cross = statistics
         upper = np.triu(noise(gram.shape))
         gram = gram + upper + np.triu(upper, 1).T  # symmetric noise: the upper triangle released, mirrored
         solution = np.linalg.solve(gram + ridge * np.eye(len(gram)), cross + noise(cross.shape)) / math.sqrt(2.0)

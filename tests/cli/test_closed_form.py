@@ -24,7 +24,9 @@ def test_public_lda_beats_pillar_dp_sgd_at_small_epsilon(mnist, pillar, tmp_path
         accuracy[name] = rows["rows"][0]["accuracy_mean"]
     assert accuracy["lda"] > accuracy["sgd"], accuracy
     model = artifacts.read(tmp_path / "lda.h5", "model")
-    assert model.array("runs/row_normalised").all() and (model.array("runs/ridge") == 0.1).all()
+    sigma, n = model.array("runs/noise_multiplier")[0], model.attrs["n_private"]
+    assert model.array("runs/row_normalised").all()
+    np.testing.assert_allclose(model.array("runs/ridge"), 10 * (sigma * 10 / n) ** 2)  # k·(σC/n)²
     assert np.all(model.array("runs/epsilon_spent") <= 0.1) and (model.array("runs/sample_rate") == 1.0).all()
 
 

@@ -62,6 +62,18 @@ def digits():
     return PublicPCA(30).fit(public), public, x[private], y[private]
 
 
+def ledoit_wolf_by_hand(rows: np.ndarray) -> np.ndarray:
+    """Ledoit & Wolf (2004): S shrunk towards m·I by b²/d², with m = tr S/p, d² = ‖S − mI‖²/p and b² the
+    (capped) mean squared distance of the rows' outer products from S, over n²."""
+    centred = rows - rows.mean(axis=0)
+    n, p = centred.shape
+    sample = centred.T @ centred / n
+    m = np.trace(sample) / p
+    d2 = np.sum((sample - m * np.eye(p)) ** 2) / p
+    b2 = min(sum(np.sum((np.outer(r, r) - sample) ** 2) for r in centred) / n**2 / p, d2)
+    return b2 / d2 * m * np.eye(p) + (1 - b2 / d2) * sample
+
+
 def test_without_noise_dp_ls_is_ridge_and_public_lda_a_direct_discriminant(digits):
     pca, public, x, y = digits
     k, ridge = 12, 3.0
@@ -74,7 +86,7 @@ def test_without_noise_dp_ls_is_ridge_and_public_lda_a_direct_discriminant(digit
     np.testing.assert_allclose(heads["dp-ls"].weights, reference[:-1], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(heads["dp-ls"].bias, reference[-1], rtol=1e-4, atol=1e-5)
     means = np.stack([rows[y == c].sum(axis=0) for c in range(10)]) / (len(rows) / 10)
-    covariance = np.cov(public_rows.T) + ridge * np.eye(k)
+    covariance = ledoit_wolf_by_hand(public_rows) + ridge * np.eye(k)
     direct = np.linalg.inv(covariance) @ means.T
     np.testing.assert_allclose(heads["public-lda"].weights, direct, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(heads["public-lda"].bias, -0.5 * np.einsum("ck,kc->c", means, direct), rtol=1e-4)
