@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.privacy import DPEvent, calibrate_noise
+from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
 from pillar_cli.projection import LinearMap, PublicPCA, project
 
 
@@ -71,6 +71,10 @@ class Cell:
         if math.isinf(self.epsilon):
             return 0.0
         return calibrate_noise(self.privacy.accountant, self.epsilon, self.privacy.delta, sample_rate, steps)
+
+    def spent_epsilon(self, event: DPEvent) -> float:
+        """A run's ε by the cell's accountant; NaN for a trial of a private selection, whose ε is the selection's."""
+        return math.nan if self.noise is not None else spent_epsilon(self.privacy.accountant, event)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import numpy as np
 from pillar_cli.linear.engine import LinearHead, train_linear_heads
 from pillar_cli.linear.opacus_reference import train_with_opacus
 from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
-from pillar_cli.privacy import DPEvent, spent_epsilon
+from pillar_cli.privacy import DPEvent
 from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
 
 
@@ -32,7 +32,7 @@ class ProjectedDPSGD(Method):
         heads = self.heads(cell, sigmas, clip)
         events = [DPEvent(sigma, c.batch_size / n, c.steps, cell.privacy.delta, cell.privacy.clip)
                   for c, sigma in zip(cell.configs, sigmas)]
-        return [TrainedRun(head, event, spent_epsilon(cell.privacy.accountant, event))
+        return [TrainedRun(head, event, cell.spent_epsilon(event))
                 for head, event in zip(heads, events)]
 
     def heads(self, cell: Cell, sigmas: list[float], clip: float | None) -> list[LinearHead]:

@@ -165,6 +165,13 @@ class SelectionPlan:
 
 def plan_selection(epsilon: float, delta: float, count: TrialCount, score_share: float,
                    mechanisms: set[Mechanism]) -> SelectionPlan:
+    """See `_plan`; planned once per process for the same arguments."""
+    return _plan(epsilon, delta, count, score_share, frozenset(mechanisms))
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(epsilon: float, delta: float, count: TrialCount, score_share: float,
+          mechanisms: frozenset[Mechanism]) -> SelectionPlan:
     """Noise such that the selection's total ε at δ is at most (and within 1 % of) `epsilon`. One trial's training
     is calibrated to ε_t at δ; its score's Gaussian RDP is set to `score_share` of the trial's RDP at the order that
     converts the training's RDP best (Gaussian RDP is linear in the order, so a share of its slope). ε_t is searched
@@ -173,8 +180,8 @@ def plan_selection(epsilon: float, delta: float, count: TrialCount, score_share:
         raise UsageError(f"{param('score_share')} must be in (0, 1) (got {score_share})")
     ordered = sorted(mechanisms)
 
-    def plan(trial_epsilon: float) -> SelectionPlan:
-        training = {m: _trial_noise(m, trial_epsilon, delta) for m in ordered}
+    def plan(trial_epsilon: float, final: bool = False) -> SelectionPlan:
+        training = {m: _trial_noise(m, trial_epsilon, delta, cached=final) for m in ordered}
         trial = np.max([subsampled_gaussian_rdp(sigma, rate, steps) for (rate, steps), sigma in training.items()],
                        axis=0)
         order = _best_order(trial, delta)
@@ -186,7 +193,7 @@ def plan_selection(epsilon: float, delta: float, count: TrialCount, score_share:
 
     key = f"select-v1|{epsilon!r}|{delta!r}|{count.mean!r}|{count.shape!r}|{score_share!r}|{ordered!r}"
     inverse = calibrate(lambda tau: plan(1 / tau).epsilon, epsilon, key, lambda goal: 3 / goal)
-    return plan(1 / inverse)
+    return plan(1 / inverse, final=True)
 
 
 def _best_order(rdp: np.ndarray, delta: float) -> float:
@@ -195,11 +202,17 @@ def _best_order(rdp: np.ndarray, delta: float) -> float:
     return float(compute_epsilon(ORDERS, rdp, delta)[1])
 
 
-def _trial_noise(mechanism: Mechanism, epsilon: float, delta: float) -> float:
+def _trial_noise(mechanism: Mechanism, epsilon: float, delta: float, cached: bool) -> float:
+    """σ of one trial's training at ε (RDP at ORDERS, converted at δ); the plan's final values are cached on disk
+    (the search's intermediate ones are not: the same deterministic solve gives the same σ)."""
     rate, steps = mechanism
 
     def eps_of(sigma: float) -> float:
         return epsilon_of(subsampled_gaussian_rdp(sigma, rate, steps), delta)
 
-    return solve_noise(eps_of, epsilon, lambda goal: max(rate * math.sqrt(2 * steps * math.log(1 / delta)) / goal,
-                                                         0.5))
+    def guess(goal: float) -> float:
+        return max(rate * math.sqrt(2 * steps * math.log(1 / delta)) / goal, 0.5)
+
+    if cached:
+        return calibrate(eps_of, epsilon, f"select-trial-v1|{epsilon!r}|{delta!r}|{rate!r}|{steps}", guess)
+    return solve_noise(eps_of, epsilon, guess)
