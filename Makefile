@@ -17,6 +17,7 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/pillar run examples.yaml mnist-demo --force
+	$(VENV)/bin/pillar run examples.yaml mnist-truth --force
 
 test: $(STAMP)
 	$(PYTHON) -m pytest

@@ -37,8 +37,15 @@ def select_on_val(keys: list[RunKey], val_accuracies: list[float], accounted: bo
         lr, steps, batch, ridge = (_one_or_all(values) for values in zip(*chosen))
         selection.append({"method": method, "k": "full" if k is None else k, "epsilon": epsilon, "lr": lr,
                           "steps": steps, "batch_size": batch, "ridge": ridge, "run_ids": run_ids,
-                          "val_accuracy_mean": means[best], "selected": "in ε" if best == () else "on val, outside ε"})
+                          "val_accuracy_mean": means[best], "selected": _how(best, len(by_config))})
     return selection
+
+
+def _how(best: tuple, candidates: int) -> str:
+    """What chose the cell's run: the accounted selection (inside ε), nothing (one configuration), or val."""
+    if best == ():
+        return "in ε"
+    return "none (one configuration)" if candidates == 1 else "on val, outside ε"
 
 
 def _one_or_all(values: tuple) -> object:
