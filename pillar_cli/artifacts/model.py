@@ -18,6 +18,7 @@ from pillar_cli.errors import ArtifactError
 RUN_FIELDS = ("method", "k", "projected", "epsilon_target", "epsilon_spent", "noise_multiplier", "sample_rate",
               "steps", "batch_size", "lr", "seed", "val_accuracy")
 OPTIONAL_RUN_FIELDS = {"ridge": 0.0, "row_normalised": False}  # absent in models of DP-SGD runs only
+UNCOUNTED = -1  # runs/steps_run of a run whose method does not count its steps
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class RunRecord:
     bias: np.ndarray  # (C,)
     val_accuracy: float
     row_normalised: bool = False  # the head reads its k-dimensional rows scaled to unit norm
+    steps_run: int | None = None  # the steps (releases) the method counted as it ran them; None: not counted
 
 
 def model_artifact(runs: list[RunRecord], bases: dict[tuple[str, int], np.ndarray], mean: np.ndarray,
@@ -76,6 +78,7 @@ def model_artifact(runs: list[RunRecord], bases: dict[tuple[str, int], np.ndarra
         "runs/val_accuracy": np.array([r.val_accuracy for r in runs]),
         "runs/ridge": np.array([k.ridge for k in keys], dtype=np.float64),
         "runs/row_normalised": np.array([r.row_normalised for r in runs], dtype=bool),
+        "runs/steps_run": np.array([UNCOUNTED if r.steps_run is None else r.steps_run for r in runs], dtype=np.int64),
     }
     for run_id, run in enumerate(runs):
         arrays[f"runs/{run_id}/weights"] = run.weights.astype(np.float32)

@@ -24,7 +24,6 @@ step's arithmetic is shorter than launching its kernels one by one.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -33,6 +32,7 @@ import torch
 
 from pillar_cli.devices import resolve_device
 from pillar_cli.linear.graphed import GraphedLockstep, PaddedRows, steps_between
+from pillar_cli.linear.sampling import PoissonSampler
 
 SAMPLING_CHUNK_STEPS = 32  # Poisson batches drawn this many steps at a time
 NOISE_SEED_SALT = 0x5DEECE66D  # the noise generator's seed differs from the sampler's
@@ -54,6 +54,7 @@ class RunConfig:
 class LinearHead:
     weights: np.ndarray  # (d, C)
     bias: np.ndarray  # (C,)
+    steps_run: int | None = None  # the updates the engine counted as it ran them (None: not counted)
 
     def logits(self, features: np.ndarray) -> np.ndarray:
         return features @ self.weights + self.bias
@@ -94,30 +95,6 @@ class PrivateRows:
         rows = self._buffer[:size]
         torch.index_select(self.x, 0, batch, out=rows[:, :-1])  # index_select: ~4x faster than advanced indexing
         return rows
-
-
-class PoissonSampler:
-    """Rows selected independently with probability q, drawn as geometric gaps between selected rows."""
-
-    def __init__(self, n: int, rate: float, generator: torch.Generator):
-        self.n, self.rate, self.generator = n, rate, generator
-        self.expected_batch = n * rate
-        mean = n * rate
-        self.draws = int(math.ceil(mean + 10 * math.sqrt(mean * (1 - rate)) + 32))
-
-    def batches(self, steps: int) -> torch.Tensor:
-        """(steps, width): each row the increasing indices of one batch (size Binomial(n, q)), padded with n."""
-        positions = torch.cumsum(self._gaps(steps), dim=1) - 1
-        while (short := positions[:, -1] < self.n).any():  # more successes than gaps drawn (p < 1e-20): extend
-            extra = positions[:, -1:] + torch.cumsum(self._gaps(steps), dim=1)
-            positions = torch.cat([positions, torch.where(short[:, None], extra, self.n)], dim=1)
-        return positions.clamp_(max=self.n)
-
-    def _gaps(self, steps: int) -> torch.Tensor:
-        if self.rate >= 1.0:
-            return torch.ones(steps, self.n + 1, dtype=torch.int64)
-        uniform = 1.0 - torch.rand(steps, self.draws, generator=self.generator, dtype=torch.float64)
-        return torch.floor(torch.log(uniform) / math.log1p(-self.rate)).to(torch.int64) + 1
 
 
 @dataclass
@@ -180,9 +157,11 @@ def _train_streams_graphed(streams: list[_Stream], rows: PaddedRows, num_classes
                            init: tuple[np.ndarray, np.ndarray] | None,
                            on_steps: Callable[[int], None]) -> list[list[LinearHead]]:
     """The GPU path (graphed.py): the same runs with static shapes, replayed as CUDA graphs."""
-    heads = GraphedLockstep(streams, rows, num_classes, init, SAMPLING_CHUNK_STEPS).train(on_steps)
+    lockstep = GraphedLockstep(streams, rows, num_classes, init, SAMPLING_CHUNK_STEPS)
+    heads = lockstep.train(on_steps)
     weights, bias = heads[..., :rows.dim].cpu(), heads[..., rows.dim].cpu()  # (S, G, C, d), (S, G, C)
-    return [[LinearHead(weights[s, g].T.numpy(), bias[s, g].numpy()) for g in range(heads.shape[1])]
+    taken = lockstep.steps_taken.round().long().cpu()
+    return [[LinearHead(weights[s, g].T.numpy(), bias[s, g].numpy(), int(taken[s, g])) for g in range(heads.shape[1])]
             for s in range(len(streams))]
 
 
@@ -226,6 +205,7 @@ class _Lockstep:
         self.active_columns = self.columns
         self.uses = {name: bool((self.columns[name] > 0).any()) for name in ("noise_std", "momentum", "decay", "ema")}
         self.average = self.heads.clone() if self.uses["ema"] else self.heads  # what a head releases
+        self.steps_taken = torch.zeros(len(streams), self.active, dtype=torch.int64)  # counted, not derived
         # drawn in the heads' (C, d+1) layout: adding a transposed draw cost 8x the contiguous add at d = 2048
         self.noise = torch.empty(len(streams), num_classes, dim, device=dev)
         self.draws = list(self.noise)  # one (C, d+1) view per stream, made once
@@ -234,8 +214,8 @@ class _Lockstep:
 
     def retire(self, now: int) -> None:
         """Heads now..active are done: keep them, and keep the rest contiguous."""
-        self.finished.update(((s, g), _head(self.average[s], g)) for s in range(len(self.streams))
-                             for g in range(now, self.active))
+        self.finished.update(((s, g), _head(self.average[s], g, int(self.steps_taken[s, g])))
+                             for s in range(len(self.streams)) for g in range(now, self.active))
         self.active = now
         self.heads = self.heads[:, :, :now].contiguous()
         self.velocity = self.velocity[:, :, :now].contiguous()
@@ -254,13 +234,14 @@ class _Lockstep:
         if self.uses["momentum"]:
             grad = self.velocity.mul_(columns["momentum"]).add_(grad)
         self.heads.addcmul_(grad, columns["step_size"], value=-1.0)
+        self.steps_taken[:, :self.active] += 1
         if self.uses["ema"]:  # average ← β·average + (1 − β)·heads: post-processing of the private iterates
             self.average.sub_(self.heads).mul_(columns["ema"]).add_(self.heads)
 
 
-def _head(heads: torch.Tensor, g: int) -> LinearHead:
+def _head(heads: torch.Tensor, g: int, steps_run: int) -> LinearHead:
     """Head g of (C, G, d+1) weights-and-bias, as (d, C) weights and (C,) bias."""
-    return LinearHead(heads[:, g, :-1].T.cpu().numpy(), heads[:, g, -1].cpu().numpy())
+    return LinearHead(heads[:, g, :-1].T.cpu().numpy(), heads[:, g, -1].cpu().numpy(), steps_run)
 
 
 def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Tensor],

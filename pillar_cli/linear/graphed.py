@@ -82,6 +82,7 @@ class GraphedLockstep:
             self.heads[..., :rows.dim] = torch.as_tensor(init[0], device=device).T
             self.heads[..., rows.dim] = torch.as_tensor(init[1], device=device)
         self.velocity = torch.zeros_like(self.heads)
+        self.steps_taken = torch.zeros(len(streams), count, device=device)  # updates applied, counted on the device
         self.columns = {name: torch.stack([getattr(s, name) for s in streams])[:, :, None, None]
                         for name in ("step_size", "noise_std", "momentum", "decay")}
         self.uses = {name: bool((self.columns[name] > 0).any()) for name in ("noise_std", "momentum", "decay")}
@@ -167,3 +168,5 @@ class GraphedLockstep:
         if self.uses["momentum"]:
             grad = velocity.mul_(self.columns["momentum"]).add_(grad)
         heads.addcmul_(grad, step_size, value=-1.0)
+        if heads is self.heads:  # not the warm-up on scratch copies
+            self.steps_taken.add_(step_size[..., 0, 0].sign())  # a finished head's step size is 0

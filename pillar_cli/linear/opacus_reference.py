@@ -11,13 +11,8 @@ import warnings
 import numpy as np
 import torch
 
-from pillar_cli.linear.engine import (
-    NOISE_SEED_SALT,
-    SAMPLING_CHUNK_STEPS,
-    LinearHead,
-    PoissonSampler,
-    RunConfig,
-)
+from pillar_cli.linear.engine import NOISE_SEED_SALT, SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
+from pillar_cli.linear.sampling import PoissonSampler
 
 
 def opacus_clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, features: torch.Tensor,

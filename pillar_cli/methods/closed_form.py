@@ -19,6 +19,7 @@ accountant like every other run; nothing else touches private labels.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
@@ -64,7 +65,7 @@ class ClosedFormHead(Method):
                                                                                  cell.data.num_classes)
         noise = np.random.default_rng([config.seed, 0x51A7]).standard_normal
         head = self.solve(statistics, lambda size: sigma * self.sensitivity * noise(size), ridge)
-        return TrainedRun(head, event, spent, ridge)
+        return TrainedRun(replace(head, steps_run=1), event, spent, ridge)  # one release
 
     def default_ridge(self, sigma: float, dim: int, n: int, num_classes: int) -> float:
         """λ from the noise scale and the shapes only: no data chooses it."""
@@ -94,6 +95,7 @@ class PublicCovarianceLDA(ClosedFormHead):
     description = ("linear discriminant: covariance from the PUBLIC rows, one Gaussian release of the per-class sums "
                    "of the private rows (unit norm); k components")
     needs_public_rows = "for the shared covariance"
+    not_auditable = "its covariance comes from public rows, which hold nothing in the canaries' coordinates"
 
     def default_ridge(self, sigma: float, dim: int, n: int, num_classes: int) -> float:
         """k·(σC/n)²: the expected squared norm of the noise on a class mean (n/C rows per class)."""

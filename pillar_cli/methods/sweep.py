@@ -200,7 +200,8 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
     `rows`: the source row ids trained on (`private`) and selected on (`val`), so that no stage tests on them."""
     runs, method_settings = result.runs, method_settings or {}
     records = [RunRecord(r.key, r.event.noise_multiplier, r.event.sample_rate, r.epsilon_spent, r.head.weights,
-                         r.head.bias, r.val_accuracy, get_method(r.key.method).normalises_rows) for r in runs]
+                         r.head.bias, r.val_accuracy, get_method(r.key.method).normalises_rows, r.head.steps_run)
+               for r in runs]
     attrs = {
         "num_classes": num_classes,
         "n_private": n_private,
@@ -212,7 +213,8 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
                    "epsilon_is_upper_bound": get_accountant(privacy.accountant).upper_bound,
                    "mechanism": "DP-SGD, Poisson sampling, Gaussian noise σ·clip, add/remove-one adjacency",
                    "protected_split": "private", "per_run": "runs/epsilon_spent, runs/noise_multiplier, "
-                   "runs/sample_rate, runs/steps"},
+                   "runs/sample_rate, runs/steps (accounted); runs/steps_run: the steps the engine counted as it "
+                   "ran them (-1: not counted)"},
         "max_epsilon_spent": max((r.epsilon_spent for r in runs), default=0.0),
         **{key: value for name in sorted({r.key.method for r in runs})
            for key, value in get_method(name).model_attrs(method_settings.get(name)).items()},

@@ -70,6 +70,14 @@ def test_batched_configurations_equal_one_at_a_time():
     _assert_together_equals_alone(x, y, configs, sigmas, clip=1.0)
 
 
+def test_the_engine_counts_the_steps_each_head_ran():
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((200, 5)).astype(np.float32), rng.integers(0, 3, 200)
+    configs = [RunConfig(0.1, steps, 40, seed) for steps in (7, 33, 70) for seed in (0, 1)]
+    heads = train_linear_heads(x, y, 3, configs, [1.0] * len(configs), 1.0)
+    assert [head.steps_run for head in heads] == [c.steps for c in configs]
+
+
 def test_a_grid_steps_its_streams_together_and_equals_one_at_a_time():
     """Four (seed, batch size) streams with one schedule run side by side in one residual tensor."""
     rng = np.random.default_rng(3)
@@ -108,7 +116,7 @@ def test_opacus_engine_follows_the_fast_engine_when_noise_is_off(clip, momentum,
 
 
 def test_poisson_sampler_selects_each_row_with_probability_q():
-    from pillar_cli.linear.engine import PoissonSampler
+    from pillar_cli.linear.sampling import PoissonSampler
 
     sampler = PoissonSampler(1000, 0.05, torch.Generator().manual_seed(0))
     batches = sampler.batches(2000)
@@ -140,7 +148,9 @@ def _graphed_on_cpu(x, y, classes, configs, sigmas, clip):
     streams = [_Stream.build([c for c in configs if (c.seed, c.batch_size) == key],
                              [s for c, s in zip(configs, sigmas) if (c.seed, c.batch_size) == key], clip, len(x),
                              torch.device("cpu")) for key in keys]
-    heads = GraphedLockstep(streams, rows, classes, None, SAMPLING_CHUNK_STEPS).train()
+    lockstep = GraphedLockstep(streams, rows, classes, None, SAMPLING_CHUNK_STEPS)
+    heads = lockstep.train()
+    _graphed_on_cpu.steps_taken = lockstep.steps_taken
     return streams, heads[..., :x.shape[1]], heads[..., x.shape[1]]
 
 
@@ -156,6 +166,7 @@ def test_static_shape_steps_of_the_gpu_path_equal_the_eager_engine_without_noise
         for s, stream in enumerate(streams):
             for g, config in enumerate(stream.configs):
                 eager = train_linear_heads(x, y, 4, [config], [0.0], clip)[0]
+                assert eager.steps_run == _graphed_on_cpu.steps_taken[s, g] == config.steps  # counted, both paths
                 np.testing.assert_allclose(weights[s, g].T.numpy(), eager.weights, rtol=1e-4, atol=1e-6)
                 np.testing.assert_allclose(bias[s, g].numpy(), eager.bias, rtol=1e-4, atol=1e-6)
 
