@@ -22,6 +22,7 @@ ALLOWED = {
     "gsd": {"errors", "artifacts", "privacy", "linear", "embedding"},
     "methods": {"errors", "devices", "artifacts", "privacy", "projection", "linear"},
     "reporting": {"errors", "artifacts", "projection", "methods"},
+    "audit": {"errors", "artifacts", "privacy", "projection", "linear", "methods"},
 }
 # Narrower rules: GSD uses the softmax head's closed form, image ops and weight loading; never training.
 ONLY = {("gsd", "linear"): {"pillar_cli.linear.gradients"},

@@ -28,6 +28,7 @@ ARRAYS: dict[str, dict[str, tuple[str, int]]] = {
     "assumptions": {"k": (INTEGER, 1), "xi": (NUMBER, 2), "eigengap": (NUMBER, 1)},
     "gsd": {"distance": (NUMBER, 1)},
     "evaluation": {"accuracy_mean": (NUMBER, 1)},
+    "audit": {"canaries/included": (BOOLEAN, 1), "canaries/labels": (INTEGER, 1), "canaries/scores": (NUMBER, 1)},
 }
 ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "embeddings": {"class_names": list},
@@ -38,6 +39,8 @@ ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "gsd": {"ranking": list, "settings": dict},
     "evaluation": {"rows": list, "ledger": dict, "notes": list, "n_private": int, "private_fraction": (int, float),
                    "dataset": (str, type(None))},
+    "audit": {"canaries": int, "guesses": int, "correct": int, "confidence": float, "epsilon_lower_bound": float,
+              "epsilon_claimed": float, "configuration": dict},
 }
 # attributes a kind may omit, but whose type is fixed when present
 OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import typer
 
+from pillar_cli.cli.audit import audit
 from pillar_cli.cli.check import check_assumptions
 from pillar_cli.cli.embed import embed
 from pillar_cli.cli.evaluate import evaluate
@@ -34,6 +35,7 @@ app.command("train-private")(train_private)
 app.command("gsd")(gsd)
 app.command("evaluate")(evaluate)
 app.command("report")(report)
+app.command("audit")(audit)
 app.command("inspect")(inspect)
 app.command("run")(run)
 

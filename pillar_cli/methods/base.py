@@ -98,6 +98,7 @@ class Method:
     normalises_rows: bool = False  # its head reads the k-dimensional rows scaled to unit norm
     own_selection: str | None = None  # why an accounted selection cannot wrap it (None: it can)
     averages_iterates: bool = False  # its DP-SGD engine can release a moving average of the iterates (ema)
+    not_auditable: str | None = None  # why the input-canary audit cannot run it (None: it can)
 
     def linear_map(self, pca: PublicPCA) -> LinearMap:
         return pca

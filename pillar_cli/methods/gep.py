@@ -96,6 +96,7 @@ class GradientEmbeddingPerturbation(ProjectedDPSGD):
         super().__init__("gep", "gradient embedding perturbation: k = anchor dimension from public gradients; full "
                                 "feature space", projects=False)
         self.averages_iterates = False  # its own training loop releases the last iterate
+        self.not_auditable = "its anchor subspace and clipping act on gradients the canaries' coordinates change"
 
     def check_k(self, k: int, pca: PublicPCA, num_classes: int) -> None:
         if k > (pca.dim + 1) * num_classes:

@@ -150,6 +150,7 @@ class NoisySGD(Method):
                    "on the top-k public components")
     steps_rule = "Algorithm 1's n²"
     own_selection = "it already selects among its boosted runs privately (Algorithm 2), inside its ε"
+    not_auditable = "binary ζ-hinge runs with their own private selection"
 
     def configs(self, lrs: list[float], steps: list[int], batch_sizes: list[int], seeds: list[int],
                 momentum: float, weight_decay: float, theory_steps: tuple[int, ...],

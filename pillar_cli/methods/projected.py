@@ -52,6 +52,8 @@ class ProjectedDPSGD(Method):
 
 
 class RandomProjectionDPSGD(ProjectedDPSGD):
+    not_auditable = "its random projection would mix the canaries' coordinates into the features"
+
     def linear_map(self, pca: PublicPCA) -> LinearMap:
         return GaussianProjection(pca, seed=0)
 

@@ -30,13 +30,13 @@ def digits():
 
 def run(digits, **options):
     pca, public, x, y, xv, yv = digits
-    defaults = dict(projection=pca, public=public, k=[10], epsilon=[1.0], delta=1e-4, lr=[0.5, 2.0], steps=[50],
-                    batch_size=[200], seed=[0, 1], device="cpu", select="accounted")
+    defaults = {"projection": pca, "public": public, "k": [10], "epsilon": [1.0], "delta": 1e-4, "lr": [0.5, 2.0],
+                "steps": [50], "batch_size": [200], "seed": [0, 1], "device": "cpu", "select": "accounted"}
     return sweep(x, y, xv, yv, **{**defaults, **options})
 
 
 def test_one_trial_releases_the_plain_run(digits):
-    pca, public, x, y, xv, yv = digits
+    pca, _, x, y, _, _ = digits
     selection = AccountedSelection(trials=1.0, shape=1.0)
     result = run(digits, seed=[3], select=selection)
     (released,) = result.runs
@@ -91,7 +91,7 @@ def test_what_cannot_be_selected_privately_is_refused(digits):
         run(digits, lr=[0.5])
     with pytest.raises(UsageError, match="^select accounted cannot wrap method 'noisy-sgd'"):
         run(digits, method=["noisy-sgd"], steps=[100, 200])
-    pca, public, x, y, xv, yv = digits
+    pca, _, x, y, _, _ = digits
     with pytest.raises(UsageError, match="^select accounted scores its trials on the val split, which is missing$"):
         sweep(x, y, projection=pca, k=[10], lr=[0.5, 2.0], steps=[50], batch_size=[200], delta=1e-4,
               select="accounted")

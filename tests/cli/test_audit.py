@@ -1,0 +1,69 @@
+"""pillar audit on MNIST-5k: the one-run canary audit is sound on the real engine and catches a planted bug; the
+ledger check agrees with every kind of model the sweeps write and flags a forged claim; bad input is refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from checks import assert_clean_failure, edited_copy
+
+from pillar_cli import artifacts
+
+pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
+
+CONFIG = ["--k", "10", "--eps", "1", "--lr", "0.5", "--steps", "300", "--batch-size", "512", "--canaries", "600"]
+
+
+def test_the_audit_is_sound_and_catches_a_run_without_noise(mnist, pillar, tmp_path):
+    out = tmp_path / "audit.h5"
+    sound = json.loads(pillar("audit", mnist["emb"], "-p", mnist["pca"], *CONFIG, "-o", out, "--json").stdout)
+    assert 0 <= sound["epsilon_lower_bound"] <= sound["epsilon_claimed"] <= 1
+    assert sound["guesses"] == 120 and sound["planted_bug"] == "none"
+    stored = artifacts.read(out, "audit")
+    assert stored.attrs["correct"] == sound["correct"] and stored.array("canaries/included").shape == (600,)
+    broken = json.loads(pillar("audit", mnist["emb"], "-p", mnist["pca"], *CONFIG, "--plant", "no-noise",
+                               "--json").stdout)
+    assert broken["correct"] == 120 and broken["epsilon_lower_bound"] > 3 > broken["epsilon_claimed"]
+    assert "--plant" not in pillar("audit", "--help").stdout
+
+
+def test_ledger_check_agrees_with_every_model_kind_and_flags_a_forged_claim(mnist, pillar, tmp_path):
+    common = ["train-private", mnist["emb"], "-p", mnist["pca"], "--k", "10", "--eps", "0.5,inf", "--seed", "0,1"]
+    pillar(*common, "--lr", "0.1,1", "--steps", "50", "-o", tmp_path / "val.h5")
+    pillar(*common, "--lr", "0.1,1", "--steps", "50", "--select", "accounted", "-o", tmp_path / "accounted.h5")
+    pillar(*common, "--method", "public-lda,dp-ls", "-o", tmp_path / "closed.h5")
+    for name in ("val", "accounted", "closed"):
+        runs = json.loads(pillar("audit", "--ledger", tmp_path / f"{name}.h5", "--json").stdout)["runs"]
+        assert runs and all(run["status"] == "ok" for run in runs), runs
+        assert all(run["steps_run"] == run["steps_accounted"] for run in runs)
+    forged = tmp_path / "forged.h5"
+    with edited_copy(tmp_path / "val.h5", forged) as h5:  # a writer that under-reports ε, stamped as its own
+        h5["runs/epsilon_spent"][0] = 0.4
+    result = pillar("audit", "--ledger", forged, expect=None)
+    assert result.exit_code == 5 and "error: 1 of 8 runs of" in result.stderr and "claimed 0.4" in result.stderr
+    tampered = tmp_path / "tampered.h5"
+    with edited_copy(tmp_path / "val.h5", tampered, restamp=False) as h5:
+        h5["runs/epsilon_spent"][0] = 0.4
+    assert_clean_failure(pillar("audit", "--ledger", tampered, expect=None), 3,
+                         f"{tampered} was modified after it was written: its content no longer matches its content "
+                         "hash")
+
+
+@pytest.mark.parametrize(("flags", "code", "message"), [
+    (["--canaries", "5"], 2, "--canaries must be at least 10 (got 5)"),
+    (["--confidence", "1"], 2, "--confidence must be in (0, 1) (got 1.0)"),
+    (["--method", "jl"], 2, "method 'jl' cannot be audited with input canaries: its random projection would mix the "
+                            "canaries' coordinates into the features"),
+    (["--eps", "0"], 2, "--eps must be > 0 (got 0.0); use 'inf' for non-private training"),
+])
+def test_bad_audit_inputs(mnist, pillar, tmp_path, flags, code, message):
+    out = tmp_path / "a.h5"
+    result = pillar("audit", mnist["emb"], "-p", mnist["pca"], "--k", "5", "--steps", "10", *flags, "-o", out,
+                    expect=None)
+    assert_clean_failure(result, code, message, out)
+
+
+def test_ledger_of_the_wrong_kind(mnist, pillar):
+    assert_clean_failure(pillar("audit", "--ledger", mnist["pca"], expect=None), 3,
+                         f"{mnist['pca']} is a projection artifact, expected model")
