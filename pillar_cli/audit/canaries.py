@@ -15,7 +15,7 @@ the audit's power only); the claimed ε is always that of the calibrated, unscal
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -39,6 +39,7 @@ class AuditSettings:
     confidence: float = 0.95
     seed: int = 0
     noise_scale: float = 1.0  # a planted bug for tests of the audit: 0 skips the noise, 0.1 scales it
+    clip_scale: float = 1.0  # another: the clipping norm scaled up (the noise's absolute scale kept)
 
     def __post_init__(self) -> None:
         if self.canaries < 10:
@@ -106,8 +107,11 @@ def run_audit(method: Method, data: SweepData, k: int | None, epsilon: float, co
                        config.ridge, config.ema)
     rate, steps = method.mechanism(config, len(private))
     sigma = calibrate_noise(privacy.accountant, epsilon, privacy.delta, rate, steps)
-    cell = Cell(audited, mapping, mapping.width(), epsilon, [config], privacy, "fast", device,
-                noise=lambda rate, steps: settings.noise_scale * sigma)
+    if settings.clip_scale != 1 and method.normalises_rows:
+        raise UsageError(f"method '{method.name}' scales its rows to unit norm: it has no clipping to skip")
+    planted = replace(privacy, clip=privacy.clip * settings.clip_scale)  # noise σ·clip: σ scaled down to match
+    cell = Cell(audited, mapping, mapping.width(), epsilon, [config], planted, "fast", device,
+                noise=lambda rate, steps: settings.noise_scale * sigma / settings.clip_scale)
     (run,) = method.train_cell(cell)
     rows = method.features(mapping, canary_rows, mapping.width())
     scores = _losses(run.head, np.zeros_like(rows), labels) - _losses(run.head, rows, labels)

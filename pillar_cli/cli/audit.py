@@ -18,7 +18,8 @@ from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.projection import PublicPCA
 
-PLANTED = {"none": 1.0, "no-noise": 0.0, "noise-tenth": 0.1}  # test-only bugs: the noise the engine adds, scaled
+# test-only bugs: (noise scale, clipping-norm scale); no-clip keeps the noise's absolute scale σ·clip
+PLANTED = {"none": (1.0, 1.0), "no-noise": (0.0, 1.0), "noise-tenth": (0.1, 1.0), "no-clip": (1.0, 1e6)}
 
 
 @cli_errors
@@ -46,7 +47,7 @@ def audit(
     guesses: Optional[int] = typer.Option(None, help="Guesses 'in' (and as many 'out'), fixed in advance; "
                                           "default m/10."),
     confidence: float = typer.Option(0.95, help="Confidence of the lower bound."),
-    plant: str = typer.Option("none", hidden=True, help="Test the audit itself: no-noise or noise-tenth."),
+    plant: str = typer.Option("none", hidden=True, help="Test the audit itself: no-noise, noise-tenth or no-clip."),
     config: Optional[str] = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
@@ -68,7 +69,7 @@ def audit(
         raise UsageError(f"unknown --plant '{plant}' (known: {', '.join(PLANTED)})")
     data, refs = _data(embeddings, projection)
     config = RunConfig(lr, steps, batch_size, seed)
-    settings = AuditSettings(canaries, guesses, confidence, seed, PLANTED[plant])
+    settings = AuditSettings(canaries, guesses, confidence, seed, *PLANTED[plant])
     (k_value,) = int_list(k, "--k", allow_full=True)
     result = run_audit(get_method(method), data, k_value, eps, config, PrivacySettings(delta, clip, accountant), settings)
     configuration = {"method": method, "k": k, "epsilon": eps, "delta": delta, "accountant": accountant, "lr": lr,

@@ -37,8 +37,12 @@ def test_sound_on_the_real_engines_and_caught_without_noise(digits, method, k):
     assert broken.correct == 80 and broken.epsilon_lower_bound > 3 > 3 * broken.epsilon_claimed - 1
 
 
-def test_noise_scaled_down_tenfold_is_caught_on_dp_sgd(digits):
+def test_noise_scaled_down_tenfold_or_clipping_skipped_is_caught_on_dp_sgd(digits):
     assert audit(digits, "pillar", 10, scale=0.1).epsilon_lower_bound > 1.0
+    config = RunConfig(0.5, 200, 256, 0)
+    unclipped = run_audit(get_method("pillar"), digits, 10, 1.0, config, PrivacySettings(delta=1e-4),
+                          AuditSettings(canaries=400, guesses=40, clip_scale=1e6))
+    assert unclipped.epsilon_lower_bound > 1.0 and unclipped.event.clip == 1.0  # the claim is the real clip's
 
 
 def test_canary_coordinates_stay_out_of_the_real_features(digits):
