@@ -41,7 +41,7 @@ def train_private(
                                "binary tasks: Algorithms 1-2 of the paper), public-lda / dp-ls (closed-form heads: one "
                                "Gaussian release); comma list."),
     ridge: str = typer.Option("auto", help="Closed-form heads' λ, comma-separated; auto = the method's default "
-                              "(public-lda 0.1; dp-ls the noise's spectral scale)."),
+                              "(public-lda k·(σC/n)², the noise on a class mean; dp-ls the noise's spectral scale)."),
     k: str = typer.Option("40", help="Components, comma-separated; 'full' = no projection. E.g. 5,10,full"),
     eps: str = typer.Option("1", help="Target ε values, comma-separated; 'inf' = non-private. E.g. 0.1,1,inf"),
     delta: float = typer.Option(1e-5, help="Target δ; must be below 1/n_private."),
