@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Optional
 
@@ -19,6 +20,7 @@ from pillar_cli.cli.common import (
     print_table,
     progress_bar,
     save,
+    warn,
 )
 from pillar_cli.gsd.probes import ProbeSpec
 from pillar_cli.gsd.ranking import prepare
@@ -52,6 +54,11 @@ def gsd(
     clip: float = typer.Option(1.0, help="DP-GSD: per-row clipping norm of private gradients."),
     allow_private_labels: bool = typer.Option(False, "--allow-private-labels", help="Accept a private split as a "
                                               "candidate (recorded and printed)."),
+    normalize_rows: bool = typer.Option(False, "--normalize-rows", help="Scale every gradient row to unit norm "
+                                        "before the SVD (the GSD authors' released script; the paper's text does "
+                                        "not)."),
+    probe_bias: bool = typer.Option(True, "--probe-bias/--no-probe-bias", help="Differentiate the probe's biases "
+                                    "(the authors' released script freezes them)."),
     config: Optional[str] = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
@@ -63,16 +70,18 @@ def gsd(
     Example (images): pillar gsd --probe cnn --private pix.h5 --public other_pix.h5:public -o gsd.h5
     """
     check_output(out, [artifacts.parse_ref(p)[0] for p in [private, *public]], force=force)
-    spec = ProbeSpec.parse(probe, trainable, probe_weights, probe_size)
+    spec = dataclasses.replace(ProbeSpec.parse(probe, trainable, probe_weights, probe_size), trainable_bias=probe_bias)
     private_split = artifacts.read_split(private, default_split="private")
     candidates = [artifacts.read_split(p, default_split="public") for p in public]
     dp = None if dp_eps is None else DPSettings(dp_eps, dp_delta, clip, dp_mechanism, gibbs_sweeps)
     job = prepare(private_split, candidates, public, spec, k=k, max_samples=max_samples, seed=seed, dp=dp,
-                  allow_private_labels=allow_private_labels)
+                  allow_private_labels=allow_private_labels, normalize_rows=normalize_rows)
     with progress_bar("per-sample gradients", job.plan.gradient_rows) as advance:
         ranking = job.run(advance)
     save(ctx, out, gsd_artifact(ranking.distances, public, ranking.rows, ranking.settings, ranking.ledger),
          [private_split.ref, *[c.ref for c in candidates]])
+    for message in ranking.settings["warnings"]:
+        warn(message)
     if as_json:
         return print_json({"ranking": ranking.rows, "settings": ranking.settings})
     print_table(f"GSD to {private} (k={k}; {ranking.settings['privacy']})", ranking.rows, ["rank", "candidate", "gsd"],

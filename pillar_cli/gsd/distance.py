@@ -15,7 +15,7 @@ import numpy as np
 from pillar_cli.errors import DataError, param
 from pillar_cli.gsd.probes import Probe
 from pillar_cli.gsd.releases import DPSettings, DPSubspaceResult, dp_gradient_subspace
-from pillar_cli.gsd.subspace import GradientMatrix, top_right_singular_vectors
+from pillar_cli.gsd.subspace import GradientMatrix, Subspace, top_right_singular_vectors
 
 
 def projection_metric(v1: np.ndarray, v2: np.ndarray) -> float:
@@ -39,6 +39,7 @@ class GSDSettings:
     seed: int = 0
     max_samples: int = 2000
     dp: DPSettings | None = None
+    normalize_rows: bool = False  # unit-norm gradient rows before the SVD (the authors' released script)
 
 
 def gradient_matrix(probe: Probe, inputs: np.ndarray, settings: GSDSettings, seed: int,
@@ -48,7 +49,7 @@ def gradient_matrix(probe: Probe, inputs: np.ndarray, settings: GSDSettings, see
         raise DataError(f"a GSD input has {len(inputs)} rows, fewer than {param('k')} {settings.k}")
     rows, labels = random_rows_and_labels(len(inputs), max_samples or settings.max_samples, settings.num_classes,
                                           seed)
-    return GradientMatrix(probe, inputs[rows], labels)
+    return GradientMatrix(probe, inputs[rows], labels, normalize_rows=settings.normalize_rows)
 
 
 @dataclass
@@ -69,19 +70,28 @@ class GSDPlan:
         private = self.private.rows * self.private.passes(subspace=self.settings.dp is None)
         return private + sum(m.rows * m.passes(subspace=True) for m in self.candidates)
 
-    def run(self, on_rows: Callable[[int], None] = lambda n: None) -> tuple[list[float], DPSubspaceResult | None]:
+    def run(self, on_rows: Callable[[int], None] = lambda n: None) -> GSDResult:
         k, seed = self.settings.k, self.settings.seed
         for matrix in (self.private, *self.candidates):
             matrix.on_rows = on_rows
-        released = None
+        released, private = None, None
         if self.settings.dp is None:
-            reference = top_right_singular_vectors(self.private, k, seed)
+            private = top_right_singular_vectors(self.private, k, seed)
+            reference = private.basis
         else:
             released = dp_gradient_subspace(self.private, k, self.settings.dp, seed)
             reference = released.basis
-        distances = [projection_metric(reference, top_right_singular_vectors(matrix, k, seed + 1 + i))
-                     for i, matrix in enumerate(self.candidates)]
-        return distances, released
+        candidates = [top_right_singular_vectors(matrix, k, seed + 1 + i) for i, matrix in enumerate(self.candidates)]
+        distances = [projection_metric(reference, subspace.basis) for subspace in candidates]
+        return GSDResult(distances, released, private, candidates)
+
+
+@dataclass(frozen=True)
+class GSDResult:
+    distances: list[float]
+    released: DPSubspaceResult | None  # the DP release of the private subspace, if any
+    private: Subspace | None  # the private subspace computed without DP
+    candidates: list[Subspace]
 
 
 def plan_gsd(private: tuple[np.ndarray, Probe], candidates: list[tuple[np.ndarray, Probe]],

@@ -40,20 +40,22 @@ class Probe(Protocol):
 class LinearProbe:
     """Softmax regression on feature vectors; row i's gradient is vec([x_i, 1] ⊗ (softmax(x_i W + b) − e_{y_i}))."""
 
-    def __init__(self, feature_dim: int, num_classes: int, seed: int):
+    def __init__(self, feature_dim: int, num_classes: int, seed: int, trainable_bias: bool = True):
         rng = np.random.default_rng(seed)
         self.weights = (rng.standard_normal((feature_dim, num_classes)) / np.sqrt(feature_dim)).astype(np.float32)
         self.bias = np.zeros(num_classes, np.float32)
-        self.feature_dim = feature_dim
-        self.dim = (feature_dim + 1) * num_classes
-        self.description = f"linear softmax on {feature_dim}-d features ({self.dim} parameters), fixed init"
+        self.feature_dim, self.trainable_bias = feature_dim, trainable_bias
+        self.dim = (feature_dim + trainable_bias) * num_classes
+        self.description = (f"linear softmax on {feature_dim}-d features ({self.dim} parameters"
+                            f"{'' if trainable_bias else ', bias frozen'}), fixed init")
 
     def gradients(self, inputs: np.ndarray, labels: np.ndarray) -> np.ndarray:
         def as_float64(array: np.ndarray) -> torch.Tensor:
             return torch.as_tensor(array, dtype=torch.float64)
 
-        return per_sample_gradients(as_float64(inputs), torch.as_tensor(labels), as_float64(self.weights),
-                                    as_float64(self.bias)).numpy()
+        gradients = per_sample_gradients(as_float64(inputs), torch.as_tensor(labels), as_float64(self.weights),
+                                         as_float64(self.bias)).numpy()
+        return gradients if self.trainable_bias else gradients[:, :self.dim]  # the bias's columns come last
 
     def for_dataset(self, feature_dim: int, attrs: dict, what: str) -> LinearProbe:
         if feature_dim != self.feature_dim:
@@ -156,6 +158,7 @@ class ProbeSpec:
     trainable: tuple[str, ...] = ()
     weights: Path | None = None
     image_size: int | None = None
+    trainable_bias: bool = True  # the GSD authors' released script freezes biases
 
     @classmethod
     def parse(cls, text: str, trainable: list[str], weights: Path | None, image_size: int | None) -> ProbeSpec:
@@ -171,7 +174,7 @@ class ProbeSpec:
     def build(self, feature_dim: int, attrs: dict, num_classes: int, seed: int) -> LinearProbe | TorchProbe:
         """The probe for the private split (`attrs` are its artifact's attributes)."""
         if self.family == "linear":
-            return LinearProbe(feature_dim, num_classes, seed)
+            return LinearProbe(feature_dim, num_classes, seed, self.trainable_bias)
         stored = stored_image_shape(attrs, feature_dim, "the private split")
         size = (self.image_size, self.image_size) if self.image_size else stored[:2]
         if self.family == "cnn":
@@ -185,6 +188,8 @@ class ProbeSpec:
             description = f"{self.family} on {size[0]}×{size[1]} images ({_weights_note(self.weights, seed)})"
         names = [name for name, _ in model.named_parameters()]
         trainable = select_trainable(names, list(self.trainable)) if self.trainable else default_trainable
+        if not self.trainable_bias:
+            trainable = [name for name in trainable if not name.endswith("bias")]
         return TorchProbe(model, trainable, layout, description)
 
 

@@ -1,13 +1,16 @@
-"""Top-k right singular subspaces of per-sample gradient matrices too large to hold in memory.
+"""Top-k right singular subspaces of per-sample gradient matrices, exact where they fit in memory.
 
 A `GradientMatrix` produces its rows in blocks from a probe; it keeps them (float32) when they fit in
-`cache_bytes` and recomputes them on every pass otherwise (a timm probe with a conv layer trainable has millions of columns).
-`top_right_singular_vectors` is a randomized range finder with power iterations (Halko, Martinsson, Tropp 2011)
-that only ever needs the products G·Ω and Gᵀ·Q, one pass over the blocks each.
+`cache_bytes` and recomputes them on every pass otherwise (a timm probe with a conv layer trainable has millions of
+columns). `top_right_singular_vectors` is exact for a kept matrix (the paper's SVD, through the rows × rows Gram
+matrix) and otherwise a randomized range finder with power iterations (Halko, Martinsson, Tropp 2011) that only
+ever needs the products G·Ω and Gᵀ·Q, one pass over the blocks each, run until the subspace stops moving. Both
+report the gap σ_k / σ_{k+1}.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import numpy as np
@@ -16,15 +19,20 @@ from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.gsd.probes import Probe
 
 BLOCK_BYTES = 2**28  # one block of gradients, even upcast to float64: ≤ 256 MiB, and at most 256 rows
-POWER_ITERATIONS = 4
+GRAM_COLUMNS = 4096  # columns upcast to float64 at a time for the exact path's Gram matrix
+OVERSAMPLE = 10
+MIN_ITERATIONS, MAX_ITERATIONS = 4, 30  # randomized path: power iterations
+TOLERANCE = 1e-4  # randomized path: stop when the top-k subspace moves less than this (projection distance)
 RANK_TOLERANCE = 1e-10  # singular values below 1e-5 of the largest count as zero (float32 gradients)
 
 
 class GradientMatrix:
-    """The (rows, p) per-sample gradients of `probe` on `inputs` with `labels`, produced in blocks of rows."""
+    """The (rows, p) per-sample gradients of `probe` on `inputs` with `labels`, produced in blocks of rows (each
+    scaled to unit norm with `normalize_rows`)."""
 
-    def __init__(self, probe: Probe, inputs: np.ndarray, labels: np.ndarray, cache_bytes: int = 4 * 2**30):
-        self.probe, self.inputs, self.labels = probe, inputs, labels
+    def __init__(self, probe: Probe, inputs: np.ndarray, labels: np.ndarray, cache_bytes: int = 4 * 2**30,
+                 normalize_rows: bool = False):
+        self.probe, self.inputs, self.labels, self.normalize_rows = probe, inputs, labels, normalize_rows
         self.rows, self.dim = len(inputs), probe.dim
         self.block = int(np.clip(BLOCK_BYTES // (8 * self.dim), 1, 256))
         self.cached = self.rows * self.dim * 4 <= cache_bytes
@@ -33,7 +41,7 @@ class GradientMatrix:
 
     def passes(self, subspace: bool) -> int:
         """How often each row's gradient is computed: for the top-k subspace, or for one `clipped_gram`."""
-        return 1 if self.cached or not subspace else 2 * POWER_ITERATIONS + 2
+        return 1 if self.cached or not subspace else 2 * MAX_ITERATIONS + 1  # at most: it stops when converged
 
     def blocks(self) -> Iterator[tuple[slice, np.ndarray]]:
         """(row slice, float32 gradients of those rows), in row order."""
@@ -44,11 +52,20 @@ class GradientMatrix:
         filling = np.empty((self.rows, self.dim), np.float32) if self.cached else None
         for rows in starts:
             gradients = np.asarray(self.probe.gradients(self.inputs[rows], self.labels[rows]), dtype=np.float32)
+            if self.normalize_rows:  # the GSD authors' released variant: every gradient scaled to unit norm
+                gradients /= np.maximum(np.linalg.norm(gradients, axis=1, keepdims=True), 1e-12)
             self.on_rows(len(gradients))
             if filling is not None:
                 filling[rows] = gradients
             yield rows, gradients
         self._cache = filling
+
+    def all_rows(self) -> np.ndarray:
+        """The whole (rows, p) matrix of a matrix that is kept, computed on the first call."""
+        if self._cache is None:
+            for _ in self.blocks():
+                pass
+        return self._cache
 
     def times(self, right: np.ndarray) -> np.ndarray:
         """G · right (float32 products: the gradients are never upcast)."""
@@ -68,31 +85,86 @@ class GradientMatrix:
         return product
 
 
-def top_right_singular_vectors(matrix: GradientMatrix, k: int, seed: int, oversample: int = 10) -> np.ndarray:
-    """(p, k) orthonormal basis of the span of G's top-k right singular vectors.
+@dataclass(frozen=True)
+class Subspace:
+    """A top-k right singular subspace and how far to trust it: `gap` = σ_k / σ_{k+1} (close to 1: the top-k
+    subspace is ill defined, any basis of the cluster is as good); for the randomized path, the projection distance
+    between its last two iterates (`tolerance`) and the iterations it took."""
 
-    Subspace iteration on the row side only (n×width QRs; p can be millions), then the top-k eigenvectors of the
-    small Gram matrix of Qᵀ G give the right singular vectors.
-    """
+    basis: np.ndarray  # (p, k) orthonormal
+    method: str  # "exact" or "randomized"
+    gap: float
+    tolerance: float | None = None
+    iterations: int | None = None
+
+    def record(self) -> dict:
+        return {"method": self.method, "gap": self.gap, "tolerance": self.tolerance, "iterations": self.iterations}
+
+
+def top_right_singular_vectors(matrix: GradientMatrix, k: int, seed: int) -> Subspace:
+    """G's top-k right singular subspace: exact (the eigendecomposition of the rows × rows Gram matrix) when G fits
+    in memory, else a randomized range finder iterated until the subspace stops moving."""
     if not 1 <= k <= min(matrix.rows, matrix.dim):
         raise UsageError(f"{param('k')} {k} must be between 1 and min(samples, gradient dimension) = "
                          f"{min(matrix.rows, matrix.dim)}")
-    width = min(k + oversample, matrix.rows, matrix.dim)
-    sketch = matrix.times(np.random.default_rng(seed).standard_normal((matrix.dim, width)))
-    for _ in range(POWER_ITERATIONS):
-        sketch = matrix.times(matrix.transpose_times(np.linalg.qr(sketch.astype(np.float64))[0]))
-    projected = matrix.transpose_times(np.linalg.qr(sketch.astype(np.float64))[0]).astype(np.float64)  # Gᵀ Q
-    values, vectors = np.linalg.eigh(projected.T @ projected)
+    if matrix.cached:
+        return _exact(matrix, k)
+    return _randomized(matrix, k, seed)
+
+
+def _exact(matrix: GradientMatrix, k: int) -> Subspace:
+    """V_k = Gᵀ U_k / σ_k from G Gᵀ = U Σ² Uᵀ; the Gram matrix accumulated in float64 over column blocks."""
+    gradients = matrix.all_rows()
+    gram = np.zeros((matrix.rows, matrix.rows))
+    for start in range(0, matrix.dim, GRAM_COLUMNS):
+        block = gradients[:, start:start + GRAM_COLUMNS].astype(np.float64)
+        gram += block @ block.T
+    values, vectors = np.linalg.eigh(gram)
     values, vectors = values[::-1], vectors[:, ::-1]
+    _check_rank(values, k)
+    basis = gradients.T.astype(np.float64) @ (vectors[:, :k] / np.sqrt(values[:k]))
+    return Subspace(_orthonormal(basis), "exact", _gap(values, k))
+
+
+def _randomized(matrix: GradientMatrix, k: int, seed: int) -> Subspace:
+    """Subspace iteration on the row side only (rows × width QRs; p can be millions) until two successive top-k
+    bases are within TOLERANCE (projection distance), at least MIN_ITERATIONS and at most MAX_ITERATIONS times."""
+    width = min(k + OVERSAMPLE, matrix.rows, matrix.dim)
+    sketch = matrix.times(np.random.default_rng(seed).standard_normal((matrix.dim, width)))
+    previous, moved = None, np.inf
+    for iteration in range(1, MAX_ITERATIONS + 1):
+        projected = matrix.transpose_times(np.linalg.qr(sketch.astype(np.float64))[0]).astype(np.float64)  # GᵀQ
+        values, vectors = np.linalg.eigh(projected.T @ projected)
+        values, vectors = values[::-1], vectors[:, ::-1]
+        _check_rank(values, k)
+        basis = _orthonormal(projected @ (vectors[:, :k] / np.sqrt(values[:k])))
+        if previous is not None:
+            moved = float(np.sqrt(max(0.0, 1 - np.linalg.norm(previous.T @ basis) ** 2 / k)))
+            if moved <= TOLERANCE and iteration > MIN_ITERATIONS:
+                break
+        previous = basis
+        sketch = matrix.times(projected)  # G Gᵀ Q: one more power iteration
+    return Subspace(basis, "randomized", _gap(values, k), moved, iteration)
+
+
+def _check_rank(values: np.ndarray, k: int) -> None:
     rank = int(np.sum(values > RANK_TOLERANCE * max(values[0], 0.0)))
     if rank < k:
         raise DataError(f"the per-sample gradients have rank {rank} < {param('k')} {k}: the probe cannot tell this data apart",
                         hint="zero-initialised layers have zero gradients (e.g. the last conv of a random-init "
                              f"ResNet block): pick other {param('trainable')} parameters, {param('probe_weights')} or a smaller "
                              f"{param('k')}")
-    top = vectors[:, :k] / np.sqrt(values[:k])
-    basis = projected @ top
-    return basis @ np.linalg.inv(np.linalg.cholesky(basis.T @ basis)).T  # re-orthonormalise (Cholesky QR)
+
+
+def _gap(values: np.ndarray, k: int) -> float:
+    """σ_k / σ_{k+1} from squared singular values; inf when there is no (k+1)-th direction."""
+    if k >= len(values) or values[k] <= RANK_TOLERANCE * values[0]:
+        return float("inf")
+    return float(np.sqrt(values[k - 1] / values[k]))
+
+
+def _orthonormal(basis: np.ndarray) -> np.ndarray:
+    return basis @ np.linalg.inv(np.linalg.cholesky(basis.T @ basis)).T  # Cholesky QR
 
 
 def clipped_gram(matrix: GradientMatrix, clip: float) -> np.ndarray:

@@ -51,7 +51,7 @@ def test_dp_gsd_agrees_at_large_epsilon_and_is_noisier_at_small_epsilon():
     private, public = (x[:1000], probe), [(x[1000:], probe)]
 
     def distance(dp: DPSettings | None) -> float:
-        return plan_gsd(private, public, GSDSettings(5, 10, max_samples=1000, dp=dp)).run()[0][0]
+        return plan_gsd(private, public, GSDSettings(5, 10, max_samples=1000, dp=dp)).run().distances[0]
 
     exact = distance(None)
     loose, tight = distance(DPSettings(50.0, 1e-5, 10.0)), distance(DPSettings(0.5, 1e-5, 10.0))

@@ -11,7 +11,7 @@ from pillar_cli.gsd.bingham import sample_matrix_bingham, sample_vector_bingham
 from pillar_cli.gsd.distance import projection_metric
 from pillar_cli.gsd.probes import LinearProbe, ProbeSpec, select_trainable
 from pillar_cli.gsd.releases import DPSettings, dp_gradient_subspace
-from pillar_cli.gsd.subspace import GradientMatrix, top_right_singular_vectors
+from pillar_cli.gsd.subspace import TOLERANCE, GradientMatrix, top_right_singular_vectors
 
 IMAGE_ATTRS = {"backbone": "pixels", "input_shape": [12, 12, 1]}
 
@@ -81,12 +81,35 @@ def test_streamed_subspace_equals_the_exact_svd_and_its_cached_twin():
         gradients = GradientMatrix(MatrixProbe(matrix), rows, np.zeros(300, int), cache_bytes=cache_bytes)
         counted = []
         gradients.on_rows = counted.append
-        basis = top_right_singular_vectors(gradients, 8, seed=0)
-        assert sum(counted) == 300 * gradients.passes(subspace=True)
+        subspace = top_right_singular_vectors(gradients, 8, seed=0)
+        basis = subspace.basis
+        assert subspace.method == ("exact" if cache_bytes else "randomized")
+        assert sum(counted) <= 300 * gradients.passes(subspace=True)
         np.testing.assert_allclose(basis.T @ basis, np.eye(8), atol=1e-10)
         assert projection_metric(basis, exact) < 1e-5
+        assert subspace.gap == pytest.approx(1 / 0.8, rel=1e-6)  # σ_8 / σ_9 of the 0.8^i spectrum
         computed.append(basis)
     assert projection_metric(*computed) < 1e-5
+
+
+def test_a_clustered_spectrum_is_exact_by_default_and_flagged():
+    """σ_k / σ_{k+1} = 1.01 (MNIST-like): the exact path matches numpy's SVD, the randomized path reaches its
+    recorded tolerance, and the gap is reported."""
+    rng = np.random.default_rng(3)
+    left = np.linalg.qr(rng.standard_normal((400, 400)))[0]
+    right = np.linalg.qr(rng.standard_normal((2000, 400)))[0]
+    spectrum = np.r_[np.geomspace(10, 3, 8), 3 / 1.01 ** np.arange(1, 393)]
+    matrix = (left * spectrum) @ right.T
+    exact = np.linalg.svd(matrix, full_matrices=False)[2][:8].T
+    rows = np.arange(400)[:, None]
+    kept = top_right_singular_vectors(GradientMatrix(MatrixProbe(matrix), rows, np.zeros(400, int)), 8, seed=0)
+    assert kept.method == "exact" and projection_metric(kept.basis, exact) < 1e-4
+    assert kept.gap == pytest.approx(1.01, rel=1e-6)
+    streamed = top_right_singular_vectors(GradientMatrix(MatrixProbe(matrix), rows, np.zeros(400, int),
+                                                         cache_bytes=0), 8, seed=0)
+    assert streamed.method == "randomized" and streamed.tolerance <= TOLERANCE
+    # successive iterates move less than the error itself when the gap is this small: 3.5x here
+    assert projection_metric(streamed.basis, exact) < 10 * TOLERANCE
 
 
 def test_rank_deficient_gradients_are_refused():
@@ -129,7 +152,7 @@ def test_dp_gsd_exponential_mechanism_tracks_the_exact_subspace_at_large_epsilon
     probe = LinearProbe(16, 3, seed=0)
     labels = np.random.default_rng(0).integers(0, 3, 1000)
     gradients = GradientMatrix(probe, x[:1000], labels)
-    exact = top_right_singular_vectors(gradients, 2, seed=0)
+    exact = top_right_singular_vectors(gradients, 2, seed=0).basis
     distance = {eps: projection_metric(exact, dp_gradient_subspace(gradients, 2, DPSettings(
         eps, 0.0, 5.0, "bingham", sweeps=10), seed=0).basis) for eps in (0.1, 1000.0)}
     assert distance[1000.0] < 0.05
