@@ -45,8 +45,9 @@ ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
 # attributes a kind may omit, but whose type is fixed when present
 OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "embeddings": {"split_roles": dict, "source_fingerprint": str},
-    "projection": {"row_l2_normalised": bool, "source_fingerprint": str},
-    "model": {"row_l2_normalised": bool, "private_fraction": (int, float), "source_fingerprint": str},
+    "projection": {"row_l2_normalised": bool, "source_fingerprint": str, "public_choice": dict},
+    "model": {"row_l2_normalised": bool, "private_fraction": (int, float), "source_fingerprint": str,
+              "public_choice": dict},
     "evaluation": {"overlap_rows": int},
 }
 LEDGER = {"accountant": str, "delta": (int, float), "clip": (int, float)}

@@ -55,11 +55,13 @@ def check_ledger(model: Artifact) -> list[LedgerCheck]:
     selections = {(s["method"], str(s["k"]), float(s["epsilon_target"]), int(s["seed"])): s
                   for s in selection_ledger.get("selections", [])}
     boosted = model.attrs.get("noisy_sgd", {}).get("boosted_runs")
+    release = (model.attrs.get("public_choice") or {}).get("release")
     checks = []
     for i in range(count):
         method, target, seed = str(runs["method"][i]), float(runs["epsilon_target"][i]), int(runs["seed"][i])
         k = str(int(runs["k"][i])) if runs["projected"][i] else "full"
         sigma, rate, steps = float(runs["noise_multiplier"][i]), float(runs["sample_rate"][i]), int(runs["steps"][i])
+        single = False
         if (selection := selections.get((method, k, target, seed))) is not None:
             recomputed = _selection_epsilon(selection, selection_ledger["orders"])
             how = "dp-accounting RDP, repeat-and-select"
@@ -67,14 +69,27 @@ def check_ledger(model: Artifact) -> list[LedgerCheck]:
             recomputed = boosted * _pld_epsilon(sigma, rate, steps, delta / boosted) + target / 2
             how = "dp-accounting PLD per boosted run + ε/2 selection"
         else:
+            single = True
             recomputed, how = _pld_epsilon(sigma, rate, steps, delta), "dp-accounting PLD"
+        if release is not None and math.isfinite(recomputed):
+            recomputed, how = _with_release(recomputed, how, single, sigma, rate, steps, delta, release)
         checks.append(LedgerCheck(i, method, k, target, seed, float(runs["epsilon_spent"][i]), recomputed, how,
                                   steps, int(steps_run[i])))
     return checks
 
 
+def _with_release(recomputed: float, how: str, single: bool, sigma: float, rate: float, steps: int, delta: float,
+                  release: dict) -> tuple[float, str]:
+    """The DP-GSD release that chose the public data, composed in: PLD for a Gaussian release and a single run,
+    else its ε added (basic composition)."""
+    if single and "noise_multiplier" in release:
+        return (_pld_epsilon(sigma, rate, steps, delta + release["delta"], release["noise_multiplier"]),
+                "dp-accounting PLD of the run and the DP-GSD release")
+    return recomputed + release["epsilon"], how + " + the DP-GSD release's ε"
+
+
 @functools.lru_cache(maxsize=1024)
-def _pld_epsilon(sigma: float, rate: float, steps: int, delta: float) -> float:
+def _pld_epsilon(sigma: float, rate: float, steps: int, delta: float, release_sigma: float | None = None) -> float:
     if sigma == 0:
         return math.inf
     from dp_accounting import dp_event, pld
@@ -82,6 +97,8 @@ def _pld_epsilon(sigma: float, rate: float, steps: int, delta: float) -> float:
     accountant = pld.PLDAccountant(value_discretization_interval=2e-5 if steps > 1 else 1e-5)
     step = dp_event.GaussianDpEvent(sigma)
     accountant.compose(step if rate >= 1 else dp_event.PoissonSampledDpEvent(rate, step), steps)
+    if release_sigma is not None:
+        accountant.compose(dp_event.GaussianDpEvent(release_sigma))
     return float(accountant.get_epsilon(delta))
 
 

@@ -18,18 +18,28 @@ from pillar_cli.cli.common import (
     print_table,
     save,
 )
-from pillar_cli.projection import fit_public_split, projection_artifact
+from pillar_cli.errors import UsageError
+from pillar_cli.projection import PublicPCA, fit_public_split, projection_artifact
+from pillar_cli.projection.public_choice import chosen_candidate, public_choice
 
 
 @cli_errors
 def fit_pca(
     ctx: typer.Context,
-    embeddings: str = typer.Argument(..., help="Embeddings artifact, optionally FILE:SPLIT (default split: public)."),
+    embeddings: Optional[str] = typer.Argument(None, help="Embeddings artifact, optionally FILE:SPLIT (default "
+                                               "split: public); with --public-from, the candidate (default: the "
+                                               "closest)."),
     out: Path = typer.Option(..., "-o", "--out", help="Projection artifact to write."),
     k_max: Optional[int] = typer.Option(None, min=1, help="Components to keep (default: the public rank)."),
     standardize: bool = typer.Option(True, help="Standardise features (public mean/std) before PCA."),
     second_moment: bool = typer.Option(False, "--second-moment", help="Theory-faithful: L2-normalised rows, "
                                        "uncentred second moment E[xxᵀ], no standardisation (Definition 3)."),
+    public_from: Optional[Path] = typer.Option(None, "--public-from", help="GSD artifact whose ranking chose the "
+                                               "public split: recorded, and its DP release composed into the ε of "
+                                               "every model trained on this projection."),
+    allow_nonprivate_choice: bool = typer.Option(False, "--allow-nonprivate-choice", help="Accept a GSD computed "
+                                                 "without DP (recorded; every model says its public data was chosen "
+                                                 "outside ε)."),
     config: Optional[str] = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
@@ -40,12 +50,25 @@ def fit_pca(
     trained on the projection.
 
     Example: pillar fit-pca emb.h5:public -o pca.h5 --k-max 100
+
+    Example: pillar fit-pca --public-from dpgsd.h5 -o pca.h5 --k-max 100
     """
-    path, _ = artifacts.parse_ref(embeddings)
-    check_output(out, [path], force=force)
+    gsd = None if public_from is None else artifacts.read(public_from, "gsd")
+    if gsd is None and embeddings is None:
+        raise UsageError("give the public split to fit on, or --public-from a GSD ranking")
+    embeddings = embeddings if gsd is None else chosen_candidate(gsd, embeddings)
+    check_output(out, [artifacts.parse_ref(embeddings)[0], *([str(public_from)] if gsd else [])], force=force)
     public = artifacts.read_split(embeddings, default_split="public")
+    choice = None if gsd is None else public_choice(gsd, embeddings, public, allow_nonprivate_choice)
     pca = fit_public_split(public, k_max, standardize, second_moment)
-    save(ctx, out, projection_artifact(pca, public), [public.ref])
+    artifact = projection_artifact(pca, public)
+    if choice is not None:
+        artifact.attrs["public_choice"] = choice
+    save(ctx, out, artifact, [public.ref, *([gsd.ref()] if gsd else [])])
+    _report(out, pca, as_json)
+
+
+def _report(out: Path, pca: PublicPCA, as_json: bool) -> None:
     explained = pca.eigenvalues_.cumsum() / pca.eigenvalues_.sum()
     rows = [{"k": k, "explained_variance": float(explained[k - 1])} for k in (1, 2, 5, 10, 20, 40, 100, 200)
             if k <= len(pca.components_)]

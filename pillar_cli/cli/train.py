@@ -28,6 +28,7 @@ from pillar_cli.methods.sweep import (
 from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import get_accountant
 from pillar_cli.projection import PublicPCA
+from pillar_cli.projection.public_choice import require_chosen_for
 
 
 @cli_errors
@@ -138,7 +139,10 @@ def _inputs(ctx: typer.Context, path: str, projection: Path, grid: SweepGrid, pr
     grid = dataclasses.replace(grid, batch_sizes=[size or len(private.features) for size in grid.batch_sizes])
     val = _validation_split(path, max(len(grid.configs(m)) for m in grid.methods))
     projection_artifact = artifacts.read(projection, "projection")
-    artifacts.require_derived_from(projection_artifact, private.ref)
+    if (choice := projection_artifact.attrs.get("public_choice")) is not None:
+        require_chosen_for(projection_artifact, private)  # a GSD on this private split chose the public data
+    else:
+        artifacts.require_derived_from(projection_artifact, private.ref)
     pca = PublicPCA.from_artifact(projection_artifact)
     public = artifacts.read_split(f"{path}:public")
     initial = None if warm_start is None else warm_start_weights(artifacts.read(warm_start, "model"), pca, private.ref)
@@ -147,7 +151,7 @@ def _inputs(ctx: typer.Context, path: str, projection: Path, grid: SweepGrid, pr
                      private.num_classes, public.features if uses_public else None, initial, private.index,
                      public.index, path)
     rows = {"private": private.index, **({"val": val.index} if val else {})}
-    recorded = {"rows": rows, "source_fingerprint": private.attrs.get("source_fingerprint")}
+    recorded = {"rows": rows, "source_fingerprint": private.attrs.get("source_fingerprint"), "public_choice": choice}
     return data, grid, [private.ref, *([val.ref] if val else []), projection_artifact.ref()], recorded
 
 

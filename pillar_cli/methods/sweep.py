@@ -26,6 +26,7 @@ from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.selection import ACCOUNTED_NOTE, VAL_NOTE, select_on_val
 from pillar_cli.privacy import DPEvent, get_accountant, require_disjoint, validate_budget
+from pillar_cli.privacy.composition import composed_with_release
 from pillar_cli.privacy.selection import ORDERS
 from pillar_cli.projection import PublicPCA
 
@@ -195,13 +196,16 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
 
 def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings, num_classes: int,
                    n_private: int, shard: tuple[int, int] = (0, 1), method_settings: dict[str, object] | None = None,
-                   rows: dict[str, np.ndarray] | None = None, source_fingerprint: str | None = None) -> Artifact:
+                   rows: dict[str, np.ndarray] | None = None, source_fingerprint: str | None = None,
+                   public_choice: dict | None = None) -> Artifact:
     """Every run's head and ledger row, the bases that map heads back to the standardised space, the selection;
-    `rows`: the source row ids trained on (`private`) and selected on (`val`), so that no stage tests on them."""
+    `rows`: the source row ids trained on (`private`) and selected on (`val`), so that no stage tests on them;
+    `public_choice`: the GSD that chose the public split, whose DP release is composed into every run's ε."""
     runs, method_settings = result.runs, method_settings or {}
-    records = [RunRecord(r.key, r.event.noise_multiplier, r.event.sample_rate, r.epsilon_spent, r.head.weights,
+    spent = [_total_epsilon(r, result, public_choice) for r in runs]
+    records = [RunRecord(r.key, r.event.noise_multiplier, r.event.sample_rate, total, r.head.weights,
                          r.head.bias, r.val_accuracy, get_method(r.key.method).normalises_rows, r.head.steps_run)
-               for r in runs]
+               for r, (total, _) in zip(runs, spent)]
     attrs = {
         "num_classes": num_classes,
         "n_private": n_private,
@@ -215,7 +219,7 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
                    "protected_split": "private", "per_run": "runs/epsilon_spent, runs/noise_multiplier, "
                    "runs/sample_rate, runs/steps (accounted); runs/steps_run: the steps the engine counted as it "
                    "ran them (-1: not counted)"},
-        "max_epsilon_spent": max((r.epsilon_spent for r in runs), default=0.0),
+        "max_epsilon_spent": max((total for total, _ in spent), default=0.0),
         **{key: value for name in sorted({r.key.method for r in runs})
            for key, value in get_method(name).model_attrs(method_settings.get(name)).items()},
         "selection": result.selection,
@@ -229,6 +233,22 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
             "orders": ORDERS.tolist(), "selections": result.selection_ledger}
     if source_fingerprint is not None:
         attrs["source_fingerprint"] = source_fingerprint
+    if public_choice is not None:
+        release_delta = (public_choice["release"] or {}).get("delta", 0.0)
+        attrs["public_choice"] = {**public_choice, "composition": sorted({how for _, how in spent if how}),
+                                  "delta_total": privacy.delta + release_delta}
     artifact = model_artifact(records, result.bases, pca.mean_, pca.scale_, attrs)
     artifact.arrays.update({f"rows/{name}": ids for name, ids in (rows or {}).items()})
     return artifact
+
+
+def _total_epsilon(run: Run, result: SweepResult, public_choice: dict | None) -> tuple[float, str | None]:
+    """The run's ε with the DP release that chose the public data composed in (PLD where the run is one Gaussian
+    event sequence, basic composition otherwise); unchanged without such a release."""
+    if public_choice is None or public_choice["release"] is None:
+        return run.epsilon_spent, None
+    selected = {(s["method"], s["k"], s["epsilon_target"], s["seed"]) for s in result.selection_ledger}
+    key = run.key
+    single = (get_method(key.method).own_selection is None
+              and (key.method, "full" if key.k is None else key.k, key.epsilon, key.seed) not in selected)
+    return composed_with_release(run.event, run.epsilon_spent, public_choice["release"], single)

@@ -42,9 +42,18 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
              f"seeds {','.join(map(str, seeds))}")
     notes = [f"private rows n = {first.attrs['n_private']}, δ = {ledger['delta']:g}, accountant "
              f"{ledger['accountant']}, clip {ledger['clip']:g}", f"seeds {', '.join(map(str, seeds))}",
-             first.attrs["selection_note"], f"evaluated on split '{split.name}' ({len(split.features)} rows)"]
+             first.attrs["selection_note"], f"evaluated on split '{split.name}' ({len(split.features)} rows)",
+             *_public_choice_note(first)]
     if overlap:
         warning = f"OVERLAP: {overlap} of the {len(split.features)} rows were training or validation rows (allowed)"
         title, notes = f"{title} [{warning}]", [*notes, warning]
     return Evaluation(rows, title, notes, split.name, split.attrs.get("source"), first.attrs["n_private"],
                       first.attrs.get("private_fraction", 1.0), ledger, int(first.array("mean").size), overlap)
+
+
+def _public_choice_note(model: Artifact) -> list[str]:
+    """How the model's public data was chosen, and the δ its composed ε holds at."""
+    choice = model.attrs.get("public_choice")
+    if choice is None:
+        return []
+    return [choice["note"] + ("" if choice["release"] is None else f", at total δ = {choice['delta_total']:g}")]

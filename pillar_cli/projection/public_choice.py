@@ -1,0 +1,66 @@
+"""Public data chosen by a GSD ranking, inside the privacy ledger.
+
+`fit-pca --public-from gsd.h5` fits on one of the ranking's candidates (the closest unless one is named) and the
+projection records the choice: the GSD artifact (also in its provenance), the private split the GSD read, and the
+DP release's ledger. A GSD without DP read the private split outside any DP release: it is refused unless allowed
+explicitly, and then every model says so. Training checks that the GSD read the very private split it trains on
+and composes the release with every run's ε (privacy/composition.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pillar_cli.artifacts import Artifact, Split, parse_ref, shared_rows
+from pillar_cli.errors import DataError, PrivacyError, UsageError, param
+
+NONPRIVATE_NOTE = "public data chosen with non-private access to the private split (a GSD without DP): NOT in ε"
+
+
+def chosen_candidate(gsd: Artifact, named: str | None) -> str:
+    """The candidate to fit on: `named` (which must be one of the ranking's), else the closest."""
+    names = list(gsd.attrs["candidates"])
+    if named is None:
+        return gsd.attrs["ranking"][0]["candidate"]
+    matches = [name for name in names if _same_split(name, named)]
+    if not matches:
+        raise UsageError(f"{named} is not among the candidates {gsd.path} ranked ({', '.join(names)})")
+    return matches[0]
+
+
+def public_choice(gsd: Artifact, candidate: str, public: Split, allow_nonprivate: bool) -> dict:
+    """What a projection fitted on `public` (the candidate `candidate` of `gsd`) records about that choice."""
+    release = gsd.attrs.get("ledger")
+    if release is None and not allow_nonprivate:
+        raise PrivacyError(f"{gsd.path} ranked its candidates with non-private access to the private split",
+                           hint=f"rank them with DP-GSD (--dp-eps), or pass {param('allow_nonprivate_choice', True)} "
+                                "(recorded; every model trained on the projection says so)")
+    names = list(gsd.attrs["candidates"])
+    private_input, *candidate_inputs = gsd.provenance.inputs
+    recorded = candidate_inputs[names.index(candidate)]
+    if recorded.content_hash != public.ref.content_hash:
+        raise DataError(f"{public.ref.path} changed since {gsd.path} ranked it (content hash "
+                        f"{public.ref.content_hash[:12]}… against {recorded.content_hash[:12]}…)")
+    distance = next(row["gsd"] for row in gsd.attrs["ranking"] if row["candidate"] == candidate)
+    return {"gsd": gsd.ref().to_dict(), "candidate": candidate, "gsd_distance": distance,
+            "private_input": private_input.to_dict(), "release": release,
+            "note": (NONPRIVATE_NOTE if release is None else
+                     f"public data chosen by a DP-GSD release ({release['mechanism']}, ε = {release['epsilon']:g}, "
+                     f"δ = {release['delta']:g}): composed into every run's ε")}
+
+
+def require_chosen_for(projection: Artifact, private: Split) -> None:
+    """Training on a projection whose public split a GSD chose: the GSD must have read this private split, and the
+    projection's rows (another file of the same source, e.g. another split seed) must not be private rows."""
+    recorded = projection.attrs["public_choice"]["private_input"]
+    if (recorded["content_hash"], recorded["split"]) != (private.ref.content_hash, private.ref.split):
+        raise DataError(f"the projection's public split was chosen by a GSD on another private split "
+                        f"({recorded['path']}:{recorded['split']}), not {private.ref.path}:{private.name}")
+    if overlap := shared_rows(private, projection, ("public",)):
+        raise PrivacyError(f"{projection.path} was fitted on {overlap} rows of {private.ref.path}:{private.name} "
+                           "(same source): the public data must not hold private rows")
+
+
+def _same_split(left: str, right: str) -> bool:
+    (left_path, left_split), (right_path, right_split) = parse_ref(left, "public"), parse_ref(right, "public")
+    return Path(left_path).resolve() == Path(right_path).resolve() and left_split == right_split
