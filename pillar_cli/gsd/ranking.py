@@ -66,8 +66,8 @@ def subspace_warnings(subspaces: dict[str, dict], k: int) -> list[str]:
             warnings.append(f"the top-{k} gradient subspace of {name} is ill defined (σ_{k}/σ_{k + 1} = "
                             f"{record['gap']:.3f}): close candidates may reorder; compare at another k")
         if record["tolerance"] is not None and record["tolerance"] > SUBSPACE_TOLERANCE:
-            warnings.append(f"the randomized subspace of {name} still moved {record['tolerance']:.2g} after "
-                            f"{record['iterations']} iterations")
+            warnings.append(f"the randomized subspace of {name} is still an estimated {record['tolerance']:.2g} "
+                            f"from the exact one after {record['iterations']} iterations")
     return warnings
 
 

@@ -21,8 +21,8 @@ from pillar_cli.gsd.probes import Probe
 BLOCK_BYTES = 2**28  # one block of gradients, even upcast to float64: ≤ 256 MiB, and at most 256 rows
 GRAM_COLUMNS = 4096  # columns upcast to float64 at a time for the exact path's Gram matrix
 OVERSAMPLE = 10
-MIN_ITERATIONS, MAX_ITERATIONS = 4, 30  # randomized path: power iterations
-TOLERANCE = 1e-4  # randomized path: stop when the top-k subspace moves less than this (projection distance)
+MIN_ITERATIONS, MAX_ITERATIONS = 4, 60  # randomized path: power iterations
+TOLERANCE = 1e-4  # randomized path: stop when the estimated distance to the exact subspace is below this
 RANK_TOLERANCE = 1e-10  # singular values below 1e-5 of the largest count as zero (float32 gradients)
 
 
@@ -88,8 +88,9 @@ class GradientMatrix:
 @dataclass(frozen=True)
 class Subspace:
     """A top-k right singular subspace and how far to trust it: `gap` = σ_k / σ_{k+1} (close to 1: the top-k
-    subspace is ill defined, any basis of the cluster is as good); for the randomized path, the projection distance
-    between its last two iterates (`tolerance`) and the iterations it took."""
+    subspace is ill defined, any basis of the cluster is as good); for the randomized path, the estimated
+    projection distance to the exact subspace (`tolerance`, from the contraction of its last moves) and the
+    iterations it took."""
 
     basis: np.ndarray  # (p, k) orthonormal
     method: str  # "exact" or "randomized"
@@ -127,11 +128,11 @@ def _exact(matrix: GradientMatrix, k: int) -> Subspace:
 
 
 def _randomized(matrix: GradientMatrix, k: int, seed: int) -> Subspace:
-    """Subspace iteration on the row side only (rows × width QRs; p can be millions) until two successive top-k
-    bases are within TOLERANCE (projection distance), at least MIN_ITERATIONS and at most MAX_ITERATIONS times."""
+    """Subspace iteration on the row side only (rows × width QRs; p can be millions) until the estimated distance to
+    the exact top-k subspace is below TOLERANCE, at least MIN_ITERATIONS and at most MAX_ITERATIONS times."""
     width = min(k + OVERSAMPLE, matrix.rows, matrix.dim)
     sketch = matrix.times(np.random.default_rng(seed).standard_normal((matrix.dim, width)))
-    previous, moved = None, np.inf
+    previous, moves, remaining = None, [], np.inf
     for iteration in range(1, MAX_ITERATIONS + 1):
         projected = matrix.transpose_times(np.linalg.qr(sketch.astype(np.float64))[0]).astype(np.float64)  # GᵀQ
         values, vectors = np.linalg.eigh(projected.T @ projected)
@@ -139,12 +140,22 @@ def _randomized(matrix: GradientMatrix, k: int, seed: int) -> Subspace:
         _check_rank(values, k)
         basis = _orthonormal(projected @ (vectors[:, :k] / np.sqrt(values[:k])))
         if previous is not None:
-            moved = float(np.sqrt(max(0.0, 1 - np.linalg.norm(previous.T @ basis) ** 2 / k)))
-            if moved <= TOLERANCE and iteration > MIN_ITERATIONS:
+            moves.append(float(np.sqrt(max(0.0, 1 - np.linalg.norm(previous.T @ basis) ** 2 / k))))
+            remaining = _remaining(moves)
+            if remaining <= TOLERANCE and iteration > MIN_ITERATIONS:
                 break
         previous = basis
         sketch = matrix.times(projected)  # G Gᵀ Q: one more power iteration
-    return Subspace(basis, "randomized", _gap(values, k), moved, iteration)
+    return Subspace(basis, "randomized", _gap(values, k), remaining, iteration)
+
+
+def _remaining(moves: list[float]) -> float:
+    """The distance still to go, were the iterates to keep contracting at the rate of their last two moves: the
+    tail m·r/(1 − r) of a geometric series (the last move alone understates it when the gap is small)."""
+    if len(moves) < 2 or moves[-2] == 0:
+        return np.inf if moves[-1] > 0 else 0.0
+    rate = moves[-1] / moves[-2]
+    return np.inf if rate >= 1 else moves[-1] * rate / (1 - rate)
 
 
 def _check_rank(values: np.ndarray, k: int) -> None:

@@ -108,8 +108,7 @@ def test_a_clustered_spectrum_is_exact_by_default_and_flagged():
     streamed = top_right_singular_vectors(GradientMatrix(MatrixProbe(matrix), rows, np.zeros(400, int),
                                                          cache_bytes=0), 8, seed=0)
     assert streamed.method == "randomized" and streamed.tolerance <= TOLERANCE
-    # successive iterates move less than the error itself when the gap is this small: 3.5x here
-    assert projection_metric(streamed.basis, exact) < 10 * TOLERANCE
+    assert projection_metric(streamed.basis, exact) <= TOLERANCE  # within the recorded certificate
 
 
 def test_rank_deficient_gradients_are_refused():
