@@ -15,6 +15,7 @@ from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_
                                    print_table, progress_bar, save, split_list, warn)
 from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.accounted import AccountedSelection
+from pillar_cli.methods.adadps import AdaDPSSettings
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.noisy_sgd import NoisySGDSettings
 from pillar_cli.methods.sweep import (
@@ -28,7 +29,7 @@ from pillar_cli.methods.sweep import (
 from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import get_accountant
 from pillar_cli.projection import PublicPCA
-from pillar_cli.projection.public_choice import require_chosen_for
+from pillar_cli.projection.public_choice import labelled_public_split, require_chosen_for
 
 
 @cli_errors
@@ -71,6 +72,10 @@ def train_private(
                                      "the truncated negative binomial (1: geometric), or poisson (tighter; with "
                                      "probability e^-μ no trial runs and the cell releases nothing)."),
     score_share: float = typer.Option(0.3, help="accounted: share of one trial's RDP spent on its noisy val score."),
+    public_labelled: Optional[str] = typer.Option(None, "--public-labelled", help="adadps: a LABELLED public split "
+                                                  "FILE:SPLIT (embedded separately) whose gradients set the "
+                                                  "preconditioner; recorded, not protected."),
+    conditioner: float = typer.Option(1e-3, help="adadps: ε_c of the preconditioner 1 / (√v + ε_c)."),
     engine: str = typer.Option("fast", help="fast (exact, batched) or opacus (GradSampleModule reference; slow)."),
     zeta: float = typer.Option(0.1, min=1e-6, help="noisy-sgd: margin scale ζ of the hinge loss."),
     beta: float = typer.Option(0.05, min=1e-9, max=0.5, help="noisy-sgd: failure probability; ⌈ln 1/β⌉ boosted runs."),
@@ -94,11 +99,12 @@ def train_private(
                      int_list(batch_size, "--batch-size", allow_full=True, word="all"),
                      int_list(seed, "--seed", minimum=0), momentum, weight_decay,
                      ridges=tuple(None if r == "auto" else r for r in float_or_auto_list(ridge, "--ridge")), ema=ema)
-    data, grid, refs, recorded = _inputs(ctx, path, projection, grid, private_fraction, warm_start)
+    data, grid, refs, recorded = _inputs(ctx, path, projection, grid, private_fraction, warm_start, public_labelled)
     if not get_accountant(accountant).upper_bound:
         warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")
     privacy, shard_spec = PrivacySettings(delta, clip, accountant), parse_shard(shard)
-    options = SweepOptions(shard_spec, engine, device, {"noisy-sgd": NoisySGDSettings(zeta, beta)},
+    options = SweepOptions(shard_spec, engine, device, {"noisy-sgd": NoisySGDSettings(zeta, beta),
+                                                         "adadps": AdaDPSSettings(conditioner)},
                            _selection(select, trials, trials_shape, score_share))
     with progress_bar("DP-SGD", grid.total_steps(shard_spec), "steps") as advance:
         result = run_sweep(data, grid, privacy, options, on_steps=advance)
@@ -131,7 +137,8 @@ def _selection(select: str, trials: str, shape: str, score_share: float) -> Acco
 
 
 def _inputs(ctx: typer.Context, path: str, projection: Path, grid: SweepGrid, private_fraction: float,
-            warm_start: Path | None) -> tuple[SweepData, SweepGrid, list[artifacts.InputRef], dict]:
+            warm_start: Path | None, public_labelled: str | None) -> tuple[SweepData, SweepGrid,
+                                                                          list[artifacts.InputRef], dict]:
     """The sweep's data from the artifacts (the projection must come from these embeddings), the grid with any
     method's own step count, the input references the model records, and its rows and source."""
     private = artifacts.read_split(f"{path}:private").subsample(private_fraction)
@@ -147,12 +154,19 @@ def _inputs(ctx: typer.Context, path: str, projection: Path, grid: SweepGrid, pr
     public = artifacts.read_split(f"{path}:public")
     initial = None if warm_start is None else warm_start_weights(artifacts.read(warm_start, "model"), pca, private.ref)
     uses_public = any(get_method(m).needs_public_rows for m in grid.methods)
+    labelled = None if public_labelled is None else labelled_public_split(public_labelled, private)
     data = SweepData(pca, private.features, private.labels, val and val.features, val and val.labels,
                      private.num_classes, public.features if uses_public else None, initial, private.index,
-                     public.index, path)
-    rows = {"private": private.index, **({"val": val.index} if val else {})}
+                     public.index, path, labelled and (labelled.features, labelled.labels))
+    rows = {"private": private.index, **({"val": val.index} if val else {}),
+            **({"public_labelled": labelled.index} if labelled and _same_source(labelled, private) else {})}
     recorded = {"rows": rows, "source_fingerprint": private.attrs.get("source_fingerprint"), "public_choice": choice}
-    return data, grid, [private.ref, *([val.ref] if val else []), projection_artifact.ref()], recorded
+    refs = [private.ref, *([val.ref] if val else []), projection_artifact.ref(), *([labelled.ref] if labelled else [])]
+    return data, grid, refs, recorded
+
+
+def _same_source(one: artifacts.Split, other: artifacts.Split) -> bool:
+    return one.attrs.get("source_fingerprint") == other.attrs.get("source_fingerprint")
 
 
 def _with_theory_steps(ctx: typer.Context, grid: SweepGrid, n: int) -> SweepGrid:

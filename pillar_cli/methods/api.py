@@ -20,13 +20,14 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
           accountant: str = "prv", clip: float = 1.0, lr: Sequence[float] = (0.1,), steps: Sequence[int] = (500,),
           batch_size: Sequence[int] = (512,), seed: Sequence[int] = (0,), momentum: float = 0.0,
           weight_decay: float = 0.0, ridge: Sequence[float | None] = (None,), engine: str = "fast",
-          device: str = "auto", select: str | AccountedSelection = "val", ema: float = 0.0) -> SweepResult:
+          device: str = "auto", select: str | AccountedSelection = "val", ema: float = 0.0,
+          public_labelled: tuple[np.ndarray, np.ndarray] | None = None) -> SweepResult:
     """Train every (method, k, ε) × (lr, steps, batch size, seed) on the private rows (X, y) and choose one run per
     (method, k, ε) and seed with (X_val, y_val). Labels are class indices 0..C−1; k None means all features.
     `public` fits the projection (or pass a fitted `projection`). `select`: "val" (the result's `selection` used the
     val labels, which ε does NOT account for), or "accounted" / an `AccountedSelection` (private cells run the
     Papernot–Steinke selection; ε covers it). Runs of the theory's noisy-sgd take `steps` as their step counts; DP-SGD methods release the moving average of
-    their iterates with decay `ema` (0: the last iterate)."""
+    their iterates with decay `ema` (0: the last iterate); adadps reads `public_labelled` = (X_pub, y_pub)."""
     x = np.asarray(X, dtype=np.float32)
     labels = np.asarray(y)
     if labels.dtype.kind not in "iu" or labels.min(initial=0) < 0:
@@ -40,7 +41,9 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
     num_classes = int(max(labels.max(), -1 if y_val is None else np.max(y_val))) + 1
     data = SweepData(pca, x, labels, None if X_val is None else np.asarray(X_val, dtype=np.float32),
                      None if y_val is None else np.asarray(y_val), num_classes,
-                     None if public is None else np.asarray(public, dtype=np.float32))
+                     None if public is None else np.asarray(public, dtype=np.float32),
+                     public_labelled=None if public_labelled is None else
+                     (np.asarray(public_labelled[0], dtype=np.float32), np.asarray(public_labelled[1])))
     if select not in ("val", "accounted") and not isinstance(select, AccountedSelection):
         raise UsageError(f"unknown {param('select')} '{select}' (known: val, accounted)")
     selection = AccountedSelection() if select == "accounted" else None if select == "val" else select

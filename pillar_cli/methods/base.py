@@ -41,6 +41,7 @@ class SweepData:
     private_index: np.ndarray | None = None  # source row ids, when known: public and private must be disjoint
     public_index: np.ndarray | None = None
     source: str = "the private data"  # where the rows come from, for messages (an embeddings file)
+    public_labelled: tuple[np.ndarray, np.ndarray] | None = None  # labelled public rows (AdaDPS's preconditioner)
 
     @property
     def name(self) -> str:
@@ -99,6 +100,7 @@ class Method:
     own_selection: str | None = None  # why an accounted selection cannot wrap it (None: it can)
     averages_iterates: bool = False  # its DP-SGD engine can release a moving average of the iterates (ema)
     not_auditable: str | None = None  # why the input-canary audit cannot run it (None: it can)
+    needs_public_labels: bool = False  # it reads a labelled public split (side information, not protected)
 
     def linear_map(self, pca: PublicPCA) -> LinearMap:
         return pca

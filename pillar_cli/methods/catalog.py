@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pillar_cli.errors import UsageError
+from pillar_cli.methods.adadps import ADADPS
 from pillar_cli.methods.base import Method
 from pillar_cli.methods.closed_form import DP_LS, PUBLIC_LDA
 from pillar_cli.methods.gep import GEP
@@ -10,7 +11,7 @@ from pillar_cli.methods.noisy_sgd import NOISY_SGD
 from pillar_cli.methods.projected import DPSGD, JL, PILLAR
 
 METHODS: dict[str, Method] = {method.name: method for method in (PILLAR, DPSGD, JL, GEP, NOISY_SGD, PUBLIC_LDA,
-                                                                DP_LS)}
+                                                                DP_LS, ADADPS)}
 
 
 def get_method(name: str) -> Method:

@@ -142,6 +142,10 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, opti
         reason = get_method(name).needs_public_rows
         if reason and data.public_x is None:
             raise UsageError(f"method '{name}' needs the public split {reason}")
+        if get_method(name).needs_public_labels and data.public_labelled is None:
+            raise UsageError(f"method '{name}' needs a labelled public split for its preconditioner",
+                             hint=f"pass {param('public_labelled')} FILE:SPLIT (a separately embedded labelled public "
+                                  "set)")
     if options.selection is not None:
         check_accounted(data, grid, options)
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pillar_cli.artifacts import Artifact, Split, parse_ref, shared_rows
+import numpy as np
+
+from pillar_cli.artifacts import Artifact, Split, parse_ref, read_split, shared_rows
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 
 NONPRIVATE_NOTE = "public data chosen with non-private access to the private split (a GSD without DP): NOT in ε"
@@ -64,3 +66,19 @@ def require_chosen_for(projection: Artifact, private: Split) -> None:
 def _same_split(left: str, right: str) -> bool:
     (left_path, left_split), (right_path, right_split) = parse_ref(left, "public"), parse_ref(right, "public")
     return Path(left_path).resolve() == Path(right_path).resolve() and left_split == right_split
+
+
+def labelled_public_split(text: str, private: Split) -> Split:
+    """A labelled public split for methods that use public labels (AdaDPS): labelled, and none of its rows private."""
+    public = read_split(text)
+    if public.name in ("private", "val"):
+        raise PrivacyError(f"{public.ref.path}:{public.name} is drawn from the private pool; "
+                           f"{param('public_labelled')} needs public data")
+    if public.labels is None:
+        raise UsageError(f"{public.ref.path}:{public.name} has no labels; {param('public_labelled')} needs a labelled "
+                         "public split")
+    same_source = public.attrs.get("source_fingerprint") == private.attrs.get("source_fingerprint")
+    if same_source and (overlap := int(np.isin(public.index, private.index).sum())):
+        raise PrivacyError(f"{public.ref.path}:{public.name} shares {overlap} rows with {private.ref.path}:"
+                           f"{private.name}: public labelled data must not hold private rows")
+    return public

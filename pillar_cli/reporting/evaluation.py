@@ -29,10 +29,10 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
     model was trained or selected on (same source) is refused: its accuracy would not be a test accuracy."""
     if split.labels is None:
         raise DataError(f"split '{split.name}' of {split.ref.path} has no labels to evaluate against")
-    overlap = max(shared_rows(split, model, ("private", "val")) for model in models)
+    overlap = max(shared_rows(split, model, ("private", "val", "public_labelled")) for model in models)
     if overlap and not allow_overlap:
         raise DataError(f"{split.ref.path}:{split.name} shares {overlap} rows with the rows {models[0].path} was "
-                        "trained or selected on (same source): that would not be a test accuracy",
+                        "trained or selected on, or read labels of (same source): that would not be a test accuracy",
                         hint=f"evaluate on held-out rows, or pass {param('allow_overlap', True)} (recorded and printed)")
     rows = selected_metrics(models, split.features, split.labels)
     first, ledger = models[0], models[0].attrs["ledger"]

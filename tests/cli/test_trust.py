@@ -123,7 +123,8 @@ def test_a_test_set_sharing_rows_with_training_is_refused_unless_allowed(pillar,
     before = snapshot(tmp_path)
     result = pillar("evaluate", model, "-e", f"{other}:test", "-o", tmp_path / "eval.h5", expect=None)
     assert_clean_failure(result, 4, f"{other}:test shares {shared} rows with the rows {model} was trained or selected "
-                                    "on (same source): that would not be a test accuracy", tmp_path / "eval.h5")
+                                    "on, or read labels of (same source): that would not be a test accuracy",
+                         tmp_path / "eval.h5")
     assert snapshot(tmp_path) == before
     result = pillar("evaluate", model, "-e", f"{other}:test", "-o", tmp_path / "eval.h5", "--allow-overlap")
     assert f"OVERLAP: {shared} of the 1000 rows were training or validation rows (allowed)" in result.stdout

@@ -1,0 +1,138 @@
+"""AdaDPS (Li, Zaheer, Reddi, Smith, "Private adaptive optimization with side information", ICML 2022), the RMSProp
+variant of the PILLAR paper's Table 1: DP-SGD on all standardised features whose per-sample gradients are
+preconditioned, before clipping, by A = 1 / (√v + ε_c), where v is an exponential moving average (β) of the squared
+mean gradient of the same linear head on a batch of PUBLIC LABELLED rows at the current weights.
+
+The public labelled rows are side information: they are not protected, and the model says that public labels were
+used. The privacy is DP-SGD's: Poisson sampling, clipping of the preconditioned gradient A ⊙ g_i to C, Gaussian
+noise σC on its sum — the same DP event. For a linear head g_i = x̃_i ⊗ r_i (x̃ = [x, 1], r = softmax − one-hot), so
+‖A ⊙ g_i‖² = (x̃_i²)ᵀ A² (r_i²) and Σ_i f_i A ⊙ g_i = A ⊙ (X̃ᵀ (f ⊙ R)): the clipped sum never materialises a
+per-sample gradient, as in the main engine.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+from pillar_cli.errors import UsageError, param
+from pillar_cli.linear.engine import NOISE_SEED_SALT, SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
+from pillar_cli.linear.sampling import PoissonSampler
+from pillar_cli.methods.base import Cell, TrainedRun, each_run
+from pillar_cli.methods.projected import ProjectedDPSGD
+from pillar_cli.privacy import DPEvent
+from pillar_cli.projection import project
+
+PUBLIC_SEED_SALT = 0xADAD95  # public batches are drawn from their own generator
+
+
+@dataclass(frozen=True)
+class AdaDPSSettings:
+    conditioner: float = 1e-3  # ε_c: A = 1 / (√v + ε_c)
+    beta: float = 0.9  # v ← β v + (1 − β) ḡ²
+    public_batch: int = 256  # public rows per preconditioner update
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.conditioner) and self.conditioner > 0):
+            raise UsageError(f"{param('conditioner')} must be a positive number (got {self.conditioner})")
+        if not 0 <= self.beta < 1:
+            raise UsageError(f"{param('beta')} must be in [0, 1) (got {self.beta})")
+
+
+Preconditioner = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (weights (d+1, C), step) → A (d+1, C)
+
+
+def preconditioned_clipped_sum(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, scale: torch.Tensor,
+                               clip: float) -> torch.Tensor:
+    """Σ_i min(1, C/‖A ⊙ g_i‖) A ⊙ g_i for rows x (B, d), labels y, weights (d+1, C), preconditioner A = `scale`."""
+    augmented = torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype)], dim=1)
+    residual = torch.softmax(augmented @ weights, dim=1)
+    residual[torch.arange(len(x)), y] -= 1.0
+    norms = ((augmented.square() @ scale.square()) * residual.square()).sum(dim=1).sqrt()
+    factors = torch.clamp(clip / torch.clamp(norms, min=1e-12), max=1.0)
+    return scale * (augmented.T @ (factors[:, None] * residual))
+
+
+def mean_gradient(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """The linear head's mean gradient (d+1, C) on rows x with labels y."""
+    augmented = torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype)], dim=1)
+    residual = torch.softmax(augmented @ weights, dim=1)
+    residual[torch.arange(len(x)), y] -= 1.0
+    return augmented.T @ residual / len(x)
+
+
+def public_preconditioner(public_x: np.ndarray, public_y: np.ndarray, settings: AdaDPSSettings,
+                          seed: int) -> Preconditioner:
+    """RMSProp on public gradients: each call draws a public batch, updates v and returns 1 / (√v + ε_c)."""
+    x, y = torch.as_tensor(public_x, dtype=torch.float32), torch.as_tensor(public_y, dtype=torch.int64)
+    generator = torch.Generator().manual_seed(seed ^ PUBLIC_SEED_SALT)
+    state = {"v": None}
+
+    def scale(weights: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
+        rows = torch.randint(len(x), (min(settings.public_batch, len(x)),), generator=generator)
+        squared = mean_gradient(x[rows], y[rows], weights).square()
+        state["v"] = squared if state["v"] is None else settings.beta * state["v"] + (1 - settings.beta) * squared
+        return 1.0 / (state["v"].sqrt() + settings.conditioner)
+
+    return scale
+
+
+def train_adadps(features: np.ndarray, labels: np.ndarray, num_classes: int, config: RunConfig, sigma: float,
+                 clip: float, preconditioner: Preconditioner) -> LinearHead:
+    """DP-SGD with preconditioned per-sample gradients; with A ≡ 1 it is the main engine's DP-SGD step for step
+    (same Poisson batches, same noise draws)."""
+    x, y = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels, dtype=torch.int64)
+    n, dim = x.shape
+    sampler = PoissonSampler(n, config.batch_size / n, torch.Generator().manual_seed(config.seed))
+    noise_generator = torch.Generator().manual_seed(config.seed ^ NOISE_SEED_SALT)
+    weights = torch.zeros(dim + 1, num_classes)
+    step_size = config.lr / sampler.expected_batch
+    for start in range(0, config.steps, SAMPLING_CHUNK_STEPS):
+        for offset, index in enumerate(sampler.batches(min(SAMPLING_CHUNK_STEPS, config.steps - start))):
+            batch = index[index < n]
+            total = preconditioned_clipped_sum(x[batch], y[batch], weights,
+                                               preconditioner(weights, torch.tensor(start + offset)), clip)
+            if sigma > 0:  # drawn in the engine's (C, d+1) layout, so that both draw the same numbers
+                total += sigma * clip * torch.randn(num_classes, dim + 1, generator=noise_generator).T
+            weights -= step_size * total
+    return LinearHead(weights[:-1].numpy().copy(), weights[-1].numpy().copy(), config.steps)
+
+
+class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
+    needs_public_labels = True
+    not_auditable = "its preconditioner reads public labelled rows the canaries' coordinates are not in"
+
+    def __init__(self) -> None:
+        super().__init__("adadps", "DP-SGD on all standardised features with per-sample gradients preconditioned "
+                                   "by RMSProp on PUBLIC LABELLED rows (AdaDPS)", projects=False, single_cell=True,
+                         needs_public_basis=True)
+        self.averages_iterates = False
+
+    def train_cell(self, cell: Cell) -> list[TrainedRun]:
+        data, settings = cell.data, cell.settings or AdaDPSSettings()
+        train_x = project(cell.mapping, data.private_x, None)
+        public_x = project(cell.mapping, data.public_labelled[0], None)
+        n, runs = len(train_x), []
+        for config in cell.configs:
+            sigma = cell.noise_multiplier(config.batch_size / n, config.steps)
+            clip = cell.privacy.clip if sigma > 0 else math.inf
+            scale = public_preconditioner(public_x, data.public_labelled[1], settings, config.seed)
+            head = each_run(cell, config, lambda: train_adadps(train_x, data.private_y, data.num_classes, config,
+                                                               sigma, clip, scale))
+            event = DPEvent(sigma, config.batch_size / n, config.steps, cell.privacy.delta, cell.privacy.clip,
+                            mechanism="AdaDPS: preconditioned per-sample gradients, Poisson-subsampled Gaussian")
+            runs.append(TrainedRun(head, event, cell.spent_epsilon(event)))
+        return runs
+
+    def model_attrs(self, settings: object | None) -> dict:
+        settings = settings or AdaDPSSettings()
+        return {"adadps": {"conditioner": settings.conditioner, "beta": settings.beta,
+                           "public_batch": settings.public_batch,
+                           "note": "public LABELLED rows (public_labelled) set the preconditioner; not protected"}}
+
+
+ADADPS = AdaptivePreconditionedDPSGD()

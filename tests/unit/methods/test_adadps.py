@@ -1,0 +1,68 @@
+"""AdaDPS: its preconditioned clipped sum against a per-sample loop, the identity preconditioner against the main
+engine, learning on real digits with public labels, and its refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import load_digits
+
+from pillar_cli import PublicPCA, UsageError, sweep
+from pillar_cli.linear.engine import RunConfig, train_linear_heads
+from pillar_cli.methods.adadps import AdaDPSSettings, preconditioned_clipped_sum, train_adadps
+from pillar_cli.privacy import DPEvent, spent_epsilon
+
+
+def test_preconditioned_clipped_sum_equals_a_per_sample_loop():
+    rng = np.random.default_rng(0)
+    x, y = torch.as_tensor(rng.standard_normal((40, 6)) * 3), torch.as_tensor(rng.integers(0, 4, 40))
+    weights, scale = torch.as_tensor(rng.standard_normal((7, 4))), torch.as_tensor(rng.uniform(0.1, 20, (7, 4)))
+    expected = torch.zeros(7, 4, dtype=torch.float64)
+    for row, label in zip(x, y):
+        augmented = torch.cat([row, torch.ones(1, dtype=torch.float64)])
+        residual = torch.softmax(augmented @ weights, dim=0)
+        residual[label] -= 1.0
+        gradient = scale * torch.outer(augmented, residual)
+        expected += gradient * min(1.0, 0.5 / float(gradient.norm()))
+    np.testing.assert_allclose(preconditioned_clipped_sum(x, y, weights, scale, 0.5), expected, rtol=1e-6, atol=1e-9)
+
+
+def test_with_the_identity_preconditioner_it_is_the_engines_dp_sgd():
+    """Same Poisson batches, same noise draws: the main engine's heads."""
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((500, 8)).astype(np.float32), rng.integers(0, 3, 500)
+    config = RunConfig(0.5, 70, 64, 4)
+    ada = train_adadps(x, y, 3, config, 1.3, 1.0, lambda weights, step: torch.ones_like(weights))
+    (engine,) = train_linear_heads(x, y, 3, [config], [1.3], 1.0)
+    np.testing.assert_allclose(ada.weights, engine.weights, atol=1e-5)
+    np.testing.assert_allclose(ada.bias, engine.bias, atol=1e-5)
+    assert ada.steps_run == engine.steps_run == 70
+
+
+@pytest.fixture(scope="module")
+def digits():
+    x, y = load_digits(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(x))
+    public, labelled, private = order[:300], order[300:600], order[600:]
+    return PublicPCA(30).fit(x[public]), (x[labelled], y[labelled]), x[private], y[private]
+
+
+def test_adadps_learns_on_digits_and_spends_dp_sgds_epsilon(digits):
+    pca, labelled, x, y = digits
+    result = sweep(x, y, projection=pca, method=["adadps"], k=[None], epsilon=[2.0], delta=1e-4, lr=[0.5],
+                   steps=[200], batch_size=[200], public_labelled=labelled, device="cpu")
+    (run,) = result.runs
+    accuracy = run.head.accuracy(pca.transform(x, None), y)
+    event = run.event
+    assert accuracy > 0.6 and run.epsilon_spent <= 2.0
+    assert run.epsilon_spent == spent_epsilon("prv", DPEvent(event.noise_multiplier, event.sample_rate, event.steps,
+                                                             1e-4, 1.0))
+
+
+def test_adadps_refusals(digits):
+    pca, labelled, x, y = digits
+    with pytest.raises(UsageError, match="^method 'adadps' needs a labelled public split for its preconditioner$"):
+        sweep(x, y, projection=pca, method=["adadps"], k=[None], delta=1e-4)
+    with pytest.raises(UsageError, match=r"^conditioner must be a positive number \(got 0.0\)$"):
+        AdaDPSSettings(conditioner=0.0)
