@@ -43,15 +43,21 @@ class AdaDPSSettings:
             raise UsageError(f"{param('beta')} must be in [0, 1) (got {self.beta})")
 
 
-Preconditioner = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (weights (d+1, C), step) → A (d+1, C)
+Preconditioner = Callable[[torch.Tensor], torch.Tensor]  # weights (d+1, C) → A (d+1, C)
+
+
+def _rows_and_residuals(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """x̃ = [x, 1] (B, d+1) and r = softmax(x̃W) − one-hot (B, C): row i's gradient is x̃_i ⊗ r_i."""
+    augmented = torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype)], dim=1)
+    residual = torch.softmax(augmented @ weights, dim=1)
+    residual[torch.arange(len(x)), y] -= 1.0
+    return augmented, residual
 
 
 def preconditioned_clipped_sum(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, scale: torch.Tensor,
                                clip: float) -> torch.Tensor:
     """Σ_i min(1, C/‖A ⊙ g_i‖) A ⊙ g_i for rows x (B, d), labels y, weights (d+1, C), preconditioner A = `scale`."""
-    augmented = torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype)], dim=1)
-    residual = torch.softmax(augmented @ weights, dim=1)
-    residual[torch.arange(len(x)), y] -= 1.0
+    augmented, residual = _rows_and_residuals(x, y, weights)
     norms = ((augmented.square() @ scale.square()) * residual.square()).sum(dim=1).sqrt()
     factors = torch.clamp(clip / torch.clamp(norms, min=1e-12), max=1.0)
     return scale * (augmented.T @ (factors[:, None] * residual))
@@ -59,9 +65,7 @@ def preconditioned_clipped_sum(x: torch.Tensor, y: torch.Tensor, weights: torch.
 
 def mean_gradient(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """The linear head's mean gradient (d+1, C) on rows x with labels y."""
-    augmented = torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype)], dim=1)
-    residual = torch.softmax(augmented @ weights, dim=1)
-    residual[torch.arange(len(x)), y] -= 1.0
+    augmented, residual = _rows_and_residuals(x, y, weights)
     return augmented.T @ residual / len(x)
 
 
@@ -72,7 +76,7 @@ def public_preconditioner(public_x: np.ndarray, public_y: np.ndarray, settings: 
     generator = torch.Generator().manual_seed(seed ^ PUBLIC_SEED_SALT)
     state = {"v": None}
 
-    def scale(weights: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
+    def scale(weights: torch.Tensor) -> torch.Tensor:
         rows = torch.randint(len(x), (min(settings.public_batch, len(x)),), generator=generator)
         squared = mean_gradient(x[rows], y[rows], weights).square()
         state["v"] = squared if state["v"] is None else settings.beta * state["v"] + (1 - settings.beta) * squared
@@ -92,10 +96,9 @@ def train_adadps(features: np.ndarray, labels: np.ndarray, num_classes: int, con
     weights = torch.zeros(dim + 1, num_classes)
     step_size = config.lr / sampler.expected_batch
     for start in range(0, config.steps, SAMPLING_CHUNK_STEPS):
-        for offset, index in enumerate(sampler.batches(min(SAMPLING_CHUNK_STEPS, config.steps - start))):
+        for index in sampler.batches(min(SAMPLING_CHUNK_STEPS, config.steps - start)):
             batch = index[index < n]
-            total = preconditioned_clipped_sum(x[batch], y[batch], weights,
-                                               preconditioner(weights, torch.tensor(start + offset)), clip)
+            total = preconditioned_clipped_sum(x[batch], y[batch], weights, preconditioner(weights), clip)
             if sigma > 0:  # drawn in the engine's (C, d+1) layout, so that both draw the same numbers
                 total += sigma * clip * torch.randn(num_classes, dim + 1, generator=noise_generator).T
             weights -= step_size * total

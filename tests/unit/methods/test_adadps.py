@@ -33,7 +33,7 @@ def test_with_the_identity_preconditioner_it_is_the_engines_dp_sgd():
     rng = np.random.default_rng(1)
     x, y = rng.standard_normal((500, 8)).astype(np.float32), rng.integers(0, 3, 500)
     config = RunConfig(0.5, 70, 64, 4)
-    ada = train_adadps(x, y, 3, config, 1.3, 1.0, lambda weights, step: torch.ones_like(weights))
+    ada = train_adadps(x, y, 3, config, 1.3, 1.0, lambda weights: torch.ones_like(weights))
     (engine,) = train_linear_heads(x, y, 3, [config], [1.3], 1.0)
     np.testing.assert_allclose(ada.weights, engine.weights, atol=1e-5)
     np.testing.assert_allclose(ada.bias, engine.bias, atol=1e-5)
