@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+import h5py
 import numpy as np
 
 from pillar_cli.artifacts.core import Artifact, InputRef, read
@@ -48,18 +49,25 @@ class Split:
     def num_classes(self) -> int:
         return len(self.attrs.get("class_names") or [])
 
-    def subsample(self, fraction: float) -> Split:
-        """A seeded (seed 0) subset of the rows; the whole split when fraction is 1 (Figure 7 of the paper)."""
+    def subsample(self, fraction: float, option: str = "private_fraction") -> Split:
+        """A seeded (seed 0) subset of the rows; the whole split when fraction is 1 (Figure 7 of the paper: private
+        rows; Table 2(b): public rows). `option` names the command-line option that asked for it."""
         if not 0 < fraction <= 1:
-            raise UsageError(f"{param('private_fraction')} must be in (0, 1] (got {fraction})")
+            raise UsageError(f"{param(option)} must be in (0, 1] (got {fraction})")
         if fraction == 1.0:
             return self
         count = int(round(fraction * len(self.features)))
         if count < 2:
-            raise UsageError(f"{param('private_fraction')} {fraction} leaves {count} private rows")
+            raise UsageError(f"{param(option)} {fraction} leaves {count} {self.name} rows")
         rows = np.sort(np.random.default_rng(0).choice(len(self.features), count, replace=False))
         labels = None if self.labels is None else self.labels[rows]
         return replace(self, features=self.features[rows], labels=labels, index=self.index[rows])
+
+
+def embedded_rows(path: str) -> int:
+    """Rows of the source embedded in the file, over all its splits."""
+    with h5py.File(path, "r") as h5:
+        return sum(group["index"].shape[0] for group in h5["splits"].values())
 
 
 def read_split(text: str, default_split: str | None = None) -> Split:

@@ -9,9 +9,11 @@ from pillar_cli.artifacts.core import Artifact
 
 
 def evaluation_artifact(rows: list[dict], split: str, title: str, notes: list[str], dataset: str | None,
-                        n_private: int, private_fraction: float, ledger: dict, overlap: int = 0) -> Artifact:
-    """`overlap`: evaluated rows that were training or validation rows, allowed explicitly (0 otherwise)."""
+                        n_private: int, private_fraction: float, ledger: dict, overlap: int = 0,
+                        public: dict | None = None) -> Artifact:
+    """`overlap`: evaluated rows that were training or validation rows, allowed explicitly (0 otherwise); `public`:
+    what the models' projection was fitted on (Table 2 of the paper compares public data)."""
     return Artifact("evaluation", {"accuracy_mean": np.array([r["accuracy_mean"] for r in rows])},
                     {"rows": rows, "split": split, "title": title, "notes": notes, "dataset": dataset,
                      "n_private": n_private, "private_fraction": private_fraction, "ledger": ledger,
-                     "overlap_rows": overlap})
+                     "overlap_rows": overlap, **({"public": public} if public is not None else {})})

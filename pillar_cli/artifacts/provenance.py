@@ -16,10 +16,15 @@ from pillar_cli.artifacts.integrity import file_content_hash
 from pillar_cli.errors import ArtifactError
 
 
+def derived_from(artifact: Artifact, source: InputRef) -> bool:
+    """Whether `artifact` was computed from the file content `source` refers to (by content hash)."""
+    hashes = {ref.content_hash for ref in artifact.provenance.inputs} if artifact.provenance else set()
+    return source.content_hash in hashes
+
+
 def require_derived_from(artifact: Artifact, source: InputRef) -> None:
     """Fail unless `artifact` was computed from the file content `source` refers to (by content hash)."""
-    hashes = {ref.content_hash for ref in artifact.provenance.inputs} if artifact.provenance else set()
-    if source.content_hash not in hashes:
+    if not derived_from(artifact, source):
         origins = ", ".join(ref.path for ref in artifact.provenance.inputs) if artifact.provenance else "unknown"
         raise ArtifactError(f"{artifact.path} was fitted on other data ({origins}) than {source.path}",
                             hint="refit the projection on these embeddings' public split")

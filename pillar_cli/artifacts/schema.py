@@ -45,10 +45,11 @@ ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
 # attributes a kind may omit, but whose type is fixed when present
 OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "embeddings": {"split_roles": dict, "source_fingerprint": str},
-    "projection": {"row_l2_normalised": bool, "source_fingerprint": str, "public_choice": dict},
+    "projection": {"row_l2_normalised": bool, "source_fingerprint": str, "public_choice": dict,
+                   "share_of_embedded": float},
     "model": {"row_l2_normalised": bool, "private_fraction": (int, float), "source_fingerprint": str,
-              "public_choice": dict},
-    "evaluation": {"overlap_rows": int},
+              "public_choice": dict, "public_data": dict},
+    "evaluation": {"overlap_rows": int, "public": dict},
 }
 LEDGER = {"accountant": str, "delta": (int, float), "clip": (int, float)}
 EVALUATION_ROW = {"method": str, "k": (int, str), "epsilon": (int, float), "accuracy_mean": (int, float),

@@ -62,7 +62,8 @@ def evaluate(
             accuracy_vs_k(result.rows, tmp, result.title, result.feature_dim)
     if out is not None:
         artifact = evaluation_artifact(result.rows, result.split, result.title, result.notes, result.dataset,
-                                       result.n_private, result.private_fraction, result.ledger, result.overlap)
+                                       result.n_private, result.private_fraction, result.ledger, result.overlap,
+                                       result.public)
         save(ctx, out, artifact, [*(m.ref() for m in model_artifacts), split.ref])
     _report(result, as_json)
 

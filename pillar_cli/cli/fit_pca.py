@@ -40,6 +40,8 @@ def fit_pca(
     allow_nonprivate_choice: bool = typer.Option(False, "--allow-nonprivate-choice", help="Accept a GSD computed "
                                                  "without DP (recorded; every model says its public data was chosen "
                                                  "outside ε)."),
+    fraction: float = typer.Option(1.0, help="Fit on a seeded fraction of the public rows (Table 2(b) of the paper: "
+                                   "how much public data the projection needs)."),
     config: Optional[str] = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
@@ -51,6 +53,8 @@ def fit_pca(
 
     Example: pillar fit-pca emb.h5:public -o pca.h5 --k-max 100
 
+    Example: pillar fit-pca emb.h5:public --fraction 0.1 -o pca-small.h5
+
     Example: pillar fit-pca --public-from dpgsd.h5 -o pca.h5 --k-max 100
     """
     gsd = None if public_from is None else artifacts.read(public_from, "gsd")
@@ -58,10 +62,11 @@ def fit_pca(
         raise UsageError("give the public split to fit on, or --public-from a GSD ranking")
     embeddings = embeddings if gsd is None else chosen_candidate(gsd, embeddings)
     check_output(out, [artifacts.parse_ref(embeddings)[0], *([str(public_from)] if gsd else [])], force=force)
-    public = artifacts.read_split(embeddings, default_split="public")
+    public = artifacts.read_split(embeddings, default_split="public").subsample(fraction, "fraction")
     choice = None if gsd is None else public_choice(gsd, embeddings, public, allow_nonprivate_choice)
     pca = fit_public_split(public, k_max, standardize, second_moment)
     artifact = projection_artifact(pca, public)
+    artifact.attrs["share_of_embedded"] = len(public.features) / artifacts.embedded_rows(public.ref.path)
     if choice is not None:
         artifact.attrs["public_choice"] = choice
     save(ctx, out, artifact, [public.ref, *([gsd.ref()] if gsd else [])])

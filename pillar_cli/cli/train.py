@@ -29,7 +29,7 @@ from pillar_cli.methods.sweep import (
 from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import get_accountant
 from pillar_cli.projection import PublicPCA
-from pillar_cli.projection.public_choice import labelled_public_split, require_chosen_for
+from pillar_cli.projection.public_choice import labelled_public_split, public_data_of
 
 
 @cli_errors
@@ -75,6 +75,8 @@ def train_private(
     public_labelled: Optional[str] = typer.Option(None, "--public-labelled", help="adadps: a LABELLED public split "
                                                   "FILE:SPLIT (embedded separately) whose gradients set the "
                                                   "preconditioner; recorded, not protected."),
+    other_public: bool = typer.Option(False, "--other-public", help="Accept a projection fitted on another public "
+                                      "dataset embedded with the same backbone (Table 2(a) of the paper); recorded."),
     conditioner: float = typer.Option(1e-3, help="adadps: ε_c of the preconditioner 1 / (√v + ε_c)."),
     engine: str = typer.Option("fast", help="fast (exact, batched) or opacus (GradSampleModule reference; slow)."),
     zeta: float = typer.Option(0.1, min=1e-6, help="noisy-sgd: margin scale ζ of the hinge loss."),
@@ -99,7 +101,8 @@ def train_private(
                      int_list(batch_size, "--batch-size", allow_full=True, word="all"),
                      int_list(seed, "--seed", minimum=0), momentum, weight_decay,
                      ridges=tuple(None if r == "auto" else r for r in float_or_auto_list(ridge, "--ridge")), ema=ema)
-    data, grid, refs, recorded = _inputs(ctx, path, projection, grid, private_fraction, warm_start, public_labelled)
+    data, grid, refs, recorded = _inputs(ctx, path, projection, grid, private_fraction, warm_start, public_labelled,
+                                         other_public)
     if not get_accountant(accountant).upper_bound:
         warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")
     privacy, shard_spec = PrivacySettings(delta, clip, accountant), parse_shard(shard)
@@ -137,19 +140,17 @@ def _selection(select: str, trials: str, shape: str, score_share: float) -> Acco
 
 
 def _inputs(ctx: typer.Context, path: str, projection: Path, grid: SweepGrid, private_fraction: float,
-            warm_start: Path | None, public_labelled: str | None) -> tuple[SweepData, SweepGrid,
-                                                                          list[artifacts.InputRef], dict]:
-    """The sweep's data from the artifacts (the projection must come from these embeddings), the grid with any
-    method's own step count, the input references the model records, and its rows and source."""
+            warm_start: Path | None, public_labelled: str | None, other_public: bool) -> tuple[
+                SweepData, SweepGrid, list[artifacts.InputRef], dict]:
+    """The sweep's data from the artifacts (the projection from these embeddings' public split, a GSD's choice, or
+    another public dataset if allowed), the grid with any method's own step count, the input references the model
+    records, and its rows, source and public data."""
     private = artifacts.read_split(f"{path}:private").subsample(private_fraction)
     grid = _with_theory_steps(ctx, grid, len(private.features))
     grid = dataclasses.replace(grid, batch_sizes=[size or len(private.features) for size in grid.batch_sizes])
     val = _validation_split(path, max(len(grid.configs(m)) for m in grid.methods))
     projection_artifact = artifacts.read(projection, "projection")
-    if (choice := projection_artifact.attrs.get("public_choice")) is not None:
-        require_chosen_for(projection_artifact, private)  # a GSD on this private split chose the public data
-    else:
-        artifacts.require_derived_from(projection_artifact, private.ref)
+    public_data = public_data_of(projection_artifact, private, other_public)
     pca = PublicPCA.from_artifact(projection_artifact)
     public = artifacts.read_split(f"{path}:public")
     initial = None if warm_start is None else warm_start_weights(artifacts.read(warm_start, "model"), pca, private.ref)
@@ -160,7 +161,8 @@ def _inputs(ctx: typer.Context, path: str, projection: Path, grid: SweepGrid, pr
                      public.index, path, labelled and (labelled.features, labelled.labels))
     rows = {"private": private.index, **({"val": val.index} if val else {}),
             **({"public_labelled": labelled.index} if labelled and _same_source(labelled, private) else {})}
-    recorded = {"rows": rows, "source_fingerprint": private.attrs.get("source_fingerprint"), "public_choice": choice}
+    recorded = {"rows": rows, "source_fingerprint": private.attrs.get("source_fingerprint"),
+                "public_choice": projection_artifact.attrs.get("public_choice"), "public_data": public_data}
     refs = [private.ref, *([val.ref] if val else []), projection_artifact.ref(), *([labelled.ref] if labelled else [])]
     return data, grid, refs, recorded
 

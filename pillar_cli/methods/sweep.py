@@ -201,10 +201,11 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
 def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings, num_classes: int,
                    n_private: int, shard: tuple[int, int] = (0, 1), method_settings: dict[str, object] | None = None,
                    rows: dict[str, np.ndarray] | None = None, source_fingerprint: str | None = None,
-                   public_choice: dict | None = None) -> Artifact:
+                   public_choice: dict | None = None, public_data: dict | None = None) -> Artifact:
     """Every run's head and ledger row, the bases that map heads back to the standardised space, the selection;
     `rows`: the source row ids trained on (`private`) and selected on (`val`), so that no stage tests on them;
-    `public_choice`: the GSD that chose the public split, whose DP release is composed into every run's ε."""
+    `public_choice`: the GSD that chose the public split, whose DP release is composed into every run's ε;
+    `public_data`: what the projection was fitted on (split, rows, whether another dataset)."""
     runs, method_settings = result.runs, method_settings or {}
     spent = [_total_epsilon(r, result, public_choice) for r in runs]
     records = [RunRecord(r.key, r.event.noise_multiplier, r.event.sample_rate, total, r.head.weights,
@@ -237,6 +238,8 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
             "orders": ORDERS.tolist(), "selections": result.selection_ledger}
     if source_fingerprint is not None:
         attrs["source_fingerprint"] = source_fingerprint
+    if public_data is not None:
+        attrs["public_data"] = public_data
     if public_choice is not None:
         release_delta = (public_choice["release"] or {}).get("delta", 0.0)
         attrs["public_choice"] = {**public_choice, "composition": sorted({how for _, how in spent if how}),

@@ -1,4 +1,5 @@
-"""Public data chosen by a GSD ranking, inside the privacy ledger.
+"""Where a projection's public data comes from, checked before training: the embeddings' own public split, another
+public dataset (asked for explicitly), or a split chosen by a GSD ranking, inside the privacy ledger.
 
 `fit-pca --public-from gsd.h5` fits on one of the ranking's candidates (the closest unless one is named) and the
 projection records the choice: the GSD artifact (also in its provenance), the private split the GSD read, and the
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pillar_cli.artifacts import Artifact, Split, parse_ref, read_split, shared_rows
-from pillar_cli.errors import DataError, PrivacyError, UsageError, param
+from pillar_cli.artifacts import Artifact, Split, derived_from, parse_ref, read_split, shared_rows
+from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
 
 NONPRIVATE_NOTE = "public data chosen with non-private access to the private split (a GSD without DP): NOT in ε"
 
@@ -58,6 +59,45 @@ def require_chosen_for(projection: Artifact, private: Split) -> None:
     if (recorded["content_hash"], recorded["split"]) != (private.ref.content_hash, private.ref.split):
         raise DataError(f"the projection's public split was chosen by a GSD on another private split "
                         f"({recorded['path']}:{recorded['split']}), not {private.ref.path}:{private.name}")
+    _require_no_private_rows(projection, private)
+
+
+def public_data_of(projection: Artifact, private: Split, other_public: bool) -> dict:
+    """The public data behind a projection, checked for training on `private`, as every model records it: the
+    embeddings file's own public split, a split a GSD ranking chose, or, only when asked for, another public dataset
+    embedded with the same backbone that holds none of the private rows (Table 2(a) of the paper)."""
+    fitted_on = projection.attrs.get("fitted_on") or {}
+    origin = f"{fitted_on.get('path', '?')}:{fitted_on.get('split', '?')}"
+    if projection.attrs.get("public_choice") is not None:
+        require_chosen_for(projection, private)
+        kind = "chosen by a GSD ranking"
+    elif derived_from(projection, private.ref):
+        kind = "the embeddings' own public split"
+    elif not other_public:
+        raise ArtifactError(f"{projection.path} was fitted on other data ({origin}) than {private.ref.path}",
+                            hint="refit the projection on these embeddings' public split, or pass "
+                                 f"{param('other_public', True)} to train on a projection of another public dataset")
+    else:
+        _require_compatible(projection, private)
+        kind = "another public dataset"
+    return {"fitted_on": origin, "rows": int(projection.attrs["n_public"]), "kind": kind,
+            "share_of_embedded": projection.attrs.get("share_of_embedded"),
+            "note": f"projection fitted on {projection.attrs['n_public']} public rows of {origin} ({kind})"}
+
+
+def _require_compatible(projection: Artifact, private: Split) -> None:
+    """Another dataset's projection: the same feature space, and none of its rows private."""
+    backbones = (projection.attrs.get("backbone"), private.attrs.get("backbone"))
+    if backbones[0] != backbones[1]:
+        raise DataError(f"{projection.path} was fitted on {backbones[0]} features, {private.ref.path} holds "
+                        f"{backbones[1]} features")
+    if (dim := projection.arrays["mean"].size) != private.features.shape[1]:
+        raise DataError(f"{projection.path} was fitted on {dim}-dimensional features, {private.ref.path} holds "
+                        f"{private.features.shape[1]}")
+    _require_no_private_rows(projection, private)
+
+
+def _require_no_private_rows(projection: Artifact, private: Split) -> None:
     if overlap := shared_rows(private, projection, ("public",)):
         raise PrivacyError(f"{projection.path} was fitted on {overlap} rows of {private.ref.path}:{private.name} "
                            "(same source): the public data must not hold private rows")

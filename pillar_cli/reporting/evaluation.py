@@ -22,6 +22,7 @@ class Evaluation:
     ledger: dict
     feature_dim: int
     overlap: int  # rows of the split the models were trained or selected on (0 unless allowed explicitly)
+    public: dict | None  # what the projection was fitted on (the model's public_data)
 
 
 def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = False) -> Evaluation:
@@ -43,12 +44,14 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
     notes = [f"private rows n = {first.attrs['n_private']}, δ = {ledger['delta']:g}, accountant "
              f"{ledger['accountant']}, clip {ledger['clip']:g}", f"seeds {', '.join(map(str, seeds))}",
              first.attrs["selection_note"], f"evaluated on split '{split.name}' ({len(split.features)} rows)",
+             *([first.attrs["public_data"]["note"]] if "public_data" in first.attrs else []),
              *_public_choice_note(first)]
     if overlap:
         warning = f"OVERLAP: {overlap} of the {len(split.features)} rows were training or validation rows (allowed)"
         title, notes = f"{title} [{warning}]", [*notes, warning]
     return Evaluation(rows, title, notes, split.name, split.attrs.get("source"), first.attrs["n_private"],
-                      first.attrs.get("private_fraction", 1.0), ledger, int(first.array("mean").size), overlap)
+                      first.attrs.get("private_fraction", 1.0), ledger, int(first.array("mean").size), overlap,
+                      first.attrs.get("public_data"))
 
 
 def _public_choice_note(model: Artifact) -> list[str]:
