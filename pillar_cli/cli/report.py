@@ -1,4 +1,4 @@
-"""pillar report: the paper's comparison figures from several evaluation artifacts."""
+"""pillar report: the paper's comparison tables and figures from several evaluation artifacts."""
 
 from __future__ import annotations
 
@@ -10,41 +10,71 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.artifacts.files import replacing
 from pillar_cli.cli.common import ForceOption, JsonOption, check_output, cli_errors, print_json, print_table
-from pillar_cli.reporting.comparison import cells, compare
-from pillar_cli.reporting.figures import accuracy_vs_private_fraction, methods_by_dataset
+from pillar_cli.errors import UsageError
+from pillar_cli.reporting.comparison import cells, compare, method_table
+from pillar_cli.reporting.figures import accuracy_vs_private_fraction, accuracy_vs_public_share, methods_by_dataset
+from pillar_cli.reporting.tables import markdown_table
 
 
 @cli_errors
 def report(
-    evaluations: list[Path] = typer.Argument(..., help="Evaluation artifacts from `pillar evaluate -o`."),
-    methods_plot: Optional[Path] = typer.Option(None, help="PNG: PILLAR vs DP-SGD per dataset and ε (Figure 5)."),
+    evaluations: list[Path] = typer.Argument(..., help="Evaluation artifacts from `pillar evaluate -o`; each is "
+                                             "named by its file name (cifar10-sl.h5 → cifar10-sl)."),
+    methods_plot: Optional[Path] = typer.Option(None, help="PNG: each method per evaluation and ε (Figure 5, "
+                                                "Table 1)."),
     fraction_plot: Optional[Path] = typer.Option(None, help="PNG: accuracy vs fraction of private data (Figure 7)."),
+    public_plot: Optional[Path] = typer.Option(None, help="PNG: accuracy vs the public rows the projection was "
+                                               "fitted on, as % of the data set (Table 2(b))."),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help="The method table as a Markdown report."),
     by_cell: bool = typer.Option(False, "--cells", help="Instead: every (method, k, ε) cell of every evaluation, "
                                  "with the ε it spent and whether the choice of its run is inside that ε."),
     force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Compare PILLAR (best k, selected on val) with DP-SGD across datasets or private-data fractions.
+    """One row per method (the run best on val over k and configurations), one column per evaluation and ε.
 
-    Example: pillar report cifar10.h5 cifar100.h5 --methods-plot fig5.png
+    Example: pillar report cifar10-sl.h5 cifar100-sl.h5 --markdown table1.md --methods-plot table1.png
+
+    Example: pillar report public-0.5.h5 public-1.h5 public-10.h5 --public-plot table2b.png
 
     Example: pillar report val.h5 accounted.h5 closed-form.h5 --cells
     """
-    for output in (methods_plot, fraction_plot):
+    for output in (methods_plot, fraction_plot, public_plot, markdown):
         if output is not None:
             check_output(output, [str(e) for e in evaluations], force=force)
-    loaded = [artifacts.read(e, "evaluation").attrs for e in evaluations]
+    loaded, names = [artifacts.read(e, "evaluation").attrs for e in evaluations], [e.stem for e in evaluations]
     if by_cell:
-        return _print_cells(cells(loaded, [e.stem for e in evaluations]), as_json)
-    rows, title = compare(loaded)
-    for target, draw in ((methods_plot, methods_by_dataset), (fraction_plot, accuracy_vs_private_fraction)):
+        return _print_cells(cells(loaded, names), as_json)
+    rows, title = compare(loaded, names)
+    table, columns = method_table(rows)
+    _write_outputs(loaded, names, title, (table, columns), {"methods": methods_plot, "fraction": fraction_plot,
+                                                             "public": public_plot, "markdown": markdown}, force)
+    if as_json:
+        return print_json({"rows": rows, "table": table, "title": title})
+    print_table(title, table, columns)
+
+
+def _write_outputs(loaded: list[dict], names: list[str], title: str, table: tuple[list[dict], list[str]],
+                   targets: dict[str, Path | None], force: bool) -> None:
+    notes = sorted({note for e in loaded for note in e["notes"]})
+    if targets["public"] is not None:
+        _require_public(loaded, names)
+    draw = {"methods": lambda tmp: methods_by_dataset(loaded, tmp, title, names),
+            "fraction": lambda tmp: accuracy_vs_private_fraction(loaded, tmp, title),
+            "public": lambda tmp: accuracy_vs_public_share(loaded, tmp, title),
+            "markdown": lambda tmp: tmp.write_text(markdown_table(title, notes, *table))}
+    for name, target in targets.items():
         if target is not None:
             with replacing(target, force) as tmp:
-                draw(loaded, tmp, title)
-    if as_json:
-        return print_json({"rows": rows, "title": title})
-    print_table(title, rows, ["dataset", "private_fraction", "family", "epsilon", "k", "accuracy_mean", "accuracy_std"],
-                {"accuracy_mean": ".4f", "accuracy_std": ".4f"})
+                draw[name](tmp)
+
+
+def _require_public(loaded: list[dict], names: list[str]) -> None:
+    """A public-data plot needs every evaluation to record what its projection was fitted on."""
+    missing = [name for name, e in zip(names, loaded) if (e.get("public") or {}).get("share_of_embedded") is None]
+    if missing:
+        raise UsageError(f"{', '.join(missing)} do not record the share of the data set their projection was "
+                         "fitted on", hint="re-run fit-pca, train-private and evaluate with this version")
 
 
 def _print_cells(rows: list[dict], as_json: bool) -> None:

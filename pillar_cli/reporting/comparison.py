@@ -1,15 +1,17 @@
-"""PILLAR against DP-SGD across evaluations (datasets, or fractions of the private data): per evaluation and ε, the
-best of each family as selected on val. Evaluations with different δ or accountants cannot share a figure. And
-every cell of several evaluations side by side, with the ε each spent and whether the choice of its run is in it."""
+"""Methods against each other across evaluations (datasets, backbones, fractions of the private or public data): per
+evaluation and ε, the best of each method as selected on val — one row per method, as the paper's Table 1.
+Evaluations with different δ or accountants cannot share a table or figure. And every cell of several evaluations
+side by side, with the ε each spent and whether the choice of its run is in it."""
 
 from __future__ import annotations
 
 from pillar_cli.errors import UsageError
-from pillar_cli.reporting.figures import best_per_baseline
+from pillar_cli.reporting.families import best_per_method, family_order
+from pillar_cli.reporting.tables import mean_and_std
 
 
-def compare(evaluations: list[dict]) -> tuple[list[dict], str]:
-    """(rows, title) from the attributes of evaluation artifacts."""
+def compare(evaluations: list[dict], names: list[str]) -> tuple[list[dict], str]:
+    """(rows, title) from the attributes of evaluation artifacts named `names`: one row per evaluation, method, ε."""
     ledgers = {(e["ledger"]["delta"], e["ledger"]["accountant"]) for e in evaluations}
     if len(ledgers) > 1:
         raise UsageError("the evaluations use different δ or accountants; one figure cannot compare them")
@@ -19,10 +21,25 @@ def compare(evaluations: list[dict]) -> tuple[list[dict], str]:
     overlapping = [e["dataset"] for e in evaluations if e.get("overlap_rows")]
     if overlapping:
         title += f" [OVERLAP: {', '.join(map(str, overlapping))} evaluated on training or validation rows]"
-    rows = [{"dataset": e["dataset"], "private_fraction": e["private_fraction"], "family": family, "epsilon": eps,
-             "k": row["k"], "accuracy_mean": row["accuracy_mean"], "accuracy_std": row["accuracy_std"]}
-            for e in evaluations for (family, eps), row in sorted(best_per_baseline(e["rows"]).items())]
+    rows = [{"evaluation": name, "dataset": e["dataset"], "private_fraction": e["private_fraction"],
+             "public_rows": (e.get("public") or {}).get("rows"), "method": family, "epsilon": eps, "k": row["k"],
+             "accuracy_mean": row["accuracy_mean"], "accuracy_std": row["accuracy_std"]}
+            for name, e in zip(names, evaluations)
+            for (family, eps), row in sorted(best_per_method(e["rows"]).items(),
+                                             key=lambda item: (family_order(item[0][0]), item[0][1]))]
     return rows, title
+
+
+def method_table(rows: list[dict]) -> tuple[list[dict], list[str]]:
+    """The rows of `compare` pivoted as the paper's Table 1: one row per method, one column per evaluation and ε,
+    each cell the test accuracy (mean ± std over seeds) of the run best on val, with its k."""
+    columns = list(dict.fromkeys(f"{r['evaluation']}, ε = {r['epsilon']:g}" for r in rows))
+    table: dict[str, dict] = {}
+    for row in rows:
+        cell = mean_and_std(row, "accuracy") + f" (k {row['k']})"
+        table.setdefault(row["method"], {"method": row["method"]})[f"{row['evaluation']}, ε = {row['epsilon']:g}"] = cell
+    ordered = [table[name] for name in sorted(table, key=family_order)]
+    return [{column: line.get(column, "—") for column in ["method", *columns]} for line in ordered], ["method", *columns]
 
 
 def cells(evaluations: list[dict], names: list[str]) -> list[dict]:

@@ -1,5 +1,6 @@
-"""The paper's figures from evaluation rows: accuracy vs k (Fig. 4), PILLAR vs DP-SGD per dataset (Fig. 5) and
-accuracy vs the fraction of private data (Fig. 7); ξ_k against k (Fig. 3) and the public eigen-spectrum. Every figure states n, ε, δ, accountant and seeds, and carries
+"""The paper's figures from evaluation rows: accuracy vs k (Fig. 4), each method per evaluation (Fig. 5, Table 1),
+accuracy vs the fraction of private data (Fig. 7) and vs the public data the projection was fitted on (Table 2(b));
+ξ_k against k (Fig. 3) and the public eigen-spectrum. Every figure states n, ε, δ, accountant and seeds, and carries
 its axis labels as PNG metadata so that tools (and tests) can read them back."""
 
 from __future__ import annotations
@@ -9,10 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
+from pillar_cli.reporting.families import best_per_method, family_order
+
 AXIS_LABELS = {
     "accuracy_vs_k": ("k (principal components; full = no projection)", "test accuracy"),
-    "methods": ("dataset", "test accuracy (best k, selected on val)"),
+    "methods": ("evaluation", "test accuracy (best k, selected on val)"),
     "private_fraction": ("fraction of the private data used", "test accuracy"),
+    "public_share": ("public rows the projection was fitted on (% of the data set)", "test accuracy"),
     "xi": ("k (public components)", "ξₖ = 1 − ‖AₖAₖᵀw*‖"),
     "spectrum": ("component index", "eigenvalue of the public covariance"),
 }
@@ -63,50 +67,51 @@ def accuracy_vs_k(rows: list[dict], path: Path, title: str, full_dim: int) -> No
     _save(figure, axes, path, "accuracy_vs_k", title)
 
 
-def best_per_baseline(rows: list[dict]) -> dict[tuple[str, float], dict]:
-    """Per (PILLAR | DP-SGD, ε): the row with the highest val accuracy (PILLAR over its projected k; DP-SGD is the
-    dpsgd method or k = full)."""
-    best: dict[tuple[str, float], dict] = {}
-    for row in rows:
-        family = "DP-SGD" if row["method"] == "dpsgd" or row["k"] == "full" else \
-            "PILLAR" if row["method"] == "pillar" else None
-        if family is None:
-            continue
-        key = (family, row["epsilon"])
-        if key not in best or row["val_accuracy"] > best[key]["val_accuracy"]:
-            best[key] = row
-    return best
-
-
-def methods_by_dataset(evaluations: list[dict], path: Path, title: str) -> None:
-    """Grouped bars: PILLAR vs DP-SGD for each dataset and ε (Figure 5)."""
+def methods_by_dataset(evaluations: list[dict], path: Path, title: str, names: list[str]) -> None:
+    """Grouped bars: each method (PILLAR, DP-SGD, ...) for each evaluation (`names`) and ε (Figure 5, Table 1)."""
     figure, axes = _pyplot().subplots(figsize=(max(5, 1.6 * len(evaluations)), 4))
-    bars = sorted({(family, eps) for e in evaluations for family, eps in best_per_baseline(e["rows"])})
+    bars = sorted({key for e in evaluations for key in best_per_method(e["rows"])},
+                  key=lambda key: (family_order(key[0]), key[1]))
     width = 0.8 / max(len(bars), 1)
     for j, (family, epsilon) in enumerate(bars):
         heights, errors = [], []
         for evaluation in evaluations:
-            row = best_per_baseline(evaluation["rows"]).get((family, epsilon))
+            row = best_per_method(evaluation["rows"]).get((family, epsilon))
             heights.append(row["accuracy_mean"] if row else np.nan)
             errors.append((row["accuracy_std"] or 0.0) if row else 0.0)
         positions = np.arange(len(evaluations)) + (j - (len(bars) - 1) / 2) * width
         axes.bar(positions, heights, width, yerr=errors, capsize=2, label=f"{family}, {_epsilon_label(epsilon)}")
-    axes.set_xticks(np.arange(len(evaluations)), [e["dataset"] for e in evaluations])
+    axes.set_xticks(np.arange(len(evaluations)), names)
     _save(figure, axes, path, "methods", title)
 
 
 def accuracy_vs_private_fraction(evaluations: list[dict], path: Path, title: str) -> None:
-    """PILLAR and DP-SGD accuracy against the fraction of private data used, one line per (family, ε) (Figure 7)."""
+    """Each method's accuracy against the fraction of private data used, one line per (method, ε) (Figure 7)."""
     figure, axes = _pyplot().subplots(figsize=(6, 4))
-    lines: dict[tuple[str, float], list[tuple[float, float, float]]] = {}
-    for evaluation in evaluations:
-        for key, row in best_per_baseline(evaluation["rows"]).items():
-            lines.setdefault(key, []).append((evaluation["private_fraction"], row["accuracy_mean"],
-                                              row["accuracy_std"] or 0.0))
-    for (family, epsilon), points in sorted(lines.items()):
-        fractions, means, stds = zip(*sorted(points))
-        axes.errorbar(fractions, means, yerr=stds, marker="o", capsize=3, label=f"{family}, {_epsilon_label(epsilon)}")
+    _lines_over(axes, evaluations, [e["private_fraction"] for e in evaluations])
     _save(figure, axes, path, "private_fraction", title)
+
+
+def accuracy_vs_public_share(evaluations: list[dict], path: Path, title: str) -> None:
+    """Each method's accuracy against the share of the data set its projection was fitted on (Table 2(b))."""
+    figure, axes = _pyplot().subplots(figsize=(6, 4))
+    shares = [100 * e["public"]["share_of_embedded"] for e in evaluations]
+    _lines_over(axes, evaluations, shares)
+    axes.set_xscale("log")
+    axes.set_xticks(sorted(set(shares)), [f"{share:.3g} %" for share in sorted(set(shares))])
+    axes.minorticks_off()
+    _save(figure, axes, path, "public_share", title)
+
+
+def _lines_over(axes, evaluations: list[dict], positions: list[float]) -> None:
+    """One line per (method, ε): each evaluation's best-on-val row at the evaluation's position on the x axis."""
+    lines: dict[tuple[str, float], list[tuple[float, float, float]]] = {}
+    for evaluation, x in zip(evaluations, positions):
+        for key, row in best_per_method(evaluation["rows"]).items():
+            lines.setdefault(key, []).append((x, row["accuracy_mean"], row["accuracy_std"] or 0.0))
+    for (family, epsilon), points in sorted(lines.items(), key=lambda item: (family_order(item[0][0]), item[0][1])):
+        xs, means, stds = zip(*sorted(points))
+        axes.errorbar(xs, means, yerr=stds, marker="o", capsize=3, label=f"{family}, {_epsilon_label(epsilon)}")
 
 
 def xi_vs_k(rows: list[dict], path: Path, title: str) -> None:

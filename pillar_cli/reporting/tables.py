@@ -45,3 +45,11 @@ def rows_to_markdown(rows: list[dict], title: str, notes: list[str]) -> str:
                      f"{row['balanced_accuracy_mean']:.4f} | {row['macro_f1_mean']:.4f} | {auc} | {row['seeds']} | "
                      f"{_cell(row['epsilon_spent'])} |")
     return "\n".join(lines) + "\n"
+
+
+def markdown_table(title: str, notes: list[str], rows: list[dict], columns: list[str]) -> str:
+    """Any table of strings as a self-contained Markdown report: title, qualifying notes, the table."""
+    lines = [f"# {title}", "", *[f"- {note}" for note in notes], "", "| " + " | ".join(columns) + " |",
+             "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_cell(row.get(column)) for column in columns) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
