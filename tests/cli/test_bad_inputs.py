@@ -115,7 +115,7 @@ def test_projection_fitted_on_other_embeddings(pillar, mnist, tmp_path):
     pillar("embed", "--source", "mnist5k", "--seed", "1", "-o", other)
     out = tmp_path / "m.h5"
     result = pillar("train-private", other, "-p", mnist["pca"], "-o", out, expect=None)
-    assert_clean_failure(result, 3, f"{mnist['pca']} was fitted on other data ({mnist['emb']}) than {other}", out)
+    assert_clean_failure(result, 3, f"{mnist['pca']} was fitted on other data ({mnist['emb']}:public) than {other}", out)
 
 
 @bad_input("PCA on a labelled split")
