@@ -104,8 +104,8 @@ def write(path: str | Path, artifact: Artifact, *, inputs: list[InputRef] | tupl
         with replacing(path, force) as tmp:
             with h5py.File(tmp, "w") as h5:
                 _write_root_attrs(h5, artifact, provenance)
-                for name, array in artifact.arrays.items():
-                    write_array(h5, name, np.asarray(array))
+                for name, array in artifact.arrays.items():  # an h5py dataset is copied by blocks of rows
+                    write_array(h5, name, array if isinstance(array, h5py.Dataset) else np.asarray(array))
     except (OSError, ValueError, TypeError) as err:
         raise ArtifactError(f"cannot write {path}: {err}") from err
     artifact.path, artifact.provenance = str(path), provenance

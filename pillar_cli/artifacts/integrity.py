@@ -15,10 +15,9 @@ from typing import Any
 import h5py
 import numpy as np
 
-from pillar_cli.artifacts.layout import json_default, read_attr, read_kind_attrs
+from pillar_cli.artifacts.layout import json_default, read_attr, read_kind_attrs, row_blocks
 from pillar_cli.errors import ArtifactError
 
-BLOCK_BYTES = 64 * 2**20  # rows of a dataset hashed at a time
 
 
 def normalized(attrs: dict[str, Any]) -> dict[str, Any]:
@@ -26,16 +25,21 @@ def normalized(attrs: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(attrs, default=json_default))
 
 
-def content_hash(arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> str:
-    """sha256 over array names, dtypes, shapes and bytes plus the sorted attributes."""
+def content_hash(arrays: dict[str, np.ndarray | h5py.Dataset], attrs: dict[str, Any]) -> str:
+    """sha256 over array names, dtypes, shapes and bytes plus the sorted attributes. An array may be an h5py dataset
+    of another open file (features streamed to a scratch file): it is read block by block, never whole."""
     digest = hashlib.sha256()
     for name in sorted(arrays):
+        if isinstance(arrays[name], h5py.Dataset):
+            for header, block in _blocks(name, arrays[name]):
+                digest.update(header)
+                digest.update(memoryview(block).cast("B"))
+            continue
         array = np.ascontiguousarray(arrays[name])
         digest.update(f"{name}|{array.dtype.str}|{array.shape}".encode())
         digest.update(memoryview(array).cast("B"))
     digest.update(json.dumps(normalized(attrs), sort_keys=True).encode())
     return digest.hexdigest()
-
 
 
 def file_content_hash(h5: h5py.File) -> str:
@@ -64,12 +68,10 @@ def _blocks(name: str, node: h5py.Dataset):
         yield f"{name}|{array.dtype.str}|{array.shape}".encode(), np.ascontiguousarray(array)
         return
     header = f"{name}|{node.dtype.str}|{node.shape}".encode()
-    row_bytes = max(1, node.dtype.itemsize * int(np.prod(node.shape[1:], dtype=np.int64)))
-    step = max(1, BLOCK_BYTES // row_bytes)
     if node.shape[0] == 0:
         yield header, np.ascontiguousarray(node[()])
-    for start in range(0, node.shape[0], step):
-        yield (header if start == 0 else b""), np.ascontiguousarray(node[start:start + step])
+    for start, block in row_blocks(node):
+        yield (header if start == 0 else b""), block
 
 
 def verify(h5: h5py.File, path: str | Path) -> None:

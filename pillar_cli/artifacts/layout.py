@@ -12,6 +12,7 @@ import numpy as np
 
 from pillar_cli.errors import ArtifactError, MissingSplitError
 
+BLOCK_BYTES = 64 * 2**20  # rows of a dataset copied or hashed at a time
 RESERVED_ATTRS = ("pillar_kind", "schema_version", "pillar_version", "created_at", "command", "config",
                   "inputs", "content_hash", "json_attrs")
 
@@ -26,6 +27,8 @@ def json_default(value: Any) -> Any:
 
 
 def write_array(h5: h5py.File, name: str, array: np.ndarray) -> None:
+    if isinstance(array, h5py.Dataset):
+        return _copy_rows(h5, name, array)
     if array.dtype.kind == "U":
         h5.create_dataset(name, data=array.astype(object), dtype=h5py.string_dtype())
     elif array.ndim == 2 and array.size > 65536:
@@ -33,6 +36,24 @@ def write_array(h5: h5py.File, name: str, array: np.ndarray) -> None:
                                                      array.shape[1]))
     else:
         h5.create_dataset(name, data=array)
+
+
+def _copy_rows(h5: h5py.File, name: str, source: h5py.Dataset) -> None:
+    """A dataset of another open file copied a block of rows at a time (memory bounded by the block)."""
+    chunks = (min(len(source), max(1, 2**20 // source.shape[1])), source.shape[1]) \
+        if source.ndim == 2 and source.size > 65536 else None
+    target = h5.create_dataset(name, shape=source.shape, dtype=source.dtype, chunks=chunks)
+    for start, block in row_blocks(source):
+        target[start:start + len(block)] = block
+
+
+def row_blocks(node: h5py.Dataset):
+    """(start row, C-contiguous rows) of a dataset, BLOCK_BYTES at a time."""
+    row_bytes = max(1, node.dtype.itemsize * int(np.prod(node.shape[1:], dtype=np.int64)))
+    step = max(1, BLOCK_BYTES // row_bytes)
+    for start in range(0, node.shape[0], step):
+        yield start, np.ascontiguousarray(node[start:start + step])
+
 
 
 def read_attr(h5: h5py.File, key: str) -> Any:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import typer
 
 from pillar_cli import artifacts
@@ -21,7 +23,7 @@ from pillar_cli.cli.common import (
     progress_bar,
     save,
 )
-from pillar_cli.data import SOURCES, SourceOptions, SplitPlan, load_source
+from pillar_cli.data import SOURCES, Dataset, SourceOptions, SplitPlan, load_source
 from pillar_cli.embedding.backbones import BACKBONES, build_embedder
 from pillar_cli.embedding.distributed import merge_ranks, rank_device, rank_file, torchrun_shard
 from pillar_cli.embedding.job import EmbeddingJob
@@ -52,7 +54,9 @@ def embed(
                                          "(an evaluation-only set, e.g. --test-fraction 1)."),
     seed: int = typer.Option(0, help="Seed of the split (and of synthetic sources)."),
     batch_size: int = typer.Option(256, min=1, help="Images per forward pass."),
-    workers: int = typer.Option(0, min=0, help="DataLoader worker processes reading/decoding ahead of the model."),
+    workers: Optional[int] = typer.Option(None, min=0, help="DataLoader worker processes decoding images ahead of "
+                                          "the model (default: one per core for image files and lazily read "
+                                          "sources, 0 for arrays in memory). The artifact does not depend on it."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUT.partial."),
     device: str = typer.Option("auto", help="auto, cpu, cuda, cuda:1, ..."),
     precision: str = typer.Option("auto", help="auto (bf16 autocast on CUDA, fp32 on CPU), fp32 or bf16."),
@@ -61,6 +65,8 @@ def embed(
     merge: bool = typer.Option(False, "--merge", help="Merge the shard files given as arguments into --out."),
     shard_files: Optional[list[Path]] = typer.Argument(None, help="With --merge: the shard files to merge.",
                                                        show_default=False),
+    skip_bad: bool = typer.Option(False, "--skip-bad", help="Drop image files that cannot be decoded (listed in the "
+                                  "artifact as skipped_files) instead of stopping at the first."),
     list_backbones: bool = typer.Option(False, "--list-backbones", help="Show the backbone registry and exit."),
     list_sources: bool = typer.Option(False, "--list-sources", help="Show the dataset sources and exit."),
     config: Optional[str] = ConfigOption,
@@ -80,16 +86,16 @@ def embed(
     if merge or shard_files:
         return _merge(out, shard_files or [], merge, force, as_json)
     distributed, shard_spec, target = _placement(out, shard, force)
-    dataset = load_source(source, SourceOptions(path, _parse_params(param), seed)).subsample(limit, fraction, seed)
+    dataset = _dataset(source, SourceOptions(path, _parse_params(param), seed), limit, fraction, skip_bad, shard_spec)
     plan = SplitPlan(public_fraction, val_fraction, test_fraction, seed, no_public_split)
     job = EmbeddingJob.of(dataset, plan, shard_spec)
     embedder = build_embedder(backbone, dataset.inputs.shape[1:], weights=weights, pretrained=pretrained,
                               resize=resize, crop=crop, device=rank_device(device, distributed),
                               trust_checkpoint=trust_checkpoint, precision=precision, seed=seed)
     with progress_bar(f"embedding with {backbone}", sum(len(ids) for ids in job.rows.values()), "images") as advance:
-        artifact = job.run(embedder, target, invocation(ctx)[1], batch_size=batch_size, workers=workers,
-                           resume=resume, on_batch=advance)
-    save(ctx, target, artifact)
+        job.run(embedder, target, invocation(ctx)[1], lambda artifact: save(ctx, target, artifact),
+                batch_size=batch_size, workers=_default_workers(dataset) if workers is None else workers,
+                resume=resume, on_batch=advance)
     if distributed is not None:  # rank 0 merges the ranks' files and reports the merged artifact
         if not merge_ranks(out, *distributed, lambda path, merged: save(ctx, path, merged)):
             return
@@ -107,6 +113,20 @@ def _placement(out: Path, shard: str, force: bool) -> tuple[tuple[int, int] | No
     for written in {out, target}:
         check_output(written, force=force)
     return distributed, distributed or parse_shard(shard), target
+
+
+def _dataset(source: str, options: SourceOptions, limit: int | None, fraction: float | None, skip_bad: bool,
+             shard: tuple[int, int]) -> Dataset:
+    dataset = load_source(source, options).subsample(limit, fraction, options.seed)
+    if skip_bad and shard[1] > 1:
+        raise UsageError("--skip-bad drops rows from the splits, which shards of one embedding must not do",
+                         hint="embed without --shard (or torchrun), or without --skip-bad")
+    return dataset.skipping_bad() if skip_bad else dataset
+
+
+def _default_workers(dataset: Dataset) -> int:
+    """One decoding worker per core where rows are read from files; none for arrays already in memory."""
+    return 0 if isinstance(dataset.inputs, np.ndarray) else os.cpu_count() or 1
 
 
 def _list(registry: dict, what: str, as_json: bool) -> None:

@@ -14,7 +14,8 @@ from pillar_cli.errors import UsageError, param
 @dataclass(frozen=True)
 class Dataset:
     """Raw data of one source. `inputs` are uint8 images (N, H, W, C) or float32 vectors (N, D), as numpy arrays or
-    lazily read array-likes indexed with sorted row ids; `fingerprint` is set by readers of lazy data."""
+    lazily read array-likes indexed with sorted row ids (an h5py dataset, image files decoded when read);
+    `fingerprint` is set by readers of lazy data."""
 
     name: str
     inputs: np.ndarray
@@ -56,6 +57,28 @@ class Dataset:
             return self.test_inputs, self.test_labels, ids - n_train
         raise ValueError("a split mixes train and test rows")
 
+    def skipping_bad(self) -> Dataset:
+        """This dataset with undecodable image files read as zeros and listed (embed --skip-bad)."""
+        if not hasattr(self.inputs, "skipping_bad"):
+            raise UsageError(f"{param('skip_bad', True)} applies to sources of image files; '{self.name}' holds arrays")
+        test = None if self.test_inputs is None else self.test_inputs.skipping_bad()
+        return replace(self, inputs=self.inputs.skipping_bad(), test_inputs=test)
+
+    def take_skipped(self) -> list[str]:
+        """The files skipped since the last call (in this process)."""
+        parts = [part for part in (self.inputs, self.test_inputs) if hasattr(part, "skipped")]
+        skipped = [file for part in parts for file in part.skipped]
+        for part in parts:
+            part.skipped.clear()
+        return skipped
+
+    def ids_of_files(self, files: set[str]) -> np.ndarray:
+        """Source row ids of the given image files (train positions, then test positions offset by n_train)."""
+        ids = self.inputs.positions_of(files)
+        if self.test_inputs is not None:
+            ids += [len(self.inputs) + i for i in self.test_inputs.positions_of(files)]
+        return np.asarray(ids, dtype=np.int64)
+
     def subsample(self, limit: int | None, fraction: float | None, seed: int) -> Dataset:
         """A seeded subset of rows (each part separately): at most `limit` rows, or a `fraction` of them."""
         if limit is None and fraction is None:
@@ -70,13 +93,18 @@ class Dataset:
             return np.sort(rng.choice(n, count, replace=False))
 
         train = keep(len(self.inputs))
-        subset = replace(self, inputs=np.asarray(self.inputs[train]), labels=self.labels[train], reopen=None,
+        subset = replace(self, inputs=_take(self.inputs, train), labels=self.labels[train], reopen=None,
                          fingerprint_hint=None if self.fingerprint_hint is None else
                          f"{self.fingerprint_hint}|subset:{limit}:{fraction}:{seed}")
         if self.test_inputs is not None:
             test = keep(len(self.test_inputs))
-            subset = replace(subset, test_inputs=np.asarray(self.test_inputs[test]), test_labels=self.test_labels[test])
+            subset = replace(subset, test_inputs=_take(self.test_inputs, test), test_labels=self.test_labels[test])
         return subset
+
+
+def _take(inputs: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The rows at sorted ids: files still undecoded for image files (they have `subset`), read otherwise."""
+    return inputs.subset(ids) if hasattr(inputs, "subset") else np.asarray(inputs[ids])
 
 
 def read_rows(inputs: np.ndarray, ids: np.ndarray) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import pickle
 from pathlib import Path
@@ -10,9 +11,8 @@ import h5py
 import numpy as np
 
 from pillar_cli.data.dataset import Dataset
-from pillar_cli.errors import DataError, param
-
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".ppm", ".tif", ".tiff", ".webp"}
+from pillar_cli.data.image_files import IMAGE_SUFFIXES, ImageFiles
+from pillar_cli.errors import DataError
 CHUNK_CACHE_BYTES = 64 * 2**20  # per open image file of a lazy source
 CHUNK_CACHE_SLOTS = 100_003  # a prime, well above the number of chunks the cache holds (HDF5's advice)
 _ARRAY_NAMES = {"x": ("x", "X", "features", "images"), "y": ("y", "Y", "labels", "targets"),
@@ -62,42 +62,47 @@ def _as_inputs(path: Path, x: np.ndarray) -> np.ndarray:
 
 
 def read_image_folder(root: Path, size: int | None) -> Dataset:
-    """One sub-folder per class; `root/train` + `root/test` of that layout give an own test split."""
+    """One sub-folder per class, the `torchvision.datasets.ImageFolder` layout (read by torchvision's own indexer,
+    files in nested folders included); `root/train` + `root/test` of that layout give an own test split. The files
+    are indexed, not decoded."""
     if (root / "train").is_dir() and (root / "test").is_dir():
         class_names = _class_folders(root / "train")
-        train, train_labels = _load_images(root / "train", class_names, size)
-        test, test_labels = _load_images(root / "test", class_names, size)
-        if train.shape[1:] != test.shape[1:]:
-            raise DataError(f"{root}: train and test images differ in size; pass {param('params')} size=N")
-        return Dataset(root.name, train, train_labels, class_names, test, test_labels)
+        train, train_labels = _index_class_folders(root / "train", class_names, size)
+        test, test_labels = _index_class_folders(root / "test", class_names, size, train.shape[1:])
+        return Dataset(root.name, train, train_labels, class_names, test, test_labels,
+                       fingerprint_hint=f"{train.fingerprint(root, train_labels)}|{test.fingerprint(root, test_labels)}")
     class_names = _class_folders(root)
-    images, labels = _load_images(root, class_names, size)
-    return Dataset(root.name, images, labels, class_names)
+    images, labels = _index_class_folders(root, class_names, size)
+    return Dataset(root.name, images, labels, class_names, fingerprint_hint=images.fingerprint(root, labels))
 
 
 def _class_folders(root: Path) -> list[str]:
+    if not root.is_dir():
+        raise DataError(f"{root} is not a folder")
     names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not names:
         raise DataError(f"{root} has no class sub-folders", hint="expected ROOT/<class>/<image files>")
     return names
 
 
-def _load_images(root: Path, class_names: list[str], size: int | None) -> tuple[np.ndarray, np.ndarray]:
-    images, labels = [], []
-    for label, name in enumerate(class_names):
-        folder = root / name
-        files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES) if folder.is_dir() else []
-        images.extend(_load_image(file, size) for file in files)
-        labels.extend([label] * len(files))
-    if not images:
+def _index_class_folders(root: Path, class_names: list[str], size: int | None,
+                         image_shape: tuple[int, ...] | None = None) -> tuple[ImageFiles, np.ndarray]:
+    from torchvision.datasets.folder import make_dataset
+
+    samples = make_dataset(root, {name: i for i, name in enumerate(class_names)}, tuple(IMAGE_SUFFIXES),
+                           allow_empty=True)
+    if not samples:
         raise DataError(f"{root} holds no images ({', '.join(sorted(IMAGE_SUFFIXES))})")
-    if len({image.shape for image in images}) > 1:
-        raise DataError(f"{root}: images differ in size", hint=f"pass {param('params')} size=N to resize them to N x N")
-    return np.stack(images), np.asarray(labels, dtype=np.int64)
+    files, labels = zip(*samples)
+    return ImageFiles(list(files), size, image_shape), np.asarray(labels, dtype=np.int64)
 
 
 def read_cifar(root: Path) -> Dataset:
-    """CIFAR-10 (data_batch_1..5, test_batch, batches.meta) or CIFAR-100 (train, test, meta)."""
+    """CIFAR-10 (data_batch_1..5, test_batch, batches.meta) or CIFAR-100 (train, test, meta); ROOT may also be the
+    folder `torchvision.datasets.CIFAR10/100` downloads into (holding cifar-10-batches-py or cifar-100-python)."""
+    for folder in ("cifar-10-batches-py", "cifar-100-python"):
+        if (root / folder).is_dir():
+            root = root / folder
     if (root / "data_batch_1").exists():
         train_files, test_file, label_key = [root / f"data_batch_{i}" for i in range(1, 6)], root / "test_batch", b"labels"
         names = _unpickle(root / "batches.meta")[b"label_names"]
@@ -174,9 +179,8 @@ def hash_head(array: np.ndarray) -> str:
 
 
 def read_manifest(path: Path, size: int | None) -> Dataset:
-    """A CSV manifest of `path,label` rows (header optional; paths relative to the manifest); labels by name."""
-    import csv
-
+    """A CSV manifest of `path,label` rows (header optional; paths relative to the manifest); labels by name. The
+    files are indexed, not decoded."""
     with open(path, newline="") as handle:
         rows = [row for row in csv.reader(handle) if row]
     if rows and rows[0][:2] == ["path", "label"]:
@@ -184,37 +188,59 @@ def read_manifest(path: Path, size: int | None) -> Dataset:
     if not rows or any(len(row) < 2 for row in rows):
         raise DataError(f"{path} must hold 'path,label' rows")
     class_names = sorted({row[1] for row in rows})
-    files = [(path.parent / row[0]) for row in rows]
-    images = [_load_image(file, size) for file in files]
-    if len({image.shape for image in images}) > 1:
-        raise DataError(f"{path}: images differ in size", hint=f"pass {param('params')} size=N to resize them to N x N")
-    return Dataset(path.stem, np.stack(images), np.array([class_names.index(row[1]) for row in rows]), class_names)
+    files = _existing([path.parent / row[0] for row in rows])
+    labels = np.array([class_names.index(row[1]) for row in rows], dtype=np.int64)
+    images = ImageFiles(files, size)
+    return Dataset(path.stem, images, labels, class_names, fingerprint_hint=images.fingerprint(path.parent, labels))
 
 
-def _load_image(file: Path, size: int | None) -> np.ndarray:
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(file) as image:
-            rgb = image.convert("RGB")
-            if size:
-                rgb = rgb.resize((size, size), Image.BILINEAR)
-            return np.asarray(rgb, dtype=np.uint8)
-    except (OSError, UnidentifiedImageError) as err:
-        raise DataError(f"cannot decode image {file}: {err}") from err
+def _existing(files: list[Path]) -> list[str]:
+    missing = next((file for file in files if not file.is_file()), None)
+    if missing is not None:
+        raise DataError(f"image file missing: {missing}")
+    return [str(file) for file in files]
 
 
 def read_gtsrb(root: Path, size: int) -> Dataset:
-    """GTSRB: Final_Training/Images/<class>/*.ppm for train, Final_Test/Images with GT-final_test.csv for test."""
-    import csv
-
-    train = read_image_folder(root / "Final_Training" / "Images", size)
+    """GTSRB as distributed (Final_Training/Images/<class>, Final_Test/Images + GT-final_test.csv) or as
+    `torchvision.datasets.GTSRB` lays it out (ROOT/gtsrb/GTSRB/Training, .../Final_Test/Images, gtsrb/GT-final_test.csv;
+    indexed through torchvision, download=False). Classes are the training folders (00000, 00001, …); the files are
+    indexed, not decoded."""
+    if (root / "gtsrb" / "GTSRB").is_dir():
+        return _gtsrb_torchvision(root, size)
+    training = root / "Final_Training" / "Images"
+    names = _class_folders(training)
+    train, train_labels = _index_class_folders(training, names, size)
     test_dir = root / "Final_Test" / "Images"
     ground_truth = next(iter(sorted(test_dir.glob("GT-final_test*.csv"))), None) or root / "GT-final_test.csv"
     if not ground_truth.exists():
         raise DataError(f"GTSRB test labels missing: {ground_truth}")
     with open(ground_truth, newline="") as handle:
         rows = list(csv.DictReader(handle, delimiter=";"))
-    images = np.stack([_load_image(test_dir / row["Filename"], size) for row in rows])
-    labels = np.array([train.class_names.index(f"{int(row['ClassId']):05d}") for row in rows], dtype=np.int64)
-    return Dataset("gtsrb", train.inputs, train.labels, train.class_names, images, labels)
+    test = [(test_dir / row["Filename"], int(row["ClassId"])) for row in rows]
+    return _gtsrb(root, names, train, train_labels, test, size)
+
+
+def _gtsrb_torchvision(root: Path, size: int) -> Dataset:
+    from torchvision.datasets import GTSRB
+
+    names = _class_folders(root / "gtsrb" / "GTSRB" / "Training")
+    try:  # (path, class id) pairs; nothing is decoded
+        train, test = (GTSRB(root, split=split, download=False)._samples for split in ("train", "test"))
+    except (RuntimeError, OSError) as err:
+        raise DataError(f"cannot read the torchvision GTSRB layout in {root}: {err}") from err
+    files, labels = zip(*train)
+    return _gtsrb(root, names, ImageFiles(_existing([Path(f) for f in files]), size),
+                  np.asarray(labels, dtype=np.int64), [(Path(f), c) for f, c in test], size)
+
+
+def _gtsrb(root: Path, names: list[str], train: ImageFiles, train_labels: np.ndarray,
+           test_rows: list[tuple[Path, int]], size: int) -> Dataset:
+    """The test rows' class ids mapped to the training folders' names (a test class without a folder is an error)."""
+    unknown = sorted({f"{class_id:05d}" for _, class_id in test_rows} - set(names))
+    if unknown:
+        raise DataError(f"GTSRB test rows of classes without a training folder: {', '.join(unknown)}")
+    test = ImageFiles(_existing([file for file, _ in test_rows]), size)
+    test_labels = np.array([names.index(f"{class_id:05d}") for _, class_id in test_rows], dtype=np.int64)
+    return Dataset("gtsrb", train, train_labels, names, test, test_labels,
+                   fingerprint_hint=f"{train.fingerprint(root, train_labels)}|{test.fingerprint(root, test_labels)}")

@@ -10,17 +10,18 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import h5py
 import numpy as np
 import torch
 
 from pillar_cli.artifacts import Artifact, embeddings_artifact
+from pillar_cli.artifacts.layout import row_blocks
 from pillar_cli.data import Dataset, SplitPlan
 from pillar_cli.data.splits import SPLIT_ROLES
 from pillar_cli.embedding.backbones import Embedder, PendingFeatures, TimmEmbedder
-from pillar_cli.errors import ArtifactError, Interrupted, UsageError, param
+from pillar_cli.errors import ArtifactError, DataError, Interrupted, UsageError, param
 
 
 def options_digest(options: dict[str, Any]) -> str:
@@ -61,8 +62,27 @@ class FeatureStore:
         self.h5[split].attrs["done"] = start + len(rows)
         self.h5.flush()
 
-    def features(self, split: str) -> np.ndarray:
-        return self.h5[split][()]
+    def features(self, split: str, keep: np.ndarray | None = None) -> h5py.Dataset:
+        """The split's features (only the rows `keep` marks, when given), left on disk: writing the artifact copies
+        them by blocks of rows."""
+        if keep is None or keep.all():
+            return self.h5[split]
+        kept = self.h5.require_dataset(f"{split}.kept", shape=(int(keep.sum()), self.h5[split].shape[1]),
+                                       dtype=np.float32)
+        done = 0
+        for start, block in row_blocks(self.h5[split]):
+            rows = block[keep[start:start + len(block)]]
+            kept[done:done + len(rows)] = rows
+            done += len(rows)
+        return kept
+
+    def add_skipped(self, files: list[str]) -> None:
+        """Image files that could not be decoded (embed --skip-bad), kept across a resumed run."""
+        self.h5.attrs["skipped"] = json.dumps(sorted(set(self.skipped()) | set(files)))
+        self.h5.flush()
+
+    def skipped(self) -> list[str]:
+        return json.loads(self.h5.attrs.get("skipped", "[]"))
 
     def finish(self) -> None:
         self.h5.close()
@@ -72,8 +92,18 @@ class FeatureStore:
         self.h5.close()
 
 
+class _Read(NamedTuple):
+    """What a worker hands back for one batch: the images and the files it skipped, or the error that stopped it."""
+
+    images: torch.Tensor | None
+    skipped: list[str]
+    error: tuple[str, str | None] | None
+
+
 class _Batches(torch.utils.data.Dataset):
-    """Batches of source rows for a DataLoader: each worker reads its own batches (and reopens lazy files)."""
+    """Batches of source rows for a DataLoader: each worker reads (decodes) its own batches and reopens lazy files.
+    A failure to read is handed back as its (message, hint), which the main process raises as one clean error:
+    raised in a worker it would arrive wrapped in the worker's traceback."""
 
     def __init__(self, dataset: Dataset, chunks: list[np.ndarray]):
         self.dataset, self.chunks = dataset, chunks
@@ -81,8 +111,12 @@ class _Batches(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return len(self.chunks)
 
-    def __getitem__(self, i: int) -> torch.Tensor:
-        return torch.from_numpy(np.ascontiguousarray(self.dataset.rows(self.chunks[i])[0]))
+    def __getitem__(self, i: int) -> _Read:
+        try:
+            images = torch.from_numpy(np.ascontiguousarray(self.dataset.rows(self.chunks[i])[0]))
+        except DataError as err:
+            return _Read(None, [], (err.message, err.hint))
+        return _Read(images, self.dataset.take_skipped(), None)
 
 
 def _reopen_in_worker(_: int) -> None:
@@ -105,9 +139,13 @@ def stream_split(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batch_si
                                          and embedder.device.type == "cuda",
                                          worker_init_fn=_reopen_in_worker if workers else None)
     begin, previous = start, None
-    for batch in loader:
-        current = (begin, embedder.submit(batch))
-        begin += len(batch)
+    for read in loader:
+        if read.error is not None:
+            raise DataError(*read.error)
+        if read.skipped:
+            store.add_skipped(read.skipped)
+        current = (begin, embedder.submit(read.images))
+        begin += len(read.images)
         if previous is not None:
             _store(store, split, *previous, on_batch)
         previous = current
@@ -125,11 +163,16 @@ def _store(store: FeatureStore, split: str, begin: int, pending: PendingFeatures
 def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embedder, plan: SplitPlan,
                  batch_size: int, store: FeatureStore, on_batch: Callable[[int], None] = lambda n: None,
                  workers: int = 0) -> Artifact:
-    """Features per split; the public split is stored without labels (it is the unlabelled public set)."""
-    parts = {}
+    """Features per split; the public split is stored without labels (it is the unlabelled public set). The rows of
+    image files skipped as undecodable (embed --skip-bad) are dropped from their splits and listed."""
     for name, ids in splits.items():
         stream_split(embedder, dataset, ids, batch_size, store, name, on_batch, workers)
-        parts[name] = (store.features(name), ids, None if name == "public" else dataset.labels_of(ids))
+    skipped = store.skipped()
+    bad = dataset.ids_of_files(set(skipped)) if skipped else np.empty(0, np.int64)
+    parts = {}
+    for name, ids in splits.items():
+        keep = ~np.isin(ids, bad)
+        parts[name] = (store.features(name, keep), ids[keep], None if name == "public" else dataset.labels_of(ids[keep]))
     attrs = {
         **embedder.info(),
         "source": dataset.name,
@@ -142,23 +185,30 @@ def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embe
         "val_fraction": plan.val_fraction,
         "test_from": "source test part" if dataset.test_inputs is not None else f"seeded fraction {plan.test_fraction}",
         "feature_dim": embedder.feature_dim,
+        **({"skipped_files": skipped} if skipped else {}),
     }
     return embeddings_artifact(parts, attrs)
 
 
 def embed_resumably(target: Path, options: dict[str, Any], dataset: Dataset, splits: dict[str, np.ndarray],
                     embedder: Embedder, plan: SplitPlan, batch_size: int, workers: int, resume: bool,
-                    on_batch: Callable[[int], None] = lambda n: None) -> Artifact:
-    """Features streamed to TARGET.partial, kept on Ctrl-C for a resumed run with the same `options`, removed once
-    the artifact is built."""
+                    save: Callable[[Artifact], Artifact], on_batch: Callable[[int], None] = lambda n: None) -> Artifact:
+    """Features streamed to TARGET.partial, kept on Ctrl-C for a resumed run with the same `options`; `save` writes
+    the artifact while its features still lie in the scratch file (so they are never all in memory), which is
+    removed once it is written."""
     store = FeatureStore(target.with_name(target.name + ".partial"), options,
                          {k: len(v) for k, v in splits.items()}, embedder.feature_dim, resume)
     try:
-        artifact = embed_splits(dataset, splits, embedder, plan, batch_size, store, on_batch, workers)
+        artifact = save(embed_splits(dataset, splits, embedder, plan, batch_size, store, on_batch, workers))
     except KeyboardInterrupt:
         store.close()
         raise Interrupted(f"interrupted; the rows done so far are kept in {store.path}",
                           hint=f"rerun the same command with {param('resume', True)} to continue") from None
+    except DataError as err:  # e.g. an undecodable image: the rows done are kept for a resumed run
+        store.close()
+        kept = f"the rows done so far are kept in {store.path} for {param('resume', True)}"
+        raise DataError(err.message, hint=f"{err.hint}; {kept}" if err.hint else
+                        f"fix or remove the file and resume ({kept}), or pass {param('skip_bad', True)}") from None
     except BaseException:
         store.close()
         raise

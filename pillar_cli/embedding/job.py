@@ -38,13 +38,18 @@ class EmbeddingJob:
         """The source row ids this shard embeds, per split."""
         return {name: ids[self.positions[name]] for name, ids in self.splits.items()}
 
-    def run(self, embedder: Embedder, target: Path, options: dict[str, Any], *, batch_size: int = 256,
-            workers: int = 0, resume: bool = False, on_batch: Callable[[int], None] = lambda n: None) -> Artifact:
-        """Embed this shard's rows, resumably (scratch file TARGET.partial); a shard of n > 1 is a shard artifact.
-        `options` identify the run: a resumed run or a sibling shard must give the same."""
-        artifact = embed_resumably(target, options, self.dataset, self.rows, embedder, self.plan, batch_size,
-                                   workers, resume, on_batch)
-        if self.shard[1] == 1:
-            return artifact
+    def run(self, embedder: Embedder, target: Path, options: dict[str, Any], save: Callable[[Artifact], Artifact], *,
+            batch_size: int = 256, workers: int = 0, resume: bool = False,
+            on_batch: Callable[[int], None] = lambda n: None) -> Artifact:
+        """Embed this shard's rows, resumably (scratch file TARGET.partial), and `save` the artifact (a shard
+        artifact for a shard of n > 1). `options` identify the run: a resumed run or a sibling shard must give
+        the same."""
         sizes = {name: len(ids) for name, ids in self.splits.items()}
-        return as_shard(artifact, self.shard, self.positions, sizes, shard_key(options))
+
+        def as_artifact(artifact: Artifact) -> Artifact:
+            if self.shard[1] == 1:
+                return save(artifact)
+            return save(as_shard(artifact, self.shard, self.positions, sizes, shard_key(options)))
+
+        return embed_resumably(target, options, self.dataset, self.rows, embedder, self.plan, batch_size, workers,
+                               resume, as_artifact, on_batch)

@@ -79,7 +79,7 @@ def test_image_folder_reader(tmp_path):
             Image.fromarray(np.full((6, 6, 3), colour + i, np.uint8)).save(tmp_path / label / f"{i}.png")
     data = load_source("image-folder", SourceOptions(tmp_path))
     assert data.class_names == ["cat", "dog"] and data.inputs.shape == (6, 6, 6, 3)
-    assert data.labels.tolist() == [0, 0, 0, 1, 1, 1] and data.inputs[4, 0, 0, 0] == 201
+    assert data.labels.tolist() == [0, 0, 0, 1, 1, 1] and data.inputs[4][0, 0, 0] == 201
     resized = load_source("image-folder", SourceOptions(tmp_path, {"size": "4"}))
     assert resized.inputs.shape == (6, 4, 4, 3)
 
@@ -139,7 +139,7 @@ def test_manifest_reader(tmp_path):
     (tmp_path / "m.csv").write_text("\n".join(lines))
     data = load_source("manifest", SourceOptions(tmp_path / "m.csv", {"size": "4"}))
     assert data.class_names == ["bad", "ok"] and data.labels.tolist() == [1, 0, 1]
-    assert data.inputs.shape == (3, 4, 4, 3) and data.inputs[2, 0, 0, 0] == 80
+    assert data.inputs.shape == (3, 4, 4, 3) and data.inputs[2][0, 0, 0] == 80
 
 
 def test_gtsrb_reader(tmp_path):

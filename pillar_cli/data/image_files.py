@@ -1,0 +1,97 @@
+"""Images on disk as a lazily decoded array: an index of files built without decoding any of them.
+
+`ImageFiles` behaves like a uint8 array of shape (N, H, W, 3) for what the embedding stage does with a source:
+its length and shape, and reading rows (a slice or sorted ids), which decodes just those files. So memory holds
+the file names, not the images, and decoding happens where the rows are read — in the DataLoader workers of
+`embed --workers N`, several files at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+
+from pillar_cli.errors import DataError, param
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".ppm", ".tif", ".tiff", ".webp"}
+
+
+def decode_image(file: str, size: int | None) -> np.ndarray:
+    """One image file as RGB uint8 (H, W, 3), resized to size × size when given."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(file) as image:
+            rgb = image.convert("RGB")
+            if size:
+                rgb = rgb.resize((size, size), Image.BILINEAR)
+            return np.asarray(rgb, dtype=np.uint8)
+    except (OSError, UnidentifiedImageError, ValueError) as err:
+        raise DataError(f"cannot decode image {file}: {err}") from err
+
+
+class ImageFiles:
+    """An (N, H, W, 3) uint8 array-like over image files, decoded row by row when read. Without `size` every image
+    must have the first one's size; a file of another size is an error naming it. With `skip_bad`, a file that
+    cannot be decoded reads as zeros and is listed in `skipped` (the embedding stage drops its row)."""
+
+    dtype = np.dtype(np.uint8)
+
+    def __init__(self, files: list[str], size: int | None = None, image_shape: tuple[int, ...] | None = None,
+                 skip_bad: bool = False):
+        if not files:
+            raise DataError("no image files to read")
+        self.files, self.size, self.skip_bad, self.skipped = files, size, skip_bad, []
+        if image_shape is None:
+            image_shape = (size, size, 3) if size else decode_image(files[0], None).shape
+        self.shape = (len(files), *image_shape)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: slice | int | np.ndarray) -> np.ndarray:
+        if isinstance(index, (int, np.integer)):
+            return self._decode(self.files[int(index)])
+        positions = range(len(self.files))[index] if isinstance(index, slice) else np.asarray(index).tolist()
+        return np.stack([self._decode(self.files[i]) for i in positions]) if len(positions) else \
+            np.empty((0, *self.shape[1:]), np.uint8)
+
+    def _decode(self, file: str) -> np.ndarray:
+        try:
+            image = decode_image(file, self.size)
+        except DataError:
+            if not self.skip_bad:
+                raise
+            self.skipped.append(file)
+            return np.zeros(self.shape[1:], np.uint8)
+        if image.shape != self.shape[1:]:
+            raise DataError(f"{file} is {image.shape[1]} × {image.shape[0]}, the other images "
+                            f"{self.shape[2]} × {self.shape[1]}", hint=f"pass {param('param')} size=N to resize all "
+                                                                      "of them to N × N")
+        return image
+
+    def subset(self, ids: np.ndarray) -> ImageFiles:
+        """The files at sorted row ids, still undecoded."""
+        return ImageFiles([self.files[i] for i in ids.tolist()], self.size, self.shape[1:], self.skip_bad)
+
+    def skipping_bad(self) -> ImageFiles:
+        return ImageFiles(self.files, self.size, self.shape[1:], skip_bad=True)
+
+    def positions_of(self, files: set[str]) -> list[int]:
+        return [i for i, file in enumerate(self.files) if file in files]
+
+    def fingerprint(self, root: Path, labels: np.ndarray) -> str:
+        """A content id from the index alone: relative paths, byte sizes and labels (no image is read)."""
+        digest = hashlib.sha256()
+        for file in self.files:
+            digest.update(f"{os.path.relpath(file, root)}|{os.path.getsize(file)}\n".encode())
+        digest.update(np.ascontiguousarray(labels, dtype=np.int64).tobytes())
+        return digest.hexdigest()
+
+
+def image_files_in(folder: Path) -> list[str]:
+    """The image files directly in `folder`, sorted by name."""
+    return sorted(str(p) for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES) if folder.is_dir() else []
