@@ -6,7 +6,7 @@ side by side, with the ε each spent and whether the choice of its run is in it.
 from __future__ import annotations
 
 from pillar_cli.errors import UsageError
-from pillar_cli.reporting.families import best_per_method, family_order
+from pillar_cli.reporting.families import best_per_method, family_order, table_order
 from pillar_cli.reporting.tables import mean_and_std
 
 
@@ -25,8 +25,7 @@ def compare(evaluations: list[dict], names: list[str]) -> tuple[list[dict], str]
              "public_rows": (e.get("public") or {}).get("rows"), "method": family, "epsilon": eps, "k": row["k"],
              "accuracy_mean": row["accuracy_mean"], "accuracy_std": row["accuracy_std"]}
             for name, e in zip(names, evaluations)
-            for (family, eps), row in sorted(best_per_method(e["rows"]).items(),
-                                             key=lambda item: (family_order(item[0][0]), item[0][1]))]
+            for (family, eps), row in sorted(best_per_method(e["rows"]).items(), key=lambda item: table_order(item[0]))]
     return rows, title
 
 

@@ -20,6 +20,11 @@ def family_order(name: str) -> tuple[int, str]:
     return (ORDER.index(name) if name in ORDER else len(ORDER), name)
 
 
+def table_order(key: tuple[str, float]) -> tuple[tuple[int, str], float]:
+    """Sort key of a (method family, ε) pair: the paper's method order, then ε."""
+    return family_order(key[0]), key[1]
+
+
 def best_per_method(rows: list[dict]) -> dict[tuple[str, float], dict]:
     """Per (method family, ε): the row with the highest val accuracy."""
     best: dict[tuple[str, float], dict] = {}

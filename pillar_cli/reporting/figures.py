@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pillar_cli.reporting.families import best_per_method, family_order
+from pillar_cli.reporting.families import best_per_method, table_order
 
 AXIS_LABELS = {
     "accuracy_vs_k": ("k (principal components; full = no projection)", "test accuracy"),
@@ -70,13 +70,13 @@ def accuracy_vs_k(rows: list[dict], path: Path, title: str, full_dim: int) -> No
 def methods_by_dataset(evaluations: list[dict], path: Path, title: str, names: list[str]) -> None:
     """Grouped bars: each method (PILLAR, DP-SGD, ...) for each evaluation (`names`) and ε (Figure 5, Table 1)."""
     figure, axes = _pyplot().subplots(figsize=(max(5, 1.6 * len(evaluations)), 4))
-    bars = sorted({key for e in evaluations for key in best_per_method(e["rows"])},
-                  key=lambda key: (family_order(key[0]), key[1]))
+    best = [best_per_method(e["rows"]) for e in evaluations]
+    bars = sorted({key for per_evaluation in best for key in per_evaluation}, key=table_order)
     width = 0.8 / max(len(bars), 1)
     for j, (family, epsilon) in enumerate(bars):
         heights, errors = [], []
-        for evaluation in evaluations:
-            row = best_per_method(evaluation["rows"]).get((family, epsilon))
+        for per_evaluation in best:
+            row = per_evaluation.get((family, epsilon))
             heights.append(row["accuracy_mean"] if row else np.nan)
             errors.append((row["accuracy_std"] or 0.0) if row else 0.0)
         positions = np.arange(len(evaluations)) + (j - (len(bars) - 1) / 2) * width
@@ -109,7 +109,7 @@ def _lines_over(axes, evaluations: list[dict], positions: list[float]) -> None:
     for evaluation, x in zip(evaluations, positions):
         for key, row in best_per_method(evaluation["rows"]).items():
             lines.setdefault(key, []).append((x, row["accuracy_mean"], row["accuracy_std"] or 0.0))
-    for (family, epsilon), points in sorted(lines.items(), key=lambda item: (family_order(item[0][0]), item[0][1])):
+    for (family, epsilon), points in sorted(lines.items(), key=lambda item: table_order(item[0])):
         xs, means, stds = zip(*sorted(points))
         axes.errorbar(xs, means, yerr=stds, marker="o", capsize=3, label=f"{family}, {_epsilon_label(epsilon)}")
 
