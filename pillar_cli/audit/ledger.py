@@ -1,6 +1,7 @@
 """An independent check of a model's ledger: every run's ε recomputed from its recorded events with Google's
 dp-accounting (PLD for single runs, its RDP accountant for accounted selections), not with the accountant that
-calibrated it; and the steps each engine counted as it ran them against the steps it accounted.
+calibrated it (an exponential mechanism by its direct formula, ε = 2Δ / Gumbel scale); and the steps each engine
+counted as it ran them against the steps it accounted.
 
 A run is flagged when the recomputed ε exceeds the claimed one by more than 1 % (the accountants' own
 discretisation and conversion errors stay below that), or when it ran more steps than it accounted.
@@ -56,6 +57,7 @@ def check_ledger(model: Artifact) -> list[LedgerCheck]:
                   for s in selection_ledger.get("selections", [])}
     boosted = model.attrs.get("noisy_sgd", {}).get("boosted_runs")
     release = (model.attrs.get("public_choice") or {}).get("release")
+    exponential = set(model.attrs.get("exponential_mechanism", {}).get("methods", []))
     checks = []
     for i in range(count):
         method, target, seed = str(runs["method"][i]), float(runs["epsilon_target"][i]), int(runs["seed"][i])
@@ -65,6 +67,9 @@ def check_ledger(model: Artifact) -> list[LedgerCheck]:
         if (selection := selections.get((method, k, target, seed))) is not None:
             recomputed = _selection_epsilon(selection, selection_ledger["orders"])
             how = "dp-accounting RDP, repeat-and-select"
+        elif method in exponential:
+            recomputed = math.inf if sigma == 0 else 2.0 / sigma
+            how = "exponential mechanism: ε = 2Δ / Gumbel scale (direct formula)"
         elif method == "noisy-sgd" and boosted:
             recomputed = boosted * _pld_epsilon(sigma, rate, steps, delta / boosted) + target / 2
             how = "dp-accounting PLD per boosted run + ε/2 selection"

@@ -16,7 +16,7 @@ from pillar_cli.errors import PrivacyError, UsageError
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
-from pillar_cli.projection import PublicPCA
+from pillar_cli.projection.components import read_projection
 
 # test-only bugs: (noise scale, clipping-norm scale); no-clip keeps the noise's absolute scale σ·clip
 PLANTED = {"none": (1.0, 1.0), "no-noise": (0.0, 1.0), "noise-tenth": (0.1, 1.0), "no-clip": (1.0, 1e6)}
@@ -85,7 +85,7 @@ def _data(embeddings: str, projection: Path) -> tuple[SweepData, list[artifacts.
     private = artifacts.read_split(f"{path}:private")
     projection_artifact = artifacts.read(projection, "projection")
     artifacts.require_derived_from(projection_artifact, private.ref)
-    pca = PublicPCA.from_artifact(projection_artifact)
+    pca = read_projection(projection_artifact)
     data = SweepData(pca, private.features, private.labels, None, None, private.num_classes)
     return data, [private.ref, projection_artifact.ref()]
 

@@ -109,4 +109,7 @@ def _basis(split: artifacts.Split, projection: Path | None, second_moment: bool,
         raise UsageError("check-assumptions needs --projection (or --second-moment to fit one on the public split)")
     projection_artifact = artifacts.read(projection, "projection")
     artifacts.require_derived_from(projection_artifact, split.ref)
+    if projection_artifact.attrs.get("method") == "components":
+        raise UsageError(f"{projection} is a component graph: the assumptions are about principal components",
+                         hint="check them against a projection from `pillar fit-pca` without --components")
     return PublicPCA.from_artifact(projection_artifact), projection_artifact.ref()

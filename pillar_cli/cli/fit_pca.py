@@ -20,6 +20,7 @@ from pillar_cli.cli.common import (
 )
 from pillar_cli.errors import UsageError
 from pillar_cli.projection import PublicPCA, fit_public_split, projection_artifact
+from pillar_cli.projection.components import PublicComponents, fit_public_components
 from pillar_cli.projection.public_choice import chosen_candidate, public_choice
 
 
@@ -40,6 +41,9 @@ def fit_pca(
     allow_nonprivate_choice: bool = typer.Option(False, "--allow-nonprivate-choice", help="Accept a GSD computed "
                                                  "without DP (recorded; every model says its public data was chosen "
                                                  "outside ε)."),
+    components: bool = typer.Option(False, "--components", help="Boolean rows: the empirical component graph "
+                                    "(variables joined when a public row has both active) instead of a PCA; the "
+                                    "structure of the em-components disjunction learner."),
     fraction: float = typer.Option(1.0, help="Fit on a seeded fraction of the public rows (Table 2(b) of the paper: "
                                    "how much public data the projection needs)."),
     config: Optional[str] = ConfigOption,
@@ -56,6 +60,8 @@ def fit_pca(
     Example: pillar fit-pca emb.h5:public --fraction 0.1 -o pca-small.h5
 
     Example: pillar fit-pca --public-from dpgsd.h5 -o pca.h5 --k-max 100
+
+    Example: pillar fit-pca bits.h5:public --components -o graph.h5
     """
     gsd = None if public_from is None else artifacts.read(public_from, "gsd")
     if gsd is None and embeddings is None:
@@ -64,7 +70,7 @@ def fit_pca(
     check_output(out, [artifacts.parse_ref(embeddings)[0], *([str(public_from)] if gsd else [])], force=force)
     public = artifacts.read_split(embeddings, default_split="public").subsample(fraction, "fraction")
     choice = None if gsd is None else public_choice(gsd, embeddings, public, allow_nonprivate_choice)
-    pca = fit_public_split(public, k_max, standardize, second_moment)
+    pca = fit_public_components(public) if components else fit_public_split(public, k_max, standardize, second_moment)
     artifact = projection_artifact(pca, public)
     artifact.attrs["share_of_embedded"] = len(public.features) / artifacts.embedded_rows(public.ref.path)
     if choice is not None:
@@ -74,6 +80,8 @@ def fit_pca(
 
 
 def _report(out: Path, pca: PublicPCA, as_json: bool) -> None:
+    if isinstance(pca, PublicComponents):
+        return _report_components(out, pca, as_json)
     explained = pca.eigenvalues_.cumsum() / pca.eigenvalues_.sum()
     rows = [{"k": k, "explained_variance": float(explained[k - 1])} for k in (1, 2, 5, 10, 20, 40, 100, 200)
             if k <= len(pca.components_)]
@@ -83,3 +91,14 @@ def _report(out: Path, pca: PublicPCA, as_json: bool) -> None:
         return print_json(summary)
     print_table(f"{out}: PCA on {pca.n_public_} public rows, {pca.dim} dims, rank {pca.rank_}", rows,
                 ["k", "explained_variance"], {"explained_variance": ".3f"})
+
+
+def _report_components(out: Path, graph: PublicComponents, as_json: bool) -> None:
+    rows = [{"component": i, "variables": int(size), "seen_in_public": not (graph.unseen_ and i == len(graph.groups()) - 1)}
+            for i, size in enumerate(graph.eigenvalues_)]
+    summary = {"output": str(out), "n_public": graph.n_public_, "dim": graph.dim, "components": len(rows),
+               "candidates": 2 ** len(rows), "sizes": rows}
+    if as_json:
+        return print_json(summary)
+    print_table(f"{out}: {len(rows)} components of {graph.dim} variables from {graph.n_public_} public rows "
+                f"({2 ** len(rows):,} candidate disjunctions)", rows[:20], ["component", "variables", "seen_in_public"])

@@ -17,6 +17,7 @@ from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.adadps import AdaDPSSettings
 from pillar_cli.methods.catalog import get_method
+from pillar_cli.methods.disjunctions import DisjunctionSettings
 from pillar_cli.methods.noisy_sgd import NoisySGDSettings
 from pillar_cli.methods.sweep import (
     PrivacySettings,
@@ -28,7 +29,7 @@ from pillar_cli.methods.sweep import (
 )
 from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import get_accountant
-from pillar_cli.projection import PublicPCA
+from pillar_cli.projection.components import read_projection
 from pillar_cli.projection.public_choice import labelled_public_split, public_data_of
 
 
@@ -41,7 +42,8 @@ def train_private(
     method: str = typer.Option("pillar", help="pillar (public PCA), dpsgd (no projection), jl (random projection), "
                                "gep (gradient embedding perturbation, k = anchor dim), noisy-sgd (theory variant, "
                                "binary tasks: Algorithms 1-2 of the paper), public-lda / dp-ls (closed-form heads: one "
-                               "Gaussian release); comma list."),
+                               "Gaussian release), em-components / em-disjunctions (boolean rows: the exponential mechanism over unions of "
+                               "the public components / over every disjunction of --literals variables); comma list."),
     ridge: str = typer.Option("auto", help="Closed-form heads' λ, comma-separated; auto = the method's default "
                               "(public-lda k·(σC/n)², the noise on a class mean; dp-ls the noise's spectral scale)."),
     k: str = typer.Option("40", help="Components, comma-separated; 'full' = no projection. E.g. 5,10,full"),
@@ -77,6 +79,7 @@ def train_private(
                                                   "preconditioner; recorded, not protected."),
     other_public: bool = typer.Option(False, "--other-public", help="Accept a projection fitted on another public "
                                       "dataset embedded with the same backbone (Table 2(a) of the paper); recorded."),
+    literals: int = typer.Option(3, help="em-disjunctions: the most variables of a candidate disjunction."),
     conditioner: float = typer.Option(1e-3, help="adadps: ε_c of the preconditioner 1 / (√v + ε_c)."),
     engine: str = typer.Option("fast", help="fast (exact, batched) or opacus (GradSampleModule reference; slow)."),
     zeta: float = typer.Option(0.1, min=1e-6, help="noisy-sgd: margin scale ζ of the hinge loss."),
@@ -107,7 +110,8 @@ def train_private(
         warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")
     privacy, shard_spec = PrivacySettings(delta, clip, accountant), parse_shard(shard)
     options = SweepOptions(shard_spec, engine, device, {"noisy-sgd": NoisySGDSettings(zeta, beta),
-                                                         "adadps": AdaDPSSettings(conditioner)},
+                                                         "adadps": AdaDPSSettings(conditioner),
+                                                         "em-disjunctions": DisjunctionSettings(literals)},
                            _selection(select, trials, trials_shape, score_share))
     with progress_bar("DP-SGD", grid.total_steps(shard_spec), "steps") as advance:
         result = run_sweep(data, grid, privacy, options, on_steps=advance)
@@ -151,7 +155,7 @@ def _inputs(ctx: typer.Context, path: str, projection: Path, grid: SweepGrid, pr
     val = _validation_split(path, max(len(grid.configs(m)) for m in grid.methods))
     projection_artifact = artifacts.read(projection, "projection")
     public_data = public_data_of(projection_artifact, private, other_public)
-    pca = PublicPCA.from_artifact(projection_artifact)
+    pca = read_projection(projection_artifact)
     public = artifacts.read_split(f"{path}:public")
     initial = None if warm_start is None else warm_start_weights(artifacts.read(warm_start, "model"), pca, private.ref)
     uses_public = any(get_method(m).needs_public_rows for m in grid.methods)

@@ -15,6 +15,7 @@ import numpy as np
 
 from pillar_cli.data import readers
 from pillar_cli.data.dataset import Dataset
+from pillar_cli.data.disjunctions import DisjunctionFamily, disjunction_dataset, read_csv_rows
 from pillar_cli.errors import DataError, UsageError, param
 
 
@@ -103,6 +104,20 @@ def _synthetic_gmm(options: SourceOptions) -> Dataset:
     noise = sigma * rng.standard_normal((n, d)) + np.sqrt(theta) * rng.standard_normal((n, 1)) * w_star
     features = (signs[:, None] * mu + noise).astype(np.float32)
     return Dataset("synthetic-gmm", features, (signs > 0).astype(np.int64), ["-1", "+1"])
+
+
+@register("disjunctions", "D_{f,p} of the semi-private learning paper (Definition 4): boolean rows, label = a "
+          "k-disjunction; params n, d, k, p (edge probability); --seed picks f and the rows")
+def _disjunctions(options: SourceOptions) -> Dataset:
+    family = DisjunctionFamily(int(options.number("d", 40)), int(options.number("k", 5)), options.number("p", 0.5),
+                               options.seed)
+    return disjunction_dataset(family, int(options.number("n", 4000)))
+
+
+@register("csv", "CSV of numeric feature columns and a last integer label column (-1/+1 read as 0/1); a header "
+          "line is allowed")
+def _csv(options: SourceOptions) -> Dataset:
+    return read_csv_rows(options.require_path("csv"))
 
 
 @register("npz", "arrays in a .npz file: x (or features) and y (or labels), optional x_test / y_test")

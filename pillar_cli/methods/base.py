@@ -105,6 +105,9 @@ class Method:
     def linear_map(self, pca: PublicPCA) -> LinearMap:
         return pca
 
+    def check_data(self, data: SweepData, settings: object | None) -> None:
+        """Fail before any training if this method cannot read these rows (beyond what every method checks)."""
+
     def check_k(self, k: int, pca: PublicPCA, num_classes: int) -> None:
         """Fail before any training if this k cannot work."""
         if self.projects:

@@ -129,7 +129,7 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, opti
             raise UsageError(f"{param(name)} must be in [0, 1) (got {value})")
     if grid.ema and (without := [m for m in grid.methods if not get_method(m).averages_iterates]):
         raise UsageError(f"{param('ema')} averages DP-SGD iterates; method '{without[0]}' has none to average")
-    too_big = [b for b in grid.batch_sizes if b > n]
+    too_big = [c.batch_size for m in grid.methods for c in grid.configs(m) if c.batch_size > n]
     if too_big:
         raise UsageError(f"{param('batch_size')} {too_big[0]} exceeds the {n} private rows")
     if not np.isfinite(data.private_x).all():
@@ -139,6 +139,7 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, opti
     if data.private_index is not None and data.public_index is not None:
         require_disjoint(data.private_index, data.public_index, data.source)
     for name in grid.methods:
+        get_method(name).check_data(data, options.method_settings.get(name))
         reason = get_method(name).needs_public_rows
         if reason and data.public_x is None:
             raise UsageError(f"method '{name}' needs the public split {reason}")

@@ -9,11 +9,12 @@ from pillar_cli.privacy.accountants import (
                                             RDP_ORDERS,
                                             Accountant,
                                             DPEvent,
+                                            exponential_mechanism_event,
                                             get_accountant,
                                             spent_epsilon,
 )
 from pillar_cli.privacy.budget import require_disjoint, validate_budget
 from pillar_cli.privacy.calibration import calibrate, calibrate_noise
 
-__all__ = ["ACCOUNTANTS", "RDP_ORDERS", "Accountant", "DPEvent", "calibrate", "calibrate_noise", "get_accountant",
-           "require_disjoint", "spent_epsilon", "validate_budget"]
+__all__ = ["ACCOUNTANTS", "RDP_ORDERS", "Accountant", "DPEvent", "calibrate", "calibrate_noise",
+           "exponential_mechanism_event", "get_accountant", "require_disjoint", "spent_epsilon", "validate_budget"]

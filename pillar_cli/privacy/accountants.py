@@ -34,9 +34,18 @@ class DPEvent:
     delta: float
     clip: float
     mechanism: str = "poisson-subsampled gaussian, add/remove-one adjacency"
+    kind: str = "gaussian"  # or "exponential": one exponential mechanism, noise_multiplier its Gumbel scale / Δ
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def exponential_mechanism_event(epsilon: float, sensitivity: float, candidates: int) -> DPEvent:
+    """The exponential mechanism at ε over scores of sensitivity Δ: sampling ∝ exp(ε·score / 2Δ), which is the
+    report-noisy-max of the scores plus Gumbel noise of scale 2Δ/ε. Pure ε-DP (δ = 0) under add/remove-one and
+    replace-one adjacency alike; every accountant reports ε = 2 / noise_multiplier."""
+    return DPEvent(2.0 / epsilon, 1.0, 1, 0.0, sensitivity, kind="exponential",
+                   mechanism=f"exponential mechanism over {candidates:,} candidates, score sensitivity {sensitivity:g}")
 
 
 def _rdp_epsilon(sigma: float, q: float, steps: int, delta: float) -> float:
@@ -107,4 +116,6 @@ def get_accountant(name: str) -> Accountant:
 def spent_epsilon(accountant: str, event: DPEvent) -> float:
     if event.noise_multiplier == 0:
         return math.inf
+    if event.kind == "exponential":
+        return 2.0 / event.noise_multiplier
     return get_accountant(accountant).epsilon(event.noise_multiplier, event.sample_rate, event.steps, event.delta)

@@ -156,12 +156,16 @@ class PublicPCA:
 
 def fit_public_split(split: Split, k_max: int | None = None, standardize: bool = True,
                      second_moment: bool = False) -> PublicPCA:
-    """PCA on an unlabelled (public) split; a labelled split is refused: fitting on private rows would leak them into
-    every model trained on the projection."""
+    """PCA on an unlabelled (public) split."""
+    require_unlabelled(split)
+    return PublicPCA(k_max, standardize, second_moment).fit(split.features)
+
+
+def require_unlabelled(split: Split) -> None:
+    """A labelled split is refused: fitting on private rows would leak them into every model trained on the fit."""
     if split.labels is not None:
         raise PrivacyError(f"split '{split.name}' of {split.ref.path} is labelled; fit-pca fits on the unlabelled "
                            "public split only", hint=f"use {split.ref.path}:public")
-    return PublicPCA(k_max, standardize, second_moment).fit(split.features)
 
 
 def projection_artifact(pca: PublicPCA, split: Split) -> Artifact:
