@@ -23,10 +23,12 @@ ALLOWED = {
     "methods": {"errors", "devices", "artifacts", "privacy", "projection", "linear"},
     "reporting": {"errors", "artifacts", "projection", "methods"},
     "audit": {"errors", "artifacts", "privacy", "projection", "linear", "methods"},
+    "finetune": {"errors", "devices", "privacy", "gsd", "embedding"},
 }
 # Narrower rules: GSD uses the softmax head's closed form, image ops and weight loading; never training.
 ONLY = {("gsd", "linear"): {"pillar_cli.linear.gradients"},
-        ("gsd", "embedding"): {"pillar_cli.embedding.images", "pillar_cli.embedding.backbones"}}
+        ("gsd", "embedding"): {"pillar_cli.embedding.images", "pillar_cli.embedding.backbones"},
+        ("finetune", "gsd"): {"pillar_cli.gsd.probes"}, ("finetune", "embedding"): {"pillar_cli.embedding.backbones"}}
 
 
 def module_name(path: Path) -> str:

@@ -1,0 +1,163 @@
+"""DP-SGD on every parameter of a torch network, through opacus.
+
+Poisson batches come from opacus' `DPDataLoader` (seeded), logical batches are split into physical ones of at most
+`max_physical_batch` rows by `BatchMemoryManager` so memory stays bounded whatever the sampling rate, and per-sample
+clipping runs either through opacus' hooks (`GradSampleModule`: per-sample gradients materialised) or its ghost
+clipping (`GradSampleModuleFastGradientClipping`: per-sample norms without the gradients, a second backward pass).
+The noise multiplier is calibrated by pillar's accountant for the exact sampling rate and number of steps, and the ε
+returned is recomputed from the run's `DPEvent`, as for every linear head.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from pillar_cli.errors import DataError, UsageError, check_positive, param
+from pillar_cli.gsd.probes import stored_image_shape
+from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon, validate_budget
+
+MODES = ("hooks", "ghost")
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    epsilon: float
+    delta: float = 1e-5
+    steps: int = 100
+    lr: float = 0.5
+    batch_size: int = 256  # expected (Poisson) logical batch
+    clip: float = 1.0  # math.inf: no clipping (a test of the path, never private)
+    momentum: float = 0.0
+    seed: int = 0
+    accountant: str = "prv"
+    grad_sample_mode: str = "hooks"
+    max_physical_batch: int = 128
+
+
+@dataclass
+class FinetuneResult:
+    model: torch.nn.Module
+    event: DPEvent
+    epsilon_spent: float
+    steps_run: int
+
+
+def pixel_images(features: np.ndarray, attrs: dict, what: str) -> torch.Tensor:
+    """Rows of a pixels-embeddings artifact (flattened HWC in [0, 1]) as NCHW float32 images."""
+    height, width, channels = stored_image_shape(attrs, features.shape[1], what)
+    return torch.as_tensor(features, dtype=torch.float32).reshape(-1, height, width, channels).permute(0, 3, 1, 2)
+
+
+def finetune(model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, config: FinetuneConfig,
+             device: str = "cpu") -> FinetuneResult:
+    """Train every parameter of `model` (in place) with DP-SGD on (images, labels)."""
+    from opacus.data_loader import DPDataLoader
+    from opacus.utils.batch_memory_manager import BatchMemoryManager
+
+    n = len(labels)
+    sigma = _check(model, images, labels, config)
+    rate = config.batch_size / n
+    dataset = torch.utils.data.TensorDataset(images, torch.as_tensor(labels, dtype=torch.int64))
+    loader = DPDataLoader(dataset, sample_rate=rate)
+    # The batches are drawn by the sampler alone, from a generator of its own: the DataLoader would otherwise draw
+    # its workers' base seed from the same generator, and the batches would depend on loader internals.
+    loader.batch_sampler.generator = torch.Generator().manual_seed(config.seed)
+    module, optimizer, criterion = _private(model.to(device), config, sigma)
+    steps_run = 0
+    with warnings.catch_warnings(), BatchMemoryManager(data_loader=loader, optimizer=optimizer,
+                                                       max_physical_batch_size=config.max_physical_batch) as batches:
+        warnings.simplefilter("ignore")  # opacus warns about secure RNG and empty batches on every run
+        while steps_run < config.steps:
+            for inputs, targets in batches:
+                optimizer.zero_grad(set_to_none=True)
+                criterion(module(inputs.to(device)), targets.to(device)).backward()
+                optimizer.step()
+                steps_run += not optimizer._is_last_step_skipped
+                if steps_run == config.steps:
+                    break
+    event = DPEvent(sigma, rate, config.steps, config.delta, config.clip,
+                    mechanism=f"DP-SGD on every parameter through opacus ({config.grad_sample_mode} clipping), "
+                              "Poisson sampling, add/remove-one adjacency")
+    epsilon = math.inf if sigma == 0 else spent_epsilon(config.accountant, event)
+    return FinetuneResult(module.to_standard_module() if hasattr(module, "to_standard_module") else model, event,
+                          epsilon, steps_run)
+
+
+def _check(model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, config: FinetuneConfig) -> float:
+    """Refuse what cannot train, before any private row is read; σ for the run (0 without privacy)."""
+    n = len(labels)
+    validate_budget(config.epsilon, config.delta, n)
+    for name in ("lr", "steps", "batch_size", "max_physical_batch"):
+        check_positive(name, getattr(config, name))
+    if not config.clip > 0:
+        raise UsageError(f"{param('clip')} must be positive (got {config.clip})")
+    if config.grad_sample_mode not in MODES:
+        raise UsageError(f"unknown {param('grad_sample_mode')} '{config.grad_sample_mode}' (known: hooks, ghost)")
+    if config.batch_size > n:
+        raise UsageError(f"{param('batch_size')} {config.batch_size} exceeds the {n} private rows")
+    if math.isinf(config.clip) and math.isfinite(config.epsilon):
+        raise UsageError(f"{param('clip')} inf leaves the sensitivity unbounded: only non-private runs may skip it")
+    try:
+        with torch.no_grad():
+            out = model.eval()(images[:2])
+    except RuntimeError as err:
+        raise DataError(f"the network cannot take images of shape {tuple(images.shape[1:])}: {err}".splitlines()[0],
+                        hint="embed the images at a size the network accepts (pillar embed --resize)") from None
+    if out.ndim != 2 or out.shape[1] <= int(labels.max()):
+        raise DataError(f"the network outputs {tuple(out.shape[1:])} per image; the labels need "
+                        f"{int(labels.max()) + 1} classes")
+    if math.isinf(config.epsilon):
+        return 0.0
+    return calibrate_noise(config.accountant, config.epsilon, config.delta, config.batch_size / n, config.steps)
+
+
+def _private(model: torch.nn.Module, config: FinetuneConfig, sigma: float):
+    """(module, optimizer, criterion) wrapped by opacus for the chosen clipping mode."""
+    from opacus import GradSampleModule
+    from opacus.grad_sample import GradSampleModuleFastGradientClipping
+    from opacus.optimizers import DPOptimizer, DPOptimizerFastGradientClipping
+    from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
+
+    model.train()
+    sgd = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
+    noise = torch.Generator().manual_seed(config.seed + 1)
+    clip = 1e30 if math.isinf(config.clip) else config.clip
+    options = dict(noise_multiplier=sigma, max_grad_norm=clip, expected_batch_size=config.batch_size,
+                   generator=noise, loss_reduction="mean")
+    if config.grad_sample_mode == "hooks":
+        return GradSampleModule(model), DPOptimizer(sgd, **options), torch.nn.CrossEntropyLoss()
+    module = GradSampleModuleFastGradientClipping(model, max_grad_norm=clip, use_ghost_clipping=True)
+    optimizer = DPOptimizerFastGradientClipping(sgd, **options)
+    return module, optimizer, DPLossFastGradientClipping(module, optimizer, torch.nn.CrossEntropyLoss())
+
+
+def network(architecture: str, channels: int, num_classes: int, seed: int = 0,
+            weights: str | None = None) -> torch.nn.Module:
+    """`cnn` (the GSD paper's small CNN) or a timm architecture, randomly initialised (seeded) or from a checkpoint of
+    the same architecture (a state dict saved with torch.save, e.g. by pre-training on public data)."""
+    if architecture == "cnn":
+        from pillar_cli.gsd.probes import small_cnn
+
+        model = small_cnn(channels, num_classes, seed)
+    else:
+        import timm
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            try:
+                model = timm.create_model(architecture, pretrained=False, num_classes=num_classes, in_chans=channels)
+            except RuntimeError as err:
+                raise UsageError(f"unknown architecture '{architecture}': {err}") from None
+    if weights is not None:
+        try:
+            state = torch.load(weights, map_location="cpu", weights_only=True)
+            model.load_state_dict(state, strict=True)
+        except (OSError, RuntimeError, KeyError, TypeError, AttributeError) as err:
+            raise DataError(f"checkpoint {weights} does not fit network '{architecture}': "
+                            f"{str(err).splitlines()[0]}") from None
+    return model
