@@ -138,8 +138,9 @@ def _private(model: torch.nn.Module, config: FinetuneConfig, sigma: float):
 
 def network(architecture: str, channels: int, num_classes: int, seed: int = 0,
             weights: str | None = None) -> torch.nn.Module:
-    """`cnn` (the GSD paper's small CNN) or a timm architecture, randomly initialised (seeded) or from a checkpoint of
-    the same architecture (a state dict saved with torch.save, e.g. by pre-training on public data)."""
+    """`cnn` (the GSD paper's small CNN) or a timm architecture with its BatchNorm layers replaced by GroupNorm (opacus
+    needs per-sample gradients that no other sample influences), randomly initialised (seeded) or from a checkpoint of
+    the same network (a state dict saved with torch.save, e.g. by pre-training on public data)."""
     if architecture == "cnn":
         from pillar_cli.gsd.probes import small_cnn
 
@@ -153,6 +154,12 @@ def network(architecture: str, channels: int, num_classes: int, seed: int = 0,
                 model = timm.create_model(architecture, pretrained=False, num_classes=num_classes, in_chans=channels)
             except RuntimeError as err:
                 raise UsageError(f"unknown architecture '{architecture}': {err}") from None
+        from opacus.validators import ModuleValidator
+
+        model = ModuleValidator.fix(model)  # BatchNorm → GroupNorm: no statistics shared across the samples of a batch
+        for layer in model.modules():
+            if hasattr(layer, "inplace"):
+                layer.inplace = False  # opacus' backward hooks see the activations: in-place ops would overwrite them
     if weights is not None:
         try:
             state = torch.load(weights, map_location="cpu", weights_only=True)
