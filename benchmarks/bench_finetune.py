@@ -14,6 +14,7 @@ import time
 import numpy as np
 import torch
 
+from pillar_cli.embedding.networks import NetworkSpec
 from pillar_cli.finetune import FinetuneConfig, finetune, network
 
 
@@ -29,7 +30,7 @@ def seconds_per_step(architecture: str, images: torch.Tensor, labels: np.ndarray
                      rounds: int, device: str) -> float:
     best = float("inf")
     for _ in range(rounds):
-        model = network(architecture, images.shape[1], 10)
+        model = network(NetworkSpec(architecture, (*images.shape[2:], images.shape[1]), 10))
         config = FinetuneConfig(epsilon=8.0, steps=1, batch_size=256, grad_sample_mode=mode, max_physical_batch=128)
         finetune(model, images, labels, config, device)  # warm-up (and calibration, cached)
         start = time.perf_counter()

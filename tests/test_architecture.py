@@ -21,14 +21,17 @@ ALLOWED = {
     "embedding": {"errors", "devices", "data", "artifacts"},
     "gsd": {"errors", "artifacts", "privacy", "linear", "embedding"},
     "methods": {"errors", "devices", "artifacts", "privacy", "projection", "linear"},
-    "reporting": {"errors", "artifacts", "projection", "methods"},
+    "reporting": {"errors", "artifacts", "projection", "methods", "embedding"},
     "audit": {"errors", "artifacts", "privacy", "projection", "linear", "methods"},
-    "finetune": {"errors", "devices", "privacy", "gsd", "embedding"},
+    "finetune": {"errors", "devices", "artifacts", "privacy", "gsd", "embedding"},
 }
 # Narrower rules: GSD uses the softmax head's closed form, image ops and weight loading; never training.
 ONLY = {("gsd", "linear"): {"pillar_cli.linear.gradients"},
-        ("gsd", "embedding"): {"pillar_cli.embedding.images", "pillar_cli.embedding.backbones"},
-        ("finetune", "gsd"): {"pillar_cli.gsd.probes"}, ("finetune", "embedding"): {"pillar_cli.embedding.backbones"}}
+        ("gsd", "embedding"): {"pillar_cli.embedding.images", "pillar_cli.embedding.backbones",
+                               "pillar_cli.embedding.networks"},
+        ("reporting", "embedding"): {"pillar_cli.embedding.networks"},
+        ("finetune", "gsd"): {"pillar_cli.gsd.probes"}, ("finetune", "embedding"): {"pillar_cli.embedding.backbones",
+                                                                        "pillar_cli.embedding.networks"}}
 
 
 def module_name(path: Path) -> str:

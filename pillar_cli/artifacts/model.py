@@ -51,8 +51,8 @@ class RunRecord:
     noise_multiplier: float
     sample_rate: float
     epsilon_spent: float
-    weights: np.ndarray  # (k, C), or (D, C) for an unprojected run
-    bias: np.ndarray  # (C,)
+    weights: np.ndarray | None  # (k, C), or (D, C) for an unprojected run; None for a network
+    bias: np.ndarray | None  # (C,)
     val_accuracy: float
     row_normalised: bool = False  # the head reads its k-dimensional rows scaled to unit norm
     steps_run: int | None = None  # the steps (releases) the method counted as it ran them; None: not counted
@@ -81,8 +81,9 @@ def model_artifact(runs: list[RunRecord], bases: dict[tuple[str, int], np.ndarra
         "runs/steps_run": np.array([UNCOUNTED if r.steps_run is None else r.steps_run for r in runs], dtype=np.int64),
     }
     for run_id, run in enumerate(runs):
-        arrays[f"runs/{run_id}/weights"] = run.weights.astype(np.float32)
-        arrays[f"runs/{run_id}/bias"] = run.bias.astype(np.float32)
+        if run.weights is not None:  # a network's run has no linear head (artifacts/network.py)
+            arrays[f"runs/{run_id}/weights"] = run.weights.astype(np.float32)
+            arrays[f"runs/{run_id}/bias"] = run.bias.astype(np.float32)
     for (method, k), basis in bases.items():
         arrays[f"bases/{method}/{k}"] = basis.astype(np.float32)
     return Artifact("model", arrays, attrs)
@@ -113,6 +114,8 @@ class StoredRun:
 
     def full_weights(self) -> tuple[np.ndarray, np.ndarray]:
         """The head mapped back to the standardised feature space: (A_k · w, b); linear heads only."""
+        if "network" in self.model.attrs:
+            raise ArtifactError(f"run {self.local_id} of {self.model.path} is a network, not a linear head on features")
         if self.row_normalised:
             raise ArtifactError(f"run {self.local_id} of {self.model.path} reads unit-norm rows: it has no weights on "
                                 "the standardised features (a closed-form head cannot warm-start DP-SGD)")

@@ -111,6 +111,10 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
         if name in arrays and (arrays[name].dtype.kind not in kinds or arrays[name].shape != (runs,)):
             return f"has a malformed dataset '/{name}'"
     for i in range(runs):
+        if "network" in attrs:  # a network per run (artifacts/network.py), no linear head
+            if not any(name.startswith(f"runs/{i}/network/") for name in arrays):
+                return f"has no network for run {i}"
+            continue
         weights, bias = arrays.get(f"runs/{i}/weights"), arrays.get(f"runs/{i}/bias")
         method, k = str(arrays["runs/method"][i]), int(arrays["runs/k"][i])
         basis = arrays.get(f"bases/{method}/{k}")

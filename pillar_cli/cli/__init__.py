@@ -12,6 +12,7 @@ from pillar_cli.cli.audit import audit
 from pillar_cli.cli.check import check_assumptions
 from pillar_cli.cli.embed import embed
 from pillar_cli.cli.evaluate import evaluate
+from pillar_cli.cli.finetune import finetune, pretrain
 from pillar_cli.cli.fit_pca import fit_pca
 from pillar_cli.cli.gsd import gsd
 from pillar_cli.cli.inspect import inspect
@@ -23,7 +24,7 @@ app = typer.Typer(
     name="pillar",
     help="Semi-private learning: PILLAR (DP-SGD on public low-rank projections) and Gradient Subspace Distance.\n\n"
          "Stages exchange HDF5 artifacts: embed → fit-pca → check-assumptions / train-private → evaluate; gsd ranks "
-         "candidate public datasets.",
+         "candidate public datasets; pretrain → finetune trains whole networks (the linear probe's comparison).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -32,6 +33,8 @@ app.command("embed")(embed)
 app.command("fit-pca")(fit_pca)
 app.command("check-assumptions")(check_assumptions)
 app.command("train-private")(train_private)
+app.command("pretrain")(pretrain)
+app.command("finetune")(finetune)
 app.command("gsd")(gsd)
 app.command("evaluate")(evaluate)
 app.command("report")(report)

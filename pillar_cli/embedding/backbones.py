@@ -10,12 +10,15 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import torch
 
+from pillar_cli import artifacts
 from pillar_cli.devices import resolve_device
+from pillar_cli.embedding.features import Embedder, InFlightFeatures, PendingFeatures, ReadyFeatures
+from pillar_cli.embedding.networks import NetworkEmbedder, build_network, load_state, pretrained_network
 from pillar_cli.embedding.images import match_channels, normalise, resize_and_crop
 from pillar_cli.errors import DataError, UsageError, param
 
@@ -40,6 +43,8 @@ BACKBONES: dict[str, BackboneSpec] = {spec.name: spec for spec in (
     BackboneSpec("semiweaksl", "resnet50.fb_swsl_ig1b_ft_in1k", "semi-weakly supervised ResNet-50 (Yalniz et al.)"),
     BackboneSpec("byol", "resnet50", "BYOL ResNet-50: supply the checkpoint with --weights", True),
     BackboneSpec("mocov2plus", "resnet50", "MoCo v2+ ResNet-50: supply the checkpoint with --weights", True),
+    BackboneSpec("network", None, "a network pre-trained on public data by `pillar pretrain`: its penultimate "
+                 "features; supply the artifact with --weights", True),
 )}
 
 
@@ -52,45 +57,6 @@ def resolve_backbone(name: str) -> BackboneSpec:
     if not timm.is_model(name):
         raise UsageError(f"unknown backbone '{name}': not registered ({', '.join(BACKBONES)}) and not a timm model")
     return BackboneSpec(name, name, "timm model")
-
-
-class PendingFeatures(Protocol):
-    def result(self) -> np.ndarray: ...
-
-
-class Embedder(Protocol):
-    feature_dim: int
-
-    def info(self) -> dict[str, Any]: ...
-
-    def __call__(self, batch: np.ndarray | torch.Tensor) -> np.ndarray: ...
-
-    def submit(self, batch: np.ndarray | torch.Tensor) -> PendingFeatures: ...
-
-
-@dataclass(frozen=True)
-class ReadyFeatures:
-    """Features computed synchronously."""
-
-    features: np.ndarray
-
-    def result(self) -> np.ndarray:
-        return self.features
-
-
-class InFlightFeatures:
-    """Features still being computed on a GPU, copied into pinned host memory when done; `result` waits for this
-    batch alone, so the GPU can already run the next one."""
-
-    def __init__(self, features: torch.Tensor):
-        self.host = torch.empty(features.shape, dtype=features.dtype, pin_memory=True)
-        self.host.copy_(features, non_blocking=True)
-        self.done = torch.cuda.Event()
-        self.done.record()
-
-    def result(self) -> np.ndarray:
-        self.done.synchronize()
-        return self.host.numpy()
 
 
 class PixelEmbedder:
@@ -195,6 +161,8 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
                    device: str = "auto", trust_checkpoint: bool = False, precision: str = "auto",
                    seed: int = 0) -> Embedder:
     spec = resolve_backbone(name)
+    if spec.name == "network":
+        return _network_embedder(weights, input_shape, resize or crop, device)
     if spec.timm_id is None:
         return PixelEmbedder(input_shape, resize, crop)
     if len(input_shape) != 3:
@@ -224,6 +192,22 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
         raise UsageError(f"{param('precision')} must be one of {', '.join(PRECISIONS)}; got '{precision}'")
     bf16 = precision == "bf16" or (precision == "auto" and torch_device.type == "cuda")
     return TimmEmbedder(spec, model, preprocessing, weights_id, torch_device, bf16)
+
+
+def _network_embedder(weights: Path | None, input_shape: tuple[int, ...], resize: int | None,
+                      device: str) -> NetworkEmbedder:
+    """The penultimate features of a `pillar pretrain` network; images are resized to the size it was trained at."""
+    if weights is None:
+        raise UsageError(f"backbone 'network' needs {param('weights')} MODEL.h5 (a pillar pretrain artifact)")
+    if len(input_shape) != 3:
+        raise DataError(f"backbone 'network' needs images; this source holds vectors (use {param('backbone')} pixels)")
+    if resize:
+        raise UsageError(f"backbone 'network' resizes to the size its network was trained at; drop {param('resize')} "
+                         f"and {param('crop')}")
+    model_artifact = artifacts.read(weights, "model")
+    spec, state = pretrained_network(model_artifact)
+    model = load_state(build_network(spec), state, f"the network of {weights}")
+    return NetworkEmbedder(model, spec, f"artifact:{model_artifact.provenance.content_hash}", resolve_device(device))
 
 
 def load_weights_file(model: torch.nn.Module, path: Path, trust_checkpoint: bool = False) -> str:

@@ -21,7 +21,8 @@ from pillar_cli.artifacts import Artifact, embeddings_artifact
 from pillar_cli.artifacts.layout import row_blocks
 from pillar_cli.data import Dataset, SplitPlan
 from pillar_cli.data.splits import SPLIT_ROLES
-from pillar_cli.embedding.backbones import Embedder, PendingFeatures, TimmEmbedder
+from pillar_cli.embedding.backbones import TimmEmbedder
+from pillar_cli.embedding.features import Embedder, PendingFeatures
 from pillar_cli.errors import ArtifactError, DataError, Interrupted, UsageError, param
 
 

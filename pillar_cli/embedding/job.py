@@ -12,7 +12,7 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.data import Dataset, SplitPlan, make_splits
-from pillar_cli.embedding.backbones import Embedder
+from pillar_cli.embedding.features import Embedder
 from pillar_cli.embedding.extraction import embed_resumably
 from pillar_cli.embedding.shards import as_shard, shard_key, shard_splits
 

@@ -1,11 +1,14 @@
 """DP fine-tuning of a whole network through opacus: the comparison that motivates linear probing (Figure 2 of the
-semi-private learning paper).
+semi-private learning paper), and the non-private pre-training on public labelled data it starts from.
 
-Imports `errors`, `devices`, `privacy` (noise calibrated and ε recomputed by pillar's accountants, so a fine-tuned
-network's ε is comparable with every linear head's), `gsd.probes` (the small CNN and the pixel-row layout) and
-`embedding.backbones` (checkpoint loading).
+Imports `errors`, `devices`, `artifacts`, `privacy` (noise calibrated and ε recomputed by pillar's accountants, so a
+fine-tuned network's ε is comparable with every linear head's), `gsd.probes` (the pixel-row layout) and
+`embedding.networks` / `embedding.backbones` (the networks, checkpoint loading).
 """
 
-from pillar_cli.finetune.training import FinetuneConfig, FinetuneResult, finetune, network, pixel_images
+from pillar_cli.finetune.runs import METHODS, Pretrained, check_disjoint, network_spec, networks_artifact, \
+    pretrained, train_networks
+from pillar_cli.finetune.training import FinetuneConfig, FinetuneResult, finetune, network
 
-__all__ = ["FinetuneConfig", "FinetuneResult", "finetune", "network", "pixel_images"]
+__all__ = ["METHODS", "FinetuneConfig", "FinetuneResult", "Pretrained", "check_disjoint", "finetune", "network",
+           "network_spec", "networks_artifact", "pretrained", "train_networks"]

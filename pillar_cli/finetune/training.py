@@ -13,10 +13,14 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
 
+from pillar_cli.embedding.backbones import load_weights_file
+from pillar_cli.embedding.networks import NetworkSpec, build_network
 from pillar_cli.errors import DataError, UsageError, check_positive, param
 from pillar_cli.gsd.probes import stored_image_shape
 from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon, validate_budget
@@ -47,14 +51,13 @@ class FinetuneResult:
     steps_run: int
 
 
-def pixel_images(features: np.ndarray, attrs: dict, what: str) -> torch.Tensor:
-    """Rows of a pixels-embeddings artifact (flattened HWC in [0, 1]) as NCHW float32 images."""
-    height, width, channels = stored_image_shape(attrs, features.shape[1], what)
-    return torch.as_tensor(features, dtype=torch.float32).reshape(-1, height, width, channels).permute(0, 3, 1, 2)
+def image_shape(features: np.ndarray, attrs: dict, what: str) -> tuple[int, int, int]:
+    """(height, width, channels) of a pixels-embeddings artifact's rows (flattened HWC in [0, 1])."""
+    return stored_image_shape(attrs, features.shape[1], what)
 
 
 def finetune(model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, config: FinetuneConfig,
-             device: str = "cpu") -> FinetuneResult:
+             device: str = "cpu", on_step: Callable[[int], None] | None = None) -> FinetuneResult:
     """Train every parameter of `model` (in place) with DP-SGD on (images, labels)."""
     from opacus.data_loader import DPDataLoader
     from opacus.utils.batch_memory_manager import BatchMemoryManager
@@ -77,7 +80,10 @@ def finetune(model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, c
                 optimizer.zero_grad(set_to_none=True)
                 criterion(module(inputs.to(device)), targets.to(device)).backward()
                 optimizer.step()
-                steps_run += not optimizer._is_last_step_skipped
+                if not optimizer._is_last_step_skipped:
+                    steps_run += 1
+                    if on_step is not None:
+                        on_step(1)
                 if steps_run == config.steps:
                     break
     event = DPEvent(sigma, rate, config.steps, config.delta, config.clip,
@@ -91,7 +97,8 @@ def finetune(model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, c
 def _check(model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, config: FinetuneConfig) -> float:
     """Refuse what cannot train, before any private row is read; σ for the run (0 without privacy)."""
     n = len(labels)
-    validate_budget(config.epsilon, config.delta, n)
+    if math.isfinite(config.epsilon) or not config.epsilon > 0:  # ε = inf: no privacy, so no δ to check against n
+        validate_budget(config.epsilon, config.delta, n)
     for name in ("lr", "steps", "batch_size", "max_physical_batch"):
         check_positive(name, getattr(config, name))
     if not config.clip > 0:
@@ -136,35 +143,14 @@ def _private(model: torch.nn.Module, config: FinetuneConfig, sigma: float):
     return module, optimizer, DPLossFastGradientClipping(module, optimizer, torch.nn.CrossEntropyLoss())
 
 
-def network(architecture: str, channels: int, num_classes: int, seed: int = 0,
-            weights: str | None = None) -> torch.nn.Module:
-    """`cnn` (the GSD paper's small CNN) or a timm architecture with its BatchNorm layers replaced by GroupNorm (opacus
-    needs per-sample gradients that no other sample influences), randomly initialised (seeded) or from a checkpoint of
-    the same network (a state dict saved with torch.save, e.g. by pre-training on public data)."""
-    if architecture == "cnn":
-        from pillar_cli.gsd.probes import small_cnn
-
-        model = small_cnn(channels, num_classes, seed)
-    else:
-        import timm
-
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            try:
-                model = timm.create_model(architecture, pretrained=False, num_classes=num_classes, in_chans=channels)
-            except RuntimeError as err:
-                raise UsageError(f"unknown architecture '{architecture}': {err}") from None
-        from opacus.validators import ModuleValidator
-
-        model = ModuleValidator.fix(model)  # BatchNorm → GroupNorm: no statistics shared across the samples of a batch
-        for layer in model.modules():
-            if hasattr(layer, "inplace"):
-                layer.inplace = False  # opacus' backward hooks see the activations: in-place ops would overwrite them
+def network(spec: NetworkSpec, seed: int = 0, weights: Path | None = None) -> torch.nn.Module:
+    """The network of `spec`, randomly initialised (seeded) or from a checkpoint of the same network (a state dict
+    saved with torch.save; publishers' prefixes such as `module.` are stripped)."""
+    model = build_network(spec, seed)
     if weights is not None:
         try:
-            state = torch.load(weights, map_location="cpu", weights_only=True)
-            model.load_state_dict(state, strict=True)
-        except (OSError, RuntimeError, KeyError, TypeError, AttributeError) as err:
-            raise DataError(f"checkpoint {weights} does not fit network '{architecture}': "
+            load_weights_file(model, weights)
+        except RuntimeError as err:
+            raise DataError(f"checkpoint {weights} does not fit network '{spec.architecture}': "
                             f"{str(err).splitlines()[0]}") from None
     return model

@@ -10,7 +10,6 @@ Image probes read pixel artifacts (`embed --backbone pixels`), whose `input_shap
 from __future__ import annotations
 
 import copy
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 from fnmatch import fnmatch
 from pathlib import Path
@@ -20,6 +19,7 @@ import numpy as np
 import torch
 
 from pillar_cli.embedding.images import match_channels, normalise, resize
+from pillar_cli.embedding.networks import small_cnn
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.gradients import per_sample_gradients
 
@@ -129,16 +129,6 @@ def select_trainable(names: list[str], patterns: list[str]) -> list[str]:
             raise UsageError(f"{param('trainable')} '{pattern}' matches no parameter of the probe",
                              hint=f"parameter names look like {', '.join(names[:2])}, ..., {names[-1]}")
     return [name for name in names if any(matches(name, pattern) for pattern in patterns)]
-
-
-def small_cnn(channels: int, num_classes: int, seed: int) -> torch.nn.Module:
-    """The probe CNN: two stride-2 3×3 conv layers (8 and 16 channels, ReLU), global average pool, linear."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return torch.nn.Sequential(OrderedDict(
-            conv1=torch.nn.Conv2d(channels, 8, 3, stride=2, padding=1), relu1=torch.nn.ReLU(),
-            conv2=torch.nn.Conv2d(8, 16, 3, stride=2, padding=1), relu2=torch.nn.ReLU(),
-            pool=torch.nn.AdaptiveAvgPool2d(1), flatten=torch.nn.Flatten(), fc=torch.nn.Linear(16, num_classes)))
 
 
 def stored_image_shape(attrs: dict, feature_dim: int, what: str) -> tuple[int, int, int]:

@@ -1,4 +1,4 @@
-"""Metrics of selected model heads on a labelled split, aggregated over seeds, and the accuracy-vs-k plot."""
+"""Metrics of selected model heads (or networks) on a labelled split, aggregated over seeds, and the accuracy-vs-k plot."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import math
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.artifacts.model import stored_runs
+from pillar_cli.artifacts.model import StoredRun, stored_runs
+from pillar_cli.artifacts.network import is_network, stored_state
+from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state, network_logits
 from pillar_cli.errors import DataError
 from pillar_cli.methods.selection import select_on_val
 from pillar_cli.projection import standardize_rows
@@ -47,7 +49,7 @@ def selected_metrics(models: list[Artifact], features: np.ndarray, labels: np.nd
     for choice in select_on_val([r.key for r in runs], [r.val_accuracy for r in runs], accounted):
         per_seed = []
         for run_id in choice["run_ids"]:
-            per_seed.append(classification_metrics(labels, runs[run_id].logits(z), num_classes))
+            per_seed.append(classification_metrics(labels, _logits(runs[run_id], z), num_classes))
         row = {**{k: v for k, v in choice.items() if k != "run_ids"}, "seeds": len(per_seed),
                "epsilon_spent": max(runs[i].epsilon_spent for i in choice["run_ids"]),
                "val_accuracy": choice["val_accuracy_mean"], "accuracies": [m["accuracy"] for m in per_seed],
@@ -60,6 +62,16 @@ def selected_metrics(models: list[Artifact], features: np.ndarray, labels: np.nd
             row[f"{name}_std"] = float(np.std(values, ddof=1)) if len(values) > 1 else None  # sample std
         rows.append(row)
     return sorted(rows, key=lambda r: (r["method"], r["epsilon"], math.inf if r["k"] == "full" else r["k"]))
+
+
+def _logits(run: StoredRun, standardised: np.ndarray) -> np.ndarray:
+    """A linear head's logits, or a network's on the pixel rows (its scaler is the identity)."""
+    if not is_network(run.model):
+        return run.logits(standardised)
+    spec = NetworkSpec.from_attrs(run.model.attrs["network"])
+    model = load_state(build_network(spec), stored_state(run.model, run.local_id),
+                       f"run {run.local_id} of {run.model.path}")
+    return network_logits(model, standardised, spec)
 
 
 def _mean_ignoring_none(columns: list[list[float | None]]) -> list[float | None]:

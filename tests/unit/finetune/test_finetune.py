@@ -9,8 +9,12 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 
+from pillar_cli.embedding.networks import NetworkSpec
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.finetune import FinetuneConfig, finetune, network
+
+
+DIGITS_CNN = NetworkSpec("cnn", (8, 8, 1), 10)
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +31,8 @@ def test_without_noise_or_clipping_the_opacus_path_is_plain_sgd_on_the_same_batc
     images, labels = digits[0][:300], digits[1][:300]
     config = FinetuneConfig(epsilon=math.inf, clip=math.inf, steps=6, lr=0.3, batch_size=40, seed=3,
                             max_physical_batch=16)
-    trained = finetune(network("cnn", 1, 10, seed=1), images, labels, config).model
-    reference = network("cnn", 1, 10, seed=1)
+    trained = finetune(network(DIGITS_CNN, seed=1), images, labels, config).model
+    reference = network(DIGITS_CNN, seed=1)
     sgd = torch.optim.SGD(reference.parameters(), lr=0.3)
     sampler = UniformWithReplacementSampler(num_samples=300, sample_rate=40 / 300,
                                             generator=torch.Generator().manual_seed(3))
@@ -47,7 +51,7 @@ def test_ghost_clipping_equals_hooks_with_clipping_active(digits):
     models = {}
     for mode in ("hooks", "ghost"):
         config = FinetuneConfig(epsilon=math.inf, clip=0.05, steps=5, lr=1.0, batch_size=50, grad_sample_mode=mode)
-        models[mode] = finetune(network("cnn", 1, 10, seed=2), images, labels, config).model
+        models[mode] = finetune(network(DIGITS_CNN, seed=2), images, labels, config).model
     for hooks, ghost in zip(models["hooks"].parameters(), models["ghost"].parameters()):
         torch.testing.assert_close(hooks, ghost, rtol=1e-4, atol=1e-6)
 
@@ -57,7 +61,7 @@ def test_fine_tuned_ledger_recomputes_with_dp_accounting_and_beats_chance(digits
 
     images, labels = digits
     config = FinetuneConfig(epsilon=4.0, steps=80, lr=2.0, batch_size=200, grad_sample_mode="ghost", seed=0)
-    result = finetune(network("cnn", 1, 10), images[:1400], labels[:1400], config)
+    result = finetune(network(DIGITS_CNN), images[:1400], labels[:1400], config)
     event = result.event
     accountant = pld.PLDAccountant(value_discretization_interval=1e-4)
     accountant.compose(dp_event.PoissonSampledDpEvent(event.sample_rate, dp_event.GaussianDpEvent(
@@ -71,9 +75,10 @@ def test_fine_tuned_ledger_recomputes_with_dp_accounting_and_beats_chance(digits
 def test_refusals(digits, tmp_path):
     images, labels = digits[0][:100], digits[1][:100]
     with pytest.raises(UsageError, match=r"^epsilon must be > 0"):
-        finetune(network("cnn", 1, 10), images, labels, FinetuneConfig(epsilon=0.0, batch_size=10))
+        finetune(network(DIGITS_CNN), images, labels, FinetuneConfig(epsilon=0.0, batch_size=10))
     with pytest.raises(DataError, match=r"^the network cannot take images of shape \(1, 8, 8\)"):
-        finetune(network("cnn", 3, 10), images, labels, FinetuneConfig(epsilon=1.0, batch_size=10))
-    torch.save(network("cnn", 1, 4).state_dict(), tmp_path / "other.pt")
+        finetune(network(NetworkSpec("cnn", (8, 8, 3), 10)), images, labels,
+                 FinetuneConfig(epsilon=1.0, batch_size=10))
+    torch.save(network(NetworkSpec("cnn", (8, 8, 1), 4)).state_dict(), tmp_path / "other.pt")
     with pytest.raises(DataError, match=rf"^checkpoint {tmp_path / 'other.pt'} does not fit network 'cnn'"):
-        network("cnn", 1, 10, weights=str(tmp_path / "other.pt"))
+        network(DIGITS_CNN, weights=tmp_path / "other.pt")

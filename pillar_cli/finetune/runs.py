@@ -1,0 +1,140 @@
+"""Networks trained per (ε, seed) into one model artifact: DP fine-tuning of a pre-trained network (`finetune`) or
+of a random one (`scratch`) on the private split, and non-private pre-training on a public labelled split
+(`pretrain`), whose network a fine-tuning run may start from once it is shown to hold no private row."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+from pillar_cli.artifacts import Artifact, Split, shared_rows
+from pillar_cli.artifacts.model import RunKey, RunRecord
+from pillar_cli.artifacts.network import network_artifact
+from pillar_cli.embedding.networks import (NetworkSpec, as_images, build_network, load_state, network_logits,
+                                           pretrained_network, state_arrays)
+from pillar_cli.errors import DataError, UsageError
+from pillar_cli.finetune.training import FinetuneConfig, finetune, image_shape
+from pillar_cli.privacy import get_accountant
+
+METHODS = {"finetune": "DP-SGD on every weight of a network pre-trained on public data",
+           "scratch": "DP-SGD on every weight of a randomly initialised network",
+           "pretrain": "non-private training on a public labelled split (no private row)"}
+SELECTION_NOTE = ("one configuration per (method, ε): no run was selected, nothing outside DP training read the "
+                  "private labels; val accuracy is reported only")
+
+
+@dataclass(frozen=True)
+class Pretrained:
+    """A pre-trained network to start from, and where it came from (recorded in the fine-tuned model)."""
+
+    spec: NetworkSpec
+    state: dict[str, np.ndarray]
+    origin: dict  # {path, content_hash, architecture, source, rows}
+    rows: np.ndarray  # the public rows it was trained on
+    source_fingerprint: str | None
+
+
+def pretrained(model: Artifact) -> Pretrained:
+    """The network of a `pillar pretrain` artifact (any other model is refused) and where it came from."""
+    spec, state = pretrained_network(model)
+    rows = model.arrays.get("rows/public_labelled", np.zeros(0, np.int64))
+    origin = {"path": model.path, "content_hash": model.provenance.content_hash, "architecture": spec.architecture,
+              "source": model.attrs.get("source"), "rows": int(len(rows))}
+    return Pretrained(spec, state, origin, rows, model.attrs.get("source_fingerprint"))
+
+
+def check_disjoint(start: Pretrained, private: Split) -> None:
+    """Refuse a pre-trained network that saw rows of the private split (same source, same row ids)."""
+    stub = Artifact("model", {"rows/public_labelled": start.rows},
+                    {} if start.source_fingerprint is None else {"source_fingerprint": start.source_fingerprint})
+    overlap = shared_rows(private, stub, ("public_labelled",))
+    if overlap:
+        raise DataError(f"the pre-trained network {start.origin['path']} was trained on {overlap} rows of the private "
+                        "split: fine-tuning from it would leak them outside DP",
+                        hint="pre-train on a public split (another source, or rows disjoint from the private split)")
+
+
+def train_networks(spec: NetworkSpec, start: Pretrained | None, train: Split, val: Split | None,
+                   epsilons: list[float], seeds: list[int], config: FinetuneConfig, device: str = "cpu",
+                   method: str | None = None, on_step: Callable[[int], None] | None = None
+                   ) -> tuple[list[RunRecord], list[dict[str, np.ndarray]]]:
+    """One network per (ε, seed), each trained from `start` (or its seeded random init) on `train`; their run
+    records (val accuracy NaN without a val split) and weights."""
+    method = method or ("scratch" if start is None else "finetune")
+    if method not in METHODS:
+        raise UsageError(f"unknown network method '{method}' (known: {', '.join(METHODS)})")
+    images = _images(train, spec)
+    if start is not None and start.spec != spec:
+        raise DataError(f"the pre-trained network reads {start.spec.input_shape} images into "
+                        f"{start.spec.num_classes} classes ({start.spec.architecture}); this split needs "
+                        f"{spec.input_shape} into {spec.num_classes} ({spec.architecture})")
+    records, states = [], []
+    for epsilon in epsilons:
+        for seed in seeds:
+            model = build_network(spec, seed)
+            if start is not None:
+                load_state(model, start.state, f"the pre-trained network {start.origin['path']}")
+            run = dataclasses.replace(config, epsilon=epsilon, seed=seed)
+            result = finetune(model, images, train.labels, run, device, on_step)
+            key = RunKey(method, None, epsilon, run.lr, run.steps, run.batch_size, seed)
+            records.append(RunRecord(key, result.event.noise_multiplier, result.event.sample_rate,
+                                     result.epsilon_spent, None, None, _accuracy(result.model.cpu(), val, spec),
+                                     steps_run=result.steps_run))
+            states.append(state_arrays(result.model))
+    return records, states
+
+
+def network_spec(architecture: str, split: Split) -> NetworkSpec:
+    """The network `architecture` on the images of `split` and its classes."""
+    shape = image_shape(split.features, split.attrs, f"{split.ref.path}:{split.name}")
+    return NetworkSpec(architecture, shape, split.num_classes or int(split.labels.max()) + 1)
+
+
+def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarray]], spec: NetworkSpec,
+                      train: Split, config: FinetuneConfig, rows: dict[str, np.ndarray],
+                      start: Pretrained | None) -> Artifact:
+    """The model artifact: runs, networks, the ledger (what it covers), the rows read, where training started."""
+    private = records[0].key.method != "pretrain"
+    accountant = get_accountant(config.accountant)
+    attrs = {
+        "num_classes": spec.num_classes, "n_private": len(train.features) if private else 0, "shard": [0, 1],
+        "feature_space": "flattened pixels (HWC, /255); the network reads them as NCHW images",
+        "ledger": {"accountant": config.accountant, "delta": config.delta, "clip": config.clip,
+                   "accountant_description": accountant.description, "epsilon_is_upper_bound": accountant.upper_bound,
+                   "mechanism": (f"DP-SGD on every weight through opacus ({config.grad_sample_mode} clipping), Poisson "
+                                 "sampling, Gaussian noise σ·clip, add/remove-one adjacency") if private else
+                   "none: non-private training on public labelled rows",
+                   "protected_split": "private" if private else None,
+                   "per_run": "runs/epsilon_spent, runs/noise_multiplier, runs/sample_rate, runs/steps (accounted); "
+                              "runs/steps_run: the optimizer steps taken"},
+        "max_epsilon_spent": max(r.epsilon_spent for r in records),
+        "methods": {method: METHODS[method] for method in sorted({r.key.method for r in records})},
+        "selection_mode": "val", "selection_note": SELECTION_NOTE,
+        "source": train.attrs.get("source"), "max_physical_batch": config.max_physical_batch,
+    }
+    if train.attrs.get("source_fingerprint") is not None:
+        attrs["source_fingerprint"] = train.attrs["source_fingerprint"]
+    if start is not None:
+        attrs["pretrained_from"] = start.origin
+    artifact = network_artifact(records, states, spec.to_attrs(), train.features.shape[1], attrs)
+    artifact.arrays.update({f"rows/{name}": ids for name, ids in rows.items()})
+    return artifact
+
+
+def _images(split: Split, spec: NetworkSpec) -> torch.Tensor:
+    shape = image_shape(split.features, split.attrs, f"{split.ref.path}:{split.name}")
+    if shape != spec.input_shape:
+        raise DataError(f"{split.ref.path}:{split.name} holds {shape} images; the network reads {spec.input_shape}",
+                        hint="embed the images at the network's size (pillar embed --resize)")
+    return as_images(split.features, spec)
+
+
+def _accuracy(model: torch.nn.Module, val: Split | None, spec: NetworkSpec) -> float:
+    if val is None:
+        return math.nan
+    return float((network_logits(model, val.features, spec).argmax(axis=1) == val.labels).mean())
