@@ -5,7 +5,8 @@ from __future__ import annotations
 
 # the paper's Table 1 order first; the toolkit's other methods after it
 FAMILIES = {"dpsgd": "DP-SGD", "jl": "JL", "adadps": "AdaDPS", "gep": "GEP", "pillar": "PILLAR",
-            "public-lda": "public-LDA", "dp-ls": "DP-LS", "noisy-sgd": "noisy-SGD"}
+            "public-lda": "public-LDA", "dp-ls": "DP-LS", "noisy-sgd": "noisy-SGD", "finetune": "fine-tune",
+            "scratch": "from scratch", "pretrain": "public pre-training"}
 ORDER = list(FAMILIES.values())
 
 

@@ -46,12 +46,14 @@ def test_without_noise_or_clipping_the_opacus_path_is_plain_sgd_on_the_same_batc
         torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-5)
 
 
-def test_ghost_clipping_equals_hooks_with_clipping_active(digits):
+@pytest.mark.parametrize("spec", [DIGITS_CNN, NetworkSpec("resnet10t", (8, 8, 1), 10)], ids=["cnn", "resnet10t"])
+def test_ghost_clipping_equals_hooks_with_clipping_active(digits, spec):
+    """Also for a timm ResNet, whose residual `x += shortcut` runs in place after a hooked normalisation layer."""
     images, labels = digits[0][:300], digits[1][:300]
     models = {}
     for mode in ("hooks", "ghost"):
         config = FinetuneConfig(epsilon=math.inf, clip=0.05, steps=5, lr=1.0, batch_size=50, grad_sample_mode=mode)
-        models[mode] = finetune(network(DIGITS_CNN, seed=2), images, labels, config).model
+        models[mode] = finetune(network(spec, seed=2), images, labels, config).model
     for hooks, ghost in zip(models["hooks"].parameters(), models["ghost"].parameters()):
         torch.testing.assert_close(hooks, ghost, rtol=1e-4, atol=1e-6)
 

@@ -1,0 +1,110 @@
+"""Whole networks through the stages: pre-training on a public labelled source (sklearn digits), embedding with the
+pre-trained network, DP fine-tuning and training from scratch on MNIST-5k at the digits' 8 × 8, evaluated and
+their ledgers recomputed; and the refusals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from checks import assert_clean_failure
+
+from pillar_cli import artifacts
+from pillar_cli.artifacts.network import stored_state
+from pillar_cli.audit.ledger import check_ledger
+from pillar_cli.embedding.networks import NetworkSpec, build_network, feature_extractor, load_state
+
+pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
+
+
+@pytest.fixture(scope="module")
+def nets(tmp_path_factory, pillar):
+    root = tmp_path_factory.mktemp("nets")
+    pillar("embed", "--source", "digits", "--backbone", "pixels", "--test-fraction", "1", "--no-public-split",
+           "-o", root / "digits.h5")
+    pillar("embed", "--source", "mnist5k", "--backbone", "pixels", "--resize", "8", "--seed", "0", "-o",
+           root / "mnist8.h5")
+    pillar("pretrain", f"{root / 'digits.h5'}:test", "--arch", "cnn:2", "--lr", "0.2", "--steps", "150",
+           "-o", root / "pre.h5")
+    pillar("finetune", root / "mnist8.h5", "--weights", root / "pre.h5", "--eps", "1,8", "--seed", "0,1",
+           "--lr", "1", "--momentum", "0.9", "--steps", "30", "--private-fraction", "0.25", "-o", root / "ft.h5")
+    return root
+
+
+def network_of(path, run: int = 0) -> tuple[torch.nn.Module, NetworkSpec]:
+    model = artifacts.read(path, "model")
+    spec = NetworkSpec.from_attrs(model.attrs["network"])
+    return load_state(build_network(spec), stored_state(model, run), str(path)), spec
+
+
+def test_fine_tuned_networks_are_models_that_evaluate_and_audit_read(nets, pillar):
+    model = artifacts.read(nets / "ft.h5", "model")
+    assert model.array("runs/method").tolist() == ["finetune"] * 4 and model.attrs["n_private"] == 800
+    assert model.attrs["pretrained_from"]["source"] == "digits" and model.attrs["private_fraction"] == 0.25
+    spent = model.array("runs/epsilon_spent")
+    assert np.all(spent <= model.array("runs/epsilon_target")) and np.all(spent > 0.95 * model.array("runs/epsilon_target"))
+    assert [check.problems for check in check_ledger(model)] == [[]] * 4
+    assert model.array("runs/steps_run").tolist() == [30] * 4
+    rows = json.loads(pillar("evaluate", nets / "ft.h5", "-e", f"{nets / 'mnist8.h5'}:test", "--json").stdout)["rows"]
+    assert [(row["method"], row["epsilon"], row["seeds"]) for row in rows] == [("finetune", 1.0, 2), ("finetune", 8.0, 2)]
+    test = artifacts.read_split(f"{nets / 'mnist8.h5'}:test")
+    images = torch.tensor(test.features).reshape(-1, 8, 8, 1).permute(0, 3, 1, 2)
+    direct = []
+    for run in (2, 3):  # ε = 8, seeds 0 and 1: the same images through the stored networks, by hand
+        network, _ = network_of(nets / "ft.h5", run)
+        direct.append(float((network.eval()(images).argmax(1).numpy() == test.labels).mean()))
+    assert rows[1]["accuracies"] == pytest.approx(direct, abs=1e-12)
+    assert rows[1]["accuracy_mean"] > 0.3  # chance: 0.1
+
+
+def test_embedding_with_the_pre_trained_network_gives_its_penultimate_features(nets, pillar):
+    pillar("embed", "--source", "digits", "--backbone", "network", "--weights", nets / "pre.h5", "--test-fraction",
+           "1", "--no-public-split", "-o", nets / "features.h5")
+    split = artifacts.read_split(f"{nets / 'features.h5'}:test")
+    pixels = artifacts.read_split(f"{nets / 'digits.h5'}:test")
+    network, spec = network_of(nets / "pre.h5")
+    with torch.no_grad():
+        direct = feature_extractor(network).eval()(torch.tensor(pixels.features).reshape(-1, 8, 8, 1).permute(0, 3, 1, 2))
+    assert split.features.shape == (1797, 32) and split.attrs["backbone"] == "network"
+    np.testing.assert_allclose(split.features, direct.numpy(), atol=2e-5)
+
+
+def test_scratch_is_the_same_training_from_a_seeded_random_network(nets, pillar):
+    pillar("finetune", nets / "mnist8.h5", "--arch", "cnn:2", "--eps", "8", "--lr", "1", "--momentum", "0.9",
+           "--steps", "30", "--private-fraction", "0.25", "-o", nets / "scratch.h5")
+    model = artifacts.read(nets / "scratch.h5", "model")
+    assert model.array("runs/method").tolist() == ["scratch"] and "pretrained_from" not in model.attrs
+    again = pillar("finetune", nets / "mnist8.h5", "--arch", "cnn:2", "--eps", "8", "--lr", "1", "--momentum", "0.9",
+                   "--steps", "30", "--private-fraction", "0.25", "-o", nets / "scratch2.h5")
+    assert again.exit_code == 0
+    first, second = (stored_state(artifacts.read(nets / name, "model"), 0) for name in ("scratch.h5", "scratch2.h5"))
+    assert all(np.array_equal(first[name], second[name]) for name in first)  # same seed, same network
+
+
+def test_network_stages_refuse_bad_inputs(nets, pillar, tmp_path):
+    out = tmp_path / "m.h5"
+    assert_clean_failure(pillar("finetune", nets / "mnist8.h5", "--weights", nets / "ft.h5", "--eps", "1", "-o", out,
+                                expect=None), 4,
+                         f"{nets / 'ft.h5'} holds no network pre-trained on public data (methods: finetune); a network "
+                         "trained on private rows carries an ε that nothing built on it accounts", out)
+    assert_clean_failure(pillar("pretrain", f"{nets / 'mnist8.h5'}:private", "-o", out, expect=None), 4,
+                         f"{nets / 'mnist8.h5'}:private is a protected split: pre-training reads the labels of a "
+                         "PUBLIC labelled split, without DP", out)
+    pillar("embed", "--source", "mnist5k", "--backbone", "pixels", "--resize", "8", "--test-fraction", "1",
+           "--no-public-split", "-o", tmp_path / "all.h5")
+    pillar("pretrain", f"{tmp_path / 'all.h5'}:test", "--steps", "2", "-o", tmp_path / "leaky.h5")
+    assert_clean_failure(pillar("finetune", nets / "mnist8.h5", "--weights", tmp_path / "leaky.h5", "--eps", "1",
+                                "-o", out, expect=None), 4,
+                         f"the pre-trained network {tmp_path / 'leaky.h5'} was trained on 3200 rows of the private "
+                         "split: fine-tuning from it would leak them outside DP", out)
+    assert_clean_failure(pillar("finetune", nets / "mnist8.h5", "--eps", "0", "-o", out, expect=None), 2,
+                         "--eps must be > 0 (got 0.0); use 'inf' for non-private training", out)
+    assert_clean_failure(pillar("finetune", nets / "mnist8.h5", "--arch", "resnet", "-o", out, expect=None), 2,
+                         "unknown --arch 'resnet': cnn, cnn:WIDTH or a timm model name", out)
+    pillar("embed", "--source", "mnist5k", "--backbone", "pixels", "--resize", "12", "-o", tmp_path / "mnist12.h5")
+    assert_clean_failure(pillar("finetune", tmp_path / "mnist12.h5", "--weights", nets / "pre.h5", "--eps", "1",
+                                "-o", out, expect=None), 4,
+                         "the pre-trained network reads (8, 8, 1) images into 10 classes (cnn:2); this split needs "
+                         "(12, 12, 1) into 10 (cnn:2)", out)
