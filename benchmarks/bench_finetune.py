@@ -1,8 +1,9 @@
 """Opacus ghost clipping against per-sample-gradient hooks on the fine-tuning step, side by side in one run.
 
-Network: the GSD paper's small CNN on MNIST-5k (28 × 28 × 1) (timm's ResNets add their residual in place, which
-opacus' backward hooks refuse in both modes, so they are not fine-tunable here yet); Poisson batches of 256 expected rows split into physical batches of 128, ε = 8, clip 1. Reported:
-seconds per logical step (best of `--rounds`, after one warm-up step).
+Networks on MNIST-5k (28 × 28 × 1): the GSD paper's small CNN, the same at width 4 (cnn:4, the network of the
+mnist-figure2 pipeline) and timm's resnet10t (GroupNorm; 4.9 M parameters). Poisson batches of 256 expected rows
+split into physical batches of 128, ε = 8, clip 1. Reported: seconds per logical step (best of `--rounds`, after one
+warm-up step).
 Run: python benchmarks/bench_finetune.py [--steps 10] [--rounds 2] [--device cpu|cuda]
 """
 
@@ -23,7 +24,7 @@ def cases(device: str) -> list[tuple[str, str, torch.Tensor, np.ndarray]]:
 
     pixels, labels = mnist_data()
     mnist = torch.tensor(pixels.reshape(-1, 1, 28, 28) / 255.0, dtype=torch.float32)
-    return [("cnn", "MNIST-5k 28×28×1", mnist, labels)]
+    return [(architecture, "MNIST-5k 28×28×1", mnist, labels) for architecture in ("cnn", "cnn:4", "resnet10t")]
 
 
 def seconds_per_step(architecture: str, images: torch.Tensor, labels: np.ndarray, mode: str, steps: int,

@@ -6,12 +6,18 @@ The Python API, for notebooks and scripts; the `pillar` command line runs the sa
     clf = DPLinearClassifier(k=20, epsilon=1.0).fit(X_private, y_private, public=X_public)
     clf.score(X_test, y_test), clf.ledger_.epsilon_spent
 
+    from pillar_cli import FinetuneConfig, NetworkSpec, finetune, network
+    result = finetune(network(NetworkSpec("cnn", (28, 28, 1), 10)), images, labels, FinetuneConfig(epsilon=8.0))
+    result.model, result.epsilon_spent
+
 Calibrated noise multipliers are cached in the directory named by the environment variable PILLAR_CACHE_DIR
 (default ~/.cache/pillar).
 """
 
 from pillar_cli.artifacts import Artifact, read, read_split, write
+from pillar_cli.embedding.networks import NetworkSpec
 from pillar_cli.errors import ArtifactError, DataError, PillarError, PrivacyError, UsageError
+from pillar_cli.finetune import FinetuneConfig, finetune, network
 from pillar_cli.gsd.ranking import gradient_subspace_distance
 from pillar_cli.gsd.releases import DPSettings
 from pillar_cli.methods.accounted import AccountedSelection
@@ -24,6 +30,7 @@ from pillar_cli.theory.diagnostics import diagnose
 from pillar_cli.version import __version__
 
 __all__ = ["ACCOUNTANTS", "METHODS", "AccountedSelection", "Artifact", "ArtifactError", "DPEvent",
-           "DPLinearClassifier", "DPSettings", "DataError", "GaussianProjection", "Ledger", "PillarError", "PrivacyError", "PublicPCA", "UsageError",
-           "__version__", "calibrate_noise", "diagnose", "gradient_subspace_distance", "read", "read_split",
+           "DPLinearClassifier", "DPSettings", "DataError", "FinetuneConfig", "GaussianProjection", "Ledger",
+           "NetworkSpec", "PillarError", "PrivacyError", "PublicPCA", "UsageError",
+           "__version__", "calibrate_noise", "diagnose", "finetune", "gradient_subspace_distance", "network", "read", "read_split",
            "spent_epsilon", "sweep", "write"]
