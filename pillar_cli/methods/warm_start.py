@@ -10,6 +10,7 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact, InputRef
 from pillar_cli.artifacts.model import stored_runs
+from pillar_cli.artifacts.network import is_network
 from pillar_cli.errors import ArtifactError, PrivacyError
 from pillar_cli.projection import PublicPCA
 
@@ -20,7 +21,10 @@ def warm_start_weights(model: Artifact, pca: PublicPCA, private: InputRef) -> tu
         if ref.content_hash == private.content_hash and ref.split in ("private", "val"):
             raise PrivacyError(f"warm-start model {model.path} was trained on the {ref.split} split of {private.path}; "
                                "a warm start must come from public data")
-    if not (np.allclose(model.array("mean"), pca.mean_) and np.allclose(model.array("scale"), pca.scale_)):
+    if is_network(model):
+        raise ArtifactError(f"warm-start model {model.path} holds networks, not a linear head on features")
+    mean, scale = model.array("mean"), model.array("scale")
+    if mean.shape != pca.mean_.shape or not (np.allclose(mean, pca.mean_) and np.allclose(scale, pca.scale_)):
         raise ArtifactError(f"warm-start model {model.path} uses another feature standardisation than the projection",
                             hint="train the warm-start head on features standardised by the same fit-pca artifact")
     best = max(stored_runs([model]), key=lambda run: run.val_accuracy)

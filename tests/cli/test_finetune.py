@@ -83,8 +83,21 @@ def test_scratch_is_the_same_training_from_a_seeded_random_network(nets, pillar)
     assert all(np.array_equal(first[name], second[name]) for name in first)  # same seed, same network
 
 
-def test_network_stages_refuse_bad_inputs(nets, pillar, tmp_path):
+def test_network_stages_refuse_bad_inputs(nets, pillar, mnist, tmp_path):
     out = tmp_path / "m.h5"
+    assert_clean_failure(pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--warm-start", nets / "ft.h5",
+                                "-o", out, expect=None), 3,
+                         f"warm-start model {nets / 'ft.h5'} holds networks, not a linear head on features", out)
+    pillar("fit-pca", f"{nets / 'mnist8.h5'}:public", "-o", tmp_path / "pca8.h5")
+    pillar("train-private", nets / "mnist8.h5", "-p", tmp_path / "pca8.h5", "--k", "5", "--eps", "inf", "--steps", "5",
+           "-o", tmp_path / "head8.h5")
+    assert_clean_failure(pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--warm-start", tmp_path / "head8.h5",
+                                "-o", out, expect=None), 3,
+                         f"warm-start model {tmp_path / 'head8.h5'} uses another feature standardisation than the "
+                         "projection", out)
+    assert_clean_failure(pillar("pretrain", f"{mnist['emb']}:public", "-o", out, expect=None), 4,
+                         f"{mnist['emb']}:public is unlabelled: pre-training reads the labels of a PUBLIC labelled "
+                         "split, without DP", out)
     assert_clean_failure(pillar("finetune", nets / "mnist8.h5", "--weights", nets / "ft.h5", "--eps", "1", "-o", out,
                                 expect=None), 4,
                          f"{nets / 'ft.h5'} holds no network pre-trained on public data (methods: finetune); a network "
