@@ -114,8 +114,6 @@ class StoredRun:
 
     def full_weights(self) -> tuple[np.ndarray, np.ndarray]:
         """The head mapped back to the standardised feature space: (A_k · w, b); linear heads only."""
-        if "network" in self.model.attrs:
-            raise ArtifactError(f"run {self.local_id} of {self.model.path} is a network, not a linear head on features")
         if self.row_normalised:
             raise ArtifactError(f"run {self.local_id} of {self.model.path} reads unit-norm rows: it has no weights on "
                                 "the standardised features (a closed-form head cannot warm-start DP-SGD)")

@@ -13,7 +13,8 @@ from pillar_cli import artifacts
 from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors, float_list,
                                    int_list, print_json, print_table, progress_bar, save)
 from pillar_cli.devices import resolve_device
-from pillar_cli.errors import DataError, MissingSplitError
+from pillar_cli.cli.train import validation_split
+from pillar_cli.errors import DataError
 from pillar_cli.finetune import (FinetuneConfig, Pretrained, check_disjoint, network_spec, networks_artifact,
                                  pretrained, train_networks)
 
@@ -58,7 +59,7 @@ def finetune(
     path, _ = artifacts.parse_ref(embeddings)
     check_output(out, [path, *([str(weights)] if weights else [])], force=force)
     private = artifacts.read_split(f"{path}:private").subsample(private_fraction)
-    val = _val_split(path)
+    val = validation_split(path, configurations=1)
     start = None if weights is None else pretrained(artifacts.read(weights, "model"))
     if start is not None:
         check_disjoint(start, private)
@@ -71,7 +72,7 @@ def finetune(
                                          str(resolve_device(device)), on_step=advance)
     artifact = networks_artifact(records, states, spec, private, settings, _rows(private, val, start), start)
     artifact.attrs["private_fraction"] = private_fraction
-    refs = [private.ref, *([val.ref] if val else []), *([artifacts.read(weights, "model").ref()] if weights else [])]
+    refs = [private.ref, *([val.ref] if val else []), *([start.model.ref()] if start else [])]
     save(ctx, out, artifact, refs)
     _report(out, records, as_json)
 
@@ -112,18 +113,11 @@ def pretrain(
     _report(out, records, as_json)
 
 
-def _val_split(path: str) -> artifacts.Split | None:
-    try:
-        return artifacts.read_split(f"{path}:val")
-    except MissingSplitError:
-        return None
-
-
 def _rows(private: artifacts.Split, val: artifacts.Split | None, start: Pretrained | None) -> dict:
     """The source rows the networks read labels of: private, val, and the pre-training rows of the same source."""
     rows = {"private": private.index, **({"val": val.index} if val is not None else {})}
-    if start is not None and start.source_fingerprint == private.attrs.get("source_fingerprint"):
-        rows["public_labelled"] = start.rows
+    if start is not None and (pretraining := start.rows_of_source(private)) is not None:
+        rows["public_labelled"] = pretraining
     return rows
 
 

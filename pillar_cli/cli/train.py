@@ -152,7 +152,7 @@ def _inputs(ctx: typer.Context, path: str, projection: Path, grid: SweepGrid, pr
     private = artifacts.read_split(f"{path}:private").subsample(private_fraction)
     grid = _with_theory_steps(ctx, grid, len(private.features))
     grid = dataclasses.replace(grid, batch_sizes=[size or len(private.features) for size in grid.batch_sizes])
-    val = _validation_split(path, max(len(grid.configs(m)) for m in grid.methods))
+    val = validation_split(path, max(len(grid.configs(m)) for m in grid.methods))
     projection_artifact = artifacts.read(projection, "projection")
     public_data = public_data_of(projection_artifact, private, other_public)
     pca = read_projection(projection_artifact)
@@ -189,7 +189,7 @@ def _with_theory_steps(ctx: typer.Context, grid: SweepGrid, n: int) -> SweepGrid
     return dataclasses.replace(grid, theory_steps=tuple(grid.steps))
 
 
-def _validation_split(path: str, configurations: int) -> artifacts.Split | None:
+def validation_split(path: str, configurations: int) -> artifacts.Split | None:
     """The val split; it may be absent only when there is nothing to select (one configuration per cell)."""
     try:
         return artifacts.read_split(f"{path}:val")

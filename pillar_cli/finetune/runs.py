@@ -18,7 +18,8 @@ from pillar_cli.artifacts.network import network_artifact
 from pillar_cli.embedding.networks import (NetworkSpec, as_images, build_network, load_state, network_logits,
                                            pretrained_network, state_arrays)
 from pillar_cli.errors import DataError, UsageError
-from pillar_cli.finetune.training import FinetuneConfig, finetune, image_shape
+from pillar_cli.finetune.training import FinetuneConfig, finetune
+from pillar_cli.gsd.probes import stored_image_shape
 from pillar_cli.privacy import get_accountant
 
 METHODS = {"finetune": "DP-SGD on every weight of a network pre-trained on public data",
@@ -30,31 +31,40 @@ SELECTION_NOTE = ("one configuration per (method, ε): no run was selected, noth
 
 @dataclass(frozen=True)
 class Pretrained:
-    """A pre-trained network to start from, and where it came from (recorded in the fine-tuned model)."""
+    """A pre-trained network to start from, and the `pillar pretrain` artifact it came from."""
 
     spec: NetworkSpec
     state: dict[str, np.ndarray]
-    origin: dict  # {path, content_hash, architecture, source, rows}
-    rows: np.ndarray  # the public rows it was trained on
-    source_fingerprint: str | None
+    model: Artifact
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The public rows it was trained on."""
+        return self.model.arrays.get("rows/public_labelled", np.zeros(0, np.int64))
+
+    @property
+    def origin(self) -> dict:
+        """What a fine-tuned model records of where its training started."""
+        return {"path": self.model.path, "content_hash": self.model.provenance.content_hash,
+                "architecture": self.spec.architecture, "source": self.model.attrs.get("source"),
+                "rows": int(len(self.rows))}
+
+    def rows_of_source(self, split: Split) -> np.ndarray | None:
+        """Its training rows if they come from `split`'s source (so that no stage tests on them), else None."""
+        same = self.model.attrs.get("source_fingerprint") == split.attrs.get("source_fingerprint")
+        return self.rows if same else None
 
 
 def pretrained(model: Artifact) -> Pretrained:
-    """The network of a `pillar pretrain` artifact (any other model is refused) and where it came from."""
-    spec, state = pretrained_network(model)
-    rows = model.arrays.get("rows/public_labelled", np.zeros(0, np.int64))
-    origin = {"path": model.path, "content_hash": model.provenance.content_hash, "architecture": spec.architecture,
-              "source": model.attrs.get("source"), "rows": int(len(rows))}
-    return Pretrained(spec, state, origin, rows, model.attrs.get("source_fingerprint"))
+    """The network of a `pillar pretrain` artifact (any other model is refused)."""
+    return Pretrained(*pretrained_network(model), model)
 
 
 def check_disjoint(start: Pretrained, private: Split) -> None:
     """Refuse a pre-trained network that saw rows of the private split (same source, same row ids)."""
-    stub = Artifact("model", {"rows/public_labelled": start.rows},
-                    {} if start.source_fingerprint is None else {"source_fingerprint": start.source_fingerprint})
-    overlap = shared_rows(private, stub, ("public_labelled",))
+    overlap = shared_rows(private, start.model, ("public_labelled",))
     if overlap:
-        raise DataError(f"the pre-trained network {start.origin['path']} was trained on {overlap} rows of the private "
+        raise DataError(f"the pre-trained network {start.model.path} was trained on {overlap} rows of the private "
                         "split: fine-tuning from it would leak them outside DP",
                         hint="pre-train on a public split (another source, or rows disjoint from the private split)")
 
@@ -78,7 +88,7 @@ def train_networks(spec: NetworkSpec, start: Pretrained | None, train: Split, va
         for seed in seeds:
             model = build_network(spec, seed)
             if start is not None:
-                load_state(model, start.state, f"the pre-trained network {start.origin['path']}")
+                load_state(model, start.state, f"the pre-trained network {start.model.path}")
             run = dataclasses.replace(config, epsilon=epsilon, seed=seed)
             result = finetune(model, images, train.labels, run, device, on_step)
             key = RunKey(method, None, epsilon, run.lr, run.steps, run.batch_size, seed)
@@ -91,7 +101,7 @@ def train_networks(spec: NetworkSpec, start: Pretrained | None, train: Split, va
 
 def network_spec(architecture: str, split: Split) -> NetworkSpec:
     """The network `architecture` on the images of `split` and its classes."""
-    shape = image_shape(split.features, split.attrs, f"{split.ref.path}:{split.name}")
+    shape = stored_image_shape(split.attrs, split.features.shape[1], f"{split.ref.path}:{split.name}")
     return NetworkSpec(architecture, shape, split.num_classes or int(split.labels.max()) + 1)
 
 
@@ -127,7 +137,7 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
 
 
 def _images(split: Split, spec: NetworkSpec) -> torch.Tensor:
-    shape = image_shape(split.features, split.attrs, f"{split.ref.path}:{split.name}")
+    shape = network_spec(spec.architecture, split).input_shape
     if shape != spec.input_shape:
         raise DataError(f"{split.ref.path}:{split.name} holds {shape} images; the network reads {spec.input_shape}",
                         hint="embed the images at the network's size (pillar embed --resize)")

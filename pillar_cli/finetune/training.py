@@ -22,7 +22,6 @@ import torch
 from pillar_cli.embedding.backbones import load_weights_file
 from pillar_cli.embedding.networks import NetworkSpec, build_network
 from pillar_cli.errors import DataError, UsageError, check_positive, param
-from pillar_cli.gsd.probes import stored_image_shape
 from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon, validate_budget
 
 MODES = ("hooks", "ghost")
@@ -49,11 +48,6 @@ class FinetuneResult:
     event: DPEvent
     epsilon_spent: float
     steps_run: int
-
-
-def image_shape(features: np.ndarray, attrs: dict, what: str) -> tuple[int, int, int]:
-    """(height, width, channels) of a pixels-embeddings artifact's rows (flattened HWC in [0, 1])."""
-    return stored_image_shape(attrs, features.shape[1], what)
 
 
 def finetune(model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, config: FinetuneConfig,
