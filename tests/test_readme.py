@@ -18,4 +18,7 @@ def test_the_readme_python_example_runs_and_prints_what_the_readme_says():
         exec(compile(code, str(README), "exec"), {})
     lines = printed.getvalue().splitlines()
     claimed = re.search(r"It prints `(.*?)` and `(.*?)`", text.replace("\n", " "))
-    assert lines == [claimed.group(1), claimed.group(2)]
+    accuracy = re.compile(r"(accuracy |features: )(0\.\d+)")
+    for line, promised in zip(lines, claimed.groups(), strict=True):  # the secret noise moves only the accuracies
+        assert accuracy.sub(r"\1…", line) == accuracy.sub(r"\1…", promised)
+        assert abs(float(accuracy.search(line)[2]) - float(accuracy.search(promised)[2])) < 0.06, line

@@ -29,6 +29,7 @@ from rich.text import Text
 from pillar_cli import artifacts
 from pillar_cli.artifacts.files import refuse_existing
 from pillar_cli.errors import PillarError, UsageError, param
+from pillar_cli.randomness import NOT_PRIVATE_NOTE, SECRET, NoiseSource
 
 stdout = Console()
 stderr = Console(stderr=True)
@@ -75,6 +76,20 @@ def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None 
 def warn(message: str) -> None:
     """One unwrapped line on stderr (log parsers and tests see it whole)."""
     print(f"warning: {message}", file=sys.stderr)
+
+
+NoiseSeedOption = typer.Option(None, "--noise-seed", min=0, help="EXPERIMENTS ONLY: draw the noise, sampling "
+                               "and private choices from this seed, so runs repeat exactly. Anyone who reads the "
+                               "seed can remove the noise: the output is labelled NOT differentially private. "
+                               "Default: fresh OS entropy, never stored.")
+
+
+def noise_source(noise_seed: int | None) -> NoiseSource:
+    """The secret default, or the experiment switch, which is announced on stderr."""
+    if noise_seed is None:
+        return SECRET
+    warn(f"--noise-seed {noise_seed}: {NOT_PRIVATE_NOTE}")
+    return NoiseSource(noise_seed)
 
 
 def load_config(ctx: typer.Context, _param: typer.CallbackParam, value: str | None) -> str | None:

@@ -10,8 +10,8 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors,
-                                   float_list, float_or_auto_list, int_list, parse_shard, print_json,
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output, cli_errors,
+                                   float_list, float_or_auto_list, int_list, noise_source, parse_shard, print_json,
                                    print_table, progress_bar, save, split_list, warn)
 from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.accounted import AccountedSelection
@@ -45,7 +45,8 @@ def train_private(
                                "Gaussian release), em-components / em-disjunctions (boolean rows: the exponential mechanism over unions of "
                                "the public components / over every disjunction of --literals variables); comma list."),
     ridge: str = typer.Option("auto", help="Closed-form heads' λ, comma-separated; auto = the method's default "
-                              "(public-lda k·(σC/n)², the noise on a class mean; dp-ls the noise's spectral scale)."),
+                              "(public-lda k·(σΔC/ñ)², the noise on a class mean, ñ its released noisy count; dp-ls "
+                              "the noise's spectral scale)."),
     k: str = typer.Option("40", help="Components, comma-separated; 'full' = no projection. E.g. 5,10,full"),
     eps: str = typer.Option("1", help="Target ε values, comma-separated; 'inf' = non-private. E.g. 0.1,1,inf"),
     delta: float = typer.Option(1e-5, help="Target δ; must be below 1/n_private."),
@@ -53,7 +54,9 @@ def train_private(
     steps: str = typer.Option("500", help="Numbers of DP-SGD steps, comma-separated."),
     batch_size: str = typer.Option("512", help="Expected (Poisson) batch sizes, comma-separated; all = every "
                                    "private row in every step (full batch, sampling rate 1)."),
-    seed: str = typer.Option("0", help="Seeds, comma-separated; results report mean ± std over them."),
+    seed: str = typer.Option("0", help="Seeds, comma-separated: repetitions (results report mean ± std over them) "
+                             "and their public randomness (initialisation, a random projection); never the noise."),
+    noise_seed: Optional[int] = NoiseSeedOption,
     momentum: float = typer.Option(0.0, min=0.0, max=0.999, help="Heavy-ball momentum (paper: 0)."),
     weight_decay: float = typer.Option(0.0, min=0.0, help="L2 weight decay (paper: 0)."),
     ema: float = typer.Option(0.0, help="DP-SGD methods: release the exponential moving average of the iterates "
@@ -85,7 +88,7 @@ def train_private(
     zeta: float = typer.Option(0.1, min=1e-6, help="noisy-sgd: margin scale ζ of the hinge loss."),
     beta: float = typer.Option(0.05, min=1e-9, max=0.5, help="noisy-sgd: failure probability; ⌈ln 1/β⌉ boosted runs."),
     device: str = typer.Option("auto", help="Fast engine's device: auto (CUDA when present), cpu, cuda, cuda:N. "
-                               "CPU and CUDA runs share batches, not noise draws."),
+                               "With --noise-seed, CPU and CUDA runs share batches, not noise draws."),
     config: Optional[str] = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
@@ -108,7 +111,7 @@ def train_private(
                                          other_public)
     if not get_accountant(accountant).upper_bound:
         warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")
-    privacy, shard_spec = PrivacySettings(delta, clip, accountant), parse_shard(shard)
+    privacy, shard_spec = PrivacySettings(delta, clip, accountant, noise_source(noise_seed)), parse_shard(shard)
     options = SweepOptions(shard_spec, engine, device, {"noisy-sgd": NoisySGDSettings(zeta, beta),
                                                          "adadps": AdaDPSSettings(conditioner),
                                                          "em-disjunctions": DisjunctionSettings(literals)},

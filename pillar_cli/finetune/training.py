@@ -23,6 +23,7 @@ from pillar_cli.embedding.backbones import load_weights_file
 from pillar_cli.embedding.networks import NetworkSpec, build_network
 from pillar_cli.errors import DataError, UsageError, check_positive, param
 from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon, validate_budget
+from pillar_cli.randomness import SECRET, NoiseSource
 
 MODES = ("hooks", "ghost")
 
@@ -40,6 +41,7 @@ class FinetuneConfig:
     accountant: str = "prv"
     grad_sample_mode: str = "hooks"
     max_physical_batch: int = 128
+    noise: NoiseSource = SECRET  # batches and noise (seeded only for experiments: NOT DP); `seed` sets the init
 
 
 @dataclass
@@ -63,7 +65,7 @@ def finetune(model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, c
     loader = DPDataLoader(dataset, sample_rate=rate)
     # The batches are drawn by the sampler alone, from a generator of its own: the DataLoader would otherwise draw
     # its workers' base seed from the same generator, and the batches would depend on loader internals.
-    loader.batch_sampler.generator = torch.Generator().manual_seed(config.seed)
+    loader.batch_sampler.generator = config.noise.child("batches", config.seed, config.epsilon).torch()
     module, optimizer, criterion = _private(model.to(device), config, sigma)
     steps_run = 0
     with warnings.catch_warnings(), BatchMemoryManager(data_loader=loader, optimizer=optimizer,
@@ -126,7 +128,7 @@ def _private(model: torch.nn.Module, config: FinetuneConfig, sigma: float):
 
     model.train()
     sgd = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
-    noise = torch.Generator().manual_seed(config.seed + 1)
+    noise = config.noise.child("noise", config.seed, config.epsilon).torch()
     clip = 1e30 if math.isinf(config.clip) else config.clip
     options = dict(noise_multiplier=sigma, max_grad_norm=clip, expected_batch_size=config.batch_size,
                    generator=noise, loss_reduction="mean")

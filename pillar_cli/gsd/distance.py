@@ -79,7 +79,7 @@ class GSDPlan:
             private = top_right_singular_vectors(self.private, k, seed)
             reference = private.basis
         else:
-            released = dp_gradient_subspace(self.private, k, self.settings.dp, seed)
+            released = dp_gradient_subspace(self.private, k, self.settings.dp)
             reference = released.basis
         candidates = [top_right_singular_vectors(matrix, k, seed + 1 + i) for i, matrix in enumerate(self.candidates)]
         distances = [projection_metric(reference, subspace.basis) for subspace in candidates]

@@ -21,6 +21,7 @@ from pillar_cli.errors import UsageError, check_positive, param
 from pillar_cli.gsd.bingham import sample_matrix_bingham
 from pillar_cli.gsd.subspace import GradientMatrix, clipped_gram
 from pillar_cli.privacy import calibrate_noise
+from pillar_cli.randomness import SECRET, NoiseSource
 
 MAX_DIM = {"gauss": 12_000, "bingham": 2_000}  # p×p matrices in memory; Bingham eigendecomposes one per draw
 
@@ -32,6 +33,7 @@ class DPSettings:
     clip: float = 1.0
     mechanism: str = "gauss"
     sweeps: int = 20
+    noise: NoiseSource = SECRET  # the release's noise or Bingham draws (seeded only for experiments: NOT DP)
 
     def __post_init__(self) -> None:
         check_positive("epsilon", self.epsilon)
@@ -51,7 +53,7 @@ class DPSubspaceResult:
         return f"{budget}-DP private subspace: {ledger['mechanism']} over all {self.rows} private rows, {ledger['note']}"
 
 
-def dp_gradient_subspace(matrix: GradientMatrix, k: int, dp: DPSettings, seed: int) -> DPSubspaceResult:
+def dp_gradient_subspace(matrix: GradientMatrix, k: int, dp: DPSettings) -> DPSubspaceResult:
     if dp.mechanism not in MAX_DIM:
         raise UsageError(f"{param('mechanism')} must be one of {', '.join(MAX_DIM)}; got '{dp.mechanism}'")
     if matrix.dim > MAX_DIM[dp.mechanism]:
@@ -59,7 +61,7 @@ def dp_gradient_subspace(matrix: GradientMatrix, k: int, dp: DPSettings, seed: i
                          f"{MAX_DIM[dp.mechanism]} is supported",
                          hint=f"use fewer features or {param('trainable')} parameters, or {param('mechanism')} gauss")
     gram = clipped_gram(matrix, dp.clip)
-    rng = np.random.default_rng([seed, 1])
+    rng = dp.noise.child("gsd", dp.mechanism, k).numpy()
     ledger: dict[str, Any] = {"epsilon": dp.epsilon, "clip": dp.clip}
     if dp.mechanism == "gauss":
         multiplier = calibrate_noise("pld", dp.epsilon, dp.delta, 1.0, 1)

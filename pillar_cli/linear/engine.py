@@ -5,14 +5,14 @@ sqrt(‖x_i‖² + 1)·‖p_i − e_{y_i}‖. Clipping therefore needs no per-sa
 residual by min(1, C / norm_i) and form the clipped sum with one matmul. The rows carry a column of ones, so a
 head's bias is its last weight and one matmul yields both gradients.
 
-Randomness belongs to a configuration's seed: one generator for its Poisson batches (uniforms, drawn serially
-on the CPU, so chunks of steps consume the stream exactly as single steps do) and one for its noise (one draw per
-step, on the training device: a CPU draw copied to a GPU every step would stall the GPU's queue), so a
-configuration trains identically alone or inside a sweep on one device. The CPU and a CUDA device draw different
-normals for the same seed (MT19937 vs Philox); batches are the same on both. Configurations that share a seed and a batch size
-therefore share their batches and their standard-normal noise draws (common random numbers; each is scaled by the
-run's own σ·C): a sweep over learning rates and step counts gathers each batch once and trains all of its heads
-with one wide matmul. Every run remains an exact DP-SGD run with its own σ. Streams with the same step schedule
+Randomness is secret (pillar_cli.randomness): each stream of configurations sharing a seed and a batch size draws
+its Poisson batches (uniforms, drawn serially on the CPU) from one generator, and every configuration draws its
+noise (one (C, d+1) draw per step, on the training device: a CPU draw copied to a GPU every step would stall the
+GPU's queue) from a generator of its own, so no two heads share a noise draw and none can be regenerated from
+anything stored. A sweep over learning rates and step counts gathers each batch once and trains all of its heads
+with one wide matmul; heads sharing a stream's batches are accounted together when a file releases them all
+(privacy.release). With a reproducible `NoiseSource` (experiments only) the generators derive from its seed and the
+configuration, so a configuration trains identically alone or inside a sweep. Streams with the same step schedule
 (every (seed, batch size) of a grid) step together: their batches sit side by side in one residual tensor, each
 stream's matmuls on its own column block, so the per-step work other than the matmuls runs once per step rather
 than once per stream. Poisson sampling draws geometric gaps between selected rows (an exact Bernoulli(q) process
@@ -33,9 +33,9 @@ import torch
 from pillar_cli.devices import resolve_device
 from pillar_cli.linear.graphed import GraphedLockstep, PaddedRows, steps_between
 from pillar_cli.linear.sampling import PoissonSampler
+from pillar_cli.randomness import SECRET, NoiseSource
 
 SAMPLING_CHUNK_STEPS = 32  # Poisson batches drawn this many steps at a time
-NOISE_SEED_SALT = 0x5DEECE66D  # the noise generator's seed differs from the sampler's
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,17 @@ class RunConfig:
     weight_decay: float = 0.0
     ridge: float | None = None  # closed-form heads' regularisation λ (None: the method's default)
     ema: float = 0.0  # decay β of an exponential moving average of the iterates, released instead of the last one
+
+    @property
+    def noise_label(self) -> tuple:
+        """What names the run's noise stream under a seeded (experiment-only) source: not the step count or the
+        averaging, so that a run of t steps repeats the first t steps of a longer one."""
+        return ("noise", self.lr, self.batch_size, self.seed, self.momentum, self.weight_decay, self.ridge)
+
+    @property
+    def batches_label(self) -> tuple:
+        """What names the run's Poisson batches under a seeded source: runs of one seed and batch size share them."""
+        return ("batches", self.seed, self.batch_size)
 
 
 @dataclass(frozen=True)
@@ -106,7 +117,7 @@ class _Stream:
 
     configs: list[RunConfig]
     sampler: PoissonSampler
-    noise_generator: torch.Generator
+    noise_generators: list[torch.Generator]  # one per configuration
     noise_std: torch.Tensor  # (G,) σ·C per configuration
     step_size: torch.Tensor  # (G,) lr / (q·n)
     momentum: torch.Tensor
@@ -114,14 +125,15 @@ class _Stream:
     ema: torch.Tensor  # (G,) β of the iterates' moving average (0: the last iterate)
 
     @classmethod
-    def build(cls, configs: list[RunConfig], sigmas: list[float], clip: float | None, n: int, device: torch.device):
+    def build(cls, configs: list[RunConfig], sigmas: list[float], clip: float | None, n: int, device: torch.device,
+              noise: NoiseSource):
         def column(values: list[float]) -> torch.Tensor:
             return torch.tensor(values, dtype=torch.float32, device=device)
 
-        seed, batch_size = configs[0].seed, configs[0].batch_size
-        sampler = PoissonSampler(n, batch_size / n, torch.Generator().manual_seed(seed))
+        batch_size = configs[0].batch_size
+        sampler = PoissonSampler(n, batch_size / n, noise.child(*configs[0].batches_label).torch())
         expected = sampler.expected_batch
-        return cls(configs, sampler, torch.Generator(device=device).manual_seed(seed ^ NOISE_SEED_SALT),
+        return cls(configs, sampler, [noise.child(*config.noise_label).torch(device) for config in configs],
                    column([s * (clip or 1.0) for s in sigmas]), column([c.lr / expected for c in configs]),
                    column([c.momentum for c in configs]), column([c.weight_decay * expected for c in configs]),
                    column([c.ema for c in configs]))
@@ -130,9 +142,11 @@ class _Stream:
 def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: int, configs: list[RunConfig],
                        noise_multipliers: list[float], clip: float | None, *, device: str = "cpu",
                        init: tuple[np.ndarray, np.ndarray] | None = None,
-                       on_steps: Callable[[int], None] = lambda n: None) -> list[LinearHead]:
+                       on_steps: Callable[[int], None] = lambda n: None,
+                       noise: NoiseSource = SECRET) -> list[LinearHead]:
     """Train one linear head per configuration with Poisson-sampled, clipped, noised SGD (σ = 0: no noise);
-    `device` is cpu, cuda[:N] or auto; `on_steps(n)` hears of n more steps done (summed over configurations).
+    `device` is cpu, cuda[:N] or auto; `on_steps(n)` hears of n more steps done (summed over configurations);
+    `noise` hands out the batches' and every head's generators (secret unless seeded for an experiment).
     Runs that average their iterates (ema > 0) take the eager path on CUDA too."""
     dev = resolve_device(device)
     graphed = dev.type == "cuda" and not any(c.ema for c in configs)
@@ -145,7 +159,7 @@ def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: in
     heads: list[LinearHead | None] = [None] * len(configs)
     for group in members_of.values():  # a grid's streams share one schedule: they step together
         streams = [_Stream.build([configs[g] for g in members], [noise_multipliers[g] for g in members], clip,
-                                 len(rows), dev) for members in group]
+                                 len(rows), dev, noise) for members in group]
         train = _train_streams if isinstance(rows, PrivateRows) else _train_streams_graphed
         for members, trained in zip(group, train(streams, rows, num_classes, init, on_steps)):
             for g, head in zip(members, trained):
@@ -206,10 +220,10 @@ class _Lockstep:
         self.uses = {name: bool((self.columns[name] > 0).any()) for name in ("noise_std", "momentum", "decay", "ema")}
         self.average = self.heads.clone() if self.uses["ema"] else self.heads  # what a head releases
         self.steps_taken = torch.zeros(len(streams), self.active, dtype=torch.int64)  # counted, not derived
-        # drawn in the heads' (C, d+1) layout: adding a transposed draw cost 8x the contiguous add at d = 2048
-        self.noise = torch.empty(len(streams), num_classes, dim, device=dev)
-        self.draws = list(self.noise)  # one (C, d+1) view per stream, made once
-        self.noise_by_head = self.noise[:, :, None, :]  # (S, C, 1, d+1)
+        # one (C, d+1) draw per head, contiguous (adding a transposed draw cost 8x the contiguous add at d = 2048),
+        # read in the heads' (S, C, G, d+1) layout through a permuted view
+        self.noise = torch.empty(len(streams), self.active, num_classes, dim, device=dev)
+        self.draws = [list(zip(stream.noise_generators, self.noise[s])) for s, stream in enumerate(streams)]
         self.finished: dict[tuple[int, int], LinearHead] = {}
 
     def retire(self, now: int) -> None:
@@ -225,10 +239,11 @@ class _Lockstep:
     def step(self, batches: list[torch.Tensor], widths: list[int]) -> None:
         columns = self.active_columns
         grad = _clipped_sums(self.heads, self.rows, batches, widths)
-        if self.uses["noise_std"]:  # one (C, d+1) draw per stream and step: a normal draw depends on its shape
-            for stream, draw in zip(self.streams, self.draws):
-                torch.randn(draw.shape, generator=stream.noise_generator, out=draw)
-            grad.addcmul_(self.noise_by_head, columns["noise_std"])
+        if self.uses["noise_std"]:  # one (C, d+1) draw per active head and step, each from the head's generator
+            for draws in self.draws:
+                for generator, draw in draws[:self.active]:
+                    torch.randn(draw.shape, generator=generator, out=draw)
+            grad.addcmul_(self.noise[:, :self.active].permute(0, 2, 1, 3), columns["noise_std"])
         if self.uses["decay"]:  # the bias (last column) is not decayed
             grad[..., :-1].addcmul_(self.heads[..., :-1], columns["decay"])
         if self.uses["momentum"]:

@@ -9,8 +9,9 @@ replays the chunk as one captured CUDA graph:
   padded slot's gradient is [0, 0] ⊗ r = 0 exactly, so padding changes nothing but the shape.
 - Heads that are done (fewer steps than the longest run of the group) keep stepping with a step size of 0, so the
   number of heads never changes; their weights stay those of their last step.
-- A stream's noise is drawn per chunk, (32, C, width) standard normals from its own device generator, whether or
-  not the run lasts the whole chunk: a configuration draws the same noise alone or inside a sweep.
+- Every head's noise is drawn per chunk, (32, C, width) standard normals from the head's own (secret) device
+  generator, whether or not the run lasts the whole chunk: no two heads share a draw, and with a seeded source
+  (experiments only) a configuration draws the same noise alone or inside a sweep.
 
 Each step is the same DP-SGD step as the eager engine's: clip factor min(1, C/‖[x, 1] ⊗ (p − e_y)‖) from norms,
 one batched matmul per direction, Gaussian noise σ·C, the update divided by the expected batch size. Heads are laid
@@ -58,12 +59,14 @@ class PaddedRows:
 
 class ChunkInputs:
     """What one chunk of steps reads, in fixed buffers a captured graph points at: row indices (steps, S, W), noise
-    (S, steps, C, width) and step sizes (steps, S, G, 1, 1)."""
+    (steps, S, G, C, width) and step sizes (steps, S, G, 1, 1)."""
 
     def __init__(self, steps: int, streams: int, width: int, classes: int, heads: int, row_width: int,
                  device: torch.device):
         self.index = torch.empty(steps, streams, width, dtype=torch.int64, device=device)
-        self.noise = torch.zeros(streams, steps, classes, row_width, device=device)
+        self.noise = torch.zeros(steps, streams, heads, classes, row_width, device=device)
+        self.draws = [[torch.empty(steps, classes, row_width, device=device) for _ in range(heads)]
+                      for _ in range(streams)]
         self.step_size = torch.zeros(steps, streams, heads, 1, 1, device=device)
 
 
@@ -113,8 +116,10 @@ class GraphedLockstep:
         active = (self.offsets[:, None] + start < self.steps[None, :]).float()  # (chunk, G): 0 once a run is done
         torch.mul(self.columns["step_size"][None], active[:, None, :, None, None], out=inputs.step_size)
         if self.uses["noise_std"]:
-            for s, stream in enumerate(self.streams):
-                torch.randn(inputs.noise[s].shape, generator=stream.noise_generator, out=inputs.noise[s])
+            for s, stream in enumerate(self.streams):  # each head's chunk of draws from its own generator
+                for g, generator in enumerate(stream.noise_generators):
+                    torch.randn(inputs.draws[s][g].shape, generator=generator, out=inputs.draws[s][g])
+                    inputs.noise[:, s, g].copy_(inputs.draws[s][g])
         if self.use_graphs:
             self._graph(width).replay()
         else:
@@ -144,11 +149,11 @@ class GraphedLockstep:
     def _steps(self, inputs: ChunkInputs, heads: torch.Tensor, velocity: torch.Tensor,
                steps: int | None = None) -> None:
         for t in range(steps or self.chunk):
-            self._step(heads, velocity, inputs.index[t], inputs.noise[:, t], inputs.step_size[t])
+            self._step(heads, velocity, inputs.index[t], inputs.noise[t], inputs.step_size[t])
 
     def _step(self, heads: torch.Tensor, velocity: torch.Tensor, index: torch.Tensor, noise: torch.Tensor,
               step_size: torch.Tensor) -> None:
-        """One DP-SGD step of every head in place: heads (S, G, C, width), index (S, W), noise (S, C, width)."""
+        """One DP-SGD step of every head in place: heads (S, G, C, width), index (S, W), noise (S, G, C, width)."""
         streams, count, classes, width = heads.shape
         rows, flat_index = self.rows, index.view(-1)
         xb = rows.x.index_select(0, flat_index).view(streams, -1, width)  # (S, W, width)
@@ -162,7 +167,7 @@ class GraphedLockstep:
             residuals.mul_(squared.mul_(scale).clamp_min_(1.0).rsqrt_())
         grad = torch.bmm(residuals.view(streams, -1, count * classes).transpose(1, 2), xb).view_as(heads)
         if self.uses["noise_std"]:
-            grad.addcmul_(noise[:, None], self.columns["noise_std"])
+            grad.addcmul_(noise, self.columns["noise_std"])
         if self.uses["decay"]:  # the bias (column d) and the padding are not decayed
             grad[..., :rows.dim].addcmul_(heads[..., :rows.dim], self.columns["decay"])
         if self.uses["momentum"]:

@@ -11,8 +11,9 @@ import warnings
 import numpy as np
 import torch
 
-from pillar_cli.linear.engine import NOISE_SEED_SALT, SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
+from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
 from pillar_cli.linear.sampling import PoissonSampler
+from pillar_cli.randomness import SECRET, NoiseSource
 
 
 def opacus_clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, features: torch.Tensor,
@@ -36,11 +37,12 @@ def opacus_clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, featu
 
 
 def train_with_opacus(features: np.ndarray, labels: np.ndarray, num_classes: int, config: RunConfig, sigma: float,
-                      clip: float | None, init: tuple[np.ndarray, np.ndarray] | None = None) -> LinearHead:
+                      clip: float | None, init: tuple[np.ndarray, np.ndarray] | None = None,
+                      noise: NoiseSource = SECRET) -> LinearHead:
     """One run through opacus (GradSampleModule + DPOptimizer) on the fast engine's Poisson batches.
 
-    The batches come from the same seeded sampler as the fast engine, so with σ = 0 both engines follow the
-    same trajectory; opacus draws its own noise.
+    Batches and opacus' noise generator come from `noise` under the fast engine's labels, so with a seeded source
+    and σ = 0 both engines follow the same trajectory; opacus draws its noise its own way.
     """
     from opacus import GradSampleModule
     from opacus.optimizers import DPOptimizer
@@ -56,8 +58,8 @@ def train_with_opacus(features: np.ndarray, labels: np.ndarray, num_classes: int
     private = clip is not None
     model = GradSampleModule(linear) if private else linear
     optimizer = DPOptimizer(sgd, noise_multiplier=sigma, max_grad_norm=clip, expected_batch_size=config.batch_size,
-                            generator=torch.Generator().manual_seed(config.seed ^ NOISE_SEED_SALT)) if private else sgd
-    sampler = PoissonSampler(len(x), config.batch_size / len(x), torch.Generator().manual_seed(config.seed))
+                            generator=noise.child(*config.noise_label).torch()) if private else sgd
+    sampler = PoissonSampler(len(x), config.batch_size / len(x), noise.child(*config.batches_label).torch())
     average = [linear.weight.detach().clone(), linear.bias.detach().clone()]
     for start in range(0, config.steps, SAMPLING_CHUNK_STEPS):
         for index in sampler.batches(min(SAMPLING_CHUNK_STEPS, config.steps - start)):

@@ -1,7 +1,8 @@
 """Accounted selection (`--select accounted`): per (method, k, ε) cell and seed, the Papernot–Steinke private
 selection over the cell's configurations, so that the model's ε covers training AND the choice of the model.
 
-A random number K of trials (privacy.selection.TrialCount) is drawn, independently of the data; each trial trains a
+A random number K of trials (privacy.selection.TrialCount) is drawn from secret randomness, independently of the
+data, and never stored (Papernot–Steinke's bounds assume K stays hidden); each trial trains a
 configuration drawn uniformly from the candidates with the noise of `plan_selection` and releases its score, the
 number of correct val predictions plus Gaussian noise; only the best trial's head and noisy score are kept. Nothing
 else of the other trials is written: not their heads, scores, seeds, nor which trial won.
@@ -9,7 +10,6 @@ else of the other trials is written: not their heads, scores, seeds, nor which t
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -61,7 +61,8 @@ def select_privately(method: Method, cell: Cell, val_z: np.ndarray, val_y: np.nd
     count = selection.count(len(next(iter(by_seed.values()))))
     mechanisms = {method.mechanism(c, n) for c in cell.configs}
     plan = plan_selection(cell.epsilon, privacy.delta, count, selection.score_share, mechanisms)
-    trials = {seed: _draw_trials(seed, cell, candidates, count) for seed, candidates in by_seed.items()}
+    trials = {seed: _draw_trials(cell.randomness.child("trials", seed).numpy(), candidates, count)
+              for seed, candidates in by_seed.items()}
     noise = plan.training
     runs = iter(method.train_cell(replace(cell, configs=[t for drawn in trials.values() for _, t in drawn],
                                           noise=lambda rate, steps: noise[rate, steps])))
@@ -70,32 +71,32 @@ def select_privately(method: Method, cell: Cell, val_z: np.ndarray, val_y: np.nd
         scored = []
         for candidate, trial in drawn:
             run = next(runs)
-            scored.append((_noisy_accuracy(run, trial, val_z, val_y, plan.score_sigma), candidate, run))
+            score_noise = cell.randomness.child("score", trial).numpy().standard_normal()
+            scored.append((_noisy_accuracy(run, val_z, val_y, plan.score_sigma, score_noise), candidate, run))
         if scored:
             score, candidate, run = max(scored, key=lambda item: item[0])
             released.append(Released(replace(candidate, seed=seed), replace(run, epsilon_spent=plan.epsilon), score))
-        records.append(_record(cell, method, seed, len(drawn), by_seed[seed], plan, count, n, len(val_y)))
+        records.append(_record(cell, method, seed, by_seed[seed], plan, count, n, len(val_y)))
     return released, records
 
 
-def _draw_trials(seed: int, cell: Cell, candidates: list[RunConfig], count: TrialCount) -> list[tuple]:
-    """K trials, each a uniformly drawn candidate with its own noise seed; drawn from the seed and the cell only."""
-    cell_id = zlib.crc32(repr((cell.k, cell.epsilon)).encode())
-    rng = np.random.default_rng([seed, cell_id, 0x5E1EC7])
+def _draw_trials(rng: np.random.Generator, candidates: list[RunConfig], count: TrialCount) -> list[tuple]:
+    """K trials, each a uniformly drawn candidate relabelled with a seed of its own (a label that keeps trials of the
+    same candidate apart when noise is seeded for an experiment); `rng` is secret: K and the picks are never stored."""
     picks = rng.integers(len(candidates), size=count.draw(rng))
     return [(candidates[p], replace(candidates[p], seed=int(rng.integers(2**31 - 1)))) for p in picks]
 
 
-def _noisy_accuracy(run: TrainedRun, trial: RunConfig, val_z: np.ndarray, val_y: np.ndarray,
-                    score_sigma: float) -> float:
+def _noisy_accuracy(run: TrainedRun, val_z: np.ndarray, val_y: np.ndarray, score_sigma: float,
+                    standard_normal: float) -> float:
     correct = int((run.head.logits(val_z).argmax(axis=1) == val_y).sum())
-    noise = np.random.default_rng([trial.seed, 0x5C0E]).standard_normal()
-    return (correct + score_sigma * noise) / len(val_y)
+    return (correct + score_sigma * standard_normal) / len(val_y)
 
 
-def _record(cell: Cell, method: Method, seed: int, trials: int, candidates: list[RunConfig], plan: SelectionPlan,
+def _record(cell: Cell, method: Method, seed: int, candidates: list[RunConfig], plan: SelectionPlan,
             count: TrialCount, n: int, n_val: int) -> dict:
-    """The selection as DP events, enough to recompute its ε from the artifact alone (ORDERS are stored once)."""
+    """The selection as DP events, enough to recompute its ε from the artifact alone (ORDERS are stored once); the
+    number of trials drawn is not among them: the theorems hold only while K stays hidden."""
     events = []
     for config in candidates:
         rate, steps = method.mechanism(config, n)
@@ -103,7 +104,7 @@ def _record(cell: Cell, method: Method, seed: int, trials: int, candidates: list
                        "ridge": config.ridge, "mechanism": {"noise_multiplier": plan.training[rate, steps],
                                                            "sample_rate": rate, "compositions": steps}})
     return {"method": method.name, "k": "full" if cell.k is None else cell.k, "epsilon_target": cell.epsilon,
-            "seed": seed, "trials_drawn": trials, "trial_count": count.to_dict(),
+            "seed": seed, "trial_count": count.to_dict(),
             "trial": {"training": "one candidate drawn uniformly, a Poisson-subsampled Gaussian mechanism composed "
                                   "`compositions` times; its RDP is at most the largest candidate's",
                       "candidates": events,

@@ -20,12 +20,13 @@ import numpy as np
 import torch
 
 from pillar_cli.errors import UsageError, param
-from pillar_cli.linear.engine import NOISE_SEED_SALT, SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
+from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
 from pillar_cli.linear.sampling import PoissonSampler
 from pillar_cli.methods.base import Cell, TrainedRun, each_run
 from pillar_cli.methods.projected import ProjectedDPSGD
 from pillar_cli.privacy import DPEvent
 from pillar_cli.projection import project
+from pillar_cli.randomness import SECRET, NoiseSource
 
 PUBLIC_SEED_SALT = 0xADAD95  # public batches are drawn from their own generator
 
@@ -86,13 +87,13 @@ def public_preconditioner(public_x: np.ndarray, public_y: np.ndarray, settings: 
 
 
 def train_adadps(features: np.ndarray, labels: np.ndarray, num_classes: int, config: RunConfig, sigma: float,
-                 clip: float, preconditioner: Preconditioner) -> LinearHead:
+                 clip: float, preconditioner: Preconditioner, noise: NoiseSource = SECRET) -> LinearHead:
     """DP-SGD with preconditioned per-sample gradients; with A ≡ 1 it is the main engine's DP-SGD step for step
-    (same Poisson batches, same noise draws)."""
+    (with one seeded `noise` source: the same Poisson batches, the same noise draws)."""
     x, y = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels, dtype=torch.int64)
     n, dim = x.shape
-    sampler = PoissonSampler(n, config.batch_size / n, torch.Generator().manual_seed(config.seed))
-    noise_generator = torch.Generator().manual_seed(config.seed ^ NOISE_SEED_SALT)
+    sampler = PoissonSampler(n, config.batch_size / n, noise.child(*config.batches_label).torch())
+    noise_generator = noise.child(*config.noise_label).torch()
     weights = torch.zeros(dim + 1, num_classes)
     step_size = config.lr / sampler.expected_batch
     for start in range(0, config.steps, SAMPLING_CHUNK_STEPS):
@@ -125,7 +126,7 @@ class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
             clip = cell.privacy.clip if sigma > 0 else math.inf
             scale = public_preconditioner(public_x, data.public_labelled[1], settings, config.seed)
             head = each_run(cell, config, lambda: train_adadps(train_x, data.private_y, data.num_classes, config,
-                                                               sigma, clip, scale))
+                                                               sigma, clip, scale, cell.randomness))
             event = DPEvent(sigma, config.batch_size / n, config.steps, cell.privacy.delta, cell.privacy.clip,
                             mechanism="AdaDPS: preconditioned per-sample gradients, Poisson-subsampled Gaussian")
             runs.append(TrainedRun(head, event, cell.spent_epsilon(event)))

@@ -17,6 +17,7 @@ import numpy as np
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
 from pillar_cli.projection import LinearMap, PublicPCA, project
+from pillar_cli.randomness import SECRET, NoiseSource
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class PrivacySettings:
     delta: float = 1e-5
     clip: float = 1.0
     accountant: str = "prv"
+    noise: NoiseSource = SECRET  # where every private draw comes from (seeded only for experiments: NOT DP)
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,11 @@ class Cell:
     settings: object | None = None  # the method's own settings (e.g. NoisySGDSettings), None for its defaults
     on_steps: Callable[[int], None] = lambda n: None  # hears of steps done, summed over configurations
     noise: Callable[[float, int], float] | None = None  # σ by (sample rate, steps) when a private selection sets it
+
+    @property
+    def randomness(self) -> NoiseSource:
+        """The source of this cell's private draws: fresh OS entropy, or (experiments only) labelled by k and ε."""
+        return self.privacy.noise.child(self.k, self.epsilon)
 
     def noise_multiplier(self, sample_rate: float, steps: int) -> float:
         """σ of a run with this sample rate and step count: calibrated to the cell's (ε, δ) by its accountant, or

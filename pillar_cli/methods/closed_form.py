@@ -7,10 +7,13 @@ that of the one release (a Gaussian mechanism: sampling rate 1, one step), calib
 accountant like every other run; nothing else touches private labels.
 
 - `public-lda`: a linear discriminant. The shared covariance comes from the PUBLIC rows (same projection, same
-  scaling; Ledoit–Wolf shrinkage, which public data alone sets) plus λ·I, by default λ = k·(σC/n)², the expected
-  squared norm of the noise on each released class mean; the release is the per-class sums of the private rows
-  (one row changes one sum by at most 1: sensitivity 1). Class sizes are taken as n / C (balanced classes assumed,
-  and stated), because releasing noisy per-class counts costs 7–16 points at ε = 0.1 on MNIST (docs/methods.md).
+  scaling; Ledoit–Wolf shrinkage, which public data alone sets) plus λ·I, by default λ = k·(σΔC/ñ)², the expected
+  squared norm of the noise on each released class mean. The release is the per-class sums of the private rows
+  and, in the same Gaussian release, the row count n weighted by w = 1/4: one row changes one sum by at most 1 and
+  the count by w, so the sensitivity is √(1 + w²) ≈ 1.03, and the count gets 1/w = 4 times a sum coordinate's
+  noise. Class sizes are taken as ñ / C from the noisy count ñ (balanced classes assumed, and stated): nothing in
+  the head is a function of the private n, and releasing noisy per-class counts instead costs 7–16 points at
+  ε = 0.1 on MNIST (docs/methods.md).
 - `dp-ls`: DP least squares. Rows a = [u, 1]/√2 (u the unit row; ‖a‖ = 1) and one-hot labels y; the release is
   [AᵀA | AᵀY] (the Gram matrix's upper triangle, mirrored: symmetric noise), whose change by one row is
   [aaᵀ | ayᵀ], of Frobenius norm at most √2: sensitivity √2. The head solves (G + λI) W = B.
@@ -28,6 +31,8 @@ from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
 from pillar_cli.privacy import DPEvent
+
+COUNT_WEIGHT = 0.25  # public-lda releases w·n next to its class sums (see the module docstring)
 
 
 class ClosedFormHead(Method):
@@ -56,26 +61,24 @@ class ClosedFormHead(Method):
         event = DPEvent(sigma, 1.0, 1, cell.privacy.delta, self.sensitivity,
                         mechanism=f"{self.name}: one Gaussian release, L2 sensitivity {self.sensitivity:.4g}")
         spent = cell.spent_epsilon(event)
-        return [each_run(cell, c, lambda c=c: self._run(cell, rows.shape, statistics, sigma, c, event, spent))
+        return [each_run(cell, c, lambda c=c: self._run(cell, statistics, sigma, c, event, spent))
                 for c in cell.configs]
 
-    def _run(self, cell: Cell, shape: tuple[int, int], statistics: tuple, sigma: float, config: RunConfig,
+    def _run(self, cell: Cell, statistics: tuple, sigma: float, config: RunConfig,
              event: DPEvent, spent: float) -> TrainedRun:
-        ridge = config.ridge if config.ridge is not None else self.default_ridge(sigma, shape[1], shape[0],
-                                                                                 cell.data.num_classes)
-        noise = np.random.default_rng([config.seed, 0x51A7]).standard_normal
-        head = self.solve(statistics, lambda size: sigma * self.sensitivity * noise(size), ridge)
+        noise = cell.randomness.child("release", config).numpy().standard_normal  # secret, one per release
+        head, ridge = self.solve(statistics, lambda size: sigma * self.sensitivity * noise(size), config.ridge,
+                                 sigma)
         return TrainedRun(replace(head, steps_run=1), event, spent, ridge)  # one release
-
-    def default_ridge(self, sigma: float, dim: int, n: int, num_classes: int) -> float:
-        """λ from the noise scale and the shapes only: no data chooses it."""
-        raise NotImplementedError
 
     def statistics(self, cell: Cell, rows: np.ndarray) -> tuple:
         """What the release perturbs (and what the solve needs besides it), computed once per cell."""
         raise NotImplementedError
 
-    def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float) -> LinearHead:
+    def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None,
+              sigma: float) -> tuple[LinearHead, float]:
+        """The head from the noisy statistics and the λ it used: `ridge`, or (None) the method's default, set by the
+        noise scale, the shapes and released values only."""
         raise NotImplementedError
 
 
@@ -96,10 +99,7 @@ class PublicCovarianceLDA(ClosedFormHead):
                    "of the private rows (unit norm); k components")
     needs_public_rows = "for the shared covariance"
     not_auditable = "its covariance comes from public rows, which hold nothing in the canaries' coordinates"
-
-    def default_ridge(self, sigma: float, dim: int, n: int, num_classes: int) -> float:
-        """k·(σC/n)²: the expected squared norm of the noise on a class mean (n/C rows per class)."""
-        return dim * (sigma * self.sensitivity * num_classes / n) ** 2
+    sensitivity = math.sqrt(1.0 + COUNT_WEIGHT**2)
 
     def statistics(self, cell: Cell, rows: np.ndarray) -> tuple:
         data = cell.data
@@ -107,13 +107,19 @@ class PublicCovarianceLDA(ClosedFormHead):
         if len(public) <= public.shape[1]:
             raise DataError(f"{len(public)} public rows cannot estimate a {public.shape[1]}-dimensional covariance",
                             hint=f"use a smaller {param('k')} or more public rows")
-        return class_sums(rows, data.private_y, data.num_classes), len(rows) / data.num_classes, \
-            public_covariance(public)
+        return class_sums(rows, data.private_y, data.num_classes), COUNT_WEIGHT * len(rows), public_covariance(public)
 
-    def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float) -> LinearHead:
-        sums, rows_per_class, covariance = statistics
-        means = (sums + noise(sums.shape)) / rows_per_class
-        return discriminant(means, covariance + ridge * np.eye(len(covariance)))
+    def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None,
+              sigma: float) -> tuple[LinearHead, float]:
+        """Means from the noisy sums over ñ/C, ñ the noisy count (at least one row per class); default λ =
+        k·(σΔC/ñ)², the expected squared norm of a noisy class mean's noise."""
+        sums, weighted_count, covariance = statistics
+        classes, dim = sums.shape
+        count = max(float(classes), (weighted_count + noise(())) / COUNT_WEIGHT)
+        means = (sums + noise(sums.shape)) * classes / count
+        if ridge is None:
+            ridge = dim * (sigma * self.sensitivity * classes / count) ** 2
+        return discriminant(means, covariance + ridge * np.eye(len(covariance))), ridge
 
 
 def public_covariance(public: np.ndarray) -> np.ndarray:
@@ -136,20 +142,20 @@ class DPLeastSquares(ClosedFormHead):
                    "included), a ridge solve; k components")
     sensitivity = math.sqrt(2.0)
 
-    def default_ridge(self, sigma: float, dim: int, n: int, num_classes: int) -> float:
-        """The spectral scale of the Gram matrix's noise, 2σΔ√(d + 1), so the noisy Gram stays positive definite;
-        1 without noise."""
-        return max(1.0, 2.0 * sigma * self.sensitivity * math.sqrt(dim + 1))
-
     def statistics(self, cell: Cell, rows: np.ndarray) -> tuple:
         return least_squares_statistics(rows, cell.data.private_y, cell.data.num_classes)
 
-    def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float) -> LinearHead:
+    def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None,
+              sigma: float) -> tuple[LinearHead, float]:
+        """Default λ: the spectral scale of the Gram matrix's noise, 2σΔ√(d + 1), so the noisy Gram stays positive
+        definite; 1 without noise."""
         gram, cross = statistics
+        if ridge is None:
+            ridge = max(1.0, 2.0 * sigma * self.sensitivity * math.sqrt(len(gram)))
         upper = np.triu(noise(gram.shape))
         gram = gram + upper + np.triu(upper, 1).T  # symmetric noise: the upper triangle released, mirrored
         solution = np.linalg.solve(gram + ridge * np.eye(len(gram)), cross + noise(cross.shape)) / math.sqrt(2.0)
-        return LinearHead(solution[:-1].astype(np.float32), solution[-1].astype(np.float32))
+        return LinearHead(solution[:-1].astype(np.float32), solution[-1].astype(np.float32)), ridge
 
 
 PUBLIC_LDA = PublicCovarianceLDA()

@@ -94,7 +94,7 @@ class ExponentialMechanismDisjunctions(Method):
                 kept.append(chunk)
                 yield -counter.errors(chunk).astype(np.float64)
 
-        rng = np.random.default_rng([config.seed, 0xE4])
+        rng = cell.randomness.child("exponential", config).numpy()
         chosen, _ = exponential_mechanism(scores(), cell.epsilon, SENSITIVITY, rng)
         members = np.concatenate(kept)[chosen]
         variables = groups[members[members >= 0]].sum(axis=0) > 0

@@ -18,6 +18,7 @@ from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.sweep import SweepGrid, SweepOptions, run_sweep
 from pillar_cli.privacy import DPEvent, get_accountant
 from pillar_cli.projection import PublicPCA
+from pillar_cli.randomness import NOT_PRIVATE_NOTE, NoiseSource
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,14 @@ class Ledger:
     events: tuple[DPEvent, ...]
     epsilon_is_upper_bound: bool
     covers: str  # what the ε covers
+    noise_reproducible: bool = False  # fitted with noise_seed: NOT differentially private
 
 
 class DPLinearClassifier(ClassifierMixin, BaseEstimator):
     """A linear softmax head trained with DP-SGD on the top-k public components (method="pillar") or a baseline.
+
+    `seed` seeds public randomness only; the noise is secret (fresh OS entropy), so two fits differ, unless
+    `noise_seed` is set: an experiment-only switch whose classifier is NOT differentially private.
 
     Example:
         clf = DPLinearClassifier(k=20, epsilon=1.0, steps=300, batch_size=256).fit(X, y, public=X_public)
@@ -48,11 +53,12 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, method: str = "pillar", k: int | None = 40, epsilon: float = 1.0, delta: float = 1e-5,
                  accountant: str = "prv", clip: float = 1.0, lr: float = 0.1, steps: int = 500,
                  batch_size: int = 512, seed: int = 0, projection: PublicPCA | None = None, momentum: float = 0.0,
-                 weight_decay: float = 0.0, device: str = "cpu", ridge: float | None = None):
+                 weight_decay: float = 0.0, device: str = "cpu", ridge: float | None = None,
+                 noise_seed: int | None = None):
         self.method, self.k, self.epsilon, self.delta, self.accountant = method, k, epsilon, delta, accountant
         self.clip, self.lr, self.steps, self.batch_size, self.seed = clip, lr, steps, batch_size, seed
         self.projection, self.momentum, self.weight_decay, self.device = projection, momentum, weight_decay, device
-        self.ridge = ridge
+        self.ridge, self.noise_seed = ridge, noise_seed
 
     def fit(self, X: np.ndarray, y: np.ndarray, public: np.ndarray | None = None) -> DPLinearClassifier:
         """Train on the private rows (X, y); `public`: unlabelled public rows for the projection (and GEP)."""
@@ -66,7 +72,7 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
                          [self.seed], self.momentum, self.weight_decay, (self.steps,), (self.ridge,))
         data = SweepData(self.projection_, x, labels, None, None, len(self.classes_),
                          None if public is None else np.asarray(public, dtype=np.float32))
-        privacy = PrivacySettings(self.delta, self.clip, self.accountant)
+        privacy = PrivacySettings(self.delta, self.clip, self.accountant, NoiseSource(self.noise_seed))
         run = run_sweep(data, grid, privacy, SweepOptions(device=self.device)).runs[0]
         self.k_ = run.key.k if method.projects else None  # the head's own dimensions (None: all features)
         self.mapping_ = method.linear_map(self.projection_)
@@ -75,7 +81,9 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
         self.ledger_ = Ledger(self.accountant, float(self.epsilon), run.epsilon_spent, self.delta,
                               run.event.noise_multiplier, run.event.sample_rate, run.event.steps, run.event.clip,
                               (run.event,), accountant.upper_bound,
-                              f"{run.event.mechanism}, on the private rows; the projection used public rows only")
+                              f"{run.event.mechanism}, on the private rows; the projection used public rows only"
+                              + ("" if self.noise_seed is None else f"; {NOT_PRIVATE_NOTE}"),
+                              self.noise_seed is not None)
         self.n_features_in_ = x.shape[1]
         return self
 

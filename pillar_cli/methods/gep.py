@@ -19,17 +19,12 @@ import numpy as np
 import torch
 
 from pillar_cli.errors import UsageError
-from pillar_cli.linear.engine import (
-    NOISE_SEED_SALT,
-    SAMPLING_CHUNK_STEPS,
-    LinearHead,
-    PoissonSampler,
-    RunConfig,
-)
+from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, PoissonSampler, RunConfig
 from pillar_cli.linear.gradients import per_sample_gradients
 from pillar_cli.methods.base import Cell, each_run
 from pillar_cli.methods.projected import ProjectedDPSGD
 from pillar_cli.projection import PublicPCA, project
+from pillar_cli.randomness import NoiseSource
 
 
 @dataclass(frozen=True)
@@ -42,16 +37,18 @@ class GepSettings:
 
 
 def train_gep(features: np.ndarray, labels: np.ndarray, public: np.ndarray, num_classes: int, config: RunConfig,
-              sigma_effective: float, settings: GepSettings) -> LinearHead:
+              sigma_effective: float, settings: GepSettings, noise: NoiseSource) -> LinearHead:
+    """One GEP run: the anchor's public rows and sampled labels are seeded by the run's seed (public randomness);
+    its Poisson batches and noise come from `noise` (secret)."""
     x, y = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels, dtype=torch.int64)
     n, dim = x.shape
     generator = torch.Generator().manual_seed(config.seed)
-    noise_generator = torch.Generator().manual_seed(config.seed ^ NOISE_SEED_SALT)
+    noise_generator = noise.child(*config.noise_label).torch()
     rows = torch.randperm(len(public), generator=generator)[:settings.public_rows]
     anchor_x = torch.as_tensor(public, dtype=torch.float32)[rows]
     anchor_gram = _augmented(anchor_x) @ _augmented(anchor_x).T
     weights, bias = torch.zeros(dim, num_classes), torch.zeros(num_classes)
-    sampler = PoissonSampler(n, config.batch_size / n, torch.Generator().manual_seed(config.seed))
+    sampler = PoissonSampler(n, config.batch_size / n, noise.child(*config.batches_label).torch())
     sigma = math.sqrt(2.0) * sigma_effective
     anchor = None
     for start in range(0, config.steps, SAMPLING_CHUNK_STEPS):
@@ -123,7 +120,7 @@ class GradientEmbeddingPerturbation(ProjectedDPSGD):
         settings = GepSettings(anchor_dim=cell.k or 32, embedding_clip=clip or 1.0, residual_clip=(clip or 1.0) / 2)
         train_z, public_z = project(cell.mapping, data.private_x, None), cell.mapping.standardized(data.public_x)
         return [each_run(cell, c, lambda c=c, s=s: train_gep(train_z, data.private_y, public_z, data.num_classes, c,
-                                                                s, settings))
+                                                                s, settings, cell.randomness))
                 for c, s in zip(cell.configs, sigmas)]
 
 

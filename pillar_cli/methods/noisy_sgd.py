@@ -51,8 +51,10 @@ class NoisySGDResult:
     epsilon_spent: float  # m · ε(run_event) + ε/2 for the selection
 
 
-def train_noisy_sgd(features: np.ndarray, labels: np.ndarray, steps: int, seed: int, epsilon: float, delta: float,
-                    accountant: str, settings: NoisySGDSettings) -> NoisySGDResult:
+def train_noisy_sgd(features: np.ndarray, labels: np.ndarray, steps: int, rng: np.random.Generator, epsilon: float,
+                    delta: float, accountant: str, settings: NoisySGDSettings) -> NoisySGDResult:
+    """Algorithms 1–2: boosted noisy SGD runs and an exponential-mechanism choice among them; `rng` is secret
+    (every sample, noise draw and the choice)."""
     classes = np.unique(labels)
     if len(classes) > 2 or set(classes) - {0, 1}:
         raise UsageError(f"method 'noisy-sgd' is the theory variant for binary tasks; these labels have "
@@ -61,7 +63,6 @@ def train_noisy_sgd(features: np.ndarray, labels: np.ndarray, steps: int, seed: 
     x = features / np.maximum(np.linalg.norm(features, axis=1, keepdims=True), 1e-12)
     y = 2.0 * labels - 1.0
     runs, lipschitz = math.ceil(math.log(1 / settings.beta)), 1.0 / settings.zeta
-    rng = np.random.default_rng(seed)
     private = not math.isinf(epsilon)
     multiplier = calibrate_noise(accountant, epsilon / (2 * runs), delta / runs, 1 / n, steps) if private else 0.0
     event = DPEvent(multiplier, 1 / n, steps, delta / runs, lipschitz)
@@ -164,7 +165,8 @@ class NoisySGD(Method):
     def train_cell(self, cell: Cell) -> list[TrainedRun]:
         settings = cell.settings or NoisySGDSettings()
         train_z = project(cell.mapping, cell.data.private_x, cell.k)
-        trained = [each_run(cell, c, lambda c=c: train_noisy_sgd(train_z, cell.data.private_y, c.steps, c.seed,
+        trained = [each_run(cell, c, lambda c=c: train_noisy_sgd(train_z, cell.data.private_y, c.steps,
+                                                                 cell.randomness.child("run", c).numpy(),
                                                                  cell.epsilon, cell.privacy.delta,
                                                                  cell.privacy.accountant, settings))
                    for c in cell.configs]

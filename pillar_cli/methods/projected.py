@@ -45,10 +45,10 @@ class ProjectedDPSGD(Method):
                     np.linalg.lstsq(cell.mapping.basis(projected), full_w, rcond=None)[0], full_b)
         if cell.engine == "opacus":
             return [each_run(cell, c, lambda c=c, s=s: train_with_opacus(train_z, data.private_y, data.num_classes,
-                                                                          c, s, clip, init))
+                                                                          c, s, clip, init, cell.randomness))
                     for c, s in zip(cell.configs, sigmas)]
         return train_linear_heads(train_z, data.private_y, data.num_classes, cell.configs, sigmas, clip,
-                                  device=cell.device, init=init, on_steps=cell.on_steps)
+                                  device=cell.device, init=init, on_steps=cell.on_steps, noise=cell.randomness)
 
 
 class RandomProjectionDPSGD(ProjectedDPSGD):

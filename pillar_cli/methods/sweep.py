@@ -231,6 +231,7 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         "selection": result.selection,
         "selection_mode": "accounted" if result.accounted else "val",
         "selection_note": ACCOUNTED_NOTE if result.accounted else VAL_NOTE,
+        "noise": privacy.noise.describe(),
     }
     if result.accounted:
         attrs["selection_ledger"] = {

@@ -41,12 +41,20 @@ def test_pillar_classifier_beats_dpsgd_and_its_ledger_is_the_accountants(digits)
     np.testing.assert_allclose(pillar.predict_proba(digits["x_test"]).sum(axis=1), 1.0, rtol=1e-6)
 
 
-def test_a_clone_is_unfitted_and_refits_to_the_same_classifier(digits):
-    fitted = DPLinearClassifier(k=10, **SETTINGS).fit(digits["x"], digits["y"], public=digits["public"])
+def test_a_clone_is_unfitted_and_with_a_noise_seed_refits_to_the_same_classifier(digits):
+    fitted = DPLinearClassifier(k=10, noise_seed=3, **SETTINGS).fit(digits["x"], digits["y"], public=digits["public"])
     copy = clone(fitted)
     assert copy.get_params() == fitted.get_params() and not hasattr(copy, "ledger_")
     copy.fit(digits["x"], digits["y"], public=digits["public"])
-    np.testing.assert_array_equal(copy.predict(digits["x_test"]), fitted.predict(digits["x_test"]))
+    np.testing.assert_array_equal(copy.coef_, fitted.coef_)
+    assert fitted.ledger_.noise_reproducible and "NOT differentially private" in fitted.ledger_.covers
+
+
+def test_without_a_noise_seed_two_fits_draw_different_noise(digits):
+    """The seed is public: it must not fix the noise (anyone holding it could remove the noise)."""
+    one, two = (DPLinearClassifier(k=10, **SETTINGS).fit(digits["x"], digits["y"], public=digits["public"])
+                for _ in range(2))
+    assert not np.allclose(one.coef_, two.coef_) and not one.ledger_.noise_reproducible
 
 
 def test_no_call_sequence_fits_the_projection_on_private_rows(digits):

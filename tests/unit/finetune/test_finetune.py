@@ -9,6 +9,7 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 
+from pillar_cli.randomness import NoiseSource
 from pillar_cli.embedding.networks import NetworkSpec
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.finetune import FinetuneConfig, finetune, network
@@ -24,18 +25,18 @@ def digits():
 
 
 def test_without_noise_or_clipping_the_opacus_path_is_plain_sgd_on_the_same_batches(digits):
-    """Same Poisson batches (opacus' sampler, same seed), physical batches of 16 accumulated: SGD on the sum of the
-    losses over the expected batch size, as DP-SGD averages."""
+    """Same Poisson batches (opacus' sampler on the generator a seeded source gives the run), physical batches of 16
+    accumulated: SGD on the sum of the losses over the expected batch size, as DP-SGD averages."""
     from opacus.utils.uniform_sampler import UniformWithReplacementSampler
 
     images, labels = digits[0][:300], digits[1][:300]
     config = FinetuneConfig(epsilon=math.inf, clip=math.inf, steps=6, lr=0.3, batch_size=40, seed=3,
-                            max_physical_batch=16)
+                            max_physical_batch=16, noise=NoiseSource(11))
     trained = finetune(network(DIGITS_CNN, seed=1), images, labels, config).model
     reference = network(DIGITS_CNN, seed=1)
     sgd = torch.optim.SGD(reference.parameters(), lr=0.3)
     sampler = UniformWithReplacementSampler(num_samples=300, sample_rate=40 / 300,
-                                            generator=torch.Generator().manual_seed(3))
+                                            generator=NoiseSource(11).child("batches", 3, math.inf).torch())
     targets = torch.as_tensor(labels)
     for _, batch in zip(range(6), sampler):
         sgd.zero_grad()
@@ -52,7 +53,8 @@ def test_ghost_clipping_equals_hooks_with_clipping_active(digits, spec):
     images, labels = digits[0][:300], digits[1][:300]
     models = {}
     for mode in ("hooks", "ghost"):
-        config = FinetuneConfig(epsilon=math.inf, clip=0.05, steps=5, lr=1.0, batch_size=50, grad_sample_mode=mode)
+        config = FinetuneConfig(epsilon=math.inf, clip=0.05, steps=5, lr=1.0, batch_size=50, grad_sample_mode=mode,
+                                noise=NoiseSource(0))  # both modes on the same batches
         models[mode] = finetune(network(spec, seed=2), images, labels, config).model
     for hooks, ghost in zip(models["hooks"].parameters(), models["ghost"].parameters()):
         torch.testing.assert_close(hooks, ghost, rtol=1e-4, atol=1e-6)
@@ -71,7 +73,7 @@ def test_fine_tuned_ledger_recomputes_with_dp_accounting_and_beats_chance(digits
     assert accountant.get_epsilon(config.delta) <= result.epsilon_spent * 1.01
     assert result.epsilon_spent <= 4.0 and result.steps_run == 80 and event.sample_rate == 200 / 1400
     accuracy = (result.model.eval()(images[1400:]).argmax(1).numpy() == labels[1400:]).mean()
-    assert accuracy > 0.5, accuracy  # chance: 0.1
+    assert accuracy > 0.4, accuracy  # chance: 0.1; the noise is secret: 12 fits gave 0.56-0.75 (mean 0.63)
 
 
 def test_refusals(digits, tmp_path):

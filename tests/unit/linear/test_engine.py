@@ -10,6 +10,9 @@ import torch
 
 from pillar_cli.linear.engine import RunConfig, clipped_gradient_sum, train_linear_heads
 from pillar_cli.linear.opacus_reference import opacus_clipped_gradient_sum, train_with_opacus
+from pillar_cli.randomness import NoiseSource
+
+SEEDED = NoiseSource(7)  # reproducible noise: what the equalities below compare (NOT differentially private)
 
 
 def _batch(n=64, d=20, classes=5, seed=0):
@@ -88,9 +91,9 @@ def test_a_grid_steps_its_streams_together_and_equals_one_at_a_time():
 
 
 def _assert_together_equals_alone(x, y, configs, sigmas, clip):
-    together = train_linear_heads(x, y, 3, configs, sigmas, clip=clip)
+    together = train_linear_heads(x, y, 3, configs, sigmas, clip=clip, noise=SEEDED)
     for config, sigma, head in zip(configs, sigmas, together):
-        alone = train_linear_heads(x, y, 3, [config], [sigma], clip=clip)[0]
+        alone = train_linear_heads(x, y, 3, [config], [sigma], clip=clip, noise=SEEDED)[0]
         np.testing.assert_allclose(head.weights, alone.weights, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(head.bias, alone.bias, rtol=1e-5, atol=1e-6)
 
@@ -109,8 +112,8 @@ def test_opacus_engine_follows_the_fast_engine_when_noise_is_off(clip, momentum,
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((500, 12)).astype(np.float32), rng.integers(0, 4, 500)
     config = RunConfig(0.5, 40, 64, 3, momentum, decay, ema=ema)
-    fast = train_linear_heads(x, y, 4, [config], [0.0], clip)[0]
-    reference = train_with_opacus(x, y, 4, config, 0.0, clip)
+    fast = train_linear_heads(x, y, 4, [config], [0.0], clip, noise=SEEDED)[0]
+    reference = train_with_opacus(x, y, 4, config, 0.0, clip, noise=SEEDED)
     np.testing.assert_allclose(fast.weights, reference.weights, atol=1e-5)
     np.testing.assert_allclose(fast.bias, reference.bias, atol=1e-5)
 
@@ -147,7 +150,7 @@ def _graphed_on_cpu(x, y, classes, configs, sigmas, clip):
     keys = sorted({(c.seed, c.batch_size) for c in configs})
     streams = [_Stream.build([c for c in configs if (c.seed, c.batch_size) == key],
                              [s for c, s in zip(configs, sigmas) if (c.seed, c.batch_size) == key], clip, len(x),
-                             torch.device("cpu")) for key in keys]
+                             torch.device("cpu"), SEEDED) for key in keys]
     lockstep = GraphedLockstep(streams, rows, classes, None, SAMPLING_CHUNK_STEPS)
     heads = lockstep.train()
     _graphed_on_cpu.steps_taken = lockstep.steps_taken
@@ -165,7 +168,7 @@ def test_static_shape_steps_of_the_gpu_path_equal_the_eager_engine_without_noise
         streams, weights, bias = _graphed_on_cpu(x, y, 4, configs, [0.0] * len(configs), clip)
         for s, stream in enumerate(streams):
             for g, config in enumerate(stream.configs):
-                eager = train_linear_heads(x, y, 4, [config], [0.0], clip)[0]
+                eager = train_linear_heads(x, y, 4, [config], [0.0], clip, noise=SEEDED)[0]
                 assert eager.steps_run == _graphed_on_cpu.steps_taken[s, g] == config.steps  # counted, both paths
                 np.testing.assert_allclose(weights[s, g].T.numpy(), eager.weights, rtol=1e-4, atol=1e-6)
                 np.testing.assert_allclose(bias[s, g].numpy(), eager.bias, rtol=1e-4, atol=1e-6)
@@ -185,11 +188,12 @@ def test_ema_releases_the_moving_average_of_the_iterates():
     rng = np.random.default_rng(1)
     x, y = rng.standard_normal((300, 6)).astype(np.float32), rng.integers(0, 3, 300)
     beta, steps = 0.8, 12
-    iterates = [train_linear_heads(x, y, 3, [RunConfig(0.3, t, 50, 5)], [0.5], 1.0)[0] for t in range(1, steps + 1)]
+    iterates = [train_linear_heads(x, y, 3, [RunConfig(0.3, t, 50, 5)], [0.5], 1.0, noise=SEEDED)[0]
+                for t in range(1, steps + 1)]
     average = np.zeros((6, 3))
     for head in iterates:
         average = beta * average + (1 - beta) * head.weights
     averaged, last = train_linear_heads(x, y, 3, [RunConfig(0.3, steps, 50, 5, ema=beta), RunConfig(0.3, steps, 50, 5)],
-                                        [0.5, 0.5], 1.0)
+                                        [0.5, 0.5], 1.0, noise=SEEDED)
     np.testing.assert_allclose(averaged.weights, average, atol=1e-5)
     np.testing.assert_allclose(last.weights, iterates[-1].weights, atol=1e-6)

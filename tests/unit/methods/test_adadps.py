@@ -8,6 +8,7 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 
+from pillar_cli.randomness import NoiseSource
 from pillar_cli import PublicPCA, UsageError, sweep
 from pillar_cli.linear.engine import RunConfig, train_linear_heads
 from pillar_cli.methods.adadps import AdaDPSSettings, preconditioned_clipped_sum, train_adadps
@@ -33,8 +34,9 @@ def test_with_the_identity_preconditioner_it_is_the_engines_dp_sgd():
     rng = np.random.default_rng(1)
     x, y = rng.standard_normal((500, 8)).astype(np.float32), rng.integers(0, 3, 500)
     config = RunConfig(0.5, 70, 64, 4)
-    ada = train_adadps(x, y, 3, config, 1.3, 1.0, lambda weights: torch.ones_like(weights))
-    (engine,) = train_linear_heads(x, y, 3, [config], [1.3], 1.0)
+    seeded = NoiseSource(2)  # one reproducible source for both (experiments only): the same draws
+    ada = train_adadps(x, y, 3, config, 1.3, 1.0, lambda weights: torch.ones_like(weights), seeded)
+    (engine,) = train_linear_heads(x, y, 3, [config], [1.3], 1.0, noise=seeded)
     np.testing.assert_allclose(ada.weights, engine.weights, atol=1e-5)
     np.testing.assert_allclose(ada.bias, engine.bias, atol=1e-5)
     assert ada.steps_run == engine.steps_run == 70
