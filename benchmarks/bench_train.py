@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from pillar_cli.linear.engine import RunConfig, train_linear_heads
+from pillar_cli.randomness import SECRET, NoiseSource
 
 N_PRIVATE, SIGMA, CLIP, LR = 45_000, 2.0, 1.0, 0.1
 DEVICE = torch.device("cpu")  # set by --device
@@ -136,11 +137,14 @@ def sweep_table(step_counts: list[int], rounds: int = 5) -> None:
     configs = [RunConfig(lr, t, b, 0) for lr, t, b in itertools.product((0.01, 0.1, 1.0), step_counts, (256, 512, 1024))]
     sigmas = [3.0] * len(configs)
 
+    seeded = NoiseSource(0)  # noise reproducible per configuration, so both columns must give the same weights
+
     def batched():
-        return train_linear_heads(x, y, 10, configs, sigmas, CLIP, device=str(DEVICE))
+        return train_linear_heads(x, y, 10, configs, sigmas, CLIP, device=str(DEVICE), noise=seeded)
 
     def one_at_a_time():
-        return [train_linear_heads(x, y, 10, [c], [s], CLIP, device=str(DEVICE))[0] for c, s in zip(configs, sigmas)]
+        return [train_linear_heads(x, y, 10, [c], [s], CLIP, device=str(DEVICE), noise=seeded)[0]
+                for c, s in zip(configs, sigmas)]
 
     timings = {batched: [], one_at_a_time: []}
     results = {}
@@ -155,6 +159,32 @@ def sweep_table(step_counts: list[int], rounds: int = 5) -> None:
           f"n = {N_PRIVATE}, {_device_name()}; best of {rounds} interleaved rounds): batched {batched_s:.2f} s, one at a time "
           f"{alone_s:.2f} s, speed-up {alone_s / batched_s:.1f}x (per round {per_round[0]:.1f}x to "
           f"{per_round[-1]:.1f}x), max |Δw| {worst:.1e}")
+
+
+def noise_table(rounds: int = 5, repeats: int = 200) -> None:
+    """What independent noise per head costs a step: one draw per head from its own generator (the engine) against
+    one draw of the whole (G, C, d + 1) buffer from one generator (shared state across heads)."""
+    print(f"\nnoise per step, G heads of (C, d + 1) normals ({_device_name()}; best of {rounds} rounds of {repeats} "
+          f"steps)")
+    print(f"{'(G, C, d)':>18} {'per head ms':>12} {'one draw ms':>12} {'ratio':>7}")
+    for heads, classes, dim in [(45, 10, 40), (45, 10, 1024), (45, 100, 1024), (1, 100, 2048)]:
+        buffer = torch.empty(heads, classes, dim + 1, device=DEVICE)
+        generators = [SECRET.torch(DEVICE) for _ in range(heads)]
+
+        def per_head():
+            for generator, draw in zip(generators, buffer):
+                torch.randn(draw.shape, generator=generator, out=draw)
+
+        def one_draw():
+            torch.randn(buffer.shape, generator=generators[0], out=buffer)
+
+        best = {}
+        for _ in range(rounds):
+            for name, draw in (("per head", per_head), ("one draw", one_draw)):
+                seconds, _ = _timed(lambda: [draw() for _ in range(repeats)])
+                best[name] = min(best.get(name, float("inf")), 1e3 * seconds / repeats)
+        print(f"{str((heads, classes, dim)):>18} {best['per head']:12.3f} {best['one draw']:12.3f} "
+              f"{best['per head'] / best['one draw']:6.2f}x")
 
 
 def profile_fast(dim: int = 2048, classes: int = 10, batch: int = 1024, steps: int = 200) -> None:
@@ -185,6 +215,7 @@ def main() -> None:
     warnings.filterwarnings("ignore", message="Full backward hook is firing")
     engines_table(steps=args.steps or (20 if args.quick else 100))
     sweep_table([20, 40, 60, 80, 100] if args.quick else [100, 200, 300, 400, 500])
+    noise_table()
     if args.profile:
         for classes in (10, 100):
             profile_fast(classes=classes)

@@ -93,19 +93,10 @@ def run_audit(method: Method, data: SweepData, k: int | None, epsilon: float, co
     if not math.isfinite(epsilon):
         raise UsageError(f"an audit needs a private configuration: {param('epsilon')} must be finite")
     validate_budget(epsilon, privacy.delta, len(data.private_x))
-    rng = np.random.default_rng([settings.seed, 0xA0D17])
-    m, num_classes = settings.canaries, data.num_classes
-    included, labels = rng.random(m) < 0.5, rng.integers(num_classes, size=m)
-    canary_rows = np.hstack([np.tile(data.pca.mean_, (m, 1)), CANARY_VALUE * np.eye(m)]).astype(np.float32)
-    n = len(data.private_x)
-    private = np.vstack([_pad(data.private_x, m), canary_rows[included]])
-    audited = SweepData(data.pca, private, np.concatenate([data.private_y, labels[included]]), None, None,
-                        num_classes, None if data.public_x is None else _pad(data.public_x, m))
-    mapping = CanaryMap(data.pca, k if method.projects else None, m)
-    batch = config.batch_size if not config.batch_size else max(1, round(config.batch_size * len(private) / n))
-    config = RunConfig(config.lr, config.steps, batch, config.seed, config.momentum, config.weight_decay,
-                       config.ridge, config.ema)
-    rate, steps = method.mechanism(config, len(private))
+    canaries = Canaries.plant(method, data, k, settings)
+    audited, mapping, config, canary_rows = canaries.data, canaries.mapping, canaries.scaled(config), canaries.rows
+    included, labels, m = canaries.included, canaries.labels, settings.canaries
+    rate, steps = method.mechanism(config, len(audited.private_x))
     sigma = calibrate_noise(privacy.accountant, epsilon, privacy.delta, rate, steps)
     if settings.clip_scale != 1 and method.normalises_rows:
         raise UsageError(f"method '{method.name}' scales its rows to unit norm: it has no clipping to skip")
@@ -115,11 +106,41 @@ def run_audit(method: Method, data: SweepData, k: int | None, epsilon: float, co
     (run,) = method.train_cell(cell)
     rows = method.features(mapping, canary_rows, mapping.width())
     scores = _losses(run.head, np.zeros_like(rows), labels) - _losses(run.head, rows, labels)
-    correct = _correct_guesses(scores, included, settings.per_side)
+    correct = correct_guesses(scores, included, settings.per_side)
     event = DPEvent(sigma, rate, steps, privacy.delta, privacy.clip)
     claimed = spent_epsilon(privacy.accountant, event)
     bound = epsilon_lower_bound(m, 2 * settings.per_side, correct, privacy.delta, settings.confidence)
     return AuditResult(included, labels, scores, 2 * settings.per_side, correct, claimed, bound, event)
+
+
+@dataclass(frozen=True)
+class Canaries:
+    """The audited training set: the real private rows (padded with the canaries' coordinates) and the included
+    canaries, and how many rows there were before them."""
+
+    data: SweepData
+    mapping: CanaryMap
+    rows: np.ndarray  # (m, D + m) every canary's row, in or out
+    included: np.ndarray
+    labels: np.ndarray
+    real_rows: int
+
+    def scaled(self, config: RunConfig) -> RunConfig:
+        """The configuration with its batch size scaled so that its sampling rate stays (0: all rows stays)."""
+        batch = config.batch_size and max(1, round(config.batch_size * len(self.data.private_x) / self.real_rows))
+        return replace(config, batch_size=batch)
+
+    @classmethod
+    def plant(cls, method: Method, data: SweepData, k: int | None, settings: AuditSettings) -> Canaries:
+        rng = np.random.default_rng([settings.seed, 0xA0D17])  # public randomness: the auditor's own
+        m, num_classes = settings.canaries, data.num_classes
+        included, labels = rng.random(m) < 0.5, rng.integers(num_classes, size=m)
+        rows = np.hstack([np.tile(data.pca.mean_, (m, 1)), CANARY_VALUE * np.eye(m)]).astype(np.float32)
+        private = np.vstack([_pad(data.private_x, m), rows[included]])
+        audited = SweepData(data.pca, private, np.concatenate([data.private_y, labels[included]]), None, None,
+                            num_classes, None if data.public_x is None else _pad(data.public_x, m))
+        return cls(audited, CanaryMap(data.pca, k if method.projects else None, m), rows, included, labels,
+                   len(data.private_x))
 
 
 def _pad(rows: np.ndarray, canaries: int) -> np.ndarray:
@@ -132,7 +153,7 @@ def _losses(head: LinearHead, rows: np.ndarray, labels: np.ndarray) -> np.ndarra
     return np.log(np.exp(shifted).sum(axis=1)) - shifted[np.arange(len(labels)), labels]
 
 
-def _correct_guesses(scores: np.ndarray, included: np.ndarray, per_side: int) -> int:
+def correct_guesses(scores: np.ndarray, included: np.ndarray, per_side: int) -> int:
     """'In' for the highest scores, 'out' for the lowest; ties broken by canary order (fixed before training)."""
     order = np.argsort(-scores, kind="stable")
     return int(included[order[:per_side]].sum() + (~included[order[-per_side:]]).sum())

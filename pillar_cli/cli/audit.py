@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Optional
 
@@ -10,13 +11,15 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.audit.canaries import AuditSettings, audit_artifact, run_audit
 from pillar_cli.audit.ledger import check_ledger
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors, int_list, print_json,
-                                   print_table, save, stdout)
+from pillar_cli.audit.white_box import SharedNoise, run_white_box_audit, white_box_artifact
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output, cli_errors,
+                                   float_list, int_list, noise_source, print_json, print_table, save, stdout)
 from pillar_cli.errors import PrivacyError, UsageError
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.projection.components import read_projection
+from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
 # test-only bugs: (noise scale, clipping-norm scale); no-clip keeps the noise's absolute scale σ·clip
 PLANTED = {"none": (1.0, 1.0), "no-noise": (0.0, 1.0), "noise-tenth": (0.1, 1.0), "no-clip": (1.0, 1e6)}
@@ -34,20 +37,27 @@ def audit(
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Audit artifact to write."),
     method: str = typer.Option("pillar", help="pillar, dpsgd or dp-ls: the method audited."),
     k: str = typer.Option("40", help="Components ('full': no projection)."),
-    eps: float = typer.Option(1.0, help="The configuration's target ε."),
+    eps: str = typer.Option("1", help="The configuration's target ε (--white-box: a comma list, e.g. 1,4: one head "
+                            "per ε in the attacked file)."),
     delta: float = typer.Option(1e-5, help="Its δ."),
     accountant: str = typer.Option("prv", help="Its accountant."),
-    lr: float = typer.Option(0.1, help="Its learning rate."),
+    lr: str = typer.Option("0.1", help="Its learning rate (--white-box: a comma list: one head per ε and lr)."),
     steps: int = typer.Option(500, help="Its DP-SGD steps."),
-    batch_size: int = typer.Option(512, help="Its expected batch size (scaled with the canaries, so that the "
-                                   "sampling rate stays)."),
+    batch_size: str = typer.Option("512", help="Its expected batch size (scaled with the canaries, so that the "
+                                   "sampling rate stays); all = every row in every step."),
     clip: float = typer.Option(1.0, help="Its clipping norm."),
     seed: int = typer.Option(0, help="Seed of the training run and of the canaries."),
     canaries: int = typer.Option(1000, help="Number of canaries m, each included with probability 1/2."),
     guesses: Optional[int] = typer.Option(None, help="Guesses 'in' (and as many 'out'), fixed in advance; "
                                           "default m/10."),
     confidence: float = typer.Option(0.95, help="Confidence of the lower bound."),
-    plant: str = typer.Option("none", hidden=True, help="Test the audit itself: no-noise, noise-tenth or no-clip."),
+    white_box: bool = typer.Option(False, "--white-box", help="Attack the model FILE the configuration writes at "
+                                   "every --eps and --lr (all heads, seeds, counts, the ledger): noise regenerated "
+                                   "from any recorded seed, noise cancelled between heads; ε_lb per attack against "
+                                   "what its heads claim. Exits 5 if any attack beats its claim."),
+    noise_seed: Optional[int] = NoiseSeedOption,
+    plant: str = typer.Option("none", hidden=True, help="Test the audit itself: no-noise, noise-tenth or no-clip; "
+                              "--white-box: shared-noise."),
     config: Optional[str] = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
@@ -57,6 +67,8 @@ def audit(
 
     Example: pillar audit emb.h5 -p pca.h5 --method pillar --k 10 --eps 1 --lr 0.5 --steps 500 -o audit.h5
 
+    Example: pillar audit emb.h5 -p pca.h5 --k 10 --eps 1,4 --lr 0.5 --steps 1 --batch-size all --white-box
+
     Example: pillar audit --ledger model.h5
     """
     if ledger is not None:
@@ -65,19 +77,59 @@ def audit(
         raise UsageError("give the embeddings and --projection of the configuration to audit, or --ledger MODEL")
     if out is not None:
         check_output(out, [embeddings, str(projection)], force=force)
-    if plant not in PLANTED:
-        raise UsageError(f"unknown --plant '{plant}' (known: {', '.join(PLANTED)})")
     data, refs = _data(embeddings, projection)
-    config = RunConfig(lr, steps, batch_size, seed)
-    settings = AuditSettings(canaries, guesses, confidence, seed, *PLANTED[plant])
     (k_value,) = int_list(k, "--k", allow_full=True)
-    result = run_audit(get_method(method), data, k_value, eps, config, PrivacySettings(delta, clip, accountant), settings)
+    epsilons, lrs = float_list(eps, "--eps"), float_list(lr, "--lr")
+    (batch,) = [size or len(data.private_x) for size in int_list(batch_size, "--batch-size", allow_full=True, word="all")]
+    configs = [RunConfig(rate, steps, batch, seed) for rate in lrs]
+    privacy = PrivacySettings(delta, clip, accountant, noise_source(noise_seed))
     configuration = {"method": method, "k": k, "epsilon": eps, "delta": delta, "accountant": accountant, "lr": lr,
-                     "steps": steps, "batch_size": batch_size, "clip": clip, "seed": seed}
-    artifact = audit_artifact(result, settings, configuration, None if plant == "none" else plant)
+                     "steps": steps, "batch_size": batch, "clip": clip, "seed": seed, "plant": plant}
+    if white_box:
+        return _white_box(ctx, out, refs, get_method(method), data, k_value, epsilons, configs, privacy,
+                          AuditSettings(canaries, guesses, confidence, seed), configuration, as_json)
+    if plant not in PLANTED or len(epsilons) * len(configs) > 1:
+        raise UsageError(f"unknown --plant '{plant}' (known: {', '.join(PLANTED)})" if plant not in PLANTED else
+                         "one configuration to audit: a single --eps and --lr (or --white-box)")
+    settings = AuditSettings(canaries, guesses, confidence, seed, *PLANTED[plant])
+    result = run_audit(get_method(method), data, k_value, epsilons[0], configs[0], privacy, settings)
+    _save_and_summarise(ctx, out, refs, audit_artifact(result, settings, configuration, None if plant == "none"
+                                                       else plant), as_json)
+
+
+def _save_and_summarise(ctx: typer.Context, out: Path | None, refs: list, artifact: artifacts.Artifact,
+                        as_json: bool) -> None:
     if out is not None:
         save(ctx, out, artifact, refs)
     _summary(artifact.attrs, as_json)
+
+
+def _white_box(ctx: typer.Context, out: Path | None, refs: list, method, data: SweepData, k: int | None,
+               epsilons: list[float], configs: list[RunConfig], privacy: PrivacySettings, settings: AuditSettings,
+               configuration: dict, as_json: bool) -> None:
+    """The white-box audit, its table of attacks, and exit 5 when one beats the ε its heads claim."""
+    if configuration["plant"] not in ("none", "shared-noise"):
+        raise UsageError(f"unknown --plant '{configuration['plant']}' with --white-box (known: shared-noise)")
+    if configuration["plant"] == "shared-noise":
+        privacy = dataclasses.replace(privacy, noise=SharedNoise())
+    result = run_white_box_audit(method, data, k, epsilons, configs, privacy, settings)
+    artifact = white_box_artifact(result, settings, configuration)
+    if out is not None:
+        save(ctx, out, artifact, refs)
+    rows = [vars(attack) | {"breaks": "BROKEN" if attack.breaks else "holds"} for attack in result.attacks]
+    if as_json:
+        print_json(artifact.attrs)
+    else:
+        print_table(f"white-box audit of the file's {len(epsilons) * len(configs)} heads (all together: ε = "
+                    f"{result.epsilon_claimed:.4g}): {result.guesses} guesses over {settings.canaries} canaries, "
+                    f"{settings.confidence:.0%} confidence over all attacks", rows,
+                    ["name", "correct", "epsilon_lower_bound", "epsilon_claimed", "breaks"],
+                    {"epsilon_lower_bound": ".3f", "epsilon_claimed": ".4g"})
+    broken = [attack for attack in result.attacks if attack.breaks]
+    if broken:
+        raise PrivacyError(f"{len(broken)} attack(s) beat the ε their heads claim (first: {broken[0].name}, ε ≥ "
+                           f"{broken[0].epsilon_lower_bound:.3f} against {broken[0].epsilon_claimed:.4g})"
+                           + (f"; {NOT_PRIVATE_NOTE}" if result.reproducible else ""))
 
 
 def _data(embeddings: str, projection: Path) -> tuple[SweepData, list[artifacts.InputRef]]:

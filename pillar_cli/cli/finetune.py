@@ -10,8 +10,8 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, cli_errors, float_list,
-                                   int_list, print_json, print_table, progress_bar, save)
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output, cli_errors,
+                                   float_list, int_list, noise_source, print_json, print_table, progress_bar, save)
 from pillar_cli.devices import resolve_device
 from pillar_cli.cli.train import validation_split
 from pillar_cli.errors import DataError
@@ -38,7 +38,9 @@ def finetune(
     batch_size: int = typer.Option(256, help="Expected (Poisson) logical batch size."),
     clip: float = typer.Option(1.0, help="Per-sample gradient clipping norm (over all weights)."),
     momentum: float = typer.Option(0.0, min=0.0, max=0.999, help="Heavy-ball momentum."),
-    seed: str = typer.Option("0", help="Seeds, comma-separated (initialisation of scratch networks, batches, noise)."),
+    seed: str = typer.Option("0", help="Seeds, comma-separated: repetitions and the initialisation of scratch networks "
+                             "(public); never the batches or the noise."),
+    noise_seed: Optional[int] = NoiseSeedOption,
     accountant: str = typer.Option("prv", help="prv (default), rdp, pld, or gdp (an approximation)."),
     grad_sample_mode: str = typer.Option("hooks", help="opacus per-sample clipping: hooks (per-sample gradients) or "
                                          "ghost (ghost clipping: norms only, a second backward pass)."),
@@ -65,7 +67,8 @@ def finetune(
         check_disjoint(start, private)
     spec = network_spec(arch or (start.spec.architecture if start else "cnn"), private)
     settings = FinetuneConfig(math.nan, delta, steps, lr, batch_size, clip, momentum, accountant=accountant,
-                              grad_sample_mode=grad_sample_mode, max_physical_batch=max_physical_batch)
+                              grad_sample_mode=grad_sample_mode, max_physical_batch=max_physical_batch,
+                              noise=noise_source(noise_seed))
     epsilons, seeds = float_list(eps, "--eps"), int_list(seed, "--seed", minimum=0)
     with progress_bar("DP fine-tuning", steps * len(epsilons) * len(seeds), "steps") as advance:
         records, states = train_networks(spec, start, private, val, epsilons, seeds, settings,

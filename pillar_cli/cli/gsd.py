@@ -14,8 +14,10 @@ from pillar_cli.cli.common import (
     ConfigOption,
     ForceOption,
     JsonOption,
+    NoiseSeedOption,
     check_output,
     cli_errors,
+    noise_source,
     print_json,
     print_table,
     progress_bar,
@@ -52,6 +54,7 @@ def gsd(
                                           "mechanism, ε-DP, gradient dimension ≤ 2,000."),
     gibbs_sweeps: int = typer.Option(20, "--gibbs-sweeps", min=1, help="bingham with k > 1: Gibbs sweeps."),
     clip: float = typer.Option(1.0, help="DP-GSD: per-row clipping norm of private gradients."),
+    noise_seed: Optional[int] = NoiseSeedOption,
     allow_private_labels: bool = typer.Option(False, "--allow-private-labels", help="Accept a private split as a "
                                               "candidate (recorded and printed)."),
     normalize_rows: bool = typer.Option(False, "--normalize-rows", help="Scale every gradient row to unit norm "
@@ -73,7 +76,8 @@ def gsd(
     spec = dataclasses.replace(ProbeSpec.parse(probe, trainable, probe_weights, probe_size), trainable_bias=probe_bias)
     private_split = artifacts.read_split(private, default_split="private")
     candidates = [artifacts.read_split(p, default_split="public") for p in public]
-    dp = None if dp_eps is None else DPSettings(dp_eps, dp_delta, clip, dp_mechanism, gibbs_sweeps)
+    dp = None if dp_eps is None else DPSettings(dp_eps, dp_delta, clip, dp_mechanism, gibbs_sweeps,
+                                                noise_source(noise_seed))
     job = prepare(private_split, candidates, public, spec, k=k, max_samples=max_samples, seed=seed, dp=dp,
                   allow_private_labels=allow_private_labels, normalize_rows=normalize_rows)
     with progress_bar("per-sample gradients", job.plan.gradient_rows) as advance:

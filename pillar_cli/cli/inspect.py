@@ -11,6 +11,7 @@ from rich.tree import Tree
 from pillar_cli import artifacts
 from pillar_cli.cli.common import JsonOption, cli_errors, print_json, stdout
 from pillar_cli.privacy.selection import recorded_selection_epsilon
+from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 
 _LONG = 300
 
@@ -43,6 +44,8 @@ def _tree(document: dict) -> Tree:
                 f"{document['pillar_version']}, {document['created_at']})")
     tree.add(f"content hash {document['content_hash'][:16]}…")
     tree.add("command: " + " ".join(document["command"]))
+    for line in _privacy_lines(document["attrs"]):
+        tree.add(line)
     parents = {0: tree.add("provenance chain (inputs, their inputs, …)")}
     flag = {"ok": " [green]verified[/green]" if document["verified"] else "",
             "changed": " [red]CHANGED since consumed[/red]", "modified": " [red]MODIFIED after it was written[/red]",
@@ -67,6 +70,19 @@ def _tree(document: dict) -> Tree:
     return tree
 
 
+def _privacy_lines(attrs: dict) -> list[str]:
+    """What a model file is, where its noise came from, and its guarantee as a whole."""
+    lines = []
+    if noise_is_reproducible(attrs):
+        lines.append(f"[bold red]{NOT_PRIVATE_NOTE} (--noise-seed {attrs['noise']['noise_seed']})[/bold red]")
+    elif "noise" in attrs:
+        lines.append(f"noise: {attrs['noise']['note']}")
+    if "whole_file" in attrs:
+        whole = attrs["whole_file"]
+        lines.append(f"[yellow]{whole['statement']}[/yellow] ({whole['composition']})")
+    return lines
+
+
 def _cell(record: dict) -> dict:
     return {key: record[key] for key in ("method", "k", "epsilon_target", "seed")}
 
@@ -80,7 +96,7 @@ def _ledger(tree: Tree, document: dict) -> None:
         node = ledger.add(f"{record['method']} k={record['k']} ε={record['epsilon_target']:g} seed {record['seed']}: "
                           f"ε = {record['epsilon']:.4g} at δ = {record['delta']:g}, recomputed "
                           f"{check['recomputed_epsilon']:.4g} " + ("[green]✓[/green]" if ok else "[red]MISMATCH[/red]"))
-        node.add(f"trials: {record['trials_drawn']} drawn, {count['distribution']} of mean {count['mean']:g}")
+        node.add(f"trials: {count['distribution']} of mean {count['mean']:g} (how many ran is secret, not recorded)")
         for candidate in trial["candidates"]:
             mechanism = candidate["mechanism"]
             node.add(f"candidate lr {candidate['lr']:g} steps {candidate['steps']} batch {candidate['batch_size']}"

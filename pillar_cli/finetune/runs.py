@@ -20,7 +20,8 @@ from pillar_cli.embedding.networks import (NetworkSpec, as_images, build_network
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.finetune.training import FinetuneConfig, finetune
 from pillar_cli.gsd.probes import stored_image_shape
-from pillar_cli.privacy import get_accountant
+from pillar_cli.privacy import DPEvent, get_accountant
+from pillar_cli.privacy.release import ReleasedHead, whole_file
 
 METHODS = {"finetune": "DP-SGD on every weight of a network pre-trained on public data",
            "scratch": "DP-SGD on every weight of a randomly initialised network",
@@ -127,6 +128,10 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
         "selection_mode": "val", "selection_note": SELECTION_NOTE,
         "source": train.attrs.get("source"), "max_physical_batch": config.max_physical_batch,
     }
+    if private:
+        heads = [ReleasedHead(DPEvent(r.noise_multiplier, r.sample_rate, r.key.steps, config.delta, config.clip),
+                              r.epsilon_spent) for r in records]  # each network drew its own batches and noise
+        attrs |= {"noise": config.noise.describe(), "whole_file": whole_file(heads, config.delta, config.noise)}
     if train.attrs.get("source_fingerprint") is not None:
         attrs["source_fingerprint"] = train.attrs["source_fingerprint"]
     if start is not None:

@@ -53,7 +53,8 @@ class GSDJob:
         if self.private_candidates:
             settings["privacy"] += ("; PRIVATE splits among the candidates (allowed explicitly): "
                                     + ", ".join(self.private_candidates))
-        ledger = None if released is None else {**released.ledger, "protected_split": self.protected_split}
+        ledger = None if released is None else {**released.ledger, "protected_split": self.protected_split,
+                                                "noise": self.settings.dp.noise.describe()}
         return Ranking(distances, rows, settings, ledger)
 
 

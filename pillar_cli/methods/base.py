@@ -91,6 +91,7 @@ class TrainedRun:
     event: DPEvent
     epsilon_spent: float
     ridge: float = 0.0  # the λ a closed-form head used
+    batches: tuple | None = None  # runs of a cell with the same key drew their Poisson batches together (None: own)
 
 
 class Method:

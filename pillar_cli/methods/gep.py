@@ -105,6 +105,9 @@ class GradientEmbeddingPerturbation(ProjectedDPSGD):
 
     needs_public_rows = "for its anchor subspace"
 
+    def shared_batches(self, cell: Cell, config: RunConfig) -> tuple | None:
+        return None  # every GEP run draws its own batches
+
     def __init__(self) -> None:
         super().__init__("gep", "gradient embedding perturbation: k = anchor dimension from public gradients; full "
                                 "feature space", projects=False)

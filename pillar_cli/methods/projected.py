@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from pillar_cli.linear.engine import LinearHead, train_linear_heads
+from pillar_cli.linear.engine import LinearHead, RunConfig, train_linear_heads
 from pillar_cli.linear.opacus_reference import train_with_opacus
 from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
 from pillar_cli.privacy import DPEvent
@@ -32,8 +32,12 @@ class ProjectedDPSGD(Method):
         heads = self.heads(cell, sigmas, clip)
         events = [DPEvent(sigma, c.batch_size / n, c.steps, cell.privacy.delta, cell.privacy.clip)
                   for c, sigma in zip(cell.configs, sigmas)]
-        return [TrainedRun(head, event, cell.spent_epsilon(event))
-                for head, event in zip(heads, events)]
+        return [TrainedRun(head, event, cell.spent_epsilon(event), batches=self.shared_batches(cell, c))
+                for c, head, event in zip(cell.configs, heads, events)]
+
+    def shared_batches(self, cell: Cell, config: RunConfig) -> tuple | None:
+        """The fast engine draws one Poisson batch sequence per (seed, batch size) of a cell; opacus one per run."""
+        return config.batches_label if cell.engine == "fast" else None
 
     def heads(self, cell: Cell, sigmas: list[float], clip: float | None) -> list[LinearHead]:
         data, projected = cell.data, cell.k if self.projects else None

@@ -27,8 +27,10 @@ from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.selection import ACCOUNTED_NOTE, VAL_NOTE, select_on_val
 from pillar_cli.privacy import DPEvent, get_accountant, require_disjoint, validate_budget
 from pillar_cli.privacy.composition import composed_with_release
+from pillar_cli.privacy.release import ReleasedHead, whole_file
 from pillar_cli.privacy.selection import ORDERS
 from pillar_cli.projection import PublicPCA
+from pillar_cli.randomness import NOT_PRIVATE_NOTE, NoiseSource
 
 ENGINES = ("fast", "opacus")
 
@@ -83,6 +85,7 @@ class Run:
     epsilon_spent: float
     head: LinearHead
     val_accuracy: float
+    released: ReleasedHead  # how the head's draws compose with the file's other heads
 
 
 @dataclass
@@ -183,7 +186,8 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
         val_z = None if data.val_x is None else method.features(mapping, data.val_x, k)
         cell = Cell(data, mapping, k, epsilon, configs, privacy, options.engine, options.device,
                     options.method_settings.get(name), on_steps)
-        if options.selects_privately(epsilon, configs):
+        selected = options.selects_privately(epsilon, configs)
+        if selected:
             released, records = select_privately(method, cell, val_z, data.val_y, options.selection)
             result.selection_ledger.extend(records)
             chosen = [(r.config, r.run, r.score) for r in released]
@@ -191,11 +195,14 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
             chosen = [(config, run, math.nan if val_z is None else run.head.accuracy(val_z, data.val_y))
                       for config, run in zip(configs, method.train_cell(cell))]
         for config, run, val_accuracy in chosen:
+            joint = not selected and method.own_selection is None and run.event.kind == "gaussian"
+            draws = ReleasedHead(run.event, run.epsilon_spent, run.batches and (name, k, epsilon, *run.batches),
+                                 joint, 0.0 if run.event.kind == "exponential" else privacy.delta)
             if run.epsilon_spent > epsilon * (1 + 1e-9):
                 raise PrivacyError(f"run spent ε = {run.epsilon_spent:.4g} above its target {epsilon:g}; refusing "
                                    "to write it")
             key = RunKey(name, k, epsilon, config.lr, config.steps, config.batch_size, config.seed, run.ridge)
-            result.runs.append(Run(key, run.event, run.epsilon_spent, run.head, val_accuracy))
+            result.runs.append(Run(key, run.event, run.epsilon_spent, run.head, val_accuracy, draws))
     return result
 
 
@@ -231,7 +238,8 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         "selection": result.selection,
         "selection_mode": "accounted" if result.accounted else "val",
         "selection_note": ACCOUNTED_NOTE if result.accounted else VAL_NOTE,
-        "noise": privacy.noise.describe(),
+        "noise": _noise(privacy, public_choice),
+        "whole_file": _whole_file(result, privacy, public_choice),
     }
     if result.accounted:
         attrs["selection_ledger"] = {
@@ -249,6 +257,23 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
     artifact = model_artifact(records, result.bases, pca.mean_, pca.scale_, attrs)
     artifact.arrays.update({f"rows/{name}": ids for name, ids in (rows or {}).items()})
     return artifact
+
+
+def _noise(privacy: PrivacySettings, public_choice: dict | None) -> dict:
+    """Where the file's noise came from; a DP-GSD release with reproducible noise that chose the public data makes
+    the whole file reproducible too."""
+    release = (public_choice or {}).get("release") or {}
+    if not privacy.noise.reproducible and (release.get("noise") or {}).get("reproducible"):
+        return {**release["noise"], "note": f"{NOT_PRIVATE_NOTE} (the DP-GSD release that chose the public data)"}
+    return privacy.noise.describe()
+
+
+def _whole_file(result: SweepResult, privacy: PrivacySettings, public_choice: dict | None) -> dict:
+    """What the file is and the guarantee of all its heads together, the public data's DP choice included."""
+    release = (public_choice or {}).get("release")
+    others = [] if release is None else [(float(release["epsilon"]), float(release.get("delta", 0.0)))]
+    noise = NoiseSource(_noise(privacy, public_choice).get("noise_seed"))
+    return whole_file([run.released for run in result.runs], privacy.delta, noise, others)
 
 
 def _total_epsilon(run: Run, result: SweepResult, public_choice: dict | None) -> tuple[float, str | None]:

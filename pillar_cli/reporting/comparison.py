@@ -6,6 +6,7 @@ side by side, with the ε each spent and whether the choice of its run is in it.
 from __future__ import annotations
 
 from pillar_cli.errors import UsageError
+from pillar_cli.randomness import NOT_PRIVATE_NOTE
 from pillar_cli.reporting.families import best_per_method, family_order, table_order
 from pillar_cli.reporting.tables import mean_and_std
 
@@ -21,6 +22,8 @@ def compare(evaluations: list[dict], names: list[str]) -> tuple[list[dict], str]
     overlapping = [e["dataset"] for e in evaluations if e.get("overlap_rows")]
     if overlapping:
         title += f" [OVERLAP: {', '.join(map(str, overlapping))} evaluated on training or validation rows]"
+    if any(NOT_PRIVATE_NOTE in e["notes"] for e in evaluations):
+        title += f" [{NOT_PRIVATE_NOTE}]"
     rows = [{"evaluation": name, "dataset": e["dataset"], "private_fraction": e["private_fraction"],
              "public_rows": (e.get("public") or {}).get("rows"), "method": family, "epsilon": eps, "k": row["k"],
              "accuracy_mean": row["accuracy_mean"], "accuracy_std": row["accuracy_std"]}

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pillar_cli.artifacts import Artifact, Split, shared_rows
 from pillar_cli.errors import DataError, param
+from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 from pillar_cli.reporting.metrics import selected_metrics
 
 
@@ -46,6 +47,10 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
              first.attrs["selection_note"], f"evaluated on split '{split.name}' ({len(split.features)} rows)",
              *([first.attrs["public_data"]["note"]] if "public_data" in first.attrs else []),
              *_public_choice_note(first)]
+    notes += [f"{model.path}: {model.attrs['whole_file']['statement']}" for model in models
+              if "whole_file" in model.attrs]
+    if any(noise_is_reproducible(model.attrs) for model in models):
+        title, notes = f"{title} [{NOT_PRIVATE_NOTE}]", [*notes, NOT_PRIVATE_NOTE]
     if overlap:
         warning = f"OVERLAP: {overlap} of the {len(split.features)} rows were training or validation rows (allowed)"
         title, notes = f"{title} [{warning}]", [*notes, warning]

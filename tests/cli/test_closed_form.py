@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
 from checks import assert_clean_failure
 
 from pillar_cli import artifacts
+from pillar_cli.methods.closed_form import COUNT_WEIGHT
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
@@ -26,7 +28,11 @@ def test_public_lda_beats_pillar_dp_sgd_at_small_epsilon(mnist, pillar, tmp_path
     model = artifacts.read(tmp_path / "lda.h5", "model")
     sigma, n = model.array("runs/noise_multiplier")[0], model.attrs["n_private"]
     assert model.array("runs/row_normalised").all()
-    np.testing.assert_allclose(model.array("runs/ridge"), 10 * (sigma * 10 / n) ** 2)  # k·(σC/n)²
+    # λ = k·(σΔC/ñ)² with ñ the count released with the sums (noise σΔ/w): the attacker's n is ñ, not n
+    sensitivity = math.sqrt(1 + COUNT_WEIGHT**2)
+    estimates = np.sqrt(10) * sigma * sensitivity * 10 / np.sqrt(model.array("runs/ridge"))
+    spread = sigma * sensitivity / COUNT_WEIGHT
+    assert len(set(estimates.round(3))) == 3 and np.all(np.abs(estimates - n) < 5 * spread), (estimates, spread)
     assert np.all(model.array("runs/epsilon_spent") <= 0.1) and (model.array("runs/sample_rate") == 1.0).all()
 
 

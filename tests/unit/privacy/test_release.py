@@ -1,0 +1,65 @@
+"""The guarantee of a file of many heads, against dp-accounting's own composition of the same mechanisms."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from dp_accounting import dp_event, pld
+from dp_accounting.rdp import RdpAccountant
+
+from pillar_cli.privacy import DPEvent
+from pillar_cli.privacy.release import ReleasedHead, joint_epsilon, stream_segments, whole_file
+from pillar_cli.randomness import SECRET, NoiseSource
+
+DELTA = 1e-5
+
+
+def _head(sigma: float, steps: int, batches: tuple | None, q: float = 0.1) -> ReleasedHead:
+    return ReleasedHead(DPEvent(sigma, q, steps, DELTA, 1.0), epsilon=1.0, batches=batches, delta=DELTA)
+
+
+def _pld(events) -> float:
+    accountant = pld.PLDAccountant(value_discretization_interval=1e-4)
+    for event, count in events:
+        accountant.compose(event, count)
+    return accountant.get_epsilon(DELTA)
+
+
+def _sampled(q: float, sigma: float):
+    return dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma))
+
+
+def test_heads_on_shared_batches_are_one_gaussian_per_step_of_their_joint_noise():
+    heads = [_head(2.0, 100, ("b",)), _head(4.0, 50, ("b",))]
+    # the first 50 steps carry both sums: noise multiplier (2⁻² + 4⁻²)^(-1/2); the last 50 only the first head's
+    assert stream_segments([h.event for h in heads]) == [(0.1, pytest.approx((1 / 4 + 1 / 16) ** -0.5), 50),
+                                                         (0.1, 2.0, 50)]
+    expected = _pld([(_sampled(0.1, (1 / 4 + 1 / 16) ** -0.5), 50), (_sampled(0.1, 2.0), 50)])
+    assert joint_epsilon(heads, DELTA)["epsilon"] == pytest.approx(expected, rel=0.01)
+
+
+def test_heads_with_their_own_batches_compose_as_independent_mechanisms_and_cost_less_than_shared_ones():
+    shared = joint_epsilon([_head(2.0, 100, ("b",)), _head(2.0, 100, ("b",))], DELTA)["epsilon"]
+    independent = joint_epsilon([_head(2.0, 100, None), _head(2.0, 100, None)], DELTA)["epsilon"]
+    assert independent == pytest.approx(_pld([(_sampled(0.1, 2.0), 200)]), rel=0.01)
+    rdp = RdpAccountant()
+    rdp.compose(_sampled(0.1, 2.0 / math.sqrt(2)), 100)
+    assert shared == pytest.approx(min(rdp.get_epsilon(DELTA), _pld([(_sampled(0.1, 2.0 / math.sqrt(2)), 100)])),
+                                   rel=0.01)
+    assert independent < shared
+
+
+def test_one_head_is_its_own_guarantee_and_other_releases_add_by_basic_composition():
+    head = _head(2.0, 100, ("b",))
+    assert joint_epsilon([head], DELTA) | {"composition": ""} == {"epsilon": 1.0, "delta": DELTA, "composition": ""}
+    with_choice = joint_epsilon([head], DELTA, others=[(0.5, 0.0)])
+    assert with_choice["epsilon"] == 1.5 and "basic composition" in with_choice["composition"]
+
+
+def test_a_non_private_head_or_reproducible_noise_leaves_the_file_without_a_guarantee():
+    assert joint_epsilon([_head(2.0, 10, None), _head(0.0, 10, None)], DELTA)["epsilon"] == math.inf
+    record = whole_file([_head(2.0, 10, None)], DELTA, NoiseSource(5))
+    assert record["epsilon"] == math.inf and "NOT differentially private" in record["composition"]
+    record = whole_file([_head(2.0, 10, None)], DELTA, SECRET)
+    assert record["heads"] == 1 and record["statement"].endswith("its one head together: ε = 1 at δ = 1e-05")
