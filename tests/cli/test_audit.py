@@ -67,3 +67,25 @@ def test_bad_audit_inputs(mnist, pillar, tmp_path, flags, code, message):
 def test_ledger_of_the_wrong_kind(mnist, pillar):
     assert_clean_failure(pillar("audit", "--ledger", mnist["pca"], expect=None), 3,
                          f"{mnist['pca']} is a projection artifact, expected model")
+
+
+WHITE_BOX = ["--k", "10", "--eps", "1,4", "--lr", "0.5", "--steps", "1", "--batch-size", "all", "--white-box",
+             "--canaries", "2000", "--guesses", "400"]
+
+
+def test_the_white_box_audit_holds_on_secret_noise_and_breaks_reproducible_or_shared_noise(mnist, pillar, tmp_path):
+    out = tmp_path / "white.h5"
+    sound = pillar("audit", mnist["emb"], "-p", mnist["pca"], *WHITE_BOX, "-o", out)
+    attacks = artifacts.read(out, "audit").attrs["white_box"]["attacks"]
+    names = [attack["name"] for attack in attacks]
+    assert names[:2] == ["head (ε=1, lr=0.5)", "head (ε=4, lr=0.5)"] and "regenerate seed 0 (ε=1, lr=0.5)" in names
+    assert "cancel (ε=4, lr=0.5) − (ε=1, lr=0.5)" in names and "BROKEN" not in sound.stdout
+    assert not any(attack["breaks"] for attack in attacks)
+    seeded = pillar("audit", mnist["emb"], "-p", mnist["pca"], *WHITE_BOX, "--noise-seed", "7", "--json", expect=5)
+    regenerated = {a["name"]: a for a in json.loads(seeded.stdout)["white_box"]["attacks"]}
+    assert regenerated["regenerate seed 7 (ε=1, lr=0.5)"]["correct"] == 800
+    assert "NOT differentially private" in seeded.stderr
+    shared = pillar("audit", mnist["emb"], "-p", mnist["pca"], *WHITE_BOX, "--plant", "shared-noise", "--json",
+                    expect=5)
+    cancelled = json.loads(shared.stdout)["white_box"]
+    assert cancelled["strongest"].startswith("cancel") and cancelled["attacks"][-1]["correct"] == 800
