@@ -1,4 +1,7 @@
-"""Where tensors run: `auto` is the first CUDA device when there is one, else the CPU."""
+"""Where tensors run: `auto` is the first CUDA device when there is one, else the CPU.
+
+May import: `errors`.
+"""
 
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ Library code raises a PillarError subclass with a one-line message (what went wr
 and an optional hint (how to fix it). Parameters are named with `param(...)`: the library shows the Python name
 (`k_max`), the CLI the flag the user typed (`--k-max`). The CLI boundary turns the error into a single line on
 stderr and the subclass's exit code; nothing else in the package decides how a failure looks to the user.
+
+May import: nothing.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ independently of every other.
 stream's name, e.g. ("dp-sgd", method, k, ε, run)), so runs are reproducible and a configuration draws the same
 noise alone or inside a sweep. Anyone who reads N can regenerate the noise and remove it: outputs made so are NOT
 differentially private, and every artifact that holds them says so (`NOT_PRIVATE_NOTE`).
+
+May import: nothing.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """HDF5 artifacts, schema version 1: the only way stages exchange data.
 
 Owns the artifact core (atomic write, kind and schema checks, content hashes, provenance) and, per kind, the schema
-of what is stored. Imports only `pillar_cli.errors` and `pillar_cli.version`: every domain may use it, it uses none.
+of what is stored. Every domain may use it; it uses no domain.
+
+May import: `errors`, `version`.
 """
 
 from pillar_cli.artifacts.core import (

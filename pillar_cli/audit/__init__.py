@@ -1,5 +1,8 @@
 """Auditing a privacy guarantee from the outside: the one-run canary audit (Steinke, Nasr & Jagielski, NeurIPS 2023)
 of the very configuration a user trains, and an independent recomputation of a model's ledger.
 
-Imports `errors`, `artifacts`, `privacy`, `projection`, `linear` and `methods`; only the CLI imports it.
+Only the CLI imports it.
+
+May import: `errors`, `randomness`, `artifacts`, `privacy`, `projection`, `linear.engine` (the configurations it
+trains), `methods.base` (the methods it audits, as the sweep trains them).
 """

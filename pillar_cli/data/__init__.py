@@ -1,6 +1,8 @@
 """Dataset sources (a registry by name), their readers, and the seeded private / public / val / test split.
 
-Imports only `pillar_cli.errors`: embedding builds on it.
+Embedding builds on it.
+
+May import: `errors`.
 """
 
 from pillar_cli.data.dataset import Dataset

@@ -1,9 +1,11 @@
 """DP fine-tuning of a whole network through opacus: the comparison that motivates linear probing (Figure 2 of the
 semi-private learning paper), and the non-private pre-training on public labelled data it starts from.
 
-Imports `errors`, `devices`, `artifacts`, `privacy` (noise calibrated and ε recomputed by pillar's accountants, so a
-fine-tuned network's ε is comparable with every linear head's), `gsd.probes` (the pixel-row layout) and
-`embedding.networks` / `embedding.backbones` (the networks, checkpoint loading).
+Noise is calibrated and ε recomputed by pillar's accountants, so a fine-tuned network's ε is comparable with every
+linear head's.
+
+May import: `errors`, `randomness`, `artifacts`, `privacy`, `gsd.probes` (the pixel-row layout),
+`embedding.networks`, `embedding.backbones` (the networks, checkpoint loading).
 """
 
 from pillar_cli.finetune.runs import METHODS, Pretrained, check_disjoint, network_spec, networks_artifact, \

@@ -1,6 +1,8 @@
 """Gradient Subspace Distance: probe models, per-sample gradient matrices, top-k subspaces, their DP releases
 (Analyze-Gauss, matrix Bingham) and the distance that ranks candidate public datasets.
 
-Imports `linear.gradients` (the softmax head's closed form), `embedding.images`, `privacy` and `errors`; never the
-training methods.
+Never the training methods.
+
+May import: `errors`, `randomness`, `artifacts`, `privacy`, `linear.gradients` (the softmax head's closed form),
+`embedding.images`, `embedding.backbones`, `embedding.networks` (the probes' networks and weights).
 """

@@ -1,5 +1,7 @@
 """The linear softmax head under DP-SGD: closed-form per-sample gradients (shared with GSD's linear probe), the
 exact engine (eager on the CPU, CUDA graphs on a GPU) and opacus as the reference it is tested against.
 
-Imports only `pillar_cli.errors` and `pillar_cli.devices`: methods and GSD build on it.
+Methods and GSD build on it.
+
+May import: `devices`, `randomness`.
 """

@@ -1,7 +1,9 @@
 """Privacy accounting: DP events as values, the accountants registry, noise calibration and its cache, and the
 invariants every entry point shares (ε > 0, δ < 1/n, public rows disjoint from private rows).
 
-Imports only `pillar_cli.errors` (and opacus / dp-accounting): training, GSD and the CLI build on it.
+Training, GSD and the CLI build on it; the accountants are opacus' and dp-accounting's.
+
+May import: `errors`, `randomness`.
 """
 
 from pillar_cli.privacy.accountants import (

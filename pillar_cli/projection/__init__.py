@@ -1,6 +1,8 @@
 """Maps of features to k dimensions fitted on PUBLIC data only: standardise + PCA, and a seeded random projection.
 
-Imports `pillar_cli.errors` and `pillar_cli.artifacts` (the projection artifact); nothing private can reach a fit.
+Nothing private can reach a fit.
+
+May import: `errors`, `artifacts` (the projection artifact).
 """
 
 from pillar_cli.projection.pca import (

@@ -1,4 +1,7 @@
 """Evaluation of selected heads (metrics over seeds), the paper's figures and result tables.
 
-Imports `artifacts`, `projection` and `methods` (selection); nothing imports it but the CLI and the API.
+Nothing imports it but the CLI and the API.
+
+May import: `errors`, `randomness` (the note of reproducible noise), `artifacts`, `projection`,
+`methods.selection` (the val selection), `embedding.networks` (fine-tuned networks evaluated).
 """

@@ -1,4 +1,6 @@
 """The theory's diagnostics: ξ_k, margins, eigengaps and Theorem 1's sample-size terms.
 
-Imports only `pillar_cli.errors` (and scikit-learn's linear SVM).
+The margins use scikit-learn's linear SVM.
+
+May import: `errors`, `artifacts` (the split it reads).
 """
