@@ -17,6 +17,7 @@ from pillar_cli.cli.train import validation_split
 from pillar_cli.errors import DataError
 from pillar_cli.finetune import (FinetuneConfig, Pretrained, check_disjoint, network_spec, networks_artifact,
                                  pretrained, train_networks)
+from pillar_cli.privacy import require_public_start
 
 ArchOption = typer.Option(None, "--arch", help="cnn (the GSD paper's small CNN), cnn:WIDTH (its channels × WIDTH) "
                           "or a timm model name (BatchNorm → GroupNorm); default cnn, or the --weights network's.")
@@ -102,9 +103,10 @@ def pretrain(
     path, _ = artifacts.parse_ref(labelled)
     check_output(out, [path], force=force)
     split = artifacts.read_split(labelled)
-    if split.name in ("private", "val") or split.labels is None:
-        raise DataError(f"{labelled} is {'unlabelled' if split.labels is None else 'a protected split'}: "
-                        "pre-training reads the labels of a PUBLIC labelled split, without DP")
+    require_public_start(labelled, split.name in ("private", "val") and "is a protected split (pre-training reads "
+                                                                        "its labels without DP)")
+    if split.labels is None:
+        raise DataError(f"{labelled} is unlabelled: pre-training reads the labels of a PUBLIC labelled split, without DP")
     spec = network_spec(arch or "cnn", split)
     settings = FinetuneConfig(math.inf, steps=steps, lr=lr, batch_size=min(batch_size, len(split.labels)),
                               clip=math.inf, momentum=momentum)

@@ -20,7 +20,7 @@ from pillar_cli.embedding.networks import (NetworkSpec, as_images, build_network
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.finetune.training import FinetuneConfig, finetune
 from pillar_cli.gsd.probes import stored_image_shape
-from pillar_cli.privacy import DPEvent, get_accountant
+from pillar_cli.privacy import DPEvent, get_accountant, require_public_start
 from pillar_cli.privacy.release import ReleasedHead, whole_file
 
 METHODS = {"finetune": "DP-SGD on every weight of a network pre-trained on public data",
@@ -64,10 +64,8 @@ def pretrained(model: Artifact) -> Pretrained:
 def check_disjoint(start: Pretrained, private: Split) -> None:
     """Refuse a pre-trained network that saw rows of the private split (same source, same row ids)."""
     overlap = shared_rows(private, start.model, ("public_labelled",))
-    if overlap:
-        raise DataError(f"the pre-trained network {start.model.path} was trained on {overlap} rows of the private "
-                        "split: fine-tuning from it would leak them outside DP",
-                        hint="pre-train on a public split (another source, or rows disjoint from the private split)")
+    require_public_start(f"the pre-trained network {start.model.path}",
+                         overlap and f"was trained on {overlap} rows of the private split")
 
 
 def train_networks(spec: NetworkSpec, start: Pretrained | None, train: Split, val: Split | None,

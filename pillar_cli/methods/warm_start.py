@@ -11,7 +11,8 @@ import numpy as np
 from pillar_cli.artifacts import Artifact, InputRef
 from pillar_cli.artifacts.model import stored_runs
 from pillar_cli.artifacts.network import is_network
-from pillar_cli.errors import ArtifactError, PrivacyError
+from pillar_cli.errors import ArtifactError
+from pillar_cli.privacy import require_public_start
 from pillar_cli.projection import PublicPCA
 
 
@@ -19,8 +20,8 @@ def warm_start_weights(model: Artifact, pca: PublicPCA, private: InputRef) -> tu
     """(W (D, C), b) in the standardised space: the run of `model` with the best val accuracy."""
     for ref in model.provenance.inputs:
         if ref.content_hash == private.content_hash and ref.split in ("private", "val"):
-            raise PrivacyError(f"warm-start model {model.path} was trained on the {ref.split} split of {private.path}; "
-                               "a warm start must come from public data")
+            require_public_start(f"warm-start model {model.path}", f"was trained on the {ref.split} split of "
+                                                                   f"{private.path}")
     if is_network(model):
         raise ArtifactError(f"warm-start model {model.path} holds networks, not a linear head on features")
     mean, scale = model.array("mean"), model.array("scale")

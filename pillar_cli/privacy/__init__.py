@@ -15,8 +15,8 @@ from pillar_cli.privacy.accountants import (
                                             get_accountant,
                                             spent_epsilon,
 )
-from pillar_cli.privacy.budget import require_disjoint, validate_budget
+from pillar_cli.privacy.rules import require_disjoint, require_public_start, validate_budget
 from pillar_cli.privacy.calibration import calibrate, calibrate_noise
 
 __all__ = ["ACCOUNTANTS", "RDP_ORDERS", "Accountant", "DPEvent", "calibrate", "calibrate_noise",
-           "exponential_mechanism_event", "get_accountant", "require_disjoint", "spent_epsilon", "validate_budget"]
+           "exponential_mechanism_event", "get_accountant", "require_disjoint", "require_public_start", "spent_epsilon", "validate_budget"]

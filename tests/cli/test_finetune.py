@@ -108,16 +108,18 @@ def test_network_stages_refuse_bad_inputs(nets, pillar, mnist, tmp_path):
                                 expect=None), 4,
                          f"{nets / 'ft.h5'} holds no network pre-trained on public data (methods: finetune); a network "
                          "trained on private rows carries an ε that nothing built on it accounts", out)
-    assert_clean_failure(pillar("pretrain", f"{nets / 'mnist8.h5'}:private", "-o", out, expect=None), 4,
-                         f"{nets / 'mnist8.h5'}:private is a protected split: pre-training reads the labels of a "
-                         "PUBLIC labelled split, without DP", out)
+    assert_clean_failure(pillar("pretrain", f"{nets / 'mnist8.h5'}:private", "-o", out, expect=None), 5,
+                         f"{nets / 'mnist8.h5'}:private is a protected split (pre-training reads its labels without "
+                         "DP): a starting point must come from public data, or the private rows it saw leak outside "
+                         "DP", out)
     pillar("embed", "--source", "mnist5k", "--backbone", "pixels", "--resize", "8", "--test-fraction", "1",
            "--no-public-split", "-o", tmp_path / "all.h5")
     pillar("pretrain", f"{tmp_path / 'all.h5'}:test", "--steps", "2", "-o", tmp_path / "leaky.h5")
     assert_clean_failure(pillar("finetune", nets / "mnist8.h5", "--weights", tmp_path / "leaky.h5", "--eps", "1",
-                                "-o", out, expect=None), 4,
+                                "-o", out, expect=None), 5,
                          f"the pre-trained network {tmp_path / 'leaky.h5'} was trained on 3200 rows of the private "
-                         "split: fine-tuning from it would leak them outside DP", out)
+                         "split: a starting point must come from public data, or the private rows it saw leak outside "
+                         "DP", out)
     assert_clean_failure(pillar("finetune", nets / "mnist8.h5", "--eps", "0", "-o", out, expect=None), 2,
                          "--eps must be > 0 (got 0.0); use 'inf' for non-private training", out)
     assert_clean_failure(pillar("finetune", nets / "mnist8.h5", "--arch", "resnet", "-o", out, expect=None), 2,

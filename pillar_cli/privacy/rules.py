@@ -1,4 +1,6 @@
-"""Privacy invariants every entry point shares: a usable (ε, δ) for n private rows, disjoint public and private rows.
+"""The privacy rules every entry point shares, one function each, each breach a PrivacyError (exit 5) unless the
+input is simply malformed: a usable (ε, δ) for n private rows, public rows disjoint from private rows, a starting
+point that saw no private row.
 """
 
 from __future__ import annotations
@@ -28,3 +30,13 @@ def require_disjoint(private_index: np.ndarray, public_index: np.ndarray, source
     if len(shared):
         raise PrivacyError(f"{source}: {len(shared)} rows of the public split also appear in the private split",
                            hint="re-embed: the splits of one source must be disjoint")
+
+
+def require_public_start(start: str, seen: str | None) -> None:
+    """A starting point — a warm-start head, a pre-trained network, the split a network is pre-trained on — must have
+    seen no private row: what it learnt from one is released without DP by everything built on it. `seen` says
+    which private rows it saw (None: none)."""
+    if seen:
+        raise PrivacyError(f"{start} {seen}: a starting point must come from public data, or the private rows it saw "
+                           "leak outside DP", hint="start from public data (another source, or rows disjoint from "
+                                                   "the private split)")
