@@ -32,7 +32,7 @@ class RunKey:
     steps: int
     batch_size: int
     seed: int
-    ridge: float = 0.0  # closed-form heads' λ (0 for DP-SGD runs)
+    ridge: float = 0.0  # closed-form heads' λ as asked for (0: the method's default rule; and for DP-SGD runs)
 
     @property
     def cell(self) -> tuple[str, int | None, float]:

@@ -48,7 +48,7 @@ OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "projection": {"row_l2_normalised": bool, "source_fingerprint": str, "public_choice": dict,
                    "share_of_embedded": float},
     "model": {"row_l2_normalised": bool, "private_fraction": (int, float), "source_fingerprint": str,
-              "public_choice": dict, "public_data": dict, "noise": dict, "whole_file": dict},
+              "public_choice": dict, "public_data": dict, "noise": dict, "whole_file": dict, "mechanisms": dict},
     "evaluation": {"overlap_rows": int, "public": dict},
 }
 LEDGER = {"accountant": str, "delta": (int, float), "clip": (int, float)}

@@ -178,7 +178,8 @@ def _name(run: dict) -> str:
 
 
 def _heads(model: Artifact) -> list[dict]:
-    fields = ("epsilon_target", "epsilon_spent", "noise_multiplier", "sample_rate", "lr", "steps", "batch_size", "seed", "k")
+    fields = ("epsilon_target", "epsilon_spent", "noise_multiplier", "sample_rate", "lr", "steps", "batch_size", "seed",
+              "k")
     table = {name: model.array(f"runs/{name}") for name in fields}
     return [{"epsilon": float(table["epsilon_target"][i]), "spent": float(table["epsilon_spent"][i]),
              "sigma": float(table["noise_multiplier"][i]),

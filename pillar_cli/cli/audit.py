@@ -80,7 +80,8 @@ def audit(
     data, refs = _data(embeddings, projection)
     (k_value,) = int_list(k, "--k", allow_full=True)
     epsilons, lrs = float_list(eps, "--eps"), float_list(lr, "--lr")
-    (batch,) = [size or len(data.private_x) for size in int_list(batch_size, "--batch-size", allow_full=True, word="all")]
+    (batch,) = [size or len(data.private_x)
+                for size in int_list(batch_size, "--batch-size", allow_full=True, word="all")]
     configs = [RunConfig(rate, steps, batch, seed) for rate in lrs]
     privacy = PrivacySettings(delta, clip, accountant, noise_source(noise_seed))
     configuration = {"method": method, "k": k, "epsilon": eps, "delta": delta, "accountant": accountant, "lr": lr,

@@ -106,7 +106,8 @@ def pretrain(
     require_public_start(labelled, split.name in ("private", "val") and "is a protected split (pre-training reads "
                                                                         "its labels without DP)")
     if split.labels is None:
-        raise DataError(f"{labelled} is unlabelled: pre-training reads the labels of a PUBLIC labelled split, without DP")
+        raise DataError(f"{labelled} is unlabelled: pre-training reads the labels of a PUBLIC labelled split, "
+                        "without DP")
     spec = network_spec(arch or "cnn", split)
     settings = FinetuneConfig(math.inf, steps=steps, lr=lr, batch_size=min(batch_size, len(split.labels)),
                               clip=math.inf, momentum=momentum)

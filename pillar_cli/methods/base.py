@@ -90,7 +90,6 @@ class TrainedRun:
     head: LinearHead  # in the cell's feature space (k projected dimensions, or all standardised features)
     event: DPEvent
     epsilon_spent: float
-    ridge: float = 0.0  # the λ a closed-form head used
     batches: tuple | None = None  # runs of a cell with the same key drew their Poisson batches together (None: own)
 
 
@@ -109,6 +108,8 @@ class Method:
     averages_iterates: bool = False  # its DP-SGD engine can release a moving average of the iterates (ema)
     not_auditable: str | None = None  # why the input-canary audit cannot run it (None: it can)
     needs_public_labels: bool = False  # it reads a labelled public split (side information, not protected)
+    mechanism_description: str = ("DP-SGD: Poisson sampling, per-row clipping to C, Gaussian noise σ·C; add/remove-one "
+                                  "adjacency")
 
     def linear_map(self, pca: PublicPCA) -> LinearMap:
         return pca

@@ -67,18 +67,17 @@ class ClosedFormHead(Method):
     def _run(self, cell: Cell, statistics: tuple, sigma: float, config: RunConfig,
              event: DPEvent, spent: float) -> TrainedRun:
         noise = cell.randomness.child("release", config).numpy().standard_normal  # secret, one per release
-        head, ridge = self.solve(statistics, lambda size: sigma * self.sensitivity * noise(size), config.ridge,
-                                 sigma)
-        return TrainedRun(replace(head, steps_run=1), event, spent, ridge)  # one release
+        head = self.solve(statistics, lambda size: sigma * self.sensitivity * noise(size), config.ridge, sigma)
+        return TrainedRun(replace(head, steps_run=1), event, spent)  # one release
 
     def statistics(self, cell: Cell, rows: np.ndarray) -> tuple:
         """What the release perturbs (and what the solve needs besides it), computed once per cell."""
         raise NotImplementedError
 
     def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None,
-              sigma: float) -> tuple[LinearHead, float]:
-        """The head from the noisy statistics and the λ it used: `ridge`, or (None) the method's default, set by the
-        noise scale, the shapes and released values only."""
+              sigma: float) -> LinearHead:
+        """The head from the noisy statistics with λ = `ridge`, or (None) the method's default, set by the noise
+        scale, the shapes and released values only (a run records the λ asked for, 0 for the default)."""
         raise NotImplementedError
 
 
@@ -100,6 +99,8 @@ class PublicCovarianceLDA(ClosedFormHead):
     needs_public_rows = "for the shared covariance"
     not_auditable = "its covariance comes from public rows, which hold nothing in the canaries' coordinates"
     sensitivity = math.sqrt(1.0 + COUNT_WEIGHT**2)
+    mechanism_description = ("one Gaussian release of the per-class sums of the unit-norm rows and 0.25·n, L2 "
+                             "sensitivity √(1 + 0.25²); add/remove-one adjacency (n itself is never read unnoised)")
 
     def statistics(self, cell: Cell, rows: np.ndarray) -> tuple:
         data = cell.data
@@ -110,7 +111,7 @@ class PublicCovarianceLDA(ClosedFormHead):
         return class_sums(rows, data.private_y, data.num_classes), COUNT_WEIGHT * len(rows), public_covariance(public)
 
     def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None,
-              sigma: float) -> tuple[LinearHead, float]:
+              sigma: float) -> LinearHead:
         """Means from the noisy sums over ñ/C, ñ the noisy count (at least one row per class); default λ =
         k·(σΔC/ñ)², the expected squared norm of a noisy class mean's noise."""
         sums, weighted_count, covariance = statistics
@@ -119,7 +120,7 @@ class PublicCovarianceLDA(ClosedFormHead):
         means = (sums + noise(sums.shape)) * classes / count
         if ridge is None:
             ridge = dim * (sigma * self.sensitivity * classes / count) ** 2
-        return discriminant(means, covariance + ridge * np.eye(len(covariance))), ridge
+        return discriminant(means, covariance + ridge * np.eye(len(covariance)))
 
 
 def public_covariance(public: np.ndarray) -> np.ndarray:
@@ -141,12 +142,14 @@ class DPLeastSquares(ClosedFormHead):
     description = ("DP least squares: one Gaussian release of [AᵀA | AᵀY] for the private rows (unit norm, bias "
                    "included), a ridge solve; k components")
     sensitivity = math.sqrt(2.0)
+    mechanism_description = ("one Gaussian release of [AᵀA | AᵀY] for unit-norm rows [a, 1]/√2 and one-hot labels, "
+                             "L2 sensitivity √2; add/remove-one adjacency")
 
     def statistics(self, cell: Cell, rows: np.ndarray) -> tuple:
         return least_squares_statistics(rows, cell.data.private_y, cell.data.num_classes)
 
     def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None,
-              sigma: float) -> tuple[LinearHead, float]:
+              sigma: float) -> LinearHead:
         """Default λ: the spectral scale of the Gram matrix's noise, 2σΔ√(d + 1), so the noisy Gram stays positive
         definite; 1 without noise."""
         gram, cross = statistics
@@ -155,7 +158,7 @@ class DPLeastSquares(ClosedFormHead):
         upper = np.triu(noise(gram.shape))
         gram = gram + upper + np.triu(upper, 1).T  # symmetric noise: the upper triangle released, mirrored
         solution = np.linalg.solve(gram + ridge * np.eye(len(gram)), cross + noise(cross.shape)) / math.sqrt(2.0)
-        return LinearHead(solution[:-1].astype(np.float32), solution[-1].astype(np.float32)), ridge
+        return LinearHead(solution[:-1].astype(np.float32), solution[-1].astype(np.float32))
 
 
 PUBLIC_LDA = PublicCovarianceLDA()

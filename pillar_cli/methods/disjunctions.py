@@ -46,6 +46,8 @@ class ExponentialMechanismDisjunctions(Method):
     single_cell = True
     own_selection = "one exponential mechanism per seed: there is nothing to select among"
     not_auditable = "its head is a disjunction chosen by the exponential mechanism, not trained by gradients"
+    mechanism_description = ("the exponential mechanism over the candidates, score minus the errors on the private "
+                             "rows (sensitivity 1); pure ε-DP under add/remove-one and replace-one adjacency")
 
     def configs(self, lrs: list[float], steps: list[int], batch_sizes: list[int], seeds: list[int],
                 momentum: float, weight_decay: float, theory_steps: tuple[int, ...],

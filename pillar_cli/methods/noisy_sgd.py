@@ -150,6 +150,7 @@ class NoisySGD(Method):
     description = ("theory variant (Algorithms 1-2): binary tasks, ζ-scaled hinge loss, boosted projected noisy SGD "
                    "on the top-k public components")
     steps_rule = "Algorithm 1's n²"
+    mechanism_description = MECHANISM
     own_selection = "it already selects among its boosted runs privately (Algorithm 2), inside its ε"
     not_auditable = "binary ζ-hinge runs with their own private selection"
 

@@ -201,7 +201,7 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
             if run.epsilon_spent > epsilon * (1 + 1e-9):
                 raise PrivacyError(f"run spent ε = {run.epsilon_spent:.4g} above its target {epsilon:g}; refusing "
                                    "to write it")
-            key = RunKey(name, k, epsilon, config.lr, config.steps, config.batch_size, config.seed, run.ridge)
+            key = RunKey(name, k, epsilon, config.lr, config.steps, config.batch_size, config.seed, config.ridge or 0.0)
             result.runs.append(Run(key, run.event, run.epsilon_spent, run.head, val_accuracy, draws))
     return result
 
@@ -228,11 +228,11 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         "ledger": {"accountant": privacy.accountant, "delta": privacy.delta, "clip": privacy.clip,
                    "accountant_description": get_accountant(privacy.accountant).description,
                    "epsilon_is_upper_bound": get_accountant(privacy.accountant).upper_bound,
-                   "mechanism": "DP-SGD, Poisson sampling, Gaussian noise σ·clip, add/remove-one adjacency",
                    "protected_split": "private", "per_run": "runs/epsilon_spent, runs/noise_multiplier, "
                    "runs/sample_rate, runs/steps (accounted); runs/steps_run: the steps the engine counted as it "
                    "ran them (-1: not counted)"},
         "max_epsilon_spent": max((total for total, _ in spent), default=0.0),
+        "mechanisms": {name: get_method(name).mechanism_description for name in sorted({r.key.method for r in runs})},
         **{key: value for name in sorted({r.key.method for r in runs})
            for key, value in get_method(name).model_attrs(method_settings.get(name)).items()},
         "selection": result.selection,

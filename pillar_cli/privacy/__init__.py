@@ -19,4 +19,5 @@ from pillar_cli.privacy.rules import require_disjoint, require_public_start, val
 from pillar_cli.privacy.calibration import calibrate, calibrate_noise
 
 __all__ = ["ACCOUNTANTS", "RDP_ORDERS", "Accountant", "DPEvent", "calibrate", "calibrate_noise",
-           "exponential_mechanism_event", "get_accountant", "require_disjoint", "require_public_start", "spent_epsilon", "validate_budget"]
+           "exponential_mechanism_event", "get_accountant", "require_disjoint", "require_public_start", "spent_epsilon",
+           "validate_budget"]

@@ -21,6 +21,8 @@ def test_accounted_model_lists_and_recomputes_every_event(mnist, pillar, tmp_pat
     model = artifacts.read(out, "model")
     private = model.array("runs/epsilon_target") == 1
     assert private.sum() == 2 and np.all(model.array("runs/epsilon_spent")[private] <= 1)
+    assert "trials_drawn" not in json.dumps(model.attrs)  # K stays secret: Papernot–Steinke's bounds assume it
+    assert "add/remove-one adjacency" in model.attrs["mechanisms"]["pillar"]
     assert (~private).sum() == 12  # the non-private cell keeps every configuration and selects on val
     shown = json.loads(pillar("inspect", out, "--json").stdout)["selection_check"]
     assert [(c["seed"], c["epsilon_target"]) for c in shown] == [(0, 1.0), (1, 1.0)]

@@ -25,7 +25,9 @@ def test_noisy_sgd_on_few_public_components_beats_many_and_its_ledger_adds_up(pi
     assert trained.stderr == "warning: noisy-sgd runs --steps 3000 instead of Algorithm 1's n² = 2,073,600 steps\n"
     report = json.loads(pillar("evaluate", model, "-e", f"{emb}:test", "-o", tmp_path / "ev.h5", "--json").stdout)
     accuracy = {row["k"]: row["accuracy_mean"] for row in report["rows"]}
-    assert accuracy[2] > 0.9 and accuracy[2] > accuracy[150] + 0.15
+    # fresh noise every run: over 7 runs (2026-11-24) the two-seed mean was 0.898–0.965 at k = 2 (one seed 0.855–0.965)
+    # and 0.649–0.719 at k = 150; the bounds sit about 3 standard deviations below the means
+    assert accuracy[2] > 0.85 and accuracy[2] > accuracy[150] + 0.15
 
     stored = artifacts.read(model, "model")
     ledger = stored.attrs["noisy_sgd"]
