@@ -132,7 +132,9 @@ class Canaries:
 
     @classmethod
     def plant(cls, method: Method, data: SweepData, k: int | None, settings: AuditSettings) -> Canaries:
-        rng = np.random.default_rng([settings.seed, 0xA0D17])  # public randomness: the auditor's own
+        # The auditor's design, not a mechanism's draw: which canaries go in and their labels (stored in the audit
+        # artifact, as the bound needs them). The training run's batches and noise come from privacy.noise (secret).
+        rng = np.random.default_rng([settings.seed, 0xA0D17])
         m, num_classes = settings.canaries, data.num_classes
         included, labels = rng.random(m) < 0.5, rng.integers(num_classes, size=m)
         rows = np.hstack([np.tile(data.pca.mean_, (m, 1)), CANARY_VALUE * np.eye(m)]).astype(np.float32)
