@@ -128,7 +128,7 @@ def _model_file(method: Method, canaries: Canaries, epsilons: list[float], confi
             heads.append(ReleasedHead(run.event, run.epsilon_spent, run.batches and (width, epsilon, *run.batches),
                                       delta=privacy.delta))
     attrs = {"n_private": len(canaries.data.private_x), "ledger": {"clip": privacy.clip, "delta": privacy.delta},
-             "noise": privacy.noise.describe(), "whole_file": whole_file(heads, privacy.delta, privacy.noise)}
+             "noise": privacy.noise.describe(), "whole_file": whole_file(heads, privacy.delta, privacy.noise.reproducible)}
     return model_artifact(records, {}, np.zeros(width, np.float32), np.ones(width, np.float32), attrs)
 
 

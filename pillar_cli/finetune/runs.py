@@ -129,7 +129,7 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
     if private:
         heads = [ReleasedHead(DPEvent(r.noise_multiplier, r.sample_rate, r.key.steps, config.delta, config.clip),
                               r.epsilon_spent) for r in records]  # each network drew its own batches and noise
-        attrs |= {"noise": config.noise.describe(), "whole_file": whole_file(heads, config.delta, config.noise)}
+        attrs |= {"noise": config.noise.describe(), "whole_file": whole_file(heads, config.delta, config.noise.reproducible)}
     if train.attrs.get("source_fingerprint") is not None:
         attrs["source_fingerprint"] = train.attrs["source_fingerprint"]
     if start is not None:

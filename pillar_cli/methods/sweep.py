@@ -30,7 +30,7 @@ from pillar_cli.privacy.composition import composed_with_release
 from pillar_cli.privacy.release import ReleasedHead, whole_file
 from pillar_cli.privacy.selection import ORDERS
 from pillar_cli.projection import PublicPCA
-from pillar_cli.randomness import NOT_PRIVATE_NOTE, NoiseSource
+from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
 ENGINES = ("fast", "opacus")
 
@@ -238,9 +238,9 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         "selection": result.selection,
         "selection_mode": "accounted" if result.accounted else "val",
         "selection_note": ACCOUNTED_NOTE if result.accounted else VAL_NOTE,
-        "noise": _noise(privacy, public_choice),
-        "whole_file": _whole_file(result, privacy, public_choice),
     }
+    attrs["noise"] = _noise(privacy, public_choice)
+    attrs["whole_file"] = _whole_file(result, privacy, public_choice, attrs["noise"]["reproducible"])
     if result.accounted:
         attrs["selection_ledger"] = {
             "theorem": "Papernot & Steinke (ICLR 2022): Theorem 2 (truncated negative binomial) or 6 (Poisson) on "
@@ -268,12 +268,12 @@ def _noise(privacy: PrivacySettings, public_choice: dict | None) -> dict:
     return privacy.noise.describe()
 
 
-def _whole_file(result: SweepResult, privacy: PrivacySettings, public_choice: dict | None) -> dict:
+def _whole_file(result: SweepResult, privacy: PrivacySettings, public_choice: dict | None,
+                reproducible: bool) -> dict:
     """What the file is and the guarantee of all its heads together, the public data's DP choice included."""
     release = (public_choice or {}).get("release")
     others = [] if release is None else [(float(release["epsilon"]), float(release.get("delta", 0.0)))]
-    noise = NoiseSource(_noise(privacy, public_choice).get("noise_seed"))
-    return whole_file([run.released for run in result.runs], privacy.delta, noise, others)
+    return whole_file([run.released for run in result.runs], privacy.delta, reproducible, others)
 
 
 def _total_epsilon(run: Run, result: SweepResult, public_choice: dict | None) -> tuple[float, str | None]:

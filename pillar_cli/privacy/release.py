@@ -24,7 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from pillar_cli.privacy.accountants import RDP_ORDERS, DPEvent
-from pillar_cli.randomness import NOT_PRIVATE_NOTE, NoiseSource
+from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
 WORKING_FILE_NOTE = ("working file, not a release: every head of the grid, exact val accuracies (the val split's "
                      "labels are outside every ε), private row ids and counts")
@@ -41,10 +41,11 @@ class ReleasedHead:
     delta: float = 0.0  # the head's own δ, for basic composition
 
 
-def whole_file(heads: list[ReleasedHead], delta: float, noise: NoiseSource,
+def whole_file(heads: list[ReleasedHead], delta: float, reproducible: bool,
                others: list[tuple[float, float]] = ()) -> dict:
-    """The `whole_file` record of a model artifact: what it is, how many heads, their joint guarantee."""
-    if noise.reproducible:
+    """The `whole_file` record of a model artifact: what it is, how many heads, their joint guarantee
+    (`reproducible`: its noise can be regenerated from a recorded seed, so it has none)."""
+    if reproducible:
         guarantee = {"epsilon": math.inf, "delta": delta, "composition": NOT_PRIVATE_NOTE}
     else:
         guarantee = joint_epsilon(heads, delta, others)

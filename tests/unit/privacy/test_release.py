@@ -59,7 +59,7 @@ def test_one_head_is_its_own_guarantee_and_other_releases_add_by_basic_compositi
 
 def test_a_non_private_head_or_reproducible_noise_leaves_the_file_without_a_guarantee():
     assert joint_epsilon([_head(2.0, 10, None), _head(0.0, 10, None)], DELTA)["epsilon"] == math.inf
-    record = whole_file([_head(2.0, 10, None)], DELTA, NoiseSource(5))
+    record = whole_file([_head(2.0, 10, None)], DELTA, NoiseSource(5).reproducible)
     assert record["epsilon"] == math.inf and "NOT differentially private" in record["composition"]
-    record = whole_file([_head(2.0, 10, None)], DELTA, SECRET)
+    record = whole_file([_head(2.0, 10, None)], DELTA, SECRET.reproducible)
     assert record["heads"] == 1 and record["statement"].endswith("its one head together: ε = 1 at δ = 1e-05")
