@@ -156,7 +156,7 @@ def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = N
                 raise ArtifactError(f"{path} is a {found} artifact, expected {' or '.join(expected)}", hint=hint)
             version = read_attr(h5, "schema_version")
             if version != SCHEMA_VERSION:
-                raise ArtifactError(f"{path} has schema version {version}; this pillar reads version "
+                raise ArtifactError(f"{path} has schema version {version!r}; this pillar reads version "
                                     f"{SCHEMA_VERSION}", hint="upgrade pillar or recreate the artifact")
             verify(h5, path)
             artifact = Artifact(found, read_arrays(h5, path, under), read_kind_attrs(h5), str(path),

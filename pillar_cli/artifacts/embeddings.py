@@ -65,8 +65,13 @@ class Split:
 
 
 def embedded_rows(path: str) -> int:
-    """Rows of the source embedded in the file, over all its splits."""
+    """Rows of the source embedded in the file, over all its splits (read without the splits' features, so each
+    split's row ids are checked to be there)."""
     with h5py.File(path, "r") as h5:
+        for name, group in h5["splits"].items():
+            if not isinstance(group, h5py.Group) or not isinstance(group.get("index"), h5py.Dataset):
+                raise ArtifactError(f"{path}: embeddings artifact has no dataset '/splits/{name}/index'",
+                                    hint="the file may come from another tool or be damaged; recreate it")
         return sum(group["index"].shape[0] for group in h5["splits"].values())
 
 
