@@ -24,13 +24,13 @@ from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.api import sweep
 from pillar_cli.methods.catalog import METHODS
 from pillar_cli.methods.estimator import DPLinearClassifier, Ledger
-from pillar_cli.privacy import ACCOUNTANTS, DPEvent, calibrate_noise, spent_epsilon
+from pillar_cli.privacy import ACCOUNTANTS, Event, calibrate_noise, event_from_dict, spent_epsilon
 from pillar_cli.projection import GaussianProjection, PublicPCA
 from pillar_cli.theory.diagnostics import diagnose
 from pillar_cli.version import __version__
 
-__all__ = ["ACCOUNTANTS", "METHODS", "AccountedSelection", "Artifact", "ArtifactError", "DPEvent",
-           "DPLinearClassifier", "DPSettings", "DataError", "FinetuneConfig", "GaussianProjection", "Ledger",
-           "NetworkSpec", "PillarError", "PrivacyError", "PublicPCA", "UsageError",
-           "__version__", "calibrate_noise", "diagnose", "finetune", "gradient_subspace_distance", "network", "read", "read_split",
+__all__ = ["ACCOUNTANTS", "METHODS", "AccountedSelection", "Artifact", "ArtifactError", "DPLinearClassifier",
+           "DPSettings", "DataError", "Event", "FinetuneConfig", "GaussianProjection", "Ledger", "NetworkSpec",
+           "PillarError", "PrivacyError", "PublicPCA", "UsageError", "__version__", "calibrate_noise", "diagnose",
+           "event_from_dict", "finetune", "gradient_subspace_distance", "network", "read", "read_split",
            "spent_epsilon", "sweep", "write"]

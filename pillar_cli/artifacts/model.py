@@ -1,13 +1,15 @@
 """The model artifact: every run of a sweep (its head, its DP event, its val accuracy) and the bases that map
 projected heads back to the standardised feature space; read back run by run for selection and evaluation.
 
-Arrays: `mean`, `scale` (the public scaler), `runs/<field>` (one entry per run), `runs/<i>/weights` and
+Arrays: `mean`, `scale` (the public scaler), `runs/<field>` (one entry per run; `runs/event` holds each run's DP
+event tree as JSON, from which every ε is recomputed), `runs/<i>/weights` and
 `runs/<i>/bias`, `bases/<method>/<k>`. Attributes (num_classes, n_private, the ledger, the selection) are composed
 by the caller.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,7 +50,8 @@ class RunRecord:
     """One trained run as stored: its key, what it spent, its head (in its own k-dimensional space)."""
 
     key: RunKey
-    noise_multiplier: float
+    event: dict  # the run's DP event tree (privacy/events.py), as `Event.to_dict` wrote it
+    noise_multiplier: float  # for tables: of a run that is one Poisson-subsampled Gaussian segment, else NaN
     sample_rate: float
     epsilon_spent: float
     weights: np.ndarray | None  # (k, C), or (D, C) for an unprojected run; None for a network
@@ -69,6 +72,7 @@ def model_artifact(runs: list[RunRecord], bases: dict[tuple[str, int], np.ndarra
         "runs/projected": np.array([k.k is not None for k in keys]),
         "runs/epsilon_target": np.array([k.epsilon for k in keys]),
         "runs/epsilon_spent": np.array([r.epsilon_spent for r in runs]),
+        "runs/event": np.array([json.dumps(r.event) for r in runs], dtype=str),
         "runs/noise_multiplier": np.array([r.noise_multiplier for r in runs]),
         "runs/sample_rate": np.array([r.sample_rate for r in runs]),
         "runs/steps": np.array([k.steps for k in keys], dtype=np.int64),
@@ -121,6 +125,11 @@ class StoredRun:
         if f"bases/{self.key.method}/{self.key.k}" in self.model.arrays:
             weights = self.model.array(f"bases/{self.key.method}/{self.key.k}") @ weights
         return weights, self.model.array(f"runs/{self.local_id}/bias")
+
+
+def run_events(model: Artifact) -> list[dict]:
+    """Each run's DP event tree as `Event.to_dict` wrote it."""
+    return [json.loads(str(text)) for text in model.array("runs/event")]
 
 
 def stored_runs(models: list[Artifact]) -> list[StoredRun]:

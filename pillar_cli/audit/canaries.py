@@ -24,7 +24,7 @@ from pillar_cli.audit.bound import epsilon_lower_bound
 from pillar_cli.errors import UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
-from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon, validate_budget
+from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, spent_epsilon, validate_budget
 from pillar_cli.projection import LinearMap, project
 
 CANARY_VALUE = 10.0  # the canary's coordinate: its clipped gradient is 99.5 % in that coordinate, 10 % bias
@@ -63,7 +63,7 @@ class AuditResult:
     correct: int
     epsilon_claimed: float
     epsilon_lower_bound: float
-    event: DPEvent
+    event: Event
 
 
 class CanaryMap:
@@ -107,8 +107,8 @@ def run_audit(method: Method, data: SweepData, k: int | None, epsilon: float, co
     rows = method.features(mapping, canary_rows, mapping.width())
     scores = _losses(run.head, np.zeros_like(rows), labels) - _losses(run.head, rows, labels)
     correct = correct_guesses(scores, included, settings.per_side)
-    event = DPEvent(sigma, rate, steps, privacy.delta, privacy.clip)
-    claimed = spent_epsilon(privacy.accountant, event)
+    event = dp_sgd_event(sigma, rate, steps)
+    claimed = spent_epsilon(privacy.accountant, event, privacy.delta)
     bound = epsilon_lower_bound(m, 2 * settings.per_side, correct, privacy.delta, settings.confidence)
     return AuditResult(included, labels, scores, 2 * settings.per_side, correct, claimed, bound, event)
 

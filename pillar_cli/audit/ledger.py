@@ -1,7 +1,12 @@
-"""An independent check of a model's ledger: every run's ε recomputed from its recorded events with Google's
-dp-accounting (PLD for single runs, its RDP accountant for accounted selections), not with the accountant that
-calibrated it (an exponential mechanism by its direct formula, ε = 2Δ / Gumbel scale); and the steps each engine
-counted as it ran them against the steps it accounted.
+"""An independent check of a model's ledger: every run's ε recomputed from its stored DP event tree by Google's
+dp-accounting alone, through its public API (the tree converted to its own events; PLD, or its RDP accountant for a
+tree with a private selection in it), not by the accountant that calibrated it; and the steps each engine counted
+as it ran them against the steps it accounted.
+
+One step has no dp-accounting counterpart: a selection's trial runs ONE of its candidates, whose RDP is at most the
+largest candidate's at every order. Where one candidate's curve is the largest at every order, the trial is
+accounted as that candidate (public API only); otherwise the pointwise maximum goes through dp-accounting's
+repeat-and-select formula, the one private function the check calls, and the check says so.
 
 A run is flagged when the recomputed ε exceeds the claimed one by more than 1 % (the accountants' own
 discretisation and conversion errors stay below that), or when it ran more steps than it accounted.
@@ -9,6 +14,7 @@ discretisation and conversion errors stay below that), or when it ran more steps
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -16,7 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.artifacts.model import UNCOUNTED
+from pillar_cli.artifacts.model import UNCOUNTED, run_events
+from pillar_cli.privacy import Event, GaussianEvent, event_from_dict
+from pillar_cli.privacy.events import ComposedEvent, OneOfEvent, RepeatAndSelectEvent, is_private, pure_parts, \
+    to_dp_accounting
+from pillar_cli.privacy.rdp import ORDERS
 
 TOLERANCE = 0.01
 
@@ -47,82 +57,106 @@ class LedgerCheck:
 def check_ledger(model: Artifact) -> list[LedgerCheck]:
     """Every run of a model artifact, its claim against an independent recomputation."""
     runs = {name: model.array(f"runs/{name}") for name in ("method", "k", "projected", "epsilon_target",
-                                                           "epsilon_spent", "noise_multiplier", "sample_rate",
-                                                           "steps", "seed")}
+                                                           "epsilon_spent", "steps", "seed")}
     count = len(runs["method"])
     steps_run = model.arrays.get("runs/steps_run", np.full(count, UNCOUNTED))
     delta = float(model.attrs["ledger"]["delta"])
-    selection_ledger = model.attrs.get("selection_ledger", {})
-    selections = {(s["method"], str(s["k"]), float(s["epsilon_target"]), int(s["seed"])): s
-                  for s in selection_ledger.get("selections", [])}
-    boosted = model.attrs.get("noisy_sgd", {}).get("boosted_runs")
     release = (model.attrs.get("public_choice") or {}).get("release")
-    exponential = set(model.attrs.get("exponential_mechanism", {}).get("methods", []))
+    delta_total = delta + (0.0 if release is None else float(release["delta"]))
     checks = []
-    for i in range(count):
-        method, target, seed = str(runs["method"][i]), float(runs["epsilon_target"][i]), int(runs["seed"][i])
+    for i, event in enumerate(run_events(model)):
         k = str(int(runs["k"][i])) if runs["projected"][i] else "full"
-        sigma, rate, steps = float(runs["noise_multiplier"][i]), float(runs["sample_rate"][i]), int(runs["steps"][i])
-        single = False
-        if (selection := selections.get((method, k, target, seed))) is not None:
-            recomputed = _selection_epsilon(selection, selection_ledger["orders"])
-            how = "dp-accounting RDP, repeat-and-select"
-        elif method in exponential:
-            recomputed = math.inf if sigma == 0 else 2.0 / sigma
-            how = "exponential mechanism: ε = 2Δ / Gumbel scale (direct formula)"
-        elif method == "noisy-sgd" and boosted:
-            recomputed = boosted * _pld_epsilon(sigma, rate, steps, delta / boosted) + target / 2
-            how = "dp-accounting PLD per boosted run + ε/2 selection"
-        else:
-            single = True
-            recomputed, how = _pld_epsilon(sigma, rate, steps, delta), "dp-accounting PLD"
-        if release is not None and math.isfinite(recomputed):
-            recomputed, how = _with_release(recomputed, how, single, sigma, rate, steps, delta, release)
-        checks.append(LedgerCheck(i, method, k, target, seed, float(runs["epsilon_spent"][i]), recomputed, how,
-                                  steps, int(steps_run[i])))
+        recomputed, how = recomputed_epsilon(event_from_dict(event), delta_total)
+        checks.append(LedgerCheck(i, str(runs["method"][i]), k, float(runs["epsilon_target"][i]), int(runs["seed"][i]),
+                                  float(runs["epsilon_spent"][i]), recomputed, how, int(runs["steps"][i]),
+                                  int(steps_run[i])))
     return checks
 
 
-def _with_release(recomputed: float, how: str, single: bool, sigma: float, rate: float, steps: int, delta: float,
-                  release: dict) -> tuple[float, str]:
-    """The DP-GSD release that chose the public data, composed in: PLD for a Gaussian release and a single run,
-    else its ε added (basic composition)."""
-    if single and "noise_multiplier" in release:
-        return (_pld_epsilon(sigma, rate, steps, delta + release["delta"], release["noise_multiplier"]),
-                "dp-accounting PLD of the run and the DP-GSD release")
-    return recomputed + release["epsilon"], how + " + the DP-GSD release's ε"
+def recomputed_epsilon(event: Event, delta: float) -> tuple[float, str]:
+    """(ε at δ of the tree by dp-accounting, which of its accountants)."""
+    if not is_private(event):
+        return math.inf, "non-private"
+    pure, event = pure_parts(event)
+    plus = f" + {pure:g} (exponential mechanism, pure ε)" if pure else ""
+    if event is None:
+        return pure, "exponential mechanism: pure ε"
+    if _holds(event, RepeatAndSelectEvent):
+        trial = _dominant(event)
+        if trial is None:
+            return (pure + _rdp_with_maximum(event, delta),
+                    "dp-accounting RDP, repeat-and-select of the candidates' maximum" + plus)
+        return pure + _rdp(to_dp_accounting(trial), delta), "dp-accounting RDP, repeat-and-select" + plus
+    return pure + _pld(event, delta), "dp-accounting PLD" + plus
 
 
-@functools.lru_cache(maxsize=1024)
-def _pld_epsilon(sigma: float, rate: float, steps: int, delta: float, release_sigma: float | None = None) -> float:
-    if sigma == 0:
-        return math.inf
-    from dp_accounting import dp_event, pld
+def _holds(event: Event, kind: type) -> bool:
+    return isinstance(event, kind) or any(_holds(child, kind) for child in _children(event))
 
-    accountant = pld.PLDAccountant(value_discretization_interval=2e-5 if steps > 1 else 1e-5)
-    step = dp_event.GaussianDpEvent(sigma)
-    accountant.compose(step if rate >= 1 else dp_event.PoissonSampledDpEvent(rate, step), steps)
-    if release_sigma is not None:
-        accountant.compose(dp_event.GaussianDpEvent(release_sigma))
+
+def _children(event: Event) -> tuple[Event, ...]:
+    if isinstance(event, (ComposedEvent, OneOfEvent)):
+        return event.events
+    inner = getattr(event, "event", None)
+    return () if inner is None else (inner,)
+
+
+def _dominant(event: Event) -> Event | None:
+    """The tree with every one-of node replaced by its candidate whose RDP is the largest at every order; None when
+    some one-of node has no such candidate."""
+    if isinstance(event, OneOfEvent):
+        curves = [_curve(to_dp_accounting(candidate)) for candidate in event.events]
+        top = np.max(curves, axis=0)
+        return next((candidate for candidate, curve in zip(event.events, curves) if np.array_equal(curve, top)), None)
+    children = _children(event)
+    if not children:
+        return event
+    replaced = [_dominant(child) for child in children]
+    if any(child is None for child in replaced):
+        return None
+    if isinstance(event, ComposedEvent):
+        return ComposedEvent(tuple(replaced))
+    return dataclasses.replace(event, event=replaced[0])
+
+
+def _curve(event) -> np.ndarray:
+    from dp_accounting.rdp import RdpAccountant
+
+    accountant = RdpAccountant(orders=list(ORDERS))
+    accountant.compose(event)
+    return np.asarray(accountant.rdp)
+
+
+def _rdp(event, delta: float) -> float:
+    from dp_accounting.rdp import RdpAccountant
+
+    accountant = RdpAccountant(orders=list(ORDERS))
+    accountant.compose(event)
     return float(accountant.get_epsilon(delta))
 
 
-def _selection_epsilon(record: dict, orders: list[float]) -> float:
-    """The RDP of one trial (the largest candidate's training, each by dp-accounting's RDP accountant at the
-    recorded orders, plus the noisy score), through dp-accounting's repeat-and-select formula."""
-    from dp_accounting import dp_event
+def _rdp_with_maximum(event: Event, delta: float) -> float:
+    """RDP of the tree with each one-of node's curve the pointwise maximum of its candidates' (dp-accounting's
+    repeat-and-select formula applied to it)."""
     from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
-    curves = []
-    for candidate in record["trial"]["candidates"]:
-        mechanism = candidate["mechanism"]
-        accountant = rdp.RdpAccountant(orders=list(orders))
-        step = dp_event.GaussianDpEvent(mechanism["noise_multiplier"])
-        accountant.compose(step if mechanism["sample_rate"] >= 1
-                           else dp_event.PoissonSampledDpEvent(mechanism["sample_rate"], step),
-                           int(mechanism["compositions"]))
-        accountant.compose(dp_event.GaussianDpEvent(record["trial"]["score"]["noise_multiplier"]))
-        curves.append(np.asarray(accountant._rdp))  # the RDP curve: what repeat-and-select reads
-    count = record["trial_count"]
-    selected = rdp._compute_rdp_repeat_and_select(orders, np.max(curves, axis=0), count["mean"], count["shape"])
-    return float(rdp.compute_epsilon(orders, selected, record["delta"])[0])
+    def curve(node: Event) -> np.ndarray:
+        if isinstance(node, OneOfEvent):
+            return np.max([curve(candidate) for candidate in node.events], axis=0)
+        if isinstance(node, ComposedEvent):
+            return np.sum([curve(part) for part in node.events], axis=0)
+        if isinstance(node, RepeatAndSelectEvent):
+            return rdp._compute_rdp_repeat_and_select(list(ORDERS), curve(node.event), node.mean, node.shape)
+        return _curve(to_dp_accounting(node))
+
+    return float(rdp.compute_epsilon(list(ORDERS), curve(event), delta)[0])
+
+
+@functools.lru_cache(maxsize=1024)
+def _pld(event: Event, delta: float) -> float:
+    from dp_accounting import pld
+
+    # a finer grid for one release, whose ε is read off a single discretised loss distribution
+    accountant = pld.PLDAccountant(value_discretization_interval=1e-5 if isinstance(event, GaussianEvent) else 2e-5)
+    accountant.compose(to_dp_accounting(event))
+    return float(accountant.get_epsilon(delta))

@@ -30,13 +30,13 @@ import numpy as np
 import torch
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact
+from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact, run_events
 from pillar_cli.audit.bound import epsilon_lower_bound
 from pillar_cli.audit.canaries import CANARY_KIND, AuditSettings, Canaries, correct_guesses
 from pillar_cli.errors import UsageError
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
-from pillar_cli.privacy import DPEvent, validate_budget
+from pillar_cli.privacy import event_from_dict, headline, validate_budget
 from pillar_cli.privacy.release import ReleasedHead, joint_epsilon, whole_file
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -84,7 +84,7 @@ def run_white_box_audit(method: Method, data: SweepData, k: int | None, epsilons
     model = _model_file(method, canaries, epsilons, [canaries.scaled(config) for config in configs], privacy)
     rules = list(_attacks(model, canaries))
     level = 1 - (1 - settings.confidence) / len(rules)
-    released, attacks, scored = _released(model, privacy), [], []
+    released, attacks, scored = _released(model), [], []
     for name, heads, scores in rules:
         correct = correct_guesses(scores, canaries.included, settings.per_side)
         bound = epsilon_lower_bound(settings.canaries, 2 * settings.per_side, correct, privacy.delta, level)
@@ -123,7 +123,7 @@ def _model_file(method: Method, canaries: Canaries, epsilons: list[float], confi
         cell = Cell(canaries.data, canaries.mapping, width, epsilon, configs, privacy, "fast", "cpu")
         for config, run in zip(configs, method.train_cell(cell)):
             key = RunKey(method.name, width, epsilon, config.lr, config.steps, config.batch_size, config.seed)
-            records.append(RunRecord(key, run.event.noise_multiplier, run.event.sample_rate, run.epsilon_spent,
+            records.append(RunRecord(key, run.event.to_dict(), *headline(run.event), run.epsilon_spent,
                                      run.head.weights, run.head.bias, np.nan, False, run.head.steps_run))
             heads.append(ReleasedHead(run.event, run.epsilon_spent, run.batches and (width, epsilon, *run.batches),
                                       delta=privacy.delta))
@@ -149,10 +149,10 @@ class SharedNoise(NoiseSource):
         return {**SECRET.describe(), "planted": "one noise stream shared by every head (an audit test)"}
 
 
-def _released(model: Artifact, privacy: PrivacySettings) -> list[ReleasedHead]:
+def _released(model: Artifact) -> list[ReleasedHead]:
     """The file's heads as its ledger states them: one Poisson batch sequence per (seed, batch size)."""
-    return [ReleasedHead(DPEvent(run["sigma"], run["rate"], run["steps"], privacy.delta, privacy.clip),
-                         run["spent"], (run["seed"], run["batch_size"])) for run in _heads(model)]
+    return [ReleasedHead(event_from_dict(event), run["spent"], (run["seed"], run["batch_size"]))
+            for run, event in zip(_heads(model), run_events(model))]
 
 
 def _attacks(model: Artifact, canaries: Canaries):

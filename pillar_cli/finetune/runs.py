@@ -20,7 +20,7 @@ from pillar_cli.embedding.networks import (NetworkSpec, as_images, build_network
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.finetune.training import FinetuneConfig, finetune
 from pillar_cli.gsd.probes import stored_image_shape
-from pillar_cli.privacy import DPEvent, get_accountant, require_public_start
+from pillar_cli.privacy import event_from_dict, get_accountant, headline, require_public_start
 from pillar_cli.privacy.release import ReleasedHead, whole_file
 
 METHODS = {"finetune": "DP-SGD on every weight of a network pre-trained on public data",
@@ -91,9 +91,8 @@ def train_networks(spec: NetworkSpec, start: Pretrained | None, train: Split, va
             run = dataclasses.replace(config, epsilon=epsilon, seed=seed)
             result = finetune(model, images, train.labels, run, device, on_step)
             key = RunKey(method, None, epsilon, run.lr, run.steps, run.batch_size, seed)
-            records.append(RunRecord(key, result.event.noise_multiplier, result.event.sample_rate,
-                                     result.epsilon_spent, None, None, _accuracy(result.model.cpu(), val, spec),
-                                     steps_run=result.steps_run))
+            records.append(RunRecord(key, result.event.to_dict(), *headline(result.event), result.epsilon_spent,
+                                     None, None, _accuracy(result.model.cpu(), val, spec), steps_run=result.steps_run))
             states.append(state_arrays(result.model))
     return records, states
 
@@ -119,7 +118,7 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
                                  "sampling, Gaussian noise σ·clip, add/remove-one adjacency") if private else
                    "none: non-private training on public labelled rows",
                    "protected_split": "private" if private else None,
-                   "per_run": "runs/epsilon_spent, runs/noise_multiplier, runs/sample_rate, runs/steps (accounted); "
+                   "per_run": "runs/event (the DP event tree, JSON) and runs/epsilon_spent, the accountant's ε of it; "
                               "runs/steps_run: the optimizer steps taken"},
         "max_epsilon_spent": max(r.epsilon_spent for r in records),
         "methods": {method: METHODS[method] for method in sorted({r.key.method for r in records})},
@@ -127,8 +126,8 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
         "source": train.attrs.get("source"), "max_physical_batch": config.max_physical_batch,
     }
     if private:
-        heads = [ReleasedHead(DPEvent(r.noise_multiplier, r.sample_rate, r.key.steps, config.delta, config.clip),
-                              r.epsilon_spent) for r in records]  # each network drew its own batches and noise
+        heads = [ReleasedHead(event_from_dict(r.event), r.epsilon_spent)
+                 for r in records]  # each network drew its own batches and noise
         attrs |= {"noise": config.noise.describe(), "whole_file": whole_file(heads, config.delta, config.noise.reproducible)}
     if train.attrs.get("source_fingerprint") is not None:
         attrs["source_fingerprint"] = train.attrs["source_fingerprint"]

@@ -5,7 +5,7 @@ Poisson batches come from opacus' `DPDataLoader` (seeded), logical batches are s
 clipping runs either through opacus' hooks (`GradSampleModule`: per-sample gradients materialised) or its ghost
 clipping (`GradSampleModuleFastGradientClipping`: per-sample norms without the gradients, a second backward pass).
 The noise multiplier is calibrated by pillar's accountant for the exact sampling rate and number of steps, and the ε
-returned is recomputed from the run's `DPEvent`, as for every linear head.
+returned is recomputed from the run's DP event tree, as for every linear head.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 from pillar_cli.embedding.backbones import load_weights_file
 from pillar_cli.embedding.networks import NetworkSpec, build_network
 from pillar_cli.errors import DataError, UsageError, check_positive, param
-from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon, validate_budget
+from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, spent_epsilon, validate_budget
 from pillar_cli.randomness import SECRET, NoiseSource
 
 MODES = ("hooks", "ghost")
@@ -47,7 +47,7 @@ class FinetuneConfig:
 @dataclass
 class FinetuneResult:
     model: torch.nn.Module
-    event: DPEvent
+    event: Event
     epsilon_spent: float
     steps_run: int
 
@@ -82,10 +82,8 @@ def finetune(model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, c
                         on_step(1)
                 if steps_run == config.steps:
                     break
-    event = DPEvent(sigma, rate, config.steps, config.delta, config.clip,
-                    mechanism=f"DP-SGD on every parameter through opacus ({config.grad_sample_mode} clipping), "
-                              "Poisson sampling, add/remove-one adjacency")
-    epsilon = math.inf if sigma == 0 else spent_epsilon(config.accountant, event)
+    event = dp_sgd_event(sigma, rate, config.steps)
+    epsilon = spent_epsilon(config.accountant, event, config.delta)
     return FinetuneResult(module.to_standard_module() if hasattr(module, "to_standard_module") else model, event,
                           epsilon, steps_run)
 

@@ -20,7 +20,7 @@ from scipy.sparse.linalg import eigsh
 from pillar_cli.errors import UsageError, check_positive, param
 from pillar_cli.gsd.bingham import sample_matrix_bingham
 from pillar_cli.gsd.subspace import GradientMatrix, clipped_gram
-from pillar_cli.privacy import calibrate_noise
+from pillar_cli.privacy import ExponentialEvent, GaussianEvent, calibrate_noise
 from pillar_cli.randomness import SECRET, NoiseSource
 
 MAX_DIM = {"gauss": 12_000, "bingham": 2_000}  # p×p matrices in memory; Bingham eigendecomposes one per draw
@@ -71,6 +71,7 @@ def dp_gradient_subspace(matrix: GradientMatrix, k: int, dp: DPSettings) -> DPSu
         del noise
         basis = eigsh(gram, k=k, which="LA")[1][:, ::-1]
         ledger |= {"mechanism": "Analyze-Gauss (symmetric Gaussian on GᵀG)", "delta": dp.delta,
+                   "event": GaussianEvent(multiplier).to_dict(),
                    "noise_multiplier": multiplier, "noise_std": std, "accountant": "pld",
                    "note": f"clip {dp.clip:g}, noise σ={std:.4g} (multiplier {multiplier:.4g}, PLD)"}
     else:
@@ -78,5 +79,6 @@ def dp_gradient_subspace(matrix: GradientMatrix, k: int, dp: DPSettings) -> DPSu
         basis = sample_matrix_bingham(gram, k, eta, rng, dp.sweeps)
         sampler = "exact rejection sampler" if k == 1 else f"Gibbs sampler, {dp.sweeps} sweeps (approximate)"
         ledger |= {"mechanism": "exponential mechanism (matrix Bingham)", "delta": 0.0, "sampler": sampler,
+                   "event": ExponentialEvent(dp.epsilon).to_dict(),
                    "note": f"clip {dp.clip:g}, utility tr(VᵀGᵀGV) with sensitivity clip², {sampler}"}
     return DPSubspaceResult(basis, matrix.rows, ledger)

@@ -1,7 +1,7 @@
 """Accounted selection (`--select accounted`): per (method, k, ε) cell and seed, the Papernot–Steinke private
 selection over the cell's configurations, so that the model's ε covers training AND the choice of the model.
 
-A random number K of trials (privacy.selection.TrialCount) is drawn from secret randomness, independently of the
+A random number K of trials (privacy.rdp.TrialCount) is drawn from secret randomness, independently of the
 data, and never stored (Papernot–Steinke's bounds assume K stays hidden); each trial trains a
 configuration drawn uniformly from the candidates with the noise of `plan_selection` and releases its score, the
 number of correct val predictions plus Gaussian noise; only the best trial's head and noisy score are kept. Nothing
@@ -17,7 +17,8 @@ import numpy as np
 from pillar_cli.errors import UsageError, param
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import Cell, Method, TrainedRun
-from pillar_cli.privacy.selection import SelectionPlan, TrialCount, plan_selection
+from pillar_cli.privacy.rdp import TrialCount
+from pillar_cli.privacy.selection import SelectionPlan, plan_selection
 
 SCORE = "correct predictions on the val split, plus Gaussian noise (add/remove-one sensitivity 1)"
 
@@ -75,7 +76,8 @@ def select_privately(method: Method, cell: Cell, val_z: np.ndarray, val_y: np.nd
             scored.append((_noisy_accuracy(run, val_z, val_y, plan.score_sigma, score_noise), candidate, run))
         if scored:
             score, candidate, run = max(scored, key=lambda item: item[0])
-            released.append(Released(replace(candidate, seed=seed), replace(run, epsilon_spent=plan.epsilon), score))
+            released.append(Released(replace(candidate, seed=seed),
+                                     replace(run, event=plan.event, epsilon_spent=plan.epsilon), score))
         records.append(_record(cell, method, seed, by_seed[seed], plan, count, n, len(val_y)))
     return released, records
 
@@ -95,8 +97,8 @@ def _noisy_accuracy(run: TrainedRun, val_z: np.ndarray, val_y: np.ndarray, score
 
 def _record(cell: Cell, method: Method, seed: int, candidates: list[RunConfig], plan: SelectionPlan,
             count: TrialCount, n: int, n_val: int) -> dict:
-    """The selection as DP events, enough to recompute its ε from the artifact alone (ORDERS are stored once); the
-    number of trials drawn is not among them: the theorems hold only while K stays hidden."""
+    """The selection: its DP event tree, enough to recompute its ε from the artifact alone, and its candidates and
+    score for people; the number of trials drawn is not among them: the theorems hold only while K stays hidden."""
     events = []
     for config in candidates:
         rate, steps = method.mechanism(config, n)
@@ -109,6 +111,6 @@ def _record(cell: Cell, method: Method, seed: int, candidates: list[RunConfig], 
                                   "`compositions` times; its RDP is at most the largest candidate's",
                       "candidates": events,
                       "score": {"statistic": SCORE, "n_val": n_val, "noise_multiplier": plan.score_sigma}},
-            "trial_training_epsilon": plan.training_epsilon, "score_share_order": plan.reference_order,
+            "event": plan.event.to_dict(), "trial_training_epsilon": plan.training_epsilon, "score_share_order": plan.reference_order,
             "epsilon": plan.epsilon, "delta": cell.privacy.delta}
 

@@ -24,7 +24,7 @@ from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
 from pillar_cli.linear.sampling import PoissonSampler
 from pillar_cli.methods.base import Cell, TrainedRun, each_run
 from pillar_cli.methods.projected import ProjectedDPSGD
-from pillar_cli.privacy import DPEvent
+from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.projection import project
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -127,8 +127,7 @@ class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
             scale = public_preconditioner(public_x, data.public_labelled[1], settings, config.seed)
             head = each_run(cell, config, lambda: train_adadps(train_x, data.private_y, data.num_classes, config,
                                                                sigma, clip, scale, cell.randomness))
-            event = DPEvent(sigma, config.batch_size / n, config.steps, cell.privacy.delta, cell.privacy.clip,
-                            mechanism="AdaDPS: preconditioned per-sample gradients, Poisson-subsampled Gaussian")
+            event = dp_sgd_event(sigma, config.batch_size / n, config.steps)
             runs.append(TrainedRun(head, event, cell.spent_epsilon(event)))
         return runs
 

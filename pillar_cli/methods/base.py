@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
+from pillar_cli.privacy import Event, calibrate_noise, spent_epsilon
 from pillar_cli.projection import LinearMap, PublicPCA, project
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -80,15 +80,15 @@ class Cell:
             return 0.0
         return calibrate_noise(self.privacy.accountant, self.epsilon, self.privacy.delta, sample_rate, steps)
 
-    def spent_epsilon(self, event: DPEvent) -> float:
+    def spent_epsilon(self, event: Event) -> float:
         """A run's ε by the cell's accountant; NaN for a trial of a private selection, whose ε is the selection's."""
-        return math.nan if self.noise is not None else spent_epsilon(self.privacy.accountant, event)
+        return math.nan if self.noise is not None else spent_epsilon(self.privacy.accountant, event, self.privacy.delta)
 
 
 @dataclass(frozen=True)
 class TrainedRun:
     head: LinearHead  # in the cell's feature space (k projected dimensions, or all standardised features)
-    event: DPEvent
+    event: Event  # what the run's mechanisms were, as a DP event tree
     epsilon_spent: float
     batches: tuple | None = None  # runs of a cell with the same key drew their Poisson batches together (None: own)
 

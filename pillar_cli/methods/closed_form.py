@@ -30,7 +30,7 @@ import numpy as np
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
-from pillar_cli.privacy import DPEvent
+from pillar_cli.privacy import GaussianEvent
 
 COUNT_WEIGHT = 0.25  # public-lda releases w·n next to its class sums (see the module docstring)
 
@@ -58,14 +58,13 @@ class ClosedFormHead(Method):
         rows = self.features(cell.mapping, cell.data.private_x, cell.k)
         statistics = self.statistics(cell, rows)
         sigma = cell.noise_multiplier(1.0, 1)
-        event = DPEvent(sigma, 1.0, 1, cell.privacy.delta, self.sensitivity,
-                        mechanism=f"{self.name}: one Gaussian release, L2 sensitivity {self.sensitivity:.4g}")
+        event = GaussianEvent(sigma)
         spent = cell.spent_epsilon(event)
         return [each_run(cell, c, lambda c=c: self._run(cell, statistics, sigma, c, event, spent))
                 for c in cell.configs]
 
     def _run(self, cell: Cell, statistics: tuple, sigma: float, config: RunConfig,
-             event: DPEvent, spent: float) -> TrainedRun:
+             event: GaussianEvent, spent: float) -> TrainedRun:
         noise = cell.randomness.child("release", config).numpy().standard_normal  # secret, one per release
         head = self.solve(statistics, lambda size: sigma * self.sensitivity * noise(size), config.ridge, sigma)
         return TrainedRun(replace(head, steps_run=1), event, spent)  # one release

@@ -25,7 +25,7 @@ import numpy as np
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, SweepData, TrainedRun, each_run
-from pillar_cli.privacy import exponential_mechanism_event, spent_epsilon
+from pillar_cli.privacy import ExponentialEvent, spent_epsilon
 from pillar_cli.privacy.exponential import exponential_mechanism
 from pillar_cli.projection.components import PublicComponents, check_boolean_rows
 
@@ -79,13 +79,12 @@ class ExponentialMechanismDisjunctions(Method):
         raise NotImplementedError
 
     def train_cell(self, cell: Cell) -> list[TrainedRun]:
-        count = self.candidate_count(cell.data, cell.settings)
-        event = exponential_mechanism_event(cell.epsilon, SENSITIVITY, count)
-        spent = spent_epsilon(cell.privacy.accountant, event)
+        event = ExponentialEvent(cell.epsilon)  # pure ε whatever the number of candidates
+        spent = spent_epsilon(cell.privacy.accountant, event, cell.privacy.delta)
         return [each_run(cell, config, lambda config=config: self._run(cell, config, event, spent))
                 for config in cell.configs]
 
-    def _run(self, cell: Cell, config: RunConfig, event, spent: float) -> TrainedRun:
+    def _run(self, cell: Cell, config: RunConfig, event: ExponentialEvent, spent: float) -> TrainedRun:
         groups, chunks = self.candidates(cell)
         rows, labels = cell.data.private_x, cell.data.private_y
         counter = ErrorCounter(rows @ groups.T > 0, labels)
@@ -105,7 +104,7 @@ class ExponentialMechanismDisjunctions(Method):
     def model_attrs(self, settings: object | None) -> dict:
         return {"exponential_mechanism": {
             "methods": ["em-components", "em-disjunctions"], "score": "minus the errors on the private rows",
-            "sensitivity": SENSITIVITY, "epsilon": "runs/noise_multiplier is the Gumbel scale 2Δ/ε: ε = 2Δ / it, δ = 0",
+            "sensitivity": SENSITIVITY, "epsilon": "runs/event: one exponential mechanism at ε, δ = 0",
             **({"literals": settings.literals} if isinstance(settings, DisjunctionSettings) else {})}}
 
 

@@ -16,24 +16,24 @@ from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.sweep import SweepGrid, SweepOptions, run_sweep
-from pillar_cli.privacy import DPEvent, get_accountant
+from pillar_cli.privacy import Event, get_accountant, headline
 from pillar_cli.projection import PublicPCA
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, NoiseSource
 
 
 @dataclass(frozen=True)
 class Ledger:
-    """What a trained classifier spent, recomputed from its DP event by the accountant."""
+    """What a trained classifier spent: its DP event tree and the accountant's ε of it."""
 
     accountant: str
     epsilon_target: float
     epsilon_spent: float
     delta: float
-    noise_multiplier: float
+    noise_multiplier: float  # of a run that is one Poisson-subsampled Gaussian segment (NaN otherwise)
     sample_rate: float
     steps: int
-    clip: float  # DP-SGD's clip norm, or a closed-form release's L2 sensitivity
-    events: tuple[DPEvent, ...]
+    clip: float  # DP-SGD's clip norm
+    event: Event
     epsilon_is_upper_bound: bool
     covers: str  # what the ε covers
     noise_reproducible: bool = False  # fitted with noise_seed: NOT differentially private
@@ -79,9 +79,9 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
         self.head_ = run.head
         accountant = get_accountant(self.accountant)
         self.ledger_ = Ledger(self.accountant, float(self.epsilon), run.epsilon_spent, self.delta,
-                              run.event.noise_multiplier, run.event.sample_rate, run.event.steps, run.event.clip,
-                              (run.event,), accountant.upper_bound,
-                              f"{run.event.mechanism}, on the private rows; the projection used public rows only"
+                              *headline(run.event), run.key.steps, self.clip, run.event, accountant.upper_bound,
+                              f"{method.mechanism_description}, on the private rows; the projection used public rows "
+                              "only"
                               + ("" if self.noise_seed is None else f"; {NOT_PRIVATE_NOTE}"),
                               self.noise_seed is not None)
         self.n_features_in_ = x.shape[1]

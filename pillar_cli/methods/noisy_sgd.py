@@ -8,9 +8,10 @@ loss ℓ(w; x, y) = max(0, 1 − y⟨w, x⟩/ζ) is L = 1/ζ Lipschitz and takes
 - Deviation, for tight accounting: S_t is a Poisson sample of rate 1/n (one example in expectation) instead of
   one uniform draw, and σ = z·nL is calibrated by pillar's accountant for T Poisson-sampled Gaussian steps
   (add/remove adjacency, sensitivity nL) instead of BST's closed-form bound.
-- Boosting: m = ⌈ln(1/β)⌉ independent runs at (ε/(2m), δ/m) each, then the exponential mechanism (ε/2; the summed
-  loss changes by at most 1 + 1/ζ when one example is added or removed) picks the run with the smallest private
-  hinge loss. By basic composition the output is (ε, δ)-DP; the ledger records the parts.
+- Boosting: m = ⌈ln(1/β)⌉ independent runs, whose m·T Poisson-sampled steps together are calibrated to (ε/2, δ) by
+  the accountant, then the exponential mechanism (ε/2; the summed loss changes by at most 1 + 1/ζ when one example
+  is added or removed) picks the run with the smallest private hinge loss. The run's event tree composes the two:
+  the output is (ε, δ)-DP.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ import numpy as np
 from pillar_cli.errors import UsageError, check_positive, check_probability
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
-from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
+from pillar_cli.privacy import Event, ExponentialEvent, calibrate_noise, composed, dp_sgd_event, spent_epsilon
+from pillar_cli.privacy.events import SelfComposedEvent
 from pillar_cli.projection import project
 
-MECHANISM = ("noisy-sgd: m runs of T Poisson-sampled (rate 1/n) noisy SGD steps at (ε/2m, δ/m), add/remove "
+MECHANISM = ("noisy-sgd: m runs of T Poisson-sampled (rate 1/n) noisy SGD steps, together at (ε/2, δ), add/remove "
              "adjacency, then exponential-mechanism selection at ε/2")
 # steps are drawn (samples, noise) in chunks of about this many noise values: 8 MiB of noise, and the padded samples
 # take that times the largest sample of the chunk (Binomial(n, 1/n): rarely above 7)
@@ -46,9 +48,9 @@ class NoisySGDSettings:
 @dataclass(frozen=True)
 class NoisySGDResult:
     head: LinearHead
-    run_event: DPEvent  # each of the m runs
+    event: Event  # the m runs composed with the exponential mechanism that chose among them
     runs: int
-    epsilon_spent: float  # m · ε(run_event) + ε/2 for the selection
+    epsilon_spent: float
 
 
 def train_noisy_sgd(features: np.ndarray, labels: np.ndarray, steps: int, rng: np.random.Generator, epsilon: float,
@@ -64,8 +66,8 @@ def train_noisy_sgd(features: np.ndarray, labels: np.ndarray, steps: int, rng: n
     y = 2.0 * labels - 1.0
     runs, lipschitz = math.ceil(math.log(1 / settings.beta)), 1.0 / settings.zeta
     private = not math.isinf(epsilon)
-    multiplier = calibrate_noise(accountant, epsilon / (2 * runs), delta / runs, 1 / n, steps) if private else 0.0
-    event = DPEvent(multiplier, 1 / n, steps, delta / runs, lipschitz)
+    multiplier = calibrate_noise(accountant, epsilon / 2, delta, 1 / n, runs * steps) if private else 0.0
+    event = composed(SelfComposedEvent(dp_sgd_event(multiplier, 1 / n, steps), runs), ExponentialEvent(epsilon / 2))
     weights = _noisy_sgd(x, y, steps, multiplier * n * lipschitz, runs, settings.zeta, rng)
     losses = _losses(weights, x, y, settings.zeta)
     if not private:
@@ -73,7 +75,7 @@ def train_noisy_sgd(features: np.ndarray, labels: np.ndarray, steps: int, rng: n
     scores = -(epsilon / 2) * losses / (2 * (1 + lipschitz))
     probabilities = np.exp(scores - scores.max())
     chosen = rng.choice(runs, p=probabilities / probabilities.sum())
-    spent = runs * spent_epsilon(accountant, event) + epsilon / 2
+    spent = spent_epsilon(accountant, event, delta)
     return NoisySGDResult(_as_head(weights[chosen]), event, runs, spent)
 
 
@@ -171,15 +173,15 @@ class NoisySGD(Method):
                                                                  cell.epsilon, cell.privacy.delta,
                                                                  cell.privacy.accountant, settings))
                    for c in cell.configs]
-        return [TrainedRun(t.head, t.run_event, t.epsilon_spent) for t in trained]
+        return [TrainedRun(t.head, t.event, t.epsilon_spent) for t in trained]
 
     def model_attrs(self, settings: object | None) -> dict:
         settings = settings or NoisySGDSettings()
         return {"noisy_sgd": {
             "mechanism": MECHANISM, "zeta": settings.zeta, "beta": settings.beta,
             "boosted_runs": math.ceil(math.log(1 / settings.beta)),
-            "per_run": "for noisy-sgd rows, runs/noise_multiplier, runs/sample_rate (1/n) and runs/steps describe "
-                       "EACH boosted run (at δ/m); runs/epsilon_spent is the total, selection included"}}
+            "per_run": "for noisy-sgd rows, runs/event composes the m boosted runs and the exponential mechanism; "
+                       "runs/epsilon_spent is its ε, selection included"}}
 
 
 NOISY_SGD = NoisySGD()

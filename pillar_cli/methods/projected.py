@@ -12,7 +12,7 @@ import numpy as np
 from pillar_cli.linear.engine import LinearHead, RunConfig, train_linear_heads
 from pillar_cli.linear.opacus_reference import train_with_opacus
 from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
-from pillar_cli.privacy import DPEvent
+from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
 
 
@@ -30,8 +30,7 @@ class ProjectedDPSGD(Method):
         sigmas = [cell.noise_multiplier(c.batch_size / n, c.steps) for c in cell.configs]
         clip = None if math.isinf(cell.epsilon) else cell.privacy.clip
         heads = self.heads(cell, sigmas, clip)
-        events = [DPEvent(sigma, c.batch_size / n, c.steps, cell.privacy.delta, cell.privacy.clip)
-                  for c, sigma in zip(cell.configs, sigmas)]
+        events = [dp_sgd_event(sigma, c.batch_size / n, c.steps) for c, sigma in zip(cell.configs, sigmas)]
         return [TrainedRun(head, event, cell.spent_epsilon(event), batches=self.shared_batches(cell, c))
                 for c, head, event in zip(cell.configs, heads, events)]
 

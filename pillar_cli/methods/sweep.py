@@ -25,10 +25,11 @@ from pillar_cli.methods.accounted import AccountedSelection, select_privately
 from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.selection import ACCOUNTED_NOTE, VAL_NOTE, select_on_val
-from pillar_cli.privacy import DPEvent, get_accountant, require_disjoint, validate_budget
+from pillar_cli.privacy import Event, ExponentialEvent, gaussian_segments, get_accountant, headline, require_disjoint, \
+    validate_budget
 from pillar_cli.privacy.composition import composed_with_release
+from pillar_cli.privacy.rdp import ORDERS
 from pillar_cli.privacy.release import ReleasedHead, whole_file
-from pillar_cli.privacy.selection import ORDERS
 from pillar_cli.projection import PublicPCA
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
@@ -81,7 +82,7 @@ class SweepGrid:
 @dataclass
 class Run:
     key: RunKey
-    event: DPEvent
+    event: Event
     epsilon_spent: float
     head: LinearHead
     val_accuracy: float
@@ -195,9 +196,9 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
             chosen = [(config, run, math.nan if val_z is None else run.head.accuracy(val_z, data.val_y))
                       for config, run in zip(configs, method.train_cell(cell))]
         for config, run, val_accuracy in chosen:
-            joint = not selected and method.own_selection is None and run.event.kind == "gaussian"
+            joint = len(gaussian_segments(run.event) or ()) == 1  # one Gaussian segment: composes with its stream
             draws = ReleasedHead(run.event, run.epsilon_spent, run.batches and (name, k, epsilon, *run.batches),
-                                 joint, 0.0 if run.event.kind == "exponential" else privacy.delta)
+                                 joint, 0.0 if isinstance(run.event, ExponentialEvent) else privacy.delta)
             if run.epsilon_spent > epsilon * (1 + 1e-9):
                 raise PrivacyError(f"run spent ε = {run.epsilon_spent:.4g} above its target {epsilon:g}; refusing "
                                    "to write it")
@@ -215,10 +216,10 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
     `public_choice`: the GSD that chose the public split, whose DP release is composed into every run's ε;
     `public_data`: what the projection was fitted on (split, rows, whether another dataset)."""
     runs, method_settings = result.runs, method_settings or {}
-    spent = [_total_epsilon(r, result, public_choice) for r in runs]
-    records = [RunRecord(r.key, r.event.noise_multiplier, r.event.sample_rate, total, r.head.weights,
-                         r.head.bias, r.val_accuracy, get_method(r.key.method).normalises_rows, r.head.steps_run)
-               for r, (total, _) in zip(runs, spent)]
+    spent = [_with_public_choice(r, privacy, public_choice) for r in runs]
+    records = [RunRecord(r.key, event.to_dict(), *headline(r.event), total, r.head.weights, r.head.bias,
+                         r.val_accuracy, get_method(r.key.method).normalises_rows, r.head.steps_run)
+               for r, (event, total) in zip(runs, spent)]
     attrs = {
         "num_classes": num_classes,
         "n_private": n_private,
@@ -228,10 +229,10 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         "ledger": {"accountant": privacy.accountant, "delta": privacy.delta, "clip": privacy.clip,
                    "accountant_description": get_accountant(privacy.accountant).description,
                    "epsilon_is_upper_bound": get_accountant(privacy.accountant).upper_bound,
-                   "protected_split": "private", "per_run": "runs/epsilon_spent, runs/noise_multiplier, "
-                   "runs/sample_rate, runs/steps (accounted); runs/steps_run: the steps the engine counted as it "
-                   "ran them (-1: not counted)"},
-        "max_epsilon_spent": max((total for total, _ in spent), default=0.0),
+                   "protected_split": "private", "per_run": "runs/event (the DP event tree, JSON) and "
+                   "runs/epsilon_spent, the accountant's ε of it; runs/noise_multiplier and runs/sample_rate for "
+                   "tables; runs/steps_run: the steps the engine counted as it ran them (-1: not counted)"},
+        "max_epsilon_spent": max((total for _, total in spent), default=0.0),
         "mechanisms": {name: get_method(name).mechanism_description for name in sorted({r.key.method for r in runs})},
         **{key: value for name in sorted({r.key.method for r in runs})
            for key, value in get_method(name).model_attrs(method_settings.get(name)).items()},
@@ -252,8 +253,9 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         attrs["public_data"] = public_data
     if public_choice is not None:
         release_delta = (public_choice["release"] or {}).get("delta", 0.0)
-        attrs["public_choice"] = {**public_choice, "composition": sorted({how for _, how in spent if how}),
-                                  "delta_total": privacy.delta + release_delta}
+        attrs["public_choice"] = {**public_choice, "delta_total": privacy.delta + release_delta,
+                                  "composition": None if public_choice["release"] is None else
+                                  "each run's event tree composed with the release's, accounted at delta_total"}
     artifact = model_artifact(records, result.bases, pca.mean_, pca.scale_, attrs)
     artifact.arrays.update({f"rows/{name}": ids for name, ids in (rows or {}).items()})
     return artifact
@@ -276,13 +278,10 @@ def _whole_file(result: SweepResult, privacy: PrivacySettings, public_choice: di
     return whole_file([run.released for run in result.runs], privacy.delta, reproducible, others)
 
 
-def _total_epsilon(run: Run, result: SweepResult, public_choice: dict | None) -> tuple[float, str | None]:
-    """The run's ε with the DP release that chose the public data composed in (PLD where the run is one Gaussian
-    event sequence, basic composition otherwise); unchanged without such a release."""
+def _with_public_choice(run: Run, privacy: PrivacySettings, public_choice: dict | None) -> tuple[Event, float]:
+    """The run's event tree and ε with the DP release that chose the public data composed in; unchanged without
+    such a release."""
     if public_choice is None or public_choice["release"] is None:
-        return run.epsilon_spent, None
-    selected = {(s["method"], s["k"], s["epsilon_target"], s["seed"]) for s in result.selection_ledger}
-    key = run.key
-    single = (get_method(key.method).own_selection is None
-              and (key.method, "full" if key.k is None else key.k, key.epsilon, key.seed) not in selected)
-    return composed_with_release(run.event, run.epsilon_spent, public_choice["release"], single)
+        return run.event, run.epsilon_spent
+    event, epsilon, _ = composed_with_release(run.event, privacy.accountant, privacy.delta, public_choice["release"])
+    return event, epsilon

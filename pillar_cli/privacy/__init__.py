@@ -6,18 +6,20 @@ Training, GSD and the CLI build on it; the accountants are opacus' and dp-accoun
 May import: `errors`, `randomness`.
 """
 
-from pillar_cli.privacy.accountants import (
-                                            ACCOUNTANTS,
-                                            RDP_ORDERS,
-                                            Accountant,
-                                            DPEvent,
-                                            exponential_mechanism_event,
-                                            get_accountant,
-                                            spent_epsilon,
+from pillar_cli.privacy.accountants import ACCOUNTANTS, RDP_ORDERS, Accountant, get_accountant, spent_epsilon
+from pillar_cli.privacy.calibration import calibrate, calibrate_noise
+from pillar_cli.privacy.events import (
+    Event,
+    ExponentialEvent,
+    GaussianEvent,
+    composed,
+    dp_sgd_event,
+    event_from_dict,
+    gaussian_segments,
+    headline,
 )
 from pillar_cli.privacy.rules import require_disjoint, require_public_start, validate_budget
-from pillar_cli.privacy.calibration import calibrate, calibrate_noise
 
-__all__ = ["ACCOUNTANTS", "RDP_ORDERS", "Accountant", "DPEvent", "calibrate", "calibrate_noise",
-           "exponential_mechanism_event", "get_accountant", "require_disjoint", "require_public_start", "spent_epsilon",
-           "validate_budget"]
+__all__ = ["ACCOUNTANTS", "RDP_ORDERS", "Accountant", "Event", "ExponentialEvent", "GaussianEvent", "calibrate",
+           "calibrate_noise", "composed", "dp_sgd_event", "event_from_dict", "gaussian_segments", "get_accountant", "headline",
+           "require_disjoint", "require_public_start", "spent_epsilon", "validate_budget"]

@@ -1,8 +1,9 @@
-"""DP events as values and the accountants registry (prv, rdp, pld, gdp).
+"""The accountants registry (prv, rdp, pld, gdp) and ε of a DP event tree at δ by one of them.
 
-A DP-SGD run is recorded as a `DPEvent`: Poisson-sampled Gaussian mechanism (σ, q) self-composed T times at
-clip C, under add/remove-one adjacency, with δ. Any accountant can recompute ε from it later; the ε written to a
-model is recomputed from the event after training, never copied from the target.
+Every ε the tool writes is `spent_epsilon(accountant, event, delta)`, recomputed from the event after the mechanism
+ran, never copied from a target. The named accountant reads the tree's Poisson-subsampled Gaussian segments; the
+exponential mechanisms composed at the top of a tree add their ε (pure DP); a tree with a private selection in it
+(repeat-and-select of one-of trials) is accounted by its Rényi DP curve (rdp.py), whatever the accountant's name.
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from pillar_cli.errors import UsageError
+from pillar_cli.privacy.events import Event, Segment, gaussian_segments, is_private, pure_parts
+from pillar_cli.privacy.rdp import epsilon_of, event_rdp
 
 # opacus' default RDP orders top out at 63, too small for ε ≈ 0.1 (the optimum sits near 100-200). Extend them
 # with integer orders up to 1024: opacus' fractional-order series and orders above ~1100 lose precision (NaN or
@@ -24,60 +27,45 @@ RDP_ORDERS = np.array(sorted({1 + x / 10.0 for x in range(1, 100)} | set(range(1
                              | {int(a) for a in np.geomspace(64, 1024, 30)}), dtype=float)
 
 
-@dataclass(frozen=True)
-class DPEvent:
-    """What was run: enough for any accountant to recompute ε."""
-
-    noise_multiplier: float
-    sample_rate: float
-    steps: int
-    delta: float
-    clip: float
-    mechanism: str = "poisson-subsampled gaussian, add/remove-one adjacency"
-    kind: str = "gaussian"  # or "exponential": one exponential mechanism, noise_multiplier its Gumbel scale / Δ
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def exponential_mechanism_event(epsilon: float, sensitivity: float, candidates: int) -> DPEvent:
-    """The exponential mechanism at ε over scores of sensitivity Δ: sampling ∝ exp(ε·score / 2Δ), which is the
-    report-noisy-max of the scores plus Gumbel noise of scale 2Δ/ε. Pure ε-DP (δ = 0) under add/remove-one and
-    replace-one adjacency alike; every accountant reports ε = 2 / noise_multiplier."""
-    return DPEvent(2.0 / epsilon, 1.0, 1, 0.0, sensitivity, kind="exponential",
-                   mechanism=f"exponential mechanism over {candidates:,} candidates, score sensitivity {sensitivity:g}")
-
-
-def _rdp_epsilon(sigma: float, q: float, steps: int, delta: float) -> float:
+def _rdp_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
     from opacus.accountants.analysis.rdp import compute_rdp, get_privacy_spent
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rdp = compute_rdp(q=q, noise_multiplier=sigma, steps=steps, orders=RDP_ORDERS)
+        rdp = sum(compute_rdp(q=q, noise_multiplier=sigma, steps=steps, orders=RDP_ORDERS)
+                  for sigma, q, steps in segments)
         rdp = np.where(np.isfinite(rdp) & (rdp >= 0), rdp, np.inf)
         return float(get_privacy_spent(orders=RDP_ORDERS, rdp=rdp, delta=delta)[0])
 
 
-def _opacus_epsilon(name: str, sigma: float, q: float, steps: int, delta: float) -> float:
-    from opacus.accountants import GaussianAccountant, PRVAccountant
+def _prv_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
+    from opacus.accountants import PRVAccountant
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # opacus warns on every GDP construction; the registry labels it instead
-        accountant = {"prv": PRVAccountant, "gdp": GaussianAccountant}[name]()
-        accountant.history = [(sigma, q, steps)]
-        if name == "prv":
-            # opacus' default absolute eps_error (0.01) is 10 % of ε at ε = 0.1: tighten it for small ε.
-            rough = float(accountant.get_epsilon(delta, eps_error=0.01))
-            return rough if rough > 2 else float(accountant.get_epsilon(delta, eps_error=max(0.005 * rough, 1e-4)))
-        return float(accountant.get_epsilon(delta))
+        warnings.simplefilter("ignore")
+        accountant = PRVAccountant()
+        accountant.history = list(segments)
+        # opacus' default absolute eps_error (0.01) is 10 % of ε at ε = 0.1: tighten it for small ε.
+        rough = float(accountant.get_epsilon(delta, eps_error=0.01))
+        return rough if rough > 2 else float(accountant.get_epsilon(delta, eps_error=max(0.005 * rough, 1e-4)))
 
 
-def _pld_epsilon(sigma: float, q: float, steps: int, delta: float) -> float:
+def _gdp_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
+    """μ-GDP composes as the root of the sum of squares (Dong et al.), each segment by opacus' CLT μ."""
+    from opacus.accountants.analysis.gdp import compute_mu_poisson, eps_from_mu
+
+    mu = math.hypot(*(compute_mu_poisson(steps=steps, noise_multiplier=sigma, sample_rate=q)
+                      for sigma, q, steps in segments))
+    return float(eps_from_mu(mu=mu, delta=delta))
+
+
+def _pld_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
     from dp_accounting import dp_event, pld
 
     def epsilon(interval: float) -> float:
         accountant = pld.PLDAccountant(value_discretization_interval=interval)
-        accountant.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), steps)
+        for sigma, q, steps in segments:
+            accountant.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), steps)
         return float(accountant.get_epsilon(delta))
 
     # The pessimistic discretisation error grows with the number of compositions (3 % at ε = 0.1, T = 40,000 with
@@ -90,19 +78,19 @@ def _pld_epsilon(sigma: float, q: float, steps: int, delta: float) -> float:
 class Accountant:
     name: str
     description: str
-    epsilon: Callable[[float, float, int, float], float]
+    epsilon: Callable[[tuple[Segment, ...], float], float]  # of Poisson-subsampled Gaussian segments at δ
     upper_bound: bool = True
 
 
 ACCOUNTANTS: dict[str, Accountant] = {a.name: a for a in (
     Accountant("prv", "privacy random variables (Gopi et al.), opacus; tight upper bound",
-               functools.partial(_opacus_epsilon, "prv")),
+               _prv_epsilon),
     Accountant("rdp", "Rényi DP (Mironov), opacus, orders extended to 1,024",
                _rdp_epsilon),
     Accountant("pld", "privacy loss distributions (Google dp-accounting), pessimistic discretisation; tightest",
                _pld_epsilon),
     Accountant("gdp", "Gaussian DP CLT (Dong et al.), opacus; an APPROXIMATION, not an upper bound",
-               functools.partial(_opacus_epsilon, "gdp"), upper_bound=False),
+               _gdp_epsilon, upper_bound=False),
 )}
 
 
@@ -113,9 +101,15 @@ def get_accountant(name: str) -> Accountant:
 
 
 @functools.lru_cache(maxsize=4096)
-def spent_epsilon(accountant: str, event: DPEvent) -> float:
-    if event.noise_multiplier == 0:
+def spent_epsilon(accountant: str, event: Event, delta: float) -> float:
+    """ε at δ of the mechanisms `event` describes, by the named accountant (see the module's docstring)."""
+    get_accountant(accountant)
+    if not is_private(event):
         return math.inf
-    if event.kind == "exponential":
-        return 2.0 / event.noise_multiplier
-    return get_accountant(accountant).epsilon(event.noise_multiplier, event.sample_rate, event.steps, event.delta)
+    pure, approximate = pure_parts(event)
+    if approximate is None:
+        return pure
+    segments = gaussian_segments(approximate)
+    if segments is None:
+        return pure + epsilon_of(event_rdp(approximate), delta)
+    return pure + get_accountant(accountant).epsilon(tuple(segments), delta)

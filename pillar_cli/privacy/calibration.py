@@ -23,7 +23,7 @@ def calibrate_noise(accountant: str, epsilon: float, delta: float, sample_rate: 
     """The σ whose ε (by `accountant`) for T = `steps` Poisson-sampled Gaussian steps lies in [(1 − rel_tol)·ε, ε];
     cached in `cache_dir` (default: $PILLAR_CACHE_DIR, else ~/.cache/pillar)."""
     def eps_of(sigma: float) -> float:  # the accountant is looked up only on a cache miss
-        return get_accountant(accountant).epsilon(sigma, sample_rate, steps, delta)
+        return get_accountant(accountant).epsilon(((sigma, sample_rate, steps),), delta)
 
     key = f"v2|{accountant}|{epsilon!r}|{delta!r}|{sample_rate!r}|{steps}|{rel_tol!r}"
     return calibrate(eps_of, epsilon, key, lambda goal: _bracket_guess(goal, sample_rate, steps, delta), rel_tol,
@@ -61,7 +61,7 @@ def solve_noise(eps_of: Callable[[float], float], epsilon: float, guess: Callabl
 def _bracket_guess(goal: float, q: float, steps: int, delta: float) -> float:
     """σ by the (fast, approximate) GDP accountant; 1.0 where it fails (it cannot represent ε above 500)."""
     def gdp(sigma: float) -> float:
-        return get_accountant("gdp").epsilon(sigma, q, steps, delta)
+        return get_accountant("gdp").epsilon(((sigma, q, steps),), delta)
 
     try:
         low, high = _bracket(gdp, goal, 1.0)

@@ -23,7 +23,9 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from pillar_cli.privacy.accountants import RDP_ORDERS, DPEvent
+from pillar_cli.privacy.accountants import RDP_ORDERS
+from pillar_cli.privacy.events import Event, Segment, composed, dp_sgd_event, gaussian_segments, is_private, \
+    to_dp_accounting
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
 WORKING_FILE_NOTE = ("working file, not a release: every head of the grid, exact val accuracies (the val split's "
@@ -34,10 +36,10 @@ WORKING_FILE_NOTE = ("working file, not a release: every head of the grid, exact
 class ReleasedHead:
     """One head of a file, as its guarantee sees it."""
 
-    event: DPEvent
+    event: Event
     epsilon: float  # the head's own ε (its selection's for a selected head)
     batches: tuple | None = None  # heads with the same key drew their Poisson batches together
-    joint: bool = True  # `event` alone describes the head (a Gaussian event sequence); False: basic composition
+    joint: bool = True  # `event` is one Poisson-subsampled Gaussian segment; False: basic composition
     delta: float = 0.0  # the head's own δ, for basic composition
 
 
@@ -58,19 +60,20 @@ def whole_file(heads: list[ReleasedHead], delta: float, reproducible: bool,
 def joint_epsilon(heads: list[ReleasedHead], delta: float, others: list[tuple[float, float]] = ()) -> dict:
     """{"epsilon", "delta", "composition"} of releasing every head together (plus `others`: further (ε, δ) releases
     the file's heads rest on)."""
-    if any(math.isinf(head.epsilon) or head.event.noise_multiplier == 0 for head in heads):
+    if any(math.isinf(head.epsilon) or not is_private(head.event) for head in heads):
         return {"epsilon": math.inf, "delta": delta,
                 "composition": "the file holds non-private heads (ε = inf): it has no guarantee as a whole"}
     basic = [(head.epsilon, head.delta) for head in heads if not head.joint] + list(others)
-    streams: dict[object, list[DPEvent]] = defaultdict(list)
+    streams: dict[object, list[Segment]] = defaultdict(list)
     for index, head in enumerate(heads):
         if head.joint:
-            streams[head.batches if head.batches is not None else ("own", index)].append(head.event)
+            (segment,) = gaussian_segments(head.event)
+            streams[head.batches if head.batches is not None else ("own", index)].append(segment)
     joint = [head for head in heads if head.joint]
     if len(joint) == 1:
         epsilon = joint[0].epsilon
     else:
-        epsilon = _joint_epsilon(list(streams.values()), delta) if streams else 0.0
+        epsilon = _tightest_epsilon(streams_event(list(streams.values())), delta) if streams else 0.0
     total = epsilon + sum(e for e, _ in basic)
     return {"epsilon": total, "delta": (delta if streams else 0.0) + sum(d for _, d in basic),
             "composition": f"{len(streams)} independent Gaussian stream(s) (heads sharing Poisson batches as one "
@@ -78,31 +81,34 @@ def joint_epsilon(heads: list[ReleasedHead], delta: float, others: list[tuple[fl
                            + (f", plus {len(basic)} release(s) by basic composition" if basic else "")}
 
 
-def stream_segments(events: list[DPEvent]) -> list[tuple[float, float, int]]:
-    """(sample rate, joint noise multiplier, steps) per segment of one stream: heads active at a step are those with
-    more steps; their sums form one Gaussian mechanism of noise multiplier (Σ σ⁻²)^(-1/2)."""
+def stream_segments(heads: list[Segment]) -> list[Segment]:
+    """(joint noise multiplier, sample rate, steps) per segment of one stream of heads (σ, q, T): heads active at a
+    step are those with more steps; their sums form one Gaussian mechanism of noise multiplier (Σ σ⁻²)^(-1/2)."""
     segments, done = [], 0
-    for steps in sorted({event.steps for event in events}):
-        active = [event for event in events if event.steps >= steps]
-        sigma = sum(event.noise_multiplier ** -2 for event in active) ** -0.5
-        segments.append((active[0].sample_rate, sigma, steps - done))
+    for steps in sorted({head[2] for head in heads}):
+        active = [head for head in heads if head[2] >= steps]
+        sigma = sum(head[0] ** -2 for head in active) ** -0.5
+        segments.append((sigma, active[0][1], steps - done))
         done = steps
     return segments
 
 
-def _joint_epsilon(streams: list[list[DPEvent]], delta: float) -> float:
-    from dp_accounting import dp_event, pld
+def streams_event(streams: list[list[Segment]]) -> Event:
+    """Every stream's segments, composed, as one event tree."""
+    return composed(*(dp_sgd_event(*segment) for heads in streams for segment in stream_segments(heads)))
+
+
+def _tightest_epsilon(event: Event, delta: float) -> float:
+    """The smaller of dp-accounting's RDP and PLD (pessimistic) upper bounds for `event` at δ."""
+    from dp_accounting import pld
     from dp_accounting.rdp import RdpAccountant
 
-    def compose(accountant):
-        for events in streams:
-            for rate, sigma, steps in stream_segments(events):
-                step = dp_event.GaussianDpEvent(sigma)
-                accountant.compose(step if rate >= 1 else dp_event.PoissonSampledDpEvent(rate, step), steps)
+    def epsilon(accountant) -> float:
+        accountant.compose(to_dp_accounting(event))
         return float(accountant.get_epsilon(delta))
 
-    rdp = compose(RdpAccountant(orders=RDP_ORDERS[RDP_ORDERS >= 2].tolist()))  # fractional orders below 2 fail to
+    rdp = epsilon(RdpAccountant(orders=RDP_ORDERS[RDP_ORDERS >= 2].tolist()))  # fractional orders below 2 fail to
     # converge at large q in dp-accounting's series, and are never the optimum for these budgets
     # A grid fine relative to ε keeps the pessimistic discretisation error near 0.1 % at seconds' cost.
     interval = min(1e-3, max(1e-5, 1e-4 * rdp))
-    return min(rdp, compose(pld.PLDAccountant(value_discretization_interval=interval)))
+    return min(rdp, epsilon(pld.PLDAccountant(value_discretization_interval=interval)))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pillar_cli import artifacts
-from pillar_cli.privacy import DPEvent, spent_epsilon
+from pillar_cli.privacy import dp_sgd_event, event_from_dict, spent_epsilon
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
@@ -52,10 +52,10 @@ def test_ledger_epsilon_recomputed_by_the_accountant_is_within_target(trained):
     assert len(private) == 24  # 4 k × 2 lr × 3 seeds at ε = 0.1
     n_private = 3200
     for i in private:
-        event = DPEvent(float(model.array("runs/noise_multiplier")[i]), float(model.array("runs/sample_rate")[i]),
-                        int(model.array("runs/steps")[i]), ledger["delta"], ledger["clip"])
-        assert event.sample_rate == pytest.approx(512 / n_private)
-        recomputed = spent_epsilon.__wrapped__("prv", event)
+        event = event_from_dict(json.loads(model.array("runs/event")[i]))
+        assert event == dp_sgd_event(float(model.array("runs/noise_multiplier")[i]), 512 / n_private,
+                                     int(model.array("runs/steps")[i]))
+        recomputed = spent_epsilon.__wrapped__("prv", event, ledger["delta"])
         assert recomputed <= targets[i] and recomputed == pytest.approx(recorded[i], rel=1e-6)
     assert np.isinf(recorded[~np.isfinite(targets)]).all()
     assert "NOT accounted" in model.attrs["selection_note"]
@@ -129,9 +129,11 @@ def test_gsd_ranks_a_same_distribution_set_above_noise(mnist, pillar, tmp_path):
 
 
 def test_pillar_beats_dpsgd_and_random_projection_at_small_epsilon(mnist, pillar):
+    # one seed under fresh noise (8 runs, 2026-11-24): pillar - dpsgd 0.086..0.182, pillar - jl 0.184..0.249;
+    # the mean over three seeds keeps the 0.05 margin far from the spread
     model = mnist["root"] / "methods.h5"
     pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--method", "pillar,dpsgd,jl", "--k", "10,20,40",
-           "--eps", "0.1", "--lr", "0.1,0.5", "--steps", "100", "-o", model)
+           "--eps", "0.1", "--lr", "0.1,0.5", "--steps", "100", "--seed", "0,1,2", "-o", model)
     rows = json.loads(pillar("evaluate", model, "-e", f"{mnist['emb']}:test", "--json").stdout)["rows"]
     best = {}
     for method in ("pillar", "dpsgd", "jl"):

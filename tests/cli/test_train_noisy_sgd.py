@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import math
 
-import numpy as np
 import pytest
 
 from pillar_cli import artifacts
-from pillar_cli.privacy import get_accountant
+from pillar_cli.artifacts.model import run_events
+from pillar_cli.privacy import ExponentialEvent, event_from_dict, gaussian_segments, get_accountant
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
@@ -32,11 +32,13 @@ def test_noisy_sgd_on_few_public_components_beats_many_and_its_ledger_adds_up(pi
     stored = artifacts.read(model, "model")
     ledger = stored.attrs["noisy_sgd"]
     assert ledger["boosted_runs"] == math.ceil(math.log(1 / 0.05)) == 3 and ledger["zeta"] == 0.1
-    runs = {name.removeprefix("runs/"): array for name, array in stored.arrays.items() if name.count("/") == 1}
-    for z, q, steps, spent in zip(runs["noise_multiplier"], runs["sample_rate"], runs["steps"], runs["epsilon_spent"]):
-        per_run = get_accountant("rdp").epsilon(float(z), float(q), int(steps), 1e-5 / 3)
-        assert q == 1 / 1440 and steps == 3000  # n = 1,440 private rows
-        assert spent == np.float64(3 * per_run + 0.25) and 0.99 * 0.5 <= spent <= 0.5
+    for event, spent in zip(run_events(stored), stored.array("runs/epsilon_spent")):
+        boosted, selection = event_from_dict(event).events  # three runs, then the exponential mechanism at ε/2
+        ((sigma, q, steps),) = gaussian_segments(boosted)
+        assert boosted.count == 3 and q == 1 / 1440 and steps == 3 * 3000  # n = 1,440 private rows
+        assert selection == ExponentialEvent(0.25)
+        assert spent == get_accountant("rdp").epsilon(((sigma, q, steps),), 1e-5) + 0.25
+        assert 0.99 * 0.5 <= spent <= 0.5
 
 
 def test_noisy_sgd_is_for_binary_tasks(pillar, mnist, tmp_path):

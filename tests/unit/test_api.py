@@ -28,12 +28,17 @@ SETTINGS = dict(epsilon=1.0, delta=1e-4, lr=0.5, steps=300, batch_size=256, devi
 
 
 def test_pillar_classifier_beats_dpsgd_and_its_ledger_is_the_accountants(digits):
-    pillar = DPLinearClassifier(k=20, **SETTINGS).fit(digits["x"], digits["y"], public=digits["public"])
-    dpsgd = DPLinearClassifier(method="dpsgd", **SETTINGS).fit(digits["x"], digits["y"])
-    assert pillar.score(digits["x_test"], digits["y_test"]) >= dpsgd.score(digits["x_test"], digits["y_test"]) + 0.08
+    # fresh noise every fit: over 40 fits (2026-11-24) 0.910 ± 0.012 against 0.779 ± 0.033, so the test compares means
+    # of 8 fits (gap 0.131, std of the mean gap about 0.012)
+    fits = [(DPLinearClassifier(k=20, **SETTINGS).fit(digits["x"], digits["y"], public=digits["public"]),
+             DPLinearClassifier(method="dpsgd", **SETTINGS).fit(digits["x"], digits["y"])) for _ in range(8)]
+    pillar_scores, dpsgd_scores = ([model.score(digits["x_test"], digits["y_test"]) for model in pair]
+                                   for pair in zip(*fits))
+    assert np.mean(pillar_scores) >= np.mean(dpsgd_scores) + 0.08
+    pillar = fits[0][0]
     ledger = pillar.ledger_
     assert ledger.epsilon_spent <= ledger.epsilon_target == 1.0 and ledger.epsilon_is_upper_bound
-    assert ledger.epsilon_spent == pytest.approx(spent_epsilon.__wrapped__("prv", ledger.events[0]), rel=1e-9)
+    assert ledger.epsilon_spent == pytest.approx(spent_epsilon.__wrapped__("prv", ledger.event, 1e-4), rel=1e-9)
     assert ledger.sample_rate == pytest.approx(256 / 1100) and ledger.steps == 300
     assert pillar.coef_.shape == (10, 64) and list(pillar.classes_) == list(range(10))
     logits = pillar.projection_.standardized(digits["x_test"]) @ pillar.coef_.T + pillar.intercept_

@@ -42,7 +42,8 @@ def test_noise_scaled_down_tenfold_or_clipping_skipped_is_caught_on_dp_sgd(digit
     config = RunConfig(0.5, 200, 256, 0)
     unclipped = run_audit(get_method("pillar"), digits, 10, 1.0, config, PrivacySettings(delta=1e-4),
                           AuditSettings(canaries=400, guesses=40, clip_scale=1e6))
-    assert unclipped.epsilon_lower_bound > 1.0 and unclipped.event.clip == 1.0  # the claim is the real clip's
+    # the claim is that of the calibrated mechanism at the real clip
+    assert unclipped.epsilon_lower_bound > 1.0 and 0.99 <= unclipped.epsilon_claimed <= 1.0
 
 
 def test_canary_coordinates_stay_out_of_the_real_features(digits):

@@ -17,7 +17,9 @@ from pillar_cli.linear.engine import RunConfig, train_linear_heads
 from pillar_cli.methods.accounted import _draw_trials
 from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
 from pillar_cli.methods.sweep import sweep_artifact
-from pillar_cli.privacy.selection import ORDERS, TrialCount, plan_selection, recorded_selection_epsilon
+from pillar_cli.privacy import gaussian_segments
+from pillar_cli.privacy.rdp import ORDERS, TrialCount
+from pillar_cli.privacy.selection import plan_selection, recorded_selection_epsilon
 from pillar_cli.randomness import NoiseSource
 
 
@@ -51,7 +53,7 @@ def test_one_trial_releases_the_plain_run(digits):
                                  1.0, device="cpu", noise=cell.randomness)
     np.testing.assert_array_equal(released.head.weights, head.weights)
     assert (released.key.lr, released.key.seed) == (candidate.lr, 3)
-    assert released.event.noise_multiplier == plan.training[0.2, 50] and released.epsilon_spent == plan.epsilon
+    assert released.event == plan.event and released.epsilon_spent == plan.epsilon
 
 
 def test_only_released_runs_are_kept_and_their_epsilon_is_dp_accountings(digits):
@@ -85,7 +87,10 @@ def test_selection_spends_less_per_trial_than_a_plain_run(digits):
     """The price of accounting: at the same total ε, a trial's training noise is larger than the plain run's."""
     plain = run(digits, select="val", seed=[0])
     accounted = run(digits, seed=[0])
-    assert accounted.runs[0].event.noise_multiplier > 1.3 * plain.runs[0].event.noise_multiplier
+    one_of, _score = accounted.runs[0].event.event.events  # repeat-and-select of (one of the candidates, the score)
+    (candidate,) = one_of.events  # the candidates differ in lr only: one mechanism
+    ((trial_sigma, _, _),), ((plain_sigma, _, _),) = gaussian_segments(candidate), gaussian_segments(plain.runs[0].event)
+    assert trial_sigma > 1.3 * plain_sigma
 
 
 def test_what_cannot_be_selected_privately_is_refused(digits):

@@ -12,7 +12,7 @@ from pillar_cli.randomness import NoiseSource
 from pillar_cli import PublicPCA, UsageError, sweep
 from pillar_cli.linear.engine import RunConfig, train_linear_heads
 from pillar_cli.methods.adadps import AdaDPSSettings, preconditioned_clipped_sum, train_adadps
-from pillar_cli.privacy import DPEvent, spent_epsilon
+from pillar_cli.privacy import dp_sgd_event, gaussian_segments, spent_epsilon
 
 
 def test_preconditioned_clipped_sum_equals_a_per_sample_loop():
@@ -56,10 +56,9 @@ def test_adadps_learns_on_digits_and_spends_dp_sgds_epsilon(digits):
                    steps=[200], batch_size=[200], public_labelled=labelled, device="cpu")
     (run,) = result.runs
     accuracy = run.head.accuracy(pca.transform(x, None), y)
-    event = run.event
-    assert accuracy > 0.6 and run.epsilon_spent <= 2.0
-    assert run.epsilon_spent == spent_epsilon("prv", DPEvent(event.noise_multiplier, event.sample_rate, event.steps,
-                                                             1e-4, 1.0))
+    ((sigma, rate, steps),) = gaussian_segments(run.event)
+    assert accuracy > 0.6 and run.epsilon_spent <= 2.0 and (rate, steps) == (200 / len(x), 200)
+    assert run.epsilon_spent == spent_epsilon("prv", dp_sgd_event(sigma, rate, steps), 1e-4)
 
 
 def test_adadps_refusals(digits):

@@ -16,7 +16,7 @@ from sklearn.linear_model import Ridge
 
 from pillar_cli import DataError, PublicPCA, UsageError, sweep
 from pillar_cli.methods.closed_form import DP_LS, PUBLIC_LDA, class_sums, discriminant, least_squares_statistics
-from pillar_cli.privacy import DPEvent, calibrate_noise, spent_epsilon
+from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -49,9 +49,9 @@ def test_a_single_release_spends_what_dp_accounting_says():
     accountant = pld.PLDAccountant(value_discretization_interval=1e-5)
     accountant.compose(dp_event.GaussianDpEvent(sigma))
     reference = accountant.get_epsilon(1e-5)
-    event = DPEvent(sigma, 1.0, 1, 1e-5, 1.0)
-    assert spent_epsilon.__wrapped__("pld", event) == pytest.approx(reference, rel=2e-3)
-    assert spent_epsilon.__wrapped__("prv", event) == pytest.approx(reference, rel=1e-2)  # PRV's own error bound
+    event = GaussianEvent(sigma)
+    assert spent_epsilon.__wrapped__("pld", event, 1e-5) == pytest.approx(reference, rel=2e-3)
+    assert spent_epsilon.__wrapped__("prv", event, 1e-5) == pytest.approx(reference, rel=1e-2)  # PRV's own error
 
 
 @pytest.fixture(scope="module")

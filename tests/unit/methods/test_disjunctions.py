@@ -21,7 +21,7 @@ from pillar_cli.methods.disjunctions import (
                                              _subset_chunks,
                                              disjunction_head,
 )
-from pillar_cli.privacy import exponential_mechanism_event, spent_epsilon
+from pillar_cli.privacy import ExponentialEvent, spent_epsilon
 from pillar_cli.privacy.exponential import exponential_mechanism, selection_probabilities
 from pillar_cli.projection import PublicPCA
 from pillar_cli.projection.components import PublicComponents
@@ -39,10 +39,9 @@ def test_exponential_mechanism_matches_its_closed_form_on_three_candidates():
 
 
 def test_exponential_mechanism_event_spends_epsilon_by_every_accountant():
-    event = exponential_mechanism_event(0.3, 1.0, 4)
-    assert event.noise_multiplier == pytest.approx(2 / 0.3) and event.delta == 0
-    assert [spent_epsilon(name, event) for name in ("prv", "rdp", "pld", "gdp")] == pytest.approx([0.3] * 4)
-    assert spent_epsilon("prv", exponential_mechanism_event(math.inf, 1.0, 4)) == math.inf
+    event = ExponentialEvent(0.3)
+    assert [spent_epsilon(name, event, 1e-5) for name in ("prv", "rdp", "pld", "gdp")] == [0.3] * 4
+    assert spent_epsilon("prv", ExponentialEvent(math.inf), 1e-5) == math.inf
     assert exponential_mechanism([np.array([-2.0, -1.0, -1.0])], math.inf, 1.0, np.random.default_rng(0)) == (1, -1.0)
 
 

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from pillar_cli.errors import PrivacyError, UsageError
-from pillar_cli.privacy import ACCOUNTANTS, DPEvent, calibrate_noise, spent_epsilon, validate_budget
+from pillar_cli.privacy import ACCOUNTANTS, calibrate_noise, dp_sgd_event, spent_epsilon, validate_budget
 
 Q, STEPS, DELTA = 1024 / 45000, 500, 1e-5
 
@@ -22,7 +22,7 @@ CALIBRATION_CASES = [pytest.param(a, e, t, r, marks=[pytest.mark.slow] if (a, t)
 @pytest.mark.parametrize("accountant, epsilon, steps, rate", CALIBRATION_CASES)
 def test_calibrated_sigma_spends_at_most_the_target_and_within_one_percent(accountant, epsilon, steps, rate):
     sigma = calibrate_noise(accountant, epsilon, DELTA, rate, steps)
-    spent = spent_epsilon(accountant, DPEvent(sigma, rate, steps, DELTA, 1.0))
+    spent = spent_epsilon(accountant, dp_sgd_event(sigma, rate, steps), DELTA)
     assert 0.99 * epsilon <= spent <= epsilon
 
 
@@ -35,8 +35,8 @@ def test_rdp_is_looser_than_prv_and_pld_tighter_than_prv_for_the_same_sigma():
     from dp_accounting import dp_event, pld
 
     sigma = calibrate_noise("prv", 1.0, DELTA, Q, STEPS)
-    event = DPEvent(sigma, Q, STEPS, DELTA, 1.0)
-    prv, rdp = spent_epsilon("prv", event), spent_epsilon("rdp", event)
+    event = dp_sgd_event(sigma, Q, STEPS)
+    prv, rdp = spent_epsilon("prv", event, DELTA), spent_epsilon("rdp", event, DELTA)
     accountant = pld.PLDAccountant(value_discretization_interval=1e-4)
     accountant.compose(dp_event.PoissonSampledDpEvent(Q, dp_event.GaussianDpEvent(sigma)), STEPS)
     assert accountant.get_epsilon(DELTA) <= prv < rdp
@@ -68,4 +68,4 @@ def test_pld_is_the_tightest_accountant_at_small_epsilon():
     sigma_prv = calibrate_noise("prv", 0.1, DELTA, Q, STEPS)
     sigma_pld = calibrate_noise("pld", 0.1, DELTA, Q, STEPS)
     assert sigma_pld < sigma_prv
-    assert spent_epsilon("pld", DPEvent(sigma_prv, Q, STEPS, DELTA, 1.0)) <= 0.1
+    assert spent_epsilon("pld", dp_sgd_event(sigma_prv, Q, STEPS), DELTA) <= 0.1

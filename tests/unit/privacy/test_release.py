@@ -8,7 +8,7 @@ import pytest
 from dp_accounting import dp_event, pld
 from dp_accounting.rdp import RdpAccountant
 
-from pillar_cli.privacy import DPEvent
+from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.privacy.release import ReleasedHead, joint_epsilon, stream_segments, whole_file
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -16,7 +16,7 @@ DELTA = 1e-5
 
 
 def _head(sigma: float, steps: int, batches: tuple | None, q: float = 0.1) -> ReleasedHead:
-    return ReleasedHead(DPEvent(sigma, q, steps, DELTA, 1.0), epsilon=1.0, batches=batches, delta=DELTA)
+    return ReleasedHead(dp_sgd_event(sigma, q, steps), epsilon=1.0, batches=batches, delta=DELTA)
 
 
 def _pld(events) -> float:
@@ -33,8 +33,8 @@ def _sampled(q: float, sigma: float):
 def test_heads_on_shared_batches_are_one_gaussian_per_step_of_their_joint_noise():
     heads = [_head(2.0, 100, ("b",)), _head(4.0, 50, ("b",))]
     # the first 50 steps carry both sums: noise multiplier (2⁻² + 4⁻²)^(-1/2); the last 50 only the first head's
-    assert stream_segments([h.event for h in heads]) == [(0.1, pytest.approx((1 / 4 + 1 / 16) ** -0.5), 50),
-                                                         (0.1, 2.0, 50)]
+    assert stream_segments([(2.0, 0.1, 100), (4.0, 0.1, 50)]) == [(pytest.approx((1 / 4 + 1 / 16) ** -0.5), 0.1, 50),
+                                                                (2.0, 0.1, 50)]
     expected = _pld([(_sampled(0.1, (1 / 4 + 1 / 16) ** -0.5), 50), (_sampled(0.1, 2.0), 50)])
     assert joint_epsilon(heads, DELTA)["epsilon"] == pytest.approx(expected, rel=0.01)
 

@@ -3,6 +3,7 @@ formulas written out by hand, the trial-count distributions, and the budget plan
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -11,8 +12,9 @@ from dp_accounting import dp_event
 from dp_accounting.rdp import RdpAccountant
 
 from pillar_cli import UsageError
-from pillar_cli.privacy.selection import (ORDERS, TrialCount, gaussian_rdp, plan_selection, repeat_and_select_rdp,
-                                          selection_epsilon, subsampled_gaussian_rdp)
+from pillar_cli.privacy import event_from_dict, spent_epsilon
+from pillar_cli.privacy.rdp import ORDERS, TrialCount, gaussian_rdp, repeat_and_select_rdp, subsampled_gaussian_rdp
+from pillar_cli.privacy.selection import plan_selection, selection_event
 
 
 @pytest.mark.parametrize("shape", [1.0, 0.5, 3.0, math.inf])
@@ -24,8 +26,9 @@ def test_selection_epsilon_equals_dp_accounting(shape):
         dp_event.GaussianDpEvent(score_sigma)])
     accountant = RdpAccountant(orders=list(ORDERS))
     accountant.compose(dp_event.RepeatAndSelectDpEvent(trial, mean, shape))
-    ours = selection_epsilon([(sigma, rate, steps)], score_sigma, TrialCount(mean, shape), delta)
-    assert ours == pytest.approx(accountant.get_epsilon(delta), rel=1e-9)
+    event = selection_event({(rate, steps): sigma}, score_sigma, TrialCount(mean, shape))
+    for name in ("prv", "rdp"):  # a selection is accounted by its RDP curve whatever the accountant's name
+        assert spent_epsilon(name, event, delta) == pytest.approx(accountant.get_epsilon(delta), rel=1e-9)
 
 
 def _monotone(values: np.ndarray) -> np.ndarray:
@@ -72,7 +75,7 @@ def test_plan_meets_the_budget_and_states_its_split(epsilon):
     count, share, delta = TrialCount(6.0, math.inf), 0.3, 1e-5
     plan = plan_selection(epsilon, delta, count, share, mechanisms)
     candidates = [(sigma, rate, steps) for (rate, steps), sigma in plan.training.items()]
-    spent = selection_epsilon(candidates, plan.score_sigma, count, delta)
+    spent = spent_epsilon("prv", event_from_dict(json.loads(json.dumps(plan.event.to_dict()))), delta)
     assert 0.99 * epsilon <= spent <= epsilon and spent == plan.epsilon
     trial = np.max([subsampled_gaussian_rdp(*c) for c in candidates], axis=0)
     at = list(ORDERS).index(plan.reference_order)
