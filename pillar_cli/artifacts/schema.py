@@ -22,7 +22,8 @@ ARRAYS: dict[str, dict[str, tuple[str, int]]] = {
                    "eigenvalues": (NUMBER, 1)},
     "model": {"mean": (NUMBER, 1), "scale": (NUMBER, 1), "runs/method": (TEXT, 1), "runs/k": (INTEGER, 1),
               "runs/projected": (BOOLEAN, 1), "runs/epsilon_target": (NUMBER, 1), "runs/epsilon_spent": (NUMBER, 1),
-              "runs/event": (TEXT, 1), "runs/noise_multiplier": (NUMBER, 1), "runs/sample_rate": (NUMBER, 1), "runs/steps": (INTEGER, 1),
+              "runs/event": (TEXT, 1), "runs/noise_multiplier": (NUMBER, 1), "runs/sample_rate": (NUMBER, 1),
+              "runs/steps": (INTEGER, 1),
               "runs/batch_size": (INTEGER, 1), "runs/lr": (NUMBER, 1), "runs/seed": (INTEGER, 1),
               "runs/val_accuracy": (NUMBER, 1)},  # runs/ridge and runs/row_normalised: closed-form runs
     "assumptions": {"k": (INTEGER, 1), "xi": (NUMBER, 2), "eigengap": (NUMBER, 1)},

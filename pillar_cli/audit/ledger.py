@@ -67,9 +67,9 @@ def check_ledger(model: Artifact) -> list[LedgerCheck]:
     for i, event in enumerate(run_events(model)):
         k = str(int(runs["k"][i])) if runs["projected"][i] else "full"
         recomputed, how = recomputed_epsilon(event_from_dict(event), delta_total)
-        checks.append(LedgerCheck(i, str(runs["method"][i]), k, float(runs["epsilon_target"][i]), int(runs["seed"][i]),
-                                  float(runs["epsilon_spent"][i]), recomputed, how, int(runs["steps"][i]),
-                                  int(steps_run[i])))
+        checks.append(LedgerCheck(i, str(runs["method"][i]), k, float(runs["epsilon_target"][i]),
+                                  int(runs["seed"][i]), float(runs["epsilon_spent"][i]), recomputed, how,
+                                  int(runs["steps"][i]), int(steps_run[i])))
     return checks
 
 

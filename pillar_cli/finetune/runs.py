@@ -91,8 +91,9 @@ def train_networks(spec: NetworkSpec, start: Pretrained | None, train: Split, va
             run = dataclasses.replace(config, epsilon=epsilon, seed=seed)
             result = finetune(model, images, train.labels, run, device, on_step)
             key = RunKey(method, None, epsilon, run.lr, run.steps, run.batch_size, seed)
+            accuracy = _accuracy(result.model.cpu(), val, spec)
             records.append(RunRecord(key, result.event.to_dict(), *headline(result.event), result.epsilon_spent,
-                                     None, None, _accuracy(result.model.cpu(), val, spec), steps_run=result.steps_run))
+                                     None, None, accuracy, steps_run=result.steps_run))
             states.append(state_arrays(result.model))
     return records, states
 
@@ -118,8 +119,8 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
                                  "sampling, Gaussian noise σ·clip, add/remove-one adjacency") if private else
                    "none: non-private training on public labelled rows",
                    "protected_split": "private" if private else None,
-                   "per_run": "runs/event (the DP event tree, JSON) and runs/epsilon_spent, the accountant's ε of it; "
-                              "runs/steps_run: the optimizer steps taken"},
+                   "per_run": "runs/event (the DP event tree, JSON) and runs/epsilon_spent, the accountant's ε of "
+                              "it; runs/steps_run: the optimizer steps taken"},
         "max_epsilon_spent": max(r.epsilon_spent for r in records),
         "methods": {method: METHODS[method] for method in sorted({r.key.method for r in records})},
         "selection_mode": "val", "selection_note": SELECTION_NOTE,

@@ -111,6 +111,7 @@ def _record(cell: Cell, method: Method, seed: int, candidates: list[RunConfig], 
                                   "`compositions` times; its RDP is at most the largest candidate's",
                       "candidates": events,
                       "score": {"statistic": SCORE, "n_val": n_val, "noise_multiplier": plan.score_sigma}},
-            "event": plan.event.to_dict(), "trial_training_epsilon": plan.training_epsilon, "score_share_order": plan.reference_order,
+            "event": plan.event.to_dict(),
+            "trial_training_epsilon": plan.training_epsilon, "score_share_order": plan.reference_order,
             "epsilon": plan.epsilon, "delta": cell.privacy.delta}
 

@@ -82,7 +82,9 @@ class Cell:
 
     def spent_epsilon(self, event: Event) -> float:
         """A run's ε by the cell's accountant; NaN for a trial of a private selection, whose ε is the selection's."""
-        return math.nan if self.noise is not None else spent_epsilon(self.privacy.accountant, event, self.privacy.delta)
+        if self.noise is not None:
+            return math.nan
+        return spent_epsilon(self.privacy.accountant, event, self.privacy.delta)
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from pillar_cli.methods.accounted import AccountedSelection, select_privately
 from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.selection import ACCOUNTED_NOTE, VAL_NOTE, select_on_val
-from pillar_cli.privacy import Event, ExponentialEvent, gaussian_segments, get_accountant, headline, require_disjoint, \
-    validate_budget
+from pillar_cli.privacy import (Event, ExponentialEvent, gaussian_segments, get_accountant, headline, require_disjoint,
+                                validate_budget)
 from pillar_cli.privacy.composition import composed_with_release
 from pillar_cli.privacy.rdp import ORDERS
 from pillar_cli.privacy.release import ReleasedHead, whole_file

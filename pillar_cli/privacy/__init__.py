@@ -21,5 +21,5 @@ from pillar_cli.privacy.events import (
 from pillar_cli.privacy.rules import require_disjoint, require_public_start, validate_budget
 
 __all__ = ["ACCOUNTANTS", "RDP_ORDERS", "Accountant", "Event", "ExponentialEvent", "GaussianEvent", "calibrate",
-           "calibrate_noise", "composed", "dp_sgd_event", "event_from_dict", "gaussian_segments", "get_accountant", "headline",
-           "require_disjoint", "require_public_start", "spent_epsilon", "validate_budget"]
+           "calibrate_noise", "composed", "dp_sgd_event", "event_from_dict", "gaussian_segments", "get_accountant",
+           "headline", "require_disjoint", "require_public_start", "spent_epsilon", "validate_budget"]

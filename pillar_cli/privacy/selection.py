@@ -27,7 +27,8 @@ Mechanism = tuple[float, int]  # (sample rate, steps) of a candidate's training;
 def selection_event(training: dict[Mechanism, float], score_sigma: float, count: TrialCount) -> Event:
     """The selection as a DP event: repeat-and-select of one trial, which trains one candidate mechanism (σ by
     (sample rate, steps)) and releases a Gaussian score."""
-    candidates = OneOfEvent(tuple(dp_sgd_event(sigma, rate, steps) for (rate, steps), sigma in sorted(training.items())))
+    candidates = OneOfEvent(tuple(dp_sgd_event(sigma, rate, steps)
+                                  for (rate, steps), sigma in sorted(training.items())))
     return RepeatAndSelectEvent(composed(candidates, GaussianEvent(score_sigma)), count.mean, count.shape)
 
 

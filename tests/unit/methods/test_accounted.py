@@ -89,7 +89,8 @@ def test_selection_spends_less_per_trial_than_a_plain_run(digits):
     accounted = run(digits, seed=[0])
     one_of, _score = accounted.runs[0].event.event.events  # repeat-and-select of (one of the candidates, the score)
     (candidate,) = one_of.events  # the candidates differ in lr only: one mechanism
-    ((trial_sigma, _, _),), ((plain_sigma, _, _),) = gaussian_segments(candidate), gaussian_segments(plain.runs[0].event)
+    ((trial_sigma, _, _),) = gaussian_segments(candidate)
+    ((plain_sigma, _, _),) = gaussian_segments(plain.runs[0].event)
     assert trial_sigma > 1.3 * plain_sigma
 
 
