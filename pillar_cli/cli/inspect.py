@@ -10,6 +10,7 @@ from rich.tree import Tree
 
 from pillar_cli import artifacts
 from pillar_cli.cli.common import JsonOption, cli_errors, print_json, stdout
+from pillar_cli.privacy import event_from_dict, gaussian_segments
 from pillar_cli.privacy.selection import recorded_selection_epsilon
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 
@@ -98,10 +99,11 @@ def _ledger(tree: Tree, document: dict) -> None:
                           f"{check['recomputed_epsilon']:.4g} " + ("[green]✓[/green]" if ok else "[red]MISMATCH[/red]"))
         node.add(f"trials: {count['distribution']} of mean {count['mean']:g} (how many ran is secret, not recorded)")
         for candidate in trial["candidates"]:
-            mechanism = candidate["mechanism"]
             node.add(f"candidate lr {candidate['lr']:g} steps {candidate['steps']} batch {candidate['batch_size']}"
-                     f"{'' if candidate['ridge'] is None else ' ridge ' + format(candidate['ridge'], 'g')}: σ "
-                     f"{mechanism['noise_multiplier']:.4g}, q {mechanism['sample_rate']:.4g}, "
-                     f"{mechanism['compositions']} compositions")
-        node.add(f"score: {trial['score']['statistic']}, σ {trial['score']['noise_multiplier']:.4g} on "
+                     f"{'' if candidate['ridge'] is None else ' ridge ' + format(candidate['ridge'], 'g')}")
+        one_of, score = event_from_dict(record["event"]).event.events  # repeat-and-select of (one of, score)
+        for mechanism in one_of.events:
+            ((sigma, rate, steps),) = gaussian_segments(mechanism)
+            node.add(f"candidate mechanism: σ {sigma:.4g}, q {rate:.4g}, {steps} compositions")
+        node.add(f"score: {trial['score']['statistic']}, σ {score.noise_multiplier:.4g} on "
                  f"{trial['score']['n_val']} rows")

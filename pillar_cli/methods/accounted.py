@@ -78,7 +78,7 @@ def select_privately(method: Method, cell: Cell, val_z: np.ndarray, val_y: np.nd
             score, candidate, run = max(scored, key=lambda item: item[0])
             released.append(Released(replace(candidate, seed=seed),
                                      replace(run, event=plan.event, epsilon_spent=plan.epsilon), score))
-        records.append(_record(cell, method, seed, by_seed[seed], plan, count, n, len(val_y)))
+        records.append(_record(cell, method, seed, by_seed[seed], plan, count, len(val_y)))
     return released, records
 
 
@@ -96,21 +96,17 @@ def _noisy_accuracy(run: TrainedRun, val_z: np.ndarray, val_y: np.ndarray, score
 
 
 def _record(cell: Cell, method: Method, seed: int, candidates: list[RunConfig], plan: SelectionPlan,
-            count: TrialCount, n: int, n_val: int) -> dict:
+            count: TrialCount, n_val: int) -> dict:
     """The selection: its DP event tree, enough to recompute its ε from the artifact alone, and its candidates and
     score for people; the number of trials drawn is not among them: the theorems hold only while K stays hidden."""
-    events = []
-    for config in candidates:
-        rate, steps = method.mechanism(config, n)
-        events.append({"lr": config.lr, "steps": config.steps, "batch_size": config.batch_size,
-                       "ridge": config.ridge, "mechanism": {"noise_multiplier": plan.training[rate, steps],
-                                                           "sample_rate": rate, "compositions": steps}})
+    configurations = [{"lr": config.lr, "steps": config.steps, "batch_size": config.batch_size,
+                       "ridge": config.ridge} for config in candidates]
     return {"method": method.name, "k": "full" if cell.k is None else cell.k, "epsilon_target": cell.epsilon,
             "seed": seed, "trial_count": count.to_dict(),
-            "trial": {"training": "one candidate drawn uniformly, a Poisson-subsampled Gaussian mechanism composed "
-                                  "`compositions` times; its RDP is at most the largest candidate's",
-                      "candidates": events,
-                      "score": {"statistic": SCORE, "n_val": n_val, "noise_multiplier": plan.score_sigma}},
+            "trial": {"training": "one candidate drawn uniformly; its RDP is at most the largest candidate "
+                                  "mechanism's (the one-of node of `event`)",
+                      "candidates": configurations,
+                      "score": {"statistic": SCORE, "n_val": n_val}},
             "event": plan.event.to_dict(),
             "trial_training_epsilon": plan.training_epsilon, "score_share_order": plan.reference_order,
             "epsilon": plan.epsilon, "delta": cell.privacy.delta}

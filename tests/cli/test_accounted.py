@@ -29,6 +29,7 @@ def test_accounted_model_lists_and_recomputes_every_event(mnist, pillar, tmp_pat
     assert all(c["recomputed_epsilon"] == pytest.approx(c["epsilon"], rel=1e-9) for c in shown)
     tree = pillar("inspect", out).stdout
     assert tree.count("✓") == 2 and tree.count("candidate lr") == 12 and "MISMATCH" not in tree
+    assert tree.count("candidate mechanism: σ") == 4  # per selection, one per (sample rate, steps) of its tree
     report = json.loads(pillar("evaluate", out, "-e", f"{mnist['emb']}:test", "--json").stdout)
     cells = {row["epsilon"]: row for row in report["rows"]}
     assert cells[1.0]["seeds"] == 2 and cells[1.0]["selected"] == "in ε" and cells[1.0]["accuracy_mean"] > 0.5

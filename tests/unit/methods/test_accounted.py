@@ -17,7 +17,7 @@ from pillar_cli.linear.engine import RunConfig, train_linear_heads
 from pillar_cli.methods.accounted import _draw_trials
 from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
 from pillar_cli.methods.sweep import sweep_artifact
-from pillar_cli.privacy import gaussian_segments
+from pillar_cli.privacy import event_from_dict, gaussian_segments
 from pillar_cli.privacy.rdp import ORDERS, TrialCount
 from pillar_cli.privacy.selection import plan_selection, recorded_selection_epsilon
 from pillar_cli.randomness import NoiseSource
@@ -65,12 +65,14 @@ def test_only_released_runs_are_kept_and_their_epsilon_is_dp_accountings(digits)
     ledger = artifact.attrs["selection_ledger"]
     assert ledger["orders"] == ORDERS.tolist() and len(ledger["selections"]) == 2
     for record, released in zip(ledger["selections"], private):
-        (mechanism,) = {tuple(c["mechanism"].values()) for c in record["trial"]["candidates"]}
-        sigma, rate, steps = mechanism
+        one_of, score = event_from_dict(record["event"]).event.events  # repeat-and-select of (one of, score)
+        (mechanism,) = one_of.events  # the candidates differ in lr only
+        ((sigma, rate, steps),) = gaussian_segments(mechanism)
+        assert (rate, steps) == (200 / len(digits[2]), 50)
         trial = dp_event.ComposedDpEvent([
             dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)),
                                          steps),
-            dp_event.GaussianDpEvent(record["trial"]["score"]["noise_multiplier"])])
+            dp_event.GaussianDpEvent(score.noise_multiplier)])
         accountant = RdpAccountant(orders=ledger["orders"])
         count = record["trial_count"]
         assert count["distribution"] == "geometric" and "trials_drawn" not in record  # K stays hidden
