@@ -119,20 +119,21 @@ def _dominant(event: Event) -> Event | None:
     return dataclasses.replace(event, event=replaced[0])
 
 
-def _curve(event) -> np.ndarray:
+def _rdp_accountant(event):
+    """dp-accounting's RDP accountant at ORDERS, `event` (one of its own) composed."""
     from dp_accounting.rdp import RdpAccountant
 
     accountant = RdpAccountant(orders=list(ORDERS))
     accountant.compose(event)
-    return np.asarray(accountant.rdp)
+    return accountant
+
+
+def _curve(event) -> np.ndarray:
+    return np.asarray(_rdp_accountant(event).rdp)
 
 
 def _rdp(event, delta: float) -> float:
-    from dp_accounting.rdp import RdpAccountant
-
-    accountant = RdpAccountant(orders=list(ORDERS))
-    accountant.compose(event)
-    return float(accountant.get_epsilon(delta))
+    return float(_rdp_accountant(event).get_epsilon(delta))
 
 
 def _rdp_with_maximum(event: Event, delta: float) -> float:

@@ -283,5 +283,4 @@ def _with_public_choice(run: Run, privacy: PrivacySettings, public_choice: dict 
     such a release."""
     if public_choice is None or public_choice["release"] is None:
         return run.event, run.epsilon_spent
-    event, epsilon, _ = composed_with_release(run.event, privacy.accountant, privacy.delta, public_choice["release"])
-    return event, epsilon
+    return composed_with_release(run.event, privacy.accountant, privacy.delta, public_choice["release"])

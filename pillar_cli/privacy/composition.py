@@ -12,8 +12,7 @@ from pillar_cli.privacy.accountants import spent_epsilon
 from pillar_cli.privacy.events import Event, composed, event_from_dict
 
 
-def composed_with_release(event: Event, accountant: str, delta: float, release: dict) -> tuple[Event, float, float]:
-    """(the run and the release as one event tree, its ε, δ_total) for one run at δ and the release's ledger."""
+def composed_with_release(event: Event, accountant: str, delta: float, release: dict) -> tuple[Event, float]:
+    """(the run and the release as one event tree, its ε at δ_total) for one run at δ and the release's ledger."""
     total = composed(event, event_from_dict(release["event"]))
-    delta_total = delta + float(release["delta"])
-    return total, spent_epsilon(accountant, total, delta_total), delta_total
+    return total, spent_epsilon(accountant, total, delta + float(release["delta"]))
