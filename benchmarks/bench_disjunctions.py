@@ -20,7 +20,7 @@ import numpy as np
 
 from pillar_cli import sweep
 from pillar_cli.data.disjunctions import DisjunctionFamily
-from pillar_cli.methods.disjunctions import DisjunctionSettings
+from pillar_cli.methods.disjunctions import DisjunctionOptions
 from pillar_cli.projection.components import PublicComponents
 from pillar_cli.theory.disjunctions import baseline_candidates, private_rows_bound, public_rows_bound
 
@@ -37,7 +37,7 @@ def test_error(method: str, family: DisjunctionFamily, graph: PublicComponents, 
         return float((y[0] != test[1]).mean())  # one class drawn: the learners cannot run; count a constant guess
     options = dict(lr=[1.0], steps=[100], batch_size=[n], delta=1 / (10 * n)) if method == "dpsgd" else {}
     result = sweep(x, y, projection=graph, method=[method], k=[None], epsilon=[EPSILON], seed=[seed],
-                   settings={"em-disjunctions": DisjunctionSettings(LITERALS)}, **options)
+                   method_options={"em-disjunctions": DisjunctionOptions(LITERALS)}, **options)
     return 1.0 - result.runs[0].head.accuracy(*test)
 
 

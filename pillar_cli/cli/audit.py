@@ -17,7 +17,7 @@ from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseS
 from pillar_cli.errors import PrivacyError, UsageError
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import PrivacySettings, SweepData
-from pillar_cli.methods.catalog import get_method
+from pillar_cli.methods.catalog import DEFAULT_METHOD, auditable, get_method
 from pillar_cli.projection.components import read_projection
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
@@ -35,7 +35,7 @@ def audit(
                                           "accounted."),
     projection: Optional[Path] = typer.Option(None, "--projection", "-p", help="Projection artifact from fit-pca."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Audit artifact to write."),
-    method: str = typer.Option("pillar", help="pillar, dpsgd or dp-ls: the method audited."),
+    method: str = typer.Option(DEFAULT_METHOD, help=f"The method audited: {', '.join(auditable())}."),
     k: str = typer.Option("40", help="Components ('full': no projection)."),
     eps: str = typer.Option("1", help="The configuration's target ε (--white-box: a comma list, e.g. 1,4: one head "
                             "per ε in the attacked file)."),

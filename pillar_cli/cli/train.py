@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import typer
 
@@ -15,10 +16,7 @@ from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseS
                                    print_table, progress_bar, save, split_list, warn)
 from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.accounted import AccountedSelection
-from pillar_cli.methods.adadps import AdaDPSSettings
-from pillar_cli.methods.catalog import get_method
-from pillar_cli.methods.disjunctions import DisjunctionSettings
-from pillar_cli.methods.noisy_sgd import NoisySGDSettings
+from pillar_cli.methods.catalog import DEFAULT_METHOD, METHODS, get_method, option_specs, options_by_method
 from pillar_cli.methods.sweep import (
     PrivacySettings,
     SweepData,
@@ -33,17 +31,34 @@ from pillar_cli.projection.components import read_projection
 from pillar_cli.projection.public_choice import labelled_public_split, public_data_of
 
 
+METHOD_LIST = "; ".join(f"{name} ({method.description})" for name, method in METHODS.items())
+
+
+def with_method_options(command: Callable) -> Callable:
+    """The command with one flag per option every registered method declares (a plugin's included), passed to it as
+    keyword arguments; help prefixed by the method's name."""
+    signature = inspect.signature(command)
+    own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    taken = {p.name for p in own}
+    flags = []
+    for method, spec in option_specs():
+        if spec.name in taken:
+            raise ValueError(f"method '{method.name}' declares option {spec.flag}, which train-private already has")
+        flags.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, annotation=spec.type,
+                                       default=typer.Option(spec.default, help=f"{method.name}: {spec.help}",
+                                                           rich_help_panel="Method options")))
+    command.__signature__ = signature.replace(parameters=[*own, *flags])
+    return command
+
+
+@with_method_options
 @cli_errors
 def train_private(
     ctx: typer.Context,
     embeddings: str = typer.Argument(..., help="Embeddings artifact (reads its 'private' and 'val' splits)."),
     projection: Path = typer.Option(..., "--projection", "-p", help="Projection artifact from fit-pca."),
     out: Path = typer.Option(..., "-o", "--out", help="Model artifact to write."),
-    method: str = typer.Option("pillar", help="pillar (public PCA), dpsgd (no projection), jl (random projection), "
-                               "gep (gradient embedding perturbation, k = anchor dim), noisy-sgd (theory variant, "
-                               "binary tasks: Algorithms 1-2 of the paper), public-lda / dp-ls (closed-form heads: one "
-                               "Gaussian release), em-components / em-disjunctions (boolean rows: the exponential mechanism over unions of "
-                               "the public components / over every disjunction of --literals variables); comma list."),
+    method: str = typer.Option(DEFAULT_METHOD, help=f"Methods, comma-separated: {METHOD_LIST}."),
     ridge: str = typer.Option("auto", help="Closed-form heads' λ, comma-separated; auto = the method's default "
                               "(public-lda k·(σΔC/ñ)², the noise on a class mean, ñ its released noisy count; dp-ls "
                               "the noise's spectral scale)."),
@@ -82,16 +97,13 @@ def train_private(
                                                   "preconditioner; recorded, not protected."),
     other_public: bool = typer.Option(False, "--other-public", help="Accept a projection fitted on another public "
                                       "dataset embedded with the same backbone (Table 2(a) of the paper); recorded."),
-    literals: int = typer.Option(3, help="em-disjunctions: the most variables of a candidate disjunction."),
-    conditioner: float = typer.Option(1e-3, help="adadps: ε_c of the preconditioner 1 / (√v + ε_c)."),
     engine: str = typer.Option("fast", help="fast (exact, batched) or opacus (GradSampleModule reference; slow)."),
-    zeta: float = typer.Option(0.1, min=1e-6, help="noisy-sgd: margin scale ζ of the hinge loss."),
-    beta: float = typer.Option(0.05, min=1e-9, max=0.5, help="noisy-sgd: failure probability; ⌈ln 1/β⌉ boosted runs."),
     device: str = typer.Option("auto", help="Fast engine's device: auto (CUDA when present), cpu, cuda, cuda:N. "
                                "With --noise-seed, CPU and CUDA runs share batches, not noise draws."),
     config: Optional[str] = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
+    **method_options: Any,
 ) -> None:
     """Train DP linear classifiers for every (method, k, ε) and hyper-parameter; choose one run per cell.
 
@@ -112,14 +124,12 @@ def train_private(
     if not get_accountant(accountant).upper_bound:
         warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")
     privacy, shard_spec = PrivacySettings(delta, clip, accountant, noise_source(noise_seed)), parse_shard(shard)
-    options = SweepOptions(shard_spec, engine, device, {"noisy-sgd": NoisySGDSettings(zeta, beta),
-                                                         "adadps": AdaDPSSettings(conditioner),
-                                                         "em-disjunctions": DisjunctionSettings(literals)},
+    options = SweepOptions(shard_spec, engine, device, options_by_method(method_options),
                            _selection(select, trials, trials_shape, score_share))
     with progress_bar("DP-SGD", grid.total_steps(shard_spec), "steps") as advance:
         result = run_sweep(data, grid, privacy, options, on_steps=advance)
-    artifact = sweep_artifact(result, data.pca, privacy, data.num_classes, len(data.private_x), shard_spec,
-                              options.method_settings, **recorded)
+    artifact = sweep_artifact(result, data.pca, privacy, data.num_classes, len(data.private_x), options,
+                              **recorded)
     artifact.attrs["private_fraction"] = private_fraction
     save(ctx, out, artifact, refs)
     _report(out, len(result.runs), artifact, as_json)

@@ -23,9 +23,17 @@ from pillar_cli.gsd.probes import stored_image_shape
 from pillar_cli.privacy import event_from_dict, get_accountant, headline, require_public_start
 from pillar_cli.privacy.release import ReleasedHead, whole_file
 
-METHODS = {"finetune": "DP-SGD on every weight of a network pre-trained on public data",
-           "scratch": "DP-SGD on every weight of a randomly initialised network",
-           "pretrain": "non-private training on a public labelled split (no private row)"}
+
+@dataclass(frozen=True)
+class NetworkMethod:
+    description: str
+    family: str  # its row in the result tables
+
+
+METHODS = {"finetune": NetworkMethod("DP-SGD on every weight of a network pre-trained on public data", "fine-tune"),
+           "scratch": NetworkMethod("DP-SGD on every weight of a randomly initialised network", "from scratch"),
+           "pretrain": NetworkMethod("non-private training on a public labelled split (no private row)",
+                                     "public pre-training")}
 SELECTION_NOTE = ("one configuration per (method, ε): no run was selected, nothing outside DP training read the "
                   "private labels; val accuracy is reported only")
 
@@ -122,7 +130,7 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
                    "per_run": "runs/event (the DP event tree, JSON) and runs/epsilon_spent, the accountant's ε of "
                               "it; runs/steps_run: the optimizer steps taken"},
         "max_epsilon_spent": max(r.epsilon_spent for r in records),
-        "methods": {method: METHODS[method] for method in sorted({r.key.method for r in records})},
+        "methods": {method: METHODS[method].description for method in sorted({r.key.method for r in records})},
         "selection_mode": "val", "selection_note": SELECTION_NOTE,
         "source": train.attrs.get("source"), "max_physical_batch": config.max_physical_batch,
     }

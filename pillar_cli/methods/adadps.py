@@ -12,6 +12,7 @@ per-sample gradient, as in the main engine.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -22,7 +23,7 @@ import torch
 from pillar_cli.errors import UsageError, param
 from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
 from pillar_cli.linear.sampling import PoissonSampler
-from pillar_cli.methods.base import Cell, TrainedRun, each_run
+from pillar_cli.methods.base import Cell, TrainedRun, each_run, option
 from pillar_cli.methods.projected import ProjectedDPSGD
 from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.projection import project
@@ -32,16 +33,18 @@ PUBLIC_SEED_SALT = 0xADAD95  # public batches are drawn from their own generator
 
 
 @dataclass(frozen=True)
-class AdaDPSSettings:
-    conditioner: float = 1e-3  # ε_c: A = 1 / (√v + ε_c)
-    beta: float = 0.9  # v ← β v + (1 − β) ḡ²
-    public_batch: int = 256  # public rows per preconditioner update
+class AdaDPSOptions:
+    conditioner: float = option(1e-3, "ε_c of the preconditioner 1 / (√v + ε_c).")
+    average_decay: float = option(0.9, "β of the preconditioner's moving average v ← β v + (1 − β) ḡ².")
+    public_batch: int = option(256, "public labelled rows per preconditioner update.")
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.conditioner) and self.conditioner > 0):
             raise UsageError(f"{param('conditioner')} must be a positive number (got {self.conditioner})")
-        if not 0 <= self.beta < 1:
-            raise UsageError(f"{param('beta')} must be in [0, 1) (got {self.beta})")
+        if not 0 <= self.average_decay < 1:
+            raise UsageError(f"{param('average_decay')} must be in [0, 1) (got {self.average_decay})")
+        if self.public_batch < 1:
+            raise UsageError(f"{param('public_batch')} must be at least 1 (got {self.public_batch})")
 
 
 Preconditioner = Callable[[torch.Tensor], torch.Tensor]  # weights (d+1, C) → A (d+1, C)
@@ -70,7 +73,7 @@ def mean_gradient(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor) -> to
     return augmented.T @ residual / len(x)
 
 
-def public_preconditioner(public_x: np.ndarray, public_y: np.ndarray, settings: AdaDPSSettings,
+def public_preconditioner(public_x: np.ndarray, public_y: np.ndarray, options: AdaDPSOptions,
                           seed: int) -> Preconditioner:
     """RMSProp on public gradients: each call draws a public batch, updates v and returns 1 / (√v + ε_c)."""
     x, y = torch.as_tensor(public_x, dtype=torch.float32), torch.as_tensor(public_y, dtype=torch.int64)
@@ -78,10 +81,11 @@ def public_preconditioner(public_x: np.ndarray, public_y: np.ndarray, settings: 
     state = {"v": None}
 
     def scale(weights: torch.Tensor) -> torch.Tensor:
-        rows = torch.randint(len(x), (min(settings.public_batch, len(x)),), generator=generator)
+        rows = torch.randint(len(x), (min(options.public_batch, len(x)),), generator=generator)
         squared = mean_gradient(x[rows], y[rows], weights).square()
-        state["v"] = squared if state["v"] is None else settings.beta * state["v"] + (1 - settings.beta) * squared
-        return 1.0 / (state["v"].sqrt() + settings.conditioner)
+        decay = options.average_decay
+        state["v"] = squared if state["v"] is None else decay * state["v"] + (1 - decay) * squared
+        return 1.0 / (state["v"].sqrt() + options.conditioner)
 
     return scale
 
@@ -107,34 +111,33 @@ def train_adadps(features: np.ndarray, labels: np.ndarray, num_classes: int, con
 
 
 class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
+    options = AdaDPSOptions
     needs_public_labels = True
     not_auditable = "its preconditioner reads public labelled rows the canaries' coordinates are not in"
 
     def __init__(self) -> None:
-        super().__init__("adadps", "DP-SGD on all standardised features with per-sample gradients preconditioned "
-                                   "by RMSProp on PUBLIC LABELLED rows (AdaDPS)", projects=False, single_cell=True,
-                         needs_public_basis=True)
+        super().__init__("adadps", "AdaDPS", "DP-SGD on all standardised features with per-sample gradients "
+                         "preconditioned by RMSProp on PUBLIC LABELLED rows (AdaDPS)", projects=False,
+                         single_cell=True, needs_public_basis=True)
         self.averages_iterates = False
 
     def train_cell(self, cell: Cell) -> list[TrainedRun]:
-        data, settings = cell.data, cell.settings or AdaDPSSettings()
+        data = cell.data
         train_x = project(cell.mapping, data.private_x, None)
         public_x = project(cell.mapping, data.public_labelled[0], None)
         n, runs = len(train_x), []
         for config in cell.configs:
             sigma = cell.noise_multiplier(config.batch_size / n, config.steps)
             clip = cell.privacy.clip if sigma > 0 else math.inf
-            scale = public_preconditioner(public_x, data.public_labelled[1], settings, config.seed)
+            scale = public_preconditioner(public_x, data.public_labelled[1], cell.options, config.seed)
             head = each_run(cell, config, lambda: train_adadps(train_x, data.private_y, data.num_classes, config,
                                                                sigma, clip, scale, cell.randomness))
             event = dp_sgd_event(sigma, config.batch_size / n, config.steps)
             runs.append(TrainedRun(head, event, cell.spent_epsilon(event)))
         return runs
 
-    def model_attrs(self, settings: object | None) -> dict:
-        settings = settings or AdaDPSSettings()
-        return {"adadps": {"conditioner": settings.conditioner, "beta": settings.beta,
-                           "public_batch": settings.public_batch,
+    def model_attrs(self, options: AdaDPSOptions) -> dict:
+        return {"adadps": {**dataclasses.asdict(options),
                            "note": "public LABELLED rows (public_labelled) set the preconditioner; not protected"}}
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.base import PrivacySettings, SweepData
+from pillar_cli.methods.catalog import DEFAULT_METHOD
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.sweep import SweepGrid, SweepOptions, SweepResult, run_sweep
 from pillar_cli.projection import PublicPCA
@@ -16,21 +18,22 @@ from pillar_cli.randomness import NoiseSource
 
 
 def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: np.ndarray | None = None, *,
-          projection: PublicPCA | None = None, public: np.ndarray | None = None, method: Sequence[str] = ("pillar",),
+          projection: PublicPCA | None = None, public: np.ndarray | None = None, method: Sequence[str] = (DEFAULT_METHOD,),
           k: Sequence[int | None] = (40,), epsilon: Sequence[float] = (1.0,), delta: float = 1e-5,
           accountant: str = "prv", clip: float = 1.0, lr: Sequence[float] = (0.1,), steps: Sequence[int] = (500,),
           batch_size: Sequence[int] = (512,), seed: Sequence[int] = (0,), momentum: float = 0.0,
           weight_decay: float = 0.0, ridge: Sequence[float | None] = (None,), engine: str = "fast",
           device: str = "auto", select: str | AccountedSelection = "val", ema: float = 0.0,
           public_labelled: tuple[np.ndarray, np.ndarray] | None = None,
-          settings: dict[str, object] | None = None, noise_seed: int | None = None) -> SweepResult:
+          method_options: dict[str, Any] | None = None, noise_seed: int | None = None) -> SweepResult:
     """Train every (method, k, ε) × (lr, steps, batch size, seed) on the private rows (X, y) and choose one run per
     (method, k, ε) and seed with (X_val, y_val). Labels are class indices 0..C−1; k None means all features.
     `public` fits the projection (or pass a fitted `projection`). `select`: "val" (the result's `selection` used the
     val labels, which ε does NOT account for), or "accounted" / an `AccountedSelection` (private cells run the
     Papernot–Steinke selection; ε covers it). Runs of the theory's noisy-sgd take `steps` as their step counts; DP-SGD methods release the moving average of
     their iterates with decay `ema` (0: the last iterate); adadps reads `public_labelled` = (X_pub, y_pub);
-    `settings`: a method's own settings by name, e.g. {"em-disjunctions": DisjunctionSettings(literals=3)}.
+    `method_options`: a method's options by its name, e.g. {"em-disjunctions": DisjunctionOptions(literals=3)}
+    (absent: its defaults).
     `seed` labels repetitions and seeds public randomness only; noise comes from fresh OS entropy unless
     `noise_seed` is given, which makes runs repeat exactly and leaves them NOT differentially private."""
     x = np.asarray(X, dtype=np.float32)
@@ -53,5 +56,5 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
         raise UsageError(f"unknown {param('select')} '{select}' (known: val, accounted)")
     selection = AccountedSelection() if select == "accounted" else None if select == "val" else select
     return run_sweep(data, grid, PrivacySettings(delta, clip, accountant, NoiseSource(noise_seed)),
-                     SweepOptions(engine=engine, device=device, method_settings=dict(settings or {}),
+                     SweepOptions(engine=engine, device=device, method_options=dict(method_options or {}),
                                   selection=selection))

@@ -1,16 +1,19 @@
 """What a training method is, for a sweep: how it maps features to its k dimensions, which configurations it runs,
 and how it trains one (method, k, ε) cell into heads, each with the DP event it spent.
 
-A method is one module holding a `Method` subclass and one entry in catalog.py; the sweep never asks for a method
-by name.
+A method is one module holding a `Method` subclass and its registration (catalog.py for the built-in methods, a
+`pillar.methods` entry point for a plugin): it declares its options, its display family and what it reads, and the
+sweep, the CLI, the reports and the audit never ask for a method by name.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
+import typing
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -18,6 +21,26 @@ from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.privacy import Event, calibrate_noise, spent_epsilon
 from pillar_cli.projection import LinearMap, PublicPCA, project
 from pillar_cli.randomness import SECRET, NoiseSource
+
+
+def option(default: Any, help: str) -> Any:
+    """A field of a method's options dataclass: its default and the line `--help` shows for its flag
+    (--<name with dashes>)."""
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option of a method as a command shows it: the field, its type, default and help."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
 
 
 @dataclass(frozen=True)
@@ -62,7 +85,7 @@ class Cell:
     privacy: PrivacySettings
     engine: str
     device: str
-    settings: object | None = None  # the method's own settings (e.g. NoisySGDSettings), None for its defaults
+    options: Any = None  # the method's options (an instance of its `options` dataclass; None: it has none)
     on_steps: Callable[[int], None] = lambda n: None  # hears of steps done, summed over configurations
     noise: Callable[[float, int], float] | None = None  # σ by (sample rate, steps) when a private selection sets it
 
@@ -100,6 +123,9 @@ class Method:
 
     name: str = ""
     description: str = ""
+    family: str = ""  # the name the result tables give it (the paper's, where it has one); empty: its name
+    family_unprojected: str | None = None  # the family of its runs at k = full, when that is another method's
+    options: type | None = None  # its options: a frozen dataclass of `option(...)` fields, validated on creation
     projects: bool = True  # heads live in the span of k basis vectors (recorded as bases/<method>/<k>)
     single_cell: bool = False  # one cell at k = full whatever k the sweep lists
     needs_public_rows: str | None = None  # why the method reads the public rows (None: it does not)
@@ -113,10 +139,31 @@ class Method:
     mechanism_description: str = ("DP-SGD: Poisson sampling, per-row clipping to C, Gaussian noise σ·C; add/remove-one "
                                   "adjacency")
 
+    def family_of(self, k: int | None) -> str:
+        """The table row a run at k (None: full) belongs to."""
+        if k is None and self.family_unprojected:
+            return self.family_unprojected
+        return self.family or self.name
+
+    def option_specs(self) -> list[OptionSpec]:
+        """Its options as flags of train-private and keywords of the Python API."""
+        if self.options is None:
+            return []
+        types = typing.get_type_hints(self.options)
+        return [OptionSpec(f.name, types[f.name], f.default, f.metadata["help"])
+                for f in dataclasses.fields(self.options)]
+
+    def make_options(self, values: dict[str, Any] | None = None) -> Any:
+        """Its options from values by field name (the missing ones at their defaults); None if it has none."""
+        if self.options is None:
+            return None
+        names = {f.name for f in dataclasses.fields(self.options)}
+        return self.options(**{key: value for key, value in (values or {}).items() if key in names})
+
     def linear_map(self, pca: PublicPCA) -> LinearMap:
         return pca
 
-    def check_data(self, data: SweepData, settings: object | None) -> None:
+    def check_data(self, data: SweepData, options: Any) -> None:
         """Fail before any training if this method cannot read these rows (beyond what every method checks)."""
 
     def check_k(self, k: int, pca: PublicPCA, num_classes: int) -> None:
@@ -149,7 +196,7 @@ class Method:
     def train_cell(self, cell: Cell) -> list[TrainedRun]:
         raise NotImplementedError
 
-    def model_attrs(self, settings: object | None) -> dict:
+    def model_attrs(self, options: Any) -> dict:
         """What a model artifact holding this method's runs must state beyond DP-SGD's ledger."""
         return {}
 

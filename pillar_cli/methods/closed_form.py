@@ -93,6 +93,7 @@ def least_squares_statistics(rows: np.ndarray, labels: np.ndarray, num_classes: 
 
 class PublicCovarianceLDA(ClosedFormHead):
     name = "public-lda"
+    family = "public-LDA"
     description = ("linear discriminant: covariance from the PUBLIC rows, one Gaussian release of the per-class sums "
                    "of the private rows (unit norm); k components")
     needs_public_rows = "for the shared covariance"
@@ -138,6 +139,7 @@ def discriminant(means: np.ndarray, covariance: np.ndarray) -> LinearHead:
 
 class DPLeastSquares(ClosedFormHead):
     name = "dp-ls"
+    family = "DP-LS"
     description = ("DP least squares: one Gaussian release of [AᵀA | AᵀY] for the private rows (unit norm, bias "
                    "included), a ridge solve; k components")
     sensitivity = math.sqrt(2.0)

@@ -24,7 +24,7 @@ import numpy as np
 
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.base import Cell, Method, SweepData, TrainedRun, each_run
+from pillar_cli.methods.base import Cell, Method, SweepData, TrainedRun, each_run, option
 from pillar_cli.privacy import ExponentialEvent, spent_epsilon
 from pillar_cli.privacy.exponential import exponential_mechanism
 from pillar_cli.projection.components import PublicComponents, check_boolean_rows
@@ -35,8 +35,12 @@ CHUNK_BYTES = 2**26
 
 
 @dataclass(frozen=True)
-class DisjunctionSettings:
-    literals: int = 3  # em-disjunctions: the most variables a candidate disjunction has
+class DisjunctionOptions:
+    literals: int = option(3, "the most variables of a candidate disjunction.")
+
+    def __post_init__(self) -> None:
+        if self.literals < 1:
+            raise UsageError(f"{param('literals')} must be at least 1 (got {self.literals})")
 
 
 class ExponentialMechanismDisjunctions(Method):
@@ -58,7 +62,7 @@ class ExponentialMechanismDisjunctions(Method):
     def mechanism(self, config: RunConfig, n: int) -> tuple[float, int]:
         return 1.0, 1
 
-    def check_data(self, data: SweepData, settings: object | None) -> None:
+    def check_data(self, data: SweepData, options: DisjunctionOptions | None) -> None:
         if data.num_classes != 2:
             raise DataError(f"method '{self.name}' learns a disjunction: it needs two classes (found "
                             f"{data.num_classes})")
@@ -68,9 +72,9 @@ class ExponentialMechanismDisjunctions(Method):
         check_boolean_rows(data.private_x, data.name)
         if data.val_x is not None:
             check_boolean_rows(data.val_x, "the val split")
-        self.candidate_count(data, settings)
+        self.candidate_count(data, options)
 
-    def candidate_count(self, data: SweepData, settings: object | None) -> int:
+    def candidate_count(self, data: SweepData, options: DisjunctionOptions | None) -> int:
         raise NotImplementedError
 
     def candidates(self, cell: Cell) -> tuple[np.ndarray, Iterator[np.ndarray]]:
@@ -101,11 +105,11 @@ class ExponentialMechanismDisjunctions(Method):
         variables = groups[members[members >= 0]].sum(axis=0) > 0
         return TrainedRun(disjunction_head(variables, steps_run=1), event, spent)
 
-    def model_attrs(self, settings: object | None) -> dict:
+    def model_attrs(self, options: DisjunctionOptions | None) -> dict:
         return {"exponential_mechanism": {
             "methods": ["em-components", "em-disjunctions"], "score": "minus the errors on the private rows",
             "sensitivity": SENSITIVITY, "epsilon": "runs/event: one exponential mechanism at ε, δ = 0",
-            **({"literals": settings.literals} if isinstance(settings, DisjunctionSettings) else {})}}
+            **({} if options is None else {"literals": options.literals})}}
 
 
 def disjunction_head(variables: np.ndarray, steps_run: int | None = None) -> LinearHead:
@@ -173,7 +177,7 @@ class ComponentDisjunctions(ExponentialMechanismDisjunctions):
     description = ("exponential mechanism over the unions of the PUBLIC split's connected components (2^Z "
                    "candidates; fit-pca --components)")
 
-    def candidate_count(self, data: SweepData, settings: object | None) -> int:
+    def candidate_count(self, data: SweepData, options: None) -> int:
         if not isinstance(data.pca, PublicComponents):
             raise UsageError(f"method '{self.name}' needs the public component graph as its projection",
                              hint="fit it with `pillar fit-pca EMB:public --components`")
@@ -191,12 +195,13 @@ class ComponentDisjunctions(ExponentialMechanismDisjunctions):
 
 class AllDisjunctions(ExponentialMechanismDisjunctions):
     name = "em-disjunctions"
+    options = DisjunctionOptions
     description = ("baseline: exponential mechanism over every disjunction of at most --literals variables "
                    "(Σ C(d, j) candidates)")
     needs_public_basis = False
 
-    def candidate_count(self, data: SweepData, settings: object | None) -> int:
-        literals = _literals(settings)
+    def candidate_count(self, data: SweepData, options: DisjunctionOptions) -> int:
+        literals = options.literals
         dim = data.private_x.shape[1]
         count = sum(math.comb(dim, j) for j in range(literals + 1))
         if count > MAX_CANDIDATES:
@@ -205,15 +210,8 @@ class AllDisjunctions(ExponentialMechanismDisjunctions):
         return count
 
     def candidates(self, cell: Cell) -> tuple[np.ndarray, Iterator[np.ndarray]]:
-        literals, dim = _literals(cell.settings), cell.data.private_x.shape[1]
+        literals, dim = cell.options.literals, cell.data.private_x.shape[1]
         return np.eye(dim), _combination_chunks(dim, literals, _rows_per_chunk(literals, len(cell.data.private_x)))
-
-
-def _literals(settings: object | None) -> int:
-    literals = (settings or DisjunctionSettings()).literals
-    if literals < 1:
-        raise UsageError(f"{param('literals')} must be at least 1 (got {literals})")
-    return literals
 
 
 EM_COMPONENTS = ComponentDisjunctions()

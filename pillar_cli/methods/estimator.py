@@ -8,12 +8,13 @@ private rows that are among the rows the projection was fitted on. Every check o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from pillar_cli.methods.base import PrivacySettings, SweepData
-from pillar_cli.methods.catalog import get_method
+from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.sweep import SweepGrid, SweepOptions, run_sweep
 from pillar_cli.privacy import Event, get_accountant, headline
@@ -42,7 +43,8 @@ class Ledger:
 class DPLinearClassifier(ClassifierMixin, BaseEstimator):
     """A linear softmax head trained with DP-SGD on the top-k public components (method="pillar") or a baseline.
 
-    `seed` seeds public randomness only; the noise is secret (fresh OS entropy), so two fits differ, unless
+    `method_options`: the method's options (e.g. NoisySGDOptions(zeta=0.2); None: its defaults). `seed` seeds public
+    randomness only; the noise is secret (fresh OS entropy), so two fits differ, unless
     `noise_seed` is set: an experiment-only switch whose classifier is NOT differentially private.
 
     Example:
@@ -50,15 +52,15 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
         clf.score(X_test, y_test), clf.ledger_.epsilon_spent
     """
 
-    def __init__(self, method: str = "pillar", k: int | None = 40, epsilon: float = 1.0, delta: float = 1e-5,
+    def __init__(self, method: str = DEFAULT_METHOD, k: int | None = 40, epsilon: float = 1.0, delta: float = 1e-5,
                  accountant: str = "prv", clip: float = 1.0, lr: float = 0.1, steps: int = 500,
                  batch_size: int = 512, seed: int = 0, projection: PublicPCA | None = None, momentum: float = 0.0,
                  weight_decay: float = 0.0, device: str = "cpu", ridge: float | None = None,
-                 noise_seed: int | None = None):
+                 noise_seed: int | None = None, method_options: Any = None):
         self.method, self.k, self.epsilon, self.delta, self.accountant = method, k, epsilon, delta, accountant
         self.clip, self.lr, self.steps, self.batch_size, self.seed = clip, lr, steps, batch_size, seed
         self.projection, self.momentum, self.weight_decay, self.device = projection, momentum, weight_decay, device
-        self.ridge, self.noise_seed = ridge, noise_seed
+        self.ridge, self.noise_seed, self.method_options = ridge, noise_seed, method_options
 
     def fit(self, X: np.ndarray, y: np.ndarray, public: np.ndarray | None = None) -> DPLinearClassifier:
         """Train on the private rows (X, y); `public`: unlabelled public rows for the projection (and GEP)."""
@@ -73,7 +75,8 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
         data = SweepData(self.projection_, x, labels, None, None, len(self.classes_),
                          None if public is None else np.asarray(public, dtype=np.float32))
         privacy = PrivacySettings(self.delta, self.clip, self.accountant, NoiseSource(self.noise_seed))
-        run = run_sweep(data, grid, privacy, SweepOptions(device=self.device)).runs[0]
+        options = SweepOptions(device=self.device, method_options={self.method: self.method_options})
+        run = run_sweep(data, grid, privacy, options).runs[0]
         self.k_ = run.key.k if method.projects else None  # the head's own dimensions (None: all features)
         self.mapping_ = method.linear_map(self.projection_)
         self.head_ = run.head

@@ -109,8 +109,8 @@ class GradientEmbeddingPerturbation(ProjectedDPSGD):
         return None  # every GEP run draws its own batches
 
     def __init__(self) -> None:
-        super().__init__("gep", "gradient embedding perturbation: k = anchor dimension from public gradients; full "
-                                "feature space", projects=False)
+        super().__init__("gep", "GEP", "gradient embedding perturbation: k = anchor dimension from public "
+                         "gradients; full feature space", projects=False)
         self.averages_iterates = False  # its own training loop releases the last iterate
         self.not_auditable = "its anchor subspace and clipping act on gradients the canaries' coordinates change"
 

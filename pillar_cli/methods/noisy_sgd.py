@@ -23,7 +23,7 @@ import numpy as np
 
 from pillar_cli.errors import UsageError, check_positive, check_probability
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
+from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run, option
 from pillar_cli.privacy import Event, ExponentialEvent, calibrate_noise, composed, dp_sgd_event, spent_epsilon
 from pillar_cli.privacy.events import SelfComposedEvent
 from pillar_cli.projection import project
@@ -36,9 +36,9 @@ CHUNK_VALUES = 2**20
 
 
 @dataclass(frozen=True)
-class NoisySGDSettings:
-    zeta: float = 0.1  # margin scale ζ of the hinge loss (check-assumptions reports ζ = γ(1 − ξ − 0.1γ))
-    beta: float = 0.05  # failure probability: m = ⌈ln(1/β)⌉ runs
+class NoisySGDOptions:
+    zeta: float = option(0.1, "margin scale ζ of the hinge loss (check-assumptions reports ζ = γ(1 − ξ − 0.1γ)).")
+    beta: float = option(0.05, "failure probability; ⌈ln 1/β⌉ boosted runs.")
 
     def __post_init__(self) -> None:
         check_positive("zeta", self.zeta)
@@ -54,7 +54,7 @@ class NoisySGDResult:
 
 
 def train_noisy_sgd(features: np.ndarray, labels: np.ndarray, steps: int, rng: np.random.Generator, epsilon: float,
-                    delta: float, accountant: str, settings: NoisySGDSettings) -> NoisySGDResult:
+                    delta: float, accountant: str, options: NoisySGDOptions) -> NoisySGDResult:
     """Algorithms 1–2: boosted noisy SGD runs and an exponential-mechanism choice among them; `rng` is secret
     (every sample, noise draw and the choice)."""
     classes = np.unique(labels)
@@ -64,12 +64,12 @@ def train_noisy_sgd(features: np.ndarray, labels: np.ndarray, steps: int, rng: n
     n = len(features)
     x = features / np.maximum(np.linalg.norm(features, axis=1, keepdims=True), 1e-12)
     y = 2.0 * labels - 1.0
-    runs, lipschitz = math.ceil(math.log(1 / settings.beta)), 1.0 / settings.zeta
+    runs, lipschitz = math.ceil(math.log(1 / options.beta)), 1.0 / options.zeta
     private = not math.isinf(epsilon)
     multiplier = calibrate_noise(accountant, epsilon / 2, delta, 1 / n, runs * steps) if private else 0.0
     event = composed(SelfComposedEvent(dp_sgd_event(multiplier, 1 / n, steps), runs), ExponentialEvent(epsilon / 2))
-    weights = _noisy_sgd(x, y, steps, multiplier * n * lipschitz, runs, settings.zeta, rng)
-    losses = _losses(weights, x, y, settings.zeta)
+    weights = _noisy_sgd(x, y, steps, multiplier * n * lipschitz, runs, options.zeta, rng)
+    losses = _losses(weights, x, y, options.zeta)
     if not private:
         return NoisySGDResult(_as_head(weights[np.argmin(losses)]), event, runs, math.inf)
     scores = -(epsilon / 2) * losses / (2 * (1 + lipschitz))
@@ -149,6 +149,8 @@ class NoisySGD(Method):
     """The theory variant as a sweep method: binary tasks, its own step count (Algorithm 1: n²), no lr or batch."""
 
     name = "noisy-sgd"
+    family = "noisy-SGD"
+    options = NoisySGDOptions
     description = ("theory variant (Algorithms 1-2): binary tasks, ζ-scaled hinge loss, boosted projected noisy SGD "
                    "on the top-k public components")
     steps_rule = "Algorithm 1's n²"
@@ -166,20 +168,18 @@ class NoisySGD(Method):
         return n * n
 
     def train_cell(self, cell: Cell) -> list[TrainedRun]:
-        settings = cell.settings or NoisySGDSettings()
         train_z = project(cell.mapping, cell.data.private_x, cell.k)
         trained = [each_run(cell, c, lambda c=c: train_noisy_sgd(train_z, cell.data.private_y, c.steps,
                                                                  cell.randomness.child("run", c).numpy(),
                                                                  cell.epsilon, cell.privacy.delta,
-                                                                 cell.privacy.accountant, settings))
+                                                                 cell.privacy.accountant, cell.options))
                    for c in cell.configs]
         return [TrainedRun(t.head, t.event, t.epsilon_spent) for t in trained]
 
-    def model_attrs(self, settings: object | None) -> dict:
-        settings = settings or NoisySGDSettings()
+    def model_attrs(self, options: NoisySGDOptions) -> dict:
         return {"noisy_sgd": {
-            "mechanism": MECHANISM, "zeta": settings.zeta, "beta": settings.beta,
-            "boosted_runs": math.ceil(math.log(1 / settings.beta)),
+            "mechanism": MECHANISM, "zeta": options.zeta, "beta": options.beta,
+            "boosted_runs": math.ceil(math.log(1 / options.beta)),
             "per_run": "for noisy-sgd rows, runs/event composes the m boosted runs and the exponential mechanism; "
                        "runs/epsilon_spent is its ε, selection included"}}
 

@@ -19,9 +19,10 @@ from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, proj
 class ProjectedDPSGD(Method):
     """DP-SGD on the linear map's first k dimensions (all standardised features when the method does not project)."""
 
-    def __init__(self, name: str, description: str, projects: bool = True, single_cell: bool = False,
-                 needs_public_basis: bool | None = None):
-        self.name, self.description, self.projects, self.single_cell = name, description, projects, single_cell
+    def __init__(self, name: str, family: str, description: str, projects: bool = True, single_cell: bool = False,
+                 needs_public_basis: bool | None = None, family_unprojected: str | None = None):
+        self.name, self.family, self.description, self.projects = name, family, description, projects
+        self.single_cell, self.family_unprojected = single_cell, family_unprojected
         self.needs_public_basis = projects if needs_public_basis is None else needs_public_basis
         self.averages_iterates = True
 
@@ -61,8 +62,9 @@ class RandomProjectionDPSGD(ProjectedDPSGD):
         return GaussianProjection(pca, seed=0)
 
 
-PILLAR = ProjectedDPSGD("pillar", "top-k principal components of the PUBLIC features (the projection artifact)")
-DPSGD = ProjectedDPSGD("dpsgd", "no projection: DP-SGD on all standardised features (the paper's main baseline)",
-                       projects=False, single_cell=True)
-JL = RandomProjectionDPSGD("jl", "Gaussian random projection to k dimensions (seeded; uses no data)",
+PILLAR = ProjectedDPSGD("pillar", "PILLAR", "top-k principal components of the PUBLIC features (the projection "
+                        "artifact)", family_unprojected="DP-SGD")  # at k = full it is DP-SGD on all features
+DPSGD = ProjectedDPSGD("dpsgd", "DP-SGD", "no projection: DP-SGD on all standardised features (the paper's main "
+                       "baseline)", projects=False, single_cell=True)
+JL = RandomProjectionDPSGD("jl", "JL", "Gaussian random projection to k dimensions (seeded; uses no data)",
                            needs_public_basis=False)

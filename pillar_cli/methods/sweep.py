@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from pillar_cli.devices import resolve_device
 from pillar_cli.errors import DataError, PrivacyError, UsageError, check_non_negative, check_positive, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.accounted import AccountedSelection, select_privately
-from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
+from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.selection import ACCOUNTED_NOTE, VAL_NOTE, select_on_val
 from pillar_cli.privacy import (Event, ExponentialEvent, gaussian_segments, get_accountant, headline, require_disjoint,
@@ -59,7 +59,7 @@ class SweepGrid:
     ridges: tuple[float | None, ...] = (None,)  # closed-form heads' λ (None: the method's default)
     ema: float = 0.0  # DP-SGD methods release the iterates' moving average of this decay (0: the last iterate)
 
-    def configs(self, method: str = "pillar") -> list[RunConfig]:
+    def configs(self, method: str) -> list[RunConfig]:
         configs = get_method(method).configs(self.lrs, self.steps, self.batch_sizes, self.seeds, self.momentum,
                                              self.weight_decay, self.theory_steps, self.ridges)
         return [replace(c, ema=self.ema) for c in configs] if self.ema else configs
@@ -106,8 +106,13 @@ class SweepOptions:
     shard: tuple[int, int] = (0, 1)
     engine: str = "fast"
     device: str = "auto"
-    method_settings: dict[str, object] = field(default_factory=dict)  # by method name, e.g. NoisySGDSettings
+    method_options: dict[str, Any] = field(default_factory=dict)  # by method name (absent: its defaults)
     selection: AccountedSelection | None = None  # None: every configuration is trained, the choice is on val
+
+    def of(self, method: Method) -> Any:
+        """The method's options: as given, or its defaults."""
+        given = self.method_options.get(method.name)
+        return method.make_options() if given is None else given
 
     def selects_privately(self, epsilon: float, configs: list[RunConfig]) -> bool:
         """A private cell with more than one candidate per seed runs an accounted selection."""
@@ -143,7 +148,7 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, opti
     if data.private_index is not None and data.public_index is not None:
         require_disjoint(data.private_index, data.public_index, data.source)
     for name in grid.methods:
-        get_method(name).check_data(data, options.method_settings.get(name))
+        get_method(name).check_data(data, options.of(get_method(name)))
         reason = get_method(name).needs_public_rows
         if reason and data.public_x is None:
             raise UsageError(f"method '{name}' needs the public split {reason}")
@@ -186,7 +191,7 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
             result.bases[(name, k)] = mapping.basis(k)
         val_z = None if data.val_x is None else method.features(mapping, data.val_x, k)
         cell = Cell(data, mapping, k, epsilon, configs, privacy, options.engine, options.device,
-                    options.method_settings.get(name), on_steps)
+                    options.of(method), on_steps)
         selected = options.selects_privately(epsilon, configs)
         if selected:
             released, records = select_privately(method, cell, val_z, data.val_y, options.selection)
@@ -208,14 +213,14 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
 
 
 def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings, num_classes: int,
-                   n_private: int, shard: tuple[int, int] = (0, 1), method_settings: dict[str, object] | None = None,
+                   n_private: int, options: SweepOptions = SweepOptions(),
                    rows: dict[str, np.ndarray] | None = None, source_fingerprint: str | None = None,
                    public_choice: dict | None = None, public_data: dict | None = None) -> Artifact:
     """Every run's head and ledger row, the bases that map heads back to the standardised space, the selection;
     `rows`: the source row ids trained on (`private`) and selected on (`val`), so that no stage tests on them;
     `public_choice`: the GSD that chose the public split, whose DP release is composed into every run's ε;
     `public_data`: what the projection was fitted on (split, rows, whether another dataset)."""
-    runs, method_settings = result.runs, method_settings or {}
+    runs = result.runs
     spent = [_with_public_choice(r, privacy, public_choice) for r in runs]
     records = [RunRecord(r.key, event.to_dict(), *headline(r.event), total, r.head.weights, r.head.bias,
                          r.val_accuracy, get_method(r.key.method).normalises_rows, r.head.steps_run)
@@ -224,7 +229,7 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         "num_classes": num_classes,
         "n_private": n_private,
         "row_l2_normalised": pca.second_moment,
-        "shard": list(shard),
+        "shard": list(options.shard),
         "feature_space": "standardised with the public mean/scale; full-space weights = bases/<method>/<k> · weights",
         "ledger": {"accountant": privacy.accountant, "delta": privacy.delta, "clip": privacy.clip,
                    "accountant_description": get_accountant(privacy.accountant).description,
@@ -235,7 +240,7 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         "max_epsilon_spent": max((total for _, total in spent), default=0.0),
         "mechanisms": {name: get_method(name).mechanism_description for name in sorted({r.key.method for r in runs})},
         **{key: value for name in sorted({r.key.method for r in runs})
-           for key, value in get_method(name).model_attrs(method_settings.get(name)).items()},
+           for key, value in get_method(name).model_attrs(options.of(get_method(name))).items()},
         "selection": result.selection,
         "selection_mode": "accounted" if result.accounted else "val",
         "selection_note": ACCOUNTED_NOTE if result.accounted else VAL_NOTE,

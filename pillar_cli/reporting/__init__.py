@@ -3,5 +3,6 @@
 Nothing imports it but the CLI and the API.
 
 May import: `errors`, `randomness` (the note of reproducible noise), `artifacts`, `projection`,
-`methods.selection` (the val selection), `embedding.networks` (fine-tuned networks evaluated).
+`methods.selection` (the val selection), `methods.catalog` and `finetune.runs` (each method's family),
+`embedding.networks` (fine-tuned networks evaluated).
 """

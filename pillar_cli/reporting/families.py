@@ -1,20 +1,21 @@
-"""Methods as the paper's tables name them, and the row each reports per ε: the one best on val over k and
-configurations. PILLAR at k = full is DP-SGD on all features, so it is reported as DP-SGD."""
+"""Methods as the result tables name them (each method's declared family), in the registry's order (the paper's
+Table 1 first, networks after the linear heads), and the row each reports per ε: the one best on val over k and
+configurations."""
 
 from __future__ import annotations
 
-# the paper's Table 1 order first; the toolkit's other methods after it
-FAMILIES = {"dpsgd": "DP-SGD", "jl": "JL", "adadps": "AdaDPS", "gep": "GEP", "pillar": "PILLAR",
-            "public-lda": "public-LDA", "dp-ls": "DP-LS", "noisy-sgd": "noisy-SGD", "finetune": "fine-tune",
-            "scratch": "from scratch", "pretrain": "public pre-training"}
-ORDER = list(FAMILIES.values())
+from pillar_cli.finetune.runs import METHODS as NETWORK_METHODS
+from pillar_cli.methods.catalog import METHODS
+
+ORDER = list(dict.fromkeys([*(method.family_of(k) for method in METHODS.values() for k in (None, 1)),
+                            *(network.family for network in NETWORK_METHODS.values())]))
 
 
 def family(row: dict) -> str:
-    """The name a table gives an evaluation row's method."""
-    if row["method"] == "pillar" and row["k"] == "full":
-        return "DP-SGD"
-    return FAMILIES.get(row["method"], row["method"])
+    """The name a table gives an evaluation row's method (a method run at k = full may be another's family)."""
+    if row["method"] in METHODS:
+        return METHODS[row["method"]].family_of(None if row["k"] == "full" else row["k"])
+    return NETWORK_METHODS[row["method"]].family if row["method"] in NETWORK_METHODS else row["method"]
 
 
 def family_order(name: str) -> tuple[int, str]:

@@ -11,7 +11,7 @@ from sklearn.datasets import load_digits
 from pillar_cli.randomness import NoiseSource
 from pillar_cli import PublicPCA, UsageError, sweep
 from pillar_cli.linear.engine import RunConfig, train_linear_heads
-from pillar_cli.methods.adadps import AdaDPSSettings, preconditioned_clipped_sum, train_adadps
+from pillar_cli.methods.adadps import AdaDPSOptions, preconditioned_clipped_sum, train_adadps
 from pillar_cli.privacy import dp_sgd_event, gaussian_segments, spent_epsilon
 
 
@@ -66,4 +66,4 @@ def test_adadps_refusals(digits):
     with pytest.raises(UsageError, match="^method 'adadps' needs a labelled public split for its preconditioner$"):
         sweep(x, y, projection=pca, method=["adadps"], k=[None], delta=1e-4)
     with pytest.raises(UsageError, match=r"^conditioner must be a positive number \(got 0.0\)$"):
-        AdaDPSSettings(conditioner=0.0)
+        AdaDPSOptions(conditioner=0.0)

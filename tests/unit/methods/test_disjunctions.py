@@ -15,7 +15,7 @@ from pillar_cli import sweep
 from pillar_cli.data.disjunctions import DisjunctionFamily
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.methods.disjunctions import (
-                                             DisjunctionSettings,
+                                             DisjunctionOptions,
                                              ErrorCounter,
                                              _combination_chunks,
                                              _subset_chunks,
@@ -100,7 +100,7 @@ def test_component_learner_stays_accurate_as_d_grows_while_the_baseline_degrades
         test = family.sample(2000, rng)
         x, y = family.sample(40, rng)
         result = sweep(x, y, projection=graph, method=["em-components", "em-disjunctions"], k=[None], epsilon=[1.0],
-                       seed=list(range(6)), settings={"em-disjunctions": DisjunctionSettings(3)})
+                       seed=list(range(6)), method_options={"em-disjunctions": DisjunctionOptions(3)})
         for run in result.runs:
             errors.setdefault((run.key.method, d), []).append(1 - run.head.accuracy(*test))
     mean = {key: float(np.mean(value)) for key, value in errors.items()}
@@ -126,6 +126,6 @@ def test_disjunction_learners_refuse_what_they_cannot_read():
     with pytest.raises(UsageError, match=rf"^{re.escape(f'{count:.3g}')} disjunctions of at most 7 of 60 variables are too many to "
                                          r"score \(limit 2e\+08\)$"):
         sweep(*wide, projection=PublicPCA.identity(60), method=["em-disjunctions"], k=[None],
-              settings={"em-disjunctions": DisjunctionSettings(7)})
+              method_options={"em-disjunctions": DisjunctionOptions(7)})
     with pytest.raises(DataError, match="^the public split holds non-boolean features"):
         PublicComponents().fit(public * 2)
