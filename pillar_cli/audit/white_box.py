@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -74,14 +75,17 @@ def _ratio(attack: Attack) -> float:
 
 
 def run_white_box_audit(method: Method, data: SweepData, k: int | None, epsilons: list[float],
-                        configs: list[RunConfig], privacy: PrivacySettings, settings: AuditSettings) -> WhiteBoxResult:
-    """Train the configurations at every ε with canaries into one model file, attack the file, bound ε."""
+                        configs: list[RunConfig], privacy: PrivacySettings, settings: AuditSettings,
+                        options: Any = None) -> WhiteBoxResult:
+    """Train the configurations at every ε with canaries into one model file, attack the file, bound ε; `options`:
+    the method's options (None: its defaults)."""
     if method.not_auditable or method.normalises_rows or not method.averages_iterates:
-        raise UsageError(f"the white-box audit attacks DP-SGD heads (pillar, dpsgd, jl); not method '{method.name}'")
+        raise UsageError(f"the white-box audit attacks DP-SGD heads on unnormalised rows; not method '{method.name}'")
     for epsilon in epsilons:
         validate_budget(epsilon, privacy.delta, len(data.private_x))
     canaries = Canaries.plant(method, data, k, settings)
-    model = _model_file(method, canaries, epsilons, [canaries.scaled(config) for config in configs], privacy)
+    model = _model_file(method, canaries, epsilons, [canaries.scaled(config) for config in configs], privacy,
+                        options if options is not None else method.make_options())
     rules = list(_attacks(model, canaries))
     level = 1 - (1 - settings.confidence) / len(rules)
     released, attacks, scored = _released(model), [], []
@@ -116,11 +120,11 @@ def white_box_artifact(result: WhiteBoxResult, settings: AuditSettings, configur
 
 
 def _model_file(method: Method, canaries: Canaries, epsilons: list[float], configs: list[RunConfig],
-                privacy: PrivacySettings) -> Artifact:
+                privacy: PrivacySettings, options: Any) -> Artifact:
     """What train-private writes for these cells: every head, its hyper-parameters and ledger, n, the noise."""
     records, heads, width = [], [], canaries.mapping.width()
     for epsilon in epsilons:
-        cell = Cell(canaries.data, canaries.mapping, width, epsilon, configs, privacy, "fast", "cpu")
+        cell = Cell(canaries.data, canaries.mapping, width, epsilon, configs, privacy, "fast", "cpu", options)
         for config, run in zip(configs, method.train_cell(cell)):
             key = RunKey(method.name, width, epsilon, config.lr, config.steps, config.batch_size, config.seed)
             records.append(RunRecord(key, run.event.to_dict(), *headline(run.event), run.epsilon_spent,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -14,9 +14,10 @@ from pillar_cli.audit.ledger import check_ledger
 from pillar_cli.audit.white_box import SharedNoise, run_white_box_audit, white_box_artifact
 from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output, cli_errors,
                                    float_list, int_list, noise_source, print_json, print_table, save, stdout)
+from pillar_cli.cli.method_flags import method_flags
 from pillar_cli.errors import PrivacyError, UsageError
 from pillar_cli.linear.engine import RunConfig
-from pillar_cli.methods.base import PrivacySettings, SweepData
+from pillar_cli.methods.base import Method, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import DEFAULT_METHOD, auditable, get_method
 from pillar_cli.projection.components import read_projection
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
@@ -25,6 +26,7 @@ from pillar_cli.randomness import NOT_PRIVATE_NOTE
 PLANTED = {"none": (1.0, 1.0), "no-noise": (0.0, 1.0), "noise-tenth": (0.1, 1.0), "no-clip": (1.0, 1e6)}
 
 
+@method_flags(auditable())
 @cli_errors
 def audit(
     ctx: typer.Context,
@@ -61,6 +63,7 @@ def audit(
     config: Optional[str] = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
+    **method_options: Any,
 ) -> None:
     """Audit a configuration's privacy with one training run and m canaries: a lower bound ε_lb on its ε at the
     stated confidence (Steinke, Nasr & Jagielski 2023); or check a model's ledger independently (--ledger).
@@ -84,16 +87,18 @@ def audit(
                 for size in int_list(batch_size, "--batch-size", allow_full=True, word="all")]
     configs = [RunConfig(rate, steps, batch, seed) for rate in lrs]
     privacy = PrivacySettings(delta, clip, accountant, noise_source(noise_seed))
-    configuration = {"method": method, "k": k, "epsilon": eps, "delta": delta, "accountant": accountant, "lr": lr,
+    audited = get_method(method)
+    options = audited.make_options(method_options)
+    configuration = {"method": method, **({"options": dataclasses.asdict(options)} if options else {}), "k": k, "epsilon": eps, "delta": delta, "accountant": accountant, "lr": lr,
                      "steps": steps, "batch_size": batch, "clip": clip, "seed": seed, "plant": plant}
     if white_box:
-        return _white_box(ctx, out, refs, get_method(method), data, k_value, epsilons, configs, privacy,
+        return _white_box(ctx, out, refs, audited, options, data, k_value, epsilons, configs, privacy,
                           AuditSettings(canaries, guesses, confidence, seed), configuration, as_json)
     if plant not in PLANTED or len(epsilons) * len(configs) > 1:
         raise UsageError(f"unknown --plant '{plant}' (known: {', '.join(PLANTED)})" if plant not in PLANTED else
                          "one configuration to audit: a single --eps and --lr (or --white-box)")
     settings = AuditSettings(canaries, guesses, confidence, seed, *PLANTED[plant])
-    result = run_audit(get_method(method), data, k_value, epsilons[0], configs[0], privacy, settings)
+    result = run_audit(audited, data, k_value, epsilons[0], configs[0], privacy, settings, options=options)
     _save_and_summarise(ctx, out, refs, audit_artifact(result, settings, configuration, None if plant == "none"
                                                        else plant), as_json)
 
@@ -105,15 +110,15 @@ def _save_and_summarise(ctx: typer.Context, out: Path | None, refs: list, artifa
     _summary(artifact.attrs, as_json)
 
 
-def _white_box(ctx: typer.Context, out: Path | None, refs: list, method, data: SweepData, k: int | None,
-               epsilons: list[float], configs: list[RunConfig], privacy: PrivacySettings, settings: AuditSettings,
-               configuration: dict, as_json: bool) -> None:
+def _white_box(ctx: typer.Context, out: Path | None, refs: list, method: Method, options: Any, data: SweepData,
+               k: int | None, epsilons: list[float], configs: list[RunConfig], privacy: PrivacySettings,
+               settings: AuditSettings, configuration: dict, as_json: bool) -> None:
     """The white-box audit, its table of attacks, and exit 5 when one beats the ε its heads claim."""
     if configuration["plant"] not in ("none", "shared-noise"):
         raise UsageError(f"unknown --plant '{configuration['plant']}' with --white-box (known: shared-noise)")
     if configuration["plant"] == "shared-noise":
         privacy = dataclasses.replace(privacy, noise=SharedNoise())
-    result = run_white_box_audit(method, data, k, epsilons, configs, privacy, settings)
+    result = run_white_box_audit(method, data, k, epsilons, configs, privacy, settings, options)
     artifact = white_box_artifact(result, settings, configuration)
     if out is not None:
         save(ctx, out, artifact, refs)

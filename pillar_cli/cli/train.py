@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import typer
 
@@ -14,9 +13,10 @@ from pillar_cli import artifacts
 from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output, cli_errors,
                                    float_list, float_or_auto_list, int_list, noise_source, parse_shard, print_json,
                                    print_table, progress_bar, save, split_list, warn)
+from pillar_cli.cli.method_flags import METHOD_LIST, method_flags
 from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.accounted import AccountedSelection
-from pillar_cli.methods.catalog import DEFAULT_METHOD, METHODS, get_method, option_specs, options_by_method
+from pillar_cli.methods.catalog import DEFAULT_METHOD, METHODS, get_method, options_by_method
 from pillar_cli.methods.sweep import (
     PrivacySettings,
     SweepData,
@@ -31,27 +31,7 @@ from pillar_cli.projection.components import read_projection
 from pillar_cli.projection.public_choice import labelled_public_split, public_data_of
 
 
-METHOD_LIST = "; ".join(f"{name} ({method.description})" for name, method in METHODS.items())
-
-
-def with_method_options(command: Callable) -> Callable:
-    """The command with one flag per option every registered method declares (a plugin's included), passed to it as
-    keyword arguments; help prefixed by the method's name."""
-    signature = inspect.signature(command)
-    own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    taken = {p.name for p in own}
-    flags = []
-    for method, spec in option_specs():
-        if spec.name in taken:
-            raise ValueError(f"method '{method.name}' declares option {spec.flag}, which train-private already has")
-        flags.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, annotation=spec.type,
-                                       default=typer.Option(spec.default, help=f"{method.name}: {spec.help}",
-                                                           rich_help_panel="Method options")))
-    command.__signature__ = signature.replace(parameters=[*own, *flags])
-    return command
-
-
-@with_method_options
+@method_flags(METHODS)
 @cli_errors
 def train_private(
     ctx: typer.Context,
