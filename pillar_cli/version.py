@@ -1,6 +1,7 @@
-"""The package version, recorded in every artifact.
+"""The program's name and the package version, recorded in every artifact.
 
 May import: nothing.
 """
 
 __version__ = "0.1.0"
+PROGRAM = "pillar"  # the command's name (and of its cache directory)

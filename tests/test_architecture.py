@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pillar_cli"
@@ -127,3 +128,17 @@ def test_cli_commands_are_thin_and_modules_small():
     assert {name: lines for name, lines in command_bodies().items() if lines > 25} == {}
     assert {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text().splitlines())) > 300} == {}
+
+
+def test_no_module_names_a_method_but_its_own_and_the_registry():
+    """A method is one module and one registration: another module spelling a method's name would be one more place
+    to change when a method is added, renamed or removed (the program's name is `version.PROGRAM`)."""
+    from pillar_cli.methods.catalog import METHODS
+
+    homes = {name: Path(sys.modules[type(method).__module__].__file__).resolve() for name, method in METHODS.items()}
+    allowed = {PACKAGE / "methods" / "catalog.py", PACKAGE / "version.py"}  # the registry; the program's name
+    named = [f"{path.relative_to(PACKAGE)}:{node.lineno} names method '{node.value}'"
+             for path in sorted(PACKAGE.rglob("*.py")) for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Constant) and node.value in homes
+             and path.resolve() not in {homes[node.value], *allowed}]
+    assert named == []

@@ -19,9 +19,10 @@ from pillar_cli.cli.inspect import inspect
 from pillar_cli.cli.report import report
 from pillar_cli.cli.run import run
 from pillar_cli.cli.train import train_private
+from pillar_cli.version import PROGRAM
 
 app = typer.Typer(
-    name="pillar",
+    name=PROGRAM,
     help="Semi-private learning: PILLAR (DP-SGD on public low-rank projections) and Gradient Subspace Distance.\n\n"
          "Stages exchange HDF5 artifacts: embed → fit-pca → check-assumptions / train-private → evaluate; gsd ranks "
          "candidate public datasets; pretrain → finetune trains whole networks (the linear probe's comparison).",

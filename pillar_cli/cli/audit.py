@@ -89,16 +89,26 @@ def audit(
     privacy = PrivacySettings(delta, clip, accountant, noise_source(noise_seed))
     audited = get_method(method)
     options = audited.make_options(method_options)
-    configuration = {"method": method, **({"options": dataclasses.asdict(options)} if options else {}), "k": k, "epsilon": eps, "delta": delta, "accountant": accountant, "lr": lr,
-                     "steps": steps, "batch_size": batch, "clip": clip, "seed": seed, "plant": plant}
-    if white_box:
-        return _white_box(ctx, out, refs, audited, options, data, k_value, epsilons, configs, privacy,
-                          AuditSettings(canaries, guesses, confidence, seed), configuration, as_json)
+    configuration = {"method": method, **({"options": dataclasses.asdict(options)} if options else {}), "k": k,
+                     "epsilon": eps, "delta": delta, "accountant": accountant, "lr": lr, "steps": steps,
+                     "batch_size": batch, "clip": clip, "seed": seed, "plant": plant}
+    settings = AuditSettings(canaries, guesses, confidence, seed)
+    audit_run = _white_box if white_box else _canary_audit
+    audit_run(ctx, out, refs, audited, options, data, k_value, epsilons, configs, privacy, settings, configuration,
+              as_json)
+
+
+def _canary_audit(ctx: typer.Context, out: Path | None, refs: list, method: Method, options: Any, data: SweepData,
+                  k: int | None, epsilons: list[float], configs: list[RunConfig], privacy: PrivacySettings,
+                  settings: AuditSettings, configuration: dict, as_json: bool) -> None:
+    """The one-run audit of one configuration (a planted bug, if any, tests the audit itself)."""
+    plant = configuration["plant"]
     if plant not in PLANTED or len(epsilons) * len(configs) > 1:
         raise UsageError(f"unknown --plant '{plant}' (known: {', '.join(PLANTED)})" if plant not in PLANTED else
                          "one configuration to audit: a single --eps and --lr (or --white-box)")
-    settings = AuditSettings(canaries, guesses, confidence, seed, *PLANTED[plant])
-    result = run_audit(audited, data, k_value, epsilons[0], configs[0], privacy, settings, options=options)
+    noise_scale, clip_scale = PLANTED[plant]
+    settings = dataclasses.replace(settings, noise_scale=noise_scale, clip_scale=clip_scale)
+    result = run_audit(method, data, k, epsilons[0], configs[0], privacy, settings, options=options)
     _save_and_summarise(ctx, out, refs, audit_artifact(result, settings, configuration, None if plant == "none"
                                                        else plant), as_json)
 

@@ -29,6 +29,7 @@ from pillar_cli.embedding.distributed import merge_ranks, rank_device, rank_file
 from pillar_cli.embedding.job import EmbeddingJob
 from pillar_cli.embedding.shards import SHARD_KIND, merge_shards
 from pillar_cli.errors import UsageError
+from pillar_cli.version import PROGRAM
 
 
 @cli_errors
@@ -149,7 +150,7 @@ def _merge(out: Path, shard_files: list[Path], merge: bool, force: bool, as_json
         raise UsageError("--merge takes the shard files as arguments: pillar embed --merge part*.h5 -o emb.h5")
     check_output(out, shard_files, force=force)
     shards = [artifacts.read(path, SHARD_KIND) for path in shard_files]
-    command = ["pillar", "embed", "--merge", *map(str, shard_files), "--out", str(out)]
+    command = [PROGRAM, "embed", "--merge", *map(str, shard_files), "--out", str(out)]
     artifacts.write(out, merge_shards(shards), inputs=[shard.ref() for shard in shards],
                     config={"merge": [str(p) for p in shard_files]}, command=command, force=force)
     sizes = shards[0].attrs["split_sizes"]

@@ -9,6 +9,7 @@ import typer
 from pillar_cli.cli.common import cli_errors, stderr
 from pillar_cli.cli.pipeline import load_pipeline
 from pillar_cli.errors import PillarError, UsageError
+from pillar_cli.version import PROGRAM
 
 
 @cli_errors
@@ -30,7 +31,7 @@ def run(
     for number, argv in enumerate(pipeline.steps, start=1):
         stderr.print(f"[bold]\\[{number}/{len(pipeline.steps)}][/bold] pillar {' '.join(argv)}")
         try:
-            pillar.main(argv + _force(pillar, argv, force), prog_name="pillar")  # the step reports its own error
+            pillar.main(argv + _force(pillar, argv, force), prog_name=PROGRAM)  # the step reports its own error
         except SystemExit as stop:
             if stop.code:
                 raise PillarError(f"pipeline '{name}' stopped at step {number} (exit {stop.code})") from None

@@ -3,7 +3,7 @@ invariants every entry point shares (ε > 0, δ < 1/n, public rows disjoint from
 
 Training, GSD and the CLI build on it; the accountants are opacus' and dp-accounting's.
 
-May import: `errors`, `randomness`.
+May import: `errors`, `randomness`, `version` (the program's name, for its cache directory).
 """
 
 from pillar_cli.privacy.accountants import ACCOUNTANTS, RDP_ORDERS, Accountant, get_accountant, spent_epsilon

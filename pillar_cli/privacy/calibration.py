@@ -16,6 +16,7 @@ from scipy.optimize import brentq
 
 from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy.accountants import get_accountant
+from pillar_cli.version import PROGRAM
 
 
 def calibrate_noise(accountant: str, epsilon: float, delta: float, sample_rate: float, steps: int,
@@ -88,7 +89,7 @@ class _CalibrationCache:
     """σ by (accountant, ε, δ, q, T) in a JSON file: tight calibration takes seconds, lookups take none."""
 
     def __init__(self, root: Path | None = None) -> None:
-        root = root or Path(os.environ.get("PILLAR_CACHE_DIR", Path.home() / ".cache" / "pillar"))
+        root = root or Path(os.environ.get("PILLAR_CACHE_DIR", Path.home() / ".cache" / PROGRAM))
         self.path = root / "calibration.json"
 
     def _load(self) -> dict[str, float]:
