@@ -54,6 +54,7 @@ def test_dp_gsd_agrees_at_large_epsilon_and_is_noisier_at_small_epsilon():
         return plan_gsd(private, public, GSDSettings(5, 10, max_samples=1000, dp=dp)).run().distances[0]
 
     exact = distance(None)
-    loose, tight = distance(DPSettings(50.0, 1e-5, 10.0)), distance(DPSettings(0.5, 1e-5, 10.0))
+    # |loose − exact| over 30 draws: mean 0.011, largest 0.037 at ε = 200 (at ε = 50: mean 0.033, one in five > 0.05)
+    loose, tight = distance(DPSettings(200.0, 1e-5, 10.0)), distance(DPSettings(0.5, 1e-5, 10.0))
     assert abs(loose - exact) <= 0.05
     assert tight > loose + 0.05
