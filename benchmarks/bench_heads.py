@@ -23,7 +23,8 @@ import numpy as np
 
 from pillar_cli import AccountedSelection, PublicPCA, read, sweep
 from pillar_cli.methods.base import PrivacySettings, SweepData
-from pillar_cli.methods.sweep import SweepGrid, SweepOptions, run_sweep
+from pillar_cli.methods.grid import SweepGrid
+from pillar_cli.methods.sweep import SweepOptions, run_sweep
 
 GRID = {"lr": [0.1, 0.5, 2.0], "steps": [100, 500], "batch_size": [512]}
 
@@ -102,8 +103,8 @@ def cost(pca: PublicPCA, splits: dict, rounds: int) -> None:
     privacy, seeds = PrivacySettings(), list(range(10))
 
     def cell(method: str, grid: dict, selection: AccountedSelection | None = None):
-        sweep_grid = SweepGrid([method], [40], [1.0], grid.get("lr", [0.1]), grid.get("steps", [1]),
-                               grid.get("batch_size", [1]), seeds)
+        sweep_grid = SweepGrid(methods=[method], ks=[40], epsilons=[1.0], lrs=grid.get("lr", [0.1]), seeds=seeds,
+                               steps=grid.get("steps", [1]), batch_sizes=grid.get("batch_size", [1]))
         return lambda: run_sweep(data, sweep_grid, privacy, SweepOptions(device="cpu", selection=selection))
 
     cases = {"public-lda": cell("public-lda", {}), "dp-ls": cell("dp-ls", {}),

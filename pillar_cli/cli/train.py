@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from pathlib import Path
 from typing import Any, Optional
@@ -17,14 +16,8 @@ from pillar_cli.cli.method_flags import METHOD_LIST, method_flags
 from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.catalog import DEFAULT_METHOD, METHODS, get_method, options_by_method
-from pillar_cli.methods.sweep import (
-    PrivacySettings,
-    SweepData,
-    SweepGrid,
-    SweepOptions,
-    run_sweep,
-    sweep_artifact,
-)
+from pillar_cli.methods.grid import DEFAULT_BATCH, DEFAULT_STEPS, SweepGrid
+from pillar_cli.methods.sweep import PrivacySettings, SweepData, SweepOptions, run_sweep, sweep_artifact
 from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import get_accountant
 from pillar_cli.projection.components import read_projection
@@ -46,8 +39,9 @@ def train_private(
     eps: str = typer.Option("1", help="Target ε values, comma-separated; 'inf' = non-private. E.g. 0.1,1,inf"),
     delta: float = typer.Option(1e-5, help="Target δ; must be below 1/n_private."),
     lr: str = typer.Option("0.1", help="Learning rates, comma-separated."),
-    steps: str = typer.Option("500", help="Numbers of DP-SGD steps, comma-separated."),
-    batch_size: str = typer.Option("512", help="Expected (Poisson) batch sizes, comma-separated; all = every "
+    steps: str = typer.Option("auto", help=f"Numbers of DP-SGD steps, comma-separated; auto = each method's default "
+                              f"({DEFAULT_STEPS}; noisy-sgd: Algorithm 1's n²)."),
+    batch_size: str = typer.Option(str(DEFAULT_BATCH), help="Expected (Poisson) batch sizes, comma-separated; all = every "
                                    "private row in every step (full batch, sampling rate 1)."),
     seed: str = typer.Option("0", help="Seeds, comma-separated: repetitions (results report mean ± std over them) "
                              "and their public randomness (initialisation, a random projection); never the noise."),
@@ -94,12 +88,14 @@ def train_private(
     """
     path, _ = artifacts.parse_ref(embeddings)
     check_output(out, [path, str(projection)], force=force)
-    grid = SweepGrid(split_list(method, "--method"), int_list(k, "--k", allow_full=True), float_list(eps, "--eps"),
-                     float_list(lr, "--lr"), int_list(steps, "--steps"),
-                     int_list(batch_size, "--batch-size", allow_full=True, word="all"),
-                     int_list(seed, "--seed", minimum=0), momentum, weight_decay,
-                     ridges=tuple(None if r == "auto" else r for r in float_or_auto_list(ridge, "--ridge")), ema=ema)
-    data, grid, refs, recorded = _inputs(ctx, path, projection, grid, private_fraction, warm_start, public_labelled,
+    grid = SweepGrid(methods=split_list(method, "--method"), ks=int_list(k, "--k", allow_full=True),
+                     epsilons=float_list(eps, "--eps"), lrs=float_list(lr, "--lr"),
+                     seeds=int_list(seed, "--seed", minimum=0),
+                     steps=None if steps == "auto" else int_list(steps, "--steps"),
+                     batch_sizes=int_list(batch_size, "--batch-size", allow_full=True, word="all"), momentum=momentum,
+                     weight_decay=weight_decay, ema=ema,
+                     ridges=tuple(None if r == "auto" else r for r in float_or_auto_list(ridge, "--ridge")))
+    data, grid, refs, recorded = _inputs(path, projection, grid, private_fraction, warm_start, public_labelled,
                                          other_public)
     if not get_accountant(accountant).upper_bound:
         warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")
@@ -136,15 +132,16 @@ def _selection(select: str, trials: str, shape: str, score_share: float) -> Acco
     return AccountedSelection(None if mean == "auto" else mean, eta, score_share)
 
 
-def _inputs(ctx: typer.Context, path: str, projection: Path, grid: SweepGrid, private_fraction: float,
-            warm_start: Path | None, public_labelled: str | None, other_public: bool) -> tuple[
+def _inputs(path: str, projection: Path, grid: SweepGrid, private_fraction: float, warm_start: Path | None,
+            public_labelled: str | None, other_public: bool) -> tuple[
                 SweepData, SweepGrid, list[artifacts.InputRef], dict]:
     """The sweep's data from the artifacts (the projection from these embeddings' public split, a GSD's choice, or
-    another public dataset if allowed), the grid with any method's own step count, the input references the model
-    records, and its rows, source and public data."""
+    another public dataset if allowed), the grid for its private rows, the input references the model records, and
+    its rows, source and public data."""
     private = artifacts.read_split(f"{path}:private").subsample(private_fraction)
-    grid = _with_theory_steps(ctx, grid, len(private.features))
-    grid = dataclasses.replace(grid, batch_sizes=[size or len(private.features) for size in grid.batch_sizes])
+    grid = grid.for_rows(len(private.features))
+    for overridden in grid.overridden_rules():
+        warn(overridden)
     val = validation_split(path, max(len(grid.configs(m)) for m in grid.methods))
     projection_artifact = artifacts.read(projection, "projection")
     public_data = public_data_of(projection_artifact, private, other_public)
@@ -166,20 +163,6 @@ def _inputs(ctx: typer.Context, path: str, projection: Path, grid: SweepGrid, pr
 
 def _same_source(one: artifacts.Split, other: artifacts.Split) -> bool:
     return one.attrs.get("source_fingerprint") == other.attrs.get("source_fingerprint")
-
-
-def _with_theory_steps(ctx: typer.Context, grid: SweepGrid, n: int) -> SweepGrid:
-    """A method with its own step rule (noisy-sgd: Algorithm 1's n²) runs it unless --steps is given, which
-    overrides it (and says so)."""
-    ruled = [get_method(m) for m in grid.methods if get_method(m).steps_rule]
-    if not ruled:
-        return grid
-    method = ruled[0]
-    if ctx.get_parameter_source("steps").name == "DEFAULT":
-        return dataclasses.replace(grid, theory_steps=(method.default_steps(n),))
-    warn(f"{method.name} runs --steps {','.join(map(str, grid.steps))} instead of {method.steps_rule} = "
-         f"{method.default_steps(n):,} steps")
-    return dataclasses.replace(grid, theory_steps=tuple(grid.steps))
 
 
 def validation_split(path: str, configurations: int) -> artifacts.Split | None:

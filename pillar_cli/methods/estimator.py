@@ -16,7 +16,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
-from pillar_cli.methods.sweep import SweepGrid, SweepOptions, run_sweep
+from pillar_cli.methods.grid import DEFAULT_BATCH, SweepGrid
+from pillar_cli.methods.sweep import SweepOptions, run_sweep
 from pillar_cli.privacy import Event, get_accountant, headline
 from pillar_cli.projection import PublicPCA
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, NoiseSource
@@ -43,7 +44,8 @@ class Ledger:
 class DPLinearClassifier(ClassifierMixin, BaseEstimator):
     """A linear softmax head trained with DP-SGD on the top-k public components (method="pillar") or a baseline.
 
-    `method_options`: the method's options (e.g. NoisySGDOptions(zeta=0.2); None: its defaults). `seed` seeds public
+    `steps` None: the method's default (500 DP-SGD steps; noisy-sgd: n²); `batch_size` None: every row in every
+    step. `method_options`: the method's options (e.g. NoisySGDOptions(zeta=0.2); None: its defaults). `seed` seeds public
     randomness only; the noise is secret (fresh OS entropy), so two fits differ, unless
     `noise_seed` is set: an experiment-only switch whose classifier is NOT differentially private.
 
@@ -53,9 +55,9 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, method: str = DEFAULT_METHOD, k: int | None = 40, epsilon: float = 1.0, delta: float = 1e-5,
-                 accountant: str = "prv", clip: float = 1.0, lr: float = 0.1, steps: int = 500,
-                 batch_size: int = 512, seed: int = 0, projection: PublicPCA | None = None, momentum: float = 0.0,
-                 weight_decay: float = 0.0, device: str = "cpu", ridge: float | None = None,
+                 accountant: str = "prv", clip: float = 1.0, lr: float = 0.1, steps: int | None = None,
+                 batch_size: int | None = DEFAULT_BATCH, seed: int = 0, projection: PublicPCA | None = None,
+                 momentum: float = 0.0, weight_decay: float = 0.0, device: str = "cpu", ridge: float | None = None,
                  noise_seed: int | None = None, method_options: Any = None):
         self.method, self.k, self.epsilon, self.delta, self.accountant = method, k, epsilon, delta, accountant
         self.clip, self.lr, self.steps, self.batch_size, self.seed = clip, lr, steps, batch_size, seed
@@ -70,8 +72,10 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
         self.projection_ = fitted_projection(self.projection, public, [self.method], x.shape[1])
         refuse_fitted_rows(self.projection_, x)
         k = None if method.single_cell else self.k
-        grid = SweepGrid([self.method], [k], [float(self.epsilon)], [self.lr], [self.steps], [self.batch_size],
-                         [self.seed], self.momentum, self.weight_decay, (self.steps,), (self.ridge,))
+        grid = SweepGrid(methods=[self.method], ks=[k], epsilons=[float(self.epsilon)], lrs=[self.lr],
+                         seeds=[self.seed], steps=None if self.steps is None else [self.steps],
+                         batch_sizes=[self.batch_size], momentum=self.momentum, weight_decay=self.weight_decay,
+                         ridges=(self.ridge,))
         data = SweepData(self.projection_, x, labels, None, None, len(self.classes_),
                          None if public is None else np.asarray(public, dtype=np.float32))
         privacy = PrivacySettings(self.delta, self.clip, self.accountant, NoiseSource(self.noise_seed))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -24,6 +24,7 @@ from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.accounted import AccountedSelection, select_privately
 from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
+from pillar_cli.methods.grid import SweepGrid, check_grid
 from pillar_cli.methods.selection import ACCOUNTED_NOTE, VAL_NOTE, select_on_val
 from pillar_cli.privacy import (Event, ExponentialEvent, gaussian_segments, get_accountant, headline, require_disjoint,
                                 validate_budget)
@@ -34,49 +35,6 @@ from pillar_cli.projection import PublicPCA
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
 ENGINES = ("fast", "opacus")
-
-
-def check_grid(grid: SweepGrid, pca: PublicPCA, num_classes: int) -> None:
-    """Fail before any training if a method or k of the grid cannot work with this projection."""
-    for name in grid.methods:
-        method = get_method(name)
-        for k in [k for k in grid.ks if k is not None]:
-            method.check_k(k, pca, num_classes)
-
-
-@dataclass(frozen=True)
-class SweepGrid:
-    methods: list[str]
-    ks: list[int | None]  # None = full dimension, no projection
-    epsilons: list[float]  # math.inf = non-private
-    lrs: list[float]
-    steps: list[int]
-    batch_sizes: list[int]
-    seeds: list[int]
-    momentum: float = 0.0
-    weight_decay: float = 0.0
-    theory_steps: tuple[int, ...] = ()  # step counts of methods with their own rule (noisy-sgd: n²)
-    ridges: tuple[float | None, ...] = (None,)  # closed-form heads' λ (None: the method's default)
-    ema: float = 0.0  # DP-SGD methods release the iterates' moving average of this decay (0: the last iterate)
-
-    def configs(self, method: str) -> list[RunConfig]:
-        configs = get_method(method).configs(self.lrs, self.steps, self.batch_sizes, self.seeds, self.momentum,
-                                             self.weight_decay, self.theory_steps, self.ridges)
-        return [replace(c, ema=self.ema) for c in configs] if self.ema else configs
-
-    def cells(self) -> list[tuple[str, int | None, float]]:
-        """(method, k, ε) cells; a single-cell method (dpsgd) has the one cell k = full."""
-        return [(m, k, e) for m in self.methods for k in ([None] if get_method(m).single_cell else self.ks)
-                for e in self.epsilons]
-
-    def total_steps(self, shard: tuple[int, int] = (0, 1)) -> int:
-        return sum(config.steps for _, config in self.points(shard))
-
-    def points(self, shard: tuple[int, int] = (0, 1)) -> list[tuple[tuple[str, int | None, float], RunConfig]]:
-        """Every run of the sweep, or every n-th starting at i for shard (i, n)."""
-        index, count = shard
-        everything = [(cell, config) for cell in self.cells() for config in self.configs(cell[0])]
-        return everything[index::count]
 
 
 @dataclass
@@ -177,7 +135,8 @@ def check_accounted(data: SweepData, grid: SweepGrid, options: SweepOptions) -> 
 def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions = SweepOptions(),
               on_steps: Callable[[int], None] = lambda done: None) -> SweepResult:
     """Train the sweep's grid points (those of one shard) on the projected private split; score them on val.
-    `on_steps(n)` hears of n more DP-SGD steps done (of `grid.total_steps(shard)`)."""
+    `on_steps(n)` hears of n more DP-SGD steps done (of `grid.for_rows(n).total_steps(shard)`)."""
+    grid = grid.for_rows(len(data.private_x))
     check_sweep(data, grid, privacy, options)
     by_cell: dict[tuple, list[RunConfig]] = defaultdict(list)
     for cell, config in grid.points(options.shard):

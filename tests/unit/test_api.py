@@ -123,3 +123,16 @@ def test_gsd_and_diagnostics_on_arrays(digits):
     medians = [row["xi_median"] for row in found.summary["rows"]]
     assert medians[0] > medians[1] > medians[2]
     assert found.labels_used == "w* fitted on the labels passed to diagnose"
+
+
+def test_the_api_applies_the_clis_step_and_batch_rules(digits):
+    """One sweep request for both: no steps given = each method's default (DP-SGD 500, noisy-sgd n²); a batch size
+    None = every private row."""
+    binary = np.isin(digits["y"], [0, 1])
+    x, y = digits["x"][binary][:40], digits["y"][binary][:40]
+    result = sweep(x, y, public=digits["public"], method=["pillar", "noisy-sgd"], k=[5], batch_size=[None],
+                   delta=1e-3, device="cpu")
+    assert {run.key.method: (run.key.steps, run.key.batch_size) for run in result.runs} == {
+        "pillar": (500, 40), "noisy-sgd": (40 * 40, 1)}
+    clf = DPLinearClassifier(method="noisy-sgd", k=5, delta=1e-3).fit(x, y, public=digits["public"])
+    assert clf.ledger_.steps == 40 * 40

@@ -1,0 +1,74 @@
+"""The sweep request: which methods, k, ε and hyper-parameters to train, as the CLI and the Python API both ask for
+it (keyword-only), and the rules that need the number of private rows (all-row batches, a method's own step count)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from pillar_cli.linear.engine import RunConfig
+from pillar_cli.methods.catalog import get_method
+from pillar_cli.projection import PublicPCA
+
+DEFAULT_STEPS = 500  # DP-SGD steps of a sweep that gives none
+DEFAULT_BATCH = 512
+
+
+def check_grid(grid: SweepGrid, pca: PublicPCA, num_classes: int) -> None:
+    """Fail before any training if a method or k of the grid cannot work with this projection."""
+    for name in grid.methods:
+        method = get_method(name)
+        for k in [k for k in grid.ks if k is not None]:
+            method.check_k(k, pca, num_classes)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepGrid:
+    """What a sweep trains; `for_rows(n)` sets it for n private rows (configurations need them)."""
+
+    methods: list[str]
+    ks: list[int | None]  # None = full dimension, no projection
+    epsilons: list[float]  # math.inf = non-private
+    lrs: list[float]
+    seeds: list[int]
+    steps: list[int] | None = None  # None: each method's default (DEFAULT_STEPS; noisy-sgd: its own rule, n²)
+    batch_sizes: list[int | None] = field(default_factory=lambda: [DEFAULT_BATCH])  # None: all private rows
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    ridges: tuple[float | None, ...] = (None,)  # closed-form heads' λ (None: the method's default)
+    ema: float = 0.0  # DP-SGD methods release the iterates' moving average of this decay (0: the last iterate)
+    rows: int | None = None  # the private rows it is set for (by `for_rows`)
+
+    def for_rows(self, n: int) -> SweepGrid:
+        """The grid for n private rows: batch size None becomes n (full batch, sampling rate 1)."""
+        return replace(self, rows=n, batch_sizes=[n if size is None else size for size in self.batch_sizes])
+
+    def overridden_rules(self) -> list[str]:
+        """What given --steps replace: each method's own step rule, as a sentence."""
+        if self.steps is None:
+            return []
+        return [f"{m.name} runs --steps {','.join(map(str, self.steps))} instead of {m.steps_rule} = "
+                f"{m.default_steps(self.rows):,} steps" for m in map(get_method, self.methods) if m.steps_rule]
+
+    def configs(self, method: str) -> list[RunConfig]:
+        if self.rows is None:
+            raise ValueError("SweepGrid.configs needs the grid for its rows: call for_rows(n) first")
+        ruled = get_method(method)
+        own_steps = (tuple(self.steps) if self.steps is not None else
+                     (ruled.default_steps(self.rows),) if ruled.steps_rule else ())
+        configs = ruled.configs(self.lrs, self.steps or [DEFAULT_STEPS], self.batch_sizes, self.seeds, self.momentum,
+                                self.weight_decay, own_steps, self.ridges)
+        return [replace(c, ema=self.ema) for c in configs] if self.ema else configs
+
+    def cells(self) -> list[tuple[str, int | None, float]]:
+        """(method, k, ε) cells; a single-cell method (dpsgd) has the one cell k = full."""
+        return [(m, k, e) for m in self.methods for k in ([None] if get_method(m).single_cell else self.ks)
+                for e in self.epsilons]
+
+    def total_steps(self, shard: tuple[int, int] = (0, 1)) -> int:
+        return sum(config.steps for _, config in self.points(shard))
+
+    def points(self, shard: tuple[int, int] = (0, 1)) -> list[tuple[tuple[str, int | None, float], RunConfig]]:
+        """Every run of the sweep, or every n-th starting at i for shard (i, n)."""
+        index, count = shard
+        everything = [(cell, config) for cell in self.cells() for config in self.configs(cell[0])]
+        return everything[index::count]
