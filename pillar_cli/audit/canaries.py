@@ -15,8 +15,8 @@ the audit's power only); the claimed ε is always that of the calibrated, unscal
 from __future__ import annotations
 
 import math
-from typing import Any
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -87,7 +87,8 @@ class CanaryMap:
 
 
 def run_audit(method: Method, data: SweepData, k: int | None, epsilon: float, config: RunConfig,
-              privacy: PrivacySettings, settings: AuditSettings, device: str = "cpu", options: Any = None) -> AuditResult:
+              privacy: PrivacySettings, settings: AuditSettings, device: str = "cpu",
+              options: Any = None) -> AuditResult:
     """Train the configuration once with canaries and bound ε from how well their scores tell who was in; `options`:
     the method's options (None: its defaults)."""
     if method.not_auditable:
@@ -104,7 +105,7 @@ def run_audit(method: Method, data: SweepData, k: int | None, epsilon: float, co
         raise UsageError(f"method '{method.name}' scales its rows to unit norm: it has no clipping to skip")
     planted = replace(privacy, clip=privacy.clip * settings.clip_scale)  # noise σ·clip: σ scaled down to match
     cell = Cell(audited, mapping, mapping.width(), epsilon, [config], planted, "fast", device,
-                options if options is not None else method.make_options(),
+                method.options_or_defaults(options),
                 noise=lambda rate, steps: settings.noise_scale * sigma / settings.clip_scale)
     (run,) = method.train_cell(cell)
     rows = method.features(mapping, canary_rows, mapping.width())

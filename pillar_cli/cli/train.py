@@ -41,8 +41,8 @@ def train_private(
     lr: str = typer.Option("0.1", help="Learning rates, comma-separated."),
     steps: str = typer.Option("auto", help=f"Numbers of DP-SGD steps, comma-separated; auto = each method's default "
                               f"({DEFAULT_STEPS}; noisy-sgd: Algorithm 1's n²)."),
-    batch_size: str = typer.Option(str(DEFAULT_BATCH), help="Expected (Poisson) batch sizes, comma-separated; all = every "
-                                   "private row in every step (full batch, sampling rate 1)."),
+    batch_size: str = typer.Option(str(DEFAULT_BATCH), help="Expected (Poisson) batch sizes, comma-separated; all = "
+                                   "every private row in every step (full batch, sampling rate 1)."),
     seed: str = typer.Option("0", help="Seeds, comma-separated: repetitions (results report mean ± std over them) "
                              "and their public randomness (initialisation, a random projection); never the noise."),
     noise_seed: Optional[int] = NoiseSeedOption,

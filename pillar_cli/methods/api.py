@@ -11,17 +11,18 @@ from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import DEFAULT_METHOD
-from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.grid import DEFAULT_BATCH, SweepGrid
+from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.sweep import SweepOptions, SweepResult, run_sweep
 from pillar_cli.projection import PublicPCA
 from pillar_cli.randomness import NoiseSource
 
 
 def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: np.ndarray | None = None, *,
-          projection: PublicPCA | None = None, public: np.ndarray | None = None, method: Sequence[str] = (DEFAULT_METHOD,),
-          k: Sequence[int | None] = (40,), epsilon: Sequence[float] = (1.0,), delta: float = 1e-5,
-          accountant: str = "prv", clip: float = 1.0, lr: Sequence[float] = (0.1,), steps: Sequence[int] | None = None,
+          projection: PublicPCA | None = None, public: np.ndarray | None = None,
+          method: Sequence[str] = (DEFAULT_METHOD,), k: Sequence[int | None] = (40,), epsilon: Sequence[float] = (1.0,),
+          delta: float = 1e-5, accountant: str = "prv", clip: float = 1.0, lr: Sequence[float] = (0.1,),
+          steps: Sequence[int] | None = None,
           batch_size: Sequence[int | None] = (DEFAULT_BATCH,), seed: Sequence[int] = (0,), momentum: float = 0.0,
           weight_decay: float = 0.0, ridge: Sequence[float | None] = (None,), engine: str = "fast",
           device: str = "auto", select: str | AccountedSelection = "val", ema: float = 0.0,

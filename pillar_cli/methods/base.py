@@ -153,6 +153,10 @@ class Method:
         return [OptionSpec(f.name, types[f.name], f.default, f.metadata["help"])
                 for f in dataclasses.fields(self.options)]
 
+    def options_or_defaults(self, given: Any) -> Any:
+        """Its options as given, or (None) its defaults."""
+        return self.make_options() if given is None else given
+
     def make_options(self, values: dict[str, Any] | None = None) -> Any:
         """Its options from values by field name (the missing ones at their defaults); None if it has none."""
         if self.options is None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from pillar_cli.errors import UsageError
 from pillar_cli.methods.adadps import ADADPS
-from pillar_cli.methods.base import Method, OptionSpec
+from pillar_cli.methods.base import Method
 from pillar_cli.methods.closed_form import DP_LS, PUBLIC_LDA
 from pillar_cli.methods.disjunctions import EM_COMPONENTS, EM_DISJUNCTIONS
 from pillar_cli.methods.gep import GEP
@@ -49,11 +49,6 @@ def get_method(name: str) -> Method:
     if name not in METHODS:
         raise UsageError(f"unknown method '{name}' (known: {', '.join(METHODS)})")
     return METHODS[name]
-
-
-def option_specs() -> list[tuple[Method, OptionSpec]]:
-    """Every method's options, each with its method."""
-    return [(method, spec) for method in METHODS.values() for spec in method.option_specs()]
 
 
 def options_by_method(values: dict[str, Any]) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
-from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.grid import DEFAULT_BATCH, SweepGrid
+from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.sweep import SweepOptions, run_sweep
 from pillar_cli.privacy import Event, get_accountant, headline
 from pillar_cli.projection import PublicPCA
@@ -45,8 +45,8 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
     """A linear softmax head trained with DP-SGD on the top-k public components (method="pillar") or a baseline.
 
     `steps` None: the method's default (500 DP-SGD steps; noisy-sgd: n²); `batch_size` None: every row in every
-    step. `method_options`: the method's options (e.g. NoisySGDOptions(zeta=0.2); None: its defaults). `seed` seeds public
-    randomness only; the noise is secret (fresh OS entropy), so two fits differ, unless
+    step. `method_options`: the method's options (e.g. NoisySGDOptions(zeta=0.2); None: its defaults). `seed`
+    seeds public randomness only; the noise is secret (fresh OS entropy), so two fits differ, unless
     `noise_seed` is set: an experiment-only switch whose classifier is NOT differentially private.
 
     Example:

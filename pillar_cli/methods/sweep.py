@@ -69,8 +69,7 @@ class SweepOptions:
 
     def of(self, method: Method) -> Any:
         """The method's options: as given, or its defaults."""
-        given = self.method_options.get(method.name)
-        return method.make_options() if given is None else given
+        return method.options_or_defaults(self.method_options.get(method.name))
 
     def selects_privately(self, epsilon: float, configs: list[RunConfig]) -> bool:
         """A private cell with more than one candidate per seed runs an accounted selection."""

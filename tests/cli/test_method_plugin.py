@@ -102,11 +102,12 @@ def test_a_plugin_method_is_a_method_of_every_stage(mnist, tmp_path):
     succeeded(run_with(site, "train-private", mnist["emb"], "-p", mnist["pca"], "--method", "centroids", "--k", "20",
                        "--eps", "1", "--seed", "0,1,2", "--temperature", "2", "-o", model))
     inspected = json.loads(succeeded(run_with(site, "inspect", model, "--json")))
-    assert inspected["attrs"]["mechanisms"] == {"centroids": "one Gaussian release of the per-class sums of unit-norm "
-                                                             "rows, L2 sensitivity 1"}
+    assert inspected["attrs"]["mechanisms"] == {
+        "centroids": "one Gaussian release of the per-class sums of unit-norm rows, L2 sensitivity 1"}
     checked = json.loads(succeeded(run_with(site, "audit", "--ledger", model, "--json")))["runs"]
     assert [run["method"] for run in checked] == ["centroids"] * 3
-    assert all(run["status"] == "ok" and abs(run["epsilon_recomputed"] / run["epsilon_claimed"] - 1) < 0.01 for run in checked)
+    assert all(run["status"] == "ok" and abs(run["epsilon_recomputed"] / run["epsilon_claimed"] - 1) < 0.01
+               for run in checked)
     rows = json.loads(succeeded(run_with(site, "evaluate", model, "-e", f"{mnist['emb']}:test", "--json")))["rows"]
     assert [row["method"] for row in rows] == ["centroids"] and rows[0]["accuracy_mean"] > 0.6  # chance: 0.1
     audited = json.loads(succeeded(run_with(site, "audit", mnist["emb"], "-p", mnist["pca"], "--method", "centroids",
