@@ -1,8 +1,8 @@
 """The model artifact: every run of a sweep (its head, its DP event, its val accuracy) and the bases that map
 projected heads back to the standardised feature space; read back run by run for selection and evaluation.
 
-Arrays: `mean`, `scale` (the public scaler), `runs/<field>` (one entry per run; `runs/event` holds each run's DP
-event tree as JSON, from which every ε is recomputed), `runs/<i>/weights` and
+Arrays: `mean`, `scale` (the public scaler), `runs/<column>` (the run table, schema.RUN_COLUMNS, one entry per run;
+`runs/event` holds each run's DP event tree as JSON, from which every ε is recomputed), `runs/<i>/weights` and
 `runs/<i>/bias`, `bases/<method>/<k>`. Attributes (num_classes, n_private, the ledger, the selection) are composed
 by the caller.
 """
@@ -15,12 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from pillar_cli.artifacts.core import Artifact
+from pillar_cli.artifacts.schema import RUN_COLUMNS
 from pillar_cli.errors import ArtifactError
 
-RUN_FIELDS = ("method", "k", "projected", "epsilon_target", "epsilon_spent", "noise_multiplier", "sample_rate",
-              "steps", "batch_size", "lr", "seed", "val_accuracy")
-OPTIONAL_RUN_FIELDS = {"ridge": 0.0, "row_normalised": False}  # absent in models of DP-SGD runs only
-UNCOUNTED = -1  # runs/steps_run of a run whose method does not count its steps
+UNCOUNTED = RUN_COLUMNS["steps_run"][1]  # runs/steps_run of a run whose method does not count its steps
 
 
 @dataclass(frozen=True)
@@ -46,44 +44,72 @@ class RunKey:
 
 
 @dataclass(frozen=True)
-class RunRecord:
-    """One trained run as stored: its key, what it spent, its head (in its own k-dimensional space)."""
+class RunRow:
+    """One row of a model's run table (schema.RUN_COLUMNS): the run's key, what it spent, how it did on val."""
 
     key: RunKey
     event: dict  # the run's DP event tree (privacy/events.py), as `Event.to_dict` wrote it
     noise_multiplier: float  # for tables: of a run that is one Poisson-subsampled Gaussian segment, else NaN
     sample_rate: float
     epsilon_spent: float
-    weights: np.ndarray | None  # (k, C), or (D, C) for an unprojected run; None for a network
-    bias: np.ndarray | None  # (C,)
     val_accuracy: float
     row_normalised: bool = False  # the head reads its k-dimensional rows scaled to unit norm
     steps_run: int | None = None  # the steps (releases) the method counted as it ran them; None: not counted
 
 
+@dataclass(frozen=True)
+class RunRecord(RunRow):
+    """A trained run as written: its row and its head (in its own k-dimensional space; None for a network)."""
+
+    weights: np.ndarray | None = None  # (k, C), or (D, C) for an unprojected run
+    bias: np.ndarray | None = None  # (C,)
+
+
+def _run_columns(rows: list[RunRow], dim: int) -> dict[str, np.ndarray]:
+    """The run table, every column of schema.RUN_COLUMNS."""
+    keys = [row.key for row in rows]
+    return {
+        "method": np.array([k.method for k in keys], dtype=str),
+        "k": np.array([dim if k.k is None else k.k for k in keys], dtype=np.int64),
+        "projected": np.array([k.k is not None for k in keys], dtype=bool),
+        "epsilon_target": np.array([k.epsilon for k in keys], dtype=np.float64),
+        "epsilon_spent": np.array([r.epsilon_spent for r in rows], dtype=np.float64),
+        "event": np.array([json.dumps(r.event) for r in rows], dtype=str),
+        "noise_multiplier": np.array([r.noise_multiplier for r in rows], dtype=np.float64),
+        "sample_rate": np.array([r.sample_rate for r in rows], dtype=np.float64),
+        "steps": np.array([k.steps for k in keys], dtype=np.int64),
+        "batch_size": np.array([k.batch_size for k in keys], dtype=np.int64),
+        "lr": np.array([k.lr for k in keys], dtype=np.float64),
+        "seed": np.array([k.seed for k in keys], dtype=np.int64),
+        "val_accuracy": np.array([r.val_accuracy for r in rows], dtype=np.float64),
+        "ridge": np.array([k.ridge for k in keys], dtype=np.float64),
+        "row_normalised": np.array([r.row_normalised for r in rows], dtype=bool),
+        "steps_run": np.array([UNCOUNTED if r.steps_run is None else r.steps_run for r in rows], dtype=np.int64),
+    }
+
+
+def run_rows(model: Artifact) -> list[RunRow]:
+    """The run table of a model artifact, row by row (columns an older model lacks take their schema defaults)."""
+    count = len(model.array("runs/k"))
+    table = {name: model.array(f"runs/{name}") if f"runs/{name}" in model.arrays else np.full(count, default)
+             for name, (_, default) in RUN_COLUMNS.items()}
+    rows = []
+    for i in range(count):
+        key = RunKey(str(table["method"][i]), int(table["k"][i]) if table["projected"][i] else None,
+                     float(table["epsilon_target"][i]), float(table["lr"][i]), int(table["steps"][i]),
+                     int(table["batch_size"][i]), int(table["seed"][i]), float(table["ridge"][i]))
+        steps_run = int(table["steps_run"][i])
+        rows.append(RunRow(key, json.loads(str(table["event"][i])), float(table["noise_multiplier"][i]),
+                           float(table["sample_rate"][i]), float(table["epsilon_spent"][i]),
+                           float(table["val_accuracy"][i]), bool(table["row_normalised"][i]),
+                           None if steps_run == UNCOUNTED else steps_run))
+    return rows
+
+
 def model_artifact(runs: list[RunRecord], bases: dict[tuple[str, int], np.ndarray], mean: np.ndarray,
                    scale: np.ndarray, attrs: dict) -> Artifact:
-    keys = [run.key for run in runs]
-    arrays: dict[str, np.ndarray] = {
-        "mean": mean.astype(np.float32),
-        "scale": scale.astype(np.float32),
-        "runs/method": np.array([k.method for k in keys], dtype=str),
-        "runs/k": np.array([len(mean) if k.k is None else k.k for k in keys], dtype=np.int64),
-        "runs/projected": np.array([k.k is not None for k in keys]),
-        "runs/epsilon_target": np.array([k.epsilon for k in keys]),
-        "runs/epsilon_spent": np.array([r.epsilon_spent for r in runs]),
-        "runs/event": np.array([json.dumps(r.event) for r in runs], dtype=str),
-        "runs/noise_multiplier": np.array([r.noise_multiplier for r in runs]),
-        "runs/sample_rate": np.array([r.sample_rate for r in runs]),
-        "runs/steps": np.array([k.steps for k in keys], dtype=np.int64),
-        "runs/batch_size": np.array([k.batch_size for k in keys], dtype=np.int64),
-        "runs/lr": np.array([k.lr for k in keys]),
-        "runs/seed": np.array([k.seed for k in keys], dtype=np.int64),
-        "runs/val_accuracy": np.array([r.val_accuracy for r in runs]),
-        "runs/ridge": np.array([k.ridge for k in keys], dtype=np.float64),
-        "runs/row_normalised": np.array([r.row_normalised for r in runs], dtype=bool),
-        "runs/steps_run": np.array([UNCOUNTED if r.steps_run is None else r.steps_run for r in runs], dtype=np.int64),
-    }
+    arrays: dict[str, np.ndarray] = {"mean": mean.astype(np.float32), "scale": scale.astype(np.float32)}
+    arrays |= {f"runs/{name}": column for name, column in _run_columns(runs, len(mean)).items()}
     for run_id, run in enumerate(runs):
         if run.weights is not None:  # a network's run has no linear head (artifacts/network.py)
             arrays[f"runs/{run_id}/weights"] = run.weights.astype(np.float32)
@@ -97,17 +123,26 @@ def model_artifact(runs: list[RunRecord], bases: dict[tuple[str, int], np.ndarra
 class StoredRun:
     """One run of a model artifact (or of one shard of a sweep), addressable after merging."""
 
-    key: RunKey
-    val_accuracy: float
-    epsilon_spent: float
+    row: RunRow
     model: Artifact
     local_id: int
-    row_normalised: bool = False
+
+    @property
+    def key(self) -> RunKey:
+        return self.row.key
+
+    @property
+    def val_accuracy(self) -> float:
+        return self.row.val_accuracy
+
+    @property
+    def epsilon_spent(self) -> float:
+        return self.row.epsilon_spent
 
     def logits(self, standardised: np.ndarray) -> np.ndarray:
         """The head on standardised features: a linear head as its full-space weights; a head on unit-norm rows
         through its basis, rows scaled to unit norm."""
-        if not self.row_normalised:
+        if not self.row.row_normalised:
             weights, bias = self.full_weights()
             return standardised @ weights + bias
         rows = standardised
@@ -118,18 +153,13 @@ class StoredRun:
 
     def full_weights(self) -> tuple[np.ndarray, np.ndarray]:
         """The head mapped back to the standardised feature space: (A_k · w, b); linear heads only."""
-        if self.row_normalised:
+        if self.row.row_normalised:
             raise ArtifactError(f"run {self.local_id} of {self.model.path} reads unit-norm rows: it has no weights on "
                                 "the standardised features (a closed-form head cannot warm-start DP-SGD)")
         weights = self.model.array(f"runs/{self.local_id}/weights")
         if f"bases/{self.key.method}/{self.key.k}" in self.model.arrays:
             weights = self.model.array(f"bases/{self.key.method}/{self.key.k}") @ weights
         return weights, self.model.array(f"runs/{self.local_id}/bias")
-
-
-def run_events(model: Artifact) -> list[dict]:
-    """Each run's DP event tree as `Event.to_dict` wrote it."""
-    return [json.loads(str(text)) for text in model.array("runs/event")]
 
 
 def stored_runs(models: list[Artifact]) -> list[StoredRun]:
@@ -142,16 +172,4 @@ def stored_runs(models: list[Artifact]) -> list[StoredRun]:
         if not np.array_equal(other.array("mean"), first.array("mean")) or \
                 not np.array_equal(other.array("scale"), first.array("scale")):
             raise ArtifactError(f"{other.path} and {first.path} were trained on different projections")
-    runs = []
-    for model in models:
-        table = {name: model.array(f"runs/{name}") for name in RUN_FIELDS}
-        count = len(table["k"])
-        table |= {name: model.arrays.get(f"runs/{name}", np.full(count, default))
-                  for name, default in OPTIONAL_RUN_FIELDS.items()}
-        for i in range(count):
-            key = RunKey(str(table["method"][i]), int(table["k"][i]) if table["projected"][i] else None,
-                         float(table["epsilon_target"][i]), float(table["lr"][i]), int(table["steps"][i]),
-                         int(table["batch_size"][i]), int(table["seed"][i]), float(table["ridge"][i]))
-            runs.append(StoredRun(key, float(table["val_accuracy"][i]), float(table["epsilon_spent"][i]), model, i,
-                                  bool(table["row_normalised"][i])))
-    return runs
+    return [StoredRun(row, model, i) for model in models for i, row in enumerate(run_rows(model))]

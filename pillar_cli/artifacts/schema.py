@@ -12,6 +12,16 @@ import numpy as np
 from pillar_cli.errors import ArtifactError
 
 NUMBER, INTEGER, TEXT, BOOLEAN = "fiu", "iu", "U", "b"
+REQUIRED = object()
+# a model's run table, `runs/<column>`, one entry per run: column → (dtype kinds, value where an older model lacks it)
+RUN_COLUMNS: dict[str, tuple[str, Any]] = {
+    "method": (TEXT, REQUIRED), "k": (INTEGER, REQUIRED), "projected": (BOOLEAN, REQUIRED),
+    "epsilon_target": (NUMBER, REQUIRED), "epsilon_spent": (NUMBER, REQUIRED), "event": (TEXT, REQUIRED),
+    "noise_multiplier": (NUMBER, REQUIRED), "sample_rate": (NUMBER, REQUIRED), "steps": (INTEGER, REQUIRED),
+    "batch_size": (INTEGER, REQUIRED), "lr": (NUMBER, REQUIRED), "seed": (INTEGER, REQUIRED),
+    "val_accuracy": (NUMBER, REQUIRED), "ridge": (NUMBER, 0.0), "row_normalised": (BOOLEAN, False),
+    "steps_run": (INTEGER, -1),
+}
 # per kind: array name → (allowed dtype kinds, rank); `{split}` stands for every split present
 ARRAYS: dict[str, dict[str, tuple[str, int]]] = {
     "embeddings": {"splits/{split}/features": (NUMBER, 2), "splits/{split}/index": (INTEGER, 1),
@@ -20,12 +30,7 @@ ARRAYS: dict[str, dict[str, tuple[str, int]]] = {
                         "splits/{split}/labels": (INTEGER, 1), "splits/{split}/positions": (INTEGER, 1)},
     "projection": {"mean": (NUMBER, 1), "scale": (NUMBER, 1), "components": (NUMBER, 2),
                    "eigenvalues": (NUMBER, 1)},
-    "model": {"mean": (NUMBER, 1), "scale": (NUMBER, 1), "runs/method": (TEXT, 1), "runs/k": (INTEGER, 1),
-              "runs/projected": (BOOLEAN, 1), "runs/epsilon_target": (NUMBER, 1), "runs/epsilon_spent": (NUMBER, 1),
-              "runs/event": (TEXT, 1), "runs/noise_multiplier": (NUMBER, 1), "runs/sample_rate": (NUMBER, 1),
-              "runs/steps": (INTEGER, 1),
-              "runs/batch_size": (INTEGER, 1), "runs/lr": (NUMBER, 1), "runs/seed": (INTEGER, 1),
-              "runs/val_accuracy": (NUMBER, 1)},  # runs/ridge and runs/row_normalised: closed-form runs
+    "model": {"mean": (NUMBER, 1), "scale": (NUMBER, 1)},  # and the run table, RUN_COLUMNS
     "assumptions": {"k": (INTEGER, 1), "xi": (NUMBER, 2), "eigengap": (NUMBER, 1)},
     "gsd": {"distance": (NUMBER, 1)},
     "evaluation": {"accuracy_mean": (NUMBER, 1)},
@@ -101,16 +106,20 @@ def _projection_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | No
 
 
 def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
+    for column, (kinds, default) in RUN_COLUMNS.items():
+        name = f"runs/{column}"
+        if name not in arrays:
+            if default is REQUIRED:
+                return f"has no dataset '/{name}'"
+        elif arrays[name].dtype.kind not in kinds or arrays[name].ndim != 1:
+            return f"has a malformed dataset '/{name}' ({arrays[name].dtype}, {arrays[name].ndim}-d)"
     runs, dim, classes = len(arrays["runs/k"]), len(arrays["mean"]), attrs["num_classes"]
+    if any(len(arrays[f"runs/{column}"]) != runs for column in RUN_COLUMNS if f"runs/{column}" in arrays):
+        return "has run tables of different lengths"
     if len(arrays["scale"]) != dim:
         return f"has a scale of {len(arrays['scale'])} dimensions for a mean of {dim}"
-    if any(len(arrays[name]) != runs for name in ARRAYS["model"] if name.startswith("runs/")):
-        return "has run tables of different lengths"
     if not all(isinstance(attrs["ledger"].get(key), kind) for key, kind in LEDGER.items()):
         return "has a ledger without accountant, delta and clip"
-    for name, kinds in (("runs/ridge", NUMBER), ("runs/row_normalised", BOOLEAN)):
-        if name in arrays and (arrays[name].dtype.kind not in kinds or arrays[name].shape != (runs,)):
-            return f"has a malformed dataset '/{name}'"
     for i in range(runs):
         if "network" in attrs:  # a network per run (artifacts/network.py), no linear head
             if not any(name.startswith(f"runs/{i}/network/") for name in arrays):

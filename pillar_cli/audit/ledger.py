@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.artifacts.model import UNCOUNTED, run_events
+from pillar_cli.artifacts.model import UNCOUNTED, run_rows
 from pillar_cli.privacy import Event, GaussianEvent, event_from_dict
 from pillar_cli.privacy.events import ComposedEvent, OneOfEvent, RepeatAndSelectEvent, is_private, pure_parts, \
     to_dp_accounting
@@ -56,20 +56,16 @@ class LedgerCheck:
 
 def check_ledger(model: Artifact) -> list[LedgerCheck]:
     """Every run of a model artifact, its claim against an independent recomputation."""
-    runs = {name: model.array(f"runs/{name}") for name in ("method", "k", "projected", "epsilon_target",
-                                                           "epsilon_spent", "steps", "seed")}
-    count = len(runs["method"])
-    steps_run = model.arrays.get("runs/steps_run", np.full(count, UNCOUNTED))
     delta = float(model.attrs["ledger"]["delta"])
     release = (model.attrs.get("public_choice") or {}).get("release")
     delta_total = delta + (0.0 if release is None else float(release["delta"]))
     checks = []
-    for i, event in enumerate(run_events(model)):
-        k = str(int(runs["k"][i])) if runs["projected"][i] else "full"
-        recomputed, how = recomputed_epsilon(event_from_dict(event), delta_total)
-        checks.append(LedgerCheck(i, str(runs["method"][i]), k, float(runs["epsilon_target"][i]),
-                                  int(runs["seed"][i]), float(runs["epsilon_spent"][i]), recomputed, how,
-                                  int(runs["steps"][i]), int(steps_run[i])))
+    for i, row in enumerate(run_rows(model)):
+        key = row.key
+        recomputed, how = recomputed_epsilon(event_from_dict(row.event), delta_total)
+        checks.append(LedgerCheck(i, key.method, "full" if key.k is None else str(key.k), key.epsilon, key.seed,
+                                  row.epsilon_spent, recomputed, how, key.steps,
+                                  UNCOUNTED if row.steps_run is None else row.steps_run))
     return checks
 
 

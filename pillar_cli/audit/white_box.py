@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact, run_events
+from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact, run_rows
 from pillar_cli.audit.bound import epsilon_lower_bound
 from pillar_cli.audit.canaries import CANARY_KIND, AuditSettings, Canaries, correct_guesses
 from pillar_cli.errors import UsageError
@@ -127,8 +127,8 @@ def _model_file(method: Method, canaries: Canaries, epsilons: list[float], confi
         cell = Cell(canaries.data, canaries.mapping, width, epsilon, configs, privacy, "fast", "cpu", options)
         for config, run in zip(configs, method.train_cell(cell)):
             key = RunKey(method.name, width, epsilon, config.lr, config.steps, config.batch_size, config.seed)
-            records.append(RunRecord(key, run.event.to_dict(), *headline(run.event), run.epsilon_spent,
-                                     run.head.weights, run.head.bias, np.nan, False, run.head.steps_run))
+            records.append(RunRecord(key, run.event.to_dict(), *headline(run.event), run.epsilon_spent, np.nan,
+                                     steps_run=run.head.steps_run, weights=run.head.weights, bias=run.head.bias))
             heads.append(ReleasedHead(run.event, run.epsilon_spent, run.batches and (width, epsilon, *run.batches),
                                       delta=privacy.delta))
     attrs = {"n_private": len(canaries.data.private_x), "ledger": {"clip": privacy.clip, "delta": privacy.delta},
@@ -155,8 +155,8 @@ class SharedNoise(NoiseSource):
 
 def _released(model: Artifact) -> list[ReleasedHead]:
     """The file's heads as its ledger states them: one Poisson batch sequence per (seed, batch size)."""
-    return [ReleasedHead(event_from_dict(event), run["spent"], (run["seed"], run["batch_size"]))
-            for run, event in zip(_heads(model), run_events(model))]
+    return [ReleasedHead(event_from_dict(run["event"]), run["spent"], (run["seed"], run["batch_size"]))
+            for run in _heads(model)]
 
 
 def _attacks(model: Artifact, canaries: Canaries):
@@ -182,14 +182,11 @@ def _name(run: dict) -> str:
 
 
 def _heads(model: Artifact) -> list[dict]:
-    fields = ("epsilon_target", "epsilon_spent", "noise_multiplier", "sample_rate", "lr", "steps", "batch_size", "seed",
-              "k")
-    table = {name: model.array(f"runs/{name}") for name in fields}
-    return [{"epsilon": float(table["epsilon_target"][i]), "spent": float(table["epsilon_spent"][i]),
-             "sigma": float(table["noise_multiplier"][i]),
-             "rate": float(table["sample_rate"][i]), "lr": float(table["lr"][i]), "steps": int(table["steps"][i]),
-             "batch_size": int(table["batch_size"][i]), "seed": int(table["seed"][i]), "k": int(table["k"][i]),
-             "weights": model.array(f"runs/{i}/weights").astype(np.float64)} for i in range(len(table["seed"]))]
+    """Each head as the attacks read it: its run's row and its weights."""
+    return [{"epsilon": row.key.epsilon, "spent": row.epsilon_spent, "sigma": row.noise_multiplier,
+             "rate": row.sample_rate, "lr": row.key.lr, "steps": row.key.steps, "batch_size": row.key.batch_size,
+             "seed": row.key.seed, "k": row.key.k, "event": row.event,
+             "weights": model.array(f"runs/{i}/weights").astype(np.float64)} for i, row in enumerate(run_rows(model))]
 
 
 def _step(run: dict, model: Artifact) -> float:

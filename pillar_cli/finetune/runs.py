@@ -101,7 +101,7 @@ def train_networks(spec: NetworkSpec, start: Pretrained | None, train: Split, va
             key = RunKey(method, None, epsilon, run.lr, run.steps, run.batch_size, seed)
             accuracy = _accuracy(result.model.cpu(), val, spec)
             records.append(RunRecord(key, result.event.to_dict(), *headline(result.event), result.epsilon_spent,
-                                     None, None, accuracy, steps_run=result.steps_run))
+                                     accuracy, steps_run=result.steps_run))
             states.append(state_arrays(result.model))
     return records, states
 

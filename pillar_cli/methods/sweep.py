@@ -180,8 +180,8 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
     `public_data`: what the projection was fitted on (split, rows, whether another dataset)."""
     runs = result.runs
     spent = [_with_public_choice(r, privacy, public_choice) for r in runs]
-    records = [RunRecord(r.key, event.to_dict(), *headline(r.event), total, r.head.weights, r.head.bias,
-                         r.val_accuracy, get_method(r.key.method).normalises_rows, r.head.steps_run)
+    records = [RunRecord(r.key, event.to_dict(), *headline(r.event), total, r.val_accuracy,
+                         get_method(r.key.method).normalises_rows, r.head.steps_run, r.head.weights, r.head.bias)
                for r, (event, total) in zip(runs, spent)]
     attrs = {
         "num_classes": num_classes,

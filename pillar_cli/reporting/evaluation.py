@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pillar_cli.artifacts import Artifact, Split, shared_rows
+from pillar_cli.artifacts.model import run_rows
 from pillar_cli.errors import DataError, param
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 from pillar_cli.reporting.metrics import selected_metrics
@@ -38,7 +39,7 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
                         hint=f"evaluate on held-out rows, or pass {param('allow_overlap', True)} (recorded and printed)")
     rows = selected_metrics(models, split.features, split.labels)
     first, ledger = models[0], models[0].attrs["ledger"]
-    seeds = sorted({seed for model in models for seed in model.array("runs/seed").tolist()})
+    seeds = sorted({row.key.seed for model in models for row in run_rows(model)})
     title = (f"{split.attrs.get('source')} / {split.attrs.get('backbone')}: {split.name} accuracy; "
              f"n_private={first.attrs['n_private']}, δ={ledger['delta']:g}, {ledger['accountant']}, "
              f"seeds {','.join(map(str, seeds))}")

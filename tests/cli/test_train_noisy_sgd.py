@@ -8,7 +8,7 @@ import math
 import pytest
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.model import run_events
+from pillar_cli.artifacts.model import run_rows
 from pillar_cli.privacy import ExponentialEvent, event_from_dict, gaussian_segments, get_accountant
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
@@ -32,8 +32,9 @@ def test_noisy_sgd_on_few_public_components_beats_many_and_its_ledger_adds_up(pi
     stored = artifacts.read(model, "model")
     ledger = stored.attrs["noisy_sgd"]
     assert ledger["boosted_runs"] == math.ceil(math.log(1 / 0.05)) == 3 and ledger["zeta"] == 0.1
-    for event, spent in zip(run_events(stored), stored.array("runs/epsilon_spent")):
-        boosted, selection = event_from_dict(event).events  # three runs, then the exponential mechanism at ε/2
+    for row in run_rows(stored):
+        spent = row.epsilon_spent
+        boosted, selection = event_from_dict(row.event).events  # three runs, then the exponential mechanism at ε/2
         ((sigma, q, steps),) = gaussian_segments(boosted)
         assert boosted.count == 3 and q == 1 / 1440 and steps == 3 * 3000  # n = 1,440 private rows
         assert selection == ExponentialEvent(0.25)
