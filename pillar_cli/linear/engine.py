@@ -16,10 +16,8 @@ configuration, so a configuration trains identically alone or inside a sweep. St
 (every (seed, batch size) of a grid) step together: their batches sit side by side in one residual tensor, each
 stream's matmuls on its own column block, so the per-step work other than the matmuls runs once per step rather
 than once per stream. Poisson sampling draws geometric gaps between selected rows (an exact Bernoulli(q) process
-over the rows) in O(q·n) rather than O(n) per step. Updates divide by the expected batch size q·n.
-
-On a CUDA device the same runs go through graphed.py (static shapes, 32 steps per captured CUDA graph): there a
-step's arithmetic is shorter than launching its kernels one by one.
+over the rows) in O(q·n) rather than O(n) per step. Updates divide by the expected batch size q·n. On a CUDA device
+the same runs go through graphed.py (static shapes, 32 steps per captured CUDA graph).
 """
 
 from __future__ import annotations
@@ -48,6 +46,11 @@ class RunConfig:
     weight_decay: float = 0.0
     ridge: float | None = None  # closed-form heads' regularisation λ (None: the method's default)
     ema: float = 0.0  # decay β of an exponential moving average of the iterates, released instead of the last one
+
+    @classmethod
+    def one_release(cls, seed: int, ridge: float | None = None) -> RunConfig:
+        """A mechanism run once on all rows (closed-form heads): no lr, one step, batch size 0 = all rows."""
+        return cls(0.0, 1, 0, seed, ridge=ridge)
 
     @property
     def noise_label(self) -> tuple:

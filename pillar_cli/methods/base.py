@@ -22,6 +22,8 @@ from pillar_cli.privacy import Event, calibrate_noise, spent_epsilon
 from pillar_cli.projection import LinearMap, PublicPCA, project
 from pillar_cli.randomness import SECRET, NoiseSource
 
+DEFAULT_STEPS = 500  # DP-SGD steps of a sweep that gives none
+
 
 def option(default: Any, help: str) -> Any:
     """A field of a method's options dataclass: its default and the line `--help` shows for its flag
@@ -130,7 +132,7 @@ class Method:
     single_cell: bool = False  # one cell at k = full whatever k the sweep lists
     needs_public_rows: str | None = None  # why the method reads the public rows (None: it does not)
     needs_public_basis: bool = True  # its projection is fitted on public rows (jl's and dpsgd's are not)
-    steps_rule: str | None = None  # a method with its own step count (the sweep's theory_steps) names it here
+    steps_rule: str | None = None  # a method with its own step count (default_steps) names it here
     normalises_rows: bool = False  # its head reads the k-dimensional rows scaled to unit norm
     own_selection: str | None = None  # why an accounted selection cannot wrap it (None: it can)
     averages_iterates: bool = False  # its DP-SGD engine can release a moving average of the iterates (ema)
@@ -175,11 +177,12 @@ class Method:
         if self.projects:
             self.linear_map(pca).basis(k)
 
-    def configs(self, lrs: list[float], steps: list[int], batch_sizes: list[int], seeds: list[int],
-                momentum: float, weight_decay: float, theory_steps: tuple[int, ...],
-                ridges: tuple[float | None, ...]) -> list[RunConfig]:
+    def configs(self, *, lrs: list[float], steps: list[int] | None, batch_sizes: list[int], seeds: list[int],
+                momentum: float, weight_decay: float, ridges: tuple[float | None, ...], rows: int) -> list[RunConfig]:
+        """The configurations of each of its cells, from a sweep request's fields (SweepGrid.configs passes them
+        all by name; a method reads those it uses): steps None = its default, batch sizes for `rows` private rows."""
         return [RunConfig(lr, t, b, s, momentum, weight_decay) for lr, t, b, s in
-                itertools.product(lrs, steps, batch_sizes, seeds)]
+                itertools.product(lrs, steps or [DEFAULT_STEPS], batch_sizes, seeds)]
 
     def features(self, mapping: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:
         """The rows the head reads: standardised, projected on k dimensions (when the method projects), and scaled to

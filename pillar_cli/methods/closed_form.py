@@ -41,14 +41,12 @@ class ClosedFormHead(Method):
     normalises_rows = True
     sensitivity = 1.0
 
-    def configs(self, lrs: list[float], steps: list[int], batch_sizes: list[int], seeds: list[int],
-                momentum: float, weight_decay: float, theory_steps: tuple[int, ...],
-                ridges: tuple[float | None, ...]) -> list[RunConfig]:
-        """One release per (λ, seed): no learning rate or steps; batch size 0 stands for all rows."""
+    def configs(self, *, ridges: tuple[float | None, ...], seeds: list[int], **_: object) -> list[RunConfig]:
+        """One release per (λ, seed)."""
         for ridge in ridges:
             if ridge is not None and not (math.isfinite(ridge) and ridge > 0):
                 raise UsageError(f"{param('ridge')} must be a positive number (got {ridge})")
-        return [RunConfig(0.0, 1, 0, seed, ridge=ridge) for ridge in ridges for seed in seeds]
+        return [RunConfig.one_release(seed, ridge) for ridge in ridges for seed in seeds]
 
     def mechanism(self, config: RunConfig, n: int) -> tuple[float, int]:
         return 1.0, 1

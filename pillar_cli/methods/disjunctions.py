@@ -53,11 +53,9 @@ class ExponentialMechanismDisjunctions(Method):
     mechanism_description = ("the exponential mechanism over the candidates, score minus the errors on the private "
                              "rows (sensitivity 1); pure ε-DP under add/remove-one and replace-one adjacency")
 
-    def configs(self, lrs: list[float], steps: list[int], batch_sizes: list[int], seeds: list[int],
-                momentum: float, weight_decay: float, theory_steps: tuple[int, ...],
-                ridges: tuple[float | None, ...]) -> list[RunConfig]:
-        """One mechanism per seed: no learning rate, steps or batch (batch size 0 stands for all rows)."""
-        return [RunConfig(0.0, 1, 0, seed) for seed in seeds]
+    def configs(self, *, seeds: list[int], **_: object) -> list[RunConfig]:
+        """One mechanism per seed."""
+        return [RunConfig.one_release(seed) for seed in seeds]
 
     def mechanism(self, config: RunConfig, n: int) -> tuple[float, int]:
         return 1.0, 1

@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from pillar_cli.linear.engine import RunConfig
+from pillar_cli.methods.base import DEFAULT_STEPS
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.projection import PublicPCA
 
-DEFAULT_STEPS = 500  # DP-SGD steps of a sweep that gives none
+__all__ = ["DEFAULT_BATCH", "DEFAULT_STEPS", "SweepGrid", "check_grid"]
+
 DEFAULT_BATCH = 512
 
 
@@ -52,11 +54,9 @@ class SweepGrid:
     def configs(self, method: str) -> list[RunConfig]:
         if self.rows is None:
             raise ValueError("SweepGrid.configs needs the grid for its rows: call for_rows(n) first")
-        ruled = get_method(method)
-        own_steps = (tuple(self.steps) if self.steps is not None else
-                     (ruled.default_steps(self.rows),) if ruled.steps_rule else ())
-        configs = ruled.configs(self.lrs, self.steps or [DEFAULT_STEPS], self.batch_sizes, self.seeds, self.momentum,
-                                self.weight_decay, own_steps, self.ridges)
+        configs = get_method(method).configs(lrs=self.lrs, steps=self.steps, batch_sizes=self.batch_sizes,
+                                             seeds=self.seeds, momentum=self.momentum, weight_decay=self.weight_decay,
+                                             ridges=self.ridges, rows=self.rows)
         return [replace(c, ema=self.ema) for c in configs] if self.ema else configs
 
     def cells(self) -> list[tuple[str, int | None, float]]:

@@ -158,11 +158,9 @@ class NoisySGD(Method):
     own_selection = "it already selects among its boosted runs privately (Algorithm 2), inside its ε"
     not_auditable = "binary ζ-hinge runs with their own private selection"
 
-    def configs(self, lrs: list[float], steps: list[int], batch_sizes: list[int], seeds: list[int],
-                momentum: float, weight_decay: float, theory_steps: tuple[int, ...],
-                ridges: tuple[float | None, ...]) -> list[RunConfig]:
-        """One example per step in expectation; the step size is the schedule's."""
-        return [RunConfig(0.0, t, 1, s) for t in theory_steps for s in seeds]
+    def configs(self, *, steps: list[int] | None, seeds: list[int], rows: int, **_: object) -> list[RunConfig]:
+        """One example per step in expectation; the step size is the schedule's; n² steps unless given."""
+        return [RunConfig(0.0, t, 1, s) for t in steps or [self.default_steps(rows)] for s in seeds]
 
     def default_steps(self, n: int) -> int:
         return n * n

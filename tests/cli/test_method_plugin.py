@@ -45,8 +45,8 @@ class NoisyCentroids(Method):
     normalises_rows = True
     mechanism_description = "one Gaussian release of the per-class sums of unit-norm rows, L2 sensitivity 1"
 
-    def configs(self, lrs, steps, batch_sizes, seeds, momentum, weight_decay, theory_steps, ridges):
-        return [RunConfig(0.0, 1, 0, seed) for seed in seeds]
+    def configs(self, *, seeds, **_):
+        return [RunConfig.one_release(seed) for seed in seeds]
 
     def mechanism(self, config, n):
         return 1.0, 1
