@@ -6,6 +6,10 @@ The Python API, for notebooks and scripts; the `pillar` command line runs the sa
     clf = DPLinearClassifier(k=20, epsilon=1.0).fit(X_private, y_private, public=X_public)
     clf.score(X_test, y_test), clf.ledger_.epsilon_spent
 
+    from pillar_cli import load
+    clf = load("classifier.h5")  # a release (pillar release): one fitted classifier and its statement
+    clf.predict(X_new), clf.ledger_.epsilon_spent, clf.ledger_.not_covered
+
     from pillar_cli import FinetuneConfig, NetworkSpec, finetune, network
     result = finetune(network(NetworkSpec("cnn", (28, 28, 1), 10)), images, labels, FinetuneConfig(epsilon=8.0))
     result.model, result.epsilon_spent
@@ -29,8 +33,10 @@ from pillar_cli.projection import GaussianProjection, PublicPCA
 from pillar_cli.theory.diagnostics import diagnose
 from pillar_cli.version import __version__
 
+load = DPLinearClassifier.from_release
+
 __all__ = ["ACCOUNTANTS", "METHODS", "AccountedSelection", "Artifact", "ArtifactError", "DPLinearClassifier",
            "DPSettings", "DataError", "Event", "FinetuneConfig", "GaussianProjection", "Ledger", "NetworkSpec",
            "PillarError", "PrivacyError", "PublicPCA", "UsageError", "__version__", "calibrate_noise", "diagnose",
-           "event_from_dict", "finetune", "gradient_subspace_distance", "network", "read", "read_split",
+           "event_from_dict", "finetune", "gradient_subspace_distance", "load", "network", "read", "read_split",
            "spent_epsilon", "sweep", "write"]

@@ -28,7 +28,8 @@ from pillar_cli.errors import ArtifactError
 from pillar_cli.version import __version__
 
 SCHEMA_VERSION = 1
-KINDS = ("embeddings", "embedding-shard", "projection", "assumptions", "model", "gsd", "evaluation", "audit")
+KINDS = ("embeddings", "embedding-shard", "projection", "assumptions", "model", "gsd", "evaluation", "audit",
+         "classifier")
 
 @dataclass(frozen=True)
 class InputRef:

@@ -64,6 +64,15 @@ class Split:
         return replace(self, features=self.features[rows], labels=labels, index=self.index[rows])
 
 
+RECIPE_KEYS = ("backbone", "timm_id", "weights", "network", "input_shape", "precision", "preprocessing", "feature_dim")
+
+
+def feature_recipe(attrs: dict[str, Any]) -> dict[str, Any]:
+    """How an embeddings file's features were made (backbone, weights, preprocessing, dimension): what a classifier
+    trained on them records, and what new features must have been made by to be read by it."""
+    return {key: attrs[key] for key in RECIPE_KEYS if key in attrs}
+
+
 def embedded_rows(path: str) -> int:
     """Rows of the source embedded in the file, over all its splits (read without the splits' features, so each
     split's row ids are checked to be there)."""

@@ -34,6 +34,7 @@ ARRAYS: dict[str, dict[str, tuple[str, int]]] = {
     "assumptions": {"k": (INTEGER, 1), "xi": (NUMBER, 2), "eigengap": (NUMBER, 1)},
     "gsd": {"distance": (NUMBER, 1)},
     "evaluation": {"accuracy_mean": (NUMBER, 1)},
+    "classifier": {"mean": (NUMBER, 1), "scale": (NUMBER, 1), "weights": (NUMBER, 2), "bias": (NUMBER, 1)},
     "audit": {"canaries/included": (BOOLEAN, 1), "canaries/labels": (INTEGER, 1), "canaries/scores": (NUMBER, 1)},
 }
 ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
@@ -45,6 +46,7 @@ ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "gsd": {"ranking": list, "settings": dict},
     "evaluation": {"rows": list, "ledger": dict, "notes": list, "n_private": int, "private_fraction": (int, float),
                    "dataset": (str, type(None))},
+    "classifier": {"class_names": list, "head": dict, "features": dict, "privacy": dict},
     "audit": {"canaries": int, "guesses": int, "correct": int, "confidence": float, "epsilon_lower_bound": float,
               "epsilon_claimed": float, "configuration": dict},
 }
@@ -54,7 +56,8 @@ OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "projection": {"row_l2_normalised": bool, "source_fingerprint": str, "public_choice": dict,
                    "share_of_embedded": float},
     "model": {"row_l2_normalised": bool, "private_fraction": (int, float), "source_fingerprint": str,
-              "public_choice": dict, "public_data": dict, "noise": dict, "whole_file": dict, "mechanisms": dict},
+              "public_choice": dict, "public_data": dict, "noise": dict, "whole_file": dict, "mechanisms": dict,
+              "features": dict},
     "evaluation": {"overlap_rows": int, "public": dict},
 }
 LEDGER = {"accountant": str, "delta": (int, float), "clip": (int, float)}
@@ -145,5 +148,20 @@ def _evaluation_rows(arrays: dict, attrs: dict, splits: list[str]) -> str | None
     return None
 
 
+def _classifier_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
+    dim, classes = len(arrays["mean"]), len(attrs["class_names"])
+    if "basis" in arrays and (arrays["basis"].ndim != 2 or arrays["basis"].dtype.kind not in NUMBER):
+        return "has a malformed dataset '/basis'"
+    inner = dim if "basis" not in arrays else arrays["basis"].shape[1]
+    if len(arrays["scale"]) != dim or ("basis" in arrays and arrays["basis"].shape != (dim, inner)):
+        return f"has a scaler or basis that does not fit {dim} features"
+    if arrays["weights"].shape != (inner, classes) or arrays["bias"].shape != (classes,):
+        return f"has a head of shape {arrays['weights'].shape} for {inner} inputs and {classes} classes"
+    if not all(np.isfinite(arrays[name]).all() for name in ("mean", "scale", "weights", "bias")) or \
+            not np.all(arrays["scale"] > 0):
+        return "has non-finite weights or a scale that is not positive"
+    return None
+
+
 _CONSISTENCY = {"embedding-shard": (_rows_agree,), "projection": (_projection_shapes,), "model": (_model_shapes,),
-                "evaluation": (_evaluation_rows,)}  # embeddings: read_split checks each split's lengths
+                "evaluation": (_evaluation_rows,), "classifier": (_classifier_shapes,)}  # embeddings: read_split checks each split's lengths

@@ -37,7 +37,7 @@ class LedgerCheck:
     method: str
     k: str
     epsilon_target: float
-    seed: int
+    seed: int | None  # None: a release, which does not record it
     epsilon_claimed: float
     epsilon_recomputed: float
     how: str  # which accountant recomputed it
@@ -55,7 +55,10 @@ class LedgerCheck:
 
 
 def check_ledger(model: Artifact) -> list[LedgerCheck]:
-    """Every run of a model artifact, its claim against an independent recomputation."""
+    """Every run of a model artifact, its claim against an independent recomputation; a classifier (a release):
+    its statement's ε, from the event tree it holds and nothing else."""
+    if model.kind == "classifier":
+        return [_check_statement(model.attrs["privacy"], model.attrs["head"])]
     delta = float(model.attrs["ledger"]["delta"])
     release = (model.attrs.get("public_choice") or {}).get("release")
     delta_total = delta + (0.0 if release is None else float(release["delta"]))
@@ -67,6 +70,12 @@ def check_ledger(model: Artifact) -> list[LedgerCheck]:
                                   row.epsilon_spent, recomputed, how, key.steps,
                                   UNCOUNTED if row.steps_run is None else row.steps_run))
     return checks
+
+
+def _check_statement(statement: dict, head: dict) -> LedgerCheck:
+    recomputed, how = recomputed_epsilon(event_from_dict(statement["event"]), float(statement["delta"]))
+    return LedgerCheck(0, head["method"], str(head["k"]), float(statement["epsilon_target"]), None,
+                       float(statement["epsilon"]), recomputed, how, int(statement["steps"]), UNCOUNTED)
 
 
 def recomputed_epsilon(event: Event, delta: float) -> tuple[float, str]:

@@ -16,6 +16,8 @@ from pillar_cli.cli.finetune import finetune, pretrain
 from pillar_cli.cli.fit_pca import fit_pca
 from pillar_cli.cli.gsd import gsd
 from pillar_cli.cli.inspect import inspect
+from pillar_cli.cli.predict import predict
+from pillar_cli.cli.release import release
 from pillar_cli.cli.report import report
 from pillar_cli.cli.run import run
 from pillar_cli.cli.train import train_private
@@ -25,7 +27,8 @@ app = typer.Typer(
     name=PROGRAM,
     help="Semi-private learning: PILLAR (DP-SGD on public low-rank projections) and Gradient Subspace Distance.\n\n"
          "Stages exchange HDF5 artifacts: embed → fit-pca → check-assumptions / train-private → evaluate; gsd ranks "
-         "candidate public datasets; pretrain → finetune trains whole networks (the linear probe's comparison).",
+         "candidate public datasets; pretrain → finetune trains whole networks (the linear probe's comparison); release "
+         "writes one private classifier with its privacy statement, predict applies it to new rows.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -39,6 +42,8 @@ app.command("finetune")(finetune)
 app.command("gsd")(gsd)
 app.command("evaluate")(evaluate)
 app.command("report")(report)
+app.command("release")(release)
+app.command("predict")(predict)
 app.command("audit")(audit)
 app.command("inspect")(inspect)
 app.command("run")(run)

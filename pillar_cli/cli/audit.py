@@ -34,7 +34,7 @@ def audit(
                                                "configuration trains on."),
     ledger: Optional[Path] = typer.Option(None, "--ledger", help="Instead: recompute every run's ε of this model "
                                           "artifact with dp-accounting and compare the steps run with those "
-                                          "accounted."),
+                                          "accounted; or a release's stated ε from its event tree alone."),
     projection: Optional[Path] = typer.Option(None, "--projection", "-p", help="Projection artifact from fit-pca."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Audit artifact to write."),
     method: str = typer.Option(DEFAULT_METHOD, help=f"The method audited: {', '.join(auditable())}."),
@@ -169,7 +169,7 @@ def _summary(attrs: dict, as_json: bool) -> None:
 
 
 def _check_ledger(path: Path, as_json: bool) -> None:
-    checks = check_ledger(artifacts.read(path, "model"))
+    checks = check_ledger(artifacts.read(path, ("model", "classifier")))
     rows = [{**{key: getattr(c, key) for key in ("run", "method", "k", "epsilon_target", "seed", "epsilon_claimed",
                                                  "epsilon_recomputed", "steps_accounted", "steps_run", "how")},
              "status": "; ".join(c.problems) or "ok"} for c in checks]

@@ -72,7 +72,7 @@ def _tree(document: dict) -> Tree:
 
 
 def _privacy_lines(attrs: dict) -> list[str]:
-    """What a model file is, where its noise came from, and its guarantee as a whole."""
+    """What a model file is, where its noise came from, and its guarantee as a whole (a release: its statement)."""
     lines = []
     if noise_is_reproducible(attrs):
         lines.append(f"[bold red]{NOT_PRIVATE_NOTE} (--noise-seed {attrs['noise']['noise_seed']})[/bold red]")
@@ -81,6 +81,8 @@ def _privacy_lines(attrs: dict) -> list[str]:
     if "whole_file" in attrs:
         whole = attrs["whole_file"]
         lines.append(f"[yellow]{whole['statement']}[/yellow] ({whole['composition']})")
+    if "privacy" in attrs:  # a release's statement
+        lines.append(f"[green]release of one classifier: {attrs['privacy']['summary']}[/green]")
     return lines
 
 

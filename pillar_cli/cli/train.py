@@ -156,7 +156,8 @@ def _inputs(path: str, projection: Path, grid: SweepGrid, private_fraction: floa
     rows = {"private": private.index, **({"val": val.index} if val else {}),
             **({"public_labelled": labelled.index} if labelled and _same_source(labelled, private) else {})}
     recorded = {"rows": rows, "source_fingerprint": private.attrs.get("source_fingerprint"),
-                "public_choice": projection_artifact.attrs.get("public_choice"), "public_data": public_data}
+                "public_choice": projection_artifact.attrs.get("public_choice"), "public_data": public_data,
+                "features": {**artifacts.feature_recipe(private.attrs), "class_names": private.attrs["class_names"]}}
     refs = [private.ref, *([val.ref] if val else []), projection_artifact.ref(), *([labelled.ref] if labelled else [])]
     return data, grid, refs, recorded
 

@@ -120,6 +120,12 @@ class TrainedRun:
     batches: tuple | None = None  # runs of a cell with the same key drew their Poisson batches together (None: own)
 
 
+def head_rows(mapping: LinearMap, x: np.ndarray, k: int | None, unit_rows: bool) -> np.ndarray:
+    """Standardised, projected on k dimensions (None: all), scaled to unit norm when `unit_rows`."""
+    rows = project(mapping, x, k)
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12) if unit_rows else rows
+
+
 class Method:
     """A training method's defaults: DP-SGD configurations over lr × steps × batch size × seed, k components."""
 
@@ -187,10 +193,7 @@ class Method:
     def features(self, mapping: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:
         """The rows the head reads: standardised, projected on k dimensions (when the method projects), and scaled to
         unit norm when the method normalises rows."""
-        rows = project(mapping, x, k if self.projects else None)
-        if self.normalises_rows:
-            rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
-        return rows
+        return head_rows(mapping, x, k if self.projects else None, self.normalises_rows)
 
     def mechanism(self, config: RunConfig, n: int) -> tuple[float, int]:
         """(sample rate, steps) of the Gaussian mechanism a configuration runs on n private rows."""

@@ -12,14 +12,17 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
 
-from pillar_cli.methods.base import PrivacySettings, SweepData
+from pillar_cli.linear.engine import LinearHead
+from pillar_cli.methods.base import PrivacySettings, SweepData, head_rows
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
 from pillar_cli.methods.grid import DEFAULT_BATCH, SweepGrid
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.sweep import SweepOptions, run_sweep
-from pillar_cli.privacy import Event, get_accountant, headline
-from pillar_cli.projection import PublicPCA
+from pillar_cli.artifacts.classifier import read_classifier
+from pillar_cli.privacy import Event, event_from_dict, get_accountant, headline
+from pillar_cli.projection import PublicPCA, StoredMap
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, NoiseSource
 
 
@@ -39,6 +42,16 @@ class Ledger:
     epsilon_is_upper_bound: bool
     covers: str  # what the ε covers
     noise_reproducible: bool = False  # fitted with noise_seed: NOT differentially private
+    not_covered: str = ""  # what the ε does not cover (a release says: e.g. a choice made on val labels)
+
+    @classmethod
+    def from_statement(cls, statement: dict) -> Ledger:
+        """The ledger of a released classifier, from its privacy statement."""
+        event = event_from_dict(statement["event"])
+        return cls(statement["accountant"], float(statement["epsilon_target"]), float(statement["epsilon"]),
+                   float(statement["delta"]), *headline(event), int(statement["steps"]), float(statement["clip"]),
+                   event, bool(statement["epsilon_is_upper_bound"]), "; ".join(statement["covers"]), False,
+                   "; ".join(statement["not_covered"]))
 
 
 class DPLinearClassifier(ClassifierMixin, BaseEstimator):
@@ -82,6 +95,7 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
         options = SweepOptions(device=self.device, method_options={self.method: self.method_options})
         run = run_sweep(data, grid, privacy, options).runs[0]
         self.k_ = run.key.k if method.projects else None  # the head's own dimensions (None: all features)
+        self.normalises_rows_ = method.normalises_rows  # the head reads its k-dimensional rows at unit norm
         self.mapping_ = method.linear_map(self.projection_)
         self.head_ = run.head
         accountant = get_accountant(self.accountant)
@@ -107,8 +121,26 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
     def intercept_(self) -> np.ndarray:
         return self.head_.bias
 
+    @classmethod
+    def from_release(cls, path: str) -> DPLinearClassifier:
+        """The classifier of a release (`pillar release`), fitted: `predict` and `predict_proba` are those of
+        `pillar predict`, `ledger_` is its privacy statement, `classes_` its class names."""
+        released = read_classifier(str(path))
+        head, statement = released.head, released.privacy
+        clf = cls(method=head["method"], k=head["k"], epsilon=float(statement["epsilon_target"]),
+                  delta=float(statement["delta"]), accountant=statement["accountant"], clip=float(statement["clip"]))
+        clf.classes_ = np.array(released.class_names)
+        clf.k_ = None if released.basis is None else released.basis.shape[1]
+        clf.normalises_rows_ = bool(head["unit_rows"])
+        clf.mapping_ = StoredMap(released.mean, released.scale, bool(head["row_l2_normalised"]), released.basis)
+        clf.head_ = LinearHead(released.weights, released.bias)
+        clf.ledger_ = Ledger.from_statement(statement)
+        clf.n_features_in_ = len(released.mean)
+        return clf
+
     def decision_function(self, X: np.ndarray) -> np.ndarray:
-        rows = get_method(self.method).features(self.mapping_, np.asarray(X, dtype=np.float32), self.k_)
+        check_is_fitted(self, "head_")
+        rows = head_rows(self.mapping_, np.asarray(X, dtype=np.float32), self.k_, self.normalises_rows_)
         return self.head_.logits(rows)
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
@@ -117,4 +149,5 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
         return exp / exp.sum(axis=1, keepdims=True)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        return self.classes_[self.decision_function(X).argmax(axis=1)]
+        scores = self.decision_function(X)  # refuses an unfitted classifier first
+        return self.classes_[scores.argmax(axis=1)]

@@ -173,11 +173,13 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
 def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings, num_classes: int,
                    n_private: int, options: SweepOptions = SweepOptions(),
                    rows: dict[str, np.ndarray] | None = None, source_fingerprint: str | None = None,
-                   public_choice: dict | None = None, public_data: dict | None = None) -> Artifact:
+                   public_choice: dict | None = None, public_data: dict | None = None,
+                   features: dict | None = None) -> Artifact:
     """Every run's head and ledger row, the bases that map heads back to the standardised space, the selection;
     `rows`: the source row ids trained on (`private`) and selected on (`val`), so that no stage tests on them;
     `public_choice`: the GSD that chose the public split, whose DP release is composed into every run's ε;
-    `public_data`: what the projection was fitted on (split, rows, whether another dataset)."""
+    `public_data`: what the projection was fitted on (split, rows, whether another dataset); `features`: how the
+    features were made and the class names (artifacts.feature_recipe), which a release of one head carries."""
     runs = result.runs
     spent = [_with_public_choice(r, privacy, public_choice) for r in runs]
     records = [RunRecord(r.key, event.to_dict(), *headline(r.event), total, r.val_accuracy,
@@ -214,6 +216,8 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         attrs["source_fingerprint"] = source_fingerprint
     if public_data is not None:
         attrs["public_data"] = public_data
+    if features is not None:
+        attrs["features"] = features
     if public_choice is not None:
         release_delta = (public_choice["release"] or {}).get("delta", 0.0)
         attrs["public_choice"] = {**public_choice, "delta_total": privacy.delta + release_delta,

@@ -8,6 +8,7 @@ May import: `errors`, `artifacts` (the projection artifact).
 from pillar_cli.projection.pca import (
                                        LinearMap,
                                        PublicPCA,
+                                       StoredMap,
                                        fit_public_split,
                                        l2_normalized_rows,
                                        project,
@@ -16,5 +17,5 @@ from pillar_cli.projection.pca import (
 )
 from pillar_cli.projection.random import GaussianProjection
 
-__all__ = ["GaussianProjection", "LinearMap", "PublicPCA", "fit_public_split", "l2_normalized_rows", "project",
+__all__ = ["GaussianProjection", "LinearMap", "PublicPCA", "StoredMap", "fit_public_split", "l2_normalized_rows", "project",
            "projection_artifact", "standardize_rows"]

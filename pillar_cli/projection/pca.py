@@ -8,6 +8,7 @@ explicitly declares public, which is recorded in the artifact).
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -35,6 +36,30 @@ class LinearMap(Protocol):
     def standardized(self, x: np.ndarray) -> np.ndarray: ...
 
     def basis(self, k: int) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class StoredMap:
+    """A LinearMap as a released classifier stores it: the public scaler and at most one basis."""
+
+    mean: np.ndarray
+    scale: np.ndarray
+    row_normalised: bool  # rows L2-normalised before the scaler (second-moment projections)
+    stored_basis: np.ndarray | None = None  # (D, k)
+
+    @property
+    def dim(self) -> int:
+        return len(self.mean)
+
+    def standardized(self, x: np.ndarray) -> np.ndarray:
+        if x.shape[1] != self.dim:
+            raise DataError(f"features have {x.shape[1]} dimensions; the classifier reads {self.dim}")
+        return standardize_rows(x, self.mean, self.scale, self.row_normalised)
+
+    def basis(self, k: int) -> np.ndarray:
+        if self.stored_basis is None or self.stored_basis.shape[1] != k:
+            raise DataError(f"this map stores no basis of {k} components")
+        return self.stored_basis
 
 
 def project(linear_map: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:

@@ -1,0 +1,52 @@
+"""The classifier artifact: ONE released head, what its rows are made of, and its privacy statement; nothing else.
+
+A model artifact is a working file (every head of a grid, val accuracies, private row ids and counts). A classifier
+holds only what applying the head needs and what its guarantee is:
+
+Arrays: `mean`, `scale` (the public scaler), `weights` and `bias` of the head; `basis` (D, k) for a head that reads
+its k projected rows scaled to unit norm (a linear head's weights are stored mapped back to the D standardised
+features, as `evaluate` applies them; a unit-norm head at k = full has no basis).
+Attributes: `class_names`; `head` (method, family, k, `row_l2_normalised`: rows are L2-normalised before the scaler,
+`unit_rows`: projected rows are scaled to unit norm); `features` (how the rows were embedded: artifacts.feature_recipe);
+`privacy` (the statement: ε, δ, accountant, neighbouring relation, the DP event tree, what ε covers and does not).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pillar_cli.artifacts.core import Artifact, read
+
+
+@dataclass(frozen=True)
+class Classifier:
+    """A released classifier as stored."""
+
+    mean: np.ndarray  # (D,)
+    scale: np.ndarray  # (D,)
+    weights: np.ndarray  # (D, C), or (k, C) with a basis
+    bias: np.ndarray  # (C,)
+    basis: np.ndarray | None  # (D, k) for a head on unit-norm projected rows; None: the head reads all D features
+    class_names: list[str]
+    head: dict  # method, family, k, row_l2_normalised, unit_rows
+    features: dict  # artifacts.feature_recipe of the rows it reads
+    privacy: dict  # the statement
+
+    def to_artifact(self) -> Artifact:
+        arrays = {"mean": self.mean.astype(np.float32), "scale": self.scale.astype(np.float32),
+                  "weights": self.weights.astype(np.float32), "bias": self.bias.astype(np.float32)}
+        if self.basis is not None:
+            arrays["basis"] = self.basis.astype(np.float32)
+        return Artifact("classifier", arrays, {"class_names": list(self.class_names), "head": self.head,
+                                               "features": self.features, "privacy": self.privacy})
+
+
+def read_classifier(path: str) -> Classifier:
+    """A classifier artifact, refused with one line when it is another kind or damaged."""
+    artifact = read(path, "classifier")
+    arrays, attrs = artifact.arrays, artifact.attrs
+    return Classifier(arrays["mean"], arrays["scale"], arrays["weights"], arrays["bias"], arrays.get("basis"),
+                      [str(name) for name in attrs["class_names"]], attrs["head"], attrs["features"], attrs["privacy"])
+

@@ -1,0 +1,45 @@
+"""pillar release: one private classifier out of a model's working file, with its privacy statement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from pillar_cli import artifacts
+from pillar_cli.cli.common import ForceOption, JsonOption, check_output, cli_errors, print_json, save, stdout
+from pillar_cli.release import parse_cell, release_classifier
+
+
+@cli_errors
+def release(
+    ctx: typer.Context,
+    model: Path = typer.Argument(..., help="Model artifact from train-private (a working file: every head)."),
+    out: Path = typer.Option(..., "-o", "--out", help="Classifier artifact to write (one head and its statement)."),
+    cell: Optional[str] = typer.Option(None, "--cell", help="The (method, k, ε) cell: method=NAME,k=K,eps=E, any of "
+                                       "them; needed when the model holds several cells."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="The repetition (train-private --seed) to release; "
+                                       "default: the lowest (a choice that looks at nothing private)."),
+    force: bool = ForceOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Write ONE classifier: the run the model's selection chose for a cell, the public scaler and basis it reads
+    through, class names, how its features were embedded, and its privacy statement (ε, δ, accountant, the DP event
+    tree, what ε covers and does not). No row ids, counts, val or test statistics, seeds or other heads.
+
+    Example: pillar release model.h5 --cell method=pillar,k=20,eps=1 -o classifier.h5
+
+    Example: pillar predict classifier.h5 emb.h5:test -o predictions.csv
+    """
+    check_output(out, [str(model)], force=force)
+    classifier, chosen = release_classifier(artifacts.read(model, "model"), parse_cell(cell), seed)
+    save(ctx, out, classifier.to_artifact(), [])
+    statement = classifier.privacy
+    if as_json:
+        return print_json({"output": str(out), **chosen, "privacy": statement})
+    stdout.print(f"{out}: cell {chosen['cell']}, seed {chosen['seed']} (of {', '.join(map(str, chosen['seeds']))}), "
+                 f"hyper-parameters chosen {chosen['selected']}")
+    stdout.print(f"ε = {statement['epsilon']:.4g}, δ = {statement['delta']:g} ({statement['accountant']})")
+    stdout.print("covers: " + "; ".join(statement["covers"]))
+    stdout.print("does not cover: " + "; ".join(statement["not_covered"]))

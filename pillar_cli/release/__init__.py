@@ -1,0 +1,14 @@
+"""Releases: one private classifier out of a model's working file, with its privacy statement, and its predictions
+on new rows.
+
+A model artifact holds every head of a grid, val accuracies and private row ids; a release (the `classifier`
+artifact) holds one head, the public scaler and basis it reads through, the class names, the recipe of the
+features, and what its ε covers and does not. Applying it needs nothing else (no method registry, no model file).
+
+May import: `errors`, `artifacts`, `randomness` (whether a model's noise was reproducible).
+"""
+
+from pillar_cli.release.choice import parse_cell, release_classifier
+from pillar_cli.release.predictions import PREDICTION_FORMATS, write_predictions
+
+__all__ = ["PREDICTION_FORMATS", "parse_cell", "release_classifier", "write_predictions"]

@@ -1,0 +1,110 @@
+"""Which head a release holds: the run a model's selection chose for one (method, k, ε) cell, of one repetition.
+
+The choice is the model's own (on val, or accounted inside ε); the cell and the repetition are named by the user.
+A repetition is a seed of train-private's --seed: its noise is independent of the others', and taking the lowest
+by default looks at nothing private.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pillar_cli.artifacts import Artifact
+from pillar_cli.artifacts.classifier import Classifier
+from pillar_cli.artifacts.model import StoredRun, stored_runs
+from pillar_cli.artifacts.network import is_network
+from pillar_cli.errors import DataError, PrivacyError, UsageError, param
+from pillar_cli.randomness import noise_is_reproducible
+from pillar_cli.release.statement import privacy_statement
+
+_CELL_KEYS = {"method": str, "k": str, "eps": float}
+
+
+def parse_cell(text: str | None) -> dict:
+    """'method=pillar,k=20,eps=1' → {'method': 'pillar', 'k': '20', 'eps': 1.0}; None → {} (any cell)."""
+    wanted = {}
+    for part in [p.strip() for p in (text or "").split(",") if p.strip()]:
+        key, sep, value = part.partition("=")
+        if not sep or key.strip() not in _CELL_KEYS:
+            raise UsageError(f"{param('cell')} takes method=NAME,k=K,eps=E (any of them); got '{part}'")
+        try:
+            wanted[key.strip()] = _CELL_KEYS[key.strip()](value.strip())
+        except ValueError:
+            raise UsageError(f"{param('cell')}: '{value.strip()}' is not a number for {key.strip()}") from None
+    return wanted
+
+
+def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple[Classifier, dict]:
+    """The classifier of the cell `wanted` names (parse_cell) and the repetition `seed` (None: the lowest), and
+    what was chosen (cell, seed, selection)."""
+    if is_network(model):
+        raise UsageError(f"{model.path} holds fine-tuned networks; a release holds a linear head on embedded "
+                         "features (networks are not released yet)")
+    if noise_is_reproducible(model.attrs):
+        raise PrivacyError(f"{model.path} was trained with experiment-only noise (--noise-seed): anyone holding the "
+                           "seed can remove it, so it has no guarantee to release",
+                           hint="train again without --noise-seed")
+    choice = _one_cell(model, wanted)
+    runs = stored_runs([model])
+    chosen = sorted((runs[i] for i in choice["run_ids"]), key=lambda run: run.key.seed)
+    if not chosen:
+        raise DataError(f"cell {_cell_name(choice)} of {model.path} released no run (its accounted selection ran "
+                        "no trial)")
+    seeds = [run.key.seed for run in chosen]
+    if seed is not None and seed not in seeds:
+        raise UsageError(f"cell {_cell_name(choice)} has repetitions (seeds) {', '.join(map(str, seeds))}; "
+                         f"not {seed}")
+    run = chosen[seeds.index(seed) if seed is not None else 0]
+    statement = privacy_statement(model, run, choice["selected"], len(model.attrs["selection"]))
+    chosen_as = {"cell": _cell_name(choice), "seed": run.key.seed, "seeds": seeds, "selected": choice["selected"]}
+    return _classifier(model, run, statement), chosen_as
+
+
+def _one_cell(model: Artifact, wanted: dict) -> dict:
+    cells = model.attrs["selection"]
+    matches = [cell for cell in cells if _matches(cell, wanted)]
+    if len(matches) != 1:
+        listed = "; ".join(_cell_name(cell) for cell in (matches or cells))
+        if not wanted:
+            raise UsageError(f"{model.path} holds {len(cells)} cells; name one with {param('cell')}: {listed}")
+        found = f"{len(matches)} cells match" if matches else "no cell matches"
+        raise UsageError(f"{model.path}: {found} {param('cell')} {_cell_text(wanted)}; cells: {listed}")
+    cell = matches[0]
+    if not math.isfinite(cell["epsilon"]):
+        raise PrivacyError(f"cell {_cell_name(cell)} of {model.path} is not private (ε = inf): a release holds a "
+                           "DP classifier")
+    return cell
+
+
+def _matches(cell: dict, wanted: dict) -> bool:
+    return (wanted.get("method", cell["method"]) == cell["method"]
+            and wanted.get("k", str(cell["k"])) == str(cell["k"])
+            and math.isclose(wanted.get("eps", cell["epsilon"]), cell["epsilon"], rel_tol=1e-9))
+
+
+def _cell_name(cell: dict) -> str:
+    return f"method={cell['method']},k={cell['k']},eps={cell['epsilon']:g}"
+
+
+def _cell_text(wanted: dict) -> str:
+    return ",".join(f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}"
+                    for key, value in wanted.items())
+
+
+def _classifier(model: Artifact, run: StoredRun, statement: dict) -> Classifier:
+    """The run's head as applied by `evaluate`: a linear head's weights mapped back to the standardised features;
+    a head on unit-norm projected rows with its basis."""
+    key, unit_rows = run.key, run.row.row_normalised
+    if unit_rows:
+        basis = model.arrays.get(f"bases/{key.method}/{key.k}")
+        weights, bias = model.array(f"runs/{run.local_id}/weights"), model.array(f"runs/{run.local_id}/bias")
+    else:
+        basis, (weights, bias) = None, run.full_weights()
+    features = model.attrs.get("features") or {}
+    names = features.get("class_names") or [str(c) for c in range(int(model.attrs["num_classes"]))]
+    head = {"method": key.method, "k": key.k if key.k is not None else "full", "unit_rows": unit_rows,
+            "row_l2_normalised": bool(model.attrs.get("row_l2_normalised", False))}
+    recipe = {name: value for name, value in features.items() if name != "class_names"}
+    recipe.setdefault("feature_dim", len(model.array("mean")))
+    return Classifier(model.array("mean"), model.array("scale"), weights, bias, basis, list(names), head, recipe,
+                      statement)

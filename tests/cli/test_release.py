@@ -1,0 +1,159 @@
+"""A release (one classifier and its privacy statement), predictions from it, and the Python estimator it loads as,
+on MNIST-5k pixels."""
+
+from __future__ import annotations
+
+import csv
+import json
+import pickle
+
+import h5py
+import numpy as np
+import pytest
+from checks import assert_clean_failure
+from sklearn.exceptions import NotFittedError
+
+from pillar_cli import DPLinearClassifier, artifacts, load
+from pillar_cli.artifacts.model import run_rows
+
+pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
+
+CELLS = "; ".join(f"method={m},k={k},eps={e}" for m in ("pillar", "public-lda") for k in (10, 20) for e in (1, "inf"))
+SAFE_ATTRS = {"class_names", "head", "features", "privacy"}  # and the provenance every artifact has
+
+
+@pytest.fixture(scope="module")
+def model(mnist, pillar):
+    path = mnist["root"] / "release-model.h5"
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--method", "pillar,public-lda", "--k", "10,20",
+           "--eps", "1,inf", "--lr", "0.5,1", "--steps", "100", "--seed", "0,1", "-o", path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def test_accuracies(mnist, pillar, model) -> dict[tuple, list[float]]:
+    """evaluate's per-seed test accuracies, by (method, k, ε)."""
+    rows = json.loads(pillar("evaluate", model, "-e", f"{mnist['emb']}:test", "--json").stdout)["rows"]
+    return {(row["method"], str(row["k"]), row["epsilon"]): row["accuracies"] for row in rows}
+
+
+def _predictions(path) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """(row ids, predicted class names, probabilities) of a predictions CSV."""
+    with open(path, newline="") as handle:
+        header, *body = list(csv.reader(handle))
+    assert header == ["row", "predicted", *(f"p_{c}" for c in range(10))]
+    return (np.array([int(r[0]) for r in body]), [r[1] for r in body],
+            np.array([[float(v) for v in r[2:]] for r in body]))
+
+
+def _all_keys(value) -> set[str]:
+    if isinstance(value, dict):
+        return set(value) | {key for inner in value.values() for key in _all_keys(inner)}
+    if isinstance(value, list):
+        return {key for inner in value for key in _all_keys(inner)}
+    return set()
+
+
+def test_a_release_holds_one_head_and_its_statement_only(mnist, pillar, model, tmp_path):
+    out = tmp_path / "classifier.h5"
+    pillar("release", model, "--cell", "method=pillar,k=20,eps=1", "--seed", "1", "-o", out)
+    with h5py.File(out, "r") as h5:
+        datasets = []
+        h5.visititems(lambda name, node: datasets.append(name) if isinstance(node, h5py.Dataset) else None)
+        assert sorted(datasets) == ["bias", "mean", "scale", "weights"]  # one head, on all 784 standardised features
+        assert h5["weights"].shape == (784, 10)
+        attrs = {key: json.loads(value) if key in json.loads(h5.attrs["json_attrs"]) else value
+                 for key, value in h5.attrs.items()}
+    stored = artifacts.read(out, "classifier")
+    assert set(stored.attrs) == SAFE_ATTRS
+    keys = _all_keys({key: attrs[key] for key in SAFE_ATTRS})
+    for secret in ("rows", "index", "n_private", "val_accuracy", "accuracy", "seed", "noise_seed", "run_ids",
+                   "selection", "whole_file"):
+        assert secret not in keys, secret
+    statement = stored.attrs["privacy"]
+    original = artifacts.read(model, "model")
+    selected = next(c for c in original.attrs["selection"] if (c["method"], c["k"], c["epsilon"]) == ("pillar", 20, 1))
+    rows = run_rows(original)
+    (run,) = [rows[i] for i in selected["run_ids"] if rows[i].key.seed == 1]
+    assert statement["epsilon"] == run.epsilon_spent and statement["event"] == run.event
+    assert any("val split's labels" in line for line in statement["not_covered"])
+    assert any("among the model's 8 (method, k, ε) cells" in line for line in statement["not_covered"])
+
+    check = json.loads(pillar("audit", "--ledger", out, "--json").stdout)["runs"]
+    assert len(check) == 1 and check[0]["status"] == "ok"
+    assert check[0]["epsilon_recomputed"] == pytest.approx(statement["epsilon"], rel=0.01)
+
+
+@pytest.mark.parametrize(("cell", "seed"), [("method=pillar,k=20,eps=1", 1), ("method=public-lda,k=20,eps=1", 0)])
+def test_predictions_agree_with_evaluate_and_with_the_loaded_estimator(mnist, pillar, model, test_accuracies,
+                                                                        tmp_path, cell, seed):
+    classifier, predictions = tmp_path / "c.h5", tmp_path / "p.csv"
+    pillar("release", model, "--cell", cell, "--seed", str(seed), "-o", classifier)
+    summary = json.loads(pillar("predict", classifier, f"{mnist['emb']}:test", "-o", predictions, "--json").stdout)
+    rows, predicted, probabilities = _predictions(predictions)
+    test = artifacts.read_split(f"{mnist['emb']}:test")
+    assert summary["rows"] == len(rows) == 1000 and np.array_equal(rows, test.index)
+    accuracy = float(np.mean(np.array(predicted) == np.array([str(label) for label in test.labels])))
+    method, k = cell.split(",")[0].removeprefix("method="), cell.split(",")[1].removeprefix("k=")
+    assert accuracy == test_accuracies[(method, k, 1.0)][seed]  # exactly evaluate's, for this seed
+
+    clf = load(classifier)
+    assert np.array_equal(clf.predict_proba(test.features).astype(np.float32), probabilities.astype(np.float32))
+    assert np.array_equal(clf.predict(test.features), np.array(predicted))
+    again = pickle.loads(pickle.dumps(clf))
+    assert np.array_equal(again.predict(test.features), clf.predict(test.features))
+    statement = artifacts.read(classifier, "classifier").attrs["privacy"]
+    assert clf.ledger_.epsilon_spent == statement["epsilon"]
+    # pillar's lr was chosen on val among two; public-lda has one configuration, nothing was chosen
+    assert ("val split's labels" in clf.ledger_.not_covered) == (method == "pillar")
+
+
+def test_jsonl_predictions_and_an_unfitted_estimator(mnist, pillar, model, tmp_path):
+    classifier, predictions = tmp_path / "c.h5", tmp_path / "p.jsonl"
+    pillar("release", model, "--cell", "method=pillar,k=10,eps=1", "-o", classifier)
+    pillar("predict", classifier, f"{mnist['emb']}:val", "-o", predictions)
+    lines = [json.loads(line) for line in predictions.read_text().splitlines()]
+    assert len(lines) == 400 and set(lines[0]) == {"row", "predicted", "probabilities"}
+    assert max(lines[0]["probabilities"], key=lines[0]["probabilities"].get) == lines[0]["predicted"]
+    with pytest.raises(NotFittedError):
+        DPLinearClassifier().predict(np.zeros((1, 784)))
+
+
+def test_refusals(mnist, pillar, model, tmp_path):
+    out = tmp_path / "c.h5"
+    assert_clean_failure(pillar("release", model, "-o", out, expect=None), 2,
+                         f"{model} holds 8 cells; name one with --cell: {CELLS}", out)
+    assert_clean_failure(pillar("release", model, "--cell", "k=40", "-o", out, expect=None), 2,
+                         f"{model}: no cell matches --cell k=40; cells: {CELLS}", out)
+    assert_clean_failure(pillar("release", model, "--cell", "method=pillar,k=20", "-o", out, expect=None), 2,
+                         f"{model}: 2 cells match --cell method=pillar,k=20; cells: method=pillar,k=20,eps=1; "
+                         "method=pillar,k=20,eps=inf", out)
+    assert_clean_failure(pillar("release", model, "--cell", "method=pillar,k=20,eps=inf", "-o", out, expect=None), 5,
+                         f"cell method=pillar,k=20,eps=inf of {model} is not private (ε = inf): a release holds a "
+                         "DP classifier", out)
+    assert_clean_failure(pillar("release", model, "--cell", "method=pillar,k=10,eps=1", "--seed", "7", "-o", out,
+                                expect=None), 2,
+                         "cell method=pillar,k=10,eps=1 has repetitions (seeds) 0, 1; not 7", out)
+
+    seeded = tmp_path / "seeded.h5"
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "10", "--eps", "1", "--lr", "0.5",
+           "--steps", "20", "--noise-seed", "3", "-o", seeded)
+    assert_clean_failure(pillar("release", seeded, "-o", out, expect=None), 5,
+                         f"{seeded} was trained with experiment-only noise (--noise-seed): anyone holding the seed "
+                         "can remove it, so it has no guarantee to release", out)
+
+    pillar("release", model, "--cell", "method=pillar,k=10,eps=1", "-o", out)
+    smaller = tmp_path / "emb14.h5"
+    pillar("embed", "--source", "mnist5k", "--backbone", "pixels", "--resize", "14", "-o", smaller)
+    predictions = tmp_path / "p.csv"
+    assert_clean_failure(pillar("predict", out, f"{smaller}:test", "-o", predictions, expect=None), 4,
+                         f"{smaller}:test has 196 features; the classifier reads 784", predictions)
+    resized = tmp_path / "emb28.h5"  # the same 784 dimensions, made otherwise
+    pillar("embed", "--source", "mnist5k", "--backbone", "pixels", "--resize", "28", "-o", resized)
+    assert_clean_failure(pillar("predict", out, f"{resized}:test", "-o", predictions, expect=None), 4,
+                         f"{resized}:test was embedded with preprocessing 'resize 28 (bilinear, antialiased), flatten "
+                         "(HWC order), /255'; the classifier's rows with 'flatten (HWC order), /255'", predictions)
+    assert_clean_failure(pillar("predict", out, f"{mnist['emb']}:test", "-o", tmp_path / "p.txt", expect=None), 2,
+                         "cannot write predictions as '.txt': name the output *.csv, *.jsonl, *.parquet")
+    assert_clean_failure(pillar("predict", model, f"{mnist['emb']}:test", "-o", predictions, expect=None), 3,
+                         f"{model} is a model artifact, expected classifier", predictions)
