@@ -12,6 +12,7 @@ from pillar_cli.cli.audit import audit
 from pillar_cli.cli.check import check_assumptions
 from pillar_cli.cli.embed import embed
 from pillar_cli.cli.evaluate import evaluate
+from pillar_cli.cli.export import export
 from pillar_cli.cli.finetune import finetune, pretrain
 from pillar_cli.cli.fit_pca import fit_pca
 from pillar_cli.cli.gsd import gsd
@@ -28,7 +29,8 @@ app = typer.Typer(
     help="Semi-private learning: PILLAR (DP-SGD on public low-rank projections) and Gradient Subspace Distance.\n\n"
          "Stages exchange HDF5 artifacts: embed → fit-pca → check-assumptions / train-private → evaluate; gsd ranks "
          "candidate public datasets; pretrain → finetune trains whole networks (the linear probe's comparison); release "
-         "writes one private classifier with its privacy statement, predict applies it to new rows.",
+         "writes one private classifier with its privacy statement, predict applies it to new rows, export writes it "
+         "as ONNX, TorchScript or safetensors.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -44,6 +46,7 @@ app.command("evaluate")(evaluate)
 app.command("report")(report)
 app.command("release")(release)
 app.command("predict")(predict)
+app.command("export")(export)
 app.command("audit")(audit)
 app.command("inspect")(inspect)
 app.command("run")(run)

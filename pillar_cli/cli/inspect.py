@@ -13,13 +13,14 @@ from pillar_cli.cli.common import JsonOption, cli_errors, print_json, stdout
 from pillar_cli.privacy import event_from_dict, gaussian_segments
 from pillar_cli.privacy.selection import recorded_selection_epsilon
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
+from pillar_cli.release.exported import exported_format, read_export_metadata
 
 _LONG = 300
 
 
 @cli_errors
 def inspect(
-    path: Path = typer.Argument(..., help="Any pillar artifact."),
+    path: Path = typer.Argument(..., help="Any pillar artifact, or a classifier exported by pillar export."),
     verify: bool = typer.Option(False, "--verify", help="Also rehash every ancestor's arrays (reads them whole): "
                                 "flags files edited after they were written."),
     as_json: bool = JsonOption,
@@ -27,8 +28,16 @@ def inspect(
     """Show an artifact's kind, provenance chain (the commands and input hashes that produced it, checked against
     the files on disk now), attributes and datasets. The artifact itself is always verified against its hash.
 
+    An exported classifier (ONNX, TorchScript, safetensors) shows the privacy statement, class names, head and
+    feature recipe it carries.
+
     Example: pillar inspect model.h5 --verify
+
+    Example: pillar inspect classifier.onnx
     """
+    fmt = exported_format(path)
+    if fmt is not None:
+        return _exported(path, fmt, as_json)
     artifact = artifacts.read(path, artifacts.KINDS)
     document = artifacts.describe(artifact, verify)
     if "selection_ledger" in artifact.attrs:
@@ -38,6 +47,18 @@ def inspect(
     if as_json:
         return print_json(document)
     stdout.print(_tree(document))
+
+
+def _exported(path: Path, fmt: str, as_json: bool) -> None:
+    carried = read_export_metadata(path)
+    if as_json:
+        return print_json({"path": str(path), "format": fmt, **carried})
+    tree = Tree(f"[bold]{path}[/bold]: a classifier exported as {fmt}")
+    tree.add(f"[green]{carried['privacy']['summary']}[/green]")
+    tree.add(f"classes: {', '.join(carried['class_names'])}")
+    tree.add(f"head: {carried['head']}")
+    tree.add(f"features: {carried['features']}")
+    stdout.print(tree)
 
 
 def _tree(document: dict) -> Tree:

@@ -9,6 +9,7 @@ import pickle
 
 import h5py
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from checks import assert_clean_failure
 from sklearn.exceptions import NotFittedError
@@ -108,13 +109,17 @@ def test_predictions_agree_with_evaluate_and_with_the_loaded_estimator(mnist, pi
     assert ("val split's labels" in clf.ledger_.not_covered) == (method == "pillar")
 
 
-def test_jsonl_predictions_and_an_unfitted_estimator(mnist, pillar, model, tmp_path):
+def test_jsonl_and_parquet_predictions_and_an_unfitted_estimator(mnist, pillar, model, tmp_path):
     classifier, predictions = tmp_path / "c.h5", tmp_path / "p.jsonl"
     pillar("release", model, "--cell", "method=pillar,k=10,eps=1", "-o", classifier)
     pillar("predict", classifier, f"{mnist['emb']}:val", "-o", predictions)
     lines = [json.loads(line) for line in predictions.read_text().splitlines()]
     assert len(lines) == 400 and set(lines[0]) == {"row", "predicted", "probabilities"}
     assert max(lines[0]["probabilities"], key=lines[0]["probabilities"].get) == lines[0]["predicted"]
+    parquet = tmp_path / "p.parquet"
+    pillar("predict", classifier, f"{mnist['emb']}:val", "-o", parquet)
+    table = pq.read_table(parquet).to_pydict()
+    assert table["row"] == [line["row"] for line in lines] and table["predicted"] == [x["predicted"] for x in lines]
     with pytest.raises(NotFittedError):
         DPLinearClassifier().predict(np.zeros((1, 784)))
 
@@ -157,3 +162,53 @@ def test_refusals(mnist, pillar, model, tmp_path):
                          "cannot write predictions as '.txt': name the output *.csv, *.jsonl, *.parquet")
     assert_clean_failure(pillar("predict", model, f"{mnist['emb']}:test", "-o", predictions, expect=None), 3,
                          f"{model} is a model artifact, expected classifier", predictions)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.load` is deprecated:FutureWarning")  # TorchScript, as asked for
+@pytest.mark.parametrize("cell", ["method=pillar,k=20,eps=1", "method=public-lda,k=20,eps=1"])
+def test_exports_agree_with_predict_and_carry_the_statement(mnist, pillar, model, tmp_path, cell):
+    import onnxruntime
+    import torch
+    from safetensors import safe_open
+
+    classifier = tmp_path / "c.h5"
+    pillar("release", model, "--cell", cell, "-o", classifier)
+    released = artifacts.read(classifier, "classifier")
+    test = artifacts.read_split(f"{mnist['emb']}:test")
+    expected = load(classifier).predict_proba(test.features)
+    images = np.rint(test.features.reshape(-1, 28, 28, 1) * 255).astype(np.uint8)  # pixels: features = images / 255
+    assert np.array_equal(images.reshape(len(images), -1) / np.float32(255), test.features)
+
+    for fmt, name, features_only in (("onnx", "c.onnx", False), ("onnx", "f.onnx", True),
+                                     ("torchscript", "c.pt", False), ("safetensors", "c.safetensors", False)):
+        path = tmp_path / name
+        pillar("export", classifier, "--format", fmt, "-o", path, *(["--features-only"] if features_only else []))
+        carried = json.loads(pillar("inspect", path, "--json").stdout)
+        assert carried["format"] == fmt and carried["privacy"] == released.attrs["privacy"]
+        assert carried["class_names"] == released.attrs["class_names"]
+        inputs = test.features if features_only else images
+        if fmt == "onnx":
+            session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+            (probabilities,) = session.run(None, {"input": inputs})
+        elif fmt == "torchscript":
+            probabilities = torch.jit.load(str(path))(torch.from_numpy(inputs)).numpy()
+        else:
+            with safe_open(str(path), "np") as handle:
+                assert {key: handle.get_tensor(key).tolist() for key in handle.keys()} == \
+                    {key: released.array(key).tolist() for key in released.arrays}
+            continue
+        assert np.abs(probabilities - expected).max() <= 1e-5, (fmt, features_only)
+
+
+def test_an_export_from_images_needs_the_pixels_as_they_are(mnist, pillar, tmp_path):
+    resized, pca, model, classifier = (tmp_path / name for name in ("emb28.h5", "pca.h5", "m.h5", "c.h5"))
+    pillar("embed", "--source", "mnist5k", "--backbone", "pixels", "--resize", "28", "-o", resized)
+    pillar("fit-pca", f"{resized}:public", "--k-max", "20", "-o", pca)
+    pillar("train-private", resized, "-p", pca, "--k", "10", "--eps", "1", "--lr", "0.5", "--steps", "20", "-o", model)
+    pillar("release", model, "-o", classifier)
+    out = tmp_path / "c.onnx"
+    assert_clean_failure(pillar("export", classifier, "--format", "onnx", "-o", out, expect=None), 2,
+                         "the classifier's features were made by pixels (resize 28 (bilinear, antialiased), flatten "
+                         "(HWC order), /255): an export from images would need that inside; pass --features-only and "
+                         "embed the inputs as recorded", out)
+    pillar("export", classifier, "--format", "onnx", "--features-only", "-o", out)
