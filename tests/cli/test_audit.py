@@ -66,7 +66,7 @@ def test_bad_audit_inputs(mnist, pillar, tmp_path, flags, code, message):
 
 def test_ledger_of_the_wrong_kind(mnist, pillar):
     assert_clean_failure(pillar("audit", "--ledger", mnist["pca"], expect=None), 3,
-                         f"{mnist['pca']} is a projection artifact, expected model")
+                         f"{mnist['pca']} is a projection artifact, expected model or classifier")
 
 
 WHITE_BOX = ["--k", "10", "--eps", "1,4", "--lr", "0.5", "--steps", "1", "--batch-size", "all", "--white-box",
