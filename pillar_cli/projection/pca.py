@@ -22,8 +22,12 @@ def l2_normalized_rows(x: np.ndarray) -> np.ndarray:
     return x / np.where(norms > 0, norms, 1.0)
 
 
-def standardize_rows(x: np.ndarray, mean: np.ndarray, scale: np.ndarray, row_normalised: bool) -> np.ndarray:
-    """(x − mean) / scale, after L2-normalising rows for second-moment projections; float32."""
+def standardize_rows(x: np.ndarray, mean: np.ndarray, scale: np.ndarray, row_normalised: bool,
+                     reader: str) -> np.ndarray:
+    """(x − mean) / scale, after L2-normalising rows for second-moment projections; float32. Rows of another
+    dimension are refused, `reader` saying what expects len(mean) ('the model was trained on')."""
+    if x.shape[1] != len(mean):
+        raise DataError(f"features have {x.shape[1]} dimensions; {reader} {len(mean)}")
     rows = l2_normalized_rows(x) if row_normalised else x
     return ((rows - mean) / scale).astype(np.float32)
 
@@ -52,9 +56,7 @@ class StoredMap:
         return len(self.mean)
 
     def standardized(self, x: np.ndarray) -> np.ndarray:
-        if x.shape[1] != self.dim:
-            raise DataError(f"features have {x.shape[1]} dimensions; the classifier reads {self.dim}")
-        return standardize_rows(x, self.mean, self.scale, self.row_normalised)
+        return standardize_rows(x, self.mean, self.scale, self.row_normalised, "the classifier reads")
 
     def basis(self, k: int) -> np.ndarray:
         if self.stored_basis is None or self.stored_basis.shape[1] != k:
@@ -145,9 +147,7 @@ class PublicPCA:
         return len(self.mean_)
 
     def standardized(self, x: np.ndarray) -> np.ndarray:
-        if x.shape[1] != self.dim:
-            raise DataError(f"features have {x.shape[1]} dimensions; the projection was fitted on {self.dim}")
-        return standardize_rows(x, self.mean_, self.scale_, self.second_moment)
+        return standardize_rows(x, self.mean_, self.scale_, self.second_moment, "the projection was fitted on")
 
     def transform(self, x: np.ndarray, k: int | None = None) -> np.ndarray:
         """Top-k projection of standardised features; k=None keeps all dimensions (no projection)."""

@@ -10,7 +10,6 @@ from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import StoredRun, stored_runs
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state, network_logits
-from pillar_cli.errors import DataError
 from pillar_cli.methods.selection import select_on_val
 from pillar_cli.projection import standardize_rows
 
@@ -84,7 +83,5 @@ def _mean_ignoring_none(columns: list[list[float | None]]) -> list[float | None]
 
 def standardize(features: np.ndarray, model: Artifact) -> np.ndarray:
     """The model's feature space: the public scaler (and row L2-normalisation for second-moment projections)."""
-    mean, scale = model.array("mean"), model.array("scale")
-    if features.shape[1] != len(mean):
-        raise DataError(f"features have {features.shape[1]} dimensions; the model was trained on {len(mean)}")
-    return standardize_rows(features, mean, scale, bool(model.attrs.get("row_l2_normalised", False)))
+    return standardize_rows(features, model.array("mean"), model.array("scale"),
+                            bool(model.attrs.get("row_l2_normalised", False)), "the model was trained on")
