@@ -36,7 +36,7 @@ def predict(
     released = read_classifier(str(classifier))
     split = artifacts.read_split(embeddings)
     _require_same_recipe(released.features, artifacts.feature_recipe(split.attrs), f"{path}:{split.name}")
-    probabilities = DPLinearClassifier.from_release(classifier).predict_proba(split.features)
+    probabilities = DPLinearClassifier.from_classifier(released).predict_proba(split.features)
     write_predictions(out, split.index, released.class_names, probabilities, force)
     counts = np.bincount(probabilities.argmax(axis=1), minlength=len(released.class_names))
     summary = {"output": str(out), "rows": len(split.index),

@@ -20,7 +20,7 @@ from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
 from pillar_cli.methods.grid import DEFAULT_BATCH, SweepGrid
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.sweep import SweepOptions, run_sweep
-from pillar_cli.artifacts.classifier import read_classifier
+from pillar_cli.artifacts.classifier import Classifier, read_classifier
 from pillar_cli.privacy import Event, event_from_dict, get_accountant, headline
 from pillar_cli.projection import PublicPCA, StoredMap
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, NoiseSource
@@ -125,7 +125,11 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
     def from_release(cls, path: str) -> DPLinearClassifier:
         """The classifier of a release (`pillar release`), fitted: `predict` and `predict_proba` are those of
         `pillar predict`, `ledger_` is its privacy statement, `classes_` its class names."""
-        released = read_classifier(str(path))
+        return cls.from_classifier(read_classifier(str(path)))
+
+    @classmethod
+    def from_classifier(cls, released: Classifier) -> DPLinearClassifier:
+        """The estimator of a classifier artifact already read (artifacts.classifier.read_classifier)."""
         head, statement = released.head, released.privacy
         clf = cls(method=head["method"], k=head["k"], epsilon=float(statement["epsilon_target"]),
                   delta=float(statement["delta"]), accountant=statement["accountant"], clip=float(statement["clip"]))
