@@ -64,7 +64,8 @@ class Split:
         return replace(self, features=self.features[rows], labels=labels, index=self.index[rows])
 
 
-RECIPE_KEYS = ("backbone", "timm_id", "weights", "network", "input_shape", "precision", "preprocessing", "feature_dim")
+RECIPE_KEYS = ("backbone", "timm_id", "weights", "network", "input_shape", "precision", "preprocessing", "transform",
+               "image_shape", "feature_dim")
 
 
 def feature_recipe(attrs: dict[str, Any]) -> dict[str, Any]:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
 import typer
 
 from pillar_cli import artifacts
@@ -23,12 +21,13 @@ from pillar_cli.cli.common import (
     progress_bar,
     save,
 )
+from pillar_cli.cli.sources import default_workers, parse_params
 from pillar_cli.data import SOURCES, Dataset, SourceOptions, SplitPlan, load_source
 from pillar_cli.embedding.backbones import BACKBONES, build_embedder
 from pillar_cli.embedding.distributed import merge_ranks, rank_device, rank_file, torchrun_shard
 from pillar_cli.embedding.job import EmbeddingJob
 from pillar_cli.embedding.shards import SHARD_KIND, merge_shards
-from pillar_cli.errors import UsageError
+from pillar_cli.errors import DataError, UsageError
 from pillar_cli.version import PROGRAM
 
 
@@ -87,7 +86,7 @@ def embed(
     if merge or shard_files:
         return _merge(out, shard_files or [], merge, force, as_json)
     distributed, shard_spec, target = _placement(out, shard, force)
-    dataset = _dataset(source, SourceOptions(path, _parse_params(param), seed), limit, fraction, skip_bad, shard_spec)
+    dataset = _dataset(source, SourceOptions(path, parse_params(param), seed), limit, fraction, skip_bad, shard_spec)
     plan = SplitPlan(public_fraction, val_fraction, test_fraction, seed, no_public_split)
     job = EmbeddingJob.of(dataset, plan, shard_spec)
     embedder = build_embedder(backbone, dataset.inputs.shape[1:], weights=weights, pretrained=pretrained,
@@ -95,7 +94,7 @@ def embed(
                               trust_checkpoint=trust_checkpoint, precision=precision, seed=seed)
     with progress_bar(f"embedding with {backbone}", sum(len(ids) for ids in job.rows.values()), "images") as advance:
         job.run(embedder, target, invocation(ctx)[1], lambda artifact: save(ctx, target, artifact),
-                batch_size=batch_size, workers=_default_workers(dataset) if workers is None else workers,
+                batch_size=batch_size, workers=default_workers(dataset) if workers is None else workers,
                 resume=resume, on_batch=advance)
     if distributed is not None:  # rank 0 merges the ranks' files and reports the merged artifact
         if not merge_ranks(out, *distributed, lambda path, merged: save(ctx, path, merged)):
@@ -119,15 +118,14 @@ def _placement(out: Path, shard: str, force: bool) -> tuple[tuple[int, int] | No
 def _dataset(source: str, options: SourceOptions, limit: int | None, fraction: float | None, skip_bad: bool,
              shard: tuple[int, int]) -> Dataset:
     dataset = load_source(source, options).subsample(limit, fraction, options.seed)
+    if not dataset.labelled:
+        raise DataError(f"source '{source}' read {len(dataset.inputs)} rows without labels: embed needs labelled "
+                        "rows for the private, val and test splits",
+                        hint="to classify unlabelled inputs: pillar predict CLASSIFIER --source ... --path ...")
     if skip_bad and shard[1] > 1:
         raise UsageError("--skip-bad drops rows from the splits, which shards of one embedding must not do",
                          hint="embed without --shard (or torchrun), or without --skip-bad")
     return dataset.skipping_bad() if skip_bad else dataset
-
-
-def _default_workers(dataset: Dataset) -> int:
-    """One decoding worker per core where rows are read from files; none for arrays already in memory."""
-    return 0 if isinstance(dataset.inputs, np.ndarray) else os.cpu_count() or 1
 
 
 def _list(registry: dict, what: str, as_json: bool) -> None:
@@ -158,13 +156,3 @@ def _merge(out: Path, shard_files: list[Path], merge: bool, force: bool, as_json
         return print_json({"output": str(out), "shards": [str(p) for p in shard_files], "split_sizes": sizes})
     print_table(f"{out}: {len(shards)} shards merged", [{"split": k, "rows": v} for k, v in sizes.items()],
                 ["split", "rows"])
-
-
-def _parse_params(items: list[str]) -> dict[str, str]:
-    params = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--param takes KEY=VALUE; got '{item}'")
-        params[key.strip()] = value.strip()
-    return params

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -17,19 +18,25 @@ def export(
     fmt: str = typer.Option(..., "--format", help=f"{' | '.join(EXPORT_FORMATS)}."),
     out: Path = typer.Option(..., "-o", "--out", help="File to write."),
     features_only: bool = typer.Option(False, "--features-only", help="The module reads embedded features (N, D); "
-                                       "without it, a classifier on raw pixels reads uint8 images (N, H, W, C)."),
+                                       "without it, uint8 images (N, H, W, C) through the recorded backbone."),
+    weights: Optional[Path] = typer.Option(None, help="The backbone's weights file, when the classifier's rows were "
+                                           "embedded with one (its hash must match the recorded one)."),
+    trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help="Allow full unpickling of --weights "
+                                          "(runs code from the file: trusted files only)."),
     force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Write one self-contained module, inputs → class probabilities (the scaler, basis and head of the release, a
-    softmax), with the release's privacy statement, class names and feature recipe inside the file; pillar inspect
-    reads them back. safetensors holds the tensors by name and the same metadata.
+    """Write one self-contained module, uint8 images → class probabilities (the recorded preprocessing and backbone,
+    then the release's scaler, basis and head, a softmax; fp32), with the release's privacy statement, class names
+    and feature recipe inside the file; pillar inspect reads them back. safetensors holds the head's tensors by
+    name and the same metadata.
 
-    Example: pillar export classifier.h5 --format onnx --features-only -o classifier.onnx
+    Example: pillar export classifier.h5 --format onnx -o classifier.onnx
     """
-    check_output(out, [str(classifier)], force=force)
+    check_output(out, [str(classifier)] + ([str(weights)] if weights else []), force=force)
     released = read_classifier(str(classifier))
-    reads = export_classifier(released, fmt, features_only, out, force)
+    reads = export_classifier(released, fmt, out, features_only=features_only, weights=weights,
+                              trust_checkpoint=trust_checkpoint, force=force)
     if as_json:
         return print_json({"output": str(out), "format": fmt, "input": reads, "privacy": released.privacy["summary"]})
     stdout.print(f"{out}: {fmt}, reads {reads}, outputs the probabilities of {len(released.class_names)} classes; "

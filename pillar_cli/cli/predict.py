@@ -1,58 +1,105 @@
-"""pillar predict: a released classifier applied to embedded rows, one prediction per row."""
+"""pillar predict: a released classifier applied to new rows — embedded ones, or raw inputs of a dataset source
+embedded on the way by the classifier's recorded backbone — one prediction per row."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.classifier import read_classifier
-from pillar_cli.cli.common import ForceOption, JsonOption, check_output, cli_errors, print_json, stdout
-from pillar_cli.errors import DataError
+from pillar_cli.artifacts.classifier import Classifier, read_classifier
+from pillar_cli.cli.common import ForceOption, JsonOption, check_output, cli_errors, print_json, progress_bar, stdout
+from pillar_cli.cli.sources import default_workers, parse_params
+from pillar_cli.data import SourceOptions, load_source
+from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.methods.estimator import DPLinearClassifier
 from pillar_cli.release import write_predictions
+from pillar_cli.release.inputs import classify_inputs, input_embedder
 from pillar_cli.release.predictions import prediction_format
 
 
 @cli_errors
 def predict(
     classifier: Path = typer.Argument(..., help="Classifier artifact from pillar release."),
-    embeddings: str = typer.Argument(..., help="Embeddings FILE:SPLIT to classify (labels are not read)."),
+    embeddings: Optional[str] = typer.Argument(None, help="Embeddings FILE:SPLIT to classify (labels are not "
+                                               "read); or give raw inputs with --source."),
     out: Path = typer.Option(..., "-o", "--out", help="Predictions: *.csv, *.jsonl or *.parquet."),
+    source: Optional[str] = typer.Option(None, help="Raw inputs: a dataset source (image-folder, manifest, npz, "
+                                         "h5, ...); labels are not needed, and not read."),
+    path: Optional[Path] = typer.Option(None, help="The raw inputs on disk (with --source)."),
+    param_: list[str] = typer.Option([], "--param", help="Source parameter KEY=VALUE (repeatable), e.g. size=32."),
+    weights: Optional[Path] = typer.Option(None, help="The backbone's weights file, when the classifier's rows were "
+                                           "embedded with one (its hash must match the recorded one)."),
+    trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help="Allow full unpickling of --weights "
+                                          "(runs code from the file: trusted files only)."),
+    batch_size: int = typer.Option(256, min=1, help="Raw inputs per forward pass."),
+    workers: Optional[int] = typer.Option(None, min=0, help="Processes decoding image files ahead of the backbone "
+                                          "(default: one per core for image files, 0 for arrays)."),
+    device: str = typer.Option("auto", help="Where raw inputs are embedded: auto, cpu, cuda, cuda:1, ..."),
     force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Classify every row of an embeddings split: its source row id, the predicted class name and the
-    probability of each class. The rows must have been embedded as the classifier's training rows were (same
-    backbone, weights and preprocessing).
+    """Classify every row: its id (source row id, or file for image files), the predicted class name and the
+    probability of each class. Embedded rows must have been made as the classifier's training rows were; raw
+    inputs are embedded here with exactly the recorded backbone, weights and preprocessing.
 
     Example: pillar predict classifier.h5 emb.h5:test -o predictions.csv
     """
-    path, _ = artifacts.parse_ref(embeddings)
-    check_output(out, [str(classifier), path], force=force)
+    if (embeddings is None) == (source is None):
+        raise UsageError(f"give the rows to classify: an embeddings FILE:SPLIT or {param('source')} (not both)")
+    inputs = [str(classifier)] + ([artifacts.parse_ref(embeddings)[0]] if embeddings else []) + \
+        [str(p) for p in (path, weights) if p is not None]
+    check_output(out, inputs, force=force)
     prediction_format(out)
     released = read_classifier(str(classifier))
-    split = artifacts.read_split(embeddings)
-    _require_same_recipe(released.features, artifacts.feature_recipe(split.attrs), f"{path}:{split.name}")
-    probabilities = DPLinearClassifier.from_classifier(released).predict_proba(split.features)
-    write_predictions(out, split.index, released.class_names, probabilities, force)
+    estimator = DPLinearClassifier.from_classifier(released)
+    if embeddings is not None:
+        split = artifacts.read_split(embeddings)
+        where = f"{split.ref.path}:{split.name}"
+        _require_same_recipe(released.features, artifacts.feature_recipe(split.attrs), where)
+        rows, probabilities = split.index, estimator.predict_proba(split.features)
+    else:
+        rows, probabilities = _classify_raw(released, estimator, source, SourceOptions(path, parse_params(param_)),
+                                            weights, trust_checkpoint, device, batch_size, workers)
+        where = str(path or source)
+    write_predictions(out, rows, released.class_names, probabilities, force)
+    _report(out, released, probabilities, where, as_json)
+
+
+def _classify_raw(released: Classifier, estimator: DPLinearClassifier, source: str, options: SourceOptions,
+                  weights: Path | None, trust_checkpoint: bool, device: str, batch_size: int,
+                  workers: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(row names, probabilities) of a source's raw inputs, embedded by the classifier's rebuilt embedder."""
+    dataset = load_source(source, options)
+    embedder = input_embedder(released, dataset, weights=weights, device=device, trust_checkpoint=trust_checkpoint)
+    n_rows = len(dataset.inputs) + (0 if dataset.test_inputs is None else len(dataset.test_inputs))
+    with progress_bar(f"classifying {options.path or source}", n_rows, "rows") as advance:
+        probabilities = classify_inputs(dataset, embedder, estimator.predict_proba, batch_size=batch_size,
+                                        workers=default_workers(dataset) if workers is None else workers,
+                                        on_batch=advance)
+    return dataset.row_names(), probabilities
+
+
+def _report(out: Path, released: Classifier, probabilities: np.ndarray, where: str, as_json: bool) -> None:
     counts = np.bincount(probabilities.argmax(axis=1), minlength=len(released.class_names))
-    summary = {"output": str(out), "rows": len(split.index),
+    summary = {"output": str(out), "rows": len(probabilities),
                "predicted": dict(zip(released.class_names, counts.tolist())),
                "epsilon": released.privacy["epsilon"], "delta": released.privacy["delta"]}
     if as_json:
         return print_json(summary)
-    stdout.print(f"{out}: {len(split.index)} rows of {path}:{split.name} classified (classifier ε = "
+    stdout.print(f"{out}: {len(probabilities)} rows of {where} classified (classifier ε = "
                  f"{summary['epsilon']:.4g}, δ = {summary['delta']:g})")
 
 
 def _require_same_recipe(trained: dict, given: dict, where: str) -> None:
-    """Refuse rows embedded otherwise than the classifier's training rows (only what both record is compared)."""
+    """Refuse rows embedded otherwise than the classifier's training rows (only what both record is compared; the
+    shape of the images they were embedded from may differ)."""
     if given.get("feature_dim", trained["feature_dim"]) != trained["feature_dim"]:
         raise DataError(f"{where} has {given['feature_dim']} features; the classifier reads {trained['feature_dim']}")
-    differing = [key for key in trained if key in given and given[key] != trained[key]]
+    differing = [key for key in trained if key in given and key != "image_shape" and given[key] != trained[key]]
     if differing:
         key = differing[0]
         raise DataError(f"{where} was embedded with {key} {given[key]!r}; the classifier's rows with {trained[key]!r}",

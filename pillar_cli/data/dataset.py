@@ -11,11 +11,16 @@ import numpy as np
 from pillar_cli.errors import UsageError, param
 
 
+def no_labels(n: int) -> np.ndarray:
+    """The labels of n unlabelled rows (-1; a Dataset without class names holds them)."""
+    return np.full(n, -1, dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class Dataset:
     """Raw data of one source. `inputs` are uint8 images (N, H, W, C) or float32 vectors (N, D), as numpy arrays or
     lazily read array-likes indexed with sorted row ids (an h5py dataset, image files decoded when read);
-    `fingerprint` is set by readers of lazy data."""
+    `fingerprint` is set by readers of lazy data. Inputs to classify may come without labels (no class names)."""
 
     name: str
     inputs: np.ndarray
@@ -25,6 +30,18 @@ class Dataset:
     test_labels: np.ndarray | None = None
     fingerprint_hint: str | None = None
     reopen: Callable[[], Dataset] | None = None  # lazy sources: a fresh handle for a worker process
+
+    @property
+    def labelled(self) -> bool:
+        """False for inputs without labels (a folder of images to classify): they have no class names."""
+        return bool(self.class_names)
+
+    def row_names(self) -> np.ndarray:
+        """What names each row in predictions: its file for image files, else its source row id."""
+        parts = [part for part in (self.inputs, self.test_inputs) if part is not None]
+        if all(hasattr(part, "files") for part in parts):
+            return np.array([file for part in parts for file in part.files])
+        return np.arange(sum(len(part) for part in parts))
 
     def reopened(self) -> Dataset:
         """This dataset with freshly opened files (lazy sources); in-memory data is returned as is."""

@@ -10,8 +10,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from pillar_cli.data.dataset import Dataset
-from pillar_cli.data.image_files import IMAGE_SUFFIXES, ImageFiles
+from pillar_cli.data.dataset import Dataset, no_labels
+from pillar_cli.data.image_files import IMAGE_SUFFIXES, ImageFiles, image_files_in
 from pillar_cli.errors import DataError
 CHUNK_CACHE_BYTES = 64 * 2**20  # per open image file of a lazy source
 CHUNK_CACHE_SLOTS = 100_003  # a prime, well above the number of chunks the cache holds (HDF5's advice)
@@ -36,10 +36,17 @@ def load_h5(path: Path) -> dict[str, np.ndarray]:
 
 
 def read_array_file(path: Path, arrays: dict[str, np.ndarray]) -> Dataset:
-    """Arrays named x/y (aliases allowed), optional x_test/y_test. 2-D x is vectors; 3/4-D uint8 is images."""
+    """Arrays named x/y (aliases allowed), optional x_test/y_test. 2-D x is vectors; 3/4-D uint8 is images. Without
+    any labels the rows (x, then x_test) are unlabelled inputs."""
     found = {role: next((arrays[n] for n in names if n in arrays), None) for role, names in _ARRAY_NAMES.items()}
-    if found["x"] is None or found["y"] is None:
+    if found["x"] is None:
         raise DataError(f"{path} needs arrays 'x' and 'y' (found: {', '.join(sorted(arrays)) or 'none'})")
+    if found["y"] is None and found["y_test"] is None:  # inputs to classify (pillar predict)
+        test = [] if found["x_test"] is None else [found["x_test"]]
+        inputs = _as_inputs(path, np.concatenate([found["x"], *test]))
+        return Dataset(path.stem, inputs, no_labels(len(inputs)), [])
+    if found["y"] is None:
+        raise DataError(f"{path} has 'y_test' but no 'y'")
     if (found["x_test"] is None) != (found["y_test"] is None):
         raise DataError(f"{path} has only one of 'x_test' and 'y_test'")
     inputs, test_inputs = _as_inputs(path, found["x"]), None
@@ -71,16 +78,20 @@ def read_image_folder(root: Path, size: int | None) -> Dataset:
         test, test_labels = _index_class_folders(root / "test", class_names, size, train.shape[1:])
         return Dataset(root.name, train, train_labels, class_names, test, test_labels,
                        fingerprint_hint=f"{train.fingerprint(root, train_labels)}|{test.fingerprint(root, test_labels)}")
+    if root.is_dir() and image_files_in(root) and not _class_folders(root, required=False):
+        images = ImageFiles(image_files_in(root), size)  # inputs to classify (pillar predict)
+        labels = no_labels(len(images))
+        return Dataset(root.name, images, labels, [], fingerprint_hint=images.fingerprint(root, labels))
     class_names = _class_folders(root)
     images, labels = _index_class_folders(root, class_names, size)
     return Dataset(root.name, images, labels, class_names, fingerprint_hint=images.fingerprint(root, labels))
 
 
-def _class_folders(root: Path) -> list[str]:
+def _class_folders(root: Path, required: bool = True) -> list[str]:
     if not root.is_dir():
         raise DataError(f"{root} is not a folder")
     names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-    if not names:
+    if not names and required:
         raise DataError(f"{root} has no class sub-folders", hint="expected ROOT/<class>/<image files>")
     return names
 
@@ -180,13 +191,16 @@ def hash_head(array: np.ndarray) -> str:
 
 def read_manifest(path: Path, size: int | None) -> Dataset:
     """A CSV manifest of `path,label` rows (header optional; paths relative to the manifest); labels by name. The
-    files are indexed, not decoded."""
+    files are indexed, not decoded. A manifest of paths alone lists unlabelled inputs."""
     with open(path, newline="") as handle:
         rows = [row for row in csv.reader(handle) if row]
-    if rows and rows[0][:2] == ["path", "label"]:
+    if rows and rows[0][:2] in (["path", "label"], ["path"]):
         rows = rows[1:]
+    if rows and all(len(row) == 1 for row in rows):  # inputs to classify (pillar predict)
+        images, labels = ImageFiles(_existing([path.parent / row[0] for row in rows]), size), no_labels(len(rows))
+        return Dataset(path.stem, images, labels, [], fingerprint_hint=images.fingerprint(path.parent, labels))
     if not rows or any(len(row) < 2 for row in rows):
-        raise DataError(f"{path} must hold 'path,label' rows")
+        raise DataError(f"{path} must hold 'path,label' rows (or 'path' rows of inputs to classify)")
     class_names = sorted({row[1] for row in rows})
     files = _existing([path.parent / row[0] for row in rows])
     labels = np.array([class_names.index(row[1]) for row in rows], dtype=np.int64)

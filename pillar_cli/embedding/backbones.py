@@ -19,7 +19,8 @@ from pillar_cli import artifacts
 from pillar_cli.devices import resolve_device
 from pillar_cli.embedding.features import Embedder, InFlightFeatures, PendingFeatures, ReadyFeatures
 from pillar_cli.embedding.networks import NetworkEmbedder, build_network, load_state, pretrained_network
-from pillar_cli.embedding.images import match_channels, normalise, resize_and_crop
+from pillar_cli.embedding.images import resize_and_crop
+from pillar_cli.embedding.modules import BackboneFeatures, PixelFeatures, Preprocessing
 from pillar_cli.errors import DataError, UsageError, param
 
 _CHECKPOINT_PREFIXES = ("module.encoder_q.", "backbone.", "module.", "model.", "encoder.")
@@ -73,42 +74,30 @@ class PixelEmbedder:
             shape[:2] = resize_and_crop(torch.zeros(1, 1, *shape[:2]), self.resize, crop).shape[-2:]
         self._input_shape = shape
         self.feature_dim = int(np.prod(shape))
+        self._features = PixelFeatures(self.resize, self.crop)
 
     def info(self) -> dict[str, Any]:
-        """`input_shape` (H, W, C for images) lets image probes (gsd --probe cnn) restore the pixels' layout."""
+        """`input_shape` (H, W, C for images) lets image probes (gsd --probe cnn) restore the pixels' layout;
+        `transform` rebuilds the embedder (pillar predict from raw inputs)."""
         steps = "flatten (HWC order), /255"
         if self.resize:
             steps = f"resize {self.resize} (bilinear, antialiased)" + (f", centre crop {self.crop}" if self.crop else "") \
                 + ", " + steps
         return {"backbone": "pixels", "weights": "none", "input_shape": self._input_shape,
+                "transform": {"resize": self.resize, "crop": self.crop},
                 "preprocessing": steps if self._is_image else "none (vector data)"}
 
+    def module(self) -> torch.nn.Module:
+        """uint8 NHWC images → the features (images only)."""
+        return self._features
+
     def __call__(self, batch: np.ndarray | torch.Tensor) -> np.ndarray:
-        if self._is_image and self.resize:
-            x = torch.as_tensor(np.asarray(batch)).permute(0, 3, 1, 2).float()
-            batch = resize_and_crop(x, self.resize, self.crop).permute(0, 2, 3, 1).numpy()
-        flat = np.asarray(batch).reshape(len(batch), -1).astype(np.float32)
-        return flat / 255.0 if self._is_image else flat
+        if self._is_image:
+            return self._features(torch.as_tensor(np.asarray(batch))).numpy()
+        return np.asarray(batch).reshape(len(batch), -1).astype(np.float32)
 
     def submit(self, batch: np.ndarray | torch.Tensor) -> ReadyFeatures:
         return ReadyFeatures(self(batch))
-
-
-@dataclass(frozen=True)
-class Preprocessing:
-    """ImageNet-style: resize the short side, centre-crop, normalise; grey images are repeated to RGB."""
-
-    resize: int
-    crop: int
-    mean: tuple[float, float, float]
-    std: tuple[float, float, float]
-    interpolation: str = "bilinear"
-
-    def apply(self, images: torch.Tensor) -> torch.Tensor:
-        """uint8 NHWC on any device → normalised float NCHW."""
-        x = match_channels(images.permute(0, 3, 1, 2).float().div_(255.0), 3)
-        mode = "bicubic" if self.interpolation == "bicubic" else "bilinear"
-        return normalise(resize_and_crop(x, self.resize, self.crop, mode), self.mean, self.std)
 
 
 PRECISIONS = ("auto", "fp32", "bf16")
@@ -129,9 +118,13 @@ class TimmEmbedder:
     def info(self) -> dict[str, Any]:
         p = self.preprocessing
         return {"backbone": self.spec.name, "timm_id": self.spec.timm_id, "weights": self.weights,
-                "precision": "bf16 autocast" if self.bf16 else "fp32",
+                "precision": "bf16 autocast" if self.bf16 else "fp32", "transform": p.as_record(),
                 "preprocessing": f"resize {p.resize} ({p.interpolation}), centre crop {p.crop}, "
                                  f"mean {list(p.mean)}, std {list(p.std)}"}
+
+    def module(self) -> torch.nn.Module:
+        """uint8 NHWC images → the features in fp32 (what an export carries); moves the backbone to the CPU."""
+        return BackboneFeatures(self.preprocessing, self.model.cpu().to(memory_format=torch.contiguous_format))
 
     def __call__(self, batch: np.ndarray | torch.Tensor) -> np.ndarray:
         """uint8 NHWC images (numpy, or a pinned tensor from the DataLoader) → float32 features."""

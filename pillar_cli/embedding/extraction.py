@@ -187,6 +187,7 @@ def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embe
         "val_fraction": plan.val_fraction,
         "test_from": "source test part" if dataset.test_inputs is not None else f"seeded fraction {plan.test_fraction}",
         "feature_dim": embedder.feature_dim,
+        **({"image_shape": list(dataset.inputs.shape[1:])} if len(dataset.inputs.shape) == 4 else {}),
         **({"skipped_files": skipped} if skipped else {}),
     }
     return embeddings_artifact(parts, attrs)

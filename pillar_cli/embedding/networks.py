@@ -19,7 +19,7 @@ import torch
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.embedding.features import ReadyFeatures
-from pillar_cli.embedding.images import match_channels, resize
+from pillar_cli.embedding.modules import NetworkFeatures
 from pillar_cli.errors import DataError, UsageError, param
 
 
@@ -142,21 +142,23 @@ class NetworkEmbedder:
 
     def __init__(self, model: torch.nn.Module, spec: NetworkSpec, weights_id: str, device: torch.device):
         self.spec, self.weights_id, self.device = spec, weights_id, device
-        self.model = feature_extractor(model).eval().to(device)
+        self._features = NetworkFeatures(feature_extractor(model), spec.input_shape).eval().to(device)
         with torch.no_grad():
-            self.feature_dim = int(self.model(torch.zeros(1, spec.input_shape[2], *spec.input_shape[:2],
-                                                          device=device)).shape[1])
+            self.feature_dim = int(self._features(torch.zeros(1, *spec.input_shape, dtype=torch.uint8,
+                                                              device=device)).shape[1])
 
     def info(self) -> dict[str, Any]:
         height, width, _ = self.spec.input_shape
         return {"backbone": "network", "weights": self.weights_id, "network": self.spec.to_attrs(),
                 "preprocessing": f"resize {height}×{width} (bilinear, antialiased), /255; penultimate features"}
 
+    def module(self) -> torch.nn.Module:
+        """uint8 NHWC images → the features (what an export carries); moves the network to the CPU."""
+        return self._features.cpu()
+
     @torch.inference_mode()
     def __call__(self, batch: np.ndarray | torch.Tensor) -> np.ndarray:
-        x = torch.as_tensor(np.asarray(batch)).to(self.device).permute(0, 3, 1, 2).float().div_(255.0)
-        x = resize(match_channels(x, self.spec.input_shape[2]), self.spec.input_shape[:2])
-        return self.model(x).float().cpu().numpy()
+        return self._features(torch.as_tensor(np.asarray(batch)).to(self.device)).cpu().numpy()
 
     def submit(self, batch: np.ndarray | torch.Tensor):
         return ReadyFeatures(self(batch))

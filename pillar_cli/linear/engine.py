@@ -71,7 +71,8 @@ class LinearHead:
     steps_run: int | None = None  # the updates the engine counted as it ran them (None: not counted)
 
     def logits(self, features: np.ndarray) -> np.ndarray:
-        return features @ self.weights + self.bias
+        """float32 logits, accumulated in float64 (see projection.project)."""
+        return (features.astype(np.float64) @ self.weights.astype(np.float64) + self.bias).astype(np.float32)
 
     def accuracy(self, features: np.ndarray, labels: np.ndarray) -> float:
         return float((self.logits(features).argmax(axis=1) == labels).mean())

@@ -65,9 +65,11 @@ class StoredMap:
 
 
 def project(linear_map: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:
-    """Standardise, then map to k dimensions (k=None: no projection)."""
+    """Standardise, then map to k dimensions (k=None: no projection). The product accumulates in float64 and is
+    rounded once: standardised public-scaled features can be large, and float32 sums in another order (another
+    BLAS, an exported module) would then disagree in the last digits of the head's probabilities."""
     z = linear_map.standardized(x)
-    return z if k is None else z @ linear_map.basis(k)
+    return z if k is None else (z.astype(np.float64) @ linear_map.basis(k).astype(np.float64)).astype(np.float32)
 
 
 def row_digests(x: np.ndarray) -> np.ndarray:

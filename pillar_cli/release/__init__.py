@@ -5,7 +5,10 @@ A model artifact holds every head of a grid, val accuracies and private row ids;
 artifact) holds one head, the public scaler and basis it reads through, the class names, the recipe of the
 features, and what its ε covers and does not. Applying it needs nothing else (no method registry, no model file).
 
-May import: `errors`, `artifacts`, `randomness` (whether a model's noise was reproducible).
+Raw inputs are embedded by the release's recorded embedder, rebuilt; an export carries that embedder inside.
+
+May import: `errors`, `artifacts`, `randomness` (whether a model's noise was reproducible), `data` and `embedding`
+(raw inputs and their embedder).
 """
 
 from pillar_cli.release.choice import parse_cell, release_classifier

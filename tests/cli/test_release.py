@@ -198,17 +198,3 @@ def test_exports_agree_with_predict_and_carry_the_statement(mnist, pillar, model
                     {key: released.array(key).tolist() for key in released.arrays}
             continue
         assert np.abs(probabilities - expected).max() <= 1e-5, (fmt, features_only)
-
-
-def test_an_export_from_images_needs_the_pixels_as_they_are(mnist, pillar, tmp_path):
-    resized, pca, model, classifier = (tmp_path / name for name in ("emb28.h5", "pca.h5", "m.h5", "c.h5"))
-    pillar("embed", "--source", "mnist5k", "--backbone", "pixels", "--resize", "28", "-o", resized)
-    pillar("fit-pca", f"{resized}:public", "--k-max", "20", "-o", pca)
-    pillar("train-private", resized, "-p", pca, "--k", "10", "--eps", "1", "--lr", "0.5", "--steps", "20", "-o", model)
-    pillar("release", model, "-o", classifier)
-    out = tmp_path / "c.onnx"
-    assert_clean_failure(pillar("export", classifier, "--format", "onnx", "-o", out, expect=None), 2,
-                         "the classifier's features were made by pixels (resize 28 (bilinear, antialiased), flatten "
-                         "(HWC order), /255): an export from images would need that inside; pass --features-only and "
-                         "embed the inputs as recorded", out)
-    pillar("export", classifier, "--format", "onnx", "--features-only", "-o", out)

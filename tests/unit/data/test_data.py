@@ -84,6 +84,28 @@ def test_image_folder_reader(tmp_path):
     assert resized.inputs.shape == (6, 4, 4, 3)
 
 
+def test_inputs_without_labels_are_read_unlabelled(tmp_path):
+    """Inputs to classify (pillar predict): x without y, a folder of images without classes, a manifest of paths."""
+    x = np.random.default_rng(0).random((6, 3)).astype(np.float32)
+    np.savez(tmp_path / "x.npz", x=x, x_test=x[:2])
+    arrays = load_source("npz", SourceOptions(tmp_path / "x.npz"))
+    assert not arrays.labelled and arrays.inputs.shape == (8, 3) and arrays.labels.tolist() == [-1] * 8
+    assert arrays.row_names().tolist() == list(range(8))
+    np.savez(tmp_path / "half.npz", x=x, y_test=np.zeros(2))
+    with pytest.raises(DataError, match="has 'y_test' but no 'y'"):
+        load_source("npz", SourceOptions(tmp_path / "half.npz"))
+    folder = tmp_path / "new"
+    folder.mkdir()
+    for name in ("b.png", "a.png"):
+        Image.fromarray(np.zeros((5, 5, 3), np.uint8)).save(folder / name)
+    images = load_source("image-folder", SourceOptions(folder))
+    assert not images.labelled and images.inputs.shape == (2, 5, 5, 3)
+    assert images.row_names().tolist() == [str(folder / "a.png"), str(folder / "b.png")]
+    (tmp_path / "paths.csv").write_text("path\nnew/b.png\n")
+    listed = load_source("manifest", SourceOptions(tmp_path / "paths.csv"))
+    assert not listed.labelled and listed.row_names().tolist() == [str(tmp_path / "new" / "b.png")]
+
+
 def test_cifar_reader(tmp_path):
     rng = np.random.default_rng(0)
     for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:

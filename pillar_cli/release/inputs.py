@@ -1,0 +1,65 @@
+"""Raw inputs (images or vectors of a dataset source, labelled or not) classified by a release: embedded with the
+embedder its training rows were made by, rebuilt from the recorded recipe, and streamed batch by batch through the
+same loader as `pillar embed` (decoding workers, one batch on the GPU while the last is classified)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from pillar_cli.artifacts.classifier import Classifier
+from pillar_cli.data import Dataset
+from pillar_cli.embedding.extraction import stream_split
+from pillar_cli.embedding.features import Embedder
+from pillar_cli.embedding.recipe import embedder_for
+from pillar_cli.errors import DataError, param
+
+Probabilities = Callable[[np.ndarray], np.ndarray]
+
+
+def input_embedder(classifier: Classifier, dataset: Dataset, *, weights: Path | None, device: str,
+                   trust_checkpoint: bool) -> Embedder:
+    """The classifier's embedder, for inputs of the shape its training rows were embedded from."""
+    recipe = classifier.features
+    recorded = recipe.get("image_shape") or recipe.get("input_shape")
+    shape = list(dataset.inputs.shape[1:])
+    if recipe.get("backbone") == "pixels" and recorded is not None and shape != list(recorded):
+        hint = f"pass {param('param')} size=N to resize image files as they are decoded" if len(shape) == 3 else None
+        raise DataError(f"the inputs have shape {tuple(shape)}; the classifier's rows were embedded from "
+                        f"{tuple(recorded)}", hint=hint)
+    return embedder_for(recipe, weights=weights, device=device, trust_checkpoint=trust_checkpoint)
+
+
+def classify_inputs(dataset: Dataset, embedder: Embedder, probabilities_of: Probabilities, *, batch_size: int,
+                    workers: int, on_batch: Callable[[int], None]) -> np.ndarray:
+    """Class probabilities of every row of `dataset`: its train part, then its test part."""
+    parts = [len(dataset.inputs)] + ([] if dataset.test_inputs is None else [len(dataset.test_inputs)])
+    sink = _ProbabilitySink(probabilities_of, sum(parts))
+    start = 0
+    for size in parts:
+        sink.offset = start
+        stream_split(embedder, dataset, np.arange(start, start + size), batch_size, sink, "inputs", on_batch, workers)
+        start += size
+    return sink.probabilities
+
+
+class _ProbabilitySink:
+    """Where stream_split puts each embedded batch: classified at once, the features then dropped."""
+
+    def __init__(self, probabilities_of: Probabilities, rows: int):
+        self.probabilities_of, self.rows, self.offset = probabilities_of, rows, 0
+        self.probabilities: np.ndarray | None = None
+
+    def done(self, split: str) -> int:
+        return 0
+
+    def add_skipped(self, files: list[str]) -> None:
+        raise DataError(f"cannot decode {files[0]}")
+
+    def write(self, split: str, begin: int, features: np.ndarray) -> None:
+        batch = self.probabilities_of(features)
+        if self.probabilities is None:
+            self.probabilities = np.empty((self.rows, batch.shape[1]), dtype=batch.dtype)
+        self.probabilities[self.offset + begin:self.offset + begin + len(batch)] = batch
