@@ -11,6 +11,7 @@ import h5py
 import numpy as np
 
 from pillar_cli.artifacts.core import Artifact, InputRef, read
+from pillar_cli.artifacts.integrity import refuse_links
 from pillar_cli.errors import ArtifactError, UsageError, param
 
 
@@ -23,7 +24,7 @@ def embeddings_artifact(splits: dict[str, tuple[np.ndarray, np.ndarray, np.ndarr
         arrays[f"splits/{name}/index"] = index
         if labels is not None:
             arrays[f"splits/{name}/labels"] = labels
-    return Artifact("embeddings", arrays, attrs)
+    return Artifact("embeddings", arrays, {**attrs, "splits": list(splits)})
 
 
 def parse_ref(text: str, default_split: str | None = None) -> tuple[str, str | None]:
@@ -78,6 +79,7 @@ def embedded_rows(path: str) -> int:
     """Rows of the source embedded in the file, over all its splits (read without the splits' features, so each
     split's row ids are checked to be there)."""
     with h5py.File(path, "r") as h5:
+        refuse_links(h5, path)
         for name, group in h5["splits"].items():
             if not isinstance(group, h5py.Group) or not isinstance(group.get("index"), h5py.Dataset):
                 raise ArtifactError(f"{path}: embeddings artifact has no dataset '/splits/{name}/index'",
@@ -91,6 +93,10 @@ def read_split(text: str, default_split: str | None = None) -> Split:
     if split is None:
         raise ArtifactError(f"no split named in '{text}'", hint="write FILE:SPLIT, e.g. emb.h5:private")
     artifact = read(path, "embeddings", under=f"splits/{split}")
+    recorded = artifact.attrs.get("splits")  # guards go by split names: only the names written (hashed) count
+    if recorded is not None and split not in recorded:
+        raise ArtifactError(f"{path} has a group 'splits/{split}' that is not one of its splits "
+                            f"({', '.join(recorded)})", hint="recreate it with pillar embed")
     prefix = f"splits/{split}"
     features = artifact.array(f"{prefix}/features")
     if not np.isfinite(features).all():

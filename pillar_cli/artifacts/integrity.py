@@ -75,7 +75,31 @@ def _blocks(name: str, node: h5py.Dataset):
 
 
 def verify(h5: h5py.File, path: str | Path) -> None:
-    """Refuse a file whose arrays or attributes no longer match the content hash stored when it was written."""
+    """Refuse a file whose arrays or attributes no longer match the content hash stored when it was written, or
+    that holds links."""
+    refuse_links(h5, path)
     if file_content_hash(h5) != read_attr(h5, "content_hash"):
         raise ArtifactError(f"{path} was modified after it was written: its content no longer matches its content "
                             "hash", hint="recreate it with the stage that wrote it")
+
+
+def refuse_links(h5: h5py.File, path: str | Path) -> None:
+    """Every object of an artifact is reached by exactly one hard link. A soft or external link, or a second hard
+    link, would let one group pass for another (a link `splits/val2` to `splits/private`) while the content hash,
+    which visits each object once and follows no link, stays the same."""
+
+    def walk(group: h5py.Group, prefix: str) -> None:
+        for name in group:
+            where, link = f"{prefix}/{name}", group.get(name, getlink=True)
+            if not isinstance(link, h5py.HardLink):
+                kind = "a soft" if isinstance(link, h5py.SoftLink) else "an external"
+                raise ArtifactError(f"{path} holds {kind} link at {where}: a pillar artifact holds no links",
+                                    hint="recreate it with the stage that wrote it")
+            node = group[name]
+            if (count := h5py.h5o.get_info(node.id).rc) != 1:
+                raise ArtifactError(f"{path} reaches {where} by {count} hard links: a pillar artifact holds no links",
+                                    hint="recreate it with the stage that wrote it")
+            if isinstance(node, h5py.Group):
+                walk(node, where)
+
+    walk(h5, "")

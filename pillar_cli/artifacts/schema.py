@@ -52,9 +52,9 @@ ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
 }
 # attributes a kind may omit, but whose type is fixed when present
 OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "embeddings": {"split_roles": dict, "source_fingerprint": str},
+    "embeddings": {"split_roles": dict, "source_fingerprint": str, "splits": list},
     "projection": {"row_l2_normalised": bool, "source_fingerprint": str, "public_choice": dict,
-                   "share_of_embedded": float},
+                   "share_of_embedded": float, "fitted_on": dict},
     "model": {"row_l2_normalised": bool, "private_fraction": (int, float), "source_fingerprint": str,
               "public_choice": dict, "public_data": dict, "noise": dict, "whole_file": dict, "mechanisms": dict,
               "features": dict},

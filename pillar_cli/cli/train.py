@@ -19,7 +19,7 @@ from pillar_cli.methods.catalog import DEFAULT_METHOD, METHODS, get_method, opti
 from pillar_cli.methods.grid import DEFAULT_BATCH, DEFAULT_STEPS, SweepGrid
 from pillar_cli.methods.sweep import PrivacySettings, SweepData, SweepOptions, run_sweep, sweep_artifact
 from pillar_cli.methods.warm_start import warm_start_weights
-from pillar_cli.privacy import get_accountant
+from pillar_cli.privacy import get_accountant, require_disjoint
 from pillar_cli.projection.components import read_projection
 from pillar_cli.projection.public_choice import labelled_public_split, public_data_of
 
@@ -143,10 +143,11 @@ def _inputs(path: str, projection: Path, grid: SweepGrid, private_fraction: floa
     for overridden in grid.overridden_rules():
         warn(overridden)
     val = validation_split(path, max(len(grid.configs(m)) for m in grid.methods))
+    public = artifacts.read_split(f"{path}:public")
+    require_disjoint(private.index, public.index, path)  # the embeddings' own fault first, then the projection's
     projection_artifact = artifacts.read(projection, "projection")
     public_data = public_data_of(projection_artifact, private, other_public)
     pca = read_projection(projection_artifact)
-    public = artifacts.read_split(f"{path}:public")
     initial = None if warm_start is None else warm_start_weights(artifacts.read(warm_start, "model"), pca, private.ref)
     uses_public = any(get_method(m).needs_public_rows for m in grid.methods)
     labelled = None if public_labelled is None else labelled_public_split(public_labelled, private)

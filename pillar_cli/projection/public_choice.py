@@ -72,6 +72,7 @@ def public_data_of(projection: Artifact, private: Split, other_public: bool) -> 
         require_chosen_for(projection, private)
         kind = "chosen by a GSD ranking"
     elif derived_from(projection, private.ref):
+        _require_no_private_rows(projection, private)  # the provenance naming the file is outside the content hash
         kind = "the embeddings' own public split"
     elif not other_public:
         raise ArtifactError(f"{projection.path} was fitted on other data ({origin}) than {private.ref.path}",

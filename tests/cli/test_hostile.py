@@ -1,0 +1,65 @@
+"""Files edited by someone who wants a guard to let private data through: links that make one split pass for
+another, and provenance (outside the content hash) rewritten to vouch for a projection of private rows."""
+
+from __future__ import annotations
+
+import json
+
+import h5py
+import pytest
+from checks import assert_clean_failure, edited_copy, snapshot
+
+pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
+
+LINKS = {
+    "hard": (lambda h5: h5["splits"].__setitem__("val2", h5["splits/private"]),
+             "reaches /splits/private by 2 hard links: a pillar artifact holds no links"),
+    "soft": (lambda h5: h5["splits"].__setitem__("val2", h5py.SoftLink("/splits/private")),
+             "holds a soft link at /splits/val2: a pillar artifact holds no links"),
+    "dangling": (lambda h5: h5["splits"].__setitem__("val2", h5py.SoftLink("/nowhere")),
+                 "holds a soft link at /splits/val2: a pillar artifact holds no links"),
+    "external": (lambda h5: h5["splits"].__setitem__("val2", h5py.ExternalLink("other.h5", "/splits/private")),
+                 "holds an external link at /splits/val2: a pillar artifact holds no links"),
+}
+
+
+@pytest.mark.parametrize("link", sorted(LINKS))
+def test_a_link_cannot_make_the_private_split_pass_for_another(pillar, mnist, tmp_path, link):
+    """`val2 → private` would let check-assumptions read private labels as val labels and gsd take private rows as
+    public ones; the content hash follows no link, so it still matched. Every reader refuses the file."""
+    add_link, message = LINKS[link]
+    linked = tmp_path / "emb.h5"
+    with edited_copy(mnist["emb"], linked) as h5:  # restamped: the hash is what a careless check would trust
+        add_link(h5)
+    before = snapshot(tmp_path)
+    out = tmp_path / "out.h5"
+    for command in (["check-assumptions", f"{linked}:val2", "-p", mnist["pca"], "-o", out],
+                    ["gsd", "--private", mnist["emb"], "--public", f"{linked}:val2", "-o", out],
+                    ["fit-pca", f"{linked}:public", "-o", out],
+                    ["inspect", linked]):
+        assert_clean_failure(pillar(*command, expect=None), 3, f"{linked} {message}", out)
+    assert snapshot(tmp_path) == before
+
+
+def test_rewritten_provenance_does_not_vouch_for_private_rows(pillar, mnist, tmp_path):
+    """A projection fitted on another split seed's public rows (some of them private rows of these embeddings),
+    whose recorded inputs are rewritten to name these embeddings: the provenance is outside the content hash, so
+    the row-overlap check must run on the rows the projection records, whatever its provenance says."""
+    other, projection, forged = tmp_path / "seed1.h5", tmp_path / "pca1.h5", tmp_path / "forged.h5"
+    pillar("embed", "--source", "mnist5k", "--seed", "1", "-o", other)
+    pillar("fit-pca", f"{other}:public", "--k-max", "20", "-o", projection)
+    with h5py.File(mnist["emb"], "r") as h5:
+        embeddings_hash = h5.attrs["content_hash"]
+    with edited_copy(projection, forged, restamp=False) as h5:
+        inputs = json.loads(h5.attrs["inputs"])
+        inputs[0].update(path=str(mnist["emb"]), content_hash=embeddings_hash)
+        h5.attrs["inputs"] = json.dumps(inputs)
+    with h5py.File(forged, "r") as h5:
+        public_rows = h5["rows/public"][()]
+    with h5py.File(mnist["emb"], "r") as h5:
+        overlap = len(set(public_rows.tolist()) & set(h5["splits/private/index"][()].tolist()))
+    assert overlap > 0
+    out = tmp_path / "m.h5"
+    result = pillar("train-private", mnist["emb"], "-p", forged, "--k", "5", "--steps", "5", "-o", out, expect=None)
+    assert_clean_failure(result, 5, f"{forged} was fitted on {overlap} rows of {mnist['emb']}:private (same source): "
+                                    "the public data must not hold private rows", out)
