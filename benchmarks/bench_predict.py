@@ -28,6 +28,7 @@ from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.data.dataset import Dataset, no_labels
 from pillar_cli.embedding.backbones import build_embedder
 from pillar_cli.methods.estimator import DPLinearClassifier
+from pillar_cli.privacy.events import GaussianEvent
 from pillar_cli.release.export import ClassifierModule, export_classifier
 from pillar_cli.release.inputs import classify_inputs
 
@@ -35,8 +36,9 @@ from pillar_cli.release.inputs import classify_inputs
 def random_classifier(recipe: dict, dim: int, k: int, classes: int, rng: np.random.Generator) -> Classifier:
     basis, _ = np.linalg.qr(rng.standard_normal((dim, k)))
     head = {"method": "pillar", "k": k, "row_l2_normalised": False, "unit_rows": False}
-    privacy = {"epsilon": 1.0, "delta": 1e-5, "epsilon_target": 1.0, "accountant": "prv", "clip": 1.0,
-               "summary": "benchmark head (random weights)"}
+    privacy = {"epsilon": 1.0, "delta": 1e-5, "epsilon_target": 1.0, "accountant": "prv", "clip": 1.0, "steps": 1,
+               "event": GaussianEvent(1.0).to_dict(), "epsilon_is_upper_bound": False,
+               "covers": ["benchmark head (random weights)"], "not_covered": [], "summary": "benchmark head"}
     return Classifier(rng.standard_normal(dim).astype(np.float32), rng.uniform(0.5, 2, dim).astype(np.float32),
                       (basis @ rng.standard_normal((k, classes))).astype(np.float32),
                       rng.standard_normal(classes).astype(np.float32), None, [str(c) for c in range(classes)], head,
