@@ -75,8 +75,7 @@ def _classify_raw(released: Classifier, estimator: DPLinearClassifier, source: s
     """(row names, probabilities) of a source's raw inputs, embedded by the classifier's rebuilt embedder."""
     dataset = load_source(source, options)
     embedder = input_embedder(released, dataset, weights=weights, device=device, trust_checkpoint=trust_checkpoint)
-    n_rows = len(dataset.inputs) + (0 if dataset.test_inputs is None else len(dataset.test_inputs))
-    with progress_bar(f"classifying {options.path or source}", n_rows, "rows") as advance:
+    with progress_bar(f"classifying {options.path or source}", sum(dataset.part_sizes), "rows") as advance:
         probabilities = classify_inputs(dataset, embedder, estimator.predict_proba, batch_size=batch_size,
                                         workers=default_workers(dataset) if workers is None else workers,
                                         on_batch=advance)

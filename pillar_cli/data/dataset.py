@@ -36,12 +36,17 @@ class Dataset:
         """False for inputs without labels (a folder of images to classify): they have no class names."""
         return bool(self.class_names)
 
+    @property
+    def part_sizes(self) -> list[int]:
+        """Rows of the train part, then of the test part when the source has one (source row ids run over both)."""
+        return [len(part) for part in (self.inputs, self.test_inputs) if part is not None]
+
     def row_names(self) -> np.ndarray:
         """What names each row in predictions: its file for image files, else its source row id."""
         parts = [part for part in (self.inputs, self.test_inputs) if part is not None]
         if all(hasattr(part, "files") for part in parts):
             return np.array([file for part in parts for file in part.files])
-        return np.arange(sum(len(part) for part in parts))
+        return np.arange(sum(self.part_sizes))
 
     def reopened(self) -> Dataset:
         """This dataset with freshly opened files (lazy sources); in-memory data is returned as is."""

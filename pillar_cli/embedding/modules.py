@@ -30,11 +30,6 @@ class Preprocessing:
         """The values that rebuild it (an embeddings file's `transform`)."""
         return asdict(self) | {"mean": list(self.mean), "std": list(self.std)}
 
-    @classmethod
-    def from_record(cls, record: dict) -> Preprocessing:
-        return cls(int(record["resize"]), int(record["crop"]), tuple(float(v) for v in record["mean"]),
-                   tuple(float(v) for v in record["std"]), str(record["interpolation"]))
-
 
 class PixelFeatures(torch.nn.Module):
     """Pixels in [0, 1], flattened in HWC order, after an optional resize of the short side and centre crop."""

@@ -35,10 +35,9 @@ def input_embedder(classifier: Classifier, dataset: Dataset, *, weights: Path | 
 def classify_inputs(dataset: Dataset, embedder: Embedder, probabilities_of: Probabilities, *, batch_size: int,
                     workers: int, on_batch: Callable[[int], None]) -> np.ndarray:
     """Class probabilities of every row of `dataset`: its train part, then its test part."""
-    parts = [len(dataset.inputs)] + ([] if dataset.test_inputs is None else [len(dataset.test_inputs)])
-    sink = _ProbabilitySink(probabilities_of, sum(parts))
+    sink = _ProbabilitySink(probabilities_of, sum(dataset.part_sizes))
     start = 0
-    for size in parts:
+    for size in dataset.part_sizes:
         sink.offset = start
         stream_split(embedder, dataset, np.arange(start, start + size), batch_size, sink, "inputs", on_batch, workers)
         start += size
