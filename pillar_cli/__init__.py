@@ -27,7 +27,7 @@ from pillar_cli.gsd.releases import DPSettings
 from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.api import sweep
 from pillar_cli.methods.catalog import METHODS
-from pillar_cli.methods.estimator import DPLinearClassifier, Ledger
+from pillar_cli.methods.estimator import DPLinearClassifier, Ledger, PrivacyWarning
 from pillar_cli.privacy import ACCOUNTANTS, Event, calibrate_noise, event_from_dict, spent_epsilon
 from pillar_cli.projection import GaussianProjection, PublicPCA
 from pillar_cli.theory.diagnostics import diagnose
@@ -37,6 +37,6 @@ load = DPLinearClassifier.from_release
 
 __all__ = ["ACCOUNTANTS", "METHODS", "AccountedSelection", "Artifact", "ArtifactError", "DPLinearClassifier",
            "DPSettings", "DataError", "Event", "FinetuneConfig", "GaussianProjection", "Ledger", "NetworkSpec",
-           "PillarError", "PrivacyError", "PublicPCA", "UsageError", "__version__", "calibrate_noise", "diagnose",
+           "PillarError", "PrivacyError", "PrivacyWarning", "PublicPCA", "UsageError", "__version__", "calibrate_noise", "diagnose",
            "event_from_dict", "finetune", "gradient_subspace_distance", "load", "network", "read", "read_split",
            "spent_epsilon", "sweep", "write"]

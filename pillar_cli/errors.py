@@ -31,6 +31,7 @@ class PillarError(Exception):
     """A failure the user can act on; never shown with a traceback."""
 
     exit_code = 1
+    exit_now = False  # True: the process must end without running exit handlers (LibraryStateError)
 
     def __init__(self, message: str, hint: str | None = None):
         super().__init__(message)
@@ -58,6 +59,13 @@ class ArtifactError(PillarError):
     """A missing, corrupt, wrong-kind or mismatched artifact file."""
 
     exit_code = 3
+
+
+class LibraryStateError(ArtifactError):
+    """A file write that failed inside libhdf5 (a full disk): the library's state is broken and its exit handler
+    would crash the interpreter, so the CLI exits at once after the line (`exit_now`)."""
+
+    exit_now = True
 
 
 class MissingSplitError(ArtifactError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from pillar_cli.artifacts.integrity import content_hash, verify
 from pillar_cli.artifacts.layout import (RESERVED_ATTRS, json_default, read_arrays, read_attr,
                                          read_kind_attrs, write_array)
 from pillar_cli.artifacts.schema import validate
-from pillar_cli.errors import ArtifactError
+from pillar_cli.errors import ArtifactError, LibraryStateError
 from pillar_cli.version import __version__
 
 SCHEMA_VERSION = 1
@@ -102,15 +103,27 @@ def write(path: str | Path, artifact: Artifact, *, inputs: list[InputRef] | tupl
             inputs=list(inputs),
             content_hash=content_hash(artifact.arrays, artifact.attrs),
         )
-        with replacing(path, force) as tmp:
+        with replacing(path, force, size=_stored_size(artifact)) as tmp:
             with h5py.File(tmp, "w") as h5:
                 _write_root_attrs(h5, artifact, provenance)
                 for name, array in artifact.arrays.items():  # an h5py dataset is copied by blocks of rows
                     write_array(h5, name, array if isinstance(array, h5py.Dataset) else np.asarray(array))
-    except (OSError, ValueError, TypeError) as err:
-        raise ArtifactError(f"cannot write {path}: {err}") from err
+    except (OSError, ValueError, TypeError, RuntimeError) as err:
+        failed = _HDF5_WRITE_FAILURE.search(str(err))
+        if failed:  # libhdf5 failed a write of its own (a full disk): its state is broken
+            raise LibraryStateError(f"cannot write {path}: {failed.group(1)}") from err
+        raise ArtifactError(f"cannot write {path}: {_first_line(err)}") from err
     artifact.path, artifact.provenance = str(path), provenance
     return artifact
+
+
+_HDF5_WRITE_FAILURE = re.compile(r"file write failed:.*?error message = '([^']*)'", re.S)
+
+
+def _stored_size(artifact: Artifact) -> int:
+    """Bytes the artifact takes on disk, about: its arrays, plus attributes and HDF5's structures."""
+    arrays = sum(int(np.prod(a.shape, dtype=np.int64)) * np.dtype(a.dtype).itemsize for a in artifact.arrays.values())
+    return arrays + len(json.dumps(artifact.attrs, default=json_default)) + (64 << 10)
 
 
 def _write_root_attrs(h5: h5py.File, artifact: Artifact, provenance: Provenance) -> None:

@@ -108,4 +108,8 @@ def read_split(text: str, default_split: str | None = None) -> Split:
         raise ArtifactError(f"{path}:{split} has {len(labels)} labels for {len(features)} feature rows")
     if len(index) != len(features):
         raise ArtifactError(f"{path}:{split} has {len(index)} row ids for {len(features)} feature rows")
+    classes = len(artifact.attrs["class_names"])
+    if labels is not None and len(labels) and (labels.min() < 0 or labels.max() >= classes):
+        raise ArtifactError(f"{path}:{split} has labels outside 0..{classes - 1} (its {classes} class names)",
+                            hint="recreate it with pillar embed")
     return Split(split, features, labels, artifact.array(f"{prefix}/index"), artifact.ref(split), artifact.attrs)

@@ -2,36 +2,76 @@
 
 Every output (artifacts, figures, tables) is written to a temporary file beside its destination and renamed onto
 it on success, so no reader sees half a file and a failure leaves what was there. The file gets the permissions a
-plain `open` would give under the process umask (0644 under 022), not mkstemp's 0600.
+plain `open` would give under the process umask (0644 under 022), not mkstemp's 0600. A write whose size is known
+is refused before it starts when its file system lacks the room: libhdf5 cannot recover from a write that fails
+for want of space (the process then dies at exit).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import tempfile
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from pillar_cli.errors import ArtifactError, UsageError, param
 
+NAME_MAX = 255  # bytes in one file name (Linux, macOS)
+SPACE_MARGIN = 1 << 20  # room left over after a write: file-system metadata, HDF5's allocation granularity
+
 
 def refuse_existing(path: Path, force: bool) -> None:
-    if path.exists() and not force:
+    """Refuse an output whose name no file system takes, or that exists (a link too, dangling or not) unless
+    `force`."""
+    if len(path.name.encode()) > NAME_MAX:
+        raise UsageError(f"output name {path.name[:40]}… is {len(path.name.encode())} bytes long; file names "
+                         f"hold at most {NAME_MAX}")
+    if (path.exists() or path.is_symlink()) and not force:
         raise UsageError(f"output {path} exists; pass {param('force', True)} to replace it")
 
 
+def sibling(path: Path, suffix: str, reserve: int = 0) -> Path:
+    """`path` with `suffix` appended to its name (a scratch or temporary file beside it), cut to a name the file
+    system takes: a long name keeps its start and a digest of the whole, so each destination has its own."""
+    name = path.name + suffix
+    if len(name.encode()) + reserve <= NAME_MAX:
+        return path.with_name(name)
+    digest = hashlib.sha256(path.name.encode()).hexdigest()[:12]
+    room = NAME_MAX - reserve - len(suffix.encode()) - len(digest) - 1
+    start = path.name.encode()[:room].decode("utf-8", "ignore")
+    return path.with_name(f"{start}~{digest}{suffix}")
+
+
+def require_space(directory: Path, size: int, what: str) -> None:
+    """Refuse to start writing `size` bytes where the file system has less room (plus a margin)."""
+    free = shutil.disk_usage(directory).free
+    if size + SPACE_MARGIN > free:
+        raise ArtifactError(f"{what} needs about {_mib(size + SPACE_MARGIN)} in {os.path.abspath(directory)}; "
+                            f"{_mib(free)} free there",
+                            hint="free some space or write elsewhere")
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:,.1f} MiB"
+
+
 @contextmanager
-def replacing(path: Path, force: bool = False) -> Iterator[Path]:
+def replacing(path: Path, force: bool = False, size: int | None = None) -> Iterator[Path]:
     """A temporary path beside `path`, renamed onto it when the block succeeds; an existing `path` is refused
-    unless `force`."""
+    unless `force`, and a write of a known `size` (bytes) that the file system has no room for."""
     refuse_existing(path, force)
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise ArtifactError(f"cannot write {path}: directory {directory} does not exist")
     if not os.access(directory, os.W_OK):
         raise ArtifactError(f"cannot write {path}: directory {directory} is not writable")
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    if size is not None:
+        require_space(directory, size, f"writing {path}")
+    prefix = sibling(Path("." + path.name), ".", reserve=len("XXXXXXXX.tmp")).name
+    handle, name = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
     os.close(handle)
     try:
         os.chmod(name, 0o666 & ~_umask())
@@ -46,3 +86,12 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@contextmanager
+def replacing_together(paths: Sequence[Path | None], force: bool = False) -> Iterator[list[Path | None]]:
+    """Temporary paths for the several outputs of one command (None stays None), all renamed onto their
+    destinations only when the whole block succeeds: a failure (of any of them, or of an artifact written inside
+    the block) leaves none of them behind."""
+    with ExitStack() as stack:
+        yield [None if path is None else stack.enter_context(replacing(path, force)) for path in paths]

@@ -172,4 +172,19 @@ def stored_runs(models: list[Artifact]) -> list[StoredRun]:
         if not np.array_equal(other.array("mean"), first.array("mean")) or \
                 not np.array_equal(other.array("scale"), first.array("scale")):
             raise ArtifactError(f"{other.path} and {first.path} were trained on different projections")
-    return [StoredRun(row, model, i) for model in models for i, row in enumerate(run_rows(model))]
+    runs = [StoredRun(row, model, i) for model in models for i, row in enumerate(run_rows(model))]
+    where: dict[RunKey, str] = {}
+    for run in runs:  # a file given twice (or a copy) would count its runs as more seeds
+        if run.key in where:
+            problem = f"{run.model.path} is given twice (its run {_describe(run.key)} would count twice)" \
+                if where[run.key] == run.model.path else \
+                f"{run.model.path} and {where[run.key]} both hold the run {_describe(run.key)}: the shards of one " \
+                "sweep hold each run once"
+            raise ArtifactError(problem, hint="give each model file once; repetitions need different --seed values")
+        where[run.key] = run.model.path
+    return runs
+
+
+def _describe(key: RunKey) -> str:
+    return (f"{key.method} k={'full' if key.k is None else key.k} ε={key.epsilon:g} lr={key.lr:g} "
+            f"steps={key.steps} batch={key.batch_size} seed={key.seed}")

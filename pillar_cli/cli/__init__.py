@@ -6,9 +6,12 @@ and no library module imports them.
 
 from __future__ import annotations
 
+import signal
+
 import typer
 
 from pillar_cli.cli.audit import audit
+from pillar_cli.cli.boundary import OneLineUsageErrors
 from pillar_cli.cli.check import check_assumptions
 from pillar_cli.cli.embed import embed
 from pillar_cli.cli.evaluate import evaluate
@@ -34,6 +37,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=OneLineUsageErrors,
 )
 app.command("embed")(embed)
 app.command("fit-pca")(fit_pca)
@@ -53,4 +57,11 @@ app.command("run")(run)
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, _stop)
     app()
+
+
+def _stop(signum: int, frame: object) -> None:
+    """SIGTERM (a scheduler's kill, a timeout) unwinds like Ctrl-C: temporary files are removed, an interrupted
+    embedding keeps its rows for --resume, and the command ends with one line and exit 130."""
+    raise KeyboardInterrupt

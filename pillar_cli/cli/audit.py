@@ -12,7 +12,8 @@ from pillar_cli import artifacts
 from pillar_cli.audit.canaries import AuditSettings, audit_artifact, run_audit
 from pillar_cli.audit.ledger import check_ledger
 from pillar_cli.audit.white_box import SharedNoise, run_white_box_audit, white_box_artifact
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output, cli_errors,
+from pillar_cli.cli.boundary import cli_errors
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output,
                                    float_list, int_list, noise_source, print_json, print_table, save, stdout)
 from pillar_cli.cli.method_flags import method_flags
 from pillar_cli.errors import PrivacyError, UsageError

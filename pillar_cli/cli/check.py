@@ -10,13 +10,13 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.artifacts import InputRef
 from pillar_cli.artifacts.assumptions import assumptions_artifact
-from pillar_cli.artifacts.files import replacing
+from pillar_cli.artifacts.files import replacing_together
+from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
     ConfigOption,
     ForceOption,
     JsonOption,
-    check_output,
-    cli_errors,
+    check_outputs,
     int_list,
     print_json,
     print_table,
@@ -60,9 +60,7 @@ def check_assumptions(
     Example: pillar check-assumptions emb.h5:val -p pca.h5 --k 1,2,5,10,20,40 -o assumptions.h5
     """
     path, _ = artifacts.parse_ref(embeddings)
-    for output in (out, plot_xi, plot_spectrum):
-        if output is not None:
-            check_output(output, [path, str(projection)], force=force)
+    check_outputs([out, plot_xi, plot_spectrum], [path, str(projection)], force=force)
     split = artifacts.read_split(embeddings, default_split="val")
     ks = [value for value in int_list(k, "--k") if value is not None]
     pca, basis_ref = _basis(split, projection, second_moment, max(ks))
@@ -70,15 +68,15 @@ def check_assumptions(
     found = diagnose_split(split, pca, ks, allow_private_labels, mode=mode, pairs=pairs, seed=seed,
                            xi_threshold=xi_threshold, epsilon=eps, alpha=alpha, beta=beta, basis_description=described)
     table = found.table
-    save(ctx, out, assumptions_artifact(ks, table.xi, table.margin_full, table.margin_projected, table.eigengap,
-                                        found.summary, found.labels_used, mode), [split.ref, basis_ref])
     title = (f"{split.attrs.get('source')} / {split.attrs.get('backbone')}: {described}\n"
              f"w* from the labels of split '{split.name}' ({len(split.features)} rows, {mode})")
-    for target, draw in ((plot_xi, lambda tmp: xi_vs_k(table.rows(), tmp, title)),
-                         (plot_spectrum, lambda tmp: spectrum(pca.eigenvalues_, tmp, title))):
-        if target is not None:
-            with replacing(target, force) as tmp:
-                draw(tmp)
+    with replacing_together([plot_xi, plot_spectrum], force) as (xi_tmp, spectrum_tmp):
+        if xi_tmp is not None:
+            xi_vs_k(table.rows(), xi_tmp, title)
+        if spectrum_tmp is not None:
+            spectrum(pca.eigenvalues_, spectrum_tmp, title)
+        save(ctx, out, assumptions_artifact(ks, table.xi, table.margin_full, table.margin_projected, table.eigengap,
+                                            found.summary, found.labels_used, mode), [split.ref, basis_ref])
     _report(out, found, eps, alpha, beta, as_json)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import functools
+import difflib
 import json
 import math
 import os
@@ -28,49 +28,12 @@ from rich.text import Text
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.files import refuse_existing
-from pillar_cli.errors import PillarError, UsageError, param
+from pillar_cli.cli.boundary import INT64_MAX
+from pillar_cli.errors import UsageError
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, SECRET, NoiseSource
 
 stdout = Console()
 stderr = Console(stderr=True)
-
-
-# Library parameters whose flag is not --<name with dashes>.
-FLAG_NAMES = {"epsilon": "--eps", "params": "--param"}
-
-
-def flag_name(name: str, value: str | None, overrides: dict[str, str]) -> str:
-    """The flag a user types for a library parameter (`k_max` → --k-max; `pretrained=False` → --no-pretrained)."""
-    flag = overrides.get(name) or FLAG_NAMES.get(name) or "--" + name.replace("_", "-")
-    return flag.replace("--", "--no-", 1) if value == "False" else flag
-
-
-def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None = None) -> Callable:
-    """Turn a PillarError into one line on stderr (plus a hint) and its exit code, Ctrl-C into exit 130;
-    PILLAR_DEBUG=1 shows tracebacks. Parameters in messages are shown as this command's flags (`flags` maps the
-    library names a command spells differently, e.g. gsd's epsilon → --dp-eps)."""
-
-    def decorate(command: Callable) -> Callable:
-        @functools.wraps(command)
-        def run(*args: Any, **kwargs: Any) -> Any:
-            try:
-                for name, value in kwargs.items():  # no float option takes NaN or an infinity
-                    if isinstance(value, float) and not math.isfinite(value):
-                        raise UsageError(f"{param(name)} must be a finite number (got {value})")
-                return command(*args, **kwargs)
-            except PillarError as err:
-                if os.environ.get("PILLAR_DEBUG"):
-                    raise
-                message, hint = err.render(lambda name, value: flag_name(name, value, flags or {}))
-                print(f"error: {message}" + (f"\nhint: {hint}" if hint else ""), file=sys.stderr)
-                raise typer.Exit(err.exit_code) from None
-            except KeyboardInterrupt:
-                print("error: interrupted; no artifact was written (existing files are unchanged)", file=sys.stderr)
-                raise typer.Exit(130) from None
-
-        return run
-
-    return decorate(command) if command is not None else decorate
 
 
 def warn(message: str) -> None:
@@ -102,6 +65,12 @@ def load_config(ctx: typer.Context, _param: typer.CallbackParam, value: str | No
         raise typer.BadParameter(f"cannot read {value}: {err}") from err
     if not isinstance(options, dict):
         raise typer.BadParameter(f"{value} must hold a mapping of option names to values")
+    known = {param.name for param in ctx.command.params if param.name != "config"}
+    for key in options:
+        if str(key).replace("-", "_") not in known:
+            close = difflib.get_close_matches(str(key).replace("-", "_"), sorted(known), n=1)
+            also = f" (did you mean '{close[0].replace('_', '-')}'?)" if close else ""
+            raise typer.BadParameter(f"{value} sets '{key}', which is not an option of this command{also}")
     ctx.default_map = {**(ctx.default_map or {}), **{k.replace("-", "_"): _as_cli_value(v) for k, v in options.items()}}
     return value
 
@@ -154,7 +123,18 @@ def int_list(text: str, option: str, allow_full: bool = False, minimum: int = 1,
             raise UsageError(f"{option} takes comma-separated integers{extra}; got '{item}'") from None
         if values[-1] < minimum:
             raise UsageError(f"{option} values must be at least {minimum}; got {item}")
+        if values[-1] > INT64_MAX:
+            raise UsageError(f"{option} values must be below 2**63; got {item}")
     return values
+
+
+def check_outputs(outputs: list[Path | None], inputs: list[str] = (), force: bool = False) -> None:
+    """`check_output` for each output given, and no two of them the same file."""
+    given = [output for output in outputs if output is not None]
+    for i, output in enumerate(given):
+        check_output(output, inputs, force)
+        if any(output.resolve() == other.resolve() for other in given[:i]):
+            raise UsageError(f"output {output} is named twice: each output needs its own file")
 
 
 def check_output(path: Path, inputs: list[str] = (), force: bool = False) -> None:

@@ -8,12 +8,12 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
+from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
     ConfigOption,
     ForceOption,
     JsonOption,
     check_output,
-    cli_errors,
     invocation,
     parse_shard,
     print_json,

@@ -9,12 +9,12 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.evaluation import evaluation_artifact
-from pillar_cli.artifacts.files import replacing
+from pillar_cli.artifacts.files import replacing_together
+from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
     ForceOption,
     JsonOption,
-    check_output,
-    cli_errors,
+    check_outputs,
     print_json,
     print_table,
     save,
@@ -47,25 +47,27 @@ def evaluate(
     Example: pillar evaluate model.h5 -e emb.h5:test -o eval.h5 --plot accuracy.png --csv results.csv
     """
     path, _ = artifacts.parse_ref(embeddings)
-    for output in (o for o in (out, plot, csv, markdown) if o is not None):
-        check_output(output, [*map(str, models), path], force=force)
+    check_outputs([out, plot, csv, markdown], [*map(str, models), path], force=force)
     model_artifacts = [artifacts.read(model, "model") for model in models]
     split = artifacts.read_split(embeddings, default_split="test")
     result = evaluate_models(model_artifacts, split, allow_overlap)
-    for target, render in ((csv, lambda: rows_to_csv(result.rows)),
-                           (markdown, lambda: rows_to_markdown(result.rows, result.title, result.notes))):
-        if target is not None:
-            with replacing(target, force) as tmp:
-                tmp.write_text(render())
-    if plot is not None:
-        with replacing(plot, force) as tmp:
-            accuracy_vs_k(result.rows, tmp, result.title, result.feature_dim)
-    if out is not None:
-        artifact = evaluation_artifact(result.rows, result.split, result.title, result.notes, result.dataset,
-                                       result.n_private, result.private_fraction, result.ledger, result.overlap,
-                                       result.public)
-        save(ctx, out, artifact, [*(m.ref() for m in model_artifacts), split.ref])
+    with replacing_together([csv, markdown, plot], force) as (csv_tmp, markdown_tmp, plot_tmp):
+        _write_outputs(result, csv_tmp, markdown_tmp, plot_tmp)
+        if out is not None:
+            artifact = evaluation_artifact(result.rows, result.split, result.title, result.notes, result.dataset,
+                                           result.n_private, result.private_fraction, result.ledger, result.overlap,
+                                           result.public)
+            save(ctx, out, artifact, [*(m.ref() for m in model_artifacts), split.ref])
     _report(result, as_json)
+
+
+def _write_outputs(result: Evaluation, csv: Path | None, markdown: Path | None, plot: Path | None) -> None:
+    if csv is not None:
+        csv.write_text(rows_to_csv(result.rows))
+    if markdown is not None:
+        markdown.write_text(rows_to_markdown(result.rows, result.title, result.notes))
+    if plot is not None:
+        accuracy_vs_k(result.rows, plot, result.title, result.feature_dim)
 
 
 def _report(result: Evaluation, as_json: bool) -> None:

@@ -8,7 +8,8 @@ from typing import Optional
 import typer
 
 from pillar_cli.artifacts.classifier import read_classifier
-from pillar_cli.cli.common import ForceOption, JsonOption, check_output, cli_errors, print_json, stdout
+from pillar_cli.cli.boundary import cli_errors
+from pillar_cli.cli.common import ForceOption, JsonOption, check_output, print_json, stdout
 from pillar_cli.release.export import EXPORT_FORMATS, export_classifier
 
 

@@ -10,8 +10,10 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output, cli_errors,
-                                   float_list, int_list, noise_source, print_json, print_table, progress_bar, save)
+from pillar_cli.cli.boundary import cli_errors
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output,
+                                   float_list, int_list, noise_source, print_json, print_table, progress_bar,
+                                   save)
 from pillar_cli.devices import resolve_device
 from pillar_cli.cli.train import validation_split
 from pillar_cli.errors import DataError

@@ -10,13 +10,13 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.gsd import gsd_artifact
+from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
     ConfigOption,
     ForceOption,
     JsonOption,
     NoiseSeedOption,
     check_output,
-    cli_errors,
     noise_source,
     print_json,
     print_table,

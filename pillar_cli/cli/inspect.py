@@ -9,7 +9,8 @@ import typer
 from rich.tree import Tree
 
 from pillar_cli import artifacts
-from pillar_cli.cli.common import JsonOption, cli_errors, print_json, stdout
+from pillar_cli.cli.boundary import cli_errors
+from pillar_cli.cli.common import JsonOption, print_json, stdout
 from pillar_cli.privacy import event_from_dict, gaussian_segments
 from pillar_cli.privacy.selection import recorded_selection_epsilon
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible

@@ -11,7 +11,8 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.classifier import Classifier, read_classifier
-from pillar_cli.cli.common import ForceOption, JsonOption, check_output, cli_errors, print_json, progress_bar, stdout
+from pillar_cli.cli.boundary import cli_errors
+from pillar_cli.cli.common import ForceOption, JsonOption, check_output, print_json, progress_bar, stdout
 from pillar_cli.cli.sources import default_workers, parse_params
 from pillar_cli.data import SourceOptions, load_source
 from pillar_cli.errors import DataError, UsageError, param

@@ -8,7 +8,8 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.cli.common import ForceOption, JsonOption, check_output, cli_errors, print_json, save, stdout
+from pillar_cli.cli.boundary import cli_errors
+from pillar_cli.cli.common import ForceOption, JsonOption, check_output, print_json, save, stdout
 from pillar_cli.release import parse_cell, release_classifier
 
 

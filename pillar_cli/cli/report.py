@@ -8,8 +8,9 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.files import replacing
-from pillar_cli.cli.common import ForceOption, JsonOption, check_output, cli_errors, print_json, print_table
+from pillar_cli.artifacts.files import replacing_together
+from pillar_cli.cli.boundary import cli_errors
+from pillar_cli.cli.common import ForceOption, JsonOption, check_outputs, print_json, print_table
 from pillar_cli.errors import UsageError
 from pillar_cli.reporting.comparison import cells, compare, method_table
 from pillar_cli.reporting.figures import accuracy_vs_private_fraction, accuracy_vs_public_share, methods_by_dataset
@@ -39,9 +40,7 @@ def report(
 
     Example: pillar report val.h5 accounted.h5 closed-form.h5 --cells
     """
-    for output in (methods_plot, fraction_plot, public_plot, markdown):
-        if output is not None:
-            check_output(output, [str(e) for e in evaluations], force=force)
+    check_outputs([methods_plot, fraction_plot, public_plot, markdown], [str(e) for e in evaluations], force=force)
     loaded, names = [artifacts.read(e, "evaluation").attrs for e in evaluations], [e.stem for e in evaluations]
     if by_cell:
         return _print_cells(cells(loaded, names), as_json)
@@ -63,9 +62,9 @@ def _write_outputs(loaded: list[dict], names: list[str], title: str, table: tupl
             "fraction": lambda tmp: accuracy_vs_private_fraction(loaded, tmp, title),
             "public": lambda tmp: accuracy_vs_public_share(loaded, tmp, title),
             "markdown": lambda tmp: tmp.write_text(markdown_table(title, notes, *table))}
-    for name, target in targets.items():
-        if target is not None:
-            with replacing(target, force) as tmp:
+    with replacing_together(list(targets.values()), force) as temps:
+        for name, tmp in zip(targets, temps):
+            if tmp is not None:
                 draw[name](tmp)
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from pillar_cli.cli.common import cli_errors, stderr
+from pillar_cli.cli.boundary import cli_errors
+from pillar_cli.cli.common import stderr
 from pillar_cli.cli.pipeline import load_pipeline
 from pillar_cli.errors import PillarError, UsageError
 from pillar_cli.version import PROGRAM

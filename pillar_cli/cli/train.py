@@ -9,9 +9,10 @@ from typing import Any, Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output, cli_errors,
-                                   float_list, float_or_auto_list, int_list, noise_source, parse_shard, print_json,
-                                   print_table, progress_bar, save, split_list, warn)
+from pillar_cli.cli.boundary import cli_errors
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output,
+                                   float_list, float_or_auto_list, int_list, noise_source, parse_shard,
+                                   print_json, print_table, progress_bar, save, split_list, warn)
 from pillar_cli.cli.method_flags import METHOD_LIST, method_flags
 from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.accounted import AccountedSelection

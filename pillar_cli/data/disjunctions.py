@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from pillar_cli.data.dataset import Dataset
+from pillar_cli.data.labels import encode_labels
 from pillar_cli.errors import DataError, UsageError
 
 
@@ -79,8 +80,8 @@ def _sample_in_blocks(family: DisjunctionFamily, n: int, rng: np.random.Generato
 
 
 def read_csv_rows(path: Path) -> Dataset:
-    """Rows of numeric features with an integer label in the last column; a header line is allowed. Labels −1/+1
-    are read as classes 0/1 (the disjunction learner's convention), other integer labels as they are."""
+    """Rows of numeric features with a label in the last column (a number or a class name; data/labels.py); a
+    header line is allowed. Labels −1/+1 are the classes 0/1 (the disjunction learner's convention)."""
     try:
         with open(path, newline="") as handle:
             lines = [row for row in csv.reader(handle) if row]
@@ -91,18 +92,13 @@ def read_csv_rows(path: Path) -> Dataset:
     if not lines or len({len(row) for row in lines}) != 1 or len(lines[0]) < 2:
         raise DataError(f"{path} needs rows of equal length: features, then the label")
     try:
-        table = np.array(lines, dtype=np.float64)
+        features = np.array([row[:-1] for row in lines], dtype=np.float64)
     except ValueError as err:
-        raise DataError(f"{path} holds a value that is not a number: {err}") from err
-    features, labels = table[:, :-1], table[:, -1]
-    if not np.isfinite(features).all() or (labels != np.round(labels)).any():
-        raise DataError(f"{path}: features must be finite and labels (last column) integers")
-    if set(np.unique(labels)) <= {-1.0, 1.0}:
-        return Dataset(path.stem, features.astype(np.float32), (labels > 0).astype(np.int64), ["-1", "+1"])
-    if labels.min() < 0:
-        raise DataError(f"{path}: labels must be 0..C-1 or -1/+1 (found {labels.min():g})")
-    names = [str(i) for i in range(int(labels.max()) + 1)]
-    return Dataset(path.stem, features.astype(np.float32), labels.astype(np.int64), names)
+        raise DataError(f"{path} holds a feature that is not a number: {err}") from err
+    if not np.isfinite(features).all():
+        raise DataError(f"{path}: features must be finite")
+    (labels,), names = encode_labels(str(path), np.array([row[-1].strip() for row in lines]))
+    return Dataset(path.stem, features.astype(np.float32), labels, names)
 
 
 def _is_number(text: str) -> bool:

@@ -12,6 +12,7 @@ import numpy as np
 
 from pillar_cli.data.dataset import Dataset, no_labels
 from pillar_cli.data.image_files import IMAGE_SUFFIXES, ImageFiles, image_files_in
+from pillar_cli.data.labels import encode_labels
 from pillar_cli.errors import DataError
 CHUNK_CACHE_BYTES = 64 * 2**20  # per open image file of a lazy source
 CHUNK_CACHE_SLOTS = 100_003  # a prime, well above the number of chunks the cache holds (HDF5's advice)
@@ -54,10 +55,9 @@ def read_array_file(path: Path, arrays: dict[str, np.ndarray]) -> Dataset:
         test_inputs = _as_inputs(path, found["x_test"])
         if test_inputs.shape[1:] != inputs.shape[1:]:
             raise DataError(f"{path}: x_test rows have shape {test_inputs.shape[1:]}, x rows {inputs.shape[1:]}")
-    labels = found["y"].astype(np.int64).ravel()
-    test_labels = None if found["y_test"] is None else found["y_test"].astype(np.int64).ravel()
-    num_classes = int(max(labels.max(), test_labels.max() if test_labels is not None else 0)) + 1
-    return Dataset(path.stem, inputs, labels, [str(i) for i in range(num_classes)], test_inputs, test_labels)
+    label_parts = [found["y"]] if found["y_test"] is None else [found["y"], found["y_test"]]
+    (labels, *test_labels), names = encode_labels(str(path), *label_parts)
+    return Dataset(path.stem, inputs, labels, names, test_inputs, test_labels[0] if test_labels else None)
 
 
 def _as_inputs(path: Path, x: np.ndarray) -> np.ndarray:

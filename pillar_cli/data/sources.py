@@ -63,8 +63,11 @@ def load_source(name: str, options: SourceOptions) -> Dataset:
     if name not in SOURCES:
         raise UsageError(f"unknown source '{name}' (known: {', '.join(sorted(SOURCES))})")
     dataset = SOURCES[name].load(options)
-    if len(dataset.inputs) != len(dataset.labels):
-        raise DataError(f"source '{name}' has {len(dataset.inputs)} inputs but {len(dataset.labels)} labels")
+    for part, inputs, labels in (("", dataset.inputs, dataset.labels),
+                                 ("test ", dataset.test_inputs, dataset.test_labels)):
+        if inputs is not None and (labels is None or len(inputs) != len(labels)):
+            raise DataError(f"source '{name}' has {len(inputs)} {part}inputs but "
+                            f"{0 if labels is None else len(labels)} {part}labels")
     return dataset
 
 
@@ -114,8 +117,8 @@ def _disjunctions(options: SourceOptions) -> Dataset:
     return disjunction_dataset(family, int(options.number("n", 4000)))
 
 
-@register("csv", "CSV of numeric feature columns and a last integer label column (-1/+1 read as 0/1); a header "
-          "line is allowed")
+@register("csv", "CSV of numeric feature columns and a last label column (numbers or class names; -1/+1 read as "
+          "0/1); a header line is allowed")
 def _csv(options: SourceOptions) -> Dataset:
     return read_csv_rows(options.require_path("csv"))
 

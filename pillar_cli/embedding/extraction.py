@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from pillar_cli.artifacts import Artifact, embeddings_artifact
+from pillar_cli.artifacts.files import require_space, sibling
 from pillar_cli.artifacts.layout import row_blocks
 from pillar_cli.data import Dataset, SplitPlan
 from pillar_cli.data.splits import SPLIT_ROLES
@@ -55,11 +56,20 @@ class FeatureStore:
                 self.h5.create_dataset(split, shape=(size, dim), dtype=np.float32,
                                        chunks=(max(1, min(size, 2**20 // max(dim, 1))), dim))
                 self.h5[split].attrs["done"] = 0
+        to_come = sum(size - self.done(split) for split, size in sizes.items())
+        try:  # the rows still to embed go into this file, then all of them into the artifact beside it
+            require_space(path.parent, 4 * dim * (to_come + sum(sizes.values())), "embed")
+        except ArtifactError:
+            self.close()
+            if not resume:  # nothing was embedded: leave nothing behind
+                path.unlink(missing_ok=True)
+            raise
 
     def done(self, split: str) -> int:
         return int(self.h5[split].attrs["done"])
 
     def write(self, split: str, start: int, rows: np.ndarray) -> None:
+        require_space(self.path.parent, rows.nbytes, f"the scratch file {self.path}")  # the disk filled meanwhile
         self.h5[split][start:start + len(rows)] = rows
         self.h5[split].attrs["done"] = start + len(rows)
         self.h5.flush()
@@ -215,7 +225,7 @@ def embed_resumably(target: Path, options: dict[str, Any], dataset: Dataset, spl
     the artifact while its features still lie in the scratch file (so they are never all in memory), which is
     removed once it is written."""
     _keep_batch_buffers_off_the_heap()
-    store = FeatureStore(target.with_name(target.name + ".partial"), options,
+    store = FeatureStore(sibling(target, ".partial"), options,
                          {k: len(v) for k, v in splits.items()}, embedder.feature_dim, resume)
     try:
         artifact = save(embed_splits(dataset, splits, embedder, plan, batch_size, store, on_batch, workers))

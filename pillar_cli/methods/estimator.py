@@ -7,6 +7,7 @@ private rows that are among the rows the projection was fitted on. Every check o
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,12 +19,17 @@ from pillar_cli.linear.engine import LinearHead
 from pillar_cli.methods.base import PrivacySettings, SweepData, head_rows
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
 from pillar_cli.methods.grid import DEFAULT_BATCH, SweepGrid
-from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
+from pillar_cli.errors import DataError
+from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows, refuse_privately_scaled
 from pillar_cli.methods.sweep import SweepOptions, run_sweep
 from pillar_cli.artifacts.classifier import Classifier, read_classifier
 from pillar_cli.privacy import Event, event_from_dict, get_accountant, headline
 from pillar_cli.projection import PublicPCA, StoredMap
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, NoiseSource
+
+
+class PrivacyWarning(UserWarning):
+    """A use of the library that spends privacy outside the ε it reports."""
 
 
 @dataclass(frozen=True)
@@ -79,9 +85,12 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X: np.ndarray, y: np.ndarray, public: np.ndarray | None = None) -> DPLinearClassifier:
         """Train on the private rows (X, y); `public`: unlabelled public rows for the projection (and GEP)."""
-        x = np.asarray(X, dtype=np.float32)
-        self.classes_, labels = np.unique(np.asarray(y), return_inverse=True)
+        x, y = np.asarray(X, dtype=np.float32), np.asarray(y)
+        if y.dtype.kind == "f" and not np.isfinite(y).all():
+            raise DataError(f"y has {int((~np.isfinite(y)).sum())} NaN or infinite labels: every row needs a class")
+        self.classes_, labels = np.unique(y, return_inverse=True)
         method = get_method(self.method)
+        refuse_privately_scaled(x, public)
         self.projection_ = fitted_projection(self.projection, public, [self.method], x.shape[1])
         refuse_fitted_rows(self.projection_, x)
         k = None if method.single_cell else self.k
@@ -107,6 +116,15 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
                               self.noise_seed is not None)
         self.n_features_in_ = x.shape[1]
         return self
+
+    def set_params(self, **params: Any) -> DPLinearClassifier:
+        """As scikit-learn's; a hyper-parameter search (GridSearchCV sets each candidate's parameters here) that
+        keeps the fit scoring best on private labels spends privacy that `ledger_` does not count: warned."""
+        warnings.warn("choosing among DPLinearClassifier fits by their score on private labels (GridSearchCV, "
+                      "cross-validation) is outside ledger_.epsilon_spent, which covers one training; "
+                      "pillar_cli.sweep(..., select='accounted') puts the choice inside ε", PrivacyWarning,
+                      stacklevel=2)
+        return super().set_params(**params)
 
     @property
     def coef_(self) -> np.ndarray:

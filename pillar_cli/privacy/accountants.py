@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from pillar_cli.errors import UsageError
+from pillar_cli.errors import PrivacyError, UsageError
 from pillar_cli.privacy.events import Event, Segment, gaussian_segments, is_private, pure_parts
 from pillar_cli.privacy.rdp import epsilon_of, event_rdp
 
@@ -78,8 +78,19 @@ def _pld_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
 class Accountant:
     name: str
     description: str
-    epsilon: Callable[[tuple[Segment, ...], float], float]  # of Poisson-subsampled Gaussian segments at δ
+    compute: Callable[[tuple[Segment, ...], float], float]  # ε of Poisson-subsampled Gaussian segments at δ
     upper_bound: bool = True
+
+    def epsilon(self, segments: tuple[Segment, ...], delta: float) -> float:
+        """ε at δ of the segments; a configuration the numerical library cannot handle (10¹⁸ steps: an array of
+        that size) is refused with one line instead of the library's exception."""
+        try:
+            return self.compute(segments, delta)
+        except (ValueError, RuntimeError, OverflowError, MemoryError, FloatingPointError) as err:
+            steps = sum(steps for _, _, steps in segments)
+            raise PrivacyError(f"the {self.name} accountant cannot account for {steps:,} steps at sampling rate "
+                               f"{max(q for _, q, _ in segments):g}: {err}",
+                               hint="use fewer steps or another accountant (--accountant)") from err
 
 
 ACCOUNTANTS: dict[str, Accountant] = {a.name: a for a in (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pillar_cli.cli.common import flag_name
+from pillar_cli.cli.boundary import flag_name
 from pillar_cli.errors import UsageError, param
 
 

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.datasets import load_digits
+from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
 
-from pillar_cli import (DataError, DPLinearClassifier, PrivacyError, PublicPCA, UsageError, diagnose,
+from pillar_cli import (DataError, DPLinearClassifier, PrivacyError, PrivacyWarning, PublicPCA, UsageError, diagnose,
                         gradient_subspace_distance, spent_epsilon, sweep)
 
 
@@ -136,3 +138,23 @@ def test_the_api_applies_the_clis_step_and_batch_rules(digits):
         "pillar": (500, 40), "noisy-sgd": (40 * 40, 1)}
     clf = DPLinearClassifier(method="noisy-sgd", k=5, delta=1e-3).fit(x, y, public=digits["public"])
     assert clf.ledger_.steps == 40 * 40
+
+
+def test_python_api_pitfalls_are_refused_or_warned(digits):
+    """A search over fits keeps the best by private labels (outside the ledger: warned); a scaler fitted on the
+    private rows ahead of the estimator (read private data outside ε, and the public rows bypass it: scored 0.257
+    instead of 0.854); NaN labels (became an extra class) and NaN public rows (numpy's LinAlgError)."""
+    x, y, public = digits["x"], digits["y"], digits["public"]
+    quick = SETTINGS | {"steps": 20, "k": 10}
+    with pytest.warns(PrivacyWarning, match="outside ledger_.epsilon_spent, which covers one training"):
+        GridSearchCV(DPLinearClassifier(**quick), {"lr": [0.1, 0.5]}, cv=2).fit(x, y, public=public)
+    with pytest.raises(PrivacyError, match="^the private rows arrive standardised on their own statistics"):
+        Pipeline([("scale", StandardScaler()), ("clf", DPLinearClassifier(**quick))]).fit(x, y, clf__public=public)
+    unlabelled = y.astype(float)
+    unlabelled[4] = np.nan
+    with pytest.raises(DataError, match="^y has 1 NaN or infinite labels: every row needs a class$"):
+        DPLinearClassifier(**quick).fit(x, unlabelled, public=public)
+    broken = public.copy()
+    broken[2, 3] = np.inf
+    with pytest.raises(DataError, match="^public has 1 rows with NaN or Inf features$"):
+        DPLinearClassifier(**quick).fit(x, y, public=broken)

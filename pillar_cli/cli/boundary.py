@@ -1,0 +1,102 @@
+"""Where failures become what the user sees: one line on stderr (plus a hint), an exit code, never a traceback.
+
+A PillarError from the library is shown with its parameters spelt as this command's flags; a refused file
+operation (a name too long, a full disk) as the system's words; a usage error found by the option parser (an
+unknown flag, a missing argument, a bad --config key) as one line pointing at --help, instead of click's framed box.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import sys
+from typing import Any, Callable
+
+import typer
+from typer.core import TyperGroup
+
+from pillar_cli.errors import PillarError, UsageError, param
+
+# Library parameters whose flag is not --<name with dashes>.
+FLAG_NAMES = {"epsilon": "--eps", "params": "--param"}
+
+
+def flag_name(name: str, value: str | None, overrides: dict[str, str]) -> str:
+    """The flag a user types for a library parameter (`k_max` → --k-max; `pretrained=False` → --no-pretrained)."""
+    flag = overrides.get(name) or FLAG_NAMES.get(name) or "--" + name.replace("_", "-")
+    return flag.replace("--", "--no-", 1) if value == "False" else flag
+
+
+def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None = None) -> Callable:
+    """Turn a PillarError into one line on stderr (plus a hint) and its exit code, Ctrl-C into exit 130;
+    PILLAR_DEBUG=1 shows tracebacks. Parameters in messages are shown as this command's flags (`flags` maps the
+    library names a command spells differently, e.g. gsd's epsilon → --dp-eps)."""
+
+    def decorate(command: Callable) -> Callable:
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                for name, value in kwargs.items():
+                    _check_number(name, value)
+                return command(*args, **kwargs)
+            except PillarError as err:
+                if os.environ.get("PILLAR_DEBUG"):
+                    raise
+                message, hint = err.render(lambda name, value: flag_name(name, value, flags or {}))
+                print(f"error: {message}" + (f"\nhint: {hint}" if hint else ""), file=sys.stderr)
+                if err.exit_now:
+                    sys.stdout.flush(), sys.stderr.flush()
+                    os._exit(err.exit_code)
+                raise typer.Exit(err.exit_code) from None
+            except OSError as err:  # the system refused a file operation (a name too long, a full disk)
+                if os.environ.get("PILLAR_DEBUG"):
+                    raise
+                where = f"{err.filename}: " if err.filename else ""
+                print(f"error: {where}{err.strerror or err}", file=sys.stderr)
+                raise typer.Exit(3) from None
+            except KeyboardInterrupt:
+                print("error: interrupted; no artifact was written (existing files are unchanged)", file=sys.stderr)
+                raise typer.Exit(130) from None
+
+        return run
+
+    return decorate(command) if command is not None else decorate
+
+
+INT64_MAX = 2**63 - 1  # integers are stored as int64 (seeds, steps, sizes)
+
+
+def _check_number(name: str, value: Any) -> None:
+    """No float option takes NaN or an infinity; no integer option exceeds what an artifact can store."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UsageError(f"{param(name)} must be a finite number (got {value})")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > INT64_MAX:
+        raise UsageError(f"{param(name)} must be below 2**63 (got {value})")
+
+
+
+# click's base error, from typer's own classes: typer ≥ 0.29 carries its own copy of click
+_ClickException = next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == "ClickException")
+
+
+class OneLineUsageErrors(TyperGroup):
+    """The command group whose parser errors print as `error: …` and `hint: see pillar CMD --help`, exit 2."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:  # typer returns the code of a typer.Exit when not standalone; a command returns None
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except _ClickException as err:
+            if type(err).__name__ == "NoArgsIsHelpError":  # `pillar` alone: the help, as click shows it
+                err.show()
+                sys.exit(err.exit_code)
+            ctx = getattr(err, "ctx", None)
+            hint = f"\nhint: see {ctx.command_path} --help" if ctx is not None else ""
+            print(f"error: {err.format_message()}{hint}", file=sys.stderr)
+            code = err.exit_code
+        except typer.Abort:
+            print("error: aborted", file=sys.stderr)
+            code = 1
+        sys.exit(code if isinstance(code, int) else 0)
