@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 # torch/torchvision wheels that lie on this disk (x86_64: 2.14.1/0.29.1; aarch64: 2.9.1/0.24.1).
 TORCH_PINS := $(if $(filter aarch64,$(shell uname -m)),torch==2.9.1 torchvision==0.24.1,torch==2.14.1 torchvision==0.29.1)
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-fast fuzz bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -24,6 +24,11 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(PYTHON) -m pytest -m "not slow"
+
+# The reader fuzz tests with many more examples than the suite runs (about 40 min on 2 cores).
+fuzz: $(STAMP)
+	PILLAR_FUZZ_EXAMPLES=$${PILLAR_FUZZ_EXAMPLES:-1000} $(PYTHON) -m pytest -p no:cacheprovider \
+		tests/unit/artifacts/test_properties.py tests/cli/test_fuzz.py
 
 bench: $(STAMP)
 	$(PYTHON) benchmarks/bench_train.py

@@ -1,9 +1,11 @@
-"""What verifying an input's content hash costs next to the stage that reads it.
+"""What verifying an input costs next to the stage that reads it, and what the forked first reading adds.
 
 An embeddings artifact of CIFAR-10's size (45,000 private and 5,000 public rows of 2,048 float32 features, 10,000
 test rows) is written once; then, interleaved over rounds: the content hash recomputed from the file (what every
 read of it does, streamed block by block), and `fit-pca` on its public split end to end (read + verify + PCA +
-write the projection artifact).
+write the projection artifact). Then reading its public split, and reading a small projection artifact, with the
+first reading in a forked child (crash_guard.py, as every read runs) and in process only (as where fork is
+missing), in a process that has imported torch as the CLI has.
 Run: python benchmarks/bench_verify.py [--rounds 3]
 """
 
@@ -17,7 +19,11 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+import torch  # noqa: F401  (the CLI's processes are this large when they fork)
+
 from pillar_cli import artifacts
+from pillar_cli.artifacts import core as artifact_core
+from pillar_cli.artifacts.crash_guard import passes_in_child
 from pillar_cli.artifacts.integrity import file_content_hash
 from pillar_cli.projection import fit_public_split
 
@@ -54,6 +60,25 @@ def main() -> None:
               f"{args.rounds} interleaved rounds: verifying its content hash {verify:.2f} s "
               f"({size / verify:.0f} MiB/s); fit-pca on its public split {fit:.2f} s, verification included; "
               f"verification = {100 * verify / fit:.1f} % of fit-pca")
+        pca_path = Path(scratch) / "pca0.h5"
+        for label, read in (("public split (5,000 × 2,048)", lambda: artifacts.read_split(f"{path}:public")),
+                            ("projection (200 × 2,048)", lambda: artifacts.read(pca_path, "projection"))):
+            guarded, in_process = guard_cost(read, args.rounds)
+            print(f"reading the {label}: {guarded * 1e3:.1f} ms with the forked first reading, "
+                  f"{in_process * 1e3:.1f} ms in process only ({guarded / in_process:.2f}×)")
+
+
+def guard_cost(read, rounds: int) -> tuple[float, float]:
+    """Best seconds of `read` with the forked first reading and without it, interleaved over rounds."""
+    best = {True: float("inf"), False: float("inf")}
+    for _ in range(max(rounds, 5)):
+        for forked in (True, False):
+            artifact_core.passes_in_child = passes_in_child if forked else (lambda path, check: False)
+            start = time.perf_counter()
+            read()
+            best[forked] = min(best[forked], time.perf_counter() - start)
+    artifact_core.passes_in_child = passes_in_child
+    return best[True], best[False]
 
 
 if __name__ == "__main__":

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
 import h5py
 
-from pillar_cli.artifacts.integrity import file_content_hash
+from pillar_cli.artifacts.integrity import file_content_hash, record_hash, stored_record
 
 
 def assert_clean_failure(result, code: int, message: str, out: Path | None = None) -> None:
@@ -19,6 +20,11 @@ def assert_clean_failure(result, code: int, message: str, out: Path | None = Non
     assert "Traceback" not in result.stderr and result.stdout == ""
     if out is not None:
         assert not out.exists()
+
+
+def fuzz_examples(default: int) -> int:
+    """Examples a fuzz test runs: `default` in the suite, PILLAR_FUZZ_EXAMPLES in a long run (`make fuzz`)."""
+    return int(os.environ.get("PILLAR_FUZZ_EXAMPLES", default))
 
 
 def snapshot(directory: Path) -> dict[str, bytes]:
@@ -37,5 +43,6 @@ def edited_copy(source: Path, target: Path, restamp: bool = True):
         if restamp and "content_hash" in h5.attrs:
             try:
                 h5.attrs["content_hash"] = file_content_hash(h5)
+                h5.attrs["record_hash"] = record_hash(stored_record(h5))
             except (TypeError, ValueError, KeyError):  # the edit broke what the hash reads: the file stays unstamped
                 pass

@@ -1,9 +1,10 @@
-"""HDF5 artifacts, schema version 1: the only way stages exchange data.
+"""HDF5 artifacts, schema version 2: the only way stages exchange data.
 
 Invariants: an artifact is written to a temporary file beside its destination and renamed on success, so a
 reader never sees half a file and a failed write never destroys an existing one; reading checks the kind and
 the schema version; every artifact carries its provenance (command, resolved config, input content hashes)
-and a content hash over its logical content (arrays and attributes, not file bytes, which hold timestamps).
+and a content hash over its logical content (arrays and attributes, not file bytes, which hold timestamps), and
+a record hash binding that provenance to the content.
 """
 
 from __future__ import annotations
@@ -21,14 +22,15 @@ import h5py
 import numpy as np
 
 from pillar_cli.artifacts.files import replacing
-from pillar_cli.artifacts.integrity import content_hash, verify
+from pillar_cli.artifacts.crash_guard import CORRUPT_HINT, identity, passes_in_child
+from pillar_cli.artifacts.integrity import content_hash, record_hash, verify
 from pillar_cli.artifacts.layout import (RESERVED_ATTRS, json_default, read_arrays, read_attr,
                                          read_kind_attrs, write_array)
 from pillar_cli.artifacts.schema import validate
 from pillar_cli.errors import ArtifactError, LibraryStateError
 from pillar_cli.version import __version__
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 KINDS = ("embeddings", "embedding-shard", "projection", "assumptions", "model", "gsd", "evaluation", "audit",
          "classifier")
 
@@ -127,14 +129,14 @@ def _stored_size(artifact: Artifact) -> int:
 
 
 def _write_root_attrs(h5: h5py.File, artifact: Artifact, provenance: Provenance) -> None:
-    h5.attrs["pillar_kind"] = artifact.kind
-    h5.attrs["schema_version"] = SCHEMA_VERSION
-    h5.attrs["pillar_version"] = provenance.pillar_version
-    h5.attrs["created_at"] = provenance.created_at
-    h5.attrs["content_hash"] = provenance.content_hash
-    h5.attrs["command"] = json.dumps(provenance.command)
-    h5.attrs["config"] = json.dumps(provenance.config, default=str)
-    h5.attrs["inputs"] = json.dumps([ref.to_dict() for ref in provenance.inputs])
+    record = {"pillar_kind": artifact.kind, "schema_version": SCHEMA_VERSION,
+              "pillar_version": provenance.pillar_version, "created_at": provenance.created_at,
+              "content_hash": provenance.content_hash, "command": json.dumps(provenance.command),
+              "config": json.dumps(provenance.config, default=str),
+              "inputs": json.dumps([ref.to_dict() for ref in provenance.inputs])}
+    for key, value in record.items():
+        h5.attrs[key] = value
+    h5.attrs["record_hash"] = record_hash(record)
     json_attrs = []
     for key, value in artifact.attrs.items():
         if key in RESERVED_ATTRS:
@@ -150,7 +152,8 @@ def _write_root_attrs(h5: h5py.File, artifact: Artifact, provenance: Provenance)
 def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = None,
          check_schema: bool = True) -> Artifact:
     """Read an artifact, refusing the wrong kind, an unknown schema version or content that no longer matches its
-    content hash (every array of the file is hashed, also when only one group is loaded).
+    hashes (every array of the file is hashed, also when only one group is loaded). The file is first read in a
+    forked child (crash_guard.py): a corrupted file that crashes libhdf5 is one error, not a dead interpreter.
 
     `under` restricts the arrays loaded to one group (e.g. one split of an embeddings file). `check_schema`: refuse
     arrays and attributes that the stages reading this kind could not use (schema.py).
@@ -160,29 +163,39 @@ def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = N
     if not path.exists():
         raise ArtifactError(f"artifact not found: {path}")
     try:
+        before = identity(path)
+        verified = passes_in_child(path, lambda h5: (_kind_checked(h5, path, expected), verify(h5, path),
+                                                     read_kind_attrs(h5), _read_provenance(h5)))
         with h5py.File(path, "r") as h5:
-            found = read_attr(h5, "pillar_kind")
-            if found is None:
-                raise ArtifactError(f"{path} is not a pillar artifact (no 'pillar_kind' attribute)")
-            if found not in expected:
-                hint = "merge all shards first: pillar embed --merge SHARD... -o emb.h5" \
-                    if found == "embedding-shard" else None
-                raise ArtifactError(f"{path} is a {found} artifact, expected {' or '.join(expected)}", hint=hint)
-            version = read_attr(h5, "schema_version")
-            if version != SCHEMA_VERSION:
-                raise ArtifactError(f"{path} has schema version {version!r}; this pillar reads version "
-                                    f"{SCHEMA_VERSION}", hint="upgrade pillar or recreate the artifact")
-            verify(h5, path)
+            found = _kind_checked(h5, path, expected)
+            verify(h5, path, rehash=not verified)
             artifact = Artifact(found, read_arrays(h5, path, under), read_kind_attrs(h5), str(path),
                                 _read_provenance(h5))
+        if verified and identity(path) != before:
+            raise ArtifactError(f"{path} changed while it was read", hint="read it again once nothing writes it")
         if check_schema:
             validate(found, artifact.arrays, artifact.attrs, str(path))
     except ArtifactError:
         raise
     except (OSError, KeyError, ValueError, TypeError, RuntimeError) as err:
         raise ArtifactError(f"{path} is not a readable pillar artifact ({_first_line(err)})",
-                            hint="the file may be truncated or corrupt; recreate it") from err
+                            hint=CORRUPT_HINT) from err
     return artifact
+
+
+def _kind_checked(h5: h5py.File, path: Path, expected: tuple[str, ...]) -> str:
+    """The file's kind, refusing another kind or another schema version."""
+    found = read_attr(h5, "pillar_kind")
+    if found is None:
+        raise ArtifactError(f"{path} is not a pillar artifact (no 'pillar_kind' attribute)")
+    if found not in expected:
+        hint = "merge all shards first: pillar embed --merge SHARD... -o emb.h5" if found == "embedding-shard" else None
+        raise ArtifactError(f"{path} is a {found} artifact, expected {' or '.join(expected)}", hint=hint)
+    version = read_attr(h5, "schema_version")
+    if version != SCHEMA_VERSION:
+        raise ArtifactError(f"{path} has schema version {version!r}; this pillar reads version {SCHEMA_VERSION}",
+                            hint="upgrade pillar or recreate the artifact")
+    return found
 
 
 def _first_line(err: BaseException) -> str:
@@ -204,6 +217,7 @@ def _read_provenance(h5: h5py.File) -> Provenance:
 def read_provenance(path: str | Path) -> tuple[str, Provenance]:
     """Kind and provenance of an artifact, reading its attributes only (no arrays)."""
     try:
+        passes_in_child(path, _read_provenance)
         with h5py.File(path, "r") as h5:
             kind = read_attr(h5, "pillar_kind")
             if kind is None:

@@ -11,6 +11,7 @@ import h5py
 import numpy as np
 
 from pillar_cli.artifacts.core import Artifact, InputRef, read
+from pillar_cli.artifacts.crash_guard import passes_in_child
 from pillar_cli.artifacts.integrity import refuse_links
 from pillar_cli.errors import ArtifactError, UsageError, param
 
@@ -78,13 +79,18 @@ def feature_recipe(attrs: dict[str, Any]) -> dict[str, Any]:
 def embedded_rows(path: str) -> int:
     """Rows of the source embedded in the file, over all its splits (read without the splits' features, so each
     split's row ids are checked to be there)."""
+    passes_in_child(path, lambda h5: _count_rows(h5, path))
     with h5py.File(path, "r") as h5:
-        refuse_links(h5, path)
-        for name, group in h5["splits"].items():
-            if not isinstance(group, h5py.Group) or not isinstance(group.get("index"), h5py.Dataset):
-                raise ArtifactError(f"{path}: embeddings artifact has no dataset '/splits/{name}/index'",
-                                    hint="the file may come from another tool or be damaged; recreate it")
-        return sum(group["index"].shape[0] for group in h5["splits"].values())
+        return _count_rows(h5, path)
+
+
+def _count_rows(h5: h5py.File, path: str) -> int:
+    refuse_links(h5, path)
+    for name, group in h5["splits"].items():
+        if not isinstance(group, h5py.Group) or not isinstance(group.get("index"), h5py.Dataset):
+            raise ArtifactError(f"{path}: embeddings artifact has no dataset '/splits/{name}/index'",
+                                hint="the file may come from another tool or be damaged; recreate it")
+    return sum(group["index"].shape[0] for group in h5["splits"].values())
 
 
 def read_split(text: str, default_split: str | None = None) -> Split:

@@ -1,7 +1,11 @@
-"""Content hashes: sha256 over an artifact's arrays (names, dtypes, shapes, bytes) and its attributes.
+"""Content hashes: sha256 over an artifact's arrays (names, dtypes, shapes, bytes) and its attributes; record
+hashes: sha256 over the content hash and the provenance stored beside it (command, config, inputs).
 
-`write` stores the hash; every `read` recomputes it from the file, streaming the arrays block by block, and refuses
-a file whose content no longer matches: an artifact edited after it was written is never used silently.
+`write` stores both; every `read` recomputes them from the file, streaming the arrays block by block, and refuses
+a file whose content or provenance no longer matches: an artifact edited after it was written is never used
+silently. The content hash leaves out the write time and command, so that equal content hashes equally; the record
+hash binds the provenance to that content. Both detect edits, not forgeries: anyone can re-hash a file, so no check
+that guards private data relies on provenance alone.
 """
 
 from __future__ import annotations
@@ -74,13 +78,37 @@ def _blocks(name: str, node: h5py.Dataset):
         yield (header if start == 0 else b""), block
 
 
-def verify(h5: h5py.File, path: str | Path) -> None:
-    """Refuse a file whose arrays or attributes no longer match the content hash stored when it was written, or
-    that holds links."""
-    refuse_links(h5, path)
+RECORD_ATTRS = ("pillar_kind", "schema_version", "pillar_version", "created_at", "command", "config", "inputs",
+                "content_hash")
+
+
+def record_hash(record: dict[str, Any]) -> str:
+    """sha256 over the root attributes RECORD_ATTRS as stored (provenance as its JSON text)."""
+    return hashlib.sha256(json.dumps([record.get(name) for name in RECORD_ATTRS]).encode()).hexdigest()
+
+
+def stored_record(h5: h5py.File) -> dict[str, Any]:
+    return {name: read_attr(h5, name) for name in RECORD_ATTRS}
+
+
+def modified_part(h5: h5py.File) -> str | None:
+    """'content' or 'provenance' when that part of the file no longer matches the hash stored with it, else None."""
     if file_content_hash(h5) != read_attr(h5, "content_hash"):
-        raise ArtifactError(f"{path} was modified after it was written: its content no longer matches its content "
-                            "hash", hint="recreate it with the stage that wrote it")
+        return "content"
+    if record_hash(stored_record(h5)) != read_attr(h5, "record_hash"):
+        return "provenance"
+    return None
+
+
+def verify(h5: h5py.File, path: str | Path, rehash: bool = True) -> None:
+    """Refuse a file that holds links or (`rehash`: unless already verified) whose arrays, attributes or provenance
+    no longer match the hashes stored when it was written."""
+    refuse_links(h5, path)
+    part = modified_part(h5) if rehash else None
+    if part is not None:
+        hash_name = "content hash" if part == "content" else "record hash"
+        raise ArtifactError(f"{path} was modified after it was written: its {part} no longer matches its {hash_name}",
+                            hint="recreate it with the stage that wrote it")
 
 
 def refuse_links(h5: h5py.File, path: str | Path) -> None:

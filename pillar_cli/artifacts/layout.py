@@ -14,7 +14,7 @@ from pillar_cli.errors import ArtifactError, MissingSplitError
 
 BLOCK_BYTES = 64 * 2**20  # rows of a dataset copied or hashed at a time
 RESERVED_ATTRS = ("pillar_kind", "schema_version", "pillar_version", "created_at", "command", "config",
-                  "inputs", "content_hash", "json_attrs")
+                  "inputs", "content_hash", "record_hash", "json_attrs")
 
 
 def json_default(value: Any) -> Any:

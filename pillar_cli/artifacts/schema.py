@@ -105,6 +105,24 @@ def _projection_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | No
     dim = len(arrays["mean"])
     if len(arrays["scale"]) != dim or arrays["components"].shape != (attrs["k_max"], dim):
         return f"has components {arrays['components'].shape} and scale {arrays['scale'].shape} for {dim} dimensions"
+    return _unusable_numbers(arrays, ("mean", "components", "eigenvalues")) or _rows_recorded(arrays, attrs, ("public",))
+
+
+def _unusable_numbers(arrays: dict, names: tuple[str, ...]) -> str | None:
+    """Non-finite values where every stage multiplies by them, or a scale it divides by that is not positive."""
+    bad = [name for name in names if name in arrays and not np.isfinite(arrays[name]).all()]
+    if bad:
+        return f"has NaN or Inf in '/{bad[0]}'"
+    if "scale" in arrays and not (np.isfinite(arrays["scale"]).all() and np.all(arrays["scale"] > 0)):
+        return "has a scale that is not a positive number in every dimension"
+    return None
+
+
+def _rows_recorded(arrays: dict, attrs: dict, groups: tuple[str, ...]) -> str | None:
+    """A file naming its source (so that row-overlap checks apply) must hold the rows it was made from."""
+    missing = [group for group in groups if f"rows/{group}" not in arrays]
+    if "source_fingerprint" in attrs and missing:
+        return f"records its source but not its rows ('/rows/{missing[0]}')"
     return None
 
 
@@ -123,6 +141,13 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
         return f"has a scale of {len(arrays['scale'])} dimensions for a mean of {dim}"
     if not all(isinstance(attrs["ledger"].get(key), kind) for key, kind in LEDGER.items()):
         return "has a ledger without accountant, delta and clip"
+    if np.isnan(arrays["runs/epsilon_spent"]).any() or (arrays["runs/epsilon_spent"] < 0).any():
+        return "has an epsilon_spent that is not a number ≥ 0"
+    problem = _unusable_numbers(arrays, ("mean",) + tuple(n for n in arrays if n.endswith(("/weights", "/bias"))))
+    if problem is None and "network" not in attrs:  # a network's rows are pixels of its own pre-training split
+        problem = _rows_recorded(arrays, attrs, ("private", "val"))
+    if problem:
+        return problem
     for i in range(runs):
         if "network" in attrs:  # a network per run (artifacts/network.py), no linear head
             if not any(name.startswith(f"runs/{i}/network/") for name in arrays):
@@ -163,5 +188,12 @@ def _classifier_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | No
     return None
 
 
+def _gsd_ranking(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
+    if not attrs["ranking"] or len(arrays["distance"]) != len(attrs["ranking"]) or \
+            not np.isfinite(arrays["distance"]).all():
+        return "has an empty ranking or distances that do not match it"
+    return None
+
+
 _CONSISTENCY = {"embedding-shard": (_rows_agree,), "projection": (_projection_shapes,), "model": (_model_shapes,),
-                "evaluation": (_evaluation_rows,), "classifier": (_classifier_shapes,)}  # embeddings: read_split checks each split's lengths
+                "evaluation": (_evaluation_rows,), "classifier": (_classifier_shapes,), "gsd": (_gsd_ranking,)}  # embeddings: read_split checks each split's lengths

@@ -211,9 +211,9 @@ def test_bingham_refuses_large_gradient_dimension(pillar, mnist, tmp_path):
 def test_unknown_schema_version(pillar, mnist, tmp_path):
     future = tmp_path / "future.h5"
     with edited_copy(mnist["pca"], future) as h5:
-        h5.attrs["schema_version"] = 2
+        h5.attrs["schema_version"] = 3
     result = pillar("inspect", future, expect=None)
-    assert_clean_failure(result, 3, f"{future} has schema version 2; this pillar reads version 1")
+    assert_clean_failure(result, 3, f"{future} has schema version 3; this pillar reads version 2")
 
 
 @bad_input("Inf features")

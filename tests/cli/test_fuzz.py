@@ -9,7 +9,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from checks import edited_copy
+from checks import edited_copy, fuzz_examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -87,7 +87,7 @@ values = st.one_of(st.integers(-3, 10**6), st.text(st.characters(exclude_charact
 @pytest.mark.parametrize("kind", ["embeddings", "projection", "model", "evaluation", "assumptions", "gsd"])
 @given(how=st.sampled_from(["flip", "truncate", "drop-dataset", "reshape-dataset", "retype-dataset",
                             "drop-attribute", "set-attribute"]), choice=st.integers(0, 10**6), value=values)
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=fuzz_examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_corrupted_artifacts_end_in_one_line(pillar, originals, tmp_path, kind, how, choice, value):
     corrupted = tmp_path / f"{kind}-{how}.h5"
     corrupt(originals[kind], corrupted, how, choice, value)

@@ -6,8 +6,12 @@ from __future__ import annotations
 import json
 
 import h5py
+import numpy as np
 import pytest
 from checks import assert_clean_failure, edited_copy, snapshot
+
+from pillar_cli import artifacts
+from pillar_cli.artifacts.gsd import gsd_artifact
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
@@ -43,23 +47,67 @@ def test_a_link_cannot_make_the_private_split_pass_for_another(pillar, mnist, tm
 
 def test_rewritten_provenance_does_not_vouch_for_private_rows(pillar, mnist, tmp_path):
     """A projection fitted on another split seed's public rows (some of them private rows of these embeddings),
-    whose recorded inputs are rewritten to name these embeddings: the provenance is outside the content hash, so
-    the row-overlap check must run on the rows the projection records, whatever its provenance says."""
+    whose recorded inputs are rewritten to name these embeddings. Edited alone, the provenance no longer matches
+    its record hash; re-hashed (anyone can), it must still not vouch: the row-overlap check runs on the rows the
+    projection records, whatever its provenance says."""
     other, projection, forged = tmp_path / "seed1.h5", tmp_path / "pca1.h5", tmp_path / "forged.h5"
     pillar("embed", "--source", "mnist5k", "--seed", "1", "-o", other)
     pillar("fit-pca", f"{other}:public", "--k-max", "20", "-o", projection)
     with h5py.File(mnist["emb"], "r") as h5:
         embeddings_hash = h5.attrs["content_hash"]
-    with edited_copy(projection, forged, restamp=False) as h5:
-        inputs = json.loads(h5.attrs["inputs"])
-        inputs[0].update(path=str(mnist["emb"]), content_hash=embeddings_hash)
-        h5.attrs["inputs"] = json.dumps(inputs)
+    out = tmp_path / "m.h5"
+    for restamp in (False, True):
+        with edited_copy(projection, forged, restamp=restamp) as h5:
+            inputs = json.loads(h5.attrs["inputs"])
+            inputs[0].update(path=str(mnist["emb"]), content_hash=embeddings_hash)
+            h5.attrs["inputs"] = json.dumps(inputs)
+        if not restamp:
+            result = pillar("train-private", mnist["emb"], "-p", forged, "--k", "5", "-o", out, expect=None)
+            assert_clean_failure(result, 3, f"{forged} was modified after it was written: its provenance no longer "
+                                            "matches its record hash", out)
     with h5py.File(forged, "r") as h5:
         public_rows = h5["rows/public"][()]
     with h5py.File(mnist["emb"], "r") as h5:
         overlap = len(set(public_rows.tolist()) & set(h5["splits/private/index"][()].tolist()))
     assert overlap > 0
-    out = tmp_path / "m.h5"
     result = pillar("train-private", mnist["emb"], "-p", forged, "--k", "5", "--steps", "5", "-o", out, expect=None)
     assert_clean_failure(result, 5, f"{forged} was fitted on {overlap} rows of {mnist['emb']}:private (same source): "
                                     "the public data must not hold private rows", out)
+
+
+FORGERIES = {  # what a buggy writer could leave, re-hashed so that only the schema's value checks stand in the way
+    "NaN component": ("pca", lambda h5: h5["components"].__setitem__((0, 0), np.nan),
+                      "has NaN or Inf in '/components'"),
+    "zero scale": ("pca", lambda h5: h5["scale"].__setitem__(3, 0.0),
+                   "has a scale that is not a positive number in every dimension"),
+    "NaN weights": ("model", lambda h5: h5["runs/0/weights"].__setitem__((0, 0), np.nan),
+                    "has NaN or Inf in '/runs/0/weights'"),
+    "NaN epsilon": ("model", lambda h5: h5["runs/epsilon_spent"].__setitem__(0, np.nan),
+                    "has an epsilon_spent that is not a number ≥ 0"),
+    "no private rows": ("model", lambda h5: h5["rows"].__delitem__("private"),
+                        "records its source but not its rows ('/rows/private')"),
+    "no public rows": ("pca", lambda h5: h5["rows"].__delitem__("public"),
+                       "records its source but not its rows ('/rows/public')"),
+}
+
+
+@pytest.mark.parametrize("forgery", sorted(FORGERIES))
+def test_values_no_stage_can_use_are_refused_on_read(pillar, mnist, tmp_path, forgery):
+    """Once NaN results, tracebacks, or (without rows) an overlap check that passed by finding nothing."""
+    kind, edit, problem = FORGERIES[forgery]
+    source = mnist["pca"] if kind == "pca" else tmp_path / "m.h5"
+    if kind == "model":
+        pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5", "--steps", "5", "-o", source)
+    forged = tmp_path / "forged.h5"
+    with edited_copy(source, forged) as h5:
+        edit(h5)
+    label = "projection" if kind == "pca" else "model"
+    result = pillar("inspect", forged, expect=None)
+    assert_clean_failure(result, 3, f"{forged}: {label} artifact {problem}")
+
+
+def test_an_empty_gsd_ranking_is_refused(pillar, tmp_path):
+    path = tmp_path / "g.h5"
+    artifacts.write(path, gsd_artifact([], [], [], {}, None))
+    assert_clean_failure(pillar("inspect", path, expect=None), 3,
+                         f"{path}: gsd artifact has an empty ranking or distances that do not match it")

@@ -48,7 +48,7 @@ def test_read_refuses_wrong_kind_and_unknown_version(tmp_path):
         artifacts.read(path, "model")
     with h5py.File(path, "a") as h5:
         h5.attrs["schema_version"] = 7
-    with pytest.raises(ArtifactError, match="has schema version 7; this pillar reads version 1"):
+    with pytest.raises(ArtifactError, match="has schema version 7; this pillar reads version 2"):
         artifacts.read(path, "embeddings")
 
 
@@ -96,6 +96,7 @@ def test_parse_ref():
 
 
 def test_strings_with_nul_characters_round_trip(tmp_path):
-    artifact = Artifact("gsd", {"distance": np.zeros(1)}, {"note": "a\x00b", "ranking": [], "settings": {}})
+    artifact = Artifact("gsd", {"distance": np.zeros(1)},
+                        {"note": "a\x00b", "ranking": [{"candidate": "a"}], "settings": {}})
     artifacts.write(tmp_path / "n.h5", artifact)
     assert artifacts.read(tmp_path / "n.h5", "gsd").attrs["note"] == "a\x00b"

@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from checks import fuzz_examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -66,7 +67,7 @@ VALID = _valid_artifact_bytes()
                  st.lists(st.tuples(st.integers(0, len(VALID) - 1), st.integers(0, 255)), min_size=1, max_size=40)
                  .map(lambda edits: _corrupt(VALID, edits)),
                  st.integers(0, len(VALID)).map(lambda cut: VALID[:cut])))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=fuzz_examples(150), deadline=None)
 def test_reader_fuzz_only_ever_raises_artifact_errors(data):
     directory = Path(tempfile.mkdtemp())
     try:

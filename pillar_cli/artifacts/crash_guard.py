@@ -1,0 +1,88 @@
+"""A first reading of an untrusted HDF5 file in a forked child.
+
+libhdf5 can crash the interpreter (a segmentation fault) or loop forever on a corrupted file, and no exception
+handler catches either. So every artifact is first read in a child process forked for it: the child walks what the
+read will touch (attributes, links, every dataset's bytes for the content hash); a crash there, or a reading that
+outlasts any honest one of a file that size, becomes one error line in the parent, and a file the child verified
+is not hashed a second time. Forking shares the parent's imports, so the
+child costs milliseconds on top of the hashing it takes over. Where `os.fork` does not exist the file is read in
+process only, as before.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import h5py
+
+from pillar_cli.errors import ArtifactError
+
+CORRUPT_HINT = "the file may be truncated or corrupt; recreate it"
+BASE_SECONDS, SLOWEST_READ_BYTES_PER_SECOND = 20.0, 10e6  # a disk slower than this is not assumed
+
+
+def reading_limit(path: str | Path) -> float:
+    """Seconds after which the child's reading is taken for a loop in libhdf5, not a slow disk."""
+    return BASE_SECONDS + os.path.getsize(path) / SLOWEST_READ_BYTES_PER_SECOND
+
+
+def passes_in_child(path: str | Path, check: Callable[[h5py.File], object]) -> bool:
+    """Whether `check` ran without error on the open file in a forked child. False when it raised (the caller's
+    own read raises that error in process) or when the platform cannot fork; a crash of the child, or a reading
+    past `reading_limit`, is an ArtifactError."""
+    if not hasattr(os, "fork"):
+        return False
+    limit = reading_limit(path)
+    pid = os.fork()
+    if pid == 0:  # the child: never returns, never runs the parent's exit handlers or flushes its buffers
+        code = 1
+        try:
+            faulthandler.disable()
+            with h5py.File(path, "r") as h5:
+                check(h5)
+            code = 0
+        finally:
+            os._exit(code)
+    try:
+        status = _exit_status(pid, limit)
+    except BaseException:  # interrupted: the child's reading is of no use any more
+        _kill(pid)
+        raise
+    if status is None:
+        _kill(pid)
+        raise ArtifactError(f"{path} is not a readable pillar artifact (the HDF5 library did not finish reading it "
+                            f"in {limit:.0f} s)", hint=CORRUPT_HINT)
+    if os.WIFSIGNALED(status):
+        crash = signal.Signals(os.WTERMSIG(status)).name
+        raise ArtifactError(f"{path} is not a readable pillar artifact (the HDF5 library crashed reading it: {crash})",
+                            hint=CORRUPT_HINT)
+    return os.WEXITSTATUS(status) == 0
+
+
+def _exit_status(pid: int, limit: float) -> int | None:
+    """The child's wait status, or None once `limit` seconds have passed (polled: a few milliseconds of latency)."""
+    deadline, pause = time.monotonic() + limit, 0.0005
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(pause)
+        pause = min(2 * pause, 0.02)
+
+
+def _kill(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+def identity(path: str | Path) -> tuple[int, ...]:
+    """What changes when a file is replaced or rewritten between the child's reading and the parent's."""
+    stat = os.stat(path)
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns

@@ -1,0 +1,58 @@
+"""The forked first reading of an artifact: a crash of the reading library is one error, not a dead interpreter."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+
+import numpy as np
+import pytest
+
+from pillar_cli import artifacts
+from pillar_cli.artifacts import Artifact
+from pillar_cli.artifacts import core as artifact_core
+from pillar_cli.artifacts import crash_guard
+from pillar_cli.artifacts.crash_guard import passes_in_child
+from pillar_cli.errors import ArtifactError
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the guard forks")
+
+
+@pytest.fixture
+def projection(tmp_path):
+    arrays = {"mean": np.zeros(4), "scale": np.ones(4), "components": np.eye(4), "eigenvalues": np.ones(4)}
+    attrs = {"k_max": 4, "standardized": True, "rank": 4, "n_public": 10}
+    return artifacts.write(tmp_path / "p.h5", Artifact("projection", arrays, attrs)).path
+
+
+def test_a_segfault_while_reading_is_one_error_and_the_reader_lives_on(projection):
+    with pytest.raises(ArtifactError) as caught:
+        passes_in_child(projection, lambda h5: ctypes.string_at(0))  # a real segmentation fault, in the child
+    assert str(caught.value) == f"{projection} is not a readable pillar artifact (the HDF5 library crashed reading " \
+                                "it: SIGSEGV)"
+    assert artifacts.read(projection, "projection").kind == "projection"
+
+
+def test_a_reading_that_never_ends_is_stopped_and_is_one_error(projection, monkeypatch):
+    monkeypatch.setattr(crash_guard, "BASE_SECONDS", 1.0)
+    with pytest.raises(ArtifactError) as caught:
+        passes_in_child(projection, lambda h5: time.sleep(600))  # as libhdf5 looping on a damaged file
+    assert str(caught.value) == f"{projection} is not a readable pillar artifact (the HDF5 library did not finish " \
+                                "reading it in 1 s)"
+
+
+def test_the_child_says_whether_the_check_passed(projection):
+    assert passes_in_child(projection, lambda h5: h5.attrs["pillar_kind"]) is True
+    assert passes_in_child(projection, lambda h5: h5["no such dataset"]) is False
+
+
+def test_a_file_rewritten_between_the_childs_reading_and_the_parents_is_refused(projection, monkeypatch):
+    def then_rewritten(path, check):
+        verified = passes_in_child(path, check)
+        os.utime(path, ns=(0, 0))  # a writer in between: the parent would read content nobody hashed
+        return verified
+
+    monkeypatch.setattr(artifact_core, "passes_in_child", then_rewritten)
+    with pytest.raises(ArtifactError, match=f"^{projection} changed while it was read$"):
+        artifacts.read(projection, "projection")
