@@ -56,7 +56,7 @@ def evaluate(
         if out is not None:
             artifact = evaluation_artifact(result.rows, result.split, result.title, result.notes, result.dataset,
                                            result.n_private, result.private_fraction, result.ledger, result.overlap,
-                                           result.public)
+                                           result.public, result.feature_dim)
             save(ctx, out, artifact, [*(m.ref() for m in model_artifacts), split.ref])
     _report(result, as_json)
 

@@ -13,7 +13,8 @@ from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import ForceOption, JsonOption, check_outputs, print_json, print_table
 from pillar_cli.errors import UsageError
 from pillar_cli.reporting.comparison import cells, compare, method_table
-from pillar_cli.reporting.figures import accuracy_vs_private_fraction, accuracy_vs_public_share, methods_by_dataset
+from pillar_cli.reporting.figures import (accuracy_vs_dimension, accuracy_vs_private_fraction,
+                                          accuracy_vs_public_share, methods_by_dataset)
 from pillar_cli.reporting.tables import markdown_table
 
 
@@ -26,6 +27,8 @@ def report(
     fraction_plot: Optional[Path] = typer.Option(None, help="PNG: accuracy vs fraction of private data (Figure 7)."),
     public_plot: Optional[Path] = typer.Option(None, help="PNG: accuracy vs the public rows the projection was "
                                                "fitted on, as % of the data set (Table 2(b))."),
+    dimension_plot: Optional[Path] = typer.Option(None, help="PNG: accuracy vs the feature dimension d (Example 1: "
+                                                  "PILLAR at fixed k against DP-SGD on all d)."),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="The method table as a Markdown report."),
     by_cell: bool = typer.Option(False, "--cells", help="Instead: every (method, k, ε) cell of every evaluation, "
                                  "with the ε it spent and whether the choice of its run is inside that ε."),
@@ -39,15 +42,17 @@ def report(
     Example: pillar report public-0.5.h5 public-1.h5 public-10.h5 --public-plot table2b.png
 
     Example: pillar report val.h5 accounted.h5 closed-form.h5 --cells
+
+    Example: pillar report d64.h5 d256.h5 d1024.h5 d4096.h5 --dimension-plot example1.png
     """
-    check_outputs([methods_plot, fraction_plot, public_plot, markdown], [str(e) for e in evaluations], force=force)
+    plots = {"methods": methods_plot, "fraction": fraction_plot, "public": public_plot, "dimension": dimension_plot}
+    check_outputs([*plots.values(), markdown], [str(e) for e in evaluations], force=force)
     loaded, names = [artifacts.read(e, "evaluation").attrs for e in evaluations], [e.stem for e in evaluations]
     if by_cell:
         return _print_cells(cells(loaded, names), as_json)
     rows, title = compare(loaded, names)
     table, columns = method_table(rows)
-    _write_outputs(loaded, names, title, (table, columns), {"methods": methods_plot, "fraction": fraction_plot,
-                                                             "public": public_plot, "markdown": markdown}, force)
+    _write_outputs(loaded, names, title, (table, columns), plots | {"markdown": markdown}, force)
     if as_json:
         return print_json({"rows": rows, "table": table, "title": title})
     print_table(title, table, columns)
@@ -58,9 +63,12 @@ def _write_outputs(loaded: list[dict], names: list[str], title: str, table: tupl
     notes = sorted({note for e in loaded for note in e["notes"]})
     if targets["public"] is not None:
         _require_public(loaded, names)
+    if targets["dimension"] is not None:
+        _require_recorded(loaded, names, "feature_dim", "the dimension of the features their models read")
     draw = {"methods": lambda tmp: methods_by_dataset(loaded, tmp, title, names),
             "fraction": lambda tmp: accuracy_vs_private_fraction(loaded, tmp, title),
             "public": lambda tmp: accuracy_vs_public_share(loaded, tmp, title),
+            "dimension": lambda tmp: accuracy_vs_dimension(loaded, tmp, title),
             "markdown": lambda tmp: tmp.write_text(markdown_table(title, notes, *table))}
     with replacing_together(list(targets.values()), force) as temps:
         for name, tmp in zip(targets, temps):
@@ -70,10 +78,15 @@ def _write_outputs(loaded: list[dict], names: list[str], title: str, table: tupl
 
 def _require_public(loaded: list[dict], names: list[str]) -> None:
     """A public-data plot needs every evaluation to record what its projection was fitted on."""
-    missing = [name for name, e in zip(names, loaded) if (e.get("public") or {}).get("share_of_embedded") is None]
+    shares = [{"share": (e.get("public") or {}).get("share_of_embedded")} for e in loaded]
+    _require_recorded(shares, names, "share", "the share of the data set their projection was fitted on")
+
+
+def _require_recorded(loaded: list[dict], names: list[str], key: str, what: str) -> None:
+    missing = [name for name, e in zip(names, loaded) if e.get(key) is None]
     if missing:
-        raise UsageError(f"{', '.join(missing)} do not record the share of the data set their projection was "
-                         "fitted on", hint="re-run fit-pca, train-private and evaluate with this version")
+        raise UsageError(f"{', '.join(missing)} do not record {what}",
+                         hint="re-run fit-pca, train-private and evaluate with this version")
 
 
 def _print_cells(rows: list[dict], as_json: bool) -> None:

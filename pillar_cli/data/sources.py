@@ -94,10 +94,12 @@ def _digits(options: SourceOptions) -> Dataset:
 
 
 @register("synthetic-gmm", "Example 1 of the PILLAR paper: X|y ~ N(y·mu, theta·w w^T + sigma^2 I), mu ⟂ w; "
-          "params n, d, theta, sigma, mu_norm")
+          "params n, d, theta, sigma, mu_norm (theta = sigma^2 = 1/(2·sqrt(d)) unless given, the paper's scaling)")
 def _synthetic_gmm(options: SourceOptions) -> Dataset:
     n, d = int(options.number("n", 4000)), int(options.number("d", 50))
-    theta, sigma, mu_norm = options.number("theta", 4.0), options.number("sigma", 0.5), options.number("mu_norm", 1.0)
+    example_scale = 1.0 / (2.0 * np.sqrt(max(d, 1)))  # θ, σ² = O(1/√d): the margin survives every d
+    theta, sigma = options.number("theta", example_scale), options.number("sigma", np.sqrt(example_scale))
+    mu_norm = options.number("mu_norm", 1.0)
     if d < 2 or n < 4:
         raise UsageError("synthetic-gmm needs d >= 2 and n >= 4")
     rng = np.random.default_rng(options.seed)

@@ -1,5 +1,6 @@
 """The paper's figures from evaluation rows: accuracy vs k (Fig. 4), each method per evaluation (Fig. 5, Table 1),
-accuracy vs the fraction of private data (Fig. 7) and vs the public data the projection was fitted on (Table 2(b));
+accuracy vs the fraction of private data (Fig. 7), vs the public data the projection was fitted on (Table 2(b)) and
+vs the feature dimension (Example 1);
 ξ_k against k (Fig. 3) and the public eigen-spectrum. Every figure states n, ε, δ, accountant and seeds, and carries
 its axis labels as PNG metadata so that tools (and tests) can read them back."""
 
@@ -17,6 +18,7 @@ AXIS_LABELS = {
     "methods": ("evaluation", "test accuracy (best k, selected on val)"),
     "private_fraction": ("fraction of the private data used", "test accuracy"),
     "public_share": ("public rows the projection was fitted on (% of the data set)", "test accuracy"),
+    "dimension": ("feature dimension d", "test accuracy"),
     "xi": ("k (public components)", "ξₖ = 1 − ‖AₖAₖᵀw*‖"),
     "spectrum": ("component index", "eigenvalue of the public covariance"),
 }
@@ -101,6 +103,18 @@ def accuracy_vs_public_share(evaluations: list[dict], path: Path, title: str) ->
     axes.set_xticks(sorted(set(shares)), [f"{share:.3g} %" for share in sorted(set(shares))])
     axes.minorticks_off()
     _save(figure, axes, path, "public_share", title)
+
+
+def accuracy_vs_dimension(evaluations: list[dict], path: Path, title: str) -> None:
+    """Each method's accuracy against the dimension of the features it read (Example 1: PILLAR at a fixed k stays
+    flat while DP-SGD on all d features falls)."""
+    figure, axes = _pyplot().subplots(figsize=(6, 4))
+    dims = [e["feature_dim"] for e in evaluations]
+    _lines_over(axes, evaluations, dims)
+    axes.set_xscale("log")
+    axes.set_xticks(sorted(set(dims)), [str(d) for d in sorted(set(dims))])
+    axes.minorticks_off()
+    _save(figure, axes, path, "dimension", title)
 
 
 def _lines_over(axes, evaluations: list[dict], positions: list[float]) -> None:

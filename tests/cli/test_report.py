@@ -79,9 +79,26 @@ def test_the_spectrum_leaves_out_numerically_zero_eigenvalues(mnist, pillar, tmp
 
 
 def test_binary_tasks_get_roc_auc(pillar, tmp_path):
-    pillar("embed", "--source", "synthetic-gmm", "-o", tmp_path / "g.h5")
+    pillar("embed", "--source", "synthetic-gmm", "--param", "theta=4", "--param", "sigma=0.5", "-o",  # not separable
+           tmp_path / "g.h5")
     pillar("fit-pca", f"{tmp_path / 'g.h5'}:public", "--k-max", "5", "-o", tmp_path / "p.h5")
     pillar("train-private", tmp_path / "g.h5", "-p", tmp_path / "p.h5", "--k", "2", "--eps", "inf", "--steps", "50",
            "--batch-size", "128", "-o", tmp_path / "m.h5")
     rows = json.loads(pillar("evaluate", tmp_path / "m.h5", "-e", f"{tmp_path / 'g.h5'}:test", "--json").stdout)["rows"]
     assert rows[0]["roc_auc_mean"] > rows[0]["accuracy_mean"] > 0.9
+
+
+def test_example_1_accuracy_against_the_dimension(pillar, tmp_path):
+    """The Example-1 figure: one evaluation per d, each recording the dimension its models read."""
+    for d in (8, 32):
+        emb, pca, model = tmp_path / f"g{d}.h5", tmp_path / f"p{d}.h5", tmp_path / f"m{d}.h5"
+        pillar("embed", "--source", "synthetic-gmm", "--param", f"d={d}", "--param", "n=800", "-o", emb)
+        pillar("fit-pca", f"{emb}:public", "--k-max", "4", "-o", pca)
+        pillar("train-private", emb, "-p", pca, "--k", "2,full", "--eps", "1", "--steps", "30", "-o", model)
+        pillar("evaluate", model, "-e", f"{emb}:test", "-o", tmp_path / f"d{d}.h5")
+        assert artifacts.read(tmp_path / f"d{d}.h5", "evaluation").attrs["feature_dim"] == d
+    pillar("report", tmp_path / "d32.h5", tmp_path / "d8.h5", "--dimension-plot", tmp_path / "ex1.png")
+    with Image.open(tmp_path / "ex1.png") as image:
+        xlabel, ylabel = AXIS_LABELS["dimension"]
+        assert image.text["Description"] == f"figure=dimension; x={xlabel}; y={ylabel}; xticks=8|32; " \
+                                            "series=DP-SGD, ε = 1|PILLAR, ε = 1"

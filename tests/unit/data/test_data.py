@@ -58,6 +58,18 @@ def test_synthetic_gmm_matches_example_1():
     assert abs(eigenvalues[-1] - 4.25) < 0.2 and abs(eigenvalues[-2] - 0.25) < 0.05
 
 
+@pytest.mark.parametrize("d", [16, 400])
+def test_synthetic_gmm_defaults_follow_the_papers_scaling_in_d(d):
+    """θ = σ² = 1/(2√d) unless given: the variance along w* is θ + σ², across it σ²."""
+    data = load_source("synthetic-gmm", SourceOptions(params={"n": "20000", "d": str(d)}))
+    x, y = data.inputs.astype(np.float64), np.where(data.labels == 1, 1.0, -1.0)
+    centred = x - y[:, None] * (x * y[:, None]).mean(axis=0)
+    eigenvalues = np.linalg.eigvalsh(np.cov(centred.T))
+    scale = 1 / (2 * np.sqrt(d))
+    assert eigenvalues[-1] == pytest.approx(2 * scale, rel=0.05)
+    assert np.median(eigenvalues) == pytest.approx(scale, rel=0.05)
+
+
 def test_npz_and_h5_readers(tmp_path):
     x, y = np.random.default_rng(0).random((20, 5)).astype(np.float32), np.arange(20) % 3
     np.savez(tmp_path / "d.npz", x=x, y=y, x_test=x[:4], y_test=y[:4])
