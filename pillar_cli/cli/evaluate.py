@@ -12,6 +12,7 @@ from pillar_cli.artifacts.evaluation import evaluation_artifact
 from pillar_cli.artifacts.files import replacing_together
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
+    ConfigOption,
     ForceOption,
     JsonOption,
     check_outputs,
@@ -38,6 +39,7 @@ def evaluate(
                                        "table)."),
     force: bool = ForceOption,
     as_json: bool = JsonOption,
+    config: Optional[str] = ConfigOption,
 ) -> None:
     """Metrics of the model selected on val per (method, k, ε) on a labelled split, mean ± sample std over seeds.
 

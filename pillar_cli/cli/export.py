@@ -9,7 +9,7 @@ import typer
 
 from pillar_cli.artifacts.classifier import read_classifier
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import ForceOption, JsonOption, check_output, print_json, stdout
+from pillar_cli.cli.common import ConfigOption, ForceOption, JsonOption, check_output, print_json, stdout
 from pillar_cli.release.export import EXPORT_FORMATS, export_classifier
 
 
@@ -26,6 +26,7 @@ def export(
                                           "(runs code from the file: trusted files only)."),
     force: bool = ForceOption,
     as_json: bool = JsonOption,
+    config: Optional[str] = ConfigOption,
 ) -> None:
     """Write one self-contained module, uint8 images → class probabilities (the recorded preprocessing and backbone,
     then the release's scaler, basis and head, a softmax; fp32), with the release's privacy statement, class names

@@ -97,6 +97,7 @@ def pretrain(
     device: str = DeviceOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
+    config: Optional[str] = ConfigOption,
 ) -> None:
     """Train a network WITHOUT privacy on a public labelled split, to fine-tune or embed with (--backbone network).
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Optional
 
 import typer
 from rich.tree import Tree
 
 from pillar_cli import artifacts
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import JsonOption, print_json, stdout
+from pillar_cli.cli.common import ConfigOption, JsonOption, print_json, stdout
 from pillar_cli.privacy import event_from_dict, gaussian_segments
 from pillar_cli.privacy.selection import recorded_selection_epsilon
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
@@ -25,6 +26,7 @@ def inspect(
     verify: bool = typer.Option(False, "--verify", help="Also rehash every ancestor's arrays (reads them whole): "
                                 "flags files edited after they were written."),
     as_json: bool = JsonOption,
+    config: Optional[str] = ConfigOption,
 ) -> None:
     """Show an artifact's kind, provenance chain (the commands and input hashes that produced it, checked against
     the files on disk now), attributes and datasets. The artifact itself is always verified against its hash.

@@ -12,7 +12,8 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.artifacts.classifier import Classifier, read_classifier
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import ForceOption, JsonOption, check_output, print_json, progress_bar, stdout
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, print_json,
+                                   progress_bar, stdout)
 from pillar_cli.cli.sources import default_workers, parse_params
 from pillar_cli.data import SourceOptions, load_source
 from pillar_cli.errors import DataError, UsageError, param
@@ -42,6 +43,7 @@ def predict(
     device: str = typer.Option("auto", help="Where raw inputs are embedded: auto, cpu, cuda, cuda:1, ..."),
     force: bool = ForceOption,
     as_json: bool = JsonOption,
+    config: Optional[str] = ConfigOption,
 ) -> None:
     """Classify every row: its id (source row id, or file for image files), the predicted class name and the
     probability of each class. Embedded rows must have been made as the classifier's training rows were; raw

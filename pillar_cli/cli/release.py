@@ -9,7 +9,8 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import ForceOption, JsonOption, check_output, print_json, save, stdout
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, print_json, save,
+                                   stdout)
 from pillar_cli.release import parse_cell, release_classifier
 
 
@@ -24,6 +25,7 @@ def release(
                                        "default: the lowest (a choice that looks at nothing private)."),
     force: bool = ForceOption,
     as_json: bool = JsonOption,
+    config: Optional[str] = ConfigOption,
 ) -> None:
     """Write ONE classifier: the run the model's selection chose for a cell, the public scaler and basis it reads
     through, class names, how its features were embedded, and its privacy statement (ε, δ, accountant, the DP event

@@ -10,7 +10,8 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.artifacts.files import replacing_together
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import ForceOption, JsonOption, check_outputs, print_json, print_table
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_outputs, print_json,
+                                   print_table)
 from pillar_cli.errors import UsageError
 from pillar_cli.reporting.comparison import cells, compare, method_table
 from pillar_cli.reporting.figures import (accuracy_vs_dimension, accuracy_vs_private_fraction,
@@ -34,6 +35,7 @@ def report(
                                  "with the ε it spent and whether the choice of its run is inside that ε."),
     force: bool = ForceOption,
     as_json: bool = JsonOption,
+    config: Optional[str] = ConfigOption,
 ) -> None:
     """One row per method (the run best on val over k and configurations), one column per evaluation and ε.
 
