@@ -1,7 +1,8 @@
 """The accountants registry (prv, rdp, pld, gdp) and ε of a DP event tree at δ by one of them.
 
 Every ε the tool writes is `spent_epsilon(accountant, event, delta)`, recomputed from the event after the mechanism
-ran, never copied from a target. The named accountant reads the tree's Poisson-subsampled Gaussian segments; the
+ran, never copied from a target. The named accountant reads the tree's Poisson-subsampled Gaussian segments (the
+tight ones, prv and pld, give full-batch segments the exact Gaussian formula of gaussian.py); the
 exponential mechanisms composed at the top of a tree add their ε (pure DP); a tree with a private selection in it
 (repeat-and-select of one-of trials) is accounted by its Rényi DP curve (rdp.py), whatever the accountant's name.
 """
@@ -18,6 +19,7 @@ import numpy as np
 
 from pillar_cli.errors import PrivacyError, UsageError
 from pillar_cli.privacy.events import Event, Segment, gaussian_segments, is_private, pure_parts
+from pillar_cli.privacy.gaussian import full_batch, gaussian_epsilon
 from pillar_cli.privacy.rdp import epsilon_of, event_rdp
 
 # opacus' default RDP orders top out at 63, too small for ε ≈ 0.1 (the optimum sits near 100-200). Extend them
@@ -82,8 +84,11 @@ class Accountant:
     upper_bound: bool = True
 
     def epsilon(self, segments: tuple[Segment, ...], delta: float) -> float:
-        """ε at δ of the segments; a configuration the numerical library cannot handle (10¹⁸ steps: an array of
-        that size) is refused with one line instead of the library's exception."""
+        """ε at δ of the segments (full-batch ones by the exact formula where the accountant is tight, see
+        gaussian.py); a configuration the numerical library cannot handle (10¹⁸ steps: an array of that size) is
+        refused with one line instead of the library's exception."""
+        if self.name in TIGHT and full_batch(segments):
+            return gaussian_epsilon(segments, delta)
         try:
             return self.compute(segments, delta)
         except (ValueError, RuntimeError, OverflowError, MemoryError, FloatingPointError) as err:
@@ -103,6 +108,9 @@ ACCOUNTANTS: dict[str, Accountant] = {a.name: a for a in (
     Accountant("gdp", "Gaussian DP CLT (Dong et al.), opacus; an APPROXIMATION, not an upper bound",
                _gdp_epsilon, upper_bound=False),
 )}
+
+
+TIGHT = ("prv", "pld")  # numerical approximations of the exact privacy loss distribution
 
 
 def get_accountant(name: str) -> Accountant:
