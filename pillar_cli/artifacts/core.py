@@ -204,14 +204,28 @@ def _first_line(err: BaseException) -> str:
 
 
 def _read_provenance(h5: h5py.File) -> Provenance:
-    return Provenance(
-        pillar_version=read_attr(h5, "pillar_version"),
-        created_at=read_attr(h5, "created_at"),
-        command=json.loads(read_attr(h5, "command")),
-        config=json.loads(read_attr(h5, "config")),
-        inputs=[InputRef(**ref) for ref in json.loads(read_attr(h5, "inputs"))],
-        content_hash=read_attr(h5, "content_hash"),
-    )
+    """The provenance attributes, refusing any of the wrong shape (what `inspect` and the overlap checks walk)."""
+    command, config, inputs = (json.loads(read_attr(h5, key)) for key in ("command", "config", "inputs"))
+    texts = [read_attr(h5, key) for key in ("pillar_version", "created_at", "content_hash")]
+    problem = ("'command' is not a list of strings" if not _strings(command) else
+               "'config' is not a mapping" if not isinstance(config, dict) else
+               "'inputs' is not a list of input references" if not _input_refs(inputs) else
+               "'pillar_version', 'created_at' or 'content_hash' is not text" if not _strings(texts) else None)
+    if problem:
+        raise ArtifactError(f"{h5.filename} has a malformed provenance: {problem}", hint=CORRUPT_HINT)
+    return Provenance(pillar_version=texts[0], created_at=texts[1], command=command, config=config,
+                      inputs=[InputRef(**ref) for ref in inputs], content_hash=texts[2])
+
+
+def _strings(values: Any) -> bool:
+    return isinstance(values, list) and all(isinstance(value, str) for value in values)
+
+
+def _input_refs(refs: Any) -> bool:
+    return isinstance(refs, list) and all(
+        isinstance(ref, dict) and set(ref) == {"path", "kind", "content_hash", "split"}
+        and _strings([ref["path"], ref["kind"], ref["content_hash"]]) and isinstance(ref["split"], (str, type(None)))
+        for ref in refs)
 
 
 def read_provenance(path: str | Path) -> tuple[str, Provenance]:

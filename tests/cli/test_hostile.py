@@ -111,3 +111,19 @@ def test_an_empty_gsd_ranking_is_refused(pillar, tmp_path):
     artifacts.write(path, gsd_artifact([], [], [], {}, None))
     assert_clean_failure(pillar("inspect", path, expect=None), 3,
                          f"{path}: gsd artifact has an empty ranking or distances that do not match it")
+
+
+@pytest.mark.parametrize("key, value, problem", [
+    ("command", "[0]", "'command' is not a list of strings"),
+    ("config", "[1]", "'config' is not a mapping"),
+    ("inputs", '[{"path": 1}]', "'inputs' is not a list of input references"),
+])
+def test_a_malformed_provenance_is_refused_on_read(pillar, mnist, tmp_path, key, value, problem):
+    """Re-hashed, as anyone can: found by `make fuzz` as a TypeError in `inspect`."""
+    forged = tmp_path / "forged.h5"
+    with edited_copy(mnist["pca"], forged) as h5:
+        h5.attrs[key] = value
+    out = tmp_path / "a.h5"
+    for argv in (["inspect", forged, "--verify"],
+                 ["check-assumptions", f"{mnist['emb']}:val", "-p", forged, "--k", "2", "-o", out]):
+        assert_clean_failure(pillar(*argv, expect=None), 3, f"{forged} has a malformed provenance: {problem}", out)
