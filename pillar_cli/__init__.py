@@ -14,29 +14,44 @@ The Python API, for notebooks and scripts; the `pillar` command line runs the sa
     result = finetune(network(NetworkSpec("cnn", (28, 28, 1), 10)), images, labels, FinetuneConfig(epsilon=8.0))
     result.model, result.epsilon_spent
 
-Calibrated noise multipliers are cached in the directory named by the environment variable PILLAR_CACHE_DIR
+Names are imported on first use (PEP 562), so that `import pillar_cli` and the command line start without torch
+or scikit-learn. Calibrated noise multipliers are cached in the directory named by the environment variable PILLAR_CACHE_DIR
 (default ~/.cache/pillar).
 """
 
-from pillar_cli.artifacts import Artifact, read, read_split, write
-from pillar_cli.embedding.networks import NetworkSpec
-from pillar_cli.errors import ArtifactError, DataError, PillarError, PrivacyError, UsageError
-from pillar_cli.finetune import FinetuneConfig, finetune, network
-from pillar_cli.gsd.ranking import gradient_subspace_distance
-from pillar_cli.gsd.releases import DPSettings
-from pillar_cli.methods.accounted import AccountedSelection
-from pillar_cli.methods.api import sweep
-from pillar_cli.methods.catalog import METHODS
-from pillar_cli.methods.estimator import DPLinearClassifier, Ledger, PrivacyWarning
-from pillar_cli.privacy import ACCOUNTANTS, Event, calibrate_noise, event_from_dict, spent_epsilon
-from pillar_cli.projection import GaussianProjection, PublicPCA
-from pillar_cli.theory.diagnostics import diagnose
-from pillar_cli.version import __version__
+import importlib
+from typing import Any
 
-load = DPLinearClassifier.from_release
+from pillar_cli.version import __version__ as __version__
 
-__all__ = ["ACCOUNTANTS", "METHODS", "AccountedSelection", "Artifact", "ArtifactError", "DPLinearClassifier",
-           "DPSettings", "DataError", "Event", "FinetuneConfig", "GaussianProjection", "Ledger", "NetworkSpec",
-           "PillarError", "PrivacyError", "PrivacyWarning", "PublicPCA", "UsageError", "__version__", "calibrate_noise", "diagnose",
-           "event_from_dict", "finetune", "gradient_subspace_distance", "load", "network", "read", "read_split",
-           "spent_epsilon", "sweep", "write"]
+_HOMES = {  # public name → the module that defines it
+    "Artifact": "pillar_cli.artifacts", "read": "pillar_cli.artifacts", "read_split": "pillar_cli.artifacts",
+    "write": "pillar_cli.artifacts", "NetworkSpec": "pillar_cli.embedding.networks",
+    "ArtifactError": "pillar_cli.errors", "DataError": "pillar_cli.errors", "PillarError": "pillar_cli.errors",
+    "PrivacyError": "pillar_cli.errors", "UsageError": "pillar_cli.errors",
+    "FinetuneConfig": "pillar_cli.finetune", "finetune": "pillar_cli.finetune", "network": "pillar_cli.finetune",
+    "gradient_subspace_distance": "pillar_cli.gsd.ranking", "DPSettings": "pillar_cli.gsd.releases",
+    "AccountedSelection": "pillar_cli.methods.accounted", "sweep": "pillar_cli.methods.api",
+    "METHODS": "pillar_cli.methods.catalog", "DPLinearClassifier": "pillar_cli.methods.estimator",
+    "Ledger": "pillar_cli.methods.estimator", "PrivacyWarning": "pillar_cli.methods.estimator",
+    "ACCOUNTANTS": "pillar_cli.privacy", "Event": "pillar_cli.privacy", "calibrate_noise": "pillar_cli.privacy",
+    "event_from_dict": "pillar_cli.privacy", "spent_epsilon": "pillar_cli.privacy",
+    "GaussianProjection": "pillar_cli.projection", "PublicPCA": "pillar_cli.projection",
+    "diagnose": "pillar_cli.theory.diagnostics",
+}
+
+__all__ = sorted([*_HOMES, "__version__", "load"])
+
+
+def __getattr__(name: str) -> Any:
+    if name == "load":  # a release as a fitted estimator
+        return __getattr__("DPLinearClassifier").from_release
+    if name not in _HOMES:
+        raise AttributeError(f"module 'pillar_cli' has no attribute '{name}'")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,31 +1,74 @@
 """The `pillar` command line: a thin typer shell over the library, one module per stage.
 
 Commands parse options, call the library, write the artifact and render the result; they may import any domain,
-and no library module imports them.
+and no library module imports them. Each is imported when it runs, so that `pillar --help` starts at once.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import signal
 
+import click
 import typer
+from typer.core import TyperCommand
 
-from pillar_cli.cli.audit import audit
 from pillar_cli.cli.boundary import OneLineUsageErrors
-from pillar_cli.cli.check import check_assumptions
-from pillar_cli.cli.embed import embed
-from pillar_cli.cli.evaluate import evaluate
-from pillar_cli.cli.export import export
-from pillar_cli.cli.finetune import finetune, pretrain
-from pillar_cli.cli.fit_pca import fit_pca
-from pillar_cli.cli.gsd import gsd
-from pillar_cli.cli.inspect import inspect
-from pillar_cli.cli.predict import predict
-from pillar_cli.cli.release import release
-from pillar_cli.cli.report import report
-from pillar_cli.cli.run import run
-from pillar_cli.cli.train import train_private
 from pillar_cli.version import PROGRAM
+
+# name → (module of pillar_cli.cli, function, the line `pillar --help` lists it with). A command's module, and the
+# libraries it needs (torch, scikit-learn, timm, opacus), are imported only when it runs or shows its own help.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "embed": ("embed", "embed", "Embed a dataset with a frozen backbone into private / public / val / test features."),
+    "fit-pca": ("fit_pca", "fit_pca", "Fit the scaler and principal components on PUBLIC unlabelled embeddings."),
+    "check-assumptions": ("check", "check_assumptions", "Measure ξ_k, margins and eigengaps of the top-k public "
+                          "subspace; recommend k."),
+    "train-private": ("train", "train_private", "Train DP linear classifiers for every (method, k, ε) and "
+                      "hyper-parameter; choose one run per cell."),
+    "pretrain": ("finetune", "pretrain", "Train a network WITHOUT privacy on a public labelled split."),
+    "finetune": ("finetune", "finetune", "DP-SGD on every weight of a network, for every ε and seed."),
+    "gsd": ("gsd", "gsd", "Rank candidate public datasets by GSD to the private data: smaller is closer."),
+    "evaluate": ("evaluate", "evaluate", "Metrics of the model selected per (method, k, ε) on a labelled split."),
+    "report": ("report", "report", "Tables and figures across evaluations: one row per method, one column per "
+               "evaluation and ε."),
+    "release": ("release", "release", "Write ONE classifier of a model with its privacy statement."),
+    "predict": ("predict", "predict", "Classify new rows or raw inputs with a released classifier."),
+    "export": ("export", "export", "Write a released classifier as ONNX, TorchScript or safetensors."),
+    "audit": ("audit", "audit", "Audit a configuration's ε with canaries, or recompute a model's ledger."),
+    "inspect": ("inspect", "inspect", "Show an artifact's kind, provenance chain, attributes and datasets."),
+    "run": ("run", "run", "Run a named pipeline of examples.yaml (or another file)."),
+}
+
+
+class LazyCommands(OneLineUsageErrors):
+    """The `pillar` group: lists its commands from COMMANDS and imports one only to run it or show its help."""
+
+    listing = False
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        return TyperCommand(name, short_help=COMMANDS[name][2]) if self.listing else load_command(name)
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self.listing = True  # the group's own help names its commands; it does not need to import them
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.listing = False
+
+
+@functools.lru_cache(maxsize=None)
+def load_command(name: str) -> click.Command:
+    module, function, summary = COMMANDS[name]
+    single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    single.command(name, short_help=summary)(getattr(importlib.import_module(f"pillar_cli.cli.{module}"), function))
+    return typer.main.get_command(single)
+
 
 app = typer.Typer(
     name=PROGRAM,
@@ -37,23 +80,13 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    cls=OneLineUsageErrors,
+    cls=LazyCommands,
 )
-app.command("embed")(embed)
-app.command("fit-pca")(fit_pca)
-app.command("check-assumptions")(check_assumptions)
-app.command("train-private")(train_private)
-app.command("pretrain")(pretrain)
-app.command("finetune")(finetune)
-app.command("gsd")(gsd)
-app.command("evaluate")(evaluate)
-app.command("report")(report)
-app.command("release")(release)
-app.command("predict")(predict)
-app.command("export")(export)
-app.command("audit")(audit)
-app.command("inspect")(inspect)
-app.command("run")(run)
+
+
+@app.callback()
+def _pillar() -> None:
+    """The group's own options (none but --help); its commands come from COMMANDS."""
 
 
 def main() -> None:

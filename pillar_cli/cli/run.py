@@ -47,6 +47,6 @@ def _parse_var(item: str) -> tuple[str, str]:
 
 def _force(pillar, argv: list[str], force: bool) -> list[str]:
     """['--force'] for a step whose command takes it, when the pipeline runs with --force."""
-    command = pillar.commands.get(argv[0]) if argv else None
+    command = pillar.get_command(None, argv[0]) if argv else None
     takes_force = command is not None and any(param.name == "force" for param in command.params)
     return ["--force"] if force and takes_force and "--force" not in argv else []

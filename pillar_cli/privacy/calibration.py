@@ -12,8 +12,6 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from scipy.optimize import brentq
-
 from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy.accountants import get_accountant
 from pillar_cli.version import PROGRAM
@@ -50,6 +48,8 @@ def calibrate(eps_of: Callable[[float], float], epsilon: float, key: str, guess:
 def solve_noise(eps_of: Callable[[float], float], epsilon: float, guess: Callable[[float], float],
                 rel_tol: float = 0.01) -> float:
     """`calibrate` without the cache: the noise multiplier whose ε by `eps_of` lies in [(1 − rel_tol)·ε, ε]."""
+    from scipy.optimize import brentq  # imported here: commands that only read ledgers start without scipy
+
     goal = epsilon * (1 - rel_tol / 2)
     low, high = _bracket(eps_of, goal, guess(goal))
     sigma = math.exp(brentq(lambda log_s: math.log(eps_of(math.exp(log_s))) - math.log(goal), math.log(low),
@@ -61,6 +61,8 @@ def solve_noise(eps_of: Callable[[float], float], epsilon: float, guess: Callabl
 
 def _bracket_guess(goal: float, q: float, steps: int, delta: float) -> float:
     """σ by the (fast, approximate) GDP accountant; 1.0 where it fails (it cannot represent ε above 500)."""
+    from scipy.optimize import brentq
+
     def gdp(sigma: float) -> float:
         return get_accountant("gdp").epsilon(((sigma, q, steps),), delta)
 

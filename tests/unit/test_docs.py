@@ -9,19 +9,17 @@ import shlex
 from pathlib import Path
 
 import pytest
-import typer.main
 
 from pillar_cli.artifacts import KINDS
 from pillar_cli.artifacts.schema import RUN_COLUMNS
-from pillar_cli.cli import app
+from pillar_cli.cli import COMMANDS, load_command
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-COMMANDS = typer.main.get_command(app).commands
 
 
 def flags(command: str) -> set[str]:
-    params = COMMANDS[command].params
+    params = load_command(command).params
     return {name for param in params for name in (*param.opts, *param.secondary_opts)} | {"--help"}
 
 
