@@ -163,6 +163,15 @@ def _manifest(options: SourceOptions) -> Dataset:
     return readers.read_manifest(options.require_path("manifest"), int(options.number("size", 0)) or None)
 
 
+@register("hf", "a Hugging Face dataset on disk: a save_to_disk folder or Parquet shards; images decoded when read; "
+          "params image, label (columns), train, test (split names), size")
+def _hf(options: SourceOptions) -> Dataset:
+    from pillar_cli.data.hf_datasets import read_hf
+
+    params = {key: options.params[key] for key in ("image", "label", "train", "test") if key in options.params}
+    return read_hf(options.require_path("hf"), int(options.number("size", 0)) or None, **params)
+
+
 @register("gtsrb", "GTSRB: Final_Training/Images/<class> and Final_Test/Images + GT-final_test.csv; param size")
 def _gtsrb(options: SourceOptions) -> Dataset:
     return readers.read_gtsrb(options.require_path("gtsrb"), int(options.number("size", 64)))

@@ -1,0 +1,203 @@
+"""Hugging Face `datasets` on disk, read with pyarrow alone: a directory that `save_to_disk` wrote (Arrow stream
+files per split, memory-mapped) or Parquet shards (`<split>-*.parquet` or `<split>/*.parquet` under a directory,
+as the Hub serves them). Images stay encoded (the PNG or JPEG bytes of an `Image` column) until rows are read:
+`EncodedImages` behaves like a uint8 (N, H, W, 3) array, as `ImageFiles` does for image files, so that the
+DataLoader workers of `embed --workers N` decode them; a Parquet file is read one row group at a time. Labels come
+from a `ClassLabel` column with its class names, or any column of integers or strings (labels.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from pillar_cli.data.dataset import Dataset, no_labels
+from pillar_cli.data.labels import encode_labels
+from pillar_cli.errors import DataError, UsageError
+
+SPLIT_PREFIXES = ("train", "test", "validation", "valid", "val")
+
+
+def hf_splits(root: Path) -> dict[str, list[Path]]:
+    """Split name → its data files, in order: `save_to_disk` layouts first, else Parquet shards by name."""
+    if (root / "dataset_dict.json").is_file():
+        names = json.loads((root / "dataset_dict.json").read_text())["splits"]
+        return {name: _arrow_files(root / name) for name in names}
+    if (root / "state.json").is_file():  # one Dataset saved alone
+        return {"train": _arrow_files(root)}
+    splits: dict[str, list[Path]] = {}
+    for file in sorted(root.rglob("*.parquet")):
+        name = file.parent.name if file.parent != root and file.parent.name in SPLIT_PREFIXES else \
+            file.name.split("-")[0].split(".")[0]
+        splits.setdefault(name, []).append(file)
+    if not splits:
+        raise DataError(f"{root} holds neither a save_to_disk dataset (dataset_dict.json, state.json) nor Parquet "
+                        "files")
+    return splits
+
+
+def _arrow_files(split_dir: Path) -> list[Path]:
+    state = json.loads((split_dir / "state.json").read_text())
+    return [split_dir / entry["filename"] for entry in state["_data_files"]]
+
+
+def features_of(files: list[Path]) -> dict:
+    """The `datasets` feature types of a split (what is an Image, what a ClassLabel and its names)."""
+    first = files[0]
+    if first.suffix == ".arrow":
+        return json.loads((first.parent / "dataset_info.json").read_text()).get("features", {})
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(first)
+    described = json.loads((schema.metadata or {}).get(b"huggingface", b"{}")).get("info", {}).get("features", {})
+    return {name: described.get(name, {}) for name in schema.names}  # Parquet from other tools: no types
+
+
+def column_of(features: dict, kind: str, given: str | None, what: str) -> str | None:
+    """The column named by a param, else the only column of a feature type (`Image`, `ClassLabel`)."""
+    if given is not None:
+        if given not in features:
+            raise UsageError(f"no column '{given}' for the {what} (columns: {', '.join(features)})")
+        return given
+    found = [name for name, feature in features.items() if isinstance(feature, dict) and feature.get("_type") == kind]
+    if len(found) > 1:
+        raise UsageError(f"several {kind} columns ({', '.join(found)}): name the {what} with --param "
+                         f"{'image' if kind == 'Image' else 'label'}=COLUMN")
+    return found[0] if found else None
+
+
+class EncodedImages:
+    """An (N, H, W, 3) uint8 array-like over the encoded images of an `Image` column, decoded when rows are read.
+    Pickles without its open tables (a worker reopens them)."""
+
+    dtype = np.dtype(np.uint8)
+
+    def __init__(self, files: list[Path], column: str, size: int | None, rows: np.ndarray | None = None,
+                 image_shape: tuple[int, ...] | None = None):
+        self.files, self.column, self.size = [str(f) for f in files], column, size
+        self.starts = np.cumsum([0, *(_row_count(Path(f)) for f in self.files)])
+        self.rows = np.arange(self.starts[-1]) if rows is None else rows
+        if len(self.rows) == 0:
+            raise DataError(f"{files[0].parent} holds no rows")
+        self._open: dict[int, tuple[int, list]] = {}  # file → (row group, its encoded images)
+        if image_shape is None:
+            image_shape = (size, size, 3) if size else self._decode(int(self.rows[0])).shape
+        self.shape = (len(self.rows), *image_shape)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_open": {}}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: slice | int | np.ndarray) -> np.ndarray:
+        if isinstance(index, (int, np.integer)):
+            return self._decode(int(self.rows[int(index)]))
+        picked = self.rows[index]
+        return np.stack([self._decode(int(row)) for row in picked]) if len(picked) else \
+            np.empty((0, *self.shape[1:]), np.uint8)
+
+    def subset(self, ids: np.ndarray) -> EncodedImages:
+        return EncodedImages([Path(f) for f in self.files], self.column, self.size, self.rows[ids], self.shape[1:])
+
+    def _decode(self, row: int) -> np.ndarray:
+        from PIL import Image, UnidentifiedImageError
+
+        file = int(np.searchsorted(self.starts, row, side="right") - 1)
+        encoded = self._encoded(file, row - int(self.starts[file]))
+        try:
+            with Image.open(io.BytesIO(encoded)) as image:
+                rgb = image.convert("RGB")
+                rgb = rgb.resize((self.size, self.size), Image.BILINEAR) if self.size else rgb
+                decoded = np.asarray(rgb, dtype=np.uint8)
+        except (OSError, UnidentifiedImageError, ValueError) as err:
+            raise DataError(f"cannot decode the image of row {row} of {self.files[file]}: {err}") from err
+        if hasattr(self, "shape") and decoded.shape != self.shape[1:]:
+            raise DataError(f"row {row} of {self.files[file]} is {decoded.shape[1]} × {decoded.shape[0]}, the "
+                            f"other images {self.shape[2]} × {self.shape[1]}", hint="pass --param size=N to resize "
+                                                                                  "all of them to N × N")
+        return decoded
+
+    def _encoded(self, file: int, local: int) -> bytes:
+        """The bytes of one image: Arrow files are memory-mapped whole, Parquet read a row group at a time."""
+        path = Path(self.files[file])
+        if path.suffix == ".arrow":
+            if file not in self._open:
+                self._open[file] = (0, _arrow_table(path).column(self.column))
+            return self._open[file][1][local]["bytes"].as_py()
+        import pyarrow.parquet as pq
+
+        parquet = pq.ParquetFile(path)
+        group, first = 0, 0
+        while first + parquet.metadata.row_group(group).num_rows <= local:
+            first += parquet.metadata.row_group(group).num_rows
+            group += 1
+        if self._open.get(file, (None,))[0] != group:
+            self._open[file] = (group, parquet.read_row_group(group, columns=[self.column]).column(0))
+        return self._open[file][1][local - first]["bytes"].as_py()
+
+    def fingerprint(self, labels: np.ndarray) -> str:
+        """A content id from file names, sizes and labels (no image is decoded)."""
+        digest = hashlib.sha256()
+        for file in self.files:
+            digest.update(f"{os.path.basename(file)}|{os.path.getsize(file)}\n".encode())
+        digest.update(np.ascontiguousarray(self.rows, dtype=np.int64).tobytes())
+        digest.update(np.ascontiguousarray(labels, dtype=np.int64).tobytes())
+        return digest.hexdigest()
+
+
+def _arrow_table(path: Path):
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(pa.memory_map(str(path))).read_all()
+
+
+def _row_count(path: Path) -> int:
+    if path.suffix == ".arrow":
+        return _arrow_table(path).num_rows
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).metadata.num_rows
+
+
+def label_values(files: list[Path], column: str) -> np.ndarray:
+    """A split's label column as written (class indices of a ClassLabel, or any integers or strings)."""
+    import pyarrow.parquet as pq
+
+    values = []
+    for file in files:
+        table = _arrow_table(file) if file.suffix == ".arrow" else pq.read_table(file, columns=[column])
+        values.extend(table.column(column).to_pylist())
+    return np.asarray(values)
+
+
+def read_hf(root: Path, size: int | None, image: str | None = None, label: str | None = None, train: str = "train",
+            test: str = "test") -> Dataset:
+    """The `train` split (and `test`, when there is one) of a Hugging Face dataset on disk; without a label column
+    (none of type ClassLabel, none named `label` or given) its rows are unlabelled, to classify."""
+    splits = hf_splits(root)
+    if train not in splits:
+        raise DataError(f"{root} has no split '{train}' (its splits: {', '.join(splits)})",
+                        hint="name the training split with --param train=SPLIT")
+    parts = [splits[train], *([splits[test]] if test in splits else [])]
+    features = features_of(parts[0])
+    image_column = column_of(features, "Image", image, "images")
+    if image_column is None:
+        raise UsageError(f"{root} has no column of type Image: name it with --param image=COLUMN")
+    label_column = column_of(features, "ClassLabel", label, "labels") or ("label" if "label" in features else None)
+    inputs = [EncodedImages(files, image_column, size) for files in parts]
+    if label_column is None:
+        labels, names = [no_labels(len(part)) for part in inputs], []
+    elif (features.get(label_column) or {}).get("names"):
+        labels, names = [label_values(files, label_column).astype(np.int64) for files in parts], \
+            list(features[label_column]["names"])
+    else:
+        labels, names = encode_labels(f"{root}:{label_column}", *(label_values(f, label_column) for f in parts))
+    fingerprint = "|".join(part.fingerprint(part_labels) for part, part_labels in zip(inputs, labels))
+    test_inputs, test_labels = (inputs[1], labels[1]) if len(inputs) > 1 else (None, None)
+    return Dataset("hf", inputs[0], labels[0], names, test_inputs, test_labels, fingerprint_hint=fingerprint)

@@ -1,0 +1,77 @@
+"""embed --source hf: Hugging Face datasets on disk, written here by the `datasets` library itself (save_to_disk, and
+Parquet shards in the Hub's naming), read row for row like the same images and labels in an npz."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from pillar_cli import artifacts
+from pillar_cli.data.hf_datasets import EncodedImages, hf_splits
+
+pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
+datasets = pytest.importorskip("datasets")
+
+CLASSES = ["cat", "dog", "emu"]
+
+
+@pytest.fixture(scope="module")
+def images():
+    rng = np.random.default_rng(0)
+    return {part: (rng.integers(0, 256, (n, 12, 12, 3), dtype=np.uint8), rng.integers(0, 3, n))
+            for part, n in (("train", 60), ("test", 20))}
+
+
+def hf_dataset(images, label_feature):
+    from PIL import Image
+
+    features = datasets.Features({"img": datasets.Image(), "label": label_feature})
+    def part(x, y):
+        labels = [CLASSES[i] for i in y] if isinstance(label_feature, datasets.Value) else y.tolist()
+        return datasets.Dataset.from_dict({"img": [Image.fromarray(a) for a in x], "label": labels}, features=features)
+    return datasets.DatasetDict({name: part(*images[name]) for name in images})
+
+
+@pytest.mark.parametrize("layout", ["save_to_disk", "parquet"])
+def test_hf_datasets_read_like_the_same_arrays(pillar, tmp_path, images, layout):
+    dataset = hf_dataset(images, datasets.ClassLabel(names=CLASSES))
+    root = tmp_path / layout
+    if layout == "save_to_disk":
+        dataset.save_to_disk(str(root))
+    else:  # two shards of train, row groups of 8 rows, as the Hub names them
+        for shard, rows in enumerate((range(0, 35), range(35, 60))):
+            dataset["train"].select(rows).to_parquet(str(root / "data" / f"train-0000{shard}-of-00002.parquet"),
+                                                     batch_size=8)
+        dataset["test"].to_parquet(str(root / "data" / "test-00000-of-00001.parquet"), batch_size=8)
+    (x, y), (x_test, y_test) = images["train"], images["test"]
+    np.savez(tmp_path / "same.npz", x=x, y=y, x_test=x_test, y_test=y_test)
+    pillar("embed", "--source", "hf", "--path", root, "--backbone", "pixels", "-o", tmp_path / "hf.h5")
+    pillar("embed", "--source", "npz", "--path", tmp_path / "same.npz", "--backbone", "pixels", "-o", tmp_path / "n.h5")
+    for split in ("private", "public", "val", "test"):
+        hf, npz = (artifacts.read_split(f"{tmp_path / name}:{split}") for name in ("hf.h5", "n.h5"))
+        assert np.array_equal(hf.index, npz.index) and np.array_equal(hf.features, npz.features)
+        assert split == "public" or np.array_equal(hf.labels, npz.labels)
+    assert artifacts.read_split(f"{tmp_path / 'hf.h5'}:test").attrs["class_names"] == CLASSES
+
+
+def test_a_string_label_column_keeps_its_names_and_images_decode_a_row_group_at_a_time(pillar, tmp_path, images):
+    hf_dataset(images, datasets.Value("string"))["train"].to_parquet(str(tmp_path / "train.parquet"), batch_size=8)
+    pillar("embed", "--source", "hf", "--path", tmp_path, "--backbone", "pixels", "-o", tmp_path / "e.h5")
+    private = artifacts.read_split(f"{tmp_path / 'e.h5'}:private")
+    assert private.attrs["class_names"] == sorted({CLASSES[i] for i in images["train"][1]})
+    reader = EncodedImages(hf_splits(tmp_path)["train"], "img", None)
+    assert np.array_equal(reader[np.array([17, 18])], images["train"][0][[17, 18]])
+    assert list(reader._open.values())[0][0] == 2  # rows 17 and 18 lie in the third row group: only it was read
+    copy = pickle.loads(pickle.dumps(reader))  # a DataLoader worker gets it without open tables
+    assert copy._open == {} and np.array_equal(copy[40], images["train"][0][40])
+
+
+def test_a_split_that_is_not_there_is_one_line(pillar, tmp_path, images):
+    hf_dataset(images, datasets.ClassLabel(names=CLASSES)).save_to_disk(str(tmp_path / "d"))
+    result = pillar("embed", "--source", "hf", "--path", tmp_path / "d", "--param", "train=training", "-o",
+                    tmp_path / "e.h5", expect=None)
+    assert result.exit_code == 4 and result.stderr.splitlines() == [
+        f"error: {tmp_path / 'd'} has no split 'training' (its splits: train, test)",
+        "hint: name the training split with --param train=SPLIT"]
