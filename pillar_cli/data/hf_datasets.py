@@ -79,8 +79,8 @@ class EncodedImages:
 
     def __init__(self, files: list[Path], column: str, size: int | None, rows: np.ndarray | None = None,
                  image_shape: tuple[int, ...] | None = None):
-        self.files, self.column, self.size = [str(f) for f in files], column, size
-        self.starts = np.cumsum([0, *(_row_count(Path(f)) for f in self.files)])
+        self.data_files, self.column, self.size = [str(f) for f in files], column, size
+        self.starts = np.cumsum([0, *(_row_count(Path(f)) for f in self.data_files)])
         self.rows = np.arange(self.starts[-1]) if rows is None else rows
         if len(self.rows) == 0:
             raise DataError(f"{files[0].parent} holds no rows")
@@ -103,7 +103,8 @@ class EncodedImages:
             np.empty((0, *self.shape[1:]), np.uint8)
 
     def subset(self, ids: np.ndarray) -> EncodedImages:
-        return EncodedImages([Path(f) for f in self.files], self.column, self.size, self.rows[ids], self.shape[1:])
+        files = [Path(f) for f in self.data_files]
+        return EncodedImages(files, self.column, self.size, self.rows[ids], self.shape[1:])
 
     def _decode(self, row: int) -> np.ndarray:
         from PIL import Image, UnidentifiedImageError
@@ -116,16 +117,16 @@ class EncodedImages:
                 rgb = rgb.resize((self.size, self.size), Image.BILINEAR) if self.size else rgb
                 decoded = np.asarray(rgb, dtype=np.uint8)
         except (OSError, UnidentifiedImageError, ValueError) as err:
-            raise DataError(f"cannot decode the image of row {row} of {self.files[file]}: {err}") from err
+            raise DataError(f"cannot decode the image of row {row} of {self.data_files[file]}: {err}") from err
         if hasattr(self, "shape") and decoded.shape != self.shape[1:]:
-            raise DataError(f"row {row} of {self.files[file]} is {decoded.shape[1]} × {decoded.shape[0]}, the "
+            raise DataError(f"row {row} of {self.data_files[file]} is {decoded.shape[1]} × {decoded.shape[0]}, the "
                             f"other images {self.shape[2]} × {self.shape[1]}", hint="pass --param size=N to resize "
                                                                                   "all of them to N × N")
         return decoded
 
     def _encoded(self, file: int, local: int) -> bytes:
         """The bytes of one image: Arrow files are memory-mapped whole, Parquet read a row group at a time."""
-        path = Path(self.files[file])
+        path = Path(self.data_files[file])
         if path.suffix == ".arrow":
             if file not in self._open:
                 self._open[file] = (0, _arrow_table(path).column(self.column))
@@ -144,7 +145,7 @@ class EncodedImages:
     def fingerprint(self, labels: np.ndarray) -> str:
         """A content id from file names, sizes and labels (no image is decoded)."""
         digest = hashlib.sha256()
-        for file in self.files:
+        for file in self.data_files:
             digest.update(f"{os.path.basename(file)}|{os.path.getsize(file)}\n".encode())
         digest.update(np.ascontiguousarray(self.rows, dtype=np.int64).tobytes())
         digest.update(np.ascontiguousarray(labels, dtype=np.int64).tobytes())

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pillar_cli import artifacts
-from pillar_cli.data.hf_datasets import EncodedImages, hf_splits
+from pillar_cli.data.hf_datasets import EncodedImages, hf_splits, read_hf
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 datasets = pytest.importorskip("datasets")
@@ -75,3 +75,11 @@ def test_a_split_that_is_not_there_is_one_line(pillar, tmp_path, images):
     assert result.exit_code == 4 and result.stderr.splitlines() == [
         f"error: {tmp_path / 'd'} has no split 'training' (its splits: train, test)",
         "hint: name the training split with --param train=SPLIT"]
+
+
+def test_without_a_label_column_the_rows_are_to_classify_and_named_by_row_id(tmp_path, images):
+    hf_dataset(images, datasets.ClassLabel(names=CLASSES))["test"].remove_columns("label").to_parquet(
+        str(tmp_path / "train.parquet"))
+    unlabelled = read_hf(tmp_path, None)
+    assert not unlabelled.labelled and unlabelled.row_names().tolist() == list(range(20))
+    assert np.array_equal(unlabelled.inputs[np.arange(20)], images["test"][0])
