@@ -19,8 +19,10 @@ demo: $(STAMP)
 	$(VENV)/bin/pillar run examples.yaml mnist-demo --force
 	$(VENV)/bin/pillar run examples.yaml mnist-truth --force
 
+# Two workers, a test file each at a time (a file's fixtures are built once): 10 min 35 s against 13 min 46 s
+# serially on 2 cores.
 test: $(STAMP)
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -n 2 --dist loadfile
 
 test-fast: $(STAMP)
 	$(PYTHON) -m pytest -m "not slow"
