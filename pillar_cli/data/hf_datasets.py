@@ -85,12 +85,13 @@ class EncodedImages:
         if len(self.rows) == 0:
             raise DataError(f"{files[0].parent} holds no rows")
         self._open: dict[int, tuple[int, list]] = {}  # file → (row group, its encoded images)
+        self._row_groups: dict[int, np.ndarray] = {}  # Parquet file → first row of each row group
         if image_shape is None:
             image_shape = (size, size, 3) if size else self._decode(int(self.rows[0])).shape
         self.shape = (len(self.rows), *image_shape)
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_open": {}}
+        return {**self.__dict__, "_open": {}, "_row_groups": {}}
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -131,16 +132,15 @@ class EncodedImages:
             if file not in self._open:
                 self._open[file] = (0, _arrow_table(path).column(self.column))
             return self._open[file][1][local]["bytes"].as_py()
-        import pyarrow.parquet as pq
-
-        parquet = pq.ParquetFile(path)
-        group, first = 0, 0
-        while first + parquet.metadata.row_group(group).num_rows <= local:
-            first += parquet.metadata.row_group(group).num_rows
-            group += 1
+        if file not in self._row_groups:  # the file's footer, read once
+            self._row_groups[file] = _row_group_starts(path)
+        starts = self._row_groups[file]
+        group = int(np.searchsorted(starts, local, side="right") - 1)
         if self._open.get(file, (None,))[0] != group:
-            self._open[file] = (group, parquet.read_row_group(group, columns=[self.column]).column(0))
-        return self._open[file][1][local - first]["bytes"].as_py()
+            import pyarrow.parquet as pq
+
+            self._open[file] = (group, pq.ParquetFile(path).read_row_group(group, columns=[self.column]).column(0))
+        return self._open[file][1][local - int(starts[group])]["bytes"].as_py()
 
     def fingerprint(self, labels: np.ndarray) -> str:
         """A content id from file names, sizes and labels (no image is decoded)."""
@@ -156,6 +156,13 @@ def _arrow_table(path: Path):
     import pyarrow as pa
 
     return pa.ipc.open_stream(pa.memory_map(str(path))).read_all()
+
+
+def _row_group_starts(path: Path) -> np.ndarray:
+    import pyarrow.parquet as pq
+
+    metadata = pq.ParquetFile(path).metadata
+    return np.cumsum([0, *(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups))])[:-1]
 
 
 def _row_count(path: Path) -> int:

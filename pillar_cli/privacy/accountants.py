@@ -82,12 +82,13 @@ class Accountant:
     description: str
     compute: Callable[[tuple[Segment, ...], float], float]  # ε of Poisson-subsampled Gaussian segments at δ
     upper_bound: bool = True
+    tight: bool = False  # a numerical approximation of the exact loss distribution: full batches get the exact ε
 
     def epsilon(self, segments: tuple[Segment, ...], delta: float) -> float:
         """ε at δ of the segments (full-batch ones by the exact formula where the accountant is tight, see
         gaussian.py); a configuration the numerical library cannot handle (10¹⁸ steps: an array of that size) is
         refused with one line instead of the library's exception."""
-        if self.name in TIGHT and full_batch(segments):
+        if self.tight and full_batch(segments):
             return gaussian_epsilon(segments, delta)
         try:
             return self.compute(segments, delta)
@@ -100,17 +101,14 @@ class Accountant:
 
 ACCOUNTANTS: dict[str, Accountant] = {a.name: a for a in (
     Accountant("prv", "privacy random variables (Gopi et al.), opacus; tight upper bound",
-               _prv_epsilon),
+               _prv_epsilon, tight=True),
     Accountant("rdp", "Rényi DP (Mironov), opacus, orders extended to 1,024",
                _rdp_epsilon),
     Accountant("pld", "privacy loss distributions (Google dp-accounting), pessimistic discretisation; tightest",
-               _pld_epsilon),
+               _pld_epsilon, tight=True),
     Accountant("gdp", "Gaussian DP CLT (Dong et al.), opacus; an APPROXIMATION, not an upper bound",
                _gdp_epsilon, upper_bound=False),
 )}
-
-
-TIGHT = ("prv", "pld")  # numerical approximations of the exact privacy loss distribution
 
 
 def get_accountant(name: str) -> Accountant:
