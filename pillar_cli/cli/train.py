@@ -17,7 +17,8 @@ from pillar_cli.cli.method_flags import METHOD_LIST, method_flags
 from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.catalog import DEFAULT_METHOD, METHODS, get_method, options_by_method
-from pillar_cli.methods.grid import DEFAULT_BATCH, DEFAULT_STEPS, SweepGrid
+from pillar_cli.methods.grid import DEFAULT_BATCH, SweepGrid
+from pillar_cli.methods.rules import rule_attrs, ruled_grids
 from pillar_cli.methods.sweep import PrivacySettings, SweepData, SweepOptions, run_sweep, sweep_artifact
 from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import get_accountant, require_disjoint
@@ -36,12 +37,14 @@ def train_private(
     ridge: str = typer.Option("auto", help="Closed-form heads' λ, comma-separated; auto = the method's default "
                               "(public-lda k·(σΔC/ñ)², the noise on a class mean, ñ its released noisy count; dp-ls "
                               "the noise's spectral scale)."),
-    k: str = typer.Option("40", help="Components, comma-separated; 'full' = no projection. E.g. 5,10,full"),
+    k: str = typer.Option("auto", help="Components, comma-separated; 'full' = no projection; auto = the default rule, "
+                          "round(√(n·ε)) up to the projection's k_max. E.g. 5,10,full"),
     eps: str = typer.Option("1", help="Target ε values, comma-separated; 'inf' = non-private. E.g. 0.1,1,inf"),
     delta: float = typer.Option(1e-5, help="Target δ; must be below 1/n_private."),
-    lr: str = typer.Option("0.1", help="Learning rates, comma-separated."),
-    steps: str = typer.Option("auto", help=f"Numbers of DP-SGD steps, comma-separated; auto = each method's default "
-                              f"({DEFAULT_STEPS}; noisy-sgd: Algorithm 1's n²)."),
+    lr: str = typer.Option("auto", help="Learning rates, comma-separated; auto = the default rule, ε·B/512 (B the "
+                           "batch size; 0.1 without privacy)."),
+    steps: str = typer.Option("auto", help="Numbers of DP-SGD steps, comma-separated; auto = the default rule, "
+                              "max(100, ⌈16·n/B⌉) (noisy-sgd: Algorithm 1's n²)."),
     batch_size: str = typer.Option(str(DEFAULT_BATCH), help="Expected (Poisson) batch sizes, comma-separated; all = "
                                    "every private row in every step (full batch, sampling rate 1)."),
     seed: str = typer.Option("0", help="Seeds, comma-separated: repetitions (results report mean ± std over them) "
@@ -89,25 +92,26 @@ def train_private(
     """
     path, _ = artifacts.parse_ref(embeddings)
     check_output(out, [path, str(projection)], force=force)
-    grid = SweepGrid(methods=split_list(method, "--method"), ks=int_list(k, "--k", allow_full=True),
-                     epsilons=float_list(eps, "--eps"), lrs=float_list(lr, "--lr"),
-                     seeds=int_list(seed, "--seed", minimum=0),
+    grid = SweepGrid(methods=split_list(method, "--method"), epsilons=float_list(eps, "--eps"),
+                     ks=[] if k == "auto" else int_list(k, "--k", allow_full=True),
+                     lrs=[] if lr == "auto" else float_list(lr, "--lr"), seeds=int_list(seed, "--seed", minimum=0),
                      steps=None if steps == "auto" else int_list(steps, "--steps"),
                      batch_sizes=int_list(batch_size, "--batch-size", allow_full=True, word="all"), momentum=momentum,
                      weight_decay=weight_decay, ema=ema,
-                     ridges=tuple(None if r == "auto" else r for r in float_or_auto_list(ridge, "--ridge")))
-    data, grid, refs, recorded = _inputs(path, projection, grid, private_fraction, warm_start, public_labelled,
-                                         other_public)
+                     ridges=tuple(None if r == "auto" else r for r in float_or_auto_list(ridge, "--ridge")),
+                     rules=frozenset(name for name, text in (("k", k), ("lr", lr), ("steps", steps)) if text == "auto"))
+    data, grids, refs, recorded = _inputs(path, projection, grid, private_fraction, warm_start, public_labelled,
+                                          other_public)
     if not get_accountant(accountant).upper_bound:
         warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")
     privacy, shard_spec = PrivacySettings(delta, clip, accountant, noise_source(noise_seed)), parse_shard(shard)
     options = SweepOptions(shard_spec, engine, device, options_by_method(method_options),
                            _selection(select, trials, trials_shape, score_share))
-    with progress_bar("DP-SGD", grid.total_steps(shard_spec), "steps") as advance:
+    with progress_bar("DP-SGD", sum(g.total_steps(shard_spec) for g in grids), "steps") as advance:
         result = run_sweep(data, grid, privacy, options, on_steps=advance)
     artifact = sweep_artifact(result, data.pca, privacy, data.num_classes, len(data.private_x), options,
                               **recorded)
-    artifact.attrs["private_fraction"] = private_fraction
+    artifact.attrs.update(private_fraction=private_fraction, **rule_attrs(grid))
     save(ctx, out, artifact, refs)
     _report(out, len(result.runs), artifact, as_json)
 
@@ -117,6 +121,8 @@ def _report(out: Path, runs: int, artifact: artifacts.Artifact, as_json: bool) -
         return print_json({"output": str(out), "selection": artifact.attrs["selection"],
                            "note": artifact.attrs["selection_note"]})
     how = ("private cells: accounted selection, inside ε" if artifact.attrs["selection_mode"] == "accounted"
+           else "one configuration per cell: nothing selected" if all(
+               cell["selected"].startswith("none") for cell in artifact.attrs["selection"])
            else "selected on val (not accounted in ε)")
     print_table(f"{out}: {runs} runs, {how}", artifact.attrs["selection"],
                 ["method", "k", "epsilon", "lr", "steps", "batch_size", "val_accuracy_mean", "selected"],
@@ -135,20 +141,22 @@ def _selection(select: str, trials: str, shape: str, score_share: float) -> Acco
 
 def _inputs(path: str, projection: Path, grid: SweepGrid, private_fraction: float, warm_start: Path | None,
             public_labelled: str | None, other_public: bool) -> tuple[
-                SweepData, SweepGrid, list[artifacts.InputRef], dict]:
+                SweepData, list[SweepGrid], list[artifacts.InputRef], dict]:
     """The sweep's data from the artifacts (the projection from these embeddings' public split, a GSD's choice, or
-    another public dataset if allowed), the grid for its private rows, the input references the model records, and
-    its rows, source and public data."""
+    another public dataset if allowed), the grids it runs for its private rows (one per ε where the default rule
+    sets k, lr or steps), the input references the model records, and its rows, source and public data."""
     private = artifacts.read_split(f"{path}:private").subsample(private_fraction)
     grid = grid.for_rows(len(private.features))
     for overridden in grid.overridden_rules():
         warn(overridden)
-    val = validation_split(path, max(len(grid.configs(m)) for m in grid.methods))
     public = artifacts.read_split(f"{path}:public")
     require_disjoint(private.index, public.index, path)  # the embeddings' own fault first, then the projection's
     projection_artifact = artifacts.read(projection, "projection")
     public_data = public_data_of(projection_artifact, private, other_public)
     pca = read_projection(projection_artifact)
+    grids = ruled_grids(grid, len(pca.components_))
+    choices = max(len(g.configs(m)) for g in grids for m in g.methods)
+    val = None if grid.rules and choices == len(grid.seeds) else validation_split(path, choices)
     initial = None if warm_start is None else warm_start_weights(artifacts.read(warm_start, "model"), pca, private.ref)
     uses_public = any(get_method(m).needs_public_rows for m in grid.methods)
     labelled = None if public_labelled is None else labelled_public_split(public_labelled, private)
@@ -161,7 +169,7 @@ def _inputs(path: str, projection: Path, grid: SweepGrid, private_fraction: floa
                 "public_choice": projection_artifact.attrs.get("public_choice"), "public_data": public_data,
                 "features": {**artifacts.feature_recipe(private.attrs), "class_names": private.attrs["class_names"]}}
     refs = [private.ref, *([val.ref] if val else []), projection_artifact.ref(), *([labelled.ref] if labelled else [])]
-    return data, grid, refs, recorded
+    return data, grids, refs, recorded
 
 
 def _same_source(one: artifacts.Split, other: artifacts.Split) -> bool:

@@ -39,6 +39,7 @@ class SweepGrid:
     ridges: tuple[float | None, ...] = (None,)  # closed-form heads' λ (None: the method's default)
     ema: float = 0.0  # DP-SGD methods release the iterates' moving average of this decay (0: the last iterate)
     rows: int | None = None  # the private rows it is set for (by `for_rows`)
+    rules: frozenset[str] = frozenset()  # of k, lr, steps: left to the default rule (methods/rules.py), set per ε
 
     def for_rows(self, n: int) -> SweepGrid:
         """The grid for n private rows: batch size None becomes n (full batch, sampling rate 1)."""

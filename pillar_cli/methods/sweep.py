@@ -25,6 +25,7 @@ from pillar_cli.methods.accounted import AccountedSelection, select_privately
 from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.grid import SweepGrid, check_grid
+from pillar_cli.methods.rules import ruled_grids
 from pillar_cli.methods.selection import ACCOUNTED_NOTE, VAL_NOTE, select_on_val
 from pillar_cli.privacy import (Event, ExponentialEvent, gaussian_segments, get_accountant, headline, require_disjoint,
                                 validate_budget)
@@ -131,11 +132,26 @@ def check_accounted(data: SweepData, grid: SweepGrid, options: SweepOptions) -> 
         raise UsageError(f"{param('select')} accounted scores its trials on the val split, which is missing")
 
 
+def planned_grids(data: SweepData, grid: SweepGrid) -> list[SweepGrid]:
+    """The grid for the private rows, one per ε where it leaves k, lr or steps to the default rule."""
+    return ruled_grids(grid.for_rows(len(data.private_x)), len(data.pca.components_))
+
+
 def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions = SweepOptions(),
               on_steps: Callable[[int], None] = lambda done: None) -> SweepResult:
     """Train the sweep's grid points (those of one shard) on the projected private split; score them on val.
-    `on_steps(n)` hears of n more DP-SGD steps done (of `grid.for_rows(n).total_steps(shard)`)."""
-    grid = grid.for_rows(len(data.private_x))
+    `on_steps(n)` hears of n more DP-SGD steps done (of the planned grids' `total_steps(shard)`)."""
+    result = SweepResult(accounted=options.selection is not None)
+    for planned in planned_grids(data, grid):
+        part = _run_grid(data, planned, privacy, options, on_steps)
+        result.runs += part.runs
+        result.bases.update(part.bases)
+        result.selection_ledger += part.selection_ledger
+    return result
+
+
+def _run_grid(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions,
+              on_steps: Callable[[int], None]) -> SweepResult:
     check_sweep(data, grid, privacy, options)
     by_cell: dict[tuple, list[RunConfig]] = defaultdict(list)
     for cell, config in grid.points(options.shard):

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 @pytest.fixture(scope="module")
 def model(pillar, mnist, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("model") / "m.h5"
-    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5", "--steps", "5", "-o", out)
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5", "--steps", "5", "--lr", "0.1", "-o", out)
     return out
 
 

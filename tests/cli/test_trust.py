@@ -116,7 +116,8 @@ def test_a_test_set_sharing_rows_with_training_is_refused_unless_allowed(pillar,
     other = tmp_path / "other.h5"  # the same source split with another seed: its test rows mix the model's rows
     pillar("embed", "--source", "mnist5k", "--seed", "1", "-o", other)
     model = tmp_path / "m.h5"
-    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5", "--eps", "inf", "--steps", "20", "-o", model)
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5", "--eps", "inf", "--steps", "20", "--lr", "0.1",
+           "-o", model)
     used = np.concatenate([artifacts.read_split(f"{mnist['emb']}:{s}").index for s in ("private", "val")])
     shared = int(np.isin(artifacts.read_split(f"{other}:test").index, used).sum())
     assert shared > 100

@@ -1,0 +1,59 @@
+"""The default rule: k, the learning rate and the number of steps that `train-private` uses when they are not given,
+set from the number of private rows n, the target ε and the batch size B alone — fixed in advance, reading no label,
+so a cell has one configuration per seed and nothing is chosen on private data outside ε.
+
+- k = round(√(n·ε)), at least 2, at most the projection's k_max (non-private cells: k_max). PILLAR's trade-off: each
+  kept dimension adds noise to the head, so the budget n·ε pays for more of them.
+- steps = max(100, ⌈16·n/B⌉): 16 epochs of expected batches.
+- lr = ε·B/512: the product lr·steps grows linearly with ε (the linear scaling rule of Panda et al., 2024), and with
+  n through the steps; non-private cells keep 0.1.
+
+The constants were measured on the demo's MNIST-5k splits and checked on scikit-learn's digits (docs/benchmarks.md,
+`benchmarks/bench_honest.py`); the rule reads n as DP-SGD's sampling rate B/n already does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from pillar_cli.methods.catalog import get_method
+from pillar_cli.methods.grid import SweepGrid
+
+RULE_FIELDS = ("k", "lr", "steps")
+RULE = "k = round(√(n·ε)) in [2, k_max]; steps = max(100, ⌈16·n/B⌉); lr = ε·B/512 (0.1 without privacy)"
+MIN_STEPS, EPOCHS, REFERENCE_BATCH, NON_PRIVATE_LR = 100, 16, 512, 0.1
+
+
+def rule_k(n: int, epsilon: float, k_max: int) -> int:
+    """ε ≤ 0 gives 2: the budget check that follows refuses it with its own message."""
+    return k_max if math.isinf(epsilon) else max(2, min(k_max, round(math.sqrt(max(n * epsilon, 0.0)))))
+
+
+def rule_steps(n: int, batch_size: int) -> int:
+    return max(MIN_STEPS, math.ceil(EPOCHS * n / batch_size))
+
+
+def rule_lr(epsilon: float, batch_size: int) -> float:
+    return NON_PRIVATE_LR if math.isinf(epsilon) else epsilon * batch_size / REFERENCE_BATCH
+
+
+def rule_attrs(grid: SweepGrid) -> dict:
+    """What a model records of the rule: the fields it set and the rule itself (nothing when it set none)."""
+    return {"default_rule": {"fields": sorted(grid.rules), "rule": RULE}} if grid.rules else {}
+
+
+def ruled_grids(grid: SweepGrid, k_max: int) -> list[SweepGrid]:
+    """The grid (set for its rows) as one grid per ε with the rule's values in the fields it names in `rules`;
+    the grid itself when it names none. Methods with their own step rule (noisy-sgd) keep it."""
+    if not grid.rules:
+        return [grid]
+    n, (batch, *others) = grid.rows, grid.batch_sizes
+    if n is None or others:
+        raise ValueError("ruled_grids needs a grid set for its rows (for_rows) with one batch size")
+    own_steps = any(get_method(m).steps_rule for m in grid.methods)
+    return [replace(grid, epsilons=[epsilon], rules=frozenset(),
+                    ks=[rule_k(n, epsilon, k_max)] if "k" in grid.rules else grid.ks,
+                    lrs=[rule_lr(epsilon, batch)] if "lr" in grid.rules else grid.lrs,
+                    steps=[rule_steps(n, batch)] if "steps" in grid.rules and not own_steps else grid.steps)
+            for epsilon in grid.epsilons]

@@ -1,0 +1,40 @@
+"""The default rule's values and the per-ε grids it makes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pillar_cli.methods.grid import SweepGrid
+from pillar_cli.methods.rules import rule_k, rule_lr, rule_steps, ruled_grids
+
+
+def test_rule_values():
+    assert [rule_k(3200, eps, 100) for eps in (0.1, 1.0, 3.0, 10.0, math.inf)] == [18, 57, 98, 100, 100]
+    assert rule_k(10, 0.01, 100) == 2
+    assert [rule_steps(n, 512) for n in (1000, 3200, 45000)] == [100, 100, 1407]
+    assert [rule_lr(eps, 512) for eps in (0.1, 1.0, math.inf)] == [0.1, 1.0, 0.1] and rule_lr(1.0, 1024) == 2.0
+
+
+def test_ruled_grids_fill_only_the_named_fields_per_epsilon():
+    grid = SweepGrid(methods=["pillar"], ks=[], epsilons=[0.1, 1.0], lrs=[0.3], seeds=[0, 1],
+                     rules=frozenset({"k", "steps"})).for_rows(3200)
+    first, second = ruled_grids(grid, 100)
+    assert (first.ks, first.lrs, first.steps, first.epsilons) == ([18], [0.3], [100], [0.1])
+    assert (second.ks, second.steps, second.epsilons, second.rules) == ([57], [100], [1.0], frozenset())
+    plain = SweepGrid(methods=["pillar"], ks=[5], epsilons=[1.0], lrs=[0.1], seeds=[0]).for_rows(3200)
+    assert ruled_grids(plain, 100) == [plain]
+
+
+def test_a_method_with_its_own_step_rule_keeps_it():
+    grid = SweepGrid(methods=["noisy-sgd"], ks=[], epsilons=[1.0], lrs=[], seeds=[0],
+                     rules=frozenset({"k", "lr", "steps"})).for_rows(400)
+    (planned,) = ruled_grids(grid, 50)
+    assert planned.steps is None and planned.ks == [20]
+
+
+def test_the_grid_must_be_set_for_its_rows():
+    with pytest.raises(ValueError, match="for_rows"):
+        ruled_grids(SweepGrid(methods=["pillar"], ks=[], epsilons=[1.0], lrs=[], seeds=[0],
+                              rules=frozenset({"k"})), 100)
