@@ -41,8 +41,8 @@ def train_private(
                           "round(√(n·ε)) up to the projection's k_max. E.g. 5,10,full"),
     eps: str = typer.Option("1", help="Target ε values, comma-separated; 'inf' = non-private. E.g. 0.1,1,inf"),
     delta: float = typer.Option(1e-5, help="Target δ; must be below 1/n_private."),
-    lr: str = typer.Option("auto", help="Learning rates, comma-separated; auto = the default rule, ε·B/512 (B the "
-                           "batch size; 0.1 without privacy)."),
+    lr: str = typer.Option("auto", help="Learning rates, comma-separated; auto = the default rule, n·ε/(32·steps) "
+                           "(about ε·B/512, B the batch size; 0.1 without privacy)."),
     steps: str = typer.Option("auto", help="Numbers of DP-SGD steps, comma-separated; auto = the default rule, "
                               "max(100, ⌈16·n/B⌉) (noisy-sgd: Algorithm 1's n²)."),
     batch_size: str = typer.Option(str(DEFAULT_BATCH), help="Expected (Poisson) batch sizes, comma-separated; all = "

@@ -5,8 +5,8 @@ so a cell has one configuration per seed and nothing is chosen on private data o
 - k = round(√(n·ε)), at least 2, at most the projection's k_max (non-private cells: k_max). PILLAR's trade-off: each
   kept dimension adds noise to the head, so the budget n·ε pays for more of them.
 - steps = max(100, ⌈16·n/B⌉): 16 epochs of expected batches.
-- lr = ε·B/512: the product lr·steps grows linearly with ε (the linear scaling rule of Panda et al., 2024), and with
-  n through the steps; non-private cells keep 0.1.
+- lr = n·ε/(32·steps), so that lr·steps = n·ε/32 grows linearly with ε (the linear scaling rule of Panda et al.,
+  2024) and with n (ε·B/512 once the steps exceed their floor); non-private cells keep 0.1.
 
 The constants were measured on the demo's MNIST-5k splits and checked on scikit-learn's digits (docs/benchmarks.md,
 `benchmarks/bench_honest.py`); the rule reads n as DP-SGD's sampling rate B/n already does.
@@ -21,8 +21,8 @@ from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.grid import SweepGrid
 
 RULE_FIELDS = ("k", "lr", "steps")
-RULE = "k = round(√(n·ε)) in [2, k_max]; steps = max(100, ⌈16·n/B⌉); lr = ε·B/512 (0.1 without privacy)"
-MIN_STEPS, EPOCHS, REFERENCE_BATCH, NON_PRIVATE_LR = 100, 16, 512, 0.1
+RULE = "k = round(√(n·ε)) in [2, k_max]; steps = max(100, ⌈16·n/B⌉); lr = n·ε/(32·steps) (0.1 without privacy)"
+MIN_STEPS, EPOCHS, RATE_PER_ROW, NON_PRIVATE_LR = 100, 16, 1 / 32, 0.1
 
 
 def rule_k(n: int, epsilon: float, k_max: int) -> int:
@@ -34,8 +34,8 @@ def rule_steps(n: int, batch_size: int) -> int:
     return max(MIN_STEPS, math.ceil(EPOCHS * n / batch_size))
 
 
-def rule_lr(epsilon: float, batch_size: int) -> float:
-    return NON_PRIVATE_LR if math.isinf(epsilon) else epsilon * batch_size / REFERENCE_BATCH
+def rule_lr(n: int, epsilon: float, batch_size: int) -> float:
+    return NON_PRIVATE_LR if math.isinf(epsilon) else RATE_PER_ROW * n * epsilon / rule_steps(n, batch_size)
 
 
 def rule_attrs(grid: SweepGrid) -> dict:
@@ -54,6 +54,6 @@ def ruled_grids(grid: SweepGrid, k_max: int) -> list[SweepGrid]:
     own_steps = any(get_method(m).steps_rule for m in grid.methods)
     return [replace(grid, epsilons=[epsilon], rules=frozenset(),
                     ks=[rule_k(n, epsilon, k_max)] if "k" in grid.rules else grid.ks,
-                    lrs=[rule_lr(epsilon, batch)] if "lr" in grid.rules else grid.lrs,
+                    lrs=[rule_lr(n, epsilon, batch)] if "lr" in grid.rules else grid.lrs,
                     steps=[rule_steps(n, batch)] if "steps" in grid.rules and not own_steps else grid.steps)
             for epsilon in grid.epsilons]
