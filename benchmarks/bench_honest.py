@@ -13,32 +13,19 @@ Run: python benchmarks/bench_honest.py [--seeds 5] [--eps 0.1,1] [--dataset mnis
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+from bench_heads import demo_splits  # the demo's MNIST-5k splits, as `pillar embed` writes them
 
-from pillar_cli import PublicPCA, read
+from pillar_cli import PublicPCA
 from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.grid import SweepGrid
-from pillar_cli.methods.rules import RULE_FIELDS
+from pillar_cli.methods.rules import RULE_FIELDS, rule_k
 from pillar_cli.methods.sweep import SweepOptions, run_sweep
 
 PAPER_GRID = {"ks": [5, 10, 20, 40, None], "lrs": [0.1, 0.5, 2.0], "steps": [100, 500]}
-
-
-def mnist_splits() -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
-    """The splits `pillar embed --source mnist5k --backbone pixels --seed 0` writes."""
-    with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / "emb.h5"
-        subprocess.run([sys.executable, "-m", "pillar_cli", "embed", "--source", "mnist5k", "--backbone", "pixels",
-                        "--seed", "0", "-o", str(path)], check=True, capture_output=True)
-        embeddings = read(path, "embeddings")
-        return {name: (embeddings.array(f"splits/{name}/features"),
-                       embeddings.array(f"splits/{name}/labels") if name != "public" else None)
-                for name in ("private", "public", "val", "test")}
 
 
 def digits_splits() -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
@@ -85,8 +72,7 @@ class Bench:
 
 def rows(bench: Bench, epsilon: float) -> list[tuple[str, str, object]]:
     """(row, what the printed ε covers, sweep result) for one ε."""
-    n = len(bench.splits["private"][0])
-    k_rule = max(2, min(len(bench.pca.components_), round((n * epsilon) ** 0.5)))
+    k_rule = rule_k(len(bench.splits["private"][0]), epsilon, len(bench.pca.components_))
     return [
         ("default rule: k, lr, steps", "everything", bench.sweep(epsilon, rules=RULE_FIELDS, with_val=False)),
         ("paper: val over k × lr × steps", "training only (choice on val, outside ε)",
@@ -108,7 +94,11 @@ def main() -> None:
     print("| dataset | ε | head | ε covers | k | lr | steps | test accuracy (mean ± std over seeds) |")
     print("|---|---|---|---|---|---|---|---|")
     for dataset in args.dataset.split(","):
-        bench = Bench(mnist_splits(), 100, seeds) if dataset == "mnist" else Bench(digits_splits(), 56, seeds)
+        if dataset == "mnist":
+            with tempfile.TemporaryDirectory() as scratch:
+                bench = Bench(demo_splits(Path(scratch)), 100, seeds)
+        else:
+            bench = Bench(digits_splits(), 56, seeds)
         for epsilon in map(float, args.eps.split(",")):
             for name, covers, result in rows(bench, epsilon):
                 accuracies, cell = bench.released(result)
