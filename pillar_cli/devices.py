@@ -5,9 +5,8 @@ May import: `errors`.
 
 from __future__ import annotations
 
-import torch
-
 from pillar_cli.errors import UsageError, param
+from pillar_cli.lazy import torch
 
 
 def resolve_device(name: str) -> torch.device:

@@ -15,16 +15,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 from pillar_cli.errors import UsageError, param
+from pillar_cli.lazy import scipy_stats
 
 
 def p_value(m: int, guesses: int, correct: int, epsilon: float, delta: float) -> float:
     """The bound above on the probability of `correct` or more right guesses out of `guesses` under (ε, δ)-DP."""
     q = 1 / (1 + math.exp(-epsilon))
-    tail = stats.binom.sf(correct - 1, guesses, q)
-    below = stats.binom.pmf(np.arange(correct - 1, -1, -1), guesses, q)  # P[Bin = v − i] for i = 1..v
+    tail = scipy_stats.binom.sf(correct - 1, guesses, q)
+    below = scipy_stats.binom.pmf(np.arange(correct - 1, -1, -1), guesses, q)  # P[Bin = v − i] for i = 1..v
     ratio = float(np.max(np.cumsum(below) / np.arange(1, correct + 1))) if correct > 0 else 0.0
     return min(1.0, float(tail) + 2 * m * delta * ratio)
 

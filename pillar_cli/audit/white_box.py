@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact, run_rows
 from pillar_cli.audit.bound import epsilon_lower_bound
 from pillar_cli.audit.canaries import CANARY_KIND, AuditSettings, Canaries, correct_guesses
 from pillar_cli.errors import UsageError
+from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
 from pillar_cli.privacy import event_from_dict, headline, validate_budget

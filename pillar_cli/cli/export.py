@@ -10,7 +10,7 @@ import typer
 from pillar_cli.artifacts.classifier import read_classifier
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import ConfigOption, ForceOption, JsonOption, check_output, print_json, stdout
-from pillar_cli.release.export import EXPORT_FORMATS, export_classifier
+from pillar_cli.release.exported import EXPORT_FORMATS
 
 
 @cli_errors
@@ -35,6 +35,8 @@ def export(
 
     Example: pillar export classifier.h5 --format onnx -o classifier.onnx
     """
+    from pillar_cli.release.export import export_classifier  # torch: imported to run, not for --help
+
     check_output(out, [str(classifier)] + ([str(weights)] if weights else []), force=force)
     released = read_classifier(str(classifier))
     reads = export_classifier(released, fmt, out, features_only=features_only, weights=weights,

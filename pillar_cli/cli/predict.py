@@ -4,7 +4,7 @@ embedded on the way by the classifier's recorded backbone — one prediction per
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 import typer
@@ -12,15 +12,23 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.artifacts.classifier import Classifier, read_classifier
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, print_json,
-                                   progress_bar, stdout)
+from pillar_cli.cli.common import (
+    ConfigOption,
+    ForceOption,
+    JsonOption,
+    check_output,
+    print_json,
+    progress_bar,
+    stdout,
+)
 from pillar_cli.cli.sources import default_workers, parse_params
 from pillar_cli.data import SourceOptions, load_source
 from pillar_cli.errors import DataError, UsageError, param
-from pillar_cli.methods.estimator import DPLinearClassifier
 from pillar_cli.release import write_predictions
-from pillar_cli.release.inputs import classify_inputs, input_embedder
 from pillar_cli.release.predictions import prediction_format
+
+if TYPE_CHECKING:
+    from pillar_cli.methods.estimator import DPLinearClassifier
 
 
 @cli_errors
@@ -57,6 +65,10 @@ def predict(
         [str(p) for p in (path, weights) if p is not None]
     check_output(out, inputs, force=force)
     prediction_format(out)
+    from pillar_cli.methods.estimator import (
+        DPLinearClassifier,  # scikit-learn: imported to run, not for --help
+    )
+
     released = read_classifier(str(classifier))
     estimator = DPLinearClassifier.from_classifier(released)
     if embeddings is not None:
@@ -76,6 +88,8 @@ def _classify_raw(released: Classifier, estimator: DPLinearClassifier, source: s
                   weights: Path | None, trust_checkpoint: bool, device: str, batch_size: int,
                   workers: int | None) -> tuple[np.ndarray, np.ndarray]:
     """(row names, probabilities) of a source's raw inputs, embedded by the classifier's rebuilt embedder."""
+    from pillar_cli.release.inputs import classify_inputs, input_embedder  # torch: only for raw inputs
+
     dataset = load_source(source, options)
     embedder = input_embedder(released, dataset, weights=weights, device=device, trust_checkpoint=trust_checkpoint)
     with progress_bar(f"classifying {options.path or source}", sum(dataset.part_sizes), "rows") as advance:

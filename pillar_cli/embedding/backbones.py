@@ -10,18 +10,20 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from pillar_cli import artifacts
 from pillar_cli.devices import resolve_device
 from pillar_cli.embedding.features import Embedder, InFlightFeatures, PendingFeatures, ReadyFeatures
-from pillar_cli.embedding.networks import NetworkEmbedder, build_network, load_state, pretrained_network
 from pillar_cli.embedding.images import resize_and_crop
-from pillar_cli.embedding.modules import BackboneFeatures, PixelFeatures, Preprocessing
+from pillar_cli.embedding.networks import NetworkEmbedder, build_network, load_state, pretrained_network
 from pillar_cli.errors import DataError, UsageError, param
+from pillar_cli.lazy import torch
+
+if TYPE_CHECKING:
+    from pillar_cli.embedding.modules import Preprocessing
 
 _CHECKPOINT_PREFIXES = ("module.encoder_q.", "backbone.", "module.", "model.", "encoder.")
 _HEAD_PREFIXES = ("fc.", "head.", "classifier.")
@@ -74,6 +76,10 @@ class PixelEmbedder:
             shape[:2] = resize_and_crop(torch.zeros(1, 1, *shape[:2]), self.resize, crop).shape[-2:]
         self._input_shape = shape
         self.feature_dim = int(np.prod(shape))
+        from pillar_cli.embedding.modules import (
+            PixelFeatures,  # torch modules: imported once an embedder is built
+        )
+
         self._features = PixelFeatures(self.resize, self.crop)
 
     def info(self) -> dict[str, Any]:
@@ -124,6 +130,8 @@ class TimmEmbedder:
 
     def module(self) -> torch.nn.Module:
         """uint8 NHWC images → the features in fp32 (what an export carries); moves the backbone to the CPU."""
+        from pillar_cli.embedding.modules import BackboneFeatures
+
         return BackboneFeatures(self.preprocessing, self.model.cpu().to(memory_format=torch.contiguous_format))
 
     def __call__(self, batch: np.ndarray | torch.Tensor) -> np.ndarray:
@@ -135,17 +143,16 @@ class TimmEmbedder:
         features = self.features(batch)
         return InFlightFeatures(features) if features.is_cuda else ReadyFeatures(features.numpy())
 
-    @torch.inference_mode()
     def features(self, batch: np.ndarray | torch.Tensor) -> torch.Tensor:
         """float32 features on the device, queued (not waited for) on a GPU."""
         if not isinstance(batch, torch.Tensor):
             batch = torch.from_numpy(np.ascontiguousarray(batch))
-        images = batch.to(self.device, non_blocking=True)
-        x = self.preprocessing.apply(images).contiguous(memory_format=torch.channels_last)
         cudnn = torch.backends.cudnn
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16), \
+        with torch.inference_mode(), torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16), \
                 cudnn.flags(enabled=cudnn.enabled, benchmark=cudnn.benchmark, deterministic=cudnn.deterministic,
                             allow_tf32=self.bf16 and cudnn.allow_tf32):
+            images = batch.to(self.device, non_blocking=True)
+            x = self.preprocessing.apply(images).contiguous(memory_format=torch.channels_last)
             return self.model(x).float()
 
 
@@ -161,6 +168,8 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
     if len(input_shape) != 3:
         raise DataError(f"backbone '{name}' needs images; this source holds vectors (use {param('backbone')} pixels)")
     import timm
+
+    from pillar_cli.embedding.modules import Preprocessing
 
     torch_device = resolve_device(device)
     use_hub = pretrained and weights is None

@@ -9,10 +9,9 @@ import os
 from pathlib import Path
 from typing import Callable
 
-import torch
-
 from pillar_cli.artifacts import Artifact, read
 from pillar_cli.embedding.shards import SHARD_KIND, merge_shards
+from pillar_cli.lazy import torch
 
 
 def torchrun_shard() -> tuple[int, int] | None:

@@ -15,7 +15,6 @@ from typing import Any, Callable, NamedTuple
 
 import h5py
 import numpy as np
-import torch
 
 from pillar_cli.artifacts import Artifact, embeddings_artifact
 from pillar_cli.artifacts.files import require_space, sibling
@@ -25,6 +24,7 @@ from pillar_cli.data.splits import SPLIT_ROLES
 from pillar_cli.embedding.backbones import TimmEmbedder
 from pillar_cli.embedding.features import Embedder, PendingFeatures
 from pillar_cli.errors import ArtifactError, DataError, Interrupted, UsageError, param
+from pillar_cli.lazy import torch
 
 
 def options_digest(options: dict[str, Any]) -> str:
@@ -112,7 +112,7 @@ class _Read(NamedTuple):
     error: tuple[str, str | None] | None
 
 
-class _Batches(torch.utils.data.Dataset):
+class _Batches:
     """Batches of source rows for a DataLoader: each worker reads (decodes) its own batches and reopens lazy files.
     A failure to read is handed back as its (message, hint), which the main process raises as one clean error:
     raised in a worker it would arrive wrapped in the worker's traceback."""

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-import torch
+
+from pillar_cli.lazy import torch
 
 
 class PendingFeatures(Protocol):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import torch
-
 from pillar_cli.errors import DataError
+from pillar_cli.lazy import torch
 
 
 def match_channels(images: torch.Tensor, channels: int) -> torch.Tensor:

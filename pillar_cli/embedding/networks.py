@@ -14,13 +14,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import torch
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.embedding.features import ReadyFeatures
-from pillar_cli.embedding.modules import NetworkFeatures
 from pillar_cli.errors import DataError, UsageError, param
+from pillar_cli.lazy import torch
 
 
 @dataclass(frozen=True)
@@ -51,14 +50,6 @@ def small_cnn(channels: int, num_classes: int, seed: int, width: int = 1) -> tor
             pool=torch.nn.AdaptiveAvgPool2d(1), flatten=torch.nn.Flatten(), fc=torch.nn.Linear(16 * width, num_classes)))
 
 
-class _Fresh(torch.nn.Module):
-    """A copy of its input: what follows may then change it in place (timm's residual `x += shortcut`) without
-    touching the view that opacus' backward hook returned for the layer before."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.clone()
-
-
 def build_network(spec: NetworkSpec, seed: int = 0) -> torch.nn.Module:
     """The network of `spec`, randomly initialised (seeded). timm networks get GroupNorm for BatchNorm (no statistic
     shared across a batch's samples, as per-sample clipping needs), no in-place activations, and a copy after each
@@ -72,6 +63,8 @@ def build_network(spec: NetworkSpec, seed: int = 0) -> torch.nn.Module:
     import timm
     from opacus.validators import ModuleValidator
 
+    from pillar_cli.embedding.modules import Fresh
+
     if not timm.is_model(spec.architecture):
         raise UsageError(f"unknown {param('arch')} '{spec.architecture}': cnn, cnn:WIDTH or a timm model name")
     with torch.random.fork_rng(devices=[]):
@@ -83,7 +76,7 @@ def build_network(spec: NetworkSpec, seed: int = 0) -> torch.nn.Module:
             layer.inplace = False
         for child_name, child in list(layer.named_children()):
             if isinstance(child, torch.nn.GroupNorm):
-                setattr(layer, child_name, torch.nn.Sequential(OrderedDict(norm=child, fresh=_Fresh())))
+                setattr(layer, child_name, torch.nn.Sequential(OrderedDict(norm=child, fresh=Fresh())))
     return model
 
 
@@ -121,12 +114,12 @@ def as_images(rows: np.ndarray | torch.Tensor, spec: NetworkSpec) -> torch.Tenso
     return torch.as_tensor(rows, dtype=torch.float32).reshape(-1, height, width, channels).permute(0, 3, 1, 2)
 
 
-@torch.no_grad()
 def network_logits(model: torch.nn.Module, rows: np.ndarray, spec: NetworkSpec, batch: int = 1024) -> np.ndarray:
     """The network's logits on flattened pixel rows, in batches."""
     model.eval()
-    return np.concatenate([model(as_images(rows[i:i + batch], spec)).numpy() for i in range(0, len(rows), batch)]
-                          or [np.zeros((0, spec.num_classes), np.float32)])
+    with torch.no_grad():
+        return np.concatenate([model(as_images(rows[i:i + batch], spec)).numpy() for i in range(0, len(rows), batch)]
+                              or [np.zeros((0, spec.num_classes), np.float32)])
 
 
 def feature_extractor(model: torch.nn.Module) -> torch.nn.Module:
@@ -141,6 +134,8 @@ class NetworkEmbedder:
     """A network's penultimate features of images (pixels resized to the network's input size, /255)."""
 
     def __init__(self, model: torch.nn.Module, spec: NetworkSpec, weights_id: str, device: torch.device):
+        from pillar_cli.embedding.modules import NetworkFeatures
+
         self.spec, self.weights_id, self.device = spec, weights_id, device
         self._features = NetworkFeatures(feature_extractor(model), spec.input_shape).eval().to(device)
         with torch.no_grad():
@@ -156,9 +151,9 @@ class NetworkEmbedder:
         """uint8 NHWC images → the features (what an export carries); moves the network to the CPU."""
         return self._features.cpu()
 
-    @torch.inference_mode()
     def __call__(self, batch: np.ndarray | torch.Tensor) -> np.ndarray:
-        return self._features(torch.as_tensor(np.asarray(batch)).to(self.device)).cpu().numpy()
+        with torch.inference_mode():
+            return self._features(torch.as_tensor(np.asarray(batch)).to(self.device)).cpu().numpy()
 
     def submit(self, batch: np.ndarray | torch.Tensor):
         return ReadyFeatures(self(batch))

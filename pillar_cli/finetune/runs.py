@@ -10,16 +10,23 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-import torch
 
 from pillar_cli.artifacts import Artifact, Split, shared_rows
 from pillar_cli.artifacts.model import RunKey, RunRecord
 from pillar_cli.artifacts.network import network_artifact
-from pillar_cli.embedding.networks import (NetworkSpec, as_images, build_network, load_state, network_logits,
-                                           pretrained_network, state_arrays)
+from pillar_cli.embedding.networks import (
+    NetworkSpec,
+    as_images,
+    build_network,
+    load_state,
+    network_logits,
+    pretrained_network,
+    state_arrays,
+)
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.finetune.training import FinetuneConfig, finetune
 from pillar_cli.gsd.probes import stored_image_shape
+from pillar_cli.lazy import torch
 from pillar_cli.privacy import event_from_dict, get_accountant, headline, require_public_start
 from pillar_cli.privacy.release import ReleasedHead, whole_file
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import torch
 
 from pillar_cli.embedding.backbones import load_weights_file
 from pillar_cli.embedding.networks import NetworkSpec, build_network
 from pillar_cli.errors import DataError, UsageError, check_positive, param
+from pillar_cli.lazy import torch
 from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, spent_epsilon, validate_budget
 from pillar_cli.randomness import SECRET, NoiseSource
 

@@ -10,9 +10,9 @@ guarantee holds for the target distribution, so the sweep count is recorded with
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import brentq
 
 from pillar_cli.errors import DataError
+from pillar_cli.lazy import scipy_optimize
 
 CANDIDATES_PER_ROUND = 64
 MAX_ROUNDS = 10_000
@@ -43,7 +43,7 @@ def _envelope_parameter(concentrations: np.ndarray) -> float:
     """The b in [1, q] with Σ 1/(b + 2λ_i) = 1, which minimises the rejection bound (Kent et al., eq. 3.5)."""
     dim = len(concentrations)
     excess = lambda b: float(np.sum(1.0 / (b + 2.0 * concentrations))) - 1.0  # noqa: E731
-    return float(dim) if excess(dim) >= 0 else brentq(excess, 1.0, float(dim), xtol=1e-10)
+    return float(dim) if excess(dim) >= 0 else scipy_optimize.brentq(excess, 1.0, float(dim), xtol=1e-10)
 
 
 def sample_matrix_bingham(matrix: np.ndarray, k: int, eta: float, rng: np.random.Generator,

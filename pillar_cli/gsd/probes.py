@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
-import torch
 
 from pillar_cli.embedding.images import match_channels, normalise, resize
 from pillar_cli.embedding.networks import small_cnn
 from pillar_cli.errors import DataError, UsageError, param
+from pillar_cli.lazy import torch
 from pillar_cli.linear.gradients import per_sample_gradients
 
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.sparse.linalg import eigsh
 
 from pillar_cli.errors import UsageError, check_positive, param
 from pillar_cli.gsd.bingham import sample_matrix_bingham
 from pillar_cli.gsd.subspace import GradientMatrix, clipped_gram
+from pillar_cli.lazy import scipy_sparse_linalg
 from pillar_cli.privacy import ExponentialEvent, GaussianEvent, calibrate_noise
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -69,7 +69,7 @@ def dp_gradient_subspace(matrix: GradientMatrix, k: int, dp: DPSettings) -> DPSu
         noise = np.triu(rng.normal(0.0, std, gram.shape))
         gram += noise + np.triu(noise, 1).T
         del noise
-        basis = eigsh(gram, k=k, which="LA")[1][:, ::-1]
+        basis = scipy_sparse_linalg.eigsh(gram, k=k, which="LA")[1][:, ::-1]
         ledger |= {"mechanism": "Analyze-Gauss (symmetric Gaussian on GᵀG)", "delta": dp.delta,
                    "event": GaussianEvent(multiplier).to_dict(),
                    "noise_multiplier": multiplier, "noise_std": std, "accountant": "pld",

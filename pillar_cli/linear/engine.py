@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-import torch
 
 from pillar_cli.devices import resolve_device
+from pillar_cli.lazy import torch
 from pillar_cli.linear.graphed import GraphedLockstep, PaddedRows, steps_between
 from pillar_cli.linear.sampling import PoissonSampler
 from pillar_cli.randomness import SECRET, NoiseSource

@@ -5,7 +5,7 @@ Shared by GEP's anchor subspace and GSD's linear probe; DP-SGD never materialise
 
 from __future__ import annotations
 
-import torch
+from pillar_cli.lazy import torch
 
 
 def per_sample_gradients(x: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor,

@@ -25,7 +25,8 @@ import math
 from typing import Callable
 
 import numpy as np
-import torch
+
+from pillar_cli.lazy import torch
 
 ROW_ALIGNMENT = 32  # floats per row are padded to a multiple of this
 WIDTH_QUANTUM = 128  # padded batch widths are rounded up to this: few distinct graphs per run

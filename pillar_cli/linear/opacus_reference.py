@@ -9,8 +9,8 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import torch
 
+from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
 from pillar_cli.linear.sampling import PoissonSampler
 from pillar_cli.randomness import SECRET, NoiseSource

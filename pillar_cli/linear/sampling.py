@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-import torch
+from pillar_cli.lazy import torch
 
 
 class PoissonSampler:

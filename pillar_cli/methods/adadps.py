@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-import torch
 
 from pillar_cli.errors import UsageError, param
+from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
 from pillar_cli.linear.sampling import PoissonSampler
 from pillar_cli.methods.base import Cell, TrainedRun, each_run, option
@@ -47,7 +47,7 @@ class AdaDPSOptions:
             raise UsageError(f"{param('public_batch')} must be at least 1 (got {self.public_batch})")
 
 
-Preconditioner = Callable[[torch.Tensor], torch.Tensor]  # weights (d+1, C) → A (d+1, C)
+Preconditioner = Callable[["torch.Tensor"], "torch.Tensor"]  # weights (d+1, C) → A (d+1, C)
 
 
 def _rows_and_residuals(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

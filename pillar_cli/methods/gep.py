@@ -16,9 +16,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from pillar_cli.errors import UsageError
+from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, PoissonSampler, RunConfig
 from pillar_cli.linear.gradients import per_sample_gradients
 from pillar_cli.methods.base import Cell, each_run

@@ -21,9 +21,7 @@ from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.files import replacing
 from pillar_cli.embedding.recipe import embedder_for
 from pillar_cli.errors import UsageError, param
-from pillar_cli.release.exported import EXTRA_FILE, METADATA_KEYS
-
-EXPORT_FORMATS = ("onnx", "torchscript", "safetensors")
+from pillar_cli.release.exported import EXPORT_FORMATS, EXTRA_FILE, METADATA_KEYS
 
 
 class ClassifierModule(torch.nn.Module):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pillar_cli.errors import ArtifactError
 
+EXPORT_FORMATS = ("onnx", "torchscript", "safetensors")
 METADATA_KEYS = ("privacy", "class_names", "head", "features")  # each stored as JSON under "pillar_<key>"
 EXTRA_FILE = "pillar.json"  # TorchScript: one extra file holding the metadata
 

@@ -1,6 +1,7 @@
-"""The command line starts without the heavy libraries: `import pillar_cli.cli` and `pillar --help` import none of
-torch, scikit-learn, timm or opacus, and `inspect` (reading an artifact) none either; the top-level help lists every
-command with its summary, and each command loads as the summary says."""
+"""The command line starts without the heavy libraries: `import pillar_cli.cli`, `pillar --help` and every
+`pillar <command> --help` import none of torch, scikit-learn, timm, opacus or scipy, and `inspect` (reading an
+artifact) none either; the top-level help lists every command with its summary, and each command loads as the
+summary says."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 
 from pillar_cli.cli import COMMANDS, load_command
 
-HEAVY = ("torch", "sklearn", "timm", "opacus")
+HEAVY = ("torch", "sklearn", "timm", "opacus", "scipy")
 
 
 def imported_after(code: str) -> list[str]:
@@ -24,6 +25,15 @@ def test_the_cli_package_and_the_top_level_help_import_no_heavy_library():
     help_then_probe = ("from typer.testing import CliRunner\nfrom pillar_cli.cli import app\n"
                        "assert CliRunner().invoke(app, ['--help']).exit_code == 0")
     assert imported_after(help_then_probe) == []
+
+
+def test_every_commands_help_imports_no_heavy_library():
+    commands = list(COMMANDS)
+    each_help = ("from typer.testing import CliRunner\nfrom pillar_cli.cli import app\n"
+                 f"for name in {commands!r}:\n"
+                 "    result = CliRunner().invoke(app, [name, '--help'])\n"
+                 "    assert result.exit_code == 0 and 'Example:' in result.output, (name, result.output)")
+    assert imported_after(each_help) == []
 
 
 def test_inspect_imports_no_heavy_library():
