@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperCommand
 
 from pillar_cli.cli.boundary import OneLineUsageErrors
+from pillar_cli.cli.help import PanelledCommand
 from pillar_cli.version import PROGRAM
 
 # name → (module of pillar_cli.cli, function, the line `pillar --help` lists it with). A command's module, and the
@@ -66,7 +67,7 @@ class LazyCommands(OneLineUsageErrors):
 def load_command(name: str) -> click.Command:
     module, function, summary = COMMANDS[name]
     single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    single.command(name, short_help=summary)(getattr(importlib.import_module(f"pillar_cli.cli.{module}"), function))
+    single.command(name, short_help=summary, cls=PanelledCommand)(getattr(importlib.import_module(f"pillar_cli.cli.{module}"), function))
     return typer.main.get_command(single)
 
 
@@ -81,6 +82,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     cls=LazyCommands,
+    rich_markup_mode=None,  # plain text, as every command's help (pillar_cli.cli.help)
 )
 
 
