@@ -67,7 +67,8 @@ class LazyCommands(OneLineUsageErrors):
 def load_command(name: str) -> click.Command:
     module, function, summary = COMMANDS[name]
     single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    single.command(name, short_help=summary, cls=PanelledCommand)(getattr(importlib.import_module(f"pillar_cli.cli.{module}"), function))
+    command = getattr(importlib.import_module(f"pillar_cli.cli.{module}"), function)
+    single.command(name, short_help=summary, cls=PanelledCommand)(command)
     return typer.main.get_command(single)
 
 

@@ -2,9 +2,10 @@
 privacy, training, selection, running, output), wrapped to the terminal's width and never cut.
 
 A framed table squeezes long flags (`--standardize/--no-standardize`) to fit 80 columns and cuts them with "…";
-plain text puts a long flag on a line of its own instead. An `Example:` paragraph stays a shell command that can be
-copied: broken at spaces with a trailing backslash where it is wider than the terminal. The panel is the option's own `rich_help_panel` if it
-names one (the method plugins' options do), else the panel its name belongs to below.
+plain text puts a long flag on a line of its own instead. An `Example:` paragraph stays a shell command that can
+be copied: broken at spaces with a trailing backslash where it is wider than the terminal. The panel is the
+option's own `rich_help_panel` if it names one (the method plugins' options do), else the panel its name belongs
+to below.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -19,8 +20,9 @@ from pillar_cli.errors import DataError, param
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".ppm", ".tif", ".tiff", ".webp"}
 
 
-def decode_image(file: str, size: int | None) -> np.ndarray:
-    """One image file as RGB uint8 (H, W, 3), resized to size × size when given."""
+def decode_image(file: str | BinaryIO, size: int | None, name: str | None = None) -> np.ndarray:
+    """One image (a file, or its bytes in a file object called `name`) as RGB uint8 (H, W, 3), resized to
+    size × size when given."""
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -30,7 +32,15 @@ def decode_image(file: str, size: int | None) -> np.ndarray:
                 rgb = rgb.resize((size, size), Image.BILINEAR)
             return np.asarray(rgb, dtype=np.uint8)
     except (OSError, UnidentifiedImageError, ValueError) as err:
-        raise DataError(f"cannot decode image {file}: {err}") from err
+        raise DataError(f"cannot decode image {name or file}: {err}") from err
+
+
+def require_shape(image: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
+    """The image, if it has the shape of the others; a resize is the fix otherwise."""
+    if image.shape != tuple(shape):
+        raise DataError(f"{name} is {image.shape[1]} × {image.shape[0]}, the other images {shape[1]} × {shape[0]}",
+                        hint=f"pass {param('param')} size=N to resize all of them to N × N")
+    return image
 
 
 class ImageFiles:
@@ -67,11 +77,7 @@ class ImageFiles:
                 raise
             self.skipped.append(file)
             return np.zeros(self.shape[1:], np.uint8)
-        if image.shape != self.shape[1:]:
-            raise DataError(f"{file} is {image.shape[1]} × {image.shape[0]}, the other images "
-                            f"{self.shape[2]} × {self.shape[1]}", hint=f"pass {param('param')} size=N to resize all "
-                                                                      "of them to N × N")
-        return image
+        return require_shape(image, self.shape[1:], file)
 
     def subset(self, ids: np.ndarray) -> ImageFiles:
         """The files at sorted row ids, still undecoded."""

@@ -160,17 +160,18 @@ def read_cifar101(root: Path) -> Dataset:
 
 
 def read_pcam(root: Path) -> Dataset:
-    """PatchCamelyon HDF5 pairs (camelyonpatch_level_2_split_{train,test}_{x,y}.h5), read lazily per batch.
+    """PatchCamelyon HDF5 pairs (camelyonpatch_level_2_split_{train,test}_{x,y}.h5, in ROOT or, as
+    `torchvision.datasets.PCAM` keeps them, in ROOT/pcam), read lazily per batch.
 
     The h5py files stay open for the life of the process; nothing here forks workers, so no handle is shared
     across processes. A split's rows are sorted but scattered over the file: the chunk cache holds whole chunks
     (HDF5's default of 1 MiB is smaller than one chunk of 64 images at 96 px), so each chunk is read once per
     batch rather than once per row.
     """
-    parts = {}
+    parts, folder = {}, root / "pcam" if (root / "pcam").is_dir() else root
     for part in ("train", "test"):
-        x_file = root / f"camelyonpatch_level_2_split_{part}_x.h5"
-        y_file = root / f"camelyonpatch_level_2_split_{part}_y.h5"
+        x_file = folder / f"camelyonpatch_level_2_split_{part}_x.h5"
+        y_file = folder / f"camelyonpatch_level_2_split_{part}_y.h5"
         if not x_file.exists() or not y_file.exists():
             raise DataError(f"PCAM file missing: {x_file if not x_file.exists() else y_file}")
         try:
@@ -183,6 +184,33 @@ def read_pcam(root: Path) -> Dataset:
     (train, train_y), (test, test_y) = parts["train"], parts["test"]
     return Dataset("pcam", train, train_y, ["normal", "tumour"], test, test_y, fingerprint_hint=fingerprint,
                    reopen=lambda: read_pcam(root))
+
+
+def read_flowers102(root: Path, size: int) -> Dataset:
+    """Oxford Flowers-102 as distributed and as `torchvision.datasets.Flowers102` keeps it (ROOT/flowers-102 or
+    ROOT): jpg/image_NNNNN.jpg, imagelabels.mat (the class 1..102 of every image) and setid.mat (trnid, valid and
+    tstid: 1-based image numbers). The train part is trnid and valid (2,040 images), the test part tstid (6,149);
+    classes are named by their numbers. The images have many sizes: each is resized to size × size."""
+    from scipy.io import loadmat
+
+    folder = root / "flowers-102" if (root / "flowers-102").is_dir() else root
+    try:
+        labels = loadmat(folder / "imagelabels.mat")["labels"].ravel().astype(np.int64)
+        sets = loadmat(folder / "setid.mat")
+        train = np.concatenate([sets["trnid"].ravel(), sets["valid"].ravel()])
+        numbers = [np.sort(train).astype(np.int64), np.sort(sets["tstid"].ravel()).astype(np.int64)]
+    except (OSError, KeyError, ValueError) as err:
+        raise DataError(f"cannot read the Flowers-102 labels and splits in {folder}: {err}") from err
+    if any(part.min() < 1 or part.max() > len(labels) for part in numbers):
+        raise DataError(f"{folder / 'setid.mat'} names images beyond the {len(labels)} of imagelabels.mat")
+    images = [ImageFiles(_existing([folder / "jpg" / f"image_{n:05d}.jpg" for n in part.tolist()]), size)
+              for part in numbers]
+    (train_labels, test_labels), names = encode_labels(str(folder / "imagelabels.mat"),
+                                                       *(labels[part - 1] for part in numbers))
+    fingerprint = "|".join(part.fingerprint(folder, part_labels)
+                           for part, part_labels in zip(images, (train_labels, test_labels)))
+    return Dataset("flowers102", images[0], train_labels, names, images[1], test_labels,
+                   fingerprint_hint=fingerprint)
 
 
 def hash_head(array: np.ndarray) -> str:

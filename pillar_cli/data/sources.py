@@ -172,6 +172,21 @@ def _hf(options: SourceOptions) -> Dataset:
     return read_hf(options.require_path("hf"), int(options.number("size", 0)) or None, **params)
 
 
+@register("webdataset", "WebDataset tar shards: <split>-*.tar or <split>/*.tar under PATH, or one .tar; images decoded "
+          "when read; params image, label (extensions; default: the image's, cls), train, test (split names), size")
+def _webdataset(options: SourceOptions) -> Dataset:
+    from pillar_cli.data.webdataset import read_webdataset
+
+    params = {key: options.params[key] for key in ("image", "label", "train", "test") if key in options.params}
+    return read_webdataset(options.require_path("webdataset"), int(options.number("size", 0)) or None, **params)
+
+
+@register("flowers102", "Oxford Flowers-102 (jpg/, imagelabels.mat, setid.mat; torchvision's flowers-102 folder): "
+          "train = trnid + valid, test = tstid; param size (default 224)")
+def _flowers102(options: SourceOptions) -> Dataset:
+    return readers.read_flowers102(options.require_path("flowers102"), int(options.number("size", 224)))
+
+
 @register("gtsrb", "GTSRB: Final_Training/Images/<class> and Final_Test/Images + GT-final_test.csv; param size")
 def _gtsrb(options: SourceOptions) -> Dataset:
     return readers.read_gtsrb(options.require_path("gtsrb"), int(options.number("size", 64)))

@@ -1,0 +1,184 @@
+"""WebDataset tar shards on disk: `<split>-*.tar` (or `<split>/*.tar`) under a directory, or one `.tar` file. A
+sample is the tar members that share a key (`000017.jpg`, `000017.cls`); its image stays encoded until its row is
+read. Opening a split reads the tar headers only (one seek per member) and keeps each image's offset and size, so
+`TarImages` behaves like a uint8 (N, H, W, 3) array whose rows are read by seeking into their shard: memory holds
+the offsets, not the images, the DataLoader workers of `embed --workers N` decode them, and each rank of a
+`torchrun` embedding reads the bytes of its own rows only. Labels come from a member of one extension per sample
+(`.cls` by default: an integer, or a class name as text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pillar_cli.data.dataset import Dataset, no_labels
+from pillar_cli.data.image_files import decode_image, require_shape
+from pillar_cli.data.labels import encode_labels
+from pillar_cli.errors import DataError
+
+IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "ppm", "bmp", "tif", "tiff")
+COMPRESSED = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
+
+
+def tar_splits(root: Path) -> dict[str, list[Path]]:
+    """Split name → its shards in order: a single .tar is the train split; in a directory, `<split>-*.tar` or the
+    .tar files of a `<split>/` folder."""
+    if root.is_file():
+        if root.name.endswith(COMPRESSED):
+            raise DataError(f"{root} is compressed; its members cannot be read by seeking",
+                            hint="store WebDataset shards as plain .tar (as webdataset writes them)")
+        return {"train": [root]}
+    compressed = [p for suffix in COMPRESSED for p in root.rglob(f"*{suffix}")]
+    if compressed:
+        raise DataError(f"{compressed[0]} is compressed; its members cannot be read by seeking",
+                        hint="store WebDataset shards as plain .tar (as webdataset writes them)")
+    splits: dict[str, list[Path]] = {}
+    for shard in sorted(root.rglob("*.tar")):
+        name = shard.parent.name if shard.parent != root else shard.name.split("-")[0].split(".")[0]
+        splits.setdefault(name, []).append(shard)
+    if not splits:
+        raise DataError(f"{root} holds no .tar shards")
+    return splits
+
+
+@dataclass(frozen=True)
+class Samples:
+    """A split's index: per sample its shard, the image member's offset and size, and its label text (None
+    without a label member)."""
+
+    shards: list[str]
+    shard_of: np.ndarray
+    offsets: np.ndarray
+    sizes: np.ndarray
+    labels: list[str] | None
+    keys: list[str]
+
+
+def index_samples(shards: list[Path], image: str | None, label: str) -> Samples:
+    """Scan the tar headers of a split's shards, in order; members of other extensions are ignored."""
+    shard_of, offsets, sizes, label_members, keys = [], [], [], [], []
+    for number, shard in enumerate(shards):
+        try:
+            members = _members(shard)
+        except (tarfile.TarError, OSError) as err:
+            raise DataError(f"cannot read the tar shard {shard}: {err}") from err
+        for key, by_extension in members.items():
+            found = [e for e in ((image,) if image else IMAGE_EXTENSIONS) if e in by_extension]
+            if not found:
+                raise DataError(f"sample '{key}' of {shard} has no image member "
+                                f"({'.' + image if image else ', '.join('.' + e for e in IMAGE_EXTENSIONS)})",
+                                hint="name the image extension with --param image=EXT")
+            member = by_extension[found[0]]
+            shard_of.append(number), offsets.append(member.offset_data), sizes.append(member.size), keys.append(key)
+            label_members.append(by_extension.get(label))
+    if not keys:
+        raise DataError(f"{shards[0]} holds no samples")
+    texts = _label_texts(shards, shard_of, label_members, label)
+    return Samples([str(s) for s in shards], np.asarray(shard_of), np.asarray(offsets, np.int64),
+                   np.asarray(sizes, np.int64), texts, keys)
+
+
+def _members(shard: Path) -> dict[str, dict[str, tarfile.TarInfo]]:
+    """Sample key → extension → member, in the order of the shard (WebDataset's key: the name before its first dot
+    in the last path component, with the directory)."""
+    samples: dict[str, dict[str, tarfile.TarInfo]] = {}
+    with tarfile.open(shard, mode="r:") as tar:
+        for member in tar:
+            if not member.isfile():
+                continue
+            folder, _, name = member.name.rpartition("/")
+            stem, dot, extension = name.partition(".")
+            if dot:
+                samples.setdefault(f"{folder}/{stem}" if folder else stem, {})[extension.lower()] = member
+    return samples
+
+
+def _label_texts(shards: list[Path], shard_of: list[int], members: list, label: str) -> list[str] | None:
+    """The label members' contents as text; None when no sample has one, an error when only some do."""
+    present = [m is not None for m in members]
+    if not any(present):
+        return None
+    if not all(present):
+        raise DataError(f"{present.count(False)} samples of {shards[0].parent} have no .{label} member and "
+                        f"{present.count(True)} have one", hint="every sample needs a label, or none (to classify)")
+    texts = []
+    for number, member in zip(shard_of, members):
+        with open(shards[number], "rb") as file:
+            file.seek(member.offset_data)
+            texts.append(file.read(member.size).decode("utf-8", "replace").strip())
+    return texts
+
+
+class TarImages:
+    """An (N, H, W, 3) uint8 array-like over the encoded images of tar shards, decoded when rows are read."""
+
+    dtype = np.dtype(np.uint8)
+
+    def __init__(self, samples: Samples, size: int | None, rows: np.ndarray | None = None,
+                 image_shape: tuple[int, ...] | None = None):
+        self.samples, self.size = samples, size
+        self.rows = np.arange(len(samples.keys)) if rows is None else rows
+        if image_shape is None:
+            image_shape = (size, size, 3) if size else self._decode(int(self.rows[0])).shape
+        self.shape = (len(self.rows), *image_shape)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: slice | int | np.ndarray) -> np.ndarray:
+        if isinstance(index, (int, np.integer)):
+            return self._decode(int(self.rows[int(index)]))
+        picked = self.rows[index]
+        return np.stack([self._decode(int(row)) for row in picked]) if len(picked) else \
+            np.empty((0, *self.shape[1:]), np.uint8)
+
+    def subset(self, ids: np.ndarray) -> TarImages:
+        return TarImages(self.samples, self.size, self.rows[ids], self.shape[1:])
+
+    def _decode(self, row: int) -> np.ndarray:
+        shard = self.samples.shards[int(self.samples.shard_of[row])]
+        with open(shard, "rb") as file:
+            file.seek(int(self.samples.offsets[row]))
+            encoded = file.read(int(self.samples.sizes[row]))
+        where = f"sample '{self.samples.keys[row]}' of {shard}"
+        image = decode_image(io.BytesIO(encoded), self.size, where)
+        return require_shape(image, self.shape[1:], where) if hasattr(self, "shape") else image
+
+    def fingerprint(self, labels: np.ndarray) -> str:
+        """A content id from the shards' names and sizes, the rows and the labels (no image is decoded)."""
+        digest = hashlib.sha256()
+        for shard in self.samples.shards:
+            digest.update(f"{os.path.basename(shard)}|{os.path.getsize(shard)}\n".encode())
+        digest.update(np.ascontiguousarray(self.rows, dtype=np.int64).tobytes())
+        digest.update(np.ascontiguousarray(labels, dtype=np.int64).tobytes())
+        return digest.hexdigest()
+
+
+def read_webdataset(root: Path, size: int | None, image: str | None = None, label: str = "cls",
+                    train: str = "train", test: str = "test") -> Dataset:
+    """The `train` split (and `test`, when there is one) of WebDataset shards; samples without label members are
+    unlabelled rows, to classify."""
+    splits = tar_splits(root)
+    if train not in splits:
+        raise DataError(f"{root} has no split '{train}' (its splits: {', '.join(splits)})",
+                        hint="name the training split with --param train=SPLIT")
+    parts = [index_samples(splits[name], image, label.lstrip(".").lower())
+             for name in (train, test) if name in splits]
+    inputs = [TarImages(samples, size) for samples in parts]
+    if all(samples.labels is None for samples in parts):
+        labels, names = [no_labels(len(part)) for part in inputs], []
+    elif any(samples.labels is None for samples in parts):
+        raise DataError(f"the {train} split of {root} has .{label} members and the {test} split none, or the other "
+                        "way round", hint="every sample needs a label, or none (to classify)")
+    else:
+        labels, names = encode_labels(f"{root}:.{label}", *(np.asarray(samples.labels) for samples in parts))
+    fingerprint = "|".join(part.fingerprint(part_labels) for part, part_labels in zip(inputs, labels))
+    test_inputs, test_labels = (inputs[1], labels[1]) if len(inputs) > 1 else (None, None)
+    return Dataset("webdataset", inputs[0], labels[0], names, test_inputs, test_labels, fingerprint_hint=fingerprint)
