@@ -1,6 +1,6 @@
 """Where tensors run: `auto` is the first CUDA device when there is one, else the CPU.
 
-May import: `errors`.
+May import: `errors`, `lazy`.
 """
 
 from __future__ import annotations

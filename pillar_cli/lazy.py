@@ -5,6 +5,8 @@ at once: torch alone costs about a second, and most modules name it only inside 
     torch.zeros(3)                      # imports torch here, once
 
 A module that needs the library at import time (a class deriving from `torch.nn.Module`) imports it plainly.
+
+May import: nothing.
 """
 
 from __future__ import annotations

@@ -5,11 +5,13 @@ a buggy writer; it is refused here with one line rather than failing somewhere d
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 import numpy as np
 
-from pillar_cli.errors import ArtifactError
+from pillar_cli.errors import ArtifactError, PillarError
 
 NUMBER, INTEGER, TEXT, BOOLEAN = "fiu", "iu", "U", "b"
 REQUIRED = object()
@@ -143,6 +145,13 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
         return "has a ledger without accountant, delta and clip"
     if np.isnan(arrays["runs/epsilon_spent"]).any() or (arrays["runs/epsilon_spent"] < 0).any():
         return "has an epsilon_spent that is not a number ≥ 0"
+    release = (attrs.get("public_choice") or {}).get("release") or {}
+    delta = float(attrs["ledger"]["delta"]) + float(release.get("delta", 0.0))
+    claims = zip(arrays["runs/event"].tolist(), arrays["runs/epsilon_spent"].tolist())
+    problem = _claims_below_floor([(str(event), claimed) for event, claimed in claims], attrs["ledger"]["accountant"],
+                                  delta)
+    if problem:
+        return problem
     problem = _unusable_numbers(arrays, ("mean",) + tuple(n for n in arrays if n.endswith(("/weights", "/bias"))))
     if problem is None and "network" not in attrs:  # a network's rows are pixels of its own pre-training split
         scored = np.isfinite(arrays["runs/val_accuracy"]).any()  # a sweep that chose nothing read no val rows
@@ -161,6 +170,25 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
         if weights is None or bias is None or weights.shape != (inner, classes) or bias.shape != (classes,) or \
                 (basis is not None and basis.shape != (dim, k)):
             return f"has a malformed head for run {i}"
+    return None
+
+
+def _claims_below_floor(claims: list[tuple[str, float]], accountant: str, delta: float) -> str | None:
+    """A claimed ε below what its DP event spends at least (privacy/floor.py): a file edited after it was written."""
+    from pillar_cli.privacy import event_from_dict, get_accountant
+    from pillar_cli.privacy.floor import epsilon_floor
+
+    for text, claimed in sorted(set(claims)):
+        try:
+            event = event_from_dict(json.loads(text))
+            get_accountant(accountant)
+        except (ValueError, TypeError, PillarError):
+            return "has a malformed DP event or an unknown accountant"
+        if math.isfinite(claimed):
+            floor = epsilon_floor(accountant, event, delta, claimed)
+            if claimed < floor:
+                return (f"claims ε = {claimed:.4g} for a DP event that spends at least ε = {floor:.4g} ({accountant}, "
+                        f"δ = {delta:g}): its ε was changed after it was written")
     return None
 
 
@@ -186,7 +214,12 @@ def _classifier_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | No
     if not all(np.isfinite(arrays[name]).all() for name in ("mean", "scale", "weights", "bias")) or \
             not np.all(arrays["scale"] > 0):
         return "has non-finite weights or a scale that is not positive"
-    return None
+    statement = attrs["privacy"]
+    try:
+        claim = [(json.dumps(statement["event"]), float(statement["epsilon"]))]
+        return _claims_below_floor(claim, str(statement["accountant"]), float(statement["delta"]))
+    except (KeyError, TypeError, ValueError):
+        return "has a privacy statement without its ε, δ, accountant and DP event"
 
 
 def _gsd_ranking(arrays: dict, attrs: dict, splits: list[str]) -> str | None:

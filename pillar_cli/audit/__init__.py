@@ -3,6 +3,6 @@ of the very configuration a user trains, and an independent recomputation of a m
 
 Only the CLI imports it.
 
-May import: `errors`, `randomness`, `artifacts`, `privacy`, `projection`, `linear.engine` (the configurations it
+May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `projection`, `linear.engine` (the configurations it
 trains), `methods.base` (the methods it audits, as the sweep trains them).
 """

@@ -4,7 +4,7 @@ semi-private learning paper), and the non-private pre-training on public labelle
 Noise is calibrated and ε recomputed by pillar's accountants, so a fine-tuned network's ε is comparable with every
 linear head's.
 
-May import: `errors`, `randomness`, `artifacts`, `privacy`, `gsd.probes` (the pixel-row layout),
+May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `gsd.probes` (the pixel-row layout),
 `embedding.networks`, `embedding.backbones` (the networks, checkpoint loading).
 """
 

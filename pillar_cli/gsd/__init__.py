@@ -3,6 +3,6 @@
 
 Never the training methods.
 
-May import: `errors`, `randomness`, `artifacts`, `privacy`, `linear.gradients` (the softmax head's closed form),
+May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `linear.gradients` (the softmax head's closed form),
 `embedding.images`, `embedding.backbones`, `embedding.networks` (the probes' networks and weights).
 """
