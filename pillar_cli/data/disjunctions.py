@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pillar_cli.data.dataset import Dataset
+from pillar_cli.data.dataset import Dataset, no_labels
 from pillar_cli.data.labels import encode_labels
 from pillar_cli.errors import DataError, UsageError
 
@@ -79,9 +79,10 @@ def _sample_in_blocks(family: DisjunctionFamily, n: int, rng: np.random.Generato
     return np.concatenate([rows for rows, _ in parts]), np.concatenate([labels for _, labels in parts])
 
 
-def read_csv_rows(path: Path) -> Dataset:
-    """Rows of numeric features with a label in the last column (a number or a class name; data/labels.py); a
-    header line is allowed. Labels −1/+1 are the classes 0/1 (the disjunction learner's convention)."""
+def read_csv_rows(path: Path, labelled: bool = True) -> Dataset:
+    """Rows of numeric features with a label in the last column (a number or a class name; data/labels.py), or
+    features alone when not `labelled` (rows to classify); a header line is allowed. Labels −1/+1 are the classes
+    0/1 (the disjunction learner's convention)."""
     try:
         with open(path, newline="") as handle:
             lines = [row for row in csv.reader(handle) if row]
@@ -89,14 +90,16 @@ def read_csv_rows(path: Path) -> Dataset:
         raise DataError(f"cannot read {path}: {err}") from err
     if lines and not _is_number(lines[0][0]):
         lines = lines[1:]
-    if not lines or len({len(row) for row in lines}) != 1 or len(lines[0]) < 2:
-        raise DataError(f"{path} needs rows of equal length: features, then the label")
+    if not lines or len({len(row) for row in lines}) != 1 or len(lines[0]) < 1 + labelled:
+        raise DataError(f"{path} needs rows of equal length: features" + (", then the label" if labelled else ""))
     try:
-        features = np.array([row[:-1] for row in lines], dtype=np.float64)
+        features = np.array([row[:-1] if labelled else row for row in lines], dtype=np.float64)
     except ValueError as err:
         raise DataError(f"{path} holds a feature that is not a number: {err}") from err
     if not np.isfinite(features).all():
         raise DataError(f"{path}: features must be finite")
+    if not labelled:
+        return Dataset(path.stem, features.astype(np.float32), no_labels(len(features)), [])
     (labels,), names = encode_labels(str(path), np.array([row[-1].strip() for row in lines]))
     return Dataset(path.stem, features.astype(np.float32), labels, names)
 

@@ -120,9 +120,12 @@ def _disjunctions(options: SourceOptions) -> Dataset:
 
 
 @register("csv", "CSV of numeric feature columns and a last label column (numbers or class names; -1/+1 read as "
-          "0/1); a header line is allowed")
+          "0/1), or features alone with param label=none (rows to classify); a header line is allowed")
 def _csv(options: SourceOptions) -> Dataset:
-    return read_csv_rows(options.require_path("csv"))
+    label = options.params.get("label", "last")
+    if label not in ("last", "none"):
+        raise UsageError(f"{param('params')} label={label}: the csv source reads label=last (default) or label=none")
+    return read_csv_rows(options.require_path("csv"), labelled=label == "last")
 
 
 @register("npz", "arrays in a .npz file: x (or features) and y (or labels), optional x_test / y_test")

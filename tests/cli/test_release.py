@@ -198,3 +198,32 @@ def test_exports_agree_with_predict_and_carry_the_statement(mnist, pillar, model
                     {key: released.array(key).tolist() for key in released.arrays}
             continue
         assert np.abs(probabilities - expected).max() <= 1e-5, (fmt, features_only)
+
+
+def test_rows_of_a_csv_without_labels_are_classified_as_the_estimator_does(pillar, tmp_path):
+    """csv --param label=none: features alone (a header allowed), the rows a user has to classify."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    x, y = digits.data[:1200], digits.target[:1200]
+    with open(tmp_path / "train.csv", "w", newline="") as handle:
+        csv.writer(handle).writerows([[*row, label] for row, label in zip(x.tolist(), y.tolist())])
+    new = digits.data[1200:1250]
+    with open(tmp_path / "new.csv", "w", newline="") as handle:
+        csv.writer(handle).writerows([[f"pixel{i}" for i in range(64)], *new.tolist()])
+    emb, pca, model, classifier = (tmp_path / name for name in ("emb.h5", "pca.h5", "m.h5", "c.h5"))
+    pillar("embed", "--source", "csv", "--path", tmp_path / "train.csv", "-o", emb)
+    pillar("fit-pca", f"{emb}:public", "--k-max", "20", "-o", pca)
+    pillar("train-private", emb, "-p", pca, "--k", "10", "--eps", "1", "-o", model)
+    pillar("release", model, "-o", classifier)
+    pillar("predict", classifier, "--source", "csv", "--path", tmp_path / "new.csv", "--param", "label=none",
+           "-o", tmp_path / "p.csv")
+    rows, names, probabilities = _predictions(tmp_path / "p.csv")
+    estimator = load(classifier)
+    assert rows.tolist() == list(range(50))
+    np.testing.assert_allclose(probabilities, estimator.predict_proba(new.astype(np.float32)), atol=1e-6)
+    assert names == [str(c) for c in estimator.predict(new.astype(np.float32))]
+    result = pillar("embed", "--source", "csv", "--path", tmp_path / "new.csv", "--param", "label=none", "-o",
+                    tmp_path / "e.h5", expect=None)
+    assert_clean_failure(result, 4, "source 'csv' read 50 rows without labels: embed needs labelled rows for the "
+                                    "private, val and test splits", tmp_path / "e.h5")
