@@ -7,7 +7,7 @@ The Python API, for notebooks and scripts; the `pillar` command line runs the sa
     clf.score(X_test, y_test), clf.ledger_.epsilon_spent
 
     from pillar_cli import load
-    clf = load("classifier.h5")  # a release (pillar release): one fitted classifier and its statement
+    clf = load("classifier.h5")  # a release (pillar release): one fitted classifier (a linear head or a network)
     clf.predict(X_new), clf.ledger_.epsilon_spent, clf.ledger_.not_covered
 
     from pillar_cli import FinetuneConfig, NetworkSpec, finetune, network
@@ -38,14 +38,13 @@ _HOMES = {  # public name → the module that defines it
     "event_from_dict": "pillar_cli.privacy", "spent_epsilon": "pillar_cli.privacy",
     "GaussianProjection": "pillar_cli.projection", "PublicPCA": "pillar_cli.projection",
     "diagnose": "pillar_cli.theory.diagnostics",
+    "load": "pillar_cli.finetune.released", "NetworkClassifier": "pillar_cli.finetune.released",
 }
 
-__all__ = sorted([*_HOMES, "__version__", "load"])
+__all__ = sorted([*_HOMES, "__version__"])
 
 
 def __getattr__(name: str) -> Any:
-    if name == "load":  # a release as a fitted estimator
-        return __getattr__("DPLinearClassifier").from_release
     if name not in _HOMES:
         raise AttributeError(f"module 'pillar_cli' has no attribute '{name}'")
     value = getattr(importlib.import_module(_HOMES[name]), name)

@@ -5,7 +5,9 @@ holds only what applying the head needs and what its guarantee is:
 
 Arrays: `mean`, `scale` (the public scaler), `weights` and `bias` of the head; `basis` (D, k) for a head that reads
 its k projected rows scaled to unit norm (a linear head's weights are stored mapped back to the D standardised
-features, as `evaluate` applies them; a unit-norm head at k = full has no basis).
+features, as `evaluate` applies them; a unit-norm head at k = full has no basis). A fine-tuned network instead
+holds `network/<weight name>` (one array per weight; `head["network"]` rebuilds it) and reads the pixel rows
+(flattened HWC / 255; its scaler is the identity).
 Attributes: `class_names`; `head` (method, family, k, `row_l2_normalised`: rows are L2-normalised before the scaler,
 `unit_rows`: projected rows are scaled to unit norm); `features` (how the rows were embedded: artifacts.feature_recipe);
 `privacy` (the statement: ε, δ, accountant, neighbouring relation, the DP event tree, what ε covers and does not).
@@ -19,6 +21,8 @@ import numpy as np
 
 from pillar_cli.artifacts.core import Artifact, read
 
+NETWORK_PREFIX = "network/"
+
 
 @dataclass(frozen=True)
 class Classifier:
@@ -26,17 +30,25 @@ class Classifier:
 
     mean: np.ndarray  # (D,)
     scale: np.ndarray  # (D,)
-    weights: np.ndarray  # (D, C), or (k, C) with a basis
-    bias: np.ndarray  # (C,)
+    weights: np.ndarray | None  # (D, C), or (k, C) with a basis; None for a network
+    bias: np.ndarray | None  # (C,)
     basis: np.ndarray | None  # (D, k) for a head on unit-norm projected rows; None: the head reads all D features
     class_names: list[str]
-    head: dict  # method, family, k, row_l2_normalised, unit_rows
+    head: dict  # method, k, row_l2_normalised, unit_rows; a network's: `network` (its NetworkSpec attributes)
     features: dict  # artifacts.feature_recipe of the rows it reads
     privacy: dict  # the statement
+    network: dict[str, np.ndarray] | None = None  # a fine-tuned network's weights by name
+
+    @property
+    def is_network(self) -> bool:
+        return self.network is not None
 
     def to_artifact(self) -> Artifact:
-        arrays = {"mean": self.mean.astype(np.float32), "scale": self.scale.astype(np.float32),
-                  "weights": self.weights.astype(np.float32), "bias": self.bias.astype(np.float32)}
+        arrays = {"mean": self.mean.astype(np.float32), "scale": self.scale.astype(np.float32)}
+        if self.network is not None:
+            arrays |= {NETWORK_PREFIX + name: array for name, array in self.network.items()}
+        else:
+            arrays |= {"weights": self.weights.astype(np.float32), "bias": self.bias.astype(np.float32)}
         if self.basis is not None:
             arrays["basis"] = self.basis.astype(np.float32)
         return Artifact("classifier", arrays, {"class_names": list(self.class_names), "head": self.head,
@@ -47,6 +59,8 @@ def read_classifier(path: str) -> Classifier:
     """A classifier artifact, refused with one line when it is another kind or damaged."""
     artifact = read(path, "classifier")
     arrays, attrs = artifact.arrays, artifact.attrs
-    return Classifier(arrays["mean"], arrays["scale"], arrays["weights"], arrays["bias"], arrays.get("basis"),
-                      [str(name) for name in attrs["class_names"]], attrs["head"], attrs["features"], attrs["privacy"])
+    network = {name[len(NETWORK_PREFIX):]: array for name, array in arrays.items() if name.startswith(NETWORK_PREFIX)}
+    return Classifier(arrays["mean"], arrays["scale"], arrays.get("weights"), arrays.get("bias"), arrays.get("basis"),
+                      [str(name) for name in attrs["class_names"]], attrs["head"], attrs["features"], attrs["privacy"],
+                      network or None)
 

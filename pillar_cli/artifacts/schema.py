@@ -36,7 +36,7 @@ ARRAYS: dict[str, dict[str, tuple[str, int]]] = {
     "assumptions": {"k": (INTEGER, 1), "xi": (NUMBER, 2), "eigengap": (NUMBER, 1)},
     "gsd": {"distance": (NUMBER, 1)},
     "evaluation": {"accuracy_mean": (NUMBER, 1)},
-    "classifier": {"mean": (NUMBER, 1), "scale": (NUMBER, 1), "weights": (NUMBER, 2), "bias": (NUMBER, 1)},
+    "classifier": {"mean": (NUMBER, 1), "scale": (NUMBER, 1)},  # and a linear head or a network: _classifier_shapes
     "audit": {"canaries/included": (BOOLEAN, 1), "canaries/labels": (INTEGER, 1), "canaries/scores": (NUMBER, 1)},
 }
 ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
@@ -204,6 +204,16 @@ def _evaluation_rows(arrays: dict, attrs: dict, splits: list[str]) -> str | None
 
 def _classifier_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
     dim, classes = len(arrays["mean"]), len(attrs["class_names"])
+    network = [name for name in arrays if name.startswith("network/")]
+    if isinstance(attrs["head"].get("network"), dict) != bool(network):
+        return "has a network without its architecture, or an architecture without its network"
+    if network:
+        if any(arrays[name].dtype.kind not in NUMBER or not np.isfinite(arrays[name]).all() for name in network):
+            return "has a network weight that is not a finite number"
+        return _statement_problem(attrs["privacy"])
+    for name, rank in (("weights", 2), ("bias", 1)):
+        if name not in arrays or arrays[name].dtype.kind not in NUMBER or arrays[name].ndim != rank:
+            return f"has no head: a malformed or missing dataset '/{name}'"
     if "basis" in arrays and (arrays["basis"].ndim != 2 or arrays["basis"].dtype.kind not in NUMBER):
         return "has a malformed dataset '/basis'"
     inner = dim if "basis" not in arrays else arrays["basis"].shape[1]
@@ -214,7 +224,10 @@ def _classifier_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | No
     if not all(np.isfinite(arrays[name]).all() for name in ("mean", "scale", "weights", "bias")) or \
             not np.all(arrays["scale"] > 0):
         return "has non-finite weights or a scale that is not positive"
-    statement = attrs["privacy"]
+    return _statement_problem(attrs["privacy"])
+
+
+def _statement_problem(statement: dict) -> str | None:
     try:
         claim = [(json.dumps(statement["event"]), float(statement["epsilon"]))]
         return _claims_below_floor(claim, str(statement["accountant"]), float(statement["delta"]))

@@ -28,6 +28,7 @@ from pillar_cli.release import write_predictions
 from pillar_cli.release.predictions import prediction_format
 
 if TYPE_CHECKING:
+    from pillar_cli.finetune.released import NetworkClassifier
     from pillar_cli.methods.estimator import DPLinearClassifier
 
 
@@ -65,12 +66,10 @@ def predict(
         [str(p) for p in (path, weights) if p is not None]
     check_output(out, inputs, force=force)
     prediction_format(out)
-    from pillar_cli.methods.estimator import (
-        DPLinearClassifier,  # scikit-learn: imported to run, not for --help
-    )
+    from pillar_cli.finetune.released import estimator_of  # scikit-learn and torch: to run, not for --help
 
     released = read_classifier(str(classifier))
-    estimator = DPLinearClassifier.from_classifier(released)
+    estimator = estimator_of(released)
     if embeddings is not None:
         split = artifacts.read_split(embeddings)
         where = f"{split.ref.path}:{split.name}"
@@ -84,7 +83,7 @@ def predict(
     _report(out, released, probabilities, where, as_json)
 
 
-def _classify_raw(released: Classifier, estimator: DPLinearClassifier, source: str, options: SourceOptions,
+def _classify_raw(released: Classifier, estimator: DPLinearClassifier | NetworkClassifier, source: str, options: SourceOptions,
                   weights: Path | None, trust_checkpoint: bool, device: str, batch_size: int,
                   workers: int | None) -> tuple[np.ndarray, np.ndarray]:
     """(row names, probabilities) of a source's raw inputs, embedded by the classifier's rebuilt embedder."""

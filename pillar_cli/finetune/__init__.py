@@ -5,7 +5,8 @@ Noise is calibrated and ε recomputed by pillar's accountants, so a fine-tuned n
 linear head's.
 
 May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `gsd.probes` (the pixel-row layout),
-`embedding.networks`, `embedding.backbones` (the networks, checkpoint loading).
+`embedding.networks`, `embedding.backbones` (the networks, checkpoint loading), `methods.estimator` (a release's
+ledger, and the linear head's estimator that `load` returns for a linear release).
 """
 
 from pillar_cli.finetune.runs import METHODS, Pretrained, check_disjoint, network_spec, networks_artifact, \

@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from pillar_cli.artifacts import Artifact, Split, shared_rows
+from pillar_cli.artifacts import Artifact, Split, feature_recipe, shared_rows
 from pillar_cli.artifacts.model import RunKey, RunRecord
 from pillar_cli.artifacts.network import network_artifact
 from pillar_cli.embedding.networks import (
@@ -140,6 +140,7 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
         "methods": {method: METHODS[method].description for method in sorted({r.key.method for r in records})},
         "selection_mode": "val", "selection_note": SELECTION_NOTE,
         "source": train.attrs.get("source"), "max_physical_batch": config.max_physical_batch,
+        "features": {**feature_recipe(train.attrs), "class_names": train.attrs.get("class_names")},
     }
     if private:
         heads = [ReleasedHead(event_from_dict(r.event), r.epsilon_spent)

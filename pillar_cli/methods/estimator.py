@@ -19,7 +19,7 @@ from pillar_cli.linear.engine import LinearHead
 from pillar_cli.methods.base import PrivacySettings, SweepData, head_rows
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
 from pillar_cli.methods.grid import DEFAULT_BATCH, SweepGrid
-from pillar_cli.errors import DataError
+from pillar_cli.errors import DataError, UsageError
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows, refuse_privately_scaled
 from pillar_cli.methods.sweep import SweepOptions, run_sweep
 from pillar_cli.artifacts.classifier import Classifier, read_classifier
@@ -148,6 +148,8 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
     @classmethod
     def from_classifier(cls, released: Classifier) -> DPLinearClassifier:
         """The estimator of a classifier artifact already read (artifacts.classifier.read_classifier)."""
+        if released.is_network:
+            raise UsageError("the release holds a fine-tuned network, not a linear head: load it with pillar_cli.load")
         head, statement = released.head, released.privacy
         clf = cls(method=head["method"], k=head["k"], epsilon=float(statement["epsilon_target"]),
                   delta=float(statement["delta"]), accountant=statement["accountant"], clip=float(statement["clip"]))

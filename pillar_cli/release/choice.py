@@ -11,8 +11,8 @@ import math
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.classifier import Classifier
-from pillar_cli.artifacts.model import StoredRun, stored_runs
-from pillar_cli.artifacts.network import is_network
+from pillar_cli.artifacts.model import StoredRun, run_rows, stored_runs
+from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 from pillar_cli.randomness import noise_is_reproducible
 from pillar_cli.release.statement import privacy_statement
@@ -37,9 +37,6 @@ def parse_cell(text: str | None) -> dict:
 def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple[Classifier, dict]:
     """The classifier of the cell `wanted` names (parse_cell) and the repetition `seed` (None: the lowest), and
     what was chosen (cell, seed, selection)."""
-    if is_network(model):
-        raise UsageError(f"{model.path} holds fine-tuned networks; a release holds a linear head on embedded "
-                         "features (networks are not released yet)")
     if noise_is_reproducible(model.attrs):
         raise PrivacyError(f"{model.path} was trained with experiment-only noise (--noise-seed): anyone holding the "
                            "seed can remove it, so it has no guarantee to release",
@@ -55,13 +52,27 @@ def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple
         raise UsageError(f"cell {_cell_name(choice)} has repetitions (seeds) {', '.join(map(str, seeds))}; "
                          f"not {seed}")
     run = chosen[seeds.index(seed) if seed is not None else 0]
-    statement = privacy_statement(model, run, choice["selected"], len(model.attrs["selection"]))
+    statement = privacy_statement(model, run, choice["selected"], len(_cells(model)))
     chosen_as = {"cell": _cell_name(choice), "seed": run.key.seed, "seeds": seeds, "selected": choice["selected"]}
-    return _classifier(model, run, statement), chosen_as
+    return (_network(model, run, statement) if is_network(model) else _classifier(model, run, statement)), chosen_as
+
+
+def _cells(model: Artifact) -> list[dict]:
+    """The model's (method, k, ε) cells with the runs its selection chose; a network model's cells: one
+    configuration each (finetune trains one per ε and seed), every run of the cell a repetition."""
+    if not is_network(model):
+        return model.attrs["selection"]
+    cells: dict[tuple, dict] = {}
+    for run_id, row in enumerate(run_rows(model)):
+        cell = cells.setdefault((row.key.method, row.key.epsilon), {
+            "method": row.key.method, "k": "full", "epsilon": row.key.epsilon, "run_ids": [],
+            "selected": "none (one configuration)"})
+        cell["run_ids"].append(run_id)
+    return list(cells.values())
 
 
 def _one_cell(model: Artifact, wanted: dict) -> dict:
-    cells = model.attrs["selection"]
+    cells = _cells(model)
     matches = [cell for cell in cells if _matches(cell, wanted)]
     if len(matches) != 1:
         listed = "; ".join(_cell_name(cell) for cell in (matches or cells))
@@ -100,11 +111,27 @@ def _classifier(model: Artifact, run: StoredRun, statement: dict) -> Classifier:
         weights, bias = model.array(f"runs/{run.local_id}/weights"), model.array(f"runs/{run.local_id}/bias")
     else:
         basis, (weights, bias) = None, run.full_weights()
-    features = model.attrs.get("features") or {}
-    names = features.get("class_names") or [str(c) for c in range(int(model.attrs["num_classes"]))]
+    names, recipe = _names_and_recipe(model)
     head = {"method": key.method, "k": key.k if key.k is not None else "full", "unit_rows": unit_rows,
             "row_l2_normalised": bool(model.attrs.get("row_l2_normalised", False))}
+    return Classifier(model.array("mean"), model.array("scale"), weights, bias, basis, names, head, recipe,
+                      statement)
+
+
+def _network(model: Artifact, run: StoredRun, statement: dict) -> Classifier:
+    """The run's network, which reads the pixel rows its model was trained on (the identity scaler)."""
+    names, recipe = _names_and_recipe(model)
+    head = {"method": run.key.method, "k": "full", "unit_rows": False, "row_l2_normalised": False,
+            "network": model.attrs["network"]}
+    return Classifier(model.array("mean"), model.array("scale"), None, None, None, names, head, recipe, statement,
+                      stored_state(model, run.local_id))
+
+
+def _names_and_recipe(model: Artifact) -> tuple[list[str], dict]:
+    """The class names and the feature recipe a model records (a model without them: class numbers and its
+    feature dimension)."""
+    features = model.attrs.get("features") or {}
+    names = features.get("class_names") or [str(c) for c in range(int(model.attrs["num_classes"]))]
     recipe = {name: value for name, value in features.items() if name != "class_names"}
     recipe.setdefault("feature_dim", len(model.array("mean")))
-    return Classifier(model.array("mean"), model.array("scale"), weights, bias, basis, list(names), head, recipe,
-                      statement)
+    return list(names), recipe

@@ -3,9 +3,10 @@ statement inside it (ONNX metadata_props, a TorchScript extra file, safetensors 
 
 The ONNX and TorchScript modules map uint8 images (N, H, W, C) — or, with features_only, features (N, D) — to class
 probabilities: the embedder its rows were made by (preprocessing and backbone), the public scaler, the basis and
-unit-norm rows where the head has them, the head, a softmax; the same arithmetic as `pillar predict`. A safetensors
-file holds the head's tensors by name (`mean`, `scale`, `weights`, `bias`, `basis`) for a stack that applies them
-itself.
+unit-norm rows where the head has them, the head, a softmax; the same arithmetic as `pillar predict`. A released
+network reads the images themselves (its pixel rows as NCHW images), so it is exported from images only. A
+safetensors file holds the head's tensors by name (`mean`, `scale`, `weights`, `bias`, `basis`; a network's
+weights by their names) for a stack that applies them itself.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch
 
 from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.files import replacing
+from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state
 from pillar_cli.embedding.recipe import embedder_for
 from pillar_cli.errors import UsageError, param
 from pillar_cli.release.exported import EXPORT_FORMATS, EXTRA_FILE, METADATA_KEYS
@@ -52,6 +54,19 @@ class ClassifierModule(torch.nn.Module):
         return torch.softmax(logits, dim=1)
 
 
+class NetworkModule(torch.nn.Module):
+    """uint8 images (N, H, W, C) → pixel rows by the recorded embedder → the network's NCHW images → probabilities."""
+
+    def __init__(self, features: torch.nn.Module, network: torch.nn.Module, input_shape: tuple[int, int, int]):
+        super().__init__()
+        self.features, self.network, self.input_shape = features, network, input_shape
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        height, width, channels = self.input_shape
+        images = self.features(x).reshape(-1, height, width, channels).permute(0, 3, 1, 2)
+        return torch.softmax(self.network(images).double(), dim=1).float()  # as pillar predict: float64 softmax
+
+
 def image_shape(classifier: Classifier) -> tuple[int, ...] | None:
     """(H, W, C) of the images the classifier's rows were embedded from; None for vector data."""
     recipe = classifier.features
@@ -70,21 +85,29 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
     as `weights`) and computes in fp32."""
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown {param('format')} '{fmt}' (known: {', '.join(EXPORT_FORMATS)})")
+    if classifier.is_network and features_only:
+        raise UsageError(f"the release holds a fine-tuned network, which reads the images themselves: export it from "
+                         f"images (drop {param('features_only', True)})")
     shape = None if features_only or fmt == "safetensors" else image_shape(classifier)
     features = None
     if shape is not None:
         features = embedder_for(classifier.features, weights=weights, device="cpu",
                                 trust_checkpoint=trust_checkpoint).module()
     metadata = {f"pillar_{key}": json.dumps(_metadata(classifier)[key]) for key in METADATA_KEYS}
-    module = ClassifierModule(classifier, features).eval().requires_grad_(False)
+    module = _network_module(classifier, features) if classifier.is_network else ClassifierModule(classifier, features)
+    if module is not None:
+        module.eval().requires_grad_(False)
     example = (torch.zeros((2, *shape), dtype=torch.uint8) if shape is not None else
                torch.zeros((2, len(classifier.mean)), dtype=torch.float32))
     with replacing(out, force) as tmp:
         if fmt == "safetensors":
             from safetensors.torch import save
 
-            tmp.write_bytes(save({name: buffer.contiguous() for name, buffer in module.named_buffers()
-                                  if name != "basis" or module.has_basis}, metadata=metadata))
+            tensors = {name: torch.from_numpy(np.ascontiguousarray(array)) for name, array in
+                       classifier.network.items()} if classifier.is_network else \
+                {name: buffer.contiguous() for name, buffer in module.named_buffers()
+                 if name != "basis" or module.has_basis}
+            tmp.write_bytes(save(tensors, metadata=metadata))
         elif fmt == "torchscript":
             with warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore")  # TorchScript is deprecated in torch (still served); tracer warnings
@@ -93,6 +116,15 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
         else:
             _export_onnx(module, example, tmp, metadata)
     return "features (N, D) float32" if shape is None else f"uint8 images (N, {', '.join(map(str, shape))})"
+
+
+def _network_module(classifier: Classifier, features: torch.nn.Module | None) -> torch.nn.Module | None:
+    """The released network behind the embedder (None for safetensors, which stores its weights alone)."""
+    if features is None:
+        return None
+    spec = NetworkSpec.from_attrs(classifier.head["network"])
+    network = load_state(build_network(spec), classifier.network, "the released network")
+    return NetworkModule(features, network, spec.input_shape)
 
 
 def _metadata(classifier: Classifier) -> dict:

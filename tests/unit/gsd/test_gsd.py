@@ -54,7 +54,10 @@ def test_dp_gsd_agrees_at_large_epsilon_and_is_noisier_at_small_epsilon():
         return plan_gsd(private, public, GSDSettings(5, 10, max_samples=1000, dp=dp)).run().distances[0]
 
     exact = distance(None)
-    # |loose − exact| over 30 draws: mean 0.011, largest 0.037 at ε = 200 (at ε = 50: mean 0.033, one in five > 0.05)
+    # |loose − exact| at ε = 200 over 30 draws: mean 0.011, largest 0.037, and one draw of 0.055 seen in a suite run
+    # (at ε = 50: mean 0.033, one in five > 0.05). The noise is fresh OS entropy, so the mean of five draws is held
+    # to the bound: a single draw's tail would make the test flaky, not stricter.
+    errors = [abs(distance(DPSettings(200.0, 1e-5, 10.0)) - exact) for _ in range(5)]
     loose, tight = distance(DPSettings(200.0, 1e-5, 10.0)), distance(DPSettings(0.5, 1e-5, 10.0))
-    assert abs(loose - exact) <= 0.05
+    assert np.mean(errors) <= 0.03
     assert tight > loose + 0.05

@@ -1,0 +1,62 @@
+"""A released classifier as a fitted scikit-learn estimator: a linear head's `DPLinearClassifier`, or a fine-tuned
+network's `NetworkClassifier`; `predict` and `predict_proba` are those of `pillar predict`, `ledger_` the release's
+privacy statement.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from pillar_cli.artifacts.classifier import Classifier, read_classifier
+from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state, network_logits
+from pillar_cli.errors import DataError, UsageError
+from pillar_cli.methods.estimator import DPLinearClassifier, Ledger
+
+
+class NetworkClassifier(ClassifierMixin, BaseEstimator):
+    """A network fine-tuned with DP-SGD (pillar finetune), released: it reads pixel rows (flattened HWC / 255, as a
+    `pixels` embedding holds them) and is fitted only by `pillar finetune`."""
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> NetworkClassifier:
+        raise UsageError("a NetworkClassifier is a released network: train one with pillar finetune, then pillar "
+                         "release")
+
+    @classmethod
+    def from_classifier(cls, released: Classifier) -> NetworkClassifier:
+        clf = cls()
+        clf.spec_ = NetworkSpec.from_attrs(released.head["network"])
+        clf.network_ = load_state(build_network(clf.spec_), released.network, "the released network").eval()
+        clf.classes_ = np.array(released.class_names)
+        clf.ledger_ = Ledger.from_statement(released.privacy)
+        clf.n_features_in_ = len(released.mean)
+        return clf
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        check_is_fitted(self, "network_")
+        rows = np.asarray(X, dtype=np.float32)
+        if rows.ndim != 2 or rows.shape[1] != self.n_features_in_:
+            raise DataError(f"the network reads rows of {self.n_features_in_} pixels; got shape {rows.shape}")
+        return network_logits(self.network_, rows, self.spec_).astype(np.float64)
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        logits = self.decision_function(X)
+        exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return exp / exp.sum(axis=1, keepdims=True)
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        scores = self.decision_function(X)  # refuses an unfitted classifier first
+        return self.classes_[scores.argmax(axis=1)]
+
+
+def estimator_of(released: Classifier) -> DPLinearClassifier | NetworkClassifier:
+    """The fitted estimator of a classifier artifact already read."""
+    return (NetworkClassifier if released.is_network else DPLinearClassifier).from_classifier(released)
+
+
+def load(path: str | Path) -> DPLinearClassifier | NetworkClassifier:
+    """The classifier of a release (`pillar release`), fitted."""
+    return estimator_of(read_classifier(str(path)))
