@@ -1,8 +1,8 @@
 """Start-up of the command line: wall-clock seconds of child processes, median of --repeats, side by side with
 `python -c pass` (the interpreter alone).
 
-Rows: `pillar --help`; `pillar fit-pca --help` and `pillar train-private --help` (a command's help imports its
-module); `pillar inspect` of a small projection artifact (reads, verifies and prints it).
+Rows: `pillar --help`; `pillar <command> --help` for every command (a command's help imports its module);
+`pillar inspect` of a small projection artifact (reads, verifies and prints it).
 Run: python benchmarks/bench_startup.py [--repeats 10]
 """
 
@@ -20,6 +20,7 @@ import numpy as np
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts import Artifact
+from pillar_cli.cli import COMMANDS
 
 
 def median_seconds(argv: list[str], repeats: int) -> float:
@@ -42,8 +43,7 @@ def main() -> None:
         artifacts.write(projection, Artifact("projection", arrays, {"k_max": 8, "standardized": True, "rank": 8,
                                                                    "n_public": 100}))
         rows = {"python -c pass": [sys.executable, "-c", "pass"], "pillar --help": [*pillar, "--help"],
-                "pillar fit-pca --help": [*pillar, "fit-pca", "--help"],
-                "pillar train-private --help": [*pillar, "train-private", "--help"],
+                **{f"pillar {name} --help": [*pillar, name, "--help"] for name in COMMANDS},
                 "pillar inspect pca.h5": [*pillar, "inspect", str(projection)]}
         baseline = None
         print(f"| command | median of {args.repeats} (s) | minus the interpreter (s) |\n|---|---|---|")

@@ -6,7 +6,7 @@ linear head's.
 
 May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `gsd.probes` (the pixel-row layout),
 `embedding.networks`, `embedding.backbones` (the networks, checkpoint loading), `methods.estimator` (a release's
-ledger, and the linear head's estimator that `load` returns for a linear release).
+ledger, and the linear head's estimator returned for a linear release).
 """
 
 from pillar_cli.finetune.runs import METHODS, Pretrained, check_disjoint, network_spec, networks_artifact, \
