@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from pillar_cli.data.dataset import Dataset, no_labels
+from pillar_cli.data.image_files import EncodedRows
 from pillar_cli.data.labels import encode_labels
 from pillar_cli.errors import DataError, UsageError
 
@@ -71,11 +72,9 @@ def column_of(features: dict, kind: str, given: str | None, what: str) -> str | 
     return found[0] if found else None
 
 
-class EncodedImages:
+class EncodedImages(EncodedRows):
     """An (N, H, W, 3) uint8 array-like over the encoded images of an `Image` column, decoded when rows are read.
     Pickles without its open tables (a worker reopens them)."""
-
-    dtype = np.dtype(np.uint8)
 
     def __init__(self, files: list[Path], column: str, size: int | None, rows: np.ndarray | None = None,
                  image_shape: tuple[int, ...] | None = None):
@@ -92,16 +91,6 @@ class EncodedImages:
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_open": {}, "_row_groups": {}}
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, index: slice | int | np.ndarray) -> np.ndarray:
-        if isinstance(index, (int, np.integer)):
-            return self._decode(int(self.rows[int(index)]))
-        picked = self.rows[index]
-        return np.stack([self._decode(int(row)) for row in picked]) if len(picked) else \
-            np.empty((0, *self.shape[1:]), np.uint8)
 
     def subset(self, ids: np.ndarray) -> EncodedImages:
         files = [Path(f) for f in self.data_files]

@@ -98,6 +98,28 @@ class ImageFiles:
         return digest.hexdigest()
 
 
+class EncodedRows:
+    """An (N, H, W, 3) uint8 array-like over rows kept encoded until read: `rows` (the reader's own row numbers of
+    the rows in view), `shape`, and `_decode(row)` come from the reader (a Parquet column, tar shards)."""
+
+    dtype = np.dtype(np.uint8)
+    rows: np.ndarray
+    shape: tuple[int, ...]
+
+    def _decode(self, row: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: slice | int | np.ndarray) -> np.ndarray:
+        if isinstance(index, (int, np.integer)):
+            return self._decode(int(self.rows[int(index)]))
+        picked = self.rows[index]
+        return np.stack([self._decode(int(row)) for row in picked]) if len(picked) else \
+            np.empty((0, *self.shape[1:]), np.uint8)
+
+
 def image_files_in(folder: Path) -> list[str]:
     """The image files directly in `folder`, sorted by name."""
     return sorted(str(p) for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES) if folder.is_dir() else []

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from pillar_cli.data.dataset import Dataset, no_labels
-from pillar_cli.data.image_files import decode_image, require_shape
+from pillar_cli.data.image_files import EncodedRows, decode_image, require_shape
 from pillar_cli.data.labels import encode_labels
 from pillar_cli.errors import DataError
 
@@ -116,10 +116,8 @@ def _label_texts(shards: list[Path], shard_of: list[int], members: list, label: 
     return texts
 
 
-class TarImages:
+class TarImages(EncodedRows):
     """An (N, H, W, 3) uint8 array-like over the encoded images of tar shards, decoded when rows are read."""
-
-    dtype = np.dtype(np.uint8)
 
     def __init__(self, samples: Samples, size: int | None, rows: np.ndarray | None = None,
                  image_shape: tuple[int, ...] | None = None):
@@ -128,16 +126,6 @@ class TarImages:
         if image_shape is None:
             image_shape = (size, size, 3) if size else self._decode(int(self.rows[0])).shape
         self.shape = (len(self.rows), *image_shape)
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, index: slice | int | np.ndarray) -> np.ndarray:
-        if isinstance(index, (int, np.integer)):
-            return self._decode(int(self.rows[int(index)]))
-        picked = self.rows[index]
-        return np.stack([self._decode(int(row)) for row in picked]) if len(picked) else \
-            np.empty((0, *self.shape[1:]), np.uint8)
 
     def subset(self, ids: np.ndarray) -> TarImages:
         return TarImages(self.samples, self.size, self.rows[ids], self.shape[1:])

@@ -8,16 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from pillar_cli.artifacts.classifier import Classifier, read_classifier
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state, network_logits
 from pillar_cli.errors import DataError, UsageError
-from pillar_cli.methods.estimator import DPLinearClassifier, Ledger
+from pillar_cli.methods.estimator import DPLinearClassifier, Ledger, SoftmaxClassifier
 
 
-class NetworkClassifier(ClassifierMixin, BaseEstimator):
+class NetworkClassifier(SoftmaxClassifier):
     """A network fine-tuned with DP-SGD (pillar finetune), released: it reads pixel rows (flattened HWC / 255, as a
     `pixels` embedding holds them) and is fitted only by `pillar finetune`."""
 
@@ -42,14 +41,6 @@ class NetworkClassifier(ClassifierMixin, BaseEstimator):
             raise DataError(f"the network reads rows of {self.n_features_in_} pixels; got shape {rows.shape}")
         return network_logits(self.network_, rows, self.spec_).astype(np.float64)
 
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        logits = self.decision_function(X)
-        exp = np.exp(logits - logits.max(axis=1, keepdims=True))
-        return exp / exp.sum(axis=1, keepdims=True)
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        scores = self.decision_function(X)  # refuses an unfitted classifier first
-        return self.classes_[scores.argmax(axis=1)]
 
 
 def estimator_of(released: Classifier) -> DPLinearClassifier | NetworkClassifier:

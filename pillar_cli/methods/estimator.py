@@ -60,7 +60,24 @@ class Ledger:
                    "; ".join(statement["not_covered"]))
 
 
-class DPLinearClassifier(ClassifierMixin, BaseEstimator):
+class SoftmaxClassifier(ClassifierMixin, BaseEstimator):
+    """A classifier whose probabilities are the softmax of its `decision_function` (float64 logits), as `pillar
+    predict` computes them; `classes_` names the classes."""
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        logits = self.decision_function(X)
+        exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return exp / exp.sum(axis=1, keepdims=True)
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        scores = self.decision_function(X)  # refuses an unfitted classifier first
+        return self.classes_[scores.argmax(axis=1)]
+
+
+class DPLinearClassifier(SoftmaxClassifier):
     """A linear softmax head trained with DP-SGD on the top-k public components (method="pillar") or a baseline.
 
     `steps` None: the method's default (500 DP-SGD steps; noisy-sgd: n²); `batch_size` None: every row in every
@@ -167,11 +184,4 @@ class DPLinearClassifier(ClassifierMixin, BaseEstimator):
         rows = head_rows(self.mapping_, np.asarray(X, dtype=np.float32), self.k_, self.normalises_rows_)
         return self.head_.logits(rows)
 
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        logits = self.decision_function(X)
-        exp = np.exp(logits - logits.max(axis=1, keepdims=True))
-        return exp / exp.sum(axis=1, keepdims=True)
 
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        scores = self.decision_function(X)  # refuses an unfitted classifier first
-        return self.classes_[scores.argmax(axis=1)]
