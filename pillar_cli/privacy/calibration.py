@@ -37,7 +37,7 @@ def calibrate(eps_of: Callable[[float], float], epsilon: float, key: str, guess:
     never exceeds the target: a handful of accountant evaluations instead of opacus' bisection, which stops at an
     absolute 0.01 in ε (10 % of the budget at ε = 0.1).
     """
-    cache = _CalibrationCache(cache_dir)
+    cache = NumberCache("calibration.json", cache_dir)
     if (cached := cache.get(key)) is not None:
         return cached
     sigma = solve_noise(eps_of, epsilon, guess, rel_tol)
@@ -87,12 +87,14 @@ def _bracket(eps_of: Callable[[float], float], goal: float, guess: float) -> tup
     return low, high
 
 
-class _CalibrationCache:
-    """σ by (accountant, ε, δ, q, T) in a JSON file: tight calibration takes seconds, lookups take none."""
+class NumberCache:
+    """Numbers by key in a JSON file of the cache directory ($PILLAR_CACHE_DIR, else ~/.cache/pillar): σ by
+    (accountant, ε, δ, q, T) in calibration.json, ε floors by claim in floors.json. Computing one takes seconds,
+    looking it up none."""
 
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, name: str, root: Path | None = None) -> None:
         root = root or Path(os.environ.get("PILLAR_CACHE_DIR", Path.home() / ".cache" / PROGRAM))
-        self.path = root / "calibration.json"
+        self.path = root / name
 
     def _load(self) -> dict[str, float]:
         try:
@@ -103,9 +105,9 @@ class _CalibrationCache:
     def get(self, key: str) -> float | None:
         return self._load().get(key)
 
-    def put(self, key: str, sigma: float) -> None:
+    def put(self, key: str, value: float) -> None:
         entries = self._load()
-        entries[key] = sigma
+        entries[key] = value
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")

@@ -7,15 +7,19 @@ discretisation with that error is 10-100× faster and its lower bound stays belo
 ε = 0.1, 1 and 8). Where the claim's own accountant is cheap and exact for the tree (a full batch under prv and
 pld, any tree under rdp or gdp, a private selection, the exponential mechanism), the floor is that value less 1 %.
 A claim below its floor is refused; an honest claim never is, since every accountant's ε is at least the true one
-and gdp, the one that is not, is recomputed as it was written.
+and gdp, the one that is not, is recomputed as it was written. Floors are cached on disk (floors.json beside the
+calibration cache): the accountants import opacus and torch, about 3 s, which a second `pillar inspect` of the same
+model does not pay.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import warnings
 
 from pillar_cli.privacy.accountants import spent_epsilon
+from pillar_cli.privacy.calibration import NumberCache
 from pillar_cli.privacy.events import Event, Segment, gaussian_segments, is_private, pure_parts
 from pillar_cli.privacy.gaussian import full_batch
 
@@ -28,6 +32,17 @@ def epsilon_floor(accountant: str, event: Event, delta: float, claimed: float) -
     """A value the ε at δ of `event` is at least (0 for a tree without a guarantee: its claim is ∞ already)."""
     if not is_private(event):
         return 0.0
+    cache = NumberCache("floors.json")
+    key = f"v1|{accountant}|{json.dumps(event.to_dict(), sort_keys=True)}|{delta!r}|{claimed!r}"
+    if (cached := cache.get(key)) is not None:
+        return cached
+    floor = _floor(accountant, event, delta, claimed)
+    cache.put(key, floor)
+    return floor
+
+
+def _floor(accountant: str, event: Event, delta: float, claimed: float) -> float:
+    """The floor, computed (epsilon_floor looks it up first)."""
     pure, approximate = pure_parts(event)
     segments = None if approximate is None else gaussian_segments(approximate)
     if accountant in ("prv", "pld") and segments is not None and not full_batch(tuple(segments)):
