@@ -1,12 +1,15 @@
-"""What every refusal through the CLI must look like, and forged artifacts to provoke refusals with."""
+"""What every refusal through the CLI must look like, forged artifacts to provoke refusals with, and the readers
+of what predict and export write."""
 
 from __future__ import annotations
 
+import csv
 import os
 from contextlib import contextmanager
 from pathlib import Path
 
 import h5py
+import numpy as np
 
 from pillar_cli.artifacts.integrity import file_content_hash, record_hash, stored_record
 
@@ -46,3 +49,22 @@ def edited_copy(source: Path, target: Path, restamp: bool = True):
                 h5.attrs["record_hash"] = record_hash(stored_record(h5))
             except (TypeError, ValueError, KeyError):  # the edit broke what the hash reads: the file stays unstamped
                 pass
+
+
+def read_predictions(path: Path) -> tuple[list[str], list[str], list[str], np.ndarray]:
+    """(header, row names, predicted class names, probabilities) of a predictions CSV."""
+    with open(path, newline="") as handle:
+        header, *body = list(csv.reader(handle))
+    return header, [r[0] for r in body], [r[1] for r in body], np.array([[float(v) for v in r[2:]] for r in body])
+
+
+def exported_probabilities(path: Path, images: np.ndarray) -> np.ndarray:
+    """The probabilities an exported module gives for uint8 images: ONNX under onnxruntime, else TorchScript."""
+    if path.suffix == ".onnx":
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        return session.run(None, {"input": images})[0]
+    import torch
+
+    return torch.jit.load(str(path))(torch.from_numpy(images)).numpy()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import os
 import tarfile
 from dataclasses import dataclass
@@ -109,10 +110,11 @@ def _label_texts(shards: list[Path], shard_of: list[int], members: list, label: 
         raise DataError(f"{present.count(False)} samples of {shards[0].parent} have no .{label} member and "
                         f"{present.count(True)} have one", hint="every sample needs a label, or none (to classify)")
     texts = []
-    for number, member in zip(shard_of, members):
+    for number, samples in itertools.groupby(zip(shard_of, members), key=lambda pair: pair[0]):  # in shard order
         with open(shards[number], "rb") as file:
-            file.seek(member.offset_data)
-            texts.append(file.read(member.size).decode("utf-8", "replace").strip())
+            for _, member in samples:
+                file.seek(member.offset_data)
+                texts.append(file.read(member.size).decode("utf-8", "replace").strip())
     return texts
 
 

@@ -41,7 +41,8 @@ def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple
         raise PrivacyError(f"{model.path} was trained with experiment-only noise (--noise-seed): anyone holding the "
                            "seed can remove it, so it has no guarantee to release",
                            hint="train again without --noise-seed")
-    choice = _one_cell(model, wanted)
+    cells = _cells(model)
+    choice = _one_cell(model, cells, wanted)
     runs = stored_runs([model])
     chosen = sorted((runs[i] for i in choice["run_ids"]), key=lambda run: run.key.seed)
     if not chosen:
@@ -52,7 +53,7 @@ def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple
         raise UsageError(f"cell {_cell_name(choice)} has repetitions (seeds) {', '.join(map(str, seeds))}; "
                          f"not {seed}")
     run = chosen[seeds.index(seed) if seed is not None else 0]
-    statement = privacy_statement(model, run, choice["selected"], len(_cells(model)))
+    statement = privacy_statement(model, run, choice["selected"], len(cells))
     chosen_as = {"cell": _cell_name(choice), "seed": run.key.seed, "seeds": seeds, "selected": choice["selected"]}
     return (_network(model, run, statement) if is_network(model) else _classifier(model, run, statement)), chosen_as
 
@@ -71,8 +72,7 @@ def _cells(model: Artifact) -> list[dict]:
     return list(cells.values())
 
 
-def _one_cell(model: Artifact, wanted: dict) -> dict:
-    cells = _cells(model)
+def _one_cell(model: Artifact, cells: list[dict], wanted: dict) -> dict:
     matches = [cell for cell in cells if _matches(cell, wanted)]
     if len(matches) != 1:
         listed = "; ".join(_cell_name(cell) for cell in (matches or cells))

