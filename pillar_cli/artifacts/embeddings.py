@@ -13,7 +13,7 @@ import numpy as np
 from pillar_cli.artifacts.core import Artifact, InputRef, read
 from pillar_cli.artifacts.crash_guard import passes_in_child
 from pillar_cli.artifacts.integrity import refuse_links
-from pillar_cli.errors import ArtifactError, UsageError, param
+from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
 
 
 def embeddings_artifact(splits: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None]],
@@ -64,6 +64,25 @@ class Split:
         rows = np.sort(np.random.default_rng(0).choice(len(self.features), count, replace=False))
         labels = None if self.labels is None else self.labels[rows]
         return replace(self, features=self.features[rows], labels=labels, index=self.index[rows])
+
+    def joined(self, other: Split) -> Split:
+        """This split's rows followed by another labelled split's of the same file (the private rows and the val rows
+        that train the heads together); a row in both would be one person counted twice, so they must be disjoint."""
+        shared = np.intersect1d(self.index, other.index)
+        if len(shared):
+            raise PrivacyError(f"{self.ref.path}: {len(shared)} rows of the {other.name} split also appear in the "
+                               f"{self.name} split: trained on together, one person would count twice",
+                               hint="re-embed: the splits of one source must be disjoint")
+        if self.features.shape[1:] != other.features.shape[1:]:
+            raise ArtifactError(f"{self.ref.path}: the {self.name} and {other.name} splits hold features of different "
+                                f"dimensions ({self.features.shape[1:]} and {other.features.shape[1:]})",
+                                hint="the file may come from another tool or be damaged; recreate it")
+        if self.labels is None or other.labels is None:
+            raise DataError(f"{self.ref.path}: the {other.name if other.labels is None else self.name} split has no "
+                            "labels to train on")
+        return replace(self, name=f"{self.name}+{other.name}", features=np.concatenate([self.features, other.features]),
+                       labels=np.concatenate([self.labels, other.labels]),
+                       index=np.concatenate([self.index, other.index]))
 
 
 RECIPE_KEYS = ("backbone", "timm_id", "weights", "network", "input_shape", "precision", "preprocessing", "transform",

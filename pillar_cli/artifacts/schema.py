@@ -59,7 +59,7 @@ OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
                    "share_of_embedded": float, "fitted_on": dict},
     "model": {"row_l2_normalised": bool, "private_fraction": (int, float), "source_fingerprint": str,
               "public_choice": dict, "public_data": dict, "noise": dict, "whole_file": dict, "mechanisms": dict,
-              "features": dict},
+              "features": dict, "trained_on": list},
     "evaluation": {"overlap_rows": int, "public": dict},
 }
 LEDGER = {"accountant": str, "delta": (int, float), "clip": (int, float)}

@@ -31,7 +31,7 @@ _PANEL_OF_NAME = {
                 "white_box", "plant"),
     "Training": ("lr", "steps", "batch_size", "momentum", "weight_decay", "ema", "seed", "engine",
                  "grad_sample_mode", "max_physical_batch"),
-    "Selection": ("select", "trials", "trials_shape", "score_share", "cell"),
+    "Selection": ("select", "trials", "trials_shape", "score_share", "val", "cell"),
     "Running": ("device", "workers", "shard", "merge", "resume", "skip_bad", "verify", "list_backbones",
                 "list_sources"),
     "Output": ("out", "force", "as_json", "plot", "csv", "markdown", "plot_xi", "plot_spectrum", "methods_plot",

@@ -10,15 +10,31 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output,
-                                   float_list, float_or_auto_list, int_list, noise_source, parse_shard,
-                                   print_json, print_table, progress_bar, save, split_list, warn)
+from pillar_cli.cli.common import (
+    ConfigOption,
+    ForceOption,
+    JsonOption,
+    NoiseSeedOption,
+    check_output,
+    float_list,
+    float_or_auto_list,
+    int_list,
+    noise_source,
+    parse_shard,
+    print_json,
+    print_table,
+    progress_bar,
+    save,
+    split_list,
+    warn,
+)
 from pillar_cli.cli.method_flags import METHOD_LIST, method_flags
 from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.catalog import DEFAULT_METHOD, METHODS, get_method, options_by_method
-from pillar_cli.methods.grid import DEFAULT_BATCH, SweepGrid
-from pillar_cli.methods.rules import rule_attrs, ruled_grids
+from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
+from pillar_cli.methods.rules import rule_attrs, ruled_grids, val_role
+from pillar_cli.methods.selection import ONE_CONFIGURATION
 from pillar_cli.methods.sweep import PrivacySettings, SweepData, SweepOptions, run_sweep, sweep_artifact
 from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import get_accountant, require_disjoint
@@ -70,6 +86,10 @@ def train_private(
                                      "the truncated negative binomial (1: geometric), or poisson (tighter; with "
                                      "probability e^-μ no trial runs and the cell releases nothing)."),
     score_share: float = typer.Option(0.3, help="accounted: share of one trial's RDP spent on its noisy val score."),
+    val: str = typer.Option("auto", help="What the labelled val split does: auto (with the default rule's one "
+                            "configuration per cell nothing is chosen on it, so its rows train the heads beside the "
+                            "private rows, inside ε; otherwise it chooses each cell's run), train, or hold-out (not "
+                            "read)."),
     public_labelled: Optional[str] = typer.Option(None, "--public-labelled", help="adadps: a LABELLED public split "
                                                   "FILE:SPLIT (embedded separately) whose gradients set the "
                                                   "preconditioner; recorded, not protected."),
@@ -92,16 +112,16 @@ def train_private(
     """
     path, _ = artifacts.parse_ref(embeddings)
     check_output(out, [path, str(projection)], force=force)
-    grid = SweepGrid(methods=split_list(method, "--method"), epsilons=float_list(eps, "--eps"),
-                     ks=[] if k == "auto" else int_list(k, "--k", allow_full=True),
-                     lrs=[] if lr == "auto" else float_list(lr, "--lr"), seeds=int_list(seed, "--seed", minimum=0),
-                     steps=None if steps == "auto" else int_list(steps, "--steps"),
-                     batch_sizes=int_list(batch_size, "--batch-size", allow_full=True, word="all"), momentum=momentum,
-                     weight_decay=weight_decay, ema=ema,
-                     ridges=tuple(None if r == "auto" else r for r in float_or_auto_list(ridge, "--ridge")),
-                     rules=frozenset(name for name, text in (("k", k), ("lr", lr), ("steps", steps)) if text == "auto"))
+    grid = SweepGrid.with_auto(methods=split_list(method, "--method"), epsilons=float_list(eps, "--eps"),
+                               ks=AUTO if k == AUTO else int_list(k, "--k", allow_full=True),
+                               lrs=AUTO if lr == AUTO else float_list(lr, "--lr"),
+                               steps=AUTO if steps == AUTO else int_list(steps, "--steps"),
+                               seeds=int_list(seed, "--seed", minimum=0),
+                               batch_sizes=int_list(batch_size, "--batch-size", allow_full=True, word="all"),
+                               momentum=momentum, weight_decay=weight_decay, ema=ema,
+                               ridges=tuple(None if r == AUTO else r for r in float_or_auto_list(ridge, "--ridge")))
     data, grids, refs, recorded = _inputs(path, projection, grid, private_fraction, warm_start, public_labelled,
-                                          other_public)
+                                          other_public, val, select == "accounted")
     if not get_accountant(accountant).upper_bound:
         warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")
     privacy, shard_spec = PrivacySettings(delta, clip, accountant, noise_source(noise_seed)), parse_shard(shard)
@@ -109,9 +129,10 @@ def train_private(
                            _selection(select, trials, trials_shape, score_share))
     with progress_bar("DP-SGD", sum(g.total_steps(shard_spec) for g in grids), "steps") as advance:
         result = run_sweep(data, grid, privacy, options, on_steps=advance)
+    trained_on = recorded.pop("trained_on")
     artifact = sweep_artifact(result, data.pca, privacy, data.num_classes, len(data.private_x), options,
                               **recorded)
-    artifact.attrs.update(private_fraction=private_fraction, **rule_attrs(grid))
+    artifact.attrs.update(private_fraction=private_fraction, trained_on=trained_on, **rule_attrs(grid))
     save(ctx, out, artifact, refs)
     _report(out, len(result.runs), artifact, as_json)
 
@@ -122,11 +143,13 @@ def _report(out: Path, runs: int, artifact: artifacts.Artifact, as_json: bool) -
                            "note": artifact.attrs["selection_note"]})
     how = ("private cells: accounted selection, inside ε" if artifact.attrs["selection_mode"] == "accounted"
            else "one configuration per cell: nothing selected" if all(
-               cell["selected"].startswith("none") for cell in artifact.attrs["selection"])
+               cell["selected"] == ONE_CONFIGURATION for cell in artifact.attrs["selection"])
            else "selected on val (not accounted in ε)")
-    print_table(f"{out}: {runs} runs, {how}", artifact.attrs["selection"],
+    trained_on = " + ".join(artifact.attrs["trained_on"])
+    print_table(f"{out}: {runs} runs on {trained_on} ({artifact.attrs['n_private']:,} rows), {how}",
+                artifact.attrs["selection"],
                 ["method", "k", "epsilon", "lr", "steps", "batch_size", "val_accuracy_mean", "selected"],
-                {"val_accuracy_mean": ".3f"})
+                {"val_accuracy_mean": ".3f", "lr": ".4g"})
 
 
 def _selection(select: str, trials: str, shape: str, score_share: float) -> AccountedSelection | None:
@@ -140,34 +163,42 @@ def _selection(select: str, trials: str, shape: str, score_share: float) -> Acco
 
 
 def _inputs(path: str, projection: Path, grid: SweepGrid, private_fraction: float, warm_start: Path | None,
-            public_labelled: str | None, other_public: bool) -> tuple[
+            public_labelled: str | None, other_public: bool, val_asked: str, accounted: bool) -> tuple[
                 SweepData, list[SweepGrid], list[artifacts.InputRef], dict]:
     """The sweep's data from the artifacts (the projection from these embeddings' public split, a GSD's choice, or
-    another public dataset if allowed), the grids it runs for its private rows (one per ε where the default rule
-    sets k, lr or steps), the input references the model records, and its rows, source and public data."""
-    private = artifacts.read_split(f"{path}:private").subsample(private_fraction)
-    grid = grid.for_rows(len(private.features))
-    for overridden in grid.overridden_rules():
-        warn(overridden)
+    another public dataset if allowed; the val rows among the training rows when nothing is chosen on them), the
+    grids it runs for its training rows (one per ε where the default rule sets k, lr or steps), the input references
+    the model records, and its rows, source, public data and training splits."""
+    private = artifacts.read_split(f"{path}:private")
     public = artifacts.read_split(f"{path}:public")
     require_disjoint(private.index, public.index, path)  # the embeddings' own fault first, then the projection's
     projection_artifact = artifacts.read(projection, "projection")
     public_data = public_data_of(projection_artifact, private, other_public)
     pca = read_projection(projection_artifact)
+    choices = max(len(g.configs(m)) for g in ruled_grids(grid.for_rows(len(private.features)), len(pca.components_))
+                  for m in g.methods) // len(grid.seeds)
+    role = val_role(val_asked, bool(grid.rules), choices, accounted)
+    val = None if role == "none" else validation_split(path, choices, required=val_asked == "train")
+    training = private.joined(val) if role == "train" and val else private
+    validation = val if role == "select" else None
+    training = training.subsample(private_fraction)
+    grid = grid.for_rows(len(training.features))
+    for overridden in grid.overridden_rules():
+        warn(overridden)
     grids = ruled_grids(grid, len(pca.components_))
-    choices = max(len(g.configs(m)) for g in grids for m in g.methods)
-    val = None if grid.rules and choices == len(grid.seeds) else validation_split(path, choices)
     initial = None if warm_start is None else warm_start_weights(artifacts.read(warm_start, "model"), pca, private.ref)
     uses_public = any(get_method(m).needs_public_rows for m in grid.methods)
     labelled = None if public_labelled is None else labelled_public_split(public_labelled, private)
-    data = SweepData(pca, private.features, private.labels, val and val.features, val and val.labels,
-                     private.num_classes, public.features if uses_public else None, initial, private.index,
-                     public.index, path, labelled and (labelled.features, labelled.labels))
-    rows = {"private": private.index, **({"val": val.index} if val else {}),
+    data = SweepData(pca, training.features, training.labels, validation and validation.features,
+                     validation and validation.labels, private.num_classes,
+                     public.features if uses_public else None, initial, training.index, public.index, path,
+                     labelled and (labelled.features, labelled.labels))
+    rows = {"private": training.index, **({"val": validation.index} if validation else {}),
             **({"public_labelled": labelled.index} if labelled and _same_source(labelled, private) else {})}
     recorded = {"rows": rows, "source_fingerprint": private.attrs.get("source_fingerprint"),
                 "public_choice": projection_artifact.attrs.get("public_choice"), "public_data": public_data,
-                "features": {**artifacts.feature_recipe(private.attrs), "class_names": private.attrs["class_names"]}}
+                "features": {**artifacts.feature_recipe(private.attrs), "class_names": private.attrs["class_names"]},
+                "trained_on": training.name.split("+")}
     refs = [private.ref, *([val.ref] if val else []), projection_artifact.ref(), *([labelled.ref] if labelled else [])]
     return data, grids, refs, recorded
 
@@ -176,11 +207,15 @@ def _same_source(one: artifacts.Split, other: artifacts.Split) -> bool:
     return one.attrs.get("source_fingerprint") == other.attrs.get("source_fingerprint")
 
 
-def validation_split(path: str, configurations: int) -> artifacts.Split | None:
-    """The val split; it may be absent only when there is nothing to select (one configuration per cell)."""
+def validation_split(path: str, configurations: int, required: bool = False) -> artifacts.Split | None:
+    """The val split; it may be absent only when there is nothing to select (one configuration per cell) and
+    nothing asked it to train."""
     try:
         return artifacts.read_split(f"{path}:val")
     except MissingSplitError:
+        if required:
+            raise UsageError(f"{path} has no val split to train on", hint="embed with --val-fraction > 0, or drop "
+                             "--val train") from None
         if configurations > 1:
             raise UsageError(f"{path} has no val split, which selecting among {configurations} configurations per "
                              "(method, k, ε) needs", hint="embed with --val-fraction > 0, or give one configuration")

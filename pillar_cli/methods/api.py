@@ -11,7 +11,7 @@ from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import DEFAULT_METHOD
-from pillar_cli.methods.grid import DEFAULT_BATCH, SweepGrid
+from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.sweep import SweepOptions, SweepResult, run_sweep
 from pillar_cli.projection import PublicPCA
@@ -20,9 +20,9 @@ from pillar_cli.randomness import NoiseSource
 
 def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: np.ndarray | None = None, *,
           projection: PublicPCA | None = None, public: np.ndarray | None = None,
-          method: Sequence[str] = (DEFAULT_METHOD,), k: Sequence[int | None] = (40,), epsilon: Sequence[float] = (1.0,),
-          delta: float = 1e-5, accountant: str = "prv", clip: float = 1.0, lr: Sequence[float] = (0.1,),
-          steps: Sequence[int] | None = None,
+          method: Sequence[str] = (DEFAULT_METHOD,), k: Sequence[int | None] | str = AUTO,
+          epsilon: Sequence[float] = (1.0,), delta: float = 1e-5, accountant: str = "prv", clip: float = 1.0,
+          lr: Sequence[float] | str = AUTO, steps: Sequence[int] | str | None = AUTO,
           batch_size: Sequence[int | None] = (DEFAULT_BATCH,), seed: Sequence[int] = (0,), momentum: float = 0.0,
           weight_decay: float = 0.0, ridge: Sequence[float | None] = (None,), engine: str = "fast",
           device: str = "auto", select: str | AccountedSelection = "val", ema: float = 0.0,
@@ -32,8 +32,10 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
     (method, k, ε) and seed with (X_val, y_val). Labels are class indices 0..C−1; k None means all features.
     `public` fits the projection (or pass a fitted `projection`). `select`: "val" (the result's `selection` used the
     val labels, which ε does NOT account for), or "accounted" / an `AccountedSelection` (private cells run the
-    Papernot–Steinke selection; ε covers it). `steps` None: each method's default (500 DP-SGD steps; noisy-sgd:
-    Algorithm 1's n²), as train-private; given, they replace noisy-sgd's n² too. A batch size None uses every private
+    Papernot–Steinke selection; ε covers it). k, lr and steps "auto" (the defaults, as train-private's): the
+    default rule of methods/rules.py, from n, ε and the batch size, one value per ε (nothing to choose on val);
+    `steps` None: each method's default (500 DP-SGD steps; noisy-sgd: Algorithm 1's n²); given, they replace
+    noisy-sgd's n² too. A batch size None uses every private
     row in every step. DP-SGD methods release the moving average of their iterates with decay `ema` (0: the last
     iterate); adadps reads `public_labelled` = (X_pub, y_pub);
     `method_options`: a method's options by its name, e.g. {"em-disjunctions": DisjunctionOptions(literals=3)}
@@ -48,9 +50,9 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
     refuse_fitted_rows(pca, x)
     if X_val is not None:
         refuse_fitted_rows(pca, np.asarray(X_val, dtype=np.float32))
-    grid = SweepGrid(methods=list(method), ks=list(k), epsilons=list(epsilon), lrs=list(lr), seeds=list(seed),
-                     steps=None if steps is None else list(steps), batch_sizes=list(batch_size), momentum=momentum,
-                     weight_decay=weight_decay, ridges=tuple(ridge), ema=ema)
+    grid = SweepGrid.with_auto(methods=list(method), ks=k, epsilons=list(epsilon), lrs=lr, seeds=list(seed),
+                               steps=steps, batch_sizes=list(batch_size), momentum=momentum,
+                               weight_decay=weight_decay, ridges=tuple(ridge), ema=ema)
     num_classes = int(max(labels.max(), -1 if y_val is None else np.max(y_val))) + 1
     data = SweepData(pca, x, labels, None if X_val is None else np.asarray(X_val, dtype=np.float32),
                      None if y_val is None else np.asarray(y_val), num_classes,

@@ -15,14 +15,14 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
+from pillar_cli.artifacts.classifier import Classifier, read_classifier
+from pillar_cli.errors import DataError, UsageError
 from pillar_cli.linear.engine import LinearHead
 from pillar_cli.methods.base import PrivacySettings, SweepData, head_rows
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
-from pillar_cli.methods.grid import DEFAULT_BATCH, SweepGrid
-from pillar_cli.errors import DataError, UsageError
+from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows, refuse_privately_scaled
 from pillar_cli.methods.sweep import SweepOptions, run_sweep
-from pillar_cli.artifacts.classifier import Classifier, read_classifier
 from pillar_cli.privacy import Event, event_from_dict, get_accountant, headline
 from pillar_cli.projection import PublicPCA, StoredMap
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, NoiseSource
@@ -80,8 +80,9 @@ class SoftmaxClassifier(ClassifierMixin, BaseEstimator):
 class DPLinearClassifier(SoftmaxClassifier):
     """A linear softmax head trained with DP-SGD on the top-k public components (method="pillar") or a baseline.
 
-    `steps` None: the method's default (500 DP-SGD steps; noisy-sgd: n²); `batch_size` None: every row in every
-    step. `method_options`: the method's options (e.g. NoisySGDOptions(zeta=0.2); None: its defaults). `seed`
+    k, lr and steps "auto" (the defaults, as train-private's): the default rule of methods/rules.py, set from n, ε
+    and the batch size and reading no label; `steps` None: the method's default (500 DP-SGD steps; noisy-sgd: n²);
+    `batch_size` None: every row in every step. `method_options`: the method's options (e.g. NoisySGDOptions(zeta=0.2); None: its defaults). `seed`
     seeds public randomness only; the noise is secret (fresh OS entropy), so two fits differ, unless
     `noise_seed` is set: an experiment-only switch whose classifier is NOT differentially private.
 
@@ -90,8 +91,9 @@ class DPLinearClassifier(SoftmaxClassifier):
         clf.score(X_test, y_test), clf.ledger_.epsilon_spent
     """
 
-    def __init__(self, method: str = DEFAULT_METHOD, k: int | None = 40, epsilon: float = 1.0, delta: float = 1e-5,
-                 accountant: str = "prv", clip: float = 1.0, lr: float = 0.1, steps: int | None = None,
+    def __init__(self, method: str = DEFAULT_METHOD, k: int | str | None = AUTO, epsilon: float = 1.0,
+                 delta: float = 1e-5, accountant: str = "prv", clip: float = 1.0, lr: float | str = AUTO,
+                 steps: int | str | None = AUTO,
                  batch_size: int | None = DEFAULT_BATCH, seed: int = 0, projection: PublicPCA | None = None,
                  momentum: float = 0.0, weight_decay: float = 0.0, device: str = "cpu", ridge: float | None = None,
                  noise_seed: int | None = None, method_options: Any = None):
@@ -110,11 +112,10 @@ class DPLinearClassifier(SoftmaxClassifier):
         refuse_privately_scaled(x, public)
         self.projection_ = fitted_projection(self.projection, public, [self.method], x.shape[1])
         refuse_fitted_rows(self.projection_, x)
-        k = None if method.single_cell else self.k
-        grid = SweepGrid(methods=[self.method], ks=[k], epsilons=[float(self.epsilon)], lrs=[self.lr],
-                         seeds=[self.seed], steps=None if self.steps is None else [self.steps],
-                         batch_sizes=[self.batch_size], momentum=self.momentum, weight_decay=self.weight_decay,
-                         ridges=(self.ridge,))
+        ks = [None] if method.single_cell or self.k is None else _listed(self.k)  # None: all features
+        grid = SweepGrid.with_auto(methods=[self.method], ks=ks, epsilons=[float(self.epsilon)], lrs=_listed(self.lr), seeds=[self.seed], steps=_listed(self.steps),
+                                   batch_sizes=[self.batch_size], momentum=self.momentum,
+                                   weight_decay=self.weight_decay, ridges=(self.ridge,))
         data = SweepData(self.projection_, x, labels, None, None, len(self.classes_),
                          None if public is None else np.asarray(public, dtype=np.float32))
         privacy = PrivacySettings(self.delta, self.clip, self.accountant, NoiseSource(self.noise_seed))
@@ -185,3 +186,6 @@ class DPLinearClassifier(SoftmaxClassifier):
         return self.head_.logits(rows)
 
 
+def _listed(value: object) -> object:
+    """One value of the estimator as the grid's list of one; "auto" and None (the method's steps) as they are."""
+    return value if value is None or isinstance(value, str) else [value]

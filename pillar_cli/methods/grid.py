@@ -3,16 +3,20 @@ it (keyword-only), and the rules that need the number of private rows (all-row b
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+from pillar_cli.errors import UsageError, param
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import DEFAULT_STEPS
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.projection import PublicPCA
 
-__all__ = ["DEFAULT_BATCH", "DEFAULT_STEPS", "SweepGrid", "check_grid"]
+__all__ = ["AUTO", "DEFAULT_BATCH", "DEFAULT_STEPS", "SweepGrid", "check_grid"]
 
 DEFAULT_BATCH = 512
+AUTO = "auto"  # a k, lr or steps left to the default rule
 
 
 def check_grid(grid: SweepGrid, pca: PublicPCA, num_classes: int) -> None:
@@ -40,6 +44,18 @@ class SweepGrid:
     ema: float = 0.0  # DP-SGD methods release the iterates' moving average of this decay (0: the last iterate)
     rows: int | None = None  # the private rows it is set for (by `for_rows`)
     rules: frozenset[str] = frozenset()  # of k, lr, steps: left to the default rule (methods/rules.py), set per ε
+
+    @classmethod
+    def with_auto(cls, *, ks: Sequence[int | None] | str, lrs: Sequence[float] | str,
+                  steps: Sequence[int] | str | None, **fields: Any) -> SweepGrid:
+        """The grid whose k, lr or steps given as "auto" are left to the default rule (methods/rules.py)."""
+        given = {"k": ks, "lr": lrs, "steps": steps}
+        for name, value in given.items():
+            if isinstance(value, str) and value != AUTO:
+                raise UsageError(f"{param(name)} takes a list of values or '{AUTO}'; got '{value}'")
+        rules = frozenset(name for name, value in given.items() if isinstance(value, str))
+        return cls(ks=[] if "k" in rules else list(ks), lrs=[] if "lr" in rules else list(lrs),
+                   steps=None if "steps" in rules or steps is None else list(steps), rules=rules, **fields)
 
     def for_rows(self, n: int) -> SweepGrid:
         """The grid for n private rows: batch size None becomes n (full batch, sampling rate 1)."""

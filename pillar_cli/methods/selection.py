@@ -19,6 +19,16 @@ VAL_NOTE = "hyper-parameters were selected on the val split's labels; that selec
 ACCOUNTED_NOTE = ("each private (method, k, ε) cell and seed released the best of a random number of trials by "
                   "their noisy val scores (Papernot & Steinke); the reported ε covers training AND that selection "
                   "(selection_ledger); non-private cells were selected on val")
+ONE_CONFIGURATION = "none (one configuration)"  # a cell's "selected" when it had nothing to choose from
+NOTHING_SELECTED_NOTE = ("one configuration per (method, k, ε) cell: no run was selected, so no label outside a DP "
+                         "release chose anything")
+
+
+def selection_note(selection: list[dict], accounted: bool) -> str:
+    """What chose the model's runs, in words, for every reader of the model."""
+    if accounted:
+        return ACCOUNTED_NOTE
+    return NOTHING_SELECTED_NOTE if all(cell["selected"] == ONE_CONFIGURATION for cell in selection) else VAL_NOTE
 
 
 def select_on_val(keys: list[RunKey], val_accuracies: list[float], accounted: bool = False) -> list[dict]:
@@ -45,7 +55,7 @@ def _how(best: tuple, candidates: int) -> str:
     """What chose the cell's run: the accounted selection (inside ε), nothing (one configuration), or val."""
     if best == ():
         return "in ε"
-    return "none (one configuration)" if candidates == 1 else "on val, outside ε"
+    return ONE_CONFIGURATION if candidates == 1 else "on val, outside ε"
 
 
 def _one_or_all(values: tuple) -> object:

@@ -26,9 +26,16 @@ from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.grid import SweepGrid, check_grid
 from pillar_cli.methods.rules import ruled_grids
-from pillar_cli.methods.selection import ACCOUNTED_NOTE, VAL_NOTE, select_on_val
-from pillar_cli.privacy import (Event, ExponentialEvent, gaussian_segments, get_accountant, headline, require_disjoint,
-                                validate_budget)
+from pillar_cli.methods.selection import select_on_val, selection_note
+from pillar_cli.privacy import (
+    Event,
+    ExponentialEvent,
+    gaussian_segments,
+    get_accountant,
+    headline,
+    require_disjoint,
+    validate_budget,
+)
 from pillar_cli.privacy.composition import composed_with_release
 from pillar_cli.privacy.rdp import ORDERS
 from pillar_cli.privacy.release import ReleasedHead, whole_file
@@ -219,7 +226,7 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
            for key, value in get_method(name).model_attrs(options.of(get_method(name))).items()},
         "selection": result.selection,
         "selection_mode": "accounted" if result.accounted else "val",
-        "selection_note": ACCOUNTED_NOTE if result.accounted else VAL_NOTE,
+        "selection_note": selection_note(result.selection, result.accounted),
     }
     attrs["noise"] = _noise(privacy, public_choice)
     attrs["whole_file"] = _whole_file(result, privacy, public_choice, attrs["noise"]["reproducible"])
@@ -258,7 +265,8 @@ def _whole_file(result: SweepResult, privacy: PrivacySettings, public_choice: di
     """What the file is and the guarantee of all its heads together, the public data's DP choice included."""
     release = (public_choice or {}).get("release")
     others = [] if release is None else [(float(release["epsilon"]), float(release.get("delta", 0.0)))]
-    return whole_file([run.released for run in result.runs], privacy.delta, reproducible, others)
+    scored = any(not math.isnan(run.val_accuracy) for run in result.runs)
+    return whole_file([run.released for run in result.runs], privacy.delta, reproducible, others, scored)
 
 
 def _with_public_choice(run: Run, privacy: PrivacySettings, public_choice: dict | None) -> tuple[Event, float]:

@@ -28,8 +28,8 @@ from pillar_cli.privacy.events import Event, Segment, composed, dp_sgd_event, ga
     to_dp_accounting
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
-WORKING_FILE_NOTE = ("working file, not a release: every head of the grid, exact val accuracies (the val split's "
-                     "labels are outside every ε), private row ids and counts")
+WORKING_FILE_NOTE = "working file, not a release: every head of the grid, private row ids and counts"
+VAL_SCORES_NOTE = "exact val accuracies (the val split's labels are outside every ε)"
 
 
 @dataclass(frozen=True)
@@ -44,17 +44,18 @@ class ReleasedHead:
 
 
 def whole_file(heads: list[ReleasedHead], delta: float, reproducible: bool,
-               others: list[tuple[float, float]] = ()) -> dict:
-    """The `whole_file` record of a model artifact: what it is, how many heads, their joint guarantee
-    (`reproducible`: its noise can be regenerated from a recorded seed, so it has none)."""
+               others: list[tuple[float, float]] = (), val_scores: bool = True) -> dict:
+    """The `whole_file` record of a model artifact: what it is (`val_scores`: it holds the heads' val accuracies),
+    how many heads, their joint guarantee (`reproducible`: its noise can be regenerated from a recorded seed, so it
+    has none)."""
     if reproducible:
         guarantee = {"epsilon": math.inf, "delta": delta, "composition": NOT_PRIVATE_NOTE}
     else:
         guarantee = joint_epsilon(heads, delta, others)
     together = "its one head" if len(heads) == 1 else f"all {len(heads)} heads"
-    statement = (f"{WORKING_FILE_NOTE}; {together} together: ε = {guarantee['epsilon']:.4g} at "
-                 f"δ = {guarantee['delta']:g}")
-    return {"kind": WORKING_FILE_NOTE, "heads": len(heads), **guarantee, "statement": statement}
+    kind = f"{WORKING_FILE_NOTE}, {VAL_SCORES_NOTE}" if val_scores else WORKING_FILE_NOTE
+    statement = f"{kind}; {together} together: ε = {guarantee['epsilon']:.4g} at δ = {guarantee['delta']:g}"
+    return {"kind": kind, "heads": len(heads), **guarantee, "statement": statement}
 
 
 def joint_epsilon(heads: list[ReleasedHead], delta: float, others: list[tuple[float, float]] = ()) -> dict:

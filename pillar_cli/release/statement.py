@@ -11,7 +11,7 @@ from __future__ import annotations
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import StoredRun
 
-NEIGHBOURING = "add or remove one row of the private split (its features and label)"
+NEIGHBOURING = "add or remove one training row (its features and label)"
 
 
 def privacy_statement(model: Artifact, run: StoredRun, selected: str, cells: int) -> dict:
@@ -20,8 +20,12 @@ def privacy_statement(model: Artifact, run: StoredRun, selected: str, cells: int
     ledger, public_choice = model.attrs["ledger"], model.attrs.get("public_choice") or {}
     delta = float(public_choice.get("delta_total", ledger["delta"]))
     mechanism = (model.attrs.get("mechanisms") or {}).get(run.key.method, "")
-    covers = [f"training this head on the private split ({mechanism})" if mechanism else
-              "training this head on the private split"]
+    rows = " and ".join(model.attrs.get("trained_on", ["private"]))
+    trained = f"training this head on the {rows} split{'s' if ' and ' in rows else ''}"
+    covers = [f"{trained} ({mechanism})" if mechanism else trained]
+    if rule := model.attrs.get("default_rule"):
+        covers.append(f"choosing its {', '.join(rule['fields'])}: a rule fixed in advance that reads no label "
+                      f"({rule['rule']})")
     not_covered = ["the public data the projection was fitted on (public: not protected)"]
     if selected == "in ε":
         covers.append("choosing its hyper-parameters: an accounted private selection (Papernot & Steinke) on the "

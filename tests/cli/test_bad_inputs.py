@@ -74,7 +74,8 @@ def test_non_positive_epsilon(pillar, mnist, tmp_path, eps):
 def test_delta_not_below_one_over_n(pillar, mnist, tmp_path):
     out = tmp_path / "m.h5"
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--delta", "0.001", "-o", out, expect=None)
-    assert_clean_failure(result, 5, "--delta 0.001 is not below 1/n = 0.000313 for n = 3200 private rows: such a "
+    # the default path trains on the 3,200 private and the 400 val rows
+    assert_clean_failure(result, 5, "--delta 0.001 is not below 1/n = 0.000278 for n = 3600 private rows: such a "
                           "δ permits releasing individual records", out)
     result = pillar("gsd", "--private", mnist["emb"], "--public", f"{mnist['emb']}:test", "--dp-eps", "1",
                     "--dp-delta", "0.001", "-o", out, expect=None)  # gsd's own flags are named
@@ -87,7 +88,7 @@ def test_batch_size_larger_than_n(pillar, mnist, tmp_path):
     out = tmp_path / "m.h5"
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--batch-size", "5000", "--k", "5",
                     "--eps", "inf", "-o", out, expect=None)
-    assert_clean_failure(result, 2, "--batch-size 5000 exceeds the 3200 private rows", out)
+    assert_clean_failure(result, 2, "--batch-size 5000 exceeds the 3600 private rows", out)
 
 
 @bad_input("unknown accountant")

@@ -21,7 +21,7 @@ def test_noisy_sgd_on_few_public_components_beats_many_and_its_ledger_adds_up(pi
            "--param", "sigma=0.5", "--param", "mu_norm=1", "--public-fraction", "0.3", "-o", emb)
     pillar("fit-pca", f"{emb}:public", "--k-max", "150", "-o", pca)
     trained = pillar("train-private", emb, "-p", pca, "--method", "noisy-sgd", "--k", "2,150", "--eps", "0.5",
-                     "--seed", "0,1", "--steps", "3000", "--accountant", "rdp", "-o", model)
+                     "--seed", "0,1", "--steps", "3000", "--accountant", "rdp", "--val", "hold-out", "-o", model)
     assert trained.stderr == "warning: noisy-sgd runs --steps 3000 instead of Algorithm 1's n² = 2,073,600 steps\n"
     report = json.loads(pillar("evaluate", model, "-e", f"{emb}:test", "-o", tmp_path / "ev.h5", "--json").stdout)
     accuracy = {row["k"]: row["accuracy_mean"] for row in report["rows"]}

@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
+from sklearn.datasets import load_digits
 
+from pillar_cli import DPLinearClassifier, sweep
+from pillar_cli.errors import UsageError
 from pillar_cli.methods.grid import SweepGrid
 from pillar_cli.methods.rules import rule_k, rule_lr, rule_steps, ruled_grids
 
@@ -40,3 +43,17 @@ def test_the_grid_must_be_set_for_its_rows():
     with pytest.raises(ValueError, match="for_rows"):
         ruled_grids(SweepGrid(methods=["pillar"], ks=[], epsilons=[1.0], lrs=[], seeds=[0],
                               rules=frozenset({"k"})), 100)
+
+
+def test_the_python_api_follows_the_rule_by_default():
+    """DPLinearClassifier() and sweep() leave k, lr and steps to the rule, as train-private does; "auto" names it,
+    given values replace it field by field, and any other word is refused."""
+    x, y = load_digits(return_X_y=True)
+    public, x, y = x[:400], x[400:1400], y[400:1400]
+    clf = DPLinearClassifier(epsilon=1.0, delta=1e-4, device="cpu").fit(x, y, public=public)
+    assert (clf.k_, clf.ledger_.steps) == (rule_k(1000, 1.0, 64), rule_steps(1000, 512)) == (32, 100)
+    result = sweep(x, y, public=public, epsilon=[0.5, 1.0], lr=[0.2], delta=1e-4, device="cpu")
+    keys = sorted((run.key.epsilon, run.key.k, run.key.lr, run.key.steps) for run in result.runs)
+    assert keys == [(0.5, 22, 0.2, 100), (1.0, 32, 0.2, 100)]
+    with pytest.raises(UsageError, match="^k takes a list of values or 'auto'; got 'best'$"):
+        sweep(x, y, public=public, k="best")
