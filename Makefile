@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
+	$(VENV)/bin/pillar run examples.yaml mnist-honest --force
 	$(VENV)/bin/pillar run examples.yaml mnist-demo --force
 	$(VENV)/bin/pillar run examples.yaml mnist-truth --force
 

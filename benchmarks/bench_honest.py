@@ -112,7 +112,7 @@ def main() -> None:
         for epsilon in map(float, args.eps.split(",")):
             for name, covers, result in rows(bench, epsilon):
                 accuracies, cell = bench.released(result)
-                print(f"| {dataset} | {epsilon:g} | {name} | {covers} | {cell['k']} | {cell['lr']} | {cell['steps']} "
+                print(f"| {dataset} | {epsilon:g} | {name} | {covers} | {cell['k']} | {cell['lr']:.3g} | {cell['steps']} "
                       f"| {np.mean(accuracies):.3f} ± {np.std(accuracies, ddof=1):.3f} |", flush=True)
 
 
