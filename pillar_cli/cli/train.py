@@ -105,6 +105,11 @@ def train_private(
 ) -> None:
     """Train DP linear classifiers for every (method, k, ε) and hyper-parameter; choose one run per cell.
 
+    With nothing but --eps given, k, lr and steps follow the default rule and the val rows train the heads: the ε
+    printed covers every choice.
+
+    Example: pillar train-private emb.h5 -p pca.h5 --eps 0.1,1 -o model.h5
+
     Example: pillar train-private emb.h5 -p pca.h5 --k 5,10,40,full --eps 0.1,1,inf -o model.h5
 
     Example: pillar train-private emb.h5 -p pca.h5 --k 20 --eps 1 --lr 0.1,0.5,2 --steps 100,500 --select accounted
