@@ -19,6 +19,7 @@ from pillar_cli.artifacts.schema import RUN_COLUMNS
 from pillar_cli.errors import ArtifactError
 
 UNCOUNTED = RUN_COLUMNS["steps_run"][1]  # runs/steps_run of a run whose method does not count its steps
+ONE_CONFIGURATION = "none (one configuration)"  # a cell's "selected" when it had nothing to choose from
 
 
 @dataclass(frozen=True)

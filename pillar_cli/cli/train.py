@@ -9,6 +9,7 @@ from typing import Any, Optional
 import typer
 
 from pillar_cli import artifacts
+from pillar_cli.artifacts.model import ONE_CONFIGURATION
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
     ConfigOption,
@@ -34,7 +35,6 @@ from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.catalog import DEFAULT_METHOD, METHODS, get_method, options_by_method
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
 from pillar_cli.methods.rules import rule_attrs, ruled_grids, val_role
-from pillar_cli.methods.selection import ONE_CONFIGURATION
 from pillar_cli.methods.sweep import PrivacySettings, SweepData, SweepOptions, run_sweep, sweep_artifact
 from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import get_accountant, require_disjoint

@@ -13,13 +13,12 @@ from collections import defaultdict
 
 import numpy as np
 
-from pillar_cli.artifacts.model import RunKey
+from pillar_cli.artifacts.model import ONE_CONFIGURATION, RunKey
 
 VAL_NOTE = "hyper-parameters were selected on the val split's labels; that selection is NOT accounted in the reported ε"
 ACCOUNTED_NOTE = ("each private (method, k, ε) cell and seed released the best of a random number of trials by "
                   "their noisy val scores (Papernot & Steinke); the reported ε covers training AND that selection "
                   "(selection_ledger); non-private cells were selected on val")
-ONE_CONFIGURATION = "none (one configuration)"  # a cell's "selected" when it had nothing to choose from
 NOTHING_SELECTED_NOTE = ("one configuration per (method, k, ε) cell: no run was selected, so no label outside a DP "
                          "release chose anything")
 

@@ -11,7 +11,7 @@ import math
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.classifier import Classifier
-from pillar_cli.artifacts.model import StoredRun, run_rows, stored_runs
+from pillar_cli.artifacts.model import ONE_CONFIGURATION, StoredRun, run_rows, stored_runs
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 from pillar_cli.randomness import noise_is_reproducible
@@ -67,7 +67,7 @@ def _cells(model: Artifact) -> list[dict]:
     for run_id, row in enumerate(run_rows(model)):
         cell = cells.setdefault((row.key.method, row.key.epsilon), {
             "method": row.key.method, "k": "full", "epsilon": row.key.epsilon, "run_ids": [],
-            "selected": "none (one configuration)"})
+            "selected": ONE_CONFIGURATION})
         cell["run_ids"].append(run_id)
     return list(cells.values())
 
