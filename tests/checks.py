@@ -11,6 +11,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from pillar_cli import artifacts
 from pillar_cli.artifacts.integrity import file_content_hash, record_hash, stored_record
 
 
@@ -68,3 +69,26 @@ def exported_probabilities(path: Path, images: np.ndarray) -> np.ndarray:
     import torch
 
     return torch.jit.load(str(path))(torch.from_numpy(images)).numpy()
+
+
+def random_image_parts(side: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """A train and a test part of random uint8 RGB images (60 and 20) with labels of three classes, for the readers
+    of image formats to be written and read back."""
+    rng = np.random.default_rng(0)
+    return {part: (rng.integers(0, 256, (n, side, side, 3), dtype=np.uint8), rng.integers(0, 3, n))
+            for part, n in (("train", 60), ("test", 20))}
+
+
+def assert_embeds_like_npz(pillar, tmp_path: Path, images: dict, source: str, path: Path) -> Path:
+    """`pillar embed --source SOURCE --path PATH` gives, split for split, the row ids, features and labels of the same
+    images and labels embedded from an npz; returns the embeddings it wrote."""
+    (x, y), (x_test, y_test) = images["train"], images["test"]
+    np.savez(tmp_path / "same.npz", x=x, y=y, x_test=x_test, y_test=y_test)
+    written = tmp_path / f"{source}.h5"
+    pillar("embed", "--source", source, "--path", path, "--backbone", "pixels", "-o", written)
+    pillar("embed", "--source", "npz", "--path", tmp_path / "same.npz", "--backbone", "pixels", "-o", tmp_path / "n.h5")
+    for split in ("private", "public", "val", "test"):
+        read, npz = (artifacts.read_split(f"{name}:{split}") for name in (written, tmp_path / "n.h5"))
+        assert np.array_equal(read.index, npz.index) and np.array_equal(read.features, npz.features)
+        assert split == "public" or np.array_equal(read.labels, npz.labels)
+    return written

@@ -7,6 +7,7 @@ import pickle
 
 import numpy as np
 import pytest
+from checks import assert_embeds_like_npz, random_image_parts
 
 from pillar_cli import artifacts
 from pillar_cli.data.hf_datasets import EncodedImages, hf_splits, read_hf
@@ -19,9 +20,7 @@ CLASSES = ["cat", "dog", "emu"]
 
 @pytest.fixture(scope="module")
 def images():
-    rng = np.random.default_rng(0)
-    return {part: (rng.integers(0, 256, (n, 12, 12, 3), dtype=np.uint8), rng.integers(0, 3, n))
-            for part, n in (("train", 60), ("test", 20))}
+    return random_image_parts(12)
 
 
 def hf_dataset(images, label_feature):
@@ -45,15 +44,8 @@ def test_hf_datasets_read_like_the_same_arrays(pillar, tmp_path, images, layout)
             dataset["train"].select(rows).to_parquet(str(root / "data" / f"train-0000{shard}-of-00002.parquet"),
                                                      batch_size=8)
         dataset["test"].to_parquet(str(root / "data" / "test-00000-of-00001.parquet"), batch_size=8)
-    (x, y), (x_test, y_test) = images["train"], images["test"]
-    np.savez(tmp_path / "same.npz", x=x, y=y, x_test=x_test, y_test=y_test)
-    pillar("embed", "--source", "hf", "--path", root, "--backbone", "pixels", "-o", tmp_path / "hf.h5")
-    pillar("embed", "--source", "npz", "--path", tmp_path / "same.npz", "--backbone", "pixels", "-o", tmp_path / "n.h5")
-    for split in ("private", "public", "val", "test"):
-        hf, npz = (artifacts.read_split(f"{tmp_path / name}:{split}") for name in ("hf.h5", "n.h5"))
-        assert np.array_equal(hf.index, npz.index) and np.array_equal(hf.features, npz.features)
-        assert split == "public" or np.array_equal(hf.labels, npz.labels)
-    assert artifacts.read_split(f"{tmp_path / 'hf.h5'}:test").attrs["class_names"] == CLASSES
+    written = assert_embeds_like_npz(pillar, tmp_path, images, "hf", root)
+    assert artifacts.read_split(f"{written}:test").attrs["class_names"] == CLASSES
 
 
 def test_a_string_label_column_keeps_its_names_and_images_decode_a_row_group_at_a_time(pillar, tmp_path, images):

@@ -11,6 +11,7 @@ import tarfile
 import h5py
 import numpy as np
 import pytest
+from checks import assert_embeds_like_npz, random_image_parts
 
 from pillar_cli import artifacts
 from pillar_cli.data import SourceOptions, load_source
@@ -25,9 +26,7 @@ CLASSES = ["cat", "dog", "emu"]
 
 @pytest.fixture(scope="module")
 def images():
-    rng = np.random.default_rng(0)
-    return {part: (rng.integers(0, 256, (n, 32, 32, 3), dtype=np.uint8), rng.integers(0, 3, n))
-            for part, n in (("train", 60), ("test", 20))}
+    return random_image_parts(32)
 
 
 def write_shards(root, images, label=lambda y: {"cls": int(y)}, maxcount=25):
@@ -42,15 +41,7 @@ def write_shards(root, images, label=lambda y: {"cls": int(y)}, maxcount=25):
 def test_webdataset_shards_read_like_the_same_arrays(pillar, tmp_path, images):
     write_shards(tmp_path / "wds", images)
     assert [p.name for p in tar_splits(tmp_path / "wds")["train"]] == [f"train-00000{i}.tar" for i in range(3)]
-    (x, y), (x_test, y_test) = images["train"], images["test"]
-    np.savez(tmp_path / "same.npz", x=x, y=y, x_test=x_test, y_test=y_test)
-    pillar("embed", "--source", "webdataset", "--path", tmp_path / "wds", "--backbone", "pixels", "-o",
-           tmp_path / "w.h5")
-    pillar("embed", "--source", "npz", "--path", tmp_path / "same.npz", "--backbone", "pixels", "-o", tmp_path / "n.h5")
-    for split in ("private", "public", "val", "test"):
-        tar, npz = (artifacts.read_split(f"{tmp_path / name}:{split}") for name in ("w.h5", "n.h5"))
-        assert np.array_equal(tar.index, npz.index) and np.array_equal(tar.features, npz.features)
-        assert split == "public" or np.array_equal(tar.labels, npz.labels)
+    assert_embeds_like_npz(pillar, tmp_path, images, "webdataset", tmp_path / "wds")
 
 
 def test_rows_are_read_by_offset_and_a_worker_gets_offsets_not_images(tmp_path, images):
