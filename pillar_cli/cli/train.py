@@ -11,24 +11,9 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.artifacts.model import ONE_CONFIGURATION
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import (
-    ConfigOption,
-    ForceOption,
-    JsonOption,
-    NoiseSeedOption,
-    check_output,
-    float_list,
-    float_or_auto_list,
-    int_list,
-    noise_source,
-    parse_shard,
-    print_json,
-    print_table,
-    progress_bar,
-    save,
-    split_list,
-    warn,
-)
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output,
+                                   float_list, float_or_auto_list, int_list, noise_source, parse_shard,
+                                   print_json, print_table, progress_bar, save, split_list, warn)
 from pillar_cli.cli.method_flags import METHOD_LIST, method_flags
 from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.accounted import AccountedSelection
@@ -180,6 +165,7 @@ def _inputs(path: str, projection: Path, grid: SweepGrid, private_fraction: floa
     projection_artifact = artifacts.read(projection, "projection")
     public_data = public_data_of(projection_artifact, private, other_public)
     pca = read_projection(projection_artifact)
+    # configurations per cell and seed: their count does not depend on n, which the val split's role decides
     choices = max(len(g.configs(m)) for g in ruled_grids(grid.for_rows(len(private.features)), len(pca.components_))
                   for m in g.methods) // len(grid.seeds)
     role = val_role(val_asked, bool(grid.rules), choices, accounted)

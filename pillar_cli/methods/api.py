@@ -35,9 +35,8 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
     Papernot–Steinke selection; ε covers it). k, lr and steps "auto" (the defaults, as train-private's): the
     default rule of methods/rules.py, from n, ε and the batch size, one value per ε (nothing to choose on val);
     `steps` None: each method's default (500 DP-SGD steps; noisy-sgd: Algorithm 1's n²); given, they replace
-    noisy-sgd's n² too. A batch size None uses every private
-    row in every step. DP-SGD methods release the moving average of their iterates with decay `ema` (0: the last
-    iterate); adadps reads `public_labelled` = (X_pub, y_pub);
+    noisy-sgd's n² too. A batch size None uses every private row in every step. DP-SGD methods release the moving
+    average of their iterates with decay `ema` (0: the last iterate); adadps reads `public_labelled` = (X_pub, y_pub);
     `method_options`: a method's options by its name, e.g. {"em-disjunctions": DisjunctionOptions(literals=3)}
     (absent: its defaults).
     `seed` labels repetitions and seeds public randomness only; noise comes from fresh OS entropy unless

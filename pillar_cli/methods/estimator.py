@@ -82,9 +82,10 @@ class DPLinearClassifier(SoftmaxClassifier):
 
     k, lr and steps "auto" (the defaults, as train-private's): the default rule of methods/rules.py, set from n, ε
     and the batch size and reading no label; `steps` None: the method's default (500 DP-SGD steps; noisy-sgd: n²);
-    `batch_size` None: every row in every step. `method_options`: the method's options (e.g. NoisySGDOptions(zeta=0.2); None: its defaults). `seed`
-    seeds public randomness only; the noise is secret (fresh OS entropy), so two fits differ, unless
-    `noise_seed` is set: an experiment-only switch whose classifier is NOT differentially private.
+    `batch_size` None: every row in every step. `method_options`: the method's options (e.g.
+    NoisySGDOptions(zeta=0.2); None: its defaults). `seed` seeds public randomness only; the noise is secret (fresh
+    OS entropy), so two fits differ, unless `noise_seed` is set: an experiment-only switch whose classifier is NOT
+    differentially private.
 
     Example:
         clf = DPLinearClassifier(k=20, epsilon=1.0, steps=300, batch_size=256).fit(X, y, public=X_public)
@@ -113,9 +114,9 @@ class DPLinearClassifier(SoftmaxClassifier):
         self.projection_ = fitted_projection(self.projection, public, [self.method], x.shape[1])
         refuse_fitted_rows(self.projection_, x)
         ks = [None] if method.single_cell or self.k is None else _listed(self.k)  # None: all features
-        grid = SweepGrid.with_auto(methods=[self.method], ks=ks, epsilons=[float(self.epsilon)], lrs=_listed(self.lr), seeds=[self.seed], steps=_listed(self.steps),
-                                   batch_sizes=[self.batch_size], momentum=self.momentum,
-                                   weight_decay=self.weight_decay, ridges=(self.ridge,))
+        grid = SweepGrid.with_auto(methods=[self.method], ks=ks, epsilons=[float(self.epsilon)], lrs=_listed(self.lr),
+                                   seeds=[self.seed], steps=_listed(self.steps), batch_sizes=[self.batch_size],
+                                   momentum=self.momentum, weight_decay=self.weight_decay, ridges=(self.ridge,))
         data = SweepData(self.projection_, x, labels, None, None, len(self.classes_),
                          None if public is None else np.asarray(public, dtype=np.float32))
         privacy = PrivacySettings(self.delta, self.clip, self.accountant, NoiseSource(self.noise_seed))

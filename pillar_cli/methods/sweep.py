@@ -27,15 +27,8 @@ from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.grid import SweepGrid, check_grid
 from pillar_cli.methods.rules import ruled_grids
 from pillar_cli.methods.selection import select_on_val, selection_note
-from pillar_cli.privacy import (
-    Event,
-    ExponentialEvent,
-    gaussian_segments,
-    get_accountant,
-    headline,
-    require_disjoint,
-    validate_budget,
-)
+from pillar_cli.privacy import (Event, ExponentialEvent, gaussian_segments, get_accountant, headline, require_disjoint,
+                                validate_budget)
 from pillar_cli.privacy.composition import composed_with_release
 from pillar_cli.privacy.rdp import ORDERS
 from pillar_cli.privacy.release import ReleasedHead, whole_file
