@@ -26,6 +26,7 @@ from pillar_cli.errors import UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
 from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, spent_epsilon, validate_budget
+from pillar_cli.privacy.count import RowCount
 from pillar_cli.projection import LinearMap, project
 
 CANARY_VALUE = 10.0  # the canary's coordinate: its clipped gradient is 99.5 % in that coordinate, 10 % bias
@@ -99,7 +100,7 @@ def run_audit(method: Method, data: SweepData, k: int | None, epsilon: float, co
     canaries = Canaries.plant(method, data, k, settings)
     audited, mapping, config, canary_rows = canaries.data, canaries.mapping, canaries.scaled(config), canaries.rows
     included, labels, m = canaries.included, canaries.labels, settings.canaries
-    rate, steps = method.mechanism(config, len(audited.private_x))
+    rate, steps = method.mechanism(config, RowCount.exact(len(audited.private_x)))  # the auditor's own rows
     sigma = calibrate_noise(privacy.accountant, epsilon, privacy.delta, rate, steps)
     if settings.clip_scale != 1 and method.normalises_rows:
         raise UsageError(f"method '{method.name}' scales its rows to unit norm: it has no clipping to skip")

@@ -1,4 +1,5 @@
-"""pillar audit: the one-run canary audit of a training configuration, or an independent check of a model's ledger."""
+"""pillar audit: the one-run canary audit of a training configuration, an independent check of a model's ledger, or
+the neighbouring-datasets check of what a pipeline ships."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pillar_cli.audit.canaries import AuditSettings, audit_artifact, run_audit
 from pillar_cli.audit.ledger import check_ledger
 from pillar_cli.audit.white_box import SharedNoise, run_white_box_audit, white_box_artifact
 from pillar_cli.cli.boundary import cli_errors
+from pillar_cli.cli.neighbours import check_neighbours
 from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output,
                                    float_list, int_list, noise_source, print_json, print_table, save, stdout)
 from pillar_cli.cli.method_flags import method_flags
@@ -54,6 +56,21 @@ def audit(
     guesses: Optional[int] = typer.Option(None, help="Guesses 'in' (and as many 'out'), fixed in advance; "
                                           "default m/10."),
     confidence: float = typer.Option(0.95, help="Confidence of the lower bound."),
+    neighbours: bool = typer.Option(False, "--neighbours", help="Instead: run fit-pca → train-private → release of "
+                                    "every private cell → export on the embeddings and on them less one private row, "
+                                    "--runs times each, and report every value of the shipped files that is the same "
+                                    "in every run of a side and differs between the sides (a deterministic function "
+                                    "of the private rows). Exits 5 if any is found."),
+    train: str = typer.Option("", "--train", help="--neighbours: train-private's options, quoted, e.g. "
+                              "\"--eps 0.1,1\" (default: its own defaults)."),
+    fit_pca: str = typer.Option("", "--fit-pca", help="--neighbours: fit-pca's options, quoted (default: its own)."),
+    export: str = typer.Option("onnx,torchscript,safetensors", "--export", help="--neighbours: the export formats "
+                               "checked, comma-separated ('' for none)."),
+    runs: int = typer.Option(3, help="--neighbours: runs on each side. A value only noise moves can repeat by chance "
+                             "when it takes few values (a k, a step count); more runs make that rarer."),
+    remove_row: int = typer.Option(0, help="--neighbours: the private row removed on the neighbouring side."),
+    workdir: Optional[Path] = typer.Option(None, help="--neighbours: where the runs are written and kept (default: "
+                                           "a temporary folder, removed afterwards)."),
     white_box: bool = typer.Option(False, "--white-box", help="Attack the model FILE the configuration writes at "
                                    "every --eps and --lr (all heads, seeds, counts, the ledger): noise regenerated "
                                    "from any recorded seed, noise cancelled between heads; ε_lb per attack against "
@@ -74,9 +91,13 @@ def audit(
     Example: pillar audit emb.h5 -p pca.h5 --k 10 --eps 1,4 --lr 0.5 --steps 1 --batch-size all --white-box
 
     Example: pillar audit --ledger model.h5
+
+    Example: pillar audit emb.h5 --neighbours --train="--eps 0.1,1" --export safetensors
     """
     if ledger is not None:
         return _check_ledger(ledger, as_json)
+    if neighbours:
+        return check_neighbours(embeddings, train, fit_pca, export, runs, remove_row, workdir, as_json)
     if embeddings is None or projection is None:
         raise UsageError("give the embeddings and --projection of the configuration to audit, or --ledger MODEL")
     if out is not None:

@@ -45,6 +45,9 @@ NoiseSeedOption = typer.Option(None, "--noise-seed", min=0, help="EXPERIMENTS ON
                                "and private choices from this seed, so runs repeat exactly. Anyone who reads the "
                                "seed can remove the noise: the output is labelled NOT differentially private. "
                                "Default: fresh OS entropy, never stored.")
+NPublicOption = typer.Option(False, "--n-public", help="The number of training rows is public knowledge (a published "
+                             "cohort size): read exactly instead of a noisy count released inside ε; every "
+                             "statement then says the guarantee assumes n known.")
 
 
 def noise_source(noise_seed: int | None) -> NoiseSource:

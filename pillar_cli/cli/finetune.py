@@ -11,8 +11,8 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output,
-                                   float_list, int_list, noise_source, print_json, print_table, progress_bar,
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, NPublicOption,
+                                   check_output, float_list, int_list, noise_source, print_json, print_table, progress_bar,
                                    save)
 from pillar_cli.devices import resolve_device
 from pillar_cli.cli.train import validation_split
@@ -35,7 +35,8 @@ def finetune(
                                            "pretrain artifact): method 'finetune'. Without it: 'scratch'."),
     arch: Optional[str] = ArchOption,
     eps: str = typer.Option("1", help="Target ε values, comma-separated; 'inf' = non-private."),
-    delta: float = typer.Option(1e-5, help="Target δ; must be below 1/n_private."),
+    delta: float = typer.Option(1e-5, help="Target δ; must be below 1/ñ, ñ the released count of training rows."),
+    n_public: bool = NPublicOption,
     lr: float = typer.Option(0.5, help="Learning rate (SGD)."),
     steps: int = typer.Option(100, help="DP-SGD steps (logical batches)."),
     batch_size: int = typer.Option(256, help="Expected (Poisson) logical batch size."),
@@ -71,12 +72,12 @@ def finetune(
     spec = network_spec(arch or (start.spec.architecture if start else "cnn"), private)
     settings = FinetuneConfig(math.nan, delta, steps, lr, batch_size, clip, momentum, accountant=accountant,
                               grad_sample_mode=grad_sample_mode, max_physical_batch=max_physical_batch,
-                              noise=noise_source(noise_seed))
+                              noise=noise_source(noise_seed), n_public=n_public)
     epsilons, seeds = float_list(eps, "--eps"), int_list(seed, "--seed", minimum=0)
     with progress_bar("DP fine-tuning", steps * len(epsilons) * len(seeds), "steps") as advance:
-        records, states = train_networks(spec, start, private, val, epsilons, seeds, settings,
-                                         str(resolve_device(device)), on_step=advance)
-    artifact = networks_artifact(records, states, spec, private, settings, _rows(private, val, start), start)
+        records, states, count = train_networks(spec, start, private, val, epsilons, seeds, settings,
+                                                str(resolve_device(device)), on_step=advance)
+    artifact = networks_artifact(records, states, spec, private, settings, _rows(private, val, start), start, count)
     artifact.attrs["private_fraction"] = private_fraction
     refs = [private.ref, *([val.ref] if val else []), *([start.model.ref()] if start else [])]
     save(ctx, out, artifact, refs)
@@ -115,9 +116,10 @@ def pretrain(
     settings = FinetuneConfig(math.inf, steps=steps, lr=lr, batch_size=min(batch_size, len(split.labels)),
                               clip=math.inf, momentum=momentum)
     with progress_bar("pre-training", steps, "steps") as advance:
-        records, states = train_networks(spec, None, split, None, [math.inf], [seed], settings,
-                                         str(resolve_device(device)), method="pretrain", on_step=advance)
-    artifact = networks_artifact(records, states, spec, split, settings, {"public_labelled": split.index}, None)
+        records, states, count = train_networks(spec, None, split, None, [math.inf], [seed], settings,
+                                                str(resolve_device(device)), method="pretrain", on_step=advance)
+    artifact = networks_artifact(records, states, spec, split, settings, {"public_labelled": split.index}, None,
+                                 count)
     save(ctx, out, artifact, [split.ref])
     _report(out, records, as_json)
 

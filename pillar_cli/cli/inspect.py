@@ -13,6 +13,7 @@ from pillar_cli import artifacts
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import ConfigOption, JsonOption, print_json, stdout
 from pillar_cli.privacy import event_from_dict, gaussian_segments
+from pillar_cli.privacy.events import ComposedEvent
 from pillar_cli.privacy.selection import recorded_selection_epsilon
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 from pillar_cli.release.exported import exported_format, read_export_metadata
@@ -105,6 +106,8 @@ def _privacy_lines(attrs: dict) -> list[str]:
     if "whole_file" in attrs:
         whole = attrs["whole_file"]
         lines.append(f"[yellow]{whole['statement']}[/yellow] ({whole['composition']})")
+    if "count" in attrs:  # a model's row count, as its heads read it
+        lines.append(f"row count: {attrs['count']['note']}")
     if "privacy" in attrs:  # a release's statement
         lines.append(f"[green]release of one classifier: {attrs['privacy']['summary']}[/green]")
     return lines
@@ -127,7 +130,11 @@ def _ledger(tree: Tree, document: dict) -> None:
         for candidate in trial["candidates"]:
             node.add(f"candidate lr {candidate['lr']:g} steps {candidate['steps']} batch {candidate['batch_size']}"
                      f"{'' if candidate['ridge'] is None else ' ridge ' + format(candidate['ridge'], 'g')}")
-        one_of, score = event_from_dict(record["event"]).event.events  # repeat-and-select of (one of, score)
+        event = event_from_dict(record["event"])  # repeat-and-select of (one of, score), after the row count's
+        *counted, selection = event.events if isinstance(event, ComposedEvent) else (event,)  # release if it read one
+        for released in counted:
+            node.add(f"the released count of training rows: Gaussian σ {released.noise_multiplier:.4g}")
+        one_of, score = selection.event.events
         for mechanism in one_of.events:
             ((sigma, rate, steps),) = gaussian_segments(mechanism)
             node.add(f"candidate mechanism: σ {sigma:.4g}, q {rate:.4g}, {steps} compositions")

@@ -11,18 +11,20 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.artifacts.model import ONE_CONFIGURATION
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output,
-                                   float_list, float_or_auto_list, int_list, noise_source, parse_shard,
-                                   print_json, print_table, progress_bar, save, split_list, warn)
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, NPublicOption,
+                                   check_output, float_list, float_or_auto_list, int_list, noise_source,
+                                   parse_shard, print_json, print_table, progress_bar, save, split_list, warn)
 from pillar_cli.cli.method_flags import METHOD_LIST, method_flags
 from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.catalog import DEFAULT_METHOD, METHODS, get_method, options_by_method
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
+from pillar_cli.methods.plan import plan_sweep
 from pillar_cli.methods.rules import rule_attrs, ruled_grids, val_role
-from pillar_cli.methods.sweep import PrivacySettings, SweepData, SweepOptions, run_sweep, sweep_artifact
+from pillar_cli.methods.sweep import PrivacySettings, SweepData, SweepOptions, run_plan, sweep_artifact
 from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import get_accountant, require_disjoint
+from pillar_cli.privacy.count import RowCount
 from pillar_cli.projection.components import read_projection
 from pillar_cli.projection.public_choice import labelled_public_split, public_data_of
 
@@ -41,7 +43,8 @@ def train_private(
     k: str = typer.Option("auto", help="Components, comma-separated; 'full' = no projection; auto = the default rule, "
                           "round(√(n·ε)) up to the projection's k_max. E.g. 5,10,full"),
     eps: str = typer.Option("1", help="Target ε values, comma-separated; 'inf' = non-private. E.g. 0.1,1,inf"),
-    delta: float = typer.Option(1e-5, help="Target δ; must be below 1/n_private."),
+    delta: float = typer.Option(1e-5, help="Target δ; must be below 1/ñ, ñ the released count of training rows."),
+    n_public: bool = NPublicOption,
     lr: str = typer.Option("auto", help="Learning rates, comma-separated; auto = the default rule, n·ε/(32·steps) "
                            "(about ε·B/512, B the batch size; 0.1 without privacy)."),
     steps: str = typer.Option("auto", help="Numbers of DP-SGD steps, comma-separated; auto = the default rule, "
@@ -110,21 +113,27 @@ def train_private(
                                batch_sizes=int_list(batch_size, "--batch-size", allow_full=True, word="all"),
                                momentum=momentum, weight_decay=weight_decay, ema=ema,
                                ridges=tuple(None if r == AUTO else r for r in float_or_auto_list(ridge, "--ridge")))
-    data, grids, refs, recorded = _inputs(path, projection, grid, private_fraction, warm_start, public_labelled,
-                                          other_public, val, select == "accounted")
-    if not get_accountant(accountant).upper_bound:
-        warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")
-    privacy, shard_spec = PrivacySettings(delta, clip, accountant, noise_source(noise_seed)), parse_shard(shard)
-    options = SweepOptions(shard_spec, engine, device, options_by_method(method_options),
+    data, refs, recorded = _inputs(path, projection, grid, private_fraction, warm_start, public_labelled,
+                                   other_public, val, select == "accounted")
+    privacy = _privacy(delta, clip, accountant, noise_seed, n_public)
+    options = SweepOptions(parse_shard(shard), engine, device, options_by_method(method_options),
                            _selection(select, trials, trials_shape, score_share))
-    with progress_bar("DP-SGD", sum(g.total_steps(shard_spec) for g in grids), "steps") as advance:
-        result = run_sweep(data, grid, privacy, options, on_steps=advance)
+    plan = plan_sweep(data, grid, privacy, options)
+    with progress_bar("DP-SGD", plan.total_steps(options.shard), "steps") as advance:
+        result = run_plan(data, plan, privacy, options, on_steps=advance)
     trained_on = recorded.pop("trained_on")
     artifact = sweep_artifact(result, data.pca, privacy, data.num_classes, len(data.private_x), options,
                               **recorded)
     artifact.attrs.update(private_fraction=private_fraction, trained_on=trained_on, **rule_attrs(grid))
     save(ctx, out, artifact, refs)
     _report(out, len(result.runs), artifact, as_json)
+
+
+def _privacy(delta: float, clip: float, accountant: str, noise_seed: int | None, n_public: bool) -> PrivacySettings:
+    """The privacy settings; an accountant that is no upper bound is warned about."""
+    if not get_accountant(accountant).upper_bound:
+        warn(f"{get_accountant(accountant).description}: the reported ε is not a guarantee")
+    return PrivacySettings(delta, clip, accountant, noise_source(noise_seed), n_public)
 
 
 def _report(out: Path, runs: int, artifact: artifacts.Artifact, as_json: bool) -> None:
@@ -154,11 +163,10 @@ def _selection(select: str, trials: str, shape: str, score_share: float) -> Acco
 
 def _inputs(path: str, projection: Path, grid: SweepGrid, private_fraction: float, warm_start: Path | None,
             public_labelled: str | None, other_public: bool, val_asked: str, accounted: bool) -> tuple[
-                SweepData, list[SweepGrid], list[artifacts.InputRef], dict]:
+                SweepData, list[artifacts.InputRef], dict]:
     """The sweep's data from the artifacts (the projection from these embeddings' public split, a GSD's choice, or
     another public dataset if allowed; the val rows among the training rows when nothing is chosen on them), the
-    grids it runs for its training rows (one per ε where the default rule sets k, lr or steps), the input references
-    the model records, and its rows, source, public data and training splits."""
+    input references the model records, and its rows, source, public data and training splits."""
     private = artifacts.read_split(f"{path}:private")
     public = artifacts.read_split(f"{path}:public")
     require_disjoint(private.index, public.index, path)  # the embeddings' own fault first, then the projection's
@@ -166,17 +174,16 @@ def _inputs(path: str, projection: Path, grid: SweepGrid, private_fraction: floa
     public_data = public_data_of(projection_artifact, private, other_public)
     pca = read_projection(projection_artifact)
     # configurations per cell and seed: their count does not depend on n, which the val split's role decides
-    choices = max(len(g.configs(m)) for g in ruled_grids(grid.for_rows(len(private.features)), len(pca.components_))
+    rows = RowCount.exact(len(private.features))
+    choices = max(len(g.configs(m)) for g in ruled_grids(grid.for_rows(rows), len(pca.components_))
                   for m in g.methods) // len(grid.seeds)
     role = val_role(val_asked, bool(grid.rules), choices, accounted)
     val = None if role == "none" else validation_split(path, choices, required=val_asked == "train")
     training = private.joined(val) if role == "train" and val else private
     validation = val if role == "select" else None
     training = training.subsample(private_fraction)
-    grid = grid.for_rows(len(training.features))
-    for overridden in grid.overridden_rules():
+    for overridden in grid.for_rows(RowCount.exact(len(training.features))).overridden_rules():
         warn(overridden)
-    grids = ruled_grids(grid, len(pca.components_))
     initial = None if warm_start is None else warm_start_weights(artifacts.read(warm_start, "model"), pca, private.ref)
     uses_public = any(get_method(m).needs_public_rows for m in grid.methods)
     labelled = None if public_labelled is None else labelled_public_split(public_labelled, private)
@@ -191,7 +198,7 @@ def _inputs(path: str, projection: Path, grid: SweepGrid, private_fraction: floa
                 "features": {**artifacts.feature_recipe(private.attrs), "class_names": private.attrs["class_names"]},
                 "trained_on": training.name.split("+")}
     refs = [private.ref, *([val.ref] if val else []), projection_artifact.ref(), *([labelled.ref] if labelled else [])]
-    return data, grids, refs, recorded
+    return data, refs, recorded
 
 
 def _same_source(one: artifacts.Split, other: artifacts.Split) -> bool:

@@ -27,7 +27,8 @@ from pillar_cli.errors import DataError, UsageError
 from pillar_cli.finetune.training import FinetuneConfig, finetune
 from pillar_cli.gsd.probes import stored_image_shape
 from pillar_cli.lazy import torch
-from pillar_cli.privacy import event_from_dict, get_accountant, headline, require_public_start
+from pillar_cli.privacy import event_from_dict, get_accountant, headline, require_public_start, validate_budget
+from pillar_cli.privacy.count import RowCount, count_for
 from pillar_cli.privacy.release import ReleasedHead, whole_file
 
 
@@ -86,9 +87,10 @@ def check_disjoint(start: Pretrained, private: Split) -> None:
 def train_networks(spec: NetworkSpec, start: Pretrained | None, train: Split, val: Split | None,
                    epsilons: list[float], seeds: list[int], config: FinetuneConfig, device: str = "cpu",
                    method: str | None = None, on_step: Callable[[int], None] | None = None
-                   ) -> tuple[list[RunRecord], list[dict[str, np.ndarray]]]:
+                   ) -> tuple[list[RunRecord], list[dict[str, np.ndarray]], RowCount]:
     """One network per (ε, seed), each trained from `start` (or its seeded random init) on `train`; their run
-    records (val accuracy NaN without a val split) and weights."""
+    records (val accuracy NaN without a val split; each event with the row count's release it read), weights, and
+    the row count every network read, released once (privacy/count.py)."""
     method = method or ("scratch" if start is None else "finetune")
     if method not in METHODS:
         raise UsageError(f"unknown network method '{method}' (known: {', '.join(METHODS)})")
@@ -97,6 +99,9 @@ def train_networks(spec: NetworkSpec, start: Pretrained | None, train: Split, va
         raise DataError(f"the pre-trained network reads {start.spec.input_shape} images into "
                         f"{start.spec.num_classes} classes ({start.spec.architecture}); this split needs "
                         f"{spec.input_shape} into {spec.num_classes} ({spec.architecture})")
+    for epsilon in epsilons:
+        validate_budget(epsilon, config.delta)
+    count = count_for(len(train.labels), epsilons, config.delta, config.noise, config.n_public)
     records, states = [], []
     for epsilon in epsilons:
         for seed in seeds:
@@ -104,13 +109,13 @@ def train_networks(spec: NetworkSpec, start: Pretrained | None, train: Split, va
             if start is not None:
                 load_state(model, start.state, f"the pre-trained network {start.model.path}")
             run = dataclasses.replace(config, epsilon=epsilon, seed=seed)
-            result = finetune(model, images, train.labels, run, device, on_step)
+            result = finetune(model, images, train.labels, run, device, on_step, count)
             key = RunKey(method, None, epsilon, run.lr, run.steps, run.batch_size, seed)
             accuracy = _accuracy(result.model.cpu(), val, spec)
-            records.append(RunRecord(key, result.event.to_dict(), *headline(result.event), result.epsilon_spent,
-                                     accuracy, steps_run=result.steps_run))
+            records.append(RunRecord(key, count.with_count(result.event).to_dict(), *headline(result.event),
+                                     result.epsilon_spent, accuracy, steps_run=result.steps_run))
             states.append(state_arrays(result.model))
-    return records, states
+    return records, states, count
 
 
 def network_spec(architecture: str, split: Split) -> NetworkSpec:
@@ -121,8 +126,9 @@ def network_spec(architecture: str, split: Split) -> NetworkSpec:
 
 def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarray]], spec: NetworkSpec,
                       train: Split, config: FinetuneConfig, rows: dict[str, np.ndarray],
-                      start: Pretrained | None) -> Artifact:
-    """The model artifact: runs, networks, the ledger (what it covers), the rows read, where training started."""
+                      start: Pretrained | None, count: RowCount) -> Artifact:
+    """The model artifact: runs, networks, the ledger (what it covers), the row count they read, the rows read,
+    where training started."""
     private = records[0].key.method != "pretrain"
     accountant = get_accountant(config.accountant)
     attrs = {
@@ -143,9 +149,11 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
         "features": {**feature_recipe(train.attrs), "class_names": train.attrs.get("class_names")},
     }
     if private:
-        heads = [ReleasedHead(event_from_dict(r.event), r.epsilon_spent)
+        heads = [ReleasedHead(count.without_count(event_from_dict(r.event)), r.epsilon_spent)
                  for r in records]  # each network drew its own batches and noise
-        attrs |= {"noise": config.noise.describe(), "whole_file": whole_file(heads, config.delta, config.noise.reproducible)}
+        attrs |= {"noise": config.noise.describe(),
+                  "whole_file": whole_file(heads, config.delta, config.noise.reproducible, count=count.segments),
+                  "count": {**count.to_dict(), "read_by": sorted({r.key.method for r in records})}}
     if train.attrs.get("source_fingerprint") is not None:
         attrs["source_fingerprint"] = train.attrs["source_fingerprint"]
     if start is not None:

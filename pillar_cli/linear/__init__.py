@@ -3,5 +3,5 @@ exact engine (eager on the CPU, CUDA graphs on a GPU) and opacus as the referenc
 
 Methods and GSD build on it.
 
-May import: `devices`, `lazy`, `randomness`.
+May import: `devices`, `lazy`, `randomness`, `privacy.count` (the row count a sampling rate and a step's scale read).
 """

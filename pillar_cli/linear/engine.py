@@ -6,18 +6,15 @@ residual by min(1, C / norm_i) and form the clipped sum with one matmul. The row
 head's bias is its last weight and one matmul yields both gradients.
 
 Randomness is secret (pillar_cli.randomness): each stream of configurations sharing a seed and a batch size draws
-its Poisson batches (uniforms, drawn serially on the CPU) from one generator, and every configuration draws its
-noise (one (C, d+1) draw per step, on the training device: a CPU draw copied to a GPU every step would stall the
-GPU's queue) from a generator of its own, so no two heads share a noise draw and none can be regenerated from
-anything stored. A sweep over learning rates and step counts gathers each batch once and trains all of its heads
-with one wide matmul; heads sharing a stream's batches are accounted together when a file releases them all
-(privacy.release). With a reproducible `NoiseSource` (experiments only) the generators derive from its seed and the
-configuration, so a configuration trains identically alone or inside a sweep. Streams with the same step schedule
-(every (seed, batch size) of a grid) step together: their batches sit side by side in one residual tensor, each
-stream's matmuls on its own column block, so the per-step work other than the matmuls runs once per step rather
-than once per stream. Poisson sampling draws geometric gaps between selected rows (an exact Bernoulli(q) process
-over the rows) in O(q·n) rather than O(n) per step. Updates divide by the expected batch size q·n. On a CUDA device
-the same runs go through graphed.py (static shapes, 32 steps per captured CUDA graph).
+its Poisson batches (uniforms, serially on the CPU) from one generator, and every configuration its noise (one
+(C, d+1) draw per step, on the training device) from a generator of its own, so no two heads share a noise draw.
+A sweep over learning rates and step counts gathers each batch once and trains all its heads with one wide matmul;
+heads sharing a stream's batches are accounted together when a file releases them all (privacy.release). With a
+reproducible `NoiseSource` (experiments only) a configuration trains identically alone or inside a sweep. Streams
+with the same step schedule step together, their batches side by side in one residual tensor, so per-step work
+other than the matmuls runs once per step. Poisson sampling draws geometric gaps between selected rows (an exact
+Bernoulli(q) process) in O(q·n) per step. The rate q = B/ñ and the updates' divisor q·ñ read the row count ñ a sweep
+released (privacy/count.py), never the exact n. On CUDA the same runs go through graphed.py (CUDA graphs).
 """
 
 from __future__ import annotations
@@ -31,6 +28,7 @@ from pillar_cli.devices import resolve_device
 from pillar_cli.lazy import torch
 from pillar_cli.linear.graphed import GraphedLockstep, PaddedRows, steps_between
 from pillar_cli.linear.sampling import PoissonSampler
+from pillar_cli.privacy.count import RowCount
 from pillar_cli.randomness import SECRET, NoiseSource
 
 SAMPLING_CHUNK_STEPS = 32  # Poisson batches drawn this many steps at a time
@@ -129,14 +127,14 @@ class _Stream:
     ema: torch.Tensor  # (G,) β of the iterates' moving average (0: the last iterate)
 
     @classmethod
-    def build(cls, configs: list[RunConfig], sigmas: list[float], clip: float | None, n: int, device: torch.device,
-              noise: NoiseSource):
+    def build(cls, configs: list[RunConfig], sigmas: list[float], clip: float | None, n: int, count: RowCount,
+              device: torch.device, noise: NoiseSource):
         def column(values: list[float]) -> torch.Tensor:
             return torch.tensor(values, dtype=torch.float32, device=device)
 
         batch_size = configs[0].batch_size
-        sampler = PoissonSampler(n, batch_size / n, noise.child(*configs[0].batches_label).torch())
-        expected = sampler.expected_batch
+        sampler = PoissonSampler(n, count.sample_rate(batch_size), noise.child(*configs[0].batches_label).torch())
+        expected = count.expected_batch(batch_size)
         return cls(configs, sampler, [noise.child(*config.noise_label).torch(device) for config in configs],
                    column([s * (clip or 1.0) for s in sigmas]), column([c.lr / expected for c in configs]),
                    column([c.momentum for c in configs]), column([c.weight_decay * expected for c in configs]),
@@ -146,11 +144,12 @@ class _Stream:
 def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: int, configs: list[RunConfig],
                        noise_multipliers: list[float], clip: float | None, *, device: str = "cpu",
                        init: tuple[np.ndarray, np.ndarray] | None = None,
-                       on_steps: Callable[[int], None] = lambda n: None,
-                       noise: NoiseSource = SECRET) -> list[LinearHead]:
+                       on_steps: Callable[[int], None] = lambda n: None, noise: NoiseSource = SECRET,
+                       count: RowCount | None = None) -> list[LinearHead]:
     """Train one linear head per configuration with Poisson-sampled, clipped, noised SGD (σ = 0: no noise);
     `device` is cpu, cuda[:N] or auto; `on_steps(n)` hears of n more steps done (summed over configurations);
-    `noise` hands out the batches' and every head's generators (secret unless seeded for an experiment).
+    `noise` hands out the batches' and every head's generators (secret unless seeded for an experiment); `count`
+    is the n that sampling rates and the updates' scale read (None: the exact number of rows, for references).
     Runs that average their iterates (ema > 0) take the eager path on CUDA too."""
     dev = resolve_device(device)
     graphed = dev.type == "cuda" and not any(c.ema for c in configs)
@@ -163,7 +162,7 @@ def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: in
     heads: list[LinearHead | None] = [None] * len(configs)
     for group in members_of.values():  # a grid's streams share one schedule: they step together
         streams = [_Stream.build([configs[g] for g in members], [noise_multipliers[g] for g in members], clip,
-                                 len(rows), dev, noise) for members in group]
+                                 len(rows), count or RowCount.exact(len(rows)), dev, noise) for members in group]
         train = _train_streams if isinstance(rows, PrivateRows) else _train_streams_graphed
         for members, trained in zip(group, train(streams, rows, num_classes, init, on_steps)):
             for g, head in zip(members, trained):

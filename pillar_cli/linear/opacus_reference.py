@@ -13,6 +13,7 @@ import numpy as np
 from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
 from pillar_cli.linear.sampling import PoissonSampler
+from pillar_cli.privacy.count import RowCount
 from pillar_cli.randomness import SECRET, NoiseSource
 
 
@@ -38,11 +39,12 @@ def opacus_clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, featu
 
 def train_with_opacus(features: np.ndarray, labels: np.ndarray, num_classes: int, config: RunConfig, sigma: float,
                       clip: float | None, init: tuple[np.ndarray, np.ndarray] | None = None,
-                      noise: NoiseSource = SECRET) -> LinearHead:
+                      noise: NoiseSource = SECRET, count: RowCount | None = None) -> LinearHead:
     """One run through opacus (GradSampleModule + DPOptimizer) on the fast engine's Poisson batches.
 
     Batches and opacus' noise generator come from `noise` under the fast engine's labels, so with a seeded source
-    and σ = 0 both engines follow the same trajectory; opacus draws its noise its own way.
+    and σ = 0 both engines follow the same trajectory; opacus draws its noise its own way. `count`: the n that the
+    sampling rate and the expected batch read, as in the fast engine (None: the exact number of rows).
     """
     from opacus import GradSampleModule
     from opacus.optimizers import DPOptimizer
@@ -55,16 +57,17 @@ def train_with_opacus(features: np.ndarray, labels: np.ndarray, num_classes: int
         linear.bias.copy_(torch.as_tensor(init[1]) if init is not None else torch.zeros_like(linear.bias))
     sgd = torch.optim.SGD([{"params": [linear.weight], "weight_decay": config.weight_decay},  # bias: no decay
                            {"params": [linear.bias], "weight_decay": 0.0}], lr=config.lr, momentum=config.momentum)
-    private = clip is not None
+    private, count = clip is not None, count or RowCount.exact(len(x))
+    expected = count.expected_batch(config.batch_size)
     model = GradSampleModule(linear) if private else linear
-    optimizer = DPOptimizer(sgd, noise_multiplier=sigma, max_grad_norm=clip, expected_batch_size=config.batch_size,
+    optimizer = DPOptimizer(sgd, noise_multiplier=sigma, max_grad_norm=clip, expected_batch_size=expected,
                             generator=noise.child(*config.noise_label).torch()) if private else sgd
-    sampler = PoissonSampler(len(x), config.batch_size / len(x), noise.child(*config.batches_label).torch())
+    sampler = PoissonSampler(len(x), count.sample_rate(config.batch_size), noise.child(*config.batches_label).torch())
     average = [linear.weight.detach().clone(), linear.bias.detach().clone()]
     for start in range(0, config.steps, SAMPLING_CHUNK_STEPS):
         for index in sampler.batches(min(SAMPLING_CHUNK_STEPS, config.steps - start)):
             rows = index[index < len(x)]
-            loss = torch.nn.functional.cross_entropy(model(x[rows]), y[rows], reduction="sum") / config.batch_size
+            loss = torch.nn.functional.cross_entropy(model(x[rows]), y[rows], reduction="sum") / expected
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
                 loss.backward()

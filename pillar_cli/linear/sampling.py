@@ -13,7 +13,6 @@ class PoissonSampler:
 
     def __init__(self, n: int, rate: float, generator: torch.Generator):
         self.n, self.rate, self.generator = n, rate, generator
-        self.expected_batch = n * rate
         mean = n * rate
         self.draws = int(math.ceil(mean + 10 * math.sqrt(mean * (1 - rate)) + 32))
 

@@ -58,10 +58,10 @@ def select_privately(method: Method, cell: Cell, val_z: np.ndarray, val_y: np.nd
     by_seed: dict[int, list[RunConfig]] = {}
     for config in cell.configs:
         by_seed.setdefault(config.seed, []).append(config)
-    n, privacy = len(cell.data.private_x), cell.privacy
+    privacy = cell.privacy
     count = selection.count(len(next(iter(by_seed.values()))))
-    mechanisms = {method.mechanism(c, n) for c in cell.configs}
-    plan = plan_selection(cell.epsilon, privacy.delta, count, selection.score_share, mechanisms)
+    mechanisms = {method.mechanism(c, cell.rows) for c in cell.configs}
+    plan = plan_selection(cell.epsilon, privacy.delta, count, selection.score_share, mechanisms, cell.rows.event)
     trials = {seed: _draw_trials(cell.randomness.child("trials", seed).numpy(), candidates, count)
               for seed, candidates in by_seed.items()}
     noise = plan.training
@@ -107,7 +107,7 @@ def _record(cell: Cell, method: Method, seed: int, candidates: list[RunConfig], 
                                   "mechanism's (the one-of node of `event`)",
                       "candidates": configurations,
                       "score": {"statistic": SCORE, "n_val": n_val}},
-            "event": plan.event.to_dict(),
+            "event": cell.rows.with_count(plan.event).to_dict(),
             "trial_training_epsilon": plan.training_epsilon, "score_share_order": plan.reference_order,
             "epsilon": plan.epsilon, "delta": cell.privacy.delta}
 

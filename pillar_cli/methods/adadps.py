@@ -26,6 +26,7 @@ from pillar_cli.linear.sampling import PoissonSampler
 from pillar_cli.methods.base import Cell, TrainedRun, each_run, option
 from pillar_cli.methods.projected import ProjectedDPSGD
 from pillar_cli.privacy import dp_sgd_event
+from pillar_cli.privacy.count import RowCount
 from pillar_cli.projection import project
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -91,15 +92,18 @@ def public_preconditioner(public_x: np.ndarray, public_y: np.ndarray, options: A
 
 
 def train_adadps(features: np.ndarray, labels: np.ndarray, num_classes: int, config: RunConfig, sigma: float,
-                 clip: float, preconditioner: Preconditioner, noise: NoiseSource = SECRET) -> LinearHead:
+                 clip: float, preconditioner: Preconditioner, noise: NoiseSource = SECRET,
+                 count: RowCount | None = None) -> LinearHead:
     """DP-SGD with preconditioned per-sample gradients; with A ≡ 1 it is the main engine's DP-SGD step for step
-    (with one seeded `noise` source: the same Poisson batches, the same noise draws)."""
+    (with one seeded `noise` source: the same Poisson batches, the same noise draws). `count`: the n that the
+    sampling rate and the update's scale read (None: the exact number of rows)."""
     x, y = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels, dtype=torch.int64)
     n, dim = x.shape
-    sampler = PoissonSampler(n, config.batch_size / n, noise.child(*config.batches_label).torch())
+    count = count or RowCount.exact(n)
+    sampler = PoissonSampler(n, count.sample_rate(config.batch_size), noise.child(*config.batches_label).torch())
     noise_generator = noise.child(*config.noise_label).torch()
     weights = torch.zeros(dim + 1, num_classes)
-    step_size = config.lr / sampler.expected_batch
+    step_size = config.lr / count.expected_batch(config.batch_size)
     for start in range(0, config.steps, SAMPLING_CHUNK_STEPS):
         for index in sampler.batches(min(SAMPLING_CHUNK_STEPS, config.steps - start)):
             batch = index[index < n]
@@ -125,14 +129,15 @@ class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
         data = cell.data
         train_x = project(cell.mapping, data.private_x, None)
         public_x = project(cell.mapping, data.public_labelled[0], None)
-        n, runs = len(train_x), []
+        runs = []
         for config in cell.configs:
-            sigma = cell.noise_multiplier(config.batch_size / n, config.steps)
+            rate = cell.rows.sample_rate(config.batch_size)
+            sigma = cell.noise_multiplier(rate, config.steps)
             clip = cell.privacy.clip if sigma > 0 else math.inf
             scale = public_preconditioner(public_x, data.public_labelled[1], cell.options, config.seed)
             head = each_run(cell, config, lambda: train_adadps(train_x, data.private_y, data.num_classes, config,
-                                                               sigma, clip, scale, cell.randomness))
-            event = dp_sgd_event(sigma, config.batch_size / n, config.steps)
+                                                               sigma, clip, scale, cell.randomness, cell.rows))
+            event = dp_sgd_event(sigma, rate, config.steps)
             runs.append(TrainedRun(head, event, cell.spent_epsilon(event)))
         return runs
 

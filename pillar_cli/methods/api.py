@@ -27,7 +27,8 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
           weight_decay: float = 0.0, ridge: Sequence[float | None] = (None,), engine: str = "fast",
           device: str = "auto", select: str | AccountedSelection = "val", ema: float = 0.0,
           public_labelled: tuple[np.ndarray, np.ndarray] | None = None,
-          method_options: dict[str, Any] | None = None, noise_seed: int | None = None) -> SweepResult:
+          method_options: dict[str, Any] | None = None, noise_seed: int | None = None,
+          n_public: bool = False) -> SweepResult:
     """Train every (method, k, ε) × (lr, steps, batch size, seed) on the private rows (X, y) and choose one run per
     (method, k, ε) and seed with (X_val, y_val). Labels are class indices 0..C−1; k None means all features.
     `public` fits the projection (or pass a fitted `projection`). `select`: "val" (the result's `selection` used the
@@ -40,7 +41,9 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
     `method_options`: a method's options by its name, e.g. {"em-disjunctions": DisjunctionOptions(literals=3)}
     (absent: its defaults).
     `seed` labels repetitions and seeds public randomness only; noise comes from fresh OS entropy unless
-    `noise_seed` is given, which makes runs repeat exactly and leaves them NOT differentially private."""
+    `noise_seed` is given, which makes runs repeat exactly and leaves them NOT differentially private. Values derived
+    from the number of private rows read a noisy count released inside ε (the result's `count`), unless `n_public`
+    declares that number public knowledge."""
     x = np.asarray(X, dtype=np.float32)
     labels = np.asarray(y)
     if labels.dtype.kind not in "iu" or labels.min(initial=0) < 0:
@@ -61,6 +64,6 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
     if select not in ("val", "accounted") and not isinstance(select, AccountedSelection):
         raise UsageError(f"unknown {param('select')} '{select}' (known: val, accounted)")
     selection = AccountedSelection() if select == "accounted" else None if select == "val" else select
-    return run_sweep(data, grid, PrivacySettings(delta, clip, accountant, NoiseSource(noise_seed)),
+    return run_sweep(data, grid, PrivacySettings(delta, clip, accountant, NoiseSource(noise_seed), n_public),
                      SweepOptions(engine=engine, device=device, method_options=dict(method_options or {}),
                                   selection=selection))

@@ -19,6 +19,7 @@ import numpy as np
 
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.privacy import Event, calibrate_noise, spent_epsilon
+from pillar_cli.privacy.count import RowCount
 from pillar_cli.projection import LinearMap, PublicPCA, project
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -51,6 +52,7 @@ class PrivacySettings:
     clip: float = 1.0
     accountant: str = "prv"
     noise: NoiseSource = SECRET  # where every private draw comes from (seeded only for experiments: NOT DP)
+    n_public: bool = False  # the number of training rows is public knowledge: read exactly, no noisy count
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,12 @@ class Cell:
     options: Any = None  # the method's options (an instance of its `options` dataclass; None: it has none)
     on_steps: Callable[[int], None] = lambda n: None  # hears of steps done, summed over configurations
     noise: Callable[[float, int], float] | None = None  # σ by (sample rate, steps) when a private selection sets it
+    count: RowCount | None = None  # what values derived from n read (None: the exact number of private rows)
+
+    @property
+    def rows(self) -> RowCount:
+        """The row count this cell's mechanisms read: the sweep's noisy count when the method reads one."""
+        return self.count or RowCount.exact(len(self.data.private_x))
 
     @property
     def randomness(self) -> NoiseSource:
@@ -103,13 +111,15 @@ class Cell:
             return self.noise(sample_rate, steps)
         if math.isinf(self.epsilon):
             return 0.0
-        return calibrate_noise(self.privacy.accountant, self.epsilon, self.privacy.delta, sample_rate, steps)
+        return calibrate_noise(self.privacy.accountant, self.epsilon, self.privacy.delta, sample_rate, steps,
+                               fixed=self.rows.segments)
 
     def spent_epsilon(self, event: Event) -> float:
-        """A run's ε by the cell's accountant; NaN for a trial of a private selection, whose ε is the selection's."""
+        """A run's ε by the cell's accountant, the row count's release composed in; NaN for a trial of a private
+        selection, whose ε is the selection's."""
         if self.noise is not None:
             return math.nan
-        return spent_epsilon(self.privacy.accountant, event, self.privacy.delta)
+        return spent_epsilon(self.privacy.accountant, self.rows.with_count(event), self.privacy.delta)
 
 
 @dataclass(frozen=True)
@@ -144,6 +154,8 @@ class Method:
     averages_iterates: bool = False  # its DP-SGD engine can release a moving average of the iterates (ema)
     not_auditable: str | None = None  # why the input-canary audit cannot run it (None: it can)
     needs_public_labels: bool = False  # it reads a labelled public split (side information, not protected)
+    reads_count: bool = True  # it derives something from the number of private rows (a sampling rate, a scale)
+    request_fields: frozenset[str] = frozenset({"k", "lr", "steps", "batch_size"})  # what its configurations read
     mechanism_description: str = ("DP-SGD: Poisson sampling, per-row clipping to C, Gaussian noise σ·C; add/remove-one "
                                   "adjacency")
 
@@ -195,12 +207,12 @@ class Method:
         unit norm when the method normalises rows."""
         return head_rows(mapping, x, k if self.projects else None, self.normalises_rows)
 
-    def mechanism(self, config: RunConfig, n: int) -> tuple[float, int]:
-        """(sample rate, steps) of the Gaussian mechanism a configuration runs on n private rows."""
-        return config.batch_size / n, config.steps
+    def mechanism(self, config: RunConfig, count: RowCount) -> tuple[float, int]:
+        """(sample rate, steps) of the Gaussian mechanism a configuration runs, its rate read from the row count."""
+        return count.sample_rate(config.batch_size), config.steps
 
-    def default_steps(self, n: int) -> int | None:
-        """The step count the method runs when none is given (None: the sweep's --steps)."""
+    def default_steps(self, n: float) -> int | None:
+        """The step count the method runs for a row count n when none is given (None: the sweep's --steps)."""
         return None
 
     def train_cell(self, cell: Cell) -> list[TrainedRun]:

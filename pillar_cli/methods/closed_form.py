@@ -7,16 +7,15 @@ that of the one release (a Gaussian mechanism: sampling rate 1, one step), calib
 accountant like every other run; nothing else touches private labels.
 
 - `public-lda`: a linear discriminant. The shared covariance comes from the PUBLIC rows (same projection, same
-  scaling; Ledoit–Wolf shrinkage, which public data alone sets) plus λ·I, by default λ = k·(σΔC/ñ)², the expected
-  squared norm of the noise on each released class mean. The release is the per-class sums of the private rows
-  and, in the same Gaussian release, the row count n weighted by w = 1/4: one row changes one sum by at most 1 and
-  the count by w, so the sensitivity is √(1 + w²) ≈ 1.03, and the count gets 1/w = 4 times a sum coordinate's
-  noise. Class sizes are taken as ñ / C from the noisy count ñ (balanced classes assumed, and stated): nothing in
-  the head is a function of the private n, and releasing noisy per-class counts instead costs 7–16 points at
-  ε = 0.1 on MNIST (docs/methods.md).
+  scaling; Ledoit–Wolf shrinkage, which public data alone sets) plus λ·I, by default λ = k·(σC/ñ)², the expected
+  squared norm of the noise on each released class mean. The release is the per-class sums of the private rows:
+  one row changes one sum by at most 1 (sensitivity 1). Class sizes are taken as ñ / C from the sweep's released
+  row count ñ (privacy/count.py; balanced classes assumed, and stated): nothing in the head is a function of the
+  private n, and releasing noisy per-class counts instead costs 7–16 points at ε = 0.1 on MNIST (docs/methods.md).
 - `dp-ls`: DP least squares. Rows a = [u, 1]/√2 (u the unit row; ‖a‖ = 1) and one-hot labels y; the release is
   [AᵀA | AᵀY] (the Gram matrix's upper triangle, mirrored: symmetric noise), whose change by one row is
-  [aaᵀ | ayᵀ], of Frobenius norm at most √2: sensitivity √2. The head solves (G + λI) W = B.
+  [aaᵀ | ayᵀ], of Frobenius norm at most √2: sensitivity √2. The head solves (G + λI) W = B; it reads no row
+  count, so it spends none of its budget on one.
 """
 
 from __future__ import annotations
@@ -31,8 +30,7 @@ from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
 from pillar_cli.privacy import GaussianEvent
-
-COUNT_WEIGHT = 0.25  # public-lda releases w·n next to its class sums (see the module docstring)
+from pillar_cli.privacy.count import RowCount
 
 
 class ClosedFormHead(Method):
@@ -40,6 +38,7 @@ class ClosedFormHead(Method):
 
     normalises_rows = True
     sensitivity = 1.0
+    request_fields = frozenset({"k"})  # one release on all rows: no lr, steps or batch
 
     def configs(self, *, ridges: tuple[float | None, ...], seeds: list[int], **_: object) -> list[RunConfig]:
         """One release per (λ, seed)."""
@@ -48,7 +47,7 @@ class ClosedFormHead(Method):
                 raise UsageError(f"{param('ridge')} must be a positive number (got {ridge})")
         return [RunConfig.one_release(seed, ridge) for ridge in ridges for seed in seeds]
 
-    def mechanism(self, config: RunConfig, n: int) -> tuple[float, int]:
+    def mechanism(self, config: RunConfig, count: RowCount) -> tuple[float, int]:
         return 1.0, 1
 
     def train_cell(self, cell: Cell) -> list[TrainedRun]:
@@ -96,9 +95,8 @@ class PublicCovarianceLDA(ClosedFormHead):
                    "of the private rows (unit norm); k components")
     needs_public_rows = "for the shared covariance"
     not_auditable = "its covariance comes from public rows, which hold nothing in the canaries' coordinates"
-    sensitivity = math.sqrt(1.0 + COUNT_WEIGHT**2)
-    mechanism_description = ("one Gaussian release of the per-class sums of the unit-norm rows and 0.25·n, L2 "
-                             "sensitivity √(1 + 0.25²); add/remove-one adjacency (n itself is never read unnoised)")
+    mechanism_description = ("one Gaussian release of the per-class sums of the unit-norm rows, L2 sensitivity 1; "
+                             "class sizes ñ/C from the released row count; add/remove-one adjacency")
 
     def statistics(self, cell: Cell, rows: np.ndarray) -> tuple:
         data = cell.data
@@ -106,15 +104,15 @@ class PublicCovarianceLDA(ClosedFormHead):
         if len(public) <= public.shape[1]:
             raise DataError(f"{len(public)} public rows cannot estimate a {public.shape[1]}-dimensional covariance",
                             hint=f"use a smaller {param('k')} or more public rows")
-        return class_sums(rows, data.private_y, data.num_classes), COUNT_WEIGHT * len(rows), public_covariance(public)
+        return class_sums(rows, data.private_y, data.num_classes), cell.rows.value, public_covariance(public)
 
     def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None,
               sigma: float) -> LinearHead:
-        """Means from the noisy sums over ñ/C, ñ the noisy count (at least one row per class); default λ =
+        """Means from the noisy sums over ñ/C, ñ the released row count (at least one row per class); default λ =
         k·(σΔC/ñ)², the expected squared norm of a noisy class mean's noise."""
-        sums, weighted_count, covariance = statistics
+        sums, released_count, covariance = statistics
         classes, dim = sums.shape
-        count = max(float(classes), (weighted_count + noise(())) / COUNT_WEIGHT)
+        count = max(float(classes), released_count)
         means = (sums + noise(sums.shape)) * classes / count
         if ridge is None:
             ridge = dim * (sigma * self.sensitivity * classes / count) ** 2
@@ -141,6 +139,7 @@ class DPLeastSquares(ClosedFormHead):
     description = ("DP least squares: one Gaussian release of [AᵀA | AᵀY] for the private rows (unit norm, bias "
                    "included), a ridge solve; k components")
     sensitivity = math.sqrt(2.0)
+    reads_count = False
     mechanism_description = ("one Gaussian release of [AᵀA | AᵀY] for unit-norm rows [a, 1]/√2 and one-hot labels, "
                              "L2 sensitivity √2; add/remove-one adjacency")
 

@@ -26,6 +26,7 @@ from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, SweepData, TrainedRun, each_run, option
 from pillar_cli.privacy import ExponentialEvent, spent_epsilon
+from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.exponential import exponential_mechanism
 from pillar_cli.projection.components import PublicComponents, check_boolean_rows
 
@@ -49,6 +50,8 @@ class ExponentialMechanismDisjunctions(Method):
     projects = False
     single_cell = True
     own_selection = "one exponential mechanism per seed: there is nothing to select among"
+    reads_count = False  # its score counts errors: nothing in it is a function of n
+    request_fields = frozenset()  # one mechanism per seed: no k, lr, steps or batch
     not_auditable = "its head is a disjunction chosen by the exponential mechanism, not trained by gradients"
     mechanism_description = ("the exponential mechanism over the candidates, score minus the errors on the private "
                              "rows (sensitivity 1); pure ε-DP under add/remove-one and replace-one adjacency")
@@ -57,7 +60,7 @@ class ExponentialMechanismDisjunctions(Method):
         """One mechanism per seed."""
         return [RunConfig.one_release(seed) for seed in seeds]
 
-    def mechanism(self, config: RunConfig, n: int) -> tuple[float, int]:
+    def mechanism(self, config: RunConfig, count: RowCount) -> tuple[float, int]:
         return 1.0, 1
 
     def check_data(self, data: SweepData, options: DisjunctionOptions | None) -> None:

@@ -24,6 +24,7 @@ from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows, refuse_privately_scaled
 from pillar_cli.methods.sweep import SweepOptions, run_sweep
 from pillar_cli.privacy import Event, event_from_dict, get_accountant, headline
+from pillar_cli.privacy.count import PUBLIC, RowCount
 from pillar_cli.projection import PublicPCA, StoredMap
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, NoiseSource
 
@@ -49,15 +50,18 @@ class Ledger:
     covers: str  # what the ε covers
     noise_reproducible: bool = False  # fitted with noise_seed: NOT differentially private
     not_covered: str = ""  # what the ε does not cover (a release says: e.g. a choice made on val labels)
+    count: RowCount | None = None  # the row count the sampling rate and the rule read (noisy, or declared public)
 
     @classmethod
     def from_statement(cls, statement: dict) -> Ledger:
         """The ledger of a released classifier, from its privacy statement."""
         event = event_from_dict(statement["event"])
+        training = RowCount.from_dict(statement["count"]).without_count(event) if "count" in statement else event
         return cls(statement["accountant"], float(statement["epsilon_target"]), float(statement["epsilon"]),
-                   float(statement["delta"]), *headline(event), int(statement["steps"]), float(statement["clip"]),
+                   float(statement["delta"]), *headline(training), int(statement["steps"]), float(statement["clip"]),
                    event, bool(statement["epsilon_is_upper_bound"]), "; ".join(statement["covers"]), False,
-                   "; ".join(statement["not_covered"]))
+                   "; ".join(statement["not_covered"]), RowCount.from_dict(statement["count"]) if "count" in statement
+                   else None)
 
 
 class SoftmaxClassifier(ClassifierMixin, BaseEstimator):
@@ -85,7 +89,8 @@ class DPLinearClassifier(SoftmaxClassifier):
     `batch_size` None: every row in every step. `method_options`: the method's options (e.g.
     NoisySGDOptions(zeta=0.2); None: its defaults). `seed` seeds public randomness only; the noise is secret (fresh
     OS entropy), so two fits differ, unless `noise_seed` is set: an experiment-only switch whose classifier is NOT
-    differentially private.
+    differentially private. Everything derived from the number of rows (the sampling rate, the rule) reads a noisy
+    count released inside ε (privacy/count.py), unless `n_public` declares that number public knowledge.
 
     Example:
         clf = DPLinearClassifier(k=20, epsilon=1.0, steps=300, batch_size=256).fit(X, y, public=X_public)
@@ -97,11 +102,11 @@ class DPLinearClassifier(SoftmaxClassifier):
                  steps: int | str | None = AUTO,
                  batch_size: int | None = DEFAULT_BATCH, seed: int = 0, projection: PublicPCA | None = None,
                  momentum: float = 0.0, weight_decay: float = 0.0, device: str = "cpu", ridge: float | None = None,
-                 noise_seed: int | None = None, method_options: Any = None):
+                 noise_seed: int | None = None, method_options: Any = None, n_public: bool = False):
         self.method, self.k, self.epsilon, self.delta, self.accountant = method, k, epsilon, delta, accountant
         self.clip, self.lr, self.steps, self.batch_size, self.seed = clip, lr, steps, batch_size, seed
         self.projection, self.momentum, self.weight_decay, self.device = projection, momentum, weight_decay, device
-        self.ridge, self.noise_seed, self.method_options = ridge, noise_seed, method_options
+        self.ridge, self.noise_seed, self.method_options, self.n_public = ridge, noise_seed, method_options, n_public
 
     def fit(self, X: np.ndarray, y: np.ndarray, public: np.ndarray | None = None) -> DPLinearClassifier:
         """Train on the private rows (X, y); `public`: unlabelled public rows for the projection (and GEP)."""
@@ -119,20 +124,24 @@ class DPLinearClassifier(SoftmaxClassifier):
                                    momentum=self.momentum, weight_decay=self.weight_decay, ridges=(self.ridge,))
         data = SweepData(self.projection_, x, labels, None, None, len(self.classes_),
                          None if public is None else np.asarray(public, dtype=np.float32))
-        privacy = PrivacySettings(self.delta, self.clip, self.accountant, NoiseSource(self.noise_seed))
+        privacy = PrivacySettings(self.delta, self.clip, self.accountant, NoiseSource(self.noise_seed), self.n_public)
         options = SweepOptions(device=self.device, method_options={self.method: self.method_options})
-        run = run_sweep(data, grid, privacy, options).runs[0]
+        result = run_sweep(data, grid, privacy, options)
+        run = result.runs[0]
         self.k_ = run.key.k if method.projects else None  # the head's own dimensions (None: all features)
         self.normalises_rows_ = method.normalises_rows  # the head reads its k-dimensional rows at unit norm
         self.mapping_ = method.linear_map(self.projection_)
         self.head_ = run.head
         accountant = get_accountant(self.accountant)
+        count = result.count if result.count_read or result.count.kind == PUBLIC else None
         self.ledger_ = Ledger(self.accountant, float(self.epsilon), run.epsilon_spent, self.delta,
-                              *headline(run.event), run.key.steps, self.clip, run.event, accountant.upper_bound,
+                              *headline(run.released.event), run.key.steps, self.clip, run.event,
+                              accountant.upper_bound,
                               f"{method.mechanism_description}, on the private rows; the projection used public rows "
-                              "only"
+                              "only" + (f"; {count.describe()}" if count is not None and count.noisy else "")
                               + ("" if self.noise_seed is None else f"; {NOT_PRIVATE_NOTE}"),
-                              self.noise_seed is not None)
+                              self.noise_seed is not None,
+                              count.describe() if count is not None and not count.noisy else "", count)
         self.n_features_in_ = x.shape[1]
         return self
 

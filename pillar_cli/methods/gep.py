@@ -23,6 +23,7 @@ from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, PoissonSa
 from pillar_cli.linear.gradients import per_sample_gradients
 from pillar_cli.methods.base import Cell, each_run
 from pillar_cli.methods.projected import ProjectedDPSGD
+from pillar_cli.privacy.count import RowCount
 from pillar_cli.projection import PublicPCA, project
 from pillar_cli.randomness import NoiseSource
 
@@ -37,9 +38,9 @@ class GepSettings:
 
 
 def train_gep(features: np.ndarray, labels: np.ndarray, public: np.ndarray, num_classes: int, config: RunConfig,
-              sigma_effective: float, settings: GepSettings, noise: NoiseSource) -> LinearHead:
+              sigma_effective: float, settings: GepSettings, noise: NoiseSource, count: RowCount) -> LinearHead:
     """One GEP run: the anchor's public rows and sampled labels are seeded by the run's seed (public randomness);
-    its Poisson batches and noise come from `noise` (secret)."""
+    its Poisson batches and noise come from `noise` (secret); its sampling rate and update scale read `count`."""
     x, y = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels, dtype=torch.int64)
     n, dim = x.shape
     generator = torch.Generator().manual_seed(config.seed)
@@ -48,8 +49,8 @@ def train_gep(features: np.ndarray, labels: np.ndarray, public: np.ndarray, num_
     anchor_x = torch.as_tensor(public, dtype=torch.float32)[rows]
     anchor_gram = _augmented(anchor_x) @ _augmented(anchor_x).T
     weights, bias = torch.zeros(dim, num_classes), torch.zeros(num_classes)
-    sampler = PoissonSampler(n, config.batch_size / n, noise.child(*config.batches_label).torch())
-    sigma = math.sqrt(2.0) * sigma_effective
+    sampler = PoissonSampler(n, count.sample_rate(config.batch_size), noise.child(*config.batches_label).torch())
+    sigma, expected_batch = math.sqrt(2.0) * sigma_effective, count.expected_batch(config.batch_size)
     anchor = None
     for start in range(0, config.steps, SAMPLING_CHUNK_STEPS):
         for offset, index in enumerate(sampler.batches(min(SAMPLING_CHUNK_STEPS, config.steps - start))):
@@ -66,7 +67,7 @@ def train_gep(features: np.ndarray, labels: np.ndarray, public: np.ndarray, num_
             if sigma > 0:
                 noisy_embedding += sigma * settings.embedding_clip * torch.randn(anchor.shape[1], generator=noise_generator)
                 noisy_residual += sigma * settings.residual_clip * torch.randn(anchor.shape[0], generator=noise_generator)
-            step = (anchor @ noisy_embedding + noisy_residual).view(dim + 1, num_classes) / config.batch_size
+            step = (anchor @ noisy_embedding + noisy_residual).view(dim + 1, num_classes) / expected_batch
             weights -= config.lr * step[:dim]
             bias -= config.lr * step[dim]
     return LinearHead(weights.numpy(), bias.numpy())
@@ -123,7 +124,7 @@ class GradientEmbeddingPerturbation(ProjectedDPSGD):
         settings = GepSettings(anchor_dim=cell.k or 32, embedding_clip=clip or 1.0, residual_clip=(clip or 1.0) / 2)
         train_z, public_z = project(cell.mapping, data.private_x, None), cell.mapping.standardized(data.public_x)
         return [each_run(cell, c, lambda c=c, s=s: train_gep(train_z, data.private_y, public_z, data.num_classes, c,
-                                                                s, settings, cell.randomness))
+                                                                s, settings, cell.randomness, cell.rows))
                 for c, s in zip(cell.configs, sigmas)]
 
 

@@ -1,5 +1,6 @@
 """The sweep request: which methods, k, ε and hyper-parameters to train, as the CLI and the Python API both ask for
-it (keyword-only), and the rules that need the number of private rows (all-row batches, a method's own step count)."""
+it (keyword-only), and the rules that need the number of private rows (all-row batches, a method's own step count),
+which read the row count a sweep releases (privacy/count.py), never the exact n."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pillar_cli.errors import UsageError, param
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import DEFAULT_STEPS
 from pillar_cli.methods.catalog import get_method
+from pillar_cli.privacy.count import RowCount
 from pillar_cli.projection import PublicPCA
 
 __all__ = ["AUTO", "DEFAULT_BATCH", "DEFAULT_STEPS", "SweepGrid", "check_grid"]
@@ -29,7 +31,7 @@ def check_grid(grid: SweepGrid, pca: PublicPCA, num_classes: int) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class SweepGrid:
-    """What a sweep trains; `for_rows(n)` sets it for n private rows (configurations need them)."""
+    """What a sweep trains; `for_rows(count)` sets it for the row count (configurations need it)."""
 
     methods: list[str]
     ks: list[int | None]  # None = full dimension, no projection
@@ -42,7 +44,7 @@ class SweepGrid:
     weight_decay: float = 0.0
     ridges: tuple[float | None, ...] = (None,)  # closed-form heads' λ (None: the method's default)
     ema: float = 0.0  # DP-SGD methods release the iterates' moving average of this decay (0: the last iterate)
-    rows: int | None = None  # the private rows it is set for (by `for_rows`)
+    rows: float | None = None  # the row count it is set for (by `for_rows`): ñ, or n where n is not private
     rules: frozenset[str] = frozenset()  # of k, lr, steps: left to the default rule (methods/rules.py), set per ε
 
     @classmethod
@@ -57,9 +59,10 @@ class SweepGrid:
         return cls(ks=[] if "k" in rules else list(ks), lrs=[] if "lr" in rules else list(lrs),
                    steps=None if "steps" in rules or steps is None else list(steps), rules=rules, **fields)
 
-    def for_rows(self, n: int) -> SweepGrid:
-        """The grid for n private rows: batch size None becomes n (full batch, sampling rate 1)."""
-        return replace(self, rows=n, batch_sizes=[n if size is None else size for size in self.batch_sizes])
+    def for_rows(self, count: RowCount) -> SweepGrid:
+        """The grid for the row count: batch size None becomes every row (full batch, sampling rate 1)."""
+        return replace(self, rows=count.value,
+                       batch_sizes=[count.all_rows if size is None else size for size in self.batch_sizes])
 
     def overridden_rules(self) -> list[str]:
         """What given --steps replace: each method's own step rule, as a sentence."""
@@ -70,7 +73,7 @@ class SweepGrid:
 
     def configs(self, method: str) -> list[RunConfig]:
         if self.rows is None:
-            raise ValueError("SweepGrid.configs needs the grid for its rows: call for_rows(n) first")
+            raise ValueError("SweepGrid.configs needs the grid for its rows: call for_rows(count) first")
         configs = get_method(method).configs(lrs=self.lrs, steps=self.steps, batch_sizes=self.batch_sizes,
                                              seeds=self.seeds, momentum=self.momentum, weight_decay=self.weight_decay,
                                              ridges=self.ridges, rows=self.rows)

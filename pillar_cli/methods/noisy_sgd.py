@@ -8,6 +8,8 @@ loss ℓ(w; x, y) = max(0, 1 − y⟨w, x⟩/ζ) is L = 1/ζ Lipschitz and takes
 - Deviation, for tight accounting: S_t is a Poisson sample of rate 1/n (one example in expectation) instead of
   one uniform draw, and σ = z·nL is calibrated by pillar's accountant for T Poisson-sampled Gaussian steps
   (add/remove adjacency, sensitivity nL) instead of BST's closed-form bound.
+- Every n above (the rate, T = n², the scale n·L, the step size) is the released row count ñ (privacy/count.py),
+  whose release composes into the run's ε: the exact n is private.
 - Boosting: m = ⌈ln(1/β)⌉ independent runs, whose m·T Poisson-sampled steps together are calibrated to (ε/2, δ) by
   the accountant, then the exponential mechanism (ε/2; the summed loss changes by at most 1 + 1/ζ when one example
   is added or removed) picks the run with the smallest private hinge loss. The run's event tree composes the two:
@@ -25,6 +27,7 @@ from pillar_cli.errors import UsageError, check_positive, check_probability
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run, option
 from pillar_cli.privacy import Event, ExponentialEvent, calibrate_noise, composed, dp_sgd_event, spent_epsilon
+from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import SelfComposedEvent
 from pillar_cli.projection import project
 
@@ -50,48 +53,52 @@ class NoisySGDResult:
     head: LinearHead
     event: Event  # the m runs composed with the exponential mechanism that chose among them
     runs: int
-    epsilon_spent: float
+    epsilon_spent: float  # of the event with the row count's release composed in
 
 
 def train_noisy_sgd(features: np.ndarray, labels: np.ndarray, steps: int, rng: np.random.Generator, epsilon: float,
-                    delta: float, accountant: str, options: NoisySGDOptions) -> NoisySGDResult:
+                    delta: float, accountant: str, options: NoisySGDOptions, count: RowCount | None = None
+                    ) -> NoisySGDResult:
     """Algorithms 1–2: boosted noisy SGD runs and an exponential-mechanism choice among them; `rng` is secret
-    (every sample, noise draw and the choice)."""
+    (every sample, noise draw and the choice); `count`: what n the run reads (None: the exact number of rows)."""
     classes = np.unique(labels)
     if len(classes) > 2 or set(classes) - {0, 1}:
         raise UsageError(f"method 'noisy-sgd' is the theory variant for binary tasks; these labels have "
                          f"{len(classes)} classes")
-    n = len(features)
+    count = count or RowCount.exact(len(features))
+    n, rate = count.value, count.sample_rate(1)
     x = features / np.maximum(np.linalg.norm(features, axis=1, keepdims=True), 1e-12)
     y = 2.0 * labels - 1.0
     runs, lipschitz = math.ceil(math.log(1 / options.beta)), 1.0 / options.zeta
     private = not math.isinf(epsilon)
-    multiplier = calibrate_noise(accountant, epsilon / 2, delta, 1 / n, runs * steps) if private else 0.0
-    event = composed(SelfComposedEvent(dp_sgd_event(multiplier, 1 / n, steps), runs), ExponentialEvent(epsilon / 2))
-    weights = _noisy_sgd(x, y, steps, multiplier * n * lipschitz, runs, options.zeta, rng)
+    multiplier = calibrate_noise(accountant, epsilon / 2, delta, rate, runs * steps,
+                                 fixed=count.segments) if private else 0.0
+    event = composed(SelfComposedEvent(dp_sgd_event(multiplier, rate, steps), runs), ExponentialEvent(epsilon / 2))
+    weights = _noisy_sgd(x, y, steps, multiplier * n * lipschitz, runs, options.zeta, rng, count)
     losses = _losses(weights, x, y, options.zeta)
     if not private:
         return NoisySGDResult(_as_head(weights[np.argmin(losses)]), event, runs, math.inf)
     scores = -(epsilon / 2) * losses / (2 * (1 + lipschitz))
     probabilities = np.exp(scores - scores.max())
     chosen = rng.choice(runs, p=probabilities / probabilities.sum())
-    spent = spent_epsilon(accountant, event, delta)
+    spent = spent_epsilon(accountant, count.with_count(event), delta)
     return NoisySGDResult(_as_head(weights[chosen]), event, runs, spent)
 
 
 def _noisy_sgd(x: np.ndarray, y: np.ndarray, steps: int, sigma: float, runs: int, zeta: float,
-               rng: np.random.Generator) -> np.ndarray:
-    """(runs, p) weights of `runs` independent projected noisy SGD runs, advanced together."""
-    n, dim = x.shape
+               rng: np.random.Generator, count: RowCount) -> np.ndarray:
+    """(runs, p) weights of `runs` independent projected noisy SGD runs, advanced together; `count` is the n that
+    the rate 1/n, the scale n and the step size read."""
+    n, rate, dim = count.value, count.sample_rate(1), x.shape[1]
     weights = np.zeros((runs, dim))
     signed_rows = y[:, None] * x  # the hinge reads a row only as y·x
     variance_term = n * n / zeta**2 + dim * sigma**2
     chunk = max(1, CHUNK_VALUES // (runs * dim))
     for start in range(0, steps, chunk):
-        count = min(chunk, steps - start)
-        samples = PoissonSamples(n, count, runs, rng)
-        noise = sigma * rng.standard_normal((count, runs, dim))
-        rates = 1.0 / np.sqrt((start + np.arange(1, count + 1)) * variance_term)
+        now = min(chunk, steps - start)
+        samples = PoissonSamples(len(x), rate, now, runs, rng)
+        noise = sigma * rng.standard_normal((now, runs, dim))
+        rates = 1.0 / np.sqrt((start + np.arange(1, now + 1)) * variance_term)
         _advance(weights, samples.padded(signed_rows), noise, rates, n / zeta, zeta)
     return weights
 
@@ -109,12 +116,12 @@ def _advance(weights: np.ndarray, signed: np.ndarray, noise: np.ndarray, rates: 
 
 
 class PoissonSamples:
-    """Poisson samples of rate 1/n for steps × runs: each a Binomial(n, 1/n) count of distinct uniform rows (a
-    uniform subset of that size), stored flat in (step, run) order."""
+    """Poisson samples of rate q of n rows for steps × runs: each a Binomial(n, q) count of distinct uniform rows
+    (a uniform subset of that size), stored flat in (step, run) order."""
 
-    def __init__(self, n: int, steps: int, runs: int, rng: np.random.Generator):
+    def __init__(self, n: int, rate: float, steps: int, runs: int, rng: np.random.Generator):
         self.shape = (steps, runs)
-        counts = rng.binomial(n, 1 / n, steps * runs)
+        counts = rng.binomial(n, rate, steps * runs)
         starts = np.cumsum(counts) - counts
         self.group = np.repeat(np.arange(steps * runs), counts)  # the (step, run) of each sampled row, flat
         self.slot = np.arange(len(self.group)) - np.repeat(starts, counts)
@@ -154,23 +161,24 @@ class NoisySGD(Method):
     description = ("theory variant (Algorithms 1-2): binary tasks, ζ-scaled hinge loss, boosted projected noisy SGD "
                    "on the top-k public components")
     steps_rule = "Algorithm 1's n²"
+    request_fields = frozenset({"k", "steps"})  # its step size is the schedule's, its batch one row in expectation
     mechanism_description = MECHANISM
     own_selection = "it already selects among its boosted runs privately (Algorithm 2), inside its ε"
     not_auditable = "binary ζ-hinge runs with their own private selection"
 
-    def configs(self, *, steps: list[int] | None, seeds: list[int], rows: int, **_: object) -> list[RunConfig]:
+    def configs(self, *, steps: list[int] | None, seeds: list[int], rows: float, **_: object) -> list[RunConfig]:
         """One example per step in expectation; the step size is the schedule's; n² steps unless given."""
         return [RunConfig(0.0, t, 1, s) for t in steps or [self.default_steps(rows)] for s in seeds]
 
-    def default_steps(self, n: int) -> int:
-        return n * n
+    def default_steps(self, n: float) -> int:
+        return max(1, round(n * n))
 
     def train_cell(self, cell: Cell) -> list[TrainedRun]:
         train_z = project(cell.mapping, cell.data.private_x, cell.k)
         trained = [each_run(cell, c, lambda c=c: train_noisy_sgd(train_z, cell.data.private_y, c.steps,
                                                                  cell.randomness.child("run", c).numpy(),
                                                                  cell.epsilon, cell.privacy.delta,
-                                                                 cell.privacy.accountant, cell.options))
+                                                                 cell.privacy.accountant, cell.options, cell.rows))
                    for c in cell.configs]
         return [TrainedRun(t.head, t.event, t.epsilon_spent) for t in trained]
 

@@ -27,11 +27,11 @@ class ProjectedDPSGD(Method):
         self.averages_iterates = True
 
     def train_cell(self, cell: Cell) -> list[TrainedRun]:
-        n = len(cell.data.private_x)
-        sigmas = [cell.noise_multiplier(c.batch_size / n, c.steps) for c in cell.configs]
+        rates = [cell.rows.sample_rate(c.batch_size) for c in cell.configs]
+        sigmas = [cell.noise_multiplier(rate, c.steps) for c, rate in zip(cell.configs, rates)]
         clip = None if math.isinf(cell.epsilon) else cell.privacy.clip
         heads = self.heads(cell, sigmas, clip)
-        events = [dp_sgd_event(sigma, c.batch_size / n, c.steps) for c, sigma in zip(cell.configs, sigmas)]
+        events = [dp_sgd_event(sigma, rate, c.steps) for c, sigma, rate in zip(cell.configs, sigmas, rates)]
         return [TrainedRun(head, event, cell.spent_epsilon(event), batches=self.shared_batches(cell, c))
                 for c, head, event in zip(cell.configs, heads, events)]
 
@@ -49,10 +49,12 @@ class ProjectedDPSGD(Method):
                     np.linalg.lstsq(cell.mapping.basis(projected), full_w, rcond=None)[0], full_b)
         if cell.engine == "opacus":
             return [each_run(cell, c, lambda c=c, s=s: train_with_opacus(train_z, data.private_y, data.num_classes,
-                                                                          c, s, clip, init, cell.randomness))
+                                                                          c, s, clip, init, cell.randomness,
+                                                                          cell.rows))
                     for c, s in zip(cell.configs, sigmas)]
         return train_linear_heads(train_z, data.private_y, data.num_classes, cell.configs, sigmas, clip,
-                                  device=cell.device, init=init, on_steps=cell.on_steps, noise=cell.randomness)
+                                  device=cell.device, init=init, on_steps=cell.on_steps, noise=cell.randomness,
+                                  count=cell.rows)
 
 
 class RandomProjectionDPSGD(ProjectedDPSGD):

@@ -1,10 +1,12 @@
 """Hyper-parameter sweeps over (method, k, ε) × (lr, steps, batch size, seed) and the choice of a run per cell.
 
-Every run is calibrated for its exact sample rate and step count, trained, and its spent ε recomputed from its
-DP event. By default the choice per (method, k, ε) uses the val split's labels, which the ε does NOT account for;
-every artifact that holds such a selection says so. With an `AccountedSelection` each private cell instead runs
-the private selection of methods/accounted.py and its ε covers the choice. A sweep selected on val can be cut into
-shards (`shard=(i, n)`) whose runs are merged and selected later from their stored run tables.
+A sweep runs a plan (methods/plan.py: the checks, the row count every value derived from n reads, the grids). Every
+run is calibrated for its sample rate and step count, with the count's release where it reads it, trained, and its
+spent ε recomputed from its DP event tree. By default the choice per (method, k, ε) uses the val split's labels,
+which the ε does NOT account for; every artifact that holds such a selection says so. With an `AccountedSelection`
+each private cell instead runs the private selection of methods/accounted.py and its ε covers the choice. A sweep
+selected on val can be cut into shards (`shard=(i, n)`) whose runs are merged and selected later from their stored
+run tables.
 """
 
 from __future__ import annotations
@@ -18,34 +20,31 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact
-from pillar_cli.devices import resolve_device
-from pillar_cli.errors import DataError, PrivacyError, UsageError, check_non_negative, check_positive, param
+from pillar_cli.errors import PrivacyError
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.accounted import AccountedSelection, select_privately
 from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
-from pillar_cli.methods.grid import SweepGrid, check_grid
-from pillar_cli.methods.rules import ruled_grids
+from pillar_cli.methods.grid import SweepGrid
+from pillar_cli.methods.plan import SweepPlan, plan_sweep
 from pillar_cli.methods.selection import select_on_val, selection_note
-from pillar_cli.privacy import (Event, ExponentialEvent, gaussian_segments, get_accountant, headline, require_disjoint,
-                                validate_budget)
+from pillar_cli.privacy import Event, ExponentialEvent, gaussian_segments, get_accountant, headline
 from pillar_cli.privacy.composition import composed_with_release
+from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.rdp import ORDERS
 from pillar_cli.privacy.release import ReleasedHead, whole_file
 from pillar_cli.projection import PublicPCA
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
-ENGINES = ("fast", "opacus")
-
 
 @dataclass
 class Run:
     key: RunKey
-    event: Event
+    event: Event  # the run's DP event tree as recorded: its mechanisms and the row count's release it read
     epsilon_spent: float
     head: LinearHead
     val_accuracy: float
-    released: ReleasedHead  # how the head's draws compose with the file's other heads
+    released: ReleasedHead  # how the head's own draws compose with the file's other heads
 
 
 @dataclass
@@ -54,6 +53,14 @@ class SweepResult:
     bases: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
     accounted: bool = False  # private cells hold the runs their accounted selections released
     selection_ledger: list[dict] = field(default_factory=list)  # each accounted selection as DP events
+    count: RowCount | None = None  # the row count the plan released (or took as exact)
+    count_readers: frozenset[str] = frozenset()  # methods whose runs read it (their ε covers its release)
+
+    @property
+    def count_read(self) -> bool:
+        """Some private run's ε covers the count's release."""
+        return self.count is not None and self.count.noisy and any(
+            math.isfinite(run.key.epsilon) and run.key.method in self.count_readers for run in self.runs)
 
     @property
     def selection(self) -> list[dict]:
@@ -78,72 +85,19 @@ class SweepOptions:
                 and len(configs) > len({config.seed for config in configs}))
 
 
-def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions) -> None:
-    """Everything that must hold before any private row is touched, whoever calls: the CLI or the Python API."""
-    if options.engine not in ENGINES:
-        raise UsageError(f"unknown engine '{options.engine}' (known: {', '.join(ENGINES)})")
-    resolve_device(options.device)
-    n = len(data.private_x)
-    check_grid(grid, data.pca, data.num_classes)
-    for epsilon in grid.epsilons:
-        validate_budget(epsilon, privacy.delta, n)
-    check_positive("clip", privacy.clip)
-    for lr in grid.lrs:
-        check_positive("lr", lr)
-    check_non_negative("weight_decay", grid.weight_decay)
-    for name, value in (("momentum", grid.momentum), ("ema", grid.ema)):
-        if not 0 <= value < 1:
-            raise UsageError(f"{param(name)} must be in [0, 1) (got {value})")
-    if grid.ema and (without := [m for m in grid.methods if not get_method(m).averages_iterates]):
-        raise UsageError(f"{param('ema')} averages DP-SGD iterates; method '{without[0]}' has none to average")
-    too_big = [c.batch_size for m in grid.methods for c in grid.configs(m) if c.batch_size > n]
-    if too_big:
-        raise UsageError(f"{param('batch_size')} {too_big[0]} exceeds the {n} private rows")
-    if not np.isfinite(data.private_x).all():
-        raise DataError(f"NaN or Inf in the features of {data.name}")
-    if len(np.unique(data.private_y)) < 2:
-        raise DataError(f"{data.name} holds a single class; a classifier needs at least two")
-    if data.private_index is not None and data.public_index is not None:
-        require_disjoint(data.private_index, data.public_index, data.source)
-    for name in grid.methods:
-        get_method(name).check_data(data, options.of(get_method(name)))
-        reason = get_method(name).needs_public_rows
-        if reason and data.public_x is None:
-            raise UsageError(f"method '{name}' needs the public split {reason}")
-        if get_method(name).needs_public_labels and data.public_labelled is None:
-            raise UsageError(f"method '{name}' needs a labelled public split for its preconditioner",
-                             hint=f"pass {param('public_labelled')} FILE:SPLIT (a separately embedded labelled public "
-                                  "set)")
-    if options.selection is not None:
-        check_accounted(data, grid, options)
-
-
-def check_accounted(data: SweepData, grid: SweepGrid, options: SweepOptions) -> None:
-    selecting = {cell[0] for cell in grid.cells() if options.selects_privately(cell[2], grid.configs(cell[0]))}
-    if not selecting:
-        raise UsageError(f"{param('select')} accounted needs a private cell with at least two configurations to "
-                         "choose from; a single configuration needs no selection")
-    for name in sorted(selecting):
-        if reason := get_method(name).own_selection:
-            raise UsageError(f"{param('select')} accounted cannot wrap method '{name}': {reason}")
-    if options.shard != (0, 1):
-        raise UsageError(f"{param('select')} accounted sees every configuration of a cell: it cannot be sharded")
-    if data.val_x is None:
-        raise UsageError(f"{param('select')} accounted scores its trials on the val split, which is missing")
-
-
-def planned_grids(data: SweepData, grid: SweepGrid) -> list[SweepGrid]:
-    """The grid for the private rows, one per ε where it leaves k, lr or steps to the default rule."""
-    return ruled_grids(grid.for_rows(len(data.private_x)), len(data.pca.components_))
-
-
 def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions = SweepOptions(),
               on_steps: Callable[[int], None] = lambda done: None) -> SweepResult:
-    """Train the sweep's grid points (those of one shard) on the projected private split; score them on val.
-    `on_steps(n)` hears of n more DP-SGD steps done (of the planned grids' `total_steps(shard)`)."""
-    result = SweepResult(accounted=options.selection is not None)
-    for planned in planned_grids(data, grid):
-        part = _run_grid(data, planned, privacy, options, on_steps)
+    """Plan the sweep (methods/plan.py: checks, the row count, the grids), then run the plan."""
+    return run_plan(data, plan_sweep(data, grid, privacy, options), privacy, options, on_steps)
+
+
+def run_plan(data: SweepData, plan: SweepPlan, privacy: PrivacySettings, options: SweepOptions = SweepOptions(),
+             on_steps: Callable[[int], None] = lambda done: None) -> SweepResult:
+    """Train the plan's grid points (those of one shard) on the projected private split; score them on val.
+    `on_steps(n)` hears of n more DP-SGD steps done (of the plan's `total_steps(shard)`)."""
+    result = SweepResult(accounted=options.selection is not None, count=plan.count, count_readers=plan.readers)
+    for planned in plan.grids:
+        part = _run_grid(data, planned, privacy, options, on_steps, plan)
         result.runs += part.runs
         result.bases.update(part.bases)
         result.selection_ledger += part.selection_ledger
@@ -151,8 +105,7 @@ def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
 
 
 def _run_grid(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions,
-              on_steps: Callable[[int], None]) -> SweepResult:
-    check_sweep(data, grid, privacy, options)
+              on_steps: Callable[[int], None], plan: SweepPlan) -> SweepResult:
     by_cell: dict[tuple, list[RunConfig]] = defaultdict(list)
     for cell, config in grid.points(options.shard):
         by_cell[cell].append(config)
@@ -165,7 +118,7 @@ def _run_grid(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
             result.bases[(name, k)] = mapping.basis(k)
         val_z = None if data.val_x is None else method.features(mapping, data.val_x, k)
         cell = Cell(data, mapping, k, epsilon, configs, privacy, options.engine, options.device,
-                    options.of(method), on_steps)
+                    options.of(method), on_steps, count=plan.count_of(name))
         selected = options.selects_privately(epsilon, configs)
         if selected:
             released, records = select_privately(method, cell, val_z, data.val_y, options.selection)
@@ -175,14 +128,14 @@ def _run_grid(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
             chosen = [(config, run, math.nan if val_z is None else run.head.accuracy(val_z, data.val_y))
                       for config, run in zip(configs, method.train_cell(cell))]
         for config, run, val_accuracy in chosen:
+            spent = cell.spent_epsilon(run.event)  # recomputed from the tree recorded: the count's release included
             joint = len(gaussian_segments(run.event) or ()) == 1  # one Gaussian segment: composes with its stream
-            draws = ReleasedHead(run.event, run.epsilon_spent, run.batches and (name, k, epsilon, *run.batches),
+            draws = ReleasedHead(run.event, spent, run.batches and (name, k, epsilon, *run.batches),
                                  joint, 0.0 if isinstance(run.event, ExponentialEvent) else privacy.delta)
-            if run.epsilon_spent > epsilon * (1 + 1e-9):
-                raise PrivacyError(f"run spent ε = {run.epsilon_spent:.4g} above its target {epsilon:g}; refusing "
-                                   "to write it")
+            if spent > epsilon * (1 + 1e-9):
+                raise PrivacyError(f"run spent ε = {spent:.4g} above its target {epsilon:g}; refusing to write it")
             key = RunKey(name, k, epsilon, config.lr, config.steps, config.batch_size, config.seed, config.ridge or 0.0)
-            result.runs.append(Run(key, run.event, run.epsilon_spent, run.head, val_accuracy, draws))
+            result.runs.append(Run(key, cell.rows.with_count(run.event), spent, run.head, val_accuracy, draws))
     return result
 
 
@@ -198,7 +151,7 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
     features were made and the class names (artifacts.feature_recipe), which a release of one head carries."""
     runs = result.runs
     spent = [_with_public_choice(r, privacy, public_choice) for r in runs]
-    records = [RunRecord(r.key, event.to_dict(), *headline(r.event), total, r.val_accuracy,
+    records = [RunRecord(r.key, event.to_dict(), *headline(r.released.event), total, r.val_accuracy,
                          get_method(r.key.method).normalises_rows, r.head.steps_run, r.head.weights, r.head.bias)
                for r, (event, total) in zip(runs, spent)]
     attrs = {
@@ -221,6 +174,8 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         "selection_mode": "accounted" if result.accounted else "val",
         "selection_note": selection_note(result.selection, result.accounted),
     }
+    if result.count is not None:
+        attrs["count"] = {**result.count.to_dict(), "read_by": sorted(result.count_readers)}
     attrs["noise"] = _noise(privacy, public_choice)
     attrs["whole_file"] = _whole_file(result, privacy, public_choice, attrs["noise"]["reproducible"])
     if result.accounted:
@@ -259,7 +214,8 @@ def _whole_file(result: SweepResult, privacy: PrivacySettings, public_choice: di
     release = (public_choice or {}).get("release")
     others = [] if release is None else [(float(release["epsilon"]), float(release.get("delta", 0.0)))]
     scored = any(not math.isnan(run.val_accuracy) for run in result.runs)
-    return whole_file([run.released for run in result.runs], privacy.delta, reproducible, others, scored)
+    count = result.count.segments if result.count_read else ()
+    return whole_file([run.released for run in result.runs], privacy.delta, reproducible, others, scored, count)
 
 
 def _with_public_choice(run: Run, privacy: PrivacySettings, public_choice: dict | None) -> tuple[Event, float]:

@@ -93,9 +93,9 @@ class Accountant:
         try:
             return self.compute(segments, delta)
         except (ValueError, RuntimeError, OverflowError, MemoryError, FloatingPointError) as err:
-            steps = sum(steps for _, _, steps in segments)
+            steps, rate = max((steps, q) for _, q, steps in segments)  # the longest segment (not a count's release)
             raise PrivacyError(f"the {self.name} accountant cannot account for {steps:,} steps at sampling rate "
-                               f"{max(q for _, q, _ in segments):g}: {err}",
+                               f"{rate:.3g}: {err}",
                                hint="use fewer steps or another accountant (--accountant)") from err
 
 

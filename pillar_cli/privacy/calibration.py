@@ -14,17 +14,19 @@ from typing import Callable
 
 from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy.accountants import get_accountant
+from pillar_cli.privacy.events import Segment
 from pillar_cli.version import PROGRAM
 
 
 def calibrate_noise(accountant: str, epsilon: float, delta: float, sample_rate: float, steps: int,
-                    rel_tol: float = 0.01, cache_dir: Path | None = None) -> float:
-    """The σ whose ε (by `accountant`) for T = `steps` Poisson-sampled Gaussian steps lies in [(1 − rel_tol)·ε, ε];
-    cached in `cache_dir` (default: $PILLAR_CACHE_DIR, else ~/.cache/pillar)."""
+                    rel_tol: float = 0.01, cache_dir: Path | None = None, fixed: tuple[Segment, ...] = ()) -> float:
+    """The σ whose ε (by `accountant`) for T = `steps` Poisson-sampled Gaussian steps, composed with the `fixed`
+    segments already released (a noisy row count), lies in [(1 − rel_tol)·ε, ε]; cached in `cache_dir` (default:
+    $PILLAR_CACHE_DIR, else ~/.cache/pillar)."""
     def eps_of(sigma: float) -> float:  # the accountant is looked up only on a cache miss
-        return get_accountant(accountant).epsilon(((sigma, sample_rate, steps),), delta)
+        return get_accountant(accountant).epsilon(((sigma, sample_rate, steps), *fixed), delta)
 
-    key = f"v2|{accountant}|{epsilon!r}|{delta!r}|{sample_rate!r}|{steps}|{rel_tol!r}"
+    key = f"v2|{accountant}|{epsilon!r}|{delta!r}|{sample_rate!r}|{steps}|{rel_tol!r}" + (f"|{fixed!r}" if fixed else "")
     return calibrate(eps_of, epsilon, key, lambda goal: _bracket_guess(goal, sample_rate, steps, delta), rel_tol,
                      cache_dir)
 

@@ -39,3 +39,13 @@ def _delta_of(eps: float, mu: float) -> float:
     from scipy.special import log_ndtr
 
     return float(np.exp(log_ndtr(-eps / mu + mu / 2)) - np.exp(eps + log_ndtr(-eps / mu - mu / 2)))
+
+
+def gdp_mu(epsilon: float, delta: float) -> float:
+    """The μ whose μ-GDP curve passes through (ε, δ): the largest Gaussian-DP budget that is (ε, δ)-DP."""
+    from scipy.optimize import brentq
+
+    high = 1.0
+    while _delta_of(epsilon, high) < delta:
+        high *= 2
+    return float(brentq(lambda mu: _delta_of(epsilon, mu) - delta, 1e-12, high, xtol=1e-14, rtol=1e-12))

@@ -11,6 +11,7 @@ file holds all of them, so the file's guarantee is their composition, accounted 
 - Every other Gaussian head (its own batches) is its own event sequence. All of these compose at the file's δ
   under dp-accounting's PLD accountant (pessimistic discretisation) and its RDP accountant; the smaller of the two
   upper bounds is the file's ε. A file of one head has that head's own ε.
+- The row count the heads read (privacy/count.py) was released once: its Gaussian joins the composition once.
 - Heads whose ε is not one Gaussian event sequence (an accounted selection's released head, noisy-sgd's boosted
   runs, the exponential mechanism) and a DP release that chose the public data add their (ε, δ) by basic
   composition.
@@ -44,23 +45,24 @@ class ReleasedHead:
 
 
 def whole_file(heads: list[ReleasedHead], delta: float, reproducible: bool,
-               others: list[tuple[float, float]] = (), val_scores: bool = True) -> dict:
+               others: list[tuple[float, float]] = (), val_scores: bool = True, count: tuple[Segment, ...] = ()) -> dict:
     """The `whole_file` record of a model artifact: what it is (`val_scores`: it holds the heads' val accuracies),
     how many heads, their joint guarantee (`reproducible`: its noise can be regenerated from a recorded seed, so it
-    has none)."""
+    has none; `count`: the released row count the heads read, as Gaussian segments)."""
     if reproducible:
         guarantee = {"epsilon": math.inf, "delta": delta, "composition": NOT_PRIVATE_NOTE}
     else:
-        guarantee = joint_epsilon(heads, delta, others)
+        guarantee = joint_epsilon(heads, delta, others, count)
     together = "its one head" if len(heads) == 1 else f"all {len(heads)} heads"
     kind = f"{WORKING_FILE_NOTE}, {VAL_SCORES_NOTE}" if val_scores else WORKING_FILE_NOTE
     statement = f"{kind}; {together} together: ε = {guarantee['epsilon']:.4g} at δ = {guarantee['delta']:g}"
     return {"kind": kind, "heads": len(heads), **guarantee, "statement": statement}
 
 
-def joint_epsilon(heads: list[ReleasedHead], delta: float, others: list[tuple[float, float]] = ()) -> dict:
+def joint_epsilon(heads: list[ReleasedHead], delta: float, others: list[tuple[float, float]] = (),
+                  count: tuple[Segment, ...] = ()) -> dict:
     """{"epsilon", "delta", "composition"} of releasing every head together (plus `others`: further (ε, δ) releases
-    the file's heads rest on)."""
+    the file's heads rest on; `count`: the row count's release, in each head's own ε already, composed once here)."""
     if any(math.isinf(head.epsilon) or not is_private(head.event) for head in heads):
         return {"epsilon": math.inf, "delta": delta,
                 "composition": "the file holds non-private heads (ε = inf): it has no guarantee as a whole"}
@@ -73,12 +75,16 @@ def joint_epsilon(heads: list[ReleasedHead], delta: float, others: list[tuple[fl
     joint = [head for head in heads if head.joint]
     if len(joint) == 1:
         epsilon = joint[0].epsilon
+    elif streams:
+        released = [dp_sgd_event(*segment) for segment in count]
+        epsilon = _tightest_epsilon(composed(*released, streams_event(list(streams.values()))), delta)
     else:
-        epsilon = _tightest_epsilon(streams_event(list(streams.values())), delta) if streams else 0.0
+        epsilon = 0.0
     total = epsilon + sum(e for e, _ in basic)
     return {"epsilon": total, "delta": (delta if streams else 0.0) + sum(d for _, d in basic),
             "composition": f"{len(streams)} independent Gaussian stream(s) (heads sharing Poisson batches as one "
-                           f"Gaussian mechanism per step) composed by PLD and RDP (dp-accounting), the smaller bound"
+                           f"Gaussian mechanism per step)" + (" and the row count's release" if count else "") +
+                           " composed by PLD and RDP (dp-accounting), the smaller bound"
                            + (f", plus {len(basic)} release(s) by basic composition" if basic else "")}
 
 

@@ -1,5 +1,5 @@
 """The privacy rules every entry point shares, one function each, each breach a PrivacyError (exit 5) unless the
-input is simply malformed: a usable (ε, δ) for n private rows, public rows disjoint from private rows, a starting
+input is simply malformed: a usable (ε, δ) for the row count (privacy/count.py), public rows disjoint from private rows, a starting
 point that saw no private row.
 """
 
@@ -8,20 +8,25 @@ from __future__ import annotations
 import numpy as np
 
 from pillar_cli.errors import PrivacyError, UsageError, param
+from pillar_cli.privacy.count import RowCount
 
 
-def validate_budget(epsilon: float, delta: float, n_private: int, non_private_allowed: bool = True) -> None:
-    """ε > 0 and 0 < δ < 1/n for n private rows; `non_private_allowed`: ε = inf (no privacy) is a valid choice here,
+def validate_budget(epsilon: float, delta: float, rows: RowCount | int | None = None,
+                    non_private_allowed: bool = True) -> None:
+    """ε > 0 and 0 < δ < 1/n for the row count `rows` (a released noisy count is read as it is: the exact n is
+    private; None: the count is not known yet); `non_private_allowed`: ε = inf (no privacy) is a valid choice here,
     which the error for ε ≤ 0 then mentions."""
     if not epsilon > 0:
         raise UsageError(f"{param('epsilon')} must be > 0 (got {epsilon})" +
                          ("; use 'inf' for non-private training" if non_private_allowed else ""))
     if not 0 < delta < 1:
         raise UsageError(f"{param('delta')} must be in (0, 1) (got {delta})")
-    if delta >= 1.0 / n_private:
-        raise PrivacyError(f"{param('delta')} {delta:g} is not below 1/n = {1.0 / n_private:.3g} for n = {n_private} "
-                           "private rows: such a δ permits releasing individual records",
-                           hint=f"use a smaller {param('delta')}")
+    count = RowCount.exact(rows) if isinstance(rows, int) else rows
+    if count is not None and delta >= 1.0 / count.value:
+        of = (f"1/ñ = {1.0 / count.value:.3g} for the released noisy count ñ = {count.value:,.1f} of training rows"
+              if count.noisy else f"1/n = {1.0 / count.value:.3g} for n = {count.value:.0f} private rows")
+        raise PrivacyError(f"{param('delta')} {delta:g} is not below {of}: such a δ permits releasing individual "
+                           "records", hint=f"use a smaller {param('delta')}")
 
 
 def require_disjoint(private_index: np.ndarray, public_index: np.ndarray, source: str) -> None:

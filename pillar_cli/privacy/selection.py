@@ -40,7 +40,8 @@ def recorded_selection_epsilon(record: dict) -> float:
 @dataclass(frozen=True)
 class SelectionPlan:
     """The noise of one trial: training σ per candidate mechanism and the score's σ (in correct-count units); the
-    selection's total ε, one trial's training ε at δ alone, and the order at which the score's share was set."""
+    selection's event (without the released row count it read) and its total ε (with it), one trial's training ε at
+    δ alone, and the order at which the score's share was set."""
 
     training: dict[Mechanism, float]
     score_sigma: float
@@ -51,18 +52,19 @@ class SelectionPlan:
 
 
 def plan_selection(epsilon: float, delta: float, count: TrialCount, score_share: float,
-                   mechanisms: set[Mechanism]) -> SelectionPlan:
+                   mechanisms: set[Mechanism], released: Event | None = None) -> SelectionPlan:
     """See `_plan`; planned once per process for the same arguments."""
-    return _plan(epsilon, delta, count, score_share, frozenset(mechanisms))
+    return _plan(epsilon, delta, count, score_share, frozenset(mechanisms), released)
 
 
 @functools.lru_cache(maxsize=256)
 def _plan(epsilon: float, delta: float, count: TrialCount, score_share: float,
-          mechanisms: frozenset[Mechanism]) -> SelectionPlan:
-    """Noise such that the selection's total ε at δ is at most (and within 1 % of) `epsilon`. One trial's training
-    is calibrated to ε_t at δ; its score's Gaussian RDP is set to `score_share` of the trial's RDP at the order that
-    converts the training's RDP best (Gaussian RDP is linear in the order, so a share of its slope). ε_t is searched
-    so that the selection's bound meets the budget, and cached on disk."""
+          mechanisms: frozenset[Mechanism], released: Event | None) -> SelectionPlan:
+    """Noise such that the selection's total ε at δ, composed with the `released` event it rests on (a noisy row
+    count), is at most (and within 1 % of) `epsilon`. One trial's training is calibrated to ε_t at δ; its score's
+    Gaussian RDP is set to `score_share` of the trial's RDP at the order that converts the training's RDP best
+    (Gaussian RDP is linear in the order, so a share of its slope). ε_t is searched so that the selection's bound
+    meets the budget, and cached on disk."""
     if not 0 < score_share < 1:
         raise UsageError(f"{param('score_share')} must be in (0, 1) (got {score_share})")
     ordered = sorted(mechanisms)
@@ -75,9 +77,11 @@ def _plan(epsilon: float, delta: float, count: TrialCount, score_share: float,
         slope = score_share / (1 - score_share) * float(np.interp(order, ORDERS, trial)) / order
         score_sigma = 1 / math.sqrt(2 * slope)
         event = selection_event(training, score_sigma, count)
-        return SelectionPlan(training, score_sigma, event, epsilon_of(event_rdp(event), delta), trial_epsilon, order)
+        total = event if released is None else composed(released, event)
+        return SelectionPlan(training, score_sigma, event, epsilon_of(event_rdp(total), delta), trial_epsilon, order)
 
-    key = f"select-v1|{epsilon!r}|{delta!r}|{count.mean!r}|{count.shape!r}|{score_share!r}|{ordered!r}"
+    key = f"select-v1|{epsilon!r}|{delta!r}|{count.mean!r}|{count.shape!r}|{score_share!r}|{ordered!r}" + (
+        "" if released is None else f"|{released!r}")
     inverse = calibrate(lambda tau: plan(1 / tau).epsilon, epsilon, key, lambda goal: 3 / goal)
     return plan(1 / inverse, final=True)
 

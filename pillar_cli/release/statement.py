@@ -3,13 +3,17 @@ recomputed from, and in words what ε covers and what it does not.
 
 The released head's guarantee is its own run's: the other heads of the model are not released. What a user or the
 model's selection did with private labels outside any DP mechanism (choosing hyper-parameters on val, choosing the
-cell among several after looking at results, a non-private GSD) is not covered, and the statement says so.
+cell among several after looking at results, a non-private GSD) is not covered, and the statement says so. The
+number of training rows is private too: a head that derives anything from it read the model's released noisy count
+(privacy/count.py), whose release its event tree holds, or a count the user declared public, which it says.
 """
 
 from __future__ import annotations
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import StoredRun
+from pillar_cli.errors import PrivacyError
+from pillar_cli.privacy.count import NOISY, PUBLIC, RowCount
 
 NEIGHBOURING = "add or remove one training row (its features and label)"
 
@@ -23,10 +27,16 @@ def privacy_statement(model: Artifact, run: StoredRun, selected: str, cells: int
     rows = " and ".join(model.attrs.get("trained_on", ["private"]))
     trained = f"training this head on the {rows} split{'s' if ' and ' in rows else ''}"
     covers = [f"{trained} ({mechanism})" if mechanism else trained]
-    if rule := model.attrs.get("default_rule"):
-        covers.append(f"choosing its {', '.join(rule['fields'])}: a rule fixed in advance that reads no label "
-                      f"({rule['rule']})")
+    count = _count_read(model, run)
     not_covered = ["the public data the projection was fitted on (public: not protected)"]
+    if count is not None and count.noisy:
+        covers.append(count.describe())
+    elif count is not None:
+        not_covered.append(count.describe())
+    if rule := model.attrs.get("default_rule"):
+        reads = "the released count ñ and ε" if count is not None and count.noisy else "the declared-public n and ε"
+        covers.append(f"choosing its {', '.join(rule['fields'])}: a rule fixed in advance that reads no label, only "
+                      f"{reads} ({rule['rule']})")
     if selected == "in ε":
         covers.append("choosing its hyper-parameters: an accounted private selection (Papernot & Steinke) on the "
                       "private val split")
@@ -45,7 +55,22 @@ def privacy_statement(model: Artifact, run: StoredRun, selected: str, cells: int
         "epsilon_is_upper_bound": bool(ledger.get("epsilon_is_upper_bound", True)), "clip": ledger["clip"],
         "neighbouring": NEIGHBOURING, "event": run.row.event, "steps": run.key.steps, "mechanism": mechanism,
         "covers": covers, "not_covered": not_covered, "noise": model.attrs.get("noise", {}),
+        **({} if count is None else {"count": count.to_dict()}),
     }
     statement["summary"] = (f"(ε = {run.epsilon_spent:.4g}, δ = {delta:g})-DP ({ledger['accountant']}) for "
                             f"{NEIGHBOURING}; covers: {'; '.join(covers)}; does not cover: {'; '.join(not_covered)}")
     return statement
+
+
+def _count_read(model: Artifact, run: StoredRun) -> RowCount | None:
+    """The row count the run's mechanisms and rule read (noisy, or declared public); None when it read none. A model
+    that records no count read the exact n wherever it derived something from it: it cannot be released."""
+    record = model.attrs.get("count")
+    if not record:
+        raise PrivacyError(f"{model.path} records no released count of its training rows: its sampling rates and "
+                           "rules read the exact number, which a release would disclose",
+                           hint="train it again with this version of pillar")
+    if run.key.method not in record.get("read_by", ()):
+        return None
+    count = RowCount.from_dict(record)
+    return count if count.kind in (NOISY, PUBLIC) else None

@@ -47,7 +47,7 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
              f"{ledger['accountant']}, clip {ledger['clip']:g}", f"seeds {', '.join(map(str, seeds))}",
              first.attrs["selection_note"], f"evaluated on split '{split.name}' ({len(split.features)} rows)",
              *([first.attrs["public_data"]["note"]] if "public_data" in first.attrs else []),
-             *_public_choice_note(first)]
+             *_public_choice_note(first), *([first.attrs["count"]["note"]] if "count" in first.attrs else [])]
     notes += [f"{model.path}: {model.attrs['whole_file']['statement']}" for model in models
               if "whole_file" in model.attrs]
     if any(noise_is_reproducible(model.attrs) for model in models):

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 
 import numpy as np
 import pytest
 
 from checks import assert_clean_failure, edited_copy
 
+from pillar_cli import artifacts
 from pillar_cli.artifacts import core as artifact_core
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
@@ -74,7 +76,14 @@ def test_non_positive_epsilon(pillar, mnist, tmp_path, eps):
 def test_delta_not_below_one_over_n(pillar, mnist, tmp_path):
     out = tmp_path / "m.h5"
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--delta", "0.001", "-o", out, expect=None)
-    # the default path trains on the 3,200 private and the 400 val rows
+    # the default path trains on the 3,200 private and the 400 val rows: their number is private, so δ < 1/ñ reads
+    # the count released inside ε (ñ ≈ 3,600 ± 17 at ε = 1)
+    assert result.exit_code == 5 and not out.exists() and "Traceback" not in result.stderr
+    assert re.fullmatch(r"error: --delta 0.001 is not below 1/ñ = 0.000\d+ for the released noisy count ñ = 3,[56]\d\d\.\d "
+                        r"of training rows: such a δ permits releasing individual records\nhint: use a smaller "
+                        r"--delta\n", result.stderr), result.stderr
+    result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--delta", "0.001", "--n-public", "-o", out,
+                    expect=None)
     assert_clean_failure(result, 5, "--delta 0.001 is not below 1/n = 0.000278 for n = 3600 private rows: such a "
                           "δ permits releasing individual records", out)
     result = pillar("gsd", "--private", mnist["emb"], "--public", f"{mnist['emb']}:test", "--dp-eps", "1",
@@ -83,12 +92,13 @@ def test_delta_not_below_one_over_n(pillar, mnist, tmp_path):
                           "a δ permits releasing individual records", out)
 
 
-@bad_input("batch size > n")
-def test_batch_size_larger_than_n(pillar, mnist, tmp_path):
+def test_a_batch_size_above_the_row_count_trains_on_every_row(pillar, mnist, tmp_path):
+    """Not refused: refusing B > n would tell n. The sampling rate B/ñ is capped at 1 (a full batch)."""
     out = tmp_path / "m.h5"
-    result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--batch-size", "5000", "--k", "5",
-                    "--eps", "inf", "-o", out, expect=None)
-    assert_clean_failure(result, 2, "--batch-size 5000 exceeds the 3600 private rows", out)
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--batch-size", "5000", "--k", "5", "--eps", "1",
+           "--steps", "20", "-o", out)
+    model = artifacts.read(out, "model")
+    assert list(model.array("runs/sample_rate")) == [1.0] and model.array("runs/epsilon_spent")[0] <= 1.0
 
 
 @bad_input("unknown accountant")

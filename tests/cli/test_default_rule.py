@@ -14,6 +14,7 @@ from checks import assert_clean_failure, edited_copy
 from pillar_cli import artifacts
 from pillar_cli.cli import train
 from pillar_cli.methods import sweep
+from pillar_cli.methods.rules import rule_k, rule_lr, rule_steps
 from pillar_cli.methods.selection import NOTHING_SELECTED_NOTE, VAL_NOTE
 
 EXAMPLES = Path(__file__).parents[2] / "examples.yaml"
@@ -30,9 +31,12 @@ def test_the_default_path_chooses_nothing_on_private_labels(mnist, pillar, tmp_p
     model = artifacts.read(out, "model")
     cells = sorted(zip(model.array("runs/epsilon_spent").round(1), model.array("runs/k"), model.array("runs/lr"),
                        model.array("runs/steps")))
-    # n = 3,200 private + 400 val rows: k = round(√(n·ε)), steps = ⌈16·n/512⌉, lr = n·ε/(32·steps)
-    assert model.attrs["n_private"] == 3600 and cells == [(0.1, 19, pytest.approx(0.0996, abs=1e-4), 113)] * 2 + \
-        [(1.0, 60, pytest.approx(0.996, abs=1e-3), 113)] * 2
+    # n = 3,200 private + 400 val rows, private itself: the rule reads the count ñ released inside ε,
+    # k = round(√(ñ·ε)), steps = ⌈16·ñ/512⌉, lr = ñ·ε/(32·steps)
+    count = model.attrs["count"]["value"]
+    assert model.attrs["n_private"] == 3600 and model.attrs["count"]["kind"] == "noisy" and cells == [
+        (0.1, rule_k(count, 0.1, 100), pytest.approx(rule_lr(count, 0.1, 512)), rule_steps(count, 512))] * 2 + [
+        (1.0, rule_k(count, 1.0, 100), pytest.approx(rule_lr(count, 1.0, 512)), rule_steps(count, 512))] * 2
     assert model.attrs["default_rule"]["fields"] == ["k", "lr", "steps"]
     assert model.attrs["trained_on"] == ["private", "val"]
     assert {cell["selected"] for cell in model.attrs["selection"]} == {"none (one configuration)"}
@@ -97,17 +101,17 @@ def test_val_rows_that_are_private_rows_are_refused(mnist, pillar, tmp_path):
 def spy_on_the_sweep(monkeypatch) -> dict[str, list]:
     """What train-private hands the sweep (its data) and what the selection scores the runs by."""
     seen: dict[str, list] = {"data": [], "scores": []}
-    run_sweep, select_on_val = train.run_sweep, sweep.select_on_val
+    run_plan, select_on_val = train.run_plan, sweep.select_on_val
 
     def recording_sweep(data, *args, **kwargs):
         seen["data"].append(data)
-        return run_sweep(data, *args, **kwargs)
+        return run_plan(data, *args, **kwargs)
 
     def recording_selection(keys, scores, *args):
         seen["scores"].append(list(scores))
         return select_on_val(keys, scores, *args)
 
-    monkeypatch.setattr(train, "run_sweep", recording_sweep)
+    monkeypatch.setattr(train, "run_plan", recording_sweep)
     monkeypatch.setattr(sweep, "select_on_val", recording_selection)
     return seen
 
@@ -138,5 +142,7 @@ def test_the_bundled_default_path_pipeline_labels_what_each_epsilon_covers(pilla
     for epsilon in ("0.1", "1"):
         privacy = artifacts.read(tmp_path / f"classifier-eps{epsilon}.h5", "classifier").attrs["privacy"]
         assert privacy["covers"][0].startswith("training this head on the private and val splits (DP-SGD")
-        assert privacy["covers"][1].startswith("choosing its k, lr, steps: a rule fixed in advance that reads no label")
+        assert privacy["covers"][1].startswith("the number of training rows, released once with Gaussian noise")
+        assert privacy["covers"][2].startswith("choosing its k, lr, steps: a rule fixed in advance that reads no "
+                                               "label, only the released count ñ and ε")
         assert not any("val split's labels" in text for text in privacy["not_covered"])

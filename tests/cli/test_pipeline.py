@@ -10,6 +10,7 @@ import pytest
 
 from pillar_cli import artifacts
 from pillar_cli.privacy import dp_sgd_event, event_from_dict, spent_epsilon
+from pillar_cli.privacy.count import RowCount
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
@@ -50,11 +51,12 @@ def test_ledger_epsilon_recomputed_by_the_accountant_is_within_target(trained):
     targets, recorded = model.array("runs/epsilon_target"), model.array("runs/epsilon_spent")
     private = np.flatnonzero(np.isfinite(targets))
     assert len(private) == 24  # 4 k × 2 lr × 3 seeds at ε = 0.1
-    n_private = 3200
+    count = RowCount.from_dict(model.attrs["count"])  # n = 3,200 is private: the sampling rate reads ñ
+    assert count.noisy and count.planned_for == (0.1, 1e-5)
     for i in private:
         event = event_from_dict(json.loads(model.array("runs/event")[i]))
-        assert event == dp_sgd_event(float(model.array("runs/noise_multiplier")[i]), 512 / n_private,
-                                     int(model.array("runs/steps")[i]))
+        assert event == count.with_count(dp_sgd_event(float(model.array("runs/noise_multiplier")[i]),
+                                                      512 / count.value, int(model.array("runs/steps")[i])))
         recomputed = spent_epsilon.__wrapped__("prv", event, ledger["delta"])
         assert recomputed <= targets[i] and recomputed == pytest.approx(recorded[i], rel=1e-6)
     assert np.isinf(recorded[~np.isfinite(targets)]).all()

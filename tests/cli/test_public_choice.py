@@ -35,6 +35,7 @@ def test_a_dp_gsd_choice_is_composed_into_the_models_epsilon(pillar, digits, tmp
     model, release = artifacts.read(tmp_path / "model.h5", "model"), artifacts.read(digits["root"] / "dp.h5", "gsd")
     sigma, rate, steps = (float(model.array(f"runs/{name}")[0]) for name in ("noise_multiplier", "sample_rate", "steps"))
     accountant = pld.PLDAccountant(value_discretization_interval=1e-5)
+    accountant.compose(dp_event.GaussianDpEvent(model.attrs["count"]["noise_multiplier"]))  # the released row count
     accountant.compose(dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)), int(steps))
     accountant.compose(dp_event.GaussianDpEvent(release.attrs["ledger"]["noise_multiplier"]))
     total = accountant.get_epsilon(1e-4 + release.attrs["ledger"]["delta"])

@@ -1,7 +1,8 @@
 """The guarantee against anyone who holds a file train-private writes: attacks that use everything the file holds.
 
-A one-step full-batch DP-SGD head from zero is W = −(lr/n)·(G + σC·Z): G the clipped gradient sum of the private
-rows (computed here from the private split, as an attacker who knows all rows but one would), Z the noise. The noise
+A one-step full-batch DP-SGD head from zero is W = −(lr/ñ)·(G + σC·Z): G the clipped gradient sum of the private
+rows (computed here from the private split, as an attacker who knows all rows but one would), ñ the released row
+count the update is divided by (in the file), Z the noise. The noise
 must be neither regenerable from any seed the file holds nor shared between the file's heads; the experiment-only
 `--noise-seed` makes it regenerable, and the file, inspect and evaluate say so.
 """
@@ -43,9 +44,9 @@ def _train(mnist, pillar, out, *extra: str):
 
 
 def _noise_in_units(model, i: int, gradient_sum: np.ndarray) -> np.ndarray:
-    """σC·Z of head i, recovered exactly from its weights and the private rows: −W·n/lr − G, divided by σ (C = 1)."""
-    n = model.attrs["n_private"]
-    update = -np.vstack([model.array(f"runs/{i}/weights"), model.array(f"runs/{i}/bias")[None]]) * n / LR
+    """σC·Z of head i, recovered exactly from its weights and the private rows: −W·ñ/lr − G, divided by σ (C = 1)."""
+    count = model.attrs["count"]["value"]  # a full batch's expected size: the released count, not n
+    update = -np.vstack([model.array(f"runs/{i}/weights"), model.array(f"runs/{i}/bias")[None]]) * count / LR
     return (update - gradient_sum) / float(model.array("runs/noise_multiplier")[i])
 
 

@@ -10,6 +10,7 @@ import pytest
 from pillar_cli import artifacts
 from pillar_cli.artifacts.model import run_rows
 from pillar_cli.privacy import ExponentialEvent, event_from_dict, gaussian_segments, get_accountant
+from pillar_cli.privacy.count import RowCount
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
@@ -32,13 +33,15 @@ def test_noisy_sgd_on_few_public_components_beats_many_and_its_ledger_adds_up(pi
     stored = artifacts.read(model, "model")
     ledger = stored.attrs["noisy_sgd"]
     assert ledger["boosted_runs"] == math.ceil(math.log(1 / 0.05)) == 3 and ledger["zeta"] == 0.1
+    count = RowCount.from_dict(stored.attrs["count"])  # n = 1,440 private rows, private: the rate 1/n reads ñ
     for row in run_rows(stored):
         spent = row.epsilon_spent
-        boosted, selection = event_from_dict(row.event).events  # three runs, then the exponential mechanism at ε/2
+        # the row count's release, three runs, then the exponential mechanism at ε/2
+        counted, boosted, selection = event_from_dict(row.event).events
         ((sigma, q, steps),) = gaussian_segments(boosted)
-        assert boosted.count == 3 and q == 1 / 1440 and steps == 3 * 3000  # n = 1,440 private rows
+        assert counted == count.event and boosted.count == 3 and q == 1 / count.value and steps == 3 * 3000
         assert selection == ExponentialEvent(0.25)
-        assert spent == get_accountant("rdp").epsilon(((sigma, q, steps),), 1e-5) + 0.25
+        assert spent == get_accountant("rdp").epsilon(((sigma, q, steps), *count.segments), 1e-5) + 0.25
         assert 0.99 * 0.5 <= spent <= 0.5
 
 

@@ -15,6 +15,7 @@ from sklearn.preprocessing import StandardScaler
 
 from pillar_cli import (DataError, DPLinearClassifier, PrivacyError, PrivacyWarning, PublicPCA, UsageError, diagnose,
                         gradient_subspace_distance, spent_epsilon, sweep)
+from pillar_cli.privacy.events import gaussian_segments, pure_parts
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,9 @@ def test_pillar_classifier_beats_dpsgd_and_its_ledger_is_the_accountants(digits)
     ledger = pillar.ledger_
     assert ledger.epsilon_spent <= ledger.epsilon_target == 1.0 and ledger.epsilon_is_upper_bound
     assert ledger.epsilon_spent == pytest.approx(spent_epsilon.__wrapped__("prv", ledger.event, 1e-4), rel=1e-9)
-    assert ledger.sample_rate == pytest.approx(256 / 1100) and ledger.steps == 300
+    assert ledger.count.noisy and ledger.steps == 300  # n = 1100 is private: q reads the count released inside ε
+    assert ledger.sample_rate == pytest.approx(256 / ledger.count.value) and ledger.count.value != 1100
+    assert ledger.event.events[0] == ledger.count.event  # the count's release is in the tree ε is computed from
     assert pillar.coef_.shape == (10, 64) and list(pillar.classes_) == list(range(10))
     logits = pillar.projection_.standardized(digits["x_test"]) @ pillar.coef_.T + pillar.intercept_
     np.testing.assert_allclose(pillar.decision_function(digits["x_test"]), logits, rtol=1e-4, atol=1e-4)
@@ -82,11 +85,13 @@ def test_no_call_sequence_fits_the_projection_on_private_rows(digits):
 
 
 @pytest.mark.parametrize("change, error, message", [
-    ({"delta": 1e-3}, PrivacyError, "^delta 0.001 is not below 1/n = 0.000909 for n = 1100 private rows"),
+    ({"delta": 1e-3}, PrivacyError, r"^delta 0.001 is not below 1/ñ = 0.000\d+ for the released noisy count ñ = "
+                                    r"1,\d{3}\.\d of training rows: such a δ permits releasing individual records$"),
+    ({"delta": 1e-3, "n_public": True}, PrivacyError, "^delta 0.001 is not below 1/n = 0.000909 for n = 1100 private "
+                                                      "rows"),
     ({"epsilon": 0.0}, UsageError, r"^epsilon must be > 0 \(got 0.0\)"),
     ({"clip": 0.0}, UsageError, r"^clip must be a positive number \(got 0.0\)$"),
     ({"lr": math.nan}, UsageError, r"^lr must be a positive number \(got nan\)$"),
-    ({"batch_size": 5000}, UsageError, "^batch_size 5000 exceeds the 1100 private rows$"),
 ])
 def test_the_library_enforces_the_clis_invariants(digits, change, error, message):
     with pytest.raises(error, match=message):
@@ -129,15 +134,31 @@ def test_gsd_and_diagnostics_on_arrays(digits):
 
 def test_the_api_applies_the_clis_step_and_batch_rules(digits):
     """One sweep request for both: no steps given = each method's default (DP-SGD 500, noisy-sgd n²); a batch size
-    None = every private row."""
+    None = every private row. n is private, so n² and "every row" read the count released inside ε; declared public,
+    the exact n."""
     binary = np.isin(digits["y"], [0, 1])
     x, y = digits["x"][binary][:40], digits["y"][binary][:40]
-    result = sweep(x, y, public=digits["public"], method=["pillar", "noisy-sgd"], k=[5], batch_size=[None],
-                   delta=1e-3, device="cpu")
-    assert {run.key.method: (run.key.steps, run.key.batch_size) for run in result.runs} == {
+    request = dict(public=digits["public"], method=["pillar", "noisy-sgd"], k=[5], batch_size=[None], delta=1e-3,
+                   device="cpu")
+    result = sweep(x, y, **request)
+    count = result.count.value
+    assert result.count.noisy and {run.key.method: (run.key.steps, run.key.batch_size) for run in result.runs} == {
+        "pillar": (500, math.ceil(count)), "noisy-sgd": (round(count * count), 1)}
+    rates = {run.key.method: [rate for _, rate, _ in gaussian_segments(pure_parts(run.released.event)[1])]
+             for run in result.runs}  # noisy-sgd: its runs' Gaussian steps, the exponential choice set aside
+    assert rates["pillar"] == [1.0] and rates["noisy-sgd"] == pytest.approx([min(1.0, 1 / count)])
+    public_n = sweep(x, y, n_public=True, **request)
+    assert {run.key.method: (run.key.steps, run.key.batch_size) for run in public_n.runs} == {
         "pillar": (500, 40), "noisy-sgd": (40 * 40, 1)}
-    clf = DPLinearClassifier(method="noisy-sgd", k=5, delta=1e-3).fit(x, y, public=digits["public"])
-    assert clf.ledger_.steps == 40 * 40
+    clf = DPLinearClassifier(method="noisy-sgd", k=5, delta=1e-3, n_public=True).fit(x, y, public=digits["public"])
+    assert clf.ledger_.steps == 40 * 40 and "n = 40, is declared public" in clf.ledger_.not_covered
+
+
+def test_a_batch_above_the_row_count_is_a_full_batch(digits):
+    """B/ñ is capped at 1: every row in every step (refusing B > n would tell n)."""
+    clf = DPLinearClassifier(k=10, **(SETTINGS | {"batch_size": 5000})).fit(digits["x"], digits["y"],
+                                                                            public=digits["public"])
+    assert clf.ledger_.sample_rate == 1.0 and clf.ledger_.epsilon_spent <= 1.0
 
 
 def test_python_api_pitfalls_are_refused_or_warned(digits):

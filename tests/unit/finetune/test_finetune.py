@@ -69,9 +69,10 @@ def test_fine_tuned_ledger_recomputes_with_dp_accounting_and_beats_chance(digits
     result = finetune(network(DIGITS_CNN), images[:1400], labels[:1400], config)
     ((sigma, rate, steps),) = gaussian_segments(result.event)
     accountant = pld.PLDAccountant(value_discretization_interval=1e-4)
+    accountant.compose(dp_event.GaussianDpEvent(result.count.noise_multiplier))  # n is private: counted first
     accountant.compose(dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)), steps)
     assert accountant.get_epsilon(config.delta) <= result.epsilon_spent * 1.01
-    assert result.epsilon_spent <= 4.0 and result.steps_run == steps == 80 and rate == 200 / 1400
+    assert result.epsilon_spent <= 4.0 and result.steps_run == steps == 80 and rate == 200 / result.count.value
     accuracy = (result.model.eval()(images[1400:]).argmax(1).numpy() == labels[1400:]).mean()
     assert accuracy > 0.4, accuracy  # chance: 0.1; the noise is secret: 12 fits gave 0.56-0.75 (mean 0.63)
 

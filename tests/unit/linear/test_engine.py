@@ -10,6 +10,7 @@ import torch
 
 from pillar_cli.linear.engine import RunConfig, clipped_gradient_sum, train_linear_heads
 from pillar_cli.linear.opacus_reference import opacus_clipped_gradient_sum, train_with_opacus
+from pillar_cli.privacy.count import RowCount
 from pillar_cli.randomness import NoiseSource
 
 SEEDED = NoiseSource(7)  # reproducible noise: what the equalities below compare (NOT differentially private)
@@ -150,7 +151,7 @@ def _graphed_on_cpu(x, y, classes, configs, sigmas, clip):
     keys = sorted({(c.seed, c.batch_size) for c in configs})
     streams = [_Stream.build([c for c in configs if (c.seed, c.batch_size) == key],
                              [s for c, s in zip(configs, sigmas) if (c.seed, c.batch_size) == key], clip, len(x),
-                             torch.device("cpu"), SEEDED) for key in keys]
+                             RowCount.exact(len(x)), torch.device("cpu"), SEEDED) for key in keys]
     lockstep = GraphedLockstep(streams, rows, classes, None, SAMPLING_CHUNK_STEPS)
     heads = lockstep.train()
     _graphed_on_cpu.steps_taken = lockstep.steps_taken

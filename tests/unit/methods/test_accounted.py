@@ -19,6 +19,7 @@ from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
 from pillar_cli.methods.sweep import sweep_artifact
 from pillar_cli.privacy import event_from_dict, gaussian_segments
 from pillar_cli.privacy.rdp import ORDERS, TrialCount
+from pillar_cli.privacy.count import release_count
 from pillar_cli.privacy.selection import plan_selection, recorded_selection_epsilon
 from pillar_cli.randomness import NoiseSource
 
@@ -48,12 +49,15 @@ def test_one_trial_releases_the_plain_run(digits):
     cell = Cell(data, pca, 10, 1.0, candidates, PrivacySettings(1e-4, noise=NoiseSource(5)), "fast", "cpu")
     rng = cell.randomness.child("trials", 3).numpy()
     ((candidate, trial),) = _draw_trials(rng, candidates, TrialCount(1.0, 1.0))
-    plan = plan_selection(1.0, 1e-4, TrialCount(1.0, 1.0), 0.3, {(0.2, 50)})
-    (head,) = train_linear_heads(pca.transform(x.astype(np.float32), 10), y, 10, [trial], [plan.training[0.2, 50]],
-                                 1.0, device="cpu", noise=cell.randomness)
+    count = release_count(len(x), 1.0, 1e-4, NoiseSource(5))  # the sweep's count, from the same (seeded) source
+    assert result.count == count and count.value != len(x)
+    rate = count.sample_rate(200)
+    plan = plan_selection(1.0, 1e-4, TrialCount(1.0, 1.0), 0.3, {(rate, 50)}, count.event)
+    (head,) = train_linear_heads(pca.transform(x.astype(np.float32), 10), y, 10, [trial], [plan.training[rate, 50]],
+                                 1.0, device="cpu", noise=cell.randomness, count=count)
     np.testing.assert_array_equal(released.head.weights, head.weights)
     assert (released.key.lr, released.key.seed) == (candidate.lr, 3)
-    assert released.event == plan.event and released.epsilon_spent == plan.epsilon
+    assert released.event == count.with_count(plan.event) and released.epsilon_spent == plan.epsilon <= 1.0
 
 
 def test_only_released_runs_are_kept_and_their_epsilon_is_dp_accountings(digits):
@@ -65,15 +69,17 @@ def test_only_released_runs_are_kept_and_their_epsilon_is_dp_accountings(digits)
     ledger = artifact.attrs["selection_ledger"]
     assert ledger["orders"] == ORDERS.tolist() and len(ledger["selections"]) == 2
     for record, released in zip(ledger["selections"], private):
-        one_of, score = event_from_dict(record["event"]).event.events  # repeat-and-select of (one of, score)
+        counted, selection = event_from_dict(record["event"]).events  # the row count's release, then the selection
+        one_of, score = selection.event.events  # repeat-and-select of (one of, score)
         (mechanism,) = one_of.events  # the candidates differ in lr only
         ((sigma, rate, steps),) = gaussian_segments(mechanism)
-        assert (rate, steps) == (200 / len(digits[2]), 50)
+        assert counted == result.count.event and (rate, steps) == (200 / result.count.value, 50)
         trial = dp_event.ComposedDpEvent([
             dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)),
                                          steps),
             dp_event.GaussianDpEvent(score.noise_multiplier)])
         accountant = RdpAccountant(orders=ledger["orders"])
+        accountant.compose(dp_event.GaussianDpEvent(counted.noise_multiplier))
         count = record["trial_count"]
         assert count["distribution"] == "geometric" and "trials_drawn" not in record  # K stays hidden
         accountant.compose(dp_event.RepeatAndSelectDpEvent(trial, count["mean"], count["shape"]))
@@ -89,10 +95,10 @@ def test_selection_spends_less_per_trial_than_a_plain_run(digits):
     """The price of accounting: at the same total ε, a trial's training noise is larger than the plain run's."""
     plain = run(digits, select="val", seed=[0])
     accounted = run(digits, seed=[0])
-    one_of, _score = accounted.runs[0].event.event.events  # repeat-and-select of (one of the candidates, the score)
+    one_of, _score = accounted.runs[0].released.event.event.events  # repeat-and-select of (one of, the score)
     (candidate,) = one_of.events  # the candidates differ in lr only: one mechanism
     ((trial_sigma, _, _),) = gaussian_segments(candidate)
-    ((plain_sigma, _, _),) = gaussian_segments(plain.runs[0].event)
+    ((plain_sigma, _, _),) = gaussian_segments(plain.runs[0].released.event)
     assert trial_sigma > 1.3 * plain_sigma
 
 

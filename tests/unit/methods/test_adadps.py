@@ -56,9 +56,10 @@ def test_adadps_learns_on_digits_and_spends_dp_sgds_epsilon(digits):
                    steps=[200], batch_size=[200], public_labelled=labelled, device="cpu")
     (run,) = result.runs
     accuracy = run.head.accuracy(pca.transform(x, None), y)
-    ((sigma, rate, steps),) = gaussian_segments(run.event)
-    assert accuracy > 0.6 and run.epsilon_spent <= 2.0 and (rate, steps) == (200 / len(x), 200)
-    assert run.epsilon_spent == spent_epsilon("prv", dp_sgd_event(sigma, rate, steps), 1e-4)
+    ((sigma, rate, steps),) = gaussian_segments(run.released.event)
+    count = result.count  # n is private: the rate reads the count released inside ε
+    assert accuracy > 0.6 and run.epsilon_spent <= 2.0 and (rate, steps) == (200 / count.value, 200)
+    assert run.epsilon_spent == spent_epsilon("prv", count.with_count(dp_sgd_event(sigma, rate, steps)), 1e-4)
 
 
 def test_adadps_refusals(digits):

@@ -11,6 +11,7 @@ from pillar_cli import DPLinearClassifier, sweep
 from pillar_cli.errors import UsageError
 from pillar_cli.methods.grid import SweepGrid
 from pillar_cli.methods.rules import rule_k, rule_lr, rule_steps, ruled_grids
+from pillar_cli.privacy.count import RowCount
 
 
 def test_rule_values():
@@ -24,17 +25,17 @@ def test_rule_values():
 
 def test_ruled_grids_fill_only_the_named_fields_per_epsilon():
     grid = SweepGrid(methods=["pillar"], ks=[], epsilons=[0.1, 1.0], lrs=[0.3], seeds=[0, 1],
-                     rules=frozenset({"k", "steps"})).for_rows(3200)
+                     rules=frozenset({"k", "steps"})).for_rows(RowCount.exact(3200))
     first, second = ruled_grids(grid, 100)
     assert (first.ks, first.lrs, first.steps, first.epsilons) == ([18], [0.3], [100], [0.1])
     assert (second.ks, second.steps, second.epsilons, second.rules) == ([57], [100], [1.0], frozenset())
-    plain = SweepGrid(methods=["pillar"], ks=[5], epsilons=[1.0], lrs=[0.1], seeds=[0]).for_rows(3200)
+    plain = SweepGrid(methods=["pillar"], ks=[5], epsilons=[1.0], lrs=[0.1], seeds=[0]).for_rows(RowCount.exact(3200))
     assert ruled_grids(plain, 100) == [plain]
 
 
 def test_a_method_with_its_own_step_rule_keeps_it():
     grid = SweepGrid(methods=["noisy-sgd"], ks=[], epsilons=[1.0], lrs=[], seeds=[0],
-                     rules=frozenset({"k", "lr", "steps"})).for_rows(400)
+                     rules=frozenset({"k", "lr", "steps"})).for_rows(RowCount.exact(400))
     (planned,) = ruled_grids(grid, 50)
     assert planned.steps is None and planned.ks == [20]
 
@@ -51,9 +52,13 @@ def test_the_python_api_follows_the_rule_by_default():
     x, y = load_digits(return_X_y=True)
     public, x, y = x[:400], x[400:1400], y[400:1400]
     clf = DPLinearClassifier(epsilon=1.0, delta=1e-4, device="cpu").fit(x, y, public=public)
-    assert (clf.k_, clf.ledger_.steps) == (rule_k(1000, 1.0, 64), rule_steps(1000, 512)) == (32, 100)
+    count = clf.ledger_.count.value  # the rule reads the count released inside ε, not n = 1000
+    assert (clf.k_, clf.ledger_.steps) == (rule_k(count, 1.0, 64), rule_steps(count, 512))
+    declared = DPLinearClassifier(epsilon=1.0, delta=1e-4, device="cpu", n_public=True).fit(x, y, public=public)
+    assert (declared.k_, declared.ledger_.steps) == (rule_k(1000, 1.0, 64), rule_steps(1000, 512)) == (32, 100)
     result = sweep(x, y, public=public, epsilon=[0.5, 1.0], lr=[0.2], delta=1e-4, device="cpu")
+    count = result.count.value
     keys = sorted((run.key.epsilon, run.key.k, run.key.lr, run.key.steps) for run in result.runs)
-    assert keys == [(0.5, 22, 0.2, 100), (1.0, 32, 0.2, 100)]
+    assert keys == [(0.5, rule_k(count, 0.5, 64), 0.2, 100), (1.0, rule_k(count, 1.0, 64), 0.2, 100)]
     with pytest.raises(UsageError, match="^k takes a list of values or 'auto'; got 'best'$"):
         sweep(x, y, public=public, k="best")

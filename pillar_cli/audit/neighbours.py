@@ -1,0 +1,234 @@
+"""The neighbouring-datasets check: does anything a user ships depend on the private rows other than through DP?
+
+The pipeline that makes the shipped files (train-private with the user's options → release of every cell → export
+in each format) runs R times on the data and R times on the data with one training row removed, each run in a
+directory of its own under the same file names, so that paths and command lines agree. Every stored value of every
+shipped file (HDF5 attributes, parsed down to JSON leaves, and datasets; ONNX metadata and tensors; TorchScript
+archive members and its extra file; safetensors metadata and tensors) is compared: a value that is the same in every
+run on one side, the same in every run on the other, and differs between the sides is a deterministic function of
+the private rows — released without noise. A DP output changes from run to run (fresh noise), so it never
+qualifies; a coarse one (a k, a step count) can repeat by chance, which more runs make rarer. The projection
+depends on the public split only, which both sides share.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import h5py
+import numpy as np
+
+from pillar_cli import artifacts
+from pillar_cli.errors import UsageError, param
+from pillar_cli.release.exported import EXPORT_FORMATS
+
+CLOCK = {"created_at"}  # when a file was written: never a function of the data
+Runner = Callable[[list[str], Path], None]  # runs one pillar command line in a directory
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A stored value that follows the data deterministically."""
+
+    file: str
+    value: str  # where in the file
+    with_row: str  # its value on the data
+    without_row: str  # its value on the data less one row
+
+
+@dataclass(frozen=True)
+class NeighbourPlan:
+    """What the check runs: train-private's options, which exports, how many runs a side, which private row goes."""
+
+    train: list[str]
+    fit_pca: list[str]
+    formats: list[str]
+    runs: int = 3
+    removed_row: int = 0
+
+    def __post_init__(self) -> None:
+        if unknown := sorted(set(self.formats) - set(EXPORT_FORMATS)):
+            raise UsageError(f"unknown export format '{unknown[0]}' (known: {', '.join(EXPORT_FORMATS)})")
+        if self.runs < 2:
+            raise UsageError(f"{param('runs')} must be at least 2: a value is deterministic when it repeats (got "
+                             f"{self.runs})")
+
+
+def neighbours(embeddings: Path, plan: NeighbourPlan, workdir: Path, run: Runner) -> tuple[list[Finding], list[str]]:
+    """Run the plan on both sides and compare; (the deterministic values found, the shipped files compared)."""
+    sides = {"with": _side(workdir / "with", embeddings, None), "without": _side(workdir / "without", embeddings,
+                                                                                   plan.removed_row)}
+    shipped = {side: [_pipeline(directory, plan, run, number) for number in range(plan.runs)]
+               for side, directory in sides.items()}
+    names = sorted(set().union(*(files for runs in shipped.values() for files in runs)))
+    findings = []
+    for name in names:
+        values = {side: [files.get(name) for files in runs] for side, runs in shipped.items()}
+        findings += deterministic_differences(name, values["with"], values["without"])
+    return findings, names
+
+
+def deterministic_differences(name: str, with_row: list[dict | None], without_row: list[dict | None]
+                              ) -> list[Finding]:
+    """The values (or the file's presence) equal in every run of each side and different between the sides."""
+    if any(values is None for values in with_row + without_row):  # a file made on some runs only
+        present = [values is not None for values in with_row], [values is not None for values in without_row]
+        same = all(present[0]) == any(present[0]) and all(present[1]) == any(present[1])
+        return [Finding(name, "(the file itself)", str(present[0][0]), str(present[1][0]))] \
+            if same and present[0][0] != present[1][0] else []
+    keys = set().union(*with_row, *without_row) - CLOCK
+    found = []
+    for key in sorted(keys):
+        one, other = [values.get(key) for values in with_row], [values.get(key) for values in without_row]
+        if len(set(one)) == 1 and len(set(other)) == 1 and one[0] != other[0]:
+            found.append(Finding(name, key, _short(one[0]), _short(other[0])))
+    return found
+
+
+def stored_values(path: Path) -> dict[str, str]:
+    """Every value a shipped file stores, by address: leaves of its metadata as text, arrays as digests."""
+    suffix = path.suffix.lower()
+    if suffix == ".h5":
+        return _hdf5_values(path)
+    if suffix == ".onnx":
+        return _onnx_values(path)
+    if suffix == ".safetensors":
+        return _safetensors_values(path)
+    if zipfile.is_zipfile(path):
+        return _zip_values(path)
+    raise UsageError(f"{path}: not a file the neighbours check can read")
+
+
+def _side(directory: Path, embeddings: Path, removed_row: int | None) -> Path:
+    """A directory holding emb.h5: the embeddings as they are, or with private row `removed_row` removed."""
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "emb.h5"
+    if removed_row is None:
+        shutil.copyfile(embeddings, target)
+        return directory
+    artifact = artifacts.read(embeddings, "embeddings")
+    rows = len(artifact.arrays["splits/private/features"])
+    if not 0 <= removed_row < rows:
+        raise UsageError(f"{param('remove_row')} {removed_row} is not a row of the private split (0..{rows - 1})")
+    for column in ("features", "labels", "index"):
+        name = f"splits/private/{column}"
+        if name in artifact.arrays:
+            artifact.arrays[name] = np.delete(np.asarray(artifact.arrays[name]), removed_row, axis=0)
+    provenance = artifact.provenance
+    artifacts.write(target, artifact, inputs=provenance.inputs, config=provenance.config, command=provenance.command)
+    return directory
+
+
+def _pipeline(directory: Path, plan: NeighbourPlan, run: Runner, number: int) -> dict[str, dict[str, str]]:
+    """One run of the pipeline in its own directory; the shipped files' stored values by file name."""
+    here = directory / f"run{number}"
+    here.mkdir(exist_ok=True)
+    shutil.copyfile(directory / "emb.h5", here / "emb.h5")
+    run(["fit-pca", "emb.h5:public", *plan.fit_pca, "-o", "pca.h5", "--force"], here)
+    run(["train-private", "emb.h5", "-p", "pca.h5", *plan.train, "-o", "model.h5", "--force"], here)
+    shipped, seen = [], {}
+    for cell in artifacts.read(here / "model.h5", "model").attrs["selection"]:
+        if not np.isfinite(cell["epsilon"]):
+            continue  # a non-private cell cannot be released
+        # named by position among the cells of its (method, ε): a k the rule set from the noisy count varies by run
+        key = (cell["method"], cell["epsilon"])
+        seen[key] = seen.get(key, -1) + 1
+        name = f"{cell['method']}-eps{cell['epsilon']:g}-{seen[key]}"
+        run(["release", "model.h5", "--cell", f"method={cell['method']},k={cell['k']},eps={cell['epsilon']!r}",
+             "-o", f"{name}.h5", "--force"], here)
+        shipped.append(f"{name}.h5")
+        for fmt in plan.formats:
+            run(["export", f"{name}.h5", "--format", fmt, "-o", f"{name}.{_SUFFIX[fmt]}", "--force"], here)
+            shipped.append(f"{name}.{_SUFFIX[fmt]}")
+    return {name: stored_values(here / name) for name in shipped}
+
+
+_SUFFIX = {"onnx": "onnx", "torchscript": "pt", "safetensors": "safetensors"}  # by export format
+
+
+def _leaves(prefix: str, value: object) -> dict[str, str]:
+    """A JSON value as its leaves: dicts and lists by key and position, strings that hold JSON parsed too."""
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in _leaves(f"{prefix}/{key}", item).items()}
+    if isinstance(value, list):
+        return {k: v for i, item in enumerate(value) for k, v in _leaves(f"{prefix}/{i}", item).items()}
+    return {prefix: repr(value)}
+
+
+def _digest(array: np.ndarray) -> str:
+    array = np.ascontiguousarray(array)
+    return f"{array.dtype}{list(array.shape)} sha256:{hashlib.sha256(array.tobytes()).hexdigest()[:16]}"
+
+
+def _hdf5_values(path: Path) -> dict[str, str]:
+    values: dict[str, str] = {}
+    with h5py.File(path, "r") as h5:
+        for key, value in h5.attrs.items():
+            values |= _leaves(f"attrs/{key}", value.decode() if isinstance(value, bytes) else
+                              value.item() if isinstance(value, np.generic) else value)
+
+        def visit(name: str, node: object) -> None:
+            if isinstance(node, h5py.Dataset):
+                values[f"datasets/{name}"] = _digest(node[()])
+
+        h5.visititems(visit)
+    return values
+
+
+def _onnx_values(path: Path) -> dict[str, str]:
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    values: dict[str, str] = {}
+    for prop in model.metadata_props:
+        values |= _leaves(f"metadata/{prop.key}", prop.value)
+    for tensor in model.graph.initializer:
+        values[f"initializers/{tensor.name}"] = _digest(numpy_helper.to_array(tensor))
+    for node in model.graph.node:
+        for attribute in node.attribute:
+            serialized = attribute.SerializeToString()
+            values[f"nodes/{node.name}/{attribute.name}"] = hashlib.sha256(serialized).hexdigest()[:16]
+    return values
+
+
+def _safetensors_values(path: Path) -> dict[str, str]:
+    from safetensors import safe_open
+
+    values: dict[str, str] = {}
+    with safe_open(str(path), "np") as handle:
+        for key, value in (handle.metadata() or {}).items():
+            values |= _leaves(f"metadata/{key}", value)
+        for name in handle.keys():
+            values[f"tensors/{name}"] = _digest(handle.get_tensor(name))
+    return values
+
+
+def _zip_values(path: Path) -> dict[str, str]:
+    """A TorchScript archive: its extra files parsed, every other member by digest."""
+    values: dict[str, str] = {}
+    with zipfile.ZipFile(path) as archive:
+        for member in archive.namelist():
+            data = archive.read(member)
+            short = member.split("/", 1)[-1]  # the archive's own top folder is named after the file
+            if "/extra/" in f"/{short}":
+                values |= _leaves(f"members/{short}", data.decode())
+            else:
+                values[f"members/{short}"] = hashlib.sha256(data).hexdigest()[:16]
+    return values
+
+
+def _short(text: str | None, limit: int = 80) -> str:
+    text = "(absent)" if text is None else text
+    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -1,0 +1,117 @@
+"""A sweep's plan: everything decided before any mechanism reads a private row, whoever calls (the CLI's
+train-private, `sweep()`, `DPLinearClassifier.fit`).
+
+1. The request is checked (engine, budget, methods, data, selection).
+2. The row count: where a private cell derives anything from the number of training rows — its method (a sampling
+   rate, an update's scale, class sizes) or the request (the default rule's k, lr, steps; a full batch) — the count
+   is released once with Gaussian noise for the smallest such target ε (privacy/count.py), unless the caller
+   declares n public. Cells that read it compose its release into their ε; the others never see it.
+3. The grids: the request set for that count, one per ε where the default rule sets k, lr or steps; δ < 1/ñ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pillar_cli.devices import resolve_device
+from pillar_cli.errors import DataError, UsageError, check_non_negative, check_positive, param
+from pillar_cli.methods.base import Method, PrivacySettings, SweepData
+from pillar_cli.methods.catalog import get_method
+from pillar_cli.methods.grid import SweepGrid, check_grid
+from pillar_cli.methods.rules import ruled_grids
+from pillar_cli.privacy import require_disjoint, validate_budget
+from pillar_cli.privacy.count import RowCount, count_for
+
+ENGINES = ("fast", "opacus")
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """The grids a sweep runs (one per ε where the default rule sets values), the row count they were set for, and
+    the methods whose cells read that count (their ε covers its release)."""
+
+    grids: list[SweepGrid]
+    count: RowCount
+    readers: frozenset[str]
+
+    def count_of(self, method: str) -> RowCount | None:
+        """The count a cell of `method` reads: the plan's, or None (the method derives nothing from n)."""
+        return self.count if method in self.readers else None
+
+    def total_steps(self, shard: tuple[int, int] = (0, 1)) -> int:
+        return sum(grid.total_steps(shard) for grid in self.grids)
+
+
+def reads_count(method: Method, grid: SweepGrid) -> bool:
+    """Whether a cell of `method` in the request `grid` derives anything from the number of private rows: the method
+    itself, or a field of the request it reads that n sets (the default rule's k, lr or steps; a batch of every
+    row). A single-cell method reads no k."""
+    derived = set(grid.rules) | ({"batch_size"} if None in grid.batch_sizes else set())
+    used = method.request_fields - ({"k"} if method.single_cell else set())
+    return method.reads_count or bool(derived & used)
+
+
+def plan_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options) -> SweepPlan:
+    """Check the request, release the row count where a private cell reads it, and set the grids for it.
+    `options` is the sweep's SweepOptions (engine, device, method options, selection)."""
+    if options.engine not in ENGINES:
+        raise UsageError(f"unknown engine '{options.engine}' (known: {', '.join(ENGINES)})")
+    resolve_device(options.device)
+    for epsilon in grid.epsilons:
+        validate_budget(epsilon, privacy.delta)
+    readers = frozenset(name for name in grid.methods if reads_count(get_method(name), grid))
+    count = count_for(len(data.private_x), grid.epsilons if readers else [], privacy.delta, privacy.noise,
+                      privacy.n_public)
+    grids = ruled_grids(grid.for_rows(count), len(data.pca.components_))
+    for planned in grids:
+        check_sweep(data, planned, privacy, options, count)
+    return SweepPlan(grids, count, readers)
+
+
+def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options, count: RowCount) -> None:
+    """Everything that must hold before any private row is touched by a mechanism."""
+    check_grid(grid, data.pca, data.num_classes)
+    for epsilon in grid.epsilons:
+        validate_budget(epsilon, privacy.delta, count)
+    check_positive("clip", privacy.clip)
+    for lr in grid.lrs:
+        check_positive("lr", lr)
+    check_non_negative("weight_decay", grid.weight_decay)
+    for name, value in (("momentum", grid.momentum), ("ema", grid.ema)):
+        if not 0 <= value < 1:
+            raise UsageError(f"{param(name)} must be in [0, 1) (got {value})")
+    if grid.ema and (without := [m for m in grid.methods if not get_method(m).averages_iterates]):
+        raise UsageError(f"{param('ema')} averages DP-SGD iterates; method '{without[0]}' has none to average")
+    if not np.isfinite(data.private_x).all():
+        raise DataError(f"NaN or Inf in the features of {data.name}")
+    if len(np.unique(data.private_y)) < 2:
+        raise DataError(f"{data.name} holds a single class; a classifier needs at least two")
+    if data.private_index is not None and data.public_index is not None:
+        require_disjoint(data.private_index, data.public_index, data.source)
+    for name in grid.methods:
+        get_method(name).check_data(data, options.of(get_method(name)))
+        reason = get_method(name).needs_public_rows
+        if reason and data.public_x is None:
+            raise UsageError(f"method '{name}' needs the public split {reason}")
+        if get_method(name).needs_public_labels and data.public_labelled is None:
+            raise UsageError(f"method '{name}' needs a labelled public split for its preconditioner",
+                             hint=f"pass {param('public_labelled')} FILE:SPLIT (a separately embedded labelled public "
+                                  "set)")
+    if options.selection is not None:
+        check_accounted(data, grid, options)
+
+
+def check_accounted(data: SweepData, grid: SweepGrid, options) -> None:
+    selecting = {cell[0] for cell in grid.cells() if options.selects_privately(cell[2], grid.configs(cell[0]))}
+    if not selecting:
+        raise UsageError(f"{param('select')} accounted needs a private cell with at least two configurations to "
+                         "choose from; a single configuration needs no selection")
+    for name in sorted(selecting):
+        if reason := get_method(name).own_selection:
+            raise UsageError(f"{param('select')} accounted cannot wrap method '{name}': {reason}")
+    if options.shard != (0, 1):
+        raise UsageError(f"{param('select')} accounted sees every configuration of a cell: it cannot be sharded")
+    if data.val_x is None:
+        raise UsageError(f"{param('select')} accounted scores its trials on the val split, which is missing")

@@ -1,0 +1,129 @@
+"""The number of training rows, as every value derived from it reads it.
+
+Under add/remove-one adjacency n itself is private: someone who knows every row but one reads from n whether that
+row was in. So nothing a training run releases may be a function of the exact n. Every value derived from it — a
+Poisson sampling rate B/n, the scale 1/(q·n) of an update, the default rule's k, lr and steps, the check δ < 1/n, a
+closed-form head's class sizes, a fine-tuning sampler — reads a `RowCount` instead: the count released once per
+training run by a Gaussian mechanism (sensitivity 1), drawn from secret randomness, whose event composes into the ε
+of every head that reads it.
+
+Its budget is fixed in advance: the count's Gaussian is COUNT_SHARE of the μ² of the μ-GDP budget that the
+smallest private target (ε, δ) allows (under Gaussian DP, composition adds μ²), so σ = 1/(√share · μ(ε, δ)); the
+heads' own noise is then calibrated for their mechanism and the count together. The count changes nothing of the
+guarantee but the budget it takes: a sampler at rate B/ñ is exactly Poisson sampling at that rate, whatever n is.
+
+A user whose n is public knowledge (a published cohort size) declares it (`declared_public`): the count is then
+exact, costs nothing, and every statement says in words that the guarantee assumes n known.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from pillar_cli.privacy.events import ComposedEvent, Event, GaussianEvent, Segment, composed
+from pillar_cli.privacy.gaussian import gdp_mu
+from pillar_cli.randomness import NoiseSource
+
+COUNT_SHARE = 0.05  # of the smallest private target's μ² (docs/privacy.md: measured against 0.02 and 0.1)
+NOISY, PUBLIC, EXACT = "noisy", "declared public", "exact"
+
+
+@dataclass(frozen=True)
+class RowCount:
+    """The row count values derived from n read: `value` is ñ (at least 1) for a noisy count, n otherwise.
+
+    `kind`: "noisy" (a Gaussian release of σ = `noise_multiplier`, planned as `share` of the budget of
+    `planned_for` = (ε, δ)), "declared public" (n known to everyone: exact, and the statements say so) or "exact"
+    (nothing private reads it: a non-private run, a method that derives nothing from n, a reference)."""
+
+    value: float
+    kind: str = EXACT
+    noise_multiplier: float = 0.0
+    share: float = 0.0
+    planned_for: tuple[float, float] | None = None
+
+    @classmethod
+    def exact(cls, n: int, declared_public: bool = False) -> RowCount:
+        return cls(float(n), PUBLIC if declared_public else EXACT)
+
+    @property
+    def noisy(self) -> bool:
+        return self.kind == NOISY
+
+    @property
+    def event(self) -> Event | None:
+        """The count's own DP event (None for an exact count)."""
+        return GaussianEvent(self.noise_multiplier) if self.noisy else None
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """The count as a Gaussian segment that a head's noise is calibrated together with (none if exact)."""
+        return ((self.noise_multiplier, 1.0, 1),) if self.noisy else ()
+
+    def with_count(self, event: Event) -> Event:
+        """A head's event tree with the count's release composed in (unchanged for an exact count)."""
+        return composed(self.event, event) if self.noisy else event
+
+    def without_count(self, event: Event) -> Event:
+        """A recorded event tree less the count's release (`with_count`'s inverse; unchanged without it)."""
+        if self.noisy and isinstance(event, ComposedEvent) and event.events[0] == self.event:
+            return composed(*event.events[1:])
+        return event
+
+    def sample_rate(self, batch_size: int) -> float:
+        """Poisson sampling rate of an expected batch B: B/ñ, at most 1 (every row in every step)."""
+        return min(1.0, batch_size / self.value)
+
+    def expected_batch(self, batch_size: int) -> float:
+        """The expected batch q·ñ that divides a step's noisy gradient sum (never a realised batch size or n)."""
+        return self.sample_rate(batch_size) * self.value
+
+    @property
+    def all_rows(self) -> int:
+        """The batch size of a full batch (sampling rate 1)."""
+        return math.ceil(self.value)
+
+    def describe(self) -> str:
+        """In words, for statements and reports."""
+        if self.noisy:
+            epsilon, delta = self.planned_for
+            return (f"the number of training rows, released once with Gaussian noise σ = {self.noise_multiplier:.4g} "
+                    f"(sensitivity 1; {self.share:g} of the μ² of the (ε = {epsilon:g}, δ = {delta:g}) budget), "
+                    f"ñ = {self.value:.1f}: every value derived from n reads ñ")
+        if self.kind == PUBLIC:
+            return (f"the number of training rows, n = {self.value:.0f}, is declared public knowledge: values "
+                    "derived from it read it exactly, and the guarantee holds only against someone who knows n")
+        return "the number of training rows is not read by any private mechanism"
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "planned_for": None if self.planned_for is None else list(self.planned_for),
+                "note": self.describe()}
+
+    @classmethod
+    def from_dict(cls, record: dict) -> RowCount:
+        planned = record.get("planned_for")
+        return cls(float(record["value"]), str(record["kind"]), float(record["noise_multiplier"]),
+                   float(record["share"]), None if planned is None else (float(planned[0]), float(planned[1])))
+
+
+def count_noise(epsilon: float, delta: float, share: float = COUNT_SHARE) -> float:
+    """σ of the count's Gaussian release: `share` of the μ² of the μ-GDP budget that (ε, δ) allows."""
+    return 1.0 / (math.sqrt(share) * gdp_mu(epsilon, delta))
+
+
+def release_count(n: int, epsilon: float, delta: float, noise: NoiseSource, share: float = COUNT_SHARE) -> RowCount:
+    """ñ = max(1, n + σ·Z), Z drawn once from the secret source `noise`, σ planned for the budget (ε, δ)."""
+    sigma = count_noise(epsilon, delta, share)
+    value = n + sigma * float(noise.child("count").numpy().standard_normal())
+    return RowCount(max(1.0, value), NOISY, sigma, share, (epsilon, delta))
+
+
+def count_for(n: int, epsilons: list[float], delta: float, noise: NoiseSource, declared_public: bool = False
+              ) -> RowCount:
+    """The count a training run with these target ε reads: released once, planned for the smallest finite ε; exact
+    when n is declared public or no target is private (nothing private reads it)."""
+    private = [epsilon for epsilon in epsilons if math.isfinite(epsilon)]
+    if declared_public or not private:
+        return RowCount.exact(n, declared_public)
+    return release_count(n, min(private), delta, noise)
