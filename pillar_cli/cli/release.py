@@ -29,7 +29,9 @@ def release(
 ) -> None:
     """Write ONE classifier: the run the model's selection chose for a cell, the public scaler and basis it reads
     through, class names, how its features were embedded, and its privacy statement (ε, δ, accountant, the DP event
-    tree, what ε covers and does not). No row ids, counts, val or test statistics, seeds or other heads.
+    tree, what ε covers and does not). No row ids, val or test statistics, seeds or other heads, and nothing derived
+    from the exact number of training rows: the sampling rate, σ and the rule read the count released with noise
+    inside ε (ñ, in the statement), unless train-private was told --n-public, which the statement then says.
 
     Example: pillar release model.h5 --cell method=pillar,k=20,eps=1 -o classifier.h5
 

@@ -19,9 +19,9 @@ from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.catalog import DEFAULT_METHOD, METHODS, get_method, options_by_method
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
-from pillar_cli.methods.plan import plan_sweep
+from pillar_cli.methods.plan import SweepOptions, plan_sweep
 from pillar_cli.methods.rules import rule_attrs, ruled_grids, val_role
-from pillar_cli.methods.sweep import PrivacySettings, SweepData, SweepOptions, run_plan, sweep_artifact
+from pillar_cli.methods.sweep import PrivacySettings, SweepData, run_plan, sweep_artifact
 from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import get_accountant, require_disjoint
 from pillar_cli.privacy.count import RowCount

@@ -13,7 +13,8 @@ from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import DEFAULT_METHOD
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
-from pillar_cli.methods.sweep import SweepOptions, SweepResult, run_sweep
+from pillar_cli.methods.plan import SweepOptions
+from pillar_cli.methods.sweep import SweepResult, run_sweep
 from pillar_cli.projection import PublicPCA
 from pillar_cli.randomness import NoiseSource
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.privacy import Event, calibrate_noise, spent_epsilon
-from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.count import COUNT_SHARE, RowCount
 from pillar_cli.projection import LinearMap, PublicPCA, project
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -53,6 +53,7 @@ class PrivacySettings:
     accountant: str = "prv"
     noise: NoiseSource = SECRET  # where every private draw comes from (seeded only for experiments: NOT DP)
     n_public: bool = False  # the number of training rows is public knowledge: read exactly, no noisy count
+    count_share: float = COUNT_SHARE  # the noisy count's share of the smallest target's μ² (privacy/count.py)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from pillar_cli.methods.base import PrivacySettings, SweepData, head_rows
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows, refuse_privately_scaled
-from pillar_cli.methods.sweep import SweepOptions, run_sweep
+from pillar_cli.methods.plan import SweepOptions
+from pillar_cli.methods.sweep import run_sweep
 from pillar_cli.privacy import Event, event_from_dict, get_accountant, headline
 from pillar_cli.privacy.count import PUBLIC, RowCount
 from pillar_cli.projection import PublicPCA, StoredMap

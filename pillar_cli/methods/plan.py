@@ -11,12 +11,16 @@ train-private, `sweep()`, `DPLinearClassifier.fit`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from pillar_cli.devices import resolve_device
 from pillar_cli.errors import DataError, UsageError, check_non_negative, check_positive, param
+from pillar_cli.linear.engine import RunConfig
+from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.base import Method, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.grid import SweepGrid, check_grid
@@ -25,6 +29,27 @@ from pillar_cli.privacy import require_disjoint, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
 
 ENGINES = ("fast", "opacus")
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """How a sweep runs: which shard of its points, on which engine and device, with which method options and
+    selection."""
+
+    shard: tuple[int, int] = (0, 1)
+    engine: str = "fast"
+    device: str = "auto"
+    method_options: dict[str, Any] = field(default_factory=dict)  # by method name (absent: its defaults)
+    selection: AccountedSelection | None = None  # None: every configuration is trained, the choice is on val
+
+    def of(self, method: Method) -> Any:
+        """The method's options: as given, or its defaults."""
+        return method.options_or_defaults(self.method_options.get(method.name))
+
+    def selects_privately(self, epsilon: float, configs: list[RunConfig]) -> bool:
+        """A private cell with more than one candidate per seed runs an accounted selection."""
+        return (self.selection is not None and math.isfinite(epsilon)
+                and len(configs) > len({config.seed for config in configs}))
 
 
 @dataclass(frozen=True)
@@ -53,9 +78,8 @@ def reads_count(method: Method, grid: SweepGrid) -> bool:
     return method.reads_count or bool(derived & used)
 
 
-def plan_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options) -> SweepPlan:
-    """Check the request, release the row count where a private cell reads it, and set the grids for it.
-    `options` is the sweep's SweepOptions (engine, device, method options, selection)."""
+def plan_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions) -> SweepPlan:
+    """Check the request, release the row count where a private cell reads it, and set the grids for it."""
     if options.engine not in ENGINES:
         raise UsageError(f"unknown engine '{options.engine}' (known: {', '.join(ENGINES)})")
     resolve_device(options.device)
@@ -63,14 +87,15 @@ def plan_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, optio
         validate_budget(epsilon, privacy.delta)
     readers = frozenset(name for name in grid.methods if reads_count(get_method(name), grid))
     count = count_for(len(data.private_x), grid.epsilons if readers else [], privacy.delta, privacy.noise,
-                      privacy.n_public)
+                      privacy.n_public, privacy.count_share)
     grids = ruled_grids(grid.for_rows(count), len(data.pca.components_))
     for planned in grids:
         check_sweep(data, planned, privacy, options, count)
     return SweepPlan(grids, count, readers)
 
 
-def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options, count: RowCount) -> None:
+def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions,
+                count: RowCount) -> None:
     """Everything that must hold before any private row is touched by a mechanism."""
     check_grid(grid, data.pca, data.num_classes)
     for epsilon in grid.epsilons:
@@ -103,7 +128,7 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, opti
         check_accounted(data, grid, options)
 
 
-def check_accounted(data: SweepData, grid: SweepGrid, options) -> None:
+def check_accounted(data: SweepData, grid: SweepGrid, options: SweepOptions) -> None:
     selecting = {cell[0] for cell in grid.cells() if options.selects_privately(cell[2], grid.configs(cell[0]))}
     if not selecting:
         raise UsageError(f"{param('select')} accounted needs a private cell with at least two configurations to "

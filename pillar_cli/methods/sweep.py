@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -22,11 +22,11 @@ from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact
 from pillar_cli.errors import PrivacyError
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.accounted import AccountedSelection, select_privately
-from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
+from pillar_cli.methods.accounted import select_privately
+from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.grid import SweepGrid
-from pillar_cli.methods.plan import SweepPlan, plan_sweep
+from pillar_cli.methods.plan import SweepOptions, SweepPlan, plan_sweep
 from pillar_cli.methods.selection import select_on_val, selection_note
 from pillar_cli.privacy import Event, ExponentialEvent, gaussian_segments, get_accountant, headline
 from pillar_cli.privacy.composition import composed_with_release
@@ -65,24 +65,6 @@ class SweepResult:
     @property
     def selection(self) -> list[dict]:
         return select_on_val([r.key for r in self.runs], [r.val_accuracy for r in self.runs], self.accounted)
-
-
-@dataclass(frozen=True)
-class SweepOptions:
-    shard: tuple[int, int] = (0, 1)
-    engine: str = "fast"
-    device: str = "auto"
-    method_options: dict[str, Any] = field(default_factory=dict)  # by method name (absent: its defaults)
-    selection: AccountedSelection | None = None  # None: every configuration is trained, the choice is on val
-
-    def of(self, method: Method) -> Any:
-        """The method's options: as given, or its defaults."""
-        return method.options_or_defaults(self.method_options.get(method.name))
-
-    def selects_privately(self, epsilon: float, configs: list[RunConfig]) -> bool:
-        """A private cell with more than one candidate per seed runs an accounted selection."""
-        return (self.selection is not None and math.isfinite(epsilon)
-                and len(configs) > len({config.seed for config in configs}))
 
 
 def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions = SweepOptions(),

@@ -27,8 +27,8 @@ def calibrate_noise(accountant: str, epsilon: float, delta: float, sample_rate: 
         return get_accountant(accountant).epsilon(((sigma, sample_rate, steps), *fixed), delta)
 
     key = f"v2|{accountant}|{epsilon!r}|{delta!r}|{sample_rate!r}|{steps}|{rel_tol!r}" + (f"|{fixed!r}" if fixed else "")
-    return calibrate(eps_of, epsilon, key, lambda goal: _bracket_guess(goal, sample_rate, steps, delta), rel_tol,
-                     cache_dir)
+    return calibrate(eps_of, epsilon, key, lambda goal: _bracket_guess(goal, sample_rate, steps, delta, fixed),
+                     rel_tol, cache_dir)
 
 
 def calibrate(eps_of: Callable[[float], float], epsilon: float, key: str, guess: Callable[[float], float],
@@ -61,12 +61,13 @@ def solve_noise(eps_of: Callable[[float], float], epsilon: float, guess: Callabl
     return sigma
 
 
-def _bracket_guess(goal: float, q: float, steps: int, delta: float) -> float:
-    """σ by the (fast, approximate) GDP accountant; 1.0 where it fails (it cannot represent ε above 500)."""
+def _bracket_guess(goal: float, q: float, steps: int, delta: float, fixed: tuple[Segment, ...] = ()) -> float:
+    """σ by the (fast, approximate) GDP accountant, the `fixed` segments composed in; 1.0 where it fails (it cannot
+    represent ε above 500)."""
     from scipy.optimize import brentq
 
     def gdp(sigma: float) -> float:
-        return get_accountant("gdp").epsilon(((sigma, q, steps),), delta)
+        return get_accountant("gdp").epsilon(((sigma, q, steps), *fixed), delta)
 
     try:
         low, high = _bracket(gdp, goal, 1.0)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy.events import ComposedEvent, Event, GaussianEvent, Segment, composed
 from pillar_cli.privacy.gaussian import gdp_mu
 from pillar_cli.randomness import NoiseSource
@@ -109,6 +110,8 @@ class RowCount:
 
 def count_noise(epsilon: float, delta: float, share: float = COUNT_SHARE) -> float:
     """σ of the count's Gaussian release: `share` of the μ² of the μ-GDP budget that (ε, δ) allows."""
+    if not 0 < share < 1:
+        raise UsageError(f"{param('count_share')} must be in (0, 1) (got {share})")
     return 1.0 / (math.sqrt(share) * gdp_mu(epsilon, delta))
 
 
@@ -119,11 +122,11 @@ def release_count(n: int, epsilon: float, delta: float, noise: NoiseSource, shar
     return RowCount(max(1.0, value), NOISY, sigma, share, (epsilon, delta))
 
 
-def count_for(n: int, epsilons: list[float], delta: float, noise: NoiseSource, declared_public: bool = False
-              ) -> RowCount:
+def count_for(n: int, epsilons: list[float], delta: float, noise: NoiseSource, declared_public: bool = False,
+              share: float = COUNT_SHARE) -> RowCount:
     """The count a training run with these target ε reads: released once, planned for the smallest finite ε; exact
     when n is declared public or no target is private (nothing private reads it)."""
     private = [epsilon for epsilon in epsilons if math.isfinite(epsilon)]
     if declared_public or not private:
         return RowCount.exact(n, declared_public)
-    return release_count(n, min(private), delta, noise)
+    return release_count(n, min(private), delta, noise, share)

@@ -1,0 +1,54 @@
+"""The neighbouring-datasets check's rule and readers: a value that repeats on each side and differs between them is
+reported, a value that noise moves is not, and every shipped format is read down to its leaves."""
+
+from __future__ import annotations
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+
+from pillar_cli.audit.neighbours import NeighbourPlan, deterministic_differences, stored_values
+from pillar_cli.errors import UsageError
+
+
+def test_only_values_fixed_on_each_side_and_different_between_them_are_reported():
+    with_row = [{"q": "0.1422", "noise": "0.31", "k": "19", "created_at": "10:00"},
+                {"q": "0.1422", "noise": "-1.2", "k": "19", "created_at": "10:01"}]
+    without_row = [{"q": "0.1423", "noise": "0.07", "k": "19", "created_at": "10:00"},
+                   {"q": "0.1423", "noise": "2.5", "k": "19", "created_at": "10:00"}]
+    (finding,) = deterministic_differences("rel.h5", with_row, without_row)
+    assert (finding.file, finding.value, finding.with_row, finding.without_row) == ("rel.h5", "q", "0.1422", "0.1423")
+    shifting = [{"k": "19"}, {"k": "20"}]  # a coarse DP output that repeats on one side only: not reported
+    assert deterministic_differences("rel.h5", shifting, [{"k": "18"}, {"k": "18"}]) == []
+    assert deterministic_differences("rel.h5", [{"a": "1"}, {"a": "1"}], [{}, {}])[0].without_row == "(absent)"
+    missing = deterministic_differences("rel.onnx", [{"a": "1"}, {"a": "1"}], [None, None])
+    assert [(f.value, f.with_row, f.without_row) for f in missing] == [("(the file itself)", "True", "False")]
+
+
+def test_stored_values_reach_json_leaves_and_digest_arrays(tmp_path):
+    path = tmp_path / "rel.h5"
+    with h5py.File(path, "w") as h5:
+        h5.attrs["privacy"] = json.dumps({"event": {"sample_rate": 0.14, "count": 113}, "covers": ["a", "b"]})
+        h5.attrs["pillar_kind"] = "classifier"
+        h5.create_dataset("weights", data=np.arange(6, dtype=np.float32).reshape(3, 2))
+    values = stored_values(path)
+    assert values["attrs/privacy/event/sample_rate"] == "0.14" and values["attrs/privacy/covers/1"] == "'b'"
+    assert values["attrs/pillar_kind"] == "'classifier'" and values["datasets/weights"].startswith("float32[3, 2]")
+    from safetensors.numpy import save_file
+
+    save_file({"bias": np.ones(3, np.float32)}, str(tmp_path / "rel.safetensors"),
+              metadata={"pillar_privacy": json.dumps({"epsilon": 0.995})})
+    values = stored_values(tmp_path / "rel.safetensors")
+    assert values["metadata/pillar_privacy/epsilon"] == "0.995" and values["tensors/bias"].startswith("float32[3]")
+    with pytest.raises(UsageError, match="not a file the neighbours check can read"):
+        (tmp_path / "notes.txt").write_text("x")
+        stored_values(tmp_path / "notes.txt")
+
+
+def test_a_plan_needs_two_runs_a_side_and_known_formats():
+    with pytest.raises(UsageError, match=r"^runs must be at least 2"):
+        NeighbourPlan([], [], [], runs=1)
+    with pytest.raises(UsageError, match="^unknown export format 'pdf' \\(known: onnx, torchscript, safetensors\\)$"):
+        NeighbourPlan([], [], ["pdf"])
