@@ -23,7 +23,7 @@ from pillar_cli.cli.common import (
     save,
     stderr,
 )
-from pillar_cli.errors import UsageError
+from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.projection import PublicPCA
 from pillar_cli.reporting.figures import spectrum, xi_vs_k
 from pillar_cli.theory.diagnostics import Diagnosis, diagnose_split
@@ -66,7 +66,8 @@ def check_assumptions(
     pca, basis_ref = _basis(split, projection, second_moment, max(ks))
     described = "second moment of L2-normalised public features" if second_moment else "projection artifact"
     found = diagnose_split(split, pca, ks, allow_private_labels, mode=mode, pairs=pairs, seed=seed,
-                           xi_threshold=xi_threshold, epsilon=eps, alpha=alpha, beta=beta, basis_description=described)
+                           xi_threshold=xi_threshold, epsilon=eps, alpha=alpha, beta=beta, basis_description=described,
+                           rows=training_rows(path))
     table = found.table
     title = (f"{split.attrs.get('source')} / {split.attrs.get('backbone')}: {described}\n"
              f"w* from the labels of split '{split.name}' ({len(split.features)} rows, {mode})")
@@ -93,7 +94,19 @@ def _report(out: Path, found: Diagnosis, eps: float | None, alpha: float, beta: 
     if eps is not None:
         stderr.print(f"Theorem 1 at ε={eps:g}, α={alpha:g}, β={beta:g}: best k {summary['recommended_k_theorem']} "
                      f"({summary['theorem_inputs']})")
+        stderr.print(f"k to train with at ε={eps:g}: {summary['recommended_k_private']} "
+                     f"({summary['recommended_k_private_how']})")
     stderr.print(f"note: {found.labels_used}")
+
+
+def training_rows(path: str) -> int:
+    """The rows train-private's default path trains on: the private split and the val split when there is one (read
+    exactly: this advice is for the data's holder, not a release)."""
+    rows = len(artifacts.read_split(f"{path}:private").index)
+    try:
+        return rows + len(artifacts.read_split(f"{path}:val").index)
+    except MissingSplitError:
+        return rows
 
 
 def _basis(split: artifacts.Split, projection: Path | None, second_moment: bool,

@@ -16,7 +16,11 @@ import numpy as np
 from pillar_cli.data import readers
 from pillar_cli.data.dataset import Dataset
 from pillar_cli.data.disjunctions import DisjunctionFamily, disjunction_dataset, read_csv_rows
+from pillar_cli.data.idx import FASHION_MNIST_CLASSES, read_idx_folder
 from pillar_cli.errors import DataError, UsageError, param
+
+
+FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")  # Debian's dataset-fashion-mnist
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,24 @@ def _disjunctions(options: SourceOptions) -> Dataset:
     family = DisjunctionFamily(int(options.number("d", 40)), int(options.number("k", 5)), options.number("p", 0.5),
                                options.seed)
     return disjunction_dataset(family, int(options.number("n", 4000)))
+
+
+@register("idx", "the IDX files of MNIST, Fashion-MNIST, KMNIST or EMNIST in PATH (train-images-idx3-ubyte, "
+          "train-labels-idx1-ubyte, t10k-… for the test part; .gz or not); classes named by their numbers")
+def _idx(options: SourceOptions) -> Dataset:
+    path = options.require_path("idx")
+    return read_idx_folder(path, path.name)
+
+
+@register("fashion-mnist", f"Fashion-MNIST (70,000 28x28 grey images, 10 classes) as IDX files: PATH, or "
+          f"{FASHION_MNIST_DIR} where the Debian package dataset-fashion-mnist installs them")
+def _fashion_mnist(options: SourceOptions) -> Dataset:
+    if options.path is None and not FASHION_MNIST_DIR.is_dir():
+        raise DataError(f"source 'fashion-mnist' found no {FASHION_MNIST_DIR}",
+                        hint=f"install it (apt-get install dataset-fashion-mnist) or pass {param('path')} DIR "
+                             "holding the four IDX files")
+    return read_idx_folder(options.require_path("fashion-mnist") if options.path else FASHION_MNIST_DIR,
+                           "fashion-mnist", FASHION_MNIST_CLASSES)
 
 
 @register("csv", "CSV of numeric feature columns and a last label column (numbers or class names; -1/+1 read as "

@@ -5,7 +5,7 @@ Noise is calibrated and ε recomputed by pillar's accountants, so a fine-tuned n
 linear head's.
 
 May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `gsd.probes` (the pixel-row layout),
-`embedding.networks`, `embedding.backbones` (the networks, checkpoint loading), `methods.estimator` (a release's
+`embedding.networks`, `embedding.weights` (the networks, checkpoint loading), `methods.estimator` (a release's
 ledger, and the linear head's estimator returned for a linear release).
 """
 

@@ -19,8 +19,8 @@ from typing import Callable
 
 import numpy as np
 
-from pillar_cli.embedding.backbones import load_weights_file
 from pillar_cli.embedding.networks import NetworkSpec, build_network
+from pillar_cli.embedding.weights import load_weights_file
 from pillar_cli.errors import DataError, UsageError, check_positive, param
 from pillar_cli.lazy import torch
 from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, spent_epsilon, validate_budget

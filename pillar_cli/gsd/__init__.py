@@ -4,5 +4,5 @@
 Never the training methods.
 
 May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `linear.gradients` (the softmax head's closed form),
-`embedding.images`, `embedding.backbones`, `embedding.networks` (the probes' networks and weights).
+`embedding.images`, `embedding.weights`, `embedding.networks` (the probes' networks and weights).
 """

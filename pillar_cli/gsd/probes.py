@@ -188,7 +188,7 @@ def _timm_probe(name: str, stored: tuple[int, int, int], size: tuple[int, int], 
     """A timm model with a fresh seeded `num_classes` head; its backbone from `weights` or its seeded init."""
     import timm
 
-    from pillar_cli.embedding.backbones import load_weights_file
+    from pillar_cli.embedding.weights import load_weights_file
 
     if not timm.is_model(name):
         raise UsageError(f"{param('probe')} timm:{name}: '{name}' is not a timm model")

@@ -1,5 +1,6 @@
 """The assumption checks of one labelled split against a public basis: ξ_k, margins, eigengaps, a recommended k
-and, for a target ε, Theorem 1's sample-size terms. The summary states whose labels w* was fitted on.
+and, for a target ε, Theorem 1's sample-size terms and the k to train with for n rows at that ε. The summary states
+whose labels w* was fitted on.
 """
 
 from __future__ import annotations
@@ -43,9 +44,11 @@ class Diagnosis:
 def diagnose(features: np.ndarray, labels: np.ndarray, basis: PublicBasis, ks: list[int], *, mode: str = "pairs",
              pairs: int = 45, seed: int = 0, xi_threshold: float = 0.2, epsilon: float | None = None,
              alpha: float = 0.1, beta: float = 0.05, basis_description: str = "projection artifact",
-             labels_from: str = "the labels passed to diagnose") -> Diagnosis:
+             labels_from: str = "the labels passed to diagnose", rows: int | None = None) -> Diagnosis:
     """w* per class pair (or one-vs-rest) from `labels`; ξ_k and margins per k; Δ_k from `basis`. The labels are
-    whatever the caller passes (often private): the summary names them (`labels_from`)."""
+    whatever the caller passes (often private): the summary names them (`labels_from`). With `epsilon` and the
+    number of training `rows`, the k to train with: the default rule's (what train-private uses when k is left
+    out), with the median ξ measured there."""
     if mode not in MODES:
         raise UsageError(f"{param('mode')} must be 'pairs' or 'ovr'; got '{mode}'")
     if epsilon is not None:
@@ -66,7 +69,22 @@ def diagnose(features: np.ndarray, labels: np.ndarray, basis: PublicBasis, ks: l
         summary["recommended_k_theorem"] = theorem_recommended_k(summary["theorem"])
         summary["theorem_inputs"] = ("γ, ξ_k and ζ come from w* fitted on labelled data (" + label_note + "); "
                                      "Δ_k from public data only")
+    if epsilon is not None and rows is not None:
+        summary |= _k_for(rows, epsilon, len(basis.eigenvalues_), table)
     return Diagnosis(table, summary, label_note)
+
+
+def _k_for(rows: int, epsilon: float, k_max: int, table: AssumptionTable) -> dict:
+    """The k to train with for `rows` training rows at ε: the default rule's round(√(n·ε)), and how it was chosen."""
+    from pillar_cli.methods.rules import rule_k
+
+    k = rule_k(rows, epsilon, k_max)
+    nearest = min(range(len(table.ks)), key=lambda j: abs(table.ks[j] - k))
+    xi_there = float(np.median(table.xi[:, nearest]))
+    how = (f"the default rule k = round(√(n·ε)) for n = {rows:,} training rows at ε = {epsilon:g}: each kept "
+           f"dimension adds noise to the head, and n·ε pays for about √(n·ε) of them; median ξ at k = "
+           f"{table.ks[nearest]}: {xi_there:.2f}")
+    return {"recommended_k_private": k, "recommended_k_private_how": how}
 
 
 def diagnose_split(split: Split, basis: PublicBasis, ks: list[int], allow_private_labels: bool = False,

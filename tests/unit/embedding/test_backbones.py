@@ -6,15 +6,17 @@ import numpy as np
 import pytest
 import torch
 
-from pillar_cli.embedding.backbones import BACKBONES, build_embedder, remap_state_dict
+from pillar_cli.embedding.backbones import BACKBONES, build_embedder
+from pillar_cli.embedding.weights import remap_state_dict
 
 
 @pytest.mark.parametrize("name", [n for n, spec in BACKBONES.items() if spec.timm_id])
-def test_every_registered_backbone_builds_and_gives_2048_features(name):
+def test_every_registered_backbone_builds_and_gives_its_declared_features(name):
     embedder = build_embedder(name, (16, 16, 3), pretrained=False, resize=64, crop=64)
     images = np.random.default_rng(0).integers(0, 255, (2, 16, 16, 3), dtype=np.uint8)
     features = embedder(images)
-    assert features.shape == (2, embedder.feature_dim) == (2, 2048)
+    assert features.shape == (2, embedder.feature_dim) == (2, BACKBONES[name].feature_dim)
+    assert BACKBONES[name].feature_dim == (1280 if name == "efficientnet-lite0" else 2048)
     assert np.isfinite(features).all()
 
 
