@@ -97,3 +97,20 @@ def test_the_packaged_imagenet_weights_classify_a_photograph():
     checkpoint = torch.load(spec.packaged.path(spec.name), map_location="cpu")
     logits = features @ checkpoint["_fc.weight"].numpy().T + checkpoint["_fc.bias"].numpy()
     assert int(logits.argmax()) == 985
+
+
+def test_onnx_runtime_gives_torchs_features_and_its_refusals_are_one_line():
+    pytest.importorskip("onnxruntime")
+    images = np.random.default_rng(1).integers(0, 256, (5, 20, 20, 3), dtype=np.uint8)
+    torch_path, onnx_path = (build_embedder("resnet18", (20, 20, 3), pretrained=False, resize=64, crop=64,
+                                            device="cpu", runtime=runtime) for runtime in ("torch", "onnxruntime"))
+    assert (torch_path.info()["runtime"], onnx_path.info()["runtime"]) == ("torch", "onnxruntime")
+    expected, found = torch_path(images), onnx_path(images)
+    assert np.abs(found - expected).max() <= 1e-4 * np.abs(expected).max()
+    assert build_embedder("resnet18", (20, 20, 3), pretrained=False, device="cpu").info()["runtime"] == "onnxruntime"
+    with pytest.raises(UsageError, match="^runtime must be one of auto, torch, onnxruntime; got 'tvm'$"):
+        build_embedder("resnet18", (20, 20, 3), pretrained=False, device="cpu", runtime="tvm")
+    with pytest.raises(UsageError, match="^runtime onnxruntime runs fp32 on the CPU and needs the onnxruntime package; "
+                                         "this run is bf16$"):
+        build_embedder("resnet18", (20, 20, 3), pretrained=False, device="cpu", precision="bf16",
+                       runtime="onnxruntime")
