@@ -27,7 +27,7 @@ from pillar_cli.artifacts.integrity import content_hash, record_hash, verify
 from pillar_cli.artifacts.layout import (RESERVED_ATTRS, json_default, read_arrays, read_attr,
                                          read_kind_attrs, write_array)
 from pillar_cli.artifacts.schema import validate
-from pillar_cli.errors import ArtifactError, LibraryStateError
+from pillar_cli.errors import ArtifactError, LibraryStateError, param
 from pillar_cli.version import __version__
 
 SCHEMA_VERSION = 2
@@ -189,7 +189,7 @@ def _kind_checked(h5: h5py.File, path: Path, expected: tuple[str, ...]) -> str:
     if found is None:
         raise ArtifactError(f"{path} is not a pillar artifact (no 'pillar_kind' attribute)")
     if found not in expected:
-        hint = "merge all shards first: pillar embed --merge SHARD... -o emb.h5" if found == "embedding-shard" else None
+        hint = f"merge all shards first (embed's {param('merge', True)})" if found == "embedding-shard" else None
         raise ArtifactError(f"{path} is a {found} artifact, expected {' or '.join(expected)}", hint=hint)
     version = read_attr(h5, "schema_version")
     if version != SCHEMA_VERSION:

@@ -16,7 +16,7 @@ import numpy as np
 
 from pillar_cli.artifacts.core import Artifact
 from pillar_cli.artifacts.schema import RUN_COLUMNS
-from pillar_cli.errors import ArtifactError
+from pillar_cli.errors import ArtifactError, param
 
 UNCOUNTED = RUN_COLUMNS["steps_run"][1]  # runs/steps_run of a run whose method does not count its steps
 ONE_CONFIGURATION = "none (one configuration)"  # a cell's "selected" when it had nothing to choose from
@@ -181,7 +181,7 @@ def stored_runs(models: list[Artifact]) -> list[StoredRun]:
                 if where[run.key] == run.model.path else \
                 f"{run.model.path} and {where[run.key]} both hold the run {_describe(run.key)}: the shards of one " \
                 "sweep hold each run once"
-            raise ArtifactError(problem, hint="give each model file once; repetitions need different --seed values")
+            raise ArtifactError(problem, hint=f"give each model file once; repetitions need different {param('seed')} values")
         where[run.key] = run.model.path
     return runs
 

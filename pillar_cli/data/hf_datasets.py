@@ -19,7 +19,7 @@ import numpy as np
 from pillar_cli.data.dataset import Dataset, no_labels
 from pillar_cli.data.image_files import EncodedRows
 from pillar_cli.data.labels import encode_labels
-from pillar_cli.errors import DataError, UsageError
+from pillar_cli.errors import DataError, UsageError, param
 
 SPLIT_PREFIXES = ("train", "test", "validation", "valid", "val")
 
@@ -67,7 +67,7 @@ def column_of(features: dict, kind: str, given: str | None, what: str) -> str | 
         return given
     found = [name for name, feature in features.items() if isinstance(feature, dict) and feature.get("_type") == kind]
     if len(found) > 1:
-        raise UsageError(f"several {kind} columns ({', '.join(found)}): name the {what} with --param "
+        raise UsageError(f"several {kind} columns ({', '.join(found)}): name the {what} with {param('params')} "
                          f"{'image' if kind == 'Image' else 'label'}=COLUMN")
     return found[0] if found else None
 
@@ -110,7 +110,7 @@ class EncodedImages(EncodedRows):
             raise DataError(f"cannot decode the image of row {row} of {self.data_files[file]}: {err}") from err
         if hasattr(self, "shape") and decoded.shape != self.shape[1:]:
             raise DataError(f"row {row} of {self.data_files[file]} is {decoded.shape[1]} × {decoded.shape[0]}, the "
-                            f"other images {self.shape[2]} × {self.shape[1]}", hint="pass --param size=N to resize "
+                            f"other images {self.shape[2]} × {self.shape[1]}", hint=f"pass {param('params')} size=N to resize "
                                                                                   "all of them to N × N")
         return decoded
 
@@ -180,12 +180,12 @@ def read_hf(root: Path, size: int | None, image: str | None = None, label: str |
     splits = hf_splits(root)
     if train not in splits:
         raise DataError(f"{root} has no split '{train}' (its splits: {', '.join(splits)})",
-                        hint="name the training split with --param train=SPLIT")
+                        hint=f"name the training split with {param('params')} train=SPLIT")
     parts = [splits[train], *([splits[test]] if test in splits else [])]
     features = features_of(parts[0])
     image_column = column_of(features, "Image", image, "images")
     if image_column is None:
-        raise UsageError(f"{root} has no column of type Image: name it with --param image=COLUMN")
+        raise UsageError(f"{root} has no column of type Image: name it with {param('params')} image=COLUMN")
     label_column = column_of(features, "ClassLabel", label, "labels") or ("label" if "label" in features else None)
     inputs = [EncodedImages(files, image_column, size) for files in parts]
     if label_column is None:

@@ -22,7 +22,7 @@ import numpy as np
 from pillar_cli.data.dataset import Dataset, no_labels
 from pillar_cli.data.image_files import EncodedRows, decode_image, require_shape
 from pillar_cli.data.labels import encode_labels
-from pillar_cli.errors import DataError
+from pillar_cli.errors import DataError, param
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "ppm", "bmp", "tif", "tiff")
 COMPRESSED = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
@@ -75,7 +75,7 @@ def index_samples(shards: list[Path], image: str | None, label: str) -> Samples:
             if not found:
                 raise DataError(f"sample '{key}' of {shard} has no image member "
                                 f"({'.' + image if image else ', '.join('.' + e for e in IMAGE_EXTENSIONS)})",
-                                hint="name the image extension with --param image=EXT")
+                                hint=f"name the image extension with {param('params')} image=EXT")
             member = by_extension[found[0]]
             shard_of.append(number), offsets.append(member.offset_data), sizes.append(member.size), keys.append(key)
             label_members.append(by_extension.get(label))
@@ -158,7 +158,7 @@ def read_webdataset(root: Path, size: int | None, image: str | None = None, labe
     splits = tar_splits(root)
     if train not in splits:
         raise DataError(f"{root} has no split '{train}' (its splits: {', '.join(splits)})",
-                        hint="name the training split with --param train=SPLIT")
+                        hint=f"name the training split with {param('params')} train=SPLIT")
     parts = [index_samples(splits[name], image, label.lstrip(".").lower())
              for name in (train, test) if name in splits]
     inputs = [TarImages(samples, size) for samples in parts]

@@ -16,6 +16,7 @@ import numpy as np
 from pillar_cli.lazy import torch
 
 RUNTIMES = ("auto", "torch", "onnxruntime")
+CHUNK = 64  # images per ONNX Runtime run
 
 
 def onnxruntime_available() -> bool:
@@ -42,9 +43,12 @@ class OnnxBackbone:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.log_severity_level = 3
+        options.enable_cpu_mem_arena = False  # an arena keeps the largest batch's activations (GBs at 224 px)
         self.session = onnxruntime.InferenceSession(graph.getvalue(), options, providers=["CPUExecutionProvider"])
 
     def __call__(self, images: torch.Tensor) -> torch.Tensor:
-        """float32 NCHW images → float32 features, on the CPU."""
+        """float32 NCHW images → float32 features, on the CPU, CHUNK images per run (as fast as larger runs, and a
+        quarter of a 256-image batch's activations)."""
         batch = np.ascontiguousarray(images.detach().cpu().numpy(), dtype=np.float32)
-        return torch.from_numpy(self.session.run(None, {"images": batch})[0])
+        return torch.from_numpy(np.concatenate([self.session.run(None, {"images": batch[start:start + CHUNK]})[0]
+                                                for start in range(0, len(batch), CHUNK)]))

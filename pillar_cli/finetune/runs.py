@@ -23,7 +23,7 @@ from pillar_cli.embedding.networks import (
     pretrained_network,
     state_arrays,
 )
-from pillar_cli.errors import DataError, UsageError
+from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.finetune.training import FinetuneConfig, finetune
 from pillar_cli.gsd.probes import stored_image_shape
 from pillar_cli.lazy import torch
@@ -167,7 +167,7 @@ def _images(split: Split, spec: NetworkSpec) -> torch.Tensor:
     shape = network_spec(spec.architecture, split).input_shape
     if shape != spec.input_shape:
         raise DataError(f"{split.ref.path}:{split.name} holds {shape} images; the network reads {spec.input_shape}",
-                        hint="embed the images at the network's size (pillar embed --resize)")
+                        hint=f"embed the images at the network's size (embed's {param('resize')})")
     return as_images(split.features, spec)
 
 

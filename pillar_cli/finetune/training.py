@@ -119,7 +119,7 @@ def _check(model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, con
             out = model.eval()(images[:2])
     except RuntimeError as err:
         raise DataError(f"the network cannot take images of shape {tuple(images.shape[1:])}: {err}".splitlines()[0],
-                        hint="embed the images at a size the network accepts (pillar embed --resize)") from None
+                        hint=f"embed the images at a size the network accepts (embed's {param('resize')})") from None
     if out.ndim != 2 or out.shape[1] <= int(labels.max()):
         raise DataError(f"the network outputs {tuple(out.shape[1:])} per image; the labels need "
                         f"{int(labels.max()) + 1} classes")

@@ -69,7 +69,7 @@ class ExponentialMechanismDisjunctions(Method):
                             f"{data.num_classes})")
         if np.any(data.pca.mean_ != 0) or np.any(data.pca.scale_ != 1):
             raise UsageError(f"method '{self.name}' reads the raw 0/1 rows, but the projection standardises them",
-                             hint="fit the public structure with `pillar fit-pca --components`")
+                             hint=f"fit the public structure as components (fit-pca's {param('components', True)})")
         check_boolean_rows(data.private_x, data.name)
         if data.val_x is not None:
             check_boolean_rows(data.val_x, "the val split")
@@ -181,7 +181,7 @@ class ComponentDisjunctions(ExponentialMechanismDisjunctions):
     def candidate_count(self, data: SweepData, options: None) -> int:
         if not isinstance(data.pca, PublicComponents):
             raise UsageError(f"method '{self.name}' needs the public component graph as its projection",
-                             hint="fit it with `pillar fit-pca EMB:public --components`")
+                             hint=f"fit it on the public split with fit-pca's {param('components', True)}")
         count = 2 ** len(data.pca.components_)
         if count > MAX_CANDIDATES:
             raise DataError(f"the public rows split the variables into {len(data.pca.components_)} components: "

@@ -53,11 +53,11 @@ def val_role(asked: str, ruled: bool, configurations: int, accounted: bool) -> s
         raise UsageError(f"unknown {param('val')} '{asked}' (known: {', '.join(VAL_ROLES)})")
     choosing = configurations > 1 or accounted
     if choosing and asked != "auto":
-        why = ("--select accounted scores its trials on it" if accounted else
+        why = (f"{param('select')} accounted scores its trials on it" if accounted else
                f"it chooses each (method, k, ε) cell's run among {configurations} configurations")
         raise UsageError(f"{param('val')} {asked} takes the val split away from the selection: {why}",
-                         hint="give one configuration per cell (leave --k, --lr and --steps to the default rule), "
-                              f"or drop {param('val')}")
+                         hint=f"give one configuration per cell (leave {param('k')}, {param('lr')} and "
+                              f"{param('steps')} to the default rule), or drop {param('val')}")
     if asked == "auto":
         return "train" if ruled and not choosing else "select"
     return "train" if asked == "train" else "none"

@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from pillar_cli.errors import PrivacyError, UsageError
+from pillar_cli.errors import PrivacyError, UsageError, param
 from pillar_cli.privacy.events import Event, Segment, gaussian_segments, is_private, pure_parts
 from pillar_cli.privacy.gaussian import full_batch, gaussian_epsilon
 from pillar_cli.privacy.rdp import epsilon_of, event_rdp
@@ -96,7 +96,7 @@ class Accountant:
             steps, rate = max((steps, q) for _, q, steps in segments)  # the longest segment (not a count's release)
             raise PrivacyError(f"the {self.name} accountant cannot account for {steps:,} steps at sampling rate "
                                f"{rate:.3g}: {err}",
-                               hint="use fewer steps or another accountant (--accountant)") from err
+                               hint=f"use fewer steps or another {param('accountant')}") from err
 
 
 ACCOUNTANTS: dict[str, Accountant] = {a.name: a for a in (

@@ -87,12 +87,31 @@ class PublicPCA:
 
     Fitted state: `mean_` (D,), `scale_` (D,), `components_` (k_max, D) orthonormal rows with deterministic
     signs, `eigenvalues_` (min(n, D),) the variance (second moment) along each component, `rank_`, `n_public_`.
+    Parameters follow scikit-learn's contract (stored as given, `get_params` / `set_params`), so `clone` and a
+    search over them work; scikit-learn itself is not imported (the command line starts without it).
     """
 
     def __init__(self, k_max: int | None = None, standardize: bool = True, second_moment: bool = False):
         self.k_max = k_max
-        self.standardize = standardize and not second_moment
+        self.standardize = standardize
         self.second_moment = second_moment
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {"k_max": self.k_max, "standardize": self.standardize, "second_moment": self.second_moment}
+
+    def set_params(self, **params: object) -> PublicPCA:
+        unknown = sorted(set(params) - set(self.get_params()))
+        if unknown:
+            raise UsageError(f"PublicPCA has no parameter {unknown[0]} (its parameters: "
+                             f"{', '.join(self.get_params())})")
+        for name, value in params.items():
+            setattr(self, name, value)
+        return self
+
+    @property
+    def standardizes(self) -> bool:
+        """Whether fit scales each feature to unit variance (never for the second-moment variant)."""
+        return self.standardize and not self.second_moment
 
     def fit(self, public: np.ndarray, y: None = None) -> PublicPCA:
         """Fit on unlabelled public rows. Labels are refused, so no pipeline can fit this on a labelled (private)
@@ -107,7 +126,7 @@ class PublicPCA:
         x = self._normalized_rows(public.astype(np.float64))
         self.mean_ = np.zeros(dim) if self.second_moment else x.mean(axis=0)
         std = x.std(axis=0)
-        self.scale_ = np.where(std > 0, std, 1.0) if self.standardize else np.ones(dim)
+        self.scale_ = np.where(std > 0, std, 1.0) if self.standardizes else np.ones(dim)
         _, singular, vt = np.linalg.svd((x - self.mean_) / self.scale_, full_matrices=False)
         tolerance = singular.max(initial=0.0) * max(n, dim) * np.finfo(np.float64).eps
         self.rank_ = int((singular > tolerance).sum())
@@ -165,7 +184,7 @@ class PublicPCA:
     def to_artifact(self) -> Artifact:
         arrays = {"mean": self.mean_, "scale": self.scale_, "components": self.components_,
                   "eigenvalues": self.eigenvalues_}
-        attrs = {"method": "second-moment" if self.second_moment else "pca", "standardized": self.standardize,
+        attrs = {"method": "second-moment" if self.second_moment else "pca", "standardized": self.standardizes,
                  "centred": not self.second_moment, "row_l2_normalised": self.second_moment,
                  "k_max": len(self.components_), "rank": self.rank_, "n_public": self.n_public_}
         return Artifact("projection", arrays, attrs)

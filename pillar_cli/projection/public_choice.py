@@ -36,7 +36,7 @@ def public_choice(gsd: Artifact, candidate: str, public: Split, allow_nonprivate
     release = gsd.attrs.get("ledger")
     if release is None and not allow_nonprivate:
         raise PrivacyError(f"{gsd.path} ranked its candidates with non-private access to the private split",
-                           hint=f"rank them with DP-GSD (--dp-eps), or pass {param('allow_nonprivate_choice', True)} "
+                           hint=f"rank them with DP-GSD (gsd's {param('dp_eps')}), or pass {param('allow_nonprivate_choice', True)} "
                                 "(recorded; every model trained on the projection says so)")
     names = list(gsd.attrs["candidates"])
     private_input, *candidate_inputs = gsd.provenance.inputs

@@ -38,9 +38,9 @@ def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple
     """The classifier of the cell `wanted` names (parse_cell) and the repetition `seed` (None: the lowest), and
     what was chosen (cell, seed, selection)."""
     if noise_is_reproducible(model.attrs):
-        raise PrivacyError(f"{model.path} was trained with experiment-only noise (--noise-seed): anyone holding the "
-                           "seed can remove it, so it has no guarantee to release",
-                           hint="train again without --noise-seed")
+        raise PrivacyError(f"{model.path} was trained with experiment-only noise ({param('noise_seed')}): anyone "
+                           "holding the seed can remove it, so it has no guarantee to release",
+                           hint=f"train again without {param('noise_seed')}")
     cells = _cells(model)
     choice = _one_cell(model, cells, wanted)
     runs = stored_runs([model])

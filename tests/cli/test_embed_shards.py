@@ -49,7 +49,7 @@ def test_merge_refuses_incomplete_overlapping_or_foreign_shards(pillar, tmp_path
     assert not (tmp_path / "m.h5").exists()
     result = pillar("fit-pca", f"{p0}:public", "-o", tmp_path / "pca.h5", expect=3)
     assert result.stderr.splitlines() == [f"error: {p0} is a embedding-shard artifact, expected embeddings",
-                                          "hint: merge all shards first: pillar embed --merge SHARD... -o emb.h5"]
+                                          "hint: merge all shards first (embed's --merge)"]
 
 
 def test_torchrun_ranks_embed_their_shards_and_rank_zero_merges(pillar, tmp_path):
