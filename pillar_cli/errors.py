@@ -49,8 +49,8 @@ class PillarError(Exception):
         return self.render()[0]
 
 
-class UsageError(PillarError):
-    """An option value that cannot work (k > d, ε ≤ 0, unknown name)."""
+class UsageError(PillarError, ValueError):
+    """An option value that cannot work (k > d, ε ≤ 0, unknown name); a ValueError, as Python code expects."""
 
     exit_code = 2
 
@@ -72,8 +72,9 @@ class MissingSplitError(ArtifactError):
     """An embeddings artifact without the split that was asked for."""
 
 
-class DataError(PillarError):
-    """Input data that cannot be used (NaN features, empty or single-class split, unreadable source)."""
+class DataError(PillarError, ValueError):
+    """Input data that cannot be used (NaN features, empty or single-class split, unreadable source); a
+    ValueError, as scikit-learn's conventions expect of bad input."""
 
     exit_code = 4
 

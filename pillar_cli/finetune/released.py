@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from pillar_cli.artifacts.classifier import Classifier, read_classifier
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state, network_logits
 from pillar_cli.errors import DataError, UsageError
-from pillar_cli.methods.estimator import DPLinearClassifier, Ledger, SoftmaxClassifier
+from pillar_cli.methods.estimator import DPLinearClassifier, Ledger, SoftmaxClassifier, class_labels
 
 
 class NetworkClassifier(SoftmaxClassifier):
@@ -29,18 +29,17 @@ class NetworkClassifier(SoftmaxClassifier):
         clf = cls()
         clf.spec_ = NetworkSpec.from_attrs(released.head["network"])
         clf.network_ = load_state(build_network(clf.spec_), released.network, "the released network").eval()
-        clf.classes_ = np.array(released.class_names)
+        clf.classes_ = class_labels(released.class_names)
         clf.ledger_ = Ledger.from_statement(released.privacy)
         clf.n_features_in_ = len(released.mean)
         return clf
 
-    def decision_function(self, X: np.ndarray) -> np.ndarray:
+    def logits(self, X: np.ndarray) -> np.ndarray:
         check_is_fitted(self, "network_")
         rows = np.asarray(X, dtype=np.float32)
         if rows.ndim != 2 or rows.shape[1] != self.n_features_in_:
             raise DataError(f"the network reads rows of {self.n_features_in_} pixels; got shape {rows.shape}")
         return network_logits(self.network_, rows, self.spec_).astype(np.float64)
-
 
 
 def estimator_of(released: Classifier) -> DPLinearClassifier | NetworkClassifier:

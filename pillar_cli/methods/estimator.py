@@ -7,13 +7,15 @@ private rows that are among the rows the projection was fitted on. Every check o
 
 from __future__ import annotations
 
+import sys
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from pillar_cli.artifacts.classifier import Classifier, read_classifier
 from pillar_cli.errors import DataError, UsageError
@@ -66,19 +68,24 @@ class Ledger:
 
 
 class SoftmaxClassifier(ClassifierMixin, BaseEstimator):
-    """A classifier whose probabilities are the softmax of its `decision_function` (float64 logits), as `pillar
-    predict` computes them; `classes_` names the classes."""
+    """A classifier whose probabilities are the softmax of its logits (float64), as `pillar predict` computes them;
+    `classes_` names the classes. `decision_function` follows scikit-learn: one column per class, or for two
+    classes the second's logit less the first's."""
 
-    def decision_function(self, X: np.ndarray) -> np.ndarray:
+    def logits(self, X: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        logits = self.logits(X)
+        return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
+
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        logits = self.decision_function(X)
+        logits = self.logits(X)
         exp = np.exp(logits - logits.max(axis=1, keepdims=True))
         return exp / exp.sum(axis=1, keepdims=True)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        scores = self.decision_function(X)  # refuses an unfitted classifier first
+        scores = self.logits(X)  # refuses an unfitted classifier first
         return self.classes_[scores.argmax(axis=1)]
 
 
@@ -110,10 +117,20 @@ class DPLinearClassifier(SoftmaxClassifier):
         self.ridge, self.noise_seed, self.method_options, self.n_public = ridge, noise_seed, method_options, n_public
 
     def fit(self, X: np.ndarray, y: np.ndarray, public: np.ndarray | None = None) -> DPLinearClassifier:
-        """Train on the private rows (X, y); `public`: unlabelled public rows for the projection (and GEP)."""
-        x, y = np.asarray(X, dtype=np.float32), np.asarray(y)
-        if y.dtype.kind == "f" and not np.isfinite(y).all():
-            raise DataError(f"y has {int((~np.isfinite(y)).sum())} NaN or infinite labels: every row needs a class")
+        """Train on the private rows (X, y); `public`: unlabelled public rows for the projection (and GEP). X and y
+        are checked as scikit-learn checks them (2-D X, one label per row; a DataFrame's column names are kept in
+        `feature_names_in_` and must match at predict time)."""
+        if _inside_model_selection():
+            warnings.warn("choosing among DPLinearClassifier fits by their score on private labels (GridSearchCV, "
+                          "cross-validation) is outside ledger_.epsilon_spent, which covers one training; "
+                          "pillar_cli.sweep(..., select='accounted') puts the choice inside ε", PrivacyWarning,
+                          stacklevel=2)
+        labels_given = np.asarray(y)
+        if labels_given.dtype.kind == "f" and not np.isfinite(labels_given).all():
+            raise DataError(f"y has {int((~np.isfinite(labels_given)).sum())} NaN or infinite labels: every row needs "
+                            "a class")
+        x, y = validate_data(self, X, y, dtype=np.float32, ensure_all_finite=False)
+        check_classification_targets(y)
         self.classes_, labels = np.unique(y, return_inverse=True)
         method = get_method(self.method)
         refuse_privately_scaled(x, public)
@@ -143,22 +160,12 @@ class DPLinearClassifier(SoftmaxClassifier):
                               + ("" if self.noise_seed is None else f"; {NOT_PRIVATE_NOTE}"),
                               self.noise_seed is not None,
                               count.describe() if count is not None and not count.noisy else "", count)
-        self.n_features_in_ = x.shape[1]
         return self
-
-    def set_params(self, **params: Any) -> DPLinearClassifier:
-        """As scikit-learn's; a hyper-parameter search (GridSearchCV sets each candidate's parameters here) that
-        keeps the fit scoring best on private labels spends privacy that `ledger_` does not count: warned."""
-        warnings.warn("choosing among DPLinearClassifier fits by their score on private labels (GridSearchCV, "
-                      "cross-validation) is outside ledger_.epsilon_spent, which covers one training; "
-                      "pillar_cli.sweep(..., select='accounted') puts the choice inside ε", PrivacyWarning,
-                      stacklevel=2)
-        return super().set_params(**params)
 
     @property
     def coef_(self) -> np.ndarray:
         """(n_classes, n_features): the head mapped back through the basis, (A_k · w)ᵀ, acting on standardised
-        features: decision_function(X) = projection_.standardized(X) @ coef_.T + intercept_ for DP-SGD heads. The
+        features: logits(X) = projection_.standardized(X) @ coef_.T + intercept_ for DP-SGD heads. The
         closed-form heads (public-lda, dp-ls) read projected rows scaled to unit norm, so for them that identity holds
         row by row up to each row's scale."""
         weights = self.head_.weights if self.k_ is None else self.mapping_.basis(self.k_) @ self.head_.weights
@@ -182,7 +189,7 @@ class DPLinearClassifier(SoftmaxClassifier):
         head, statement = released.head, released.privacy
         clf = cls(method=head["method"], k=head["k"], epsilon=float(statement["epsilon_target"]),
                   delta=float(statement["delta"]), accountant=statement["accountant"], clip=float(statement["clip"]))
-        clf.classes_ = np.array(released.class_names)
+        clf.classes_ = class_labels(released.class_names)
         clf.k_ = None if released.basis is None else released.basis.shape[1]
         clf.normalises_rows_ = bool(head["unit_rows"])
         clf.mapping_ = StoredMap(released.mean, released.scale, bool(head["row_l2_normalised"]), released.basis)
@@ -191,10 +198,30 @@ class DPLinearClassifier(SoftmaxClassifier):
         clf.n_features_in_ = len(released.mean)
         return clf
 
-    def decision_function(self, X: np.ndarray) -> np.ndarray:
+    def logits(self, X: np.ndarray) -> np.ndarray:
+        """(n, C) float32 logits of the head, as `pillar predict` computes them."""
         check_is_fitted(self, "head_")
-        rows = head_rows(self.mapping_, np.asarray(X, dtype=np.float32), self.k_, self.normalises_rows_)
+        x = validate_data(self, X, dtype=np.float32, reset=False)
+        rows = head_rows(self.mapping_, x, self.k_, self.normalises_rows_)
         return self.head_.logits(rows)
+
+
+def class_labels(names: list[str]) -> np.ndarray:
+    """A release's classes as labels: integers when its classes are named by their numbers 0..C−1 (the labels of
+    digits, MNIST, an integer column), so that predict returns what the labels were; their names otherwise."""
+    numbered = [str(c) for c in range(len(names))] == list(names)
+    return np.arange(len(names)) if numbered else np.array(names)
+
+
+def _inside_model_selection() -> bool:
+    """Whether scikit-learn's model selection (a search, cross-validation) is fitting this estimator: it keeps or
+    scores fits by private labels, outside ε."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith("sklearn.model_selection"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _listed(value: object) -> object:

@@ -112,7 +112,7 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, opti
     if not np.isfinite(data.private_x).all():
         raise DataError(f"NaN or Inf in the features of {data.name}")
     if len(np.unique(data.private_y)) < 2:
-        raise DataError(f"{data.name} holds a single class; a classifier needs at least two")
+        raise DataError(f"{data.name} holds one class; a classifier needs at least two")
     if data.private_index is not None and data.public_index is not None:
         require_disjoint(data.private_index, data.public_index, data.source)
     for name in grid.methods:
