@@ -129,12 +129,18 @@ class TimmEmbedder:
         self.spec, self.preprocessing, self.weights, self.device, self.bf16 = spec, preprocessing, weights, device, bf16
         self.model = model.eval().to(device, memory_format=torch.channels_last)
         self.feature_dim = int(model.num_features)
-        self.runtime = runtime
-        self.onnx = None
-        if runtime == "onnxruntime":
-            from pillar_cli.embedding.onnx_backbone import OnnxBackbone
+        self.runtime, self.onnx = runtime, None
+        if runtime in ("onnxruntime", "auto"):  # auto: ONNX Runtime unless the backbone cannot be exported
+            from pillar_cli.embedding.onnx_backbone import OnnxBackbone, export_failure
 
-            self.onnx = OnnxBackbone(model, preprocessing.crop, torch.get_num_threads())
+            try:
+                self.onnx, self.runtime = OnnxBackbone(model, preprocessing.crop, torch.get_num_threads()), "onnxruntime"
+            except export_failure() as err:
+                if runtime == "onnxruntime":
+                    raise UsageError(f"{param('runtime')} onnxruntime: backbone '{spec.name}' cannot be exported to "
+                                     f"ONNX ({str(err).splitlines()[0]})", hint="use the torch runtime") from None
+                self.runtime = "torch"
+            self.model = self.model.to(memory_format=torch.channels_last)
 
     def info(self) -> dict[str, Any]:
         p = self.preprocessing
@@ -220,7 +226,8 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
 
 
 def _runtime(asked: str, device: torch.device, bf16: bool) -> str:
-    """What runs the backbone: ONNX Runtime only for fp32 on the CPU (asked, or auto when it is installed)."""
+    """What runs the backbone: torch, or ONNX Runtime for fp32 on the CPU ("onnxruntime" asked; "auto" when it is
+    installed: it falls back to torch for a backbone that cannot be exported)."""
     from pillar_cli.embedding.onnx_backbone import RUNTIMES, onnxruntime_available
 
     if asked not in RUNTIMES:
@@ -230,8 +237,7 @@ def _runtime(asked: str, device: torch.device, bf16: bool) -> str:
         raise UsageError(f"{param('runtime')} onnxruntime runs fp32 on the CPU and needs the onnxruntime package" +
                          ("" if usable else f"; this run is {'bf16' if bf16 else device.type}"),
                          hint="pip install onnxruntime (the package's 'export' extra), or drop it")
-    return "onnxruntime" if asked == "onnxruntime" or (asked == "auto" and usable and onnxruntime_available()) \
-        else "torch"
+    return asked if asked == "onnxruntime" or (asked == "auto" and usable and onnxruntime_available()) else "torch"
 
 
 def _network_embedder(weights: Path | None, input_shape: tuple[int, ...], resize: int | None,

@@ -19,6 +19,11 @@ RUNTIMES = ("auto", "torch", "onnxruntime")
 CHUNK = 64  # images per ONNX Runtime run
 
 
+def export_failure() -> tuple[type[Exception], ...]:
+    """What torch's exporter raises for a module it cannot express in ONNX (an operator without a symbolic)."""
+    return (torch.onnx.errors.OnnxExporterError, torch.onnx.errors.UnsupportedOperatorError, RuntimeError)
+
+
 def onnxruntime_available() -> bool:
     try:
         import onnxruntime  # noqa: F401

@@ -172,7 +172,7 @@ def test_single_class_private_split(pillar, tmp_path):
     pillar("fit-pca", f"{tmp_path / 'e.h5'}:public", "-o", tmp_path / "p.h5")
     result = pillar("train-private", tmp_path / "e.h5", "-p", tmp_path / "p.h5", "--k", "2", "--delta", "1e-4",
                     "--batch-size", "16", "-o", tmp_path / "m.h5", expect=None)
-    assert_clean_failure(result, 4, f"{tmp_path / 'e.h5'}:private holds a single class; a classifier needs at "
+    assert_clean_failure(result, 4, f"{tmp_path / 'e.h5'}:private holds one class; a classifier needs at "
                           "least two", tmp_path / "m.h5")
 
 

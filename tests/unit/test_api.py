@@ -103,7 +103,7 @@ def test_unusable_private_rows_are_refused(digits):
     nan_rows[3, 5] = np.nan
     with pytest.raises(DataError, match="^NaN or Inf in the features of the private split$"):
         DPLinearClassifier(method="dpsgd", **SETTINGS).fit(nan_rows, digits["y"])
-    with pytest.raises(DataError, match="^the private split holds a single class"):
+    with pytest.raises(DataError, match="^the private split holds one class; a classifier needs at least two$"):
         DPLinearClassifier(method="dpsgd", **SETTINGS).fit(digits["x"], np.zeros(len(digits["x"]), int))
 
 
