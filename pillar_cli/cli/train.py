@@ -19,8 +19,8 @@ from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.catalog import DEFAULT_METHOD, METHODS, get_method, options_by_method
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
-from pillar_cli.methods.plan import SweepOptions, plan_sweep
-from pillar_cli.methods.rules import rule_attrs, ruled_grids, val_role
+from pillar_cli.methods.plan import SweepOptions, configurations_per_cell, plan_sweep, val_role
+from pillar_cli.methods.rules import rule_attrs
 from pillar_cli.methods.sweep import PrivacySettings, SweepData, run_plan, sweep_artifact
 from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import get_accountant, require_disjoint
@@ -173,10 +173,7 @@ def _inputs(path: str, projection: Path, grid: SweepGrid, private_fraction: floa
     projection_artifact = artifacts.read(projection, "projection")
     public_data = public_data_of(projection_artifact, private, other_public)
     pca = read_projection(projection_artifact)
-    # configurations per cell and seed: their count does not depend on n, which the val split's role decides
-    rows = RowCount.exact(len(private.features))
-    choices = max(len(g.configs(m)) for g in ruled_grids(grid.for_rows(rows), len(pca.components_))
-                  for m in g.methods) // len(grid.seeds)
+    choices = configurations_per_cell(grid, len(pca.components_))
     role = val_role(val_asked, bool(grid.rules), choices, accounted)
     val = None if role == "none" else validation_split(path, choices, required=val_asked == "train")
     training = private.joined(val) if role == "train" and val else private

@@ -7,6 +7,9 @@ train-private, `sweep()`, `DPLinearClassifier.fit`).
    is released once with Gaussian noise for the smallest such target ε (privacy/count.py), unless the caller
    declares n public. Cells that read it compose its release into their ε; the others never see it.
 3. The grids: the request set for that count, one per ε where the default rule sets k, lr or steps; δ < 1/ñ.
+
+What the labelled val split does is decided here too (`val_role`): on the default path nothing is chosen on it, so
+its rows train the heads beside the private rows; otherwise it chooses each cell's run, or is held out.
 """
 
 from __future__ import annotations
@@ -76,6 +79,34 @@ def reads_count(method: Method, grid: SweepGrid) -> bool:
     derived = set(grid.rules) | ({"batch_size"} if None in grid.batch_sizes else set())
     used = method.request_fields - ({"k"} if method.single_cell else set())
     return method.reads_count or bool(derived & used)
+
+
+VAL_ROLES = ("auto", "train", "hold-out")
+
+
+def val_role(asked: str, ruled: bool, configurations: int, accounted: bool) -> str:
+    """What a sweep does with the labelled val split: 'select' (it chooses each cell's run among its configurations,
+    or scores the one), 'train' (its rows join the private rows: nothing is chosen on them) or 'none' (not read).
+    `asked` auto trains on the default path (`ruled`: the rule set the grid, one configuration per cell)."""
+    if asked not in VAL_ROLES:
+        raise UsageError(f"unknown {param('val')} '{asked}' (known: {', '.join(VAL_ROLES)})")
+    choosing = configurations > 1 or accounted
+    if choosing and asked != "auto":
+        why = (f"{param('select')} accounted scores its trials on it" if accounted else
+               f"it chooses each (method, k, ε) cell's run among {configurations} configurations")
+        raise UsageError(f"{param('val')} {asked} takes the val split away from the selection: {why}",
+                         hint=f"give one configuration per cell (leave {param('k')}, {param('lr')} and "
+                              f"{param('steps')} to the default rule), or drop {param('val')}")
+    if asked == "auto":
+        return "train" if ruled and not choosing else "select"
+    return "train" if asked == "train" else "none"
+
+
+def configurations_per_cell(grid: SweepGrid, k_max: int) -> int:
+    """The most configurations a (method, k, ε) cell of the request holds per seed: more than one means a choice,
+    on val or accounted. The number does not depend on n (the rule sets one value per field and ε)."""
+    rows = RowCount.exact(1)
+    return max(len(g.configs(m)) for g in ruled_grids(grid.for_rows(rows), k_max) for m in g.methods) // len(grid.seeds)
 
 
 def plan_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions) -> SweepPlan:

@@ -8,8 +8,8 @@ so a cell has one configuration per seed and nothing is chosen on private data o
 - lr = n·ε/(32·steps), so that lr·steps = n·ε/32 grows linearly with ε (the linear scaling rule of Panda et al.,
   2024) and with n (ε·B/512 once the steps exceed their floor); non-private cells keep 0.1.
 
-The val split: on that path nothing is chosen on it, so its labelled rows train the heads beside the private rows
-(inside ε, which covers every training row) instead of lying idle; elsewhere it chooses each cell's run (`val_role`).
+On that path nothing is chosen on the val split, so its labelled rows train the heads beside the private rows (inside
+ε, which covers every training row) instead of lying idle: the plan decides it (methods/plan.py, `val_role`).
 
 The constants were measured on the demo's MNIST-5k splits and checked on scikit-learn's digits (docs/benchmarks.md,
 `benchmarks/bench_honest.py`); the rule reads n as DP-SGD's sampling rate B/n already does.
@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from pillar_cli.errors import UsageError, param
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.grid import SweepGrid
 
@@ -40,27 +39,6 @@ def rule_steps(n: int, batch_size: int) -> int:
 
 def rule_lr(n: int, epsilon: float, batch_size: int) -> float:
     return NON_PRIVATE_LR if math.isinf(epsilon) else RATE_PER_ROW * n * epsilon / rule_steps(n, batch_size)
-
-
-VAL_ROLES = ("auto", "train", "hold-out")
-
-
-def val_role(asked: str, ruled: bool, configurations: int, accounted: bool) -> str:
-    """What a sweep does with the labelled val split: 'select' (it chooses each cell's run among its configurations,
-    or scores the one), 'train' (its rows join the private rows: nothing is chosen on them) or 'none' (not read).
-    `asked` auto trains on the default path (`ruled`: the rule set the grid, one configuration per cell)."""
-    if asked not in VAL_ROLES:
-        raise UsageError(f"unknown {param('val')} '{asked}' (known: {', '.join(VAL_ROLES)})")
-    choosing = configurations > 1 or accounted
-    if choosing and asked != "auto":
-        why = (f"{param('select')} accounted scores its trials on it" if accounted else
-               f"it chooses each (method, k, ε) cell's run among {configurations} configurations")
-        raise UsageError(f"{param('val')} {asked} takes the val split away from the selection: {why}",
-                         hint=f"give one configuration per cell (leave {param('k')}, {param('lr')} and "
-                              f"{param('steps')} to the default rule), or drop {param('val')}")
-    if asked == "auto":
-        return "train" if ruled and not choosing else "select"
-    return "train" if asked == "train" else "none"
 
 
 def rule_attrs(grid: SweepGrid) -> dict:

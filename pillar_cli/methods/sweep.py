@@ -53,14 +53,18 @@ class SweepResult:
     bases: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
     accounted: bool = False  # private cells hold the runs their accounted selections released
     selection_ledger: list[dict] = field(default_factory=list)  # each accounted selection as DP events
-    count: RowCount | None = None  # the row count the plan released (or took as exact)
-    count_readers: frozenset[str] = frozenset()  # methods whose runs read it (their ε covers its release)
+    plan: SweepPlan | None = None  # what was run: the grids, the row count they read and who read it
+
+    @property
+    def count(self) -> RowCount | None:
+        """The row count the plan released (or took as exact)."""
+        return None if self.plan is None else self.plan.count
 
     @property
     def count_read(self) -> bool:
         """Some private run's ε covers the count's release."""
         return self.count is not None and self.count.noisy and any(
-            math.isfinite(run.key.epsilon) and run.key.method in self.count_readers for run in self.runs)
+            math.isfinite(run.key.epsilon) and run.key.method in self.plan.readers for run in self.runs)
 
     @property
     def selection(self) -> list[dict]:
@@ -77,7 +81,7 @@ def run_plan(data: SweepData, plan: SweepPlan, privacy: PrivacySettings, options
              on_steps: Callable[[int], None] = lambda done: None) -> SweepResult:
     """Train the plan's grid points (those of one shard) on the projected private split; score them on val.
     `on_steps(n)` hears of n more DP-SGD steps done (of the plan's `total_steps(shard)`)."""
-    result = SweepResult(accounted=options.selection is not None, count=plan.count, count_readers=plan.readers)
+    result = SweepResult(accounted=options.selection is not None, plan=plan)
     for planned in plan.grids:
         part = _run_grid(data, planned, privacy, options, on_steps, plan)
         result.runs += part.runs
@@ -157,7 +161,7 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         "selection_note": selection_note(result.selection, result.accounted),
     }
     if result.count is not None:
-        attrs["count"] = {**result.count.to_dict(), "read_by": sorted(result.count_readers)}
+        attrs["count"] = {**result.count.to_dict(), "read_by": sorted(result.plan.readers)}
     attrs["noise"] = _noise(privacy, public_choice)
     attrs["whole_file"] = _whole_file(result, privacy, public_choice, attrs["noise"]["reproducible"])
     if result.accounted:
