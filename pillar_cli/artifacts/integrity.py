@@ -29,6 +29,12 @@ def normalized(attrs: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(attrs, default=json_default))
 
 
+def _bytes(array: np.ndarray) -> memoryview:
+    """The array's bytes in memory order, without a copy when it is contiguous (a zero-length axis included, which
+    memoryview.cast refuses)."""
+    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+
+
 def content_hash(arrays: dict[str, np.ndarray | h5py.Dataset], attrs: dict[str, Any]) -> str:
     """sha256 over array names, dtypes, shapes and bytes plus the sorted attributes. An array may be an h5py dataset
     of another open file (features streamed to a scratch file): it is read block by block, never whole."""
@@ -37,11 +43,11 @@ def content_hash(arrays: dict[str, np.ndarray | h5py.Dataset], attrs: dict[str, 
         if isinstance(arrays[name], h5py.Dataset):
             for header, block in _blocks(name, arrays[name]):
                 digest.update(header)
-                digest.update(memoryview(block).cast("B"))
+                digest.update(_bytes(block))
             continue
         array = np.ascontiguousarray(arrays[name])
         digest.update(f"{name}|{array.dtype.str}|{array.shape}".encode())
-        digest.update(memoryview(array).cast("B"))
+        digest.update(_bytes(array))
     digest.update(json.dumps(normalized(attrs), sort_keys=True).encode())
     return digest.hexdigest()
 
@@ -58,7 +64,7 @@ def file_content_hash(h5: h5py.File) -> str:
             for header, block in _blocks(name, h5[name]):
                 pending.result()  # the digest takes its updates in order
                 digest.update(header)
-                pending = hasher.submit(digest.update, memoryview(block).cast("B"))
+                pending = hasher.submit(digest.update, _bytes(block))
         pending.result()
     digest.update(json.dumps(read_kind_attrs(h5), sort_keys=True).encode())
     return digest.hexdigest()

@@ -30,18 +30,26 @@ def load_pipeline(path: Path, name: str, overrides: dict[str, str] | None = None
         raise UsageError(f"cannot read {path}: {err.strerror}") from err
     except yaml.YAMLError as err:
         raise UsageError(f"{path} is not valid YAML: {str(err).splitlines()[0]}") from err
-    pipelines = (document or {}).get("pipelines", {})
+    pipelines = document.get("pipelines", {}) if isinstance(document, dict) else None
+    if not isinstance(pipelines, dict):
+        raise UsageError(f"{path} holds no mapping 'pipelines' of names to pipelines")
     if name not in pipelines:
-        raise UsageError(f"no pipeline '{name}' in {path} (available: {', '.join(pipelines) or 'none'})")
+        raise UsageError(f"no pipeline '{name}' in {path} (available: {', '.join(map(str, pipelines)) or 'none'})")
     spec = pipelines[name]
+    if not isinstance(spec, dict) or not isinstance(spec.get("vars") or {}, dict):
+        raise UsageError(f"pipeline '{name}' in {path} is not a mapping of description, vars and steps")
     variables = {key: str(value) for key, value in (spec.get("vars") or {}).items()}
     unknown = sorted(set(overrides or {}) - set(variables))
     if unknown:
         raise UsageError(f"pipeline '{name}' has no variable '{unknown[0]}' (its variables: "
                          f"{', '.join(variables) or 'none'})")
     variables |= overrides or {}
+    raw_steps = spec.get("steps", [])
+    if not isinstance(raw_steps, list) or not all(isinstance(step, str) for step in raw_steps):
+        raise UsageError(f"pipeline '{name}' in {path}: steps must be a list of pillar command lines (got "
+                         f"{type(raw_steps).__name__})")
     try:
-        steps = [shlex.split(step.format(**variables)) for step in spec.get("steps", [])]
+        steps = [shlex.split(step.format(**variables)) for step in raw_steps]
     except KeyError as err:
         raise UsageError(f"pipeline '{name}' uses undefined variable {err}") from err
     if not steps:

@@ -12,12 +12,14 @@ import hashlib
 import io
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from pillar_cli.data.dataset import Dataset, no_labels
-from pillar_cli.data.image_files import EncodedRows
+from pillar_cli.data.image_files import EncodedRows, decode_image, require_shape
 from pillar_cli.data.labels import encode_labels
 from pillar_cli.errors import DataError, UsageError, param
 
@@ -97,22 +99,12 @@ class EncodedImages(EncodedRows):
         return EncodedImages(files, self.column, self.size, self.rows[ids], self.shape[1:])
 
     def _decode(self, row: int) -> np.ndarray:
-        from PIL import Image, UnidentifiedImageError
-
         file = int(np.searchsorted(self.starts, row, side="right") - 1)
-        encoded = self._encoded(file, row - int(self.starts[file]))
-        try:
-            with Image.open(io.BytesIO(encoded)) as image:
-                rgb = image.convert("RGB")
-                rgb = rgb.resize((self.size, self.size), Image.BILINEAR) if self.size else rgb
-                decoded = np.asarray(rgb, dtype=np.uint8)
-        except (OSError, UnidentifiedImageError, ValueError) as err:
-            raise DataError(f"cannot decode the image of row {row} of {self.data_files[file]}: {err}") from err
-        if hasattr(self, "shape") and decoded.shape != self.shape[1:]:
-            raise DataError(f"row {row} of {self.data_files[file]} is {decoded.shape[1]} × {decoded.shape[0]}, the "
-                            f"other images {self.shape[2]} × {self.shape[1]}", hint=f"pass {param('params')} size=N to resize "
-                                                                                  "all of them to N × N")
-        return decoded
+        name = f"row {row} of {self.data_files[file]}"
+        with arrow_errors(f"cannot read {name}"):
+            encoded = self._encoded(file, row - int(self.starts[file]))
+        decoded = decode_image(io.BytesIO(encoded), self.size, f"the image of {name}")
+        return require_shape(decoded, self.shape[1:], name) if hasattr(self, "shape") else decoded
 
     def _encoded(self, file: int, local: int) -> bytes:
         """The bytes of one image: Arrow files are memory-mapped whole, Parquet read a row group at a time."""
@@ -173,10 +165,26 @@ def label_values(files: list[Path], column: str) -> np.ndarray:
     return np.asarray(values)
 
 
+@contextmanager
+def arrow_errors(what: str) -> Iterator[None]:
+    """pyarrow's errors on a damaged file (a Parquet shard cut short, a corrupt Arrow file) as one line."""
+    import pyarrow
+
+    try:
+        yield
+    except pyarrow.ArrowException as err:
+        raise DataError(f"{what}: {str(err).splitlines()[0]}") from None
+
+
 def read_hf(root: Path, size: int | None, image: str | None = None, label: str | None = None, train: str = "train",
             test: str = "test") -> Dataset:
     """The `train` split (and `test`, when there is one) of a Hugging Face dataset on disk; without a label column
     (none of type ClassLabel, none named `label` or given) its rows are unlabelled, to classify."""
+    with arrow_errors(f"cannot read the dataset in {root}"):
+        return _read_hf(root, size, image, label, train, test)
+
+
+def _read_hf(root: Path, size: int | None, image: str | None, label: str | None, train: str, test: str) -> Dataset:
     splits = hf_splits(root)
     if train not in splits:
         raise DataError(f"{root} has no split '{train}' (its splits: {', '.join(splits)})",

@@ -31,8 +31,8 @@ def decode_image(file: str | BinaryIO, size: int | None, name: str | None = None
             if size:
                 rgb = rgb.resize((size, size), Image.BILINEAR)
             return np.asarray(rgb, dtype=np.uint8)
-    except (OSError, UnidentifiedImageError, ValueError) as err:
-        raise DataError(f"cannot decode image {name or file}: {err}") from err
+    except (OSError, UnidentifiedImageError, ValueError, Image.DecompressionBombError) as err:
+        raise DataError(f"cannot decode image {name or file}: {str(err).splitlines()[0]}") from err
 
 
 def require_shape(image: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:

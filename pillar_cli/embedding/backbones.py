@@ -140,7 +140,6 @@ class TimmEmbedder:
                     raise UsageError(f"{param('runtime')} onnxruntime: backbone '{spec.name}' cannot be exported to "
                                      f"ONNX ({str(err).splitlines()[0]})", hint="use the torch runtime") from None
                 self.runtime = "torch"
-            self.model = self.model.to(memory_format=torch.channels_last)
 
     def info(self) -> dict[str, Any]:
         p = self.preprocessing

@@ -32,6 +32,7 @@ from pillar_cli.privacy import require_disjoint, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
 
 ENGINES = ("fast", "opacus")
+MAX_LR = 1e4  # above it a clipped step moves a logit by more than float32 resolves next to the others
 
 
 @dataclass(frozen=True)
@@ -129,11 +130,19 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, opti
                 count: RowCount) -> None:
     """Everything that must hold before any private row is touched by a mechanism."""
     check_grid(grid, data.pca, data.num_classes)
+    for name, values in (("method", grid.methods), ("k", grid.ks), ("epsilon", grid.epsilons), ("lr", grid.lrs),
+                         ("steps", grid.steps or []), ("batch_size", grid.batch_sizes), ("seed", grid.seeds),
+                         ("ridge", grid.ridges)):
+        if repeated := sorted({str(v) for v in values if values.count(v) > 1}):
+            raise UsageError(f"{param(name)} lists {repeated[0]} twice: each value names one run of the grid")
     for epsilon in grid.epsilons:
         validate_budget(epsilon, privacy.delta, count)
     check_positive("clip", privacy.clip)
     for lr in grid.lrs:
         check_positive("lr", lr)
+        if lr > MAX_LR:
+            raise UsageError(f"{param('lr')} must be at most {MAX_LR:,.0f} (got {lr:g}): steps that large leave "
+                             "the head's float32 logits no precision")
     check_non_negative("weight_decay", grid.weight_decay)
     for name, value in (("momentum", grid.momentum), ("ema", grid.ema)):
         if not 0 <= value < 1:

@@ -3,7 +3,6 @@ architecture with random weights, on real images (MNIST-5k digits)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
