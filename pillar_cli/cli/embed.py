@@ -61,7 +61,7 @@ def embed(
     device: str = typer.Option("auto", help="auto, cpu, cuda, cuda:1, ..."),
     precision: str = typer.Option("auto", help="auto (bf16 autocast on CUDA, fp32 on CPU), fp32 or bf16."),
     runtime: str = typer.Option("auto", help="What runs a timm backbone: auto (ONNX Runtime for fp32 on the CPU when "
-                                "onnxruntime is installed: the same features, 2.5-3x faster; else torch), torch, or "
+                                "onnxruntime is installed: the same features, 1.6-3x faster; else torch), torch, or "
                                 "onnxruntime."),
     shard: str = typer.Option("0/1", help="Embed only shard i of n (i/n); merge the shard files with --merge. "
                                           "Under torchrun every rank takes its shard and rank 0 merges."),

@@ -119,7 +119,7 @@ PRECISIONS = ("auto", "fp32", "bf16")
 
 class TimmEmbedder:
     """A frozen timm backbone, channels_last, under inference mode; bf16 autocast when `bf16` (auto: on CUDA); on
-    the CPU in fp32, through ONNX Runtime when `runtime` says so (onnx_backbone.py: the same features, 2.5-3× faster).
+    the CPU in fp32, through ONNX Runtime when `runtime` says so (onnx_backbone.py: the same features, 1.6-3× faster).
 
     fp32 means fp32: cuDNN's TF32 convolutions (PyTorch's default on Ampere and later) are switched off for it,
     so fp32 features on a GPU match the CPU's to float32 rounding rather than to TF32's 10-bit mantissa."""
