@@ -63,6 +63,9 @@ OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "evaluation": {"overlap_rows": int, "public": dict},
 }
 LEDGER = {"accountant": str, "delta": (int, float), "clip": (int, float)}
+STATEMENT = {"epsilon": (int, float), "delta": (int, float), "epsilon_target": (int, float), "accountant": str,
+             "clip": (int, float), "neighbouring": str, "event": dict, "steps": int, "covers": list,
+             "not_covered": list, "summary": str}  # a release's privacy statement
 EVALUATION_ROW = {"method": str, "k": (int, str), "epsilon": (int, float), "accuracy_mean": (int, float),
                   "accuracy_std": (int, float, type(None)), "val_accuracy": (int, float)}
 
@@ -204,6 +207,11 @@ def _evaluation_rows(arrays: dict, attrs: dict, splits: list[str]) -> str | None
 
 def _classifier_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
     dim, classes = len(arrays["mean"]), len(attrs["class_names"])
+    names = attrs["class_names"]
+    if not all(isinstance(name, str) for name in names) or len(set(names)) != len(names) or len(names) < 2:
+        return "has class names that are not two or more distinct texts"
+    if attrs["features"].get("feature_dim") != dim or isinstance(attrs["features"].get("feature_dim"), bool):
+        return f"records a feature recipe whose feature_dim is not its scaler's {dim}"
     network = [name for name in arrays if name.startswith("network/")]
     if isinstance(attrs["head"].get("network"), dict) != bool(network):
         return "has a network without its architecture, or an architecture without its network"
@@ -227,12 +235,36 @@ def _classifier_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | No
     return _statement_problem(attrs["privacy"])
 
 
+def carried_problem(carried: dict) -> str | None:
+    """What is wrong with what a release carries outside its arrays (an export's metadata): class names, head,
+    feature recipe and statement of the types a classifier artifact holds; None when nothing is."""
+    for key, kind in ATTRS["classifier"].items():
+        if not isinstance(carried.get(key), kind):
+            return f"carries a {key} that is not a {kind.__name__}"
+    names = carried["class_names"]
+    if not all(isinstance(name, str) for name in names) or len(set(names)) != len(names) or len(names) < 2:
+        return "has class names that are not two or more distinct texts"
+    if not isinstance(carried["features"].get("feature_dim"), int):
+        return "records a feature recipe without its feature_dim"
+    return _statement_problem(carried["privacy"])
+
+
 def _statement_problem(statement: dict) -> str | None:
+    """A statement whose fields are not of their types, whose δ is not below 1/ñ of the count it read, or whose ε is
+    below what its DP event spends (privacy/floor.py)."""
+    wrong = [key for key, kind in STATEMENT.items() if not isinstance(statement.get(key), kind)
+             or isinstance(statement.get(key), bool)]
+    if wrong or not all(isinstance(text, str) for key in ("covers", "not_covered") for text in statement[key]):
+        return f"has a privacy statement whose {', '.join(wrong) or 'covers'} {'is' if len(wrong) < 2 else 'are'} " \
+               "not of its type"
+    rows = (statement.get("count") or {}).get("value")
+    if not 0 < statement["delta"] < (1 / rows if isinstance(rows, (int, float)) and rows >= 1 else 1):
+        return f"states δ = {statement['delta']:g}, not below 1/ñ of the count of training rows it read"
     try:
         claim = [(json.dumps(statement["event"]), float(statement["epsilon"]))]
-        return _claims_below_floor(claim, str(statement["accountant"]), float(statement["delta"]))
+        return _claims_below_floor(claim, statement["accountant"], float(statement["delta"]))
     except (KeyError, TypeError, ValueError):
-        return "has a privacy statement without its ε, δ, accountant and DP event"
+        return "has a privacy statement whose DP event is not one pillar reads"
 
 
 def _gsd_ranking(arrays: dict, attrs: dict, splits: list[str]) -> str | None:

@@ -10,9 +10,11 @@ import warnings
 import zipfile
 from pathlib import Path
 
+from pillar_cli.artifacts.schema import carried_problem
 from pillar_cli.errors import ArtifactError
 
 EXPORT_FORMATS = ("onnx", "torchscript", "safetensors")
+SUFFIXES = {"onnx": (".onnx",), "torchscript": (".pt", ".pth", ".ts"), "safetensors": (".safetensors",)}
 METADATA_KEYS = ("privacy", "class_names", "head", "features")  # each stored as JSON under "pillar_<key>"
 EXTRA_FILE = "pillar.json"  # TorchScript: one extra file holding the metadata
 
@@ -26,27 +28,42 @@ def exported_format(path: Path) -> str | None:
 
 
 def read_export_metadata(path: Path) -> dict:
-    """The statement, class names, head and feature recipe an exported file carries, by key."""
+    """The statement, class names, head and feature recipe an exported file carries, by key; refused with one line
+    when the file is not of its format, carries no pillar metadata, or carries metadata of the wrong shape."""
     fmt = exported_format(path)
     try:
-        if fmt == "onnx":
-            import onnx
+        raw = _raw_metadata(path, fmt)
+    except Exception as err:  # each format's reader raises its own types on a foreign or damaged file
+        raise ArtifactError(f"{path} is not a readable {fmt} file ({str(err).splitlines()[0][:120]})",
+                            hint="export it again with pillar export") from err
+    missing = [key for key in METADATA_KEYS if f"pillar_{key}" not in raw]
+    if missing:
+        raise ArtifactError(f"{path} carries no pillar {missing[0]} in its metadata", hint="export it with pillar export")
+    try:
+        carried = {key: json.loads(raw[f"pillar_{key}"]) for key in METADATA_KEYS}
+    except (TypeError, ValueError):
+        raise ArtifactError(f"{path}: its pillar metadata is not JSON") from None
+    if problem := carried_problem(carried):
+        raise ArtifactError(f"{path} {problem}")
+    return carried
 
-            raw = {prop.key: prop.value for prop in onnx.load(str(path), load_external_data=False).metadata_props}
-        elif fmt == "safetensors":
-            from safetensors import safe_open
 
-            with safe_open(str(path), "np") as handle:
-                raw = handle.metadata() or {}
-        else:
-            import torch
+def _raw_metadata(path: Path, fmt: str | None) -> dict:
+    """The format's own key-value metadata."""
+    if fmt == "onnx":
+        import onnx
 
-            files = {EXTRA_FILE: ""}
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", FutureWarning)  # TorchScript is deprecated in torch, still read
-                torch.jit.load(str(path), map_location="cpu", _extra_files=files)
-            raw = json.loads(files[EXTRA_FILE] or "{}")
-        return {key: json.loads(raw[f"pillar_{key}"]) for key in METADATA_KEYS}
-    except Exception as err:  # each reader raises its own types on a foreign or damaged file
-        raise ArtifactError(f"{path} carries no pillar privacy statement ({type(err).__name__})",
-                            hint="export it with pillar export") from err
+        return {prop.key: prop.value for prop in onnx.load(str(path), load_external_data=False).metadata_props}
+    if fmt == "safetensors":
+        from safetensors import safe_open
+
+        with safe_open(str(path), "np") as handle:
+            return handle.metadata() or {}
+    import torch
+
+    files = {EXTRA_FILE: ""}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # TorchScript is deprecated in torch, still read
+        torch.jit.load(str(path), map_location="cpu", _extra_files=files)
+    extra = json.loads(files[EXTRA_FILE] or "{}")
+    return extra if isinstance(extra, dict) else {}

@@ -1,0 +1,69 @@
+"""Releases and exports edited by hand (and re-stamped, as a buggy writer would): every reader answers in one line,
+leaves no partial output, and names what is wrong; an export cannot be written under another format's name."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from checks import edited_copy
+from safetensors.numpy import save_file
+
+pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
+
+
+@pytest.fixture(scope="module")
+def release(mnist, pillar, tmp_path_factory):
+    root = tmp_path_factory.mktemp("hostile-release")
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--k", "10", "--lr", "0.5", "--steps",
+           "20", "-o", root / "m.h5")
+    pillar("release", root / "m.h5", "-o", root / "rel.h5")
+    return root / "rel.h5"
+
+
+def _attrs_edit(key: str, change):
+    def edit(h5):
+        value = json.loads(h5.attrs[key])
+        change(value)
+        h5.attrs[key] = json.dumps(value)
+    return edit
+
+
+@pytest.mark.parametrize("edit, problem", [
+    (_attrs_edit("privacy", lambda p: p.update(epsilon="0.995")),
+     "has a privacy statement whose epsilon is not of its type"),
+    (_attrs_edit("features", lambda f: f.pop("feature_dim")),
+     "records a feature recipe whose feature_dim is not its scaler's 784"),
+    (_attrs_edit("privacy", lambda p: p.update(delta=0.5)),
+     "states δ = 0.5, not below 1/ñ of the count of training rows it read"),
+    (lambda h5: h5.attrs.__setitem__("class_names", json.dumps(["0"] * 10)),
+     "has class names that are not two or more distinct texts"),
+], ids=["epsilon-a-string", "no-feature-dim", "delta-half", "same-class-names"])
+def test_an_edited_release_is_refused_in_one_line_by_predict(pillar, mnist, release, tmp_path, edit, problem):
+    forged, out = tmp_path / "forged.h5", tmp_path / "p.csv"
+    with edited_copy(release, forged) as h5:
+        edit(h5)
+    result = pillar("predict", forged, f"{mnist['emb']}:test", "-o", out, expect=None)
+    assert result.exit_code == 3 and problem in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) <= 2 and not out.exists()
+
+
+def test_exports_are_named_as_their_format_and_read_in_one_line(pillar, release, tmp_path):
+    wrong = pillar("export", release, "--format", "onnx", "-o", tmp_path / "x.pt", expect=None)
+    assert wrong.exit_code == 2 and wrong.stderr.splitlines()[0] == \
+        f"error: {tmp_path / 'x.pt'}: a onnx file is named .onnx, so that readers know its format"
+    assert not (tmp_path / "x.pt").exists()
+    cases = {"none.safetensors": ({}, "carries no pillar privacy in its metadata"),
+             "json.safetensors": ({f"pillar_{key}": "{" for key in ("privacy", "class_names", "head", "features")},
+                                  "its pillar metadata is not JSON"),
+             "shape.safetensors": ({"pillar_privacy": "[]", "pillar_class_names": "{}", "pillar_head": "{}",
+                                    "pillar_features": "{}"}, "carries a class_names that is not a list")}
+    for name, (metadata, problem) in cases.items():
+        save_file({"bias": np.zeros(2, np.float32)}, str(tmp_path / name), metadata=metadata)
+        result = pillar("inspect", tmp_path / name, expect=None)
+        assert result.exit_code == 3 and problem in result.stderr and "Traceback" not in result.stderr, name
+        assert "Error" not in result.stderr.split("\n")[0]  # no Python exception's name in the line
+    (tmp_path / "cut.onnx").write_bytes(b"\x08\x07not onnx at all")
+    cut = pillar("inspect", tmp_path / "cut.onnx", expect=None)
+    assert cut.exit_code == 3 and f"{tmp_path / 'cut.onnx'} is not a readable onnx file" in cut.stderr
