@@ -14,7 +14,7 @@ from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.model import ONE_CONFIGURATION, StoredRun, run_rows, stored_runs
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
-from pillar_cli.randomness import noise_is_reproducible
+from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 from pillar_cli.release.statement import privacy_statement
 
 _CELL_KEYS = {"method": str, "k": str, "eps": float}
@@ -37,7 +37,7 @@ def parse_cell(text: str | None) -> dict:
 def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple[Classifier, dict]:
     """The classifier of the cell `wanted` names (parse_cell) and the repetition `seed` (None: the lowest), and
     what was chosen (cell, seed, selection)."""
-    if noise_is_reproducible(model.attrs):
+    if noise_is_reproducible(model.attrs) or _seeded_by_provenance(model):
         raise PrivacyError(f"{model.path} was trained with experiment-only noise ({param('noise_seed')}): anyone "
                            "holding the seed can remove it, so it has no guarantee to release",
                            hint=f"train again without {param('noise_seed')}")
@@ -56,6 +56,17 @@ def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple
     statement = privacy_statement(model, run, choice["selected"], len(cells))
     chosen_as = {"cell": _cell_name(choice), "seed": run.key.seed, "seeds": seeds, "selected": choice["selected"]}
     return (_network(model, run, statement) if is_network(model) else _classifier(model, run, statement)), chosen_as
+
+
+def _seeded_by_provenance(model: Artifact) -> bool:
+    """Whether the model's own record says its noise came from a seed, whatever its `noise` attribute says: the
+    command that wrote it, its resolved options, or its whole-file statement (an edit of one attribute cannot
+    launder a seeded model)."""
+    provenance = model.provenance
+    said = [] if provenance is None else [provenance.config.get("noise_seed") is not None,
+                                          "--noise-seed" in provenance.command]
+    whole = model.attrs.get("whole_file") or {}
+    return any(said) or NOT_PRIVATE_NOTE in str(whole.get("composition", ""))
 
 
 def _cells(model: Artifact) -> list[dict]:

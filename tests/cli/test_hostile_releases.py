@@ -67,3 +67,18 @@ def test_exports_are_named_as_their_format_and_read_in_one_line(pillar, release,
     (tmp_path / "cut.onnx").write_bytes(b"\x08\x07not onnx at all")
     cut = pillar("inspect", tmp_path / "cut.onnx", expect=None)
     assert cut.exit_code == 3 and f"{tmp_path / 'cut.onnx'} is not a readable onnx file" in cut.stderr
+
+
+def test_a_seeded_model_edited_to_look_secret_is_not_released(mnist, pillar, tmp_path):
+    """Only the `noise` attribute set back to OS entropy (and re-stamped): the command, the options and the
+    whole-file statement still say the noise came from a seed."""
+    seeded, forged = tmp_path / "seeded.h5", tmp_path / "forged.h5"
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--k", "10", "--lr", "0.5", "--steps",
+           "20", "--noise-seed", "7", "-o", seeded)
+    with edited_copy(seeded, forged) as h5:
+        h5.attrs["noise"] = json.dumps({"source": "os-entropy", "reproducible": False, "note": "edited"})
+    result = pillar("release", forged, "-o", tmp_path / "rel.h5", expect=None)
+    assert result.exit_code == 5 and result.stderr.splitlines()[0] == (
+        f"error: {forged} was trained with experiment-only noise (--noise-seed): anyone holding the seed can remove "
+        "it, so it has no guarantee to release")
+    assert not (tmp_path / "rel.h5").exists()
