@@ -249,6 +249,13 @@ def carried_problem(carried: dict) -> str | None:
     return _statement_problem(carried["privacy"])
 
 
+def statement_summary(statement: dict) -> str:
+    """The one-line summary a statement shows, made from its numbers and lists (never stored prose alone)."""
+    return (f"(ε = {statement['epsilon']:.4g}, δ = {statement['delta']:g})-DP ({statement['accountant']}) for "
+            f"{statement['neighbouring']}; covers: {'; '.join(statement['covers'])}; does not cover: "
+            f"{'; '.join(statement['not_covered'])}")
+
+
 def _statement_problem(statement: dict) -> str | None:
     """A statement whose fields are not of their types, whose δ is not below 1/ñ of the count it read, or whose ε is
     below what its DP event spends (privacy/floor.py)."""
@@ -260,6 +267,8 @@ def _statement_problem(statement: dict) -> str | None:
     rows = (statement.get("count") or {}).get("value")
     if not 0 < statement["delta"] < (1 / rows if isinstance(rows, (int, float)) and rows >= 1 else 1):
         return f"states δ = {statement['delta']:g}, not below 1/ñ of the count of training rows it read"
+    if statement["summary"] != statement_summary(statement):
+        return "has a privacy summary that does not say what its numbers and lists say"
     try:
         claim = [(json.dumps(statement["event"]), float(statement["epsilon"]))]
         return _claims_below_floor(claim, statement["accountant"], float(statement["delta"]))

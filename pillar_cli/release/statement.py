@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import StoredRun
+from pillar_cli.artifacts.schema import statement_summary
 from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy.count import NOISY, PUBLIC, RowCount
 
@@ -57,8 +58,7 @@ def privacy_statement(model: Artifact, run: StoredRun, selected: str, cells: int
         "covers": covers, "not_covered": not_covered, "noise": model.attrs.get("noise", {}),
         **({} if count is None else {"count": count.to_dict()}),
     }
-    statement["summary"] = (f"(ε = {run.epsilon_spent:.4g}, δ = {delta:g})-DP ({ledger['accountant']}) for "
-                            f"{NEIGHBOURING}; covers: {'; '.join(covers)}; does not cover: {'; '.join(not_covered)}")
+    statement["summary"] = statement_summary(statement)
     return statement
 
 

@@ -4,6 +4,7 @@ leaves no partial output, and names what is wrong; an export cannot be written u
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -39,7 +40,11 @@ def _attrs_edit(key: str, change):
      "states δ = 0.5, not below 1/ñ of the count of training rows it read"),
     (lambda h5: h5.attrs.__setitem__("class_names", json.dumps(["0"] * 10)),
      "has class names that are not two or more distinct texts"),
-], ids=["epsilon-a-string", "no-feature-dim", "delta-half", "same-class-names"])
+    (_attrs_edit("privacy", lambda p: p.update(summary=re.sub(r"^\(ε = [\d.]+", "(ε = 0.01", p["summary"]))),
+     "has a privacy summary that does not say what its numbers and lists say"),
+    (_attrs_edit("privacy", lambda p: p.update(not_covered=[])),
+     "has a privacy summary that does not say what its numbers and lists say"),
+], ids=["epsilon-a-string", "no-feature-dim", "delta-half", "same-class-names", "summary-edited", "list-emptied"])
 def test_an_edited_release_is_refused_in_one_line_by_predict(pillar, mnist, release, tmp_path, edit, problem):
     forged, out = tmp_path / "forged.h5", tmp_path / "p.csv"
     with edited_copy(release, forged) as h5:
