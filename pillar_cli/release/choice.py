@@ -15,7 +15,7 @@ from pillar_cli.artifacts.model import ONE_CONFIGURATION, StoredRun, run_rows, s
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
-from pillar_cli.release.statement import privacy_statement
+from pillar_cli.release.statement import privacy_statement, require_exact_claim
 
 _CELL_KEYS = {"method": str, "k": str, "eps": float}
 
@@ -54,6 +54,7 @@ def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple
                          f"not {seed}")
     run = chosen[seeds.index(seed) if seed is not None else 0]
     statement = privacy_statement(model, run, choice["selected"], len(cells))
+    require_exact_claim(statement, f"run {run.local_id} of {model.path}")
     chosen_as = {"cell": _cell_name(choice), "seed": run.key.seed, "seeds": seeds, "selected": choice["selected"]}
     return (_network(model, run, statement) if is_network(model) else _classifier(model, run, statement)), chosen_as
 

@@ -24,6 +24,7 @@ from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state
 from pillar_cli.embedding.recipe import embedder_for
 from pillar_cli.errors import UsageError, param
 from pillar_cli.release.exported import EXPORT_FORMATS, EXTRA_FILE, METADATA_KEYS, SUFFIXES
+from pillar_cli.release.statement import require_exact_claim
 
 
 class ClassifierModule(torch.nn.Module):
@@ -85,6 +86,7 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
     as `weights`) and computes in fp32."""
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown {param('format')} '{fmt}' (known: {', '.join(EXPORT_FORMATS)})")
+    require_exact_claim(classifier.privacy, "the classifier")
     if out.suffix.lower() not in SUFFIXES[fmt]:
         raise UsageError(f"{out}: a {fmt} file is named {' or '.join(SUFFIXES[fmt])}, so that readers know its format")
     if classifier.is_network and features_only:

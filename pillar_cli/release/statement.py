@@ -14,9 +14,11 @@ from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import StoredRun
 from pillar_cli.artifacts.schema import statement_summary
 from pillar_cli.errors import PrivacyError
+from pillar_cli.privacy import event_from_dict, spent_epsilon
 from pillar_cli.privacy.count import NOISY, PUBLIC, RowCount
 
 NEIGHBOURING = "add or remove one training row (its features and label)"
+EXACT_SLACK = 1e-6  # an honest claim is the accountant's own number, written as is
 
 
 def privacy_statement(model: Artifact, run: StoredRun, selected: str, cells: int) -> dict:
@@ -74,3 +76,15 @@ def _count_read(model: Artifact, run: StoredRun) -> RowCount | None:
         return None
     count = RowCount.from_dict(record)
     return count if count.kind in (NOISY, PUBLIC) else None
+
+
+def require_exact_claim(statement: dict, where: str) -> None:
+    """The statement's ε, recomputed in full from its event tree by its accountant at its δ (a second or two, paid
+    where a file is released or exported rather than on every read, which checks a cheaper floor): a claim below it
+    was edited after it was written."""
+    event = event_from_dict(statement["event"])
+    recomputed = spent_epsilon(statement["accountant"], event, float(statement["delta"]))
+    if float(statement["epsilon"]) < recomputed * (1 - EXACT_SLACK):
+        raise PrivacyError(f"{where} claims ε = {float(statement['epsilon']):.4g} for a DP event that spends "
+                           f"ε = {recomputed:.4g} ({statement['accountant']}, δ = {float(statement['delta']):g}): its "
+                           "ε was changed after it was written")

@@ -11,6 +11,8 @@ import pytest
 from checks import edited_copy
 from safetensors.numpy import save_file
 
+from pillar_cli.artifacts.schema import statement_summary
+
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
 
@@ -86,4 +88,27 @@ def test_a_seeded_model_edited_to_look_secret_is_not_released(mnist, pillar, tmp
     assert result.exit_code == 5 and result.stderr.splitlines()[0] == (
         f"error: {forged} was trained with experiment-only noise (--noise-seed): anyone holding the seed can remove "
         "it, so it has no guarantee to release")
+    assert not (tmp_path / "rel.h5").exists()
+
+
+def test_an_epsilon_edited_within_the_read_floor_is_caught_where_it_is_released_and_exported(pillar, mnist, release,
+                                                                                              tmp_path):
+    """0.92 of the true ε passes the cheap floor every read checks; releasing and exporting recompute it in full."""
+    forged = tmp_path / "forged.h5"
+
+    def lower(statement):
+        statement["epsilon"] *= 0.92
+        statement["summary"] = statement_summary(statement)  # a consistent summary: only the number lies
+
+    with edited_copy(release, forged) as h5:
+        _attrs_edit("privacy", lower)(h5)
+    assert pillar("inspect", forged).exit_code == 0  # the read floor lets it through
+    result = pillar("export", forged, "--format", "safetensors", "-o", tmp_path / "x.safetensors", expect=None)
+    assert result.exit_code == 5 and "error: the classifier claims ε = " in result.stderr
+    assert "its ε was changed after it was written" in result.stderr and not (tmp_path / "x.safetensors").exists()
+    model, forged_model = release.parent / "m.h5", tmp_path / "m.h5"
+    with edited_copy(model, forged_model) as h5:
+        h5["runs/epsilon_spent"][0] = h5["runs/epsilon_spent"][0] * 0.92
+    refused = pillar("release", forged_model, "-o", tmp_path / "rel.h5", expect=None)
+    assert refused.exit_code == 5 and "its ε was changed after it was written" in refused.stderr
     assert not (tmp_path / "rel.h5").exists()
