@@ -87,8 +87,6 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown {param('format')} '{fmt}' (known: {', '.join(EXPORT_FORMATS)})")
     require_exact_claim(classifier.privacy, "the classifier")
-    if out.suffix.lower() not in SUFFIXES[fmt]:
-        raise UsageError(f"{out}: a {fmt} file is named {' or '.join(SUFFIXES[fmt])}, so that readers know its format")
     if classifier.is_network and features_only:
         raise UsageError(f"the release holds a fine-tuned network, which reads the images themselves: export it from "
                          f"images (drop {param('features_only', True)})")
@@ -97,6 +95,8 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
     if shape is not None:
         features = embedder_for(classifier.features, weights=weights, device="cpu",
                                 trust_checkpoint=trust_checkpoint).module()
+    if out.suffix.lower() not in SUFFIXES[fmt]:
+        raise UsageError(f"{out}: a {fmt} file is named {' or '.join(SUFFIXES[fmt])}, so that readers know its format")
     metadata = {f"pillar_{key}": json.dumps(_metadata(classifier)[key]) for key in METADATA_KEYS}
     module = _network_module(classifier, features) if classifier.is_network else ClassifierModule(classifier, features)
     if module is not None:

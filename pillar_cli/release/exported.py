@@ -14,7 +14,7 @@ from pillar_cli.artifacts.schema import carried_problem
 from pillar_cli.errors import ArtifactError
 
 EXPORT_FORMATS = ("onnx", "torchscript", "safetensors")
-SUFFIXES = {"onnx": (".onnx",), "torchscript": (".pt", ".pth", ".ts"), "safetensors": (".safetensors",)}
+SUFFIXES = {"onnx": (".onnx",), "torchscript": (".pt", ".pth", ".ts", ".torchscript"), "safetensors": (".safetensors",)}
 METADATA_KEYS = ("privacy", "class_names", "head", "features")  # each stored as JSON under "pillar_<key>"
 EXTRA_FILE = "pillar.json"  # TorchScript: one extra file holding the metadata
 
