@@ -267,13 +267,15 @@ def _statement_problem(statement: dict) -> str | None:
     rows = (statement.get("count") or {}).get("value")
     if not 0 < statement["delta"] < (1 / rows if isinstance(rows, (int, float)) and rows >= 1 else 1):
         return f"states δ = {statement['delta']:g}, not below 1/ñ of the count of training rows it read"
-    if statement["summary"] != statement_summary(statement):
-        return "has a privacy summary that does not say what its numbers and lists say"
     try:
         claim = [(json.dumps(statement["event"]), float(statement["epsilon"]))]
-        return _claims_below_floor(claim, statement["accountant"], float(statement["delta"]))
+        if problem := _claims_below_floor(claim, statement["accountant"], float(statement["delta"])):
+            return problem
     except (KeyError, TypeError, ValueError):
         return "has a privacy statement whose DP event is not one pillar reads"
+    if statement["summary"] != statement_summary(statement):
+        return "has a privacy summary that does not say what its numbers and lists say"
+    return None
 
 
 def _gsd_ranking(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
