@@ -88,16 +88,31 @@ def index_samples(shards: list[Path], image: str | None, label: str) -> Samples:
 
 def _members(shard: Path) -> dict[str, dict[str, tarfile.TarInfo]]:
     """Sample key → extension → member, in the order of the shard (WebDataset's key: the name before its first dot
-    in the last path component, with the directory)."""
+    in the last path component, with the directory). A key with two members of one extension, a member that runs
+    past the end of the file, or a shard without tar's end-of-archive blocks (cut at a member's end) is refused."""
     samples: dict[str, dict[str, tarfile.TarInfo]] = {}
+    size, end = shard.stat().st_size, 0
     with tarfile.open(shard, mode="r:") as tar:
         for member in tar:
+            end = max(end, member.offset_data + -(-member.size // 512) * 512)
             if not member.isfile():
                 continue
+            if member.offset_data + member.size > size:
+                raise DataError(f"{shard} is cut short: member {member.name} needs {member.size} bytes at offset "
+                                f"{member.offset_data}, the file ends at {size}")
             folder, _, name = member.name.rpartition("/")
             stem, dot, extension = name.partition(".")
             if dot:
-                samples.setdefault(f"{folder}/{stem}" if folder else stem, {})[extension.lower()] = member
+                key, extension = (f"{folder}/{stem}" if folder else stem), extension.lower()
+                if extension in samples.setdefault(key, {}):
+                    raise DataError(f"sample '{key}' of {shard} has two .{extension} members: a WebDataset key "
+                                    "names one sample", hint="give every sample a key of its own")
+                samples[key][extension] = member
+    with open(shard, "rb") as file:
+        file.seek(end)
+        if file.read(1024) != bytes(1024):
+            raise DataError(f"{shard} ends without tar's end-of-archive blocks after its last member: it was cut "
+                            "short")
     return samples
 
 
