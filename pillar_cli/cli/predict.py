@@ -87,9 +87,9 @@ def _classify_raw(released: Classifier, estimator: DPLinearClassifier | NetworkC
                   weights: Path | None, trust_checkpoint: bool, device: str, batch_size: int,
                   workers: int | None) -> tuple[np.ndarray, np.ndarray]:
     """(row names, probabilities) of a source's raw inputs, embedded by the classifier's rebuilt embedder."""
-    from pillar_cli.release.inputs import classify_inputs, input_embedder  # torch: only for raw inputs
+    from pillar_cli.release.inputs import classify_inputs, decoded_as_recorded, input_embedder  # torch: raw inputs
 
-    dataset = load_source(source, options)
+    dataset = load_source(source, decoded_as_recorded(released, source, options))
     embedder = input_embedder(released, dataset, weights=weights, device=device, trust_checkpoint=trust_checkpoint)
     with progress_bar(f"classifying {options.path or source}", sum(dataset.part_sizes), "rows") as advance:
         probabilities = classify_inputs(dataset, embedder, estimator.predict_proba, batch_size=batch_size,

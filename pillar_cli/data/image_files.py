@@ -1,6 +1,7 @@
 """Images on disk as a lazily decoded array: an index of files built without decoding any of them.
 
-`ImageFiles` behaves like a uint8 array of shape (N, H, W, 3) for what the embedding stage does with a source:
+`ImageFiles` behaves like a uint8 array of shape (N, H, W, C) for what the embedding stage does with a source (C = 3,
+or 1 for greyscale files read as the greyscale rows a classifier was trained on):
 its length and shape, and reading rows (a slice or sorted ids), which decodes just those files. So memory holds
 the file names, not the images, and decoding happens where the rows are read — in the DataLoader workers of
 `embed --workers N`, several files at a time.
@@ -20,19 +21,35 @@ from pillar_cli.errors import DataError, param
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".ppm", ".tif", ".tiff", ".webp"}
 
 
-def decode_image(file: str | BinaryIO, size: int | None, name: str | None = None) -> np.ndarray:
-    """One image (a file, or its bytes in a file object called `name`) as RGB uint8 (H, W, 3), resized to
-    size × size when given."""
-    from PIL import Image, UnidentifiedImageError
+CHANNELS = {1: "L", 3: "RGB"}  # what an image becomes: greyscale or colour, 8 bits a channel
+
+
+def decode_image(file: str | BinaryIO, size: int | None, name: str | None = None, channels: int = 3) -> np.ndarray:
+    """One image (a file, or its bytes in a file object called `name`) as uint8 (H, W, channels), upright (its EXIF
+    orientation applied), resized to size × size when given. 16-bit and 32-bit integer images (X-rays, microscopy)
+    are scaled to 8 bits by their bit depth, not clipped; palette, alpha and CMYK images are converted."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
 
     try:
-        with Image.open(file) as image:
-            rgb = image.convert("RGB")
+        with Image.open(file) as opened:
+            image = _eight_bit(ImageOps.exif_transpose(opened)).convert(CHANNELS[channels])
             if size:
-                rgb = rgb.resize((size, size), Image.BILINEAR)
-            return np.asarray(rgb, dtype=np.uint8)
+                image = image.resize((size, size), Image.BILINEAR)
+            return np.asarray(image, dtype=np.uint8).reshape(image.height, image.width, channels)
     except (OSError, UnidentifiedImageError, ValueError, Image.DecompressionBombError) as err:
         raise DataError(f"cannot decode image {name or file}: {str(err).splitlines()[0]}") from err
+
+
+def _eight_bit(image):
+    """An integer image of more than 8 bits (PIL modes I;16*, I) as 8-bit greyscale: value / 257 for 16-bit data
+    (65,535 → 255), the same for 32-bit integer images holding 16-bit values; float images clipped to [0, 255]."""
+    from PIL import Image
+
+    if image.mode.startswith("I") or image.mode == "F":
+        values = np.asarray(image, dtype=np.float64)
+        scaled = values / 257.0 if image.mode != "F" else values
+        return Image.fromarray(np.clip(np.rint(scaled), 0, 255).astype(np.uint8), mode="L")
+    return image
 
 
 def require_shape(image: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
@@ -44,19 +61,19 @@ def require_shape(image: np.ndarray, shape: tuple[int, ...], name: str) -> np.nd
 
 
 class ImageFiles:
-    """An (N, H, W, 3) uint8 array-like over image files, decoded row by row when read. Without `size` every image
+    """An (N, H, W, channels) uint8 array-like over image files, decoded row by row when read. Without `size` every image
     must have the first one's size; a file of another size is an error naming it. With `skip_bad`, a file that
     cannot be decoded reads as zeros and is listed in `skipped` (the embedding stage drops its row)."""
 
     dtype = np.dtype(np.uint8)
 
     def __init__(self, files: list[str], size: int | None = None, image_shape: tuple[int, ...] | None = None,
-                 skip_bad: bool = False):
+                 skip_bad: bool = False, channels: int = 3):
         if not files:
             raise DataError("no image files to read")
-        self.files, self.size, self.skip_bad, self.skipped = files, size, skip_bad, []
+        self.files, self.size, self.skip_bad, self.skipped, self.channels = files, size, skip_bad, [], channels
         if image_shape is None:
-            image_shape = (size, size, 3) if size else decode_image(files[0], None).shape
+            image_shape = (size, size, channels) if size else decode_image(files[0], None, channels=channels).shape
         self.shape = (len(files), *image_shape)
 
     def __len__(self) -> int:
@@ -71,7 +88,7 @@ class ImageFiles:
 
     def _decode(self, file: str) -> np.ndarray:
         try:
-            image = decode_image(file, self.size)
+            image = decode_image(file, self.size, channels=self.channels)
         except DataError:
             if not self.skip_bad:
                 raise
@@ -81,10 +98,11 @@ class ImageFiles:
 
     def subset(self, ids: np.ndarray) -> ImageFiles:
         """The files at sorted row ids, still undecoded."""
-        return ImageFiles([self.files[i] for i in ids.tolist()], self.size, self.shape[1:], self.skip_bad)
+        return ImageFiles([self.files[i] for i in ids.tolist()], self.size, self.shape[1:], self.skip_bad,
+                          self.channels)
 
     def skipping_bad(self) -> ImageFiles:
-        return ImageFiles(self.files, self.size, self.shape[1:], skip_bad=True)
+        return ImageFiles(self.files, self.size, self.shape[1:], skip_bad=True, channels=self.channels)
 
     def positions_of(self, files: set[str]) -> list[int]:
         return [i for i, file in enumerate(self.files) if file in files]

@@ -38,6 +38,14 @@ class SourceOptions:
             raise DataError(f"source '{source}': {self.path} does not exist")
         return self.path
 
+    def channels(self) -> int:
+        """Image files decoded to 1 (greyscale) or 3 (colour) channels: param channels, default 3."""
+        channels = self.number("channels", 3)
+        if channels not in (1, 3):
+            raise UsageError(f"{param('params')} channels={self.params['channels']}: image files are read as 1 "
+                             "(greyscale) or 3 (colour) channels")
+        return int(channels)
+
     def number(self, key: str, default: float) -> float:
         try:
             return float(self.params.get(key, default))
@@ -162,10 +170,11 @@ def _h5(options: SourceOptions) -> Dataset:
     return readers.read_array_file(path, readers.load_h5(path))
 
 
-@register("image-folder", "PATH/<class>/*.png|jpg (or PATH/train and PATH/test of those); param size=N resizes")
+@register("image-folder", "PATH/<class>/*.png|jpg (or PATH/train and PATH/test of those); param size=N resizes, "
+          "channels=1 reads greyscale (16-bit scaled to 8)")
 def _image_folder(options: SourceOptions) -> Dataset:
     size = int(options.number("size", 0)) or None
-    return readers.read_image_folder(options.require_path("image-folder"), size)
+    return readers.read_image_folder(options.require_path("image-folder"), size, options.channels())
 
 
 @register("cifar", "CIFAR-10/100 python pickle batches (cifar-10-batches-py or cifar-100-python folder)")
@@ -183,9 +192,11 @@ def _pcam(options: SourceOptions) -> Dataset:
     return readers.read_pcam(options.require_path("pcam"))
 
 
-@register("manifest", "CSV of path,label rows (paths relative to the CSV); param size=N resizes")
+@register("manifest", "CSV of path,label rows (paths relative to the CSV); param size=N resizes, channels=1 reads "
+          "greyscale")
 def _manifest(options: SourceOptions) -> Dataset:
-    return readers.read_manifest(options.require_path("manifest"), int(options.number("size", 0)) or None)
+    return readers.read_manifest(options.require_path("manifest"), int(options.number("size", 0)) or None,
+                                 options.channels())
 
 
 @register("hf", "a Hugging Face dataset on disk: a save_to_disk folder or Parquet shards; images decoded when read; "

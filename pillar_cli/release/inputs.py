@@ -4,19 +4,30 @@ same loader as `pillar embed` (decoding workers, one batch on the GPU while the 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from pillar_cli.artifacts.classifier import Classifier
-from pillar_cli.data import Dataset
+from pillar_cli.data import Dataset, SourceOptions
 from pillar_cli.embedding.extraction import stream_split
 from pillar_cli.embedding.features import Embedder
 from pillar_cli.embedding.recipe import embedder_for
 from pillar_cli.errors import DataError, param
 
 Probabilities = Callable[[np.ndarray], np.ndarray]
+GREYSCALE_SOURCES = ("image-folder", "manifest")  # the sources whose image files can be read as greyscale
+
+
+def decoded_as_recorded(classifier: Classifier, source: str, options: SourceOptions) -> SourceOptions:
+    """Image files decoded the way the classifier's rows were embedded: as greyscale when its training images had one
+    channel (digits, MNIST, any N×H×W array), unless the caller names the channels."""
+    shape = classifier.features.get("image_shape") or classifier.features.get("input_shape") or []
+    if source in GREYSCALE_SOURCES and len(shape) == 3 and shape[2] == 1 and "channels" not in options.params:
+        return replace(options, params={**options.params, "channels": "1"})
+    return options
 
 
 def input_embedder(classifier: Classifier, dataset: Dataset, *, weights: Path | None, device: str,

@@ -47,7 +47,8 @@ def test_resume_decodes_only_the_rows_not_done(pillar, tmp_path, monkeypatch):
     command = ["embed", "--source", "image-folder", "--path", folder, "--param", "size=16", "--batch-size", "8",
                "--workers", "0", "-o", "emb.h5"]
     decodes, real_decode = [], image_files.decode_image
-    monkeypatch.setattr(image_files, "decode_image", lambda file, size: decodes.append(file) or real_decode(file, size))
+    monkeypatch.setattr(image_files, "decode_image",
+                        lambda file, size, **how: decodes.append(file) or real_decode(file, size, **how))
     real_write, writes = extraction.FeatureStore.write, []
 
     def interrupted_write(self, split, start, rows):
