@@ -38,6 +38,7 @@ class Classifier:
     features: dict  # artifacts.feature_recipe of the rows it reads
     privacy: dict  # the statement
     network: dict[str, np.ndarray] | None = None  # a fine-tuned network's weights by name
+    content_hash: str | None = None  # of the artifact it was read from (None before it is written)
 
     @property
     def is_network(self) -> bool:
@@ -62,5 +63,5 @@ def read_classifier(path: str) -> Classifier:
     network = {name[len(NETWORK_PREFIX):]: array for name, array in arrays.items() if name.startswith(NETWORK_PREFIX)}
     return Classifier(arrays["mean"], arrays["scale"], arrays.get("weights"), arrays.get("bias"), arrays.get("basis"),
                       [str(name) for name in attrs["class_names"]], attrs["head"], attrs["features"], attrs["privacy"],
-                      network or None)
+                      network or None, artifact.provenance.content_hash)
 

@@ -23,7 +23,7 @@ from pillar_cli.artifacts.files import replacing
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state
 from pillar_cli.embedding.recipe import embedder_for
 from pillar_cli.errors import UsageError, param
-from pillar_cli.release.exported import EXPORT_FORMATS, EXTRA_FILE, METADATA_KEYS, SUFFIXES
+from pillar_cli.release.exported import EXPORT_FORMATS, EXTRA_FILE, HASH_KEY, METADATA_KEYS, SUFFIXES, metadata_hash
 from pillar_cli.release.statement import require_exact_claim
 
 
@@ -97,7 +97,8 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
                                 trust_checkpoint=trust_checkpoint).module()
     if out.suffix.lower() not in SUFFIXES[fmt]:
         raise UsageError(f"{out}: a {fmt} file is named {' or '.join(SUFFIXES[fmt])}, so that readers know its format")
-    metadata = {f"pillar_{key}": json.dumps(_metadata(classifier)[key]) for key in METADATA_KEYS}
+    carried = _metadata(classifier)
+    metadata = {f"pillar_{key}": json.dumps(carried[key]) for key in METADATA_KEYS} | {HASH_KEY: metadata_hash(carried)}
     module = _network_module(classifier, features) if classifier.is_network else ClassifierModule(classifier, features)
     if module is not None:
         module.eval().requires_grad_(False)
@@ -132,8 +133,9 @@ def _network_module(classifier: Classifier, features: torch.nn.Module | None) ->
 
 
 def _metadata(classifier: Classifier) -> dict:
+    """What an export carries: the statement, class names, head and recipe, and the release it came from."""
     return {"privacy": classifier.privacy, "class_names": classifier.class_names, "head": classifier.head,
-            "features": classifier.features}
+            "features": classifier.features, "release": {"content_hash": classifier.content_hash}}
 
 
 def _export_onnx(module: torch.nn.Module, example: torch.Tensor, path: Path, metadata: dict[str, str]) -> None:

@@ -5,6 +5,7 @@ imported only for its own format.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import warnings
 import zipfile
@@ -15,7 +16,8 @@ from pillar_cli.errors import ArtifactError
 
 EXPORT_FORMATS = ("onnx", "torchscript", "safetensors")
 SUFFIXES = {"onnx": (".onnx",), "torchscript": (".pt", ".pth", ".ts", ".torchscript"), "safetensors": (".safetensors",)}
-METADATA_KEYS = ("privacy", "class_names", "head", "features")  # each stored as JSON under "pillar_<key>"
+METADATA_KEYS = ("privacy", "class_names", "head", "features", "release")  # each stored as JSON under "pillar_<key>"
+HASH_KEY = "pillar_content_hash"  # sha256 over the metadata above: an edit of one value without it is refused
 EXTRA_FILE = "pillar.json"  # TorchScript: one extra file holding the metadata
 
 
@@ -43,9 +45,17 @@ def read_export_metadata(path: Path) -> dict:
         carried = {key: json.loads(raw[f"pillar_{key}"]) for key in METADATA_KEYS}
     except (TypeError, ValueError):
         raise ArtifactError(f"{path}: its pillar metadata is not JSON") from None
+    if raw.get(HASH_KEY) != metadata_hash(carried):
+        raise ArtifactError(f"{path}: its pillar metadata was changed after it was exported (its content hash does "
+                            "not match)", hint="export it again from its release")
     if problem := carried_problem(carried):
         raise ArtifactError(f"{path} {problem}")
     return carried
+
+
+def metadata_hash(carried: dict) -> str:
+    """sha256 over the pillar metadata of an export (sorted JSON), which the export stores beside it."""
+    return hashlib.sha256(json.dumps(carried, sort_keys=True).encode()).hexdigest()
 
 
 def _raw_metadata(path: Path, fmt: str | None) -> dict:

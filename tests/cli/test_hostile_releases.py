@@ -12,6 +12,7 @@ from checks import edited_copy
 from safetensors.numpy import save_file
 
 from pillar_cli.artifacts.schema import statement_summary
+from pillar_cli.release.exported import metadata_hash
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
@@ -56,16 +57,39 @@ def test_an_edited_release_is_refused_in_one_line_by_predict(pillar, mnist, rele
     assert len(result.stderr.strip().splitlines()) <= 2 and not out.exists()
 
 
+def test_an_export_carries_its_release_and_an_edit_of_its_metadata_is_refused(pillar, release, tmp_path):
+    from safetensors import safe_open
+
+    from pillar_cli import artifacts
+
+    out = tmp_path / "c.safetensors"
+    pillar("export", release, "--format", "safetensors", "-o", out)
+    with safe_open(str(out), "np") as handle:
+        metadata, tensors = handle.metadata(), {name: handle.get_tensor(name) for name in handle.keys()}
+    assert json.loads(metadata["pillar_release"]) == {"content_hash": artifacts.read(release, "classifier")
+                                                     .provenance.content_hash}
+    privacy = json.loads(metadata["pillar_privacy"])
+    privacy["not_covered"] = []  # the words edited, the summary made to match: only the hash still says so
+    privacy["summary"] = statement_summary(privacy)
+    save_file(tensors, str(tmp_path / "edited.safetensors"), metadata=metadata | {"pillar_privacy": json.dumps(privacy)})
+    result = pillar("inspect", tmp_path / "edited.safetensors", expect=None)
+    assert result.exit_code == 3 and "its pillar metadata was changed after it was exported" in result.stderr
+
+
 def test_exports_are_named_as_their_format_and_read_in_one_line(pillar, release, tmp_path):
     wrong = pillar("export", release, "--format", "onnx", "-o", tmp_path / "x.pt", expect=None)
     assert wrong.exit_code == 2 and wrong.stderr.splitlines()[0] == \
         f"error: {tmp_path / 'x.pt'}: a onnx file is named .onnx, so that readers know its format"
     assert not (tmp_path / "x.pt").exists()
+    keys = ("privacy", "class_names", "head", "features", "release")
+    shape = {"privacy": [], "class_names": {}, "head": {}, "features": {}, "release": {}}
+    metadata = {f"pillar_{key}": json.dumps(value) for key, value in shape.items()}
     cases = {"none.safetensors": ({}, "carries no pillar privacy in its metadata"),
-             "json.safetensors": ({f"pillar_{key}": "{" for key in ("privacy", "class_names", "head", "features")},
-                                  "its pillar metadata is not JSON"),
-             "shape.safetensors": ({"pillar_privacy": "[]", "pillar_class_names": "{}", "pillar_head": "{}",
-                                    "pillar_features": "{}"}, "carries a class_names that is not a list")}
+             "json.safetensors": ({f"pillar_{key}": "{" for key in keys}, "its pillar metadata is not JSON"),
+             "hash.safetensors": (metadata | {"pillar_content_hash": "0" * 64},
+                                  "its pillar metadata was changed after it was exported"),
+             "shape.safetensors": (metadata | {"pillar_content_hash": metadata_hash(shape)},
+                                   "carries a class_names that is not a list")}
     for name, (metadata, problem) in cases.items():
         save_file({"bias": np.zeros(2, np.float32)}, str(tmp_path / name), metadata=metadata)
         result = pillar("inspect", tmp_path / name, expect=None)
