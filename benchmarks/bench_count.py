@@ -19,19 +19,17 @@ import numpy as np
 from bench_heads import demo_splits
 from bench_honest import Bench, digits_splits
 
-from pillar_cli.methods.base import PrivacySettings, SweepData
-from pillar_cli.methods.grid import SweepGrid
-from pillar_cli.methods.rules import RULE_FIELDS
-from pillar_cli.methods.sweep import SweepOptions, run_sweep
+from pillar_cli.methods.base import SweepData
+from pillar_cli.methods.request import SweepRequest
+from pillar_cli.methods.sweep import run_sweep
 
 
-def default_path(bench: Bench, epsilon: float, seed: int, privacy: PrivacySettings) -> tuple[float, float]:
+def default_path(bench: Bench, epsilon: float, seed: int, count: dict) -> tuple[float, float]:
     """(test accuracy, the count the run read) of the default path's one head for one repetition."""
     (x, y), (x_val, y_val) = bench.splits["private"], bench.splits["val"]
     data = SweepData(bench.pca, np.concatenate([x, x_val]), np.concatenate([y, y_val]), None, None, 10,
                      bench.splits["public"][0])
-    grid = SweepGrid(methods=["pillar"], ks=[], epsilons=[epsilon], lrs=[], seeds=[seed], rules=frozenset(RULE_FIELDS))
-    result = run_sweep(data, grid, privacy, SweepOptions(device="cpu"))
+    result = run_sweep(data, SweepRequest(epsilon=[epsilon], seed=[seed], device="cpu", **count))
     (accuracy,) = bench.test_accuracies(result, result.selection[0])
     return accuracy, result.count.value
 
@@ -43,9 +41,8 @@ def main() -> None:
     parser.add_argument("--dataset", default="mnist,digits")
     parser.add_argument("--shares", default="0.02,0.05,0.1")
     args = parser.parse_args()
-    variants = [("exact n (declared public)", PrivacySettings(n_public=True))] + [
-        (f"noisy count, share {share:g}", PrivacySettings(count_share=share)) for share in map(float,
-                                                                                              args.shares.split(","))]
+    variants = [("exact n (declared public)", {"n_public": True})] + [
+        (f"noisy count, share {share:g}", {"count_share": share}) for share in map(float, args.shares.split(","))]
     print("| dataset | ε | count | test accuracy (mean ± std) | ñ − n (mean ± std) |")
     print("|---|---|---|---|---|")
     for dataset in args.dataset.split(","):

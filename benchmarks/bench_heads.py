@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from pillar_cli import AccountedSelection, PublicPCA, read, sweep
-from pillar_cli.methods.base import PrivacySettings, SweepData
-from pillar_cli.methods.grid import SweepGrid
-from pillar_cli.methods.sweep import SweepOptions, run_sweep
+from pillar_cli.methods.base import SweepData
+from pillar_cli.methods.request import SweepRequest
+from pillar_cli.methods.sweep import run_sweep
 
 GRID = {"lr": [0.1, 0.5, 2.0], "steps": [100, 500], "batch_size": [512]}
 
@@ -100,12 +100,13 @@ def cost(pca: PublicPCA, splits: dict, rounds: int) -> None:
     reading its inputs): each closed-form head, the DP-SGD grid (6 configurations × 10 seeds = 60 runs), and the
     accounted selection over the same grid (one selection per seed, 6 trials per seed in expectation)."""
     data = SweepData(pca, *splits["private"], *splits["val"], 10, splits["public"][0])
-    privacy, seeds = PrivacySettings(), list(range(10))
+    seeds = list(range(10))
 
     def cell(method: str, grid: dict, selection: AccountedSelection | None = None):
-        sweep_grid = SweepGrid(methods=[method], ks=[40], epsilons=[1.0], lrs=grid.get("lr", [0.1]), seeds=seeds,
-                               steps=grid.get("steps", [1]), batch_sizes=grid.get("batch_size", [1]))
-        return lambda: run_sweep(data, sweep_grid, privacy, SweepOptions(device="cpu", selection=selection))
+        request = SweepRequest(method=[method], k=[40], epsilon=[1.0], lr=grid.get("lr", [0.1]), seed=seeds,
+                               steps=grid.get("steps", [1]), batch_size=grid.get("batch_size", [1]), device="cpu",
+                               select=selection or "val")
+        return lambda: run_sweep(data, request)
 
     cases = {"public-lda": cell("public-lda", {}), "dp-ls": cell("dp-ls", {}),
              "DP-SGD grid": cell("pillar", GRID), "accounted selection": cell("pillar", GRID, AccountedSelection())}

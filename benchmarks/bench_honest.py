@@ -21,10 +21,11 @@ import numpy as np
 from bench_heads import demo_splits  # the demo's MNIST-5k splits, as `pillar embed` writes them
 
 from pillar_cli import PublicPCA
-from pillar_cli.methods.base import PrivacySettings, SweepData
-from pillar_cli.methods.grid import SweepGrid
+from pillar_cli.methods.base import SweepData
+from pillar_cli.methods.grid import AUTO
+from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.rules import RULE_FIELDS, rule_k
-from pillar_cli.methods.sweep import SweepOptions, run_sweep
+from pillar_cli.methods.sweep import run_sweep
 
 PAPER_GRID = {"ks": [5, 10, 20, 40, None], "lrs": [0.1, 0.5, 2.0], "steps": [100, 500]}
 
@@ -54,9 +55,9 @@ class Bench:
             x, y = np.concatenate([x, x_val]), np.concatenate([y, y_val])
         validation = (x_val, y_val) if val == "select" else (None, None)
         data = SweepData(self.pca, x, y, *validation, 10, self.splits["public"][0])
-        grid = SweepGrid(methods=[method], ks=list(ks), epsilons=[epsilon], lrs=list(lrs), seeds=self.seeds,
-                         steps=list(steps), rules=frozenset(rules))
-        return run_sweep(data, grid, PrivacySettings(), SweepOptions(device="cpu"))
+        given = {"k": list(ks), "lr": list(lrs), "steps": list(steps)}
+        ruled = {name: AUTO if name in rules else values for name, values in given.items()}
+        return run_sweep(data, SweepRequest(method=[method], epsilon=[epsilon], seed=self.seeds, device="cpu", **ruled))
 
     def test_accuracies(self, result, cell: dict) -> list[float]:
         x, y = self.splits["test"]

@@ -20,16 +20,16 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from pillar_cli.artifacts.classifier import Classifier, read_classifier
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.linear.engine import LinearHead
-from pillar_cli.methods.base import PrivacySettings, SweepData, head_rows
+from pillar_cli.methods.base import SweepData, head_rows
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
-from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
+from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows, refuse_privately_scaled
-from pillar_cli.methods.plan import SweepOptions
+from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import run_sweep
 from pillar_cli.privacy import Event, event_from_dict, get_accountant, headline
 from pillar_cli.privacy.count import PUBLIC, RowCount
 from pillar_cli.projection import PublicPCA, StoredMap
-from pillar_cli.randomness import NOT_PRIVATE_NOTE, NoiseSource
+from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
 
 class PrivacyWarning(UserWarning):
@@ -136,15 +136,9 @@ class DPLinearClassifier(SoftmaxClassifier):
         refuse_privately_scaled(x, public)
         self.projection_ = fitted_projection(self.projection, public, [self.method], x.shape[1])
         refuse_fitted_rows(self.projection_, x)
-        ks = [None] if method.single_cell or self.k is None else _listed(self.k)  # None: all features
-        grid = SweepGrid.with_auto(methods=[self.method], ks=ks, epsilons=[float(self.epsilon)], lrs=_listed(self.lr),
-                                   seeds=[self.seed], steps=_listed(self.steps), batch_sizes=[self.batch_size],
-                                   momentum=self.momentum, weight_decay=self.weight_decay, ridges=(self.ridge,))
         data = SweepData(self.projection_, x, labels, None, None, len(self.classes_),
                          None if public is None else np.asarray(public, dtype=np.float32))
-        privacy = PrivacySettings(self.delta, self.clip, self.accountant, NoiseSource(self.noise_seed), self.n_public)
-        options = SweepOptions(device=self.device, method_options={self.method: self.method_options})
-        result = run_sweep(data, grid, privacy, options)
+        result = run_sweep(data, self.request())
         run = result.runs[0]
         self.k_ = run.key.k if method.projects else None  # the head's own dimensions (None: all features)
         self.normalises_rows_ = method.normalises_rows  # the head reads its k-dimensional rows at unit norm
@@ -161,6 +155,16 @@ class DPLinearClassifier(SoftmaxClassifier):
                               self.noise_seed is not None,
                               count.describe() if count is not None and not count.noisy else "", count)
         return self
+
+    def request(self) -> SweepRequest:
+        """What `fit` asks the sweep to train: one configuration, its rows held out from nothing (no val rows)."""
+        k = None if get_method(self.method).single_cell or self.k is None else _listed(self.k)  # None: all features
+        return SweepRequest(method=[self.method], k=[k] if k is None else k, epsilon=[float(self.epsilon)],
+                            delta=self.delta, accountant=self.accountant, clip=self.clip, lr=_listed(self.lr),
+                            steps=_listed(self.steps), batch_size=[self.batch_size], seed=[self.seed],
+                            momentum=self.momentum, weight_decay=self.weight_decay, ridge=[self.ridge],
+                            device=self.device, method_options={self.method: self.method_options},
+                            noise_seed=self.noise_seed, n_public=self.n_public, val="hold-out")
 
     @property
     def coef_(self) -> np.ndarray:

@@ -1,7 +1,8 @@
 """A sweep's plan: everything decided before any mechanism reads a private row, whoever calls (the CLI's
 train-private, `sweep()`, `DPLinearClassifier.fit`).
 
-1. The request is checked (engine, budget, methods, data, selection).
+1. The request (methods/request.py, checked against its declared constraints) is checked against the data: the
+   budget for the count, each method's k and data, the selection.
 2. The row count: where a private cell derives anything from the number of training rows — its method (a sampling
    rate, an update's scale, class sizes) or the request (the default rule's k, lr, steps; a full batch) — the count
    is released once with Gaussian noise for the smallest such target ε (privacy/count.py), unless the caller
@@ -14,46 +15,21 @@ its rows train the heads beside the private rows; otherwise it chooses each cell
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from pillar_cli.devices import resolve_device
-from pillar_cli.errors import DataError, UsageError, check_non_negative, check_positive, param
-from pillar_cli.linear.engine import RunConfig
-from pillar_cli.methods.accounted import AccountedSelection
+from pillar_cli.errors import DataError, UsageError, check_positive, param
 from pillar_cli.methods.base import Method, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.grid import SweepGrid, check_grid
+from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.rules import ruled_grids
 from pillar_cli.privacy import require_disjoint, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
 
-ENGINES = ("fast", "opacus")
 MAX_LR = 1e4  # above it a clipped step moves a logit by more than float32 resolves next to the others
-
-
-@dataclass(frozen=True)
-class SweepOptions:
-    """How a sweep runs: which shard of its points, on which engine and device, with which method options and
-    selection."""
-
-    shard: tuple[int, int] = (0, 1)
-    engine: str = "fast"
-    device: str = "auto"
-    method_options: dict[str, Any] = field(default_factory=dict)  # by method name (absent: its defaults)
-    selection: AccountedSelection | None = None  # None: every configuration is trained, the choice is on val
-
-    def of(self, method: Method) -> Any:
-        """The method's options: as given, or its defaults."""
-        return method.options_or_defaults(self.method_options.get(method.name))
-
-    def selects_privately(self, epsilon: float, configs: list[RunConfig]) -> bool:
-        """A private cell with more than one candidate per seed runs an accounted selection."""
-        return (self.selection is not None and math.isfinite(epsilon)
-                and len(configs) > len({config.seed for config in configs}))
 
 
 @dataclass(frozen=True)
@@ -64,13 +40,23 @@ class SweepPlan:
     grids: list[SweepGrid]
     count: RowCount
     readers: frozenset[str]
+    request: SweepRequest
+
+    @property
+    def privacy(self) -> PrivacySettings:
+        return self.request.privacy()
+
+    @property
+    def options(self) -> SweepOptions:
+        return self.request.options()
 
     def count_of(self, method: str) -> RowCount | None:
         """The count a cell of `method` reads: the plan's, or None (the method derives nothing from n)."""
         return self.count if method in self.readers else None
 
-    def total_steps(self, shard: tuple[int, int] = (0, 1)) -> int:
-        return sum(grid.total_steps(shard) for grid in self.grids)
+    def total_steps(self) -> int:
+        """DP-SGD steps of the runs of the request's shard."""
+        return sum(grid.total_steps(self.request.shard) for grid in self.grids)
 
 
 def reads_count(method: Method, grid: SweepGrid) -> bool:
@@ -82,15 +68,13 @@ def reads_count(method: Method, grid: SweepGrid) -> bool:
     return method.reads_count or bool(derived & used)
 
 
-VAL_ROLES = ("auto", "train", "hold-out")
-
-
-def val_role(asked: str, ruled: bool, configurations: int, accounted: bool) -> str:
+def val_role(request: SweepRequest, k_max: int) -> str:
     """What a sweep does with the labelled val split: 'select' (it chooses each cell's run among its configurations,
     or scores the one), 'train' (its rows join the private rows: nothing is chosen on them) or 'none' (not read).
-    `asked` auto trains on the default path (`ruled`: the rule set the grid, one configuration per cell)."""
-    if asked not in VAL_ROLES:
-        raise UsageError(f"unknown {param('val')} '{asked}' (known: {', '.join(VAL_ROLES)})")
+    The request's `val` auto trains on the default path (the rule sets the grid, one configuration per cell)."""
+    asked, grid = request.val, request.grid()
+    configurations = configurations_per_cell(grid, k_max)
+    accounted = request.selection is not None
     choosing = configurations > 1 or accounted
     if choosing and asked != "auto":
         why = (f"{param('select')} accounted scores its trials on it" if accounted else
@@ -99,7 +83,7 @@ def val_role(asked: str, ruled: bool, configurations: int, accounted: bool) -> s
                          hint=f"give one configuration per cell (leave {param('k')}, {param('lr')} and "
                               f"{param('steps')} to the default rule), or drop {param('val')}")
     if asked == "auto":
-        return "train" if ruled and not choosing else "select"
+        return "train" if grid.rules and not choosing else "select"
     return "train" if asked == "train" else "none"
 
 
@@ -110,10 +94,10 @@ def configurations_per_cell(grid: SweepGrid, k_max: int) -> int:
     return max(len(g.configs(m)) for g in ruled_grids(grid.for_rows(rows), k_max) for m in g.methods) // len(grid.seeds)
 
 
-def plan_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions) -> SweepPlan:
-    """Check the request, release the row count where a private cell reads it, and set the grids for it."""
-    if options.engine not in ENGINES:
-        raise UsageError(f"unknown engine '{options.engine}' (known: {', '.join(ENGINES)})")
+def plan_sweep(data: SweepData, request: SweepRequest) -> SweepPlan:
+    """Check the request against the data, release the row count where a private cell reads it, and set the grids
+    for it."""
+    grid, privacy, options = request.grid(), request.privacy(), request.options()
     resolve_device(options.device)
     for epsilon in grid.epsilons:
         validate_budget(epsilon, privacy.delta)
@@ -123,30 +107,20 @@ def plan_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, optio
     grids = ruled_grids(grid.for_rows(count), len(data.pca.components_))
     for planned in grids:
         check_sweep(data, planned, privacy, options, count)
-    return SweepPlan(grids, count, readers)
+    return SweepPlan(grids, count, readers, request)
 
 
 def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions,
                 count: RowCount) -> None:
     """Everything that must hold before any private row is touched by a mechanism."""
     check_grid(grid, data.pca, data.num_classes)
-    for name, values in (("method", grid.methods), ("k", grid.ks), ("epsilon", grid.epsilons), ("lr", grid.lrs),
-                         ("steps", grid.steps or []), ("batch_size", grid.batch_sizes), ("seed", grid.seeds),
-                         ("ridge", grid.ridges)):
-        if repeated := sorted({str(v) for v in values if values.count(v) > 1}):
-            raise UsageError(f"{param(name)} lists {repeated[0]} twice: each value names one run of the grid")
     for epsilon in grid.epsilons:
         validate_budget(epsilon, privacy.delta, count)
-    check_positive("clip", privacy.clip)
     for lr in grid.lrs:
         check_positive("lr", lr)
         if lr > MAX_LR:
             raise UsageError(f"{param('lr')} must be at most {MAX_LR:,.0f} (got {lr:g}): steps that large leave "
                              "the head's float32 logits no precision")
-    check_non_negative("weight_decay", grid.weight_decay)
-    for name, value in (("momentum", grid.momentum), ("ema", grid.ema)):
-        if not 0 <= value < 1:
-            raise UsageError(f"{param(name)} must be in [0, 1) (got {value})")
     if grid.ema and (without := [m for m in grid.methods if not get_method(m).averages_iterates]):
         raise UsageError(f"{param('ema')} averages DP-SGD iterates; method '{without[0]}' has none to average")
     if not np.isfinite(data.private_x).all():

@@ -26,7 +26,8 @@ from pillar_cli.methods.accounted import select_privately
 from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.grid import SweepGrid
-from pillar_cli.methods.plan import SweepOptions, SweepPlan, plan_sweep
+from pillar_cli.methods.plan import SweepPlan, plan_sweep
+from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.selection import select_on_val, selection_note
 from pillar_cli.privacy import Event, ExponentialEvent, gaussian_segments, get_accountant, headline
 from pillar_cli.privacy.composition import composed_with_release
@@ -71,16 +72,16 @@ class SweepResult:
         return select_on_val([r.key for r in self.runs], [r.val_accuracy for r in self.runs], self.accounted)
 
 
-def run_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions = SweepOptions(),
+def run_sweep(data: SweepData, request: SweepRequest,
               on_steps: Callable[[int], None] = lambda done: None) -> SweepResult:
     """Plan the sweep (methods/plan.py: checks, the row count, the grids), then run the plan."""
-    return run_plan(data, plan_sweep(data, grid, privacy, options), privacy, options, on_steps)
+    return run_plan(data, plan_sweep(data, request), on_steps)
 
 
-def run_plan(data: SweepData, plan: SweepPlan, privacy: PrivacySettings, options: SweepOptions = SweepOptions(),
-             on_steps: Callable[[int], None] = lambda done: None) -> SweepResult:
-    """Train the plan's grid points (those of one shard) on the projected private split; score them on val.
-    `on_steps(n)` hears of n more DP-SGD steps done (of the plan's `total_steps(shard)`)."""
+def run_plan(data: SweepData, plan: SweepPlan, on_steps: Callable[[int], None] = lambda done: None) -> SweepResult:
+    """Train the plan's grid points (those of its shard) on the projected private split; score them on val.
+    `on_steps(n)` hears of n more DP-SGD steps done (of the plan's `total_steps()`)."""
+    privacy, options = plan.privacy, plan.options
     result = SweepResult(accounted=options.selection is not None, plan=plan)
     for planned in plan.grids:
         part = _run_grid(data, planned, privacy, options, on_steps, plan)

@@ -1,0 +1,110 @@
+"""A sweep's inputs read from artifacts, arranged for a request: the embeddings' private split (and the val split,
+which trains beside it, selects each cell's run or is held out, as the plan's `val_role` decides), the projection
+and where its public data came from, a warm start, a labelled public split; and what a model records of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pillar_cli import artifacts
+from pillar_cli.errors import MissingSplitError, UsageError, param
+from pillar_cli.methods.base import SweepData
+from pillar_cli.methods.catalog import get_method
+from pillar_cli.methods.plan import configurations_per_cell, val_role
+from pillar_cli.methods.request import SweepRequest
+from pillar_cli.methods.rules import rule_attrs
+from pillar_cli.methods.sweep import SweepResult, sweep_artifact
+from pillar_cli.methods.warm_start import warm_start_weights
+from pillar_cli.privacy import require_disjoint
+from pillar_cli.privacy.count import RowCount
+from pillar_cli.projection.components import read_projection
+from pillar_cli.projection.public_choice import labelled_public_split, public_data_of
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepSources:
+    """Which files a sweep reads besides its embeddings and projection, and how much of the private split."""
+
+    private_fraction: float = 1.0  # a seeded fraction of the training rows (Figure 7 of the paper)
+    warm_start: Path | None = None  # a model trained on PUBLIC labelled data: the initial head
+    public_labelled: str | None = None  # FILE:SPLIT, a labelled public split (adadps' preconditioner)
+    other_public: bool = False  # accept a projection fitted on another public dataset (Table 2(a) of the paper)
+
+
+@dataclass(frozen=True)
+class SweepInputs:
+    """The sweep's data; the input references and records a model keeps of them (`records`: sweep_artifact's
+    keywords); the splits it trains on; what the request's values override (a method's own step rule, as
+    sentences)."""
+
+    data: SweepData
+    refs: list[artifacts.InputRef]
+    records: dict[str, Any]
+    trained_on: list[str]
+    private_fraction: float = 1.0
+    overridden: list[str] = field(default_factory=list)
+
+    def model(self, result: SweepResult) -> artifacts.Artifact:
+        """The model artifact of the sweep run on these inputs."""
+        plan, data = result.plan, self.data
+        artifact = sweep_artifact(result, data.pca, plan.privacy, data.num_classes, len(data.private_x),
+                                  plan.options, **self.records)
+        artifact.attrs.update(private_fraction=self.private_fraction, trained_on=self.trained_on,
+                              **rule_attrs(plan.request.grid()))
+        return artifact
+
+
+def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
+                      sources: SweepSources = SweepSources()) -> SweepInputs:
+    """Read and check what the request trains on: the projection fitted on these embeddings' public split, a GSD's
+    choice, or another public dataset if allowed; the val rows among the training rows where the plan says so."""
+    path, _ = artifacts.parse_ref(embeddings)
+    private = artifacts.read_split(f"{path}:private")
+    public = artifacts.read_split(f"{path}:public")
+    require_disjoint(private.index, public.index, path)  # the embeddings' own fault first, then the projection's
+    projection_artifact = artifacts.read(projection, "projection")
+    public_data = public_data_of(projection_artifact, private, sources.other_public)
+    pca = read_projection(projection_artifact)
+    role = val_role(request, len(pca.components_))
+    val = None if role == "none" else validation_split(
+        path, configurations_per_cell(request.grid(), len(pca.components_)), required=request.val == "train")
+    validation = val if role == "select" else None
+    training = (private.joined(val) if role == "train" and val else private).subsample(sources.private_fraction)
+    initial = None if sources.warm_start is None else warm_start_weights(
+        artifacts.read(sources.warm_start, "model"), pca, private.ref)
+    uses_public = any(get_method(m).needs_public_rows for m in request.method)
+    labelled = None if sources.public_labelled is None else labelled_public_split(sources.public_labelled, private)
+    data = SweepData(pca, training.features, training.labels, validation and validation.features,
+                     validation and validation.labels, private.num_classes,
+                     public.features if uses_public else None, initial, training.index, public.index, path,
+                     labelled and (labelled.features, labelled.labels))
+    rows = {"private": training.index, **({"val": validation.index} if validation else {}),
+            **({"public_labelled": labelled.index} if labelled and _same_source(labelled, private) else {})}
+    records = {"rows": rows, "source_fingerprint": private.attrs.get("source_fingerprint"),
+               "public_choice": projection_artifact.attrs.get("public_choice"), "public_data": public_data,
+               "features": {**artifacts.feature_recipe(private.attrs), "class_names": private.attrs["class_names"]}}
+    refs = [private.ref, *([val.ref] if val else []), projection_artifact.ref(), *([labelled.ref] if labelled else [])]
+    overridden = request.grid().for_rows(RowCount.exact(len(training.features))).overridden_rules()
+    return SweepInputs(data, refs, records, training.name.split("+"), sources.private_fraction, overridden)
+
+
+def _same_source(one: artifacts.Split, other: artifacts.Split) -> bool:
+    return one.attrs.get("source_fingerprint") == other.attrs.get("source_fingerprint")
+
+
+def validation_split(path: str, configurations: int, required: bool = False) -> artifacts.Split | None:
+    """The val split; it may be absent only when there is nothing to select (one configuration per cell) and
+    nothing asked it to train."""
+    try:
+        return artifacts.read_split(f"{path}:val")
+    except MissingSplitError:
+        if required:
+            raise UsageError(f"{path} has no val split to train on", hint=f"embed with {param('val_fraction')} > 0, "
+                             f"or drop {param('val')} train") from None
+        if configurations > 1:
+            raise UsageError(f"{path} has no val split, which selecting among {configurations} configurations per "
+                             "(method, k, ε) needs", hint=f"embed with {param('val_fraction')} > 0, or give one "
+                             "configuration")
+        return None

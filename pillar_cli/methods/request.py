@@ -1,0 +1,144 @@
+"""What a user asks a sweep to train — train-private's options, `sweep()`'s and `DPLinearClassifier`'s arguments —
+as one frozen, keyword-only value, checked once against declared constraints (as scikit-learn declares an
+estimator's parameter constraints), whoever builds it. The plan (methods/plan.py) decides what needs the data."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pillar_cli.errors import UsageError, param
+from pillar_cli.linear.engine import RunConfig
+from pillar_cli.methods.accounted import AccountedSelection
+from pillar_cli.methods.base import Method, PrivacySettings
+from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
+from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
+from pillar_cli.privacy.count import COUNT_SHARE
+from pillar_cli.randomness import NoiseSource
+
+ENGINES = ("fast", "opacus")
+VAL_ROLES = ("auto", "train", "hold-out")
+SELECTIONS = ("val", "accounted")
+LISTS = ("method", "k", "epsilon", "lr", "steps", "batch_size", "seed", "ridge")  # one run of the grid per value
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What a parameter's value must be, and the sentence that says so when it is not."""
+
+    holds: Callable[[Any], bool]
+    says: Callable[[str, Any], str]
+
+
+def one_of(*known: str) -> Constraint:
+    return Constraint(lambda value: value in known,
+                      lambda name, value: f"unknown {param(name)} '{value}' (known: {', '.join(known)})")
+
+
+POSITIVE = Constraint(lambda v: math.isfinite(v) and v > 0, lambda n, v: f"{param(n)} must be a positive number "
+                      f"(got {v})")
+NON_NEGATIVE = Constraint(lambda v: math.isfinite(v) and v >= 0, lambda n, v: f"{param(n)} must be a number ≥ 0 "
+                          f"(got {v})")
+FRACTION = Constraint(lambda v: 0 <= v < 1, lambda n, v: f"{param(n)} must be in [0, 1) (got {v})")
+SELECTION = Constraint(lambda v: isinstance(v, AccountedSelection) or v in SELECTIONS,
+                       one_of(*SELECTIONS).says)
+
+CONSTRAINTS = {"clip": POSITIVE, "weight_decay": NON_NEGATIVE, "momentum": FRACTION, "ema": FRACTION,
+               "engine": one_of(*ENGINES), "val": one_of(*VAL_ROLES), "select": SELECTION}
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """How a sweep runs: which shard of its points, on which engine and device, with which method options and
+    selection."""
+
+    shard: tuple[int, int] = (0, 1)
+    engine: str = "fast"
+    device: str = "auto"
+    method_options: dict[str, Any] = field(default_factory=dict)  # by method name (absent: its defaults)
+    selection: AccountedSelection | None = None  # None: every configuration is trained, the choice is on val
+
+    def of(self, method: Method) -> Any:
+        """The method's options: as given, or its defaults."""
+        return method.options_or_defaults(self.method_options.get(method.name))
+
+    def selects_privately(self, epsilon: float, configs: list[RunConfig]) -> bool:
+        """A private cell with more than one candidate per seed runs an accounted selection."""
+        return (self.selection is not None and math.isfinite(epsilon)
+                and len(configs) > len({config.seed for config in configs}))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepRequest:
+    """Every (method, k, ε) × (lr, steps, batch size, seed, ridge) to train, and how. k, lr and steps "auto": the
+    default rule (methods/rules.py); k None: all features; steps None: each method's default; batch size None: every
+    row in every step. `select` "val", "accounted" or an `AccountedSelection`; `val` what the labelled val rows do
+    (methods/plan.py, `val_role`); `noise_seed` makes noise reproducible and the result NOT private; `n_public`
+    declares the number of training rows public knowledge (no noisy count)."""
+
+    method: tuple[str, ...] = (DEFAULT_METHOD,)
+    k: tuple[int | None, ...] | str = AUTO
+    epsilon: tuple[float, ...] = (1.0,)
+    delta: float = 1e-5
+    accountant: str = "prv"
+    clip: float = 1.0
+    lr: tuple[float, ...] | str = AUTO
+    steps: tuple[int, ...] | str | None = AUTO
+    batch_size: tuple[int | None, ...] = (DEFAULT_BATCH,)
+    seed: tuple[int, ...] = (0,)
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    ridge: tuple[float | None, ...] = (None,)
+    ema: float = 0.0
+    select: str | AccountedSelection = "val"
+    val: str = "auto"
+    engine: str = "fast"
+    device: str = "auto"
+    shard: tuple[int, int] = (0, 1)
+    method_options: Mapping[str, Any] = field(default_factory=dict)  # by method name (absent: its defaults)
+    noise_seed: int | None = None
+    n_public: bool = False
+    count_share: float = COUNT_SHARE  # the noisy count's share of the smallest target's μ² (privacy/count.py)
+
+    def __post_init__(self) -> None:
+        for name in LISTS:  # any sequence given becomes a tuple: the request is a value
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                object.__setattr__(self, name, tuple(value))
+        given = dict(self.method_options)  # each asked method's options, at their defaults where none are given
+        object.__setattr__(self, "method_options", {
+            name: get_method(name).options_or_defaults(given.get(name)) for name in self.method
+            if get_method(name).options is not None})
+        for name, constraint in CONSTRAINTS.items():
+            if not constraint.holds(getattr(self, name)):
+                raise UsageError(constraint.says(name, getattr(self, name)))
+        for name in LISTS:
+            values = getattr(self, name)
+            if not isinstance(values, tuple):
+                continue
+            if repeated := sorted({str(v) for v in values if values.count(v) > 1}):
+                raise UsageError(f"{param(name)} lists {repeated[0]} twice: each value names one run of the grid")
+
+    def grid(self) -> SweepGrid:
+        """The grid of runs asked for (not yet set for a row count)."""
+        listed = {name: value if value is None or isinstance(value, str) else list(value)
+                  for name, value in (("ks", self.k), ("lrs", self.lr), ("steps", self.steps))}
+        return SweepGrid.with_auto(methods=list(self.method), epsilons=list(self.epsilon), seeds=list(self.seed),
+                                   batch_sizes=list(self.batch_size), ridges=self.ridge, momentum=self.momentum,
+                                   weight_decay=self.weight_decay, ema=self.ema, **listed)
+
+    def privacy(self) -> PrivacySettings:
+        return PrivacySettings(self.delta, self.clip, self.accountant, NoiseSource(self.noise_seed), self.n_public,
+                               self.count_share)
+
+    @property
+    def selection(self) -> AccountedSelection | None:
+        """The accounted selection asked for, or None (the choice per cell is made on val, outside ε)."""
+        if isinstance(self.select, AccountedSelection):
+            return self.select
+        return AccountedSelection() if self.select == "accounted" else None
+
+    def options(self) -> SweepOptions:
+        return SweepOptions(self.shard, self.engine, self.device, dict(self.method_options), self.selection)
