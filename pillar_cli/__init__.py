@@ -33,12 +33,12 @@ _HOMES = {  # public name → the module that defines it
     "gradient_subspace_distance": "pillar_cli.gsd.ranking", "DPSettings": "pillar_cli.gsd.releases",
     "AccountedSelection": "pillar_cli.methods.accounted", "sweep": "pillar_cli.methods.api",
     "METHODS": "pillar_cli.methods.catalog", "DPLinearClassifier": "pillar_cli.methods.estimator",
-    "Ledger": "pillar_cli.methods.estimator", "PrivacyWarning": "pillar_cli.methods.estimator",
+    "Ledger": "pillar_cli.privacy.ledger", "PrivacyWarning": "pillar_cli.methods.estimator",
     "ACCOUNTANTS": "pillar_cli.privacy", "Event": "pillar_cli.privacy", "calibrate_noise": "pillar_cli.privacy",
     "event_from_dict": "pillar_cli.privacy", "spent_epsilon": "pillar_cli.privacy",
     "GaussianProjection": "pillar_cli.projection", "PublicPCA": "pillar_cli.projection",
     "diagnose": "pillar_cli.theory.diagnostics",
-    "load": "pillar_cli.finetune.released", "NetworkClassifier": "pillar_cli.finetune.released",
+    "load": "pillar_cli.release.loading", "NetworkClassifier": "pillar_cli.finetune.released",
 }
 
 __all__ = sorted([*_HOMES, "__version__"])

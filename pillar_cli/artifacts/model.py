@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
@@ -19,7 +20,18 @@ from pillar_cli.artifacts.schema import RUN_COLUMNS
 from pillar_cli.errors import ArtifactError, param
 
 UNCOUNTED = RUN_COLUMNS["steps_run"][1]  # runs/steps_run of a run whose method does not count its steps
-ONE_CONFIGURATION = "none (one configuration)"  # a cell's "selected" when it had nothing to choose from
+
+
+class ChosenBy(str, Enum):
+    """How a (method, k, ε) cell's run was chosen: what its `selected` field holds (the value is what tables and
+    statements print)."""
+
+    ACCOUNTED = "in ε"  # a private selection released it; ε covers the choice
+    VAL = "on val, outside ε"  # the best mean val accuracy: private labels, not accounted
+    NOTHING = "none (one configuration)"  # one configuration: nothing was chosen
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)

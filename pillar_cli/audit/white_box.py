@@ -14,7 +14,7 @@ each as a fixed scoring rule of canary j (the margin of its label in the weights
 
 Every rule guesses as the one-run audit does; the bound is taken at confidence 1 − (1 − c)/A over the A rules
 (Bonferroni), so every ε_lb holds at once. Each is compared with the ε its heads claim, as their ledgers state it
-(a head's own ε; two heads: their joint ε, privacy.release), whatever the file says about its noise.
+(a head's own ε; two heads: their joint ε, privacy.file_guarantee), whatever the file says about its noise.
 
 `SharedNoise` plants the bug the cancellation rule looks for (tests of the audit's power only): a secret seed, not
 recorded, from which every head's noise stream starts, so that heads of one seed and batch size draw the same normals.
@@ -38,7 +38,7 @@ from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
 from pillar_cli.privacy import event_from_dict, headline, validate_budget
-from pillar_cli.privacy.release import ReleasedHead, joint_epsilon, whole_file
+from pillar_cli.privacy.file_guarantee import ReleasedHead, joint_epsilon, whole_file
 from pillar_cli.randomness import SECRET, NoiseSource
 
 

@@ -66,7 +66,7 @@ def predict(
         [str(p) for p in (path, weights) if p is not None]
     check_output(out, inputs, force=force)
     prediction_format(out)
-    from pillar_cli.finetune.released import estimator_of  # scikit-learn and torch: to run, not for --help
+    from pillar_cli.release.loading import estimator_of  # scikit-learn and torch: to run, not for --help
 
     released = read_classifier(str(classifier))
     estimator = estimator_of(released)

@@ -8,7 +8,7 @@ from typing import Any, Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.model import ONE_CONFIGURATION
+from pillar_cli.artifacts.model import ChosenBy
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
     ConfigOption,
@@ -146,7 +146,7 @@ def _report(out: Path, runs: int, artifact: artifacts.Artifact, as_json: bool) -
                            "note": artifact.attrs["selection_note"]})
     how = ("private cells: accounted selection, inside ε" if artifact.attrs["selection_mode"] == "accounted"
            else "one configuration per cell: nothing selected" if all(
-               cell["selected"] == ONE_CONFIGURATION for cell in artifact.attrs["selection"])
+               cell["selected"] == ChosenBy.NOTHING for cell in artifact.attrs["selection"])
            else "selected on val (not accounted in ε)")
     trained_on = " + ".join(artifact.attrs["trained_on"])
     print_table(f"{out}: {runs} runs on {trained_on} ({artifact.attrs['n_private']:,} rows), {how}",

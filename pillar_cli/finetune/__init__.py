@@ -5,8 +5,8 @@ Noise is calibrated and ε recomputed by pillar's accountants, so a fine-tuned n
 linear head's.
 
 May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `gsd.probes` (the pixel-row layout),
-`embedding.networks`, `embedding.weights` (the networks, checkpoint loading), `methods.estimator` (a release's
-ledger, and the linear head's estimator returned for a linear release).
+`embedding.networks`, `embedding.weights` (the networks, checkpoint loading), `methods.estimator` (the softmax
+classifier a released network is, and its class labels).
 """
 
 from pillar_cli.finetune.runs import METHODS, Pretrained, check_disjoint, network_spec, networks_artifact, \

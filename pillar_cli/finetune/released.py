@@ -1,19 +1,17 @@
-"""A released classifier as a fitted scikit-learn estimator: a linear head's `DPLinearClassifier`, or a fine-tuned
-network's `NetworkClassifier`; `predict` and `predict_proba` are those of `pillar predict`, `ledger_` the release's
-privacy statement.
-"""
+"""A released fine-tuned network as a fitted scikit-learn estimator, `NetworkClassifier`: `predict` and
+`predict_proba` are those of `pillar predict`, `ledger_` the release's privacy statement (release/loading.py loads
+any release)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from pillar_cli.artifacts.classifier import Classifier, read_classifier
+from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state, network_logits
 from pillar_cli.errors import DataError, UsageError
-from pillar_cli.methods.estimator import DPLinearClassifier, Ledger, SoftmaxClassifier, class_labels
+from pillar_cli.methods.estimator import SoftmaxClassifier, class_labels
+from pillar_cli.privacy.ledger import Ledger
 
 
 class NetworkClassifier(SoftmaxClassifier):
@@ -40,13 +38,3 @@ class NetworkClassifier(SoftmaxClassifier):
         if rows.ndim != 2 or rows.shape[1] != self.n_features_in_:
             raise DataError(f"the network reads rows of {self.n_features_in_} pixels; got shape {rows.shape}")
         return network_logits(self.network_, rows, self.spec_).astype(np.float64)
-
-
-def estimator_of(released: Classifier) -> DPLinearClassifier | NetworkClassifier:
-    """The fitted estimator of a classifier artifact already read."""
-    return (NetworkClassifier if released.is_network else DPLinearClassifier).from_classifier(released)
-
-
-def load(path: str | Path) -> DPLinearClassifier | NetworkClassifier:
-    """The classifier of a release (`pillar release`), fitted."""
-    return estimator_of(read_classifier(str(path)))

@@ -29,7 +29,7 @@ from pillar_cli.gsd.probes import stored_image_shape
 from pillar_cli.lazy import torch
 from pillar_cli.privacy import event_from_dict, get_accountant, headline, require_public_start, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
-from pillar_cli.privacy.release import ReleasedHead, whole_file
+from pillar_cli.privacy.file_guarantee import ReleasedHead, whole_file
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ Randomness is secret (pillar_cli.randomness): each stream of configurations shar
 its Poisson batches (uniforms, serially on the CPU) from one generator, and every configuration its noise (one
 (C, d+1) draw per step, on the training device) from a generator of its own, so no two heads share a noise draw.
 A sweep over learning rates and step counts gathers each batch once and trains all its heads with one wide matmul;
-heads sharing a stream's batches are accounted together when a file releases them all (privacy.release). With a
+heads sharing a stream's batches are accounted together when a file releases them all (privacy.file_guarantee). With a
 reproducible `NoiseSource` (experiments only) a configuration trains identically alone or inside a sweep. Streams
 with the same step schedule step together, their batches side by side in one residual tensor, so per-step work
 other than the matmuls runs once per step. Poisson sampling draws geometric gaps between selected rows (an exact

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 import warnings
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,45 +25,15 @@ from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows, refuse_privately_scaled
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import run_sweep
-from pillar_cli.privacy import Event, event_from_dict, get_accountant, headline
-from pillar_cli.privacy.count import PUBLIC, RowCount
+from pillar_cli.privacy import get_accountant, headline
+from pillar_cli.privacy.count import PUBLIC
+from pillar_cli.privacy.ledger import Ledger
 from pillar_cli.projection import PublicPCA, StoredMap
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
 
 class PrivacyWarning(UserWarning):
     """A use of the library that spends privacy outside the ε it reports."""
-
-
-@dataclass(frozen=True)
-class Ledger:
-    """What a trained classifier spent: its DP event tree and the accountant's ε of it."""
-
-    accountant: str
-    epsilon_target: float
-    epsilon_spent: float
-    delta: float
-    noise_multiplier: float  # of a run that is one Poisson-subsampled Gaussian segment (NaN otherwise)
-    sample_rate: float
-    steps: int
-    clip: float  # DP-SGD's clip norm
-    event: Event
-    epsilon_is_upper_bound: bool
-    covers: str  # what the ε covers
-    noise_reproducible: bool = False  # fitted with noise_seed: NOT differentially private
-    not_covered: str = ""  # what the ε does not cover (a release says: e.g. a choice made on val labels)
-    count: RowCount | None = None  # the row count the sampling rate and the rule read (noisy, or declared public)
-
-    @classmethod
-    def from_statement(cls, statement: dict) -> Ledger:
-        """The ledger of a released classifier, from its privacy statement."""
-        event = event_from_dict(statement["event"])
-        training = RowCount.from_dict(statement["count"]).without_count(event) if "count" in statement else event
-        return cls(statement["accountant"], float(statement["epsilon_target"]), float(statement["epsilon"]),
-                   float(statement["delta"]), *headline(training), int(statement["steps"]), float(statement["clip"]),
-                   event, bool(statement["epsilon_is_upper_bound"]), "; ".join(statement["covers"]), False,
-                   "; ".join(statement["not_covered"]), RowCount.from_dict(statement["count"]) if "count" in statement
-                   else None)
 
 
 class SoftmaxClassifier(ClassifierMixin, BaseEstimator):

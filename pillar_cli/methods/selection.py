@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from pillar_cli.artifacts.model import ONE_CONFIGURATION, RunKey
+from pillar_cli.artifacts.model import ChosenBy, RunKey
 
 VAL_NOTE = "hyper-parameters were selected on the val split's labels; that selection is NOT accounted in the reported ε"
 ACCOUNTED_NOTE = ("each private (method, k, ε) cell and seed released the best of a random number of trials by "
@@ -27,7 +27,7 @@ def selection_note(selection: list[dict], accounted: bool) -> str:
     """What chose the model's runs, in words, for every reader of the model."""
     if accounted:
         return ACCOUNTED_NOTE
-    return NOTHING_SELECTED_NOTE if all(cell["selected"] == ONE_CONFIGURATION for cell in selection) else VAL_NOTE
+    return NOTHING_SELECTED_NOTE if all(cell["selected"] == ChosenBy.NOTHING for cell in selection) else VAL_NOTE
 
 
 def select_on_val(keys: list[RunKey], val_accuracies: list[float], accounted: bool = False) -> list[dict]:
@@ -50,11 +50,11 @@ def select_on_val(keys: list[RunKey], val_accuracies: list[float], accounted: bo
     return selection
 
 
-def _how(best: tuple, candidates: int) -> str:
+def _how(best: tuple, candidates: int) -> ChosenBy:
     """What chose the cell's run: the accounted selection (inside ε), nothing (one configuration), or val."""
     if best == ():
-        return "in ε"
-    return ONE_CONFIGURATION if candidates == 1 else "on val, outside ε"
+        return ChosenBy.ACCOUNTED
+    return ChosenBy.NOTHING if candidates == 1 else ChosenBy.VAL
 
 
 def _one_or_all(values: tuple) -> object:

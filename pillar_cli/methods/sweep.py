@@ -32,8 +32,8 @@ from pillar_cli.methods.selection import select_on_val, selection_note
 from pillar_cli.privacy import Event, ExponentialEvent, gaussian_segments, get_accountant, headline
 from pillar_cli.privacy.composition import composed_with_release
 from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.file_guarantee import ReleasedHead, whole_file
 from pillar_cli.privacy.rdp import ORDERS
-from pillar_cli.privacy.release import ReleasedHead, whole_file
 from pillar_cli.projection import PublicPCA
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 

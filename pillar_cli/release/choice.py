@@ -11,7 +11,7 @@ import math
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.classifier import Classifier
-from pillar_cli.artifacts.model import ONE_CONFIGURATION, StoredRun, run_rows, stored_runs
+from pillar_cli.artifacts.model import ChosenBy, StoredRun, run_rows, stored_runs
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
@@ -79,7 +79,7 @@ def _cells(model: Artifact) -> list[dict]:
     for run_id, row in enumerate(run_rows(model)):
         cell = cells.setdefault((row.key.method, row.key.epsilon), {
             "method": row.key.method, "k": "full", "epsilon": row.key.epsilon, "run_ids": [],
-            "selected": ONE_CONFIGURATION})
+            "selected": ChosenBy.NOTHING})
         cell["run_ids"].append(run_id)
     return list(cells.values())
 

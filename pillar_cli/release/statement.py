@@ -11,7 +11,7 @@ number of training rows is private too: a head that derives anything from it rea
 from __future__ import annotations
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.artifacts.model import StoredRun
+from pillar_cli.artifacts.model import ChosenBy, StoredRun
 from pillar_cli.artifacts.schema import statement_summary
 from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy import event_from_dict, spent_epsilon
@@ -40,10 +40,10 @@ def privacy_statement(model: Artifact, run: StoredRun, selected: str, cells: int
         reads = "the released count ñ and ε" if count is not None and count.noisy else "the declared-public n and ε"
         covers.append(f"choosing its {', '.join(rule['fields'])}: a rule fixed in advance that reads no label, only "
                       f"{reads} ({rule['rule']})")
-    if selected == "in ε":
+    if selected == ChosenBy.ACCOUNTED:
         covers.append("choosing its hyper-parameters: an accounted private selection (Papernot & Steinke) on the "
                       "private val split")
-    elif selected == "on val, outside ε":
+    elif selected == ChosenBy.VAL:
         not_covered.append("choosing its hyper-parameters on the private val split's labels (the paper's protocol)")
     if cells > 1:
         not_covered.append(f"choosing this cell among the model's {cells} (method, k, ε) cells, where that choice "

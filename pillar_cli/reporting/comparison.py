@@ -5,6 +5,7 @@ side by side, with the ε each spent and whether the choice of its run is in it.
 
 from __future__ import annotations
 
+from pillar_cli.artifacts.model import ChosenBy
 from pillar_cli.errors import UsageError
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 from pillar_cli.reporting.families import best_per_method, family_order, table_order
@@ -48,6 +49,6 @@ def cells(evaluations: list[dict], names: list[str]) -> list[dict]:
     """Every (method, k, ε) cell of every evaluation (named by `names`): its test accuracy over seeds, the ε its
     runs spent, and what chose its run (an accounted selection inside ε, val labels outside it, or nothing)."""
     return [{"evaluation": name, "method": row["method"], "k": row["k"], "epsilon": row["epsilon"],
-             "epsilon_spent": row["epsilon_spent"], "selection": row.get("selected", "on val, outside ε"),
+             "epsilon_spent": row["epsilon_spent"], "selection": row.get("selected", ChosenBy.VAL),
              "accuracy_mean": row["accuracy_mean"], "accuracy_std": row["accuracy_std"], "seeds": row["seeds"]}
             for name, evaluation in zip(names, evaluations) for row in evaluation["rows"]]

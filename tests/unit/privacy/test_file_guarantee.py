@@ -9,7 +9,7 @@ from dp_accounting import dp_event, pld
 from dp_accounting.rdp import RdpAccountant
 
 from pillar_cli.privacy import dp_sgd_event
-from pillar_cli.privacy.release import ReleasedHead, joint_epsilon, stream_segments, whole_file
+from pillar_cli.privacy.file_guarantee import ReleasedHead, joint_epsilon, stream_segments, whole_file
 from pillar_cli.randomness import SECRET, NoiseSource
 
 DELTA = 1e-5
