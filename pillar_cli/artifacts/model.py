@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from enum import Enum
 
 import numpy as np
 
@@ -21,17 +20,6 @@ from pillar_cli.errors import ArtifactError, param
 
 UNCOUNTED = RUN_COLUMNS["steps_run"][1]  # runs/steps_run of a run whose method does not count its steps
 
-
-class ChosenBy(str, Enum):
-    """How a (method, k, ε) cell's run was chosen: what its `selected` field holds (the value is what tables and
-    statements print)."""
-
-    ACCOUNTED = "in ε"  # a private selection released it; ε covers the choice
-    VAL = "on val, outside ε"  # the best mean val accuracy: private labels, not accounted
-    NOTHING = "none (one configuration)"  # one configuration: nothing was chosen
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

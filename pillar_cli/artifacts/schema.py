@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from pillar_cli.artifacts.statement import statement_summary, words_problem
 from pillar_cli.errors import ArtifactError, PillarError
 
 NUMBER, INTEGER, TEXT, BOOLEAN = "fiu", "iu", "U", "b"
@@ -188,7 +189,10 @@ def _claims_below_floor(claims: list[tuple[str, float]], accountant: str, delta:
         except (ValueError, TypeError, PillarError):
             return "has a malformed DP event or an unknown accountant"
         if math.isfinite(claimed):
-            floor = epsilon_floor(accountant, event, delta, claimed)
+            try:
+                floor = epsilon_floor(accountant, event, delta, claimed)
+            except (RuntimeError, ValueError, ArithmeticError):  # the accountant's own failure on an edited event
+                return f"has a DP event that its accountant ({accountant}) cannot evaluate"
             if claimed < floor:
                 return (f"claims ε = {claimed:.4g} for a DP event that spends at least ε = {floor:.4g} ({accountant}, "
                         f"δ = {delta:g}): its ε was changed after it was written")
@@ -249,13 +253,6 @@ def carried_problem(carried: dict) -> str | None:
     return _statement_problem(carried["privacy"])
 
 
-def statement_summary(statement: dict) -> str:
-    """The one-line summary a statement shows, made from its numbers and lists (never stored prose alone)."""
-    return (f"(ε = {statement['epsilon']:.4g}, δ = {statement['delta']:g})-DP ({statement['accountant']}) for "
-            f"{statement['neighbouring']}; covers: {'; '.join(statement['covers'])}; does not cover: "
-            f"{'; '.join(statement['not_covered'])}")
-
-
 def _statement_problem(statement: dict) -> str | None:
     """A statement whose fields are not of their types, whose δ is not below 1/ñ of the count it read, or whose ε is
     below what its DP event spends (privacy/floor.py)."""
@@ -275,7 +272,7 @@ def _statement_problem(statement: dict) -> str | None:
         return "has a privacy statement whose DP event is not one pillar reads"
     if statement["summary"] != statement_summary(statement):
         return "has a privacy summary that does not say what its numbers and lists say"
-    return None
+    return words_problem(statement)
 
 
 def _gsd_ranking(arrays: dict, attrs: dict, splits: list[str]) -> str | None:

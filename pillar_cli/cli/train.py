@@ -8,7 +8,7 @@ from typing import Any, Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.model import ChosenBy
+from pillar_cli.artifacts.chosen import ChosenBy
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
     ConfigOption,

@@ -13,7 +13,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from pillar_cli.artifacts.model import ChosenBy, RunKey
+from pillar_cli.artifacts.chosen import ChosenBy
+from pillar_cli.artifacts.model import RunKey
 
 VAL_NOTE = "hyper-parameters were selected on the val split's labels; that selection is NOT accounted in the reported ε"
 ACCOUNTED_NOTE = ("each private (method, k, ε) cell and seed released the best of a random number of trials by "

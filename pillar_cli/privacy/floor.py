@@ -24,7 +24,7 @@ from pillar_cli.privacy.events import Event, Segment, gaussian_segments, is_priv
 from pillar_cli.privacy.gaussian import full_batch
 
 SLACK = 0.01  # the accountants' own discretisation and conversion errors stay below this share
-PRV_ERROR_SHARE, PRV_ERROR_MIN = 0.1, 0.01
+PRV_ERROR_SHARE, PRV_ERROR_MIN, PRV_ERROR_MAX = 0.1, 0.01, 1.0  # a wider error makes PRV's grid fail
 
 
 @functools.lru_cache(maxsize=4096)
@@ -33,7 +33,7 @@ def epsilon_floor(accountant: str, event: Event, delta: float, claimed: float) -
     if not is_private(event):
         return 0.0
     cache = NumberCache("floors.json")
-    key = f"v1|{accountant}|{json.dumps(event.to_dict(), sort_keys=True)}|{delta!r}|{claimed!r}"
+    key = f"v2|{accountant}|{json.dumps(event.to_dict(), sort_keys=True)}|{delta!r}|{claimed!r}"
     if (cached := cache.get(key)) is not None:
         return cached
     floor = _floor(accountant, event, delta, claimed)
@@ -46,7 +46,7 @@ def _floor(accountant: str, event: Event, delta: float, claimed: float) -> float
     pure, approximate = pure_parts(event)
     segments = None if approximate is None else gaussian_segments(approximate)
     if accountant in ("prv", "pld") and segments is not None and not full_batch(tuple(segments)):
-        error = max(PRV_ERROR_SHARE * claimed, PRV_ERROR_MIN)
+        error = min(max(PRV_ERROR_SHARE * claimed, PRV_ERROR_MIN), PRV_ERROR_MAX)
         return pure + prv_lower_bound(tuple(segments), delta, error)
     return spent_epsilon(accountant, event, delta) * (1 - SLACK)
 

@@ -11,7 +11,8 @@ import math
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.classifier import Classifier
-from pillar_cli.artifacts.model import ChosenBy, StoredRun, run_rows, stored_runs
+from pillar_cli.artifacts.chosen import ChosenBy
+from pillar_cli.artifacts.model import StoredRun, run_rows, stored_runs
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible

@@ -11,8 +11,8 @@ number of training rows is private too: a head that derives anything from it rea
 from __future__ import annotations
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.artifacts.model import ChosenBy, StoredRun
-from pillar_cli.artifacts.schema import statement_summary
+from pillar_cli.artifacts.model import StoredRun
+from pillar_cli.artifacts.statement import statement_summary, statement_words
 from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy import event_from_dict, spent_epsilon
 from pillar_cli.privacy.count import NOISY, PUBLIC, RowCount
@@ -23,43 +23,24 @@ EXACT_SLACK = 1e-6  # an honest claim is the accountant's own number, written as
 
 def privacy_statement(model: Artifact, run: StoredRun, selected: str, cells: int) -> dict:
     """What the released head's ε is and covers; `selected`: how the model chose the run (methods.selection);
-    `cells`: how many (method, k, ε) cells the model held."""
+    `cells`: how many (method, k, ε) cells the model held. Its words come from its `basis` (artifacts/statement.py),
+    which every reader regenerates them from."""
     ledger, public_choice = model.attrs["ledger"], model.attrs.get("public_choice") or {}
     delta = float(public_choice.get("delta_total", ledger["delta"]))
     mechanism = (model.attrs.get("mechanisms") or {}).get(run.key.method, "")
-    rows = " and ".join(model.attrs.get("trained_on", ["private"]))
-    trained = f"training this head on the {rows} split{'s' if ' and ' in rows else ''}"
-    covers = [f"{trained} ({mechanism})" if mechanism else trained]
     count = _count_read(model, run)
-    not_covered = ["the public data the projection was fitted on (public: not protected)"]
-    if count is not None and count.noisy:
-        covers.append(count.describe())
-    elif count is not None:
-        not_covered.append(count.describe())
-    if rule := model.attrs.get("default_rule"):
-        reads = "the released count ñ and ε" if count is not None and count.noisy else "the declared-public n and ε"
-        covers.append(f"choosing its {', '.join(rule['fields'])}: a rule fixed in advance that reads no label, only "
-                      f"{reads} ({rule['rule']})")
-    if selected == ChosenBy.ACCOUNTED:
-        covers.append("choosing its hyper-parameters: an accounted private selection (Papernot & Steinke) on the "
-                      "private val split")
-    elif selected == ChosenBy.VAL:
-        not_covered.append("choosing its hyper-parameters on the private val split's labels (the paper's protocol)")
-    if cells > 1:
-        not_covered.append(f"choosing this cell among the model's {cells} (method, k, ε) cells, where that choice "
-                           "looked at val or test accuracies")
-    if public_choice.get("release"):
-        covers.append(f"choosing the public data: {public_choice['note']}")
-    elif public_choice:
-        not_covered.append(public_choice["note"])
+    basis = {"trained_on": list(model.attrs.get("trained_on", ["private"])), "rule": model.attrs.get("default_rule"),
+             "selected": str(selected), "cells": cells,
+             "public_choice": {"released": bool(public_choice.get("release")), "note": public_choice["note"]}
+             if public_choice else None}
     statement = {
         "epsilon": run.epsilon_spent, "delta": delta, "epsilon_target": run.key.epsilon,
         "accountant": ledger["accountant"], "accountant_description": ledger.get("accountant_description", ""),
         "epsilon_is_upper_bound": bool(ledger.get("epsilon_is_upper_bound", True)), "clip": ledger["clip"],
         "neighbouring": NEIGHBOURING, "event": run.row.event, "steps": run.key.steps, "mechanism": mechanism,
-        "covers": covers, "not_covered": not_covered, "noise": model.attrs.get("noise", {}),
-        **({} if count is None else {"count": count.to_dict()}),
+        "basis": basis, "noise": model.attrs.get("noise", {}), **({} if count is None else {"count": count.to_dict()}),
     }
+    statement["covers"], statement["not_covered"] = statement_words(statement)
     statement["summary"] = statement_summary(statement)
     return statement
 
@@ -83,7 +64,11 @@ def require_exact_claim(statement: dict, where: str) -> None:
     where a file is released or exported rather than on every read, which checks a cheaper floor): a claim below it
     was edited after it was written."""
     event = event_from_dict(statement["event"])
-    recomputed = spent_epsilon(statement["accountant"], event, float(statement["delta"]))
+    try:
+        recomputed = spent_epsilon(statement["accountant"], event, float(statement["delta"]))
+    except (RuntimeError, ValueError, ArithmeticError):  # the accountant's own failure on an edited event
+        raise PrivacyError(f"{where} has a DP event that its accountant ({statement['accountant']}) cannot "
+                           "evaluate") from None
     if float(statement["epsilon"]) < recomputed * (1 - EXACT_SLACK):
         raise PrivacyError(f"{where} claims ε = {float(statement['epsilon']):.4g} for a DP event that spends "
                            f"ε = {recomputed:.4g} ({statement['accountant']}, δ = {float(statement['delta']):g}): its "

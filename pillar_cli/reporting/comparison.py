@@ -5,7 +5,7 @@ side by side, with the ε each spent and whether the choice of its run is in it.
 
 from __future__ import annotations
 
-from pillar_cli.artifacts.model import ChosenBy
+from pillar_cli.artifacts.chosen import ChosenBy
 from pillar_cli.errors import UsageError
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 from pillar_cli.reporting.families import best_per_method, family_order, table_order

@@ -11,7 +11,7 @@ import pytest
 from checks import edited_copy
 from safetensors.numpy import save_file
 
-from pillar_cli.artifacts.schema import statement_summary
+from pillar_cli.artifacts.statement import statement_summary
 from pillar_cli.release.exported import metadata_hash
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
@@ -34,6 +34,15 @@ def _attrs_edit(key: str, change):
     return edit
 
 
+def _words_edit(change):
+    """An edit of a statement's words with its summary made to match: only the record the words come from
+    disagrees."""
+    def edit_statement(statement):
+        change(statement)
+        statement["summary"] = statement_summary(statement)
+    return _attrs_edit("privacy", edit_statement)
+
+
 @pytest.mark.parametrize("edit, problem", [
     (_attrs_edit("privacy", lambda p: p.update(epsilon="0.995")),
      "has a privacy statement whose epsilon is not of its type"),
@@ -47,7 +56,14 @@ def _attrs_edit(key: str, change):
      "has a privacy summary that does not say what its numbers and lists say"),
     (_attrs_edit("privacy", lambda p: p.update(not_covered=[])),
      "has a privacy summary that does not say what its numbers and lists say"),
-], ids=["epsilon-a-string", "no-feature-dim", "delta-half", "same-class-names", "summary-edited", "list-emptied"])
+    (_words_edit(lambda p: p.update(not_covered=[])),
+     "has covers and not_covered lists that its record of how the head was trained does not give"),
+    (_words_edit(lambda p: p["covers"].append("choosing its hyper-parameters: an accounted private selection")),
+     "has covers and not_covered lists that its record of how the head was trained does not give"),
+    (_attrs_edit("privacy", lambda p: p.pop("basis")),
+     "has a privacy statement without a readable record of how its head was trained (its basis)"),
+], ids=["epsilon-a-string", "no-feature-dim", "delta-half", "same-class-names", "summary-edited", "list-emptied",
+        "words-and-summary-edited", "covers-added", "no-basis"])
 def test_an_edited_release_is_refused_in_one_line_by_predict(pillar, mnist, release, tmp_path, edit, problem):
     forged, out = tmp_path / "forged.h5", tmp_path / "p.csv"
     with edited_copy(release, forged) as h5:

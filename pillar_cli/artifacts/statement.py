@@ -1,0 +1,61 @@
+"""A release's privacy statement in words: what its ε covers and what it does not, generated from what the statement
+records of how its head was trained (`basis`) when it is released and again on every read, so that an edit of the
+words alone cannot make them say more than the record; and the one-line summary of its numbers and words."""
+
+from __future__ import annotations
+
+from pillar_cli.artifacts.chosen import ChosenBy
+from pillar_cli.privacy.count import RowCount
+
+BASIS = {"trained_on": list, "rule": (dict, type(None)), "selected": str, "cells": int,
+         "public_choice": (dict, type(None))}  # what a statement records of its head's training
+PUBLIC_DATA = "the public data the projection was fitted on (public: not protected)"
+
+
+def statement_words(statement: dict) -> tuple[list[str], list[str]]:
+    """(covers, not_covered) of a statement: from its basis, mechanism and the row count it read (if any)."""
+    basis = statement["basis"]
+    count = RowCount.from_dict(statement["count"]) if "count" in statement else None
+    rows = " and ".join(basis["trained_on"])
+    trained = f"training this head on the {rows} split{'s' if ' and ' in rows else ''}"
+    covers = [f"{trained} ({statement['mechanism']})" if statement["mechanism"] else trained]
+    not_covered = [PUBLIC_DATA]
+    if count is not None:
+        (covers if count.noisy else not_covered).append(count.describe())
+    if rule := basis["rule"]:
+        reads = "the released count ñ and ε" if count is not None and count.noisy else "the declared-public n and ε"
+        covers.append(f"choosing its {', '.join(rule['fields'])}: a rule fixed in advance that reads no label, only "
+                      f"{reads} ({rule['rule']})")
+    if basis["selected"] == ChosenBy.ACCOUNTED:
+        covers.append("choosing its hyper-parameters: an accounted private selection (Papernot & Steinke) on the "
+                      "private val split")
+    elif basis["selected"] == ChosenBy.VAL:
+        not_covered.append("choosing its hyper-parameters on the private val split's labels (the paper's protocol)")
+    if basis["cells"] > 1:
+        not_covered.append(f"choosing this cell among the model's {basis['cells']} (method, k, ε) cells, where that "
+                           "choice looked at val or test accuracies")
+    if choice := basis["public_choice"]:
+        (covers if choice["released"] else not_covered).append(
+            f"choosing the public data: {choice['note']}" if choice["released"] else choice["note"])
+    return covers, not_covered
+
+
+def statement_summary(statement: dict) -> str:
+    """The one-line summary a statement shows, made from its numbers and lists (never stored prose alone)."""
+    return (f"(ε = {statement['epsilon']:.4g}, δ = {statement['delta']:g})-DP ({statement['accountant']}) for "
+            f"{statement['neighbouring']}; covers: {'; '.join(statement['covers'])}; does not cover: "
+            f"{'; '.join(statement['not_covered'])}")
+
+
+def words_problem(statement: dict) -> str | None:
+    """What is wrong with a statement's words: lists its record of the training does not give; None if nothing."""
+    basis = statement.get("basis")
+    if not isinstance(basis, dict) or any(not isinstance(basis.get(key), kind) for key, kind in BASIS.items()):
+        return "has a privacy statement without a readable record of how its head was trained (its basis)"
+    try:
+        words = statement_words(statement)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return "has a privacy statement whose record of how its head was trained is not one pillar reads"
+    if words != (statement["covers"], statement["not_covered"]):
+        return "has covers and not_covered lists that its record of how the head was trained does not give"
+    return None
