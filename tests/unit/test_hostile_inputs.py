@@ -1,6 +1,6 @@
 """Hostile inputs that used to end in a traceback or a silent wrong result, each now a correct result or one line:
 an empty dataset's hash, a pipeline whose steps are not a list, a grid value given twice, a learning rate that
-diverges, a decompression bomb, a Parquet shard cut short."""
+diverges, a decompression bomb, a Parquet shard cut short; palette, alpha and CMYK images decoded to their pixels."""
 
 from __future__ import annotations
 
@@ -71,3 +71,20 @@ def test_a_parquet_shard_cut_short_is_one_line(tmp_path):
     shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
     with pytest.raises(DataError, match=rf"^cannot read the dataset in {tmp_path}: "):
         read_hf(tmp_path, None)
+
+
+@pytest.mark.parametrize("mode", ["P", "RGBA", "CMYK", "LA"])
+def test_palette_alpha_and_cmyk_images_decode_to_the_pixels_of_their_rgb_or_grey_original(tmp_path, mode):
+    from PIL import Image
+
+    rgb = np.zeros((6, 8, 3), np.uint8)
+    rgb[:3, :4] = (200, 30, 90)
+    rgb[3:, 4:] = (10, 250, 120)
+    original = Image.fromarray(rgb, "RGB")
+    grey = mode == "LA"
+    converted = original.convert("L").convert(mode) if grey else \
+        original.quantize(colors=4) if mode == "P" else original.convert(mode)
+    path = tmp_path / f"image.{'tiff' if mode == 'CMYK' else 'png'}"
+    converted.save(path)
+    expected = np.asarray(original.convert("L"))[..., None] if grey else rgb
+    np.testing.assert_array_equal(decode_image(str(path), None, channels=1 if grey else 3), expected)
