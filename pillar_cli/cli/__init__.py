@@ -16,7 +16,7 @@ from typer.core import TyperCommand
 
 from pillar_cli.cli.boundary import OneLineUsageErrors
 from pillar_cli.cli.help import PanelledCommand
-from pillar_cli.version import PROGRAM
+from pillar_cli.version import PROGRAM, __version__
 
 # name → (module of pillar_cli.cli, function, the line `pillar --help` lists it with). A command's module, and the
 # libraries it needs (torch, scikit-learn, timm, opacus), are imported only when it runs or shows its own help.
@@ -87,9 +87,16 @@ app = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        print(f"{PROGRAM} {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _pillar() -> None:
-    """The group's own options (none but --help); its commands come from COMMANDS."""
+def _pillar(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                         help="Print the version and exit.")) -> None:
+    """The group's own options (--version, --help); its commands come from COMMANDS."""
 
 
 def main() -> None:

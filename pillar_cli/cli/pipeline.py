@@ -23,7 +23,12 @@ class Pipeline:
     workdir: Path | None
 
 
-def load_pipeline(path: Path, name: str, overrides: dict[str, str] | None = None) -> Pipeline:
+def list_pipelines_in(path: Path) -> list[Pipeline]:
+    """Every pipeline of the file, with its variables at their defaults."""
+    return [load_pipeline(path, str(name)) for name in _pipelines(path)]
+
+
+def _pipelines(path: Path) -> dict:
     try:
         document = yaml.safe_load(path.read_text())
     except OSError as err:
@@ -33,6 +38,11 @@ def load_pipeline(path: Path, name: str, overrides: dict[str, str] | None = None
     pipelines = document.get("pipelines", {}) if isinstance(document, dict) else None
     if not isinstance(pipelines, dict):
         raise UsageError(f"{path} holds no mapping 'pipelines' of names to pipelines")
+    return pipelines
+
+
+def load_pipeline(path: Path, name: str, overrides: dict[str, str] | None = None) -> Pipeline:
+    pipelines = _pipelines(path)
     if name not in pipelines:
         raise UsageError(f"no pipeline '{name}' in {path} (available: {', '.join(map(str, pipelines)) or 'none'})")
     spec = pipelines[name]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import stderr
-from pillar_cli.cli.pipeline import load_pipeline
+from pillar_cli.cli.freshness import RERUN, RUN, SKIP, step_state
+from pillar_cli.cli.pipeline import list_pipelines_in, load_pipeline
 from pillar_cli.errors import PillarError, UsageError
 from pillar_cli.version import PROGRAM
 
@@ -17,25 +19,52 @@ from pillar_cli.version import PROGRAM
 def run(
     ctx: typer.Context,
     file: Path = typer.Argument(..., help="Pipelines file, e.g. examples.yaml."),
-    name: str = typer.Argument(..., help="Pipeline name."),
+    name: Optional[str] = typer.Argument(None, help="Pipeline name (--list shows them)."),
     var: list[str] = typer.Option([], "--var", help="Override a pipeline variable: NAME=VALUE (repeatable)."),
-    force: bool = typer.Option(False, "--force", help="Pass --force to every step that writes outputs."),
+    list_pipelines: bool = typer.Option(False, "--list", help="List the file's pipelines and their steps; run none."),
+    force: bool = typer.Option(False, "--force", help="Run every step, passing --force to those that write outputs "
+                               "(without it a step whose output is up to date is skipped)."),
 ) -> None:
-    """Run a named pipeline: each step is a pillar command line; the first failing step stops it.
+    """Run a named pipeline: each step is a pillar command line; the first failing step stops it. A step whose output
+    the same command wrote with the same options from inputs that have not changed since is skipped; one whose
+    inputs or options changed is run again over its output; each says which.
+
+    Example: pillar run examples.yaml --list
 
     Example: pillar run examples.yaml cifar10-sl-figure4 --var data=/data/cifar-10-batches-py --var workdir=runs/c10
     """
+    if list_pipelines or name is None:
+        return _list(file, listed=list_pipelines)
     pillar = ctx.find_root().command  # the `pillar` group this command belongs to
     pipeline = load_pipeline(file, name, dict(_parse_var(item) for item in var))
     if pipeline.workdir is not None:
         pipeline.workdir.mkdir(parents=True, exist_ok=True)
     for number, argv in enumerate(pipeline.steps, start=1):
         stderr.print(f"[bold]\\[{number}/{len(pipeline.steps)}][/bold] pillar {' '.join(argv)}")
-        try:
-            pillar.main(argv + _force(pillar, argv, force), prog_name=PROGRAM)  # the step reports its own error
+        command = pillar.get_command(ctx, argv[0]) if argv else None
+        state, why = (RUN, "") if force or command is None else step_state(command, argv)
+        if why:
+            stderr.print(f"  {'skipped' if state == SKIP else 'run again'}: {why}", soft_wrap=True)
+        if state == SKIP:
+            continue
+        try:  # the step reports its own error
+            pillar.main(argv + _force(command, argv, force or state == RERUN), prog_name=PROGRAM)
         except SystemExit as stop:
             if stop.code:
                 raise PillarError(f"pipeline '{name}' stopped at step {number} (exit {stop.code})") from None
+
+
+def _list(file: Path, listed: bool) -> None:
+    """With --list, each pipeline of the file (name, steps, the first sentence of its description); without a name,
+    a usage error naming them."""
+    pipelines = list_pipelines_in(file)
+    if not listed:
+        raise UsageError(f"name a pipeline of {file} to run (available: {', '.join(p.name for p in pipelines)})",
+                         hint=f"pillar run {file} --list")
+    width = max(len(p.name) for p in pipelines)
+    for pipeline in pipelines:
+        first = " ".join(pipeline.description.split()).split(". ")[0].split(": ")[0]
+        print(f"{pipeline.name:<{width}}  {len(pipeline.steps):>3} steps  {first}".rstrip())
 
 
 def _parse_var(item: str) -> tuple[str, str]:
@@ -45,8 +74,7 @@ def _parse_var(item: str) -> tuple[str, str]:
     return key.strip(), value
 
 
-def _force(pillar, argv: list[str], force: bool) -> list[str]:
-    """['--force'] for a step whose command takes it, when the pipeline runs with --force."""
-    command = pillar.get_command(None, argv[0]) if argv else None
+def _force(command, argv: list[str], force: bool) -> list[str]:
+    """['--force'] for a step whose command takes it, when the pipeline runs with --force or runs it again."""
     takes_force = command is not None and any(param.name == "force" for param in command.params)
     return ["--force"] if force and takes_force and "--force" not in argv else []

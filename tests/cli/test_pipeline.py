@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from pillar_cli import artifacts
+from pillar_cli import __version__, artifacts
 from pillar_cli.privacy import dp_sgd_event, event_from_dict, spent_epsilon
 from pillar_cli.privacy.count import RowCount
 
@@ -205,3 +205,38 @@ def test_gdp_is_labelled_an_approximation(mnist, pillar, tmp_path):
     assert "warning: Gaussian DP CLT (Dong et al.), opacus; an APPROXIMATION, not an upper bound" in result.stderr
     ledger = artifacts.read(tmp_path / "m.h5", "model").attrs["ledger"]
     assert ledger["epsilon_is_upper_bound"] is False and "APPROXIMATION" in ledger["accountant_description"]
+
+
+def test_run_skips_steps_whose_outputs_are_up_to_date_and_reruns_what_changed(tmp_path, pillar):
+    pipelines = tmp_path / "p.yaml"
+
+    def write(k_max: int, seed: int) -> None:
+        pipelines.write_text(f"""
+pipelines:
+  tiny:
+    description: Embed the digits. Then fit a projection.
+    steps:
+      - embed --source digits --seed {seed} -o {tmp_path}/emb.h5
+      - fit-pca {tmp_path}/emb.h5:public --k-max {k_max} -o {tmp_path}/pca.h5
+""")
+
+    def states() -> list[str]:
+        lines = pillar("run", pipelines, "tiny").stderr.splitlines()
+        return [line.split(":")[0].strip() for line in lines if line.startswith("  ")]
+
+    write(k_max=10, seed=0)
+    assert states() == []  # nothing existed: every step ran
+    first = artifacts.read(tmp_path / "pca.h5", "projection").provenance.content_hash
+    assert states() == ["skipped", "skipped"]
+    assert artifacts.read(tmp_path / "pca.h5", "projection").provenance.content_hash == first
+    write(k_max=8, seed=0)
+    assert states() == ["skipped", "run again"]  # fit-pca's options changed
+    assert len(artifacts.read(tmp_path / "pca.h5", "projection").array("components")) == 8
+    write(k_max=8, seed=1)
+    result = pillar("run", pipelines, "tiny")
+    assert f"  run again: {tmp_path / 'emb.h5'} was written with other options" in result.stderr
+    assert f"  run again: its input {tmp_path / 'emb.h5'} changed since {tmp_path / 'pca.h5'} was written" in \
+        result.stderr
+    listed = pillar("run", pipelines, "--list")
+    assert listed.stdout == "tiny    2 steps  Embed the digits\n"
+    assert pillar("--version").stdout == f"pillar {__version__}\n"
