@@ -8,6 +8,7 @@ unknown flag, a missing argument, a bad --config key) as one line pointing at --
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import sys
@@ -44,7 +45,7 @@ def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None 
                 if os.environ.get("PILLAR_DEBUG"):
                     raise
                 message, hint = err.render(lambda name, value: flag_name(name, value, flags or {}))
-                print(f"error: {message}" + (f"\nhint: {hint}" if hint else ""), file=sys.stderr)
+                _report(message, hint, err.exit_code, kwargs.get("as_json"))
                 if err.exit_now:
                     sys.stdout.flush(), sys.stderr.flush()
                     os._exit(err.exit_code)
@@ -53,7 +54,7 @@ def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None 
                 if os.environ.get("PILLAR_DEBUG"):
                     raise
                 where = f"{err.filename}: " if err.filename else ""
-                print(f"error: {where}{err.strerror or err}", file=sys.stderr)
+                _report(f"{where}{err.strerror or err}", None, 3, kwargs.get("as_json"))
                 raise typer.Exit(3) from None
             except KeyboardInterrupt:
                 print("error: interrupted; no artifact was written (existing files are unchanged)", file=sys.stderr)
@@ -62,6 +63,14 @@ def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None 
         return run
 
     return decorate(command) if command is not None else decorate
+
+
+def _report(message: str, hint: str | None, code: int, as_json: bool | None) -> None:
+    """The error on stderr as one line (and a hint); with --json also one JSON document on stdout, so that a script
+    reading stdout always gets one."""
+    print(f"error: {message}" + (f"\nhint: {hint}" if hint else ""), file=sys.stderr)
+    if as_json:
+        print(json.dumps({"error": message, "hint": hint, "exit_code": code}, ensure_ascii=False))
 
 
 INT64_MAX = 2**63 - 1  # integers are stored as int64 (seeds, steps, sizes)

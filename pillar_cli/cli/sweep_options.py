@@ -64,6 +64,8 @@ OTHER_PUBLIC = typer.Option(False, "--other-public", help="Accept a projection f
 ENGINE = typer.Option("fast", help="fast (exact, batched) or opacus (GradSampleModule reference; slow).")
 DEVICE = typer.Option("auto", help="Fast engine's device: auto (CUDA when present), cpu, cuda, cuda:N. "
                       "With --noise-seed, CPU and CUDA runs share batches, not noise draws.")
+DRY_RUN = typer.Option(False, "--dry-run", help="Print every run's k, lr, steps, batch size, sampling rate and σ as "
+                       "the plan sets them, from the exact number of rows (nothing is released, trained or written).")
 
 
 def sweep_request(params: dict[str, Any]) -> SweepRequest:

@@ -8,52 +8,15 @@ from typing import Any, Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.chosen import ChosenBy
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import (
-    ConfigOption,
-    ForceOption,
-    JsonOption,
-    NoiseSeedOption,
-    NPublicOption,
-    check_output,
-    print_json,
-    print_table,
-    progress_bar,
-    save,
-    warn,
-)
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, NPublicOption,
+                                   check_output, progress_bar, save, warn)
 from pillar_cli.cli.method_flags import method_flags
-from pillar_cli.cli.sweep_options import (
-    ACCOUNTANT,
-    BATCH_SIZE,
-    CLIP,
-    DELTA,
-    DEVICE,
-    EMA,
-    ENGINE,
-    EPS,
-    LR,
-    METHOD,
-    MOMENTUM,
-    OTHER_PUBLIC,
-    PRIVATE_FRACTION,
-    PUBLIC_LABELLED,
-    RIDGE,
-    SCORE_SHARE,
-    SEED,
-    SELECT,
-    SHARD,
-    STEPS,
-    TRIALS,
-    TRIALS_SHAPE,
-    VAL,
-    WARM_START,
-    WEIGHT_DECAY,
-    K,
-    sweep_request,
-    sweep_sources,
-)
+from pillar_cli.cli.sweep_tables import print_model, print_plan
+from pillar_cli.cli.sweep_options import (ACCOUNTANT, BATCH_SIZE, CLIP, DELTA, DEVICE, DRY_RUN, EMA, ENGINE, EPS, LR,
+                                          METHOD, MOMENTUM, OTHER_PUBLIC, PRIVATE_FRACTION, PUBLIC_LABELLED, RIDGE,
+                                          SCORE_SHARE, SEED, SELECT, SHARD, STEPS, TRIALS, TRIALS_SHAPE, VAL,
+                                          WARM_START, WEIGHT_DECAY, K, sweep_request, sweep_sources)
 from pillar_cli.methods.catalog import METHODS
 from pillar_cli.methods.inputs import SweepInputs, SweepSources, read_sweep_inputs
 from pillar_cli.methods.plan import plan_sweep
@@ -98,6 +61,7 @@ def train_private(
     other_public: bool = OTHER_PUBLIC,
     engine: str = ENGINE,
     device: str = DEVICE,
+    dry_run: bool = DRY_RUN,
     config: Optional[str] = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
@@ -119,12 +83,14 @@ def train_private(
     check_output(out, [path, str(projection)], force=force)
     request = sweep_request(ctx.params)
     inputs = _read(request, path, projection, sweep_sources(ctx.params))
-    plan = plan_sweep(inputs.data, request)
+    plan = plan_sweep(inputs.data, request, preview=dry_run)
+    if dry_run:
+        return print_plan(plan, as_json)
     with progress_bar("DP-SGD", plan.total_steps(), "steps") as advance:
         result = run_plan(inputs.data, plan, on_steps=advance)
     artifact = inputs.model(result)
     save(ctx, out, artifact, inputs.refs)
-    _report(out, len(result.runs), artifact, as_json)
+    print_model(out, len(result.runs), artifact, as_json)
 
 
 def _read(request: SweepRequest, path: str, projection: Path, sources: SweepSources) -> SweepInputs:
@@ -138,18 +104,3 @@ def _read(request: SweepRequest, path: str, projection: Path, sources: SweepSour
     for overridden in inputs.overridden:
         warn(overridden)
     return inputs
-
-
-def _report(out: Path, runs: int, artifact: artifacts.Artifact, as_json: bool) -> None:
-    if as_json:
-        return print_json({"output": str(out), "selection": artifact.attrs["selection"],
-                           "note": artifact.attrs["selection_note"]})
-    how = ("private cells: accounted selection, inside ε" if artifact.attrs["selection_mode"] == "accounted"
-           else "one configuration per cell: nothing selected" if all(
-               cell["selected"] == ChosenBy.NOTHING for cell in artifact.attrs["selection"])
-           else "selected on val (not accounted in ε)")
-    trained_on = " + ".join(artifact.attrs["trained_on"])
-    print_table(f"{out}: {runs} runs on {trained_on} ({artifact.attrs['n_private']:,} rows), {how}",
-                artifact.attrs["selection"],
-                ["method", "k", "epsilon", "lr", "steps", "batch_size", "val_accuracy_mean", "selected"],
-                {"val_accuracy_mean": ".3f", "lr": ".4g"})

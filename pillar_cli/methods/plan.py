@@ -15,6 +15,7 @@ its rows train the heads beside the private rows; otherwise it chooses each cell
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +27,7 @@ from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.grid import SweepGrid, check_grid
 from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.rules import ruled_grids
-from pillar_cli.privacy import require_disjoint, validate_budget
+from pillar_cli.privacy import calibrate_noise, require_disjoint, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
 
 MAX_LR = 1e4  # above it a clipped step moves a logit by more than float32 resolves next to the others
@@ -41,6 +42,7 @@ class SweepPlan:
     count: RowCount
     readers: frozenset[str]
     request: SweepRequest
+    preview: bool = False  # made from the exact n to be printed (--dry-run): it never trains
 
     @property
     def privacy(self) -> PrivacySettings:
@@ -57,6 +59,24 @@ class SweepPlan:
     def total_steps(self) -> int:
         """DP-SGD steps of the runs of the request's shard."""
         return sum(grid.total_steps(self.request.shard) for grid in self.grids)
+
+    def runs(self) -> list[dict]:
+        """Every run of the request's shard as the plan sets it: method, k, ε, lr, steps, batch size, the sampling
+        rate q and, for the Gaussian methods calibrated as DP-SGD, the noise multiplier σ (with the count's release
+        where the cell reads it); NaN where a method draws its own (a boosted or exponential mechanism)."""
+        rows = []
+        for grid in self.grids:
+            for (method, k, epsilon), config in grid.points(self.request.shard):
+                count = self.count_of(method) or self.count
+                rate = count.sample_rate(config.batch_size)
+                own = get_method(method).own_selection or not math.isfinite(epsilon)
+                sigma = math.nan if own else calibrate_noise(
+                    self.request.accountant, epsilon, self.request.delta, rate, config.steps,
+                    fixed=self.count_of(method).segments if self.count_of(method) else ())
+                rows.append({"method": method, "k": "full" if k is None else k, "epsilon": epsilon, "lr": config.lr,
+                             "steps": config.steps, "batch_size": config.batch_size, "sample_rate": rate,
+                             "noise_multiplier": 0.0 if math.isinf(epsilon) else sigma})
+        return rows
 
 
 def reads_count(method: Method, grid: SweepGrid) -> bool:
@@ -94,20 +114,20 @@ def configurations_per_cell(grid: SweepGrid, k_max: int) -> int:
     return max(len(g.configs(m)) for g in ruled_grids(grid.for_rows(rows), k_max) for m in g.methods) // len(grid.seeds)
 
 
-def plan_sweep(data: SweepData, request: SweepRequest) -> SweepPlan:
+def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) -> SweepPlan:
     """Check the request against the data, release the row count where a private cell reads it, and set the grids
-    for it."""
+    for it. `preview`: release nothing; plan with the exact n, for the data holder to read (the plan never trains)."""
     grid, privacy, options = request.grid(), request.privacy(), request.options()
     resolve_device(options.device)
     for epsilon in grid.epsilons:
         validate_budget(epsilon, privacy.delta)
     readers = frozenset(name for name in grid.methods if reads_count(get_method(name), grid))
     count = count_for(len(data.private_x), grid.epsilons if readers else [], privacy.delta, privacy.noise,
-                      privacy.n_public, privacy.count_share)
+                      privacy.n_public, privacy.count_share, preview)
     grids = ruled_grids(grid.for_rows(count), len(data.pca.components_))
     for planned in grids:
         check_sweep(data, planned, privacy, options, count)
-    return SweepPlan(grids, count, readers, request)
+    return SweepPlan(grids, count, readers, request, preview)
 
 
 def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions,

@@ -81,6 +81,9 @@ def run_sweep(data: SweepData, request: SweepRequest,
 def run_plan(data: SweepData, plan: SweepPlan, on_steps: Callable[[int], None] = lambda done: None) -> SweepResult:
     """Train the plan's grid points (those of its shard) on the projected private split; score them on val.
     `on_steps(n)` hears of n more DP-SGD steps done (of the plan's `total_steps()`)."""
+    if plan.preview:
+        raise ValueError("a preview plan (made from the exact number of rows) cannot train: plan the sweep "
+                                "without preview=True")
     privacy, options = plan.privacy, plan.options
     result = SweepResult(accounted=options.selection is not None, plan=plan)
     for planned in plan.grids:

@@ -123,10 +123,14 @@ def release_count(n: int, epsilon: float, delta: float, noise: NoiseSource, shar
 
 
 def count_for(n: int, epsilons: list[float], delta: float, noise: NoiseSource, declared_public: bool = False,
-              share: float = COUNT_SHARE) -> RowCount:
+              share: float = COUNT_SHARE, preview: bool = False) -> RowCount:
     """The count a training run with these target ε reads: released once, planned for the smallest finite ε; exact
-    when n is declared public or no target is private (nothing private reads it)."""
+    when n is declared public or no target is private (nothing private reads it). `preview`: NOT a release — the
+    planned count with ñ = n, for printing a plan to the data holder only (a plan made with it never trains)."""
     private = [epsilon for epsilon in epsilons if math.isfinite(epsilon)]
     if declared_public or not private:
         return RowCount.exact(n, declared_public)
+    if preview:
+        epsilon = min(private)
+        return RowCount(float(n), NOISY, count_noise(epsilon, delta, share), share, (epsilon, delta))
     return release_count(n, min(private), delta, noise, share)

@@ -1,0 +1,40 @@
+"""What train-private prints: the plan of a dry run, and the model it wrote, cell by cell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pillar_cli import artifacts
+from pillar_cli.artifacts.chosen import ChosenBy
+from pillar_cli.cli.common import print_json, print_table
+from pillar_cli.methods.plan import SweepPlan
+
+
+def print_plan(plan: SweepPlan, as_json: bool) -> None:
+    """--dry-run: every run as the plan sets it (from the exact n, which only the data holder sees)."""
+    runs = plan.runs()
+    if as_json:
+        return print_json({"runs": runs, "count": plan.count.to_dict()})
+    print_table(f"{len(runs)} runs planned from the exact number of rows ({plan.count.value:,.0f}); the run itself "
+                "reads its noisy count, so q and σ move slightly", runs, list(runs[0]) if runs else [],
+                {"lr": ".4g", "sample_rate": ".4g", "noise_multiplier": ".4g"})
+
+
+def print_model(out: Path, runs: int, artifact: artifacts.Artifact, as_json: bool) -> None:
+    """The model's cells: what chose each run, its val accuracy; with --json also the ε each cell spent (the largest
+    of its runs') and the whole file's."""
+    if as_json:
+        spent = artifact.arrays["runs/epsilon_spent"]
+        cells = [{**cell, "epsilon_spent": float(max(spent[i] for i in cell["run_ids"]))}
+                 for cell in artifact.attrs["selection"]]
+        return print_json({"output": str(out), "selection": cells, "note": artifact.attrs["selection_note"],
+                           "whole_file_epsilon": artifact.attrs["whole_file"]["epsilon"]})
+    how = ("private cells: accounted selection, inside ε" if artifact.attrs["selection_mode"] == "accounted"
+           else "one configuration per cell: nothing selected" if all(
+               cell["selected"] == ChosenBy.NOTHING for cell in artifact.attrs["selection"])
+           else "selected on val (not accounted in ε)")
+    trained_on = " + ".join(artifact.attrs["trained_on"])
+    print_table(f"{out}: {runs} runs on {trained_on} ({artifact.attrs['n_private']:,} rows), {how}",
+                artifact.attrs["selection"],
+                ["method", "k", "epsilon", "lr", "steps", "batch_size", "val_accuracy_mean", "selected"],
+                {"val_accuracy_mean": ".3f", "lr": ".4g"})
