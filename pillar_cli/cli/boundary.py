@@ -29,6 +29,16 @@ def flag_name(name: str, value: str | None, overrides: dict[str, str]) -> str:
     return flag.replace("--", "--no-", 1) if value == "False" else flag
 
 
+class _JsonOutput:
+    """Whether the running command has already printed its JSON document (then an error adds none: stdout holds
+    one document whatever happens)."""
+
+    written = False
+
+
+JSON_OUTPUT = _JsonOutput()
+
+
 def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None = None) -> Callable:
     """Turn a PillarError into one line on stderr (plus a hint) and its exit code, Ctrl-C into exit 130;
     PILLAR_DEBUG=1 shows tracebacks. Parameters in messages are shown as this command's flags (`flags` maps the
@@ -37,6 +47,7 @@ def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None 
     def decorate(command: Callable) -> Callable:
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
+            JSON_OUTPUT.written = False
             try:
                 for name, value in kwargs.items():
                     _check_number(name, value)
@@ -66,10 +77,10 @@ def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None 
 
 
 def _report(message: str, hint: str | None, code: int, as_json: bool | None) -> None:
-    """The error on stderr as one line (and a hint); with --json also one JSON document on stdout, so that a script
-    reading stdout always gets one."""
+    """The error on stderr as one line (and a hint); with --json also one JSON document on stdout, unless the command
+    printed its own before failing, so that a script reading stdout always gets exactly one."""
     print(f"error: {message}" + (f"\nhint: {hint}" if hint else ""), file=sys.stderr)
-    if as_json:
+    if as_json and not JSON_OUTPUT.written:
         print(json.dumps({"error": message, "hint": hint, "exit_code": code}, ensure_ascii=False))
 
 

@@ -28,7 +28,7 @@ from rich.text import Text
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.files import refuse_existing
-from pillar_cli.cli.boundary import INT64_MAX
+from pillar_cli.cli.boundary import INT64_MAX, JSON_OUTPUT
 from pillar_cli.errors import UsageError
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, SECRET, NoiseSource
 
@@ -165,6 +165,7 @@ def jsonable(value: Any) -> Any:
 
 def print_json(document: Any) -> None:
     print(json.dumps(jsonable(document), indent=2))
+    JSON_OUTPUT.written = True
 
 
 def print_table(title: str, rows: list[dict], columns: list[str], formats: dict[str, str] | None = None) -> None:
