@@ -5,5 +5,6 @@ neighbouring-datasets check of every value the shipped files hold.
 Only the CLI imports it.
 
 May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `projection`, `linear.engine` (the configurations it
-trains), `methods.base` (the methods it audits, as the sweep trains them), `release.exported` (the export formats).
+trains), `methods.base` (the methods it audits, as the sweep trains them), `release.exported` (the export formats),
+`release.signing` (a file's signature).
 """

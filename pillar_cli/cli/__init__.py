@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "export": ("export", "export", "Write a released classifier as ONNX, TorchScript or safetensors."),
     "audit": ("audit", "audit", "Audit a configuration's ε with canaries, or recompute a model's ledger."),
     "inspect": ("inspect", "inspect", "Show an artifact's kind, provenance chain, attributes and datasets."),
+    "verify": ("verify", "verify", "Check a release or export: signature, hashes, statement, ε recomputed."),
     "run": ("run", "run", "Run a named pipeline of examples.yaml (or another file)."),
 }
 

@@ -87,6 +87,17 @@ ConfigOption = typer.Option(None, "--config", help="YAML file of option defaults
 JsonOption = typer.Option(False, "--json", help="Print one JSON document to stdout instead of a table.")
 ForceOption = typer.Option(False, "--force", help="Replace output files that exist (atomically); without it they are "
                            "refused.")
+SignOption = typer.Option(None, "--sign", help="Sign the output with this elliptic-curve PRIVATE key (PEM; OpenSSF "
+                          "model-signing): the signature is written beside it as OUT.sig; pillar verify --key checks it.")
+
+
+def signed_output(out: Path, key: Path | None, inputs: list[str], force: bool) -> None:
+    """Before any work: the output and, when signing, its signature path are free (or --force) and the key signs."""
+    from pillar_cli.release.signing import check_signing_key, signature_path
+
+    check_outputs([out, None if key is None else signature_path(out)], inputs, force=force)
+    if key is not None:
+        check_signing_key(key)
 
 
 def split_list(text: str, option: str) -> list[str]:

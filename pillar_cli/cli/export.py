@@ -9,8 +9,9 @@ import typer
 
 from pillar_cli.artifacts.classifier import read_classifier
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import ConfigOption, ForceOption, JsonOption, check_output, print_json, stdout
+from pillar_cli.cli.common import ConfigOption, ForceOption, JsonOption, SignOption, print_json, signed_output, stdout
 from pillar_cli.release.exported import EXPORT_FORMATS
+from pillar_cli.release.signing import sign_file
 
 
 @cli_errors
@@ -24,6 +25,7 @@ def export(
                                            "embedded with one (its hash must match the recorded one)."),
     trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help="Allow full unpickling of --weights "
                                           "(runs code from the file: trusted files only)."),
+    sign: Optional[Path] = SignOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
     config: Optional[str] = ConfigOption,
@@ -37,10 +39,12 @@ def export(
     """
     from pillar_cli.release.export import export_classifier  # torch: imported to run, not for --help
 
-    check_output(out, [str(classifier)] + ([str(weights)] if weights else []), force=force)
+    signed_output(out, sign, [str(classifier)] + ([str(weights)] if weights else []), force)
     released = read_classifier(str(classifier))
     reads = export_classifier(released, fmt, out, features_only=features_only, weights=weights,
                               trust_checkpoint=trust_checkpoint, force=force)
+    if sign is not None:
+        sign_file(out, sign)
     if as_json:
         return print_json({"output": str(out), "format": fmt, "input": reads, "privacy": released.privacy["summary"]})
     stdout.print(f"{out}: {fmt}, reads {reads}, outputs the probabilities of {len(released.class_names)} classes; "

@@ -22,7 +22,7 @@ _PANEL_OF_NAME = {
                "test_fraction", "no_public_split", "projection", "public_from", "allow_nonprivate_choice",
                "weights", "trust_checkpoint", "pretrained", "warm_start", "public_labelled", "other_public",
                "private_fraction", "embeddings", "allow_overlap", "ledger", "private", "public", "probe_weights",
-               "var"),
+               "var", "key", "signature"),
     "Model": ("backbone", "resize", "crop", "precision", "method", "k", "k_max", "ridge", "standardize",
               "second_moment", "components", "arch", "probe", "trainable", "probe_size", "probe_bias",
               "normalize_rows", "max_samples", "mode", "pairs", "xi_threshold", "fmt", "features_only"),
@@ -35,7 +35,7 @@ _PANEL_OF_NAME = {
     "Running": ("device", "workers", "shard", "merge", "resume", "skip_bad", "verify", "list_backbones",
                 "list_sources", "workdir", "runtime", "list_pipelines", "dry_run"),
     "Output": ("out", "force", "as_json", "plot", "csv", "markdown", "plot_xi", "plot_spectrum", "methods_plot",
-               "fraction_plot", "public_plot", "dimension_plot", "by_cell", "help"),
+               "fraction_plot", "public_plot", "dimension_plot", "by_cell", "help", "sign"),
 }
 PANEL_OF = {name: panel for panel, names in _PANEL_OF_NAME.items() for name in names}
 

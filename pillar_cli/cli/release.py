@@ -9,9 +9,10 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_output, print_json, save,
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, SignOption, print_json, save, signed_output,
                                    stdout)
 from pillar_cli.release import parse_cell, release_classifier
+from pillar_cli.release.signing import sign_file
 
 
 @cli_errors
@@ -23,6 +24,7 @@ def release(
                                        "them; needed when the model holds several cells."),
     seed: Optional[int] = typer.Option(None, "--seed", help="The repetition (train-private --seed) to release; "
                                        "default: the lowest (a choice that looks at nothing private)."),
+    sign: Optional[Path] = SignOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
     config: Optional[str] = ConfigOption,
@@ -35,11 +37,15 @@ def release(
 
     Example: pillar release model.h5 --cell method=pillar,k=20,eps=1 -o classifier.h5
 
+    Example: pillar release model.h5 -o classifier.h5 --sign signer.key.pem
+
     Example: pillar predict classifier.h5 emb.h5:test -o predictions.csv
     """
-    check_output(out, [str(model)], force=force)
+    signed_output(out, sign, [str(model)], force)
     classifier, chosen = release_classifier(artifacts.read(model, "model"), parse_cell(cell), seed)
     save(ctx, out, classifier.to_artifact(), [])
+    if sign is not None:
+        sign_file(out, sign)
     statement = classifier.privacy
     if as_json:
         return print_json({"output": str(out), **chosen, "privacy": statement})

@@ -8,8 +8,8 @@ features, and what its ε covers and does not. Applying it needs nothing else (n
 Raw inputs are embedded by the release's recorded embedder, rebuilt; an export carries that embedder inside.
 
 May import: `errors`, `artifacts`, `randomness` (whether a model's noise was reproducible), `privacy` (the row count
-a statement describes; a claim recomputed from its event), `data` and `embedding` (raw inputs and their embedder), `methods.estimator` and `finetune.released` (a release
-loaded as a fitted estimator).
+a statement describes; a claim recomputed from its event), `data` and `embedding` (raw inputs and their embedder),
+`methods.estimator` and `finetune.released` (a release loaded as a fitted estimator).
 """
 
 from pillar_cli.release.choice import parse_cell, release_classifier

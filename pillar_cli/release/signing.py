@@ -1,0 +1,68 @@
+"""Signing a file a user ships, and checking its signature: the OpenSSF model-signing library, offline, with an
+elliptic-curve key pair (PEM); the signature is a sigstore bundle beside the file (FILE.sig). pillar's hashes prove
+a file is intact against accidents, but anyone can recompute them after an edit; a signature proves that the holder
+of the key wrote the file as it is."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pillar_cli.errors import ArtifactError, UsageError
+
+SUFFIX = ".sig"
+
+
+def signature_path(path: Path) -> Path:
+    """Where a file's signature lies: beside it, FILE.sig."""
+    return Path(f"{path}{SUFFIX}")
+
+
+def check_signing_key(key: Path) -> None:
+    """Refuse, before anything is written, a key that cannot sign: missing, not PEM, not an elliptic-curve private
+    key (the kind model-signing's key signer takes), or protected by a password."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        loaded = load_pem_private_key(key.read_bytes(), password=None)
+    except OSError as err:
+        raise UsageError(f"cannot read the signing key {key}: {err.strerror}") from None
+    except (TypeError, ValueError):
+        raise UsageError(f"{key} is not an unencrypted PEM private key",
+                         hint="make one with: openssl ecparam -name prime256v1 -genkey -noout -out key.pem") from None
+    if not isinstance(loaded, ec.EllipticCurvePrivateKey):
+        raise UsageError(f"{key} is not an elliptic-curve private key (model-signing signs with EC keys)",
+                         hint="make one with: openssl ecparam -name prime256v1 -genkey -noout -out key.pem")
+
+
+def sign_file(path: Path, key: Path) -> Path:
+    """Sign `path` with the private key; the bundle is written next to it (atomically) and its path returned."""
+    import model_signing
+
+    target = signature_path(path)
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        model_signing.signing.Config().use_elliptic_key_signer(private_key=key).sign(path, partial)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
+def signature_problem(path: Path, public_key: Path, signature: Path | None = None) -> str | None:
+    """Why the signature of `path` does not hold for `public_key` (missing, malformed, made by another key, or over
+    other bytes); None when it holds."""
+    import model_signing
+
+    bundle = signature or signature_path(path)
+    if not bundle.exists():
+        return f"no signature at {bundle}"
+    try:
+        model_signing.verifying.Config().use_elliptic_key_verifier(public_key=public_key).verify(path, bundle)
+    except FileNotFoundError as err:
+        raise ArtifactError(f"cannot read {err.filename}") from None
+    except Exception as err:  # model-signing and sigstore raise their own kinds on any mismatch
+        detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        return f"the signature {bundle} does not hold for {public_key} ({detail[:100]})"
+    return None

@@ -1,0 +1,85 @@
+"""A release you can hand over: signed with the OpenSSF model-signing library (`--sign KEY`), checked by `pillar
+verify --key PUBLIC` — signature, hashes and statement, ε recomputed by dp-accounting — one line per check. A byte
+flipped fails; an ε edited and the file re-hashed with pillar's own functions passes the hashes and fails the
+signature."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from checks import assert_clean_failure, edited_copy
+
+from pillar_cli.artifacts.statement import statement_summary
+
+pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    root = tmp_path_factory.mktemp("keys")
+    key = ec.generate_private_key(ec.SECP256R1())
+    (root / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                     serialization.NoEncryption()))
+    (root / "pub.pem").write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                                 serialization.PublicFormat.SubjectPublicKeyInfo))
+    other = ec.generate_private_key(ec.SECP256R1()).public_key()
+    (root / "other.pem").write_bytes(other.public_bytes(serialization.Encoding.PEM,
+                                                        serialization.PublicFormat.SubjectPublicKeyInfo))
+    return root
+
+
+@pytest.fixture(scope="module")
+def signed(mnist, pillar, keys, tmp_path_factory):
+    root = tmp_path_factory.mktemp("signed")
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--k", "10", "--lr", "0.5", "--steps",
+           "20", "-o", root / "m.h5")
+    pillar("release", root / "m.h5", "-o", root / "rel.h5", "--sign", keys / "key.pem")
+    pillar("export", root / "rel.h5", "--format", "onnx", "-o", root / "rel.onnx", "--sign", keys / "key.pem")
+    return root
+
+
+def statuses(result) -> dict[str, str]:
+    return {check["name"]: check["status"] for check in json.loads(result.stdout)["checks"]}
+
+
+@pytest.mark.parametrize("name", ["rel.h5", "rel.onnx"])
+def test_a_signed_release_and_export_verify(pillar, signed, keys, name):
+    assert (signed / f"{name}.sig").exists()
+    result = pillar("verify", signed / name, "--key", keys / "pub.pem")
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["ok    signature", "ok    hashes and statement", "ok    epsilon"]
+    assert "dp-accounting PLD gives ε = " in lines[2]
+    unsigned = pillar("verify", signed / name, "--json")  # no key: the signature is not checked, the rest is
+    assert statuses(unsigned) == {"signature": "skip", "hashes and statement": "ok", "epsilon": "ok"}
+
+
+def test_another_key_a_flipped_byte_and_a_rehashed_edit_fail(pillar, signed, keys, tmp_path):
+    wrong_key = pillar("verify", signed / "rel.h5", "--key", keys / "other.pem", "--json", expect=3)
+    assert statuses(wrong_key)["signature"] == "FAIL"
+    flipped = tmp_path / "flipped.h5"
+    data = bytearray((signed / "rel.h5").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    flipped.write_bytes(bytes(data))
+    (tmp_path / "flipped.h5.sig").write_bytes((signed / "rel.h5.sig").read_bytes())
+    assert statuses(pillar("verify", flipped, "--key", keys / "pub.pem", "--json", expect=3))["signature"] == "FAIL"
+    forged = tmp_path / "forged.h5"
+    with edited_copy(signed / "rel.h5", forged) as h5:  # a larger ε claims less privacy: every reader accepts it
+        statement = json.loads(h5.attrs["privacy"])
+        statement["epsilon"] = 2.0
+        statement["summary"] = statement_summary(statement)
+        h5.attrs["privacy"] = json.dumps(statement)
+    (tmp_path / "forged.h5.sig").write_bytes((signed / "rel.h5.sig").read_bytes())
+    result = pillar("verify", forged, "--key", keys / "pub.pem", "--json", expect=3)
+    assert statuses(result) == {"signature": "FAIL", "hashes and statement": "ok", "epsilon": "ok"}
+    assert result.stderr.startswith(f"error: {forged} failed 1 of 3 checks: signature")
+
+
+def test_a_key_that_cannot_sign_is_refused_before_anything_is_written(pillar, signed, keys, tmp_path):
+    out = tmp_path / "rel.h5"
+    result = pillar("release", signed / "m.h5", "-o", out, "--sign", keys / "pub.pem", expect=2)
+    assert_clean_failure(result, 2, f"{keys / 'pub.pem'} is not an unencrypted PEM private key", out)
+    assert not (tmp_path / "rel.h5.sig").exists()
