@@ -79,6 +79,22 @@ def row_digests(x: np.ndarray) -> np.ndarray:
                      for row in rows], dtype=np.uint64)
 
 
+def principal_axes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The singular values of x (n, d) and its right singular vectors as rows, largest first, from the eigenvalues
+    of the smaller of its two Gram matrices (d × d, or n × n with V = XᵀU/σ): a few times faster than the SVD of x
+    itself, whose work the thin matrix does not need; directions of zero variance come back with σ = 0."""
+    n, dim = x.shape
+    if n >= dim:
+        eigenvalues, vectors = np.linalg.eigh(x.T @ x)
+        order = np.argsort(eigenvalues)[::-1]
+        return np.sqrt(np.clip(eigenvalues[order], 0.0, None)), vectors[:, order].T
+    eigenvalues, left = np.linalg.eigh(x @ x.T)
+    order = np.argsort(eigenvalues)[::-1]
+    singular = np.sqrt(np.clip(eigenvalues[order], 0.0, None))
+    right = (x.T @ left[:, order]) / np.where(singular > 0, singular, 1.0)
+    return singular, right.T
+
+
 class PublicPCA:
     """Standardise (optional) then project on the top principal components of the public features.
 
@@ -127,9 +143,9 @@ class PublicPCA:
         self.mean_ = np.zeros(dim) if self.second_moment else x.mean(axis=0)
         std = x.std(axis=0)
         self.scale_ = np.where(std > 0, std, 1.0) if self.standardizes else np.ones(dim)
-        _, singular, vt = np.linalg.svd((x - self.mean_) / self.scale_, full_matrices=False)
-        tolerance = singular.max(initial=0.0) * max(n, dim) * np.finfo(np.float64).eps
-        self.rank_ = int((singular > tolerance).sum())
+        singular, vt = principal_axes((x - self.mean_) / self.scale_)
+        tolerance = singular.max(initial=0.0) ** 2 * max(n, dim) * np.finfo(np.float64).eps  # on σ², as eigh gives
+        self.rank_ = int((singular**2 > tolerance).sum())
         k_max = self.rank_ if self.k_max is None else self.k_max
         if k_max > self.rank_:
             raise UsageError(f"{param('k_max')} {k_max} exceeds the rank of the public features ({self.rank_}: "
