@@ -1,4 +1,5 @@
-"""pillar export: a released classifier as ONNX, TorchScript or safetensors, its privacy statement inside."""
+"""pillar export: a released classifier as ONNX, TorchScript, safetensors or a Hugging Face model folder with a model
+card, its privacy statement inside."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from typing import Optional
 
 import typer
 
+from pillar_cli.artifacts import read
 from pillar_cli.artifacts.classifier import read_classifier
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import ConfigOption, ForceOption, JsonOption, SignOption, print_json, signed_output, stdout
+from pillar_cli.errors import UsageError
 from pillar_cli.release.exported import EXPORT_FORMATS
 from pillar_cli.release.signing import sign_file
 
@@ -25,6 +28,9 @@ def export(
                                            "embedded with one (its hash must match the recorded one)."),
     trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help="Allow full unpickling of --weights "
                                           "(runs code from the file: trusted files only)."),
+    evaluation: Optional[Path] = typer.Option(None, "--evaluation", help="hf: an evaluation (pillar evaluate) of "
+                                              "the model released, whose test metrics for the head's cell the "
+                                              "model card states."),
     sign: Optional[Path] = SignOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
@@ -36,16 +42,31 @@ def export(
     name and the same metadata.
 
     Example: pillar export classifier.h5 --format onnx -o classifier.onnx
+
+    Example: pillar export classifier.h5 --format hf --evaluation eval.h5 -o classifier-hf --sign signer.key.pem
     """
     from pillar_cli.release.export import export_classifier  # torch: imported to run, not for --help
 
-    signed_output(out, sign, [str(classifier)] + ([str(weights)] if weights else []), force)
+    signed_output(out, sign, [str(classifier)] + [str(path) for path in (weights, evaluation) if path], force)
     released = read_classifier(str(classifier))
+    metrics = None if evaluation is None else card_metrics(read(evaluation, "evaluation"), released)
     reads = export_classifier(released, fmt, out, features_only=features_only, weights=weights,
-                              trust_checkpoint=trust_checkpoint, force=force)
+                              trust_checkpoint=trust_checkpoint, force=force, metrics=metrics)
     if sign is not None:
         sign_file(out, sign)
     if as_json:
         return print_json({"output": str(out), "format": fmt, "input": reads, "privacy": released.privacy["summary"]})
     stdout.print(f"{out}: {fmt}, reads {reads}, outputs the probabilities of {len(released.class_names)} classes; "
                  f"ε = {released.privacy['epsilon']:.4g}, δ = {released.privacy['delta']:g} inside the file")
+
+
+def card_metrics(evaluation, released) -> dict:
+    """The evaluation's metrics for the released head's cell, or one line saying it holds none."""
+    from pillar_cli.release.card import evaluation_metrics
+
+    metrics = evaluation_metrics(evaluation, released.head, float(released.privacy["epsilon_target"]))
+    if metrics is None:
+        raise UsageError(f"{evaluation.path} holds no row for the released head's cell (method "
+                         f"{released.head['method']}, k {released.head['k']}, ε {released.privacy['epsilon_target']:g})",
+                         hint="evaluate the model this classifier was released from")
+    return metrics

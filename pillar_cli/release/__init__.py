@@ -9,7 +9,8 @@ Raw inputs are embedded by the release's recorded embedder, rebuilt; an export c
 
 May import: `errors`, `artifacts`, `randomness` (whether a model's noise was reproducible), `privacy` (the row count
 a statement describes; a claim recomputed from its event), `data` and `embedding` (raw inputs and their embedder),
-`methods.estimator` and `finetune.released` (a release loaded as a fitted estimator).
+`methods.estimator` and `finetune.released` (a release loaded as a fitted estimator), `version` (the program's name
+on a model card).
 """
 
 from pillar_cli.release.choice import parse_cell, release_classifier

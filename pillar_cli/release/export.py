@@ -12,6 +12,8 @@ weights by their names) for a stack that applies them itself.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import warnings
 from pathlib import Path
 
@@ -23,7 +25,10 @@ from pillar_cli.artifacts.files import replacing
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state
 from pillar_cli.embedding.recipe import embedder_for
 from pillar_cli.errors import UsageError, param
-from pillar_cli.release.exported import EXPORT_FORMATS, EXTRA_FILE, HASH_KEY, METADATA_KEYS, SUFFIXES, metadata_hash
+from pillar_cli.version import PROGRAM
+from pillar_cli.release.card import model_card
+from pillar_cli.release.exported import (EXPORT_FORMATS, EXTRA_FILE, HASH_KEY, HF_WEIGHTS, METADATA_KEYS, SUFFIXES,
+                                         metadata_hash)
 from pillar_cli.release.statement import require_exact_claim
 
 
@@ -80,17 +85,19 @@ def image_shape(classifier: Classifier) -> tuple[int, ...] | None:
 
 
 def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_only: bool = False,
-                      weights: Path | None = None, trust_checkpoint: bool = False, force: bool = False) -> str:
+                      weights: Path | None = None, trust_checkpoint: bool = False, force: bool = False,
+                      metrics: dict | None = None) -> str:
     """Write `classifier` as `fmt`; returns what the file's module reads ('features (N, D)' or 'uint8 images …').
     From images, the module holds the embedder rebuilt from the recipe (its weights file, if it had one, given
-    as `weights`) and computes in fp32."""
+    as `weights`) and computes in fp32. hf: a folder of model.safetensors, config.json and a model card README.md
+    (release/card.py; `metrics`: an evaluation's row for the head's cell)."""
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown {param('format')} '{fmt}' (known: {', '.join(EXPORT_FORMATS)})")
     require_exact_claim(classifier.privacy, "the classifier")
     if classifier.is_network and features_only:
         raise UsageError(f"the release holds a fine-tuned network, which reads the images themselves: export it from "
                          f"images (drop {param('features_only', True)})")
-    shape = None if features_only or fmt == "safetensors" else image_shape(classifier)
+    shape = None if features_only or fmt in ("safetensors", "hf") else image_shape(classifier)
     features = None
     if shape is not None:
         features = embedder_for(classifier.features, weights=weights, device="cpu",
@@ -104,15 +111,14 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
         module.eval().requires_grad_(False)
     example = (torch.zeros((2, *shape), dtype=torch.uint8) if shape is not None else
                torch.zeros((2, len(classifier.mean)), dtype=torch.float32))
+    if fmt == "hf":
+        _write_folder(out, {HF_WEIGHTS: _safetensors(classifier, module, metadata), "README.md":
+                            model_card(carried, metrics).encode(), "config.json": json.dumps(
+                                {"library_name": PROGRAM, **carried}, indent=2, ensure_ascii=False).encode()}, force)
+        return "features (N, D) float32"
     with replacing(out, force) as tmp:
         if fmt == "safetensors":
-            from safetensors.torch import save
-
-            tensors = {name: torch.from_numpy(np.ascontiguousarray(array)) for name, array in
-                       classifier.network.items()} if classifier.is_network else \
-                {name: buffer.contiguous() for name, buffer in module.named_buffers()
-                 if name != "basis" or module.has_basis}
-            tmp.write_bytes(save(tensors, metadata=metadata))
+            tmp.write_bytes(_safetensors(classifier, module, metadata))
         elif fmt == "torchscript":
             with warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore")  # TorchScript is deprecated in torch (still served); tracer warnings
@@ -121,6 +127,32 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
         else:
             _export_onnx(module, example, tmp, metadata)
     return "features (N, D) float32" if shape is None else f"uint8 images (N, {', '.join(map(str, shape))})"
+
+
+def _safetensors(classifier: Classifier, module: torch.nn.Module | None, metadata: dict[str, str]) -> bytes:
+    """The head's tensors by name (a network's weights), with the pillar metadata."""
+    from safetensors.torch import save
+
+    tensors = {name: torch.from_numpy(np.ascontiguousarray(array)) for name, array in
+               classifier.network.items()} if classifier.is_network else \
+        {name: buffer.contiguous() for name, buffer in module.named_buffers() if name != "basis" or module.has_basis}
+    return save(tensors, metadata=metadata)
+
+
+def _write_folder(out: Path, files: dict[str, bytes], force: bool) -> None:
+    """A folder of files, written beside its place and moved there whole (an existing one replaced only with
+    `force`, which the command checked)."""
+    partial = out.with_name(f".{out.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir()
+    try:
+        for name, data in files.items():
+            (partial / name).write_bytes(data)
+        if out.is_dir() and force:
+            shutil.rmtree(out)
+        os.replace(partial, out)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def _network_module(classifier: Classifier, features: torch.nn.Module | None) -> torch.nn.Module | None:

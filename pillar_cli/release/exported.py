@@ -14,15 +14,20 @@ from pathlib import Path
 from pillar_cli.artifacts.schema import carried_problem
 from pillar_cli.errors import ArtifactError
 
-EXPORT_FORMATS = ("onnx", "torchscript", "safetensors")
-SUFFIXES = {"onnx": (".onnx",), "torchscript": (".pt", ".pth", ".ts", ".torchscript"), "safetensors": (".safetensors",)}
+EXPORT_FORMATS = ("onnx", "torchscript", "safetensors", "hf")
+SUFFIXES = {"onnx": (".onnx",), "torchscript": (".pt", ".pth", ".ts", ".torchscript"), "safetensors": (".safetensors",),
+            "hf": ("",)}  # hf: a folder in the Hugging Face model layout
+HF_WEIGHTS = "model.safetensors"  # an hf folder's tensors and metadata; beside it config.json and README.md
 METADATA_KEYS = ("privacy", "class_names", "head", "features", "release")  # each stored as JSON under "pillar_<key>"
 HASH_KEY = "pillar_content_hash"  # sha256 over the metadata above: an edit of one value without it is refused
 EXTRA_FILE = "pillar.json"  # TorchScript: one extra file holding the metadata
 
 
 def exported_format(path: Path) -> str | None:
-    """The export format of a file (by its suffix; TorchScript files are zip archives), None for anything else."""
+    """The export format of a file (by its suffix; TorchScript files are zip archives; an hf folder holds
+    model.safetensors), None for anything else."""
+    if path.is_dir():
+        return "hf" if (path / HF_WEIGHTS).is_file() else None
     suffix = path.suffix.lower()
     if suffix in (".onnx", ".safetensors"):
         return suffix[1:]
@@ -64,10 +69,10 @@ def _raw_metadata(path: Path, fmt: str | None) -> dict:
         import onnx
 
         return {prop.key: prop.value for prop in onnx.load(str(path), load_external_data=False).metadata_props}
-    if fmt == "safetensors":
+    if fmt in ("safetensors", "hf"):
         from safetensors import safe_open
 
-        with safe_open(str(path), "np") as handle:
+        with safe_open(str(path / HF_WEIGHTS if fmt == "hf" else path), "np") as handle:
             return handle.metadata() or {}
     import torch
 

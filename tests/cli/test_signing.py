@@ -10,6 +10,7 @@ import json
 import pytest
 from checks import assert_clean_failure, edited_copy
 
+from pillar_cli import artifacts
 from pillar_cli.artifacts.statement import statement_summary
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
@@ -83,3 +84,26 @@ def test_a_key_that_cannot_sign_is_refused_before_anything_is_written(pillar, si
     result = pillar("release", signed / "m.h5", "-o", out, "--sign", keys / "pub.pem", expect=2)
     assert_clean_failure(result, 2, f"{keys / 'pub.pem'} is not an unencrypted PEM private key", out)
     assert not (tmp_path / "rel.h5.sig").exists()
+
+
+def test_a_hugging_face_folder_carries_a_model_card_that_states_the_guarantee(mnist, pillar, signed, keys, tmp_path):
+    from huggingface_hub import ModelCard
+
+    evaluation, folder = tmp_path / "eval.h5", tmp_path / "classifier-hf"
+    pillar("evaluate", signed / "m.h5", "-e", f"{mnist['emb']}:test", "-o", evaluation)
+    pillar("export", signed / "rel.h5", "--format", "hf", "--evaluation", evaluation, "-o", folder, "--sign",
+           keys / "key.pem")
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "config.json", "model.safetensors"]
+    statement = json.loads((folder / "config.json").read_text())["privacy"]
+    card = ModelCard.load(folder / "README.md").data.to_dict()  # offline: a local file
+    stated = card["differential_privacy"]
+    assert (stated["epsilon"], stated["delta"], stated["accountant"]) == \
+        (statement["epsilon"], statement["delta"], statement["accountant"])
+    assert stated["covers"] == statement["covers"] and stated["not_covered"] == statement["not_covered"]
+    assert stated["unit"] == "one training row (its features and label)" and card["library_name"] == "pillar"
+    row = artifacts.read(evaluation, "evaluation").attrs["rows"][0]
+    assert card["metrics"]["accuracy_test"] == pytest.approx(row["accuracy_mean"])
+    assert statuses(pillar("verify", folder, "--key", keys / "pub.pem", "--json")) == \
+        {"signature": "ok", "hashes and statement": "ok", "epsilon": "ok"}
+    (folder / "README.md").write_text((folder / "README.md").read_text().replace("epsilon: ", "epsilon: 0.0"))
+    assert statuses(pillar("verify", folder, "--key", keys / "pub.pem", "--json", expect=3))["signature"] == "FAIL"

@@ -1,0 +1,68 @@
+"""A model card for a release: the README.md of a Hugging Face model folder (`export --format hf`), whose YAML front
+matter states the guarantee where a reader of model cards looks for it — ε, δ, the unit of privacy and the
+neighbouring relation, the accountant, what ε covers and does not — and whose text says how the features were made,
+what the head is, how to check the file, and the test metrics of an evaluation when one is given."""
+
+from __future__ import annotations
+
+import math
+
+import yaml
+
+from pillar_cli.version import PROGRAM
+
+UNIT = "one training row (its features and label)"
+
+
+def model_card(carried: dict, metrics: dict | None = None) -> str:
+    """The card of what an export carries (statement, class names, head, recipe); `metrics`: an evaluation's row
+    for the released head's cell and the split it was measured on (see `evaluation_metrics`)."""
+    statement, head, features = carried["privacy"], carried["head"], carried["features"]
+    epsilon = float(statement["epsilon"])
+    front = {"library_name": PROGRAM, "tags": ["differential-privacy", "linear-probe", PROGRAM],
+             "differential_privacy": {
+                 "epsilon": epsilon if math.isfinite(epsilon) else None, "delta": float(statement["delta"]),
+                 "unit": UNIT, "neighbouring": statement["neighbouring"], "accountant": statement["accountant"],
+                 "epsilon_is_upper_bound": bool(statement["epsilon_is_upper_bound"]),
+                 "covers": list(statement["covers"]), "not_covered": list(statement["not_covered"])}}
+    if metrics is not None:
+        front["metrics"] = {f"{name}_{metrics['split']}": value for name, value in metrics["values"].items()}
+    lines = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).strip(), "---", "",
+             "# A differentially private classifier", "",
+             f"A linear head (`{head['method']}`, k = {head['k']}) on frozen features, released by pillar with "
+             f"(ε = {epsilon:.4g}, δ = {float(statement['delta']):g})-differential privacy ({statement['accountant']} "
+             f"accountant) for {statement['neighbouring']}.", "",
+             "## What ε covers", "", *[f"- {item}" for item in statement["covers"]], "",
+             "## What ε does not cover", "", *[f"- {item}" for item in statement["not_covered"]], "",
+             "## Features", "",
+             f"Backbone `{features.get('backbone')}` (weights `{features.get('weights')}`), preprocessing "
+             f"{features.get('preprocessing', 'as recorded')}, {features.get('feature_dim')} features per row; "
+             f"classes: {', '.join(carried['class_names'])}.", "",
+             "## Evaluation", "", _evaluation_text(metrics), "",
+             "## Checking this file", "",
+             "`pillar verify FOLDER --key SIGNER.pub.pem` checks the folder's signature (FOLDER.sig, over every file "
+             "in it, this card included), the metadata hash and statement in model.safetensors, and recomputes ε "
+             "from its DP event tree with dp-accounting.", ""]
+    return "\n".join(lines)
+
+
+def _evaluation_text(metrics: dict | None) -> str:
+    if metrics is None:
+        return ("Not stated: a release holds no test statistics. Evaluate the model it came from with "
+                "`pillar evaluate` and export again with `--evaluation`.")
+    values = ", ".join(f"{name} {value:.4f}" for name, value in metrics["values"].items())
+    return (f"On the {metrics['split']} split of {metrics['dataset']} ({metrics['source']}): {values} — the mean "
+            f"over the {metrics['seeds']} repetition(s) of the released head's cell; the released head is one of "
+            "them.")
+
+
+def evaluation_metrics(evaluation, head: dict, epsilon_target: float) -> dict | None:
+    """The evaluation's row for the released head's (method, k, ε) cell, or None if it holds no such cell."""
+    k = "full" if head["k"] is None else head["k"]
+    for row in evaluation.attrs["rows"]:
+        if row["method"] == head["method"] and row["k"] == k and float(row["epsilon"]) == epsilon_target:
+            values = {name: float(row[f"{name}_mean"]) for name in ("accuracy", "balanced_accuracy", "macro_f1")
+                      if row.get(f"{name}_mean") is not None}
+            return {"values": values, "split": evaluation.attrs["split"], "dataset": evaluation.attrs["dataset"],
+                    "seeds": int(row["seeds"]), "source": evaluation.path}
+    return None
