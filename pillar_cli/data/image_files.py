@@ -16,9 +16,11 @@ from typing import BinaryIO
 
 import numpy as np
 
+from pillar_cli.data.dicom import SUFFIX as DICOM_SUFFIX
+from pillar_cli.data.dicom import dicom_image, is_dicom
 from pillar_cli.errors import DataError, param
 
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".ppm", ".tif", ".tiff", ".webp"}
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".ppm", ".tif", ".tiff", ".webp", DICOM_SUFFIX}
 
 
 CHANNELS = {1: "L", 3: "RGB"}  # what an image becomes: greyscale or colour, 8 bits a channel
@@ -27,17 +29,29 @@ CHANNELS = {1: "L", 3: "RGB"}  # what an image becomes: greyscale or colour, 8 b
 def decode_image(file: str | BinaryIO, size: int | None, name: str | None = None, channels: int = 3) -> np.ndarray:
     """One image (a file, or its bytes in a file object called `name`) as uint8 (H, W, channels), upright (its EXIF
     orientation applied), resized to size × size when given. 16-bit and 32-bit integer images (X-rays, microscopy)
-    are scaled to 8 bits by their bit depth, not clipped; palette, alpha and CMYK images are converted."""
+    are scaled to 8 bits by their bit depth, not clipped; palette, alpha and CMYK images are converted; DICOM files
+    (.dcm) are read by data/dicom.py."""
     from PIL import Image, ImageOps, UnidentifiedImageError
 
     try:
+        if is_dicom(name or str(file)):
+            return _as_rows(dicom_image(file, name or str(file)), size, channels)
         with Image.open(file) as opened:
-            image = _eight_bit(ImageOps.exif_transpose(opened)).convert(CHANNELS[channels])
-            if size:
-                image = image.resize((size, size), Image.BILINEAR)
-            return np.asarray(image, dtype=np.uint8).reshape(image.height, image.width, channels)
+            return _as_rows(_eight_bit(ImageOps.exif_transpose(opened)), size, channels)
+    except DataError:
+        raise
     except (OSError, UnidentifiedImageError, ValueError, Image.DecompressionBombError) as err:
         raise DataError(f"cannot decode image {name or file}: {str(err).splitlines()[0]}") from err
+
+
+def _as_rows(image, size: int | None, channels: int) -> np.ndarray:
+    """An 8-bit PIL image as uint8 (H, W, channels), resized to size × size when given."""
+    from PIL import Image
+
+    image = image.convert(CHANNELS[channels])
+    if size:
+        image = image.resize((size, size), Image.BILINEAR)
+    return np.asarray(image, dtype=np.uint8).reshape(image.height, image.width, channels)
 
 
 def _eight_bit(image):

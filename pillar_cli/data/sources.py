@@ -38,9 +38,9 @@ class SourceOptions:
             raise DataError(f"source '{source}': {self.path} does not exist")
         return self.path
 
-    def channels(self) -> int:
-        """Image files decoded to 1 (greyscale) or 3 (colour) channels: param channels, default 3."""
-        channels = self.number("channels", 3)
+    def channels(self, default: int = 3) -> int:
+        """Image files decoded to 1 (greyscale) or 3 (colour) channels: param channels, `default` without it."""
+        channels = self.number("channels", default)
         if channels not in (1, 3):
             raise UsageError(f"{param('params')} channels={self.params['channels']}: image files are read as 1 "
                              "(greyscale) or 3 (colour) channels")
@@ -175,6 +175,14 @@ def _h5(options: SourceOptions) -> Dataset:
 def _image_folder(options: SourceOptions) -> Dataset:
     size = int(options.number("size", 0)) or None
     return readers.read_image_folder(options.require_path("image-folder"), size, options.channels())
+
+
+@register("dicom", "PATH/<class>/*.dcm (or a manifest of .dcm paths: --source manifest): DICOM through pydicom, "
+          "rescale applied, the stored bit depth scaled to 8 bits, MONOCHROME1 inverted; greyscale unless param "
+          "channels=3; param size=N resizes")
+def _dicom(options: SourceOptions) -> Dataset:
+    size = int(options.number("size", 0)) or None
+    return readers.read_image_folder(options.require_path("dicom"), size, options.channels(default=1))
 
 
 @register("cifar", "CIFAR-10/100 python pickle batches (cifar-10-batches-py or cifar-100-python folder)")

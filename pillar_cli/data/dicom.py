@@ -1,0 +1,69 @@
+"""DICOM files as the 8-bit images the embedding stage reads (pydicom, imported only for them).
+
+The pixel data are mapped as a viewer maps them: the modality LUT (rescale slope and intercept) applied, then the
+range the stored bit depth can hold, through that same rescale, spread linearly over 0..255 — so a value means the
+same grey level in every file of a series, whatever its own minimum and maximum — and MONOCHROME1 (white = low)
+inverted. RGB files keep their three 8-bit channels. A multi-frame file is refused (embed one frame per file); a
+compressed transfer syntax is decoded when an installed handler can (pylibjpeg, gdcm), refused in one line
+otherwise."""
+
+from __future__ import annotations
+
+import logging
+from typing import BinaryIO
+
+import numpy as np
+
+from pillar_cli.errors import DataError
+
+SUFFIX = ".dcm"
+
+
+def is_dicom(name: str) -> bool:
+    return str(name).lower().endswith(SUFFIX)
+
+
+def dicom_image(file: str | BinaryIO, name: str):
+    """The file's one frame as a PIL image: L (8-bit grey) or RGB."""
+    try:
+        import pydicom
+        from pydicom.pixels import apply_modality_lut
+    except ImportError:
+        raise DataError(f"reading DICOM ({name}) needs pydicom: pip install pydicom (or the 'medical' extra)") from None
+    from PIL import Image
+
+    try:
+        dataset = pydicom.dcmread(file)
+    except Exception as err:  # pydicom raises its own kinds on a damaged or foreign file
+        raise DataError(f"cannot read DICOM file {name}: {str(err).splitlines()[0][:120]}") from None
+    frames = int(getattr(dataset, "NumberOfFrames", 1) or 1)
+    if frames > 1:
+        raise DataError(f"{name} is a multi-frame DICOM ({frames} frames); embed one frame per file")
+    quiet = logging.getLogger("pydicom")
+    was, quiet.disabled = quiet.disabled, True  # its decoders log each failure: the error below is the one line
+    try:
+        pixels = dataset.pixel_array
+    except Exception as err:  # no handler for its transfer syntax, or no pixel data
+        raise DataError(f"cannot decode the pixels of {name} (transfer syntax "
+                        f"{getattr(dataset.file_meta, 'TransferSyntaxUID', 'unknown')}): "
+                        f"{str(err).splitlines()[0][:120]}") from None
+    finally:
+        quiet.disabled = was
+    photometric = str(getattr(dataset, "PhotometricInterpretation", "MONOCHROME2"))
+    if photometric == "RGB" and pixels.dtype == np.uint8 and pixels.ndim == 3:
+        return Image.fromarray(pixels, mode="RGB")
+    if photometric not in ("MONOCHROME1", "MONOCHROME2") or pixels.ndim != 2:
+        raise DataError(f"{name} holds {photometric} pixels of shape {pixels.shape}; greyscale (MONOCHROME1/2) and "
+                        "8-bit RGB are read")
+    return Image.fromarray(_grey_levels(dataset, pixels, apply_modality_lut), mode="L")
+
+
+def _grey_levels(dataset, pixels: np.ndarray, modality_lut) -> np.ndarray:
+    """0..255 from the stored bit depth's range through the modality LUT (inverted for MONOCHROME1)."""
+    bits = int(getattr(dataset, "BitsStored", pixels.dtype.itemsize * 8))
+    signed = int(getattr(dataset, "PixelRepresentation", 0)) == 1
+    stored = np.array([-(2 ** (bits - 1)), 2 ** (bits - 1) - 1] if signed else [0, 2**bits - 1])
+    low, high = np.sort(np.asarray(modality_lut(stored, dataset), dtype=np.float64))
+    values = np.asarray(modality_lut(pixels, dataset), dtype=np.float64)
+    levels = np.clip(np.rint((values - low) / max(high - low, 1e-12) * 255), 0, 255).astype(np.uint8)
+    return 255 - levels if str(dataset.PhotometricInterpretation) == "MONOCHROME1" else levels

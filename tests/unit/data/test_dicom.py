@@ -1,0 +1,33 @@
+"""DICOM files written by pydicom decode to the grey levels a viewer shows: the rescale applied, the stored bit
+depth's range spread over 0..255, MONOCHROME1 inverted; a multi-frame file and undecodable pixel data are one line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pillar_cli.data.image_files import decode_image
+from pillar_cli.errors import DataError
+
+pydicom = pytest.importorskip("pydicom")
+from medical import write_dicom  # noqa: E402  (after the skip: it needs pydicom)
+
+
+def test_greyscale_dicom_is_scaled_by_its_stored_bit_depth_through_the_rescale(tmp_path):
+    stored = np.array([[0, 1024, 2048], [3072, 4095, 512]], dtype=np.uint16)
+    write_dicom(tmp_path / "a.dcm", stored, slope=2.0, intercept=-1024.0)
+    expected = np.rint(stored / 4095 * 255).astype(np.uint8)  # a linear rescale keeps the proportions of the range
+    np.testing.assert_array_equal(decode_image(str(tmp_path / "a.dcm"), None, channels=1)[..., 0], expected)
+    write_dicom(tmp_path / "b.dcm", stored, photometric="MONOCHROME1")
+    np.testing.assert_array_equal(decode_image(str(tmp_path / "b.dcm"), None, channels=1)[..., 0], 255 - expected)
+
+
+def test_a_multi_frame_file_and_pixels_no_handler_decodes_are_one_line(tmp_path):
+    from pydicom.uid import JPEG2000Lossless
+
+    write_dicom(tmp_path / "frames.dcm", np.zeros((2, 4, 4)), frames=2)
+    with pytest.raises(DataError, match=r"frames.dcm is a multi-frame DICOM \(2 frames\); embed one frame per file$"):
+        decode_image(str(tmp_path / "frames.dcm"), None, channels=1)
+    write_dicom(tmp_path / "j2k.dcm", np.zeros((4, 4)), syntax=JPEG2000Lossless)
+    with pytest.raises(DataError, match=r"^cannot decode the pixels of .*j2k.dcm \(transfer syntax 1.2.840.10008.1.2.4.90\)"):
+        decode_image(str(tmp_path / "j2k.dcm"), None, channels=1)
