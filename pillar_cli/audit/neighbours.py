@@ -26,7 +26,7 @@ import numpy as np
 
 from pillar_cli import artifacts
 from pillar_cli.errors import UsageError, param
-from pillar_cli.release.exported import EXPORT_FORMATS
+from pillar_cli.release.exported import FILE_FORMATS
 
 CLOCK = {"created_at"}  # when a file was written: never a function of the data
 Runner = Callable[[list[str], Path], None]  # runs one pillar command line in a directory
@@ -53,8 +53,8 @@ class NeighbourPlan:
     removed_row: int = 0
 
     def __post_init__(self) -> None:
-        if unknown := sorted(set(self.formats) - set(EXPORT_FORMATS)):
-            raise UsageError(f"unknown export format '{unknown[0]}' (known: {', '.join(EXPORT_FORMATS)})")
+        if unknown := sorted(set(self.formats) - set(FILE_FORMATS)):
+            raise UsageError(f"unknown export format '{unknown[0]}' (known: {', '.join(FILE_FORMATS)})")
         if self.runs < 2:
             raise UsageError(f"{param('runs')} must be at least 2: a value is deterministic when it repeats (got "
                              f"{self.runs})")

@@ -14,7 +14,8 @@ from pathlib import Path
 from pillar_cli.artifacts.schema import carried_problem
 from pillar_cli.errors import ArtifactError
 
-EXPORT_FORMATS = ("onnx", "torchscript", "safetensors", "hf")
+FILE_FORMATS = ("onnx", "torchscript", "safetensors")  # one file each
+EXPORT_FORMATS = (*FILE_FORMATS, "hf")
 SUFFIXES = {"onnx": (".onnx",), "torchscript": (".pt", ".pth", ".ts", ".torchscript"), "safetensors": (".safetensors",),
             "hf": ("",)}  # hf: a folder in the Hugging Face model layout
 HF_WEIGHTS = "model.safetensors"  # an hf folder's tensors and metadata; beside it config.json and README.md
