@@ -22,14 +22,20 @@ def l2_normalized_rows(x: np.ndarray) -> np.ndarray:
     return x / np.where(norms > 0, norms, 1.0)
 
 
+CHUNK_ROWS = 8192  # rows standardised or projected at a time (float64 temporaries of 8192 × D)
+
+
 def standardize_rows(x: np.ndarray, mean: np.ndarray, scale: np.ndarray, row_normalised: bool,
                      reader: str) -> np.ndarray:
     """(x − mean) / scale, after L2-normalising rows for second-moment projections; float32. Rows of another
     dimension are refused, `reader` saying what expects len(mean) ('the model was trained on')."""
     if x.shape[1] != len(mean):
         raise DataError(f"features have {x.shape[1]} dimensions; {reader} {len(mean)}")
-    rows = l2_normalized_rows(x) if row_normalised else x
-    return ((rows - mean) / scale).astype(np.float32)
+    out = np.empty(x.shape, dtype=np.float32)
+    for start in range(0, len(x), CHUNK_ROWS):  # float64 arithmetic a block of rows at a time: memory stays ~x's
+        rows = x[start:start + CHUNK_ROWS]
+        out[start:start + CHUNK_ROWS] = ((l2_normalized_rows(rows) if row_normalised else rows) - mean) / scale
+    return out
 
 
 class LinearMap(Protocol):
@@ -68,8 +74,12 @@ def project(linear_map: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:
     """Standardise, then map to k dimensions (k=None: no projection). The product accumulates in float64 and is
     rounded once: standardised public-scaled features can be large, and float32 sums in another order (another
     BLAS, an exported module) would then disagree in the last digits of the head's probabilities."""
-    z = linear_map.standardized(x)
-    return z if k is None else (z.astype(np.float64) @ linear_map.basis(k).astype(np.float64)).astype(np.float32)
+    if k is None:
+        return linear_map.standardized(x)
+    basis, out = linear_map.basis(k).astype(np.float64), np.empty((len(x), k), dtype=np.float32)
+    for start in range(0, len(x), CHUNK_ROWS):  # a block of rows at a time: no standardised copy of all of x
+        out[start:start + CHUNK_ROWS] = linear_map.standardized(x[start:start + CHUNK_ROWS]).astype(np.float64) @ basis
+    return out
 
 
 def row_digests(x: np.ndarray) -> np.ndarray:

@@ -1,0 +1,63 @@
+"""Peak memory and time of the stages on features of CIFAR size: `embed --source npz` (vectors), `fit-pca` and
+`train-private --eps 1` (the default path) on N × D float32 features, each a child process measured by its peak RSS
+(the `ru_maxrss` of a wrapper's only child), beside a process that only imports what train-private imports (its floor).
+
+    python benchmarks/bench_memory.py --rows 80000 --dim 2048 --workdir runs/memory
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+WRAPPER = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, "
+           "stderr=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+def measured(argv: list[str]) -> tuple[float, float]:
+    """(seconds, peak RSS in MiB) of one command, run under a fresh wrapper whose only child it is."""
+    start = time.perf_counter()
+    peak = subprocess.run([sys.executable, "-c", WRAPPER, *argv], check=True, capture_output=True, text=True).stdout
+    return time.perf_counter() - start, int(peak) / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=80000)
+    parser.add_argument("--dim", type=int, default=2048)
+    parser.add_argument("--workdir", type=Path, default=Path("runs/memory"))
+    args = parser.parse_args()
+    work = args.workdir
+    work.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((args.rows, 64), dtype=np.float32) @ rng.standard_normal((64, args.dim), dtype=np.float32)
+         + 0.1 * rng.standard_normal((args.rows, args.dim), dtype=np.float32))
+    np.savez(work / "features.npz", x=x, y=rng.integers(0, 10, args.rows))
+    pillar = [sys.executable, "-m", "pillar_cli"]
+    steps = [
+        ("imports only (torch, scikit-learn, opacus, the sweep)",
+         [sys.executable, "-c", "import torch, sklearn, opacus, h5py; import pillar_cli.methods.sweep"]),
+        ("embed --source npz", [*pillar, "embed", "--source", "npz", "--path", str(work / "features.npz"),
+                                "--public-fraction", "0.0625", "--val-fraction", "0", "--test-fraction", "0.0375",
+                                "-o", str(work / "emb.h5"), "--force"]),
+        ("fit-pca --k-max 200", [*pillar, "fit-pca", f"{work / 'emb.h5'}:public", "--k-max", "200", "-o",
+                                 str(work / "pca.h5"), "--force"]),
+        ("train-private --eps 1", [*pillar, "train-private", str(work / "emb.h5"), "-p", str(work / "pca.h5"),
+                                   "--eps", "1", "-o", str(work / "model.h5"), "--force"]),
+    ]
+    private_mib = args.rows * (1 - 0.0625 - 0.0375) * args.dim * 4 / 2**20
+    print(f"{args.rows:,} × {args.dim} float32; the private split read by train-private: {private_mib:.0f} MiB")
+    print("| step | s | peak RSS (MiB) |\n|---|---|---|")
+    for name, argv in steps:
+        seconds, peak = measured(argv)
+        print(f"| {name} | {seconds:.1f} | {peak:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
