@@ -102,6 +102,20 @@ def check_non_negative(name: str, value: float) -> None:
         raise UsageError(f"{param(name)} must be a number ≥ 0 (got {value})")
 
 
+def check_fraction(name: str, value: float) -> None:
+    """A share in [0, 1) (momentum, a moving average's decay)."""
+    if not 0 <= value < 1:
+        raise UsageError(f"{param(name)} must be in [0, 1) (got {value})")
+
+
+def check_one_of(known: tuple[str, ...]) -> Callable[[str, object], None]:
+    """A checker of a word among `known`, e.g. check_one_of(("fast", "opacus"))("engine", value)."""
+    def check(name: str, value: object) -> None:
+        if value not in known:
+            raise UsageError(f"unknown {param(name)} '{value}' (known: {', '.join(known)})")
+    return check
+
+
 def check_probability(name: str, value: float) -> None:
     """A number strictly between 0 and 1 (a failure probability, an error target, a fraction)."""
     if not 0 < value < 1:

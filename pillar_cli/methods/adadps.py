@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from pillar_cli.errors import UsageError, param
+from pillar_cli.errors import UsageError, check_fraction, check_positive, param
 from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
 from pillar_cli.linear.sampling import PoissonSampler
@@ -40,10 +40,8 @@ class AdaDPSOptions:
     public_batch: int = option(256, "public labelled rows per preconditioner update.")
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.conditioner) and self.conditioner > 0):
-            raise UsageError(f"{param('conditioner')} must be a positive number (got {self.conditioner})")
-        if not 0 <= self.average_decay < 1:
-            raise UsageError(f"{param('average_decay')} must be in [0, 1) (got {self.average_decay})")
+        check_positive("conditioner", self.conditioner)
+        check_fraction("average_decay", self.average_decay)
         if self.public_batch < 1:
             raise UsageError(f"{param('public_batch')} must be at least 1 (got {self.public_batch})")
 

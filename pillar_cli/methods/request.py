@@ -5,11 +5,12 @@ estimator's parameter constraints), whoever builds it. The plan (methods/plan.py
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pillar_cli.errors import UsageError, param
+from pillar_cli.errors import (UsageError, check_fraction, check_non_negative, check_one_of, check_positive,
+                               param)
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.base import Method, PrivacySettings
@@ -24,29 +25,15 @@ SELECTIONS = ("val", "accounted")
 LISTS = ("method", "k", "epsilon", "lr", "steps", "batch_size", "seed", "ridge")  # one run of the grid per value
 
 
-@dataclass(frozen=True)
-class Constraint:
-    """What a parameter's value must be, and the sentence that says so when it is not."""
-
-    holds: Callable[[Any], bool]
-    says: Callable[[str, Any], str]
+def _selection(name: str, value: object) -> None:
+    """An accounted selection's settings, or one of SELECTIONS."""
+    if not isinstance(value, AccountedSelection):
+        check_one_of(SELECTIONS)(name, value)
 
 
-def one_of(*known: str) -> Constraint:
-    return Constraint(lambda value: value in known,
-                      lambda name, value: f"unknown {param(name)} '{value}' (known: {', '.join(known)})")
-
-
-POSITIVE = Constraint(lambda v: math.isfinite(v) and v > 0, lambda n, v: f"{param(n)} must be a positive number "
-                      f"(got {v})")
-NON_NEGATIVE = Constraint(lambda v: math.isfinite(v) and v >= 0, lambda n, v: f"{param(n)} must be a number ≥ 0 "
-                          f"(got {v})")
-FRACTION = Constraint(lambda v: 0 <= v < 1, lambda n, v: f"{param(n)} must be in [0, 1) (got {v})")
-SELECTION = Constraint(lambda v: isinstance(v, AccountedSelection) or v in SELECTIONS,
-                       one_of(*SELECTIONS).says)
-
-CONSTRAINTS = {"clip": POSITIVE, "weight_decay": NON_NEGATIVE, "momentum": FRACTION, "ema": FRACTION,
-               "engine": one_of(*ENGINES), "val": one_of(*VAL_ROLES), "select": SELECTION}
+CONSTRAINTS = {"clip": check_positive, "weight_decay": check_non_negative, "momentum": check_fraction,
+               "ema": check_fraction, "engine": check_one_of(ENGINES), "val": check_one_of(VAL_ROLES),
+               "select": _selection}  # each field's checker: refuses a value in one line naming the field
 
 
 @dataclass(frozen=True)
@@ -111,9 +98,8 @@ class SweepRequest:
         object.__setattr__(self, "method_options", {
             name: get_method(name).options_or_defaults(given.get(name)) for name in self.method
             if get_method(name).options is not None})
-        for name, constraint in CONSTRAINTS.items():
-            if not constraint.holds(getattr(self, name)):
-                raise UsageError(constraint.says(name, getattr(self, name)))
+        for name, check in CONSTRAINTS.items():
+            check(name, getattr(self, name))
         for name in LISTS:
             values = getattr(self, name)
             if not isinstance(values, tuple):

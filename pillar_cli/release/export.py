@@ -24,7 +24,7 @@ from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.files import replacing
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state
 from pillar_cli.embedding.recipe import embedder_for
-from pillar_cli.errors import UsageError, param
+from pillar_cli.errors import UsageError, check_one_of, param
 from pillar_cli.version import PROGRAM
 from pillar_cli.release.card import model_card
 from pillar_cli.release.exported import (EXPORT_FORMATS, EXTRA_FILE, HASH_KEY, HF_WEIGHTS, METADATA_KEYS, SUFFIXES,
@@ -91,8 +91,7 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
     From images, the module holds the embedder rebuilt from the recipe (its weights file, if it had one, given
     as `weights`) and computes in fp32. hf: a folder of model.safetensors, config.json and a model card README.md
     (release/card.py; `metrics`: an evaluation's row for the head's cell)."""
-    if fmt not in EXPORT_FORMATS:
-        raise UsageError(f"unknown {param('format')} '{fmt}' (known: {', '.join(EXPORT_FORMATS)})")
+    check_one_of(EXPORT_FORMATS)("format", fmt)
     require_exact_claim(classifier.privacy, "the classifier")
     if classifier.is_network and features_only:
         raise UsageError(f"the release holds a fine-tuned network, which reads the images themselves: export it from "
