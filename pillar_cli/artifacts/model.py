@@ -10,16 +10,17 @@ by the caller.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from pillar_cli.artifacts.core import Artifact
 from pillar_cli.artifacts.schema import RUN_COLUMNS
 from pillar_cli.errors import ArtifactError, param
+from pillar_cli.privacy.events import Event, headline
 
 UNCOUNTED = RUN_COLUMNS["steps_run"][1]  # runs/steps_run of a run whose method does not count its steps
-
 
 
 @dataclass(frozen=True)
@@ -44,29 +45,55 @@ class RunKey:
         return self.lr, self.steps, self.batch_size, self.ridge
 
 
-@dataclass(frozen=True)
-class RunRow:
-    """One row of a model's run table (schema.RUN_COLUMNS): the run's key, what it spent, how it did on val."""
+@dataclass(frozen=True, kw_only=True)
+class RunRecord:
+    """One run, as trained and as a model artifact stores it: its key, what it spent, how it did on val, its head
+    (in its own k-dimensional space; None for a network's run) and, once read back, the file it came from."""
 
     key: RunKey
     event: dict  # the run's DP event tree (privacy/events.py), as `Event.to_dict` wrote it
-    noise_multiplier: float  # for tables: of a run that is one Poisson-subsampled Gaussian segment, else NaN
-    sample_rate: float
     epsilon_spent: float
     val_accuracy: float
+    noise_multiplier: float = math.nan  # for tables: of a head that is one Poisson-subsampled Gaussian segment
+    sample_rate: float = math.nan
     row_normalised: bool = False  # the head reads its k-dimensional rows scaled to unit norm
     steps_run: int | None = None  # the steps (releases) the method counted as it ran them; None: not counted
+    weights: np.ndarray | None = field(default=None, compare=False)  # (k, C), or (D, C) for an unprojected run
+    bias: np.ndarray | None = field(default=None, compare=False)  # (C,)
+    model: Artifact | None = field(default=None, compare=False, repr=False)  # the file it was read from
+    local_id: int | None = field(default=None, compare=False)  # its index in that file's run table
+
+    @staticmethod
+    def headline_of(event: Event) -> dict[str, float]:
+        """The table columns of a head's own event: its noise multiplier and sample rate (NaN unless it is one
+        Poisson-subsampled Gaussian segment)."""
+        noise_multiplier, sample_rate = headline(event)
+        return {"noise_multiplier": noise_multiplier, "sample_rate": sample_rate}
+
+    @property
+    def basis(self) -> np.ndarray | None:
+        """The basis its head's k dimensions live in (None: the standardised features themselves)."""
+        return None if self.model is None else self.model.arrays.get(f"bases/{self.key.method}/{self.key.k}")
+
+    def logits(self, standardised: np.ndarray) -> np.ndarray:
+        """The head on standardised features: a linear head as its full-space weights; a head on unit-norm rows
+        through its basis, rows scaled to unit norm."""
+        if not self.row_normalised:
+            weights, bias = self.full_weights()
+            return standardised @ weights + bias
+        rows = standardised if self.basis is None else standardised @ self.basis
+        rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+        return rows @ self.weights + self.bias
+
+    def full_weights(self) -> tuple[np.ndarray, np.ndarray]:
+        """The head mapped back to the standardised feature space: (A_k · w, b); linear heads only."""
+        if self.row_normalised:
+            raise ArtifactError(f"run {self.local_id} of {self.model.path} reads unit-norm rows: it has no weights "
+                                "on the standardised features (a closed-form head cannot warm-start DP-SGD)")
+        return (self.weights if self.basis is None else self.basis @ self.weights), self.bias
 
 
-@dataclass(frozen=True)
-class RunRecord(RunRow):
-    """A trained run as written: its row and its head (in its own k-dimensional space; None for a network)."""
-
-    weights: np.ndarray | None = None  # (k, C), or (D, C) for an unprojected run
-    bias: np.ndarray | None = None  # (C,)
-
-
-def _run_columns(rows: list[RunRow], dim: int) -> dict[str, np.ndarray]:
+def _run_columns(rows: list[RunRecord], dim: int) -> dict[str, np.ndarray]:
     """The run table, every column of schema.RUN_COLUMNS."""
     keys = [row.key for row in rows]
     return {
@@ -89,8 +116,9 @@ def _run_columns(rows: list[RunRow], dim: int) -> dict[str, np.ndarray]:
     }
 
 
-def run_rows(model: Artifact) -> list[RunRow]:
-    """The run table of a model artifact, row by row (columns an older model lacks take their schema defaults)."""
+def run_rows(model: Artifact) -> list[RunRecord]:
+    """The runs of a model artifact, row by row with their heads (columns an older model lacks take their schema
+    defaults)."""
     count = len(model.array("runs/k"))
     table = {name: model.array(f"runs/{name}") if f"runs/{name}" in model.arrays else np.full(count, default)
              for name, (_, default) in RUN_COLUMNS.items()}
@@ -100,10 +128,12 @@ def run_rows(model: Artifact) -> list[RunRow]:
                      float(table["epsilon_target"][i]), float(table["lr"][i]), int(table["steps"][i]),
                      int(table["batch_size"][i]), int(table["seed"][i]), float(table["ridge"][i]))
         steps_run = int(table["steps_run"][i])
-        rows.append(RunRow(key, json.loads(str(table["event"][i])), float(table["noise_multiplier"][i]),
-                           float(table["sample_rate"][i]), float(table["epsilon_spent"][i]),
-                           float(table["val_accuracy"][i]), bool(table["row_normalised"][i]),
-                           None if steps_run == UNCOUNTED else steps_run))
+        rows.append(RunRecord(
+            key=key, event=json.loads(str(table["event"][i])), epsilon_spent=float(table["epsilon_spent"][i]),
+            val_accuracy=float(table["val_accuracy"][i]), noise_multiplier=float(table["noise_multiplier"][i]),
+            sample_rate=float(table["sample_rate"][i]), row_normalised=bool(table["row_normalised"][i]),
+            steps_run=None if steps_run == UNCOUNTED else steps_run, weights=model.arrays.get(f"runs/{i}/weights"),
+            bias=model.arrays.get(f"runs/{i}/bias"), model=model, local_id=i))
     return rows
 
 
@@ -120,50 +150,7 @@ def model_artifact(runs: list[RunRecord], bases: dict[tuple[str, int], np.ndarra
     return Artifact("model", arrays, attrs)
 
 
-@dataclass(frozen=True)
-class StoredRun:
-    """One run of a model artifact (or of one shard of a sweep), addressable after merging."""
-
-    row: RunRow
-    model: Artifact
-    local_id: int
-
-    @property
-    def key(self) -> RunKey:
-        return self.row.key
-
-    @property
-    def val_accuracy(self) -> float:
-        return self.row.val_accuracy
-
-    @property
-    def epsilon_spent(self) -> float:
-        return self.row.epsilon_spent
-
-    def logits(self, standardised: np.ndarray) -> np.ndarray:
-        """The head on standardised features: a linear head as its full-space weights; a head on unit-norm rows
-        through its basis, rows scaled to unit norm."""
-        if not self.row.row_normalised:
-            weights, bias = self.full_weights()
-            return standardised @ weights + bias
-        rows = standardised
-        if f"bases/{self.key.method}/{self.key.k}" in self.model.arrays:
-            rows = rows @ self.model.array(f"bases/{self.key.method}/{self.key.k}")
-        rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
-        return rows @ self.model.array(f"runs/{self.local_id}/weights") + self.model.array(f"runs/{self.local_id}/bias")
-
-    def full_weights(self) -> tuple[np.ndarray, np.ndarray]:
-        """The head mapped back to the standardised feature space: (A_k · w, b); linear heads only."""
-        if self.row.row_normalised:
-            raise ArtifactError(f"run {self.local_id} of {self.model.path} reads unit-norm rows: it has no weights on "
-                                "the standardised features (a closed-form head cannot warm-start DP-SGD)")
-        weights = self.model.array(f"runs/{self.local_id}/weights")
-        if f"bases/{self.key.method}/{self.key.k}" in self.model.arrays:
-            weights = self.model.array(f"bases/{self.key.method}/{self.key.k}") @ weights
-        return weights, self.model.array(f"runs/{self.local_id}/bias")
-
-
-def stored_runs(models: list[Artifact]) -> list[StoredRun]:
+def stored_runs(models: list[Artifact]) -> list[RunRecord]:
     """All runs of one or more model artifacts (sweep shards), checked to come from one compatible sweep."""
     first = models[0]
     for other in models[1:]:
@@ -173,7 +160,7 @@ def stored_runs(models: list[Artifact]) -> list[StoredRun]:
         if not np.array_equal(other.array("mean"), first.array("mean")) or \
                 not np.array_equal(other.array("scale"), first.array("scale")):
             raise ArtifactError(f"{other.path} and {first.path} were trained on different projections")
-    runs = [StoredRun(row, model, i) for model in models for i, row in enumerate(run_rows(model))]
+    runs = [run for model in models for run in run_rows(model)]
     where: dict[RunKey, str] = {}
     for run in runs:  # a file given twice (or a copy) would count its runs as more seeds
         if run.key in where:

@@ -37,7 +37,7 @@ from pillar_cli.errors import UsageError
 from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
-from pillar_cli.privacy import event_from_dict, headline, validate_budget
+from pillar_cli.privacy import event_from_dict, validate_budget
 from pillar_cli.privacy.file_guarantee import ReleasedHead, joint_epsilon, whole_file
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -127,8 +127,9 @@ def _model_file(method: Method, canaries: Canaries, epsilons: list[float], confi
         cell = Cell(canaries.data, canaries.mapping, width, epsilon, configs, privacy, "fast", "cpu", options)
         for config, run in zip(configs, method.train_cell(cell)):
             key = RunKey(method.name, width, epsilon, config.lr, config.steps, config.batch_size, config.seed)
-            records.append(RunRecord(key, run.event.to_dict(), *headline(run.event), run.epsilon_spent, np.nan,
-                                     steps_run=run.head.steps_run, weights=run.head.weights, bias=run.head.bias))
+            records.append(RunRecord(key=key, event=run.event.to_dict(), epsilon_spent=run.epsilon_spent,
+                                     val_accuracy=np.nan, steps_run=run.head.steps_run, weights=run.head.weights,
+                                     bias=run.head.bias, **RunRecord.headline_of(run.event)))
             heads.append(ReleasedHead(run.event, run.epsilon_spent, run.batches and (width, epsilon, *run.batches),
                                       delta=privacy.delta))
     attrs = {"n_private": len(canaries.data.private_x), "ledger": {"clip": privacy.clip, "delta": privacy.delta},
@@ -186,7 +187,7 @@ def _heads(model: Artifact) -> list[dict]:
     return [{"epsilon": row.key.epsilon, "spent": row.epsilon_spent, "sigma": row.noise_multiplier,
              "rate": row.sample_rate, "lr": row.key.lr, "steps": row.key.steps, "batch_size": row.key.batch_size,
              "seed": row.key.seed, "k": row.key.k, "event": row.event,
-             "weights": model.array(f"runs/{i}/weights").astype(np.float64)} for i, row in enumerate(run_rows(model))]
+             "weights": row.weights.astype(np.float64)} for row in run_rows(model)]
 
 
 def _step(run: dict, model: Artifact) -> float:

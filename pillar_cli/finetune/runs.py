@@ -27,7 +27,7 @@ from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.finetune.training import FinetuneConfig, finetune
 from pillar_cli.gsd.probes import stored_image_shape
 from pillar_cli.lazy import torch
-from pillar_cli.privacy import event_from_dict, get_accountant, headline, require_public_start, validate_budget
+from pillar_cli.privacy import event_from_dict, get_accountant, require_public_start, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
 from pillar_cli.privacy.file_guarantee import ReleasedHead, whole_file
 
@@ -112,8 +112,9 @@ def train_networks(spec: NetworkSpec, start: Pretrained | None, train: Split, va
             result = finetune(model, images, train.labels, run, device, on_step, count)
             key = RunKey(method, None, epsilon, run.lr, run.steps, run.batch_size, seed)
             accuracy = _accuracy(result.model.cpu(), val, spec)
-            records.append(RunRecord(key, count.with_count(result.event).to_dict(), *headline(result.event),
-                                     result.epsilon_spent, accuracy, steps_run=result.steps_run))
+            records.append(RunRecord(key=key, event=count.with_count(result.event).to_dict(),
+                                     epsilon_spent=result.epsilon_spent, val_accuracy=accuracy,
+                                     steps_run=result.steps_run, **RunRecord.headline_of(result.event)))
             states.append(state_arrays(result.model))
     return records, states, count
 

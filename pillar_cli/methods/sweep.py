@@ -29,7 +29,7 @@ from pillar_cli.methods.grid import SweepGrid
 from pillar_cli.methods.plan import SweepPlan, plan_sweep
 from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.selection import select_on_val, selection_note
-from pillar_cli.privacy import Event, ExponentialEvent, gaussian_segments, get_accountant, headline
+from pillar_cli.privacy import Event, ExponentialEvent, gaussian_segments, get_accountant
 from pillar_cli.privacy.composition import composed_with_release
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.file_guarantee import ReleasedHead, whole_file
@@ -141,8 +141,9 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
     features were made and the class names (artifacts.feature_recipe), which a release of one head carries."""
     runs = result.runs
     spent = [_with_public_choice(r, privacy, public_choice) for r in runs]
-    records = [RunRecord(r.key, event.to_dict(), *headline(r.released.event), total, r.val_accuracy,
-                         get_method(r.key.method).normalises_rows, r.head.steps_run, r.head.weights, r.head.bias)
+    records = [RunRecord(key=r.key, event=event.to_dict(), epsilon_spent=total, val_accuracy=r.val_accuracy,
+                         row_normalised=get_method(r.key.method).normalises_rows, steps_run=r.head.steps_run,
+                         weights=r.head.weights, bias=r.head.bias, **RunRecord.headline_of(r.released.event))
                for r, (event, total) in zip(runs, spent)]
     attrs = {
         "num_classes": num_classes,

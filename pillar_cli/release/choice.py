@@ -12,7 +12,7 @@ import math
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.chosen import ChosenBy
-from pillar_cli.artifacts.model import StoredRun, run_rows, stored_runs
+from pillar_cli.artifacts.model import RunRecord, run_rows, stored_runs
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
@@ -115,13 +115,12 @@ def _cell_text(wanted: dict) -> str:
                     for key, value in wanted.items())
 
 
-def _classifier(model: Artifact, run: StoredRun, statement: dict) -> Classifier:
+def _classifier(model: Artifact, run: RunRecord, statement: dict) -> Classifier:
     """The run's head as applied by `evaluate`: a linear head's weights mapped back to the standardised features;
     a head on unit-norm projected rows with its basis."""
-    key, unit_rows = run.key, run.row.row_normalised
+    key, unit_rows = run.key, run.row_normalised
     if unit_rows:
-        basis = model.arrays.get(f"bases/{key.method}/{key.k}")
-        weights, bias = model.array(f"runs/{run.local_id}/weights"), model.array(f"runs/{run.local_id}/bias")
+        basis, weights, bias = run.basis, run.weights, run.bias
     else:
         basis, (weights, bias) = None, run.full_weights()
     names, recipe = _names_and_recipe(model)
@@ -131,7 +130,7 @@ def _classifier(model: Artifact, run: StoredRun, statement: dict) -> Classifier:
                       statement)
 
 
-def _network(model: Artifact, run: StoredRun, statement: dict) -> Classifier:
+def _network(model: Artifact, run: RunRecord, statement: dict) -> Classifier:
     """The run's network, which reads the pixel rows its model was trained on (the identity scaler)."""
     names, recipe = _names_and_recipe(model)
     head = {"method": run.key.method, "k": "full", "unit_rows": False, "row_l2_normalised": False,

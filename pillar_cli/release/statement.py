@@ -11,7 +11,7 @@ number of training rows is private too: a head that derives anything from it rea
 from __future__ import annotations
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.artifacts.model import StoredRun
+from pillar_cli.artifacts.model import RunRecord
 from pillar_cli.artifacts.statement import statement_summary, statement_words
 from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy import event_from_dict, spent_epsilon
@@ -21,7 +21,7 @@ NEIGHBOURING = "add or remove one training row (its features and label)"
 EXACT_SLACK = 1e-6  # an honest claim is the accountant's own number, written as is
 
 
-def privacy_statement(model: Artifact, run: StoredRun, selected: str, cells: int) -> dict:
+def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int) -> dict:
     """What the released head's ε is and covers; `selected`: how the model chose the run (methods.selection);
     `cells`: how many (method, k, ε) cells the model held. Its words come from its `basis` (artifacts/statement.py),
     which every reader regenerates them from."""
@@ -37,7 +37,7 @@ def privacy_statement(model: Artifact, run: StoredRun, selected: str, cells: int
         "epsilon": run.epsilon_spent, "delta": delta, "epsilon_target": run.key.epsilon,
         "accountant": ledger["accountant"], "accountant_description": ledger.get("accountant_description", ""),
         "epsilon_is_upper_bound": bool(ledger.get("epsilon_is_upper_bound", True)), "clip": ledger["clip"],
-        "neighbouring": NEIGHBOURING, "event": run.row.event, "steps": run.key.steps, "mechanism": mechanism,
+        "neighbouring": NEIGHBOURING, "event": run.event, "steps": run.key.steps, "mechanism": mechanism,
         "basis": basis, "noise": model.attrs.get("noise", {}), **({} if count is None else {"count": count.to_dict()}),
     }
     statement["covers"], statement["not_covered"] = statement_words(statement)
@@ -45,7 +45,7 @@ def privacy_statement(model: Artifact, run: StoredRun, selected: str, cells: int
     return statement
 
 
-def _count_read(model: Artifact, run: StoredRun) -> RowCount | None:
+def _count_read(model: Artifact, run: RunRecord) -> RowCount | None:
     """The row count the run's mechanisms and rule read (noisy, or declared public); None when it read none. A model
     that records no count read the exact n wherever it derived something from it: it cannot be released."""
     record = model.attrs.get("count")

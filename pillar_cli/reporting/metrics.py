@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.artifacts.model import StoredRun, stored_runs
+from pillar_cli.artifacts.model import RunRecord, stored_runs
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state, network_logits
 from pillar_cli.methods.selection import select_on_val
@@ -63,7 +63,7 @@ def selected_metrics(models: list[Artifact], features: np.ndarray, labels: np.nd
     return sorted(rows, key=lambda r: (r["method"], r["epsilon"], math.inf if r["k"] == "full" else r["k"]))
 
 
-def _logits(run: StoredRun, standardised: np.ndarray) -> np.ndarray:
+def _logits(run: RunRecord, standardised: np.ndarray) -> np.ndarray:
     """A linear head's logits, or a network's on the pixel rows (its scaler is the identity)."""
     if not is_network(run.model):
         return run.logits(standardised)

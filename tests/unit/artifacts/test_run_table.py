@@ -16,10 +16,11 @@ EVENT = GaussianEvent(100.0).to_dict()  # ε ≈ 0.05 at δ = 1e-5: the rows' cl
 
 def _records() -> list[RunRecord]:
     weights, bias = np.ones((3, 2)), np.zeros(2)
-    return [RunRecord(RunKey("dpsgd", None, 1.0, 0.5, 100, 64, 0), EVENT, 2.0, 0.01, 0.9, 0.7, steps_run=100,
-                      weights=np.ones((5, 2)), bias=bias),
-            RunRecord(RunKey("public-lda", 3, 0.1, 0.0, 1, 0, 1, ridge=0.25), EVENT, np.nan, np.nan, 0.1, 0.6,
-                      row_normalised=True, weights=weights, bias=bias)]
+    return [RunRecord(key=RunKey("dpsgd", None, 1.0, 0.5, 100, 64, 0), event=EVENT, noise_multiplier=2.0,
+                      sample_rate=0.01, epsilon_spent=0.9, val_accuracy=0.7, steps_run=100, weights=np.ones((5, 2)),
+                      bias=bias),
+            RunRecord(key=RunKey("public-lda", 3, 0.1, 0.0, 1, 0, 1, ridge=0.25), event=EVENT, epsilon_spent=0.1,
+                      val_accuracy=0.6, row_normalised=True, weights=weights, bias=bias)]
 
 
 def _model(records: list[RunRecord]):
