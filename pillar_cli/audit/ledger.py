@@ -23,6 +23,7 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import UNCOUNTED, run_rows
+from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.privacy import Event, GaussianEvent, event_from_dict
 from pillar_cli.privacy.events import ComposedEvent, OneOfEvent, RepeatAndSelectEvent, is_private, pure_parts, \
     to_dp_accounting
@@ -59,9 +60,7 @@ def check_ledger(model: Artifact) -> list[LedgerCheck]:
     its statement's ε, from the event tree it holds and nothing else."""
     if model.kind == "classifier":
         return [_check_statement(model.attrs["privacy"], model.attrs["head"])]
-    delta = float(model.attrs["ledger"]["delta"])
-    release = (model.attrs.get("public_choice") or {}).get("release")
-    delta_total = delta + (0.0 if release is None else float(release["delta"]))
+    delta_total = ModelHeader.of(model).delta_total
     checks = []
     for i, row in enumerate(run_rows(model)):
         key = row.key

@@ -25,6 +25,7 @@ import h5py
 import numpy as np
 
 from pillar_cli import artifacts
+from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.errors import UsageError, param
 from pillar_cli.release.exported import FILE_FORMATS
 
@@ -133,7 +134,7 @@ def _pipeline(directory: Path, plan: NeighbourPlan, run: Runner, number: int) ->
     run(["fit-pca", "emb.h5:public", *plan.fit_pca, "-o", "pca.h5", "--force"], here)
     run(["train-private", "emb.h5", "-p", "pca.h5", *plan.train, "-o", "model.h5", "--force"], here)
     shipped, seen = [], {}
-    for cell in artifacts.read(here / "model.h5", "model").attrs["selection"]:
+    for cell in ModelHeader.of(artifacts.read(here / "model.h5", "model")).selection:
         if not np.isfinite(cell["epsilon"]):
             continue  # a non-private cell cannot be released
         # named by position among the cells of its (method, ε): a k the rule set from the noisy count varies by run

@@ -74,7 +74,7 @@ def fit_pca(
     artifact = projection_artifact(pca, public)
     artifact.attrs["share_of_embedded"] = len(public.features) / artifacts.embedded_rows(public.ref.path)
     if choice is not None:
-        artifact.attrs["public_choice"] = choice
+        artifact.attrs["public_choice"] = choice.to_attrs()
     save(ctx, out, artifact, [public.ref, *([gsd.ref()] if gsd else [])])
     _report(out, pca, as_json)
 

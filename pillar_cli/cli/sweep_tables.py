@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.chosen import ChosenBy
+from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.cli.common import print_json, print_table
 from pillar_cli.methods.plan import SweepPlan
 
@@ -23,18 +24,18 @@ def print_plan(plan: SweepPlan, as_json: bool) -> None:
 def print_model(out: Path, runs: int, artifact: artifacts.Artifact, as_json: bool) -> None:
     """The model's cells: what chose each run, its val accuracy; with --json also the ε each cell spent (the largest
     of its runs') and the whole file's."""
+    header = ModelHeader.of(artifact)
     if as_json:
         spent = artifact.arrays["runs/epsilon_spent"]
         cells = [{**cell, "epsilon_spent": float(max(spent[i] for i in cell["run_ids"]))}
-                 for cell in artifact.attrs["selection"]]
-        return print_json({"output": str(out), "selection": cells, "note": artifact.attrs["selection_note"],
-                           "whole_file_epsilon": artifact.attrs["whole_file"]["epsilon"]})
-    how = ("private cells: accounted selection, inside ε" if artifact.attrs["selection_mode"] == "accounted"
+                 for cell in header.selection]
+        return print_json({"output": str(out), "selection": cells, "note": header.selection_note,
+                           "whole_file_epsilon": header.whole_file["epsilon"]})
+    how = ("private cells: accounted selection, inside ε" if header.accounted
            else "one configuration per cell: nothing selected" if all(
-               cell["selected"] == ChosenBy.NOTHING for cell in artifact.attrs["selection"])
+               cell["selected"] == ChosenBy.NOTHING for cell in header.selection)
            else "selected on val (not accounted in ε)")
-    trained_on = " + ".join(artifact.attrs["trained_on"])
-    print_table(f"{out}: {runs} runs on {trained_on} ({artifact.attrs['n_private']:,} rows), {how}",
-                artifact.attrs["selection"],
+    print_table(f"{out}: {runs} runs on {' + '.join(header.trained_on)} ({header.n_private:,} rows), {how}",
+                header.selection,
                 ["method", "k", "epsilon", "lr", "steps", "batch_size", "val_accuracy_mean", "selected"],
                 {"val_accuracy_mean": ".3f", "lr": ".4g"})

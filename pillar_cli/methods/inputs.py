@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pillar_cli import artifacts
+from pillar_cli.artifacts.model_header import PublicChoice
 from pillar_cli.errors import MissingSplitError, UsageError, param
 from pillar_cli.methods.base import SweepData
 from pillar_cli.methods.catalog import get_method
@@ -83,7 +84,7 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
     rows = {"private": training.index, **({"val": validation.index} if validation else {}),
             **({"public_labelled": labelled.index} if labelled and _same_source(labelled, private) else {})}
     records = {"rows": rows, "source_fingerprint": private.attrs.get("source_fingerprint"),
-               "public_choice": projection_artifact.attrs.get("public_choice"), "public_data": public_data,
+               "public_choice": PublicChoice.of(projection_artifact), "public_data": public_data,
                "features": {**artifacts.feature_recipe(private.attrs), "class_names": private.attrs["class_names"]}}
     refs = [private.ref, *([val.ref] if val else []), projection_artifact.ref(), *([labelled.ref] if labelled else [])]
     overridden = request.grid().for_rows(RowCount.exact(len(training.features))).overridden_rules()

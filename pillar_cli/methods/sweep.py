@@ -20,6 +20,7 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact
+from pillar_cli.artifacts.model_header import PublicChoice
 from pillar_cli.errors import PrivacyError
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.accounted import select_privately
@@ -132,7 +133,7 @@ def _run_grid(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
 def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings, num_classes: int,
                    n_private: int, options: SweepOptions = SweepOptions(),
                    rows: dict[str, np.ndarray] | None = None, source_fingerprint: str | None = None,
-                   public_choice: dict | None = None, public_data: dict | None = None,
+                   public_choice: PublicChoice | None = None, public_data: dict | None = None,
                    features: dict | None = None) -> Artifact:
     """Every run's head and ledger row, the bases that map heads back to the standardised space, the selection;
     `rows`: the source row ids trained on (`private`) and selected on (`val`), so that no stage tests on them;
@@ -181,37 +182,35 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
     if features is not None:
         attrs["features"] = features
     if public_choice is not None:
-        release_delta = (public_choice["release"] or {}).get("delta", 0.0)
-        attrs["public_choice"] = {**public_choice, "delta_total": privacy.delta + release_delta,
-                                  "composition": None if public_choice["release"] is None else
-                                  "each run's event tree composed with the release's, accounted at delta_total"}
+        attrs["public_choice"] = public_choice.on_model(privacy.delta).to_attrs()
     artifact = model_artifact(records, result.bases, pca.mean_, pca.scale_, attrs)
     artifact.arrays.update({f"rows/{name}": ids for name, ids in (rows or {}).items()})
     return artifact
 
 
-def _noise(privacy: PrivacySettings, public_choice: dict | None) -> dict:
+def _noise(privacy: PrivacySettings, public_choice: PublicChoice | None) -> dict:
     """Where the file's noise came from; a DP-GSD release with reproducible noise that chose the public data makes
     the whole file reproducible too."""
-    release = (public_choice or {}).get("release") or {}
+    release = (public_choice and public_choice.release) or {}
     if not privacy.noise.reproducible and (release.get("noise") or {}).get("reproducible"):
         return {**release["noise"], "note": f"{NOT_PRIVATE_NOTE} (the DP-GSD release that chose the public data)"}
     return privacy.noise.describe()
 
 
-def _whole_file(result: SweepResult, privacy: PrivacySettings, public_choice: dict | None,
+def _whole_file(result: SweepResult, privacy: PrivacySettings, public_choice: PublicChoice | None,
                 reproducible: bool) -> dict:
     """What the file is and the guarantee of all its heads together, the public data's DP choice included."""
-    release = (public_choice or {}).get("release")
-    others = [] if release is None else [(float(release["epsilon"]), float(release.get("delta", 0.0)))]
+    released = public_choice is not None and public_choice.released
+    others = [(float(public_choice.release["epsilon"]), public_choice.release_delta)] if released else []
     scored = any(not math.isnan(run.val_accuracy) for run in result.runs)
     count = result.count.segments if result.count_read else ()
     return whole_file([run.released for run in result.runs], privacy.delta, reproducible, others, scored, count)
 
 
-def _with_public_choice(run: Run, privacy: PrivacySettings, public_choice: dict | None) -> tuple[Event, float]:
+def _with_public_choice(run: Run, privacy: PrivacySettings,
+                        public_choice: PublicChoice | None) -> tuple[Event, float]:
     """The run's event tree and ε with the DP release that chose the public data composed in; unchanged without
     such a release."""
-    if public_choice is None or public_choice["release"] is None:
+    if public_choice is None or not public_choice.released:
         return run.event, run.epsilon_spent
-    return composed_with_release(run.event, privacy.accountant, privacy.delta, public_choice["release"])
+    return composed_with_release(run.event, privacy.accountant, privacy.delta, public_choice.release)

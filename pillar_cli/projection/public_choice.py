@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from pillar_cli.artifacts import Artifact, Split, derived_from, parse_ref, read_split, shared_rows
+from pillar_cli.artifacts.model_header import PublicChoice
 from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
 
 NONPRIVATE_NOTE = "public data chosen with non-private access to the private split (a GSD without DP): NOT in ε"
@@ -31,7 +32,7 @@ def chosen_candidate(gsd: Artifact, named: str | None) -> str:
     return matches[0]
 
 
-def public_choice(gsd: Artifact, candidate: str, public: Split, allow_nonprivate: bool) -> dict:
+def public_choice(gsd: Artifact, candidate: str, public: Split, allow_nonprivate: bool) -> PublicChoice:
     """What a projection fitted on `public` (the candidate `candidate` of `gsd`) records about that choice."""
     release = gsd.attrs.get("ledger")
     if release is None and not allow_nonprivate:
@@ -45,17 +46,17 @@ def public_choice(gsd: Artifact, candidate: str, public: Split, allow_nonprivate
         raise DataError(f"{public.ref.path} changed since {gsd.path} ranked it (content hash "
                         f"{public.ref.content_hash[:12]}… against {recorded.content_hash[:12]}…)")
     distance = next(row["gsd"] for row in gsd.attrs["ranking"] if row["candidate"] == candidate)
-    return {"gsd": gsd.ref().to_dict(), "candidate": candidate, "gsd_distance": distance,
-            "private_input": private_input.to_dict(), "release": release,
-            "note": (NONPRIVATE_NOTE if release is None else
-                     f"public data chosen by a DP-GSD release ({release['mechanism']}, ε = {release['epsilon']:g}, "
-                     f"δ = {release['delta']:g}): composed into every run's ε")}
+    return PublicChoice(gsd=gsd.ref().to_dict(), candidate=candidate, gsd_distance=distance,
+                        private_input=private_input.to_dict(), release=release,
+                        note=NONPRIVATE_NOTE if release is None else
+                        f"public data chosen by a DP-GSD release ({release['mechanism']}, ε = {release['epsilon']:g}, "
+                        f"δ = {release['delta']:g}): composed into every run's ε")
 
 
 def require_chosen_for(projection: Artifact, private: Split) -> None:
     """Training on a projection whose public split a GSD chose: the GSD must have read this private split, and the
     projection's rows (another file of the same source, e.g. another split seed) must not be private rows."""
-    recorded = projection.attrs["public_choice"]["private_input"]
+    recorded = PublicChoice.of(projection).private_input
     if (recorded["content_hash"], recorded["split"]) != (private.ref.content_hash, private.ref.split):
         raise DataError(f"the projection's public split was chosen by a GSD on another private split "
                         f"({recorded['path']}:{recorded['split']}), not {private.ref.path}:{private.name}")
@@ -68,7 +69,7 @@ def public_data_of(projection: Artifact, private: Split, other_public: bool) -> 
     embedded with the same backbone that holds none of the private rows (Table 2(a) of the paper)."""
     fitted_on = projection.attrs.get("fitted_on") or {}
     origin = f"{fitted_on.get('path', '?')}:{fitted_on.get('split', '?')}"
-    if projection.attrs.get("public_choice") is not None:
+    if PublicChoice.of(projection) is not None:
         require_chosen_for(projection, private)
         kind = "chosen by a GSD ranking"
     elif derived_from(projection, private.ref):

@@ -13,6 +13,7 @@ from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.chosen import ChosenBy
 from pillar_cli.artifacts.model import RunRecord, run_rows, stored_runs
+from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
@@ -67,7 +68,7 @@ def _seeded_by_provenance(model: Artifact) -> bool:
     provenance = model.provenance
     said = [] if provenance is None else [provenance.config.get("noise_seed") is not None,
                                           "--noise-seed" in provenance.command]
-    whole = model.attrs.get("whole_file") or {}
+    whole = ModelHeader.of(model).whole_file or {}
     return any(said) or NOT_PRIVATE_NOTE in str(whole.get("composition", ""))
 
 
@@ -75,7 +76,7 @@ def _cells(model: Artifact) -> list[dict]:
     """The model's (method, k, ε) cells with the runs its selection chose; a network model's cells: one
     configuration each (finetune trains one per ε and seed), every run of the cell a repetition."""
     if not is_network(model):
-        return model.attrs["selection"]
+        return ModelHeader.of(model).selection
     cells: dict[tuple, dict] = {}
     for run_id, row in enumerate(run_rows(model)):
         cell = cells.setdefault((row.key.method, row.key.epsilon), {
@@ -123,27 +124,22 @@ def _classifier(model: Artifact, run: RunRecord, statement: dict) -> Classifier:
         basis, weights, bias = run.basis, run.weights, run.bias
     else:
         basis, (weights, bias) = None, run.full_weights()
-    names, recipe = _names_and_recipe(model)
+    header = ModelHeader.of(model)
     head = {"method": key.method, "k": key.k if key.k is not None else "full", "unit_rows": unit_rows,
-            "row_l2_normalised": bool(model.attrs.get("row_l2_normalised", False))}
-    return Classifier(model.array("mean"), model.array("scale"), weights, bias, basis, names, head, recipe,
-                      statement)
+            "row_l2_normalised": header.row_l2_normalised}
+    return Classifier(model.array("mean"), model.array("scale"), weights, bias, basis, header.class_names, head,
+                      _recipe(model, header), statement)
 
 
 def _network(model: Artifact, run: RunRecord, statement: dict) -> Classifier:
     """The run's network, which reads the pixel rows its model was trained on (the identity scaler)."""
-    names, recipe = _names_and_recipe(model)
+    header = ModelHeader.of(model)
     head = {"method": run.key.method, "k": "full", "unit_rows": False, "row_l2_normalised": False,
-            "network": model.attrs["network"]}
-    return Classifier(model.array("mean"), model.array("scale"), None, None, None, names, head, recipe, statement,
-                      stored_state(model, run.local_id))
+            "network": header.network}
+    return Classifier(model.array("mean"), model.array("scale"), None, None, None, header.class_names, head,
+                      _recipe(model, header), statement, stored_state(model, run.local_id))
 
 
-def _names_and_recipe(model: Artifact) -> tuple[list[str], dict]:
-    """The class names and the feature recipe a model records (a model without them: class numbers and its
-    feature dimension)."""
-    features = model.attrs.get("features") or {}
-    names = features.get("class_names") or [str(c) for c in range(int(model.attrs["num_classes"]))]
-    recipe = {name: value for name, value in features.items() if name != "class_names"}
-    recipe.setdefault("feature_dim", len(model.array("mean")))
-    return list(names), recipe
+def _recipe(model: Artifact, header: ModelHeader) -> dict:
+    """The feature recipe a model records (a model without one: its feature dimension)."""
+    return {"feature_dim": len(model.array("mean")), **header.feature_recipe}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import RunRecord
+from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.artifacts.statement import statement_summary, statement_words
 from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy import event_from_dict, spent_epsilon
@@ -25,30 +26,29 @@ def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int
     """What the released head's ε is and covers; `selected`: how the model chose the run (methods.selection);
     `cells`: how many (method, k, ε) cells the model held. Its words come from its `basis` (artifacts/statement.py),
     which every reader regenerates them from."""
-    ledger, public_choice = model.attrs["ledger"], model.attrs.get("public_choice") or {}
-    delta = float(public_choice.get("delta_total", ledger["delta"]))
-    mechanism = (model.attrs.get("mechanisms") or {}).get(run.key.method, "")
-    count = _count_read(model, run)
-    basis = {"trained_on": list(model.attrs.get("trained_on", ["private"])), "rule": model.attrs.get("default_rule"),
-             "selected": str(selected), "cells": cells,
-             "public_choice": {"released": bool(public_choice.get("release")), "note": public_choice["note"]}
-             if public_choice else None}
+    header = ModelHeader.of(model)
+    ledger, choice = header.ledger, header.public_choice
+    count = _count_read(model, header, run)
+    basis = {"trained_on": list(header.trained_on), "rule": header.default_rule, "selected": str(selected),
+             "cells": cells, "public_choice": None if choice is None else {"released": choice.released,
+                                                                           "note": choice.note}}
     statement = {
-        "epsilon": run.epsilon_spent, "delta": delta, "epsilon_target": run.key.epsilon,
-        "accountant": ledger["accountant"], "accountant_description": ledger.get("accountant_description", ""),
-        "epsilon_is_upper_bound": bool(ledger.get("epsilon_is_upper_bound", True)), "clip": ledger["clip"],
-        "neighbouring": NEIGHBOURING, "event": run.event, "steps": run.key.steps, "mechanism": mechanism,
-        "basis": basis, "noise": model.attrs.get("noise", {}), **({} if count is None else {"count": count.to_dict()}),
+        "epsilon": run.epsilon_spent, "delta": header.delta_total, "epsilon_target": run.key.epsilon,
+        "accountant": ledger.accountant, "accountant_description": ledger.accountant_description,
+        "epsilon_is_upper_bound": ledger.epsilon_is_upper_bound, "clip": ledger.clip,
+        "neighbouring": NEIGHBOURING, "event": run.event, "steps": run.key.steps,
+        "mechanism": header.mechanisms.get(run.key.method, ""), "basis": basis, "noise": header.noise,
+        **({} if count is None else {"count": count.to_dict()}),
     }
     statement["covers"], statement["not_covered"] = statement_words(statement)
     statement["summary"] = statement_summary(statement)
     return statement
 
 
-def _count_read(model: Artifact, run: RunRecord) -> RowCount | None:
+def _count_read(model: Artifact, header: ModelHeader, run: RunRecord) -> RowCount | None:
     """The row count the run's mechanisms and rule read (noisy, or declared public); None when it read none. A model
     that records no count read the exact n wherever it derived something from it: it cannot be released."""
-    record = model.attrs.get("count")
+    record = header.count
     if not record:
         raise PrivacyError(f"{model.path} records no released count of its training rows: its sampling rates and "
                            "rules read the exact number, which a release would disclose",

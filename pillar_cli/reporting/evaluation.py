@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pillar_cli.artifacts import Artifact, Split, shared_rows
 from pillar_cli.artifacts.model import run_rows
+from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.errors import DataError, param
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 from pillar_cli.reporting.metrics import selected_metrics
@@ -38,31 +39,22 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
                         "trained or selected on, or read labels of (same source): that would not be a test accuracy",
                         hint=f"evaluate on held-out rows, or pass {param('allow_overlap', True)} (recorded and printed)")
     rows = selected_metrics(models, split.features, split.labels)
-    first, ledger = models[0], models[0].attrs["ledger"]
+    first, headers = models[0], [ModelHeader.of(model) for model in models]
+    header, ledger = headers[0], headers[0].ledger
     seeds = sorted({row.key.seed for model in models for row in run_rows(model)})
     title = (f"{split.attrs.get('source')} / {split.attrs.get('backbone')}: {split.name} accuracy; "
-             f"n_private={first.attrs['n_private']}, δ={ledger['delta']:g}, {ledger['accountant']}, "
+             f"n_private={header.n_private}, δ={ledger.delta:g}, {ledger.accountant}, "
              f"seeds {','.join(map(str, seeds))}")
-    notes = [f"private rows n = {first.attrs['n_private']}, δ = {ledger['delta']:g}, accountant "
-             f"{ledger['accountant']}, clip {ledger['clip']:g}", f"seeds {', '.join(map(str, seeds))}",
-             first.attrs["selection_note"], f"evaluated on split '{split.name}' ({len(split.features)} rows)",
-             *([first.attrs["public_data"]["note"]] if "public_data" in first.attrs else []),
-             *_public_choice_note(first), *([first.attrs["count"]["note"]] if "count" in first.attrs else [])]
-    notes += [f"{model.path}: {model.attrs['whole_file']['statement']}" for model in models
-              if "whole_file" in model.attrs]
+    notes = [f"private rows n = {header.n_private}, δ = {ledger.delta:g}, accountant {ledger.accountant}, clip "
+             f"{ledger.clip:g}", f"seeds {', '.join(map(str, seeds))}", header.selection_note,
+             f"evaluated on split '{split.name}' ({len(split.features)} rows)", *header.notes]
+    notes += [f"{model.path}: {other.whole_file['statement']}" for model, other in zip(models, headers)
+              if other.whole_file is not None]
     if any(noise_is_reproducible(model.attrs) for model in models):
         title, notes = f"{title} [{NOT_PRIVATE_NOTE}]", [*notes, NOT_PRIVATE_NOTE]
     if overlap:
         warning = f"OVERLAP: {overlap} of the {len(split.features)} rows were training or validation rows (allowed)"
         title, notes = f"{title} [{warning}]", [*notes, warning]
-    return Evaluation(rows, title, notes, split.name, split.attrs.get("source"), first.attrs["n_private"],
-                      first.attrs.get("private_fraction", 1.0), ledger, int(first.array("mean").size), overlap,
-                      first.attrs.get("public_data"))
-
-
-def _public_choice_note(model: Artifact) -> list[str]:
-    """How the model's public data was chosen, and the δ its composed ε holds at."""
-    choice = model.attrs.get("public_choice")
-    if choice is None:
-        return []
-    return [choice["note"] + ("" if choice["release"] is None else f", at total δ = {choice['delta_total']:g}")]
+    return Evaluation(rows, title, notes, split.name, split.attrs.get("source"), header.n_private,
+                      header.private_fraction, first.attrs["ledger"], int(first.array("mean").size), overlap,
+                      header.public_data)

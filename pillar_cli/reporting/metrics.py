@@ -8,6 +8,7 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import RunRecord, stored_runs
+from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state, network_logits
 from pillar_cli.methods.selection import select_on_val
@@ -41,14 +42,13 @@ def selected_metrics(models: list[Artifact], features: np.ndarray, labels: np.nd
     """Per (method, k, ε): the selected runs (on val, or released by an accounted selection); metrics on this split, mean and sample std (ddof = 1; None
     for a single seed) over the seeds."""
     z = standardize(features, models[0])
-    num_classes = int(models[0].attrs["num_classes"])
+    header = ModelHeader.of(models[0])
     runs = stored_runs(models)
     rows = []
-    accounted = models[0].attrs.get("selection_mode") == "accounted"
-    for choice in select_on_val([r.key for r in runs], [r.val_accuracy for r in runs], accounted):
+    for choice in select_on_val([r.key for r in runs], [r.val_accuracy for r in runs], header.accounted):
         per_seed = []
         for run_id in choice["run_ids"]:
-            per_seed.append(classification_metrics(labels, _logits(runs[run_id], z), num_classes))
+            per_seed.append(classification_metrics(labels, _logits(runs[run_id], z), header.num_classes))
         row = {**{k: v for k, v in choice.items() if k != "run_ids"}, "seeds": len(per_seed),
                "epsilon_spent": max(runs[i].epsilon_spent for i in choice["run_ids"]),
                "val_accuracy": choice["val_accuracy_mean"], "accuracies": [m["accuracy"] for m in per_seed],
@@ -67,7 +67,7 @@ def _logits(run: RunRecord, standardised: np.ndarray) -> np.ndarray:
     """A linear head's logits, or a network's on the pixel rows (its scaler is the identity)."""
     if not is_network(run.model):
         return run.logits(standardised)
-    spec = NetworkSpec.from_attrs(run.model.attrs["network"])
+    spec = NetworkSpec.from_attrs(ModelHeader.of(run.model).network)
     model = load_state(build_network(spec), stored_state(run.model, run.local_id),
                        f"run {run.local_id} of {run.model.path}")
     return network_logits(model, standardised, spec)
@@ -84,4 +84,4 @@ def _mean_ignoring_none(columns: list[list[float | None]]) -> list[float | None]
 def standardize(features: np.ndarray, model: Artifact) -> np.ndarray:
     """The model's feature space: the public scaler (and row L2-normalisation for second-moment projections)."""
     return standardize_rows(features, model.array("mean"), model.array("scale"),
-                            bool(model.attrs.get("row_l2_normalised", False)), "the model was trained on")
+                            ModelHeader.of(model).row_l2_normalised, "the model was trained on")
