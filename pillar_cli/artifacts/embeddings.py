@@ -49,7 +49,39 @@ class Split:
 
     @property
     def num_classes(self) -> int:
-        return len(self.attrs.get("class_names") or [])
+        return len(self.class_names)
+
+    @property
+    def class_names(self) -> list[str]:
+        return list(self.attrs.get("class_names") or [])
+
+    @property
+    def source(self) -> str | None:
+        """The source it was embedded from, in words (e.g. 'mnist', a folder)."""
+        return self.attrs.get("source")
+
+    @property
+    def backbone(self) -> str | None:
+        return self.attrs.get("backbone")
+
+    @property
+    def source_fingerprint(self) -> str | None:
+        """What names the source's rows: two files with the same fingerprint number the same rows alike."""
+        return self.attrs.get("source_fingerprint")
+
+    @property
+    def role(self) -> str:
+        """What the split is for (public, private, val, test), as the embeddings recorded it."""
+        return (self.attrs.get("split_roles") or {}).get(self.name, "role not recorded")
+
+    @property
+    def recipe(self) -> dict[str, Any]:
+        """How its features were made (feature_recipe)."""
+        return feature_recipe(self.attrs)
+
+    def same_source(self, other: Split) -> bool:
+        """Both splits number the rows of one source alike (their row ids can be compared)."""
+        return self.source_fingerprint == other.source_fingerprint
 
     def subsample(self, fraction: float, option: str = "private_fraction") -> Split:
         """A seeded (seed 0) subset of the rows; the whole split when fraction is 1 (Figure 7 of the paper: private

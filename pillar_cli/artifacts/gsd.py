@@ -3,6 +3,8 @@ DP release, its ledger."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from pillar_cli.artifacts.core import Artifact
@@ -14,3 +16,24 @@ def gsd_artifact(distances: list[float], candidates: list[str], ranking: list[di
     if ledger is not None:
         attrs["ledger"] = ledger
     return Artifact("gsd", {"distance": np.array(distances)}, attrs)
+
+
+@dataclass(frozen=True)
+class GsdRanking:
+    """A GSD artifact as it is read: the candidates in the order given, the ranking (closest first) and, for a DP
+    release, its ledger (None: the distances read the private split without DP)."""
+
+    candidates: list[str]
+    ranking: list[dict]  # {"candidate", "gsd", ...}, closest first
+    release: dict | None
+
+    @classmethod
+    def of(cls, gsd: Artifact) -> GsdRanking:
+        return cls(list(gsd.attrs["candidates"]), list(gsd.attrs["ranking"]), gsd.attrs.get("ledger"))
+
+    @property
+    def closest(self) -> str:
+        return self.ranking[0]["candidate"]
+
+    def distance(self, candidate: str) -> float:
+        return next(row["gsd"] for row in self.ranking if row["candidate"] == candidate)

@@ -97,6 +97,8 @@ class ModelHeader:
     features: dict = field(default_factory=dict)  # how the features were made, and the class names
     network: dict | None = None  # a fine-tuned network's architecture (embedding/networks.NetworkSpec)
     default_rule: Any = None  # the default rule a ruled cell followed
+    source: str | None = None  # the source its rows came from, in words (a fine-tuned network's)
+    source_fingerprint: str | None = None  # what names the source's rows (artifacts.Split.source_fingerprint)
 
     @classmethod
     def of(cls, model: Artifact) -> ModelHeader:
@@ -112,7 +114,8 @@ class ModelHeader:
                    public_data=attrs.get("public_data"), count=attrs.get("count"), noise=attrs.get("noise") or {},
                    whole_file=attrs.get("whole_file"), selection_ledger=attrs.get("selection_ledger"),
                    mechanisms=attrs.get("mechanisms") or {}, features=attrs.get("features") or {},
-                   network=attrs.get("network"), default_rule=attrs.get("default_rule"))
+                   network=attrs.get("network"), default_rule=attrs.get("default_rule"), source=attrs.get("source"),
+                   source_fingerprint=attrs.get("source_fingerprint"))
 
     @property
     def delta_total(self) -> float:

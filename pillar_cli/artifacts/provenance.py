@@ -35,7 +35,7 @@ def shared_rows(split: Split, artifact: Artifact, groups: tuple[str, ...]) -> in
     """How many of the split's source rows are among the rows `artifact` was fitted or selected on (its
     `rows/<group>` arrays); rows of different sources (fingerprints) never count as shared."""
     fingerprint = artifact.attrs.get("source_fingerprint")
-    if fingerprint is None or fingerprint != split.attrs.get("source_fingerprint"):
+    if fingerprint is None or fingerprint != split.source_fingerprint:
         return 0
     used = [artifact.arrays[f"rows/{group}"] for group in groups if f"rows/{group}" in artifact.arrays]
     return int(np.isin(split.index, np.concatenate(used)).sum()) if used else 0

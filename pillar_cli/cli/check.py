@@ -69,7 +69,7 @@ def check_assumptions(
                            xi_threshold=xi_threshold, epsilon=eps, alpha=alpha, beta=beta, basis_description=described,
                            rows=training_rows(path))
     table = found.table
-    title = (f"{split.attrs.get('source')} / {split.attrs.get('backbone')}: {described}\n"
+    title = (f"{split.source} / {split.backbone}: {described}\n"
              f"w* from the labels of split '{split.name}' ({len(split.features)} rows, {mode})")
     with replacing_together([plot_xi, plot_spectrum], force) as (xi_tmp, spectrum_tmp):
         if xi_tmp is not None:

@@ -73,7 +73,7 @@ def predict(
     if embeddings is not None:
         split = artifacts.read_split(embeddings)
         where = f"{split.ref.path}:{split.name}"
-        _require_same_recipe(released.features, artifacts.feature_recipe(split.attrs), where)
+        _require_same_recipe(released.features, split.recipe, where)
         rows, probabilities = split.index, estimator.predict_proba(split.features)
     else:
         rows, probabilities = _classify_raw(released, estimator, source, SourceOptions(path, parse_params(param_)),

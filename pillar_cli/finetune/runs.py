@@ -11,8 +11,9 @@ from typing import Callable
 
 import numpy as np
 
-from pillar_cli.artifacts import Artifact, Split, feature_recipe, shared_rows
+from pillar_cli.artifacts import Artifact, Split, shared_rows
 from pillar_cli.artifacts.model import RunKey, RunRecord
+from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.artifacts.network import network_artifact
 from pillar_cli.embedding.networks import (
     NetworkSpec,
@@ -63,12 +64,12 @@ class Pretrained:
     def origin(self) -> dict:
         """What a fine-tuned model records of where its training started."""
         return {"path": self.model.path, "content_hash": self.model.provenance.content_hash,
-                "architecture": self.spec.architecture, "source": self.model.attrs.get("source"),
+                "architecture": self.spec.architecture, "source": ModelHeader.of(self.model).source,
                 "rows": int(len(self.rows))}
 
     def rows_of_source(self, split: Split) -> np.ndarray | None:
         """Its training rows if they come from `split`'s source (so that no stage tests on them), else None."""
-        same = self.model.attrs.get("source_fingerprint") == split.attrs.get("source_fingerprint")
+        same = ModelHeader.of(self.model).source_fingerprint == split.source_fingerprint
         return self.rows if same else None
 
 
@@ -146,8 +147,8 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
         "max_epsilon_spent": max(r.epsilon_spent for r in records),
         "methods": {method: METHODS[method].description for method in sorted({r.key.method for r in records})},
         "selection_mode": "val", "selection_note": SELECTION_NOTE,
-        "source": train.attrs.get("source"), "max_physical_batch": config.max_physical_batch,
-        "features": {**feature_recipe(train.attrs), "class_names": train.attrs.get("class_names")},
+        "source": train.source, "max_physical_batch": config.max_physical_batch,
+        "features": {**train.recipe, "class_names": train.class_names},
     }
     if private:
         heads = [ReleasedHead(count.without_count(event_from_dict(r.event)), r.epsilon_spent)
@@ -155,8 +156,8 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
         attrs |= {"noise": config.noise.describe(),
                   "whole_file": whole_file(heads, config.delta, config.noise.reproducible, count=count.segments),
                   "count": {**count.to_dict(), "read_by": sorted({r.key.method for r in records})}}
-    if train.attrs.get("source_fingerprint") is not None:
-        attrs["source_fingerprint"] = train.attrs["source_fingerprint"]
+    if train.source_fingerprint is not None:
+        attrs["source_fingerprint"] = train.source_fingerprint
     if start is not None:
         attrs["pretrained_from"] = start.origin
     artifact = network_artifact(records, states, spec.to_attrs(), train.features.shape[1], attrs)

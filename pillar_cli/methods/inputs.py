@@ -82,17 +82,14 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
                      public.features if uses_public else None, initial, training.index, public.index, path,
                      labelled and (labelled.features, labelled.labels))
     rows = {"private": training.index, **({"val": validation.index} if validation else {}),
-            **({"public_labelled": labelled.index} if labelled and _same_source(labelled, private) else {})}
-    records = {"rows": rows, "source_fingerprint": private.attrs.get("source_fingerprint"),
+            **({"public_labelled": labelled.index} if labelled and labelled.same_source(private) else {})}
+    records = {"rows": rows, "source_fingerprint": private.source_fingerprint,
                "public_choice": PublicChoice.of(projection_artifact), "public_data": public_data,
-               "features": {**artifacts.feature_recipe(private.attrs), "class_names": private.attrs["class_names"]}}
+               "features": {**private.recipe, "class_names": private.class_names}}
     refs = [private.ref, *([val.ref] if val else []), projection_artifact.ref(), *([labelled.ref] if labelled else [])]
     overridden = request.grid().for_rows(RowCount.exact(len(training.features))).overridden_rules()
     return SweepInputs(data, refs, records, training.name.split("+"), sources.private_fraction, overridden)
 
-
-def _same_source(one: artifacts.Split, other: artifacts.Split) -> bool:
-    return one.attrs.get("source_fingerprint") == other.attrs.get("source_fingerprint")
 
 
 def validation_split(path: str, configurations: int, required: bool = False) -> artifacts.Split | None:

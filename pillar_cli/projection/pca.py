@@ -245,6 +245,6 @@ def projection_artifact(pca: PublicPCA, split: Split) -> Artifact:
     so that no stage evaluates or selects on rows the projection saw."""
     artifact = pca.to_artifact()
     artifact.arrays["rows/public"] = split.index
-    artifact.attrs.update(fitted_on=split.ref.to_dict(), backbone=split.attrs.get("backbone"),
-                          source_fingerprint=split.attrs.get("source_fingerprint"))
+    artifact.attrs.update(fitted_on=split.ref.to_dict(), backbone=split.backbone,
+                          source_fingerprint=split.source_fingerprint)
     return artifact

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from pillar_cli.artifacts import Artifact, Split, derived_from, parse_ref, read_split, shared_rows
+from pillar_cli.artifacts.gsd import GsdRanking
 from pillar_cli.artifacts.model_header import PublicChoice
 from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
 
@@ -23,9 +24,10 @@ NONPRIVATE_NOTE = "public data chosen with non-private access to the private spl
 
 def chosen_candidate(gsd: Artifact, named: str | None) -> str:
     """The candidate to fit on: `named` (which must be one of the ranking's), else the closest."""
-    names = list(gsd.attrs["candidates"])
+    ranking = GsdRanking.of(gsd)
     if named is None:
-        return gsd.attrs["ranking"][0]["candidate"]
+        return ranking.closest
+    names = ranking.candidates
     matches = [name for name in names if _same_split(name, named)]
     if not matches:
         raise UsageError(f"{named} is not among the candidates {gsd.path} ranked ({', '.join(names)})")
@@ -34,19 +36,18 @@ def chosen_candidate(gsd: Artifact, named: str | None) -> str:
 
 def public_choice(gsd: Artifact, candidate: str, public: Split, allow_nonprivate: bool) -> PublicChoice:
     """What a projection fitted on `public` (the candidate `candidate` of `gsd`) records about that choice."""
-    release = gsd.attrs.get("ledger")
+    ranking = GsdRanking.of(gsd)
+    release = ranking.release
     if release is None and not allow_nonprivate:
         raise PrivacyError(f"{gsd.path} ranked its candidates with non-private access to the private split",
                            hint=f"rank them with DP-GSD (gsd's {param('dp_eps')}), or pass {param('allow_nonprivate_choice', True)} "
                                 "(recorded; every model trained on the projection says so)")
-    names = list(gsd.attrs["candidates"])
     private_input, *candidate_inputs = gsd.provenance.inputs
-    recorded = candidate_inputs[names.index(candidate)]
+    recorded = candidate_inputs[ranking.candidates.index(candidate)]
     if recorded.content_hash != public.ref.content_hash:
         raise DataError(f"{public.ref.path} changed since {gsd.path} ranked it (content hash "
                         f"{public.ref.content_hash[:12]}… against {recorded.content_hash[:12]}…)")
-    distance = next(row["gsd"] for row in gsd.attrs["ranking"] if row["candidate"] == candidate)
-    return PublicChoice(gsd=gsd.ref().to_dict(), candidate=candidate, gsd_distance=distance,
+    return PublicChoice(gsd=gsd.ref().to_dict(), candidate=candidate, gsd_distance=ranking.distance(candidate),
                         private_input=private_input.to_dict(), release=release,
                         note=NONPRIVATE_NOTE if release is None else
                         f"public data chosen by a DP-GSD release ({release['mechanism']}, ε = {release['epsilon']:g}, "
@@ -89,7 +90,7 @@ def public_data_of(projection: Artifact, private: Split, other_public: bool) -> 
 
 def _require_compatible(projection: Artifact, private: Split) -> None:
     """Another dataset's projection: the same feature space, and none of its rows private."""
-    backbones = (projection.attrs.get("backbone"), private.attrs.get("backbone"))
+    backbones = (projection.attrs.get("backbone"), private.backbone)
     if backbones[0] != backbones[1]:
         raise DataError(f"{projection.path} was fitted on {backbones[0]} features, {private.ref.path} holds "
                         f"{backbones[1]} features")
@@ -119,8 +120,7 @@ def labelled_public_split(text: str, private: Split) -> Split:
     if public.labels is None:
         raise UsageError(f"{public.ref.path}:{public.name} has no labels; {param('public_labelled')} needs a labelled "
                          "public split")
-    same_source = public.attrs.get("source_fingerprint") == private.attrs.get("source_fingerprint")
-    if same_source and (overlap := int(np.isin(public.index, private.index).sum())):
+    if public.same_source(private) and (overlap := int(np.isin(public.index, private.index).sum())):
         raise PrivacyError(f"{public.ref.path}:{public.name} shares {overlap} rows with {private.ref.path}:"
                            f"{private.name}: public labelled data must not hold private rows")
     return public

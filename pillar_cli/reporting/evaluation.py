@@ -42,7 +42,7 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
     first, headers = models[0], [ModelHeader.of(model) for model in models]
     header, ledger = headers[0], headers[0].ledger
     seeds = sorted({row.key.seed for model in models for row in run_rows(model)})
-    title = (f"{split.attrs.get('source')} / {split.attrs.get('backbone')}: {split.name} accuracy; "
+    title = (f"{split.source} / {split.backbone}: {split.name} accuracy; "
              f"n_private={header.n_private}, δ={ledger.delta:g}, {ledger.accountant}, "
              f"seeds {','.join(map(str, seeds))}")
     notes = [f"private rows n = {header.n_private}, δ = {ledger.delta:g}, accountant {ledger.accountant}, clip "
@@ -55,6 +55,6 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
     if overlap:
         warning = f"OVERLAP: {overlap} of the {len(split.features)} rows were training or validation rows (allowed)"
         title, notes = f"{title} [{warning}]", [*notes, warning]
-    return Evaluation(rows, title, notes, split.name, split.attrs.get("source"), header.n_private,
+    return Evaluation(rows, title, notes, split.name, split.source, header.n_private,
                       header.private_fraction, first.attrs["ledger"], int(first.array("mean").size), overlap,
                       header.public_data)

@@ -97,7 +97,7 @@ def diagnose_split(split: Split, basis: PublicBasis, ks: list[int], allow_privat
         raise PrivacyError(f"{split.ref.path}:private holds the private labels; the assumption checks would read them "
                            "outside any DP release", hint=f"use the val split (the default), or pass "
                            f"{param('allow_private_labels', True)} (recorded in the artifact and printed)")
-    role = split.attrs.get("split_roles", {}).get(split.name, "role not recorded")
+    role = split.role
     labels_from = f"the labels of split '{split.name}' ({role})"
     if split.name == "private":
         labels_from = f"the PRIVATE labels (allowed explicitly, not covered by any ε): {labels_from}"
