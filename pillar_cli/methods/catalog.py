@@ -23,6 +23,7 @@ from pillar_cli.methods.disjunctions import EM_COMPONENTS, EM_DISJUNCTIONS
 from pillar_cli.methods.gep import GEP
 from pillar_cli.methods.noisy_sgd import NOISY_SGD
 from pillar_cli.methods.projected import DPSGD, JL, PILLAR
+from pillar_cli.methods.second_order import DP_FC, DP_NEWTON, PUBLIC_FC
 
 PLUGIN_GROUP = "pillar.methods"
 DEFAULT_METHOD = PILLAR.name
@@ -71,6 +72,7 @@ def _load_plugins() -> None:
             print(f"warning: method plugin '{entry.name}' ({entry.value}) not loaded: {err}", file=sys.stderr)
 
 
-for _builtin in (DPSGD, JL, ADADPS, GEP, PILLAR, PUBLIC_LDA, DP_LS, NOISY_SGD, EM_COMPONENTS, EM_DISJUNCTIONS):
+for _builtin in (DPSGD, JL, ADADPS, GEP, PILLAR, PUBLIC_LDA, DP_LS, DP_NEWTON, DP_FC, PUBLIC_FC, NOISY_SGD, EM_COMPONENTS,
+                 EM_DISJUNCTIONS):
     register(_builtin)
 _load_plugins()

@@ -42,9 +42,7 @@ class ClosedFormHead(Method):
 
     def configs(self, *, ridges: tuple[float | None, ...], seeds: list[int], **_: object) -> list[RunConfig]:
         """One release per (λ, seed)."""
-        for ridge in ridges:
-            if ridge is not None and not (math.isfinite(ridge) and ridge > 0):
-                raise UsageError(f"{param('ridge')} must be a positive number (got {ridge})")
+        check_ridges(ridges)
         return [RunConfig.one_release(seed, ridge) for ridge in ridges for seed in seeds]
 
     def mechanism(self, config: RunConfig, count: RowCount) -> tuple[float, int]:
@@ -75,6 +73,20 @@ class ClosedFormHead(Method):
         """The head from the noisy statistics with λ = `ridge`, or (None) the method's default, set by the noise
         scale, the shapes and released values only (a run records the λ asked for, 0 for the default)."""
         raise NotImplementedError
+
+
+def check_ridges(ridges: tuple[float | None, ...]) -> None:
+    """λ values asked for: positive numbers (None: the method's default)."""
+    for ridge in ridges:
+        if ridge is not None and not (math.isfinite(ridge) and ridge > 0):
+            raise UsageError(f"{param('ridge')} must be a positive number (got {ridge})")
+
+
+def symmetric_noise(draw: Callable[[tuple], np.ndarray], dim: int, scale: float) -> np.ndarray:
+    """Noise for a released symmetric (dim × dim) matrix: its upper triangle drawn at `scale`, mirrored (one row
+    moves the triangle by at most the matrix's Frobenius norm)."""
+    upper = np.triu(draw((dim, dim))) * scale
+    return upper + np.triu(upper, 1).T
 
 
 def class_sums(rows: np.ndarray, labels: np.ndarray, num_classes: int) -> np.ndarray:
@@ -153,8 +165,7 @@ class DPLeastSquares(ClosedFormHead):
         gram, cross = statistics
         if ridge is None:
             ridge = max(1.0, 2.0 * sigma * self.sensitivity * math.sqrt(len(gram)))
-        upper = np.triu(noise(gram.shape))
-        gram = gram + upper + np.triu(upper, 1).T  # symmetric noise: the upper triangle released, mirrored
+        gram = gram + symmetric_noise(noise, len(gram), 1.0)  # `noise` is scaled to the release already
         solution = np.linalg.solve(gram + ridge * np.eye(len(gram)), cross + noise(cross.shape)) / math.sqrt(2.0)
         return LinearHead(solution[:-1].astype(np.float32), solution[-1].astype(np.float32))
 

@@ -68,10 +68,10 @@ class SweepPlan:
         for grid in self.grids:
             for (method, k, epsilon), config in grid.points(self.request.shard):
                 read = self.count_of(method)
-                rate = (read or self.count).sample_rate(config.batch_size)
+                rate, releases = get_method(method).mechanism(config, read or self.count)
                 own = get_method(method).own_selection or not math.isfinite(epsilon)
                 sigma = math.nan if own else calibrate_noise(self.request.accountant, epsilon, self.request.delta,
-                                                             rate, config.steps, fixed=read.segments if read else ())
+                                                             rate, releases, fixed=read.segments if read else ())
                 rows.append({"method": method, "k": "full" if k is None else k, "epsilon": epsilon, "lr": config.lr,
                              "steps": config.steps, "batch_size": config.batch_size, "sample_rate": rate,
                              "noise_multiplier": 0.0 if math.isinf(epsilon) else sigma})

@@ -41,6 +41,6 @@ def test_bad_closed_form_inputs(mnist, pillar, tmp_path):
     assert_clean_failure(pillar(*base, "--method", "dp-ls", "--k", "5", "--ridge", "0", expect=None), 2,
                          "--ridge must be a positive number (got 0.0)", tmp_path / "m.h5")
     assert_clean_failure(pillar(*base, "--method", "nope", expect=None), 2,
-                         "unknown method 'nope' (known: dpsgd, jl, adadps, gep, pillar, public-lda, dp-ls, noisy-sgd, "
-                         "em-components, em-disjunctions)",
+                         "unknown method 'nope' (known: dpsgd, jl, adadps, gep, pillar, public-lda, dp-ls, dp-newton, "
+                         "dp-fc, public-fc, noisy-sgd, em-components, em-disjunctions)",
                          tmp_path / "m.h5")
