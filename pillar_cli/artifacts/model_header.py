@@ -99,6 +99,7 @@ class ModelHeader:
     default_rule: Any = None  # the default rule a ruled cell followed
     source: str | None = None  # the source its rows came from, in words (a fine-tuned network's)
     source_fingerprint: str | None = None  # what names the source's rows (artifacts.Split.source_fingerprint)
+    projection_release: dict | None = None  # the DP release of a projection fitted on the private rows (DP-PCA)
 
     @classmethod
     def of(cls, model: Artifact) -> ModelHeader:
@@ -115,12 +116,14 @@ class ModelHeader:
                    whole_file=attrs.get("whole_file"), selection_ledger=attrs.get("selection_ledger"),
                    mechanisms=attrs.get("mechanisms") or {}, features=attrs.get("features") or {},
                    network=attrs.get("network"), default_rule=attrs.get("default_rule"), source=attrs.get("source"),
-                   source_fingerprint=attrs.get("source_fingerprint"))
+                   source_fingerprint=attrs.get("source_fingerprint"),
+                   projection_release=attrs.get("projection_release"))
 
     @property
     def delta_total(self) -> float:
-        """The δ every run's recorded ε holds at: the ledger's, plus a DP public choice's."""
-        return self.ledger.delta + (0.0 if self.public_choice is None else self.public_choice.release_delta)
+        """The δ every run's recorded ε holds at: the ledger's, plus a DP public choice's and a DP-PCA's."""
+        return (self.ledger.delta + (0.0 if self.public_choice is None else self.public_choice.release_delta)
+                + float((self.projection_release or {}).get("delta", 0.0)))
 
     @property
     def accounted(self) -> bool:

@@ -56,11 +56,11 @@ ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
 # attributes a kind may omit, but whose type is fixed when present
 OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "embeddings": {"split_roles": dict, "source_fingerprint": str, "splits": list},
-    "projection": {"row_l2_normalised": bool, "source_fingerprint": str, "public_choice": dict,
+    "projection": {"row_l2_normalised": bool, "source_fingerprint": str, "public_choice": dict, "private_release": dict,
                    "share_of_embedded": float, "fitted_on": dict},
     "model": {"row_l2_normalised": bool, "private_fraction": (int, float), "source_fingerprint": str,
               "public_choice": dict, "public_data": dict, "noise": dict, "whole_file": dict, "mechanisms": dict,
-              "features": dict, "trained_on": list},
+              "features": dict, "trained_on": list, "projection_release": dict},
     "evaluation": {"overlap_rows": int, "public": dict},
 }
 LEDGER = {"accountant": str, "delta": (int, float), "clip": (int, float)}
@@ -149,8 +149,8 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
         return "has a ledger without accountant, delta and clip"
     if np.isnan(arrays["runs/epsilon_spent"]).any() or (arrays["runs/epsilon_spent"] < 0).any():
         return "has an epsilon_spent that is not a number ≥ 0"
-    release = (attrs.get("public_choice") or {}).get("release") or {}
-    delta = float(attrs["ledger"]["delta"]) + float(release.get("delta", 0.0))
+    releases = [(attrs.get("public_choice") or {}).get("release") or {}, attrs.get("projection_release") or {}]
+    delta = float(attrs["ledger"]["delta"]) + sum(float(release.get("delta", 0.0)) for release in releases)
     claims = zip(arrays["runs/event"].tolist(), arrays["runs/epsilon_spent"].tolist())
     problem = _claims_below_floor([(str(event), claimed) for event, claimed in claims], attrs["ledger"]["accountant"],
                                   delta)

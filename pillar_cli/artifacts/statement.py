@@ -8,7 +8,8 @@ from pillar_cli.artifacts.chosen import ChosenBy
 from pillar_cli.privacy.count import RowCount
 
 BASIS = {"trained_on": list, "rule": (dict, type(None)), "selected": str, "cells": int,
-         "public_choice": (dict, type(None))}  # what a statement records of its head's training
+         "public_choice": (dict, type(None))}  # what a statement records of its head's training ("projection",
+# the DP-PCA release its projection came from, only where there is one)
 PUBLIC_DATA = "the public data the projection was fitted on (public: not protected)"
 
 
@@ -19,7 +20,11 @@ def statement_words(statement: dict) -> tuple[list[str], list[str]]:
     rows = " and ".join(basis["trained_on"])
     trained = f"training this head on the {rows} split{'s' if ' and ' in rows else ''}"
     covers = [f"{trained} ({statement['mechanism']})" if statement["mechanism"] else trained]
-    not_covered = [PUBLIC_DATA]
+    projection = basis.get("projection")  # a DP-PCA fitted on the private rows (absent: public data)
+    not_covered = [] if projection else [PUBLIC_DATA]
+    if projection:
+        covers.append(f"fitting the projection on the private rows ({projection['mechanism']}; ε = "
+                      f"{projection['epsilon']:.4g}, δ = {projection['delta']:g}, composed in)")
     if count is not None:
         (covers if count.noisy else not_covered).append(count.describe())
     if rule := basis["rule"]:

@@ -13,14 +13,17 @@ from pillar_cli.cli.common import (
     ConfigOption,
     ForceOption,
     JsonOption,
+    NoiseSeedOption,
     check_output,
+    noise_source,
     print_json,
     print_table,
     save,
 )
-from pillar_cli.errors import UsageError
+from pillar_cli.errors import UsageError, check_positive
 from pillar_cli.projection import PublicPCA, fit_public_split, projection_artifact
 from pillar_cli.projection.components import PublicComponents, fit_public_components
+from pillar_cli.projection.private_pca import fit_private_pca, private_projection_artifact
 from pillar_cli.projection.public_choice import chosen_candidate, public_choice
 
 
@@ -46,6 +49,13 @@ def fit_pca(
                                     "structure of the em-components disjunction learner."),
     fraction: float = typer.Option(1.0, help="Fit on a seeded fraction of the public rows (Table 2(b) of the paper: "
                                    "how much public data the projection needs)."),
+    dp_eps: Optional[float] = typer.Option(None, "--dp-eps", help="DP-PCA when no public data exists: fit on the "
+                                           "PRIVATE split (FILE:private) by one Gaussian release of its second "
+                                           "moment at this ε (Analyze Gauss), composed into the ε of every model "
+                                           "trained on the projection."),
+    dp_delta: float = typer.Option(1e-5, "--dp-delta", help="δ of the DP-PCA release; below 1/n_private."),
+    accountant: str = typer.Option("prv", "--accountant", help="Accountant that calibrates the DP-PCA release."),
+    noise_seed: Optional[int] = NoiseSeedOption,
     config: Optional[str] = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
@@ -62,7 +72,11 @@ def fit_pca(
     Example: pillar fit-pca --public-from dpgsd.h5 -o pca.h5 --k-max 100
 
     Example: pillar fit-pca bits.h5:public --components -o graph.h5
+
+    Example: pillar fit-pca emb.h5:private --dp-eps 0.3 --k-max 100 -o dppca.h5
     """
+    if dp_eps is not None:
+        return _fit_private(ctx, embeddings, out, k_max, dp_eps, dp_delta, accountant, noise_seed, force, as_json)
     gsd = None if public_from is None else artifacts.read(public_from, "gsd")
     if gsd is None and embeddings is None:
         raise UsageError("give the public split to fit on, or --public-from a GSD ranking")
@@ -79,6 +93,22 @@ def fit_pca(
     _report(out, pca, as_json)
 
 
+def _fit_private(ctx: typer.Context, embeddings: str | None, out: Path, k_max: int | None, epsilon: float,
+                 delta: float, accountant: str, noise_seed: int | None, force: bool, as_json: bool) -> None:
+    """DP-PCA on the private split: the projection and its release's record."""
+    if embeddings is None or artifacts.parse_ref(embeddings)[1] != "private":
+        raise UsageError("--dp-eps fits on the private split: give it as FILE:private")
+    check_positive("dp_eps", epsilon)
+    if not 0 < delta < 1:
+        raise UsageError(f"--dp-delta must be in (0, 1) (got {delta})")
+    check_output(out, [artifacts.parse_ref(embeddings)[0]], force=force)
+    private = artifacts.read_split(embeddings)
+    pca, release = fit_private_pca(private.features, k_max or min(private.features.shape[1], 200), epsilon, delta,
+                                   accountant, noise_source(noise_seed))
+    save(ctx, out, private_projection_artifact(pca, private, release), [private.ref])
+    _report(out, pca, as_json)
+
+
 def _report(out: Path, pca: PublicPCA, as_json: bool) -> None:
     if isinstance(pca, PublicComponents):
         return _report_components(out, pca, as_json)
@@ -89,7 +119,8 @@ def _report(out: Path, pca: PublicPCA, as_json: bool) -> None:
                "k_max": len(pca.components_), "explained": rows}
     if as_json:
         return print_json(summary)
-    print_table(f"{out}: PCA on {pca.n_public_} public rows, {pca.dim} dims, rank {pca.rank_}", rows,
+    fitted = f"{pca.n_public_} public rows" if pca.n_public_ else "the private rows (DP-PCA)"
+    print_table(f"{out}: PCA on {fitted}, {pca.dim} dims, rank {pca.rank_}", rows,
                 ["k", "explained_variance"], {"explained_variance": ".3f"})
 
 

@@ -21,6 +21,7 @@ from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import require_disjoint
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.projection.components import read_projection
+from pillar_cli.projection.private_pca import private_release_of
 from pillar_cli.projection.public_choice import labelled_public_split, public_data_of
 
 
@@ -85,6 +86,7 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
             **({"public_labelled": labelled.index} if labelled and labelled.same_source(private) else {})}
     records = {"rows": rows, "source_fingerprint": private.source_fingerprint,
                "public_choice": PublicChoice.of(projection_artifact), "public_data": public_data,
+               "projection_release": private_release_of(projection_artifact),
                "features": {**private.recipe, "class_names": private.class_names}}
     refs = [private.ref, *([val.ref] if val else []), projection_artifact.ref(), *([labelled.ref] if labelled else [])]
     overridden = request.grid().for_rows(RowCount.exact(len(training.features))).overridden_rules()

@@ -134,14 +134,16 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
                    n_private: int, options: SweepOptions = SweepOptions(),
                    rows: dict[str, np.ndarray] | None = None, source_fingerprint: str | None = None,
                    public_choice: PublicChoice | None = None, public_data: dict | None = None,
-                   features: dict | None = None) -> Artifact:
+                   features: dict | None = None, projection_release: dict | None = None) -> Artifact:
     """Every run's head and ledger row, the bases that map heads back to the standardised space, the selection;
     `rows`: the source row ids trained on (`private`) and selected on (`val`), so that no stage tests on them;
     `public_choice`: the GSD that chose the public split, whose DP release is composed into every run's ε;
     `public_data`: what the projection was fitted on (split, rows, whether another dataset); `features`: how the
-    features were made and the class names (artifacts.feature_recipe), which a release of one head carries."""
+    features were made and the class names (artifacts.feature_recipe), which a release of one head carries;
+    `projection_release`: the DP release of a projection fitted on the private rows (DP-PCA), composed in too."""
     runs = result.runs
-    spent = [_with_public_choice(r, privacy, public_choice) for r in runs]
+    releases = [release for release in (public_choice and public_choice.release, projection_release) if release]
+    spent = [_with_releases(r, privacy, releases) for r in runs]
     records = [RunRecord(key=r.key, event=event.to_dict(), epsilon_spent=total, val_accuracy=r.val_accuracy,
                          row_normalised=get_method(r.key.method).normalises_rows, steps_run=r.head.steps_run,
                          weights=r.head.weights, bias=r.head.bias, **RunRecord.headline_of(r.released.event))
@@ -168,8 +170,8 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
     }
     if result.count is not None:
         attrs["count"] = {**result.count.to_dict(), "read_by": sorted(result.plan.readers)}
-    attrs["noise"] = _noise(privacy, public_choice)
-    attrs["whole_file"] = _whole_file(result, privacy, public_choice, attrs["noise"]["reproducible"])
+    attrs["noise"] = _noise(privacy, releases)
+    attrs["whole_file"] = _whole_file(result, privacy, releases, attrs["noise"]["reproducible"])
     if result.accounted:
         attrs["selection_ledger"] = {
             "theorem": "Papernot & Steinke (ICLR 2022): Theorem 2 (truncated negative binomial) or 6 (Poisson) on "
@@ -183,34 +185,36 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         attrs["features"] = features
     if public_choice is not None:
         attrs["public_choice"] = public_choice.on_model(privacy.delta).to_attrs()
+    if projection_release is not None:
+        attrs["projection_release"] = projection_release
     artifact = model_artifact(records, result.bases, pca.mean_, pca.scale_, attrs)
     artifact.arrays.update({f"rows/{name}": ids for name, ids in (rows or {}).items()})
     return artifact
 
 
-def _noise(privacy: PrivacySettings, public_choice: PublicChoice | None) -> dict:
-    """Where the file's noise came from; a DP-GSD release with reproducible noise that chose the public data makes
-    the whole file reproducible too."""
-    release = (public_choice and public_choice.release) or {}
-    if not privacy.noise.reproducible and (release.get("noise") or {}).get("reproducible"):
-        return {**release["noise"], "note": f"{NOT_PRIVATE_NOTE} (the DP-GSD release that chose the public data)"}
+def _noise(privacy: PrivacySettings, releases: list[dict]) -> dict:
+    """Where the file's noise came from; a release the runs rest on (the DP-GSD that chose the public data, a DP-PCA)
+    with reproducible noise makes the whole file reproducible too."""
+    for release in releases:
+        if not privacy.noise.reproducible and (release.get("noise") or {}).get("reproducible"):
+            return {**release["noise"], "note": f"{NOT_PRIVATE_NOTE} (a DP release the runs rest on: "
+                                                f"{release['mechanism']})"}
     return privacy.noise.describe()
 
 
-def _whole_file(result: SweepResult, privacy: PrivacySettings, public_choice: PublicChoice | None,
-                reproducible: bool) -> dict:
-    """What the file is and the guarantee of all its heads together, the public data's DP choice included."""
-    released = public_choice is not None and public_choice.released
-    others = [(float(public_choice.release["epsilon"]), public_choice.release_delta)] if released else []
+def _whole_file(result: SweepResult, privacy: PrivacySettings, releases: list[dict], reproducible: bool) -> dict:
+    """What the file is and the guarantee of all its heads together, the releases they rest on included."""
+    others = [(float(release["epsilon"]), float(release.get("delta", 0.0))) for release in releases]
     scored = any(not math.isnan(run.val_accuracy) for run in result.runs)
     count = result.count.segments if result.count_read else ()
     return whole_file([run.released for run in result.runs], privacy.delta, reproducible, others, scored, count)
 
 
-def _with_public_choice(run: Run, privacy: PrivacySettings,
-                        public_choice: PublicChoice | None) -> tuple[Event, float]:
-    """The run's event tree and ε with the DP release that chose the public data composed in; unchanged without
-    such a release."""
-    if public_choice is None or not public_choice.released:
-        return run.event, run.epsilon_spent
-    return composed_with_release(run.event, privacy.accountant, privacy.delta, public_choice.release)
+def _with_releases(run: Run, privacy: PrivacySettings, releases: list[dict]) -> tuple[Event, float]:
+    """The run's event tree and ε with the DP releases it rests on composed in (the DP-GSD that chose the public
+    data, a DP-PCA projection), accounted at δ plus theirs; unchanged without any."""
+    event, epsilon, delta = run.event, run.epsilon_spent, privacy.delta
+    for release in releases:
+        event, epsilon = composed_with_release(event, privacy.accountant, delta, release)
+        delta += float(release["delta"])
+    return event, epsilon

@@ -1,8 +1,9 @@
-"""Maps of features to k dimensions fitted on PUBLIC data only: standardise + PCA, and a seeded random projection.
+"""Maps of features to k dimensions fitted on PUBLIC data: standardise + PCA, and a seeded random projection; and,
+where no public data exists, a PCA of the private rows released with DP (private_pca.py).
 
-Nothing private can reach a fit.
+Nothing private reaches a fit except through that DP release.
 
-May import: `errors`, `artifacts` (the projection artifact).
+May import: `errors`, `artifacts` (the projection artifact), `privacy` and `randomness` (the DP-PCA release).
 """
 
 from pillar_cli.projection.pca import (

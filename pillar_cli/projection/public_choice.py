@@ -18,6 +18,7 @@ from pillar_cli.artifacts import Artifact, Split, derived_from, parse_ref, read_
 from pillar_cli.artifacts.gsd import GsdRanking
 from pillar_cli.artifacts.model_header import PublicChoice
 from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
+from pillar_cli.projection.private_pca import private_release_of
 
 NONPRIVATE_NOTE = "public data chosen with non-private access to the private split (a GSD without DP): NOT in ε"
 
@@ -70,6 +71,13 @@ def public_data_of(projection: Artifact, private: Split, other_public: bool) -> 
     embedded with the same backbone that holds none of the private rows (Table 2(a) of the paper)."""
     fitted_on = projection.attrs.get("fitted_on") or {}
     origin = f"{fitted_on.get('path', '?')}:{fitted_on.get('split', '?')}"
+    if (release := private_release_of(projection)) is not None:
+        if (fitted_on.get("content_hash"), fitted_on.get("split")) != (private.ref.content_hash, private.ref.split):
+            raise DataError(f"{projection.path} is a DP-PCA of {origin}, not of {private.ref.path}:{private.name}: "
+                            "its release covers the rows it read, not these")
+        return {"fitted_on": origin, "rows": None, "kind": "DP-PCA of the private split", "share_of_embedded": None,
+                "note": f"projection fitted on the private rows of {origin} by a DP release ({release['mechanism']}, "
+                        f"ε = {release['epsilon']:.4g}, δ = {release['delta']:g}): composed into every run's ε"}
     if PublicChoice.of(projection) is not None:
         require_chosen_for(projection, private)
         kind = "chosen by a GSD ranking"

@@ -32,6 +32,10 @@ def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int
     basis = {"trained_on": list(header.trained_on), "rule": header.default_rule, "selected": str(selected),
              "cells": cells, "public_choice": None if choice is None else {"released": choice.released,
                                                                            "note": choice.note}}
+    if header.projection_release is not None:  # a DP-PCA: the projection read the private rows, inside ε
+        basis["projection"] = {"mechanism": header.projection_release["mechanism"],
+                               "epsilon": header.projection_release["epsilon"],
+                               "delta": header.projection_release["delta"]}
     statement = {
         "epsilon": run.epsilon_spent, "delta": header.delta_total, "epsilon_target": run.key.epsilon,
         "accountant": ledger.accountant, "accountant_description": ledger.accountant_description,

@@ -1,0 +1,71 @@
+"""PILLAR without public data: the projection fitted on the PRIVATE rows by one DP release of their second moment
+(Analyze Gauss: Dwork, Talwar, Thakurta & Zhang, "Analyze Gauss", STOC 2014).
+
+Rows are scaled to unit norm u, so one row moves Σ uuᵀ by ‖uuᵀ‖_F = 1 (add/remove one row: sensitivity 1). The
+upper triangle of the sum is released with Gaussian noise σ, mirrored (symmetric noise); σ is calibrated to (ε, δ)
+for that one Gaussian release by the accountant. The components are the released matrix's top k_max eigenvectors;
+its spectrum is stored as fractions of its trace. Everything after the release is post-processing: nothing else
+reads the rows, not even their number, which the projection does not record. There is no mean or per-feature scale
+(each would be one more statistic of the private rows to release): the projection is the second-moment variant,
+rows L2-normalised (`fit-pca --second-moment`). Every model trained on it composes the release's event with its
+runs' (privacy/composition.py), so their ε covers the projection.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pillar_cli.artifacts import Artifact, Split
+from pillar_cli.errors import UsageError, param
+from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon, validate_budget
+from pillar_cli.projection.pca import PublicPCA, l2_normalized_rows
+from pillar_cli.randomness import NoiseSource
+
+MECHANISM = ("Analyze Gauss: one Gaussian release of the second moment Σ uuᵀ of the L2-normalised private rows "
+             "(upper triangle, L2 sensitivity 1, symmetric noise); its top eigenvectors; add/remove-one adjacency")
+
+
+def fit_private_pca(features: np.ndarray, k_max: int, epsilon: float, delta: float, accountant: str,
+                    noise: NoiseSource) -> tuple[PublicPCA, dict]:
+    """(the projection, the release's record: mechanism, ε spent, δ, event, noise source) from private rows.
+    ε = inf releases the exact second moment (no guarantee: for tests and for comparison only)."""
+    validate_budget(epsilon, delta)
+    dim = features.shape[1]
+    if not 1 <= k_max <= dim:
+        raise UsageError(f"{param('k_max')} must be between 1 and the feature dimension {dim} (got {k_max})")
+    sigma = 0.0 if math.isinf(epsilon) else calibrate_noise(accountant, epsilon, delta, 1.0, 1)
+    moment = np.zeros((dim, dim))
+    for start in range(0, len(features), 8192):
+        rows = l2_normalized_rows(features[start:start + 8192].astype(np.float64))
+        moment += rows.T @ rows
+    upper = np.triu(noise.numpy().standard_normal((dim, dim))) * sigma
+    released = moment + upper + np.triu(upper, 1).T
+    values, vectors = np.linalg.eigh(released)
+    order = np.argsort(values)[::-1]
+    values, vectors = values[order], vectors[:, order]
+    components = vectors[:, :k_max].T
+    signs = np.sign(components[np.arange(k_max), np.abs(components).argmax(axis=1)])
+    pca = PublicPCA(k_max, standardize=False, second_moment=True)
+    pca.mean_, pca.scale_ = np.zeros(dim), np.ones(dim)
+    pca.components_ = components * signs[:, None]
+    trace = max(float(np.trace(released)), 1e-12)
+    pca.eigenvalues_ = np.maximum(values, 0.0) / trace  # fractions of the released trace: no row count
+    pca.rank_, pca.n_public_, pca.row_digests_ = k_max, 0, np.zeros(0, np.uint64)
+    event = GaussianEvent(sigma)
+    spent = math.inf if sigma == 0 else spent_epsilon(accountant, event, delta)
+    return pca, {"mechanism": MECHANISM, "epsilon": spent, "epsilon_target": epsilon, "delta": delta,
+                 "accountant": accountant, "event": event.to_dict(), "noise": noise.describe()}
+
+
+def private_projection_artifact(pca: PublicPCA, split: Split, release: dict) -> Artifact:
+    """The DP-PCA projection with the split it read and its release (no row ids, no row count)."""
+    artifact = pca.to_artifact()
+    artifact.attrs.update(fitted_on=split.ref.to_dict(), backbone=split.backbone, private_release=release)
+    return artifact
+
+
+def private_release_of(projection: Artifact) -> dict | None:
+    """The DP release a projection fitted on private rows records; None for a projection of public data."""
+    return projection.attrs.get("private_release")

@@ -1,0 +1,59 @@
+"""PILLAR without public data (digits pixels): a DP-PCA projection fitted on the private split, whose release every
+model and release built on it composes into its ε and states; fits and uses that would not be covered are refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from checks import assert_clean_failure
+from dp_accounting import dp_event, pld
+
+from pillar_cli import artifacts
+
+pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
+
+
+@pytest.fixture(scope="module")
+def digits(pillar, tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("dppca")
+    for seed in (0, 1):
+        pillar("embed", "--source", "digits", "--backbone", "pixels", "--seed", str(seed), "-o", root / f"d{seed}.h5")
+    pillar("fit-pca", f"{root / 'd0.h5'}:private", "--dp-eps", "0.5", "--k-max", "20", "-o", root / "dppca.h5")
+    return {"root": root, "emb": root / "d0.h5", "other": root / "d1.h5", "pca": root / "dppca.h5"}
+
+
+def test_a_dp_pca_is_composed_into_every_model_and_release_built_on_it(pillar, digits, tmp_path):
+    projection = artifacts.read(digits["pca"], "projection")
+    release = projection.attrs["private_release"]
+    assert projection.attrs["n_public"] == 0 and "rows/public" not in projection.arrays  # nothing counts the rows
+    pillar("train-private", digits["emb"], "-p", digits["pca"], "--k", "10", "--eps", "1", "--lr", "0.5", "--steps",
+           "100", "--batch-size", "200", "-o", tmp_path / "model.h5")
+    model = artifacts.read(tmp_path / "model.h5", "model")
+    sigma, rate, steps = (float(model.array(f"runs/{name}")[0]) for name in ("noise_multiplier", "sample_rate", "steps"))
+    accountant = pld.PLDAccountant(value_discretization_interval=1e-5)
+    accountant.compose(dp_event.GaussianDpEvent(model.attrs["count"]["noise_multiplier"]))  # the released row count
+    accountant.compose(dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)), int(steps))
+    accountant.compose(dp_event.GaussianDpEvent(release["event"]["noise_multiplier"]))  # the DP-PCA
+    total = accountant.get_epsilon(2e-5)
+    assert model.array("runs/epsilon_spent")[0] == pytest.approx(total, rel=0.01) and total > 1
+    pillar("release", tmp_path / "model.h5", "-o", tmp_path / "release.h5")
+    statement = json.loads(pillar("inspect", tmp_path / "release.h5", "--json").stdout)["attrs"]["privacy"]
+    assert statement["epsilon"] == pytest.approx(total, rel=0.01) and statement["delta"] == pytest.approx(2e-5)
+    assert any(line.startswith("fitting the projection on the private rows (Analyze Gauss") and
+               f"ε = {release['epsilon']:.4g}, δ = 1e-05, composed in" in line for line in statement["covers"])
+    assert not any("public data" in line for line in statement["not_covered"])
+    assert "ok    epsilon" in pillar("verify", tmp_path / "release.h5").stdout
+
+
+def test_dp_pca_fits_and_uses_that_would_not_be_covered_are_refused(pillar, digits, tmp_path):
+    out = tmp_path / "pca.h5"
+    assert_clean_failure(pillar("fit-pca", f"{digits['emb']}:public", "--dp-eps", "1", "-o", out, expect=None), 2,
+                         "--dp-eps fits on the private split: give it as FILE:private", out)
+    assert_clean_failure(pillar("fit-pca", f"{digits['emb']}:private", "--dp-eps", "0", "-o", out, expect=None), 2,
+                         "--dp-eps must be a positive number (got 0.0)", out)
+    model = tmp_path / "m.h5"
+    assert_clean_failure(pillar("train-private", digits["other"], "-p", digits["pca"], "--eps", "1", "--k", "5", "-o",
+                                model, expect=None), 4,
+                         f"{digits['pca']} is a DP-PCA of {digits['emb']}:private, not of {digits['other']}:private: its "
+                         "release covers the rows it read, not these", model)

@@ -1,0 +1,56 @@
+"""DP-PCA (Analyze Gauss on unit rows): without noise the exact second-moment PCA; with noise its subspace closes
+in on the exact one as ε grows; the release's ε is the accountant's for one Gaussian release."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from dp_accounting import dp_event, pld
+from sklearn.datasets import load_digits
+
+from pillar_cli import PublicPCA, UsageError
+from pillar_cli.projection.private_pca import fit_private_pca
+from pillar_cli.randomness import SECRET
+
+
+def _subspace_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """‖P_a − P_b‖_F / √(2k) of two (k, D) orthonormal row bases: 0 for one subspace, 1 for orthogonal ones."""
+    return float(np.linalg.norm(a.T @ a - b.T @ b) / math.sqrt(2 * len(a)))
+
+
+@pytest.fixture(scope="module")
+def rows() -> np.ndarray:
+    return load_digits().data
+
+
+def test_without_noise_it_is_the_exact_second_moment_pca(rows):
+    exact = PublicPCA(10, standardize=False, second_moment=True).fit(rows)
+    private, release = fit_private_pca(rows, 10, math.inf, 1e-5, "prv", SECRET)
+    np.testing.assert_allclose(private.components_, exact.components_, atol=1e-8)
+    np.testing.assert_allclose(private.transform(rows, 10), exact.transform(rows, 10), atol=1e-6)
+    assert math.isinf(release["epsilon"]) and private.n_public_ == 0  # no row count recorded
+
+
+def test_its_subspace_closes_in_on_the_exact_one_as_epsilon_grows(rows):
+    exact = PublicPCA(10, standardize=False, second_moment=True).fit(rows).components_
+    distance = {epsilon: np.mean([_subspace_distance(fit_private_pca(rows, 10, epsilon, 1e-5, "prv", SECRET)[0]
+                                                     .components_, exact) for _ in range(5)])
+                for epsilon in (0.1, 1.0, 10.0)}
+    assert distance[0.1] > distance[1.0] > distance[10.0] and distance[10.0] < 0.2, distance
+
+
+def test_the_release_spends_what_dp_accounting_says(rows):
+    _, release = fit_private_pca(rows, 5, 0.5, 1e-5, "pld", SECRET)
+    accountant = pld.PLDAccountant(value_discretization_interval=1e-5)
+    accountant.compose(dp_event.GaussianDpEvent(release["event"]["noise_multiplier"]))
+    assert release["epsilon"] == pytest.approx(accountant.get_epsilon(1e-5), rel=2e-3)
+    assert release["epsilon"] <= 0.5 * (1 + 1e-9) and release["noise"]["reproducible"] is False
+
+
+def test_bad_budgets_and_sizes_are_refused(rows):
+    with pytest.raises(UsageError, match=r"^epsilon must be > 0 \(got 0.0\)"):
+        fit_private_pca(rows, 5, 0.0, 1e-5, "prv", SECRET)
+    with pytest.raises(UsageError, match=r"^k_max must be between 1 and the feature dimension 64 \(got 65\)$"):
+        fit_private_pca(rows, 65, 1.0, 1e-5, "prv", SECRET)
