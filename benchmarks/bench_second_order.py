@@ -13,7 +13,6 @@ Run: python benchmarks/bench_second_order.py [--real runs/real/fashion-lite0.h5]
 from __future__ import annotations
 
 import argparse
-import math
 import subprocess
 import sys
 import tempfile
