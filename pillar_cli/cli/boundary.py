@@ -113,8 +113,9 @@ class OneLineUsageErrors(TyperGroup):
                 err.show()
                 sys.exit(err.exit_code)
             ctx = getattr(err, "ctx", None)
-            hint = f"\nhint: see {ctx.command_path} --help" if ctx is not None else ""
-            print(f"error: {err.format_message()}{hint}", file=sys.stderr)
+            words = kwargs.get("args") or (args[0] if args else None) or sys.argv[1:]
+            _report(err.format_message(), f"see {ctx.command_path} --help" if ctx is not None else None,
+                    err.exit_code, "--json" in words)  # a parser error is one JSON document too under --json
             code = err.exit_code
         except typer.Abort:
             print("error: aborted", file=sys.stderr)

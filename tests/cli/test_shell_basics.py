@@ -45,3 +45,12 @@ def test_an_error_under_json_is_also_one_json_document_on_stdout(pillar, tmp_pat
                     expect=3)
     assert json.loads(result.stdout) == {"error": f"artifact not found: {missing}", "hint": None, "exit_code": 3}
     assert result.stderr == f"error: artifact not found: {missing}\n"
+
+
+def test_a_parser_error_under_json_is_one_json_document_too(pillar, tmp_path):
+    result = pillar("train-private", tmp_path / "e.h5", "-p", tmp_path / "p.h5", "--json", expect=2)
+    assert json.loads(result.stdout) == {"error": "Missing option '-o' / '--out'.",
+                                         "hint": "see pillar train-private --help", "exit_code": 2}
+    assert result.stderr == "error: Missing option '-o' / '--out'.\nhint: see pillar train-private --help\n"
+    without = pillar("train-private", tmp_path / "e.h5", "-p", tmp_path / "p.h5", expect=2)
+    assert without.stdout == ""
