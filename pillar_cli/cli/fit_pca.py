@@ -18,6 +18,7 @@ from pillar_cli.cli.common import (
     noise_source,
     print_json,
     print_table,
+    progress_bar,
     save,
 )
 from pillar_cli.errors import UsageError, check_positive
@@ -84,7 +85,9 @@ def fit_pca(
     check_output(out, [artifacts.parse_ref(embeddings)[0], *([str(public_from)] if gsd else [])], force=force)
     public = artifacts.read_split(embeddings, default_split="public").subsample(fraction, "fraction")
     choice = None if gsd is None else public_choice(gsd, embeddings, public, allow_nonprivate_choice)
-    pca = fit_public_components(public) if components else fit_public_split(public, k_max, standardize, second_moment)
+    with progress_bar("fit-pca", len(public.features), "rows") as advance:
+        pca = fit_public_components(public) if components else \
+            fit_public_split(public, k_max, standardize, second_moment, advance)
     artifact = projection_artifact(pca, public)
     artifact.attrs["share_of_embedded"] = len(public.features) / artifacts.embedded_rows(public.ref.path)
     if choice is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -89,15 +89,22 @@ def row_digests(x: np.ndarray) -> np.ndarray:
                      for row in rows], dtype=np.uint64)
 
 
-def principal_axes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def principal_axes(x: np.ndarray, on_rows: Callable[[int], None] = lambda n: None) -> tuple[np.ndarray, np.ndarray]:
     """The singular values of x (n, d) and its right singular vectors as rows, largest first, from the eigenvalues
     of the smaller of its two Gram matrices (d × d, or n × n with V = XᵀU/σ): a few times faster than the SVD of x
-    itself, whose work the thin matrix does not need; directions of zero variance come back with σ = 0."""
+    itself, whose work the thin matrix does not need; directions of zero variance come back with σ = 0. The Gram
+    matrix is summed a block of rows at a time, `on_rows(m)` hearing of each block (the eigh after is d³ or n³)."""
     n, dim = x.shape
     if n >= dim:
-        eigenvalues, vectors = np.linalg.eigh(x.T @ x)
+        gram = np.zeros((dim, dim))
+        for start in range(0, n, CHUNK_ROWS):
+            block = x[start:start + CHUNK_ROWS]
+            gram += block.T @ block
+            on_rows(len(block))
+        eigenvalues, vectors = np.linalg.eigh(gram)
         order = np.argsort(eigenvalues)[::-1]
         return np.sqrt(np.clip(eigenvalues[order], 0.0, None)), vectors[:, order].T
+    on_rows(n)
     eigenvalues, left = np.linalg.eigh(x @ x.T)
     order = np.argsort(eigenvalues)[::-1]
     singular = np.sqrt(np.clip(eigenvalues[order], 0.0, None))
@@ -139,9 +146,10 @@ class PublicPCA:
         """Whether fit scales each feature to unit variance (never for the second-moment variant)."""
         return self.standardize and not self.second_moment
 
-    def fit(self, public: np.ndarray, y: None = None) -> PublicPCA:
+    def fit(self, public: np.ndarray, y: None = None, on_rows: Callable[[int], None] = lambda n: None) -> PublicPCA:
         """Fit on unlabelled public rows. Labels are refused, so no pipeline can fit this on a labelled (private)
-        split; the digests of the rows fitted on are kept, so a classifier can refuse to train on any of them."""
+        split; the digests of the rows fitted on are kept, so a classifier can refuse to train on any of them.
+        `on_rows(m)` hears of m more rows summed into the Gram matrix (progress of a long fit)."""
         if y is not None:
             raise PrivacyError("PublicPCA is fitted on unlabelled PUBLIC rows only; it was given labels",
                                hint="fit it on the public rows, or pass public= to DPLinearClassifier.fit")
@@ -153,7 +161,7 @@ class PublicPCA:
         self.mean_ = np.zeros(dim) if self.second_moment else x.mean(axis=0)
         std = x.std(axis=0)
         self.scale_ = np.where(std > 0, std, 1.0) if self.standardizes else np.ones(dim)
-        singular, vt = principal_axes((x - self.mean_) / self.scale_)
+        singular, vt = principal_axes((x - self.mean_) / self.scale_, on_rows)
         tolerance = singular.max(initial=0.0) ** 2 * max(n, dim) * np.finfo(np.float64).eps  # on σ², as eigh gives
         self.rank_ = int((singular**2 > tolerance).sum())
         k_max = self.rank_ if self.k_max is None else self.k_max
@@ -227,10 +235,10 @@ class PublicPCA:
 
 
 def fit_public_split(split: Split, k_max: int | None = None, standardize: bool = True,
-                     second_moment: bool = False) -> PublicPCA:
-    """PCA on an unlabelled (public) split."""
+                     second_moment: bool = False, on_rows: Callable[[int], None] = lambda n: None) -> PublicPCA:
+    """PCA on an unlabelled (public) split; `on_rows` as PublicPCA.fit's."""
     require_unlabelled(split)
-    return PublicPCA(k_max, standardize, second_moment).fit(split.features)
+    return PublicPCA(k_max, standardize, second_moment).fit(split.features, on_rows=on_rows)
 
 
 def require_unlabelled(split: Split) -> None:

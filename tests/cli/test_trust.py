@@ -162,3 +162,6 @@ def test_long_runs_report_progress_in_steps_off_a_terminal(pillar, mnist, tmp_pa
     result = pillar("embed", "--source", "digits", "--batch-size", "200", "-o", tmp_path / "e.h5")
     assert [line for line in result.stderr.splitlines() if "images/s" in line][-1].startswith(
         "embedding with pixels: 1,797/1,797 images (100 %)")
+    result = pillar("fit-pca", f"{mnist['emb']}:public", "--k-max", "10", "-o", tmp_path / "p.h5")
+    assert [line for line in result.stderr.splitlines() if "rows/s" in line][-1].startswith(
+        "fit-pca: 400/400 rows (100 %)")
