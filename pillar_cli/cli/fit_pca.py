@@ -35,7 +35,8 @@ def fit_pca(
                                                "split: public); with --public-from, the candidate (default: the "
                                                "closest)."),
     out: Path = typer.Option(..., "-o", "--out", help="Projection artifact to write."),
-    k_max: Optional[int] = typer.Option(None, min=1, help="Components to keep (default: the public rank)."),
+    k_max: Optional[int] = typer.Option(None, min=1, help="Components to keep (default: the public rank; with "
+                                        "--dp-eps, those whose released eigenvalue stands above the noise)."),
     standardize: bool = typer.Option(True, help="Standardise features (public mean/std) before PCA."),
     second_moment: bool = typer.Option(False, "--second-moment", help="Theory-faithful: L2-normalised rows, "
                                        "uncentred second moment E[xxᵀ], no standardisation (Definition 3)."),
@@ -106,8 +107,7 @@ def _fit_private(ctx: typer.Context, embeddings: str | None, out: Path, k_max: i
         raise UsageError(f"--dp-delta must be in (0, 1) (got {delta})")
     check_output(out, [artifacts.parse_ref(embeddings)[0]], force=force)
     private = artifacts.read_split(embeddings)
-    pca, release = fit_private_pca(private.features, k_max or min(private.features.shape[1], 200), epsilon, delta,
-                                   accountant, noise_source(noise_seed))
+    pca, release = fit_private_pca(private.features, k_max, epsilon, delta, accountant, noise_source(noise_seed))
     save(ctx, out, private_projection_artifact(pca, private, release), [private.ref])
     _report(out, pca, as_json)
 

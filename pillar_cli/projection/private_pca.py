@@ -3,7 +3,8 @@
 
 Rows are scaled to unit norm u, so one row moves Σ uuᵀ by ‖uuᵀ‖_F = 1 (add/remove one row: sensitivity 1). The
 upper triangle of the sum is released with Gaussian noise σ, mirrored (symmetric noise); σ is calibrated to (ε, δ)
-for that one Gaussian release by the accountant. The components are the released matrix's top k_max eigenvectors;
+for that one Gaussian release by the accountant. The components are the released matrix's top k_max eigenvectors (by default those whose
+eigenvalue stands above the noise's spectral scale 2σ√D, where a direction is more signal than noise);
 its spectrum is stored as fractions of its trace. Everything after the release is post-processing: nothing else
 reads the rows, not even their number, which the projection does not record. There is no mean or per-feature scale
 (each would be one more statistic of the private rows to release): the projection is the second-moment variant,
@@ -23,17 +24,20 @@ from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon, va
 from pillar_cli.projection.pca import PublicPCA, l2_normalized_rows
 from pillar_cli.randomness import NoiseSource
 
+NOISE_FLOOR = 2.0  # a symmetric Gaussian matrix of entry scale σ has spectral norm about 2σ√D (Wigner)
 MECHANISM = ("Analyze Gauss: one Gaussian release of the second moment Σ uuᵀ of the L2-normalised private rows "
              "(upper triangle, L2 sensitivity 1, symmetric noise); its top eigenvectors; add/remove-one adjacency")
 
 
-def fit_private_pca(features: np.ndarray, k_max: int, epsilon: float, delta: float, accountant: str,
+def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, delta: float, accountant: str,
                     noise: NoiseSource) -> tuple[PublicPCA, dict]:
     """(the projection, the release's record: mechanism, ε spent, δ, event, noise source) from private rows.
-    ε = inf releases the exact second moment (no guarantee: for tests and for comparison only)."""
+    k_max None keeps the components whose released eigenvalue stands above the noise's spectral scale 2σ√D (at
+    least 2; post-processing of the release). ε = inf releases the exact second moment (no guarantee: for tests and
+    for comparison only)."""
     validate_budget(epsilon, delta)
     dim = features.shape[1]
-    if not 1 <= k_max <= dim:
+    if k_max is not None and not 1 <= k_max <= dim:
         raise UsageError(f"{param('k_max')} must be between 1 and the feature dimension {dim} (got {k_max})")
     sigma = 0.0 if math.isinf(epsilon) else calibrate_noise(accountant, epsilon, delta, 1.0, 1)
     moment = np.zeros((dim, dim))
@@ -45,6 +49,8 @@ def fit_private_pca(features: np.ndarray, k_max: int, epsilon: float, delta: flo
     values, vectors = np.linalg.eigh(released)
     order = np.argsort(values)[::-1]
     values, vectors = values[order], vectors[:, order]
+    if k_max is None:
+        k_max = min(dim, max(2, int((values > NOISE_FLOOR * sigma * math.sqrt(dim)).sum())))
     components = vectors[:, :k_max].T
     signs = np.sign(components[np.arange(k_max), np.abs(components).argmax(axis=1)])
     pca = PublicPCA(k_max, standardize=False, second_moment=True)
