@@ -11,6 +11,7 @@ from pillar_cli import artifacts
 from pillar_cli.artifacts import InputRef
 from pillar_cli.artifacts.assumptions import assumptions_artifact
 from pillar_cli.artifacts.files import replacing_together
+from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
     ConfigOption,
@@ -120,7 +121,7 @@ def _basis(split: artifacts.Split, projection: Path | None, second_moment: bool,
         raise UsageError("check-assumptions needs --projection (or --second-moment to fit one on the public split)")
     projection_artifact = artifacts.read(projection, "projection")
     artifacts.require_derived_from(projection_artifact, split.ref)
-    if projection_artifact.attrs.get("method") == "components":
+    if ProjectionHeader.of(projection_artifact).method == "components":
         raise UsageError(f"{projection} is a component graph: the assumptions are about principal components",
                          hint="check them against a projection from `pillar fit-pca` without --components")
     return PublicPCA.from_artifact(projection_artifact), projection_artifact.ref()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from pillar_cli.artifacts import Artifact, Split
+from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import DataError
 from pillar_cli.projection.pca import PublicPCA, require_unlabelled
 
@@ -68,8 +69,8 @@ class PublicComponents(PublicPCA):
         components = cls()
         components.mean_, components.scale_ = artifact.array("mean"), artifact.array("scale")
         components.components_, components.eigenvalues_ = artifact.array("components"), artifact.array("eigenvalues")
-        components.rank_, components.n_public_ = int(artifact.attrs["rank"]), int(artifact.attrs["n_public"])
-        components.unseen_ = bool(artifact.attrs["unseen_group"])
+        header = ProjectionHeader.of(artifact)
+        components.rank_, components.n_public_, components.unseen_ = header.rank, header.n_public, header.unseen_group
         components.row_digests_ = np.zeros(0, np.uint64)
         return components
 
@@ -91,6 +92,6 @@ def fit_public_components(split: Split) -> PublicComponents:
 
 def read_projection(artifact: Artifact) -> PublicPCA:
     """A projection artifact as its fitted object: the component graph or a PCA."""
-    if artifact.attrs.get("method") == METHOD:
+    if ProjectionHeader.of(artifact).method == METHOD:
         return PublicComponents.from_artifact(artifact)
     return PublicPCA.from_artifact(artifact)

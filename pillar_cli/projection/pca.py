@@ -14,6 +14,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from pillar_cli.artifacts import Artifact, Split
+from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 
 
@@ -225,11 +226,11 @@ class PublicPCA:
 
     @classmethod
     def from_artifact(cls, artifact: Artifact) -> PublicPCA:
-        pca = cls(int(artifact.attrs["k_max"]), bool(artifact.attrs["standardized"]),
-                  bool(artifact.attrs.get("row_l2_normalised", False)))
+        header = ProjectionHeader.of(artifact)
+        pca = cls(header.k_max, header.standardized, header.row_l2_normalised)
         pca.mean_, pca.scale_ = artifact.array("mean"), artifact.array("scale")
         pca.components_, pca.eigenvalues_ = artifact.array("components"), artifact.array("eigenvalues")
-        pca.rank_, pca.n_public_ = int(artifact.attrs["rank"]), int(artifact.attrs["n_public"])
+        pca.rank_, pca.n_public_ = header.rank, header.n_public
         pca.row_digests_ = np.zeros(0, np.uint64)  # an artifact records its input split's row ids instead
         return pca
 

@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from pillar_cli.artifacts import Artifact, Split
+from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon, validate_budget
 from pillar_cli.projection.pca import PublicPCA, l2_normalized_rows
@@ -74,4 +75,4 @@ def private_projection_artifact(pca: PublicPCA, split: Split, release: dict) -> 
 
 def private_release_of(projection: Artifact) -> dict | None:
     """The DP release a projection fitted on private rows records; None for a projection of public data."""
-    return projection.attrs.get("private_release")
+    return ProjectionHeader.of(projection).private_release

@@ -17,8 +17,8 @@ import numpy as np
 from pillar_cli.artifacts import Artifact, Split, derived_from, parse_ref, read_split, shared_rows
 from pillar_cli.artifacts.gsd import GsdRanking
 from pillar_cli.artifacts.model_header import PublicChoice
+from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
-from pillar_cli.projection.private_pca import private_release_of
 
 NONPRIVATE_NOTE = "public data chosen with non-private access to the private split (a GSD without DP): NOT in ε"
 
@@ -69,16 +69,16 @@ def public_data_of(projection: Artifact, private: Split, other_public: bool) -> 
     """The public data behind a projection, checked for training on `private`, as every model records it: the
     embeddings file's own public split, a split a GSD ranking chose, or, only when asked for, another public dataset
     embedded with the same backbone that holds none of the private rows (Table 2(a) of the paper)."""
-    fitted_on = projection.attrs.get("fitted_on") or {}
-    origin = f"{fitted_on.get('path', '?')}:{fitted_on.get('split', '?')}"
-    if (release := private_release_of(projection)) is not None:
+    header = ProjectionHeader.of(projection)
+    fitted_on, origin = header.fitted_on or {}, header.origin
+    if (release := header.private_release) is not None:
         if (fitted_on.get("content_hash"), fitted_on.get("split")) != (private.ref.content_hash, private.ref.split):
             raise DataError(f"{projection.path} is a DP-PCA of {origin}, not of {private.ref.path}:{private.name}: "
                             "its release covers the rows it read, not these")
         return {"fitted_on": origin, "rows": None, "kind": "DP-PCA of the private split", "share_of_embedded": None,
                 "note": f"projection fitted on the private rows of {origin} by a DP release ({release['mechanism']}, "
                         f"ε = {release['epsilon']:.4g}, δ = {release['delta']:g}): composed into every run's ε"}
-    if PublicChoice.of(projection) is not None:
+    if header.public_choice is not None:
         require_chosen_for(projection, private)
         kind = "chosen by a GSD ranking"
     elif derived_from(projection, private.ref):
@@ -91,14 +91,13 @@ def public_data_of(projection: Artifact, private: Split, other_public: bool) -> 
     else:
         _require_compatible(projection, private)
         kind = "another public dataset"
-    return {"fitted_on": origin, "rows": int(projection.attrs["n_public"]), "kind": kind,
-            "share_of_embedded": projection.attrs.get("share_of_embedded"),
-            "note": f"projection fitted on {projection.attrs['n_public']} public rows of {origin} ({kind})"}
+    return {"fitted_on": origin, "rows": header.n_public, "kind": kind, "share_of_embedded": header.share_of_embedded,
+            "note": f"projection fitted on {header.n_public} public rows of {origin} ({kind})"}
 
 
 def _require_compatible(projection: Artifact, private: Split) -> None:
     """Another dataset's projection: the same feature space, and none of its rows private."""
-    backbones = (projection.attrs.get("backbone"), private.backbone)
+    backbones = (ProjectionHeader.of(projection).backbone, private.backbone)
     if backbones[0] != backbones[1]:
         raise DataError(f"{projection.path} was fitted on {backbones[0]} features, {private.ref.path} holds "
                         f"{backbones[1]} features")
