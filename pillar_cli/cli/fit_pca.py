@@ -36,7 +36,7 @@ def fit_pca(
                                                "closest)."),
     out: Path = typer.Option(..., "-o", "--out", help="Projection artifact to write."),
     k_max: Optional[int] = typer.Option(None, min=1, help="Components to keep (default: the public rank; with "
-                                        "--dp-eps, those whose released eigenvalue stands above the noise)."),
+                                        "--dp-eps, 200 or the feature dimension)."),
     standardize: bool = typer.Option(True, help="Standardise features (public mean/std) before PCA."),
     second_moment: bool = typer.Option(False, "--second-moment", help="Theory-faithful: L2-normalised rows, "
                                        "uncentred second moment E[xxᵀ], no standardisation (Definition 3)."),

@@ -3,8 +3,9 @@
 
 Rows are scaled to unit norm u, so one row moves Σ uuᵀ by ‖uuᵀ‖_F = 1 (add/remove one row: sensitivity 1). The
 upper triangle of the sum is released with Gaussian noise σ, mirrored (symmetric noise); σ is calibrated to (ε, δ)
-for that one Gaussian release by the accountant. The components are the released matrix's top k_max eigenvectors (by default those whose
-eigenvalue stands above the noise's spectral scale 2σ√D, where a direction is more signal than noise);
+for that one Gaussian release by the accountant. The components are the released matrix's top k_max eigenvectors (by default 200: keeping only
+those above the noise's spectral scale 2σ√D cost accuracy, 0.70 against 0.78 at ε = 0.5 on real features, because
+directions below the noise still carry what random directions carry);
 its spectrum is stored as fractions of its trace. Everything after the release is post-processing: nothing else
 reads the rows, not even their number, which the projection does not record. There is no mean or per-feature scale
 (each would be one more statistic of the private rows to release): the projection is the second-moment variant,
@@ -25,7 +26,7 @@ from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon, va
 from pillar_cli.projection.pca import PublicPCA, l2_normalized_rows
 from pillar_cli.randomness import NoiseSource
 
-NOISE_FLOOR = 2.0  # a symmetric Gaussian matrix of entry scale σ has spectral norm about 2σ√D (Wigner)
+DEFAULT_K_MAX = 200
 MECHANISM = ("Analyze Gauss: one Gaussian release of the second moment Σ uuᵀ of the L2-normalised private rows "
              "(upper triangle, L2 sensitivity 1, symmetric noise); its top eigenvectors; add/remove-one adjacency")
 
@@ -33,8 +34,8 @@ MECHANISM = ("Analyze Gauss: one Gaussian release of the second moment Σ uuᵀ 
 def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, delta: float, accountant: str,
                     noise: NoiseSource) -> tuple[PublicPCA, dict]:
     """(the projection, the release's record: mechanism, ε spent, δ, event, noise source) from private rows.
-    k_max None keeps the components whose released eigenvalue stands above the noise's spectral scale 2σ√D (at
-    least 2; post-processing of the release). ε = inf releases the exact second moment (no guarantee: for tests and
+    k_max None keeps min(D, 200) components (as many as a public fit's default rule reaches: directions below the
+    noise still help a head, as random directions do). ε = inf releases the exact second moment (no guarantee: for tests and
     for comparison only)."""
     validate_budget(epsilon, delta)
     dim = features.shape[1]
@@ -50,8 +51,7 @@ def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, del
     values, vectors = np.linalg.eigh(released)
     order = np.argsort(values)[::-1]
     values, vectors = values[order], vectors[:, order]
-    if k_max is None:
-        k_max = min(dim, max(2, int((values > NOISE_FLOOR * sigma * math.sqrt(dim)).sum())))
+    k_max = min(dim, DEFAULT_K_MAX) if k_max is None else k_max
     components = vectors[:, :k_max].T
     signs = np.sign(components[np.arange(k_max), np.abs(components).argmax(axis=1)])
     pca = PublicPCA(k_max, standardize=False, second_moment=True)
