@@ -4,8 +4,8 @@ total ε of 0.1 and 1 that covers everything (the DP-PCA's release is composed i
 
 The DP-PCA takes half the total ε; the head's target is set so that the composition stays within the total (two
 Gaussian releases compose in quadrature: at a total of 1 the head keeps 0.9, at 0.1 it keeps 0.092; δ = 1e-5
-each, 2e-5 together). Each seed refits the DP-PCA with fresh noise (200 components, the
-default, or half the dimension); the head's k is the default rule's. Data as benchmarks/bench_second_order.py:
+each, 2e-5 together). Each seed refits the DP-PCA with fresh noise (its default: 200 components,
+or all for digits); the head's k is the default rule's. Data as benchmarks/bench_second_order.py:
 Fashion-MNIST through the ImageNet EfficientNet-Lite0 (the embeddings of benchmarks/bench_real.py), MNIST-5k and
 digits pixels. Each stage is the pillar command a user runs.
 Run: python benchmarks/bench_dp_pca.py [--real runs/real/fashion-lite0.h5] [--seeds 5] [--workdir runs/dp-pca]
