@@ -11,10 +11,9 @@ from dp_accounting import dp_event, pld
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from sklearn.datasets import load_digits
 from sklearn.linear_model import Ridge
 
-from pillar_cli import DataError, PublicPCA, UsageError, sweep
+from pillar_cli import DataError, UsageError, sweep
 from pillar_cli.methods.closed_form import DP_LS, PUBLIC_LDA, class_sums, discriminant, least_squares_statistics
 from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon
 
@@ -52,14 +51,6 @@ def test_a_single_release_spends_what_dp_accounting_says():
     event = GaussianEvent(sigma)
     assert spent_epsilon.__wrapped__("pld", event, 1e-5) == pytest.approx(reference, rel=2e-3)
     assert spent_epsilon.__wrapped__("prv", event, 1e-5) == pytest.approx(reference, rel=1e-2)  # PRV's own error
-
-
-@pytest.fixture(scope="module")
-def digits():
-    x, y = load_digits(return_X_y=True)
-    order = np.random.default_rng(0).permutation(len(x))
-    public, private = x[order[:300]], order[300:1400]
-    return PublicPCA(30).fit(public), public, x[private], y[private]
 
 
 def ledoit_wolf_by_hand(rows: np.ndarray) -> np.ndarray:

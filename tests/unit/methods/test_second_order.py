@@ -12,9 +12,8 @@ from dp_accounting import dp_event, rdp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from sklearn.datasets import load_digits
 
-from pillar_cli import PublicPCA, UsageError, sweep
+from pillar_cli import UsageError, sweep
 from pillar_cli.methods.second_order import (
     DP_FC,
     DP_NEWTON,
@@ -30,14 +29,6 @@ from pillar_cli.privacy import gaussian_segments
 
 def unit(rows: np.ndarray) -> np.ndarray:
     return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
-
-
-@pytest.fixture(scope="module")
-def digits():
-    x, y = load_digits(return_X_y=True)
-    order = np.random.default_rng(0).permutation(len(x))
-    public, private = x[order[:300]], order[300:1400]
-    return PublicPCA(30).fit(public), public, x[private], y[private]
 
 
 def _heads(digits, steps: int, methods: list[str]) -> dict:
