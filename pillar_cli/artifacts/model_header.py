@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pillar_cli.artifacts.chosen import SelectedCell
 from pillar_cli.artifacts.core import Artifact
 
 
@@ -81,7 +82,7 @@ class ModelHeader:
     num_classes: int
     n_private: int
     ledger: ModelLedger
-    selection: list[dict] = field(default_factory=list)  # per (method, k, ε) cell: what chose which runs
+    selection: list[SelectedCell] = field(default_factory=list)  # per (method, k, ε) cell: what chose which runs
     selection_mode: str = "val"  # "val", or "accounted": private cells hold the runs their selections released
     selection_note: str = ""
     trained_on: tuple[str, ...] = ("private",)
@@ -105,7 +106,8 @@ class ModelHeader:
     def of(cls, model: Artifact) -> ModelHeader:
         attrs = model.attrs
         return cls(num_classes=int(attrs["num_classes"]), n_private=int(attrs["n_private"]),
-                   ledger=ModelLedger.from_attrs(attrs["ledger"]), selection=list(attrs.get("selection", [])),
+                   ledger=ModelLedger.from_attrs(attrs["ledger"]),
+                   selection=[SelectedCell.from_attrs(cell) for cell in attrs.get("selection", [])],
                    selection_mode=str(attrs.get("selection_mode", "val")),
                    selection_note=str(attrs.get("selection_note", "")),
                    trained_on=tuple(attrs.get("trained_on", ("private",))),

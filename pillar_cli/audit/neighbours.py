@@ -135,13 +135,13 @@ def _pipeline(directory: Path, plan: NeighbourPlan, run: Runner, number: int) ->
     run(["train-private", "emb.h5", "-p", "pca.h5", *plan.train, "-o", "model.h5", "--force"], here)
     shipped, seen = [], {}
     for cell in ModelHeader.of(artifacts.read(here / "model.h5", "model")).selection:
-        if not np.isfinite(cell["epsilon"]):
+        if not np.isfinite(cell.epsilon):
             continue  # a non-private cell cannot be released
         # named by position among the cells of its (method, ε): a k the rule set from the noisy count varies by run
-        key = (cell["method"], cell["epsilon"])
+        key = (cell.method, cell.epsilon)
         seen[key] = seen.get(key, -1) + 1
-        name = f"{cell['method']}-eps{cell['epsilon']:g}-{seen[key]}"
-        run(["release", "model.h5", "--cell", f"method={cell['method']},k={cell['k']},eps={cell['epsilon']!r}",
+        name = f"{cell.method}-eps{cell.epsilon:g}-{seen[key]}"
+        run(["release", "model.h5", "--cell", f"method={cell.method},k={cell.k},eps={cell.epsilon!r}",
              "-o", f"{name}.h5", "--force"], here)
         shipped.append(f"{name}.h5")
         for fmt in plan.formats:

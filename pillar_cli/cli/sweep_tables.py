@@ -27,15 +27,15 @@ def print_model(out: Path, runs: int, artifact: artifacts.Artifact, as_json: boo
     header = ModelHeader.of(artifact)
     if as_json:
         spent = artifact.arrays["runs/epsilon_spent"]
-        cells = [{**cell, "epsilon_spent": float(max(spent[i] for i in cell["run_ids"]))}
+        cells = [{**cell.to_attrs(), "epsilon_spent": float(max(spent[i] for i in cell.run_ids))}
                  for cell in header.selection]
         return print_json({"output": str(out), "selection": cells, "note": header.selection_note,
                            "whole_file_epsilon": header.whole_file["epsilon"]})
     how = ("private cells: accounted selection, inside ε" if header.accounted
            else "one configuration per cell: nothing selected" if all(
-               cell["selected"] == ChosenBy.NOTHING for cell in header.selection)
+               cell.selected == ChosenBy.NOTHING for cell in header.selection)
            else "selected on val (not accounted in ε)")
     print_table(f"{out}: {runs} runs on {' + '.join(header.trained_on)} ({header.n_private:,} rows), {how}",
-                header.selection,
+                [cell.to_attrs() for cell in header.selection],
                 ["method", "k", "epsilon", "lr", "steps", "batch_size", "val_accuracy_mean", "selected"],
                 {"val_accuracy_mean": ".3f", "lr": ".4g"})

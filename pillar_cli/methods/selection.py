@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from pillar_cli.artifacts.chosen import ChosenBy
+from pillar_cli.artifacts.chosen import ChosenBy, SelectedCell
 from pillar_cli.artifacts.model import RunKey
 
 VAL_NOTE = "hyper-parameters were selected on the val split's labels; that selection is NOT accounted in the reported ε"
@@ -24,14 +24,14 @@ NOTHING_SELECTED_NOTE = ("one configuration per (method, k, ε) cell: no run was
                          "release chose anything")
 
 
-def selection_note(selection: list[dict], accounted: bool) -> str:
+def selection_note(selection: list[SelectedCell], accounted: bool) -> str:
     """What chose the model's runs, in words, for every reader of the model."""
     if accounted:
         return ACCOUNTED_NOTE
-    return NOTHING_SELECTED_NOTE if all(cell["selected"] == ChosenBy.NOTHING for cell in selection) else VAL_NOTE
+    return NOTHING_SELECTED_NOTE if all(cell.selected == ChosenBy.NOTHING for cell in selection) else VAL_NOTE
 
 
-def select_on_val(keys: list[RunKey], val_accuracies: list[float], accounted: bool = False) -> list[dict]:
+def select_on_val(keys: list[RunKey], val_accuracies: list[float], accounted: bool = False) -> list[SelectedCell]:
     """Per (method, k, ε): the (lr, steps, batch, ridge) with the highest mean val accuracy over seeds (ties: fewer
     steps); with `accounted`, a private cell's runs are its released runs, one per seed, taken as they are."""
     groups: dict[tuple, dict[tuple, list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -45,9 +45,9 @@ def select_on_val(keys: list[RunKey], val_accuracies: list[float], accounted: bo
         run_ids = by_config[best]
         chosen = [keys[i].hyper_parameters for i in run_ids]
         lr, steps, batch, ridge = (_one_or_all(values) for values in zip(*chosen))
-        selection.append({"method": method, "k": "full" if k is None else k, "epsilon": epsilon, "lr": lr,
-                          "steps": steps, "batch_size": batch, "ridge": ridge, "run_ids": run_ids,
-                          "val_accuracy_mean": means[best], "selected": _how(best, len(by_config))})
+        selection.append(SelectedCell(method=method, k="full" if k is None else k, epsilon=epsilon, lr=lr, steps=steps,
+                                      batch_size=batch, ridge=ridge, run_ids=run_ids, val_accuracy_mean=means[best],
+                                      selected=_how(best, len(by_config))))
     return selection
 
 

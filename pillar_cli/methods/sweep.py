@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
+from pillar_cli.artifacts.chosen import SelectedCell
 from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact
 from pillar_cli.artifacts.model_header import PublicChoice
 from pillar_cli.errors import PrivacyError
@@ -69,7 +70,7 @@ class SweepResult:
             math.isfinite(run.key.epsilon) and run.key.method in self.plan.readers for run in self.runs)
 
     @property
-    def selection(self) -> list[dict]:
+    def selection(self) -> list[SelectedCell]:
         return select_on_val([r.key for r in self.runs], [r.val_accuracy for r in self.runs], self.accounted)
 
 
@@ -164,7 +165,7 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         "mechanisms": {name: get_method(name).mechanism_description for name in sorted({r.key.method for r in runs})},
         **{key: value for name in sorted({r.key.method for r in runs})
            for key, value in get_method(name).model_attrs(options.of(get_method(name))).items()},
-        "selection": result.selection,
+        "selection": [cell.to_attrs() for cell in result.selection],
         "selection_mode": "accounted" if result.accounted else "val",
         "selection_note": selection_note(result.selection, result.accounted),
     }

@@ -11,7 +11,7 @@ import math
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.classifier import Classifier
-from pillar_cli.artifacts.chosen import ChosenBy
+from pillar_cli.artifacts.chosen import ChosenBy, SelectedCell
 from pillar_cli.artifacts.model import RunRecord, run_rows, stored_runs
 from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.artifacts.network import is_network, stored_state
@@ -46,18 +46,16 @@ def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple
     cells = _cells(model)
     choice = _one_cell(model, cells, wanted)
     runs = stored_runs([model])
-    chosen = sorted((runs[i] for i in choice["run_ids"]), key=lambda run: run.key.seed)
+    chosen = sorted((runs[i] for i in choice.run_ids), key=lambda run: run.key.seed)
     if not chosen:
-        raise DataError(f"cell {_cell_name(choice)} of {model.path} released no run (its accounted selection ran "
-                        "no trial)")
+        raise DataError(f"cell {choice.name} of {model.path} released no run (its accounted selection ran no trial)")
     seeds = [run.key.seed for run in chosen]
     if seed is not None and seed not in seeds:
-        raise UsageError(f"cell {_cell_name(choice)} has repetitions (seeds) {', '.join(map(str, seeds))}; "
-                         f"not {seed}")
+        raise UsageError(f"cell {choice.name} has repetitions (seeds) {', '.join(map(str, seeds))}; not {seed}")
     run = chosen[seeds.index(seed) if seed is not None else 0]
-    statement = privacy_statement(model, run, choice["selected"], len(cells))
+    statement = privacy_statement(model, run, choice.selected, len(cells))
     require_exact_claim(statement, f"run {run.local_id} of {model.path}")
-    chosen_as = {"cell": _cell_name(choice), "seed": run.key.seed, "seeds": seeds, "selected": choice["selected"]}
+    chosen_as = {"cell": choice.name, "seed": run.key.seed, "seeds": seeds, "selected": choice.selected}
     return (_network(model, run, statement) if is_network(model) else _classifier(model, run, statement)), chosen_as
 
 
@@ -72,43 +70,31 @@ def _seeded_by_provenance(model: Artifact) -> bool:
     return any(said) or NOT_PRIVATE_NOTE in str(whole.get("composition", ""))
 
 
-def _cells(model: Artifact) -> list[dict]:
+def _cells(model: Artifact) -> list[SelectedCell]:
     """The model's (method, k, ε) cells with the runs its selection chose; a network model's cells: one
     configuration each (finetune trains one per ε and seed), every run of the cell a repetition."""
     if not is_network(model):
         return ModelHeader.of(model).selection
-    cells: dict[tuple, dict] = {}
+    runs: dict[tuple, list[int]] = {}
     for run_id, row in enumerate(run_rows(model)):
-        cell = cells.setdefault((row.key.method, row.key.epsilon), {
-            "method": row.key.method, "k": "full", "epsilon": row.key.epsilon, "run_ids": [],
-            "selected": ChosenBy.NOTHING})
-        cell["run_ids"].append(run_id)
-    return list(cells.values())
+        runs.setdefault((row.key.method, row.key.epsilon), []).append(run_id)
+    return [SelectedCell(method=method, k="full", epsilon=epsilon, run_ids=ids, selected=ChosenBy.NOTHING)
+            for (method, epsilon), ids in runs.items()]
 
 
-def _one_cell(model: Artifact, cells: list[dict], wanted: dict) -> dict:
-    matches = [cell for cell in cells if _matches(cell, wanted)]
+def _one_cell(model: Artifact, cells: list[SelectedCell], wanted: dict) -> SelectedCell:
+    matches = [cell for cell in cells if cell.matches(wanted)]
     if len(matches) != 1:
-        listed = "; ".join(_cell_name(cell) for cell in (matches or cells))
+        listed = "; ".join(cell.name for cell in (matches or cells))
         if not wanted:
             raise UsageError(f"{model.path} holds {len(cells)} cells; name one with {param('cell')}: {listed}")
         found = f"{len(matches)} cells match" if matches else "no cell matches"
         raise UsageError(f"{model.path}: {found} {param('cell')} {_cell_text(wanted)}; cells: {listed}")
     cell = matches[0]
-    if not math.isfinite(cell["epsilon"]):
-        raise PrivacyError(f"cell {_cell_name(cell)} of {model.path} is not private (ε = inf): a release holds a "
-                           "DP classifier")
+    if not math.isfinite(cell.epsilon):
+        raise PrivacyError(f"cell {cell.name} of {model.path} is not private (ε = inf): a release holds a DP "
+                           "classifier")
     return cell
-
-
-def _matches(cell: dict, wanted: dict) -> bool:
-    return (wanted.get("method", cell["method"]) == cell["method"]
-            and wanted.get("k", str(cell["k"])) == str(cell["k"])
-            and math.isclose(wanted.get("eps", cell["epsilon"]), cell["epsilon"], rel_tol=1e-9))
-
-
-def _cell_name(cell: dict) -> str:
-    return f"method={cell['method']},k={cell['k']},eps={cell['epsilon']:g}"
 
 
 def _cell_text(wanted: dict) -> str:

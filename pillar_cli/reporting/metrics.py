@@ -47,11 +47,11 @@ def selected_metrics(models: list[Artifact], features: np.ndarray, labels: np.nd
     rows = []
     for choice in select_on_val([r.key for r in runs], [r.val_accuracy for r in runs], header.accounted):
         per_seed = []
-        for run_id in choice["run_ids"]:
+        for run_id in choice.run_ids:
             per_seed.append(classification_metrics(labels, _logits(runs[run_id], z), header.num_classes))
-        row = {**{k: v for k, v in choice.items() if k != "run_ids"}, "seeds": len(per_seed),
-               "epsilon_spent": max(runs[i].epsilon_spent for i in choice["run_ids"]),
-               "val_accuracy": choice["val_accuracy_mean"], "accuracies": [m["accuracy"] for m in per_seed],
+        row = {**{k: v for k, v in choice.to_attrs().items() if k != "run_ids"}, "seeds": len(per_seed),
+               "epsilon_spent": max(runs[i].epsilon_spent for i in choice.run_ids),
+               "val_accuracy": choice.val_accuracy_mean, "accuracies": [m["accuracy"] for m in per_seed],
                "confusion_per_seed": [m["confusion"] for m in per_seed],
                "confusion_summed_over_seeds": np.sum([m["confusion"] for m in per_seed], axis=0).tolist(),
                "per_class_accuracy": _mean_ignoring_none([m["per_class_accuracy"] for m in per_seed])}

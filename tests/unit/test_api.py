@@ -115,8 +115,8 @@ def test_sweep_selects_on_val_and_every_run_stays_within_its_budget(digits):
     for run in result.runs:
         assert run.epsilon_spent <= run.key.epsilon
     for choice in result.selection:
-        cell = [r for r in result.runs if (r.key.k, r.key.epsilon) == (choice["k"], choice["epsilon"])]
-        assert choice["val_accuracy_mean"] == max(r.val_accuracy for r in cell)
+        cell = [r for r in result.runs if (r.key.k, r.key.epsilon) == (choice.k, choice.epsilon)]
+        assert choice.val_accuracy_mean == max(r.val_accuracy for r in cell)
 
 
 def test_gsd_and_diagnostics_on_arrays(digits):

@@ -86,9 +86,9 @@ def test_only_released_runs_are_kept_and_their_epsilon_is_dp_accountings(digits)
         reference = accountant.get_epsilon(record["delta"])
         assert released.epsilon_spent == pytest.approx(reference, rel=1e-9) and reference <= 0.5
         assert recorded_selection_epsilon(record) == pytest.approx(reference, rel=1e-9)
-    chosen = {(c["k"], c["epsilon"]): c for c in result.selection}
-    assert chosen[10, 0.5]["selected"] == "in ε" and len(chosen[10, 0.5]["run_ids"]) == 2
-    assert chosen[10, math.inf]["selected"] == "on val, outside ε" and len(chosen[10, math.inf]["run_ids"]) == 2
+    chosen = {(c.k, c.epsilon): c for c in result.selection}
+    assert chosen[10, 0.5].selected == "in ε" and len(chosen[10, 0.5].run_ids) == 2
+    assert chosen[10, math.inf].selected == "on val, outside ε" and len(chosen[10, math.inf].run_ids) == 2
 
 
 def test_selection_spends_less_per_trial_than_a_plain_run(digits):
