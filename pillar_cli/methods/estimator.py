@@ -24,7 +24,7 @@ from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows, refuse_privately_scaled
 from pillar_cli.methods.request import SweepRequest
-from pillar_cli.methods.sweep import run_sweep
+from pillar_cli.methods.sweep import run_sweep, with_projection_release
 from pillar_cli.privacy import get_accountant, headline
 from pillar_cli.privacy.count import PUBLIC
 from pillar_cli.privacy.ledger import Ledger
@@ -107,7 +107,8 @@ class DPLinearClassifier(SoftmaxClassifier):
         refuse_fitted_rows(self.projection_, x)
         data = SweepData(self.projection_, x, labels, None, None, len(self.classes_),
                          None if public is None else np.asarray(public, dtype=np.float32))
-        result = run_sweep(data, self.request())
+        request = self.request()
+        result = with_projection_release(run_sweep(data, request), request, self.projection_)
         run = result.runs[0]
         self.k_ = run.key.k if method.projects else None  # the head's own dimensions (None: all features)
         self.normalises_rows_ = method.normalises_rows  # the head reads its k-dimensional rows at unit norm
@@ -115,11 +116,15 @@ class DPLinearClassifier(SoftmaxClassifier):
         self.head_ = run.head
         accountant = get_accountant(self.accountant)
         count = result.count if result.count_read or result.count.kind == PUBLIC else None
-        self.ledger_ = Ledger(self.accountant, float(self.epsilon), run.epsilon_spent, self.delta,
+        released = [f"the projection: {release['mechanism']} (ε = {release['epsilon']:.4g}, δ = {release['delta']:g})"
+                    for release in result.releases]
+        self.ledger_ = Ledger(self.accountant, float(self.epsilon), run.epsilon_spent,
+                              self.delta + sum(float(release["delta"]) for release in result.releases),
                               *headline(run.released.event), run.key.steps, self.clip, run.event,
                               accountant.upper_bound,
-                              f"{method.mechanism_description}, on the private rows; the projection used public rows "
-                              "only" + (f"; {count.describe()}" if count is not None and count.noisy else "")
+                              f"{method.mechanism_description}, on the private rows; "
+                              + ("; ".join(released) if released else "the projection used public rows only")
+                              + (f"; {count.describe()}" if count is not None and count.noisy else "")
                               + ("" if self.noise_seed is None else f"; {NOT_PRIVATE_NOTE}"),
                               self.noise_seed is not None,
                               count.describe() if count is not None and not count.noisy else "", count)

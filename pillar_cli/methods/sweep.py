@@ -57,6 +57,7 @@ class SweepResult:
     accounted: bool = False  # private cells hold the runs their accounted selections released
     selection_ledger: list[dict] = field(default_factory=list)  # each accounted selection as DP events
     plan: SweepPlan | None = None  # what was run: the grids, the row count they read and who read it
+    releases: list[dict] = field(default_factory=list)  # DP releases composed into every run (a DP-PCA's)
 
     @property
     def count(self) -> RowCount | None:
@@ -72,6 +73,17 @@ class SweepResult:
     @property
     def selection(self) -> list[SelectedCell]:
         return select_on_val([r.key for r in self.runs], [r.val_accuracy for r in self.runs], self.accounted)
+
+
+def with_projection_release(result: SweepResult, request: SweepRequest, projection: PublicPCA) -> SweepResult:
+    """The result with the DP release its projection rests on (a DP-PCA object's `private_release_`) composed into
+    every run's event and ε, at δ plus the release's (the Python API's path; train-private composes it on writing)."""
+    release = getattr(projection, "private_release_", None)
+    if release is not None:
+        for run in result.runs:
+            run.event, run.epsilon_spent = composed_with_release(run.event, request.accountant, request.delta, release)
+        result.releases.append(release)
+    return result
 
 
 def run_sweep(data: SweepData, request: SweepRequest,

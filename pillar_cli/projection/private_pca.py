@@ -10,7 +10,8 @@ its spectrum is stored as fractions of its trace. Everything after the release i
 reads the rows, not even their number, which the projection does not record. There is no mean or per-feature scale
 (each would be one more statistic of the private rows to release): the projection is the second-moment variant,
 rows L2-normalised (`fit-pca --second-moment`). Every model trained on it composes the release's event with its
-runs' (privacy/composition.py), so their ε covers the projection.
+runs' (privacy/composition.py), so their ε covers the projection: train-private from the artifact's
+`private_release`, the Python API (`sweep`, `DPLinearClassifier`) from the fitted object's `private_release_`.
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, del
     pca.rank_, pca.n_public_, pca.row_digests_ = k_max, 0, np.zeros(0, np.uint64)
     event = GaussianEvent(sigma)
     spent = math.inf if sigma == 0 else spent_epsilon(accountant, event, delta)
-    return pca, {"mechanism": MECHANISM, "epsilon": spent, "epsilon_target": epsilon, "delta": delta,
-                 "accountant": accountant, "event": event.to_dict(), "noise": noise.describe()}
+    pca.private_release_ = {"mechanism": MECHANISM, "epsilon": spent, "epsilon_target": epsilon, "delta": delta,
+                            "accountant": accountant, "event": event.to_dict(), "noise": noise.describe()}
+    return pca, pca.private_release_
 
 
 def private_projection_artifact(pca: PublicPCA, split: Split, release: dict) -> Artifact:

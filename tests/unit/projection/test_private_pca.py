@@ -10,7 +10,8 @@ import pytest
 from dp_accounting import dp_event, pld
 from sklearn.datasets import load_digits
 
-from pillar_cli import PublicPCA, UsageError
+from pillar_cli import DPLinearClassifier, PublicPCA, UsageError, sweep
+from pillar_cli.privacy.events import to_dp_accounting
 from pillar_cli.projection.private_pca import fit_private_pca
 from pillar_cli.randomness import SECRET
 
@@ -55,3 +56,20 @@ def test_bad_budgets_and_sizes_are_refused(rows):
     with pytest.raises(UsageError, match=r"^k_max must be between 1 and the feature dimension 64 \(got 65\)$"):
         fit_private_pca(rows, 65, 1.0, 1e-5, "prv", SECRET)
 
+
+
+def test_the_python_api_composes_a_dp_pca_into_the_heads_epsilon(rows):
+    """DPLinearClassifier and sweep() on a DP-PCA object: the ledger's ε is dp-accounting's for the whole tree (the
+    row count, the training, the projection's release) at δ plus the release's, and says what it covers."""
+    labels = load_digits().target
+    pca, release = fit_private_pca(rows[:1400], 20, 0.5, 1e-5, "pld", SECRET)
+    clf = DPLinearClassifier(k=10, epsilon=1.0, accountant="pld", projection=pca, lr=0.5, steps=100, batch_size=256,
+                             device="cpu").fit(rows[:1400], labels[:1400])
+    accountant = pld.PLDAccountant(value_discretization_interval=1e-5)
+    accountant.compose(to_dp_accounting(clf.ledger_.event))
+    assert clf.ledger_.delta == pytest.approx(2e-5) and clf.ledger_.epsilon_spent > 1.0
+    assert clf.ledger_.epsilon_spent == pytest.approx(accountant.get_epsilon(2e-5), rel=2e-3)
+    assert "the projection: Analyze Gauss" in clf.ledger_.covers
+    result = sweep(rows[:1400], labels[:1400], projection=pca, k=[10], epsilon=[1.0], accountant="pld", lr=[0.5],
+                   steps=[100], batch_size=[256], device="cpu")
+    assert result.releases == [release] and result.runs[0].epsilon_spent > 1.0
