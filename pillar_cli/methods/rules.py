@@ -48,15 +48,17 @@ def rule_attrs(grid: SweepGrid) -> dict:
 
 def ruled_grids(grid: SweepGrid, k_max: int) -> list[SweepGrid]:
     """The grid (set for its rows) as one grid per ε with the rule's values in the fields it names in `rules`;
-    the grid itself when it names none. Methods with their own step rule (noisy-sgd) keep it."""
+    the grid itself when it names none. Methods with their own step rule (noisy-sgd, the second-order heads) keep
+    it in a grid of their own, so that the others of the same request still take the rule's steps."""
     if not grid.rules:
         return [grid]
     n, (batch, *others) = grid.rows, grid.batch_sizes
     if n is None or others:
         raise ValueError("ruled_grids needs a grid set for its rows (for_rows) with one batch size")
-    own_steps = any(get_method(m).steps_rule for m in grid.methods)
-    return [replace(grid, epsilons=[epsilon], rules=frozenset(),
+    ruled = [m for m in grid.methods if not get_method(m).steps_rule]
+    own = [m for m in grid.methods if get_method(m).steps_rule]
+    return [replace(grid, methods=methods, epsilons=[epsilon], rules=frozenset(),
                     ks=[rule_k(n, epsilon, k_max)] if "k" in grid.rules else grid.ks,
                     lrs=[rule_lr(n, epsilon, batch)] if "lr" in grid.rules else grid.lrs,
-                    steps=[rule_steps(n, batch)] if "steps" in grid.rules and not own_steps else grid.steps)
-            for epsilon in grid.epsilons]
+                    steps=[rule_steps(n, batch)] if "steps" in grid.rules and methods is ruled else grid.steps)
+            for epsilon in grid.epsilons for methods in (ruled, own) if methods]

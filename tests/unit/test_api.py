@@ -15,6 +15,7 @@ from sklearn.preprocessing import StandardScaler
 
 from pillar_cli import (DataError, DPLinearClassifier, PrivacyError, PrivacyWarning, PublicPCA, UsageError, diagnose,
                         gradient_subspace_distance, spent_epsilon, sweep)
+from pillar_cli.methods.rules import rule_steps
 from pillar_cli.privacy.events import gaussian_segments, pure_parts
 
 
@@ -133,8 +134,8 @@ def test_gsd_and_diagnostics_on_arrays(digits):
 
 
 def test_the_api_applies_the_clis_step_and_batch_rules(digits):
-    """One sweep request for both: no steps given = each method's default (DP-SGD 500, noisy-sgd n²); a batch size
-    None = every private row. n is private, so n² and "every row" read the count released inside ε; declared public,
+    """One sweep request for both: no steps given = the default rule's for DP-SGD (as it would alone), noisy-sgd its
+    own n²; a batch size None = every private row. n is private, so n² and "every row" read the count released inside ε; declared public,
     the exact n."""
     binary = np.isin(digits["y"], [0, 1])
     x, y = digits["x"][binary][:40], digits["y"][binary][:40]
@@ -143,13 +144,13 @@ def test_the_api_applies_the_clis_step_and_batch_rules(digits):
     result = sweep(x, y, **request)
     count = result.count.value
     assert result.count.noisy and {run.key.method: (run.key.steps, run.key.batch_size) for run in result.runs} == {
-        "pillar": (500, math.ceil(count)), "noisy-sgd": (round(count * count), 1)}
+        "pillar": (rule_steps(count, math.ceil(count)), math.ceil(count)), "noisy-sgd": (round(count * count), 1)}
     rates = {run.key.method: [rate for _, rate, _ in gaussian_segments(pure_parts(run.released.event)[1])]
              for run in result.runs}  # noisy-sgd: its runs' Gaussian steps, the exponential choice set aside
     assert rates["pillar"] == [1.0] and rates["noisy-sgd"] == pytest.approx([min(1.0, 1 / count)])
     public_n = sweep(x, y, n_public=True, **request)
     assert {run.key.method: (run.key.steps, run.key.batch_size) for run in public_n.runs} == {
-        "pillar": (500, 40), "noisy-sgd": (40 * 40, 1)}
+        "pillar": (rule_steps(40, 40), 40), "noisy-sgd": (40 * 40, 1)}
     clf = DPLinearClassifier(method="noisy-sgd", k=5, delta=1e-3, n_public=True).fit(x, y, public=digits["public"])
     assert clf.ledger_.steps == 40 * 40 and "n = 40, is declared public" in clf.ledger_.not_covered
 

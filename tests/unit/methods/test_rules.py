@@ -38,6 +38,10 @@ def test_a_method_with_its_own_step_rule_keeps_it():
                      rules=frozenset({"k", "lr", "steps"})).for_rows(RowCount.exact(400))
     (planned,) = ruled_grids(grid, 50)
     assert planned.steps is None and planned.ks == [20]
+    mixed = SweepGrid(methods=["pillar", "dp-fc", "noisy-sgd"], ks=[], epsilons=[1.0], lrs=[], seeds=[0],
+                      rules=frozenset({"k", "lr", "steps"})).for_rows(RowCount.exact(3200))
+    rule, own = ruled_grids(mixed, 100)  # the rule's steps for DP-SGD beside methods with their own
+    assert (rule.methods, rule.steps, own.methods, own.steps) == (["pillar"], [100], ["dp-fc", "noisy-sgd"], None)
 
 
 def test_the_grid_must_be_set_for_its_rows():
