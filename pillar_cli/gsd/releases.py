@@ -21,6 +21,7 @@ from pillar_cli.gsd.bingham import sample_matrix_bingham
 from pillar_cli.gsd.subspace import GradientMatrix, clipped_gram
 from pillar_cli.lazy import scipy_sparse_linalg
 from pillar_cli.privacy import ExponentialEvent, GaussianEvent, calibrate_noise
+from pillar_cli.privacy.symmetric import symmetric_noise
 from pillar_cli.randomness import SECRET, NoiseSource
 
 MAX_DIM = {"gauss": 12_000, "bingham": 2_000}  # p×p matrices in memory; Bingham eigendecomposes one per draw
@@ -66,9 +67,7 @@ def dp_gradient_subspace(matrix: GradientMatrix, k: int, dp: DPSettings) -> DPSu
     if dp.mechanism == "gauss":
         multiplier = calibrate_noise("pld", dp.epsilon, dp.delta, 1.0, 1)
         std = multiplier * dp.clip**2
-        noise = np.triu(rng.normal(0.0, std, gram.shape))
-        gram += noise + np.triu(noise, 1).T
-        del noise
+        gram += symmetric_noise(rng.standard_normal, len(gram), std)
         basis = scipy_sparse_linalg.eigsh(gram, k=k, which="LA")[1][:, ::-1]
         ledger |= {"mechanism": "Analyze-Gauss (symmetric Gaussian on GᵀG)", "delta": dp.delta,
                    "event": GaussianEvent(multiplier).to_dict(),

@@ -30,6 +30,7 @@ from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
 from pillar_cli.privacy import GaussianEvent
+from pillar_cli.privacy.symmetric import symmetric_noise
 from pillar_cli.privacy.count import RowCount
 
 
@@ -82,11 +83,21 @@ def check_ridges(ridges: tuple[float | None, ...]) -> None:
             raise UsageError(f"{param('ridge')} must be a positive number (got {ridge})")
 
 
-def symmetric_noise(draw: Callable[[tuple], np.ndarray], dim: int, scale: float) -> np.ndarray:
-    """Noise for a released symmetric (dim × dim) matrix: its upper triangle drawn at `scale`, mirrored (one row
-    moves the triangle by at most the matrix's Frobenius norm)."""
-    upper = np.triu(draw((dim, dim))) * scale
-    return upper + np.triu(upper, 1).T
+def augmented(rows: np.ndarray) -> np.ndarray:
+    """a = [u, 1]/√2 for unit rows u: ‖a‖ ≤ 1, the bias a weight (dp-ls and the second-order heads)."""
+    return np.hstack([rows, np.ones((len(rows), 1))]) / math.sqrt(2.0)
+
+
+def augmented_head(weights: np.ndarray, steps_run: int) -> LinearHead:
+    """The head on unit rows u from weights on a = [u, 1]/√2, with the steps (releases) counted as they ran."""
+    weights = weights / math.sqrt(2.0)
+    return LinearHead(weights[:-1].astype(np.float32), weights[-1].astype(np.float32), steps_run)
+
+
+def noise_ridge(sigma: float, sensitivity: float, dim: int) -> float:
+    """λ at the spectral scale of a released (dim × dim) matrix's symmetric noise, 2σΔ√dim, at least 1: the
+    released matrix plus λI stays well conditioned."""
+    return max(1.0, 2.0 * sigma * sensitivity * math.sqrt(dim))
 
 
 def class_sums(rows: np.ndarray, labels: np.ndarray, num_classes: int) -> np.ndarray:
@@ -96,8 +107,8 @@ def class_sums(rows: np.ndarray, labels: np.ndarray, num_classes: int) -> np.nda
 
 def least_squares_statistics(rows: np.ndarray, labels: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     """(AᵀA, AᵀY) for a = [u, 1]/√2 (‖a‖ ≤ 1 for a unit row u) and one-hot y: what dp-ls releases."""
-    augmented = np.hstack([rows, np.ones((len(rows), 1))]) / math.sqrt(2.0)
-    return augmented.T @ augmented, augmented.T @ np.eye(num_classes)[labels]
+    rows = augmented(rows)
+    return rows.T @ rows, rows.T @ np.eye(num_classes)[labels]
 
 
 class PublicCovarianceLDA(ClosedFormHead):
@@ -164,10 +175,9 @@ class DPLeastSquares(ClosedFormHead):
         definite; 1 without noise."""
         gram, cross = statistics
         if ridge is None:
-            ridge = max(1.0, 2.0 * sigma * self.sensitivity * math.sqrt(len(gram)))
+            ridge = noise_ridge(sigma, self.sensitivity, len(gram))
         gram = gram + symmetric_noise(noise, len(gram), 1.0)  # `noise` is scaled to the release already
-        solution = np.linalg.solve(gram + ridge * np.eye(len(gram)), cross + noise(cross.shape)) / math.sqrt(2.0)
-        return LinearHead(solution[:-1].astype(np.float32), solution[-1].astype(np.float32))
+        return augmented_head(np.linalg.solve(gram + ridge * np.eye(len(gram)), cross + noise(cross.shape)), 1)
 
 
 PUBLIC_LDA = PublicCovarianceLDA()

@@ -35,20 +35,16 @@ import numpy as np
 from pillar_cli.errors import DataError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
-from pillar_cli.methods.closed_form import check_ridges, symmetric_noise
+from pillar_cli.methods.closed_form import augmented, augmented_head, check_ridges, noise_ridge
 from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.symmetric import symmetric_noise
 
 DEFAULT_STEPS = 10  # full-batch steps of a run that gives none
 GRADIENT_SENSITIVITY = math.sqrt(2.0)
 GRAM_SENSITIVITY = 1.0
 HESSIAN_SENSITIVITY = 0.5
 BOHNING_STEP = 2.0
-
-
-def augmented(rows: np.ndarray) -> np.ndarray:
-    """a = [u, 1]/√2 for unit rows u: ‖a‖ ≤ 1, the bias a weight."""
-    return np.hstack([rows, np.ones((len(rows), 1))]) / math.sqrt(2.0)
 
 
 def probabilities(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -58,9 +54,11 @@ def probabilities(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return exp / exp.sum(axis=1, keepdims=True)
 
 
-def gradient_sum(rows: np.ndarray, onehot: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Σ aᵢ(pᵢ − yᵢ)ᵀ, (k+1, C): the softmax loss's gradient summed over the rows."""
-    return rows.T @ (probabilities(rows, weights) - onehot)
+def gradient_sum(rows: np.ndarray, onehot: np.ndarray, weights: np.ndarray,
+                 probs: np.ndarray | None = None) -> np.ndarray:
+    """Σ aᵢ(pᵢ − yᵢ)ᵀ, (k+1, C): the softmax loss's gradient summed over the rows (`probs`: the rows' softmax at
+    `weights`, when the caller has it already)."""
+    return rows.T @ ((probabilities(rows, weights) if probs is None else probs) - onehot)
 
 
 def positive_part(matrix: np.ndarray) -> np.ndarray:
@@ -68,17 +66,6 @@ def positive_part(matrix: np.ndarray) -> np.ndarray:
     post-processing, so that with λ > 0 every step solves a positive definite system."""
     values, vectors = np.linalg.eigh(matrix)
     return (vectors * np.maximum(values, 0.0)) @ vectors.T
-
-
-def default_ridge(sigma: float, sensitivity: float, dim: int) -> float:
-    """The spectral scale of a released (dim × dim) matrix's symmetric noise, at least 1."""
-    return max(1.0, 2.0 * sigma * sensitivity * math.sqrt(dim))
-
-
-def as_head(weights: np.ndarray, steps_run: int) -> LinearHead:
-    """The head on unit rows u from the weights on a = [u, 1]/√2, with the steps counted as they ran."""
-    weights = weights / math.sqrt(2.0)
-    return LinearHead(weights[:-1].astype(np.float32), weights[-1].astype(np.float32), steps_run)
 
 
 class SecondOrderHead(Method):
@@ -128,8 +115,9 @@ class SecondOrderHead(Method):
         raise NotImplementedError
 
     @staticmethod
-    def noisy_gradient(rows: np.ndarray, onehot: np.ndarray, weights: np.ndarray, sigma: float, noise) -> np.ndarray:
-        return gradient_sum(rows, onehot, weights) + sigma * GRADIENT_SENSITIVITY * noise(weights.shape)
+    def noisy_gradient(rows: np.ndarray, onehot: np.ndarray, weights: np.ndarray, sigma: float, noise,
+                       probs: np.ndarray | None = None) -> np.ndarray:
+        return gradient_sum(rows, onehot, weights, probs) + sigma * GRADIENT_SENSITIVITY * noise(weights.shape)
 
 
 class DPNewton(SecondOrderHead):
@@ -146,17 +134,17 @@ class DPNewton(SecondOrderHead):
 
     def fit(self, rows, onehot, prepared, config, sigma, noise) -> LinearHead:
         dim, classes = rows.shape[1], onehot.shape[1]
-        ridge = config.ridge or default_ridge(sigma, HESSIAN_SENSITIVITY, dim)
+        ridge = (config.ridge or noise_ridge(sigma, HESSIAN_SENSITIVITY, dim)) * np.eye(dim)
         weights, steps_run = np.zeros((dim, classes)), 0
         for steps_run in range(1, config.steps + 1):
-            gradient = self.noisy_gradient(rows, onehot, weights, sigma, noise)
-            curvature = probabilities(rows, weights)
-            curvature *= 1.0 - curvature
+            probs = probabilities(rows, weights)
+            gradient = self.noisy_gradient(rows, onehot, weights, sigma, noise, probs)
+            curvature = probs * (1.0 - probs)
             for c in range(classes):
                 hessian = (rows * curvature[:, c:c + 1]).T @ rows
                 hessian = positive_part(hessian + symmetric_noise(noise, dim, sigma * HESSIAN_SENSITIVITY))
-                weights[:, c] -= np.linalg.solve(hessian + ridge * np.eye(dim), gradient[:, c])
-        return as_head(weights, steps_run)
+                weights[:, c] -= np.linalg.solve(hessian + ridge, gradient[:, c])
+        return augmented_head(weights, steps_run)
 
 
 class DPFeatureCovariance(SecondOrderHead):
@@ -179,7 +167,7 @@ class DPFeatureCovariance(SecondOrderHead):
         return positive_part(gram + symmetric_noise(noise, len(gram), sigma * GRAM_SENSITIVITY))
 
     def default_ridge(self, sigma: float, dim: int) -> float:
-        return default_ridge(sigma, GRAM_SENSITIVITY, dim)
+        return noise_ridge(sigma, GRAM_SENSITIVITY, dim)
 
     def fit(self, rows, onehot, prepared, config, sigma, noise) -> LinearHead:
         dim = rows.shape[1]
@@ -189,7 +177,7 @@ class DPFeatureCovariance(SecondOrderHead):
         for steps_run in range(1, config.steps + 1):
             gradient = self.noisy_gradient(rows, onehot, weights, sigma, noise)
             weights -= BOHNING_STEP * np.linalg.solve(preconditioner, gradient)
-        return as_head(weights, steps_run)
+        return augmented_head(weights, steps_run)
 
 
 class PublicFeatureCovariance(DPFeatureCovariance):
@@ -220,7 +208,7 @@ class PublicFeatureCovariance(DPFeatureCovariance):
     def default_ridge(self, sigma: float, dim: int) -> float:
         """Nothing released to regularise: the scale of the gradient's noise, 2σ√2·√(k+1), damps the directions
         where it dominates (with λ = 1 the steps follow the noise: 0.65 against 0.80 at ε = 0.1 on real features)."""
-        return default_ridge(sigma, GRADIENT_SENSITIVITY, dim)
+        return noise_ridge(sigma, GRADIENT_SENSITIVITY, dim)
 
 
 DP_NEWTON = DPNewton()

@@ -24,7 +24,8 @@ from pillar_cli.artifacts import Artifact, Split
 from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon, validate_budget
-from pillar_cli.projection.pca import PublicPCA, l2_normalized_rows
+from pillar_cli.privacy.symmetric import symmetric_noise
+from pillar_cli.projection.pca import CHUNK_ROWS, PublicPCA, l2_normalized_rows
 from pillar_cli.randomness import NoiseSource
 
 DEFAULT_K_MAX = 200
@@ -44,11 +45,10 @@ def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, del
         raise UsageError(f"{param('k_max')} must be between 1 and the feature dimension {dim} (got {k_max})")
     sigma = 0.0 if math.isinf(epsilon) else calibrate_noise(accountant, epsilon, delta, 1.0, 1)
     moment = np.zeros((dim, dim))
-    for start in range(0, len(features), 8192):
-        rows = l2_normalized_rows(features[start:start + 8192].astype(np.float64))
+    for start in range(0, len(features), CHUNK_ROWS):
+        rows = l2_normalized_rows(features[start:start + CHUNK_ROWS].astype(np.float64))
         moment += rows.T @ rows
-    upper = np.triu(noise.numpy().standard_normal((dim, dim))) * sigma
-    released = moment + upper + np.triu(upper, 1).T
+    released = moment + symmetric_noise(noise.numpy().standard_normal, dim, sigma)
     values, vectors = np.linalg.eigh(released)
     order = np.argsort(values)[::-1]
     values, vectors = values[order], vectors[:, order]
