@@ -91,7 +91,12 @@ def test_public_components_recover_the_true_split_above_the_bound():
 
 
 def test_component_learner_stays_accurate_as_d_grows_while_the_baseline_degrades():
-    """40 private rows, ε = 1: em-components' error ≤ 0.05 at d = 40 and 200; the baseline's is higher at 200."""
+    """40 private rows, ε = 1: em-components' error ≤ 0.05 at d = 40 and 200 in all but at most one of 6 runs; the
+    baseline's mean error is higher at 200.
+
+    The theorem bounds the error with probability 1 − β, not on average: on these rows the exponential mechanism picks
+    a wrong union (error ≈ 0.5) with probability 6e-4 (d = 40) and 9e-4 (d = 200) per run, so the mean of 6 runs
+    exceeds 0.05 in about 1 % of runs of this test, while two wrong picks of 12 happen about once in 10⁵."""
     errors = {}
     for d in (40, 200):
         family = DisjunctionFamily(d, 3, 0.8, seed=0)
@@ -103,8 +108,9 @@ def test_component_learner_stays_accurate_as_d_grows_while_the_baseline_degrades
                        seed=list(range(6)), method_options={"em-disjunctions": DisjunctionOptions(3)})
         for run in result.runs:
             errors.setdefault((run.key.method, d), []).append(1 - run.head.accuracy(*test))
+    accurate = {d: sum(error <= 0.05 for error in errors[("em-components", d)]) for d in (40, 200)}
+    assert accurate[40] >= 5 and accurate[200] >= 5, errors
     mean = {key: float(np.mean(value)) for key, value in errors.items()}
-    assert mean[("em-components", 40)] <= 0.05 and mean[("em-components", 200)] <= 0.05, mean
     assert mean[("em-disjunctions", 200)] > mean[("em-disjunctions", 40)], mean
 
 
