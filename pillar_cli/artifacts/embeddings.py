@@ -118,7 +118,7 @@ class Split:
 
 
 RECIPE_KEYS = ("backbone", "timm_id", "weights", "network", "input_shape", "precision", "preprocessing", "transform",
-               "image_shape", "feature_dim")
+               "image_shape", "pixel_depth", "feature_dim")
 
 
 def feature_recipe(attrs: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,8 @@ def export(
     fmt: str = typer.Option(..., "--format", help=f"{' | '.join(EXPORT_FORMATS)}."),
     out: Path = typer.Option(..., "-o", "--out", help="File to write."),
     features_only: bool = typer.Option(False, "--features-only", help="The module reads embedded features (N, D); "
-                                       "without it, uint8 images (N, H, W, C) through the recorded backbone."),
+                                       "without it, uint8 images (N, H, W, C) (uint16 when embedded from 16-bit "
+                                       "images) through the recorded backbone."),
     weights: Optional[Path] = typer.Option(None, help="The backbone's weights file, when the classifier's rows were "
                                            "embedded with one (its hash must match the recorded one)."),
     trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help="Allow full unpickling of --weights "

@@ -1,9 +1,10 @@
-"""DICOM files as the 8-bit images the embedding stage reads (pydicom, imported only for them).
+"""DICOM files as the grey levels the embedding stage reads (pydicom, imported only for them).
 
 The pixel data are mapped as a viewer maps them: the modality LUT (rescale slope and intercept) applied, then the
-range the stored bit depth can hold, through that same rescale, spread linearly over 0..255 — so a value means the
+range the stored bit depth can hold, through that same rescale, spread linearly over [0, 1] — so a value means the
 same grey level in every file of a series, whatever its own minimum and maximum — and MONOCHROME1 (white = low)
-inverted. RGB files keep their three 8-bit channels. A multi-frame file is refused (embed one frame per file); a
+inverted; a file with more than 8 bits stored is a 16-bit image (data/pixels.py writes the levels at the depth
+asked for). RGB files keep their three 8-bit channels. A multi-frame file is refused (embed one frame per file); a
 compressed transfer syntax is decoded when an installed handler can (pylibjpeg, gdcm), refused in one line
 otherwise."""
 
@@ -23,19 +24,29 @@ def is_dicom(name: str) -> bool:
     return str(name).lower().endswith(SUFFIX)
 
 
-def dicom_image(file: str | BinaryIO, name: str):
-    """The file's one frame as a PIL image: L (8-bit grey) or RGB."""
+def dicom_depth(file: str) -> int:
+    """16 for a greyscale file of more than 8 bits stored, 8 otherwise (its header read, not its pixels)."""
+    dataset = _read(file, file, stop_before_pixels=True)
+    colour = str(getattr(dataset, "PhotometricInterpretation", "MONOCHROME2")) == "RGB"
+    return 16 if int(getattr(dataset, "BitsStored", 8)) > 8 and not colour else 8
+
+
+def _read(file: str | BinaryIO, name: str, **options):
     try:
         import pydicom
-        from pydicom.pixels import apply_modality_lut
     except ImportError:
         raise DataError(f"reading DICOM ({name}) needs pydicom: pip install pydicom (or the 'medical' extra)") from None
-    from PIL import Image
-
     try:
-        dataset = pydicom.dcmread(file)
+        return pydicom.dcmread(file, **options)
     except Exception as err:  # pydicom raises its own kinds on a damaged or foreign file
         raise DataError(f"cannot read DICOM file {name}: {str(err).splitlines()[0][:120]}") from None
+
+
+def dicom_image(file: str | BinaryIO, name: str):
+    """The file's one frame and its bit depth: grey levels in [0, 1] (8 or 16 bits), or an 8-bit RGB PIL image."""
+    dataset = _read(file, name)
+    from PIL import Image
+    from pydicom.pixels import apply_modality_lut
     frames = int(getattr(dataset, "NumberOfFrames", 1) or 1)
     if frames > 1:
         raise DataError(f"{name} is a multi-frame DICOM ({frames} frames); embed one frame per file")
@@ -51,19 +62,19 @@ def dicom_image(file: str | BinaryIO, name: str):
         quiet.disabled = was
     photometric = str(getattr(dataset, "PhotometricInterpretation", "MONOCHROME2"))
     if photometric == "RGB" and pixels.dtype == np.uint8 and pixels.ndim == 3:
-        return Image.fromarray(pixels, mode="RGB")
+        return Image.fromarray(pixels, mode="RGB"), 8
     if photometric not in ("MONOCHROME1", "MONOCHROME2") or pixels.ndim != 2:
         raise DataError(f"{name} holds {photometric} pixels of shape {pixels.shape}; greyscale (MONOCHROME1/2) and "
                         "8-bit RGB are read")
-    return Image.fromarray(_grey_levels(dataset, pixels, apply_modality_lut), mode="L")
-
-
-def _grey_levels(dataset, pixels: np.ndarray, modality_lut) -> np.ndarray:
-    """0..255 from the stored bit depth's range through the modality LUT (inverted for MONOCHROME1)."""
     bits = int(getattr(dataset, "BitsStored", pixels.dtype.itemsize * 8))
+    return _grey_levels(dataset, pixels, bits, apply_modality_lut), 16 if bits > 8 else 8
+
+
+def _grey_levels(dataset, pixels: np.ndarray, bits: int, modality_lut) -> np.ndarray:
+    """[0, 1] from the stored bit depth's range through the modality LUT (inverted for MONOCHROME1)."""
     signed = int(getattr(dataset, "PixelRepresentation", 0)) == 1
     stored = np.array([-(2 ** (bits - 1)), 2 ** (bits - 1) - 1] if signed else [0, 2**bits - 1])
     low, high = np.sort(np.asarray(modality_lut(stored, dataset), dtype=np.float64))
     values = np.asarray(modality_lut(pixels, dataset), dtype=np.float64)
-    levels = np.clip(np.rint((values - low) / max(high - low, 1e-12) * 255), 0, 255).astype(np.uint8)
-    return 255 - levels if str(dataset.PhotometricInterpretation) == "MONOCHROME1" else levels
+    levels = np.clip((values - low) / max(high - low, 1e-12), 0, 1)
+    return 1 - levels if str(dataset.PhotometricInterpretation) == "MONOCHROME1" else levels

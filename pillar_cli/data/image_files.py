@@ -1,7 +1,7 @@
 """Images on disk as a lazily decoded array: an index of files built without decoding any of them.
 
-`ImageFiles` behaves like a uint8 array of shape (N, H, W, C) for what the embedding stage does with a source (C = 3,
-or 1 for greyscale files read as the greyscale rows a classifier was trained on):
+`ImageFiles` behaves like a uint8 (or, for 16-bit files, uint16) array of shape (N, H, W, C) for what the embedding
+stage does with a source (C = 3, or 1 for greyscale files read as the greyscale rows a classifier was trained on):
 its length and shape, and reading rows (a slice or sorted ids), which decodes just those files. So memory holds
 the file names, not the images, and decoding happens where the rows are read — in the DataLoader workers of
 `embed --workers N`, several files at a time.
@@ -12,58 +12,14 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
 from pillar_cli.data.dicom import SUFFIX as DICOM_SUFFIX
-from pillar_cli.data.dicom import dicom_image, is_dicom
+from pillar_cli.data.pixels import PIXEL_TYPES, decode_image, image_depth
 from pillar_cli.errors import DataError, param
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".ppm", ".tif", ".tiff", ".webp", DICOM_SUFFIX}
-
-
-CHANNELS = {1: "L", 3: "RGB"}  # what an image becomes: greyscale or colour, 8 bits a channel
-
-
-def decode_image(file: str | BinaryIO, size: int | None, name: str | None = None, channels: int = 3) -> np.ndarray:
-    """One image (a file, or its bytes in a file object called `name`) as uint8 (H, W, channels), upright (its EXIF
-    orientation applied), resized to size × size when given. 16-bit and 32-bit integer images (X-rays, microscopy)
-    are scaled to 8 bits by their bit depth, not clipped; palette, alpha and CMYK images are converted; DICOM files
-    (.dcm) are read by data/dicom.py."""
-    from PIL import Image, ImageOps, UnidentifiedImageError
-
-    try:
-        if is_dicom(name or str(file)):
-            return _as_rows(dicom_image(file, name or str(file)), size, channels)
-        with Image.open(file) as opened:
-            return _as_rows(_eight_bit(ImageOps.exif_transpose(opened)), size, channels)
-    except DataError:
-        raise
-    except (OSError, UnidentifiedImageError, ValueError, Image.DecompressionBombError) as err:
-        raise DataError(f"cannot decode image {name or file}: {str(err).splitlines()[0]}") from err
-
-
-def _as_rows(image, size: int | None, channels: int) -> np.ndarray:
-    """An 8-bit PIL image as uint8 (H, W, channels), resized to size × size when given."""
-    from PIL import Image
-
-    image = image.convert(CHANNELS[channels])
-    if size:
-        image = image.resize((size, size), Image.BILINEAR)
-    return np.asarray(image, dtype=np.uint8).reshape(image.height, image.width, channels)
-
-
-def _eight_bit(image):
-    """An integer image of more than 8 bits (PIL modes I;16*, I) as 8-bit greyscale: value / 257 for 16-bit data
-    (65,535 → 255), the same for 32-bit integer images holding 16-bit values; float images clipped to [0, 255]."""
-    from PIL import Image
-
-    if image.mode.startswith("I") or image.mode == "F":
-        values = np.asarray(image, dtype=np.float64)
-        scaled = values / 257.0 if image.mode != "F" else values
-        return Image.fromarray(np.clip(np.rint(scaled), 0, 255).astype(np.uint8), mode="L")
-    return image
 
 
 def require_shape(image: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
@@ -75,19 +31,20 @@ def require_shape(image: np.ndarray, shape: tuple[int, ...], name: str) -> np.nd
 
 
 class ImageFiles:
-    """An (N, H, W, channels) uint8 array-like over image files, decoded row by row when read. Without `size` every image
-    must have the first one's size; a file of another size is an error naming it. With `skip_bad`, a file that
-    cannot be decoded reads as zeros and is listed in `skipped` (the embedding stage drops its row)."""
-
-    dtype = np.dtype(np.uint8)
+    """An (N, H, W, channels) array-like over image files, decoded row by row when read, at `depth` bits a channel
+    (uint8 or uint16; None: the first file's depth). Without `size` every image must have the first one's size; a
+    file of another size is an error naming it. With `skip_bad`, a file that cannot be decoded reads as zeros and
+    is listed in `skipped` (the embedding stage drops its row)."""
 
     def __init__(self, files: list[str], size: int | None = None, image_shape: tuple[int, ...] | None = None,
-                 skip_bad: bool = False, channels: int = 3):
+                 skip_bad: bool = False, channels: int = 3, depth: int | None = None):
         if not files:
             raise DataError("no image files to read")
         self.files, self.size, self.skip_bad, self.skipped, self.channels = files, size, skip_bad, [], channels
+        depth = depth or image_depth(files[0])
         if image_shape is None:
             image_shape = (size, size, channels) if size else decode_image(files[0], None, channels=channels).shape
+        self.depth, self.dtype = depth, PIXEL_TYPES[depth]
         self.shape = (len(files), *image_shape)
 
     def __len__(self) -> int:
@@ -98,25 +55,25 @@ class ImageFiles:
             return self._decode(self.files[int(index)])
         positions = range(len(self.files))[index] if isinstance(index, slice) else np.asarray(index).tolist()
         return np.stack([self._decode(self.files[i]) for i in positions]) if len(positions) else \
-            np.empty((0, *self.shape[1:]), np.uint8)
+            np.empty((0, *self.shape[1:]), self.dtype)
 
     def _decode(self, file: str) -> np.ndarray:
         try:
-            image = decode_image(file, self.size, channels=self.channels)
+            image = decode_image(file, self.size, channels=self.channels, depth=self.depth)
         except DataError:
             if not self.skip_bad:
                 raise
             self.skipped.append(file)
-            return np.zeros(self.shape[1:], np.uint8)
+            return np.zeros(self.shape[1:], self.dtype)
         return require_shape(image, self.shape[1:], file)
 
     def subset(self, ids: np.ndarray) -> ImageFiles:
         """The files at sorted row ids, still undecoded."""
         return ImageFiles([self.files[i] for i in ids.tolist()], self.size, self.shape[1:], self.skip_bad,
-                          self.channels)
+                          self.channels, self.depth)
 
     def skipping_bad(self) -> ImageFiles:
-        return ImageFiles(self.files, self.size, self.shape[1:], skip_bad=True, channels=self.channels)
+        return ImageFiles(self.files, self.size, self.shape[1:], True, self.channels, self.depth)
 
     def positions_of(self, files: set[str]) -> list[int]:
         return [i for i, file in enumerate(self.files) if file in files]

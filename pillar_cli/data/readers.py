@@ -63,27 +63,28 @@ def read_array_file(path: Path, arrays: dict[str, np.ndarray]) -> Dataset:
 def _as_inputs(path: Path, x: np.ndarray) -> np.ndarray:
     if x.ndim == 2:
         return x.astype(np.float32)
-    if x.ndim in (3, 4) and x.dtype == np.uint8:
+    if x.ndim in (3, 4) and x.dtype in (np.uint8, np.uint16):
         return x[..., None] if x.ndim == 3 else x
-    raise DataError(f"{path}: x must be 2-D vectors or uint8 images (N,H,W[,C]); got {x.dtype} {x.shape}")
+    raise DataError(f"{path}: x must be 2-D vectors or uint8/uint16 images (N,H,W[,C]); got {x.dtype} {x.shape}")
 
 
-def read_image_folder(root: Path, size: int | None, channels: int = 3) -> Dataset:
+def read_image_folder(root: Path, size: int | None, channels: int = 3, depth: int | None = None) -> Dataset:
     """One sub-folder per class, the `torchvision.datasets.ImageFolder` layout (read by torchvision's own indexer,
     files in nested folders included); `root/train` + `root/test` of that layout give an own test split. The files
-    are indexed, not decoded."""
+    are indexed, not decoded (the first, for its size and bit depth, aside); `depth` None: the first file's."""
     if (root / "train").is_dir() and (root / "test").is_dir():
         class_names = _class_folders(root / "train")
-        train, train_labels = _index_class_folders(root / "train", class_names, size, channels=channels)
-        test, test_labels = _index_class_folders(root / "test", class_names, size, train.shape[1:], channels)
+        train, train_labels = _index_class_folders(root / "train", class_names, size, None, channels, depth)
+        test, test_labels = _index_class_folders(root / "test", class_names, size, train.shape[1:], channels,
+                                                 train.depth)
         return Dataset(root.name, train, train_labels, class_names, test, test_labels,
                        fingerprint_hint=f"{train.fingerprint(root, train_labels)}|{test.fingerprint(root, test_labels)}")
     if root.is_dir() and image_files_in(root) and not _class_folders(root, required=False):
-        images = ImageFiles(image_files_in(root), size, channels=channels)  # inputs to classify (pillar predict)
+        images = ImageFiles(image_files_in(root), size, channels=channels, depth=depth)  # inputs to classify
         labels = no_labels(len(images))
         return Dataset(root.name, images, labels, [], fingerprint_hint=images.fingerprint(root, labels))
     class_names = _class_folders(root)
-    images, labels = _index_class_folders(root, class_names, size, channels=channels)
+    images, labels = _index_class_folders(root, class_names, size, None, channels, depth)
     return Dataset(root.name, images, labels, class_names, fingerprint_hint=images.fingerprint(root, labels))
 
 
@@ -97,7 +98,8 @@ def _class_folders(root: Path, required: bool = True) -> list[str]:
 
 
 def _index_class_folders(root: Path, class_names: list[str], size: int | None,
-                         image_shape: tuple[int, ...] | None = None, channels: int = 3) -> tuple[ImageFiles, np.ndarray]:
+                         image_shape: tuple[int, ...] | None = None, channels: int = 3,
+                         depth: int | None = None) -> tuple[ImageFiles, np.ndarray]:
     from torchvision.datasets.folder import make_dataset
 
     samples = make_dataset(root, {name: i for i, name in enumerate(class_names)}, tuple(IMAGE_SUFFIXES),
@@ -105,7 +107,7 @@ def _index_class_folders(root: Path, class_names: list[str], size: int | None,
     if not samples:
         raise DataError(f"{root} holds no images ({', '.join(sorted(IMAGE_SUFFIXES))})")
     files, labels = zip(*samples)
-    return ImageFiles(list(files), size, image_shape, channels=channels), np.asarray(labels, dtype=np.int64)
+    return ImageFiles(list(files), size, image_shape, channels=channels, depth=depth), np.asarray(labels, np.int64)
 
 
 def read_cifar(root: Path) -> Dataset:
@@ -217,7 +219,7 @@ def hash_head(array: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
 
 
-def read_manifest(path: Path, size: int | None, channels: int = 3) -> Dataset:
+def read_manifest(path: Path, size: int | None, channels: int = 3, depth: int | None = None) -> Dataset:
     """A CSV manifest of `path,label` rows (header optional; paths relative to the manifest); labels by name. The
     files are indexed, not decoded. A manifest of paths alone lists unlabelled inputs."""
     with open(path, newline="") as handle:
@@ -225,7 +227,7 @@ def read_manifest(path: Path, size: int | None, channels: int = 3) -> Dataset:
     if rows and rows[0][:2] in (["path", "label"], ["path"]):
         rows = rows[1:]
     if rows and all(len(row) == 1 for row in rows):  # inputs to classify (pillar predict)
-        images = ImageFiles(_existing([path.parent / row[0] for row in rows]), size, channels=channels)
+        images = ImageFiles(_existing([path.parent / row[0] for row in rows]), size, channels=channels, depth=depth)
         labels = no_labels(len(rows))
         return Dataset(path.stem, images, labels, [], fingerprint_hint=images.fingerprint(path.parent, labels))
     if not rows or any(len(row) < 2 for row in rows):
@@ -233,7 +235,7 @@ def read_manifest(path: Path, size: int | None, channels: int = 3) -> Dataset:
     class_names = sorted({row[1] for row in rows})
     files = _existing([path.parent / row[0] for row in rows])
     labels = np.array([class_names.index(row[1]) for row in rows], dtype=np.int64)
-    images = ImageFiles(files, size, channels=channels)
+    images = ImageFiles(files, size, channels=channels, depth=depth)
     return Dataset(path.stem, images, labels, class_names, fingerprint_hint=images.fingerprint(path.parent, labels))
 
 

@@ -46,6 +46,16 @@ class SourceOptions:
                              "(greyscale) or 3 (colour) channels")
         return int(channels)
 
+    def depth(self) -> int | None:
+        """Image files decoded at 8 or 16 bits a channel: param depth, the first file's depth without it."""
+        if "depth" not in self.params:
+            return None
+        depth = self.number("depth", 0)
+        if depth not in (8, 16):
+            raise UsageError(f"{param('params')} depth={self.params['depth']}: image files are read at 8 or 16 bits "
+                             "a channel")
+        return int(depth)
+
     def number(self, key: str, default: float) -> float:
         try:
             return float(self.params.get(key, default))
@@ -170,19 +180,21 @@ def _h5(options: SourceOptions) -> Dataset:
     return readers.read_array_file(path, readers.load_h5(path))
 
 
-@register("image-folder", "PATH/<class>/*.png|jpg (or PATH/train and PATH/test of those); param size=N resizes, "
-          "channels=1 reads greyscale (16-bit scaled to 8)")
+@register("image-folder", "PATH/<class>/*.png|jpg|tif (or PATH/train and PATH/test of those); param size=N resizes, "
+          "channels=1 reads greyscale, depth=8|16 the bits a channel (default: the first file's; 16-bit PNG and "
+          "TIFF keep 16)")
 def _image_folder(options: SourceOptions) -> Dataset:
     size = int(options.number("size", 0)) or None
-    return readers.read_image_folder(options.require_path("image-folder"), size, options.channels())
+    return readers.read_image_folder(options.require_path("image-folder"), size, options.channels(), options.depth())
 
 
 @register("dicom", "PATH/<class>/*.dcm (or a manifest of .dcm paths: --source manifest): DICOM through pydicom, "
-          "rescale applied, the stored bit depth scaled to 8 bits, MONOCHROME1 inverted; greyscale unless param "
-          "channels=3; param size=N resizes")
+          "rescale applied, the stored bit depth's range spread over 16 bits (8 if 8 are stored; param depth=8|16 "
+          "chooses), MONOCHROME1 inverted; greyscale unless param channels=3; param size=N resizes")
 def _dicom(options: SourceOptions) -> Dataset:
     size = int(options.number("size", 0)) or None
-    return readers.read_image_folder(options.require_path("dicom"), size, options.channels(default=1))
+    return readers.read_image_folder(options.require_path("dicom"), size, options.channels(default=1),
+                                     options.depth())
 
 
 @register("cifar", "CIFAR-10/100 python pickle batches (cifar-10-batches-py or cifar-100-python folder)")
@@ -201,10 +213,10 @@ def _pcam(options: SourceOptions) -> Dataset:
 
 
 @register("manifest", "CSV of path,label rows (paths relative to the CSV); param size=N resizes, channels=1 reads "
-          "greyscale")
+          "greyscale, depth=8|16 the bits a channel (default: the first file's)")
 def _manifest(options: SourceOptions) -> Dataset:
     return readers.read_manifest(options.require_path("manifest"), int(options.number("size", 0)) or None,
-                                 options.channels())
+                                 options.channels(), options.depth())
 
 
 @register("hf", "a Hugging Face dataset on disk: a save_to_disk folder or Parquet shards; images decoded when read; "

@@ -20,9 +20,11 @@ from pillar_cli.artifacts import Artifact, embeddings_artifact
 from pillar_cli.artifacts.files import require_space, sibling
 from pillar_cli.artifacts.layout import row_blocks
 from pillar_cli.data import Dataset, SplitPlan
+from pillar_cli.data.pixels import pixel_depth
 from pillar_cli.data.splits import SPLIT_ROLES
 from pillar_cli.embedding.backbones import TimmEmbedder
 from pillar_cli.embedding.features import Embedder, PendingFeatures
+from pillar_cli.embedding.recipe import at_depth
 from pillar_cli.errors import ArtifactError, DataError, Interrupted, UsageError, param
 from pillar_cli.lazy import torch
 
@@ -185,8 +187,9 @@ def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embe
     for name, ids in splits.items():
         keep = ~np.isin(ids, bad)
         parts[name] = (store.features(name, keep), ids[keep], None if name == "public" else dataset.labels_of(ids[keep]))
+    images = len(dataset.inputs.shape) == 4
     attrs = {
-        **embedder.info(),
+        **at_depth(embedder.info(), pixel_depth(dataset.inputs) if images else None),
         "source": dataset.name,
         "source_fingerprint": dataset.fingerprint,
         "class_names": dataset.class_names,
@@ -197,7 +200,7 @@ def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embe
         "val_fraction": plan.val_fraction,
         "test_from": "source test part" if dataset.test_inputs is not None else f"seeded fraction {plan.test_fraction}",
         "feature_dim": embedder.feature_dim,
-        **({"image_shape": list(dataset.inputs.shape[1:])} if len(dataset.inputs.shape) == 4 else {}),
+        **({"image_shape": list(dataset.inputs.shape[1:])} if images else {}),
         **({"skipped_files": skipped} if skipped else {}),
     }
     return embeddings_artifact(parts, attrs)

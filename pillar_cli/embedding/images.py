@@ -8,6 +8,16 @@ from pillar_cli.errors import DataError
 from pillar_cli.lazy import torch
 
 
+def top_level(images: torch.Tensor) -> float:
+    """The most a pixel of these images holds: 255 (uint8) or 65,535 (16-bit images, uint16)."""
+    return 65535.0 if images.dtype == torch.uint16 else 255.0
+
+
+def unit_pixels(images: torch.Tensor) -> torch.Tensor:
+    """uint8 or uint16 pixels as floats in [0, 1]."""
+    return images.float().div_(top_level(images))
+
+
 def match_channels(images: torch.Tensor, channels: int) -> torch.Tensor:
     """Grey images repeated to `channels`, colour images averaged to grey; anything else is an error."""
     have = images.shape[1]

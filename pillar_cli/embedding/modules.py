@@ -1,5 +1,5 @@
-"""The embedders' arithmetic as torch modules from uint8 NHWC images to float32 features: what `embed` runs and
-what an exported classifier carries inside, so both compute the same features."""
+"""The embedders' arithmetic as torch modules from uint8 (or, 16-bit, uint16) NHWC images to float32 features: what
+`embed` runs and what an exported classifier carries inside, so both compute the same features."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from pillar_cli.embedding.images import match_channels, normalise, resize, resize_and_crop
+from pillar_cli.embedding.images import (match_channels, normalise, resize, resize_and_crop, top_level,
+                                         unit_pixels)
 
 
 @dataclass(frozen=True)
@@ -21,8 +22,8 @@ class Preprocessing:
     interpolation: str = "bilinear"
 
     def apply(self, images: torch.Tensor) -> torch.Tensor:
-        """uint8 NHWC on any device → normalised float NCHW."""
-        x = match_channels(images.permute(0, 3, 1, 2).float().div_(255.0), 3)
+        """uint8 or uint16 NHWC on any device → normalised float NCHW."""
+        x = match_channels(unit_pixels(images.permute(0, 3, 1, 2)), 3)
         mode = "bicubic" if self.interpolation == "bicubic" else "bilinear"
         return normalise(resize_and_crop(x, self.resize, self.crop, mode), self.mean, self.std)
 
@@ -32,7 +33,8 @@ class Preprocessing:
 
 
 class PixelFeatures(torch.nn.Module):
-    """Pixels in [0, 1], flattened in HWC order, after an optional resize of the short side and centre crop."""
+    """Pixels in [0, 1] (/255, or /65,535 at 16 bits), flattened in HWC order, after an optional resize of the short
+    side and centre crop."""
 
     def __init__(self, resize: int | None, crop: int | None):
         super().__init__()
@@ -42,7 +44,7 @@ class PixelFeatures(torch.nn.Module):
         x = images.float()
         if self.resize:
             x = resize_and_crop(x.permute(0, 3, 1, 2), self.resize, self.crop).permute(0, 2, 3, 1)
-        return x.reshape(x.shape[0], -1) / 255.0
+        return x.reshape(x.shape[0], -1) / top_level(images)
 
 
 class BackboneFeatures(torch.nn.Module):
@@ -57,14 +59,14 @@ class BackboneFeatures(torch.nn.Module):
 
 
 class NetworkFeatures(torch.nn.Module):
-    """A pre-trained network's penultimate features: pixels /255, channels matched and resized to what it reads."""
+    """A pre-trained network's penultimate features: pixels in [0, 1], channels matched and resized to what it reads."""
 
     def __init__(self, model: torch.nn.Module, input_shape: tuple[int, int, int]):
         super().__init__()
         self.model, self.input_shape = model, input_shape
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        x = images.permute(0, 3, 1, 2).float().div(255.0)
+        x = unit_pixels(images.permute(0, 3, 1, 2))
         return self.model(resize(match_channels(x, self.input_shape[2]), self.input_shape[:2])).float()
 
 

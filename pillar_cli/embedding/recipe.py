@@ -12,7 +12,16 @@ from pillar_cli.embedding.features import Embedder
 from pillar_cli.errors import DataError, UsageError, param
 
 _COMPARED = ("backbone", "timm_id", "weights", "network", "input_shape", "precision", "transform", "preprocessing",
-             "feature_dim")
+             "feature_dim", "pixel_depth")
+
+
+def at_depth(info: dict[str, Any], depth: int | None) -> dict[str, Any]:
+    """An embedder's record for images of `depth` bits a channel (None: vector data, nothing added): the depth, and
+    the preprocessing's scaling to [0, 1] as it is done (/65535 at 16 bits)."""
+    if depth is None:
+        return info
+    steps = info.get("preprocessing", "")
+    return info | {"pixel_depth": depth, "preprocessing": steps.replace("/255", "/65535") if depth == 16 else steps}
 
 
 def embedder_for(recipe: dict[str, Any], *, weights: Path | None = None, device: str = "auto",
@@ -32,7 +41,8 @@ def embedder_for(recipe: dict[str, Any], *, weights: Path | None = None, device:
         pretrained=not recorded.startswith("random-init:"), resize=transform.get("resize"), crop=transform.get("crop"),
         device=device, trust_checkpoint=trust_checkpoint, seed=_random_init_seed(recorded),
         precision="bf16" if recipe.get("precision") == "bf16 autocast" else "fp32")
-    built = _plain(embedder.info() | {"feature_dim": embedder.feature_dim})
+    depth = recipe.get("pixel_depth", 8) if "image_shape" in recipe else None
+    built = _plain(at_depth(embedder.info(), depth) | {"feature_dim": embedder.feature_dim})
     for key in _COMPARED:
         if key in recipe and _plain(recipe[key]) != built.get(key):
             raise DataError(f"{weights if key == 'weights' and weights else 'the rebuilt backbone'} gives {key} "

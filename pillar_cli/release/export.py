@@ -1,11 +1,11 @@
 """A released classifier as one file a serving stack loads: ONNX, TorchScript or safetensors, with the privacy
 statement inside it (ONNX metadata_props, a TorchScript extra file, safetensors metadata).
 
-The ONNX and TorchScript modules map uint8 images (N, H, W, C) — or, with features_only, features (N, D) — to class
-probabilities: the embedder its rows were made by (preprocessing and backbone), the public scaler, the basis and
-unit-norm rows where the head has them, the head, a softmax; the same arithmetic as `pillar predict`. A released
-network reads the images themselves (its pixel rows as NCHW images), so it is exported from images only. A
-safetensors file holds the head's tensors by name (`mean`, `scale`, `weights`, `bias`, `basis`; a network's
+The ONNX and TorchScript modules map uint8 images (N, H, W, C) (uint16 for 16-bit images) — or, with features_only,
+features (N, D) — to class probabilities: the embedder its rows were made by (preprocessing and backbone), the public
+scaler, the basis and unit-norm rows where the head has them, the head, a softmax; the same arithmetic as `pillar
+predict`. A released network reads the images themselves (its pixel rows as NCHW images), so it is exported from
+images only. A safetensors file holds the head's tensors by name (`mean`, `scale`, `weights`, `bias`, `basis`; a network's
 weights by their names) for a stack that applies them itself.
 """
 
@@ -108,7 +108,8 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
     module = _network_module(classifier, features) if classifier.is_network else ClassifierModule(classifier, features)
     if module is not None:
         module.eval().requires_grad_(False)
-    example = (torch.zeros((2, *shape), dtype=torch.uint8) if shape is not None else
+    pixels = torch.uint16 if classifier.features.get("pixel_depth") == 16 else torch.uint8
+    example = (torch.zeros((2, *shape), dtype=pixels) if shape is not None else
                torch.zeros((2, len(classifier.mean)), dtype=torch.float32))
     if fmt == "hf":
         _write_folder(out, {HF_WEIGHTS: _safetensors(classifier, module, metadata), "README.md":
@@ -125,7 +126,7 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
                 torch.jit.save(scripted, str(tmp), _extra_files={EXTRA_FILE: json.dumps(metadata)})
         else:
             _export_onnx(module, example, tmp, metadata)
-    return "features (N, D) float32" if shape is None else f"uint8 images (N, {', '.join(map(str, shape))})"
+    return "features (N, D) float32" if shape is None else f"{str(pixels)[6:]} images (N, {', '.join(map(str, shape))})"
 
 
 def _safetensors(classifier: Classifier, module: torch.nn.Module | None, metadata: dict[str, str]) -> bytes:

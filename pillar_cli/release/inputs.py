@@ -12,6 +12,7 @@ import numpy as np
 
 from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.data import Dataset, SourceOptions
+from pillar_cli.data.pixels import pixel_depth
 from pillar_cli.embedding.extraction import stream_split
 from pillar_cli.embedding.features import Embedder
 from pillar_cli.embedding.recipe import embedder_for
@@ -19,15 +20,20 @@ from pillar_cli.errors import DataError, param
 
 Probabilities = Callable[[np.ndarray], np.ndarray]
 GREYSCALE_SOURCES = ("image-folder", "manifest")  # the sources whose image files can be read as greyscale
+FILE_SOURCES = (*GREYSCALE_SOURCES, "dicom")  # the sources that read image files at a chosen bit depth
 
 
 def decoded_as_recorded(classifier: Classifier, source: str, options: SourceOptions) -> SourceOptions:
     """Image files decoded the way the classifier's rows were embedded: as greyscale when its training images had one
-    channel (digits, MNIST, any N×H×W array), unless the caller names the channels."""
-    shape = classifier.features.get("image_shape") or classifier.features.get("input_shape") or []
-    if source in GREYSCALE_SOURCES and len(shape) == 3 and shape[2] == 1 and "channels" not in options.params:
-        return replace(options, params={**options.params, "channels": "1"})
-    return options
+    channel (digits, MNIST, any N×H×W array), at the bit depth they had (8 when not recorded), unless the caller
+    names the channels or the depth."""
+    recipe, params = classifier.features, dict(options.params)
+    shape = recipe.get("image_shape") or recipe.get("input_shape") or []
+    if source in GREYSCALE_SOURCES and len(shape) == 3 and shape[2] == 1:
+        params.setdefault("channels", "1")
+    if source in FILE_SOURCES and "image_shape" in recipe:
+        params.setdefault("depth", str(recipe.get("pixel_depth", 8)))
+    return replace(options, params=params)
 
 
 def input_embedder(classifier: Classifier, dataset: Dataset, *, weights: Path | None, device: str,
@@ -36,6 +42,10 @@ def input_embedder(classifier: Classifier, dataset: Dataset, *, weights: Path | 
     recipe = classifier.features
     recorded = recipe.get("image_shape") or recipe.get("input_shape")
     shape = list(dataset.inputs.shape[1:])
+    depth = recipe.get("pixel_depth", 8)
+    if len(shape) == 3 and "image_shape" in recipe and pixel_depth(dataset.inputs) != depth:
+        raise DataError(f"the inputs are {pixel_depth(dataset.inputs)}-bit images; the classifier's rows were embedded "
+                        f"from {depth}-bit images")
     if recipe.get("backbone") == "pixels" and recorded is not None and shape != list(recorded):
         hint = f"pass {param('param')} size=N to resize image files as they are decoded" if len(shape) == 3 else None
         raise DataError(f"the inputs have shape {tuple(shape)}; the classifier's rows were embedded from "

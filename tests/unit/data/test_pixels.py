@@ -1,0 +1,93 @@
+"""Image files read at their bit depth: 16-bit PNG (Pillow), 16-bit TIFF in grey and colour (tifffile) and DICOM keep
+their 16-bit values; read at 8 bits they are value / 257 rounded, and 8-bit files read at 16 bits are value × 257;
+a multi-page TIFF is one line; a file's depth comes from its header without decoding it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from pillar_cli.data.image_files import ImageFiles
+from pillar_cli.data.pixels import decode_image, image_depth
+from pillar_cli.errors import DataError
+
+tifffile = pytest.importorskip("tifffile")
+
+
+@pytest.fixture
+def grey16() -> np.ndarray:
+    return np.random.default_rng(0).integers(0, 65536, (5, 7), dtype=np.uint16)
+
+
+def test_a_16_bit_png_keeps_its_values_and_reads_at_8_bits_as_value_over_257(tmp_path, grey16):
+    Image.fromarray(grey16).save(tmp_path / "a.png")
+    assert image_depth(str(tmp_path / "a.png")) == 16
+    np.testing.assert_array_equal(decode_image(str(tmp_path / "a.png"), None, channels=1, depth=None)[..., 0], grey16)
+    eight = decode_image(str(tmp_path / "a.png"), None, channels=1, depth=8)
+    assert eight.dtype == np.uint8
+    np.testing.assert_array_equal(eight[..., 0], np.rint(grey16 / 257).astype(np.uint8))
+    colour = decode_image(str(tmp_path / "a.png"), None, channels=3, depth=16)
+    np.testing.assert_array_equal(colour, np.repeat(grey16[..., None], 3, axis=2))
+
+
+def test_a_16_bit_colour_tiff_keeps_its_channels_and_turns_grey_by_pillows_weights(tmp_path):
+    rgb = np.random.default_rng(1).integers(0, 65536, (4, 6, 3), dtype=np.uint16)
+    tifffile.imwrite(tmp_path / "c.tif", rgb, photometric="rgb")
+    assert image_depth(str(tmp_path / "c.tif")) == 16
+    np.testing.assert_array_equal(decode_image(str(tmp_path / "c.tif"), None, depth=16), rgb)
+    grey = rgb[..., 0] * 0.299 + rgb[..., 1] * 0.587 + rgb[..., 2] * 0.114
+    np.testing.assert_array_equal(decode_image(str(tmp_path / "c.tif"), None, channels=1, depth=16)[..., 0],
+                                  np.rint(grey).astype(np.uint16))
+
+
+def test_an_8_bit_file_reads_at_16_bits_as_value_times_257_and_a_resize_keeps_a_flat_image_flat(tmp_path):
+    eight = np.random.default_rng(2).integers(0, 256, (6, 6), dtype=np.uint8)
+    Image.fromarray(eight, mode="L").save(tmp_path / "e.png")
+    assert image_depth(str(tmp_path / "e.png")) == 8
+    np.testing.assert_array_equal(decode_image(str(tmp_path / "e.png"), None, channels=1, depth=16)[..., 0],
+                                  eight.astype(np.uint16) * 257)
+    tifffile.imwrite(tmp_path / "flat.tif", np.full((9, 13), 40_001, np.uint16))
+    np.testing.assert_array_equal(decode_image(str(tmp_path / "flat.tif"), 4, channels=1, depth=16),
+                                  np.full((4, 4, 1), 40_001, np.uint16))
+
+
+def test_a_folder_of_16_bit_files_is_a_uint16_array_unless_read_at_8_bits(tmp_path, grey16):
+    files = []
+    for i in range(3):
+        files.append(str(tmp_path / f"{i}.tif"))
+        tifffile.imwrite(files[-1], grey16 + i)
+    images = ImageFiles(files, channels=1)
+    assert images.dtype == np.uint16 and images.shape == (3, 5, 7, 1) and images[1:].dtype == np.uint16
+    np.testing.assert_array_equal(images[2][..., 0], grey16 + 2)
+    assert ImageFiles(files, channels=1, depth=8)[:].dtype == np.uint8
+
+
+def test_a_multi_page_tiff_is_one_line(tmp_path):
+    tifffile.imwrite(tmp_path / "pages.tif", np.zeros((3, 4, 4), np.uint16), photometric="minisblack")
+    with pytest.raises(DataError, match=r"pages.tif is a multi-page TIFF \(3 pages\); embed one page per file$"):
+        decode_image(str(tmp_path / "pages.tif"), None)
+
+
+def test_dicom_of_more_than_8_bits_reads_at_16_bits_through_its_rescale(tmp_path):
+    pytest.importorskip("pydicom")
+    from medical import write_dicom
+
+    stored = np.array([[0, 1024, 2048], [3072, 4095, 512]], dtype=np.uint16)
+    write_dicom(tmp_path / "a.dcm", stored, slope=2.0, intercept=-1024.0)
+    write_dicom(tmp_path / "b.dcm", stored, photometric="MONOCHROME1")
+    assert image_depth(str(tmp_path / "a.dcm")) == 16
+    expected = np.rint(stored / 4095 * 65535).astype(np.uint16)
+    np.testing.assert_array_equal(decode_image(str(tmp_path / "a.dcm"), None, channels=1, depth=None)[..., 0], expected)
+    np.testing.assert_array_equal(decode_image(str(tmp_path / "b.dcm"), None, channels=1, depth=16)[..., 0],
+                                  65535 - expected)
+
+
+def test_an_8_bit_colour_tiff_is_read_by_pillow_and_a_16_bit_cmyk_tiff_is_one_line(tmp_path):
+    rgb = np.random.default_rng(3).integers(0, 256, (4, 5, 3), dtype=np.uint8)
+    tifffile.imwrite(tmp_path / "rgb8.tif", rgb, photometric="rgb")
+    assert image_depth(str(tmp_path / "rgb8.tif")) == 8
+    np.testing.assert_array_equal(decode_image(str(tmp_path / "rgb8.tif"), None), rgb)
+    tifffile.imwrite(tmp_path / "cmyk.tif", np.zeros((4, 4, 4), np.uint16), photometric="separated")
+    with pytest.raises(DataError, match=r"cmyk.tif holds 16-bit SEPARATED pixels; greyscale and RGB images are read$"):
+        decode_image(str(tmp_path / "cmyk.tif"), None)
