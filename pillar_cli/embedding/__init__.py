@@ -1,5 +1,5 @@
 """Images → frozen backbone → features: the backbone registry, preprocessing on the device, batched extraction
 streamed to a resumable store, and the shards of a run split over processes.
 
-May import: `errors`, `lazy`, `devices`, `data`, `artifacts`.
+May import: `errors`, `lazy`, `memory`, `devices`, `data`, `artifacts`.
 """

@@ -7,7 +7,6 @@ artifact itself written, atomically, by the same code path as an uninterrupted r
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 from pathlib import Path
@@ -27,6 +26,7 @@ from pillar_cli.embedding.features import Embedder, PendingFeatures
 from pillar_cli.embedding.recipe import at_depth
 from pillar_cli.errors import ArtifactError, DataError, Interrupted, UsageError, param
 from pillar_cli.lazy import torch
+from pillar_cli.memory import return_large_buffers
 
 
 def options_digest(options: dict[str, Any]) -> str:
@@ -206,28 +206,13 @@ def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embe
     return embeddings_artifact(parts, attrs)
 
 
-M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
-
-
-def _keep_batch_buffers_off_the_heap() -> None:
-    """Serve buffers of 1 MiB and more (every batch of images or features) by mmap, returned to the system when
-    freed. glibc otherwise raises its mmap threshold after the first large buffers are freed and later ones land on
-    the heap, which then grows with the number of batches (measured: +22 KB per image for 64-px pixel features,
-    flat with the threshold fixed). No-op off glibc; DataLoader workers inherit it."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return
-    libc.mallopt(M_MMAP_THRESHOLD, 1 << 20)
-
-
 def embed_resumably(target: Path, options: dict[str, Any], dataset: Dataset, splits: dict[str, np.ndarray],
                     embedder: Embedder, plan: SplitPlan, batch_size: int, workers: int, resume: bool,
                     save: Callable[[Artifact], Artifact], on_batch: Callable[[int], None] = lambda n: None) -> Artifact:
     """Features streamed to TARGET.partial, kept on Ctrl-C for a resumed run with the same `options`; `save` writes
     the artifact while its features still lie in the scratch file (so they are never all in memory), which is
     removed once it is written."""
-    _keep_batch_buffers_off_the_heap()
+    return_large_buffers()
     store = FeatureStore(sibling(target, ".partial"), options,
                          {k: len(v) for k, v in splits.items()}, embedder.feature_dim, resume)
     try:

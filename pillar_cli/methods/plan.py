@@ -22,6 +22,7 @@ import numpy as np
 
 from pillar_cli.devices import resolve_device
 from pillar_cli.errors import DataError, UsageError, check_positive, param
+from pillar_cli.memory import return_large_buffers
 from pillar_cli.methods.base import Method, PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.grid import SweepGrid, check_grid
@@ -118,6 +119,7 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
     for it. `preview`: release nothing; plan with the exact n, for the data holder to read (the plan never trains)."""
     grid, privacy, options = request.grid(), request.privacy(), request.options()
     resolve_device(options.device)
+    return_large_buffers()  # the accountants' FFTs and the projection's blocks: no heap high-water mark
     for epsilon in grid.epsilons:
         validate_budget(epsilon, privacy.delta)
     readers = frozenset(name for name in grid.methods if reads_count(get_method(name), grid))
@@ -142,7 +144,7 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, opti
                              "the head's float32 logits no precision")
     if grid.ema and (without := [m for m in grid.methods if not get_method(m).averages_iterates]):
         raise UsageError(f"{param('ema')} averages DP-SGD iterates; method '{without[0]}' has none to average")
-    if not np.isfinite(data.private_x).all():
+    if not np.isfinite(np.sum(data.private_x, dtype=np.float64)):  # NaN and Inf carry through; no N × D mask
         raise DataError(f"NaN or Inf in the features of {data.name}")
     if len(np.unique(data.private_y)) < 2:
         raise DataError(f"{data.name} holds one class; a classifier needs at least two")

@@ -23,7 +23,13 @@ def l2_normalized_rows(x: np.ndarray) -> np.ndarray:
     return x / np.where(norms > 0, norms, 1.0)
 
 
-CHUNK_ROWS = 8192  # rows standardised or projected at a time (float64 temporaries of 8192 × D)
+CHUNK_ROWS = 8192  # rows summed at a time into a Gram matrix
+TEMPORARY_BYTES = 2**25  # a float64 temporary of rows being standardised or projected: 32 MiB whatever D
+
+
+def rows_per_block(dim: int) -> int:
+    """Rows standardised or projected at a time: float64 temporaries of TEMPORARY_BYTES (2,048 rows at D = 2,048)."""
+    return max(256, TEMPORARY_BYTES // (8 * max(dim, 1)))
 
 
 def standardize_rows(x: np.ndarray, mean: np.ndarray, scale: np.ndarray, row_normalised: bool,
@@ -32,10 +38,10 @@ def standardize_rows(x: np.ndarray, mean: np.ndarray, scale: np.ndarray, row_nor
     dimension are refused, `reader` saying what expects len(mean) ('the model was trained on')."""
     if x.shape[1] != len(mean):
         raise DataError(f"features have {x.shape[1]} dimensions; {reader} {len(mean)}")
-    out = np.empty(x.shape, dtype=np.float32)
-    for start in range(0, len(x), CHUNK_ROWS):  # float64 arithmetic a block of rows at a time: memory stays ~x's
-        rows = x[start:start + CHUNK_ROWS]
-        out[start:start + CHUNK_ROWS] = ((l2_normalized_rows(rows) if row_normalised else rows) - mean) / scale
+    out, step = np.empty(x.shape, dtype=np.float32), rows_per_block(x.shape[1])
+    for start in range(0, len(x), step):  # float64 arithmetic a block of rows at a time: memory stays ~x's
+        rows = x[start:start + step]
+        out[start:start + step] = ((l2_normalized_rows(rows) if row_normalised else rows) - mean) / scale
     return out
 
 
@@ -78,8 +84,9 @@ def project(linear_map: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:
     if k is None:
         return linear_map.standardized(x)
     basis, out = linear_map.basis(k).astype(np.float64), np.empty((len(x), k), dtype=np.float32)
-    for start in range(0, len(x), CHUNK_ROWS):  # a block of rows at a time: no standardised copy of all of x
-        out[start:start + CHUNK_ROWS] = linear_map.standardized(x[start:start + CHUNK_ROWS]).astype(np.float64) @ basis
+    step = rows_per_block(x.shape[1])
+    for start in range(0, len(x), step):  # a block of rows at a time: no standardised copy of all of x
+        out[start:start + step] = linear_map.standardized(x[start:start + step]).astype(np.float64) @ basis
     return out
 
 
