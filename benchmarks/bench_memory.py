@@ -1,6 +1,7 @@
 """Peak memory and time of the stages on features of CIFAR size: `embed --source npz` (vectors), `fit-pca` and
 `train-private --eps 1` (the default path) on N × D float32 features, each a child process measured by its peak RSS
-(the `ru_maxrss` of a wrapper's only child), beside a process that only imports what train-private imports (its floor).
+(the `ru_maxrss` of a wrapper's only child), beside a default fit of a digits head from Python and processes that
+only import what they import (their floors).
 
     python benchmarks/bench_memory.py --rows 80000 --dim 2048 --workdir runs/memory
 """
@@ -16,6 +17,9 @@ from pathlib import Path
 import numpy as np
 
 
+DIGITS_FIT = ("from sklearn.datasets import load_digits; from pillar_cli import DPLinearClassifier, PublicPCA; "
+              "x, y = load_digits(return_X_y=True); x = x.astype('float32'); "
+              "DPLinearClassifier(projection=PublicPCA(40).fit(x[1500:])).fit(x[:1500], y[:1500])")
 WRAPPER = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, "
            "stderr=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
 
@@ -41,6 +45,9 @@ def main() -> None:
     np.savez(work / "features.npz", x=x, y=rng.integers(0, 10, args.rows))
     pillar = [sys.executable, "-m", "pillar_cli"]
     steps = [
+        ("a default digits fit (`DPLinearClassifier`, 64 features, k_max 40)", [sys.executable, "-c", DIGITS_FIT]),
+        ("imports only (numpy, scikit-learn, h5py)", [sys.executable, "-c", "import numpy, sklearn.decomposition, h5py"]),
+        ("imports only (torch)", [sys.executable, "-c", "import torch"]),
         ("imports only (torch, scikit-learn, opacus, the sweep)",
          [sys.executable, "-c", "import torch, sklearn, opacus, h5py; import pillar_cli.methods.sweep"]),
         ("embed --source npz", [*pillar, "embed", "--source", "npz", "--path", str(work / "features.npz"),
