@@ -15,6 +15,12 @@ _COMPARED = ("backbone", "timm_id", "weights", "network", "input_shape", "precis
              "feature_dim", "pixel_depth")
 
 
+def recorded_depth(recipe: dict[str, Any]) -> int | None:
+    """The bit depth of the images a recipe's rows were embedded from (8 where an older file records none); None for
+    vector data."""
+    return int(recipe.get("pixel_depth", 8)) if "image_shape" in recipe else None
+
+
 def at_depth(info: dict[str, Any], depth: int | None) -> dict[str, Any]:
     """An embedder's record for images of `depth` bits a channel (None: vector data, nothing added): the depth, and
     the preprocessing's scaling to [0, 1] as it is done (/65535 at 16 bits)."""
@@ -41,8 +47,7 @@ def embedder_for(recipe: dict[str, Any], *, weights: Path | None = None, device:
         pretrained=not recorded.startswith("random-init:"), resize=transform.get("resize"), crop=transform.get("crop"),
         device=device, trust_checkpoint=trust_checkpoint, seed=_random_init_seed(recorded),
         precision="bf16" if recipe.get("precision") == "bf16 autocast" else "fp32")
-    depth = recipe.get("pixel_depth", 8) if "image_shape" in recipe else None
-    built = _plain(at_depth(embedder.info(), depth) | {"feature_dim": embedder.feature_dim})
+    built = _plain(at_depth(embedder.info(), recorded_depth(recipe)) | {"feature_dim": embedder.feature_dim})
     for key in _COMPARED:
         if key in recipe and _plain(recipe[key]) != built.get(key):
             raise DataError(f"{weights if key == 'weights' and weights else 'the rebuilt backbone'} gives {key} "

@@ -23,7 +23,7 @@ import torch
 from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.files import replacing
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state
-from pillar_cli.embedding.recipe import embedder_for
+from pillar_cli.embedding.recipe import embedder_for, recorded_depth
 from pillar_cli.errors import UsageError, check_one_of, param
 from pillar_cli.version import PROGRAM
 from pillar_cli.release.card import model_card
@@ -108,8 +108,8 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
     module = _network_module(classifier, features) if classifier.is_network else ClassifierModule(classifier, features)
     if module is not None:
         module.eval().requires_grad_(False)
-    pixels = torch.uint16 if classifier.features.get("pixel_depth") == 16 else torch.uint8
-    example = (torch.zeros((2, *shape), dtype=pixels) if shape is not None else
+    pixels = f"uint{recorded_depth(classifier.features) or 8}"
+    example = (torch.zeros((2, *shape), dtype=getattr(torch, pixels)) if shape is not None else
                torch.zeros((2, len(classifier.mean)), dtype=torch.float32))
     if fmt == "hf":
         _write_folder(out, {HF_WEIGHTS: _safetensors(classifier, module, metadata), "README.md":
@@ -126,7 +126,7 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
                 torch.jit.save(scripted, str(tmp), _extra_files={EXTRA_FILE: json.dumps(metadata)})
         else:
             _export_onnx(module, example, tmp, metadata)
-    return "features (N, D) float32" if shape is None else f"{str(pixels)[6:]} images (N, {', '.join(map(str, shape))})"
+    return "features (N, D) float32" if shape is None else f"{pixels} images (N, {', '.join(map(str, shape))})"
 
 
 def _safetensors(classifier: Classifier, module: torch.nn.Module | None, metadata: dict[str, str]) -> bytes:

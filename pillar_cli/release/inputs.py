@@ -15,7 +15,7 @@ from pillar_cli.data import Dataset, SourceOptions
 from pillar_cli.data.pixels import pixel_depth
 from pillar_cli.embedding.extraction import stream_split
 from pillar_cli.embedding.features import Embedder
-from pillar_cli.embedding.recipe import embedder_for
+from pillar_cli.embedding.recipe import embedder_for, recorded_depth
 from pillar_cli.errors import DataError, param
 
 Probabilities = Callable[[np.ndarray], np.ndarray]
@@ -31,8 +31,8 @@ def decoded_as_recorded(classifier: Classifier, source: str, options: SourceOpti
     shape = recipe.get("image_shape") or recipe.get("input_shape") or []
     if source in GREYSCALE_SOURCES and len(shape) == 3 and shape[2] == 1:
         params.setdefault("channels", "1")
-    if source in FILE_SOURCES and "image_shape" in recipe:
-        params.setdefault("depth", str(recipe.get("pixel_depth", 8)))
+    if source in FILE_SOURCES and recorded_depth(recipe) is not None:
+        params.setdefault("depth", str(recorded_depth(recipe)))
     return replace(options, params=params)
 
 
@@ -42,8 +42,8 @@ def input_embedder(classifier: Classifier, dataset: Dataset, *, weights: Path | 
     recipe = classifier.features
     recorded = recipe.get("image_shape") or recipe.get("input_shape")
     shape = list(dataset.inputs.shape[1:])
-    depth = recipe.get("pixel_depth", 8)
-    if len(shape) == 3 and "image_shape" in recipe and pixel_depth(dataset.inputs) != depth:
+    depth = recorded_depth(recipe)
+    if len(shape) == 3 and depth is not None and pixel_depth(dataset.inputs) != depth:
         raise DataError(f"the inputs are {pixel_depth(dataset.inputs)}-bit images; the classifier's rows were embedded "
                         f"from {depth}-bit images")
     if recipe.get("backbone") == "pixels" and recorded is not None and shape != list(recorded):
