@@ -16,7 +16,7 @@ import numpy as np
 
 from pillar_cli.errors import UsageError, param
 from pillar_cli.linear.engine import RunConfig
-from pillar_cli.methods.base import Cell, Method, TrainedRun
+from pillar_cli.methods.base import Cell, Method, Run
 from pillar_cli.privacy.rdp import TrialCount
 from pillar_cli.privacy.selection import SelectionPlan, plan_selection
 
@@ -45,7 +45,7 @@ class Released:
     """The best trial of one seed's selection: its candidate configuration, head and noisy val accuracy."""
 
     config: RunConfig
-    run: TrainedRun
+    run: Run
     score: float
 
 
@@ -89,7 +89,7 @@ def _draw_trials(rng: np.random.Generator, candidates: list[RunConfig], count: T
     return [(candidates[p], replace(candidates[p], seed=int(rng.integers(2**31 - 1)))) for p in picks]
 
 
-def _noisy_accuracy(run: TrainedRun, val_z: np.ndarray, val_y: np.ndarray, score_sigma: float,
+def _noisy_accuracy(run: Run, val_z: np.ndarray, val_y: np.ndarray, score_sigma: float,
                     standard_normal: float) -> float:
     correct = int((run.head.logits(val_z).argmax(axis=1) == val_y).sum())
     return (correct + score_sigma * standard_normal) / len(val_y)

@@ -23,7 +23,7 @@ from pillar_cli.errors import UsageError, check_fraction, check_positive, param
 from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
 from pillar_cli.linear.sampling import PoissonSampler
-from pillar_cli.methods.base import Cell, TrainedRun, each_run, option
+from pillar_cli.methods.base import Cell, Run, each_run, option
 from pillar_cli.methods.projected import ProjectedDPSGD
 from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.privacy.count import RowCount
@@ -123,7 +123,7 @@ class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
                          single_cell=True, needs_public_basis=True)
         self.averages_iterates = False
 
-    def train_cell(self, cell: Cell) -> list[TrainedRun]:
+    def train_cell(self, cell: Cell) -> list[Run]:
         data = cell.data
         train_x = project(cell.mapping, data.private_x, None)
         public_x = project(cell.mapping, data.public_labelled[0], None)
@@ -136,7 +136,7 @@ class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
             head = each_run(cell, config, lambda: train_adadps(train_x, data.private_y, data.num_classes, config,
                                                                sigma, clip, scale, cell.randomness, cell.rows))
             event = dp_sgd_event(sigma, rate, config.steps)
-            runs.append(TrainedRun(head, event, cell.spent_epsilon(event)))
+            runs.append(Run(head=head, event=event, epsilon_spent=cell.spent_epsilon(event)))
         return runs
 
     def model_attrs(self, options: AdaDPSOptions) -> dict:

@@ -17,9 +17,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from pillar_cli.artifacts.model import RunKey
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.privacy import Event, calibrate_noise, spent_epsilon
 from pillar_cli.privacy.count import COUNT_SHARE, RowCount
+from pillar_cli.privacy.file_guarantee import ReleasedHead
 from pillar_cli.projection import LinearMap, PublicPCA, project
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -123,12 +125,19 @@ class Cell:
         return spent_epsilon(self.privacy.accountant, self.rows.with_count(event), self.privacy.delta)
 
 
-@dataclass(frozen=True)
-class TrainedRun:
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """One head from training to the file: what a method's `train_cell` returns (head, event, ε, shared batches),
+    which the sweep completes with its key, its val accuracy and how its draws compose with the file's other heads
+    (`released`); artifacts.model.RunRecord is the same run as the file stores it."""
+
     head: LinearHead  # in the cell's feature space (k projected dimensions, or all standardised features)
     event: Event  # what the run's mechanisms were, as a DP event tree
     epsilon_spent: float
     batches: tuple | None = None  # runs of a cell with the same key drew their Poisson batches together (None: own)
+    key: RunKey | None = None  # set by the sweep: the run's cell and hyper-parameters
+    val_accuracy: float = math.nan  # set by the sweep (NaN: no val split)
+    released: ReleasedHead | None = None  # set by the sweep
 
 
 def head_rows(mapping: LinearMap, x: np.ndarray, k: int | None, unit_rows: bool) -> np.ndarray:
@@ -216,7 +225,7 @@ class Method:
         """The step count the method runs for a row count n when none is given (None: the sweep's --steps)."""
         return None
 
-    def train_cell(self, cell: Cell) -> list[TrainedRun]:
+    def train_cell(self, cell: Cell) -> list[Run]:
         raise NotImplementedError
 
     def model_attrs(self, options: Any) -> dict:

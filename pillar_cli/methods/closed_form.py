@@ -28,7 +28,7 @@ import numpy as np
 
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
+from pillar_cli.methods.base import Cell, Method, Run, each_run
 from pillar_cli.privacy import GaussianEvent
 from pillar_cli.privacy.symmetric import symmetric_noise
 from pillar_cli.privacy.count import RowCount
@@ -49,7 +49,7 @@ class ClosedFormHead(Method):
     def mechanism(self, config: RunConfig, count: RowCount) -> tuple[float, int]:
         return 1.0, 1
 
-    def train_cell(self, cell: Cell) -> list[TrainedRun]:
+    def train_cell(self, cell: Cell) -> list[Run]:
         """The statistics once per cell; per configuration, their noisy release and a solve."""
         rows = self.features(cell.mapping, cell.data.private_x, cell.k)
         statistics = self.statistics(cell, rows)
@@ -60,10 +60,10 @@ class ClosedFormHead(Method):
                 for c in cell.configs]
 
     def _run(self, cell: Cell, statistics: tuple, sigma: float, config: RunConfig,
-             event: GaussianEvent, spent: float) -> TrainedRun:
+             event: GaussianEvent, spent: float) -> Run:
         noise = cell.randomness.child("release", config).numpy().standard_normal  # secret, one per release
         head = self.solve(statistics, lambda size: sigma * self.sensitivity * noise(size), config.ridge, sigma)
-        return TrainedRun(replace(head, steps_run=1), event, spent)  # one release
+        return Run(head=replace(head, steps_run=1), event=event, epsilon_spent=spent)  # one release
 
     def statistics(self, cell: Cell, rows: np.ndarray) -> tuple:
         """What the release perturbs (and what the solve needs besides it), computed once per cell."""

@@ -24,7 +24,7 @@ import numpy as np
 
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.base import Cell, Method, SweepData, TrainedRun, each_run, option
+from pillar_cli.methods.base import Cell, Method, SweepData, Run, each_run, option
 from pillar_cli.privacy import ExponentialEvent, spent_epsilon
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.exponential import exponential_mechanism
@@ -83,13 +83,13 @@ class ExponentialMechanismDisjunctions(Method):
         indices, −1 padded."""
         raise NotImplementedError
 
-    def train_cell(self, cell: Cell) -> list[TrainedRun]:
+    def train_cell(self, cell: Cell) -> list[Run]:
         event = ExponentialEvent(cell.epsilon)  # pure ε whatever the number of candidates
         spent = spent_epsilon(cell.privacy.accountant, event, cell.privacy.delta)
         return [each_run(cell, config, lambda config=config: self._run(cell, config, event, spent))
                 for config in cell.configs]
 
-    def _run(self, cell: Cell, config: RunConfig, event: ExponentialEvent, spent: float) -> TrainedRun:
+    def _run(self, cell: Cell, config: RunConfig, event: ExponentialEvent, spent: float) -> Run:
         groups, chunks = self.candidates(cell)
         rows, labels = cell.data.private_x, cell.data.private_y
         counter = ErrorCounter(rows @ groups.T > 0, labels)
@@ -104,7 +104,7 @@ class ExponentialMechanismDisjunctions(Method):
         chosen, _ = exponential_mechanism(scores(), cell.epsilon, SENSITIVITY, rng)
         members = np.concatenate(kept)[chosen]
         variables = groups[members[members >= 0]].sum(axis=0) > 0
-        return TrainedRun(disjunction_head(variables, steps_run=1), event, spent)
+        return Run(head=disjunction_head(variables, steps_run=1), event=event, epsilon_spent=spent)
 
     def model_attrs(self, options: DisjunctionOptions | None) -> dict:
         return {"exponential_mechanism": {

@@ -25,7 +25,7 @@ import numpy as np
 
 from pillar_cli.errors import UsageError, check_positive, check_probability
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run, option
+from pillar_cli.methods.base import Cell, Method, Run, each_run, option
 from pillar_cli.privacy import Event, ExponentialEvent, calibrate_noise, composed, dp_sgd_event, spent_epsilon
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import SelfComposedEvent
@@ -173,14 +173,14 @@ class NoisySGD(Method):
     def default_steps(self, n: float) -> int:
         return max(1, round(n * n))
 
-    def train_cell(self, cell: Cell) -> list[TrainedRun]:
+    def train_cell(self, cell: Cell) -> list[Run]:
         train_z = project(cell.mapping, cell.data.private_x, cell.k)
         trained = [each_run(cell, c, lambda c=c: train_noisy_sgd(train_z, cell.data.private_y, c.steps,
                                                                  cell.randomness.child("run", c).numpy(),
                                                                  cell.epsilon, cell.privacy.delta,
                                                                  cell.privacy.accountant, cell.options, cell.rows))
                    for c in cell.configs]
-        return [TrainedRun(t.head, t.event, t.epsilon_spent) for t in trained]
+        return [Run(head=t.head, event=t.event, epsilon_spent=t.epsilon_spent) for t in trained]
 
     def model_attrs(self, options: NoisySGDOptions) -> dict:
         return {"noisy_sgd": {

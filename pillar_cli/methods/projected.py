@@ -11,7 +11,7 @@ import numpy as np
 
 from pillar_cli.linear.engine import LinearHead, RunConfig, train_linear_heads
 from pillar_cli.linear.opacus_reference import train_with_opacus
-from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
+from pillar_cli.methods.base import Cell, Method, Run, each_run
 from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
 
@@ -26,13 +26,13 @@ class ProjectedDPSGD(Method):
         self.needs_public_basis = projects if needs_public_basis is None else needs_public_basis
         self.averages_iterates = True
 
-    def train_cell(self, cell: Cell) -> list[TrainedRun]:
+    def train_cell(self, cell: Cell) -> list[Run]:
         rates = [cell.rows.sample_rate(c.batch_size) for c in cell.configs]
         sigmas = [cell.noise_multiplier(rate, c.steps) for c, rate in zip(cell.configs, rates)]
         clip = None if math.isinf(cell.epsilon) else cell.privacy.clip
         heads = self.heads(cell, sigmas, clip)
         events = [dp_sgd_event(sigma, rate, c.steps) for c, sigma, rate in zip(cell.configs, sigmas, rates)]
-        return [TrainedRun(head, event, cell.spent_epsilon(event), batches=self.shared_batches(cell, c))
+        return [Run(head=head, event=event, epsilon_spent=cell.spent_epsilon(event), batches=self.shared_batches(cell, c))
                 for c, head, event in zip(cell.configs, heads, events)]
 
     def shared_batches(self, cell: Cell, config: RunConfig) -> tuple | None:

@@ -34,7 +34,7 @@ import numpy as np
 
 from pillar_cli.errors import DataError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.base import Cell, Method, TrainedRun, each_run
+from pillar_cli.methods.base import Cell, Method, Run, each_run
 from pillar_cli.methods.closed_form import augmented, augmented_head, check_ridges, noise_ridge
 from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.privacy.count import RowCount
@@ -92,7 +92,7 @@ class SecondOrderHead(Method):
     def mechanism(self, config: RunConfig, count: RowCount) -> tuple[float, int]:
         return 1.0, self.releases(config.steps)
 
-    def train_cell(self, cell: Cell) -> list[TrainedRun]:
+    def train_cell(self, cell: Cell) -> list[Run]:
         rows = augmented(self.features(cell.mapping, cell.data.private_x, cell.k))
         onehot = np.eye(cell.data.num_classes)[cell.data.private_y]
         prepared = self.prepare(cell, rows)
@@ -103,7 +103,7 @@ class SecondOrderHead(Method):
             event = dp_sgd_event(sigma, 1.0, releases)
             noise = cell.randomness.child("release", config).numpy().standard_normal  # secret, one stream per run
             head = each_run(cell, config, lambda c=config: self.fit(rows, onehot, prepared, c, sigma, noise))
-            runs.append(TrainedRun(head, event, cell.spent_epsilon(event)))
+            runs.append(Run(head=head, event=event, epsilon_spent=cell.spent_epsilon(event)))
         return runs
 
     def prepare(self, cell: Cell, rows: np.ndarray) -> object:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -23,9 +23,9 @@ from pillar_cli.artifacts.chosen import SelectedCell
 from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact
 from pillar_cli.artifacts.model_header import PublicChoice
 from pillar_cli.errors import PrivacyError
-from pillar_cli.linear.engine import LinearHead, RunConfig
+from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.accounted import select_privately
-from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
+from pillar_cli.methods.base import Cell, PrivacySettings, Run, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.grid import SweepGrid
 from pillar_cli.methods.plan import SweepPlan, plan_sweep
@@ -38,16 +38,6 @@ from pillar_cli.privacy.file_guarantee import ReleasedHead, whole_file
 from pillar_cli.privacy.rdp import ORDERS
 from pillar_cli.projection import PublicPCA
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
-
-
-@dataclass
-class Run:
-    key: RunKey
-    event: Event  # the run's DP event tree as recorded: its mechanisms and the row count's release it read
-    epsilon_spent: float
-    head: LinearHead
-    val_accuracy: float
-    released: ReleasedHead  # how the head's own draws compose with the file's other heads
 
 
 @dataclass
@@ -80,8 +70,9 @@ def with_projection_release(result: SweepResult, request: SweepRequest, projecti
     every run's event and ε, at δ plus the release's (the Python API's path; train-private composes it on writing)."""
     release = getattr(projection, "private_release_", None)
     if release is not None:
-        for run in result.runs:
-            run.event, run.epsilon_spent = composed_with_release(run.event, request.accountant, request.delta, release)
+        for index, run in enumerate(result.runs):
+            event, spent = composed_with_release(run.event, request.accountant, request.delta, release)
+            result.runs[index] = replace(run, event=event, epsilon_spent=spent)
         result.releases.append(release)
     return result
 
@@ -139,7 +130,8 @@ def _run_grid(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
             if spent > epsilon * (1 + 1e-9):
                 raise PrivacyError(f"run spent ε = {spent:.4g} above its target {epsilon:g}; refusing to write it")
             key = RunKey(name, k, epsilon, config.lr, config.steps, config.batch_size, config.seed, config.ridge or 0.0)
-            result.runs.append(Run(key, cell.rows.with_count(run.event), spent, run.head, val_accuracy, draws))
+            result.runs.append(replace(run, key=key, event=cell.rows.with_count(run.event), epsilon_spent=spent,
+                                       val_accuracy=val_accuracy, released=draws))
     return result
 
 

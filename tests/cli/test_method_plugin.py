@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.base import Method, TrainedRun, each_run, option
+from pillar_cli.methods.base import Method, Run, each_run, option
 from pillar_cli.privacy import GaussianEvent
 
 
@@ -62,7 +62,7 @@ class NoisyCentroids(Method):
             noisy = sums + sigma * cell.randomness.child("release", config).numpy().standard_normal(sums.shape)
             head = LinearHead((cell.options.temperature * noisy.T).astype(np.float32),
                               np.zeros(len(sums), np.float32), 1)
-            return TrainedRun(head, event, cell.spent_epsilon(event))
+            return Run(head=head, event=event, epsilon_spent=cell.spent_epsilon(event))
 
         return [each_run(cell, config, lambda config=config: release(config)) for config in cell.configs]
 
