@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pillar_cli.embedding.backbones import build_embedder
 from pillar_cli.embedding.extraction import FeatureStore, stream_split
 from pillar_cli.errors import UsageError
 from pillar_cli.linear.engine import RunConfig, clipped_gradient_sum, train_linear_heads
+from pillar_cli.randomness import NoiseSource
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -54,14 +56,16 @@ def test_clipped_sum_on_cuda_equals_the_cpu():
 
 @cuda
 def test_noise_free_training_on_cuda_follows_the_cpu_batch_for_batch():
-    """Batches come from the CPU sampler on every device, so without noise a sweep trains the same heads."""
+    """Batches come from the CPU sampler on every device, so without noise a sweep trains the same heads (the
+    batches are secret: a seeded source, experiments only, makes both devices draw the same ones)."""
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((2000, 64)).astype(np.float32), rng.integers(0, 10, 2000)
     configs = [RunConfig(lr, t, b, s, 0.5, 0.01) for lr, t, b, s in
                itertools.product((0.1, 0.5), (20, 45), (64, 256), (0, 1))]
     for clip in (1.0, None):
-        on_cpu = train_linear_heads(x, y, 10, configs, [0.0] * len(configs), clip, device="cpu")
-        on_gpu = train_linear_heads(x, y, 10, configs, [0.0] * len(configs), clip, device="cuda")
+        on_cpu = train_linear_heads(x, y, 10, configs, [0.0] * len(configs), clip, device="cpu", noise=NoiseSource(0))
+        on_gpu = train_linear_heads(x, y, 10, configs, [0.0] * len(configs), clip, device="cuda",
+                                    noise=NoiseSource(0))
         for a, b in zip(on_cpu, on_gpu):
             np.testing.assert_allclose(b.weights, a.weights, rtol=1e-3, atol=1e-5)
             np.testing.assert_allclose(b.bias, a.bias, rtol=1e-3, atol=1e-5)
@@ -69,23 +73,30 @@ def test_noise_free_training_on_cuda_follows_the_cpu_batch_for_batch():
 
 @cuda
 def test_cuda_noise_has_the_calibrated_scale_and_is_reproducible():
-    """With all-zero features the weight gradient is zero, so one step leaves −lr/(q·n)·σ·C·N(0, 1) per weight."""
+    """With all-zero features the weight gradient is zero, so one step leaves −lr/(q·n)·σ·C·N(0, 1) per weight; a
+    seeded source (experiments only) repeats it, alone or inside a sweep, and a secret one never does."""
     n, dim, classes, batch, lr, sigma, clip = 4096, 2048, 10, 512, 0.1, 3.0, 0.5
     x, y = np.zeros((n, dim), np.float32), np.arange(n) % classes
     config = RunConfig(lr, 1, batch, 7)
-    head = train_linear_heads(x, y, classes, [config], [sigma], clip, device="cuda")[0]
+    head = train_linear_heads(x, y, classes, [config], [sigma], clip, device="cuda", noise=NoiseSource(3))[0]
     draws = head.weights / (-lr / batch * sigma * clip)
     assert abs(draws.mean()) < 0.03 and abs(draws.std() - 1.0) < 0.02  # 20,480 standard normals
-    again = train_linear_heads(x, y, classes, [config], [sigma], clip, device="cuda")[0]
+    again = train_linear_heads(x, y, classes, [config], [sigma], clip, device="cuda", noise=NoiseSource(3))[0]
     np.testing.assert_array_equal(again.weights, head.weights)
     in_a_sweep = train_linear_heads(x, y, classes, [RunConfig(0.3, 1, batch, 7), config, RunConfig(lr, 1, 64, 7)],
-                                    [1.0, sigma, 2.0], clip, device="cuda")[1]
+                                    [1.0, sigma, 2.0], clip, device="cuda", noise=NoiseSource(3))[1]
     np.testing.assert_allclose(in_a_sweep.weights, head.weights, rtol=1e-5, atol=1e-7)
+    secret = [train_linear_heads(x, y, classes, [config], [sigma], clip, device="cuda")[0] for _ in range(2)]
+    assert not np.array_equal(secret[0].weights, secret[1].weights)
+    assert abs(np.corrcoef(secret[0].weights.ravel(), secret[1].weights.ravel())[0, 1]) < 0.05  # independent draws
 
 
 @cuda
 def test_train_private_on_cuda_matches_the_cpu_without_noise_and_spends_the_same_epsilon(mnist, pillar, tmp_path):
-    common = ["train-private", mnist["emb"], "-p", mnist["pca"], "--k", "20", "--steps", "60", "--batch-size", "256"]
+    """One noise seed for both devices (experiments only): the same released count, batches and ε; without noise the
+    same head."""
+    common = ["train-private", mnist["emb"], "-p", mnist["pca"], "--k", "20", "--steps", "60", "--batch-size", "256",
+              "--noise-seed", "5"]
     for eps in ("inf", "1"):
         pillar(*common, "--eps", eps, "--device", "cpu", "-o", tmp_path / f"cpu-{eps}.h5")
         pillar(*common, "--eps", eps, "--device", "cuda", "-o", tmp_path / f"gpu-{eps}.h5")
@@ -95,7 +106,10 @@ def test_train_private_on_cuda_matches_the_cpu_without_noise_and_spends_the_same
         if eps == "inf":
             np.testing.assert_allclose(gpu.array("runs/0/weights"), cpu.array("runs/0/weights"), rtol=1e-3, atol=1e-5)
         else:  # other noise draws, the same guarantee: both heads are useful
-            assert min(cpu.array("runs/val_accuracy")[0], gpu.array("runs/val_accuracy")[0]) > 0.6
+            for device in ("cpu", "gpu"):
+                report = pillar("evaluate", tmp_path / f"{device}-{eps}.h5", "-e", f"{mnist['emb']}:test", "-o",
+                                tmp_path / f"{device}-eval.h5", "--json")
+                assert json.loads(report.stdout)["rows"][0]["accuracies"][0] > 0.6
 
 
 def _features(embedder, images: np.ndarray, batch: int, tmp_path, name: str) -> np.ndarray:
