@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pillar_cli.artifacts.core import Artifact, read
+from pillar_cli.artifacts.statement import Statement
 
 NETWORK_PREFIX = "network/"
 
@@ -36,7 +37,7 @@ class Classifier:
     class_names: list[str]
     head: dict  # method, k, row_l2_normalised, unit_rows; a network's: `network` (its NetworkSpec attributes)
     features: dict  # artifacts.feature_recipe of the rows it reads
-    privacy: dict  # the statement
+    privacy: Statement
     network: dict[str, np.ndarray] | None = None  # a fine-tuned network's weights by name
     content_hash: str | None = None  # of the artifact it was read from (None before it is written)
 
@@ -53,7 +54,7 @@ class Classifier:
         if self.basis is not None:
             arrays["basis"] = self.basis.astype(np.float32)
         return Artifact("classifier", arrays, {"class_names": list(self.class_names), "head": self.head,
-                                               "features": self.features, "privacy": self.privacy})
+                                               "features": self.features, "privacy": self.privacy.to_attrs()})
 
 
 def read_classifier(path: str) -> Classifier:
@@ -62,6 +63,7 @@ def read_classifier(path: str) -> Classifier:
     arrays, attrs = artifact.arrays, artifact.attrs
     network = {name[len(NETWORK_PREFIX):]: array for name, array in arrays.items() if name.startswith(NETWORK_PREFIX)}
     return Classifier(arrays["mean"], arrays["scale"], arrays.get("weights"), arrays.get("bias"), arrays.get("basis"),
-                      [str(name) for name in attrs["class_names"]], attrs["head"], attrs["features"], attrs["privacy"],
+                      [str(name) for name in attrs["class_names"]], attrs["head"], attrs["features"],
+                      Statement.from_attrs(attrs["privacy"]),
                       network or None, artifact.provenance.content_hash)
 

@@ -1,11 +1,16 @@
 """A release's privacy statement in words: what its ε covers and what it does not, generated from what the statement
 records of how its head was trained (`basis`) when it is released and again on every read, so that an edit of the
-words alone cannot make them say more than the record; and the one-line summary of its numbers and words."""
+words alone cannot make them say more than the record; the one-line summary of its numbers and words; and the
+statement as one typed record, read and written here."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+
 from pillar_cli.artifacts.chosen import ChosenBy
 from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.events import event_from_dict, headline
+from pillar_cli.privacy.ledger import Ledger
 
 BASIS = {"trained_on": list, "rule": (dict, type(None)), "selected": str, "cells": int,
          "public_choice": (dict, type(None))}  # what a statement records of its head's training ("projection",
@@ -64,3 +69,49 @@ def words_problem(statement: dict) -> str | None:
     if words != (statement["covers"], statement["not_covered"]):
         return "has covers and not_covered lists that its record of how the head was trained does not give"
     return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Statement:
+    """A released head's privacy statement (a classifier's `privacy` attribute, an export's metadata) as its readers
+    use it; stored as the dict `to_attrs` gives, checked by artifacts/schema.py before it is read."""
+
+    epsilon: float
+    delta: float
+    epsilon_target: float
+    accountant: str
+    clip: float
+    neighbouring: str
+    event: dict  # the DP event tree (privacy/events.py) its ε is recomputed from
+    steps: int
+    covers: tuple[str, ...]
+    not_covered: tuple[str, ...]
+    summary: str
+    accountant_description: str = ""
+    epsilon_is_upper_bound: bool = True
+    mechanism: str = ""
+    basis: dict | None = None  # how the head was trained, which the words are made from
+    noise: dict | None = None  # where its noise came from
+    count: dict | None = None  # the row count it read (privacy/count.py RowCount.to_dict), None: none
+
+    @classmethod
+    def from_attrs(cls, attrs: dict) -> Statement:
+        known = {f.name for f in fields(cls)}
+        values = {key: value for key, value in attrs.items() if key in known}
+        return cls(**values | {"covers": tuple(attrs["covers"]), "not_covered": tuple(attrs["not_covered"])})
+
+    def to_attrs(self) -> dict:
+        attrs = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        return attrs | {"covers": list(self.covers), "not_covered": list(self.not_covered)}
+
+    @property
+    def row_count(self) -> RowCount | None:
+        return None if self.count is None else RowCount.from_dict(self.count)
+
+    def ledger(self) -> Ledger:
+        """The ledger a loaded release shows as `ledger_` (privacy/ledger.py)."""
+        event, count = event_from_dict(self.event), self.row_count
+        training = event if count is None else count.without_count(event)
+        return Ledger(self.accountant, self.epsilon_target, self.epsilon, self.delta, *headline(training), self.steps,
+                      self.clip, event, self.epsilon_is_upper_bound, "; ".join(self.covers), False,
+                      "; ".join(self.not_covered), count)

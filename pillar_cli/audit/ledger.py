@@ -24,6 +24,7 @@ import numpy as np
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import UNCOUNTED, run_rows
 from pillar_cli.artifacts.model_header import ModelHeader
+from pillar_cli.artifacts.statement import Statement
 from pillar_cli.privacy import Event, GaussianEvent, event_from_dict
 from pillar_cli.privacy.events import ComposedEvent, OneOfEvent, RepeatAndSelectEvent, is_private, pure_parts, \
     to_dp_accounting
@@ -59,7 +60,7 @@ def check_ledger(model: Artifact) -> list[LedgerCheck]:
     """Every run of a model artifact, its claim against an independent recomputation; a classifier (a release):
     its statement's ε, from the event tree it holds and nothing else."""
     if model.kind == "classifier":
-        return [_check_statement(model.attrs["privacy"], model.attrs["head"])]
+        return [_check_statement(Statement.from_attrs(model.attrs["privacy"]), model.attrs["head"])]
     delta_total = ModelHeader.of(model).delta_total
     checks = []
     for i, row in enumerate(run_rows(model)):
@@ -71,10 +72,10 @@ def check_ledger(model: Artifact) -> list[LedgerCheck]:
     return checks
 
 
-def _check_statement(statement: dict, head: dict) -> LedgerCheck:
-    recomputed, how = recomputed_epsilon(event_from_dict(statement["event"]), float(statement["delta"]))
-    return LedgerCheck(0, head["method"], str(head["k"]), float(statement["epsilon_target"]), None,
-                       float(statement["epsilon"]), recomputed, how, int(statement["steps"]), UNCOUNTED)
+def _check_statement(statement: Statement, head: dict) -> LedgerCheck:
+    recomputed, how = recomputed_epsilon(event_from_dict(statement.event), statement.delta)
+    return LedgerCheck(0, head["method"], str(head["k"]), statement.epsilon_target, None, statement.epsilon,
+                       recomputed, how, statement.steps, UNCOUNTED)
 
 
 def recomputed_epsilon(event: Event, delta: float) -> tuple[float, str]:

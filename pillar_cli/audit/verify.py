@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pillar_cli import artifacts
 from pillar_cli.audit.ledger import TOLERANCE, recomputed_epsilon
+from pillar_cli.artifacts.statement import Statement
 from pillar_cli.errors import PillarError
 from pillar_cli.privacy import event_from_dict
 from pillar_cli.release.exported import exported_format, read_export_metadata
@@ -43,17 +44,17 @@ def verify_file(path: Path, public_key: Path | None = None, signature: Path | No
     return [*checks, Check("hashes and statement", OK, what), _epsilon(statement)]
 
 
-def _statement(path: Path) -> tuple[dict, str]:
+def _statement(path: Path) -> tuple[Statement, str]:
     """The privacy statement of a release or an export, read with every check its readers make."""
     if exported_format(path) is not None:
-        return read_export_metadata(path)["privacy"], "the export's metadata hash matches; its statement reads"
+        return Statement.from_attrs(read_export_metadata(path)["privacy"]), "the export's metadata hash matches; its statement reads"
     classifier = artifacts.read(path, "classifier")
-    return classifier.attrs["privacy"], "content and record hashes match; its statement reads"
+    return Statement.from_attrs(classifier.attrs["privacy"]), "content and record hashes match; its statement reads"
 
 
-def _epsilon(statement: dict) -> Check:
-    claimed, delta = float(statement["epsilon"]), float(statement["delta"])
-    recomputed, how = recomputed_epsilon(event_from_dict(statement["event"]), delta)
+def _epsilon(statement: Statement) -> Check:
+    claimed, delta = statement.epsilon, statement.delta
+    recomputed, how = recomputed_epsilon(event_from_dict(statement.event), delta)
     said = f"claimed ε = {claimed:.4g}; {how} gives ε = {recomputed:.4g} at δ = {delta:g}"
     if math.isinf(recomputed) or recomputed > claimed * (1 + TOLERANCE):
         return Check("epsilon", FAIL, f"{said}: the claim is below what its DP event spends")

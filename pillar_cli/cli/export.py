@@ -56,18 +56,18 @@ def export(
     if sign is not None:
         sign_file(out, sign)
     if as_json:
-        return print_json({"output": str(out), "format": fmt, "input": reads, "privacy": released.privacy["summary"]})
+        return print_json({"output": str(out), "format": fmt, "input": reads, "privacy": released.privacy.summary})
     stdout.print(f"{out}: {fmt}, reads {reads}, outputs the probabilities of {len(released.class_names)} classes; "
-                 f"ε = {released.privacy['epsilon']:.4g}, δ = {released.privacy['delta']:g} inside the file")
+                 f"ε = {released.privacy.epsilon:.4g}, δ = {released.privacy.delta:g} inside the file")
 
 
 def card_metrics(evaluation, released) -> dict:
     """The evaluation's metrics for the released head's cell, or one line saying it holds none."""
     from pillar_cli.release.card import evaluation_metrics
 
-    metrics = evaluation_metrics(evaluation, released.head, float(released.privacy["epsilon_target"]))
+    metrics = evaluation_metrics(evaluation, released.head, released.privacy.epsilon_target)
     if metrics is None:
         raise UsageError(f"{evaluation.path} holds no row for the released head's cell (method "
-                         f"{released.head['method']}, k {released.head['k']}, ε {released.privacy['epsilon_target']:g})",
+                         f"{released.head['method']}, k {released.head['k']}, ε {released.privacy.epsilon_target:g})",
                          hint="evaluate the model this classifier was released from")
     return metrics

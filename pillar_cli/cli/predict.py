@@ -102,7 +102,7 @@ def _report(out: Path, released: Classifier, probabilities: np.ndarray, where: s
     counts = np.bincount(probabilities.argmax(axis=1), minlength=len(released.class_names))
     summary = {"output": str(out), "rows": len(probabilities),
                "predicted": dict(zip(released.class_names, counts.tolist())),
-               "epsilon": released.privacy["epsilon"], "delta": released.privacy["delta"]}
+               "epsilon": released.privacy.epsilon, "delta": released.privacy.delta}
     if as_json:
         return print_json(summary)
     stdout.print(f"{out}: {len(probabilities)} rows of {where} classified (classifier ε = "

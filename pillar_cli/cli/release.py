@@ -48,9 +48,9 @@ def release(
         sign_file(out, sign)
     statement = classifier.privacy
     if as_json:
-        return print_json({"output": str(out), **chosen, "privacy": statement})
+        return print_json({"output": str(out), **chosen, "privacy": statement.to_attrs()})
     stdout.print(f"{out}: cell {chosen['cell']}, seed {chosen['seed']} (of {', '.join(map(str, chosen['seeds']))}), "
                  f"hyper-parameters chosen {chosen['selected']}")
-    stdout.print(f"ε = {statement['epsilon']:.4g}, δ = {statement['delta']:g} ({statement['accountant']})")
-    stdout.print("covers: " + "; ".join(statement["covers"]))
-    stdout.print("does not cover: " + "; ".join(statement["not_covered"]))
+    stdout.print(f"ε = {statement.epsilon:.4g}, δ = {statement.delta:g} ({statement.accountant})")
+    stdout.print("covers: " + "; ".join(statement.covers))
+    stdout.print("does not cover: " + "; ".join(statement.not_covered))

@@ -11,7 +11,6 @@ from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state, network_logits
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.methods.estimator import SoftmaxClassifier, class_labels
-from pillar_cli.privacy.ledger import Ledger
 
 
 class NetworkClassifier(SoftmaxClassifier):
@@ -28,7 +27,7 @@ class NetworkClassifier(SoftmaxClassifier):
         clf.spec_ = NetworkSpec.from_attrs(released.head["network"])
         clf.network_ = load_state(build_network(clf.spec_), released.network, "the released network").eval()
         clf.classes_ = class_labels(released.class_names)
-        clf.ledger_ = Ledger.from_statement(released.privacy)
+        clf.ledger_ = released.privacy.ledger()
         clf.n_features_in_ = len(released.mean)
         return clf
 

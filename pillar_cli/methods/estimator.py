@@ -165,14 +165,14 @@ class DPLinearClassifier(SoftmaxClassifier):
         if released.is_network:
             raise UsageError("the release holds a fine-tuned network, not a linear head: load it with pillar_cli.load")
         head, statement = released.head, released.privacy
-        clf = cls(method=head["method"], k=head["k"], epsilon=float(statement["epsilon_target"]),
-                  delta=float(statement["delta"]), accountant=statement["accountant"], clip=float(statement["clip"]))
+        clf = cls(method=head["method"], k=head["k"], epsilon=statement.epsilon_target, delta=statement.delta,
+                  accountant=statement.accountant, clip=statement.clip)
         clf.classes_ = class_labels(released.class_names)
         clf.k_ = None if released.basis is None else released.basis.shape[1]
         clf.normalises_rows_ = bool(head["unit_rows"])
         clf.mapping_ = StoredMap(released.mean, released.scale, bool(head["row_l2_normalised"]), released.basis)
         clf.head_ = LinearHead(released.weights, released.bias)
-        clf.ledger_ = Ledger.from_statement(statement)
+        clf.ledger_ = statement.ledger()
         clf.n_features_in_ = len(released.mean)
         return clf
 

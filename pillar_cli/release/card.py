@@ -9,6 +9,7 @@ import math
 
 import yaml
 
+from pillar_cli.artifacts.statement import Statement
 from pillar_cli.version import PROGRAM
 
 UNIT = "one training row (its features and label)"
@@ -17,23 +18,23 @@ UNIT = "one training row (its features and label)"
 def model_card(carried: dict, metrics: dict | None = None) -> str:
     """The card of what an export carries (statement, class names, head, recipe); `metrics`: an evaluation's row
     for the released head's cell and the split it was measured on (see `evaluation_metrics`)."""
-    statement, head, features = carried["privacy"], carried["head"], carried["features"]
-    epsilon = float(statement["epsilon"])
+    statement, head, features = Statement.from_attrs(carried["privacy"]), carried["head"], carried["features"]
+    epsilon = statement.epsilon
     front = {"library_name": PROGRAM, "tags": ["differential-privacy", "linear-probe", PROGRAM],
              "differential_privacy": {
-                 "epsilon": epsilon if math.isfinite(epsilon) else None, "delta": float(statement["delta"]),
-                 "unit": UNIT, "neighbouring": statement["neighbouring"], "accountant": statement["accountant"],
-                 "epsilon_is_upper_bound": bool(statement["epsilon_is_upper_bound"]),
-                 "covers": list(statement["covers"]), "not_covered": list(statement["not_covered"])}}
+                 "epsilon": epsilon if math.isfinite(epsilon) else None, "delta": statement.delta,
+                 "unit": UNIT, "neighbouring": statement.neighbouring, "accountant": statement.accountant,
+                 "epsilon_is_upper_bound": statement.epsilon_is_upper_bound,
+                 "covers": list(statement.covers), "not_covered": list(statement.not_covered)}}
     if metrics is not None:
         front["metrics"] = {f"{name}_{metrics['split']}": value for name, value in metrics["values"].items()}
     lines = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).strip(), "---", "",
              "# A differentially private classifier", "",
              f"A linear head (`{head['method']}`, k = {head['k']}) on frozen features, released by pillar with "
-             f"(ε = {epsilon:.4g}, δ = {float(statement['delta']):g})-differential privacy ({statement['accountant']} "
-             f"accountant) for {statement['neighbouring']}.", "",
-             "## What ε covers", "", *[f"- {item}" for item in statement["covers"]], "",
-             "## What ε does not cover", "", *[f"- {item}" for item in statement["not_covered"]], "",
+             f"(ε = {epsilon:.4g}, δ = {statement.delta:g})-differential privacy ({statement.accountant} "
+             f"accountant) for {statement.neighbouring}.", "",
+             "## What ε covers", "", *[f"- {item}" for item in statement.covers], "",
+             "## What ε does not cover", "", *[f"- {item}" for item in statement.not_covered], "",
              "## Features", "",
              f"Backbone `{features.get('backbone')}` (weights `{features.get('weights')}`), preprocessing "
              f"{features.get('preprocessing', 'as recorded')}, {features.get('feature_dim')} features per row; "

@@ -166,7 +166,7 @@ def _network_module(classifier: Classifier, features: torch.nn.Module | None) ->
 
 def _metadata(classifier: Classifier) -> dict:
     """What an export carries: the statement, class names, head and recipe, and the release it came from."""
-    return {"privacy": classifier.privacy, "class_names": classifier.class_names, "head": classifier.head,
+    return {"privacy": classifier.privacy.to_attrs(), "class_names": classifier.class_names, "head": classifier.head,
             "features": classifier.features, "release": {"content_hash": classifier.content_hash}}
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import RunRecord
 from pillar_cli.artifacts.model_header import ModelHeader
-from pillar_cli.artifacts.statement import statement_summary, statement_words
+from pillar_cli.artifacts.statement import Statement, statement_summary, statement_words
 from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy import event_from_dict, spent_epsilon
 from pillar_cli.privacy.count import NOISY, PUBLIC, RowCount
@@ -22,7 +22,7 @@ NEIGHBOURING = "add or remove one training row (its features and label)"
 EXACT_SLACK = 1e-6  # an honest claim is the accountant's own number, written as is
 
 
-def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int) -> dict:
+def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int) -> Statement:
     """What the released head's ε is and covers; `selected`: how the model chose the run (methods.selection);
     `cells`: how many (method, k, ε) cells the model held. Its words come from its `basis` (artifacts/statement.py),
     which every reader regenerates them from."""
@@ -46,7 +46,7 @@ def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int
     }
     statement["covers"], statement["not_covered"] = statement_words(statement)
     statement["summary"] = statement_summary(statement)
-    return statement
+    return Statement.from_attrs(statement)
 
 
 def _count_read(model: Artifact, header: ModelHeader, run: RunRecord) -> RowCount | None:
@@ -63,17 +63,17 @@ def _count_read(model: Artifact, header: ModelHeader, run: RunRecord) -> RowCoun
     return count if count.kind in (NOISY, PUBLIC) else None
 
 
-def require_exact_claim(statement: dict, where: str) -> None:
+def require_exact_claim(statement: Statement, where: str) -> None:
     """The statement's ε, recomputed in full from its event tree by its accountant at its δ (a second or two, paid
     where a file is released or exported rather than on every read, which checks a cheaper floor): a claim below it
     was edited after it was written."""
-    event = event_from_dict(statement["event"])
+    event = event_from_dict(statement.event)
     try:
-        recomputed = spent_epsilon(statement["accountant"], event, float(statement["delta"]))
+        recomputed = spent_epsilon(statement.accountant, event, statement.delta)
     except (RuntimeError, ValueError, ArithmeticError):  # the accountant's own failure on an edited event
-        raise PrivacyError(f"{where} has a DP event that its accountant ({statement['accountant']}) cannot "
+        raise PrivacyError(f"{where} has a DP event that its accountant ({statement.accountant}) cannot "
                            "evaluate") from None
-    if float(statement["epsilon"]) < recomputed * (1 - EXACT_SLACK):
-        raise PrivacyError(f"{where} claims ε = {float(statement['epsilon']):.4g} for a DP event that spends "
-                           f"ε = {recomputed:.4g} ({statement['accountant']}, δ = {float(statement['delta']):g}): its "
+    if statement.epsilon < recomputed * (1 - EXACT_SLACK):
+        raise PrivacyError(f"{where} claims ε = {statement.epsilon:.4g} for a DP event that spends "
+                           f"ε = {recomputed:.4g} ({statement.accountant}, δ = {statement.delta:g}): its "
                            "ε was changed after it was written")
