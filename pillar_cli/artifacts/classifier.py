@@ -9,7 +9,7 @@ features, as `evaluate` applies them; a unit-norm head at k = full has no basis)
 holds `network/<weight name>` (one array per weight; `head["network"]` rebuilds it) and reads the pixel rows
 (flattened HWC / 255; its scaler is the identity).
 Attributes: `class_names`; `head` (method, family, k, `row_l2_normalised`: rows are L2-normalised before the scaler,
-`unit_rows`: projected rows are scaled to unit norm); `features` (how the rows were embedded: artifacts.feature_recipe);
+`unit_rows`: projected rows are scaled to unit norm); `features` (how the rows were embedded: artifacts.FeatureRecipe);
 `privacy` (the statement: ε, δ, accountant, neighbouring relation, the DP event tree, what ε covers and does not).
 """
 
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pillar_cli.artifacts.core import Artifact, read
+from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.statement import Statement
 
 NETWORK_PREFIX = "network/"
@@ -36,7 +37,7 @@ class Classifier:
     basis: np.ndarray | None  # (D, k) for a head on unit-norm projected rows; None: the head reads all D features
     class_names: list[str]
     head: dict  # method, k, row_l2_normalised, unit_rows; a network's: `network` (its NetworkSpec attributes)
-    features: dict  # artifacts.feature_recipe of the rows it reads
+    features: FeatureRecipe  # how the rows it reads were embedded
     privacy: Statement
     network: dict[str, np.ndarray] | None = None  # a fine-tuned network's weights by name
     content_hash: str | None = None  # of the artifact it was read from (None before it is written)
@@ -54,7 +55,7 @@ class Classifier:
         if self.basis is not None:
             arrays["basis"] = self.basis.astype(np.float32)
         return Artifact("classifier", arrays, {"class_names": list(self.class_names), "head": self.head,
-                                               "features": self.features, "privacy": self.privacy.to_attrs()})
+                                               "features": self.features.to_attrs(), "privacy": self.privacy.to_attrs()})
 
 
 def read_classifier(path: str) -> Classifier:
@@ -63,7 +64,6 @@ def read_classifier(path: str) -> Classifier:
     arrays, attrs = artifact.arrays, artifact.attrs
     network = {name[len(NETWORK_PREFIX):]: array for name, array in arrays.items() if name.startswith(NETWORK_PREFIX)}
     return Classifier(arrays["mean"], arrays["scale"], arrays.get("weights"), arrays.get("bias"), arrays.get("basis"),
-                      [str(name) for name in attrs["class_names"]], attrs["head"], attrs["features"],
-                      Statement.from_attrs(attrs["privacy"]),
-                      network or None, artifact.provenance.content_hash)
+                      [str(name) for name in attrs["class_names"]], attrs["head"],
+                      FeatureRecipe.from_attrs(attrs["features"]), Statement.from_attrs(attrs["privacy"]), network or None, artifact.provenance.content_hash)
 

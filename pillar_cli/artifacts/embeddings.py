@@ -12,6 +12,7 @@ import numpy as np
 
 from pillar_cli.artifacts.core import Artifact, InputRef, read
 from pillar_cli.artifacts.crash_guard import passes_in_child
+from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.integrity import refuse_links
 from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
 
@@ -75,9 +76,10 @@ class Split:
         return (self.attrs.get("split_roles") or {}).get(self.name, "role not recorded")
 
     @property
-    def recipe(self) -> dict[str, Any]:
-        """How its features were made (feature_recipe)."""
-        return feature_recipe(self.attrs)
+    def recipe(self) -> FeatureRecipe:
+        """How its features were made: what a classifier trained on them records, and what new features must have
+        been made by to be read by it."""
+        return FeatureRecipe.from_attrs(self.attrs)
 
     def same_source(self, other: Split) -> bool:
         """Both splits number the rows of one source alike (their row ids can be compared)."""
@@ -115,16 +117,6 @@ class Split:
         return replace(self, name=f"{self.name}+{other.name}", features=np.concatenate([self.features, other.features]),
                        labels=np.concatenate([self.labels, other.labels]),
                        index=np.concatenate([self.index, other.index]))
-
-
-RECIPE_KEYS = ("backbone", "timm_id", "weights", "network", "input_shape", "precision", "preprocessing", "transform",
-               "image_shape", "pixel_depth", "feature_dim")
-
-
-def feature_recipe(attrs: dict[str, Any]) -> dict[str, Any]:
-    """How an embeddings file's features were made (backbone, weights, preprocessing, dimension): what a classifier
-    trained on them records, and what new features must have been made by to be read by it."""
-    return {key: attrs[key] for key in RECIPE_KEYS if key in attrs}
 
 
 def embedded_rows(path: str) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 
 from pillar_cli.artifacts.chosen import SelectedCell
 from pillar_cli.artifacts.core import Artifact
+from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,9 +138,9 @@ class ModelHeader:
         return list(self.features.get("class_names") or [str(c) for c in range(self.num_classes)])
 
     @property
-    def feature_recipe(self) -> dict:
-        """How the features were made (artifacts.feature_recipe), without the class names."""
-        return {name: value for name, value in self.features.items() if name != "class_names"}
+    def feature_recipe(self) -> FeatureRecipe:
+        """How the features were made."""
+        return FeatureRecipe.from_attrs(self.features)
 
     @property
     def notes(self) -> list[str]:

@@ -11,6 +11,7 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.classifier import Classifier, read_classifier
+from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
     ConfigOption,
@@ -73,7 +74,7 @@ def predict(
     if embeddings is not None:
         split = artifacts.read_split(embeddings)
         where = f"{split.ref.path}:{split.name}"
-        _require_same_recipe(released.features, split.recipe, where)
+        _require_same_recipe(released.features, split.recipe.with_dim(split.features.shape[1]), where)
         rows, probabilities = split.index, estimator.predict_proba(split.features)
     else:
         rows, probabilities = _classify_raw(released, estimator, source, SourceOptions(path, parse_params(param_)),
@@ -109,13 +110,12 @@ def _report(out: Path, released: Classifier, probabilities: np.ndarray, where: s
                  f"{summary['epsilon']:.4g}, δ = {summary['delta']:g})")
 
 
-def _require_same_recipe(trained: dict, given: dict, where: str) -> None:
+def _require_same_recipe(trained: FeatureRecipe, given: FeatureRecipe, where: str) -> None:
     """Refuse rows embedded otherwise than the classifier's training rows (only what both record is compared; the
     shape of the images they were embedded from may differ)."""
-    if given.get("feature_dim", trained["feature_dim"]) != trained["feature_dim"]:
-        raise DataError(f"{where} has {given['feature_dim']} features; the classifier reads {trained['feature_dim']}")
-    differing = [key for key in trained if key in given and key != "image_shape" and given[key] != trained[key]]
-    if differing:
-        key = differing[0]
-        raise DataError(f"{where} was embedded with {key} {given[key]!r}; the classifier's rows with {trained[key]!r}",
+    if given.feature_dim != trained.feature_dim:
+        raise DataError(f"{where} has {given.feature_dim} features; the classifier reads {trained.feature_dim}")
+    if key := trained.first_difference(given, ignore=("image_shape",)):
+        recorded, asked = trained.to_attrs()[key], given.to_attrs()[key]
+        raise DataError(f"{where} was embedded with {key} {asked!r}; the classifier's rows with {recorded!r}",
                         hint="embed the rows with the classifier's backbone, weights and preprocessing")

@@ -9,6 +9,7 @@ import math
 
 import yaml
 
+from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.statement import Statement
 from pillar_cli.version import PROGRAM
 
@@ -18,7 +19,8 @@ UNIT = "one training row (its features and label)"
 def model_card(carried: dict, metrics: dict | None = None) -> str:
     """The card of what an export carries (statement, class names, head, recipe); `metrics`: an evaluation's row
     for the released head's cell and the split it was measured on (see `evaluation_metrics`)."""
-    statement, head, features = Statement.from_attrs(carried["privacy"]), carried["head"], carried["features"]
+    statement, head = Statement.from_attrs(carried["privacy"]), carried["head"]
+    features = FeatureRecipe.from_attrs(carried["features"])
     epsilon = statement.epsilon
     front = {"library_name": PROGRAM, "tags": ["differential-privacy", "linear-probe", PROGRAM],
              "differential_privacy": {
@@ -36,8 +38,8 @@ def model_card(carried: dict, metrics: dict | None = None) -> str:
              "## What ε covers", "", *[f"- {item}" for item in statement.covers], "",
              "## What ε does not cover", "", *[f"- {item}" for item in statement.not_covered], "",
              "## Features", "",
-             f"Backbone `{features.get('backbone')}` (weights `{features.get('weights')}`), preprocessing "
-             f"{features.get('preprocessing', 'as recorded')}, {features.get('feature_dim')} features per row; "
+             f"Backbone `{features.backbone}` (weights `{features.weights}`), preprocessing "
+             f"{features.preprocessing or 'as recorded'}, {features.feature_dim} features per row; "
              f"classes: {', '.join(carried['class_names'])}.", "",
              "## Evaluation", "", _evaluation_text(metrics), "",
              "## Checking this file", "",

@@ -12,6 +12,7 @@ import math
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.chosen import ChosenBy, SelectedCell
+from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.model import RunRecord, run_rows, stored_runs
 from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.artifacts.network import is_network, stored_state
@@ -126,6 +127,6 @@ def _network(model: Artifact, run: RunRecord, statement: dict) -> Classifier:
                       _recipe(model, header), statement, stored_state(model, run.local_id))
 
 
-def _recipe(model: Artifact, header: ModelHeader) -> dict:
+def _recipe(model: Artifact, header: ModelHeader) -> FeatureRecipe:
     """The feature recipe a model records (a model without one: its feature dimension)."""
-    return {"feature_dim": len(model.array("mean")), **header.feature_recipe}
+    return header.feature_recipe.with_dim(len(model.array("mean")))

@@ -23,7 +23,7 @@ import torch
 from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.files import replacing
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state
-from pillar_cli.embedding.recipe import embedder_for, recorded_depth
+from pillar_cli.embedding.recipe import embedder_for
 from pillar_cli.errors import UsageError, check_one_of, param
 from pillar_cli.version import PROGRAM
 from pillar_cli.release.card import model_card
@@ -76,9 +76,9 @@ class NetworkModule(torch.nn.Module):
 def image_shape(classifier: Classifier) -> tuple[int, ...] | None:
     """(H, W, C) of the images the classifier's rows were embedded from; None for vector data."""
     recipe = classifier.features
-    if "image_shape" in recipe:
-        return tuple(int(n) for n in recipe["image_shape"])
-    if recipe.get("backbone") == "pixels" and len(recipe.get("input_shape", ())) == 1:
+    if recipe.reads_images:
+        return recipe.image_shape
+    if recipe.backbone == "pixels" and len(recipe.input_shape or ()) == 1:
         return None
     raise UsageError("the classifier's feature recipe records no image shape, so an export from images cannot be "
                      f"traced; pass {param('features_only', True)} and embed the inputs as recorded")
@@ -108,7 +108,7 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
     module = _network_module(classifier, features) if classifier.is_network else ClassifierModule(classifier, features)
     if module is not None:
         module.eval().requires_grad_(False)
-    pixels = f"uint{recorded_depth(classifier.features) or 8}"
+    pixels = f"uint{classifier.features.depth or 8}"
     example = (torch.zeros((2, *shape), dtype=getattr(torch, pixels)) if shape is not None else
                torch.zeros((2, len(classifier.mean)), dtype=torch.float32))
     if fmt == "hf":
@@ -167,7 +167,7 @@ def _network_module(classifier: Classifier, features: torch.nn.Module | None) ->
 def _metadata(classifier: Classifier) -> dict:
     """What an export carries: the statement, class names, head and recipe, and the release it came from."""
     return {"privacy": classifier.privacy.to_attrs(), "class_names": classifier.class_names, "head": classifier.head,
-            "features": classifier.features, "release": {"content_hash": classifier.content_hash}}
+            "features": classifier.features.to_attrs(), "release": {"content_hash": classifier.content_hash}}
 
 
 def _export_onnx(module: torch.nn.Module, example: torch.Tensor, path: Path, metadata: dict[str, str]) -> None:

@@ -15,7 +15,7 @@ from pillar_cli.data import Dataset, SourceOptions
 from pillar_cli.data.pixels import pixel_depth
 from pillar_cli.embedding.extraction import stream_split
 from pillar_cli.embedding.features import Embedder
-from pillar_cli.embedding.recipe import embedder_for, recorded_depth
+from pillar_cli.embedding.recipe import embedder_for
 from pillar_cli.errors import DataError, param
 
 Probabilities = Callable[[np.ndarray], np.ndarray]
@@ -28,11 +28,11 @@ def decoded_as_recorded(classifier: Classifier, source: str, options: SourceOpti
     channel (digits, MNIST, any N×H×W array), at the bit depth they had (8 when not recorded), unless the caller
     names the channels or the depth."""
     recipe, params = classifier.features, dict(options.params)
-    shape = recipe.get("image_shape") or recipe.get("input_shape") or []
+    shape = recipe.shape or ()
     if source in GREYSCALE_SOURCES and len(shape) == 3 and shape[2] == 1:
         params.setdefault("channels", "1")
-    if source in FILE_SOURCES and recorded_depth(recipe) is not None:
-        params.setdefault("depth", str(recorded_depth(recipe)))
+    if source in FILE_SOURCES and recipe.depth is not None:
+        params.setdefault("depth", str(recipe.depth))
     return replace(options, params=params)
 
 
@@ -40,16 +40,14 @@ def input_embedder(classifier: Classifier, dataset: Dataset, *, weights: Path | 
                    trust_checkpoint: bool) -> Embedder:
     """The classifier's embedder, for inputs of the shape its training rows were embedded from."""
     recipe = classifier.features
-    recorded = recipe.get("image_shape") or recipe.get("input_shape")
-    shape = list(dataset.inputs.shape[1:])
-    depth = recorded_depth(recipe)
+    recorded, shape, depth = recipe.shape, tuple(dataset.inputs.shape[1:]), recipe.depth
     if len(shape) == 3 and depth is not None and pixel_depth(dataset.inputs) != depth:
         raise DataError(f"the inputs are {pixel_depth(dataset.inputs)}-bit images; the classifier's rows were embedded "
                         f"from {depth}-bit images")
-    if recipe.get("backbone") == "pixels" and recorded is not None and shape != list(recorded):
+    if recipe.backbone == "pixels" and recorded is not None and shape != recorded:
         hint = f"pass {param('param')} size=N to resize image files as they are decoded" if len(shape) == 3 else None
-        raise DataError(f"the inputs have shape {tuple(shape)}; the classifier's rows were embedded from "
-                        f"{tuple(recorded)}", hint=hint)
+        raise DataError(f"the inputs have shape {shape}; the classifier's rows were embedded from {recorded}",
+                        hint=hint)
     return embedder_for(recipe, weights=weights, device=device, trust_checkpoint=trust_checkpoint)
 
 

@@ -34,7 +34,7 @@ def test_16_bit_files_keep_the_levels_8_bits_would_merge(pillar, tmp_path):
     pillar("embed", "--source", "image-folder", "--path", tmp_path / "train", "--param", "channels=1",
            "--public-fraction", "0.2", "-o", emb)
     recipe = artifacts.read_split(f"{emb}:private").recipe
-    assert recipe["pixel_depth"] == 16 and recipe["preprocessing"] == "flatten (HWC order), /65535"
+    assert recipe.pixel_depth == 16 and recipe.preprocessing == "flatten (HWC order), /65535"
     pillar("embed", "--source", "image-folder", "--path", tmp_path / "train", "--param", "channels=1",
            "--param", "depth=8", "--public-fraction", "0.2", "-o", tmp_path / "eight.h5")
     assert np.ptp(artifacts.read_split(f"{tmp_path / 'eight.h5'}:private").features) == 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pillar_cli.artifacts import Artifact
+from pillar_cli.artifacts import Artifact, FeatureRecipe
 from pillar_cli.artifacts.model_header import ModelHeader, PublicChoice
 
 CHOICE = PublicChoice(gsd={"path": "gsd.h5"}, candidate="other.h5:public", gsd_distance=0.25,
@@ -36,4 +36,4 @@ def test_a_header_without_optional_attributes_takes_the_defaults_a_model_means_b
         (None, ("private",), False, False)
     assert header.class_names == ["0", "1", "2"] and header.delta_total == 1e-5 and header.notes == []
     named = ModelHeader.of(_model(features={"class_names": ["a", "b", "c"], "backbone": "resnet50"}))
-    assert named.class_names == ["a", "b", "c"] and named.feature_recipe == {"backbone": "resnet50"}
+    assert named.class_names == ["a", "b", "c"] and named.feature_recipe == FeatureRecipe(backbone="resnet50")
