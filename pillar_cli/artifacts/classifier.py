@@ -60,7 +60,11 @@ class Classifier:
 
 def read_classifier(path: str) -> Classifier:
     """A classifier artifact, refused with one line when it is another kind or damaged."""
-    artifact = read(path, "classifier")
+    return classifier_of(read(path, "classifier"))
+
+
+def classifier_of(artifact: Artifact) -> Classifier:
+    """The classifier a classifier artifact holds (read and checked)."""
     arrays, attrs = artifact.arrays, artifact.attrs
     network = {name[len(NETWORK_PREFIX):]: array for name, array in arrays.items() if name.startswith(NETWORK_PREFIX)}
     return Classifier(arrays["mean"], arrays["scale"], arrays.get("weights"), arrays.get("bias"), arrays.get("basis"),

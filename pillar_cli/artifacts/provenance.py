@@ -13,6 +13,7 @@ import numpy as np
 from pillar_cli.artifacts.core import SCHEMA_VERSION, Artifact, InputRef, Provenance, read_provenance
 from pillar_cli.artifacts.crash_guard import passes_in_child
 from pillar_cli.artifacts.embeddings import Split
+from pillar_cli.artifacts.guarantee import guarantee_notes
 from pillar_cli.artifacts.integrity import modified_part
 from pillar_cli.errors import ArtifactError
 
@@ -100,6 +101,7 @@ def describe(artifact: Artifact, verify: bool = False) -> dict:
     return {"path": str(artifact.path), "kind": artifact.kind, "schema_version": SCHEMA_VERSION,
             "pillar_version": provenance.pillar_version, "created_at": provenance.created_at,
             "content_hash": provenance.content_hash, "command": provenance.command, "config": provenance.config,
-            "inputs": [ref.to_dict() for ref in provenance.inputs], "attrs": artifact.attrs, "datasets": datasets,
+            "inputs": [ref.to_dict() for ref in provenance.inputs], "guarantee": guarantee_notes(artifact.attrs),
+            "attrs": artifact.attrs, "datasets": datasets,
             "chain": [{"depth": link.depth, **link.ref.to_dict(), "status": link.status, "command": link.command}
                       for link in provenance_chain(artifact, verify=verify)], "verified": verify}

@@ -167,6 +167,16 @@ def correct_guesses(scores: np.ndarray, included: np.ndarray, per_side: int) -> 
 
 
 
+def audit_summary(result: AuditResult, settings: AuditSettings, method: str, delta: float,
+                  planted: str | None = None) -> str:
+    """The audit in one line: what was audited, how many guesses were right, and the lower bound against the claim."""
+    flag = "" if planted is None else f" [PLANTED BUG: {planted}]"
+    return (f"{method} at claimed ε = {result.epsilon_claimed:.4g} (δ = {delta:g}){flag}: {result.correct} of "
+            f"{result.guesses} guesses right over {settings.canaries} canaries → ε ≥ {result.epsilon_lower_bound:.3f} "
+            f"at {settings.confidence:.0%} confidence ({result.epsilon_lower_bound / result.epsilon_claimed:.2f} of "
+            "the claim)")
+
+
 def audit_artifact(result: AuditResult, settings: AuditSettings, configuration: dict,
                    planted: str | None = None) -> Artifact:
     """The canaries (who was in, their labels and scores), the guesses and the bound, what was audited."""

@@ -24,6 +24,7 @@ import numpy as np
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import UNCOUNTED, run_rows
 from pillar_cli.artifacts.model_header import ModelHeader
+from pillar_cli.artifacts.classifier import classifier_of
 from pillar_cli.artifacts.statement import Statement
 from pillar_cli.privacy import Event, GaussianEvent, event_from_dict
 from pillar_cli.privacy.events import ComposedEvent, OneOfEvent, RepeatAndSelectEvent, is_private, pure_parts, \
@@ -60,7 +61,8 @@ def check_ledger(model: Artifact) -> list[LedgerCheck]:
     """Every run of a model artifact, its claim against an independent recomputation; a classifier (a release):
     its statement's ε, from the event tree it holds and nothing else."""
     if model.kind == "classifier":
-        return [_check_statement(Statement.from_attrs(model.attrs["privacy"]), model.attrs["head"])]
+        classifier = classifier_of(model)
+        return [_check_statement(classifier.privacy, classifier.head)]
     delta_total = ModelHeader.of(model).delta_total
     checks = []
     for i, row in enumerate(run_rows(model)):

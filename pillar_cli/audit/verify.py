@@ -9,8 +9,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from pillar_cli import artifacts
 from pillar_cli.audit.ledger import TOLERANCE, recomputed_epsilon
+from pillar_cli.artifacts.classifier import read_classifier
 from pillar_cli.artifacts.statement import Statement
 from pillar_cli.errors import PillarError
 from pillar_cli.privacy import event_from_dict
@@ -47,9 +47,9 @@ def verify_file(path: Path, public_key: Path | None = None, signature: Path | No
 def _statement(path: Path) -> tuple[Statement, str]:
     """The privacy statement of a release or an export, read with every check its readers make."""
     if exported_format(path) is not None:
-        return Statement.from_attrs(read_export_metadata(path)["privacy"]), "the export's metadata hash matches; its statement reads"
-    classifier = artifacts.read(path, "classifier")
-    return Statement.from_attrs(classifier.attrs["privacy"]), "content and record hashes match; its statement reads"
+        return (Statement.from_attrs(read_export_metadata(path)["privacy"]),
+                "the export's metadata hash matches; its statement reads")
+    return read_classifier(str(path)).privacy, "content and record hashes match; its statement reads"
 
 
 def _epsilon(statement: Statement) -> Check:

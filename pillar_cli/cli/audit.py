@@ -10,7 +10,7 @@ from typing import Any, Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.audit.canaries import AuditSettings, audit_artifact, run_audit
+from pillar_cli.audit.canaries import AuditSettings, audit_artifact, audit_summary, run_audit
 from pillar_cli.audit.ledger import check_ledger
 from pillar_cli.audit.white_box import SharedNoise, run_white_box_audit, white_box_artifact
 from pillar_cli.cli.boundary import cli_errors
@@ -131,15 +131,13 @@ def _canary_audit(ctx: typer.Context, out: Path | None, refs: list, method: Meth
     noise_scale, clip_scale = PLANTED[plant]
     settings = dataclasses.replace(settings, noise_scale=noise_scale, clip_scale=clip_scale)
     result = run_audit(method, data, k, epsilons[0], configs[0], privacy, settings, options=options)
-    _save_and_summarise(ctx, out, refs, audit_artifact(result, settings, configuration, None if plant == "none"
-                                                       else plant), as_json)
-
-
-def _save_and_summarise(ctx: typer.Context, out: Path | None, refs: list, artifact: artifacts.Artifact,
-                        as_json: bool) -> None:
+    planted = None if plant == "none" else plant
+    artifact = audit_artifact(result, settings, configuration, planted)
     if out is not None:
         save(ctx, out, artifact, refs)
-    _summary(artifact.attrs, as_json)
+    if as_json:
+        return print_json(artifact.attrs)
+    stdout.print(audit_summary(result, settings, method.name, privacy.delta, planted))
 
 
 def _white_box(ctx: typer.Context, out: Path | None, refs: list, method: Method, options: Any, data: SweepData,
@@ -178,16 +176,6 @@ def _data(embeddings: str, projection: Path) -> tuple[SweepData, list[artifacts.
     pca = read_projection(projection_artifact)
     data = SweepData(pca, private.features, private.labels, None, None, private.num_classes)
     return data, [private.ref, projection_artifact.ref()]
-
-
-def _summary(attrs: dict, as_json: bool) -> None:
-    if as_json:
-        return print_json(attrs)
-    planted = "" if attrs["planted_bug"] == "none" else f" [PLANTED BUG: {attrs['planted_bug']}]"
-    stdout.print(f"{attrs['configuration']['method']} at claimed ε = {attrs['epsilon_claimed']:.4g} "
-                 f"(δ = {attrs['configuration']['delta']:g}){planted}: {attrs['correct']} of {attrs['guesses']} "
-                 f"guesses right over {attrs['canaries']} canaries → ε ≥ {attrs['epsilon_lower_bound']:.3f} at "
-                 f"{attrs['confidence']:.0%} confidence ({attrs['ratio']:.2f} of the claim)")
 
 
 def _check_ledger(path: Path, as_json: bool) -> None:

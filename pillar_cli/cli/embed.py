@@ -26,7 +26,7 @@ from pillar_cli.data import SOURCES, Dataset, SourceOptions, SplitPlan, load_sou
 from pillar_cli.embedding.backbones import BACKBONES, build_embedder
 from pillar_cli.embedding.distributed import merge_ranks, rank_device, rank_file, torchrun_shard
 from pillar_cli.embedding.job import EmbeddingJob
-from pillar_cli.embedding.shards import SHARD_KIND, merge_shards
+from pillar_cli.embedding.shards import SHARD_KIND, ShardHeader, merge_shards
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.version import PROGRAM
 
@@ -154,7 +154,7 @@ def _merge(out: Path, shard_files: list[Path], merge: bool, force: bool, as_json
     command = [PROGRAM, "embed", "--merge", *map(str, shard_files), "--out", str(out)]
     artifacts.write(out, merge_shards(shards), inputs=[shard.ref() for shard in shards],
                     config={"merge": [str(p) for p in shard_files]}, command=command, force=force)
-    sizes = shards[0].attrs["split_sizes"]
+    sizes = ShardHeader.of(shards[0]).split_sizes
     if as_json:
         return print_json({"output": str(out), "shards": [str(p) for p in shard_files], "split_sizes": sizes})
     print_table(f"{out}: {len(shards)} shards merged", [{"split": k, "rows": v} for k, v in sizes.items()],

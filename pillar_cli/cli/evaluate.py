@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.evaluation import evaluation_artifact
+from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.artifacts.files import replacing_together
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
@@ -20,7 +20,7 @@ from pillar_cli.cli.common import (
     print_table,
     save,
 )
-from pillar_cli.reporting.evaluation import Evaluation, evaluate_models
+from pillar_cli.reporting.evaluation import evaluate_models
 from pillar_cli.reporting.figures import accuracy_vs_k
 from pillar_cli.reporting.tables import mean_and_std, rows_to_csv, rows_to_markdown
 
@@ -56,10 +56,7 @@ def evaluate(
     with replacing_together([csv, markdown, plot], force) as (csv_tmp, markdown_tmp, plot_tmp):
         _write_outputs(result, csv_tmp, markdown_tmp, plot_tmp)
         if out is not None:
-            artifact = evaluation_artifact(result.rows, result.split, result.title, result.notes, result.dataset,
-                                           result.n_private, result.private_fraction, result.ledger, result.overlap,
-                                           result.public, result.feature_dim)
-            save(ctx, out, artifact, [*(m.ref() for m in model_artifacts), split.ref])
+            save(ctx, out, result.artifact(), [*(m.ref() for m in model_artifacts), split.ref])
     _report(result, as_json)
 
 

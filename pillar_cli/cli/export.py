@@ -9,7 +9,8 @@ from typing import Optional
 import typer
 
 from pillar_cli.artifacts import read
-from pillar_cli.artifacts.classifier import read_classifier
+from pillar_cli.artifacts.classifier import Classifier, read_classifier
+from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import ConfigOption, ForceOption, JsonOption, SignOption, print_json, signed_output, stdout
 from pillar_cli.errors import UsageError
@@ -50,7 +51,7 @@ def export(
 
     signed_output(out, sign, [str(classifier)] + [str(path) for path in (weights, evaluation) if path], force)
     released = read_classifier(str(classifier))
-    metrics = None if evaluation is None else card_metrics(read(evaluation, "evaluation"), released)
+    metrics = None if evaluation is None else card_metrics(Evaluation.of(read(evaluation, "evaluation")), released)
     reads = export_classifier(released, fmt, out, features_only=features_only, weights=weights,
                               trust_checkpoint=trust_checkpoint, force=force, metrics=metrics)
     if sign is not None:
@@ -61,7 +62,7 @@ def export(
                  f"ε = {released.privacy.epsilon:.4g}, δ = {released.privacy.delta:g} inside the file")
 
 
-def card_metrics(evaluation, released) -> dict:
+def card_metrics(evaluation: Evaluation, released: Classifier) -> dict:
     """The evaluation's metrics for the released head's cell, or one line saying it holds none."""
     from pillar_cli.release.card import evaluation_metrics
 

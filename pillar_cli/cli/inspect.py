@@ -10,15 +10,17 @@ import typer
 from rich.tree import Tree
 
 from pillar_cli import artifacts
+from pillar_cli.artifacts.guarantee import COUNT, NOISE, NOT_PRIVATE, RELEASE, WHOLE_FILE
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import ConfigOption, JsonOption, print_json, stdout
 from pillar_cli.privacy import event_from_dict, gaussian_segments
 from pillar_cli.privacy.events import ComposedEvent
 from pillar_cli.privacy.selection import recorded_selection_epsilon
-from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 from pillar_cli.release.exported import exported_format, read_export_metadata
 
 _LONG = 300
+_GUARANTEE_STYLE = {NOT_PRIVATE: "[bold red]{}[/bold red]", NOISE: "{}", WHOLE_FILE: "[yellow]{}[/yellow]", COUNT: "{}",
+                     RELEASE: "[green]{}[/green]"}
 
 
 @cli_errors
@@ -70,8 +72,8 @@ def _tree(document: dict) -> Tree:
                 f"{document['pillar_version']}, {document['created_at']})")
     tree.add(f"content hash {document['content_hash'][:16]}…")
     tree.add("command: " + " ".join(document["command"]))
-    for line in _privacy_lines(document["attrs"]):
-        tree.add(line)
+    for note in document["guarantee"]:
+        tree.add(_GUARANTEE_STYLE[note["level"]].format(note["text"]))
     parents = {0: tree.add("provenance chain (inputs, their inputs, …)")}
     flag = {"ok": " [green]verified[/green]" if document["verified"] else "",
             "changed": " [red]CHANGED since consumed[/red]", "modified": " [red]MODIFIED after it was written[/red]",
@@ -94,23 +96,6 @@ def _tree(document: dict) -> Tree:
     if len(datasets) > 40:
         data.add(f"… {len(datasets) - 40} more")
     return tree
-
-
-def _privacy_lines(attrs: dict) -> list[str]:
-    """What a model file is, where its noise came from, and its guarantee as a whole (a release: its statement)."""
-    lines = []
-    if noise_is_reproducible(attrs):
-        lines.append(f"[bold red]{NOT_PRIVATE_NOTE} (--noise-seed {attrs['noise']['noise_seed']})[/bold red]")
-    elif "noise" in attrs:
-        lines.append(f"noise: {attrs['noise']['note']}")
-    if "whole_file" in attrs:
-        whole = attrs["whole_file"]
-        lines.append(f"[yellow]{whole['statement']}[/yellow] ({whole['composition']})")
-    if "count" in attrs:  # a model's row count, as its heads read it
-        lines.append(f"row count: {attrs['count']['note']}")
-    if "privacy" in attrs:  # a release's statement
-        lines.append(f"[green]release of one classifier: {attrs['privacy']['summary']}[/green]")
-    return lines
 
 
 def _cell(record: dict) -> dict:

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
+from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.artifacts.files import replacing_together
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_outputs, print_json,
@@ -49,7 +50,8 @@ def report(
     """
     plots = {"methods": methods_plot, "fraction": fraction_plot, "public": public_plot, "dimension": dimension_plot}
     check_outputs([*plots.values(), markdown], [str(e) for e in evaluations], force=force)
-    loaded, names = [artifacts.read(e, "evaluation").attrs for e in evaluations], [e.stem for e in evaluations]
+    loaded = [Evaluation.of(artifacts.read(e, "evaluation")) for e in evaluations]
+    names = [e.stem for e in evaluations]
     if by_cell:
         return _print_cells(cells(loaded, names), as_json)
     rows, title = compare(loaded, names)
@@ -60,13 +62,14 @@ def report(
     print_table(title, table, columns)
 
 
-def _write_outputs(loaded: list[dict], names: list[str], title: str, table: tuple[list[dict], list[str]],
+def _write_outputs(loaded: list[Evaluation], names: list[str], title: str, table: tuple[list[dict], list[str]],
                    targets: dict[str, Path | None], force: bool) -> None:
-    notes = sorted({note for e in loaded for note in e["notes"]})
+    notes = sorted({note for e in loaded for note in e.notes})
     if targets["public"] is not None:
-        _require_public(loaded, names)
+        _require_recorded([e.public_share for e in loaded], names,
+                          "the share of the data set their projection was fitted on")
     if targets["dimension"] is not None:
-        _require_recorded(loaded, names, "feature_dim", "the dimension of the features their models read")
+        _require_recorded([e.feature_dim for e in loaded], names, "the dimension of the features their models read")
     draw = {"methods": lambda tmp: methods_by_dataset(loaded, tmp, title, names),
             "fraction": lambda tmp: accuracy_vs_private_fraction(loaded, tmp, title),
             "public": lambda tmp: accuracy_vs_public_share(loaded, tmp, title),
@@ -78,14 +81,9 @@ def _write_outputs(loaded: list[dict], names: list[str], title: str, table: tupl
                 draw[name](tmp)
 
 
-def _require_public(loaded: list[dict], names: list[str]) -> None:
-    """A public-data plot needs every evaluation to record what its projection was fitted on."""
-    shares = [{"share": (e.get("public") or {}).get("share_of_embedded")} for e in loaded]
-    _require_recorded(shares, names, "share", "the share of the data set their projection was fitted on")
-
-
-def _require_recorded(loaded: list[dict], names: list[str], key: str, what: str) -> None:
-    missing = [name for name, e in zip(names, loaded) if e.get(key) is None]
+def _require_recorded(values: list, names: list[str], what: str) -> None:
+    """A plot over a recorded quantity needs every evaluation to record it."""
+    missing = [name for name, value in zip(names, values) if value is None]
     if missing:
         raise UsageError(f"{', '.join(missing)} do not record {what}",
                          hint="re-run fit-pca, train-private and evaluate with this version")

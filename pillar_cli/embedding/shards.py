@@ -8,6 +8,7 @@ command (same options but the shard); the merged artifact has the unsharded arti
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,8 +18,32 @@ from pillar_cli.embedding.extraction import options_digest
 from pillar_cli.errors import ArtifactError
 
 SHARD_KIND = "embedding-shard"
-SHARD_ATTRS = ("shard", "shard_key", "split_sizes")
 PER_ROW_FIELDS = ("features", "index", "labels")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShardHeader:
+    """What a shard artifact records of its place: shard `index` of `count`, the command it belongs to (`key`) and
+    the size of every split of the whole run."""
+
+    index: int
+    count: int
+    key: str
+    split_sizes: dict[str, int]
+
+    @classmethod
+    def of(cls, artifact: Artifact) -> ShardHeader:
+        attrs = artifact.attrs
+        index, count = (int(n) for n in attrs["shard"])
+        return cls(index=index, count=count, key=str(attrs["shard_key"]),
+                   split_sizes={name: int(size) for name, size in attrs["split_sizes"].items()})
+
+    def to_attrs(self) -> dict[str, Any]:
+        return {"shard": [self.index, self.count], "shard_key": self.key, "split_sizes": dict(self.split_sizes)}
+
+    @property
+    def name(self) -> str:
+        return f"{self.index}/{self.count}"
 
 
 def shard_splits(splits: dict[str, np.ndarray], shard: tuple[int, int]) -> dict[str, np.ndarray]:
@@ -36,28 +61,28 @@ def as_shard(artifact: Artifact, shard: tuple[int, int], positions: dict[str, np
              sizes: dict[str, int], key: str) -> Artifact:
     """The embeddings of one shard's positions, as a shard artifact (which no stage but the merge reads)."""
     arrays = dict(artifact.arrays) | {f"splits/{name}/positions": p for name, p in positions.items()}
-    attrs = dict(artifact.attrs) | {"shard": list(shard), "shard_key": key, "split_sizes": sizes}
-    return Artifact(SHARD_KIND, arrays, attrs)
+    header = ShardHeader(index=shard[0], count=shard[1], key=key, split_sizes=sizes)
+    return Artifact(SHARD_KIND, arrays, dict(artifact.attrs) | header.to_attrs())
 
 
 def merge_shards(shards: list[Artifact]) -> Artifact:
     """One embeddings artifact from all n shards of one command, each row at its position."""
-    first = shards[0]
-    for shard in shards[1:]:
-        if shard.attrs["shard_key"] != first.attrs["shard_key"]:
+    first, headers = shards[0], [ShardHeader.of(shard) for shard in shards]
+    for shard, header in zip(shards[1:], headers[1:]):
+        if header.key != headers[0].key:
             raise ArtifactError(f"{shard.path} was embedded with other options than {first.path}; shards of one "
                                 "command only")
-    count = int(first.attrs["shard"][1])
-    seen = sorted(int(shard.attrs["shard"][0]) for shard in shards)
-    if any(int(shard.attrs["shard"][1]) != count for shard in shards) or len(set(seen)) != len(seen):
-        raise ArtifactError(f"shards {', '.join(f'{s[0]}/{s[1]}' for s in (x.attrs['shard'] for x in shards))} "
-                            "overlap: each shard i/n must be given once")
+    count = headers[0].count
+    seen = sorted(header.index for header in headers)
+    if any(header.count != count for header in headers) or len(set(seen)) != len(seen):
+        raise ArtifactError(f"shards {', '.join(header.name for header in headers)} overlap: each shard i/n must be "
+                            "given once")
     missing = sorted(set(range(count)) - set(seen))
     if missing:
         raise ArtifactError(f"{len(missing)} of {count} shards missing (e.g. shard {missing[0]}/{count})")
     arrays: dict[str, np.ndarray] = {}
-    for split, size in first.attrs["split_sizes"].items():
-        covered = np.zeros(int(size), int)
+    for split, size in headers[0].split_sizes.items():
+        covered = np.zeros(size, int)
         for shard in shards:
             covered[shard.array(f"splits/{split}/positions")] += 1
         if not (covered == 1).all():
@@ -65,8 +90,8 @@ def merge_shards(shards: list[Artifact]) -> Artifact:
         for field in PER_ROW_FIELDS:
             name = f"splits/{split}/{field}"
             if name in first.arrays:
-                arrays[name] = _scatter(shards, split, field, int(size))
-    attrs = {k: v for k, v in first.attrs.items() if k not in SHARD_ATTRS}
+                arrays[name] = _scatter(shards, split, field, size)
+    attrs = {k: v for k, v in first.attrs.items() if k not in headers[0].to_attrs()}
     return Artifact("embeddings", arrays, attrs)
 
 

@@ -122,7 +122,7 @@ def train_networks(spec: NetworkSpec, start: Pretrained | None, train: Split, va
 
 def network_spec(architecture: str, split: Split) -> NetworkSpec:
     """The network `architecture` on the images of `split` and its classes."""
-    shape = stored_image_shape(split.attrs, split.features.shape[1], f"{split.ref.path}:{split.name}")
+    shape = stored_image_shape(split.recipe, split.features.shape[1], f"{split.ref.path}:{split.name}")
     return NetworkSpec(architecture, shape, split.num_classes or int(split.labels.max()) + 1)
 
 

@@ -17,6 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
+from pillar_cli.artifacts import FeatureRecipe
 from pillar_cli.embedding.images import match_channels, normalise, resize
 from pillar_cli.embedding.networks import small_cnn
 from pillar_cli.errors import DataError, UsageError, param
@@ -32,7 +33,7 @@ class Probe(Protocol):
         """(rows, p) per-sample gradients of the cross-entropy loss at the probe's fixed weights."""
         ...
 
-    def for_dataset(self, feature_dim: int, attrs: dict, what: str) -> Probe:
+    def for_dataset(self, feature_dim: int, recipe: FeatureRecipe, what: str) -> Probe:
         """The same probe (same weights) reading another artifact's rows, or a DataError if it cannot."""
         ...
 
@@ -57,7 +58,7 @@ class LinearProbe:
                                          as_float64(self.bias)).numpy()
         return gradients if self.trainable_bias else gradients[:, :self.dim]  # the bias's columns come last
 
-    def for_dataset(self, feature_dim: int, attrs: dict, what: str) -> LinearProbe:
+    def for_dataset(self, feature_dim: int, recipe: FeatureRecipe, what: str) -> LinearProbe:
         if feature_dim != self.feature_dim:
             raise DataError(f"the private features have {self.feature_dim} dimensions, {what} {feature_dim}",
                             hint="embed all sets with the same backbone")
@@ -99,10 +100,10 @@ class TorchProbe:
         self.dim = sum(p.numel() for p in self._trainable.values())
         self.description = f"{description}; trainable {', '.join(trainable)} ({self.dim} parameters), fixed init"
 
-    def for_dataset(self, feature_dim: int, attrs: dict, what: str) -> TorchProbe:
+    def for_dataset(self, feature_dim: int, recipe: FeatureRecipe, what: str) -> TorchProbe:
         """Images of another size or channel count are resized and converted to the private set's layout."""
         clone = copy.copy(self)
-        clone.layout = replace(self.layout, stored=stored_image_shape(attrs, feature_dim, what))
+        clone.layout = replace(self.layout, stored=stored_image_shape(recipe, feature_dim, what))
         return clone
 
     def gradients(self, inputs: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -131,10 +132,10 @@ def select_trainable(names: list[str], patterns: list[str]) -> list[str]:
     return [name for name in names if any(matches(name, pattern) for pattern in patterns)]
 
 
-def stored_image_shape(attrs: dict, feature_dim: int, what: str) -> tuple[int, int, int]:
+def stored_image_shape(recipe: FeatureRecipe, feature_dim: int, what: str) -> tuple[int, int, int]:
     """The (H, W, C) of a pixel artifact's rows, or a DataError saying how to produce one."""
-    shape = attrs.get("input_shape")
-    if attrs.get("backbone") != "pixels" or shape is None or len(shape) != 3 or int(np.prod(shape)) != feature_dim:
+    shape = recipe.input_shape
+    if recipe.backbone != "pixels" or shape is None or len(shape) != 3 or int(np.prod(shape)) != feature_dim:
         raise DataError(f"{what} holds no images: image probes need pixel embeddings of an image source",
                         hint=f"embed it with {param('backbone')} pixels (features are then flattened HWC pixels)")
     return tuple(int(n) for n in shape)
@@ -161,11 +162,11 @@ class ProbeSpec:
             raise UsageError(f"{param('probe_weights')} applies to timm probes; the cnn probe is always at its seeded init")
         return cls(text, tuple(trainable), weights, image_size)
 
-    def build(self, feature_dim: int, attrs: dict, num_classes: int, seed: int) -> LinearProbe | TorchProbe:
-        """The probe for the private split (`attrs` are its artifact's attributes)."""
+    def build(self, feature_dim: int, recipe: FeatureRecipe, num_classes: int, seed: int) -> LinearProbe | TorchProbe:
+        """The probe for the private split, whose rows `recipe` says how were made."""
         if self.family == "linear":
             return LinearProbe(feature_dim, num_classes, seed, self.trainable_bias)
-        stored = stored_image_shape(attrs, feature_dim, "the private split")
+        stored = stored_image_shape(recipe, feature_dim, "the private split")
         size = (self.image_size, self.image_size) if self.image_size else stored[:2]
         if self.family == "cnn":
             model = small_cnn(stored[2], num_classes, seed)

@@ -8,7 +8,7 @@ from typing import Callable
 
 import numpy as np
 
-from pillar_cli.artifacts import Split
+from pillar_cli.artifacts import FeatureRecipe, Split
 from pillar_cli.errors import PrivacyError, UsageError, param
 from pillar_cli.gsd.distance import GSDPlan, GSDSettings, plan_gsd
 from pillar_cli.gsd.probes import LinearProbe, ProbeSpec
@@ -90,8 +90,8 @@ def prepare(private: Split, candidates: list[Split], names: list[str], probe: Pr
         if not np.isfinite(dp.epsilon):
             raise UsageError(f"{param('epsilon')} must be finite (got {dp.epsilon}); omit it for non-private GSD")
         validate_budget(dp.epsilon, dp.delta, len(private.features), non_private_allowed=False)
-    model = probe.build(private.features.shape[1], private.attrs, num_classes, seed)
-    probed = [(c.features, model.for_dataset(c.features.shape[1], c.attrs, f"candidate {name}"))
+    model = probe.build(private.features.shape[1], private.recipe, num_classes, seed)
+    probed = [(c.features, model.for_dataset(c.features.shape[1], c.recipe, f"candidate {name}"))
               for c, name in zip(candidates, names)]
     settings = GSDSettings(k, num_classes, seed, max_samples, dp, normalize_rows)
     return GSDJob(plan_gsd((private.features, model), probed, settings), names, model.description, settings,
@@ -109,7 +109,7 @@ def gradient_subspace_distance(private: np.ndarray, public: np.ndarray, *, num_c
     if dp is not None:
         validate_budget(dp.epsilon, dp.delta, len(private), non_private_allowed=False)
     probe = LinearProbe(private.shape[1], num_classes, seed, trainable_bias)
-    candidate = probe.for_dataset(public.shape[1], {}, "the public rows")
+    candidate = probe.for_dataset(public.shape[1], FeatureRecipe(), "the public rows")
     plan = plan_gsd((np.asarray(private), probe), [(np.asarray(public), candidate)],
                     GSDSettings(k, num_classes, seed, max_samples, dp, normalize_rows))
     return plan.run().distances[0]

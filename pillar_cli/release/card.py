@@ -9,6 +9,7 @@ import math
 
 import yaml
 
+from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.statement import Statement
 from pillar_cli.version import PROGRAM
@@ -59,13 +60,12 @@ def _evaluation_text(metrics: dict | None) -> str:
             "them.")
 
 
-def evaluation_metrics(evaluation, head: dict, epsilon_target: float) -> dict | None:
+def evaluation_metrics(evaluation: Evaluation, head: dict, epsilon_target: float) -> dict | None:
     """The evaluation's row for the released head's (method, k, ε) cell, or None if it holds no such cell."""
-    k = "full" if head["k"] is None else head["k"]
-    for row in evaluation.attrs["rows"]:
-        if row["method"] == head["method"] and row["k"] == k and float(row["epsilon"]) == epsilon_target:
-            values = {name: float(row[f"{name}_mean"]) for name in ("accuracy", "balanced_accuracy", "macro_f1")
-                      if row.get(f"{name}_mean") is not None}
-            return {"values": values, "split": evaluation.attrs["split"], "dataset": evaluation.attrs["dataset"],
-                    "seeds": int(row["seeds"]), "source": evaluation.path}
-    return None
+    row = evaluation.cell(head["method"], "full" if head["k"] is None else head["k"], epsilon_target)
+    if row is None:
+        return None
+    values = {name: float(row[f"{name}_mean"]) for name in ("accuracy", "balanced_accuracy", "macro_f1")
+              if row.get(f"{name}_mean") is not None}
+    return {"values": values, "split": evaluation.split, "dataset": evaluation.dataset, "seeds": int(row["seeds"]),
+            "source": evaluation.path}

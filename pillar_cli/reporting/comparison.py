@@ -6,30 +6,31 @@ side by side, with the ε each spent and whether the choice of its run is in it.
 from __future__ import annotations
 
 from pillar_cli.artifacts.chosen import ChosenBy
+from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.errors import UsageError
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 from pillar_cli.reporting.families import best_per_method, family_order, table_order
 from pillar_cli.reporting.tables import mean_and_std
 
 
-def compare(evaluations: list[dict], names: list[str]) -> tuple[list[dict], str]:
-    """(rows, title) from the attributes of evaluation artifacts named `names`: one row per evaluation, method, ε."""
-    ledgers = {(e["ledger"]["delta"], e["ledger"]["accountant"]) for e in evaluations}
+def compare(evaluations: list[Evaluation], names: list[str]) -> tuple[list[dict], str]:
+    """(rows, title) from evaluations named `names`: one row per evaluation, method, ε."""
+    ledgers = {(e.ledger.delta, e.ledger.accountant) for e in evaluations}
     if len(ledgers) > 1:
         raise UsageError("the evaluations use different δ or accountants; one figure cannot compare them")
     delta, accountant = ledgers.pop()
-    title = (f"n_private={','.join(str(e['n_private']) for e in evaluations)}; δ={delta:g}, {accountant}; "
-             f"{'; '.join(sorted({n for e in evaluations for n in e['notes'] if n.startswith('seeds')}))}")
-    overlapping = [e["dataset"] for e in evaluations if e.get("overlap_rows")]
+    title = (f"n_private={','.join(str(e.n_private) for e in evaluations)}; δ={delta:g}, {accountant}; "
+             f"{'; '.join(sorted({n for e in evaluations for n in e.notes if n.startswith('seeds')}))}")
+    overlapping = [e.dataset for e in evaluations if e.overlap_rows]
     if overlapping:
         title += f" [OVERLAP: {', '.join(map(str, overlapping))} evaluated on training or validation rows]"
-    if any(NOT_PRIVATE_NOTE in e["notes"] for e in evaluations):
+    if any(NOT_PRIVATE_NOTE in e.notes for e in evaluations):
         title += f" [{NOT_PRIVATE_NOTE}]"
-    rows = [{"evaluation": name, "dataset": e["dataset"], "private_fraction": e["private_fraction"],
-             "public_rows": (e.get("public") or {}).get("rows"), "method": family, "epsilon": eps, "k": row["k"],
+    rows = [{"evaluation": name, "dataset": e.dataset, "private_fraction": e.private_fraction,
+             "public_rows": (e.public or {}).get("rows"), "method": family, "epsilon": eps, "k": row["k"],
              "accuracy_mean": row["accuracy_mean"], "accuracy_std": row["accuracy_std"]}
             for name, e in zip(names, evaluations)
-            for (family, eps), row in sorted(best_per_method(e["rows"]).items(), key=lambda item: table_order(item[0]))]
+            for (family, eps), row in sorted(best_per_method(e.rows).items(), key=lambda item: table_order(item[0]))]
     return rows, title
 
 
@@ -45,10 +46,10 @@ def method_table(rows: list[dict]) -> tuple[list[dict], list[str]]:
     return [{column: line.get(column, "—") for column in ["method", *columns]} for line in ordered], ["method", *columns]
 
 
-def cells(evaluations: list[dict], names: list[str]) -> list[dict]:
+def cells(evaluations: list[Evaluation], names: list[str]) -> list[dict]:
     """Every (method, k, ε) cell of every evaluation (named by `names`): its test accuracy over seeds, the ε its
     runs spent, and what chose its run (an accounted selection inside ε, val labels outside it, or nothing)."""
     return [{"evaluation": name, "method": row["method"], "k": row["k"], "epsilon": row["epsilon"],
              "epsilon_spent": row["epsilon_spent"], "selection": row.get("selected", ChosenBy.VAL),
              "accuracy_mean": row["accuracy_mean"], "accuracy_std": row["accuracy_std"], "seeds": row["seeds"]}
-            for name, evaluation in zip(names, evaluations) for row in evaluation["rows"]]
+            for name, evaluation in zip(names, evaluations) for row in evaluation.rows]

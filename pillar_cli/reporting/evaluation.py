@@ -3,29 +3,13 @@ seeds, and the qualifiers every table and figure states (n, δ, accountant, seed
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pillar_cli.artifacts import Artifact, Split, shared_rows
+from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.artifacts.model import run_rows
 from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.errors import DataError, param
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 from pillar_cli.reporting.metrics import selected_metrics
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    rows: list[dict]
-    title: str
-    notes: list[str]
-    split: str
-    dataset: str | None
-    n_private: int
-    private_fraction: float
-    ledger: dict
-    feature_dim: int
-    overlap: int  # rows of the split the models were trained or selected on (0 unless allowed explicitly)
-    public: dict | None  # what the projection was fitted on (the model's public_data)
 
 
 def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = False) -> Evaluation:
@@ -55,6 +39,6 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
     if overlap:
         warning = f"OVERLAP: {overlap} of the {len(split.features)} rows were training or validation rows (allowed)"
         title, notes = f"{title} [{warning}]", [*notes, warning]
-    return Evaluation(rows, title, notes, split.name, split.source, header.n_private,
-                      header.private_fraction, first.attrs["ledger"], int(first.array("mean").size), overlap,
-                      header.public_data)
+    return Evaluation(rows=rows, split=split.name, title=title, notes=notes, dataset=split.source,
+                      n_private=header.n_private, private_fraction=header.private_fraction, ledger=ledger,
+                      overlap_rows=overlap, public=header.public_data, feature_dim=int(first.array("mean").size))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.reporting.families import best_per_method, table_order
 
 AXIS_LABELS = {
@@ -69,10 +70,10 @@ def accuracy_vs_k(rows: list[dict], path: Path, title: str, full_dim: int) -> No
     _save(figure, axes, path, "accuracy_vs_k", title)
 
 
-def methods_by_dataset(evaluations: list[dict], path: Path, title: str, names: list[str]) -> None:
+def methods_by_dataset(evaluations: list[Evaluation], path: Path, title: str, names: list[str]) -> None:
     """Grouped bars: each method (PILLAR, DP-SGD, ...) for each evaluation (`names`) and ε (Figure 5, Table 1)."""
     figure, axes = _pyplot().subplots(figsize=(max(5, 1.6 * len(evaluations)), 4))
-    best = [best_per_method(e["rows"]) for e in evaluations]
+    best = [best_per_method(e.rows) for e in evaluations]
     bars = sorted({key for per_evaluation in best for key in per_evaluation}, key=table_order)
     width = 0.8 / max(len(bars), 1)
     for j, (family, epsilon) in enumerate(bars):
@@ -87,17 +88,17 @@ def methods_by_dataset(evaluations: list[dict], path: Path, title: str, names: l
     _save(figure, axes, path, "methods", title)
 
 
-def accuracy_vs_private_fraction(evaluations: list[dict], path: Path, title: str) -> None:
+def accuracy_vs_private_fraction(evaluations: list[Evaluation], path: Path, title: str) -> None:
     """Each method's accuracy against the fraction of private data used, one line per (method, ε) (Figure 7)."""
     figure, axes = _pyplot().subplots(figsize=(6, 4))
-    _lines_over(axes, evaluations, [e["private_fraction"] for e in evaluations])
+    _lines_over(axes, evaluations, [e.private_fraction for e in evaluations])
     _save(figure, axes, path, "private_fraction", title)
 
 
-def accuracy_vs_public_share(evaluations: list[dict], path: Path, title: str) -> None:
+def accuracy_vs_public_share(evaluations: list[Evaluation], path: Path, title: str) -> None:
     """Each method's accuracy against the share of the data set its projection was fitted on (Table 2(b))."""
     figure, axes = _pyplot().subplots(figsize=(6, 4))
-    shares = [100 * e["public"]["share_of_embedded"] for e in evaluations]
+    shares = [100 * e.public_share for e in evaluations]
     _lines_over(axes, evaluations, shares)
     axes.set_xscale("log")
     axes.set_xticks(sorted(set(shares)), [f"{share:.3g} %" for share in sorted(set(shares))])
@@ -105,11 +106,11 @@ def accuracy_vs_public_share(evaluations: list[dict], path: Path, title: str) ->
     _save(figure, axes, path, "public_share", title)
 
 
-def accuracy_vs_dimension(evaluations: list[dict], path: Path, title: str) -> None:
+def accuracy_vs_dimension(evaluations: list[Evaluation], path: Path, title: str) -> None:
     """Each method's accuracy against the dimension of the features it read (Example 1: PILLAR at a fixed k stays
     flat while DP-SGD on all d features falls)."""
     figure, axes = _pyplot().subplots(figsize=(6, 4))
-    dims = [e["feature_dim"] for e in evaluations]
+    dims = [e.feature_dim for e in evaluations]
     _lines_over(axes, evaluations, dims)
     axes.set_xscale("log")
     axes.set_xticks(sorted(set(dims)), [str(d) for d in sorted(set(dims))])
@@ -117,11 +118,11 @@ def accuracy_vs_dimension(evaluations: list[dict], path: Path, title: str) -> No
     _save(figure, axes, path, "dimension", title)
 
 
-def _lines_over(axes, evaluations: list[dict], positions: list[float]) -> None:
+def _lines_over(axes, evaluations: list[Evaluation], positions: list[float]) -> None:
     """One line per (method, ε): each evaluation's best-on-val row at the evaluation's position on the x axis."""
     lines: dict[tuple[str, float], list[tuple[float, float, float]]] = {}
     for evaluation, x in zip(evaluations, positions):
-        for key, row in best_per_method(evaluation["rows"]).items():
+        for key, row in best_per_method(evaluation.rows).items():
             lines.setdefault(key, []).append((x, row["accuracy_mean"], row["accuracy_std"] or 0.0))
     for (family, epsilon), points in sorted(lines.items(), key=lambda item: table_order(item[0])):
         xs, means, stds = zip(*sorted(points))

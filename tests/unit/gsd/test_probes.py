@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from pillar_cli.artifacts import FeatureRecipe
 from pillar_cli.randomness import NoiseSource
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.gsd.bingham import sample_matrix_bingham, sample_vector_bingham
@@ -14,7 +15,7 @@ from pillar_cli.gsd.probes import LinearProbe, ProbeSpec, select_trainable
 from pillar_cli.gsd.releases import DPSettings, dp_gradient_subspace
 from pillar_cli.gsd.subspace import TOLERANCE, GradientMatrix, top_right_singular_vectors
 
-IMAGE_ATTRS = {"backbone": "pixels", "input_shape": [12, 12, 1]}
+IMAGE_RECIPE = FeatureRecipe(backbone="pixels", input_shape=(12, 12, 1))
 
 
 def loop_of_single_sample_gradients(probe, pixels: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -38,7 +39,7 @@ def loop_of_single_sample_gradients(probe, pixels: np.ndarray, labels: np.ndarra
 def test_torch_func_per_sample_gradients_equal_single_sample_backward_passes(family, trainable, size):
     rng = np.random.default_rng(0)
     pixels, labels = rng.uniform(0, 1, (5, 144)).astype(np.float32), rng.integers(0, 3, 5)
-    probe = ProbeSpec.parse(family, trainable, None, size).build(144, IMAGE_ATTRS, 3, seed=0)
+    probe = ProbeSpec.parse(family, trainable, None, size).build(144, IMAGE_RECIPE, 3, seed=0)
     grads = probe.gradients(pixels, labels)
     expected = loop_of_single_sample_gradients(probe, pixels, labels)
     assert grads.shape == (5, probe.dim) and probe.dim == sum(p.numel() for p in probe._trainable.values())
@@ -57,7 +58,7 @@ def test_trainable_patterns_select_names_prefixes_and_globs():
 
 def test_image_probes_refuse_feature_embeddings():
     with pytest.raises(DataError, match="^the private split holds no images"):
-        ProbeSpec.parse("cnn", [], None, None).build(2048, {"backbone": "sl", "feature_dim": 2048}, 10, 0)
+        ProbeSpec.parse("cnn", [], None, None).build(2048, FeatureRecipe(backbone="sl", feature_dim=2048), 10, 0)
 
 
 class MatrixProbe:
