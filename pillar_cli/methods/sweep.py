@@ -144,7 +144,7 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
     `rows`: the source row ids trained on (`private`) and selected on (`val`), so that no stage tests on them;
     `public_choice`: the GSD that chose the public split, whose DP release is composed into every run's ε;
     `public_data`: what the projection was fitted on (split, rows, whether another dataset); `features`: how the
-    features were made and the class names (artifacts.feature_recipe), which a release of one head carries;
+    features were made and the class names (artifacts.FeatureRecipe), which a release of one head carries;
     `projection_release`: the DP release of a projection fitted on the private rows (DP-PCA), composed in too."""
     runs = result.runs
     releases = [release for release in (public_choice and public_choice.release, projection_release) if release]
