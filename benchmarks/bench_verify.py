@@ -31,7 +31,7 @@ from pillar_cli.projection import fit_public_split
 def embeddings(directory: Path) -> Path:
     rng = np.random.default_rng(0)
     parts = {name: (rng.standard_normal((rows, 2048), dtype=np.float32), np.arange(start, start + rows),
-                    None if name == "public" else rng.integers(0, 10, rows))
+                    None if name == "public" else rng.integers(0, 10, rows), None)
              for name, rows, start in (("private", 45_000, 0), ("public", 5_000, 45_000), ("test", 10_000, 50_000))}
     path = directory / "emb.h5"
     artifacts.write(path, artifacts.embeddings_artifact(parts, {"class_names": [str(i) for i in range(10)]}))

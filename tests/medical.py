@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import numpy as np
 
 
 def write_dicom(path, pixels: np.ndarray, *, photometric="MONOCHROME2", bits=12, slope=1.0, intercept=0.0,
-                frames=1, syntax=None):
+                frames=1, syntax=None, patient=None):
+    """A DICOM file of `pixels`; its PatientID is `patient`, or one of the file's own (one patient a file)."""
     from pydicom.dataset import FileDataset, FileMetaDataset
     from pydicom.uid import ExplicitVRLittleEndian, SecondaryCaptureImageStorage, generate_uid
 
@@ -15,7 +19,7 @@ def write_dicom(path, pixels: np.ndarray, *, photometric="MONOCHROME2", bits=12,
     meta.TransferSyntaxUID = syntax or ExplicitVRLittleEndian
     dataset = FileDataset(str(path), {}, file_meta=meta, preamble=b"\0" * 128)
     dataset.SOPClassUID, dataset.SOPInstanceUID = meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID
-    dataset.PatientID = "p1"
+    dataset.PatientID = patient or hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:16]
     dataset.Rows, dataset.Columns = pixels.shape[-2:]
     dataset.SamplesPerPixel, dataset.PhotometricInterpretation = 1, photometric
     dataset.BitsAllocated, dataset.BitsStored, dataset.HighBit, dataset.PixelRepresentation = 16, bits, bits - 1, 0

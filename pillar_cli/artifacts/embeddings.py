@@ -17,15 +17,17 @@ from pillar_cli.artifacts.integrity import refuse_links
 from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
 
 
-def embeddings_artifact(splits: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None]],
+def embeddings_artifact(splits: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]],
                         attrs: dict[str, Any]) -> Artifact:
-    """An embeddings artifact from (features, row ids, labels or None) per split name."""
+    """An embeddings artifact from (features, row ids, labels or None, persons or None) per split name."""
     arrays: dict[str, np.ndarray] = {}
-    for name, (features, index, labels) in splits.items():
+    for name, (features, index, labels, persons) in splits.items():
         arrays[f"splits/{name}/features"] = features
         arrays[f"splits/{name}/index"] = index
         if labels is not None:
             arrays[f"splits/{name}/labels"] = labels
+        if persons is not None:
+            arrays[f"splits/{name}/persons"] = persons
     return Artifact("embeddings", arrays, {**attrs, "splits": list(splits)})
 
 
@@ -39,7 +41,8 @@ def parse_ref(text: str, default_split: str | None = None) -> tuple[str, str | N
 
 @dataclass(frozen=True)
 class Split:
-    """One split of an embeddings artifact: features, labels (None when unlabelled) and source row ids."""
+    """One split of an embeddings artifact: features, labels (None when unlabelled), source row ids and, where the
+    source names them, each row's person (None: each row is its own person)."""
 
     name: str
     features: np.ndarray
@@ -47,6 +50,7 @@ class Split:
     index: np.ndarray
     ref: InputRef
     attrs: dict[str, Any]
+    persons: np.ndarray | None = None
 
     @property
     def num_classes(self) -> int:
@@ -85,6 +89,23 @@ class Split:
         """Both splits number the rows of one source alike (their row ids can be compared)."""
         return self.source_fingerprint == other.source_fingerprint
 
+    @property
+    def grouping(self) -> dict[str, str] | None:
+        """Where the persons came from and what names the grouping ({"source", "fingerprint"}); None: a person a
+        row."""
+        return self.attrs.get("persons") if self.persons is not None else None
+
+    def same_persons(self, other_grouping: dict | None) -> bool:
+        """This split and a file recording `other_grouping` number one source's persons alike."""
+        return (self.grouping is not None and other_grouping is not None
+                and self.grouping.get("fingerprint") == other_grouping.get("fingerprint"))
+
+    def rows_sharing_persons(self, other: Split) -> int:
+        """Rows of this split whose person has rows in `other` too (same source and grouping; 0 otherwise)."""
+        if not (self.same_source(other) and self.same_persons(other.grouping)):
+            return 0
+        return int(np.isin(self.persons, other.persons).sum())
+
     def subsample(self, fraction: float, option: str = "private_fraction") -> Split:
         """A seeded (seed 0) subset of the rows; the whole split when fraction is 1 (Figure 7 of the paper: private
         rows; Table 2(b): public rows). `option` names the command-line option that asked for it."""
@@ -97,7 +118,8 @@ class Split:
             raise UsageError(f"{param(option)} {fraction} leaves {count} {self.name} rows")
         rows = np.sort(np.random.default_rng(0).choice(len(self.features), count, replace=False))
         labels = None if self.labels is None else self.labels[rows]
-        return replace(self, features=self.features[rows], labels=labels, index=self.index[rows])
+        return replace(self, features=self.features[rows], labels=labels, index=self.index[rows],
+                       persons=None if self.persons is None else self.persons[rows])
 
     def joined(self, other: Split) -> Split:
         """This split's rows followed by another labelled split's of the same file (the private rows and the val rows
@@ -107,6 +129,9 @@ class Split:
             raise PrivacyError(f"{self.ref.path}: {len(shared)} rows of the {other.name} split also appear in the "
                                f"{self.name} split: trained on together, one person would count twice",
                                hint="re-embed: the splits of one source must be disjoint")
+        if (self.persons is None) != (other.persons is None):
+            raise ArtifactError(f"{self.ref.path}: the {self.name} and {other.name} splits do not both name their "
+                                "rows' persons", hint="the file may come from another tool or be damaged; recreate it")
         if self.features.shape[1:] != other.features.shape[1:]:
             raise ArtifactError(f"{self.ref.path}: the {self.name} and {other.name} splits hold features of different "
                                 f"dimensions ({self.features.shape[1:]} and {other.features.shape[1:]})",
@@ -116,7 +141,8 @@ class Split:
                             "labels to train on")
         return replace(self, name=f"{self.name}+{other.name}", features=np.concatenate([self.features, other.features]),
                        labels=np.concatenate([self.labels, other.labels]),
-                       index=np.concatenate([self.index, other.index]))
+                       index=np.concatenate([self.index, other.index]),
+                       persons=None if self.persons is None else np.concatenate([self.persons, other.persons]))
 
 
 def embedded_rows(path: str) -> int:
@@ -153,6 +179,7 @@ def read_split(text: str, default_split: str | None = None) -> Split:
         raise ArtifactError(f"{path}:{split} has {bad} rows with NaN or Inf features",
                             hint="fix the embedding run or drop those rows before training")
     labels, index = artifact.arrays.get(f"{prefix}/labels"), artifact.array(f"{prefix}/index")
+    persons = artifact.arrays.get(f"{prefix}/persons")
     if labels is not None and len(labels) != len(features):
         raise ArtifactError(f"{path}:{split} has {len(labels)} labels for {len(features)} feature rows")
     if len(index) != len(features):
@@ -161,4 +188,7 @@ def read_split(text: str, default_split: str | None = None) -> Split:
     if labels is not None and len(labels) and (labels.min() < 0 or labels.max() >= classes):
         raise ArtifactError(f"{path}:{split} has labels outside 0..{classes - 1} (its {classes} class names)",
                             hint="recreate it with pillar embed")
-    return Split(split, features, labels, artifact.array(f"{prefix}/index"), artifact.ref(split), artifact.attrs)
+    if persons is not None and len(persons) != len(features):
+        raise ArtifactError(f"{path}:{split} has {len(persons)} persons for {len(features)} feature rows")
+    return Split(split, features, labels, artifact.array(f"{prefix}/index"), artifact.ref(split), artifact.attrs,
+                 persons)

@@ -12,6 +12,7 @@ from typing import Any
 from pillar_cli.artifacts.chosen import SelectedCell
 from pillar_cli.artifacts.core import Artifact
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
+from pillar_cli.privacy.unit import PrivacyUnit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,6 +103,7 @@ class ModelHeader:
     source: str | None = None  # the source its rows came from, in words (a fine-tuned network's)
     source_fingerprint: str | None = None  # what names the source's rows (artifacts.Split.source_fingerprint)
     projection_release: dict | None = None  # the DP release of a projection fitted on the private rows (DP-PCA)
+    unit: PrivacyUnit = PrivacyUnit()  # what the runs' neighbouring datasets differ by: a row, or a person
 
     @classmethod
     def of(cls, model: Artifact) -> ModelHeader:
@@ -120,7 +122,8 @@ class ModelHeader:
                    mechanisms=attrs.get("mechanisms") or {}, features=attrs.get("features") or {},
                    network=attrs.get("network"), default_rule=attrs.get("default_rule"), source=attrs.get("source"),
                    source_fingerprint=attrs.get("source_fingerprint"),
-                   projection_release=attrs.get("projection_release"))
+                   projection_release=attrs.get("projection_release"),
+                   unit=PrivacyUnit.from_attrs(attrs.get("privacy_unit")))
 
     @property
     def delta_total(self) -> float:

@@ -34,12 +34,19 @@ def require_derived_from(artifact: Artifact, source: InputRef) -> None:
 
 def shared_rows(split: Split, artifact: Artifact, groups: tuple[str, ...]) -> int:
     """How many of the split's source rows are among the rows `artifact` was fitted or selected on (its
-    `rows/<group>` arrays); rows of different sources (fingerprints) never count as shared."""
+    `rows/<group>` arrays), or belong to a person who had rows there (its `persons/<group>`, where both name persons
+    alike); rows of different sources (fingerprints) never count as shared."""
     fingerprint = artifact.attrs.get("source_fingerprint")
     if fingerprint is None or fingerprint != split.source_fingerprint:
         return 0
+    shared = np.zeros(len(split.index), bool)
     used = [artifact.arrays[f"rows/{group}"] for group in groups if f"rows/{group}" in artifact.arrays]
-    return int(np.isin(split.index, np.concatenate(used)).sum()) if used else 0
+    if used:
+        shared |= np.isin(split.index, np.concatenate(used))
+    people = [artifact.arrays[f"persons/{group}"] for group in groups if f"persons/{group}" in artifact.arrays]
+    if people and split.same_persons(artifact.attrs.get("persons")):
+        shared |= np.isin(split.persons, np.concatenate(people))
+    return int(shared.sum())
 
 
 @dataclass(frozen=True)

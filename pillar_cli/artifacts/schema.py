@@ -28,9 +28,10 @@ RUN_COLUMNS: dict[str, tuple[str, Any]] = {
 # per kind: array name → (allowed dtype kinds, rank); `{split}` stands for every split present
 ARRAYS: dict[str, dict[str, tuple[str, int]]] = {
     "embeddings": {"splits/{split}/features": (NUMBER, 2), "splits/{split}/index": (INTEGER, 1),
-                   "splits/{split}/labels": (INTEGER, 1)},
+                   "splits/{split}/labels": (INTEGER, 1), "splits/{split}/persons": (INTEGER, 1)},
     "embedding-shard": {"splits/{split}/features": (NUMBER, 2), "splits/{split}/index": (INTEGER, 1),
-                        "splits/{split}/labels": (INTEGER, 1), "splits/{split}/positions": (INTEGER, 1)},
+                        "splits/{split}/labels": (INTEGER, 1), "splits/{split}/positions": (INTEGER, 1),
+                        "splits/{split}/persons": (INTEGER, 1)},
     "projection": {"mean": (NUMBER, 1), "scale": (NUMBER, 1), "components": (NUMBER, 2),
                    "eigenvalues": (NUMBER, 1)},
     "model": {"mean": (NUMBER, 1), "scale": (NUMBER, 1)},  # and the run table, RUN_COLUMNS
@@ -55,10 +56,10 @@ ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
 }
 # attributes a kind may omit, but whose type is fixed when present
 OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "embeddings": {"split_roles": dict, "source_fingerprint": str, "splits": list},
+    "embeddings": {"split_roles": dict, "source_fingerprint": str, "splits": list, "persons": dict},
     "projection": {"row_l2_normalised": bool, "source_fingerprint": str, "public_choice": dict, "private_release": dict,
-                   "share_of_embedded": float, "fitted_on": dict},
-    "model": {"row_l2_normalised": bool, "private_fraction": (int, float), "source_fingerprint": str,
+                   "persons": dict, "share_of_embedded": float, "fitted_on": dict},
+    "model": {"row_l2_normalised": bool, "private_fraction": (int, float), "source_fingerprint": str, "persons": dict,
               "public_choice": dict, "public_data": dict, "noise": dict, "whole_file": dict, "mechanisms": dict,
               "features": dict, "trained_on": list, "projection_release": dict},
     "evaluation": {"overlap_rows": int, "public": dict},
@@ -87,8 +88,8 @@ def validate(kind: str, arrays: dict[str, np.ndarray], attrs: dict[str, Any], pa
     for pattern, (kinds, rank) in ARRAYS.get(kind, {}).items():
         for name in [pattern.format(split=s) for s in splits] if "{split}" in pattern else [pattern]:
             if name not in arrays:
-                if not name.endswith("/labels"):  # the public split has none
-                    refuse(f"has no dataset '/{name}'")
+                if not name.endswith(("/labels", "/persons")):  # the public split has no labels; persons are named
+                    refuse(f"has no dataset '/{name}'")  # where the source names them
             elif arrays[name].dtype.kind not in kinds or arrays[name].ndim != rank:
                 refuse(f"has a malformed dataset '/{name}' ({arrays[name].dtype}, {arrays[name].ndim}-d)")
     for check in _CONSISTENCY.get(kind, ()):
@@ -100,7 +101,7 @@ def validate(kind: str, arrays: dict[str, np.ndarray], attrs: dict[str, Any], pa
 def _rows_agree(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
     for split in splits:
         rows = len(arrays[f"splits/{split}/features"])
-        for field in ("index", "labels", "positions"):
+        for field in ("index", "labels", "positions", "persons"):
             name = f"splits/{split}/{field}"
             if name in arrays and len(arrays[name]) != rows:
                 return f"has {len(arrays[name])} {field} for {rows} feature rows in split '{split}'"

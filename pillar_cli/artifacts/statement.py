@@ -11,6 +11,7 @@ from pillar_cli.artifacts.chosen import ChosenBy
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import event_from_dict, headline
 from pillar_cli.privacy.ledger import Ledger
+from pillar_cli.privacy.unit import PrivacyUnit
 
 BASIS = {"trained_on": list, "rule": (dict, type(None)), "selected": str, "cells": int,
          "public_choice": (dict, type(None))}  # what a statement records of its head's training ("projection",
@@ -93,6 +94,7 @@ class Statement:
     basis: dict | None = None  # how the head was trained, which the words are made from
     noise: dict | None = None  # where its noise came from
     count: dict | None = None  # the row count it read (privacy/count.py RowCount.to_dict), None: none
+    unit: dict | None = None  # what neighbouring datasets differ by (privacy/unit.py PrivacyUnit.to_attrs)
 
     @classmethod
     def from_attrs(cls, attrs: dict) -> Statement:
@@ -114,4 +116,9 @@ class Statement:
         training = event if count is None else count.without_count(event)
         return Ledger(self.accountant, self.epsilon_target, self.epsilon, self.delta, *headline(training), self.steps,
                       self.clip, event, self.epsilon_is_upper_bound, "; ".join(self.covers), False,
-                      "; ".join(self.not_covered), count)
+                      "; ".join(self.not_covered), count, self.privacy_unit)
+
+    @property
+    def privacy_unit(self) -> PrivacyUnit:
+        """One training row, or one person (a statement written before units were recorded: a row)."""
+        return PrivacyUnit.from_attrs(self.unit)

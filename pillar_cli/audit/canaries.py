@@ -10,6 +10,10 @@ label on an all-zero row (its label's share of the bias taken out, which would o
 auditor guesses "in" for the `guesses` highest scores and "out" for the `guesses` lowest (numbers fixed in
 advance), and bound.py turns the correct guesses into ε_lb. The noise can be scaled by a planted factor (tests of
 the audit's power only); the claimed ε is always that of the calibrated, unscaled noise.
+
+With `rows_per_canary` r > 1 every canary is a person of r identical rows, included or left out whole: with the
+person as the privacy unit the head bounds each person's contribution (linear/persons.py) and the bound must stay
+below the claim; with the row as the unit it does not, and the audit can find more than the per-row ε claims.
 """
 
 from __future__ import annotations
@@ -22,11 +26,12 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.audit.bound import epsilon_lower_bound
-from pillar_cli.errors import UsageError, param
+from pillar_cli.errors import UsageError, check_one_of, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
 from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, spent_epsilon, validate_budget
 from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.unit import PERSON, ROW, PrivacyUnit
 from pillar_cli.projection import LinearMap, project
 
 CANARY_VALUE = 10.0  # the canary's coordinate: its clipped gradient is 99.5 % in that coordinate, 10 % bias
@@ -42,10 +47,15 @@ class AuditSettings:
     seed: int = 0
     noise_scale: float = 1.0  # a planted bug for tests of the audit: 0 skips the noise, 0.1 scales it
     clip_scale: float = 1.0  # another: the clipping norm scaled up (the noise's absolute scale kept)
+    rows_per_canary: int = 1  # r > 1: each canary is a person of r identical rows
+    unit: str = "row"  # the privacy unit the audited training runs with: row or person
 
     def __post_init__(self) -> None:
         if self.canaries < 10:
             raise UsageError(f"{param('canaries')} must be at least 10 (got {self.canaries})")
+        if self.rows_per_canary < 1:
+            raise UsageError(f"{param('canary_rows')} must be at least 1 (got {self.rows_per_canary})")
+        check_one_of((ROW, PERSON))("privacy_unit", self.unit)
         if not 0 < self.confidence < 1:
             raise UsageError(f"{param('confidence')} must be in (0, 1) (got {self.confidence})")
         if not 1 <= self.per_side <= self.canaries // 2:
@@ -98,16 +108,22 @@ def run_audit(method: Method, data: SweepData, k: int | None, epsilon: float, co
         raise UsageError(f"an audit needs a private configuration: {param('epsilon')} must be finite")
     validate_budget(epsilon, privacy.delta, len(data.private_x))
     canaries = Canaries.plant(method, data, k, settings)
-    audited, mapping, config, canary_rows = canaries.data, canaries.mapping, canaries.scaled(config), canaries.rows
-    included, labels, m = canaries.included, canaries.labels, settings.canaries
-    rate, steps = method.mechanism(config, RowCount.exact(len(audited.private_x)))  # the auditor's own rows
+    privacy = replace(privacy, unit=PrivacyUnit.resolve(settings.unit, canaries.data.persons_from))
+    if privacy.unit.is_person and not method.bounds_persons:
+        raise UsageError(f"method '{method.name}' bounds one row's contribution, not one person's: audit it with "
+                         f"{param('privacy_unit')} row")
+    audited, mapping, canary_rows = canaries.data, canaries.mapping, canaries.rows
+    config, included, labels, m = canaries.scaled(config, privacy.unit), canaries.included, canaries.labels, \
+        settings.canaries
+    units = RowCount.exact(audited.units(privacy.unit))  # the auditor's own rows or persons
+    rate, steps = method.mechanism(config, units)
     sigma = calibrate_noise(privacy.accountant, epsilon, privacy.delta, rate, steps)
     if settings.clip_scale != 1 and method.normalises_rows:
         raise UsageError(f"method '{method.name}' scales its rows to unit norm: it has no clipping to skip")
     planted = replace(privacy, clip=privacy.clip * settings.clip_scale)  # noise σ·clip: σ scaled down to match
     cell = Cell(audited, mapping, mapping.width(), epsilon, [config], planted, "fast", device,
                 method.options_or_defaults(options),
-                noise=lambda rate, steps: settings.noise_scale * sigma / settings.clip_scale)
+                noise=lambda rate, steps: settings.noise_scale * sigma / settings.clip_scale, count=units)
     (run,) = method.train_cell(cell)
     rows = method.features(mapping, canary_rows, mapping.width())
     scores = _losses(run.head, np.zeros_like(rows), labels) - _losses(run.head, rows, labels)
@@ -121,18 +137,21 @@ def run_audit(method: Method, data: SweepData, k: int | None, epsilon: float, co
 @dataclass(frozen=True)
 class Canaries:
     """The audited training set: the real private rows (padded with the canaries' coordinates) and the included
-    canaries, and how many rows there were before them."""
+    canaries (r rows each), and how many units (rows, or persons) there were before them."""
 
     data: SweepData
     mapping: CanaryMap
     rows: np.ndarray  # (m, D + m) every canary's row, in or out
     included: np.ndarray
     labels: np.ndarray
-    real_rows: int
+    real: SweepData
 
-    def scaled(self, config: RunConfig) -> RunConfig:
-        """The configuration with its batch size scaled so that its sampling rate stays (0: all rows stays)."""
-        batch = config.batch_size and max(1, round(config.batch_size * len(self.data.private_x) / self.real_rows))
+    def scaled(self, config: RunConfig, unit: PrivacyUnit) -> RunConfig:
+        """The configuration with its batch size scaled so that its sampling rate over the unit stays (0: all
+        stays)."""
+        real = len(self.real.private_x) if self.real.private_persons is None or not unit.is_person else \
+            self.real.units(unit)
+        batch = config.batch_size and max(1, round(config.batch_size * self.data.units(unit) / real))
         return replace(config, batch_size=batch)
 
     @classmethod
@@ -143,11 +162,16 @@ class Canaries:
         m, num_classes = settings.canaries, data.num_classes
         included, labels = rng.random(m) < 0.5, rng.integers(num_classes, size=m)
         rows = np.hstack([np.tile(data.pca.mean_, (m, 1)), CANARY_VALUE * np.eye(m)]).astype(np.float32)
-        private = np.vstack([_pad(data.private_x, m), rows[included]])
-        audited = SweepData(data.pca, private, np.concatenate([data.private_y, labels[included]]), None, None,
-                            num_classes, None if data.public_x is None else _pad(data.public_x, m))
-        return cls(audited, CanaryMap(data.pca, k if method.projects else None, m), rows, included, labels,
-                   len(data.private_x))
+        r, inside = settings.rows_per_canary, np.flatnonzero(included)
+        private = np.vstack([_pad(data.private_x, m), np.repeat(rows[inside], r, axis=0)])
+        real = np.arange(len(data.private_x)) if data.private_persons is None else data.private_persons
+        persons = np.concatenate([real, real.max(initial=-1) + 1 + np.repeat(np.arange(len(inside)), r)])
+        grouped = settings.unit == PERSON or r > 1 or data.private_persons is not None
+        audited = SweepData(data.pca, private, np.concatenate([data.private_y, np.repeat(labels[inside], r)]), None,
+                            None, num_classes, None if data.public_x is None else _pad(data.public_x, m),
+                            private_persons=persons if grouped else None,
+                            persons_from=f"the private rows' persons and {r} rows a canary" if grouped else None)
+        return cls(audited, CanaryMap(data.pca, k if method.projects else None, m), rows, included, labels, data)
 
 
 def _pad(rows: np.ndarray, canaries: int) -> np.ndarray:

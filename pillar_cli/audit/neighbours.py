@@ -2,7 +2,8 @@
 
 The pipeline that makes the shipped files (train-private with the user's options → release of every cell → export
 in each format) runs R times on the data and R times on the data with one training row removed, each run in a
-directory of its own under the same file names, so that paths and command lines agree. Every stored value of every
+directory of its own under the same file names, so that paths and command lines agree. With the person as the
+privacy unit the neighbouring side has one whole person removed (every private row of theirs) instead. Every stored value of every
 shipped file (HDF5 attributes, parsed down to JSON leaves, and datasets; ONNX metadata and tensors; TorchScript
 archive members and its extra file; safetensors metadata and tensors) is compared: a value that is the same in every
 run on one side, the same in every run on the other, and differs between the sides is a deterministic function of
@@ -52,6 +53,7 @@ class NeighbourPlan:
     formats: list[str]
     runs: int = 3
     removed_row: int = 0
+    remove_person: bool = False  # remove every private row of removed_row's person, not the row alone
 
     def __post_init__(self) -> None:
         if unknown := sorted(set(self.formats) - set(FILE_FORMATS)):
@@ -63,8 +65,8 @@ class NeighbourPlan:
 
 def neighbours(embeddings: Path, plan: NeighbourPlan, workdir: Path, run: Runner) -> tuple[list[Finding], list[str]]:
     """Run the plan on both sides and compare; (the deterministic values found, the shipped files compared)."""
-    sides = {"with": _side(workdir / "with", embeddings, None), "without": _side(workdir / "without", embeddings,
-                                                                                   plan.removed_row)}
+    sides = {"with": _side(workdir / "with", embeddings, None, False),
+             "without": _side(workdir / "without", embeddings, plan.removed_row, plan.remove_person)}
     shipped = {side: [_pipeline(directory, plan, run, number) for number in range(plan.runs)]
                for side, directory in sides.items()}
     names = sorted(set().union(*(files for runs in shipped.values() for files in runs)))
@@ -106,8 +108,9 @@ def stored_values(path: Path) -> dict[str, str]:
     raise UsageError(f"{path}: not a file the neighbours check can read")
 
 
-def _side(directory: Path, embeddings: Path, removed_row: int | None) -> Path:
-    """A directory holding emb.h5: the embeddings as they are, or with private row `removed_row` removed."""
+def _side(directory: Path, embeddings: Path, removed_row: int | None, remove_person: bool) -> Path:
+    """A directory holding emb.h5: the embeddings as they are, or with private row `removed_row` removed (with
+    `remove_person`: every private row of its person)."""
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / "emb.h5"
     if removed_row is None:
@@ -117,10 +120,16 @@ def _side(directory: Path, embeddings: Path, removed_row: int | None) -> Path:
     rows = len(artifact.arrays["splits/private/features"])
     if not 0 <= removed_row < rows:
         raise UsageError(f"{param('remove_row')} {removed_row} is not a row of the private split (0..{rows - 1})")
-    for column in ("features", "labels", "index"):
+    removed = [removed_row]
+    if remove_person:
+        if "splits/private/persons" not in artifact.arrays:
+            raise UsageError(f"{param('remove_person', True)} needs embeddings that name each row's person")
+        persons = np.asarray(artifact.arrays["splits/private/persons"])
+        removed = np.flatnonzero(persons == persons[removed_row])
+    for column in ("features", "labels", "index", "persons"):
         name = f"splits/private/{column}"
         if name in artifact.arrays:
-            artifact.arrays[name] = np.delete(np.asarray(artifact.arrays[name]), removed_row, axis=0)
+            artifact.arrays[name] = np.delete(np.asarray(artifact.arrays[name]), removed, axis=0)
     provenance = artifact.provenance
     artifacts.write(target, artifact, inputs=provenance.inputs, config=provenance.config, command=provenance.command)
     return directory

@@ -85,7 +85,7 @@ def run_white_box_audit(method: Method, data: SweepData, k: int | None, epsilons
     for epsilon in epsilons:
         validate_budget(epsilon, privacy.delta, len(data.private_x))
     canaries = Canaries.plant(method, data, k, settings)
-    model = _model_file(method, canaries, epsilons, [canaries.scaled(config) for config in configs], privacy,
+    model = _model_file(method, canaries, epsilons, [canaries.scaled(config, privacy.unit) for config in configs], privacy,
                         method.options_or_defaults(options))
     rules = list(_attacks(model, canaries))
     level = 1 - (1 - settings.confidence) / len(rules)

@@ -69,6 +69,12 @@ def audit(
     runs: int = typer.Option(3, help="--neighbours: runs on each side. A value only noise moves can repeat by chance "
                              "when it takes few values (a k, a step count); more runs make that rarer."),
     remove_row: int = typer.Option(0, help="--neighbours: the private row removed on the neighbouring side."),
+    remove_person: bool = typer.Option(False, "--remove-person", help="--neighbours: remove every private row of "
+                                       "--remove-row's person (the person as the privacy unit)."),
+    canary_rows: int = typer.Option(1, help="Rows per canary: above 1 each canary is a person of that many identical "
+                                    "rows, in or out whole."),
+    privacy_unit: str = typer.Option("row", help="The unit the audited configuration protects: row or person (each "
+                                     "person's gradient sum clipped; the canaries are persons)."),
     workdir: Optional[Path] = typer.Option(None, help="--neighbours: where the runs are written and kept (default: "
                                            "a temporary folder, removed afterwards)."),
     white_box: bool = typer.Option(False, "--white-box", help="Attack the model FILE the configuration writes at "
@@ -97,7 +103,7 @@ def audit(
     if ledger is not None:
         return _check_ledger(ledger, as_json)
     if neighbours:
-        return check_neighbours(embeddings, train, fit_pca, export, runs, remove_row, workdir, as_json)
+        return check_neighbours(embeddings, train, fit_pca, export, runs, remove_row, remove_person, workdir, as_json)
     if embeddings is None or projection is None:
         raise UsageError("give the embeddings and --projection of the configuration to audit, or --ledger MODEL")
     if out is not None:
@@ -113,8 +119,9 @@ def audit(
     options = audited.make_options(method_options)
     configuration = {"method": method, **({"options": dataclasses.asdict(options)} if options else {}), "k": k,
                      "epsilon": eps, "delta": delta, "accountant": accountant, "lr": lr, "steps": steps,
-                     "batch_size": batch, "clip": clip, "seed": seed, "plant": plant}
-    settings = AuditSettings(canaries, guesses, confidence, seed)
+                     "batch_size": batch, "clip": clip, "seed": seed, "plant": plant, "canary_rows": canary_rows,
+                     "privacy_unit": privacy_unit}
+    settings = AuditSettings(canaries, guesses, confidence, seed, rows_per_canary=canary_rows, unit=privacy_unit)
     audit_run = _white_box if white_box else _canary_audit
     audit_run(ctx, out, refs, audited, options, data, k_value, epsilons, configs, privacy, settings, configuration,
               as_json)
@@ -174,7 +181,8 @@ def _data(embeddings: str, projection: Path) -> tuple[SweepData, list[artifacts.
     projection_artifact = artifacts.read(projection, "projection")
     artifacts.require_derived_from(projection_artifact, private.ref)
     pca = read_projection(projection_artifact)
-    data = SweepData(pca, private.features, private.labels, None, None, private.num_classes)
+    data = SweepData(pca, private.features, private.labels, None, None, private.num_classes,
+                     private_persons=private.persons, persons_from=private.grouping and private.grouping.get("source"))
     return data, [private.ref, projection_artifact.ref()]
 
 

@@ -57,9 +57,11 @@ def export(
     if sign is not None:
         sign_file(out, sign)
     if as_json:
-        return print_json({"output": str(out), "format": fmt, "input": reads, "privacy": released.privacy.summary})
+        return print_json({"output": str(out), "format": fmt, "input": reads, "privacy": released.privacy.summary,
+                           "unit": released.privacy.privacy_unit.described})
     stdout.print(f"{out}: {fmt}, reads {reads}, outputs the probabilities of {len(released.class_names)} classes; "
-                 f"ε = {released.privacy.epsilon:.4g}, δ = {released.privacy.delta:g} inside the file")
+                 f"ε = {released.privacy.epsilon:.4g}, δ = {released.privacy.delta:g} for "
+                 f"{released.privacy.privacy_unit.described}, inside the file")
 
 
 def card_metrics(evaluation: Evaluation, released: Classifier) -> dict:

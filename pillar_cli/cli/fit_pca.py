@@ -107,7 +107,8 @@ def _fit_private(ctx: typer.Context, embeddings: str | None, out: Path, k_max: i
         raise UsageError(f"--dp-delta must be in (0, 1) (got {delta})")
     check_output(out, [artifacts.parse_ref(embeddings)[0]], force=force)
     private = artifacts.read_split(embeddings)
-    pca, release = fit_private_pca(private.features, k_max, epsilon, delta, accountant, noise_source(noise_seed))
+    pca, release = fit_private_pca(private.features, k_max, epsilon, delta, accountant, noise_source(noise_seed),
+                                   private.persons, private.grouping and private.grouping.get("source"))
     save(ctx, out, private_projection_artifact(pca, private, release), [private.ref])
     _report(out, pca, as_json)
 

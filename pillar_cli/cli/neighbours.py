@@ -20,14 +20,14 @@ from pillar_cli.version import PROGRAM
 
 
 def check_neighbours(embeddings: str | None, train: str, fit_pca: str, export: str, runs: int, removed_row: int,
-                     workdir: Path | None, as_json: bool) -> None:
+                     remove_person: bool, workdir: Path | None, as_json: bool) -> None:
     """Run the check of the pipeline train-private (options `train`, quoted as on a command line) → release →
     export (the comma-separated formats `export`) in `workdir` (kept) or a temporary folder; print what it found;
     exit 5 if anything."""
     if embeddings is None:
         raise UsageError("give the embeddings whose pipeline the neighbours check runs")
     formats = [name.strip() for name in export.split(",") if name.strip()]
-    plan = NeighbourPlan(shlex.split(train), shlex.split(fit_pca), formats, runs, removed_row)
+    plan = NeighbourPlan(shlex.split(train), shlex.split(fit_pca), formats, runs, removed_row, remove_person)
     folder = workdir or Path(tempfile.mkdtemp(prefix="pillar-neighbours-"))
     try:
         findings, files = neighbours(Path(embeddings).resolve(), plan, folder, _run_in_folder)
@@ -36,13 +36,16 @@ def check_neighbours(embeddings: str | None, train: str, fit_pca: str, export: s
             shutil.rmtree(folder, ignore_errors=True)
     rows = [vars(finding) for finding in findings]
     if as_json:
-        print_json({"files": files, "runs_per_side": plan.runs, "removed_row": plan.removed_row, "findings": rows})
+        print_json({"files": files, "runs_per_side": plan.runs, "removed_row": plan.removed_row,
+                    "removed": "its person" if remove_person else "the row", "findings": rows})
     elif rows:
         print_table(f"{len(rows)} stored value(s) follow the private rows deterministically", rows,
                     ["file", "value", "with_row", "without_row"])
     else:
-        stderr.print(f"{len(files)} shipped files, {plan.runs} runs with and without private row "
-                     f"{plan.removed_row}: no stored value follows the private rows deterministically")
+        removed = f"the person of private row {plan.removed_row}" if remove_person else \
+            f"private row {plan.removed_row}"
+        stderr.print(f"{len(files)} shipped files, {plan.runs} runs with and without {removed}: no stored value "
+                     "follows the private rows deterministically")
     if findings:
         raise PrivacyError(f"{len(findings)} stored value(s) of the shipped files are a deterministic function of the "
                            f"private rows (first: {findings[0].file} {findings[0].value})")

@@ -51,6 +51,7 @@ def release(
         return print_json({"output": str(out), **chosen, "privacy": statement.to_attrs()})
     stdout.print(f"{out}: cell {chosen['cell']}, seed {chosen['seed']} (of {', '.join(map(str, chosen['seeds']))}), "
                  f"hyper-parameters chosen {chosen['selected']}")
-    stdout.print(f"ε = {statement.epsilon:.4g}, δ = {statement.delta:g} ({statement.accountant})")
+    stdout.print(f"ε = {statement.epsilon:.4g}, δ = {statement.delta:g} ({statement.accountant}) for "
+                 f"{statement.neighbouring}")
     stdout.print("covers: " + "; ".join(statement.covers))
     stdout.print("does not cover: " + "; ".join(statement.not_covered))

@@ -64,6 +64,10 @@ OTHER_PUBLIC = typer.Option(False, "--other-public", help="Accept a projection f
 ENGINE = typer.Option("fast", help="fast (exact, batched) or opacus (GradSampleModule reference; slow).")
 DEVICE = typer.Option("auto", help="Fast engine's device: auto (CUDA when present), cpu, cuda, cuda:N. "
                       "With --noise-seed, CPU and CUDA runs share batches, not noise draws.")
+PRIVACY_UNIT = typer.Option("auto", help="What the guarantee protects: row (one training row), person (all of one "
+                            "person's rows: persons sampled, each person's gradient sum clipped to --clip, the count "
+                            "of persons released), or auto (person where the embeddings name each row's person, "
+                            "else row).")
 DRY_RUN = typer.Option(False, "--dry-run", help="Print every run's k, lr, steps, batch size, sampling rate and σ as "
                        "the plan sets them, from the exact number of rows (nothing is released, trained or written).")
 
@@ -81,7 +85,7 @@ def sweep_request(params: dict[str, Any]) -> SweepRequest:
         select=_selection(params["select"], params["trials"], params["trials_shape"], params["score_share"]),
         shard=parse_shard(params["shard"]), method_options=options_by_method(params),
         **{name: params[name] for name in ("momentum", "weight_decay", "ema", "delta", "clip", "accountant",
-                                           "noise_seed", "n_public", "val", "engine", "device")})
+                                           "noise_seed", "n_public", "val", "engine", "device", "privacy_unit")})
 
 
 def sweep_sources(params: dict[str, Any]) -> SweepSources:

@@ -14,9 +14,10 @@ from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseS
 from pillar_cli.cli.method_flags import method_flags
 from pillar_cli.cli.sweep_tables import print_model, print_plan
 from pillar_cli.cli.sweep_options import (ACCOUNTANT, BATCH_SIZE, CLIP, DELTA, DEVICE, DRY_RUN, EMA, ENGINE, EPS, LR,
-                                          METHOD, MOMENTUM, OTHER_PUBLIC, PRIVATE_FRACTION, PUBLIC_LABELLED, RIDGE,
-                                          SCORE_SHARE, SEED, SELECT, SHARD, STEPS, TRIALS, TRIALS_SHAPE, VAL,
-                                          WARM_START, WEIGHT_DECAY, K, sweep_request, sweep_sources)
+                                          METHOD, MOMENTUM, OTHER_PUBLIC, PRIVACY_UNIT, PRIVATE_FRACTION,
+                                          PUBLIC_LABELLED, RIDGE, SCORE_SHARE, SEED, SELECT, SHARD, STEPS, TRIALS,
+                                          TRIALS_SHAPE, VAL, WARM_START, WEIGHT_DECAY, K, sweep_request,
+                                          sweep_sources)
 from pillar_cli.methods.catalog import METHODS
 from pillar_cli.methods.inputs import SweepInputs, SweepSources, read_sweep_inputs
 from pillar_cli.methods.plan import plan_sweep
@@ -39,6 +40,7 @@ def train_private(
     eps: str = EPS,
     delta: float = DELTA,
     n_public: bool = NPublicOption,
+    privacy_unit: str = PRIVACY_UNIT,
     lr: str = LR,
     steps: str = STEPS,
     batch_size: str = BATCH_SIZE,

@@ -8,6 +8,7 @@ from typing import Callable
 
 import numpy as np
 
+from pillar_cli.data.groups import Groups
 from pillar_cli.errors import UsageError, param
 
 
@@ -20,7 +21,9 @@ def no_labels(n: int) -> np.ndarray:
 class Dataset:
     """Raw data of one source. `inputs` are uint8 images (N, H, W, C) or float32 vectors (N, D), as numpy arrays or
     lazily read array-likes indexed with sorted row ids (an h5py dataset, image files decoded when read);
-    `fingerprint` is set by readers of lazy data. Inputs to classify may come without labels (no class names)."""
+    `fingerprint` is set by readers of lazy data. Inputs to classify may come without labels (no class names).
+    `groups`: the person of every row (train part, then test part), where the source names them; None: each row
+    is its own person."""
 
     name: str
     inputs: np.ndarray
@@ -30,6 +33,7 @@ class Dataset:
     test_labels: np.ndarray | None = None
     fingerprint_hint: str | None = None
     reopen: Callable[[], Dataset] | None = None  # lazy sources: a fresh handle for a worker process
+    groups: Groups | None = None
 
     @property
     def labelled(self) -> bool:
@@ -118,10 +122,12 @@ class Dataset:
         subset = replace(self, inputs=_take(self.inputs, train), labels=self.labels[train], reopen=None,
                          fingerprint_hint=None if self.fingerprint_hint is None else
                          f"{self.fingerprint_hint}|subset:{limit}:{fraction}:{seed}")
+        kept = train
         if self.test_inputs is not None:
             test = keep(len(self.test_inputs))
             subset = replace(subset, test_inputs=_take(self.test_inputs, test), test_labels=self.test_labels[test])
-        return subset
+            kept = np.concatenate([train, len(self.inputs) + test])
+        return subset if self.groups is None else replace(subset, groups=self.groups.take(kept))
 
 
 def _take(inputs: np.ndarray, ids: np.ndarray) -> np.ndarray:

@@ -31,6 +31,18 @@ def dicom_depth(file: str) -> int:
     return 16 if int(getattr(dataset, "BitsStored", 8)) > 8 and not colour else 8
 
 
+def patient_ids(files: list[str]) -> list[str] | None:
+    """Each file's PatientID (headers read, not pixels); None when no file records one. A file without one among
+    files with one is refused: its person would be unknown."""
+    ids = [str(getattr(_read(file, file, stop_before_pixels=True), "PatientID", "") or "").strip() for file in files]
+    if not any(ids):
+        return None
+    if not all(ids):
+        raise DataError(f"{files[ids.index('')]} records no PatientID, other files do: every file needs its patient",
+                        hint="add it, or map files to persons with param groups=FILE.csv")
+    return ids
+
+
 def _read(file: str | BinaryIO, name: str, **options):
     try:
         import pydicom

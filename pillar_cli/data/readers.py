@@ -11,6 +11,7 @@ import h5py
 import numpy as np
 
 from pillar_cli.data.dataset import Dataset, no_labels
+from pillar_cli.data.groups import array_groups, file_groups, manifest_groups
 from pillar_cli.data.image_files import IMAGE_SUFFIXES, ImageFiles, image_files_in
 from pillar_cli.data.labels import encode_labels
 from pillar_cli.errors import DataError
@@ -38,7 +39,7 @@ def load_h5(path: Path) -> dict[str, np.ndarray]:
 
 def read_array_file(path: Path, arrays: dict[str, np.ndarray]) -> Dataset:
     """Arrays named x/y (aliases allowed), optional x_test/y_test. 2-D x is vectors; 3/4-D uint8 is images. Without
-    any labels the rows (x, then x_test) are unlabelled inputs."""
+    any labels the rows (x, then x_test) are unlabelled inputs. `groups` (`groups_test`) name persons (data/groups.py)."""
     found = {role: next((arrays[n] for n in names if n in arrays), None) for role, names in _ARRAY_NAMES.items()}
     if found["x"] is None:
         raise DataError(f"{path} needs arrays 'x' and 'y' (found: {', '.join(sorted(arrays)) or 'none'})")
@@ -57,7 +58,8 @@ def read_array_file(path: Path, arrays: dict[str, np.ndarray]) -> Dataset:
             raise DataError(f"{path}: x_test rows have shape {test_inputs.shape[1:]}, x rows {inputs.shape[1:]}")
     label_parts = [found["y"]] if found["y_test"] is None else [found["y"], found["y_test"]]
     (labels, *test_labels), names = encode_labels(str(path), *label_parts)
-    return Dataset(path.stem, inputs, labels, names, test_inputs, test_labels[0] if test_labels else None)
+    return Dataset(path.stem, inputs, labels, names, test_inputs, test_labels[0] if test_labels else None,
+                   groups=array_groups(path, arrays, len(inputs), 0 if test_inputs is None else len(test_inputs)))
 
 
 def _as_inputs(path: Path, x: np.ndarray) -> np.ndarray:
@@ -68,24 +70,28 @@ def _as_inputs(path: Path, x: np.ndarray) -> np.ndarray:
     raise DataError(f"{path}: x must be 2-D vectors or uint8/uint16 images (N,H,W[,C]); got {x.dtype} {x.shape}")
 
 
-def read_image_folder(root: Path, size: int | None, channels: int = 3, depth: int | None = None) -> Dataset:
+def read_image_folder(root: Path, size: int | None, channels: int = 3, depth: int | None = None,
+                      groups: Path | None = None) -> Dataset:
     """One sub-folder per class, the `torchvision.datasets.ImageFolder` layout (read by torchvision's own indexer,
     files in nested folders included); `root/train` + `root/test` of that layout give an own test split. The files
-    are indexed, not decoded (the first, for its size and bit depth, aside); `depth` None: the first file's."""
+    are indexed, not decoded (the first, for its size and bit depth, aside); `depth` None: the first file's;
+    `groups` maps files to persons (data/groups.py)."""
     if (root / "train").is_dir() and (root / "test").is_dir():
         class_names = _class_folders(root / "train")
         train, train_labels = _index_class_folders(root / "train", class_names, size, None, channels, depth)
         test, test_labels = _index_class_folders(root / "test", class_names, size, train.shape[1:], channels,
                                                  train.depth)
         return Dataset(root.name, train, train_labels, class_names, test, test_labels,
-                       fingerprint_hint=f"{train.fingerprint(root, train_labels)}|{test.fingerprint(root, test_labels)}")
+                       fingerprint_hint=f"{train.fingerprint(root, train_labels)}|{test.fingerprint(root, test_labels)}",
+                       groups=file_groups(train.files + test.files, root, groups))
     if root.is_dir() and image_files_in(root) and not _class_folders(root, required=False):
         images = ImageFiles(image_files_in(root), size, channels=channels, depth=depth)  # inputs to classify
         labels = no_labels(len(images))
         return Dataset(root.name, images, labels, [], fingerprint_hint=images.fingerprint(root, labels))
     class_names = _class_folders(root)
     images, labels = _index_class_folders(root, class_names, size, None, channels, depth)
-    return Dataset(root.name, images, labels, class_names, fingerprint_hint=images.fingerprint(root, labels))
+    return Dataset(root.name, images, labels, class_names, fingerprint_hint=images.fingerprint(root, labels),
+                   groups=file_groups(images.files, root, groups))
 
 
 def _class_folders(root: Path, required: bool = True) -> list[str]:
@@ -219,13 +225,15 @@ def hash_head(array: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
 
 
-def read_manifest(path: Path, size: int | None, channels: int = 3, depth: int | None = None) -> Dataset:
-    """A CSV manifest of `path,label` rows (header optional; paths relative to the manifest); labels by name. The
-    files are indexed, not decoded. A manifest of paths alone lists unlabelled inputs."""
+def read_manifest(path: Path, size: int | None, channels: int = 3, depth: int | None = None,
+                  groups: Path | None = None) -> Dataset:
+    """A CSV manifest of `path,label` rows (header optional; paths relative to the manifest); labels by name; a third
+    column, or `groups`, names persons (data/groups.py). The files are indexed, not decoded. A manifest of paths
+    alone lists unlabelled inputs."""
     with open(path, newline="") as handle:
         rows = [row for row in csv.reader(handle) if row]
-    if rows and rows[0][:2] in (["path", "label"], ["path"]):
-        rows = rows[1:]
+    header = rows[0] if rows and rows[0][:2] in (["path", "label"], ["path"]) else None
+    rows = rows[1:] if header else rows
     if rows and all(len(row) == 1 for row in rows):  # inputs to classify (pillar predict)
         images = ImageFiles(_existing([path.parent / row[0] for row in rows]), size, channels=channels, depth=depth)
         labels = no_labels(len(rows))
@@ -236,7 +244,8 @@ def read_manifest(path: Path, size: int | None, channels: int = 3, depth: int | 
     files = _existing([path.parent / row[0] for row in rows])
     labels = np.array([class_names.index(row[1]) for row in rows], dtype=np.int64)
     images = ImageFiles(files, size, channels=channels, depth=depth)
-    return Dataset(path.stem, images, labels, class_names, fingerprint_hint=images.fingerprint(path.parent, labels))
+    return Dataset(path.stem, images, labels, class_names, fingerprint_hint=images.fingerprint(path.parent, labels),
+                   groups=manifest_groups(path, rows, header, files, groups))
 
 
 def _existing(files: list[Path]) -> list[str]:

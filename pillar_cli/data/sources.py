@@ -15,6 +15,7 @@ import numpy as np
 
 from pillar_cli.data import readers
 from pillar_cli.data.dataset import Dataset
+from pillar_cli.data.groups import groups_param
 from pillar_cli.data.disjunctions import DisjunctionFamily, disjunction_dataset, read_csv_rows
 from pillar_cli.data.idx import FASHION_MNIST_CLASSES, read_idx_folder
 from pillar_cli.errors import DataError, UsageError, param
@@ -168,13 +169,15 @@ def _csv(options: SourceOptions) -> Dataset:
     return read_csv_rows(options.require_path("csv"), labelled=label == "last")
 
 
-@register("npz", "arrays in a .npz file: x (or features) and y (or labels), optional x_test / y_test")
+@register("npz", "arrays in a .npz file: x (or features) and y (or labels), optional x_test / y_test; groups (and "
+          "groups_test) name each row's person")
 def _npz(options: SourceOptions) -> Dataset:
     path = options.require_path("npz")
     return readers.read_array_file(path, readers.load_npz(path))
 
 
-@register("h5", "arrays in a plain HDF5 file: datasets x (or features) and y (or labels), optional x_test / y_test")
+@register("h5", "arrays in a plain HDF5 file: datasets x (or features) and y (or labels), optional x_test / y_test; "
+          "groups (and groups_test) name each row's person")
 def _h5(options: SourceOptions) -> Dataset:
     path = options.require_path("h5")
     return readers.read_array_file(path, readers.load_h5(path))
@@ -182,19 +185,21 @@ def _h5(options: SourceOptions) -> Dataset:
 
 @register("image-folder", "PATH/<class>/*.png|jpg|tif (or PATH/train and PATH/test of those); param size=N resizes, "
           "channels=1 reads greyscale, depth=8|16 the bits a channel (default: the first file's; 16-bit PNG and "
-          "TIFF keep 16)")
+          "TIFF keep 16), groups=FILE.csv maps files to persons (file,group rows)")
 def _image_folder(options: SourceOptions) -> Dataset:
     size = int(options.number("size", 0)) or None
-    return readers.read_image_folder(options.require_path("image-folder"), size, options.channels(), options.depth())
+    return readers.read_image_folder(options.require_path("image-folder"), size, options.channels(), options.depth(),
+                                     groups_param(options.params))
 
 
 @register("dicom", "PATH/<class>/*.dcm (or a manifest of .dcm paths: --source manifest): DICOM through pydicom, "
           "rescale applied, the stored bit depth's range spread over 16 bits (8 if 8 are stored; param depth=8|16 "
-          "chooses), MONOCHROME1 inverted; greyscale unless param channels=3; param size=N resizes")
+          "chooses), MONOCHROME1 inverted; greyscale unless param channels=3; param size=N resizes; each file's "
+          "PatientID names its person (or param groups=FILE.csv)")
 def _dicom(options: SourceOptions) -> Dataset:
     size = int(options.number("size", 0)) or None
     return readers.read_image_folder(options.require_path("dicom"), size, options.channels(default=1),
-                                     options.depth())
+                                     options.depth(), groups_param(options.params))
 
 
 @register("cifar", "CIFAR-10/100 python pickle batches (cifar-10-batches-py or cifar-100-python folder)")
@@ -212,11 +217,12 @@ def _pcam(options: SourceOptions) -> Dataset:
     return readers.read_pcam(options.require_path("pcam"))
 
 
-@register("manifest", "CSV of path,label rows (paths relative to the CSV); param size=N resizes, channels=1 reads "
-          "greyscale, depth=8|16 the bits a channel (default: the first file's)")
+@register("manifest", "CSV of path,label rows (paths relative to the CSV), a third column naming each row's person "
+          "(path,label,PatientID); param size=N resizes, channels=1 reads greyscale, depth=8|16 the bits a channel "
+          "(default: the first file's)")
 def _manifest(options: SourceOptions) -> Dataset:
     return readers.read_manifest(options.require_path("manifest"), int(options.number("size", 0)) or None,
-                                 options.channels(), options.depth())
+                                 options.channels(), options.depth(), groups_param(options.params))
 
 
 @register("hf", "a Hugging Face dataset on disk: a save_to_disk folder or Parquet shards; images decoded when read; "

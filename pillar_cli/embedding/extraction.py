@@ -183,10 +183,11 @@ def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embe
         stream_split(embedder, dataset, ids, batch_size, store, name, on_batch, workers)
     skipped = store.skipped()
     bad = dataset.ids_of_files(set(skipped)) if skipped else np.empty(0, np.int64)
-    parts = {}
+    parts, persons = {}, None if dataset.groups is None else dataset.groups.persons
     for name, ids in splits.items():
         keep = ~np.isin(ids, bad)
-        parts[name] = (store.features(name, keep), ids[keep], None if name == "public" else dataset.labels_of(ids[keep]))
+        parts[name] = (store.features(name, keep), ids[keep], None if name == "public" else dataset.labels_of(ids[keep]),
+                       None if persons is None else persons[ids[keep]])
     images = len(dataset.inputs.shape) == 4
     attrs = {
         **at_depth(embedder.info(), pixel_depth(dataset.inputs) if images else None),
@@ -202,6 +203,8 @@ def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embe
         "feature_dim": embedder.feature_dim,
         **({"image_shape": list(dataset.inputs.shape[1:])} if images else {}),
         **({"skipped_files": skipped} if skipped else {}),
+        **({} if dataset.groups is None else {"persons": {"source": dataset.groups.source,
+                                                           "fingerprint": dataset.groups.fingerprint}}),
     }
     return embeddings_artifact(parts, attrs)
 

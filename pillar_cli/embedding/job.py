@@ -30,7 +30,8 @@ class EmbeddingJob:
     @classmethod
     def of(cls, dataset: Dataset, plan: SplitPlan, shard: tuple[int, int] = (0, 1)) -> EmbeddingJob:
         n_test = 0 if dataset.test_inputs is None else len(dataset.test_inputs)
-        splits = make_splits(len(dataset.inputs), n_test, plan)
+        persons = None if dataset.groups is None else dataset.groups.persons
+        splits = make_splits(len(dataset.inputs), n_test, plan, persons)
         return cls(dataset, plan, shard, splits, shard_splits(splits, shard))
 
     @property

@@ -18,7 +18,7 @@ from pillar_cli.embedding.extraction import options_digest
 from pillar_cli.errors import ArtifactError
 
 SHARD_KIND = "embedding-shard"
-PER_ROW_FIELDS = ("features", "index", "labels")
+PER_ROW_FIELDS = ("features", "index", "labels", "persons")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,5 +1,5 @@
 """The linear softmax head under DP-SGD: closed-form per-sample gradients (shared with GSD's linear probe), the
-exact engine (eager on the CPU, CUDA graphs on a GPU) and opacus as the reference it is tested against.
+exact engine (eager on the CPU, CUDA graphs on a GPU; persons.py: the person as the privacy unit) and opacus as the reference it is tested against.
 
 Methods and GSD build on it.
 

@@ -14,7 +14,9 @@ reproducible `NoiseSource` (experiments only) a configuration trains identically
 with the same step schedule step together, their batches side by side in one residual tensor, so per-step work
 other than the matmuls runs once per step. Poisson sampling draws geometric gaps between selected rows (an exact
 Bernoulli(q) process) in O(q·n) per step. The rate q = B/ñ and the updates' divisor q·ñ read the row count ñ a sweep
-released (privacy/count.py), never the exact n. On CUDA the same runs go through graphed.py (CUDA graphs).
+released (privacy/count.py), never the exact n. On CUDA the same runs go through graphed.py (CUDA graphs). With the
+person as the privacy unit (persons.py) a batch draws persons, and each person's clipped gradients are summed and
+clipped again; those runs take the eager path on every device.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ import numpy as np
 from pillar_cli.devices import resolve_device
 from pillar_cli.lazy import torch
 from pillar_cli.linear.graphed import GraphedLockstep, PaddedRows, steps_between
+from pillar_cli.linear.persons import PersonBatch, PersonLayout, clip_persons
+from pillar_cli.linear.rows import PrivateRows
 from pillar_cli.linear.sampling import PoissonSampler
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.randomness import SECRET, NoiseSource
@@ -85,31 +89,6 @@ def clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, features: to
     return sums[:, :-1].T, sums[:, -1]
 
 
-class PrivateRows:
-    """The private training rows as every step reads them: a batch comes back next to a column of ones (the bias
-    input), gathered into a reused buffer rather than from an augmented copy of the whole training set."""
-
-    def __init__(self, features: np.ndarray | torch.Tensor, labels: np.ndarray | torch.Tensor, clip: float | None,
-                 device: torch.device):
-        self.x = torch.as_tensor(features, dtype=torch.float32).to(device)  # no copy for float32 on the CPU
-        self.y = torch.as_tensor(labels, dtype=torch.int64).to(device)
-        # (‖x‖² + 1) / C²: row i's gradient norm² over C² is ‖p_i − e_{y_i}‖² times this
-        self.clip_scale = None if clip is None else \
-            torch.linalg.vector_norm(self.x, dim=1).square_().add_(1.0).div_(clip * clip)
-        self._buffer = torch.ones(0, self.x.shape[1] + 1, device=device)
-
-    def __len__(self) -> int:
-        return len(self.y)
-
-    def gather(self, batch: torch.Tensor, size: int) -> torch.Tensor:
-        """(size, d + 1): the features of the `size` row indices `batch` and a final column of ones."""
-        if size > len(self._buffer):
-            self._buffer = torch.ones(max(size, 2 * len(self._buffer)), self.x.shape[1] + 1, device=self.x.device)
-        rows = self._buffer[:size]
-        torch.index_select(self.x, 0, batch, out=rows[:, :-1])  # index_select: ~4x faster than advanced indexing
-        return rows
-
-
 @dataclass
 class _Stream:
     """Configurations sharing a seed and a batch size, sorted by decreasing steps (active ones are a prefix).
@@ -145,15 +124,18 @@ def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: in
                        noise_multipliers: list[float], clip: float | None, *, device: str = "cpu",
                        init: tuple[np.ndarray, np.ndarray] | None = None,
                        on_steps: Callable[[int], None] = lambda n: None, noise: NoiseSource = SECRET,
-                       count: RowCount | None = None) -> list[LinearHead]:
+                       count: RowCount | None = None, persons: np.ndarray | None = None) -> list[LinearHead]:
     """Train one linear head per configuration with Poisson-sampled, clipped, noised SGD (σ = 0: no noise);
     `device` is cpu, cuda[:N] or auto; `on_steps(n)` hears of n more steps done (summed over configurations);
     `noise` hands out the batches' and every head's generators (secret unless seeded for an experiment); `count`
     is the n that sampling rates and the updates' scale read (None: the exact number of rows, for references).
-    Runs that average their iterates (ema > 0) take the eager path on CUDA too."""
+    `persons` (each row's person): the person is the unit — batches draw persons, and each person's gradient sum is
+    clipped to `clip` (linear/persons.py); `count` and batch sizes are then of persons. Runs that average their
+    iterates (ema > 0) or train persons take the eager path on CUDA too."""
     dev = resolve_device(device)
-    graphed = dev.type == "cuda" and not any(c.ema for c in configs)
-    rows = PaddedRows(features, labels, clip, dev) if graphed else PrivateRows(features, labels, clip, dev)
+    graphed = dev.type == "cuda" and not any(c.ema for c in configs) and persons is None
+    layout = None if persons is None else PersonLayout(np.asarray(persons))
+    rows = PaddedRows(features, labels, clip, dev) if graphed else PrivateRows(features, labels, clip, dev, layout)
     members_of: dict[tuple[int, ...], list[list[int]]] = {}  # stream members, keyed by the stream's step schedule
     for seed, batch_size in sorted({(c.seed, c.batch_size) for c in configs}):
         members = sorted((g for g, c in enumerate(configs) if (c.seed, c.batch_size) == (seed, batch_size)),
@@ -272,6 +254,11 @@ def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Te
     read and write its own column block (strided, no copies) and the softmax, one-hot and norms run once. Reductions
     over classes run over the leading, contiguous dimension (a last dimension of C ≈ 10 does not vectorise on CPU)."""
     streams, classes, count, dim = heads.shape
+    persons = None
+    if rows.layout is not None:  # batches of persons: their rows, each person's gradient clipped below
+        expanded = [rows.layout.expand(b.cpu().numpy(), rows.x.device) for b in batches]
+        batches, widths, persons = [e.rows for e in expanded], [len(e.rows) for e in expanded], \
+            PersonBatch.joined(expanded)
     batch = batches[0] if streams == 1 else torch.cat(batches)
     total = sum(widths)
     xb = rows.gather(batch, total)
@@ -290,6 +277,8 @@ def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Te
     if rows.clip_scale is not None:
         squared_norms = torch.linalg.vecdot(residuals, residuals, dim=0)
         residuals.mul_(squared_norms.mul_(torch.index_select(rows.clip_scale, 0, batch)).clamp_min_(1.0).rsqrt_())
+        if persons is not None:
+            clip_persons(residuals, xb, persons, rows.clip)
     flat = residuals.view(classes * count, total)
     if streams == 1:
         return (flat @ xb).view(1, classes, count, dim)

@@ -12,18 +12,23 @@ from pillar_cli.methods.plan import val_role
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import SweepResult, run_sweep, with_projection_release
+from pillar_cli.privacy.unit import persons_of
 from pillar_cli.projection import PublicPCA
+from pillar_cli.projection.private_pca import require_unit_covered
 
 
 def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: np.ndarray | None = None, *,
           projection: PublicPCA | None = None, public: np.ndarray | None = None,
-          public_labelled: tuple[np.ndarray, np.ndarray] | None = None, **request: Any) -> SweepResult:
+          public_labelled: tuple[np.ndarray, np.ndarray] | None = None, groups: Any = None, groups_val: Any = None,
+          **request: Any) -> SweepResult:
     """Train every (method, k, ε) × (lr, steps, batch size, seed) on the private rows (X, y) and choose one run per
     (method, k, ε) and seed with (X_val, y_val). Labels are class indices 0..C−1. `public` fits the projection (or
     pass a fitted `projection`); adadps reads `public_labelled` = (X_pub, y_pub). The keyword arguments are a
     `SweepRequest`'s (methods/request.py), train-private's options by their Python names, with its defaults:
     method, k, epsilon, delta, accountant, clip, lr, steps, batch_size, seed, momentum, weight_decay, ridge, ema,
-    select, val, engine, device, method_options, noise_seed, n_public — lists where the command takes a list.
+    select, val, engine, device, method_options, noise_seed, n_public, privacy_unit — lists where the command takes
+    a list. `groups` (and `groups_val` for X_val) give each row's person: with privacy_unit "auto" (the default) or
+    "person" the guarantee is then per person (privacy/unit.py).
 
     k, lr and steps "auto" follow the default rule of methods/rules.py (from the row count, ε and the batch size; one
     value per ε, nothing to choose on val); k None means all features. `select`: "val" (the result's `selection`
@@ -48,6 +53,12 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
         raise UsageError(f"{param('val')} train needs val rows to train on (X_val, y_val)")
     if role == "train" and X_val is not None:
         x, labels = np.concatenate([x, np.asarray(X_val, dtype=np.float32)]), np.concatenate([labels, y_val])
+        if groups is not None:
+            if groups_val is None:
+                raise UsageError(f"{param('groups_val')} must name the persons of the val rows, which train beside X")
+            groups = np.concatenate([np.asarray(groups), np.asarray(groups_val)])
+    persons = None if groups is None else persons_of(groups, len(x))
+    require_unit_covered(getattr(pca, "private_release_", None), asked.privacy_unit, persons is not None)
     if role != "select":
         X_val = y_val = None
     num_classes = int(max(labels.max(), -1 if y_val is None else np.max(y_val))) + 1
@@ -55,5 +66,6 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
                      None if y_val is None else np.asarray(y_val), num_classes,
                      None if public is None else np.asarray(public, dtype=np.float32),
                      public_labelled=None if public_labelled is None else
-                     (np.asarray(public_labelled[0], dtype=np.float32), np.asarray(public_labelled[1])))
+                     (np.asarray(public_labelled[0], dtype=np.float32), np.asarray(public_labelled[1])),
+                     private_persons=persons, persons_from=None if persons is None else "the groups given")
     return with_projection_release(run_sweep(data, asked), asked, pca)

@@ -22,6 +22,7 @@ from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.privacy import Event, calibrate_noise, spent_epsilon
 from pillar_cli.privacy.count import COUNT_SHARE, RowCount
 from pillar_cli.privacy.file_guarantee import ReleasedHead
+from pillar_cli.privacy.unit import PrivacyUnit
 from pillar_cli.projection import LinearMap, PublicPCA, project
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -56,6 +57,7 @@ class PrivacySettings:
     noise: NoiseSource = SECRET  # where every private draw comes from (seeded only for experiments: NOT DP)
     n_public: bool = False  # the number of training rows is public knowledge: read exactly, no noisy count
     count_share: float = COUNT_SHARE  # the noisy count's share of the smallest target's μ² (privacy/count.py)
+    unit: PrivacyUnit = PrivacyUnit()  # what neighbouring datasets differ by (set by the plan)
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,16 @@ class SweepData:
     public_index: np.ndarray | None = None
     source: str = "the private data"  # where the rows come from, for messages (an embeddings file)
     public_labelled: tuple[np.ndarray, np.ndarray] | None = None  # labelled public rows (AdaDPS's preconditioner)
+    private_persons: np.ndarray | None = None  # each training row's person, where the rows name one
+    persons_from: str | None = None  # where those persons came from, in words (e.g. 'column PatientID')
 
     @property
     def name(self) -> str:
         return "the private split" if self.source == "the private data" else f"{self.source}:private"
+
+    def units(self, unit: PrivacyUnit) -> int:
+        """How many units the training rows hold: rows, or persons."""
+        return len(np.unique(self.private_persons)) if unit.is_person else len(self.private_x)
 
 
 @dataclass(frozen=True)
@@ -99,8 +107,14 @@ class Cell:
 
     @property
     def rows(self) -> RowCount:
-        """The row count this cell's mechanisms read: the sweep's noisy count when the method reads one."""
-        return self.count or RowCount.exact(len(self.data.private_x))
+        """The count of units (rows, or persons) this cell's mechanisms read: the sweep's noisy count when the
+        method reads one."""
+        return self.count or RowCount.exact(self.data.units(self.privacy.unit), of=self.privacy.unit.counted)
+
+    @property
+    def persons(self) -> np.ndarray | None:
+        """Each training row's person when the person is the privacy unit (None: the row is)."""
+        return self.data.private_persons if self.privacy.unit.is_person else None
 
     @property
     def randomness(self) -> NoiseSource:
@@ -165,6 +179,7 @@ class Method:
     not_auditable: str | None = None  # why the input-canary audit cannot run it (None: it can)
     needs_public_labels: bool = False  # it reads a labelled public split (side information, not protected)
     reads_count: bool = True  # it derives something from the number of private rows (a sampling rate, a scale)
+    bounds_persons: bool = False  # it can bound one person's contribution (privacy unit person: Cell.persons)
     request_fields: frozenset[str] = frozenset({"k", "lr", "steps", "batch_size"})  # what its configurations read
     mechanism_description: str = ("DP-SGD: Poisson sampling, per-row clipping to C, Gaussian noise σ·C; add/remove-one "
                                   "adjacency")

@@ -28,7 +28,9 @@ from pillar_cli.methods.sweep import run_sweep, with_projection_release
 from pillar_cli.privacy import get_accountant, headline
 from pillar_cli.privacy.count import PUBLIC
 from pillar_cli.privacy.ledger import Ledger
+from pillar_cli.privacy.unit import persons_of
 from pillar_cli.projection import PublicPCA, StoredMap
+from pillar_cli.projection.private_pca import require_unit_covered
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
 
@@ -79,16 +81,21 @@ class DPLinearClassifier(SoftmaxClassifier):
                  steps: int | str | None = AUTO,
                  batch_size: int | None = DEFAULT_BATCH, seed: int = 0, projection: PublicPCA | None = None,
                  momentum: float = 0.0, weight_decay: float = 0.0, device: str = "cpu", ridge: float | None = None,
-                 noise_seed: int | None = None, method_options: Any = None, n_public: bool = False):
+                 noise_seed: int | None = None, method_options: Any = None, n_public: bool = False,
+                 privacy_unit: str = "auto"):
         self.method, self.k, self.epsilon, self.delta, self.accountant = method, k, epsilon, delta, accountant
         self.clip, self.lr, self.steps, self.batch_size, self.seed = clip, lr, steps, batch_size, seed
         self.projection, self.momentum, self.weight_decay, self.device = projection, momentum, weight_decay, device
         self.ridge, self.noise_seed, self.method_options, self.n_public = ridge, noise_seed, method_options, n_public
+        self.privacy_unit = privacy_unit
 
-    def fit(self, X: np.ndarray, y: np.ndarray, public: np.ndarray | None = None) -> DPLinearClassifier:
-        """Train on the private rows (X, y); `public`: unlabelled public rows for the projection (and GEP). X and y
-        are checked as scikit-learn checks them (2-D X, one label per row; a DataFrame's column names are kept in
-        `feature_names_in_` and must match at predict time)."""
+    def fit(self, X: np.ndarray, y: np.ndarray, public: np.ndarray | None = None,
+            groups: Any = None) -> DPLinearClassifier:
+        """Train on the private rows (X, y); `public`: unlabelled public rows for the projection (and GEP); `groups`:
+        each row's person (a patient id per row): with privacy_unit "auto" or "person" the guarantee is then per
+        person, all their rows together (privacy/unit.py). X and y are checked as scikit-learn checks them (2-D X,
+        one label per row; a DataFrame's column names are kept in `feature_names_in_` and must match at predict
+        time)."""
         if _inside_model_selection():
             warnings.warn("choosing among DPLinearClassifier fits by their score on private labels (GridSearchCV, "
                           "cross-validation) is outside ledger_.epsilon_spent, which covers one training; "
@@ -105,8 +112,11 @@ class DPLinearClassifier(SoftmaxClassifier):
         refuse_privately_scaled(x, public)
         self.projection_ = fitted_projection(self.projection, public, [self.method], x.shape[1])
         refuse_fitted_rows(self.projection_, x)
+        require_unit_covered(getattr(self.projection_, "private_release_", None), self.privacy_unit, groups is not None)
         data = SweepData(self.projection_, x, labels, None, None, len(self.classes_),
-                         None if public is None else np.asarray(public, dtype=np.float32))
+                         None if public is None else np.asarray(public, dtype=np.float32),
+                         private_persons=None if groups is None else persons_of(groups, len(x)),
+                         persons_from=None if groups is None else "the groups given to fit")
         request = self.request()
         result = with_projection_release(run_sweep(data, request), request, self.projection_)
         run = result.runs[0]
@@ -127,7 +137,8 @@ class DPLinearClassifier(SoftmaxClassifier):
                               + (f"; {count.describe()}" if count is not None and count.noisy else "")
                               + ("" if self.noise_seed is None else f"; {NOT_PRIVATE_NOTE}"),
                               self.noise_seed is not None,
-                              count.describe() if count is not None and not count.noisy else "", count)
+                              count.describe() if count is not None and not count.noisy else "", count,
+                              result.plan.unit)
         return self
 
     def request(self) -> SweepRequest:
@@ -138,7 +149,8 @@ class DPLinearClassifier(SoftmaxClassifier):
                             steps=_listed(self.steps), batch_size=[self.batch_size], seed=[self.seed],
                             momentum=self.momentum, weight_decay=self.weight_decay, ridge=[self.ridge],
                             device=self.device, method_options={self.method: self.method_options},
-                            noise_seed=self.noise_seed, n_public=self.n_public, val="hold-out")
+                            noise_seed=self.noise_seed, n_public=self.n_public, val="hold-out",
+                            privacy_unit=self.privacy_unit)
 
     @property
     def coef_(self) -> np.ndarray:

@@ -21,7 +21,7 @@ from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import require_disjoint
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.projection.components import read_projection
-from pillar_cli.projection.private_pca import private_release_of
+from pillar_cli.projection.private_pca import private_release_of, require_unit_covered
 from pillar_cli.projection.public_choice import labelled_public_split, public_data_of
 
 
@@ -65,10 +65,12 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
     path, _ = artifacts.parse_ref(embeddings)
     private = artifacts.read_split(f"{path}:private")
     public = artifacts.read_split(f"{path}:public")
-    require_disjoint(private.index, public.index, path)  # the embeddings' own fault first, then the projection's
+    require_disjoint(private.index, public.index, path, private.persons, public.persons)  # the embeddings' own fault
+    # first, then the projection's
     projection_artifact = artifacts.read(projection, "projection")
     public_data = public_data_of(projection_artifact, private, sources.other_public)
     pca = read_projection(projection_artifact)
+    require_unit_covered(private_release_of(projection_artifact), request.privacy_unit, private.persons is not None)
     role = val_role(request, len(pca.components_))
     val = None if role == "none" else validation_split(
         path, configurations_per_cell(request.grid(), len(pca.components_)), required=request.val == "train")
@@ -81,10 +83,14 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
     data = SweepData(pca, training.features, training.labels, validation and validation.features,
                      validation and validation.labels, private.num_classes,
                      public.features if uses_public else None, initial, training.index, public.index, path,
-                     labelled and (labelled.features, labelled.labels))
+                     labelled and (labelled.features, labelled.labels), training.persons,
+                     private.grouping and private.grouping.get("source"))
     rows = {"private": training.index, **({"val": validation.index} if validation else {}),
             **({"public_labelled": labelled.index} if labelled and labelled.same_source(private) else {})}
-    records = {"rows": rows, "source_fingerprint": private.source_fingerprint,
+    persons = None if training.persons is None else {
+        "private": training.persons, **({"val": validation.persons} if validation else {})}
+    records = {"rows": rows, "persons": persons, "grouping": private.grouping,
+               "source_fingerprint": private.source_fingerprint,
                "public_choice": PublicChoice.of(projection_artifact), "public_data": public_data,
                "projection_release": private_release_of(projection_artifact),
                "features": {**private.recipe.to_attrs(), "class_names": private.class_names}}

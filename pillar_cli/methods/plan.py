@@ -9,6 +9,9 @@ train-private, `sweep()`, `DPLinearClassifier.fit`).
    declares n public. Cells that read it compose its release into their ε; the others never see it.
 3. The grids: the request set for that count, one per ε where the default rule sets k, lr or steps; δ < 1/ñ.
 
+The privacy unit is decided first (privacy/unit.py): the person where the request asks for it, or by default where
+the training rows name their persons; the count is then of persons, and every method must bound a person.
+
 What the labelled val split does is decided here too (`val_role`): on the default path nothing is chosen on it, so
 its rows train the heads beside the private rows; otherwise it chooses each cell's run, or is held out.
 """
@@ -16,7 +19,7 @@ its rows train the heads beside the private rows; otherwise it chooses each cell
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -30,6 +33,7 @@ from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.rules import ruled_grids
 from pillar_cli.privacy import calibrate_noise, require_disjoint, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
+from pillar_cli.privacy.unit import PrivacyUnit
 
 MAX_LR = 1e4  # above it a clipped step moves a logit by more than float32 resolves next to the others
 
@@ -44,10 +48,11 @@ class SweepPlan:
     readers: frozenset[str]
     request: SweepRequest
     preview: bool = False  # made from the exact n to be printed (--dry-run): it never trains
+    unit: PrivacyUnit = PrivacyUnit()  # what neighbouring datasets differ by: a row, or a person
 
     @property
     def privacy(self) -> PrivacySettings:
-        return self.request.privacy()
+        return replace(self.request.privacy(), unit=self.unit)
 
     @property
     def options(self) -> SweepOptions:
@@ -122,13 +127,33 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
     return_large_buffers()  # the accountants' FFTs and the projection's blocks: no heap high-water mark
     for epsilon in grid.epsilons:
         validate_budget(epsilon, privacy.delta)
+    unit = privacy_unit(data, request, grid)
     readers = frozenset(name for name in grid.methods if reads_count(get_method(name), grid))
-    count = count_for(len(data.private_x), grid.epsilons if readers else [], privacy.delta, privacy.noise,
-                      privacy.n_public, privacy.count_share, preview)
+    count = count_for(data.units(unit), grid.epsilons if readers else [], privacy.delta, privacy.noise,
+                      privacy.n_public, privacy.count_share, preview, unit.counted)
     grids = ruled_grids(grid.for_rows(count), len(data.pca.components_))
     for planned in grids:
         check_sweep(data, planned, privacy, options, count)
-    return SweepPlan(grids, count, readers, request, preview)
+    return SweepPlan(grids, count, readers, request, preview, unit)
+
+
+def privacy_unit(data: SweepData, request: SweepRequest, grid: SweepGrid) -> PrivacyUnit:
+    """The unit the request asks for on these rows; with the person, every method and the engine must bound one."""
+    unit = PrivacyUnit.resolve(request.privacy_unit, None if data.private_persons is None else data.persons_from)
+    if unit.is_person:
+        if len(data.private_persons) != len(data.private_x):
+            raise DataError(f"{data.name}: {len(data.private_persons)} persons for {len(data.private_x)} rows")
+        if unbounded := [name for name in grid.methods if not get_method(name).bounds_persons]:
+            raise UsageError(f"method '{unbounded[0]}' bounds one row's contribution, not one person's: with the "
+                             f"person as the privacy unit train pillar, dpsgd or jl",
+                             hint=f"or pass {param('privacy_unit')} row (the guarantee is then per row)")
+        if request.selection is not None:
+            raise UsageError(f"{param('select')} accounted scores its trials row by row on val: with the person as the "
+                             "privacy unit give one configuration per cell (the default rule)")
+        if request.engine != "fast":
+            raise UsageError(f"{param('engine')} {request.engine} clips rows, not persons: with the person as the "
+                             "privacy unit use the fast engine")
+    return unit
 
 
 def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions,

@@ -24,7 +24,7 @@ class ProjectedDPSGD(Method):
         self.name, self.family, self.description, self.projects = name, family, description, projects
         self.single_cell, self.family_unprojected = single_cell, family_unprojected
         self.needs_public_basis = projects if needs_public_basis is None else needs_public_basis
-        self.averages_iterates = True
+        self.averages_iterates = self.bounds_persons = True
 
     def train_cell(self, cell: Cell) -> list[Run]:
         rates = [cell.rows.sample_rate(c.batch_size) for c in cell.configs]
@@ -54,7 +54,7 @@ class ProjectedDPSGD(Method):
                     for c, s in zip(cell.configs, sigmas)]
         return train_linear_heads(train_z, data.private_y, data.num_classes, cell.configs, sigmas, clip,
                                   device=cell.device, init=init, on_steps=cell.on_steps, noise=cell.randomness,
-                                  count=cell.rows)
+                                  count=cell.rows, persons=cell.persons)
 
 
 class RandomProjectionDPSGD(ProjectedDPSGD):

@@ -17,6 +17,7 @@ from pillar_cli.methods.base import Method, PrivacySettings
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
 from pillar_cli.privacy.count import COUNT_SHARE
+from pillar_cli.privacy.unit import UNITS
 from pillar_cli.randomness import NoiseSource
 
 ENGINES = ("fast", "opacus")
@@ -33,7 +34,7 @@ def _selection(name: str, value: object) -> None:
 
 CONSTRAINTS = {"clip": check_positive, "weight_decay": check_non_negative, "momentum": check_fraction,
                "ema": check_fraction, "engine": check_one_of(ENGINES), "val": check_one_of(VAL_ROLES),
-               "select": _selection}  # each field's checker: refuses a value in one line naming the field
+               "select": _selection, "privacy_unit": check_one_of(UNITS)}  # each field's checker: refuses a value in one line naming the field
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,8 @@ class SweepRequest:
     default rule (methods/rules.py); k None: all features; steps None: each method's default; batch size None: every
     row in every step. `select` "val", "accounted" or an `AccountedSelection`; `val` what the labelled val rows do
     (methods/plan.py, `val_role`); `noise_seed` makes noise reproducible and the result NOT private; `n_public`
-    declares the number of training rows public knowledge (no noisy count)."""
+    declares the number of training rows public knowledge (no noisy count); `privacy_unit` what neighbouring datasets
+    differ by: a row, a person (all their rows; privacy/unit.py), or auto (the person where the rows name one)."""
 
     method: tuple[str, ...] = (DEFAULT_METHOD,)
     k: tuple[int | None, ...] | str = AUTO
@@ -88,6 +90,7 @@ class SweepRequest:
     noise_seed: int | None = None
     n_public: bool = False
     count_share: float = COUNT_SHARE  # the noisy count's share of the smallest target's μ² (privacy/count.py)
+    privacy_unit: str = "auto"
 
     def __post_init__(self) -> None:
         for name in LISTS:  # any sequence given becomes a tuple: the request is a value

@@ -139,13 +139,16 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
                    n_private: int, options: SweepOptions = SweepOptions(),
                    rows: dict[str, np.ndarray] | None = None, source_fingerprint: str | None = None,
                    public_choice: PublicChoice | None = None, public_data: dict | None = None,
-                   features: dict | None = None, projection_release: dict | None = None) -> Artifact:
+                   features: dict | None = None, projection_release: dict | None = None,
+                   persons: dict[str, np.ndarray] | None = None, grouping: dict | None = None) -> Artifact:
     """Every run's head and ledger row, the bases that map heads back to the standardised space, the selection;
     `rows`: the source row ids trained on (`private`) and selected on (`val`), so that no stage tests on them;
     `public_choice`: the GSD that chose the public split, whose DP release is composed into every run's ε;
     `public_data`: what the projection was fitted on (split, rows, whether another dataset); `features`: how the
     features were made and the class names (artifacts.FeatureRecipe), which a release of one head carries;
-    `projection_release`: the DP release of a projection fitted on the private rows (DP-PCA), composed in too."""
+    `projection_release`: the DP release of a projection fitted on the private rows (DP-PCA), composed in too;
+    `persons`: the persons of those rows (where they name them) and `grouping` where they came from (Split.grouping),
+    so that no stage tests on a training person's other rows."""
     runs = result.runs
     releases = [release for release in (public_choice and public_choice.release, projection_release) if release]
     spent = [_with_releases(r, privacy, releases) for r in runs]
@@ -166,12 +169,15 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
                    "runs/epsilon_spent, the accountant's ε of it; runs/noise_multiplier and runs/sample_rate for "
                    "tables; runs/steps_run: the steps the engine counted as it ran them (-1: not counted)"},
         "max_epsilon_spent": max((total for _, total in spent), default=0.0),
-        "mechanisms": {name: get_method(name).mechanism_description for name in sorted({r.key.method for r in runs})},
+        "mechanisms": {name: get_method(name).mechanism_description + ("" if not privacy.unit.is_person else
+                                                                       f"; per person: {privacy.unit.bound}")
+                       for name in sorted({r.key.method for r in runs})},
         **{key: value for name in sorted({r.key.method for r in runs})
            for key, value in get_method(name).model_attrs(options.of(get_method(name))).items()},
         "selection": [cell.to_attrs() for cell in result.selection],
         "selection_mode": "accounted" if result.accounted else "val",
         "selection_note": selection_note(result.selection, result.accounted),
+        "privacy_unit": privacy.unit.to_attrs(),
     }
     if result.count is not None:
         attrs["count"] = {**result.count.to_dict(), "read_by": sorted(result.plan.readers)}
@@ -194,6 +200,9 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         attrs["projection_release"] = projection_release
     artifact = model_artifact(records, result.bases, pca.mean_, pca.scale_, attrs)
     artifact.arrays.update({f"rows/{name}": ids for name, ids in (rows or {}).items()})
+    artifact.arrays.update({f"persons/{name}": ids for name, ids in (persons or {}).items()})
+    if persons and grouping is not None:
+        artifact.attrs["persons"] = grouping
     return artifact
 
 

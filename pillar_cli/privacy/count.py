@@ -36,17 +36,19 @@ class RowCount:
 
     `kind`: "noisy" (a Gaussian release of σ = `noise_multiplier`, planned as `share` of the budget of
     `planned_for` = (ε, δ)), "declared public" (n known to everyone: exact, and the statements say so) or "exact"
-    (nothing private reads it: a non-private run, a method that derives nothing from n, a reference)."""
+    (nothing private reads it: a non-private run, a method that derives nothing from n, a reference). `of`: what it
+    counts — training rows, or persons where the person is the privacy unit (privacy/unit.py)."""
 
     value: float
     kind: str = EXACT
     noise_multiplier: float = 0.0
     share: float = 0.0
     planned_for: tuple[float, float] | None = None
+    of: str = "training rows"
 
     @classmethod
-    def exact(cls, n: int, declared_public: bool = False) -> RowCount:
-        return cls(float(n), PUBLIC if declared_public else EXACT)
+    def exact(cls, n: int, declared_public: bool = False, of: str = "training rows") -> RowCount:
+        return cls(float(n), PUBLIC if declared_public else EXACT, of=of)
 
     @property
     def noisy(self) -> bool:
@@ -89,13 +91,13 @@ class RowCount:
         """In words, for statements and reports."""
         if self.noisy:
             epsilon, delta = self.planned_for
-            return (f"the number of training rows, released once with Gaussian noise σ = {self.noise_multiplier:.4g} "
+            return (f"the number of {self.of}, released once with Gaussian noise σ = {self.noise_multiplier:.4g} "
                     f"(sensitivity 1; {self.share:g} of the μ² of the (ε = {epsilon:g}, δ = {delta:g}) budget), "
                     f"ñ = {self.value:.1f}: every value derived from n reads ñ")
         if self.kind == PUBLIC:
-            return (f"the number of training rows, n = {self.value:.0f}, is declared public knowledge: values "
+            return (f"the number of {self.of}, n = {self.value:.0f}, is declared public knowledge: values "
                     "derived from it read it exactly, and the guarantee holds only against someone who knows n")
-        return "the number of training rows is not read by any private mechanism"
+        return f"the number of {self.of} is not read by any private mechanism"
 
     def to_dict(self) -> dict:
         return {**asdict(self), "planned_for": None if self.planned_for is None else list(self.planned_for),
@@ -105,7 +107,8 @@ class RowCount:
     def from_dict(cls, record: dict) -> RowCount:
         planned = record.get("planned_for")
         return cls(float(record["value"]), str(record["kind"]), float(record["noise_multiplier"]),
-                   float(record["share"]), None if planned is None else (float(planned[0]), float(planned[1])))
+                   float(record["share"]), None if planned is None else (float(planned[0]), float(planned[1])),
+                   str(record.get("of", "training rows")))
 
 
 def count_noise(epsilon: float, delta: float, share: float = COUNT_SHARE) -> float:
@@ -115,22 +118,23 @@ def count_noise(epsilon: float, delta: float, share: float = COUNT_SHARE) -> flo
     return 1.0 / (math.sqrt(share) * gdp_mu(epsilon, delta))
 
 
-def release_count(n: int, epsilon: float, delta: float, noise: NoiseSource, share: float = COUNT_SHARE) -> RowCount:
+def release_count(n: int, epsilon: float, delta: float, noise: NoiseSource, share: float = COUNT_SHARE,
+                  of: str = "training rows") -> RowCount:
     """ñ = max(1, n + σ·Z), Z drawn once from the secret source `noise`, σ planned for the budget (ε, δ)."""
     sigma = count_noise(epsilon, delta, share)
     value = n + sigma * float(noise.child("count").numpy().standard_normal())
-    return RowCount(max(1.0, value), NOISY, sigma, share, (epsilon, delta))
+    return RowCount(max(1.0, value), NOISY, sigma, share, (epsilon, delta), of)
 
 
 def count_for(n: int, epsilons: list[float], delta: float, noise: NoiseSource, declared_public: bool = False,
-              share: float = COUNT_SHARE, preview: bool = False) -> RowCount:
+              share: float = COUNT_SHARE, preview: bool = False, of: str = "training rows") -> RowCount:
     """The count a training run with these target ε reads: released once, planned for the smallest finite ε; exact
     when n is declared public or no target is private (nothing private reads it). `preview`: NOT a release — the
     planned count with ñ = n, for printing a plan to the data holder only (a plan made with it never trains)."""
     private = [epsilon for epsilon in epsilons if math.isfinite(epsilon)]
     if declared_public or not private:
-        return RowCount.exact(n, declared_public)
+        return RowCount.exact(n, declared_public, of)
     if preview:
         epsilon = min(private)
-        return RowCount(float(n), NOISY, count_noise(epsilon, delta, share), share, (epsilon, delta))
-    return release_count(n, min(private), delta, noise, share)
+        return RowCount(float(n), NOISY, count_noise(epsilon, delta, share), share, (epsilon, delta), of)
+    return release_count(n, min(private), delta, noise, share, of)

@@ -29,12 +29,18 @@ def validate_budget(epsilon: float, delta: float, rows: RowCount | int | None = 
                            "records", hint=f"use a smaller {param('delta')}")
 
 
-def require_disjoint(private_index: np.ndarray, public_index: np.ndarray, source: str) -> None:
-    """Public rows must never be private rows: a row in both would be fitted on outside the DP guarantee."""
+def require_disjoint(private_index: np.ndarray, public_index: np.ndarray, source: str,
+                     private_persons: np.ndarray | None = None, public_persons: np.ndarray | None = None) -> None:
+    """Public rows must never be private rows: a row in both would be fitted on outside the DP guarantee; nor may a
+    person have rows on both sides (their public rows would tell of their private ones)."""
     shared = np.intersect1d(private_index, public_index)
     if len(shared):
         raise PrivacyError(f"{source}: {len(shared)} rows of the public split also appear in the private split",
                            hint="re-embed: the splits of one source must be disjoint")
+    if private_persons is not None and public_persons is not None and \
+            len(both := np.intersect1d(private_persons, public_persons)):
+        raise PrivacyError(f"{source}: {len(both)} persons have rows in both the public and the private split",
+                           hint="re-embed: splits drawn over persons put each person's rows in one split")
 
 
 def require_public_start(start: str, seen: str | None) -> None:

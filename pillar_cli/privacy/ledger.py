@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import Event
+from pillar_cli.privacy.unit import PrivacyUnit
 
 
 @dataclass(frozen=True)
@@ -27,3 +28,4 @@ class Ledger:
     noise_reproducible: bool = False  # fitted with noise_seed: NOT differentially private
     not_covered: str = ""  # what the ε does not cover (a release says: e.g. a choice made on val labels)
     count: RowCount | None = None  # the row count the sampling rate and the rule read (noisy, or declared public)
+    unit: PrivacyUnit = PrivacyUnit()  # what neighbouring datasets differ by: a row, or a person

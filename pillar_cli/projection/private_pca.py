@@ -12,6 +12,10 @@ reads the rows, not even their number, which the projection does not record. The
 rows L2-normalised (`fit-pca --second-moment`). Every model trained on it composes the release's event with its
 runs' (privacy/composition.py), so their ε covers the projection: train-private from the artifact's
 `private_release`, the Python API (`sweep`, `DPLinearClassifier`) from the fitted object's `private_release_`.
+
+Where the rows name their persons, each row's term is weighted by 1/(its person's rows): one person then moves the
+sum by at most 1 (the person as the privacy unit), and one row still by at most 1 (removing a row of a person of m
+rows moves it by 2/m ≤ 1), so the release holds for either unit; without persons it holds per row only.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon, validate_budget
 from pillar_cli.privacy.symmetric import symmetric_noise
+from pillar_cli.privacy.unit import PERSON, ROW, PrivacyUnit
 from pillar_cli.projection.pca import CHUNK_ROWS, PublicPCA, l2_normalized_rows
 from pillar_cli.randomness import NoiseSource
 
@@ -34,19 +39,24 @@ MECHANISM = ("Analyze Gauss: one Gaussian release of the second moment Σ uuᵀ 
 
 
 def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, delta: float, accountant: str,
-                    noise: NoiseSource) -> tuple[PublicPCA, dict]:
+                    noise: NoiseSource, persons: np.ndarray | None = None,
+                    persons_from: str | None = None) -> tuple[PublicPCA, dict]:
     """(the projection, the release's record: mechanism, ε spent, δ, event, noise source) from private rows.
     k_max None keeps min(D, 200) components (as many as a public fit's default rule reaches: directions below the
     noise still help a head, as random directions do). ε = inf releases the exact second moment (no guarantee: for tests and
-    for comparison only)."""
+    for comparison only). `persons`: each row's person, whose rows are weighted so that the release bounds a person
+    (`persons_from`: where they came from, in words)."""
     validate_budget(epsilon, delta)
     dim = features.shape[1]
     if k_max is not None and not 1 <= k_max <= dim:
         raise UsageError(f"{param('k_max')} must be between 1 and the feature dimension {dim} (got {k_max})")
     sigma = 0.0 if math.isinf(epsilon) else calibrate_noise(accountant, epsilon, delta, 1.0, 1)
+    weights = None if persons is None else _person_weights(np.asarray(persons))
     moment = np.zeros((dim, dim))
     for start in range(0, len(features), CHUNK_ROWS):
         rows = l2_normalized_rows(features[start:start + CHUNK_ROWS].astype(np.float64))
+        if weights is not None:
+            rows *= np.sqrt(weights[start:start + CHUNK_ROWS])[:, None]
         moment += rows.T @ rows
     released = moment + symmetric_noise(noise.numpy().standard_normal, dim, sigma)
     values, vectors = np.linalg.eigh(released)
@@ -63,9 +73,30 @@ def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, del
     pca.rank_, pca.n_public_, pca.row_digests_ = k_max, 0, np.zeros(0, np.uint64)
     event = GaussianEvent(sigma)
     spent = math.inf if sigma == 0 else spent_epsilon(accountant, event, delta)
-    pca.private_release_ = {"mechanism": MECHANISM, "epsilon": spent, "epsilon_target": epsilon, "delta": delta,
-                            "accountant": accountant, "event": event.to_dict(), "noise": noise.describe()}
+    unit = PrivacyUnit(ROW) if persons is None else PrivacyUnit(PERSON, persons_from or "the groups given")
+    mechanism = MECHANISM if persons is None else f"{MECHANISM}; each row weighted by 1/(its person's rows)"
+    pca.private_release_ = {"mechanism": mechanism, "epsilon": spent, "epsilon_target": epsilon, "delta": delta,
+                            "accountant": accountant, "event": event.to_dict(), "noise": noise.describe(),
+                            "unit": unit.to_attrs()}
     return pca, pca.private_release_
+
+
+def _person_weights(persons: np.ndarray) -> np.ndarray:
+    """1/(rows of the row's person), for every row."""
+    _, inverse, counts = np.unique(persons, return_inverse=True, return_counts=True)
+    return 1.0 / counts[inverse]
+
+
+def require_unit_covered(release: dict | None, unit: str, grouped: bool) -> None:
+    """A model whose heads protect a person may rest only on a projection whose release protects one too: a DP-PCA
+    fitted per row (on rows without persons) would leave each person protected at about their rows·ε."""
+    if release is None or not grouped or unit == ROW:
+        return
+    if not PrivacyUnit.from_attrs(release.get("unit")).is_person:
+        raise UsageError("the projection's DP-PCA release protects one row, and these rows name their persons: "
+                         "heads protecting a person cannot rest on it",
+                         hint=f"refit the DP-PCA on the embeddings that name the persons, or pass "
+                              f"{param('privacy_unit')} row")
 
 
 def private_projection_artifact(pca: PublicPCA, split: Split, release: dict) -> Artifact:

@@ -130,4 +130,7 @@ def labelled_public_split(text: str, private: Split) -> Split:
     if public.same_source(private) and (overlap := int(np.isin(public.index, private.index).sum())):
         raise PrivacyError(f"{public.ref.path}:{public.name} shares {overlap} rows with {private.ref.path}:"
                            f"{private.name}: public labelled data must not hold private rows")
+    if overlap := public.rows_sharing_persons(private):
+        raise PrivacyError(f"{public.ref.path}:{public.name} holds {overlap} rows of persons with rows in "
+                           f"{private.ref.path}:{private.name}: public labelled data must not hold private persons")
     return public

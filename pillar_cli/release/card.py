@@ -14,9 +14,6 @@ from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.statement import Statement
 from pillar_cli.version import PROGRAM
 
-UNIT = "one training row (its features and label)"
-
-
 def model_card(carried: dict, metrics: dict | None = None) -> str:
     """The card of what an export carries (statement, class names, head, recipe); `metrics`: an evaluation's row
     for the released head's cell and the split it was measured on (see `evaluation_metrics`)."""
@@ -26,7 +23,8 @@ def model_card(carried: dict, metrics: dict | None = None) -> str:
     front = {"library_name": PROGRAM, "tags": ["differential-privacy", "linear-probe", PROGRAM],
              "differential_privacy": {
                  "epsilon": epsilon if math.isfinite(epsilon) else None, "delta": statement.delta,
-                 "unit": UNIT, "neighbouring": statement.neighbouring, "accountant": statement.accountant,
+                 "unit": statement.privacy_unit.described, "contribution_bound": statement.privacy_unit.bound,
+                 "neighbouring": statement.neighbouring, "accountant": statement.accountant,
                  "epsilon_is_upper_bound": statement.epsilon_is_upper_bound,
                  "covers": list(statement.covers), "not_covered": list(statement.not_covered)}}
     if metrics is not None:

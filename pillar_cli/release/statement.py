@@ -18,7 +18,6 @@ from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy import event_from_dict, spent_epsilon
 from pillar_cli.privacy.count import NOISY, PUBLIC, RowCount
 
-NEIGHBOURING = "add or remove one training row (its features and label)"
 EXACT_SLACK = 1e-6  # an honest claim is the accountant's own number, written as is
 
 
@@ -40,7 +39,8 @@ def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int
         "epsilon": run.epsilon_spent, "delta": header.delta_total, "epsilon_target": run.key.epsilon,
         "accountant": ledger.accountant, "accountant_description": ledger.accountant_description,
         "epsilon_is_upper_bound": ledger.epsilon_is_upper_bound, "clip": ledger.clip,
-        "neighbouring": NEIGHBOURING, "event": run.event, "steps": run.key.steps,
+        "neighbouring": header.unit.neighbouring, "unit": header.unit.to_attrs(), "event": run.event,
+        "steps": run.key.steps,
         "mechanism": header.mechanisms.get(run.key.method, ""), "basis": basis, "noise": header.noise,
         **({} if count is None else {"count": count.to_dict()}),
     }

@@ -72,6 +72,21 @@ def test_noise_free_training_on_cuda_follows_the_cpu_batch_for_batch():
 
 
 @cuda
+def test_person_level_training_on_cuda_follows_the_cpu():
+    """Persons sampled on the CPU, their rows and pairs moved to the GPU (the eager path): without noise the heads
+    the CPU trains."""
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((3000, 64)).astype(np.float32), rng.integers(0, 10, 3000)
+    persons = rng.integers(0, 400, 3000)
+    configs = [RunConfig(0.5, 30, 64, 0), RunConfig(0.1, 30, 64, 0), RunConfig(0.5, 20, 128, 1)]
+    on_cpu, on_gpu = (train_linear_heads(x, y, 10, configs, [0.0] * 3, 0.5, device=device, noise=NoiseSource(4),
+                                         persons=persons) for device in ("cpu", "cuda"))
+    for a, b in zip(on_cpu, on_gpu):
+        np.testing.assert_allclose(b.weights, a.weights, rtol=1e-3, atol=1e-5)
+        assert a.steps_run == b.steps_run
+
+
+@cuda
 def test_cuda_noise_has_the_calibrated_scale_and_is_reproducible():
     """With all-zero features the weight gradient is zero, so one step leaves −lr/(q·n)·σ·C·N(0, 1) per weight; a
     seeded source (experiments only) repeats it, alone or inside a sweep, and a secret one never does."""

@@ -73,3 +73,30 @@ def test_the_python_api_composes_a_dp_pca_into_the_heads_epsilon(rows):
     result = sweep(rows[:1400], labels[:1400], projection=pca, k=[10], epsilon=[1.0], accountant="pld", lr=[0.5],
                    steps=[100], batch_size=[256], device="cpu")
     assert result.releases == [release] and result.runs[0].epsilon_spent > 1.0
+
+
+def test_with_persons_each_row_weighs_one_over_its_persons_rows_and_the_release_names_the_unit(rows):
+    persons = np.random.default_rng(0).integers(0, 60, len(rows))
+    private, release = fit_private_pca(rows, 10, math.inf, 1e-5, "prv", SECRET, persons, "column PatientID")
+    units = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    weights = 1.0 / np.bincount(persons)[persons]
+    values, vectors = np.linalg.eigh((units * weights[:, None]).T @ units)
+    top = vectors[:, np.argsort(values)[::-1][:10]].T
+    assert _subspace_distance(private.components_, top) < 1e-8
+    assert release["unit"]["unit"] == "person" and release["unit"]["persons"] == "column PatientID"
+    assert "each row weighted by 1/(its person's rows)" in release["mechanism"]
+    # one person moves the weighted sum by at most 1 in Frobenius norm (the sensitivity the noise is calibrated to)
+    for person in range(5):
+        mine = persons == person
+        assert np.linalg.norm((units[mine] * weights[mine, None]).T @ units[mine]) <= 1 + 1e-12
+
+
+def test_heads_protecting_a_person_cannot_rest_on_a_projection_released_per_row(rows):
+    labels = load_digits().target
+    projection, _ = fit_private_pca(rows[:1000], 20, 1.0, 1e-5, "prv", SECRET)  # per row: no persons
+    groups = np.arange(len(rows) - 1000) // 4
+    with pytest.raises(UsageError, match="^the projection's DP-PCA release protects one row, and these rows name"):
+        DPLinearClassifier(projection=projection, epsilon=1.0, delta=1e-4).fit(rows[1000:], labels[1000:],
+                                                                               groups=groups)
+    per_row = DPLinearClassifier(projection=projection, epsilon=1.0, delta=1e-4, privacy_unit="row")
+    assert not per_row.fit(rows[1000:], labels[1000:], groups=groups).ledger_.unit.is_person

@@ -1,0 +1,96 @@
+"""Persons in the data (data/groups.py): sources name each row's person, and the seeded splits draw persons whole —
+no person's rows in two splits — while a source without persons splits exactly as it always did."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from medical import write_dicom
+from PIL import Image
+
+from pillar_cli.data import SourceOptions, SplitPlan, load_source, make_splits
+from pillar_cli.errors import DataError, UsageError
+
+
+def _row_splits(n_train: int, plan: SplitPlan) -> dict[str, np.ndarray]:
+    """The row-by-row split written out: one seeded permutation, cut into test, public, val and private."""
+    order = np.random.default_rng(plan.seed).permutation(n_train)
+    n_test = int(round(plan.test_fraction * n_train))
+    test, rest = order[:n_test], order[n_test:]
+    n_public, n_val = int(round(plan.public_fraction * len(rest))), int(round(plan.val_fraction * len(rest)))
+    return {"private": rest[n_public + n_val:], "public": rest[:n_public], "val": rest[n_public:n_public + n_val],
+            "test": test}
+
+
+def test_without_persons_the_splits_are_the_row_splits():
+    for seed in (0, 3):
+        plan = SplitPlan(0.15, 0.1, 0.2, seed)
+        got = make_splits(1000, 0, plan)
+        for name, rows in _row_splits(1000, plan).items():
+            np.testing.assert_array_equal(got[name], np.sort(rows))
+
+
+def test_with_persons_no_person_has_rows_in_two_splits_and_the_shares_hold_to_a_person():
+    rng = np.random.default_rng(0)
+    persons = rng.permutation(np.repeat(np.arange(400), rng.integers(1, 31, 400)))  # 1 to 30 rows a person
+    plan = SplitPlan(0.1, 0.1, 0.2, seed=5)
+    splits = make_splits(len(persons), 0, plan, persons)
+    assert sorted(np.concatenate(list(splits.values())).tolist()) == list(range(len(persons)))  # every row, once
+    owners = {name: set(persons[rows].tolist()) for name, rows in splits.items()}
+    for a in owners:
+        for b in owners:
+            assert a == b or not owners[a] & owners[b]
+    assert abs(len(splits["test"]) - 0.2 * len(persons)) <= 30  # within one person's rows (at most 30)
+    rest = len(persons) - len(splits["test"])
+    assert abs(len(splits["public"]) - 0.1 * rest) <= 30 and abs(len(splits["val"]) - 0.1 * rest) <= 30
+
+
+def test_a_person_in_both_the_train_and_the_test_part_is_refused():
+    with pytest.raises(DataError, match="^2 persons have rows in both the source's train and test parts"):
+        make_splits(4, 3, SplitPlan(), np.array([0, 1, 2, 3, 0, 1, 7]))
+
+
+def test_array_sources_name_persons_by_a_groups_array(tmp_path):
+    x, y = np.random.default_rng(0).standard_normal((6, 3)), np.array([0, 1, 0, 1, 0, 1])
+    np.savez(tmp_path / "a.npz", x=x, y=y, groups=np.array(["p1", "p2", "p1", "p3", "p2", "p3"]))
+    dataset = load_source("npz", SourceOptions(tmp_path / "a.npz"))
+    assert dataset.groups.source == "array groups" and dataset.groups.persons.tolist() == [0, 1, 0, 2, 1, 2]
+    np.savez(tmp_path / "b.npz", x=x, y=y, groups=np.arange(5))
+    with pytest.raises(DataError, match="'groups' holds \\(5,\\) ids for 6 rows; one group id per row$"):
+        load_source("npz", SourceOptions(tmp_path / "b.npz"))
+    np.savez(tmp_path / "c.npz", x=x, y=y, x_test=x, y_test=y, groups=np.arange(6))
+    with pytest.raises(DataError, match="has 'groups' but no 'groups_test' for its x_test rows$"):
+        load_source("npz", SourceOptions(tmp_path / "c.npz"))
+
+
+def _images(folder, names):
+    for name in names:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.full((4, 4), 100, np.uint8)).save(folder / name)
+
+
+def test_a_manifest_column_or_a_csv_mapping_names_the_persons_of_image_files(tmp_path):
+    _images(tmp_path, ["a/1.png", "a/2.png", "b/3.png"])
+    (tmp_path / "m.csv").write_text("path,label,PatientID\na/1.png,x,P7\na/2.png,x,P9\nb/3.png,y,P7\n")
+    dataset = load_source("manifest", SourceOptions(tmp_path / "m.csv"))
+    assert dataset.groups.source == "column PatientID" and dataset.groups.ids.tolist() == ["P7", "P9", "P7"]
+    (tmp_path / "persons.csv").write_text("file,group\na/1.png,p1\n2.png,p2\nb/3.png,p1\n")
+    folder = load_source("image-folder", SourceOptions(tmp_path, {"groups": str(tmp_path / "persons.csv")}))
+    assert folder.groups.source == "file persons.csv" and folder.groups.ids.tolist() == ["p1", "p2", "p1"]
+    (tmp_path / "short.csv").write_text("a/1.png,p1\n")
+    with pytest.raises(DataError, match="short.csv names no group for a/2.png$"):
+        load_source("image-folder", SourceOptions(tmp_path, {"groups": str(tmp_path / "short.csv")}))
+    with pytest.raises(UsageError, match="names each row's person in a column; params groups= would name them twice$"):
+        load_source("manifest", SourceOptions(tmp_path / "m.csv", {"groups": str(tmp_path / "persons.csv")}))
+
+
+def test_dicom_files_name_their_patient(tmp_path):
+    pytest.importorskip("pydicom")
+    for folder in ("x", "y"):
+        (tmp_path / folder).mkdir()
+    for i, patient in enumerate(["A", "B", "A", "C"]):
+        write_dicom(tmp_path / ("x" if i % 2 else "y") / f"{i}.dcm", np.full((4, 4), 100 * i), patient=patient)
+    dataset = load_source("dicom", SourceOptions(tmp_path))
+    assert dataset.groups.source == "DICOM PatientID"
+    by_file = {file.split("/")[-1]: patient for file, patient in zip(dataset.inputs.files, dataset.groups.ids)}
+    assert by_file == {"0.dcm": "A", "1.dcm": "B", "2.dcm": "A", "3.dcm": "C"}

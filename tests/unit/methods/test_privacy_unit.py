@@ -1,0 +1,34 @@
+"""The privacy unit in the Python API: groups given to `fit` or `sweep` make the person the unit (the count is of
+persons, the ledger names the unit); a person unit without groups, or val rows without their persons, is refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pillar_cli import DPLinearClassifier, UsageError, sweep
+
+
+def test_groups_make_the_person_the_unit_and_the_count_one_of_persons(digits):
+    _, public, x, y = digits
+    groups = np.arange(len(x)) // 5  # persons of 5 rows
+    clf = DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, steps=50).fit(x, y, public=public, groups=groups)
+    assert clf.ledger_.unit.is_person and clf.ledger_.unit.persons == "the groups given to fit"
+    count = clf.ledger_.count
+    assert count.of == "persons" and count.noisy and abs(count.value - len(x) / 5) < 6 * count.noise_multiplier
+    per_row = DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, steps=50).fit(x, y, public=public)
+    assert not per_row.ledger_.unit.is_person and per_row.ledger_.count.of == "training rows"
+    with pytest.raises(UsageError, match="^privacy_unit person needs each training row's person"):
+        DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, privacy_unit="person").fit(x, y, public=public)
+    with pytest.raises(UsageError, match="^groups must hold one group id per row"):
+        DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4).fit(x, y, public=public, groups=groups[:-1])
+
+
+def test_val_rows_that_train_need_their_persons(digits):
+    pca, _, x, y = digits
+    val_x, val_y, x, y = x[:100], y[:100], x[100:], y[100:]
+    with pytest.raises(UsageError, match="^groups_val must name the persons of the val rows"):
+        sweep(x, y, val_x, val_y, projection=pca, epsilon=[1.0], delta=1e-4, groups=np.arange(len(x)) // 4)
+    result = sweep(x, y, val_x, val_y, projection=pca, epsilon=[1.0], delta=1e-4, groups=np.arange(len(x)) // 4,
+                   groups_val=1000 + np.arange(100) // 4)
+    assert result.plan.unit.is_person and result.count.of == "persons"
