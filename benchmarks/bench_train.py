@@ -6,7 +6,8 @@ Columns, all on the same features, the same Poisson sampling and the same (σ, c
   ghost     opacus ghost clipping (GradSampleModuleFastGradientClipping + DPOptimizerFastGradientClipping)
   sgd       non-private SGD (no clipping, no noise)
 The engine's timing includes its own Poisson sampling and noise; the baselines' batches are drawn beforehand.
-Run: python benchmarks/bench_train.py [--quick] [--device cpu|cuda] [--steps N] [--profile]
+Run: python benchmarks/bench_train.py [--quick] [--device cpu|cuda] [--steps N] [--profile] [--persons]
+--persons: only the table of the person as the privacy unit against the row (same rows a batch on average).
 """
 
 from __future__ import annotations
@@ -187,6 +188,28 @@ def noise_table(rounds: int = 5, repeats: int = 200) -> None:
               f"{best['per head'] / best['one draw']:6.2f}x")
 
 
+def persons_table(steps: int = 200, rounds: int = 3) -> None:
+    """Steps/s with the person as the unit (persons of 1..30 rows, each person's gradient sum clipped again: the
+    eager path on every device) against the row (on CUDA: the graphed path), at an expected batch of 1,024 rows."""
+    print(f"\nperson as the unit vs the row, n = {N_PRIVATE} rows in persons of 1..30 rows, 1,024 rows a batch on "
+          f"average, {steps} steps, best of {rounds} rounds ({_device_name()})")
+    print(f"{'(d, C)':>12} {'rows':>9} {'persons':>9} {'ratio':>7}")
+    generator = torch.Generator().manual_seed(0)
+    persons = np.repeat(np.arange(N_PRIVATE), np.random.default_rng(0).integers(1, 31, N_PRIVATE))[:N_PRIVATE]
+    per_batch = round(1024 * (persons.max() + 1) / N_PRIVATE)  # persons a batch for 1,024 rows on average
+    for dim, classes in [(2048, 10), (2048, 100), (40, 100)]:
+        x = torch.randn(N_PRIVATE, dim, generator=generator).to(DEVICE)
+        y = torch.randint(0, classes, (N_PRIVATE,), generator=generator).to(DEVICE)
+        best = {}
+        for _ in range(rounds):
+            for name, batch, grouped in (("rows", 1024, None), ("persons", per_batch, persons)):
+                seconds, _ = _timed(lambda: train_linear_heads(x, y, classes, [RunConfig(LR, steps, batch, 0)],
+                                                               [SIGMA], CLIP, device=str(DEVICE), persons=grouped))
+                best[name] = max(best.get(name, 0.0), steps / seconds)
+        print(f"{str((dim, classes)):>12} {best['rows']:9.1f} {best['persons']:9.1f} "
+              f"{best['persons'] / best['rows']:6.2f}x", flush=True)
+
+
 def profile_fast(dim: int = 2048, classes: int = 10, batch: int = 1024, steps: int = 200) -> None:
     """Where a fast-engine step spends its time: torch.profiler's table of operators (CPU time, device time)."""
     from torch.profiler import ProfilerActivity, profile
@@ -209,10 +232,13 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", help="cpu or cuda: where every column runs")
     parser.add_argument("--profile", action="store_true", help="also print a profile of the fast engine's steps")
     parser.add_argument("--steps", type=int, default=None, help="steps per engines-table run (default 100; 20 quick)")
+    parser.add_argument("--persons", action="store_true", help="only the person-unit table")
     args = parser.parse_args()
     global DEVICE
     DEVICE = torch.device(args.device)
     warnings.filterwarnings("ignore", message="Full backward hook is firing")
+    if args.persons:
+        return persons_table()
     engines_table(steps=args.steps or (20 if args.quick else 100))
     sweep_table([20, 40, 60, 80, 100] if args.quick else [100, 200, 300, 400, 500])
     noise_table()

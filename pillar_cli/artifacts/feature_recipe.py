@@ -9,7 +9,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from pillar_cli.errors import ArtifactError
+
 SHAPES = ("input_shape", "image_shape")
+TEXTS = ("backbone", "timm_id", "weights", "precision", "preprocessing")
+
+
+def _well_formed(name: str, value: Any) -> bool:
+    """A recipe field of the type its readers compute with (shapes of positive whole numbers, depth 8 or 16, …)."""
+    if name in SHAPES:
+        return isinstance(value, list) and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in value)
+    if name == "pixel_depth":
+        return value in (8, 16) and not isinstance(value, bool)
+    if name == "feature_dim":
+        return isinstance(value, int) and not isinstance(value, bool) and value > 0
+    if name in TEXTS:
+        return isinstance(value, str)
+    return isinstance(value, dict)  # transform, network
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,14 +47,16 @@ class FeatureRecipe:
 
     @classmethod
     def from_attrs(cls, attrs: Mapping[str, Any]) -> FeatureRecipe:
-        """The recipe among an artifact's attributes (other keys, e.g. class names, are not the recipe's)."""
+        """The recipe among an artifact's attributes (other keys, e.g. class names, are not the recipe's); a field
+        of the wrong type (an edited or foreign file) is one line."""
         values = json.loads(json.dumps({f.name: attrs[f.name] for f in fields(cls) if attrs.get(f.name) is not None}))
+        for name, value in values.items():
+            if not _well_formed(name, value):
+                raise ArtifactError(f"the file's feature recipe has a malformed {name} ({json.dumps(value)[:60]})",
+                                    hint="the file may come from another tool or be damaged; recreate it")
         for name in SHAPES:
             if name in values:
-                values[name] = tuple(int(n) for n in values[name])
-        for name in ("pixel_depth", "feature_dim"):
-            if name in values:
-                values[name] = int(values[name])
+                values[name] = tuple(values[name])
         return cls(**values)
 
     def to_attrs(self) -> dict[str, Any]:

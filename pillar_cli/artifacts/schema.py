@@ -49,7 +49,7 @@ ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "assumptions": {"summary": dict},
     "gsd": {"ranking": list, "settings": dict},
     "evaluation": {"rows": list, "ledger": dict, "notes": list, "n_private": int, "private_fraction": (int, float),
-                   "dataset": (str, type(None))},
+                   "dataset": (str, type(None)), "split": str, "title": str},
     "classifier": {"class_names": list, "head": dict, "features": dict, "privacy": dict},
     "audit": {"canaries": int, "guesses": int, "correct": int, "confidence": float, "epsilon_lower_bound": float,
               "epsilon_claimed": float, "configuration": dict},
@@ -62,7 +62,7 @@ OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "model": {"row_l2_normalised": bool, "private_fraction": (int, float), "source_fingerprint": str, "persons": dict,
               "public_choice": dict, "public_data": dict, "noise": dict, "whole_file": dict, "mechanisms": dict,
               "features": dict, "trained_on": list, "projection_release": dict},
-    "evaluation": {"overlap_rows": int, "public": dict},
+    "evaluation": {"overlap_rows": int, "public": dict, "feature_dim": int},
 }
 LEDGER = {"accountant": str, "delta": (int, float), "clip": (int, float)}
 STATEMENT = {"epsilon": (int, float), "delta": (int, float), "epsilon_target": (int, float), "accountant": str,

@@ -29,7 +29,7 @@ _PANEL_OF_NAME = {
     "Privacy": ("eps", "delta", "n_public", "accountant", "clip", "noise_seed", "dp_eps", "dp_delta", "dp_mechanism",
                 "gibbs_sweeps", "allow_private_labels", "alpha", "beta", "canaries", "guesses", "confidence",
                 "white_box", "plant", "neighbours", "train", "fit_pca", "export", "runs", "remove_row", "privacy_unit",
-                "remove_person"),
+                "canary_rows", "remove_person"),
     "Training": ("lr", "steps", "batch_size", "momentum", "weight_decay", "ema", "seed", "engine",
                  "grad_sample_mode", "max_physical_batch"),
     "Selection": ("select", "trials", "trials_shape", "score_share", "val", "cell"),

@@ -277,8 +277,8 @@ def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Te
     if rows.clip_scale is not None:
         squared_norms = torch.linalg.vecdot(residuals, residuals, dim=0)
         residuals.mul_(squared_norms.mul_(torch.index_select(rows.clip_scale, 0, batch)).clamp_min_(1.0).rsqrt_())
-        if persons is not None:
-            clip_persons(residuals, xb, persons, rows.clip)
+        if persons is not None:  # ‖x̃_i‖² = clip_scale_i·C²
+            clip_persons(residuals, torch.index_select(rows.clip_scale, 0, batch) * rows.clip ** 2, persons, rows.clip)
     flat = residuals.view(classes * count, total)
     if streams == 1:
         return (flat @ xb).view(1, classes, count, dim)

@@ -22,6 +22,8 @@ class PrivateRows:
         self.x = torch.as_tensor(features, dtype=torch.float32).to(device)  # no copy for float32 on the CPU
         self.y = torch.as_tensor(labels, dtype=torch.int64).to(device)
         self.clip, self.layout = clip, layout
+        if layout is not None:
+            layout.attach(self.x)
         # (‖x‖² + 1) / C²: row i's gradient norm² over C² is ‖p_i − e_{y_i}‖² times this
         self.clip_scale = None if clip is None else \
             torch.linalg.vector_norm(self.x, dim=1).square_().add_(1.0).div_(clip * clip)

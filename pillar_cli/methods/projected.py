@@ -24,7 +24,8 @@ class ProjectedDPSGD(Method):
         self.name, self.family, self.description, self.projects = name, family, description, projects
         self.single_cell, self.family_unprojected = single_cell, family_unprojected
         self.needs_public_basis = projects if needs_public_basis is None else needs_public_basis
-        self.averages_iterates = self.bounds_persons = True
+        self.averages_iterates = self.bounds_persons = True  # the fast engine's heads (a subclass with its own
+        # training loop says otherwise)
 
     def train_cell(self, cell: Cell) -> list[Run]:
         rates = [cell.rows.sample_rate(c.batch_size) for c in cell.configs]

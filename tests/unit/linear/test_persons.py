@@ -83,8 +83,13 @@ def test_removing_one_person_moves_a_step_by_at_most_c():
 
 def test_a_batch_of_persons_is_their_rows_and_the_pairs_within_each():
     layout = PersonLayout(np.array([2, 0, 2, 1, 2, 0]))
+    x = torch.arange(12, dtype=torch.float32).reshape(6, 2)
+    layout.attach(x[layout.order])
     assert layout.counts.tolist() == [2, 1, 3]
     batch = layout.expand(np.array([2, 1]), torch.device("cpu"))
     assert batch.rows.tolist() == [3, 4, 5, 2] and batch.person.tolist() == [0, 0, 0, 1] and batch.persons == 2
     assert sorted(zip(batch.first.tolist(), batch.second.tolist())) == [(0, 1), (0, 2), (1, 2)]
     assert layout.order[batch.rows.numpy()].tolist() == [0, 2, 4, 3]  # the original rows of persons 2 and 1
+    rows = x[layout.order][batch.rows]
+    expected = [float(rows[i] @ rows[j]) + 1.0 for i, j in zip(batch.first.tolist(), batch.second.tolist())]
+    assert batch.products.tolist() == expected  # x̃_i·x̃_j of each pair, computed once
