@@ -131,7 +131,7 @@ def _features(embedder, images: np.ndarray, batch: int, tmp_path, name: str) -> 
     dataset = Dataset("t", images, np.zeros(len(images), dtype=np.int64), ["0"])
     store = FeatureStore(tmp_path / f"{name}.partial", {}, {"all": len(images)}, embedder.feature_dim, False)
     stream_split(embedder, dataset, np.arange(len(images)), batch, store, "all")
-    features = store.features("all")
+    features = np.array(store.features("all"))  # read before the store's file is removed
     store.finish()
     return features
 
