@@ -149,9 +149,7 @@ class Canaries:
     def scaled(self, config: RunConfig, unit: PrivacyUnit) -> RunConfig:
         """The configuration with its batch size scaled so that its sampling rate over the unit stays (0: all
         stays)."""
-        real = len(self.real.private_x) if self.real.private_persons is None or not unit.is_person else \
-            self.real.units(unit)
-        batch = config.batch_size and max(1, round(config.batch_size * self.data.units(unit) / real))
+        batch = config.batch_size and max(1, round(config.batch_size * self.data.units(unit) / self.real.units(unit)))
         return replace(config, batch_size=batch)
 
     @classmethod

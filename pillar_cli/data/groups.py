@@ -9,6 +9,7 @@ sorted group ids, so every split of one file, and every file of one source, numb
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import os
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ class Groups:
     def __len__(self) -> int:
         return len(self.ids)
 
-    @property
+    @functools.cached_property
     def persons(self) -> np.ndarray:
         """(n,) int64: each row's person, numbered by its group id's position among the sorted ids."""
         return np.unique(self.ids, return_inverse=True)[1].astype(np.int64)

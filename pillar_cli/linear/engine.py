@@ -174,7 +174,8 @@ def _train_streams(streams: list[_Stream], rows: PrivateRows, num_classes: int,
     for start in range(0, schedule[0].steps, SAMPLING_CHUNK_STEPS):
         chunk = [stream.sampler.batches(min(SAMPLING_CHUNK_STEPS, schedule[0].steps - start)) for stream in streams]
         widths = [(batches < len(rows)).sum(1).tolist() for batches in chunk]  # valid indices are a prefix
-        chunk = [batches.to(rows.x.device) for batches in chunk]
+        if rows.layout is None:  # batches of persons are expanded into rows on the host
+            chunk = [batches.to(rows.x.device) for batches in chunk]
         for offset, step_widths in enumerate(zip(*widths)):
             step = start + offset
             if schedule[group.active - 1].steps <= step:
@@ -256,7 +257,7 @@ def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Te
     streams, classes, count, dim = heads.shape
     persons = None
     if rows.layout is not None:  # batches of persons: their rows, each person's gradient clipped below
-        expanded = [rows.layout.expand(b.cpu().numpy(), rows.x.device) for b in batches]
+        expanded = [rows.layout.expand(b.numpy(), rows.x.device) for b in batches]
         batches, widths, persons = [e.rows for e in expanded], [len(e.rows) for e in expanded], \
             PersonBatch.joined(expanded)
     batch = batches[0] if streams == 1 else torch.cat(batches)
@@ -275,10 +276,11 @@ def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Te
     one_hot.scatter_(0, torch.index_select(rows.y, 0, batch).view(1, 1, total), 1.0)
     residuals.sub_(one_hot)  # p − e_y: a broadcast (C, 1, B) one-hot is cheaper than indexing the (C, G, B) tensor
     if rows.clip_scale is not None:
+        scales = torch.index_select(rows.clip_scale, 0, batch)
         squared_norms = torch.linalg.vecdot(residuals, residuals, dim=0)
-        residuals.mul_(squared_norms.mul_(torch.index_select(rows.clip_scale, 0, batch)).clamp_min_(1.0).rsqrt_())
+        residuals.mul_(squared_norms.mul_(scales).clamp_min_(1.0).rsqrt_())
         if persons is not None:  # ‖x̃_i‖² = clip_scale_i·C²
-            clip_persons(residuals, torch.index_select(rows.clip_scale, 0, batch) * rows.clip ** 2, persons, rows.clip)
+            clip_persons(residuals, scales.mul_(rows.clip ** 2), persons, rows.clip)
     flat = residuals.view(classes * count, total)
     if streams == 1:
         return (flat @ xb).view(1, classes, count, dim)

@@ -14,7 +14,6 @@ from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import SweepResult, run_sweep, with_projection_release
 from pillar_cli.privacy.unit import persons_of
 from pillar_cli.projection import PublicPCA
-from pillar_cli.projection.private_pca import require_unit_covered
 
 
 def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: np.ndarray | None = None, *,
@@ -58,7 +57,6 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
                 raise UsageError(f"{param('groups_val')} must name the persons of the val rows, which train beside X")
             groups = np.concatenate([np.asarray(groups), np.asarray(groups_val)])
     persons = None if groups is None else persons_of(groups, len(x))
-    require_unit_covered(getattr(pca, "private_release_", None), asked.privacy_unit, persons is not None)
     if role != "select":
         X_val = y_val = None
     num_classes = int(max(labels.max(), -1 if y_val is None else np.max(y_val))) + 1

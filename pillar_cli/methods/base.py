@@ -9,6 +9,7 @@ sweep, the CLI, the reports and the audit never ask for a method by name.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import typing
@@ -83,9 +84,14 @@ class SweepData:
     def name(self) -> str:
         return "the private split" if self.source == "the private data" else f"{self.source}:private"
 
+    @functools.cached_property
+    def person_count(self) -> int:
+        """How many persons the training rows hold (each row its own where they name none)."""
+        return len(self.private_x) if self.private_persons is None else len(np.unique(self.private_persons))
+
     def units(self, unit: PrivacyUnit) -> int:
         """How many units the training rows hold: rows, or persons."""
-        return len(np.unique(self.private_persons)) if unit.is_person else len(self.private_x)
+        return self.person_count if unit.is_person else len(self.private_x)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ from pillar_cli.privacy.count import PUBLIC
 from pillar_cli.privacy.ledger import Ledger
 from pillar_cli.privacy.unit import persons_of
 from pillar_cli.projection import PublicPCA, StoredMap
-from pillar_cli.projection.private_pca import require_unit_covered
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
 
@@ -112,7 +111,6 @@ class DPLinearClassifier(SoftmaxClassifier):
         refuse_privately_scaled(x, public)
         self.projection_ = fitted_projection(self.projection, public, [self.method], x.shape[1])
         refuse_fitted_rows(self.projection_, x)
-        require_unit_covered(getattr(self.projection_, "private_release_", None), self.privacy_unit, groups is not None)
         data = SweepData(self.projection_, x, labels, None, None, len(self.classes_),
                          None if public is None else np.asarray(public, dtype=np.float32),
                          private_persons=None if groups is None else persons_of(groups, len(x)),
@@ -132,7 +130,7 @@ class DPLinearClassifier(SoftmaxClassifier):
                               self.delta + sum(float(release["delta"]) for release in result.releases),
                               *headline(run.released.event), run.key.steps, self.clip, run.event,
                               accountant.upper_bound,
-                              f"{method.mechanism_description}, on the private rows; "
+                              f"{result.plan.unit.mechanism(method.mechanism_description)}, on the private rows; "
                               + ("; ".join(released) if released else "the projection used public rows only")
                               + (f"; {count.describe()}" if count is not None and count.noisy else "")
                               + ("" if self.noise_seed is None else f"; {NOT_PRIVATE_NOTE}"),

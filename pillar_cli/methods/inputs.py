@@ -21,7 +21,7 @@ from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import require_disjoint
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.projection.components import read_projection
-from pillar_cli.projection.private_pca import private_release_of, require_unit_covered
+from pillar_cli.projection.private_pca import private_release_of
 from pillar_cli.projection.public_choice import labelled_public_split, public_data_of
 
 
@@ -70,7 +70,6 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
     projection_artifact = artifacts.read(projection, "projection")
     public_data = public_data_of(projection_artifact, private, sources.other_public)
     pca = read_projection(projection_artifact)
-    require_unit_covered(private_release_of(projection_artifact), request.privacy_unit, private.persons is not None)
     role = val_role(request, len(pca.components_))
     val = None if role == "none" else validation_split(
         path, configurations_per_cell(request.grid(), len(pca.components_)), required=request.val == "train")

@@ -34,6 +34,7 @@ from pillar_cli.methods.rules import ruled_grids
 from pillar_cli.privacy import calibrate_noise, require_disjoint, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
 from pillar_cli.privacy.unit import PrivacyUnit
+from pillar_cli.projection.private_pca import require_unit_covered
 
 MAX_LR = 1e4  # above it a clipped step moves a logit by more than float32 resolves next to the others
 
@@ -140,6 +141,7 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
 def privacy_unit(data: SweepData, request: SweepRequest, grid: SweepGrid) -> PrivacyUnit:
     """The unit the request asks for on these rows; with the person, every method and the engine must bound one."""
     unit = PrivacyUnit.resolve(request.privacy_unit, None if data.private_persons is None else data.persons_from)
+    require_unit_covered(getattr(data.pca, "private_release_", None), unit)
     if unit.is_person:
         if len(data.private_persons) != len(data.private_x):
             raise DataError(f"{data.name}: {len(data.private_persons)} persons for {len(data.private_x)} rows")

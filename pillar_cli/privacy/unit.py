@@ -73,6 +73,10 @@ class PrivacyUnit:
         return ("each row's gradient clipped to C, then the sum of each person's clipped gradients clipped again to "
                 "C; persons, not rows, Poisson-sampled, at a rate read from the count of persons")
 
+    def mechanism(self, description: str) -> str:
+        """A method's mechanism in words, with how a person is bounded where the person is the unit."""
+        return description if not self.is_person else f"{description}; per person: {self.bound}"
+
     @property
     def counted(self) -> str:
         """What the released count counts."""

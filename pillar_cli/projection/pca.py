@@ -239,6 +239,8 @@ class PublicPCA:
         pca.components_, pca.eigenvalues_ = artifact.array("components"), artifact.array("eigenvalues")
         pca.rank_, pca.n_public_ = header.rank, header.n_public
         pca.row_digests_ = np.zeros(0, np.uint64)  # an artifact records its input split's row ids instead
+        if header.private_release is not None:  # a DP-PCA: every model trained on it composes its release
+            pca.private_release_ = header.private_release
         return pca
 
 

@@ -87,10 +87,10 @@ def _person_weights(persons: np.ndarray) -> np.ndarray:
     return 1.0 / counts[inverse]
 
 
-def require_unit_covered(release: dict | None, unit: str, grouped: bool) -> None:
+def require_unit_covered(release: dict | None, unit: PrivacyUnit) -> None:
     """A model whose heads protect a person may rest only on a projection whose release protects one too: a DP-PCA
     fitted per row (on rows without persons) would leave each person protected at about their rows·ε."""
-    if release is None or not grouped or unit == ROW:
+    if release is None or not unit.is_person:
         return
     if not PrivacyUnit.from_attrs(release.get("unit")).is_person:
         raise UsageError("the projection's DP-PCA release protects one row, and these rows name their persons: "

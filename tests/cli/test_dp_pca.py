@@ -57,3 +57,16 @@ def test_dp_pca_fits_and_uses_that_would_not_be_covered_are_refused(pillar, digi
                                 model, expect=None), 4,
                          f"{digits['pca']} is a DP-PCA of {digits['emb']}:private, not of {digits['other']}:private: its "
                          "release covers the rows it read, not these", model)
+
+
+def test_a_dp_pca_read_from_its_file_is_composed_by_the_python_api_too(digits):
+    """PublicPCA.from_artifact carries the release, so a notebook that loads the file spends what the command does."""
+    from pillar_cli import DPLinearClassifier, PublicPCA
+
+    projection = artifacts.read(digits["pca"], "projection")
+    loaded = PublicPCA.from_artifact(projection)
+    assert loaded.private_release_ == projection.attrs["private_release"]
+    private = artifacts.read_split(f"{digits['emb']}:private")
+    clf = DPLinearClassifier(projection=loaded, k=10, epsilon=1.0, delta=1e-5, steps=50).fit(private.features,
+                                                                                           private.labels)
+    assert clf.ledger_.delta == pytest.approx(2e-5) and "the projection: Analyze Gauss" in clf.ledger_.covers

@@ -14,6 +14,7 @@ def test_groups_make_the_person_the_unit_and_the_count_one_of_persons(digits):
     groups = np.arange(len(x)) // 5  # persons of 5 rows
     clf = DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, steps=50).fit(x, y, public=public, groups=groups)
     assert clf.ledger_.unit.is_person and clf.ledger_.unit.persons == "the groups given to fit"
+    assert "per person: each row's gradient clipped to C, then the sum of each person's" in clf.ledger_.covers
     count = clf.ledger_.count
     assert count.of == "persons" and count.noisy and abs(count.value - len(x) / 5) < 6 * count.noise_multiplier
     per_row = DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, steps=50).fit(x, y, public=public)
