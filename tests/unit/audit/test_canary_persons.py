@@ -1,4 +1,4 @@
-"""The one-run audit with canaries that are persons of 8 identical rows: a head trained with the person as the unit
+"""The one-run audit with canaries that are persons of 16 identical rows: a head trained with the person as the unit
 keeps the bound below its claimed ε; trained with the row as the unit, the same audit finds more than the per-row ε
 claims — which is why a per-row guarantee does not protect a person."""
 
@@ -20,8 +20,9 @@ def test_a_canary_person_stays_below_epsilon_only_where_the_person_is_the_unit()
     data = SweepData(PublicPCA(30).fit(x[:300]), x[300:], y[300:], None, None, 10)
     results = {unit: run_audit(get_method("pillar"), data, 20, 2.0, RunConfig(2.0, 300, 256, 0),
                                PrivacySettings(delta=1e-5),
-                               AuditSettings(canaries=400, guesses=40, rows_per_canary=8, unit=unit))
+                               AuditSettings(canaries=400, guesses=100, rows_per_canary=16, unit=unit))
                for unit in ("person", "row")}
     assert max(result.epsilon_claimed for result in results.values()) < 2.0
     assert results["person"].epsilon_lower_bound < results["person"].epsilon_claimed
-    assert results["row"].epsilon_lower_bound > results["row"].epsilon_claimed  # 8 rows: about 8·ε per person
+    # 16 rows: about 16·ε per person. The bound passes 2.0 at 185 of 200 correct guesses; 38 runs found 194-200
+    assert results["row"].epsilon_lower_bound > results["row"].epsilon_claimed
