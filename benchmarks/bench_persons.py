@@ -13,7 +13,9 @@ default path (k, lr, steps by the rule; the val rows training beside the private
 Test accuracy, mean ± std over the repetitions (fresh noise each; the splits fixed). Then the one-run audit with
 canaries that are persons of 8 identical rows (400 canaries, 40 guesses a side, the ε = 2 configuration of
 tests/unit/audit: k 20, lr 2, 300 steps, batch 256): ε_lb against the claimed ε, per unit.
-Run: python benchmarks/bench_persons.py [--seeds 5] [--eps 0.1,1] [--audits 5]
+`--method` trains another head than pillar's DP-SGD (dp-ls, dp-newton: rows weighted by 1/(their person's rows));
+the audit runs for pillar (as above) and dp-newton (k 20, 3 full-batch steps), with canaries of `--canary-rows` rows.
+Run: python benchmarks/bench_persons.py [--seeds 5] [--eps 0.1,1] [--audits 5] [--method pillar] [--canary-rows 8]
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 
 LARGEST = 30  # rows of the largest person
+AUDITED = {"pillar": RunConfig(2.0, 300, 256, 0), "dp-newton": RunConfig(0.0, 3, 0, 0)}
 
 
 def grouped_mnist(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -54,6 +57,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--eps", default="0.1,1")
     parser.add_argument("--audits", type=int, default=5)
+    parser.add_argument("--method", default="pillar")
+    parser.add_argument("--canary-rows", type=int, default=8)
     args = parser.parse_args()
     x, y, persons = grouped_mnist()
     splits = make_splits(len(x), 0, SplitPlan(0.1, 0.1, 0.2, 0), persons)
@@ -75,22 +80,26 @@ def main() -> None:
                                                                  f"{LARGEST * np.exp(epsilon):.2g}·δ)")):
             accuracies = []
             for _ in range(args.seeds):
-                clf = DPLinearClassifier(epsilon=target, delta=1e-5, projection=pca, privacy_unit=unit)
+                clf = DPLinearClassifier(method=args.method, epsilon=target, delta=1e-5, projection=pca,
+                                         privacy_unit=unit)
                 clf.fit(x[train], y[train], groups=persons[train])
                 accuracies.append(clf.score(x[test], y[test]))
             print(f"| {epsilon:g} | {name} | {protects} | {np.mean(accuracies):.3f} ± {np.std(accuracies, ddof=1):.3f} "
                   f"| {clf.k_} | {clf.ledger_.steps} |", flush=True)
+    if args.audits == 0 or args.method not in AUDITED:
+        return
     private = SweepData(PublicPCA(30).fit(x[splits["public"]]), x[train], y[train], None, None, 10,
                         private_persons=persons[train], persons_from="synthetic persons")
     print("\n| audited unit | canaries | claimed ε | ε_lb (median, max over runs) | correct guesses (of 80) |")
     print("|---|---|---|---|---|")
     for unit in ("person", "row"):
-        results = [run_audit(get_method("pillar"), private, 20, 2.0, RunConfig(2.0, 300, 256, 0),
+        results = [run_audit(get_method(args.method), private, 20, 2.0, AUDITED[args.method],
                              PrivacySettings(delta=1e-5),
-                             AuditSettings(canaries=400, guesses=40, rows_per_canary=8, unit=unit))
+                             AuditSettings(canaries=400, guesses=40, rows_per_canary=args.canary_rows, unit=unit))
                    for _ in range(args.audits)]
         bounds = [r.epsilon_lower_bound for r in results]
-        print(f"| {unit} | 400 persons of 8 rows | {results[0].epsilon_claimed:.3f} | {np.median(bounds):.3f}, "
+        print(f"| {unit} | 400 persons of {args.canary_rows} rows | {results[0].epsilon_claimed:.3f} | "
+              f"{np.median(bounds):.3f}, "
               f"{max(bounds):.3f} | {min(r.correct for r in results)}–{max(r.correct for r in results)} |",
               flush=True)
 

@@ -109,7 +109,7 @@ def run_audit(method: Method, data: SweepData, k: int | None, epsilon: float, co
     validate_budget(epsilon, privacy.delta, len(data.private_x))
     canaries = Canaries.plant(method, data, k, settings)
     privacy = replace(privacy, unit=PrivacyUnit.resolve(settings.unit, canaries.data.persons_from))
-    if privacy.unit.is_person and not method.bounds_persons:
+    if privacy.unit.is_person and method.person_bound is None:
         raise UsageError(f"method '{method.name}' bounds one row's contribution, not one person's: audit it with "
                          f"{param('privacy_unit')} row")
     audited, mapping, canary_rows = canaries.data, canaries.mapping, canaries.rows

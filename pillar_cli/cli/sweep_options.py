@@ -65,9 +65,10 @@ ENGINE = typer.Option("fast", help="fast (exact, batched) or opacus (GradSampleM
 DEVICE = typer.Option("auto", help="Fast engine's device: auto (CUDA when present), cpu, cuda, cuda:N. "
                       "With --noise-seed, CPU and CUDA runs share batches, not noise draws.")
 PRIVACY_UNIT = typer.Option("auto", help="What the guarantee protects: row (one training row), person (all of one "
-                            "person's rows: persons sampled, each person's gradient sum clipped to --clip, the count "
-                            "of persons released), or auto (person where the embeddings name each row's person, "
-                            "else row).")
+                            "person's rows: DP-SGD samples persons and clips each person's gradient sum to --clip, "
+                            "the one-release and full-batch heads weight each row by 1/(its person's rows), the "
+                            "count of persons released), or auto (person where the embeddings name each row's "
+                            "person, else row).")
 DRY_RUN = typer.Option(False, "--dry-run", help="Print every run's k, lr, steps, batch size, sampling rate and σ as "
                        "the plan sets them, from the exact number of rows (nothing is released, trained or written).")
 

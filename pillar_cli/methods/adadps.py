@@ -121,7 +121,7 @@ class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
         super().__init__("adadps", "AdaDPS", "DP-SGD on all standardised features with per-sample gradients "
                          "preconditioned by RMSProp on PUBLIC LABELLED rows (AdaDPS)", projects=False,
                          single_cell=True, needs_public_basis=True)
-        self.averages_iterates = self.bounds_persons = False  # its own loop clips rows
+        self.averages_iterates, self.person_bound = False, None  # its own loop clips rows
 
     def train_cell(self, cell: Cell) -> list[Run]:
         data = cell.data

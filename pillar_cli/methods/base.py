@@ -23,7 +23,7 @@ from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.privacy import Event, calibrate_noise, spent_epsilon
 from pillar_cli.privacy.count import COUNT_SHARE, RowCount
 from pillar_cli.privacy.file_guarantee import ReleasedHead
-from pillar_cli.privacy.unit import PrivacyUnit
+from pillar_cli.privacy.unit import PrivacyUnit, person_weights
 from pillar_cli.projection import LinearMap, PublicPCA, project
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -123,6 +123,13 @@ class Cell:
         return self.data.private_persons if self.privacy.unit.is_person else None
 
     @property
+    def row_weights(self) -> np.ndarray:
+        """Each training row's weight in a release that sums over rows: 1, or 1/(its person's rows) with the person
+        as the unit, so that one person moves such a sum at most as one row does."""
+        persons = self.persons
+        return np.ones(len(self.data.private_x)) if persons is None else person_weights(persons)
+
+    @property
     def randomness(self) -> NoiseSource:
         """The source of this cell's private draws: fresh OS entropy, or (experiments only) labelled by k and ε."""
         return self.privacy.noise.child(self.k, self.epsilon)
@@ -185,7 +192,7 @@ class Method:
     not_auditable: str | None = None  # why the input-canary audit cannot run it (None: it can)
     needs_public_labels: bool = False  # it reads a labelled public split (side information, not protected)
     reads_count: bool = True  # it derives something from the number of private rows (a sampling rate, a scale)
-    bounds_persons: bool = False  # it can bound one person's contribution (privacy unit person: Cell.persons)
+    person_bound: str | None = None  # how it bounds one person's contribution, in words (None: it bounds a row only)
     request_fields: frozenset[str] = frozenset({"k", "lr", "steps", "batch_size"})  # what its configurations read
     mechanism_description: str = ("DP-SGD: Poisson sampling, per-row clipping to C, Gaussian noise σ·C; add/remove-one "
                                   "adjacency")

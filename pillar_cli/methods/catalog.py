@@ -62,6 +62,11 @@ def auditable() -> list[str]:
     return [name for name, method in METHODS.items() if method.not_auditable is None]
 
 
+def bounding_persons() -> list[str]:
+    """The methods that can bound one person's contribution (the privacy unit person)."""
+    return [name for name, method in METHODS.items() if method.person_bound is not None]
+
+
 def _load_plugins() -> None:
     """Register every installed plugin's method; one that fails to load is skipped with a warning, so that a broken
     plugin does not take the built-in methods down."""

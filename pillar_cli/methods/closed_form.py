@@ -16,6 +16,10 @@ accountant like every other run; nothing else touches private labels.
   [AᵀA | AᵀY] (the Gram matrix's upper triangle, mirrored: symmetric noise), whose change by one row is
   [aaᵀ | ayᵀ], of Frobenius norm at most √2: sensitivity √2. The head solves (G + λI) W = B; it reads no row
   count, so it spends none of its budget on one.
+
+With the person as the privacy unit (privacy/unit.py), each row's term in a released sum is weighted by 1/(its
+person's rows): a person then moves a release at most as one row does (sensitivities unchanged), every person weighs
+the same in the fit, and public-lda's class sizes read the count of persons.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, Run, each_run
 from pillar_cli.privacy import GaussianEvent
-from pillar_cli.privacy.symmetric import symmetric_noise
 from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.symmetric import symmetric_noise
+from pillar_cli.privacy.unit import WEIGHTED_PERSON_BOUND
 
 
 class ClosedFormHead(Method):
@@ -39,6 +44,7 @@ class ClosedFormHead(Method):
 
     normalises_rows = True
     sensitivity = 1.0
+    person_bound = WEIGHTED_PERSON_BOUND
     request_fields = frozenset({"k"})  # one release on all rows: no lr, steps or batch
 
     def configs(self, *, ridges: tuple[float | None, ...], seeds: list[int], **_: object) -> list[RunConfig]:
@@ -52,7 +58,7 @@ class ClosedFormHead(Method):
     def train_cell(self, cell: Cell) -> list[Run]:
         """The statistics once per cell; per configuration, their noisy release and a solve."""
         rows = self.features(cell.mapping, cell.data.private_x, cell.k)
-        statistics = self.statistics(cell, rows)
+        statistics = self.statistics(cell, rows, cell.row_weights)
         sigma = cell.noise_multiplier(1.0, 1)
         event = GaussianEvent(sigma)
         spent = cell.spent_epsilon(event)
@@ -65,8 +71,9 @@ class ClosedFormHead(Method):
         head = self.solve(statistics, lambda size: sigma * self.sensitivity * noise(size), config.ridge, sigma)
         return Run(head=replace(head, steps_run=1), event=event, epsilon_spent=spent)  # one release
 
-    def statistics(self, cell: Cell, rows: np.ndarray) -> tuple:
-        """What the release perturbs (and what the solve needs besides it), computed once per cell."""
+    def statistics(self, cell: Cell, rows: np.ndarray, row_weights: np.ndarray) -> tuple:
+        """What the release perturbs (and what the solve needs besides it), computed once per cell; each row's
+        term weighted by `row_weights` (Cell.row_weights)."""
         raise NotImplementedError
 
     def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None,
@@ -100,15 +107,21 @@ def noise_ridge(sigma: float, sensitivity: float, dim: int) -> float:
     return max(1.0, 2.0 * sigma * sensitivity * math.sqrt(dim))
 
 
-def class_sums(rows: np.ndarray, labels: np.ndarray, num_classes: int) -> np.ndarray:
-    """(C, d): the per-class sums public-lda releases; a unit row moves one sum by at most 1."""
-    return np.eye(num_classes)[labels].T @ rows
+def class_sums(rows: np.ndarray, labels: np.ndarray, num_classes: int,
+               row_weights: np.ndarray | None = None) -> np.ndarray:
+    """(C, d): the per-class sums public-lda releases, each row weighted by `row_weights` (None: 1); a unit row of
+    weight ≤ 1 moves one sum by at most its weight."""
+    weighted = rows if row_weights is None else rows * row_weights[:, None]
+    return np.eye(num_classes)[labels].T @ weighted
 
 
-def least_squares_statistics(rows: np.ndarray, labels: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
-    """(AᵀA, AᵀY) for a = [u, 1]/√2 (‖a‖ ≤ 1 for a unit row u) and one-hot y: what dp-ls releases."""
+def least_squares_statistics(rows: np.ndarray, labels: np.ndarray, num_classes: int,
+                             row_weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(AᵀWA, AᵀWY) for a = [u, 1]/√2 (‖a‖ ≤ 1 for a unit row u), one-hot y and W the rows' weights (None: 1):
+    what dp-ls releases."""
     rows = augmented(rows)
-    return rows.T @ rows, rows.T @ np.eye(num_classes)[labels]
+    weighted = rows if row_weights is None else rows * row_weights[:, None]
+    return weighted.T @ rows, weighted.T @ np.eye(num_classes)[labels]
 
 
 class PublicCovarianceLDA(ClosedFormHead):
@@ -121,13 +134,14 @@ class PublicCovarianceLDA(ClosedFormHead):
     mechanism_description = ("one Gaussian release of the per-class sums of the unit-norm rows, L2 sensitivity 1; "
                              "class sizes ñ/C from the released row count; add/remove-one adjacency")
 
-    def statistics(self, cell: Cell, rows: np.ndarray) -> tuple:
+    def statistics(self, cell: Cell, rows: np.ndarray, row_weights: np.ndarray) -> tuple:
         data = cell.data
         public = self.features(cell.mapping, data.public_x, cell.k)
         if len(public) <= public.shape[1]:
             raise DataError(f"{len(public)} public rows cannot estimate a {public.shape[1]}-dimensional covariance",
                             hint=f"use a smaller {param('k')} or more public rows")
-        return class_sums(rows, data.private_y, data.num_classes), cell.rows.value, public_covariance(public)
+        return (class_sums(rows, data.private_y, data.num_classes, row_weights), cell.rows.value,
+                public_covariance(public))
 
     def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None,
               sigma: float) -> LinearHead:
@@ -166,8 +180,8 @@ class DPLeastSquares(ClosedFormHead):
     mechanism_description = ("one Gaussian release of [AᵀA | AᵀY] for unit-norm rows [a, 1]/√2 and one-hot labels, "
                              "L2 sensitivity √2; add/remove-one adjacency")
 
-    def statistics(self, cell: Cell, rows: np.ndarray) -> tuple:
-        return least_squares_statistics(rows, cell.data.private_y, cell.data.num_classes)
+    def statistics(self, cell: Cell, rows: np.ndarray, row_weights: np.ndarray) -> tuple:
+        return least_squares_statistics(rows, cell.data.private_y, cell.data.num_classes, row_weights)
 
     def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None,
               sigma: float) -> LinearHead:

@@ -112,7 +112,7 @@ class GradientEmbeddingPerturbation(ProjectedDPSGD):
     def __init__(self) -> None:
         super().__init__("gep", "GEP", "gradient embedding perturbation: k = anchor dimension from public "
                          "gradients; full feature space", projects=False)
-        self.averages_iterates = self.bounds_persons = False  # its own loop releases the last iterate, clips rows
+        self.averages_iterates, self.person_bound = False, None  # its own loop releases the last iterate, clips rows
         self.not_auditable = "its anchor subspace and clipping act on gradients the canaries' coordinates change"
 
     def check_k(self, k: int, pca: PublicPCA, num_classes: int) -> None:

@@ -27,7 +27,7 @@ from pillar_cli.devices import resolve_device
 from pillar_cli.errors import DataError, UsageError, check_positive, param
 from pillar_cli.memory import return_large_buffers
 from pillar_cli.methods.base import Method, PrivacySettings, SweepData
-from pillar_cli.methods.catalog import get_method
+from pillar_cli.methods.catalog import bounding_persons, get_method
 from pillar_cli.methods.grid import SweepGrid, check_grid
 from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.rules import ruled_grids
@@ -145,9 +145,9 @@ def privacy_unit(data: SweepData, request: SweepRequest, grid: SweepGrid) -> Pri
     if unit.is_person:
         if len(data.private_persons) != len(data.private_x):
             raise DataError(f"{data.name}: {len(data.private_persons)} persons for {len(data.private_x)} rows")
-        if unbounded := [name for name in grid.methods if not get_method(name).bounds_persons]:
+        if unbounded := [name for name in grid.methods if get_method(name).person_bound is None]:
             raise UsageError(f"method '{unbounded[0]}' bounds one row's contribution, not one person's: with the "
-                             f"person as the privacy unit train pillar, dpsgd or jl",
+                             f"person as the privacy unit train {', '.join(bounding_persons())}",
                              hint=f"or pass {param('privacy_unit')} row (the guarantee is then per row)")
         if request.selection is not None:
             raise UsageError(f"{param('select')} accounted scores its trials row by row on val: with the person as the "

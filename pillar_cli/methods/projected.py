@@ -13,6 +13,7 @@ from pillar_cli.linear.engine import LinearHead, RunConfig, train_linear_heads
 from pillar_cli.linear.opacus_reference import train_with_opacus
 from pillar_cli.methods.base import Cell, Method, Run, each_run
 from pillar_cli.privacy import dp_sgd_event
+from pillar_cli.privacy.unit import DP_SGD_PERSON_BOUND
 from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
 
 
@@ -24,8 +25,8 @@ class ProjectedDPSGD(Method):
         self.name, self.family, self.description, self.projects = name, family, description, projects
         self.single_cell, self.family_unprojected = single_cell, family_unprojected
         self.needs_public_basis = projects if needs_public_basis is None else needs_public_basis
-        self.averages_iterates = self.bounds_persons = True  # the fast engine's heads (a subclass with its own
-        # training loop says otherwise)
+        self.averages_iterates = True  # the fast engine's heads (a subclass with its own training loop says otherwise)
+        self.person_bound = DP_SGD_PERSON_BOUND
 
     def train_cell(self, cell: Cell) -> list[Run]:
         rates = [cell.rows.sample_rate(c.batch_size) for c in cell.configs]

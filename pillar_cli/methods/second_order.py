@@ -24,11 +24,16 @@ Gaussian segment by the cell's accountant; they read no row count. W starts at 0
 A released matrix is projected on the positive semi-definite cone (negative eigenvalues set to 0, post-processing)
 and λI added; λ defaults to the spectral scale of its noise, 2σΔ√(k+1) (at least 1), as dp-ls sets it (public-fc,
 which releases no matrix: of the gradient's noise, Δ = √2).
+
+With the person as the privacy unit every row's term in every released sum is weighted by 1/(its person's rows)
+(privacy/unit.py): a person moves each release at most as one row does, and public-fc's scale reads the count of
+persons.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,6 +44,7 @@ from pillar_cli.methods.closed_form import augmented, augmented_head, check_ridg
 from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.symmetric import symmetric_noise
+from pillar_cli.privacy.unit import WEIGHTED_PERSON_BOUND
 
 DEFAULT_STEPS = 10  # full-batch steps of a run that gives none
 GRADIENT_SENSITIVITY = math.sqrt(2.0)
@@ -54,11 +60,30 @@ def probabilities(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return exp / exp.sum(axis=1, keepdims=True)
 
 
-def gradient_sum(rows: np.ndarray, onehot: np.ndarray, weights: np.ndarray,
-                 probs: np.ndarray | None = None) -> np.ndarray:
-    """Σ aᵢ(pᵢ − yᵢ)ᵀ, (k+1, C): the softmax loss's gradient summed over the rows (`probs`: the rows' softmax at
-    `weights`, when the caller has it already)."""
-    return rows.T @ ((probabilities(rows, weights) if probs is None else probs) - onehot)
+def gradient_sum(rows: np.ndarray, onehot: np.ndarray, weights: np.ndarray, probs: np.ndarray | None = None,
+                 row_weights: np.ndarray | None = None) -> np.ndarray:
+    """Σ wᵢaᵢ(pᵢ − yᵢ)ᵀ, (k+1, C): the softmax loss's gradient summed over the rows, each weighted by `row_weights`
+    (None: 1; `probs`: the rows' softmax at `weights`, when the caller has it already)."""
+    residuals = (probabilities(rows, weights) if probs is None else probs) - onehot
+    return rows.T @ (residuals if row_weights is None else residuals * row_weights[:, None])
+
+
+@dataclass(frozen=True)
+class PrivateRows:
+    """What a fit reads of the private rows: a = [u, 1]/√2, one-hot labels, and each row's weight in a released sum
+    (Cell.row_weights: 1, or 1/(its person's rows) with the person as the unit)."""
+
+    a: np.ndarray
+    onehot: np.ndarray
+    weights: np.ndarray
+
+    def gradient(self, head: np.ndarray, probs: np.ndarray | None = None) -> np.ndarray:
+        return gradient_sum(self.a, self.onehot, head, probs, self.weights)
+
+    def gram(self, curvature: np.ndarray | None = None) -> np.ndarray:
+        """Σ wᵢaᵢaᵢᵀ, or with `curvature` (one value per row) Σ wᵢcᵢaᵢaᵢᵀ: a class's Hessian sum."""
+        scale = self.weights if curvature is None else self.weights * curvature
+        return (self.a * scale[:, None]).T @ self.a
 
 
 def positive_part(matrix: np.ndarray) -> np.ndarray:
@@ -72,6 +97,7 @@ class SecondOrderHead(Method):
     """T full-batch steps on unit-norm augmented rows, T from the request's steps (its own default otherwise)."""
 
     normalises_rows = True
+    person_bound = WEIGHTED_PERSON_BOUND
     reads_count = False
     request_fields = frozenset({"k", "steps"})  # one full-batch run per (steps, λ, seed): no lr or batch
     steps_rule = f"{DEFAULT_STEPS} full-batch steps"
@@ -93,8 +119,8 @@ class SecondOrderHead(Method):
         return 1.0, self.releases(config.steps)
 
     def train_cell(self, cell: Cell) -> list[Run]:
-        rows = augmented(self.features(cell.mapping, cell.data.private_x, cell.k))
-        onehot = np.eye(cell.data.num_classes)[cell.data.private_y]
+        rows = PrivateRows(augmented(self.features(cell.mapping, cell.data.private_x, cell.k)),
+                           np.eye(cell.data.num_classes)[cell.data.private_y], cell.row_weights)
         prepared = self.prepare(cell, rows)
         runs = []
         for config in cell.configs:
@@ -102,22 +128,21 @@ class SecondOrderHead(Method):
             sigma = cell.noise_multiplier(1.0, releases)
             event = dp_sgd_event(sigma, 1.0, releases)
             noise = cell.randomness.child("release", config).numpy().standard_normal  # secret, one stream per run
-            head = each_run(cell, config, lambda c=config: self.fit(rows, onehot, prepared, c, sigma, noise))
+            head = each_run(cell, config, lambda c=config: self.fit(rows, prepared, c, sigma, noise))
             runs.append(Run(head=head, event=event, epsilon_spent=cell.spent_epsilon(event)))
         return runs
 
-    def prepare(self, cell: Cell, rows: np.ndarray) -> object:
+    def prepare(self, cell: Cell, rows: PrivateRows) -> object:
         """What every configuration of the cell shares (a Gram matrix), computed once."""
         return None
 
-    def fit(self, rows: np.ndarray, onehot: np.ndarray, prepared: object, config: RunConfig, sigma: float,
-            noise) -> LinearHead:
+    def fit(self, rows: PrivateRows, prepared: object, config: RunConfig, sigma: float, noise) -> LinearHead:
         raise NotImplementedError
 
     @staticmethod
-    def noisy_gradient(rows: np.ndarray, onehot: np.ndarray, weights: np.ndarray, sigma: float, noise,
+    def noisy_gradient(rows: PrivateRows, weights: np.ndarray, sigma: float, noise,
                        probs: np.ndarray | None = None) -> np.ndarray:
-        return gradient_sum(rows, onehot, weights, probs) + sigma * GRADIENT_SENSITIVITY * noise(weights.shape)
+        return rows.gradient(weights, probs) + sigma * GRADIENT_SENSITIVITY * noise(weights.shape)
 
 
 class DPNewton(SecondOrderHead):
@@ -132,16 +157,16 @@ class DPNewton(SecondOrderHead):
     def releases(self, steps: int) -> int:
         return 2 * steps
 
-    def fit(self, rows, onehot, prepared, config, sigma, noise) -> LinearHead:
-        dim, classes = rows.shape[1], onehot.shape[1]
+    def fit(self, rows, prepared, config, sigma, noise) -> LinearHead:
+        dim, classes = rows.a.shape[1], rows.onehot.shape[1]
         ridge = (config.ridge or noise_ridge(sigma, HESSIAN_SENSITIVITY, dim)) * np.eye(dim)
         weights, steps_run = np.zeros((dim, classes)), 0
         for steps_run in range(1, config.steps + 1):
-            probs = probabilities(rows, weights)
-            gradient = self.noisy_gradient(rows, onehot, weights, sigma, noise, probs)
+            probs = probabilities(rows.a, weights)
+            gradient = self.noisy_gradient(rows, weights, sigma, noise, probs)
             curvature = probs * (1.0 - probs)
             for c in range(classes):
-                hessian = (rows * curvature[:, c:c + 1]).T @ rows
+                hessian = rows.gram(curvature[:, c])
                 hessian = positive_part(hessian + symmetric_noise(noise, dim, sigma * HESSIAN_SENSITIVITY))
                 weights[:, c] -= np.linalg.solve(hessian + ridge, gradient[:, c])
         return augmented_head(weights, steps_run)
@@ -159,8 +184,8 @@ class DPFeatureCovariance(SecondOrderHead):
     def releases(self, steps: int) -> int:
         return steps + 1
 
-    def prepare(self, cell: Cell, rows: np.ndarray) -> object:
-        return rows.T @ rows
+    def prepare(self, cell: Cell, rows: PrivateRows) -> object:
+        return rows.gram()
 
     def covariance(self, gram: np.ndarray, sigma: float, noise) -> np.ndarray:
         """The Gram matrix as released, and the ridge default its noise sets."""
@@ -169,13 +194,13 @@ class DPFeatureCovariance(SecondOrderHead):
     def default_ridge(self, sigma: float, dim: int) -> float:
         return noise_ridge(sigma, GRAM_SENSITIVITY, dim)
 
-    def fit(self, rows, onehot, prepared, config, sigma, noise) -> LinearHead:
-        dim = rows.shape[1]
+    def fit(self, rows, prepared, config, sigma, noise) -> LinearHead:
+        dim = rows.a.shape[1]
         covariance = self.covariance(prepared, sigma, noise)
         preconditioner = covariance + (config.ridge or self.default_ridge(sigma, dim)) * np.eye(dim)
-        weights, steps_run = np.zeros((dim, onehot.shape[1])), 0
+        weights, steps_run = np.zeros((dim, rows.onehot.shape[1])), 0
         for steps_run in range(1, config.steps + 1):
-            gradient = self.noisy_gradient(rows, onehot, weights, sigma, noise)
+            gradient = self.noisy_gradient(rows, weights, sigma, noise)
             weights -= BOHNING_STEP * np.linalg.solve(preconditioner, gradient)
         return augmented_head(weights, steps_run)
 
@@ -195,7 +220,7 @@ class PublicFeatureCovariance(DPFeatureCovariance):
     def releases(self, steps: int) -> int:
         return steps
 
-    def prepare(self, cell: Cell, rows: np.ndarray) -> object:
+    def prepare(self, cell: Cell, rows: PrivateRows) -> object:
         public = augmented(self.features(cell.mapping, cell.data.public_x, cell.k))
         if len(public) <= public.shape[1]:
             raise DataError(f"{len(public)} public rows cannot estimate a {public.shape[1]}-dimensional covariance",

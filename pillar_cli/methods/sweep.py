@@ -169,8 +169,8 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
                    "runs/epsilon_spent, the accountant's ε of it; runs/noise_multiplier and runs/sample_rate for "
                    "tables; runs/steps_run: the steps the engine counted as it ran them (-1: not counted)"},
         "max_epsilon_spent": max((total for _, total in spent), default=0.0),
-        "mechanisms": {name: privacy.unit.mechanism(get_method(name).mechanism_description)
-                       for name in sorted({r.key.method for r in runs})},
+        "mechanisms": {method.name: privacy.unit.mechanism(method.mechanism_description, method.person_bound)
+                       for method in map(get_method, sorted({r.key.method for r in runs}))},
         **{key: value for name in sorted({r.key.method for r in runs})
            for key, value in get_method(name).model_attrs(options.of(get_method(name))).items()},
         "selection": [cell.to_attrs() for cell in result.selection],

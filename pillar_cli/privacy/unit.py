@@ -19,6 +19,10 @@ from pillar_cli.errors import UsageError, param
 ROW, PERSON, AUTO = "row", "person", "auto"
 UNITS = (AUTO, ROW, PERSON)
 ROW_NEIGHBOURS = "add or remove one training row (its features and label)"
+DP_SGD_PERSON_BOUND = ("each row's gradient clipped to C, then the sum of each person's clipped gradients clipped "
+                       "again to C; persons, not rows, Poisson-sampled, at a rate read from the count of persons")
+WEIGHTED_PERSON_BOUND = ("each row weighted by 1/(its person's rows) in every released sum, so that a person moves a "
+                         "release at most as one row does")
 
 
 @dataclass(frozen=True)
@@ -67,15 +71,16 @@ class PrivacyUnit:
 
     @property
     def bound(self) -> str:
-        """How one unit's contribution to a step is bounded."""
+        """How one unit's contribution to a release is bounded (a method's own words: Method.person_bound)."""
         if not self.is_person:
-            return "each row's gradient clipped to C"
-        return ("each row's gradient clipped to C, then the sum of each person's clipped gradients clipped again to "
-                "C; persons, not rows, Poisson-sampled, at a rate read from the count of persons")
+            return "each row's gradient clipped to C (DP-SGD), each row scaled to unit norm (one-release heads)"
+        return (f"{DP_SGD_PERSON_BOUND} (DP-SGD); {WEIGHTED_PERSON_BOUND} (one-release and full-batch heads, "
+                "DP-PCA)")
 
-    def mechanism(self, description: str) -> str:
-        """A method's mechanism in words, with how a person is bounded where the person is the unit."""
-        return description if not self.is_person else f"{description}; per person: {self.bound}"
+    def mechanism(self, description: str, person_bound: str | None) -> str:
+        """A method's mechanism in words, with how it bounds a person (`person_bound`) where the person is the
+        unit."""
+        return description if not self.is_person else f"{description}; per person: {person_bound}"
 
     @property
     def counted(self) -> str:
@@ -91,3 +96,10 @@ def persons_of(groups: object, rows: int, name: str = "groups") -> np.ndarray:
     if ids.dtype.kind == "f" and not np.isfinite(ids).all():
         raise UsageError(f"{param(name)} holds NaN or infinite group ids; every row needs its person")
     return np.unique(ids, return_inverse=True)[1].astype(np.int64)
+
+
+def person_weights(persons: np.ndarray) -> np.ndarray:
+    """1/(rows of the row's person), for every row: weighted so, a sum over rows that one row moves by at most Δ is
+    moved by at most Δ by one person, whatever their number of rows."""
+    _, inverse, counts = np.unique(np.asarray(persons), return_inverse=True, return_counts=True)
+    return 1.0 / counts[inverse]

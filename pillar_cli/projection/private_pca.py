@@ -29,7 +29,7 @@ from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon, validate_budget
 from pillar_cli.privacy.symmetric import symmetric_noise
-from pillar_cli.privacy.unit import PERSON, ROW, PrivacyUnit
+from pillar_cli.privacy.unit import PERSON, ROW, WEIGHTED_PERSON_BOUND, PrivacyUnit, person_weights
 from pillar_cli.projection.pca import CHUNK_ROWS, PublicPCA, l2_normalized_rows
 from pillar_cli.randomness import NoiseSource
 
@@ -51,7 +51,7 @@ def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, del
     if k_max is not None and not 1 <= k_max <= dim:
         raise UsageError(f"{param('k_max')} must be between 1 and the feature dimension {dim} (got {k_max})")
     sigma = 0.0 if math.isinf(epsilon) else calibrate_noise(accountant, epsilon, delta, 1.0, 1)
-    weights = None if persons is None else _person_weights(np.asarray(persons))
+    weights = None if persons is None else person_weights(persons)
     moment = np.zeros((dim, dim))
     for start in range(0, len(features), CHUNK_ROWS):
         rows = l2_normalized_rows(features[start:start + CHUNK_ROWS].astype(np.float64))
@@ -74,17 +74,10 @@ def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, del
     event = GaussianEvent(sigma)
     spent = math.inf if sigma == 0 else spent_epsilon(accountant, event, delta)
     unit = PrivacyUnit(ROW) if persons is None else PrivacyUnit(PERSON, persons_from or "the groups given")
-    mechanism = MECHANISM if persons is None else f"{MECHANISM}; each row weighted by 1/(its person's rows)"
-    pca.private_release_ = {"mechanism": mechanism, "epsilon": spent, "epsilon_target": epsilon, "delta": delta,
+    pca.private_release_ = {"mechanism": unit.mechanism(MECHANISM, WEIGHTED_PERSON_BOUND), "epsilon": spent, "epsilon_target": epsilon, "delta": delta,
                             "accountant": accountant, "event": event.to_dict(), "noise": noise.describe(),
                             "unit": unit.to_attrs()}
     return pca, pca.private_release_
-
-
-def _person_weights(persons: np.ndarray) -> np.ndarray:
-    """1/(rows of the row's person), for every row."""
-    _, inverse, counts = np.unique(persons, return_inverse=True, return_counts=True)
-    return 1.0 / counts[inverse]
 
 
 def require_unit_covered(release: dict | None, unit: PrivacyUnit) -> None:

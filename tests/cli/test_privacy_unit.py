@@ -80,12 +80,22 @@ def test_the_row_unit_stays_one_flag_away_and_a_person_unit_without_persons_is_r
                      tmp_path / "none.h5", expect=2)
     assert refused.stderr.splitlines()[0] == ("error: --privacy-unit person needs each training row's person, which "
                                               "these rows do not name")
-    refused = pillar("train-private", persons / "emb.h5", "-p", persons / "pca.h5", "--method", "public-lda",
-                     "-o", tmp_path / "lda.h5", expect=2)
-    assert refused.stderr.splitlines()[0] == ("error: method 'public-lda' bounds one row's contribution, not one "
-                                              "person's: with the person as the privacy unit train pillar, dpsgd or "
-                                              "jl")
-    assert not (tmp_path / "none.h5").exists() and not (tmp_path / "lda.h5").exists()
+    refused = pillar("train-private", persons / "emb.h5", "-p", persons / "pca.h5", "--method", "noisy-sgd",
+                     "-o", tmp_path / "noisy.h5", expect=2)
+    assert refused.stderr.splitlines()[0] == ("error: method 'noisy-sgd' bounds one row's contribution, not one "
+                                              "person's: with the person as the privacy unit train dpsgd, jl, pillar, "
+                                              "public-lda, dp-ls, dp-newton, dp-fc, public-fc")
+    assert not (tmp_path / "none.h5").exists() and not (tmp_path / "noisy.h5").exists()
+
+
+def test_a_one_release_head_weights_each_persons_rows_and_says_so(persons, pillar, tmp_path):
+    pillar("train-private", persons / "emb.h5", "-p", persons / "pca.h5", "--method", "dp-ls", "--eps", "1",
+           "-o", tmp_path / "ls.h5")
+    model = artifacts.read(tmp_path / "ls.h5", "model")
+    assert PrivacyUnit.from_attrs(model.attrs["privacy_unit"]).is_person
+    assert model.attrs["mechanisms"]["dp-ls"].endswith("; per person: each row weighted by 1/(its person's rows) in "
+                                                       "every released sum, so that a person moves a release at "
+                                                       "most as one row does")
 
 
 def test_a_split_sharing_a_training_persons_rows_is_no_test_split(persons, pillar, tmp_path):
