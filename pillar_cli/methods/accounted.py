@@ -5,7 +5,8 @@ A random number K of trials (privacy.rdp.TrialCount) is drawn from secret random
 data, and never stored (Papernot–Steinke's bounds assume K stays hidden); each trial trains a
 configuration drawn uniformly from the candidates with the noise of `plan_selection` and releases its score, the
 number of correct val predictions plus Gaussian noise; only the best trial's head and noisy score are kept. Nothing
-else of the other trials is written: not their heads, scores, seeds, nor which trial won.
+else of the other trials is written: not their heads, scores, seeds, nor which trial won. With the person as the
+privacy unit each val row's prediction counts 1/(its person's val rows): one person moves a score by at most 1.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import Cell, Method, Run
 from pillar_cli.privacy.rdp import TrialCount
 from pillar_cli.privacy.selection import SelectionPlan, plan_selection
+from pillar_cli.privacy.unit import person_weights
 
 SCORE = "correct predictions on the val split, plus Gaussian noise (add/remove-one sensitivity 1)"
+PERSON_SCORE = ("correct predictions on the val split, each weighted by 1/(its person's val rows), plus Gaussian noise "
+                "(add/remove-one-person sensitivity 1)")
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ def select_privately(method: Method, cell: Cell, val_z: np.ndarray, val_y: np.nd
     trials = {seed: _draw_trials(cell.randomness.child("trials", seed).numpy(), candidates, count)
               for seed, candidates in by_seed.items()}
     noise = plan.training
+    val_weights = person_weights(cell.data.val_persons) if privacy.unit.is_person else np.ones(len(val_y))
     runs = iter(method.train_cell(replace(cell, configs=[t for drawn in trials.values() for _, t in drawn],
                                           noise=lambda rate, steps: noise[rate, steps])))
     released, records = [], []
@@ -73,7 +78,8 @@ def select_privately(method: Method, cell: Cell, val_z: np.ndarray, val_y: np.nd
         for candidate, trial in drawn:
             run = next(runs)
             score_noise = cell.randomness.child("score", trial).numpy().standard_normal()
-            scored.append((_noisy_accuracy(run, val_z, val_y, plan.score_sigma, score_noise), candidate, run))
+            scored.append((_noisy_accuracy(run, val_z, val_y, val_weights, plan.score_sigma, score_noise),
+                           candidate, run))
         if scored:
             score, candidate, run = max(scored, key=lambda item: item[0])
             released.append(Released(replace(candidate, seed=seed),
@@ -89,10 +95,11 @@ def _draw_trials(rng: np.random.Generator, candidates: list[RunConfig], count: T
     return [(candidates[p], replace(candidates[p], seed=int(rng.integers(2**31 - 1)))) for p in picks]
 
 
-def _noisy_accuracy(run: Run, val_z: np.ndarray, val_y: np.ndarray, score_sigma: float,
+def _noisy_accuracy(run: Run, val_z: np.ndarray, val_y: np.ndarray, val_weights: np.ndarray, score_sigma: float,
                     standard_normal: float) -> float:
-    correct = int((run.head.logits(val_z).argmax(axis=1) == val_y).sum())
-    return (correct + score_sigma * standard_normal) / len(val_y)
+    """The weighted count of correct val predictions plus noise, over the weights' sum (val rows, or persons)."""
+    correct = float(val_weights @ (run.head.logits(val_z).argmax(axis=1) == val_y))
+    return (correct + score_sigma * standard_normal) / float(val_weights.sum())
 
 
 def _record(cell: Cell, method: Method, seed: int, candidates: list[RunConfig], plan: SelectionPlan,
@@ -106,7 +113,8 @@ def _record(cell: Cell, method: Method, seed: int, candidates: list[RunConfig], 
             "trial": {"training": "one candidate drawn uniformly; its RDP is at most the largest candidate "
                                   "mechanism's (the one-of node of `event`)",
                       "candidates": configurations,
-                      "score": {"statistic": SCORE, "n_val": n_val}},
+                      "score": {"statistic": PERSON_SCORE if cell.privacy.unit.is_person else SCORE,
+                                "n_val": n_val}},
             "event": cell.rows.with_count(plan.event).to_dict(),
             "trial_training_epsilon": plan.training_epsilon, "score_share_order": plan.reference_order,
             "epsilon": plan.epsilon, "delta": cell.privacy.delta}

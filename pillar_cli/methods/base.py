@@ -79,6 +79,7 @@ class SweepData:
     public_labelled: tuple[np.ndarray, np.ndarray] | None = None  # labelled public rows (AdaDPS's preconditioner)
     private_persons: np.ndarray | None = None  # each training row's person, where the rows name one
     persons_from: str | None = None  # where those persons came from, in words (e.g. 'column PatientID')
+    val_persons: np.ndarray | None = None  # each val row's person, where the rows name one (weights val scores)
 
     @property
     def name(self) -> str:

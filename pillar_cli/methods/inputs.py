@@ -83,7 +83,7 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
                      validation and validation.labels, private.num_classes,
                      public.features if uses_public else None, initial, training.index, public.index, path,
                      labelled and (labelled.features, labelled.labels), training.persons,
-                     private.grouping and private.grouping.get("source"))
+                     private.grouping and private.grouping.get("source"), validation and validation.persons)
     rows = {"private": training.index, **({"val": validation.index} if validation else {}),
             **({"public_labelled": labelled.index} if labelled and labelled.same_source(private) else {})}
     persons = None if training.persons is None else {

@@ -149,9 +149,9 @@ def privacy_unit(data: SweepData, request: SweepRequest, grid: SweepGrid) -> Pri
             raise UsageError(f"method '{unbounded[0]}' bounds one row's contribution, not one person's: with the "
                              f"person as the privacy unit train {', '.join(bounding_persons())}",
                              hint=f"or pass {param('privacy_unit')} row (the guarantee is then per row)")
-        if request.selection is not None:
-            raise UsageError(f"{param('select')} accounted scores its trials row by row on val: with the person as the "
-                             "privacy unit give one configuration per cell (the default rule)")
+        if request.selection is not None and data.val_x is not None and data.val_persons is None:
+            raise UsageError(f"{param('select')} accounted with the person as the privacy unit weights each val row "
+                             f"by its person: {param('groups_val')} must name the val rows' persons")
         if request.engine != "fast":
             raise UsageError(f"{param('engine')} {request.engine} clips rows, not persons: with the person as the "
                              "privacy unit use the fast engine")

@@ -98,6 +98,16 @@ def test_a_one_release_head_weights_each_persons_rows_and_says_so(persons, pilla
                                                        "most as one row does")
 
 
+def test_an_accounted_selection_scores_val_persons(persons, pillar, tmp_path):
+    pillar("train-private", persons / "emb.h5", "-p", persons / "pca.h5", "--eps", "1", "--k", "20", "--lr",
+           "0.5,2", "--steps", "50", "--select", "accounted", "-o", tmp_path / "m.h5")
+    model = artifacts.read(tmp_path / "m.h5", "model")
+    (record,) = model.attrs["selection_ledger"]["selections"]
+    assert record["trial"]["score"]["statistic"].startswith("correct predictions on the val split, each weighted by "
+                                                             "1/(its person's val rows)")
+    assert PrivacyUnit.from_attrs(model.attrs["privacy_unit"]).is_person and record["epsilon"] <= 1.0
+
+
 def test_a_split_sharing_a_training_persons_rows_is_no_test_split(persons, pillar, tmp_path):
     """A model trained on half the private rows (seeded), and another file of the same source split with another seed:
     some of its test rows are rows the model never saw of persons it trained on; evaluate counts them too."""

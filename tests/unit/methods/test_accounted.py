@@ -14,13 +14,14 @@ from sklearn.datasets import load_digits
 
 from pillar_cli import AccountedSelection, PublicPCA, UsageError, sweep
 from pillar_cli.linear.engine import RunConfig, train_linear_heads
-from pillar_cli.methods.accounted import _draw_trials
+from pillar_cli.methods.accounted import PERSON_SCORE, _draw_trials
 from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
 from pillar_cli.methods.sweep import sweep_artifact
 from pillar_cli.privacy import event_from_dict, gaussian_segments
 from pillar_cli.privacy.rdp import ORDERS, TrialCount
 from pillar_cli.privacy.count import release_count
 from pillar_cli.privacy.selection import plan_selection, recorded_selection_epsilon
+from pillar_cli.privacy.unit import person_weights
 from pillar_cli.randomness import NoiseSource
 
 
@@ -124,3 +125,32 @@ def test_poisson_with_no_trial_releases_nothing(digits):
     result = run(digits, select=AccountedSelection(trials=1.0, shape=math.inf), seed=list(range(8)), noise_seed=1)
     assert len(result.selection_ledger) == 8 and 0 < len(result.runs) < 8
     assert not any("trials_drawn" in record for record in result.selection_ledger)
+
+
+def test_per_person_each_val_person_weighs_one_and_a_person_of_one_row_is_a_row(digits):
+    """Persons of one row each, same experiment-only noise: the person unit releases the row unit's heads (to the
+    rounding of its own summation order) and scores; persons of 4 rows make the score a weighted one, said so in the ledger; val rows without their
+    persons are refused."""
+    _, _, x, y, xv, yv = digits
+    rows = run(digits, seed=[3], noise_seed=5)
+    persons = run(digits, seed=[3], noise_seed=5, groups=np.arange(len(x)), groups_val=np.arange(len(xv)))
+    assert persons.plan.unit.is_person and not rows.plan.unit.is_person
+    for row, person in zip(rows.runs, persons.runs, strict=True):  # the person engine sums in another order
+        np.testing.assert_allclose(row.head.weights, person.head.weights, rtol=1e-5, atol=1e-6)
+        assert row.val_accuracy == person.val_accuracy and row.epsilon_spent == person.epsilon_spent
+    grouped = run(digits, seed=[3], groups=np.arange(len(x)) // 4, groups_val=np.arange(len(xv)) // 4)
+    (record,) = grouped.selection_ledger
+    assert record["trial"]["score"]["statistic"] == PERSON_SCORE and grouped.runs[0].epsilon_spent <= 1.0
+    with pytest.raises(UsageError, match="^select accounted with the person as the privacy unit weights each val row "
+                                         "by its person: groups_val must name the val rows' persons$"):
+        run(digits, groups=np.arange(len(x)) // 4)
+
+
+def test_one_person_moves_a_weighted_val_score_by_at_most_one():
+    rng = np.random.default_rng(0)
+    persons = np.repeat(np.arange(40), rng.integers(1, 30, size=40))
+    correct = rng.random(len(persons)) < 0.7
+    weights = person_weights(persons)
+    for person in range(40):
+        kept = persons != person
+        assert abs(weights @ correct - person_weights(persons[kept]) @ correct[kept]) <= 1 + 1e-12
