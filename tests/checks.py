@@ -79,16 +79,21 @@ def random_image_parts(side: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             for part, n in (("train", 60), ("test", 20))}
 
 
-def assert_embeds_like_npz(pillar, tmp_path: Path, images: dict, source: str, path: Path) -> Path:
-    """`pillar embed --source SOURCE --path PATH` gives, split for split, the row ids, features and labels of the same
-    images and labels embedded from an npz; returns the embeddings it wrote."""
+def assert_embeds_like_npz(pillar, tmp_path: Path, images: dict, source: str, path: Path, *options: str,
+                           groups: dict | None = None) -> Path:
+    """`pillar embed --source SOURCE --path PATH [OPTIONS]` gives, split for split, the row ids, features and labels
+    of the same images and labels embedded from an npz — and with `groups` (part → group ids) the same persons as
+    the npz's arrays groups and groups_test; returns the embeddings it wrote."""
     (x, y), (x_test, y_test) = images["train"], images["test"]
-    np.savez(tmp_path / "same.npz", x=x, y=y, x_test=x_test, y_test=y_test)
+    named = {} if groups is None else {"groups": groups["train"], "groups_test": groups["test"]}
+    np.savez(tmp_path / "same.npz", x=x, y=y, x_test=x_test, y_test=y_test, **named)
     written = tmp_path / f"{source}.h5"
-    pillar("embed", "--source", source, "--path", path, "--backbone", "pixels", "-o", written)
+    pillar("embed", "--source", source, "--path", path, "--backbone", "pixels", *options, "-o", written)
     pillar("embed", "--source", "npz", "--path", tmp_path / "same.npz", "--backbone", "pixels", "-o", tmp_path / "n.h5")
     for split in ("private", "public", "val", "test"):
         read, npz = (artifacts.read_split(f"{name}:{split}") for name in (written, tmp_path / "n.h5"))
         assert np.array_equal(read.index, npz.index) and np.array_equal(read.features, npz.features)
         assert split == "public" or np.array_equal(read.labels, npz.labels)
+        assert (read.persons is None) == (groups is None) and (groups is None or
+                                                                np.array_equal(read.persons, npz.persons))
     return written

@@ -3,7 +3,8 @@ files per split, memory-mapped) or Parquet shards (`<split>-*.parquet` or `<spli
 as the Hub serves them). Images stay encoded (the PNG or JPEG bytes of an `Image` column) until rows are read:
 `EncodedImages` behaves like a uint8 (N, H, W, 3) array, as `ImageFiles` does for image files, so that the
 DataLoader workers of `embed --workers N` decode them; a Parquet file is read one row group at a time. Labels come
-from a `ClassLabel` column with its class names, or any column of integers or strings (labels.py).
+from a `ClassLabel` column with its class names, or any column of integers or strings (labels.py); a column named by
+param group= names each row's person (groups.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from pillar_cli.data.dataset import Dataset, no_labels
+from pillar_cli.data.groups import Groups
 from pillar_cli.data.image_files import EncodedRows, decode_image, require_shape
 from pillar_cli.data.labels import encode_labels
 from pillar_cli.errors import DataError, UsageError, param
@@ -154,8 +156,8 @@ def _row_count(path: Path) -> int:
     return pq.ParquetFile(path).metadata.num_rows
 
 
-def label_values(files: list[Path], column: str) -> np.ndarray:
-    """A split's label column as written (class indices of a ClassLabel, or any integers or strings)."""
+def column_values(files: list[Path], column: str) -> np.ndarray:
+    """A split's column as written (a label's class indices of a ClassLabel, integers or strings; group ids)."""
     import pyarrow.parquet as pq
 
     values = []
@@ -177,14 +179,16 @@ def arrow_errors(what: str) -> Iterator[None]:
 
 
 def read_hf(root: Path, size: int | None, image: str | None = None, label: str | None = None, train: str = "train",
-            test: str = "test") -> Dataset:
+            test: str = "test", group: str | None = None) -> Dataset:
     """The `train` split (and `test`, when there is one) of a Hugging Face dataset on disk; without a label column
-    (none of type ClassLabel, none named `label` or given) its rows are unlabelled, to classify."""
+    (none of type ClassLabel, none named `label` or given) its rows are unlabelled, to classify. `group`: the column
+    naming each row's person."""
     with arrow_errors(f"cannot read the dataset in {root}"):
-        return _read_hf(root, size, image, label, train, test)
+        return _read_hf(root, size, image, label, train, test, group)
 
 
-def _read_hf(root: Path, size: int | None, image: str | None, label: str | None, train: str, test: str) -> Dataset:
+def _read_hf(root: Path, size: int | None, image: str | None, label: str | None, train: str, test: str,
+             group: str | None) -> Dataset:
     splits = hf_splits(root)
     if train not in splits:
         raise DataError(f"{root} has no split '{train}' (its splits: {', '.join(splits)})",
@@ -199,10 +203,14 @@ def _read_hf(root: Path, size: int | None, image: str | None, label: str | None,
     if label_column is None:
         labels, names = [no_labels(len(part)) for part in inputs], []
     elif (features.get(label_column) or {}).get("names"):
-        labels, names = [label_values(files, label_column).astype(np.int64) for files in parts], \
+        labels, names = [column_values(files, label_column).astype(np.int64) for files in parts], \
             list(features[label_column]["names"])
     else:
-        labels, names = encode_labels(f"{root}:{label_column}", *(label_values(f, label_column) for f in parts))
+        labels, names = encode_labels(f"{root}:{label_column}", *(column_values(f, label_column) for f in parts))
+    groups = None if group is None else Groups.of(
+        np.concatenate([column_values(files, column_of(features, "", group, "persons")) for files in parts]),
+        f"column {group}", str(root))
     fingerprint = "|".join(part.fingerprint(part_labels) for part, part_labels in zip(inputs, labels))
     test_inputs, test_labels = (inputs[1], labels[1]) if len(inputs) > 1 else (None, None)
-    return Dataset("hf", inputs[0], labels[0], names, test_inputs, test_labels, fingerprint_hint=fingerprint)
+    return Dataset("hf", inputs[0], labels[0], names, test_inputs, test_labels, fingerprint_hint=fingerprint,
+                   groups=groups)

@@ -226,20 +226,21 @@ def _manifest(options: SourceOptions) -> Dataset:
 
 
 @register("hf", "a Hugging Face dataset on disk: a save_to_disk folder or Parquet shards; images decoded when read; "
-          "params image, label (columns), train, test (split names), size")
+          "params image, label, group (columns; group names each row's person), train, test (split names), size")
 def _hf(options: SourceOptions) -> Dataset:
     from pillar_cli.data.hf_datasets import read_hf
 
-    params = {key: options.params[key] for key in ("image", "label", "train", "test") if key in options.params}
+    params = {key: options.params[key] for key in ("image", "label", "train", "test", "group") if key in options.params}
     return read_hf(options.require_path("hf"), int(options.number("size", 0)) or None, **params)
 
 
 @register("webdataset", "WebDataset tar shards: <split>-*.tar or <split>/*.tar under PATH, or one .tar; images decoded "
-          "when read; params image, label (extensions; default: the image's, cls), train, test (split names), size")
+          "when read; params image, label, group (extensions; default: the image's, cls, none; group names each "
+          "sample's person), train, test (split names), size")
 def _webdataset(options: SourceOptions) -> Dataset:
     from pillar_cli.data.webdataset import read_webdataset
 
-    params = {key: options.params[key] for key in ("image", "label", "train", "test") if key in options.params}
+    params = {key: options.params[key] for key in ("image", "label", "train", "test", "group") if key in options.params}
     return read_webdataset(options.require_path("webdataset"), int(options.number("size", 0)) or None, **params)
 
 

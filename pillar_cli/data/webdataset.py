@@ -4,7 +4,8 @@ read. Opening a split reads the tar headers only (one seek per member) and keeps
 `TarImages` behaves like a uint8 (N, H, W, 3) array whose rows are read by seeking into their shard: memory holds
 the offsets, not the images, the DataLoader workers of `embed --workers N` decode them, and each rank of a
 `torchrun` embedding reads the bytes of its own rows only. Labels come from a member of one extension per sample
-(`.cls` by default: an integer, or a class name as text).
+(`.cls` by default: an integer, or a class name as text); a member of the extension param group= names (text)
+names each sample's person (groups.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from pillar_cli.data.dataset import Dataset, no_labels
+from pillar_cli.data.groups import Groups
 from pillar_cli.data.image_files import EncodedRows, decode_image, require_shape
 from pillar_cli.data.labels import encode_labels
 from pillar_cli.errors import DataError, param
@@ -51,8 +53,8 @@ def tar_splits(root: Path) -> dict[str, list[Path]]:
 
 @dataclass(frozen=True)
 class Samples:
-    """A split's index: per sample its shard, the image member's offset and size, and its label text (None
-    without a label member)."""
+    """A split's index: per sample its shard, the image member's offset and size, its label text (None without
+    label members) and its group id (None without a group extension)."""
 
     shards: list[str]
     shard_of: np.ndarray
@@ -60,11 +62,12 @@ class Samples:
     sizes: np.ndarray
     labels: list[str] | None
     keys: list[str]
+    groups: list[str] | None = None
 
 
-def index_samples(shards: list[Path], image: str | None, label: str) -> Samples:
+def index_samples(shards: list[Path], image: str | None, label: str, group: str | None = None) -> Samples:
     """Scan the tar headers of a split's shards, in order; members of other extensions are ignored."""
-    shard_of, offsets, sizes, label_members, keys = [], [], [], [], []
+    shard_of, offsets, sizes, label_members, group_members, keys = [], [], [], [], [], []
     for number, shard in enumerate(shards):
         try:
             members = _members(shard)
@@ -79,11 +82,16 @@ def index_samples(shards: list[Path], image: str | None, label: str) -> Samples:
             member = by_extension[found[0]]
             shard_of.append(number), offsets.append(member.offset_data), sizes.append(member.size), keys.append(key)
             label_members.append(by_extension.get(label))
+            group_members.append(group and by_extension.get(group))
     if not keys:
         raise DataError(f"{shards[0]} holds no samples")
-    texts = _label_texts(shards, shard_of, label_members, label)
+    texts = _member_texts(shards, shard_of, label_members, label, "a label, or none (to classify)")
+    groups = None if group is None else _member_texts(shards, shard_of, group_members, group, "its person")
+    if group is not None and groups is None:
+        raise DataError(f"no sample of {shards[0].parent} has a .{group} member to name its person",
+                        hint=f"name the extension of the members holding group ids with {param('params')} group=EXT")
     return Samples([str(s) for s in shards], np.asarray(shard_of), np.asarray(offsets, np.int64),
-                   np.asarray(sizes, np.int64), texts, keys)
+                   np.asarray(sizes, np.int64), texts, keys, groups)
 
 
 def _members(shard: Path) -> dict[str, dict[str, tarfile.TarInfo]]:
@@ -116,14 +124,16 @@ def _members(shard: Path) -> dict[str, dict[str, tarfile.TarInfo]]:
     return samples
 
 
-def _label_texts(shards: list[Path], shard_of: list[int], members: list, label: str) -> list[str] | None:
-    """The label members' contents as text; None when no sample has one, an error when only some do."""
+def _member_texts(shards: list[Path], shard_of: list[int], members: list, extension: str,
+                  needed: str) -> list[str] | None:
+    """The members' contents as text; None when no sample has one, an error when only some do (every sample
+    needs `needed`)."""
     present = [m is not None for m in members]
     if not any(present):
         return None
     if not all(present):
-        raise DataError(f"{present.count(False)} samples of {shards[0].parent} have no .{label} member and "
-                        f"{present.count(True)} have one", hint="every sample needs a label, or none (to classify)")
+        raise DataError(f"{present.count(False)} samples of {shards[0].parent} have no .{extension} member and "
+                        f"{present.count(True)} have one", hint=f"every sample needs {needed}")
     texts = []
     for number, samples in itertools.groupby(zip(shard_of, members), key=lambda pair: pair[0]):  # in shard order
         with open(shards[number], "rb") as file:
@@ -167,14 +177,15 @@ class TarImages(EncodedRows):
 
 
 def read_webdataset(root: Path, size: int | None, image: str | None = None, label: str = "cls",
-                    train: str = "train", test: str = "test") -> Dataset:
+                    train: str = "train", test: str = "test", group: str | None = None) -> Dataset:
     """The `train` split (and `test`, when there is one) of WebDataset shards; samples without label members are
-    unlabelled rows, to classify."""
+    unlabelled rows, to classify. `group`: the extension of the members naming each sample's person."""
     splits = tar_splits(root)
     if train not in splits:
         raise DataError(f"{root} has no split '{train}' (its splits: {', '.join(splits)})",
                         hint=f"name the training split with {param('params')} train=SPLIT")
-    parts = [index_samples(splits[name], image, label.lstrip(".").lower())
+    group = None if group is None else group.lstrip(".").lower()
+    parts = [index_samples(splits[name], image, label.lstrip(".").lower(), group)
              for name in (train, test) if name in splits]
     inputs = [TarImages(samples, size) for samples in parts]
     if all(samples.labels is None for samples in parts):
@@ -184,6 +195,9 @@ def read_webdataset(root: Path, size: int | None, image: str | None = None, labe
                         "way round", hint="every sample needs a label, or none (to classify)")
     else:
         labels, names = encode_labels(f"{root}:.{label}", *(np.asarray(samples.labels) for samples in parts))
+    groups = None if group is None else Groups.of([g for samples in parts for g in samples.groups], f"member .{group}",
+                                                  str(root))
     fingerprint = "|".join(part.fingerprint(part_labels) for part, part_labels in zip(inputs, labels))
     test_inputs, test_labels = (inputs[1], labels[1]) if len(inputs) > 1 else (None, None)
-    return Dataset("webdataset", inputs[0], labels[0], names, test_inputs, test_labels, fingerprint_hint=fingerprint)
+    return Dataset("webdataset", inputs[0], labels[0], names, test_inputs, test_labels, fingerprint_hint=fingerprint,
+                   groups=groups)

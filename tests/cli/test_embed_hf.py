@@ -23,14 +23,17 @@ def images():
     return random_image_parts(12)
 
 
-def hf_dataset(images, label_feature):
+def hf_dataset(images, label_feature, groups: dict | None = None):
+    """The images as a DatasetDict (train, test); `groups` (part → ids) adds a string column `patient`."""
     from PIL import Image
 
-    features = datasets.Features({"img": datasets.Image(), "label": label_feature})
-    def part(x, y):
+    features = datasets.Features({"img": datasets.Image(), "label": label_feature,
+                                  **({} if groups is None else {"patient": datasets.Value("string")})})
+    def part(name, x, y):
         labels = [CLASSES[i] for i in y] if isinstance(label_feature, datasets.Value) else y.tolist()
-        return datasets.Dataset.from_dict({"img": [Image.fromarray(a) for a in x], "label": labels}, features=features)
-    return datasets.DatasetDict({name: part(*images[name]) for name in images})
+        return datasets.Dataset.from_dict({"img": [Image.fromarray(a) for a in x], "label": labels,
+                                           **({} if groups is None else {"patient": groups[name]})}, features=features)
+    return datasets.DatasetDict({name: part(name, *images[name]) for name in images})
 
 
 @pytest.mark.parametrize("layout", ["save_to_disk", "parquet"])
@@ -46,6 +49,17 @@ def test_hf_datasets_read_like_the_same_arrays(pillar, tmp_path, images, layout)
         dataset["test"].to_parquet(str(root / "data" / "test-00000-of-00001.parquet"), batch_size=8)
     written = assert_embeds_like_npz(pillar, tmp_path, images, "hf", root)
     assert artifacts.read_split(f"{written}:test").attrs["class_names"] == CLASSES
+
+
+def test_a_group_column_names_persons_as_an_npz_groups_array_does(pillar, tmp_path, images):
+    groups = {part: [f"{part}-patient-{i // 4}" for i in range(len(images[part][1]))] for part in images}
+    hf_dataset(images, datasets.ClassLabel(names=CLASSES), groups).save_to_disk(str(tmp_path / "d"))
+    written = assert_embeds_like_npz(pillar, tmp_path, images, "hf", tmp_path / "d", "--param", "group=patient",
+                                     groups=groups)
+    assert artifacts.read_split(f"{written}:private").grouping["source"] == "column patient"
+    missing = pillar("embed", "--source", "hf", "--path", tmp_path / "d", "--param", "group=ward", "-o",
+                     tmp_path / "x.h5", expect=2)
+    assert missing.stderr.splitlines()[0] == "error: no column 'ward' for the persons (columns: img, label, patient)"
 
 
 def test_a_string_label_column_keeps_its_names_and_images_decode_a_row_group_at_a_time(pillar, tmp_path, images):

@@ -29,19 +29,32 @@ def images():
     return random_image_parts(32)
 
 
-def write_shards(root, images, label=lambda y: {"cls": int(y)}, maxcount=25):
-    """Shards as webdataset writes them: PNG members (lossless) and a label member per sample."""
+def write_shards(root, images, label=lambda y: {"cls": int(y)}, maxcount=25, extra=lambda part, i: {}):
+    """Shards as webdataset writes them: PNG members (lossless), a label member per sample and `extra` ones."""
     root.mkdir(parents=True, exist_ok=True)
     for part, (x, y) in images.items():
         with wds.ShardWriter(str(root / f"{part}-%06d.tar"), maxcount=maxcount, verbose=0) as sink:
             for i, (image, target) in enumerate(zip(x, y)):
-                sink.write({"__key__": f"{part}{i:05d}", "png": image, **label(target)})
+                sink.write({"__key__": f"{part}{i:05d}", "png": image, **label(target), **extra(part, i)})
 
 
 def test_webdataset_shards_read_like_the_same_arrays(pillar, tmp_path, images):
     write_shards(tmp_path / "wds", images)
     assert [p.name for p in tar_splits(tmp_path / "wds")["train"]] == [f"train-00000{i}.tar" for i in range(3)]
     assert_embeds_like_npz(pillar, tmp_path, images, "webdataset", tmp_path / "wds")
+
+
+def test_a_group_member_names_persons_as_an_npz_groups_array_does(pillar, tmp_path, images):
+    groups = {part: [f"{part}-patient-{i // 4}" for i in range(len(images[part][1]))] for part in images}
+    write_shards(tmp_path / "wds", images, extra=lambda part, i: {"patient": groups[part][i]})
+    written = assert_embeds_like_npz(pillar, tmp_path, images, "webdataset", tmp_path / "wds", "--param",
+                                     "group=patient", groups=groups)
+    assert artifacts.read_split(f"{written}:private").grouping["source"] == "member .patient"
+    write_shards(tmp_path / "some", images, extra=lambda part, i: {"patient": "p"} if i % 2 else {})
+    partial = pillar("embed", "--source", "webdataset", "--path", tmp_path / "some", "--param", "group=patient",
+                     "-o", tmp_path / "x.h5", expect=4)
+    assert partial.stderr.splitlines() == [f"error: 30 samples of {tmp_path / 'some'} have no .patient member and 30 "
+                                           "have one", "hint: every sample needs its person"]
 
 
 def test_rows_are_read_by_offset_and_a_worker_gets_offsets_not_images(tmp_path, images):
