@@ -9,6 +9,7 @@ from medical import write_dicom
 from PIL import Image
 
 from pillar_cli.data import SourceOptions, SplitPlan, load_source, make_splits
+from pillar_cli.data.groups import Groups
 from pillar_cli.errors import DataError, UsageError
 
 
@@ -61,6 +62,8 @@ def test_array_sources_name_persons_by_a_groups_array(tmp_path):
     np.savez(tmp_path / "c.npz", x=x, y=y, x_test=x, y_test=y, groups=np.arange(6))
     with pytest.raises(DataError, match="has 'groups' but no 'groups_test' for its x_test rows$"):
         load_source("npz", SourceOptions(tmp_path / "c.npz"))
+    with pytest.raises(DataError, match="^a column: row 1 has no group id; every row needs its person$"):
+        Groups.of(["p1", None, "p2"], "column patient", "a column")  # a null in a dataset's column
 
 
 def _images(folder, names):
