@@ -15,6 +15,7 @@ canaries that are persons of 8 identical rows (400 canaries, 40 guesses a side, 
 tests/unit/audit: k 20, lr 2, 300 steps, batch 256): ε_lb against the claimed ε, per unit.
 `--method` trains another head than pillar's DP-SGD (dp-ls, dp-newton: rows weighted by 1/(their person's rows));
 the audit runs for pillar (as above) and dp-newton (k 20, 3 full-batch steps), with canaries of `--canary-rows` rows.
+`--k`, `--lr`, `--steps` fix what the rule would set, for every fit.
 Run: python benchmarks/bench_persons.py [--seeds 5] [--eps 0.1,1] [--audits 5] [--method pillar] [--canary-rows 8]
 """
 
@@ -59,7 +60,12 @@ def main() -> None:
     parser.add_argument("--audits", type=int, default=5)
     parser.add_argument("--method", default="pillar")
     parser.add_argument("--canary-rows", type=int, default=8)
+    parser.add_argument("--k", default="auto", help="k for every fit (default: the rule's)")
+    parser.add_argument("--lr", default="auto", help="lr for every fit (default: the rule's)")
+    parser.add_argument("--steps", default="auto", help="steps for every fit (default: the rule's)")
     args = parser.parse_args()
+    overrides = {name: value if value == "auto" else float(value) if name == "lr" else int(value)
+                 for name, value in (("k", args.k), ("lr", args.lr), ("steps", args.steps))}
     x, y, persons = grouped_mnist()
     splits = make_splits(len(x), 0, SplitPlan(0.1, 0.1, 0.2, 0), persons)
     train = np.concatenate([splits["private"], splits["val"]])
@@ -81,7 +87,7 @@ def main() -> None:
             accuracies = []
             for _ in range(args.seeds):
                 clf = DPLinearClassifier(method=args.method, epsilon=target, delta=1e-5, projection=pca,
-                                         privacy_unit=unit)
+                                         privacy_unit=unit, **overrides)
                 clf.fit(x[train], y[train], groups=persons[train])
                 accuracies.append(clf.score(x[test], y[test]))
             print(f"| {epsilon:g} | {name} | {protects} | {np.mean(accuracies):.3f} ± {np.std(accuracies, ddof=1):.3f} "
