@@ -82,12 +82,18 @@ class PersonLayout:
                 slots = torch.from_numpy(self.pair_starts[persons][:, None] + np.arange(len(a))).to(x.device)
                 self.products[slots.reshape(-1)] = grams.reshape(-1)
 
-    def expand(self, persons: np.ndarray, device: torch.device) -> PersonBatch:
-        """The rows of the drawn persons (indices into this layout's persons)."""
+    def drawn_rows(self, persons: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, person, offsets) of the drawn persons (indices into this layout's persons): their rows' positions
+        in the layout, each row's person among the drawn, and where each drawn person's rows start."""
         counts = self.counts[persons]
         person = np.repeat(np.arange(len(persons)), counts)
         offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        rows = self.starts[persons][person] + np.arange(len(person)) - offsets[person]
+        return self.starts[persons][person] + np.arange(len(person)) - offsets[person], person, offsets
+
+    def expand(self, persons: np.ndarray, device: torch.device) -> PersonBatch:
+        """The rows of the drawn persons (indices into this layout's persons) and their pairs (after `attach`)."""
+        counts = self.counts[persons]
+        rows, person, offsets = self.drawn_rows(persons)
         first, second, slots = [np.empty(0, np.int64)], [np.empty(0, np.int64)], [np.empty(0, np.int64)]
         for count, (a, b) in self._pairs.items():
             drawn = counts == count

@@ -8,6 +8,10 @@ used. The privacy is DP-SGD's: Poisson sampling, clipping of the preconditioned 
 noise σC on its sum — the same DP event. For a linear head g_i = x̃_i ⊗ r_i (x̃ = [x, 1], r = softmax − one-hot), so
 ‖A ⊙ g_i‖² = (x̃_i²)ᵀ A² (r_i²) and Σ_i f_i A ⊙ g_i = A ⊙ (X̃ᵀ (f ⊙ R)): the clipped sum never materialises a
 per-sample gradient, as in the main engine.
+
+With the person as the privacy unit, batches draw persons (linear/persons.py's layout) and each person's sum of
+row-clipped preconditioned gradients is clipped again to C, as the main engine does; A mixes coordinates per class,
+so a person's sum is formed (persons × (d+1) × C per step) rather than read from pairs of rows.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 from pillar_cli.errors import UsageError, check_fraction, check_positive, param
 from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
+from pillar_cli.linear.persons import PersonLayout
 from pillar_cli.linear.sampling import PoissonSampler
 from pillar_cli.methods.base import Cell, Run, each_run, option
 from pillar_cli.methods.projected import ProjectedDPSGD
@@ -31,6 +36,7 @@ from pillar_cli.projection import project
 from pillar_cli.randomness import SECRET, NoiseSource
 
 PUBLIC_SEED_SALT = 0xADAD95  # public batches are drawn from their own generator
+OUTER_PRODUCT_VALUES = 2**22  # per-row gradients formed at once with the person as the unit (16 MiB of float32)
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,23 @@ def preconditioned_clipped_sum(x: torch.Tensor, y: torch.Tensor, weights: torch.
     return scale * (augmented.T @ (factors[:, None] * residual))
 
 
+def preconditioned_person_sum(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, scale: torch.Tensor,
+                               clip: float, person: torch.Tensor, persons: int) -> torch.Tensor:
+    """Σ_p min(1, C/‖S_p‖) S_p, S_p = Σ_{i∈p} min(1, C/‖A ⊙ g_i‖) A ⊙ g_i: rows clipped, then each person's sum of
+    them (`person`: each row's position among the batch's `persons` persons)."""
+    augmented, residual = _rows_and_residuals(x, y, weights)
+    norms = ((augmented.square() @ scale.square()) * residual.square()).sum(dim=1).sqrt()
+    residual *= torch.clamp(clip / torch.clamp(norms, min=1e-12), max=1.0)[:, None]
+    sums = torch.zeros(persons, *weights.shape, dtype=weights.dtype)
+    rows_a_block = max(1, OUTER_PRODUCT_VALUES // weights.numel())
+    for start in range(0, len(x), rows_a_block):  # the rows' outer products x̃_i ⊗ r_i, a block at a time
+        block = slice(start, start + rows_a_block)
+        sums.index_add_(0, person[block], augmented[block, :, None] * residual[block, None, :])
+    sums *= scale
+    norms = sums.square().sum(dim=(1, 2)).sqrt()
+    return (sums * torch.clamp(clip / torch.clamp(norms, min=1e-12), max=1.0)[:, None, None]).sum(dim=0)
+
+
 def mean_gradient(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """The linear head's mean gradient (d+1, C) on rows x with labels y."""
     augmented, residual = _rows_and_residuals(x, y, weights)
@@ -91,12 +114,15 @@ def public_preconditioner(public_x: np.ndarray, public_y: np.ndarray, options: A
 
 def train_adadps(features: np.ndarray, labels: np.ndarray, num_classes: int, config: RunConfig, sigma: float,
                  clip: float, preconditioner: Preconditioner, noise: NoiseSource = SECRET,
-                 count: RowCount | None = None) -> LinearHead:
+                 count: RowCount | None = None, persons: np.ndarray | None = None) -> LinearHead:
     """DP-SGD with preconditioned per-sample gradients; with A ≡ 1 it is the main engine's DP-SGD step for step
     (with one seeded `noise` source: the same Poisson batches, the same noise draws). `count`: the n that the
-    sampling rate and the update's scale read (None: the exact number of rows)."""
-    x, y = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels, dtype=torch.int64)
-    n, dim = x.shape
+    sampling rate and the update's scale read (None: the exact number of units). `persons` (each row's person): the
+    person is the unit — batches draw persons, and each person's clipped sum is clipped again."""
+    layout = None if persons is None else PersonLayout(np.asarray(persons))
+    order = slice(None) if layout is None else layout.order
+    x, y = torch.as_tensor(features[order], dtype=torch.float32), torch.as_tensor(labels[order], dtype=torch.int64)
+    n, dim = (len(x) if layout is None else len(layout)), x.shape[1]
     count = count or RowCount.exact(n)
     sampler = PoissonSampler(n, count.sample_rate(config.batch_size), noise.child(*config.batches_label).torch())
     noise_generator = noise.child(*config.noise_label).torch()
@@ -105,7 +131,12 @@ def train_adadps(features: np.ndarray, labels: np.ndarray, num_classes: int, con
     for start in range(0, config.steps, SAMPLING_CHUNK_STEPS):
         for index in sampler.batches(min(SAMPLING_CHUNK_STEPS, config.steps - start)):
             batch = index[index < n]
-            total = preconditioned_clipped_sum(x[batch], y[batch], weights, preconditioner(weights), clip)
+            if layout is None:
+                total = preconditioned_clipped_sum(x[batch], y[batch], weights, preconditioner(weights), clip)
+            else:
+                rows, person, _ = layout.drawn_rows(batch.numpy())
+                total = preconditioned_person_sum(x[rows], y[rows], weights, preconditioner(weights), clip,
+                                                  torch.from_numpy(person), len(batch))
             if sigma > 0:  # drawn in the engine's (C, d+1) layout, so that both draw the same numbers
                 total += sigma * clip * torch.randn(num_classes, dim + 1, generator=noise_generator).T
             weights -= step_size * total
@@ -121,7 +152,7 @@ class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
         super().__init__("adadps", "AdaDPS", "DP-SGD on all standardised features with per-sample gradients "
                          "preconditioned by RMSProp on PUBLIC LABELLED rows (AdaDPS)", projects=False,
                          single_cell=True, needs_public_basis=True)
-        self.averages_iterates, self.person_bound = False, None  # its own loop clips rows
+        self.averages_iterates = False  # its own loop releases the last iterate
 
     def train_cell(self, cell: Cell) -> list[Run]:
         data = cell.data
@@ -134,7 +165,8 @@ class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
             clip = cell.privacy.clip if sigma > 0 else math.inf
             scale = public_preconditioner(public_x, data.public_labelled[1], cell.options, config.seed)
             head = each_run(cell, config, lambda: train_adadps(train_x, data.private_y, data.num_classes, config,
-                                                               sigma, clip, scale, cell.randomness, cell.rows))
+                                                               sigma, clip, scale, cell.randomness, cell.rows,
+                                                               cell.persons))
             event = dp_sgd_event(sigma, rate, config.steps)
             runs.append(Run(head=head, event=event, epsilon_spent=cell.spent_epsilon(event)))
         return runs
