@@ -110,6 +110,16 @@ class PersonLayout:
                            self.products[tensor(slots)], len(persons))
 
 
+def person_ordered(features: np.ndarray, labels: np.ndarray, persons: np.ndarray | None
+                   ) -> tuple[torch.Tensor, torch.Tensor, PersonLayout | None]:
+    """Rows (float32) and labels (int64) as tensors for a training loop of its own (AdaDPS, GEP): laid out person by
+    person, with the layout that draws them, where `persons` names each row's person; as given otherwise."""
+    layout = None if persons is None else PersonLayout(np.asarray(persons))
+    order = slice(None) if layout is None else layout.order
+    return (torch.as_tensor(features[order], dtype=torch.float32), torch.as_tensor(labels[order], dtype=torch.int64),
+            layout)
+
+
 def clip_persons(residuals: torch.Tensor, row_norms: torch.Tensor, batch: PersonBatch, clip: float) -> None:
     """Scale the (row-clipped) residuals (C, G, B) in place so that every person's gradient Σ_i r_i ⊗ x̃_i has norm at
     most `clip` for each of the G heads; `row_norms` (B,) are the batch's ‖x̃_i‖²."""

@@ -26,7 +26,7 @@ import numpy as np
 from pillar_cli.errors import UsageError, check_fraction, check_positive, param
 from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
-from pillar_cli.linear.persons import PersonLayout
+from pillar_cli.linear.persons import person_ordered
 from pillar_cli.linear.sampling import PoissonSampler
 from pillar_cli.methods.base import Cell, Run, each_run, option
 from pillar_cli.methods.projected import ProjectedDPSGD
@@ -119,9 +119,7 @@ def train_adadps(features: np.ndarray, labels: np.ndarray, num_classes: int, con
     (with one seeded `noise` source: the same Poisson batches, the same noise draws). `count`: the n that the
     sampling rate and the update's scale read (None: the exact number of units). `persons` (each row's person): the
     person is the unit — batches draw persons, and each person's clipped sum is clipped again."""
-    layout = None if persons is None else PersonLayout(np.asarray(persons))
-    order = slice(None) if layout is None else layout.order
-    x, y = torch.as_tensor(features[order], dtype=torch.float32), torch.as_tensor(labels[order], dtype=torch.int64)
+    x, y, layout = person_ordered(features, labels, persons)
     n, dim = (len(x) if layout is None else len(layout)), x.shape[1]
     count = count or RowCount.exact(n)
     sampler = PoissonSampler(n, count.sample_rate(config.batch_size), noise.child(*config.batches_label).torch())

@@ -8,6 +8,9 @@ Gaussian mechanism of noise multiplier σ_eff, which is what the accountant cali
 
 pillar's public split is unlabelled, so public gradients use labels sampled from the current head's softmax
 (seeded) — the anchor tracks the directions the model's own predictions move in.
+
+With the person as the privacy unit, batches draw persons and each person's sums of clipped embeddings and residuals
+are clipped again to C₁ and C₂: a person moves (Σe/C₁, Σr/C₂) by at most √2, as one row does.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pillar_cli.errors import UsageError
 from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, PoissonSampler, RunConfig
 from pillar_cli.linear.gradients import per_sample_gradients
+from pillar_cli.linear.persons import person_ordered
 from pillar_cli.methods.base import Cell, each_run
 from pillar_cli.methods.projected import ProjectedDPSGD
 from pillar_cli.privacy.count import RowCount
@@ -38,11 +42,14 @@ class GepSettings:
 
 
 def train_gep(features: np.ndarray, labels: np.ndarray, public: np.ndarray, num_classes: int, config: RunConfig,
-              sigma_effective: float, settings: GepSettings, noise: NoiseSource, count: RowCount) -> LinearHead:
+              sigma_effective: float, settings: GepSettings, noise: NoiseSource, count: RowCount,
+              persons: np.ndarray | None = None) -> LinearHead:
     """One GEP run: the anchor's public rows and sampled labels are seeded by the run's seed (public randomness);
-    its Poisson batches and noise come from `noise` (secret); its sampling rate and update scale read `count`."""
-    x, y = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels, dtype=torch.int64)
-    n, dim = x.shape
+    its Poisson batches and noise come from `noise` (secret); its sampling rate and update scale read `count`.
+    `persons` (each row's person): the person is the unit — batches draw persons, and each person's sums of
+    clipped embeddings and residuals are clipped again to C₁ and C₂."""
+    x, y, layout = person_ordered(features, labels, persons)
+    n, dim = (len(x) if layout is None else len(layout)), x.shape[1]
     generator = torch.Generator().manual_seed(config.seed)
     noise_generator = noise.child(*config.noise_label).torch()
     rows = torch.randperm(len(public), generator=generator)[:settings.public_rows]
@@ -57,11 +64,12 @@ def train_gep(features: np.ndarray, labels: np.ndarray, public: np.ndarray, num_
             if anchor is None or (start + offset) % settings.refresh_every == 0:
                 anchor = _anchor(anchor_x, anchor_gram, weights, bias, settings.anchor_dim, generator)
             batch = index[index < n]
-            grads = per_sample_gradients(x[batch], y[batch], weights, bias)
+            rows, person = (batch, None) if layout is None else layout.drawn_rows(batch.numpy())[:2]
+            grads = per_sample_gradients(x[rows], y[rows], weights, bias)
             embedded = grads @ anchor  # (B, k)
             residual = grads - embedded @ anchor.T
-            embedded *= _clip_factors(embedded, settings.embedding_clip)[:, None]
-            residual *= _clip_factors(residual, settings.residual_clip)[:, None]
+            embedded = _clipped(embedded, settings.embedding_clip, person, len(batch))
+            residual = _clipped(residual, settings.residual_clip, person, len(batch))
             noisy_embedding = embedded.sum(0)
             noisy_residual = residual.sum(0)
             if sigma > 0:
@@ -101,6 +109,16 @@ def _clip_factors(vectors: torch.Tensor, bound: float) -> torch.Tensor:
     return torch.clamp(bound / vectors.norm(dim=1).clamp_min(1e-12), max=1.0)
 
 
+def _clipped(vectors: torch.Tensor, bound: float, person: np.ndarray | None, persons: int) -> torch.Tensor:
+    """Each row's vector clipped to `bound`; with `person` (each row's position among `persons` drawn persons), then
+    each person's sum of them clipped again."""
+    vectors = vectors * _clip_factors(vectors, bound)[:, None]
+    if person is None:
+        return vectors
+    sums = torch.zeros(persons, vectors.shape[1], dtype=vectors.dtype).index_add_(0, torch.from_numpy(person), vectors)
+    return sums * _clip_factors(sums, bound)[:, None]
+
+
 class GradientEmbeddingPerturbation(ProjectedDPSGD):
     """GEP as a sweep method: k is the anchor dimension; heads live in the full standardised space."""
 
@@ -112,7 +130,7 @@ class GradientEmbeddingPerturbation(ProjectedDPSGD):
     def __init__(self) -> None:
         super().__init__("gep", "GEP", "gradient embedding perturbation: k = anchor dimension from public "
                          "gradients; full feature space", projects=False)
-        self.averages_iterates, self.person_bound = False, None  # its own loop releases the last iterate, clips rows
+        self.averages_iterates = False  # its own loop releases the last iterate
         self.not_auditable = "its anchor subspace and clipping act on gradients the canaries' coordinates change"
 
     def check_k(self, k: int, pca: PublicPCA, num_classes: int) -> None:
@@ -124,7 +142,7 @@ class GradientEmbeddingPerturbation(ProjectedDPSGD):
         settings = GepSettings(anchor_dim=cell.k or 32, embedding_clip=clip or 1.0, residual_clip=(clip or 1.0) / 2)
         train_z, public_z = project(cell.mapping, data.private_x, None), cell.mapping.standardized(data.public_x)
         return [each_run(cell, c, lambda c=c, s=s: train_gep(train_z, data.private_y, public_z, data.num_classes, c,
-                                                                s, settings, cell.randomness, cell.rows))
+                                                                s, settings, cell.randomness, cell.rows, cell.persons))
                 for c, s in zip(cell.configs, sigmas)]
 
 
