@@ -151,6 +151,9 @@ class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
                          "preconditioned by RMSProp on PUBLIC LABELLED rows (AdaDPS)", projects=False,
                          single_cell=True, needs_public_basis=True)
         self.averages_iterates = False  # its own loop releases the last iterate
+        self.person_bound = ("each row's preconditioned gradient clipped to C, then the sum of each person's clipped "
+                             "ones clipped again to C; persons, not rows, Poisson-sampled, at a rate read from the "
+                             "count of persons")
 
     def train_cell(self, cell: Cell) -> list[Run]:
         data = cell.data

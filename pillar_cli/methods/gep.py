@@ -64,8 +64,8 @@ def train_gep(features: np.ndarray, labels: np.ndarray, public: np.ndarray, num_
             if anchor is None or (start + offset) % settings.refresh_every == 0:
                 anchor = _anchor(anchor_x, anchor_gram, weights, bias, settings.anchor_dim, generator)
             batch = index[index < n]
-            rows, person = (batch, None) if layout is None else layout.drawn_rows(batch.numpy())[:2]
-            grads = per_sample_gradients(x[rows], y[rows], weights, bias)
+            drawn, person = (batch, None) if layout is None else layout.drawn_rows(batch.numpy())[:2]
+            grads = per_sample_gradients(x[drawn], y[drawn], weights, bias)
             embedded = grads @ anchor  # (B, k)
             residual = grads - embedded @ anchor.T
             embedded = _clipped(embedded, settings.embedding_clip, person, len(batch))
@@ -131,6 +131,9 @@ class GradientEmbeddingPerturbation(ProjectedDPSGD):
         super().__init__("gep", "GEP", "gradient embedding perturbation: k = anchor dimension from public "
                          "gradients; full feature space", projects=False)
         self.averages_iterates = False  # its own loop releases the last iterate
+        self.person_bound = ("each row's embedding and residual clipped to C₁ and C₂, then each person's sums of them "
+                             "clipped again to C₁ and C₂; persons, not rows, Poisson-sampled, at a rate read from the "
+                             "count of persons")
         self.not_auditable = "its anchor subspace and clipping act on gradients the canaries' coordinates change"
 
     def check_k(self, k: int, pca: PublicPCA, num_classes: int) -> None:
