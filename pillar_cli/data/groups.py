@@ -2,8 +2,9 @@
 
 A source names a row's person by a group id: an npz/h5 array `groups` (with `groups_test` for its test part), a
 manifest's third column, a CSV mapping image files to group ids (param groups=FILE.csv), a DICOM file's
-PatientID, a Hugging Face dataset's column or a WebDataset sample's member (param group=COLUMN or group=EXT). Without one, each row is its own person. Persons are numbered by their position among the source's
-sorted group ids, so every split of one file, and every file of one source, numbers them alike.
+PatientID, a Hugging Face dataset's column or a WebDataset sample's member (param group=COLUMN or group=EXT).
+Without one, each row is its own person. Persons are numbered by their position among the source's sorted group
+ids, so every split of one file, and every file of one source, numbers them alike.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ class Groups:
 
     @classmethod
     def of(cls, ids: list | np.ndarray, source: str, where: str) -> Groups:
-        if (missing := [i for i, value in enumerate(ids) if value is None]):
-            raise DataError(f"{where}: row {missing[0]} has no group id; every row needs its person")
+        if np.asarray(ids).dtype.kind == "O" and (missing := [i for i, value in enumerate(ids) if value is None]):
+            raise DataError(f"{where}: row {missing[0]} has no group id; every row needs its person")  # a null
         values = np.asarray([value.decode() if isinstance(value, bytes) else value for value in ids]
                             if np.asarray(ids).dtype.kind in "OS" else ids)
         if values.ndim != 1:

@@ -63,22 +63,27 @@ def _rows_and_residuals(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor)
     return augmented, residual
 
 
+def _clipped_rows(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, scale: torch.Tensor,
+                  clip: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(x̃, f ⊙ r): the rows and their residuals scaled by f_i = min(1, C/‖A ⊙ g_i‖), so that A ⊙ (x̃_i ⊗ f_i r_i) is
+    row i's clipped preconditioned gradient."""
+    augmented, residual = _rows_and_residuals(x, y, weights)
+    norms = ((augmented.square() @ scale.square()) * residual.square()).sum(dim=1).sqrt()
+    return augmented, residual * torch.clamp(clip / torch.clamp(norms, min=1e-12), max=1.0)[:, None]
+
+
 def preconditioned_clipped_sum(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, scale: torch.Tensor,
                                clip: float) -> torch.Tensor:
     """Σ_i min(1, C/‖A ⊙ g_i‖) A ⊙ g_i for rows x (B, d), labels y, weights (d+1, C), preconditioner A = `scale`."""
-    augmented, residual = _rows_and_residuals(x, y, weights)
-    norms = ((augmented.square() @ scale.square()) * residual.square()).sum(dim=1).sqrt()
-    factors = torch.clamp(clip / torch.clamp(norms, min=1e-12), max=1.0)
-    return scale * (augmented.T @ (factors[:, None] * residual))
+    augmented, residual = _clipped_rows(x, y, weights, scale, clip)
+    return scale * (augmented.T @ residual)
 
 
 def preconditioned_person_sum(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, scale: torch.Tensor,
                                clip: float, person: torch.Tensor, persons: int) -> torch.Tensor:
     """Σ_p min(1, C/‖S_p‖) S_p, S_p = Σ_{i∈p} min(1, C/‖A ⊙ g_i‖) A ⊙ g_i: rows clipped, then each person's sum of
     them (`person`: each row's position among the batch's `persons` persons)."""
-    augmented, residual = _rows_and_residuals(x, y, weights)
-    norms = ((augmented.square() @ scale.square()) * residual.square()).sum(dim=1).sqrt()
-    residual *= torch.clamp(clip / torch.clamp(norms, min=1e-12), max=1.0)[:, None]
+    augmented, residual = _clipped_rows(x, y, weights, scale, clip)
     sums = torch.zeros(persons, *weights.shape, dtype=weights.dtype)
     rows_a_block = max(1, OUTER_PRODUCT_VALUES // weights.numel())
     for start in range(0, len(x), rows_a_block):  # the rows' outer products x̃_i ⊗ r_i, a block at a time

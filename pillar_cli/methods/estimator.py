@@ -130,7 +130,8 @@ class DPLinearClassifier(SoftmaxClassifier):
                               self.delta + sum(float(release["delta"]) for release in result.releases),
                               *headline(run.released.event), run.key.steps, self.clip, run.event,
                               accountant.upper_bound,
-                              f"{result.plan.unit.mechanism(method.mechanism_description, method.person_bound)}, on the private rows; "
+                              result.plan.unit.mechanism(method.mechanism_description, method.person_bound)
+                              + ", on the private rows; "
                               + ("; ".join(released) if released else "the projection used public rows only")
                               + (f"; {count.describe()}" if count is not None and count.noisy else "")
                               + ("" if self.noise_seed is None else f"; {NOT_PRIVATE_NOTE}"),

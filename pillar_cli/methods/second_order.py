@@ -69,7 +69,7 @@ def gradient_sum(rows: np.ndarray, onehot: np.ndarray, weights: np.ndarray, prob
 
 
 @dataclass(frozen=True)
-class PrivateRows:
+class WeightedRows:
     """What a fit reads of the private rows: a = [u, 1]/√2, one-hot labels, and each row's weight in a released sum
     (Cell.row_weights: 1, or 1/(its person's rows) with the person as the unit)."""
 
@@ -119,7 +119,7 @@ class SecondOrderHead(Method):
         return 1.0, self.releases(config.steps)
 
     def train_cell(self, cell: Cell) -> list[Run]:
-        rows = PrivateRows(augmented(self.features(cell.mapping, cell.data.private_x, cell.k)),
+        rows = WeightedRows(augmented(self.features(cell.mapping, cell.data.private_x, cell.k)),
                            np.eye(cell.data.num_classes)[cell.data.private_y], cell.row_weights)
         prepared = self.prepare(cell, rows)
         runs = []
@@ -132,15 +132,15 @@ class SecondOrderHead(Method):
             runs.append(Run(head=head, event=event, epsilon_spent=cell.spent_epsilon(event)))
         return runs
 
-    def prepare(self, cell: Cell, rows: PrivateRows) -> object:
+    def prepare(self, cell: Cell, rows: WeightedRows) -> object:
         """What every configuration of the cell shares (a Gram matrix), computed once."""
         return None
 
-    def fit(self, rows: PrivateRows, prepared: object, config: RunConfig, sigma: float, noise) -> LinearHead:
+    def fit(self, rows: WeightedRows, prepared: object, config: RunConfig, sigma: float, noise) -> LinearHead:
         raise NotImplementedError
 
     @staticmethod
-    def noisy_gradient(rows: PrivateRows, weights: np.ndarray, sigma: float, noise,
+    def noisy_gradient(rows: WeightedRows, weights: np.ndarray, sigma: float, noise,
                        probs: np.ndarray | None = None) -> np.ndarray:
         return rows.gradient(weights, probs) + sigma * GRADIENT_SENSITIVITY * noise(weights.shape)
 
@@ -184,7 +184,7 @@ class DPFeatureCovariance(SecondOrderHead):
     def releases(self, steps: int) -> int:
         return steps + 1
 
-    def prepare(self, cell: Cell, rows: PrivateRows) -> object:
+    def prepare(self, cell: Cell, rows: WeightedRows) -> object:
         return rows.gram()
 
     def covariance(self, gram: np.ndarray, sigma: float, noise) -> np.ndarray:
@@ -220,7 +220,7 @@ class PublicFeatureCovariance(DPFeatureCovariance):
     def releases(self, steps: int) -> int:
         return steps
 
-    def prepare(self, cell: Cell, rows: PrivateRows) -> object:
+    def prepare(self, cell: Cell, rows: WeightedRows) -> object:
         public = augmented(self.features(cell.mapping, cell.data.public_x, cell.k))
         if len(public) <= public.shape[1]:
             raise DataError(f"{len(public)} public rows cannot estimate a {public.shape[1]}-dimensional covariance",

@@ -74,8 +74,8 @@ def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, del
     event = GaussianEvent(sigma)
     spent = math.inf if sigma == 0 else spent_epsilon(accountant, event, delta)
     unit = PrivacyUnit(ROW) if persons is None else PrivacyUnit(PERSON, persons_from or "the groups given")
-    pca.private_release_ = {"mechanism": unit.mechanism(MECHANISM, WEIGHTED_PERSON_BOUND), "epsilon": spent, "epsilon_target": epsilon, "delta": delta,
-                            "accountant": accountant, "event": event.to_dict(), "noise": noise.describe(),
+    pca.private_release_ = {"mechanism": unit.mechanism(MECHANISM, WEIGHTED_PERSON_BOUND), "epsilon": spent,
+                            "epsilon_target": epsilon, "delta": delta, "accountant": accountant, "event": event.to_dict(), "noise": noise.describe(),
                             "unit": unit.to_attrs()}
     return pca, pca.private_release_
 

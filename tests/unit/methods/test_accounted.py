@@ -129,8 +129,8 @@ def test_poisson_with_no_trial_releases_nothing(digits):
 
 def test_per_person_each_val_person_weighs_one_and_a_person_of_one_row_is_a_row(digits):
     """Persons of one row each, same experiment-only noise: the person unit releases the row unit's heads (to the
-    rounding of its own summation order) and scores; persons of 4 rows make the score a weighted one, said so in the ledger; val rows without their
-    persons are refused."""
+    rounding of its own summation order) and scores; persons of 4 rows make the score a weighted one, said so in the
+    ledger; val rows without their persons are refused."""
     _, _, x, y, xv, yv = digits
     rows = run(digits, seed=[3], noise_seed=5)
     persons = run(digits, seed=[3], noise_seed=5, groups=np.arange(len(x)), groups_val=np.arange(len(xv)))

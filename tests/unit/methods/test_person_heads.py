@@ -13,7 +13,7 @@ from pillar_cli.methods.second_order import (
     GRADIENT_SENSITIVITY,
     GRAM_SENSITIVITY,
     HESSIAN_SENSITIVITY,
-    PrivateRows,
+    WeightedRows,
     probabilities,
 )
 from pillar_cli.privacy.unit import person_weights
@@ -23,7 +23,7 @@ WEIGHTED_HEADS = ["public-lda", "dp-ls", "dp-newton", "dp-fc", "public-fc"]
 
 def releases(rows: np.ndarray, labels: np.ndarray, weights: np.ndarray, head: np.ndarray) -> dict[str, np.ndarray]:
     """Every sum the weighted heads release, at one current head for the gradient and Hessians."""
-    private = PrivateRows(augmented(rows), np.eye(3)[labels], weights)
+    private = WeightedRows(augmented(rows), np.eye(3)[labels], weights)
     probs = probabilities(private.a, head)
     return {"class sums": class_sums(rows, labels, 3, weights),
             "least squares": np.hstack(least_squares_statistics(rows, labels, 3, weights)),
