@@ -42,7 +42,7 @@ def synthetic_features(path: Path, classes: int, seed: int = 0) -> None:
 
     x, y = part(n_train)
     x_test, y_test = part(n_test)
-    np.savez(path, x=x, y=y, x_test=x_test, y_test=y_test)
+    np.savez(path, x=x, y=y, x_test=x_test, y_test=y_test, class_names=np.array([str(c) for c in range(classes)]))
 
 
 class StageClock:

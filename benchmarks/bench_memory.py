@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 DIGITS_FIT = ("from sklearn.datasets import load_digits; from pillar_cli import DPLinearClassifier, PublicPCA; "
               "x, y = load_digits(return_X_y=True); x = x.astype('float32'); "
               "DPLinearClassifier(projection=PublicPCA(40).fit(x[1500:])).fit(x[:1500], y[:1500])")
@@ -42,7 +41,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     x = (rng.standard_normal((args.rows, 64), dtype=np.float32) @ rng.standard_normal((64, args.dim), dtype=np.float32)
          + 0.1 * rng.standard_normal((args.rows, args.dim), dtype=np.float32))
-    np.savez(work / "features.npz", x=x, y=rng.integers(0, 10, args.rows))
+    np.savez(work / "features.npz", x=x, y=rng.integers(0, 10, args.rows), class_names=np.arange(10).astype(str))
     pillar = [sys.executable, "-m", "pillar_cli"]
     steps = [
         ("a default digits fit (`DPLinearClassifier`, 64 features, k_max 40)", [sys.executable, "-c", DIGITS_FIT]),

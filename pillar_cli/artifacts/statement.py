@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from pillar_cli.artifacts.chosen import ChosenBy
+from pillar_cli.artifacts.premises import Premises
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import event_from_dict, headline
 from pillar_cli.privacy.ledger import Ledger
@@ -15,12 +16,14 @@ from pillar_cli.privacy.unit import PrivacyUnit
 
 BASIS = {"trained_on": list, "rule": (dict, type(None)), "selected": str, "cells": int,
          "public_choice": (dict, type(None))}  # what a statement records of its head's training ("projection",
-# the DP-PCA release its projection came from, only where there is one)
+# the DP-PCA release its projection came from, only where there is one; "premises", how its embeddings fixed their
+# class set and splits, where they record it)
 PUBLIC_DATA = "the public data the projection was fitted on (public: not protected)"
 
 
-def statement_words(statement: dict) -> tuple[list[str], list[str]]:
-    """(covers, not_covered) of a statement: from its basis, mechanism and the row count it read (if any)."""
+def statement_words(statement: dict) -> tuple[list[str], list[str], list[str]]:
+    """(covers, not_covered, rests_on) of a statement: from its basis, mechanism and the row count it read (if
+    any)."""
     basis = statement["basis"]
     count = RowCount.from_dict(statement["count"]) if "count" in statement else None
     rows = " and ".join(basis["trained_on"])
@@ -48,14 +51,20 @@ def statement_words(statement: dict) -> tuple[list[str], list[str]]:
     if choice := basis["public_choice"]:
         (covers if choice["released"] else not_covered).append(
             f"choosing the public data: {choice['note']}" if choice["released"] else choice["note"])
-    return covers, not_covered
+    rests_on = []
+    if "premises" in basis:  # a statement written before premises were recorded says nothing of them
+        premises = Premises.from_attrs(basis["premises"])
+        not_covered += premises.not_covered()
+        rests_on = premises.rests_on()
+    return covers, not_covered, rests_on
 
 
 def statement_summary(statement: dict) -> str:
     """The one-line summary a statement shows, made from its numbers and lists (never stored prose alone)."""
+    rests_on = statement.get("rests_on") or []
     return (f"(ε = {statement['epsilon']:.4g}, δ = {statement['delta']:g})-DP ({statement['accountant']}) for "
             f"{statement['neighbouring']}; covers: {'; '.join(statement['covers'])}; does not cover: "
-            f"{'; '.join(statement['not_covered'])}")
+            f"{'; '.join(statement['not_covered'])}" + (f"; rests on: {'; '.join(rests_on)}" if rests_on else ""))
 
 
 def words_problem(statement: dict) -> str | None:
@@ -67,8 +76,8 @@ def words_problem(statement: dict) -> str | None:
         words = statement_words(statement)
     except (KeyError, TypeError, ValueError, AttributeError):
         return "has a privacy statement whose record of how its head was trained is not one pillar reads"
-    if words != (statement["covers"], statement["not_covered"]):
-        return "has covers and not_covered lists that its record of how the head was trained does not give"
+    if words != (statement["covers"], statement["not_covered"], list(statement.get("rests_on") or [])):
+        return "has covers, not_covered and rests_on lists that its record of how the head was trained does not give"
     return None
 
 
@@ -95,16 +104,19 @@ class Statement:
     noise: dict | None = None  # where its noise came from
     count: dict | None = None  # the row count it read (privacy/count.py RowCount.to_dict), None: none
     unit: dict | None = None  # what neighbouring datasets differ by (privacy/unit.py PrivacyUnit.to_attrs)
+    rests_on: tuple[str, ...] = ()  # what it assumes of the public side (artifacts/premises.py), in words
 
     @classmethod
     def from_attrs(cls, attrs: dict) -> Statement:
         known = {f.name for f in fields(cls)}
         values = {key: value for key, value in attrs.items() if key in known}
-        return cls(**values | {"covers": tuple(attrs["covers"]), "not_covered": tuple(attrs["not_covered"])})
+        return cls(**values | {"covers": tuple(attrs["covers"]), "not_covered": tuple(attrs["not_covered"]),
+                               "rests_on": tuple(attrs.get("rests_on") or ())})
 
     def to_attrs(self) -> dict:
-        attrs = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
-        return attrs | {"covers": list(self.covers), "not_covered": list(self.not_covered)}
+        attrs = {f.name: value for f in fields(self) if (value := getattr(self, f.name)) is not None and value != ()}
+        return attrs | {"covers": list(self.covers), "not_covered": list(self.not_covered)} | \
+            ({"rests_on": list(self.rests_on)} if self.rests_on else {})
 
     @property
     def row_count(self) -> RowCount | None:

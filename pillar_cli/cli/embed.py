@@ -22,12 +22,13 @@ from pillar_cli.cli.common import (
     save,
 )
 from pillar_cli.cli.sources import default_workers, parse_params
-from pillar_cli.data import SOURCES, Dataset, SourceOptions, SplitPlan, load_source
-from pillar_cli.embedding.backbones import BACKBONES, build_embedder
+from pillar_cli.data import SOURCES
+from pillar_cli.embedding.backbones import BACKBONES
 from pillar_cli.embedding.distributed import merge_ranks, rank_device, rank_file, torchrun_shard
 from pillar_cli.embedding.job import EmbeddingJob
+from pillar_cli.embedding.request import EmbedRequest
 from pillar_cli.embedding.shards import SHARD_KIND, ShardHeader, merge_shards
-from pillar_cli.errors import DataError, UsageError
+from pillar_cli.errors import UsageError
 from pillar_cli.version import PROGRAM
 
 
@@ -38,8 +39,16 @@ def embed(
     source: str = typer.Option("mnist5k", help="Dataset source (see --list-sources)."),
     path: Optional[Path] = typer.Option(None, help="Data on disk, for sources that read files."),
     param: list[str] = typer.Option([], help="Source parameter KEY=VALUE (repeatable), e.g. d=100."),
-    limit: Optional[int] = typer.Option(None, min=1, help="Use at most this many rows of each part (seeded)."),
-    fraction: Optional[float] = typer.Option(None, help="Use this fraction of each part (seeded; PCAM: 0.125)."),
+    classes: Optional[str] = typer.Option(None, help="The class set, declared: names comma-separated (labels name "
+                                          "them by their text) or a file of one a line. Needed where the source "
+                                          "declares none (npz/h5 without class_names, csv, manifest, webdataset)."),
+    classes_from_labels: bool = typer.Option(False, "--classes-from-labels", help="Read the class set off the labels "
+                                             "of every row: a label only private rows hold then shows in every head "
+                                             "(its statement lists it as not covered)."),
+    limit: Optional[int] = typer.Option(None, min=1, help="Use at most this many rows of each part (those of the "
+                                        "smallest keyed draws: deleting a record may let another in)."),
+    fraction: Optional[float] = typer.Option(None, help="Use this fraction of each part (each row by its own keyed "
+                                             "draw; PCAM: 0.125)."),
     backbone: str = typer.Option("pixels", help="Registered backbone or any timm model name."),
     weights: Optional[Path] = typer.Option(None, help="Local state dict, checkpoint or .safetensors for the backbone."),
     trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help="Allow full unpickling of --weights "
@@ -52,7 +61,7 @@ def embed(
     test_fraction: float = typer.Option(0.2, help="Test fraction, for sources without their own test split."),
     no_public_split: bool = typer.Option(False, "--no-public-split", help="Allow an artifact without public rows "
                                          "(an evaluation-only set, e.g. --test-fraction 1)."),
-    seed: int = typer.Option(0, help="Seed of the split (and of synthetic sources)."),
+    seed: int = typer.Option(0, help="Public seed of the split, keying each row's draw (and of synthetic sources)."),
     batch_size: int = typer.Option(256, min=1, help="Images per forward pass."),
     workers: Optional[int] = typer.Option(None, min=0, help="DataLoader worker processes decoding images ahead of "
                                           "the model (default: one per core for image files and lazily read "
@@ -89,12 +98,13 @@ def embed(
     if merge or shard_files:
         return _merge(out, shard_files or [], merge, force, as_json)
     distributed, shard_spec, target = _placement(out, shard, force)
-    dataset = _dataset(source, SourceOptions(path, parse_params(param), seed), limit, fraction, skip_bad, shard_spec)
-    plan = SplitPlan(public_fraction, val_fraction, test_fraction, seed, no_public_split)
-    job = EmbeddingJob.of(dataset, plan, shard_spec)
-    embedder = build_embedder(backbone, dataset.inputs.shape[1:], weights=weights, pretrained=pretrained,
-                              resize=resize, crop=crop, device=rank_device(device, distributed),
-                              trust_checkpoint=trust_checkpoint, precision=precision, seed=seed, runtime=runtime)
+    if skip_bad and shard_spec[1] > 1:
+        raise UsageError("--skip-bad drops rows from the splits, which shards of one embedding must not do",
+                         hint="embed without --shard (or torchrun), or without --skip-bad")
+    request = EmbedRequest.from_options(ctx.params, parse_params(param))
+    dataset = request.dataset()
+    job = EmbeddingJob.of(dataset, request.plan, shard_spec)
+    embedder = request.embedder(job.dataset, rank_device(device, distributed))
     with progress_bar(f"embedding with {backbone}", sum(len(ids) for ids in job.rows.values()), "images") as advance:
         job.run(embedder, target, invocation(ctx)[1], lambda artifact: save(ctx, target, artifact),
                 batch_size=batch_size, workers=default_workers(dataset) if workers is None else workers,
@@ -116,19 +126,6 @@ def _placement(out: Path, shard: str, force: bool) -> tuple[tuple[int, int] | No
     for written in {out, target}:
         check_output(written, force=force)
     return distributed, distributed or parse_shard(shard), target
-
-
-def _dataset(source: str, options: SourceOptions, limit: int | None, fraction: float | None, skip_bad: bool,
-             shard: tuple[int, int]) -> Dataset:
-    dataset = load_source(source, options).subsample(limit, fraction, options.seed)
-    if not dataset.labelled:
-        raise DataError(f"source '{source}' read {len(dataset.inputs)} rows without labels: embed needs labelled "
-                        "rows for the private, val and test splits",
-                        hint="to classify unlabelled inputs: pillar predict CLASSIFIER --source ... --path ...")
-    if skip_bad and shard[1] > 1:
-        raise UsageError("--skip-bad drops rows from the splits, which shards of one embedding must not do",
-                         hint="embed without --shard (or torchrun), or without --skip-bad")
-    return dataset.skipping_bad() if skip_bad else dataset
 
 
 def _list(registry: dict, what: str, as_json: bool) -> None:

@@ -18,7 +18,8 @@ PANEL_ORDER = ("Arguments", "Inputs", "Model", "Privacy", "Training", "Selection
                "Output")
 
 _PANEL_OF_NAME = {
-    "Inputs": ("config", "source", "path", "param", "param_", "limit", "fraction", "public_fraction", "val_fraction",
+    "Inputs": ("config", "source", "path", "param", "param_", "classes", "classes_from_labels", "limit", "fraction",
+               "public_fraction", "val_fraction",
                "test_fraction", "no_public_split", "projection", "public_from", "allow_nonprivate_choice",
                "weights", "trust_checkpoint", "pretrained", "warm_start", "public_labelled", "other_public",
                "private_fraction", "embeddings", "allow_overlap", "ledger", "private", "public", "probe_weights",

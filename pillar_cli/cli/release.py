@@ -9,8 +9,16 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, SignOption, print_json, save, signed_output,
-                                   stdout)
+from pillar_cli.cli.common import (
+    ConfigOption,
+    ForceOption,
+    JsonOption,
+    SignOption,
+    print_json,
+    save,
+    signed_output,
+    stdout,
+)
 from pillar_cli.release import parse_cell, release_classifier
 from pillar_cli.release.signing import sign_file
 
@@ -55,3 +63,5 @@ def release(
                  f"{statement.neighbouring}")
     stdout.print("covers: " + "; ".join(statement.covers))
     stdout.print("does not cover: " + "; ".join(statement.not_covered))
+    if statement.rests_on:
+        stdout.print("rests on: " + "; ".join(statement.rests_on))

@@ -2,7 +2,7 @@
 
 Embedding builds on it.
 
-May import: `errors`.
+May import: `errors`, `randomness` (the keyed draws that decide each row's split).
 """
 
 from pillar_cli.data.dataset import Dataset

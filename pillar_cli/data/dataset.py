@@ -9,7 +9,9 @@ from typing import Callable
 import numpy as np
 
 from pillar_cli.data.groups import Groups
-from pillar_cli.errors import UsageError, param
+from pillar_cli.data.keys import SUBSAMPLE, content_keys, keyed_draws, named_keys
+from pillar_cli.data.labels import ClassSource, encode_declared
+from pillar_cli.errors import DataError, UsageError, param
 
 
 def no_labels(n: int) -> np.ndarray:
@@ -23,7 +25,8 @@ class Dataset:
     lazily read array-likes indexed with sorted row ids (an h5py dataset, image files decoded when read);
     `fingerprint` is set by readers of lazy data. Inputs to classify may come without labels (no class names).
     `groups`: the person of every row (train part, then test part), where the source names them; None: each row
-    is its own person."""
+    is its own person. `keys`: each row's name where the source gives one (an image file's path under its root, a
+    sample's key), train part then test part; None: rows are named by their content (data/keys.py)."""
 
     name: str
     inputs: np.ndarray
@@ -34,6 +37,9 @@ class Dataset:
     fingerprint_hint: str | None = None
     reopen: Callable[[], Dataset] | None = None  # lazy sources: a fresh handle for a worker process
     groups: Groups | None = None
+    keys: np.ndarray | None = None
+    class_source: ClassSource = ClassSource.LABELS  # where class_names came from (data/labels.py)
+    rows_kept: str = "all"  # "all", or which of --fraction ("fraction") and --limit ("limit") chose the rows
 
     @property
     def labelled(self) -> bool:
@@ -51,6 +57,27 @@ class Dataset:
         if all(hasattr(part, "files") for part in parts):
             return np.array([file for part in parts for file in part.files])
         return np.arange(sum(self.part_sizes))
+
+    def with_declared_classes(self, names: list[str] | None, from_labels: bool = False) -> Dataset:
+        """This dataset over a class set that does not depend on its rows: `names` (declared by the user; each
+        label must name one), else the source's own declaration; reading the classes off the labels must be asked
+        for (`from_labels`) and is recorded as such."""
+        if names is not None and from_labels:
+            raise UsageError(f"{param('classes')} declares the classes; {param('classes_from_labels', True)} would "
+                             "read them from the labels: pass one")
+        if names is not None:
+            known = np.asarray(self.class_names, dtype=object)
+            parts = [known[part] for part in (self.labels, self.test_labels) if part is not None]
+            labels, *test = encode_declared(f"source '{self.name}'", names, *parts)
+            return replace(self, labels=labels, test_labels=test[0] if test else None, class_names=list(names),
+                           class_source=ClassSource.USER)
+        if self.class_source == ClassSource.SOURCE or from_labels:
+            return self
+        raise DataError(f"source '{self.name}' does not declare its classes, and classes read from the labels would "
+                        "follow the private rows: a label only they hold would add a class to every head",
+                        hint=f"declare them with {param('classes')} A,B,… (or a file of one a line), give the file a "
+                             f"class_names array, or pass {param('classes_from_labels', True)} to read them from the "
+                             "labels (the statement then lists it as not covered)")
 
     def reopened(self) -> Dataset:
         """This dataset with freshly opened files (lazy sources); in-memory data is returned as is."""
@@ -83,6 +110,16 @@ class Dataset:
             return self.test_inputs, self.test_labels, ids - n_train
         raise ValueError("a split mixes train and test rows")
 
+    def read_as(self, row: int) -> Dataset:
+        """This dataset with its lazily read images read at the size (where none is given) and bit depth (where none
+        is declared) of source row `row` — a public row, so that no private file sets how every row is read; a test
+        part is read as its train part."""
+        if not hasattr(self.inputs, "read_as"):
+            return self
+        inputs = self.inputs.read_as(row)
+        test = None if self.test_inputs is None else self.test_inputs.read_like(inputs.shape[1:], inputs.depth)
+        return replace(self, inputs=inputs, test_inputs=test)
+
     def skipping_bad(self) -> Dataset:
         """This dataset with undecodable image files read as zeros and listed (embed --skip-bad)."""
         if not hasattr(self.inputs, "skipping_bad"):
@@ -105,29 +142,71 @@ class Dataset:
             ids += [len(self.inputs) + i for i in self.test_inputs.positions_of(files)]
         return np.asarray(ids, dtype=np.int64)
 
+    def row_keys(self) -> list[bytes]:
+        """Each row's key (train part, then test part): its name, else the hash of its input bytes."""
+        if self.keys is not None:
+            return named_keys(self.keys)
+        return [key for part in (self.inputs, self.test_inputs) if part is not None for key in content_keys(part)]
+
     def subsample(self, limit: int | None, fraction: float | None, seed: int) -> Dataset:
-        """A seeded subset of rows (each part separately): at most `limit` rows, or a `fraction` of them."""
+        """A subset of each part, decided by each row's keyed draw (data/keys.py): with `fraction`, the rows whose
+        draw is below it — deleting one record keeps or drops no other; with `limit`, at most that many rows, those
+        of the smallest draws."""
         if limit is None and fraction is None:
             return self
         if fraction is not None and not 0 < fraction <= 1:
             raise UsageError(f"{param('fraction')} must be in (0, 1]; got {fraction}")
-        rng = np.random.default_rng(seed)
+        draws = keyed_draws(self.row_keys(), seed, SUBSAMPLE)
 
-        def keep(n: int) -> np.ndarray:
-            count = n if fraction is None else max(1, int(round(fraction * n)))
-            count = count if limit is None else min(count, limit)
-            return np.sort(rng.choice(n, count, replace=False))
+        def keep(part: np.ndarray) -> np.ndarray:
+            kept = part if fraction is None else part[draws[part] < fraction]
+            if limit is not None and len(kept) > limit:
+                kept = np.sort(kept[np.argsort(draws[kept], kind="stable")[:limit]])
+            if not len(kept):
+                raise DataError(f"{param('fraction')} {fraction} keeps no row of a part of {len(part)} rows")
+            return kept
 
-        train = keep(len(self.inputs))
+        sizes = self.part_sizes
+        train = keep(np.arange(sizes[0]))
         subset = replace(self, inputs=_take(self.inputs, train), labels=self.labels[train], reopen=None,
                          fingerprint_hint=None if self.fingerprint_hint is None else
-                         f"{self.fingerprint_hint}|subset:{limit}:{fraction}:{seed}")
+                         f"{self.fingerprint_hint}|subset:{limit}:{fraction}:{seed}",
+                         rows_kept="fraction" if limit is None else "limit")
         kept = train
         if self.test_inputs is not None:
-            test = keep(len(self.test_inputs))
+            test = keep(np.arange(sizes[0], sizes[0] + sizes[1])) - sizes[0]
             subset = replace(subset, test_inputs=_take(self.test_inputs, test), test_labels=self.test_labels[test])
-            kept = np.concatenate([train, len(self.inputs) + test])
-        return subset if self.groups is None else replace(subset, groups=self.groups.take(kept))
+            kept = np.concatenate([train, sizes[0] + test])
+        return subset.taking(kept)
+
+    def without(self, ids: np.ndarray) -> Dataset:
+        """This dataset with the rows at source row ids `ids` deleted, as their holder would delete them from the
+        source (the neighbours check's other side): where the classes were read off the labels, off the labels
+        that remain."""
+        sizes, gone = self.part_sizes, np.asarray(ids, dtype=np.int64)
+        train = np.setdiff1d(np.arange(sizes[0]), gone)
+        subset = replace(self, inputs=_take(self.inputs, train), labels=self.labels[train], reopen=None,
+                         fingerprint_hint=None if self.fingerprint_hint is None else
+                         f"{self.fingerprint_hint}|without:{hashlib.sha256(gone.tobytes()).hexdigest()[:16]}")
+        kept = train
+        if self.test_inputs is not None:
+            test = np.setdiff1d(np.arange(sizes[0], sizes[0] + sizes[1]), gone) - sizes[0]
+            subset = replace(subset, test_inputs=_take(self.test_inputs, test), test_labels=self.test_labels[test])
+            kept = np.concatenate([train, sizes[0] + test])
+        return subset.taking(kept)._classes_left() if self.class_source == ClassSource.LABELS else subset.taking(kept)
+
+    def _classes_left(self) -> Dataset:
+        """The classes some row still holds, in their order (a class read off the labels goes with its last row)."""
+        parts = [part for part in (self.labels, self.test_labels) if part is not None]
+        used = np.unique(np.concatenate(parts))
+        relabel = [np.searchsorted(used, part).astype(np.int64) for part in parts]
+        return replace(self, labels=relabel[0], test_labels=relabel[1] if len(relabel) > 1 else None,
+                       class_names=[self.class_names[i] for i in used])
+
+    def taking(self, kept: np.ndarray) -> Dataset:
+        """The row-wise records (persons, keys) of the rows kept, by their old source row ids."""
+        return replace(self, groups=None if self.groups is None else self.groups.take(kept),
+                       keys=None if self.keys is None else self.keys[kept])
 
 
 def _take(inputs: np.ndarray, ids: np.ndarray) -> np.ndarray:

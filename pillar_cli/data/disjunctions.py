@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from pillar_cli.data.dataset import Dataset, no_labels
-from pillar_cli.data.labels import encode_labels
+from pillar_cli.data.keys import generated_keys
+from pillar_cli.data.labels import ClassSource, encode_labels
 from pillar_cli.errors import DataError, UsageError
 
 
@@ -69,7 +70,8 @@ def disjunction_dataset(family: DisjunctionFamily, n: int) -> Dataset:
         raise UsageError(f"the disjunction family needs n >= 4 rows (got {n})")
     rng = np.random.default_rng([family.seed, 0xDA7A])
     rows, labels = _sample_in_blocks(family, n, rng)
-    return Dataset(f"disjunctions-d{family.d}-k{family.k}", rows.astype(np.float32), labels, ["-1", "+1"])
+    return Dataset(f"disjunctions-d{family.d}-k{family.k}", rows.astype(np.float32), labels, ["-1", "+1"],
+                   class_source=ClassSource.SOURCE, keys=generated_keys(n))
 
 
 def _sample_in_blocks(family: DisjunctionFamily, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -22,7 +22,7 @@ import numpy as np
 from pillar_cli.data.dataset import Dataset, no_labels
 from pillar_cli.data.groups import Groups
 from pillar_cli.data.image_files import EncodedRows, decode_image, require_shape
-from pillar_cli.data.labels import encode_labels
+from pillar_cli.data.labels import ClassSource, encode_labels
 from pillar_cli.errors import DataError, UsageError, param
 
 SPLIT_PREFIXES = ("train", "test", "validation", "valid", "val")
@@ -100,12 +100,14 @@ class EncodedImages(EncodedRows):
         files = [Path(f) for f in self.data_files]
         return EncodedImages(files, self.column, self.size, self.rows[ids], self.shape[1:])
 
-    def _decode(self, row: int) -> np.ndarray:
+    def _raw(self, row: int) -> bytes:
         file = int(np.searchsorted(self.starts, row, side="right") - 1)
-        name = f"row {row} of {self.data_files[file]}"
-        with arrow_errors(f"cannot read {name}"):
-            encoded = self._encoded(file, row - int(self.starts[file]))
-        decoded = decode_image(io.BytesIO(encoded), self.size, f"the image of {name}")
+        with arrow_errors(f"cannot read row {row} of {self.data_files[file]}"):
+            return self._encoded(file, row - int(self.starts[file]))
+
+    def _decode(self, row: int) -> np.ndarray:
+        name = f"row {row} of {self.data_files[int(np.searchsorted(self.starts, row, side='right') - 1)]}"
+        decoded = decode_image(io.BytesIO(self._raw(row)), self.size, f"the image of {name}")
         return require_shape(decoded, self.shape[1:], name) if hasattr(self, "shape") else decoded
 
     def _encoded(self, file: int, local: int) -> bytes:
@@ -179,16 +181,16 @@ def arrow_errors(what: str) -> Iterator[None]:
 
 
 def read_hf(root: Path, size: int | None, image: str | None = None, label: str | None = None, train: str = "train",
-            test: str = "test", group: str | None = None) -> Dataset:
+            test: str = "test", group: str | None = None, id: str | None = None) -> Dataset:
     """The `train` split (and `test`, when there is one) of a Hugging Face dataset on disk; without a label column
     (none of type ClassLabel, none named `label` or given) its rows are unlabelled, to classify. `group`: the column
-    naming each row's person."""
+    naming each row's person; `id`: a column naming each row (else rows are named by their encoded image's bytes)."""
     with arrow_errors(f"cannot read the dataset in {root}"):
-        return _read_hf(root, size, image, label, train, test, group)
+        return _read_hf(root, size, image, label, train, test, group, id)
 
 
 def _read_hf(root: Path, size: int | None, image: str | None, label: str | None, train: str, test: str,
-             group: str | None) -> Dataset:
+             group: str | None, id: str | None) -> Dataset:
     splits = hf_splits(root)
     if train not in splits:
         raise DataError(f"{root} has no split '{train}' (its splits: {', '.join(splits)})",
@@ -212,5 +214,8 @@ def _read_hf(root: Path, size: int | None, image: str | None, label: str | None,
         f"column {group}", str(root))
     fingerprint = "|".join(part.fingerprint(part_labels) for part, part_labels in zip(inputs, labels))
     test_inputs, test_labels = (inputs[1], labels[1]) if len(inputs) > 1 else (None, None)
+    keys = None if id is None else np.concatenate(
+        [column_values(files, column_of(features, "", id, "row ids")) for files in parts]).astype(str).astype(object)
+    declared = label_column is not None and bool((features.get(label_column) or {}).get("names"))
     return Dataset("hf", inputs[0], labels[0], names, test_inputs, test_labels, fingerprint_hint=fingerprint,
-                   groups=groups)
+                   groups=groups, keys=keys, class_source=ClassSource.SOURCE if declared else ClassSource.LABELS)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from pillar_cli.data.dataset import Dataset
+from pillar_cli.data.labels import ClassSource
 from pillar_cli.errors import DataError
 
 IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
@@ -59,7 +60,8 @@ def read_idx_folder(root: Path, name: str, class_names: list[str] | None = None)
     for part_labels in (labels, test[1]):
         if part_labels is not None and part_labels.size and int(part_labels.max()) >= len(names):
             raise DataError(f"{root}: label {int(part_labels.max())} names no class of {len(names)}")
-    return Dataset(name, images, labels, names, *test)
+    return Dataset(name, images, labels, names, *test,
+                   class_source=ClassSource.LABELS if class_names is None else ClassSource.SOURCE)
 
 
 def _find(root: Path, stem: str) -> Path | None:

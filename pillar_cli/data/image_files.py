@@ -32,16 +32,18 @@ def require_shape(image: np.ndarray, shape: tuple[int, ...], name: str) -> np.nd
 
 class ImageFiles:
     """An (N, H, W, channels) array-like over image files, decoded row by row when read, at `depth` bits a channel
-    (uint8 or uint16; None: the first file's depth). Without `size` every image must have the first one's size; a
-    file of another size is an error naming it. With `skip_bad`, a file that cannot be decoded reads as zeros and
+    (uint8 or uint16; None: the first file's depth, until `read_as` names the file to read it off). Without `size`
+    every image must have the first one's size; a file of another size is an error naming it. With `skip_bad`, a file that cannot be decoded reads as zeros and
     is listed in `skipped` (the embedding stage drops its row)."""
 
     def __init__(self, files: list[str], size: int | None = None, image_shape: tuple[int, ...] | None = None,
-                 skip_bad: bool = False, channels: int = 3, depth: int | None = None):
+                 skip_bad: bool = False, channels: int = 3, depth: int | None = None, *,
+                 read_depth: int | None = None):
         if not files:
             raise DataError("no image files to read")
         self.files, self.size, self.skip_bad, self.skipped, self.channels = files, size, skip_bad, [], channels
-        depth = depth or image_depth(files[0])
+        self.declared_depth = depth
+        depth = read_depth or depth or image_depth(files[0])
         if image_shape is None:
             image_shape = (size, size, channels) if size else decode_image(files[0], None, channels=channels).shape
         self.depth, self.dtype = depth, PIXEL_TYPES[depth]
@@ -70,10 +72,23 @@ class ImageFiles:
     def subset(self, ids: np.ndarray) -> ImageFiles:
         """The files at sorted row ids, still undecoded."""
         return ImageFiles([self.files[i] for i in ids.tolist()], self.size, self.shape[1:], self.skip_bad,
-                          self.channels, self.depth)
+                          self.channels, self.declared_depth, read_depth=self.depth)
 
     def skipping_bad(self) -> ImageFiles:
-        return ImageFiles(self.files, self.size, self.shape[1:], True, self.channels, self.depth)
+        return ImageFiles(self.files, self.size, self.shape[1:], True, self.channels, self.declared_depth,
+                          read_depth=self.depth)
+
+    def read_as(self, position: int) -> ImageFiles:
+        """These files read at the size (where no size is given) and the bit depth (where none is declared) of the
+        file at `position`."""
+        file = self.files[position]
+        shape = self.shape[1:] if self.size else decode_image(file, None, channels=self.channels).shape
+        return self.read_like(shape, self.declared_depth or image_depth(file))
+
+    def read_like(self, shape: tuple[int, ...], depth: int) -> ImageFiles:
+        """These files read at the given image shape and bit depth (a test part read as its train part is)."""
+        return ImageFiles(self.files, self.size, tuple(shape), self.skip_bad, self.channels, self.declared_depth,
+                          read_depth=depth)
 
     def positions_of(self, files: set[str]) -> list[int]:
         return [i for i, file in enumerate(self.files) if file in files]
@@ -89,14 +104,37 @@ class ImageFiles:
 
 class EncodedRows:
     """An (N, H, W, 3) uint8 array-like over rows kept encoded until read: `rows` (the reader's own row numbers of
-    the rows in view), `shape`, and `_decode(row)` come from the reader (a Parquet column, tar shards)."""
+    the rows in view), `shape`, `size`, `subset(ids)`, `_decode(row)` and `_raw(row)` come from the reader (a Parquet
+    column, tar shards)."""
 
     dtype = np.dtype(np.uint8)
+    depth = 8
     rows: np.ndarray
     shape: tuple[int, ...]
+    size: int | None
 
     def _decode(self, row: int) -> np.ndarray:
         raise NotImplementedError
+
+    def _raw(self, row: int) -> bytes:
+        raise NotImplementedError
+
+    def subset(self, ids: np.ndarray) -> EncodedRows:
+        raise NotImplementedError
+
+    def encoded(self, index: int) -> bytes:
+        """The stored bytes of the row at `index` (what names it where the source does not)."""
+        return self._raw(int(self.rows[index]))
+
+    def read_as(self, position: int) -> EncodedRows:
+        """These rows read at the size of the row at `position` (where no size is given)."""
+        return self.read_like(self.shape[1:] if self.size else self._decode(int(self.rows[position])).shape)
+
+    def read_like(self, shape: tuple[int, ...], depth: int = 8) -> EncodedRows:
+        """These rows read at the given image shape."""
+        like = self.subset(np.arange(len(self.rows)))
+        like.shape = (len(self.rows), *shape)
+        return like
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -107,6 +145,11 @@ class EncodedRows:
         picked = self.rows[index]
         return np.stack([self._decode(int(row)) for row in picked]) if len(picked) else \
             np.empty((0, *self.shape[1:]), np.uint8)
+
+
+def file_keys(files: list[str], root: Path) -> np.ndarray:
+    """Image files' keys: their paths under the source's root (what names a file whatever else is deleted)."""
+    return np.asarray([os.path.relpath(file, root).replace(os.sep, "/") for file in files], dtype=object)
 
 
 def image_files_in(folder: Path) -> list[str]:

@@ -12,9 +12,10 @@ import numpy as np
 
 from pillar_cli.data.dataset import Dataset, no_labels
 from pillar_cli.data.groups import array_groups, file_groups, manifest_groups
-from pillar_cli.data.image_files import IMAGE_SUFFIXES, ImageFiles, image_files_in
-from pillar_cli.data.labels import encode_labels
+from pillar_cli.data.image_files import IMAGE_SUFFIXES, ImageFiles, file_keys, image_files_in
+from pillar_cli.data.labels import ClassSource, declared_names, encode_declared, encode_labels
 from pillar_cli.errors import DataError
+
 CHUNK_CACHE_BYTES = 64 * 2**20  # per open image file of a lazy source
 CHUNK_CACHE_SLOTS = 100_003  # a prime, well above the number of chunks the cache holds (HDF5's advice)
 _ARRAY_NAMES = {"x": ("x", "X", "features", "images"), "y": ("y", "Y", "labels", "targets"),
@@ -57,9 +58,14 @@ def read_array_file(path: Path, arrays: dict[str, np.ndarray]) -> Dataset:
         if test_inputs.shape[1:] != inputs.shape[1:]:
             raise DataError(f"{path}: x_test rows have shape {test_inputs.shape[1:]}, x rows {inputs.shape[1:]}")
     label_parts = [found["y"]] if found["y_test"] is None else [found["y"], found["y_test"]]
-    (labels, *test_labels), names = encode_labels(str(path), *label_parts)
+    declared = declared_names(path, arrays)
+    if declared is None:
+        (labels, *test_labels), names = encode_labels(str(path), *label_parts)
+    else:
+        (labels, *test_labels), names = encode_declared(str(path), declared, *label_parts), declared
     return Dataset(path.stem, inputs, labels, names, test_inputs, test_labels[0] if test_labels else None,
-                   groups=array_groups(path, arrays, len(inputs), 0 if test_inputs is None else len(test_inputs)))
+                   groups=array_groups(path, arrays, len(inputs), 0 if test_inputs is None else len(test_inputs)),
+                   class_source=ClassSource.LABELS if declared is None else ClassSource.SOURCE)
 
 
 def _as_inputs(path: Path, x: np.ndarray) -> np.ndarray:
@@ -77,24 +83,27 @@ def read_image_folder(root: Path, size: int | None, channels: int = 3, depth: in
     are indexed, not decoded (the first, for its size and bit depth, aside); `depth` None: the first file's;
     `groups` maps files to persons (data/groups.py)."""
     if (root / "train").is_dir() and (root / "test").is_dir():
-        class_names = _class_folders(root / "train")
-        train, train_labels = _index_class_folders(root / "train", class_names, size, None, channels, depth)
-        test, test_labels = _index_class_folders(root / "test", class_names, size, train.shape[1:], channels,
+        class_names = class_folders(root / "train")
+        train, train_labels = index_class_folders(root / "train", class_names, size, None, channels, depth)
+        test, test_labels = index_class_folders(root / "test", class_names, size, train.shape[1:], channels,
                                                  train.depth)
         return Dataset(root.name, train, train_labels, class_names, test, test_labels,
                        fingerprint_hint=f"{train.fingerprint(root, train_labels)}|{test.fingerprint(root, test_labels)}",
-                       groups=file_groups(train.files + test.files, root, groups))
-    if root.is_dir() and image_files_in(root) and not _class_folders(root, required=False):
+                       groups=file_groups(train.files + test.files, root, groups),
+                       keys=file_keys(train.files + test.files, root), class_source=ClassSource.SOURCE)
+    if root.is_dir() and image_files_in(root) and not class_folders(root, required=False):
         images = ImageFiles(image_files_in(root), size, channels=channels, depth=depth)  # inputs to classify
         labels = no_labels(len(images))
-        return Dataset(root.name, images, labels, [], fingerprint_hint=images.fingerprint(root, labels))
-    class_names = _class_folders(root)
-    images, labels = _index_class_folders(root, class_names, size, None, channels, depth)
+        return Dataset(root.name, images, labels, [], fingerprint_hint=images.fingerprint(root, labels),
+                       keys=file_keys(images.files, root))
+    class_names = class_folders(root)
+    images, labels = index_class_folders(root, class_names, size, None, channels, depth)
     return Dataset(root.name, images, labels, class_names, fingerprint_hint=images.fingerprint(root, labels),
-                   groups=file_groups(images.files, root, groups))
+                   groups=file_groups(images.files, root, groups), keys=file_keys(images.files, root),
+                   class_source=ClassSource.SOURCE)
 
 
-def _class_folders(root: Path, required: bool = True) -> list[str]:
+def class_folders(root: Path, required: bool = True) -> list[str]:
     if not root.is_dir():
         raise DataError(f"{root} is not a folder")
     names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
@@ -103,7 +112,7 @@ def _class_folders(root: Path, required: bool = True) -> list[str]:
     return names
 
 
-def _index_class_folders(root: Path, class_names: list[str], size: int | None,
+def index_class_folders(root: Path, class_names: list[str], size: int | None,
                          image_shape: tuple[int, ...] | None = None, channels: int = 3,
                          depth: int | None = None) -> tuple[ImageFiles, np.ndarray]:
     from torchvision.datasets.folder import make_dataset
@@ -134,7 +143,8 @@ def read_cifar(root: Path) -> Dataset:
     test = _unpickle(test_file)
     return Dataset(root.name, np.concatenate([_cifar_images(b) for b in train]),
                    np.concatenate([np.asarray(b[label_key], dtype=np.int64) for b in train]),
-                   [n.decode() for n in names], _cifar_images(test), np.asarray(test[label_key], dtype=np.int64))
+                   [n.decode() for n in names], _cifar_images(test), np.asarray(test[label_key], dtype=np.int64),
+                   class_source=ClassSource.SOURCE)
 
 
 def _unpickle(path: Path) -> dict:
@@ -164,7 +174,7 @@ def read_cifar101(root: Path) -> Dataset:
     if images.dtype != np.uint8 or images.ndim != 4:
         raise DataError(f"{data_file}: expected uint8 images (N, H, W, 3); got {images.dtype} {images.shape}")
     names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
-    return Dataset("cifar10.1", images, labels.astype(np.int64), names)
+    return Dataset("cifar10.1", images, labels.astype(np.int64), names, class_source=ClassSource.SOURCE)
 
 
 def read_pcam(root: Path) -> Dataset:
@@ -191,34 +201,7 @@ def read_pcam(root: Path) -> Dataset:
     fingerprint = "|".join(f"{p}:{parts[p][0].shape}:{hash_head(parts[p][1])}" for p in parts)
     (train, train_y), (test, test_y) = parts["train"], parts["test"]
     return Dataset("pcam", train, train_y, ["normal", "tumour"], test, test_y, fingerprint_hint=fingerprint,
-                   reopen=lambda: read_pcam(root))
-
-
-def read_flowers102(root: Path, size: int) -> Dataset:
-    """Oxford Flowers-102 as distributed and as `torchvision.datasets.Flowers102` keeps it (ROOT/flowers-102 or
-    ROOT): jpg/image_NNNNN.jpg, imagelabels.mat (the class 1..102 of every image) and setid.mat (trnid, valid and
-    tstid: 1-based image numbers). The train part is trnid and valid (2,040 images), the test part tstid (6,149);
-    classes are named by their numbers. The images have many sizes: each is resized to size × size."""
-    from scipy.io import loadmat
-
-    folder = root / "flowers-102" if (root / "flowers-102").is_dir() else root
-    try:
-        labels = loadmat(folder / "imagelabels.mat")["labels"].ravel().astype(np.int64)
-        sets = loadmat(folder / "setid.mat")
-        train = np.concatenate([sets["trnid"].ravel(), sets["valid"].ravel()])
-        numbers = [np.sort(train).astype(np.int64), np.sort(sets["tstid"].ravel()).astype(np.int64)]
-    except (OSError, KeyError, ValueError) as err:
-        raise DataError(f"cannot read the Flowers-102 labels and splits in {folder}: {err}") from err
-    if any(part.min() < 1 or part.max() > len(labels) for part in numbers):
-        raise DataError(f"{folder / 'setid.mat'} names images beyond the {len(labels)} of imagelabels.mat")
-    images = [ImageFiles(_existing([folder / "jpg" / f"image_{n:05d}.jpg" for n in part.tolist()]), size)
-              for part in numbers]
-    (train_labels, test_labels), names = encode_labels(str(folder / "imagelabels.mat"),
-                                                       *(labels[part - 1] for part in numbers))
-    fingerprint = "|".join(part.fingerprint(folder, part_labels)
-                           for part, part_labels in zip(images, (train_labels, test_labels)))
-    return Dataset("flowers102", images[0], train_labels, names, images[1], test_labels,
-                   fingerprint_hint=fingerprint)
+                   reopen=lambda: read_pcam(root), class_source=ClassSource.SOURCE)
 
 
 def hash_head(array: np.ndarray) -> str:
@@ -235,66 +218,23 @@ def read_manifest(path: Path, size: int | None, channels: int = 3, depth: int | 
     header = rows[0] if rows and rows[0][:2] in (["path", "label"], ["path"]) else None
     rows = rows[1:] if header else rows
     if rows and all(len(row) == 1 for row in rows):  # inputs to classify (pillar predict)
-        images = ImageFiles(_existing([path.parent / row[0] for row in rows]), size, channels=channels, depth=depth)
+        images = ImageFiles(existing_files([path.parent / row[0] for row in rows]), size, channels=channels,
+                            depth=depth)
         labels = no_labels(len(rows))
-        return Dataset(path.stem, images, labels, [], fingerprint_hint=images.fingerprint(path.parent, labels))
+        return Dataset(path.stem, images, labels, [], fingerprint_hint=images.fingerprint(path.parent, labels),
+                       keys=file_keys(images.files, path.parent))
     if not rows or any(len(row) < 2 for row in rows):
         raise DataError(f"{path} must hold 'path,label' rows (or 'path' rows of inputs to classify)")
     class_names = sorted({row[1] for row in rows})
-    files = _existing([path.parent / row[0] for row in rows])
+    files = existing_files([path.parent / row[0] for row in rows])
     labels = np.array([class_names.index(row[1]) for row in rows], dtype=np.int64)
     images = ImageFiles(files, size, channels=channels, depth=depth)
     return Dataset(path.stem, images, labels, class_names, fingerprint_hint=images.fingerprint(path.parent, labels),
-                   groups=manifest_groups(path, rows, header, files, groups))
+                   groups=manifest_groups(path, rows, header, files, groups), keys=file_keys(files, path.parent))
 
 
-def _existing(files: list[Path]) -> list[str]:
+def existing_files(files: list[Path]) -> list[str]:
     missing = next((file for file in files if not file.is_file()), None)
     if missing is not None:
         raise DataError(f"image file missing: {missing}")
     return [str(file) for file in files]
-
-
-def read_gtsrb(root: Path, size: int) -> Dataset:
-    """GTSRB as distributed (Final_Training/Images/<class>, Final_Test/Images + GT-final_test.csv) or as
-    `torchvision.datasets.GTSRB` lays it out (ROOT/gtsrb/GTSRB/Training, .../Final_Test/Images, gtsrb/GT-final_test.csv;
-    indexed through torchvision, download=False). Classes are the training folders (00000, 00001, …); the files are
-    indexed, not decoded."""
-    if (root / "gtsrb" / "GTSRB").is_dir():
-        return _gtsrb_torchvision(root, size)
-    training = root / "Final_Training" / "Images"
-    names = _class_folders(training)
-    train, train_labels = _index_class_folders(training, names, size)
-    test_dir = root / "Final_Test" / "Images"
-    ground_truth = next(iter(sorted(test_dir.glob("GT-final_test*.csv"))), None) or root / "GT-final_test.csv"
-    if not ground_truth.exists():
-        raise DataError(f"GTSRB test labels missing: {ground_truth}")
-    with open(ground_truth, newline="") as handle:
-        rows = list(csv.DictReader(handle, delimiter=";"))
-    test = [(test_dir / row["Filename"], int(row["ClassId"])) for row in rows]
-    return _gtsrb(root, names, train, train_labels, test, size)
-
-
-def _gtsrb_torchvision(root: Path, size: int) -> Dataset:
-    from torchvision.datasets import GTSRB
-
-    names = _class_folders(root / "gtsrb" / "GTSRB" / "Training")
-    try:  # (path, class id) pairs; nothing is decoded
-        train, test = (GTSRB(root, split=split, download=False)._samples for split in ("train", "test"))
-    except (RuntimeError, OSError) as err:
-        raise DataError(f"cannot read the torchvision GTSRB layout in {root}: {err}") from err
-    files, labels = zip(*train)
-    return _gtsrb(root, names, ImageFiles(_existing([Path(f) for f in files]), size),
-                  np.asarray(labels, dtype=np.int64), [(Path(f), c) for f, c in test], size)
-
-
-def _gtsrb(root: Path, names: list[str], train: ImageFiles, train_labels: np.ndarray,
-           test_rows: list[tuple[Path, int]], size: int) -> Dataset:
-    """The test rows' class ids mapped to the training folders' names (a test class without a folder is an error)."""
-    unknown = sorted({f"{class_id:05d}" for _, class_id in test_rows} - set(names))
-    if unknown:
-        raise DataError(f"GTSRB test rows of classes without a training folder: {', '.join(unknown)}")
-    test = ImageFiles(_existing([file for file, _ in test_rows]), size)
-    test_labels = np.array([names.index(f"{class_id:05d}") for _, class_id in test_rows], dtype=np.int64)
-    return Dataset("gtsrb", train, train_labels, names, test, test_labels,
-                   fingerprint_hint=f"{train.fingerprint(root, train_labels)}|{test.fingerprint(root, test_labels)}")

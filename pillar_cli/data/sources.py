@@ -13,13 +13,14 @@ from typing import Callable
 
 import numpy as np
 
-from pillar_cli.data import readers
+from pillar_cli.data import benchmarks, readers
 from pillar_cli.data.dataset import Dataset
-from pillar_cli.data.groups import groups_param
 from pillar_cli.data.disjunctions import DisjunctionFamily, disjunction_dataset, read_csv_rows
+from pillar_cli.data.groups import groups_param
 from pillar_cli.data.idx import FASHION_MNIST_CLASSES, read_idx_folder
+from pillar_cli.data.keys import generated_keys
+from pillar_cli.data.labels import ClassSource
 from pillar_cli.errors import DataError, UsageError, param
-
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")  # Debian's dataset-fashion-mnist
 
@@ -104,7 +105,7 @@ def _mnist5k(options: SourceOptions) -> Dataset:
 
     pixels, labels = mnist_data()
     images = pixels.reshape(-1, 28, 28, 1).astype(np.uint8)
-    return Dataset("mnist5k", images, labels.astype(np.int64), _digit_names())
+    return Dataset("mnist5k", images, labels.astype(np.int64), _digit_names(), class_source=ClassSource.SOURCE)
 
 
 @register("digits", "1,797 8x8 digits from scikit-learn (grey levels 0-16 scaled to 0-255)")
@@ -113,7 +114,7 @@ def _digits(options: SourceOptions) -> Dataset:
 
     bunch = load_digits()
     images = np.rint(bunch.images * (255.0 / 16.0)).astype(np.uint8)[..., None]
-    return Dataset("digits", images, bunch.target.astype(np.int64), _digit_names())
+    return Dataset("digits", images, bunch.target.astype(np.int64), _digit_names(), class_source=ClassSource.SOURCE)
 
 
 @register("synthetic-gmm", "Example 1 of the PILLAR paper: X|y ~ N(y·mu, theta·w w^T + sigma^2 I), mu ⟂ w; "
@@ -131,7 +132,8 @@ def _synthetic_gmm(options: SourceOptions) -> Dataset:
     signs = rng.choice([-1.0, 1.0], size=n)
     noise = sigma * rng.standard_normal((n, d)) + np.sqrt(theta) * rng.standard_normal((n, 1)) * w_star
     features = (signs[:, None] * mu + noise).astype(np.float32)
-    return Dataset("synthetic-gmm", features, (signs > 0).astype(np.int64), ["-1", "+1"])
+    return Dataset("synthetic-gmm", features, (signs > 0).astype(np.int64), ["-1", "+1"],
+                   class_source=ClassSource.SOURCE, keys=generated_keys(n))
 
 
 @register("disjunctions", "D_{f,p} of the semi-private learning paper (Definition 4): boolean rows, label = a "
@@ -226,11 +228,13 @@ def _manifest(options: SourceOptions) -> Dataset:
 
 
 @register("hf", "a Hugging Face dataset on disk: a save_to_disk folder or Parquet shards; images decoded when read; "
-          "params image, label, group (columns; group names each row's person), train, test (split names), size")
+          "params image, label, group, id (columns; group names each row's person, id each row), train, test (split "
+          "names), size")
 def _hf(options: SourceOptions) -> Dataset:
     from pillar_cli.data.hf_datasets import read_hf
 
-    params = {key: options.params[key] for key in ("image", "label", "train", "test", "group") if key in options.params}
+    params = {key: options.params[key] for key in ("image", "label", "train", "test", "group", "id")
+              if key in options.params}
     return read_hf(options.require_path("hf"), int(options.number("size", 0)) or None, **params)
 
 
@@ -247,9 +251,9 @@ def _webdataset(options: SourceOptions) -> Dataset:
 @register("flowers102", "Oxford Flowers-102 (jpg/, imagelabels.mat, setid.mat; torchvision's flowers-102 folder): "
           "train = trnid + valid, test = tstid; param size (default 224)")
 def _flowers102(options: SourceOptions) -> Dataset:
-    return readers.read_flowers102(options.require_path("flowers102"), int(options.number("size", 224)))
+    return benchmarks.read_flowers102(options.require_path("flowers102"), int(options.number("size", 224)))
 
 
 @register("gtsrb", "GTSRB: Final_Training/Images/<class> and Final_Test/Images + GT-final_test.csv; param size")
 def _gtsrb(options: SourceOptions) -> Dataset:
-    return readers.read_gtsrb(options.require_path("gtsrb"), int(options.number("size", 64)))
+    return benchmarks.read_gtsrb(options.require_path("gtsrb"), int(options.number("size", 64)))

@@ -157,13 +157,14 @@ class TarImages(EncodedRows):
     def subset(self, ids: np.ndarray) -> TarImages:
         return TarImages(self.samples, self.size, self.rows[ids], self.shape[1:])
 
-    def _decode(self, row: int) -> np.ndarray:
-        shard = self.samples.shards[int(self.samples.shard_of[row])]
-        with open(shard, "rb") as file:
+    def _raw(self, row: int) -> bytes:
+        with open(self.samples.shards[int(self.samples.shard_of[row])], "rb") as file:
             file.seek(int(self.samples.offsets[row]))
-            encoded = file.read(int(self.samples.sizes[row]))
-        where = f"sample '{self.samples.keys[row]}' of {shard}"
-        image = decode_image(io.BytesIO(encoded), self.size, where)
+            return file.read(int(self.samples.sizes[row]))
+
+    def _decode(self, row: int) -> np.ndarray:
+        where = f"sample '{self.samples.keys[row]}' of {self.samples.shards[int(self.samples.shard_of[row])]}"
+        image = decode_image(io.BytesIO(self._raw(row)), self.size, where)
         return require_shape(image, self.shape[1:], where) if hasattr(self, "shape") else image
 
     def fingerprint(self, labels: np.ndarray) -> str:
@@ -200,4 +201,4 @@ def read_webdataset(root: Path, size: int | None, image: str | None = None, labe
     fingerprint = "|".join(part.fingerprint(part_labels) for part, part_labels in zip(inputs, labels))
     test_inputs, test_labels = (inputs[1], labels[1]) if len(inputs) > 1 else (None, None)
     return Dataset("webdataset", inputs[0], labels[0], names, test_inputs, test_labels, fingerprint_hint=fingerprint,
-                   groups=groups)
+                   groups=groups, keys=np.asarray([key for samples in parts for key in samples.keys], dtype=object))

@@ -18,6 +18,7 @@ import numpy as np
 from pillar_cli.artifacts import Artifact, embeddings_artifact
 from pillar_cli.artifacts.files import require_space, sibling
 from pillar_cli.artifacts.layout import row_blocks
+from pillar_cli.artifacts.premises import KEYED, Premises
 from pillar_cli.data import Dataset, SplitPlan
 from pillar_cli.data.pixels import pixel_depth
 from pillar_cli.data.splits import SPLIT_ROLES
@@ -194,12 +195,13 @@ def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embe
         "source": dataset.name,
         "source_fingerprint": dataset.fingerprint,
         "class_names": dataset.class_names,
+        "premises": Premises(classes=dataset.class_source.value, splits=KEYED, kept=dataset.rows_kept).to_attrs(),
         "splits": list(splits),
         "split_roles": {name: SPLIT_ROLES[name] for name in splits},
         "split_seed": plan.seed,
         "public_fraction": plan.public_fraction,
         "val_fraction": plan.val_fraction,
-        "test_from": "source test part" if dataset.test_inputs is not None else f"seeded fraction {plan.test_fraction}",
+        "test_from": "source test part" if dataset.test_inputs is not None else f"keyed fraction {plan.test_fraction}",
         "feature_dim": embedder.feature_dim,
         **({"image_shape": list(dataset.inputs.shape[1:])} if images else {}),
         **({"skipped_files": skipped} if skipped else {}),

@@ -12,14 +12,16 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.data import Dataset, SplitPlan, make_splits
-from pillar_cli.embedding.features import Embedder
 from pillar_cli.embedding.extraction import embed_resumably
+from pillar_cli.embedding.features import Embedder
 from pillar_cli.embedding.shards import as_shard, shard_key, shard_splits
 
 
 @dataclass(frozen=True)
 class EmbeddingJob:
-    """The seeded splits of a dataset and the positions of each that shard (i, n) embeds."""
+    """The keyed splits of a dataset and the positions of each that shard (i, n) embeds. What the embedder reads of
+    the images (their size, where no size is given, and bit depth, where none is declared) is read off the first
+    public row: nothing that shapes a release may depend on which private rows exist."""
 
     dataset: Dataset
     plan: SplitPlan
@@ -29,10 +31,9 @@ class EmbeddingJob:
 
     @classmethod
     def of(cls, dataset: Dataset, plan: SplitPlan, shard: tuple[int, int] = (0, 1)) -> EmbeddingJob:
-        n_test = 0 if dataset.test_inputs is None else len(dataset.test_inputs)
-        persons = None if dataset.groups is None else dataset.groups.persons
-        splits = make_splits(len(dataset.inputs), n_test, plan, persons)
-        return cls(dataset, plan, shard, splits, shard_splits(splits, shard))
+        splits = make_splits(dataset, plan)
+        probe = splits["public"][0] if "public" in splits else 0
+        return cls(dataset.read_as(int(probe)), plan, shard, splits, shard_splits(splits, shard))
 
     @property
     def rows(self) -> dict[str, np.ndarray]:

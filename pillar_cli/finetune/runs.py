@@ -148,7 +148,7 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
         "methods": {method: METHODS[method].description for method in sorted({r.key.method for r in records})},
         "selection_mode": "val", "selection_note": SELECTION_NOTE,
         "source": train.source, "max_physical_batch": config.max_physical_batch,
-        "features": {**train.recipe.to_attrs(), "class_names": train.class_names},
+        "features": train.carried,
     }
     if private:
         heads = [ReleasedHead(count.without_count(event_from_dict(r.event)), r.epsilon_spent)

@@ -92,7 +92,7 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
                "source_fingerprint": private.source_fingerprint,
                "public_choice": PublicChoice.of(projection_artifact), "public_data": public_data,
                "projection_release": private_release_of(projection_artifact),
-               "features": {**private.recipe.to_attrs(), "class_names": private.class_names}}
+               "features": private.carried}
     refs = [private.ref, *([val.ref] if val else []), projection_artifact.ref(), *([labelled.ref] if labelled else [])]
     overridden = request.grid().for_rows(RowCount.exact(len(training.features))).overridden_rules()
     return SweepInputs(data, refs, records, training.name.split("+"), sources.private_fraction, overridden)

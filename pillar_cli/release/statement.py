@@ -15,10 +15,7 @@ from pillar_cli.artifacts.model import RunRecord
 from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.artifacts.statement import Statement, statement_summary, statement_words
 from pillar_cli.errors import PrivacyError
-from pillar_cli.privacy import event_from_dict, spent_epsilon
 from pillar_cli.privacy.count import NOISY, PUBLIC, RowCount
-
-EXACT_SLACK = 1e-6  # an honest claim is the accountant's own number, written as is
 
 
 def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int) -> Statement:
@@ -30,7 +27,8 @@ def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int
     count = _count_read(model, header, run)
     basis = {"trained_on": list(header.trained_on), "rule": header.default_rule, "selected": str(selected),
              "cells": cells, "public_choice": None if choice is None else {"released": choice.released,
-                                                                           "note": choice.note}}
+                                                                           "note": choice.note},
+             "premises": header.premises.to_attrs()}
     if header.projection_release is not None:  # a DP-PCA: the projection read the private rows, inside ε
         basis["projection"] = {"mechanism": header.projection_release["mechanism"],
                                "epsilon": header.projection_release["epsilon"],
@@ -44,7 +42,9 @@ def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int
         "mechanism": header.mechanisms.get(run.key.method, ""), "basis": basis, "noise": header.noise,
         **({} if count is None else {"count": count.to_dict()}),
     }
-    statement["covers"], statement["not_covered"] = statement_words(statement)
+    statement["covers"], statement["not_covered"], rests_on = statement_words(statement)
+    if rests_on:
+        statement["rests_on"] = rests_on
     statement["summary"] = statement_summary(statement)
     return Statement.from_attrs(statement)
 
@@ -62,18 +62,3 @@ def _count_read(model: Artifact, header: ModelHeader, run: RunRecord) -> RowCoun
     count = RowCount.from_dict(record)
     return count if count.kind in (NOISY, PUBLIC) else None
 
-
-def require_exact_claim(statement: Statement, where: str) -> None:
-    """The statement's ε, recomputed in full from its event tree by its accountant at its δ (a second or two, paid
-    where a file is released or exported rather than on every read, which checks a cheaper floor): a claim below it
-    was edited after it was written."""
-    event = event_from_dict(statement.event)
-    try:
-        recomputed = spent_epsilon(statement.accountant, event, statement.delta)
-    except (RuntimeError, ValueError, ArithmeticError):  # the accountant's own failure on an edited event
-        raise PrivacyError(f"{where} has a DP event that its accountant ({statement.accountant}) cannot "
-                           "evaluate") from None
-    if statement.epsilon < recomputed * (1 - EXACT_SLACK):
-        raise PrivacyError(f"{where} claims ε = {statement.epsilon:.4g} for a DP event that spends "
-                           f"ε = {recomputed:.4g} ({statement.accountant}, δ = {statement.delta:g}): its "
-                           "ε was changed after it was written")

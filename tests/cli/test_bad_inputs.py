@@ -8,7 +8,6 @@ import re
 
 import numpy as np
 import pytest
-
 from checks import assert_clean_failure, edited_copy
 
 from pillar_cli import artifacts
@@ -52,16 +51,17 @@ def test_corrupt_artifact(pillar, tmp_path):
 def test_k_larger_than_the_public_rank(pillar, mnist, tmp_path):
     out = tmp_path / "pca.h5"
     result = pillar("fit-pca", f"{mnist['emb']}:public", "--k-max", "500", "-o", out, expect=None)
-    assert_clean_failure(result, 2, "--k-max 500 exceeds the rank of the public features (399: 400 rows, 784 "
-                          "dimensions)", out)
+    public = mnist["rows"]["public"]
+    assert_clean_failure(result, 2, f"--k-max 500 exceeds the rank of the public features ({public - 1}: {public} rows, "
+                          "784 dimensions)", out)
 
 
 @bad_input("k > stored components")
 def test_k_larger_than_the_stored_components(pillar, mnist, tmp_path):
     out = tmp_path / "m.h5"
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5,101", "-o", out, expect=None)
-    assert_clean_failure(result, 2, "k=101 is out of range: the projection holds 100 components (public rank 399)",
-                          out)
+    assert_clean_failure(result, 2, "k=101 is out of range: the projection holds 100 components (public rank "
+                          f"{mnist['rows']['public'] - 1})", out)
 
 
 @bad_input("epsilon <= 0")
@@ -76,19 +76,21 @@ def test_non_positive_epsilon(pillar, mnist, tmp_path, eps):
 def test_delta_not_below_one_over_n(pillar, mnist, tmp_path):
     out = tmp_path / "m.h5"
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--delta", "0.001", "-o", out, expect=None)
-    # the default path trains on the 3,200 private and the 400 val rows: their number is private, so δ < 1/ñ reads
-    # the count released inside ε (ñ ≈ 3,600 ± 17 at ε = 1)
+    # the default path trains on the private and the val rows (about 3,600): their number is private, so δ < 1/ñ
+    # reads the count released inside ε (ñ within ±17 of n at ε = 1, one standard deviation)
     assert result.exit_code == 5 and not out.exists() and "Traceback" not in result.stderr
     assert re.fullmatch(r"error: --delta 0.001 is not below 1/ñ = 0.000\d+ for the released noisy count ñ = 3,[56]\d\d\.\d "
                         r"of training rows: such a δ permits releasing individual records\nhint: use a smaller "
                         r"--delta\n", result.stderr), result.stderr
     result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--delta", "0.001", "--n-public", "-o", out,
                     expect=None)
-    assert_clean_failure(result, 5, "--delta 0.001 is not below 1/n = 0.000278 for n = 3600 private rows: such a "
+    n = mnist["rows"]["private"] + mnist["rows"]["val"]
+    assert_clean_failure(result, 5, f"--delta 0.001 is not below 1/n = {1 / n:.3g} for n = {n} private rows: such a "
                           "δ permits releasing individual records", out)
     result = pillar("gsd", "--private", mnist["emb"], "--public", f"{mnist['emb']}:test", "--dp-eps", "1",
                     "--dp-delta", "0.001", "-o", out, expect=None)  # gsd's own flags are named
-    assert_clean_failure(result, 5, "--dp-delta 0.001 is not below 1/n = 0.000313 for n = 3200 private rows: such "
+    n = mnist["rows"]["private"]
+    assert_clean_failure(result, 5, f"--dp-delta 0.001 is not below 1/n = {1 / n:.3g} for n = {n} private rows: such "
                           "a δ permits releasing individual records", out)
 
 
@@ -168,7 +170,7 @@ def test_missing_output_directory(pillar, mnist, tmp_path):
 def test_single_class_private_split(pillar, tmp_path):
     x = np.random.default_rng(0).random((200, 4)).astype(np.float32)
     np.savez(tmp_path / "one.npz", x=x, y=np.zeros(200, dtype=np.int64))
-    pillar("embed", "--source", "npz", "--path", tmp_path / "one.npz", "-o", tmp_path / "e.h5")
+    pillar("embed", "--source", "npz", "--path", tmp_path / "one.npz", "--classes-from-labels", "-o", tmp_path / "e.h5")
     pillar("fit-pca", f"{tmp_path / 'e.h5'}:public", "-o", tmp_path / "p.h5")
     result = pillar("train-private", tmp_path / "e.h5", "-p", tmp_path / "p.h5", "--k", "2", "--delta", "1e-4",
                     "--batch-size", "16", "-o", tmp_path / "m.h5", expect=None)
@@ -244,13 +246,14 @@ def test_label_feature_length_mismatch(pillar, mnist, tmp_path):
         del h5["splits/val/labels"]
         h5["splits/val/labels"] = labels[:-5]
     result = pillar("check-assumptions", f"{broken}:val", "-p", mnist["pca"], "-o", tmp_path / "a.h5", expect=None)
-    assert_clean_failure(result, 3, f"{broken}:val has 395 labels for 400 feature rows", tmp_path / "a.h5")
+    rows = mnist["rows"]["val"]
+    assert_clean_failure(result, 3, f"{broken}:val has {rows - 5} labels for {rows} feature rows", tmp_path / "a.h5")
 
 
 @bad_input("empty split")
 def test_empty_val_split(pillar, tmp_path):
     x = np.random.default_rng(0).random((300, 4)).astype(np.float32)
-    np.savez(tmp_path / "d.npz", x=x, y=np.arange(300) % 2)
+    np.savez(tmp_path / "d.npz", x=x, y=np.arange(300) % 2, class_names=np.array(["0", "1"]))
     pillar("embed", "--source", "npz", "--path", tmp_path / "d.npz", "--val-fraction", "0", "-o", tmp_path / "e.h5")
     pillar("fit-pca", f"{tmp_path / 'e.h5'}:public", "-o", tmp_path / "p.h5")
     result = pillar("train-private", tmp_path / "e.h5", "-p", tmp_path / "p.h5", "--k", "2", "--delta", "1e-4",

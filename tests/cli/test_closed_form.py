@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 def test_public_lda_beats_pillar_dp_sgd_at_small_epsilon(mnist, pillar, tmp_path):
     # fresh noise every run: with 8 seeds the gap was 0.029–0.051 over 6 runs (2026-11-24); with 3 seeds 0.009–0.066
     common = ["train-private", mnist["emb"], "-p", mnist["pca"], "--k", "10", "--eps", "0.1",
-              "--seed", "0,1,2,3,4,5,6,7", "--val", "hold-out"]  # both heads on the same 3,200 private rows
+              "--seed", "0,1,2,3,4,5,6,7", "--val", "hold-out"]  # both heads on the same private rows
     pillar(*common, "--method", "public-lda", "-o", tmp_path / "lda.h5")
     pillar(*common, "--method", "pillar", "--lr", "0.1", "--steps", "100", "--batch-size", "512", "-o",
            tmp_path / "sgd.h5")
@@ -29,7 +29,7 @@ def test_public_lda_beats_pillar_dp_sgd_at_small_epsilon(mnist, pillar, tmp_path
     assert model.array("runs/row_normalised").all()
     # the default λ = k·(σΔC/ñ)² comes from the count released with the sums: the file records the rule (0), not a
     # λ from which n could be read, and the eight seeds are eight releases, reported together (nothing to select)
-    assert model.array("runs/ridge").tolist() == [0.0] * 8 and sigma > 0 and n == 3200
+    assert model.array("runs/ridge").tolist() == [0.0] * 8 and sigma > 0 and n == mnist["rows"]["private"]
     heads = [model.array(f"runs/{i}/weights") for i in range(3)]
     assert not np.allclose(heads[0], heads[1]) and not np.allclose(heads[1], heads[2])
     assert reports["lda"]["seeds"] == 8 and reports["lda"]["selected"] == "none (one configuration)"

@@ -27,14 +27,15 @@ def test_the_default_path_chooses_nothing_on_private_labels(mnist, pillar, tmp_p
     out = tmp_path / "model.h5"
     printed = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "0.1,1", "--seed", "0,1",
                      "-o", out).stdout
-    assert "on private + val (3,600 rows), one configuration per cell: nothing selected" in printed
+    n = mnist["rows"]["private"] + mnist["rows"]["val"]  # about 3,600
+    assert f"on private + val ({n:,} rows), one configuration per cell: nothing selected" in printed
     model = artifacts.read(out, "model")
     cells = sorted(zip(model.array("runs/epsilon_spent").round(1), model.array("runs/k"), model.array("runs/lr"),
                        model.array("runs/steps")))
-    # n = 3,200 private + 400 val rows, private itself: the rule reads the count ñ released inside ε,
+    # n = the private and val rows, private itself: the rule reads the count ñ released inside ε,
     # k = round(√(ñ·ε)), steps = ⌈16·ñ/512⌉, lr = ñ·ε/(32·steps)
     count = model.attrs["count"]["value"]
-    assert model.attrs["n_private"] == 3600 and model.attrs["count"]["kind"] == "noisy" and cells == [
+    assert model.attrs["n_private"] == n and model.attrs["count"]["kind"] == "noisy" and cells == [
         (0.1, rule_k(count, 0.1, 100), pytest.approx(rule_lr(count, 0.1, 512)), rule_steps(count, 512))] * 2 + [
         (1.0, rule_k(count, 1.0, 100), pytest.approx(rule_lr(count, 1.0, 512)), rule_steps(count, 512))] * 2
     assert model.attrs["default_rule"]["fields"] == ["k", "lr", "steps"]
@@ -57,7 +58,8 @@ def test_the_default_path_chooses_nothing_on_private_labels(mnist, pillar, tmp_p
     runs = json.loads(pillar("audit", "--ledger", out, "--json").stdout)["runs"]  # dp-accounting recomputes each ε
     assert len(runs) == 4 and all(run["status"] == "ok" for run in runs), runs
     assert_clean_failure(pillar("evaluate", out, "-e", f"{mnist['emb']}:val", expect=None), 4,
-                         f"{mnist['emb']}:val shares 400 rows with the rows {out} was trained or selected on, or read "
+                         f"{mnist['emb']}:val shares {mnist['rows']['val']} rows with the rows {out} was trained or "
+                         "selected on, or read "
                          "labels of (same source): that would not be a test accuracy")
     rows = json.loads(pillar("evaluate", out, "-e", f"{mnist['emb']}:test", "--json").stdout)["rows"]
     accuracy = {row["epsilon"]: row["accuracy_mean"] for row in rows}
@@ -70,14 +72,15 @@ def test_the_val_split_can_be_held_out_and_cannot_train_and_choose(mnist, pillar
     out = tmp_path / "model.h5"
     pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--val", "hold-out", "-o", out)
     model = artifacts.read(out, "model")
-    count = model.attrs["count"]["value"]  # the rule reads the count of the 3,200 private rows released inside ε
+    count = model.attrs["count"]["value"]  # the rule reads the count of the private rows released inside ε
+    private, val = mnist["rows"]["private"], mnist["rows"]["val"]
     assert (model.attrs["n_private"], model.attrs["trained_on"], model.array("runs/k").tolist()) == \
-        (3200, ["private"], [rule_k(count, 1.0, 100)]) and abs(count - 3200) < 6 * 16.7
+        (private, ["private"], [rule_k(count, 1.0, 100)]) and abs(count - private) < 6 * 16.7
     assert seen["data"][0].val_y is None and "rows/val" not in model.arrays
     assert [ref.split for ref in model.provenance.inputs if ref.kind == "embeddings"] == ["private"]
     pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--k", "10", "--lr", "0.5", "--steps",
            "20", "--val", "train", "-o", out, "--force")
-    assert artifacts.read(out, "model").attrs["n_private"] == 3600
+    assert artifacts.read(out, "model").attrs["n_private"] == private + val
     for asked in ("train", "hold-out"):
         assert_clean_failure(pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--lr", "0.1,1",
                                     "--val", asked, "-o", tmp_path / "refused.h5", expect=None), 2,
@@ -121,9 +124,10 @@ def test_given_values_replace_the_rule_field_by_field(mnist, pillar, tmp_path):
     out = tmp_path / "model.h5"
     pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--k", "10", "--lr", "0.5", "-o", out)
     model = artifacts.read(out, "model")
-    count = model.attrs["count"]["value"]  # the rule's steps for the 3,600 rows (private and val train), read as ñ
+    count = model.attrs["count"]["value"]  # the rule's steps for the rows (private and val train), read as ñ
+    n = mnist["rows"]["private"] + mnist["rows"]["val"]
     assert (model.array("runs/k").tolist(), model.array("runs/lr").tolist(), model.array("runs/steps").tolist()) == \
-        ([10], [0.5], [rule_steps(count, 512)]) and abs(count - 3600) < 6 * 16.7
+        ([10], [0.5], [rule_steps(count, 512)]) and abs(count - n) < 6 * 16.7
     assert model.attrs["default_rule"]["fields"] == ["steps"]
     refused = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--select", "accounted",
                      "-o", tmp_path / "accounted.h5", expect=2)

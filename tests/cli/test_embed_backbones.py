@@ -36,7 +36,7 @@ def test_weights_file_loads_and_features_equal_a_direct_forward_pass(tmp_path, p
            "--crop", "32", "--batch-size", "128", "-o", out)
     split = artifacts.read_split(f"{out}:val")
     digits = load_source("digits", SourceOptions())
-    ids = make_splits(len(digits.inputs), 0, SplitPlan())["val"]
+    ids = make_splits(digits, SplitPlan())["val"]
     np.testing.assert_array_equal(split.index, ids)
     transform = v2.Compose([v2.Resize(40, interpolation=v2.InterpolationMode.BICUBIC, antialias=True), v2.CenterCrop(32),
                             v2.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])

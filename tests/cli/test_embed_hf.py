@@ -47,7 +47,7 @@ def test_hf_datasets_read_like_the_same_arrays(pillar, tmp_path, images, layout)
             dataset["train"].select(rows).to_parquet(str(root / "data" / f"train-0000{shard}-of-00002.parquet"),
                                                      batch_size=8)
         dataset["test"].to_parquet(str(root / "data" / "test-00000-of-00001.parquet"), batch_size=8)
-    written = assert_embeds_like_npz(pillar, tmp_path, images, "hf", root)
+    written = assert_embeds_like_npz(pillar, tmp_path, images, "hf", root, classes=tuple(CLASSES))
     assert artifacts.read_split(f"{written}:test").attrs["class_names"] == CLASSES
 
 
@@ -55,7 +55,7 @@ def test_a_group_column_names_persons_as_an_npz_groups_array_does(pillar, tmp_pa
     groups = {part: [f"{part}-patient-{i // 4}" for i in range(len(images[part][1]))] for part in images}
     hf_dataset(images, datasets.ClassLabel(names=CLASSES), groups).save_to_disk(str(tmp_path / "d"))
     written = assert_embeds_like_npz(pillar, tmp_path, images, "hf", tmp_path / "d", "--param", "group=patient",
-                                     groups=groups)
+                                     groups=groups, classes=tuple(CLASSES))
     assert artifacts.read_split(f"{written}:private").grouping["source"] == "column patient"
     missing = pillar("embed", "--source", "hf", "--path", tmp_path / "d", "--param", "group=ward", "-o",
                      tmp_path / "x.h5", expect=2)
@@ -64,7 +64,8 @@ def test_a_group_column_names_persons_as_an_npz_groups_array_does(pillar, tmp_pa
 
 def test_a_string_label_column_keeps_its_names_and_images_decode_a_row_group_at_a_time(pillar, tmp_path, images):
     hf_dataset(images, datasets.Value("string"))["train"].to_parquet(str(tmp_path / "train.parquet"), batch_size=8)
-    pillar("embed", "--source", "hf", "--path", tmp_path, "--backbone", "pixels", "-o", tmp_path / "e.h5")
+    pillar("embed", "--source", "hf", "--path", tmp_path, "--backbone", "pixels", "--classes-from-labels", "-o",
+           tmp_path / "e.h5")
     private = artifacts.read_split(f"{tmp_path / 'e.h5'}:private")
     assert private.attrs["class_names"] == sorted({CLASSES[i] for i in images["train"][1]})
     reader = EncodedImages(hf_splits(tmp_path)["train"], "img", None)

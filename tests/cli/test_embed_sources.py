@@ -1,8 +1,12 @@
-"""embed --limit / --fraction: seeded subsets of each part of a source."""
+"""embed --limit / --fraction: subsets of each part of a source, each row kept by its own keyed draw."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+
+from pillar_cli.data import SourceOptions, load_source
+from pillar_cli.data.keys import SUBSAMPLE, keyed_draws
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
@@ -14,4 +18,7 @@ def test_limit_and_fraction_subsample_each_part(pillar, tmp_path):
 
     total = {name: sum(len(artifacts.read_split(f"{tmp_path / name}:{s}").index)
                        for s in ("private", "public", "val", "test")) for name in ("a.h5", "b.h5")}
-    assert total == {"a.h5": 300, "b.h5": 898}
+    kept = keyed_draws(load_source("digits", SourceOptions()).row_keys(), 0, SUBSAMPLE) < 0.5  # each row's own draw
+    assert total == {"a.h5": 300, "b.h5": int(kept.sum())} and abs(kept.sum() - 1797 / 2) < 4 * np.sqrt(1797 / 4)
+    assert [artifacts.read_split(f"{tmp_path / name}:test").premises.kept for name in ("a.h5", "b.h5")] == \
+        ["limit", "fraction"]

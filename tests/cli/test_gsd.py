@@ -19,9 +19,9 @@ def candidates(pillar, tmp_path_factory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("gsd")
     digits = load_source("digits", SourceOptions())
     upscaled = np.stack([np.asarray(Image.fromarray(im[..., 0]).resize((28, 28), Image.BILINEAR)) for im in digits.inputs])
-    np.savez(root / "digits28.npz", x=upscaled.astype(np.uint8), y=digits.labels)
+    np.savez(root / "digits28.npz", x=upscaled.astype(np.uint8), y=digits.labels, class_names=digits.class_names)
     noise = np.random.default_rng(0).integers(0, 256, (1797, 28, 28), dtype=np.uint8)
-    np.savez(root / "noise.npz", x=noise, y=digits.labels)
+    np.savez(root / "noise.npz", x=noise, y=digits.labels, class_names=digits.class_names)
     for name in ("digits28", "noise"):
         pillar("embed", "--source", "npz", "--path", root / f"{name}.npz", "--public-fraction", "0.5",
                "-o", root / f"{name}.h5")

@@ -40,7 +40,7 @@ def test_labels_keep_their_names_and_train(pillar, tmp_path):
                                 ("far", np.where(digits.target < 5, 7, 1000), ["7", "1000"])):
         np.savez(tmp_path / f"{name}.npz", x=digits.data.astype(np.float32), y=labels)
         emb, pca = tmp_path / f"{name}.h5", tmp_path / f"{name}-pca.h5"
-        pillar("embed", "--source", "npz", "--path", tmp_path / f"{name}.npz", "-o", emb)
+        pillar("embed", "--source", "npz", "--path", tmp_path / f"{name}.npz", "--classes-from-labels", "-o", emb)
         with h5py.File(emb, "r") as h5:
             assert json.loads(h5.attrs["class_names"]) == names
         pillar("fit-pca", f"{emb}:public", "--k-max", "10", "-o", pca)

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
-from checks import assert_clean_failure
+from checks import assert_clean_failure, kept_by_fraction
 from PIL import Image
 
 from pillar_cli import artifacts
@@ -39,19 +40,24 @@ def test_table1_pipeline_reports_the_five_methods_side_by_side(pillar, tmp_path)
 def test_a_fraction_of_the_public_rows_and_the_public_share_plot(mnist, pillar, tmp_path):
     pillar("fit-pca", f"{mnist['emb']}:public", "--fraction", "0.25", "-o", tmp_path / "pca-quarter.h5")
     projection = artifacts.read(tmp_path / "pca-quarter.h5", "projection")
-    assert projection.attrs["n_public"] == 100 and len(projection.array("rows/public")) == 100
-    assert projection.attrs["share_of_embedded"] == pytest.approx(100 / 5000)
+    public = artifacts.read_split(f"{mnist['emb']}:public")
+    quarter = len(kept_by_fraction(public.features, 0.25))  # each public row by its own draw: about a quarter
+    np.testing.assert_array_equal(projection.array("rows/public"), public.index[kept_by_fraction(public.features,
+                                                                                                  0.25)])
+    assert projection.attrs["n_public"] == quarter and len(projection.array("rows/public")) == quarter
+    assert projection.attrs["share_of_embedded"] == pytest.approx(quarter / 5000)
     for name, pca in (("quarter", tmp_path / "pca-quarter.h5"), ("whole", mnist["pca"])):
         pillar("train-private", mnist["emb"], "-p", pca, "--k", "10", "--eps", "1", "--steps", "60",
                "-o", tmp_path / f"model-{name}.h5")
         pillar("evaluate", tmp_path / f"model-{name}.h5", "-e", f"{mnist['emb']}:test", "-o", tmp_path / f"{name}.h5")
     model = artifacts.read(tmp_path / "model-quarter.h5", "model")
-    assert model.attrs["public_data"]["rows"] == 100 and model.attrs["public_data"]["kind"] == \
+    assert model.attrs["public_data"]["rows"] == quarter and model.attrs["public_data"]["kind"] == \
         "the embeddings' own public split"
     pillar("report", tmp_path / "quarter.h5", tmp_path / "whole.h5", "--public-plot", tmp_path / "share.png")
     with Image.open(tmp_path / "share.png") as image:
         assert f"x={AXIS_LABELS['public_share'][0]}" in image.text["Description"]
-        assert "; xticks=2 %|8 %; series=PILLAR, ε = 1" in image.text["Description"]
+        ticks = f"{100 * quarter / 5000:.3g} %|{100 * mnist['rows']['public'] / 5000:.3g} %"  # about 2 % and 8 %
+        assert f"; xticks={ticks}; series=PILLAR, ε = 1" in image.text["Description"]
 
 
 def test_a_fraction_leaving_too_few_rows_is_refused(mnist, pillar, tmp_path):

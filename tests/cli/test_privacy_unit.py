@@ -32,7 +32,8 @@ def grouped_mnist(path, seed: int = 0) -> int:
             size = int(rng.integers(1, 31))
             groups[rows[start:start + size]] = f"patient-{person}"
             person, start = person + 1, start + size
-    np.savez(path, x=x.reshape(-1, 28, 28).astype(np.uint8), y=y, groups=groups.astype(str))
+    np.savez(path, x=x.reshape(-1, 28, 28).astype(np.uint8), y=y, groups=groups.astype(str),
+             class_names=np.array([str(digit) for digit in range(10)]))
     return person
 
 
@@ -134,10 +135,12 @@ def test_removing_a_whole_person_changes_nothing_shipped_but_through_dp(persons,
                     "--train=--eps 1 --k 15", "--export", "safetensors", "--runs", "2", "--workdir", tmp_path / "work",
                     "--json")
     report = json.loads(result.stdout)
-    assert report["findings"] == [] and report["removed"] == "its person"
+    assert report["findings"] == [] and report["removed"]["why"].startswith("private row 3, with every record of its "
+                                                                             "person")
     emb = {side: artifacts.read_split(f"{tmp_path / 'work' / side / 'emb.h5'}:private") for side in ("with", "without")}
-    removed = emb["with"].persons[3]
-    assert removed not in emb["without"].persons
-    assert len(emb["with"].index) - len(emb["without"].index) == int((emb["with"].persons == removed).sum()) > 1
+    rows = emb["with"].index[emb["with"].persons == emb["with"].persons[3]]  # deleted from the source, then embedded
+    assert report["removed"]["source_rows"] == rows.tolist() and len(rows) > 1
+    assert len(emb["with"].index) - len(emb["without"].index) == len(rows)
+    assert len(set(emb["with"].persons)) - len(set(emb["without"].persons)) == 1
     shipped = stored_values(tmp_path / "work" / "with" / "run0" / "pillar-eps1-0.h5")
     assert "attrs/privacy/unit/unit" in shipped and shipped["attrs/privacy/unit/unit"] == "'person'"

@@ -91,7 +91,7 @@ def test_predictions_agree_with_evaluate_and_with_the_loaded_estimator(mnist, pi
     summary = json.loads(pillar("predict", classifier, f"{mnist['emb']}:test", "-o", predictions, "--json").stdout)
     rows, predicted, probabilities = _predictions(predictions)
     test = artifacts.read_split(f"{mnist['emb']}:test")
-    assert summary["rows"] == len(rows) == 1000 and np.array_equal(rows, test.index)
+    assert summary["rows"] == len(rows) == mnist["rows"]["test"] and np.array_equal(rows, test.index)
     accuracy = float(np.mean(np.array(predicted) == np.array([str(label) for label in test.labels])))
     method, k = cell.split(",")[0].removeprefix("method="), cell.split(",")[1].removeprefix("k=")
     assert accuracy == test_accuracies[(method, k, 1.0)][seed]  # exactly evaluate's, for this seed
@@ -114,7 +114,7 @@ def test_jsonl_and_parquet_predictions_and_an_unfitted_estimator(mnist, pillar, 
     pillar("release", model, "--cell", "method=pillar,k=10,eps=1", "-o", classifier)
     pillar("predict", classifier, f"{mnist['emb']}:val", "-o", predictions)
     lines = [json.loads(line) for line in predictions.read_text().splitlines()]
-    assert len(lines) == 400 and set(lines[0]) == {"row", "predicted", "probabilities"}
+    assert len(lines) == mnist["rows"]["val"] and set(lines[0]) == {"row", "predicted", "probabilities"}
     assert max(lines[0]["probabilities"], key=lines[0]["probabilities"].get) == lines[0]["predicted"]
     parquet = tmp_path / "p.parquet"
     pillar("predict", classifier, f"{mnist['emb']}:val", "-o", parquet)
@@ -212,7 +212,7 @@ def test_rows_of_a_csv_without_labels_are_classified_as_the_estimator_does(pilla
     with open(tmp_path / "new.csv", "w", newline="") as handle:
         csv.writer(handle).writerows([[f"pixel{i}" for i in range(64)], *new.tolist()])
     emb, pca, model, classifier = (tmp_path / name for name in ("emb.h5", "pca.h5", "m.h5", "c.h5"))
-    pillar("embed", "--source", "csv", "--path", tmp_path / "train.csv", "-o", emb)
+    pillar("embed", "--source", "csv", "--path", tmp_path / "train.csv", "--classes", "0,1,2,3,4,5,6,7,8,9", "-o", emb)
     pillar("fit-pca", f"{emb}:public", "--k-max", "20", "-o", pca)
     pillar("train-private", emb, "-p", pca, "--k", "10", "--eps", "1", "-o", model)
     pillar("release", model, "-o", classifier)

@@ -39,9 +39,10 @@ def test_table_reports_mean_and_std_over_three_seeds(evaluations, mnist, pillar)
     assert all(r["seeds"] == 3 and len(r["accuracies"]) == 3 for r in rows)
     assert all(0 <= r["balanced_accuracy_mean"] <= 1 and 0 <= r["macro_f1_mean"] <= 1 and r["roc_auc_mean"] is None
                for r in rows)
-    assert all(sum(map(sum, r["confusion_summed_over_seeds"])) == 3 * 1000 for r in rows)
+    test_rows = mnist["rows"]["test"]
+    assert all(sum(map(sum, r["confusion_summed_over_seeds"])) == 3 * test_rows for r in rows)
     for row in rows:  # per seed, and the sample std (ddof = 1) of the three accuracies
-        assert [sum(map(sum, matrix)) for matrix in row["confusion_per_seed"]] == [1000, 1000, 1000]
+        assert [sum(map(sum, matrix)) for matrix in row["confusion_per_seed"]] == [test_rows] * 3
         assert row["accuracy_std"] == pytest.approx(np.std(row["accuracies"], ddof=1))
 
 

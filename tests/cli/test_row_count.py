@@ -15,7 +15,6 @@ from pillar_cli.privacy.count import RowCount
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
-N = 3600  # the MNIST-5k default path trains on 3,200 private + 400 val rows
 BATCH = 512
 
 
@@ -35,18 +34,24 @@ def _ship(pillar, mnist, folder, *options: str) -> dict:
             "rate": rate, "values": {name: stored_values(path) for name, path in shipped.items()}}
 
 
+def training_rows(mnist) -> int:
+    """The rows the MNIST-5k default path trains on: the private and the val split's (about 3,600)."""
+    return mnist["rows"]["private"] + mnist["rows"]["val"]
+
+
 def test_the_default_path_ships_nothing_derived_from_the_exact_row_count(pillar, mnist, tmp_path):
+    n = training_rows(mnist)
     one, two = _ship(pillar, mnist, tmp_path / "one"), _ship(pillar, mnist, tmp_path / "two")
-    assert one["rate"] != two["rate"] and BATCH / N not in (one["rate"], two["rate"])
+    assert one["rate"] != two["rate"] and BATCH / n not in (one["rate"], two["rate"])
     for shipped in (one, two):
         model, statement = shipped["model"], shipped["statement"]
         count = RowCount.from_dict(model.attrs["count"])
         assert count.noisy and shipped["count_event"] == count.event and shipped["rate"] == BATCH / count.value
         for lr, steps, epsilon in zip(model.array("runs/lr"), model.array("runs/steps"),
                                       model.array("runs/epsilon_target")):  # the rule reads ñ, never n
-            assert 32 * lr * steps / epsilon == pytest.approx(count.value) != pytest.approx(N, abs=1e-6)
+            assert 32 * lr * steps / epsilon == pytest.approx(count.value) != pytest.approx(n, abs=1e-6)
         integers = {name: key for name, values in shipped["values"].items() for key, value in values.items()
-                    if value in (str(N), f"{float(N)!r}")}
+                    if value in (str(n), f"{float(n)!r}")}
         assert integers == {}  # no stored value of the release or its exports is the number of training rows
         assert any(line.startswith("the number of training rows, released once with Gaussian noise")
                    for line in statement["covers"])
@@ -55,9 +60,10 @@ def test_the_default_path_ships_nothing_derived_from_the_exact_row_count(pillar,
 
 
 def test_a_count_declared_public_is_read_exactly_and_the_statement_says_so(pillar, mnist, tmp_path):
+    n = training_rows(mnist)
     shipped = _ship_public(pillar, mnist, tmp_path)
-    assert shipped["rate"] == BATCH / N
-    assert any(line.startswith(f"the number of training rows, n = {N}, is declared public knowledge")
+    assert shipped["rate"] == BATCH / n
+    assert any(line.startswith(f"the number of training rows, n = {n}, is declared public knowledge")
                for line in shipped["statement"]["not_covered"])
     inspected = pillar("inspect", tmp_path / "public" / "rel.h5").stdout
     assert "declared public knowledge" in " ".join(inspected.split())

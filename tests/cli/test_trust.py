@@ -128,7 +128,8 @@ def test_a_test_set_sharing_rows_with_training_is_refused_unless_allowed(pillar,
                          tmp_path / "eval.h5")
     assert snapshot(tmp_path) == before
     result = pillar("evaluate", model, "-e", f"{other}:test", "-o", tmp_path / "eval.h5", "--allow-overlap")
-    assert f"OVERLAP: {shared} of the 1000 rows were training or validation rows (allowed)" in result.stdout
+    rows = len(artifacts.read_split(f"{other}:test").index)
+    assert f"OVERLAP: {shared} of the {rows} rows were training or validation rows (allowed)" in result.stdout
     assert artifacts.read(tmp_path / "eval.h5", "evaluation").attrs["overlap_rows"] == shared
     pillar("evaluate", model, "-e", f"{mnist['emb']}:test")  # the model's own held-out rows
 
@@ -164,4 +165,4 @@ def test_long_runs_report_progress_in_steps_off_a_terminal(pillar, mnist, tmp_pa
         "embedding with pixels: 1,797/1,797 images (100 %)")
     result = pillar("fit-pca", f"{mnist['emb']}:public", "--k-max", "10", "-o", tmp_path / "p.h5")
     assert [line for line in result.stderr.splitlines() if "rows/s" in line][-1].startswith(
-        "fit-pca: 400/400 rows (100 %)")
+        f"fit-pca: {mnist['rows']['public']}/{mnist['rows']['public']} rows (100 %)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 
 import h5py
@@ -10,32 +11,69 @@ import pytest
 from fakes import write_pcam
 from PIL import Image
 
-from pillar_cli.data import SourceOptions, SplitPlan, load_source, make_splits
+from pillar_cli.data import Dataset, SourceOptions, SplitPlan, load_source, make_splits
+from pillar_cli.data.keys import SUBSAMPLE, keyed_draws
 from pillar_cli.errors import DataError, UsageError
 
 
-def test_splits_are_disjoint_seeded_and_cover_the_train_part():
-    splits = make_splits(1000, 0, SplitPlan(0.1, 0.1, 0.2, seed=3))
-    assert {k: len(v) for k, v in splits.items()} == {"private": 640, "public": 80, "val": 80, "test": 200}
+def _rows(n: int, n_test: int = 0) -> Dataset:
+    """n distinct vectors (and n_test more as an own test part), two declared classes."""
+    x = np.random.default_rng(0).standard_normal((n + n_test, 3)).astype(np.float32)
+    y = np.arange(n + n_test) % 2
+    test = (x[n:], y[n:]) if n_test else (None, None)
+    return Dataset("rows", x[:n], y[:n], ["a", "b"], *test)
+
+
+def test_splits_are_disjoint_keyed_and_cover_the_train_part():
+    data = _rows(4000)
+    splits = make_splits(data, SplitPlan(0.1, 0.1, 0.2, seed=3))
+    expected = {"private": 0.64, "public": 0.08, "val": 0.08, "test": 0.2}
+    for name, share in expected.items():  # binomial counts: within 4 standard deviations of their mean
+        assert abs(len(splits[name]) - share * 4000) < 4 * np.sqrt(4000 * share * (1 - share)), name
     ids = np.concatenate(list(splits.values()))
-    assert len(np.unique(ids)) == 1000
-    again = make_splits(1000, 0, SplitPlan(0.1, 0.1, 0.2, seed=3))
+    assert len(np.unique(ids)) == 4000
+    again = make_splits(data, SplitPlan(0.1, 0.1, 0.2, seed=3))
     assert all(np.array_equal(splits[k], again[k]) for k in splits)
-    other = make_splits(1000, 0, SplitPlan(0.1, 0.1, 0.2, seed=4))
+    other = make_splits(data, SplitPlan(0.1, 0.1, 0.2, seed=4))
     assert not np.array_equal(splits["public"], other["public"])
 
 
+def test_a_rows_split_is_its_own_keyed_draw():
+    """The split of every row, recomputed from its definition: blake2b of the sha256 of its bytes, keyed by the
+    seed, read as a number in [0, 1) and cut at the fractions."""
+    data, plan = _rows(500), SplitPlan(0.1, 0.1, 0.2, seed=7)
+    secret = f"pillar|split|{plan.seed}".encode()
+    draws = [int.from_bytes(hashlib.blake2b(hashlib.sha256(row.tobytes()).digest(), digest_size=8,
+                                            key=secret).digest(), "little") / 2**64 for row in data.inputs]
+    within = [(u - 0.2) / 0.8 for u in draws]
+    expected = {"test": [i for i, u in enumerate(draws) if u < 0.2],
+                "public": [i for i, u in enumerate(draws) if u >= 0.2 and within[i] < 0.1],
+                "val": [i for i, u in enumerate(draws) if u >= 0.2 and 0.1 <= within[i] < 0.2],
+                "private": [i for i, u in enumerate(draws) if u >= 0.2 and within[i] >= 0.2]}
+    assert {name: ids.tolist() for name, ids in make_splits(data, plan).items()} == expected
+
+
+def test_deleting_one_record_moves_no_other_row():
+    data = _rows(600)
+    before = make_splits(data, SplitPlan())
+    for removed in (int(before["private"][3]), int(before["public"][0])):
+        after = make_splits(data.without(np.array([removed])), SplitPlan())
+        survivors = np.delete(np.arange(600), removed)  # row i of the smaller source is survivors[i]
+        for name in before:
+            assert np.array_equal(np.setdiff1d(before[name], [removed]), survivors[after.get(name, [])]), name
+
+
 def test_own_test_part_is_used_when_the_source_has_one():
-    splits = make_splits(100, 30, SplitPlan(0.1, 0.1, 0.2, seed=0))
+    splits = make_splits(_rows(100, 30), SplitPlan(0.1, 0.1, 0.2, seed=0))
     np.testing.assert_array_equal(splits["test"], np.arange(100, 130))
     assert sum(len(splits[k]) for k in ("private", "public", "val")) == 100
 
 
 def test_bad_fractions_are_usage_errors():
     with pytest.raises(UsageError, match="^public_fraction must be in"):
-        make_splits(10, 0, SplitPlan(public_fraction=1.5))
+        make_splits(_rows(10), SplitPlan(public_fraction=1.5))
     with pytest.raises(UsageError, match="must leave rows for the private split"):
-        make_splits(10, 0, SplitPlan(public_fraction=0.6, val_fraction=0.5))
+        make_splits(_rows(10), SplitPlan(public_fraction=0.6, val_fraction=0.5))
 
 
 def test_bundled_sources_load_real_data():
@@ -146,8 +184,8 @@ def test_cifar101_reader(tmp_path):
     np.testing.assert_array_equal(data.inputs, images)
     assert data.labels.tolist()[:3] == [0, 1, 2] and data.class_names[0] == "airplane"
     with pytest.raises(UsageError, match=r"^these fractions leave no public split \(public_fraction 0.0, "):
-        make_splits(len(data.inputs), 0, SplitPlan(0.0, 0.0, 1.0))
-    splits = make_splits(len(data.inputs), 0, SplitPlan(0.0, 0.0, 1.0, no_public_split=True))
+        make_splits(data, SplitPlan(0.0, 0.0, 1.0))
+    splits = make_splits(data, SplitPlan(0.0, 0.0, 1.0, no_public_split=True))
     assert list(splits) == ["test"] and len(splits["test"]) == 12  # an evaluation-only set, asked for explicitly
 
 
@@ -160,8 +198,11 @@ def test_pcam_reader_is_lazy_and_reads_rows_by_id(tmp_path):
     images, labels = data.rows(np.array([21, 24]))
     np.testing.assert_array_equal(images, expected)
     assert labels.tolist() == [1, 0]
-    part = data.subsample(None, 0.5, seed=0)
-    assert len(part.inputs) == 10 and len(part.test_inputs) == 3 and part.fingerprint != data.fingerprint
+    part = data.subsample(None, 0.5, seed=0)  # each row by its own keyed draw: the rows whose draw is below 0.5
+    kept = keyed_draws(data.row_keys(), 0, SUBSAMPLE) < 0.5
+    assert len(part.inputs) == kept[:20].sum() and len(part.test_inputs) == kept[20:].sum()
+    np.testing.assert_array_equal(part.inputs[:], data.inputs[:][kept[:20]])
+    assert part.fingerprint != data.fingerprint and part.rows_kept == "fraction"
 
 
 def test_manifest_reader(tmp_path):

@@ -1,5 +1,5 @@
-"""Persons in the data (data/groups.py): sources name each row's person, and the seeded splits draw persons whole —
-no person's rows in two splits — while a source without persons splits exactly as it always did."""
+"""Persons in the data (data/groups.py): sources name each row's person, and the keyed splits draw persons whole —
+no person's rows in two splits, and deleting one person moves no other."""
 
 from __future__ import annotations
 
@@ -8,47 +8,51 @@ import pytest
 from medical import write_dicom
 from PIL import Image
 
-from pillar_cli.data import SourceOptions, SplitPlan, load_source, make_splits
+from pillar_cli.data import Dataset, SourceOptions, SplitPlan, load_source, make_splits
 from pillar_cli.data.groups import Groups
+from pillar_cli.data.keys import SPLIT, keyed_draws, named_keys
+from pillar_cli.data.splits import split_draws
 from pillar_cli.errors import DataError, UsageError
 
 
-def _row_splits(n_train: int, plan: SplitPlan) -> dict[str, np.ndarray]:
-    """The row-by-row split written out: one seeded permutation, cut into test, public, val and private."""
-    order = np.random.default_rng(plan.seed).permutation(n_train)
-    n_test = int(round(plan.test_fraction * n_train))
-    test, rest = order[:n_test], order[n_test:]
-    n_public, n_val = int(round(plan.public_fraction * len(rest))), int(round(plan.val_fraction * len(rest)))
-    return {"private": rest[n_public + n_val:], "public": rest[:n_public], "val": rest[n_public:n_public + n_val],
-            "test": test}
+def _rows_of_persons(persons: np.ndarray, n_test: int = 0) -> Dataset:
+    """One distinct vector a row, each row's person named by `persons` (train part, then an own test part)."""
+    x = np.random.default_rng(1).standard_normal((len(persons), 2)).astype(np.float32)
+    y, n = np.arange(len(persons)) % 2, len(persons) - n_test
+    test = (x[n:], y[n:]) if n_test else (None, None)
+    return Dataset("rows", x[:n], y[:n], ["a", "b"], *test, groups=Groups.of(persons.astype(str), "test", "test"))
 
 
-def test_without_persons_the_splits_are_the_row_splits():
-    for seed in (0, 3):
-        plan = SplitPlan(0.15, 0.1, 0.2, seed)
-        got = make_splits(1000, 0, plan)
-        for name, rows in _row_splits(1000, plan).items():
-            np.testing.assert_array_equal(got[name], np.sort(rows))
-
-
-def test_with_persons_no_person_has_rows_in_two_splits_and_the_shares_hold_to_a_person():
+def test_with_persons_a_persons_rows_share_its_draw_and_no_person_has_rows_in_two_splits():
     rng = np.random.default_rng(0)
     persons = rng.permutation(np.repeat(np.arange(400), rng.integers(1, 31, 400)))  # 1 to 30 rows a person
-    plan = SplitPlan(0.1, 0.1, 0.2, seed=5)
-    splits = make_splits(len(persons), 0, plan, persons)
+    data, plan = _rows_of_persons(persons), SplitPlan(0.1, 0.1, 0.2, seed=5)
+    splits = make_splits(data, plan)
     assert sorted(np.concatenate(list(splits.values())).tolist()) == list(range(len(persons)))  # every row, once
     owners = {name: set(persons[rows].tolist()) for name, rows in splits.items()}
     for a in owners:
         for b in owners:
             assert a == b or not owners[a] & owners[b]
-    assert abs(len(splits["test"]) - 0.2 * len(persons)) <= 30  # within one person's rows (at most 30)
-    rest = len(persons) - len(splits["test"])
-    assert abs(len(splits["public"]) - 0.1 * rest) <= 30 and abs(len(splits["val"]) - 0.1 * rest) <= 30
+    test_persons = len(owners["test"])  # persons are drawn, each with probability 0.2: binomial over 400
+    assert abs(test_persons - 0.2 * 400) < 4 * np.sqrt(400 * 0.2 * 0.8)
+    draws = split_draws(data, plan.seed)  # a person's draw is the keyed draw of its id
+    np.testing.assert_array_equal(draws, keyed_draws(named_keys(persons.astype(str).tolist()), plan.seed, SPLIT))
+
+
+def test_deleting_one_person_moves_no_other_persons_rows():
+    persons = np.repeat(np.arange(120), 3)
+    data = _rows_of_persons(persons)
+    before = make_splits(data, SplitPlan(0.2, 0.1, 0.2))
+    gone = np.flatnonzero(persons == persons[before["private"][0]])
+    after = make_splits(data.without(gone), SplitPlan(0.2, 0.1, 0.2))
+    survivors = np.delete(np.arange(len(persons)), gone)
+    for name in before:
+        assert np.array_equal(np.setdiff1d(before[name], gone), survivors[after[name]]), name
 
 
 def test_a_person_in_both_the_train_and_the_test_part_is_refused():
     with pytest.raises(DataError, match="^2 persons have rows in both the source's train and test parts"):
-        make_splits(4, 3, SplitPlan(), np.array([0, 1, 2, 3, 0, 1, 7]))
+        make_splits(_rows_of_persons(np.array([0, 1, 2, 3, 0, 1, 7]), n_test=3), SplitPlan())
 
 
 def test_array_sources_name_persons_by_a_groups_array(tmp_path):
