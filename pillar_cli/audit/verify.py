@@ -1,7 +1,12 @@
 """`pillar verify`: what a recipient checks of a file they were handed (a release, or an export of one), one check
-at a time: its signature by the key they trust, its hashes and statement as every reader checks them, and its ε
-recomputed from the statement's own DP event tree by dp-accounting, an accountant independent of the one that
-calibrated the noise."""
+at a time: its signature by the key they trust, its hashes and statement as every reader checks them (an export's
+hashes cover its weights; an hf folder's card and config.json are made again from its statement and compared), and
+its ε recomputed from the statement's own DP event tree by dp-accounting, an accountant independent of the one that
+calibrated the noise.
+
+Hashes prove a file intact against accidents; anyone who edits it can recompute them. So verify says in words
+whether the file is signed: without a signature nothing proves who wrote it, and a signature lying beside the file
+that no key was given to check fails, as a signature nobody checked proves nothing."""
 
 from __future__ import annotations
 
@@ -9,11 +14,12 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from pillar_cli.audit.ledger import TOLERANCE, recomputed_epsilon
 from pillar_cli.artifacts.classifier import read_classifier
 from pillar_cli.artifacts.statement import Statement
-from pillar_cli.errors import PillarError
+from pillar_cli.audit.ledger import TOLERANCE, recomputed_epsilon
+from pillar_cli.errors import ArtifactError, PillarError
 from pillar_cli.privacy import event_from_dict
+from pillar_cli.release.card import hf_folder_problem
 from pillar_cli.release.exported import exported_format, read_export_metadata
 from pillar_cli.release.signing import signature_path, signature_problem
 
@@ -29,13 +35,7 @@ class Check:
 
 def verify_file(path: Path, public_key: Path | None = None, signature: Path | None = None) -> list[Check]:
     """The signature (with `public_key`), the hashes and statement, and the statement's ε recomputed."""
-    if public_key is None:
-        checks = [Check("signature", SKIP, f"not checked: no public key given (a signature, if any, is at "
-                                          f"{signature or signature_path(path)})")]
-    else:
-        problem = signature_problem(path, public_key, signature)
-        checks = [Check("signature", FAIL, problem) if problem else
-                  Check("signature", OK, f"{signature or signature_path(path)} holds for {public_key}")]
+    checks = [_signature(path, public_key, signature)]
     try:
         statement, what = _statement(path)
     except PillarError as err:
@@ -44,12 +44,28 @@ def verify_file(path: Path, public_key: Path | None = None, signature: Path | No
     return [*checks, Check("hashes and statement", OK, what), _epsilon(statement)]
 
 
+def _signature(path: Path, public_key: Path | None, signature: Path | None) -> Check:
+    bundle = signature or signature_path(path)
+    if public_key is None:
+        if bundle.exists():
+            return Check("signature", FAIL, f"signed ({bundle}) but not checked: pass --key with the signer's public "
+                                            "key (a signature nobody checks proves nothing)")
+        return Check("signature", SKIP, "not signed: nothing proves who wrote this file (its hashes can be "
+                                        "recomputed by anyone who edits it)")
+    problem = signature_problem(path, public_key, signature)
+    return Check("signature", FAIL, problem) if problem else Check("signature", OK, f"{bundle} holds for {public_key}")
+
+
 def _statement(path: Path) -> tuple[Statement, str]:
     """The privacy statement of a release or an export, read with every check its readers make."""
-    if exported_format(path) is not None:
-        return (Statement.from_attrs(read_export_metadata(path)["privacy"]),
-                "the export's metadata hash matches; its statement reads")
-    return read_classifier(str(path)).privacy, "content and record hashes match; its statement reads"
+    fmt = exported_format(path)
+    if fmt is None:
+        return read_classifier(str(path)).privacy, "content and record hashes match; its statement reads"
+    carried = read_export_metadata(path)
+    if fmt == "hf" and (problem := hf_folder_problem(path, carried)) is not None:
+        raise ArtifactError(f"{path}: {problem}")
+    covered = "its weights, card and config.json" if fmt == "hf" else "its weights and graph"
+    return Statement.from_attrs(carried["privacy"]), f"the export's hashes match ({covered}); its statement reads"
 
 
 def _epsilon(statement: Statement) -> Check:

@@ -5,20 +5,22 @@ what the head is, how to check the file, and the test metrics of an evaluation w
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import yaml
 
 from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.statement import Statement
+from pillar_cli.release.exported import HF_FILES, HF_WEIGHTS, METADATA_KEYS, METRICS_KEY
 from pillar_cli.version import PROGRAM
 
-def model_card(carried: dict, metrics: dict | None = None) -> str:
-    """The card of what an export carries (statement, class names, head, recipe); `metrics`: an evaluation's row
-    for the released head's cell and the split it was measured on (see `evaluation_metrics`)."""
-    statement, head = Statement.from_attrs(carried["privacy"]), carried["head"]
-    features = FeatureRecipe.from_attrs(carried["features"])
+
+def card_front_matter(carried: dict, metrics: dict | None = None) -> dict:
+    """The YAML front matter of the card: what a reader of model cards looks for, made from the statement."""
+    statement = Statement.from_attrs(carried["privacy"])
     epsilon = statement.epsilon
     front = {"library_name": PROGRAM, "tags": ["differential-privacy", "linear-probe", PROGRAM],
              "differential_privacy": {
@@ -26,9 +28,54 @@ def model_card(carried: dict, metrics: dict | None = None) -> str:
                  "unit": statement.privacy_unit.described, "contribution_bound": statement.privacy_unit.bound,
                  "neighbouring": statement.neighbouring, "accountant": statement.accountant,
                  "epsilon_is_upper_bound": statement.epsilon_is_upper_bound,
-                 "covers": list(statement.covers), "not_covered": list(statement.not_covered)}}
+                 "covers": list(statement.covers), "not_covered": list(statement.not_covered),
+                 **({"rests_on": list(statement.rests_on)} if statement.rests_on else {})}}
     if metrics is not None:
         front["metrics"] = {f"{name}_{metrics['split']}": value for name, value in metrics["values"].items()}
+    return front
+
+
+def hf_config(carried: dict) -> str:
+    """An hf folder's config.json: what the export carries (its statement, classes, head and recipe)."""
+    return json.dumps({"library_name": PROGRAM, **{key: carried[key] for key in METADATA_KEYS}}, indent=2,
+                      ensure_ascii=False)
+
+
+def hf_folder_problem(folder: Path, carried: dict) -> str | None:
+    """What in an hf folder says other than its weights' metadata: a card whose front matter, or a config.json,
+    differs from the one the statement gives, or a file the export did not write; None when nothing does."""
+    card = (folder / "README.md").read_text(errors="replace") if (folder / "README.md").is_file() else ""
+    if front_matter_of(card) != card_front_matter(carried, carried.get(METRICS_KEY)):
+        return "its model card's front matter says other than the statement in its weights' metadata"
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        config = None
+    if config != json.loads(hf_config(carried)):
+        return "its config.json says other than the statement in its weights' metadata"
+    extra = sorted(p.name for p in folder.iterdir() if p.name not in (HF_WEIGHTS, *HF_FILES))
+    return f"it holds {extra[0]}, which the export did not write" if extra else None
+
+
+def front_matter_of(card: str) -> dict | None:
+    """The YAML front matter a card's text opens with (None: it opens with none that reads)."""
+    lines = card.splitlines()
+    if not lines or lines[0] != "---" or "---" not in lines[1:]:
+        return None
+    try:
+        front = yaml.safe_load("\n".join(lines[1:lines.index("---", 1)]))
+    except yaml.YAMLError:
+        return None
+    return front if isinstance(front, dict) else None
+
+
+def model_card(carried: dict, metrics: dict | None = None) -> str:
+    """The card of what an export carries (statement, class names, head, recipe); `metrics`: an evaluation's row
+    for the released head's cell and the split it was measured on (see `evaluation_metrics`)."""
+    statement, head = Statement.from_attrs(carried["privacy"]), carried["head"]
+    features = FeatureRecipe.from_attrs(carried["features"])
+    epsilon = statement.epsilon
+    front = card_front_matter(carried, metrics)
     lines = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).strip(), "---", "",
              "# A differentially private classifier", "",
              f"A linear head (`{head['method']}`, k = {head['k']}) on frozen features, released by pillar with "
@@ -36,6 +83,8 @@ def model_card(carried: dict, metrics: dict | None = None) -> str:
              f"accountant) for {statement.neighbouring}.", "",
              "## What ε covers", "", *[f"- {item}" for item in statement.covers], "",
              "## What ε does not cover", "", *[f"- {item}" for item in statement.not_covered], "",
+             *(["## What ε rests on", "", *[f"- {item}" for item in statement.rests_on], ""] if statement.rests_on
+               else []),
              "## Features", "",
              f"Backbone `{features.backbone}` (weights `{features.weights}`), preprocessing "
              f"{features.preprocessing or 'as recorded'}, {features.feature_dim} features per row; "

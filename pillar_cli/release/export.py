@@ -11,11 +11,13 @@ weights by their names) for a stack that applies them itself.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -25,11 +27,18 @@ from pillar_cli.artifacts.files import replacing
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state
 from pillar_cli.embedding.recipe import embedder_for
 from pillar_cli.errors import UsageError, check_one_of, param
-from pillar_cli.version import PROGRAM
-from pillar_cli.release.card import model_card
-from pillar_cli.release.exported import (EXPORT_FORMATS, EXTRA_FILE, HASH_KEY, HF_WEIGHTS, METADATA_KEYS, SUFFIXES,
-                                         metadata_hash)
-from pillar_cli.release.statement import require_exact_claim
+from pillar_cli.release.card import hf_config, model_card
+from pillar_cli.release.exported import (
+    CONTENTS_KEY,
+    EXPORT_FORMATS,
+    EXTRA_FILE,
+    HASH_KEY,
+    HF_WEIGHTS,
+    METRICS_KEY,
+    SUFFIXES,
+    contents_of,
+    metadata_hash,
+)
 
 
 class ClassifierModule(torch.nn.Module):
@@ -92,7 +101,6 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
     as `weights`) and computes in fp32. hf: a folder of model.safetensors, config.json and a model card README.md
     (release/card.py; `metrics`: an evaluation's row for the head's cell)."""
     check_one_of(EXPORT_FORMATS)("format", fmt)
-    require_exact_claim(classifier.privacy, "the classifier")
     if classifier.is_network and features_only:
         raise UsageError(f"the release holds a fine-tuned network, which reads the images themselves: export it from "
                          f"images (drop {param('features_only', True)})")
@@ -103,8 +111,7 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
                                 trust_checkpoint=trust_checkpoint).module()
     if out.suffix.lower() not in SUFFIXES[fmt]:
         raise UsageError(f"{out}: a {fmt} file is named {' or '.join(SUFFIXES[fmt])}, so that readers know its format")
-    carried = _metadata(classifier)
-    metadata = {f"pillar_{key}": json.dumps(carried[key]) for key in METADATA_KEYS} | {HASH_KEY: metadata_hash(carried)}
+    carried = _metadata(classifier) | ({METRICS_KEY: metrics} if fmt == "hf" and metrics is not None else {})
     module = _network_module(classifier, features) if classifier.is_network else ClassifierModule(classifier, features)
     if module is not None:
         module.eval().requires_grad_(False)
@@ -112,42 +119,64 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
     example = (torch.zeros((2, *shape), dtype=getattr(torch, pixels)) if shape is not None else
                torch.zeros((2, len(classifier.mean)), dtype=torch.float32))
     if fmt == "hf":
-        _write_folder(out, {HF_WEIGHTS: _safetensors(classifier, module, metadata), "README.md":
-                            model_card(carried, metrics).encode(), "config.json": json.dumps(
-                                {"library_name": PROGRAM, **carried}, indent=2, ensure_ascii=False).encode()}, force)
+        _write_folder(out, lambda folder: _hf_folder(folder, classifier, module, carried), force)
         return "features (N, D) float32"
     with replacing(out, force) as tmp:
         if fmt == "safetensors":
-            tmp.write_bytes(_safetensors(classifier, module, metadata))
+            _write_safetensors(tmp, classifier, module, carried)
         elif fmt == "torchscript":
             with warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore")  # TorchScript is deprecated in torch (still served); tracer warnings
                 scripted = torch.jit.trace(module, example)
+                torch.jit.save(scripted, str(tmp), _extra_files={EXTRA_FILE: "{}"})  # its members, to hash
+                metadata = _with_contents(carried, contents_of(tmp, fmt))
                 torch.jit.save(scripted, str(tmp), _extra_files={EXTRA_FILE: json.dumps(metadata)})
         else:
-            _export_onnx(module, example, tmp, metadata)
+            _export_onnx(module, example, tmp, carried)
     return "features (N, D) float32" if shape is None else f"{pixels} images (N, {', '.join(map(str, shape))})"
 
 
-def _safetensors(classifier: Classifier, module: torch.nn.Module | None, metadata: dict[str, str]) -> bytes:
-    """The head's tensors by name (a network's weights), with the pillar metadata."""
-    from safetensors.torch import save
+def _with_contents(carried: dict, contents: dict[str, str]) -> dict[str, str]:
+    """The pillar metadata of an export: what it carries and the hashes of the rest of the file, each as JSON under
+    "pillar_<key>", and one hash over them all."""
+    full = carried | {CONTENTS_KEY: contents}
+    return {f"pillar_{key}": json.dumps(value) for key, value in full.items()} | {HASH_KEY: metadata_hash(full)}
+
+
+def _write_safetensors(path: Path, classifier: Classifier, module: torch.nn.Module | None, carried: dict,
+                       files: dict[str, str] | None = None) -> None:
+    """The head's tensors by name (a network's weights), with the pillar metadata: written once to hash the
+    tensors, then with their hash (and the hashes of an hf folder's `files`)."""
+    from safetensors.torch import save_file
 
     tensors = {name: torch.from_numpy(np.ascontiguousarray(array)) for name, array in
                classifier.network.items()} if classifier.is_network else \
         {name: buffer.contiguous() for name, buffer in module.named_buffers() if name != "basis" or module.has_basis}
-    return save(tensors, metadata=metadata)
+    save_file(tensors, str(path))
+    contents = contents_of(path, "safetensors") | (files or {})
+    save_file(tensors, str(path), metadata=_with_contents(carried, contents))
 
 
-def _write_folder(out: Path, files: dict[str, bytes], force: bool) -> None:
-    """A folder of files, written beside its place and moved there whole (an existing one replaced only with
-    `force`, which the command checked)."""
+def _hf_folder(folder: Path, classifier: Classifier, module: torch.nn.Module | None, carried: dict) -> None:
+    """A Hugging Face model folder: the card and config.json made from what the export carries, then the weights,
+    whose metadata holds the hashes of both."""
+    files = {"README.md": model_card(carried, carried.get(METRICS_KEY)).encode(),
+             "config.json": hf_config(carried).encode()}
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    _write_safetensors(folder / HF_WEIGHTS, classifier, module, carried,
+                       {name: hashlib.sha256(data).hexdigest() for name, data in files.items()})
+
+
+
+def _write_folder(out: Path, write: Callable[[Path], None], force: bool) -> None:
+    """A folder, written beside its place and moved there whole (an existing one replaced only with `force`, which
+    the command checked)."""
     partial = out.with_name(f".{out.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir()
     try:
-        for name, data in files.items():
-            (partial / name).write_bytes(data)
+        write(partial)
         if out.is_dir() and force:
             shutil.rmtree(out)
         os.replace(partial, out)
@@ -170,7 +199,7 @@ def _metadata(classifier: Classifier) -> dict:
             "features": classifier.features.to_attrs(), "release": {"content_hash": classifier.content_hash}}
 
 
-def _export_onnx(module: torch.nn.Module, example: torch.Tensor, path: Path, metadata: dict[str, str]) -> None:
+def _export_onnx(module: torch.nn.Module, example: torch.Tensor, path: Path, carried: dict) -> None:
     try:
         import onnx
         import onnxscript  # noqa: F401  (torch's dynamo exporter writes through it)
@@ -185,6 +214,6 @@ def _export_onnx(module: torch.nn.Module, example: torch.Tensor, path: Path, met
                                     dynamo=True, verbose=False)
     program.save(str(path))
     model = onnx.load(str(path))
-    for key, value in metadata.items():
+    for key, value in _with_contents(carried, contents_of(path, "onnx")).items():
         model.metadata_props.add(key=key, value=value)
     onnx.save(model, str(path))
