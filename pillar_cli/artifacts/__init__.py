@@ -3,7 +3,7 @@
 Owns the artifact core (atomic write, kind and schema checks, content hashes, provenance) and, per kind, the schema
 of what is stored. Every domain may use it; it uses no domain.
 
-May import: `errors`, `version`, `privacy` (the floor under a claimed ε, checked on read), `randomness` (whether a
+May import: `errors`, `version`, `privacy` (a claimed ε, recomputed from its event tree on read), `randomness` (whether a
 file's noise is reproducible).
 """
 

@@ -6,7 +6,6 @@ a buggy writer; it is refused here with one line rather than failing somewhere d
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import numpy as np
@@ -56,7 +55,7 @@ ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
 }
 # attributes a kind may omit, but whose type is fixed when present
 OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "embeddings": {"split_roles": dict, "source_fingerprint": str, "splits": list, "persons": dict},
+    "embeddings": {"split_roles": dict, "source_fingerprint": str, "splits": list, "persons": dict, "premises": dict},
     "projection": {"row_l2_normalised": bool, "source_fingerprint": str, "public_choice": dict, "private_release": dict,
                    "persons": dict, "share_of_embedded": float, "fitted_on": dict},
     "model": {"row_l2_normalised": bool, "private_fraction": (int, float), "source_fingerprint": str, "persons": dict,
@@ -153,8 +152,8 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
     releases = [(attrs.get("public_choice") or {}).get("release") or {}, attrs.get("projection_release") or {}]
     delta = float(attrs["ledger"]["delta"]) + sum(float(release.get("delta", 0.0)) for release in releases)
     claims = zip(arrays["runs/event"].tolist(), arrays["runs/epsilon_spent"].tolist())
-    problem = _claims_below_floor([(str(event), claimed) for event, claimed in claims], attrs["ledger"]["accountant"],
-                                  delta)
+    problem = _claims_that_fail([(str(event), claimed) for event, claimed in claims], attrs["ledger"]["accountant"],
+                                delta)
     if problem:
         return problem
     problem = _unusable_numbers(arrays, ("mean",) + tuple(n for n in arrays if n.endswith(("/weights", "/bias"))))
@@ -178,10 +177,10 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
     return None
 
 
-def _claims_below_floor(claims: list[tuple[str, float]], accountant: str, delta: float) -> str | None:
-    """A claimed ε below what its DP event spends at least (privacy/floor.py): a file edited after it was written."""
+def _claims_that_fail(claims: list[tuple[str, float]], accountant: str, delta: float) -> str | None:
+    """A claimed ε below what its DP event spends (privacy/claims.py): a file edited after it was written."""
     from pillar_cli.privacy import event_from_dict, get_accountant
-    from pillar_cli.privacy.floor import epsilon_floor
+    from pillar_cli.privacy.claims import claim_problem
 
     for text, claimed in sorted(set(claims)):
         try:
@@ -189,14 +188,8 @@ def _claims_below_floor(claims: list[tuple[str, float]], accountant: str, delta:
             get_accountant(accountant)
         except (ValueError, TypeError, PillarError):
             return "has a malformed DP event or an unknown accountant"
-        if math.isfinite(claimed):
-            try:
-                floor = epsilon_floor(accountant, event, delta, claimed)
-            except (RuntimeError, ValueError, ArithmeticError):  # the accountant's own failure on an edited event
-                return f"has a DP event that its accountant ({accountant}) cannot evaluate"
-            if claimed < floor:
-                return (f"claims ε = {claimed:.4g} for a DP event that spends at least ε = {floor:.4g} ({accountant}, "
-                        f"δ = {delta:g}): its ε was changed after it was written")
+        if problem := claim_problem(accountant, event, delta, claimed):
+            return problem
     return None
 
 
@@ -256,7 +249,7 @@ def carried_problem(carried: dict) -> str | None:
 
 def _statement_problem(statement: dict) -> str | None:
     """A statement whose fields are not of their types, whose δ is not below 1/ñ of the count it read, or whose ε is
-    below what its DP event spends (privacy/floor.py)."""
+    below what its DP event spends (privacy/claims.py)."""
     wrong = [key for key, kind in STATEMENT.items() if not isinstance(statement.get(key), kind)
              or isinstance(statement.get(key), bool)]
     if wrong or not all(isinstance(text, str) for key in ("covers", "not_covered") for text in statement[key]):
@@ -267,7 +260,7 @@ def _statement_problem(statement: dict) -> str | None:
         return f"states δ = {statement['delta']:g}, not below 1/ñ of the count of training rows it read"
     try:
         claim = [(json.dumps(statement["event"]), float(statement["epsilon"]))]
-        if problem := _claims_below_floor(claim, statement["accountant"], float(statement["delta"])):
+        if problem := _claims_that_fail(claim, statement["accountant"], float(statement["delta"])):
             return problem
     except (KeyError, TypeError, ValueError):
         return "has a privacy statement whose DP event is not one pillar reads"

@@ -258,7 +258,8 @@ def invocation(ctx: typer.Context) -> tuple[list[str], dict[str, Any]]:
     argv, options = ctx.command_path.split(), {}
     for option in ctx.command.params:
         value = ctx.params.get(option.name)
-        if option.name in ("config", "as_json", "resume", "workers", "force") or value is None:  # no effect on the result
+        if option.name in ("config", "as_json", "resume", "workers", "force", "sign", "key") or value is None:  # no
+            # effect on the result (a signing key's path is never written into a file)
             continue
         options[option.name] = _plain(value)
         if option.param_type_name == "argument":

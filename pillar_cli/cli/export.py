@@ -12,7 +12,16 @@ from pillar_cli.artifacts import read
 from pillar_cli.artifacts.classifier import Classifier, read_classifier
 from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import ConfigOption, ForceOption, JsonOption, SignOption, print_json, signed_output, stdout
+from pillar_cli.cli.common import (
+    ConfigOption,
+    ForceOption,
+    JsonOption,
+    SignOption,
+    print_json,
+    signed_output,
+    stdout,
+)
+from pillar_cli.cli.trust import KeyOption, checked_trust
 from pillar_cli.errors import UsageError
 from pillar_cli.release.exported import EXPORT_FORMATS
 from pillar_cli.release.signing import sign_file
@@ -34,6 +43,7 @@ def export(
                                               "the model released, whose test metrics for the head's cell the "
                                               "model card states."),
     sign: Optional[Path] = SignOption,
+    key: Optional[Path] = KeyOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
     config: Optional[str] = ConfigOption,
@@ -51,17 +61,20 @@ def export(
 
     signed_output(out, sign, [str(classifier)] + [str(path) for path in (weights, evaluation) if path], force)
     released = read_classifier(str(classifier))
+    say_trust = checked_trust(classifier, key)
     metrics = None if evaluation is None else card_metrics(Evaluation.of(read(evaluation, "evaluation")), released)
     reads = export_classifier(released, fmt, out, features_only=features_only, weights=weights,
                               trust_checkpoint=trust_checkpoint, force=force, metrics=metrics)
     if sign is not None:
         sign_file(out, sign)
     if as_json:
-        return print_json({"output": str(out), "format": fmt, "input": reads, "privacy": released.privacy.summary,
-                           "unit": released.privacy.privacy_unit.described})
-    stdout.print(f"{out}: {fmt}, reads {reads}, outputs the probabilities of {len(released.class_names)} classes; "
-                 f"ε = {released.privacy.epsilon:.4g}, δ = {released.privacy.delta:g} for "
-                 f"{released.privacy.privacy_unit.described}, inside the file")
+        print_json({"output": str(out), "format": fmt, "input": reads, "privacy": released.privacy.summary,
+                    "unit": released.privacy.privacy_unit.described})
+    else:
+        stdout.print(f"{out}: {fmt}, reads {reads}, outputs the probabilities of {len(released.class_names)} "
+                     f"classes; ε = {released.privacy.epsilon:.4g}, δ = {released.privacy.delta:g} for "
+                     f"{released.privacy.privacy_unit.described}, inside the file")
+    say_trust()
 
 
 def card_metrics(evaluation: Evaluation, released: Classifier) -> dict:

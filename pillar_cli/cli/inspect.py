@@ -13,10 +13,12 @@ from pillar_cli import artifacts
 from pillar_cli.artifacts.guarantee import COUNT, NOISE, NOT_PRIVATE, RELEASE, WHOLE_FILE
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import ConfigOption, JsonOption, print_json, stdout
+from pillar_cli.cli.trust import KeyOption
 from pillar_cli.privacy import event_from_dict, gaussian_segments
 from pillar_cli.privacy.events import ComposedEvent
 from pillar_cli.privacy.selection import recorded_selection_epsilon
 from pillar_cli.release.exported import exported_format, read_export_metadata
+from pillar_cli.release.signing import Trust, trust_of
 
 _LONG = 300
 _GUARANTEE_STYLE = {NOT_PRIVATE: "[bold red]{}[/bold red]", NOISE: "{}", WHOLE_FILE: "[yellow]{}[/yellow]", COUNT: "{}",
@@ -28,24 +30,28 @@ def inspect(
     path: Path = typer.Argument(..., help="Any pillar artifact, or a classifier exported by pillar export."),
     verify: bool = typer.Option(False, "--verify", help="Also rehash every ancestor's arrays (reads them whole): "
                                 "flags files edited after they were written."),
+    key: Optional[Path] = KeyOption,
     as_json: bool = JsonOption,
     config: Optional[str] = ConfigOption,
 ) -> None:
     """Show an artifact's kind, provenance chain (the commands and input hashes that produced it, checked against
     the files on disk now), attributes and datasets. The artifact itself is always verified against its hash.
 
-    An exported classifier (ONNX, TorchScript, safetensors) shows the privacy statement, class names, head and
-    feature recipe it carries.
+    An exported classifier (ONNX, TorchScript, safetensors, an hf folder) shows the privacy statement, class names,
+    head and feature recipe it carries. A release or an export says whether it is signed, and with --key whether
+    the signature holds.
 
     Example: pillar inspect model.h5 --verify
 
-    Example: pillar inspect classifier.onnx
+    Example: pillar inspect classifier.onnx --key signer.pub.pem
     """
     fmt = exported_format(path)
     if fmt is not None:
-        return _exported(path, fmt, as_json)
+        return _exported(path, fmt, trust_of(path, key), as_json)
     artifact = artifacts.read(path, artifacts.KINDS)
     document = artifacts.describe(artifact, verify)
+    if artifact.kind == "classifier":
+        document["signature"] = _signature(trust_of(path, key))
     if "selection_ledger" in artifact.attrs:
         document["selection_check"] = [{**_cell(record), "epsilon": record["epsilon"],
                                         "recomputed_epsilon": recorded_selection_epsilon(record)}
@@ -55,11 +61,16 @@ def inspect(
     stdout.print(_tree(document))
 
 
-def _exported(path: Path, fmt: str, as_json: bool) -> None:
+def _signature(trust: Trust) -> dict:
+    return {"signed": trust.signed, "verified": trust.verified, "line": trust.line}
+
+
+def _exported(path: Path, fmt: str, trust: Trust, as_json: bool) -> None:
     carried = read_export_metadata(path)
     if as_json:
-        return print_json({"path": str(path), "format": fmt, **carried})
+        return print_json({"path": str(path), "format": fmt, **carried, "signature": _signature(trust)})
     tree = Tree(f"[bold]{path}[/bold]: a classifier exported as {fmt}")
+    tree.add(_trust_text(trust))
     tree.add(f"[green]{carried['privacy']['summary']}[/green]")
     tree.add(f"classes: {', '.join(carried['class_names'])}")
     tree.add(f"head: {carried['head']}")
@@ -71,6 +82,8 @@ def _tree(document: dict) -> Tree:
     tree = Tree(f"[bold]{document['path']}[/bold]: {document['kind']} (schema {document['schema_version']}, pillar "
                 f"{document['pillar_version']}, {document['created_at']})")
     tree.add(f"content hash {document['content_hash'][:16]}…")
+    if "signature" in document:
+        tree.add(_trust_text(Trust(**document["signature"])))
     tree.add("command: " + " ".join(document["command"]))
     for note in document["guarantee"]:
         tree.add(_GUARANTEE_STYLE[note["level"]].format(note["text"]))
@@ -96,6 +109,11 @@ def _tree(document: dict) -> Tree:
     if len(datasets) > 40:
         data.add(f"… {len(datasets) - 40} more")
     return tree
+
+
+def _trust_text(trust: Trust) -> str:
+    text = trust.line.replace("[", "\\[")
+    return f"[green]{text}[/green]" if trust.verified else f"[yellow]{text}[/yellow]"
 
 
 def _cell(record: dict) -> dict:

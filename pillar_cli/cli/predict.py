@@ -23,6 +23,7 @@ from pillar_cli.cli.common import (
     stdout,
 )
 from pillar_cli.cli.sources import default_workers, parse_params
+from pillar_cli.cli.trust import KeyOption, checked_trust
 from pillar_cli.data import SourceOptions, load_source
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.release import write_predictions
@@ -51,6 +52,7 @@ def predict(
     workers: Optional[int] = typer.Option(None, min=0, help="Processes decoding image files ahead of the backbone "
                                           "(default: one per core for image files, 0 for arrays)."),
     device: str = typer.Option("auto", help="Where raw inputs are embedded: auto, cpu, cuda, cuda:1, ..."),
+    key: Optional[Path] = KeyOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
     config: Optional[str] = ConfigOption,
@@ -60,6 +62,8 @@ def predict(
     inputs are embedded here with exactly the recorded backbone, weights and preprocessing.
 
     Example: pillar predict classifier.h5 emb.h5:test -o predictions.csv
+
+    Example: pillar predict classifier.h5 --source image-folder --path new/ --key signer.pub.pem -o p.csv
     """
     if (embeddings is None) == (source is None):
         raise UsageError(f"give the rows to classify: an embeddings FILE:SPLIT or {param('source')} (not both)")
@@ -70,6 +74,7 @@ def predict(
     from pillar_cli.release.loading import estimator_of  # scikit-learn and torch: to run, not for --help
 
     released = read_classifier(str(classifier))
+    say_trust = checked_trust(classifier, key)
     estimator = estimator_of(released)
     if embeddings is not None:
         split = artifacts.read_split(embeddings)
@@ -82,13 +87,18 @@ def predict(
         where = str(path or source)
     write_predictions(out, rows, released.class_names, probabilities, force)
     _report(out, released, probabilities, where, as_json)
+    say_trust()
 
 
 def _classify_raw(released: Classifier, estimator: DPLinearClassifier | NetworkClassifier, source: str, options: SourceOptions,
                   weights: Path | None, trust_checkpoint: bool, device: str, batch_size: int,
                   workers: int | None) -> tuple[np.ndarray, np.ndarray]:
     """(row names, probabilities) of a source's raw inputs, embedded by the classifier's rebuilt embedder."""
-    from pillar_cli.release.inputs import classify_inputs, decoded_as_recorded, input_embedder  # torch: raw inputs
+    from pillar_cli.release.inputs import (  # torch: raw inputs
+        classify_inputs,
+        decoded_as_recorded,
+        input_embedder,
+    )
 
     dataset = load_source(source, decoded_as_recorded(released, source, options))
     embedder = input_embedder(released, dataset, weights=weights, device=device, trust_checkpoint=trust_checkpoint)

@@ -6,16 +6,14 @@ The cache is a JSON file under the directory named by the environment variable P
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from pathlib import Path
 from typing import Callable
 
 from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy.accountants import get_accountant
+from pillar_cli.privacy.cache import NumberCache
 from pillar_cli.privacy.events import Segment
-from pillar_cli.version import PROGRAM
 
 
 def calibrate_noise(accountant: str, epsilon: float, delta: float, sample_rate: float, steps: int,
@@ -88,33 +86,3 @@ def _bracket(eps_of: Callable[[float], float], goal: float, guess: float) -> tup
         if low < 1e-3:
             raise PrivacyError(f"ε = {goal:g} is reached with almost no noise; check the budget")
     return low, high
-
-
-class NumberCache:
-    """Numbers by key in a JSON file of the cache directory ($PILLAR_CACHE_DIR, else ~/.cache/pillar): σ by
-    (accountant, ε, δ, q, T) in calibration.json, ε floors by claim in floors.json. Computing one takes seconds,
-    looking it up none."""
-
-    def __init__(self, name: str, root: Path | None = None) -> None:
-        root = root or Path(os.environ.get("PILLAR_CACHE_DIR", Path.home() / ".cache" / PROGRAM))
-        self.path = root / name
-
-    def _load(self) -> dict[str, float]:
-        try:
-            return json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return {}
-
-    def get(self, key: str) -> float | None:
-        return self._load().get(key)
-
-    def put(self, key: str, value: float) -> None:
-        entries = self._load()
-        entries[key] = value
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(entries))
-            tmp.replace(self.path)
-        except OSError:
-            pass  # a cache that cannot be written only costs time

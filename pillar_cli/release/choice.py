@@ -10,15 +10,15 @@ from __future__ import annotations
 import math
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.chosen import ChosenBy, SelectedCell
+from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.model import RunRecord, run_rows, stored_runs
 from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
-from pillar_cli.release.statement import privacy_statement, require_exact_claim
+from pillar_cli.release.statement import privacy_statement
 
 _CELL_KEYS = {"method": str, "k": str, "eps": float}
 
@@ -55,7 +55,6 @@ def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple
         raise UsageError(f"cell {choice.name} has repetitions (seeds) {', '.join(map(str, seeds))}; not {seed}")
     run = chosen[seeds.index(seed) if seed is not None else 0]
     statement = privacy_statement(model, run, choice.selected, len(cells))
-    require_exact_claim(statement, f"run {run.local_id} of {model.path}")
     chosen_as = {"cell": choice.name, "seed": run.key.seed, "seeds": seeds, "selected": choice.selected}
     return (_network(model, run, statement) if is_network(model) else _classifier(model, run, statement)), chosen_as
 

@@ -6,6 +6,7 @@ of the key wrote the file as it is."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from pillar_cli.errors import ArtifactError, UsageError
@@ -48,6 +49,30 @@ def sign_file(path: Path, key: Path) -> Path:
     finally:
         partial.unlink(missing_ok=True)
     return target
+
+
+@dataclass(frozen=True)
+class Trust:
+    """Whether a file is signed and whether its signature was checked, and that in one line."""
+
+    signed: bool
+    verified: bool
+    line: str
+
+
+def trust_of(path: Path, public_key: Path | None = None) -> Trust:
+    """What proves who wrote `path`: its signature checked with `public_key` (a signature that does not hold is one
+    line), a signature nobody checked, or none."""
+    bundle = signature_path(path)
+    if public_key is not None:
+        if (problem := signature_problem(path, public_key)) is not None:
+            raise ArtifactError(f"{path}: {problem}", hint="use the file only from a signer you trust")
+        return Trust(True, True, f"{path}: signed and verified ({bundle} holds for {public_key})")
+    if bundle.exists():
+        return Trust(True, False, f"{path}: signed ({bundle}) but not verified: pass --key with the signer's public "
+                                  "key to know who wrote it")
+    return Trust(False, False, f"{path}: not signed: nothing proves who wrote it (its hashes and ε are checked, but "
+                               "anyone who edits it can recompute them)")
 
 
 def signature_problem(path: Path, public_key: Path, signature: Path | None = None) -> str | None:

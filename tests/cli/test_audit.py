@@ -9,6 +9,7 @@ import pytest
 from checks import assert_clean_failure, edited_copy
 
 from pillar_cli import artifacts
+from pillar_cli.audit.ledger import check_ledger
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
@@ -39,9 +40,15 @@ def test_ledger_check_agrees_with_every_model_kind_and_flags_a_forged_claim(mnis
         assert all(run["steps_run"] == run["steps_accounted"] for run in runs)
     forged = tmp_path / "forged.h5"
     with edited_copy(tmp_path / "val.h5", forged) as h5:  # a writer that under-reports ε, stamped as its own
-        h5["runs/epsilon_spent"][0] = 0.47  # above the floor every read checks (≈ 0.41 at this claim), below ε
-    result = pillar("audit", "--ledger", forged, expect=None)
-    assert result.exit_code == 5 and "error: 1 of 8 runs of" in result.stderr and "claimed 0.47" in result.stderr
+        h5["runs/epsilon_spent"][0] = 0.47
+    result = pillar("audit", "--ledger", forged, expect=None)  # every read recomputes the claim: refused at once
+    assert result.exit_code == 3 and "model artifact claims ε = 0.47 for a DP event that spends ε = " in result.stderr
+    model = artifacts.read(tmp_path / "val.h5", "model")  # the ledger check itself, on the claim in memory
+    model.arrays["runs/epsilon_spent"] = model.arrays["runs/epsilon_spent"].copy()
+    model.arrays["runs/epsilon_spent"][0] = 0.47
+    flagged = [check.problems for check in check_ledger(model)]
+    assert flagged[0][0].startswith("ε recomputed ") and flagged[0][0].endswith(" > claimed 0.47")
+    assert flagged[1:] == [[]] * 7
     tampered = tmp_path / "tampered.h5"
     with edited_copy(tmp_path / "val.h5", tampered, restamp=False) as h5:
         h5["runs/epsilon_spent"][0] = 0.4

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from pillar_cli import __version__, artifacts
-from pillar_cli.privacy import dp_sgd_event, event_from_dict, spent_epsilon
+from pillar_cli.privacy import dp_sgd_event, event_from_dict
+from pillar_cli.privacy.accountants import computed_epsilon
 from pillar_cli.privacy.count import RowCount
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
@@ -57,7 +58,7 @@ def test_ledger_epsilon_recomputed_by_the_accountant_is_within_target(trained):
         event = event_from_dict(json.loads(model.array("runs/event")[i]))
         assert event == count.with_count(dp_sgd_event(float(model.array("runs/noise_multiplier")[i]),
                                                       512 / count.value, int(model.array("runs/steps")[i])))
-        recomputed = spent_epsilon.__wrapped__("prv", event, ledger["delta"])
+        recomputed = computed_epsilon("prv", event, ledger["delta"])
         assert recomputed <= targets[i] and recomputed == pytest.approx(recorded[i], rel=1e-6)
     assert np.isinf(recorded[~np.isfinite(targets)]).all()
     assert "NOT accounted" in model.attrs["selection_note"]

@@ -54,8 +54,9 @@ def test_a_signed_release_and_export_verify(pillar, signed, keys, name):
     lines = result.stdout.splitlines()
     assert [line.split(":")[0] for line in lines] == ["ok    signature", "ok    hashes and statement", "ok    epsilon"]
     assert "dp-accounting PLD gives ε = " in lines[2]
-    unsigned = pillar("verify", signed / name, "--json")  # no key: the signature is not checked, the rest is
-    assert statuses(unsigned) == {"signature": "skip", "hashes and statement": "ok", "epsilon": "ok"}
+    unchecked = pillar("verify", signed / name, "--json", expect=3)  # a signature beside it that no key checks
+    assert statuses(unchecked) == {"signature": "FAIL", "hashes and statement": "ok", "epsilon": "ok"}
+    assert "but not checked: pass --key" in json.loads(unchecked.stdout)["checks"][0]["detail"]
 
 
 def test_another_key_a_flipped_byte_and_a_rehashed_edit_fail(pillar, signed, keys, tmp_path):
@@ -107,3 +108,50 @@ def test_a_hugging_face_folder_carries_a_model_card_that_states_the_guarantee(mn
         {"signature": "ok", "hashes and statement": "ok", "epsilon": "ok"}
     (folder / "README.md").write_text((folder / "README.md").read_text().replace("epsilon: ", "epsilon: 0.0"))
     assert statuses(pillar("verify", folder, "--key", keys / "pub.pem", "--json", expect=3))["signature"] == "FAIL"
+
+
+def test_an_unsigned_export_checks_its_weights_and_card_and_says_it_is_unsigned(pillar, signed, tmp_path):
+    from onnx import load, numpy_helper, save
+
+    for fmt, name in (("onnx", "x.onnx"), ("safetensors", "x.safetensors"), ("hf", "x-hf")):
+        pillar("export", signed / "rel.h5", "--format", fmt, "-o", tmp_path / name)
+        result = pillar("verify", tmp_path / name, "--json")
+        assert statuses(result) == {"signature": "skip", "hashes and statement": "ok", "epsilon": "ok"}
+        assert json.loads(result.stdout)["checks"][0]["detail"].startswith("not signed: nothing proves who wrote")
+    model = load(str(tmp_path / "x.onnx"))
+    weight = max(model.graph.initializer, key=lambda tensor: numpy_helper.to_array(tensor).size)
+    values = numpy_helper.to_array(weight).copy()
+    values.flat[0] += 1e-3
+    weight.CopyFrom(numpy_helper.from_array(values, weight.name))
+    save(model, str(tmp_path / "y.onnx"))
+    data = bytearray((tmp_path / "x.safetensors").read_bytes())
+    data[-3] ^= 0x01  # a byte of the last tensor
+    (tmp_path / "y.safetensors").write_bytes(bytes(data))
+    card = tmp_path / "x-hf" / "README.md"
+    card.write_text(card.read_text().replace("  epsilon: ", "  epsilon: 0.01 # ", 1))
+    for name, part in (("y.onnx", "graph"), ("y.safetensors", "tensors"), ("x-hf", "README.md")):
+        result = pillar("verify", tmp_path / name, "--json", expect=3)
+        assert statuses(result) == {"signature": "skip", "hashes and statement": "FAIL", "epsilon": "skip"}
+        assert f"its {part} changed after it was exported" in json.loads(result.stdout)["checks"][1]["detail"]
+
+
+def test_predict_says_whether_its_release_is_signed_and_verified(pillar, signed, keys, mnist, tmp_path):
+    unsigned = tmp_path / "unsigned.h5"
+    unsigned.write_bytes((signed / "rel.h5").read_bytes())
+    rows = f"{mnist['emb']}:test"
+    said = {name: pillar("predict", path, rows, "-o", tmp_path / f"{name}.csv", *extra).stderr.strip().splitlines()[-1]
+            for name, path, extra in (("unsigned", unsigned, ()), ("unchecked", signed / "rel.h5", ()),
+                                      ("checked", signed / "rel.h5", ("--key", keys / "pub.pem")))}
+    assert said == {
+        "unsigned": f"{unsigned}: not signed: nothing proves who wrote it (its hashes and ε are checked, but anyone "
+                    "who edits it can recompute them)",
+        "unchecked": f"{signed / 'rel.h5'}: signed ({signed / 'rel.h5.sig'}) but not verified: pass --key with the "
+                     "signer's public key to know who wrote it",
+        "checked": f"{signed / 'rel.h5'}: signed and verified ({signed / 'rel.h5.sig'} holds for {keys / 'pub.pem'})"}
+    result = pillar("predict", signed / "rel.h5", rows, "-o", tmp_path / "x.csv", "--key", keys / "other.pem",
+                    expect=3)
+    assert result.stderr.startswith(f"error: {signed / 'rel.h5'}: the signature {signed / 'rel.h5.sig'} does not "
+                                    f"hold for {keys / 'other.pem'}")
+    assert not (tmp_path / "x.csv").exists()
+    command = artifacts.read(signed / "rel.h5", "classifier").provenance.command
+    assert "--sign" not in command and str(keys / "key.pem") not in command  # no key's path in a recorded command
