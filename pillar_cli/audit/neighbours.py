@@ -1,15 +1,16 @@
 """The neighbouring-datasets check: does anything a user ships depend on the private rows other than through DP?
 
-The pipeline that makes the shipped files (train-private with the user's options → release of every cell → export
-in each format) runs R times on the data and R times on the data with one training row removed, each run in a
-directory of its own under the same file names, so that paths and command lines agree. With the person as the
-privacy unit the neighbouring side has one whole person removed (every private row of theirs) instead. Every stored value of every
-shipped file (HDF5 attributes, parsed down to JSON leaves, and datasets; ONNX metadata and tensors; TorchScript
-archive members and its extra file; safetensors metadata and tensors) is compared: a value that is the same in every
-run on one side, the same in every run on the other, and differs between the sides is a deterministic function of
-the private rows — released without noise. A DP output changes from run to run (fresh noise), so it never
-qualifies; a coarse one (a k, a step count) can repeat by chance, which more runs make rarer. The projection
-depends on the public split only, which both sides share.
+Neighbours are made the way a data holder makes them: one record (or one person) deleted from the SOURCE, and the
+documented pipeline run again from the start — embed, fit-pca, train-private with the user's options, release of
+every cell, export in each format. Each side embeds its source once (embedding draws nothing at random); the rest
+runs R times a side, each run in a directory of its own under the same file names, so that paths and command lines
+agree. By default the record deleted is the private record of the rarest label, the one a class set read off the
+labels would disclose. Every stored value of every shipped file (HDF5 attributes, parsed down to JSON leaves, and
+datasets; ONNX metadata and tensors; TorchScript archive members and its extra file; safetensors metadata and
+tensors; an hf folder's weights, card and config.json) is compared: a value that is the same in every run on one
+side, the same in every run on the other, and differs between the sides is a deterministic function of the private
+rows — released without noise. A DP output changes from run to run (fresh noise), so it never qualifies; a coarse
+one (a k, a step count) can repeat by chance, which more runs make rarer.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ import numpy as np
 from pillar_cli import artifacts
 from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.errors import UsageError, param
-from pillar_cli.release.exported import FILE_FORMATS
+from pillar_cli.release.exported import EXPORT_FORMATS, HF_WEIGHTS
 
 CLOCK = {"created_at"}  # when a file was written: never a function of the data
 Runner = Callable[[list[str], Path], None]  # runs one pillar command line in a directory
+Embedder = Callable[[np.ndarray, Path], None]  # embeds the source less the given source rows into a file
 
 
 @dataclass(frozen=True)
@@ -46,27 +48,42 @@ class Finding:
 
 @dataclass(frozen=True)
 class NeighbourPlan:
-    """What the check runs: train-private's options, which exports, how many runs a side, which private row goes."""
+    """What the check runs: train-private's options, which exports, how many runs a side, which private row's record
+    goes (None: the private record of the rarest label)."""
 
     train: list[str]
     fit_pca: list[str]
     formats: list[str]
     runs: int = 3
-    removed_row: int = 0
-    remove_person: bool = False  # remove every private row of removed_row's person, not the row alone
+    removed_row: int | None = None
+    remove_person: bool = False  # remove every record of removed_row's person, not the record alone
 
     def __post_init__(self) -> None:
-        if unknown := sorted(set(self.formats) - set(FILE_FORMATS)):
-            raise UsageError(f"unknown export format '{unknown[0]}' (known: {', '.join(FILE_FORMATS)})")
+        if unknown := sorted(set(self.formats) - set(EXPORT_FORMATS)):
+            raise UsageError(f"unknown export format '{unknown[0]}' (known: {', '.join(EXPORT_FORMATS)})")
         if self.runs < 2:
             raise UsageError(f"{param('runs')} must be at least 2: a value is deterministic when it repeats (got "
                              f"{self.runs})")
 
 
-def neighbours(embeddings: Path, plan: NeighbourPlan, workdir: Path, run: Runner) -> tuple[list[Finding], list[str]]:
-    """Run the plan on both sides and compare; (the deterministic values found, the shipped files compared)."""
-    sides = {"with": _side(workdir / "with", embeddings, None, False),
-             "without": _side(workdir / "without", embeddings, plan.removed_row, plan.remove_person)}
+@dataclass(frozen=True)
+class Removed:
+    """The records deleted from the source on the neighbouring side, and why they were chosen."""
+
+    source_rows: list[int]
+    label: str
+    why: str
+
+
+def neighbours(embeddings: Path, plan: NeighbourPlan, workdir: Path, run: Runner,
+               embed: Embedder) -> tuple[list[Finding], list[str], Removed]:
+    """Run the plan on both sides and compare; (the deterministic values found, the shipped files compared, the
+    records deleted). `embed` embeds the source as `embeddings` was, less some of its rows."""
+    removed = records_to_remove(artifacts.read(embeddings, "embeddings"), plan.removed_row, plan.remove_person)
+    sides = {"with": workdir / "with", "without": workdir / "without"}
+    for side, directory in sides.items():
+        directory.mkdir(parents=True, exist_ok=True)
+        embed(np.asarray(removed.source_rows if side == "without" else [], dtype=np.int64), directory / "emb.h5")
     shipped = {side: [_pipeline(directory, plan, run, number) for number in range(plan.runs)]
                for side, directory in sides.items()}
     names = sorted(set().union(*(files for runs in shipped.values() for files in runs)))
@@ -74,7 +91,32 @@ def neighbours(embeddings: Path, plan: NeighbourPlan, workdir: Path, run: Runner
     for name in names:
         values = {side: [files.get(name) for files in runs] for side, runs in shipped.items()}
         findings += deterministic_differences(name, values["with"], values["without"])
-    return findings, names
+    return findings, names, removed
+
+
+def records_to_remove(artifact: artifacts.Artifact, private_row: int | None, whole_person: bool) -> Removed:
+    """The source rows of one private record (`private_row` of the private split; None: the record of the rarest
+    label among the file's labelled rows) — with `whole_person`, of every record of its person."""
+    index = np.asarray(artifact.arrays["splits/private/index"])
+    labels = np.asarray(artifact.arrays["splits/private/labels"])
+    names = list(artifact.attrs["class_names"])
+    if private_row is None:
+        counts = np.bincount(np.concatenate([np.asarray(artifact.arrays[name]) for name in artifact.arrays
+                                             if name.endswith("/labels")]), minlength=len(names))
+        private_row = int(np.argmin(np.where(np.bincount(labels, minlength=len(names)) > 0, counts, np.inf)[labels]))
+        why = f"the private record of the rarest label ({counts[labels[private_row]]} rows hold it)"
+    elif not 0 <= private_row < len(index):
+        raise UsageError(f"{param('remove_row')} {private_row} is not a row of the private split (0..{len(index) - 1})")
+    else:
+        why = f"private row {private_row}"
+    rows = [private_row]
+    if whole_person:
+        if "splits/private/persons" not in artifact.arrays:
+            raise UsageError(f"{param('remove_person', True)} needs embeddings that name each row's person")
+        persons = np.asarray(artifact.arrays["splits/private/persons"])
+        rows = np.flatnonzero(persons == persons[private_row]).tolist()
+        why += f", with every record of its person ({len(rows)})"
+    return Removed(sorted(int(i) for i in index[rows]), names[int(labels[private_row])], why)
 
 
 def deterministic_differences(name: str, with_row: list[dict | None], without_row: list[dict | None]
@@ -96,6 +138,8 @@ def deterministic_differences(name: str, with_row: list[dict | None], without_ro
 
 def stored_values(path: Path) -> dict[str, str]:
     """Every value a shipped file stores, by address: leaves of its metadata as text, arrays as digests."""
+    if path.is_dir():
+        return _hf_values(path)
     suffix = path.suffix.lower()
     if suffix == ".h5":
         return _hdf5_values(path)
@@ -108,38 +152,11 @@ def stored_values(path: Path) -> dict[str, str]:
     raise UsageError(f"{path}: not a file the neighbours check can read")
 
 
-def _side(directory: Path, embeddings: Path, removed_row: int | None, remove_person: bool) -> Path:
-    """A directory holding emb.h5: the embeddings as they are, or with private row `removed_row` removed (with
-    `remove_person`: every private row of its person)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / "emb.h5"
-    if removed_row is None:
-        shutil.copyfile(embeddings, target)
-        return directory
-    artifact = artifacts.read(embeddings, "embeddings")
-    rows = len(artifact.arrays["splits/private/features"])
-    if not 0 <= removed_row < rows:
-        raise UsageError(f"{param('remove_row')} {removed_row} is not a row of the private split (0..{rows - 1})")
-    removed = [removed_row]
-    if remove_person:
-        if "splits/private/persons" not in artifact.arrays:
-            raise UsageError(f"{param('remove_person', True)} needs embeddings that name each row's person")
-        persons = np.asarray(artifact.arrays["splits/private/persons"])
-        removed = np.flatnonzero(persons == persons[removed_row])
-    for column in ("features", "labels", "index", "persons"):
-        name = f"splits/private/{column}"
-        if name in artifact.arrays:
-            artifact.arrays[name] = np.delete(np.asarray(artifact.arrays[name]), removed, axis=0)
-    provenance = artifact.provenance
-    artifacts.write(target, artifact, inputs=provenance.inputs, config=provenance.config, command=provenance.command)
-    return directory
-
-
 def _pipeline(directory: Path, plan: NeighbourPlan, run: Runner, number: int) -> dict[str, dict[str, str]]:
     """One run of the pipeline in its own directory; the shipped files' stored values by file name."""
     here = directory / f"run{number}"
     here.mkdir(exist_ok=True)
-    shutil.copyfile(directory / "emb.h5", here / "emb.h5")
+    shutil.copyfile(directory / "emb.h5", here / "emb.h5")  # the side's embeddings, under the same name each run
     run(["fit-pca", "emb.h5:public", *plan.fit_pca, "-o", "pca.h5", "--force"], here)
     run(["train-private", "emb.h5", "-p", "pca.h5", *plan.train, "-o", "model.h5", "--force"], here)
     shipped, seen = [], {}
@@ -154,12 +171,13 @@ def _pipeline(directory: Path, plan: NeighbourPlan, run: Runner, number: int) ->
              "-o", f"{name}.h5", "--force"], here)
         shipped.append(f"{name}.h5")
         for fmt in plan.formats:
-            run(["export", f"{name}.h5", "--format", fmt, "-o", f"{name}.{_SUFFIX[fmt]}", "--force"], here)
-            shipped.append(f"{name}.{_SUFFIX[fmt]}")
+            target = f"{name}.{_SUFFIX[fmt]}" if _SUFFIX[fmt] else f"{name}-hf"
+            run(["export", f"{name}.h5", "--format", fmt, "-o", target, "--force"], here)
+            shipped.append(target)
     return {name: stored_values(here / name) for name in shipped}
 
 
-_SUFFIX = {"onnx": "onnx", "torchscript": "pt", "safetensors": "safetensors"}  # by export format
+_SUFFIX = {"onnx": "onnx", "torchscript": "pt", "safetensors": "safetensors", "hf": ""}  # by export format
 
 
 def _leaves(prefix: str, value: object) -> dict[str, str]:
@@ -222,6 +240,19 @@ def _safetensors_values(path: Path) -> dict[str, str]:
             values |= _leaves(f"metadata/{key}", value)
         for name in handle.keys():
             values[f"tensors/{name}"] = _digest(handle.get_tensor(name))
+    return values
+
+
+def _hf_values(folder: Path) -> dict[str, str]:
+    """An hf folder: its weights as a safetensors file, its config.json's leaves, its card's front matter leaves and
+    the digest of its text."""
+    from pillar_cli.release.card import front_matter_of
+
+    values = {f"{HF_WEIGHTS}/{key}": value for key, value in _safetensors_values(folder / HF_WEIGHTS).items()}
+    values |= _leaves("config.json", (folder / "config.json").read_text())
+    card = (folder / "README.md").read_text()
+    values |= _leaves("README.md/front", front_matter_of(card) or {})
+    values["README.md/text"] = hashlib.sha256(card.encode()).hexdigest()[:16]
     return values
 
 

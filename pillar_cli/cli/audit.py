@@ -14,10 +14,22 @@ from pillar_cli.audit.canaries import AuditSettings, audit_artifact, audit_summa
 from pillar_cli.audit.ledger import check_ledger
 from pillar_cli.audit.white_box import SharedNoise, run_white_box_audit, white_box_artifact
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.neighbours import check_neighbours
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, check_output,
-                                   float_list, int_list, noise_source, print_json, print_table, save, stdout)
+from pillar_cli.cli.common import (
+    ConfigOption,
+    ForceOption,
+    JsonOption,
+    NoiseSeedOption,
+    check_output,
+    float_list,
+    int_list,
+    noise_source,
+    print_json,
+    print_table,
+    save,
+    stdout,
+)
 from pillar_cli.cli.method_flags import method_flags
+from pillar_cli.cli.neighbours import check_neighbours
 from pillar_cli.errors import PrivacyError, UsageError
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import Method, PrivacySettings, SweepData
@@ -56,21 +68,24 @@ def audit(
     guesses: Optional[int] = typer.Option(None, help="Guesses 'in' (and as many 'out'), fixed in advance; "
                                           "default m/10."),
     confidence: float = typer.Option(0.95, help="Confidence of the lower bound."),
-    neighbours: bool = typer.Option(False, "--neighbours", help="Instead: run fit-pca → train-private → release of "
-                                    "every private cell → export on the embeddings and on them less one private row, "
-                                    "--runs times each, and report every value of the shipped files that is the same "
-                                    "in every run of a side and differs between the sides (a deterministic function "
-                                    "of the private rows). Exits 5 if any is found."),
+    neighbours: bool = typer.Option(False, "--neighbours", help="Instead: embed the embeddings' source again as they "
+                                    "record it, as is and less one private record, then run fit-pca → train-private "
+                                    "→ release of every private cell → export --runs times a side, and report every "
+                                    "value of the shipped files that is the same in every run of a side and differs "
+                                    "between the sides (a deterministic function of the private rows). Exits 5 if "
+                                    "any is found."),
     train: str = typer.Option("", "--train", help="--neighbours: train-private's options, quoted, e.g. "
                               "\"--eps 0.1,1\" (default: its own defaults)."),
     fit_pca: str = typer.Option("", "--fit-pca", help="--neighbours: fit-pca's options, quoted (default: its own)."),
-    export: str = typer.Option("onnx,torchscript,safetensors", "--export", help="--neighbours: the export formats "
+    export: str = typer.Option("onnx,torchscript,safetensors,hf", "--export", help="--neighbours: the export formats "
                                "checked, comma-separated ('' for none)."),
     runs: int = typer.Option(3, help="--neighbours: runs on each side. A value only noise moves can repeat by chance "
                              "when it takes few values (a k, a step count); more runs make that rarer."),
-    remove_row: int = typer.Option(0, help="--neighbours: the private row removed on the neighbouring side."),
-    remove_person: bool = typer.Option(False, "--remove-person", help="--neighbours: remove every private row of "
-                                       "--remove-row's person (the person as the privacy unit)."),
+    remove_row: Optional[int] = typer.Option(None, help="--neighbours: the private row whose record is deleted from "
+                                             "the source on the neighbouring side (default: the private record of "
+                                             "the rarest label)."),
+    remove_person: bool = typer.Option(False, "--remove-person", help="--neighbours: delete every record of that "
+                                       "row's person (the person as the privacy unit)."),
     canary_rows: int = typer.Option(1, help="Rows per canary: above 1 each canary is a person of that many identical "
                                     "rows, in or out whole."),
     privacy_unit: str = typer.Option("row", help="The unit the audited configuration protects: row or person (each "

@@ -1,5 +1,6 @@
-"""pillar audit --neighbours: the pipeline's commands run in this process, each inside its run's folder, and the
-report of what the shipped files hold deterministically."""
+"""pillar audit --neighbours: each side's source embedded again as the embeddings file records it (less the records
+deleted), the pipeline's commands run in this process, each inside its run's folder, and the report of what the
+shipped files hold deterministically."""
 
 from __future__ import annotations
 
@@ -10,45 +11,71 @@ import shlex
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import click
+import numpy as np
 
+from pillar_cli import artifacts
 from pillar_cli.audit.neighbours import NeighbourPlan, neighbours
 from pillar_cli.cli.common import print_json, print_table, stderr
+from pillar_cli.cli.sources import parse_params
 from pillar_cli.errors import PillarError, PrivacyError, UsageError
 from pillar_cli.version import PROGRAM
 
 
-def check_neighbours(embeddings: str | None, train: str, fit_pca: str, export: str, runs: int, removed_row: int,
-                     remove_person: bool, workdir: Path | None, as_json: bool) -> None:
-    """Run the check of the pipeline train-private (options `train`, quoted as on a command line) → release →
-    export (the comma-separated formats `export`) in `workdir` (kept) or a temporary folder; print what it found;
-    exit 5 if anything."""
+def check_neighbours(embeddings: str | None, train: str, fit_pca: str, export: str, runs: int,
+                     removed_row: int | None, remove_person: bool, workdir: Path | None, as_json: bool) -> None:
+    """Run the check of the pipeline embed (as `embeddings` was made, from its source) → fit-pca → train-private
+    (options `train`, quoted as on a command line) → release → export (the comma-separated formats `export`) in
+    `workdir` (kept) or a temporary folder; print what it found; exit 5 if anything."""
     if embeddings is None:
         raise UsageError("give the embeddings whose pipeline the neighbours check runs")
     formats = [name.strip() for name in export.split(",") if name.strip()]
     plan = NeighbourPlan(shlex.split(train), shlex.split(fit_pca), formats, runs, removed_row, remove_person)
+    embed = _embedding_again(Path(embeddings))
     folder = workdir or Path(tempfile.mkdtemp(prefix="pillar-neighbours-"))
     try:
-        findings, files = neighbours(Path(embeddings).resolve(), plan, folder, _run_in_folder)
+        findings, files, removed = neighbours(Path(embeddings).resolve(), plan, folder, _run_in_folder, embed)
     finally:
         if workdir is None:
             shutil.rmtree(folder, ignore_errors=True)
     rows = [vars(finding) for finding in findings]
     if as_json:
-        print_json({"files": files, "runs_per_side": plan.runs, "removed_row": plan.removed_row,
-                    "removed": "its person" if remove_person else "the row", "findings": rows})
+        print_json({"files": files, "runs_per_side": plan.runs, "removed": vars(removed), "findings": rows})
     elif rows:
         print_table(f"{len(rows)} stored value(s) follow the private rows deterministically", rows,
                     ["file", "value", "with_row", "without_row"])
     else:
-        removed = f"the person of private row {plan.removed_row}" if remove_person else \
-            f"private row {plan.removed_row}"
-        stderr.print(f"{len(files)} shipped files, {plan.runs} runs with and without {removed}: no stored value "
-                     "follows the private rows deterministically")
+        stderr.print(f"{len(files)} shipped files, {plan.runs} runs of the source with and without {removed.why} "
+                     f"(label {removed.label}): no stored value follows the private rows deterministically")
     if findings:
         raise PrivacyError(f"{len(findings)} stored value(s) of the shipped files are a deterministic function of the "
                            f"private rows (first: {findings[0].file} {findings[0].value})")
+
+
+def _embedding_again(embeddings: Path) -> Callable[[np.ndarray, Path], None]:
+    """What embeds the source of `embeddings` again, from scratch, as its recorded options say, less some of its
+    rows: the data holder's rerun of the documented pipeline after deleting records."""
+    from pillar_cli.embedding.job import EmbeddingJob
+    from pillar_cli.embedding.request import EmbedRequest
+
+    provenance = artifacts.read(embeddings, "embeddings").provenance
+    options = provenance.config or {}
+    if options.get("merge") or "source" not in options:
+        raise UsageError(f"{embeddings} records no one embed run to repeat (made by merging shards, or by another "
+                         "tool)", hint="embed the source in one run (pillar embed ... -o FILE) and check that file")
+    request = EmbedRequest.from_options(options, parse_params(options.get("param") or []))
+
+    def embed(removed: np.ndarray, target: Path) -> None:
+        dataset = request.dataset(removed)
+        job = EmbeddingJob.of(dataset, request.plan)
+        stderr.print(f"[dim]{target.parent.name}: pillar embed (the source less {len(removed)} record(s))[/dim]")
+        job.run(request.embedder(job.dataset), target, options,
+                lambda artifact: artifacts.write(target, artifact, config=options, command=provenance.command,
+                                                 force=True))
+
+    return embed
 
 
 def _run_in_folder(argv: list[str], folder: Path) -> None:

@@ -50,5 +50,5 @@ def test_stored_values_reach_json_leaves_and_digest_arrays(tmp_path):
 def test_a_plan_needs_two_runs_a_side_and_known_formats():
     with pytest.raises(UsageError, match=r"^runs must be at least 2"):
         NeighbourPlan([], [], [], runs=1)
-    with pytest.raises(UsageError, match="^unknown export format 'pdf' \\(known: onnx, torchscript, safetensors\\)$"):
+    with pytest.raises(UsageError, match="^unknown export format 'pdf' \\(known: onnx, torchscript, safetensors, hf\\)$"):
         NeighbourPlan([], [], ["pdf"])
