@@ -64,7 +64,8 @@ def export(
     say_trust = checked_trust(classifier, key)
     metrics = None if evaluation is None else card_metrics(Evaluation.of(read(evaluation, "evaluation")), released)
     reads = export_classifier(released, fmt, out, features_only=features_only, weights=weights,
-                              trust_checkpoint=trust_checkpoint, force=force, metrics=metrics)
+                              trust_checkpoint=trust_checkpoint, force=force, metrics=metrics,
+                              inputs=[classifier, *(path for path in (weights, evaluation) if path)])
     if sign is not None:
         sign_file(out, sign)
     if as_json:

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -39,6 +37,7 @@ from pillar_cli.release.exported import (
     contents_of,
     metadata_hash,
 )
+from pillar_cli.release.folder import check_folder_target, write_folder
 
 
 class ClassifierModule(torch.nn.Module):
@@ -95,12 +94,15 @@ def image_shape(classifier: Classifier) -> tuple[int, ...] | None:
 
 def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_only: bool = False,
                       weights: Path | None = None, trust_checkpoint: bool = False, force: bool = False,
-                      metrics: dict | None = None) -> str:
+                      metrics: dict | None = None, inputs: Sequence[Path | str] = ()) -> str:
     """Write `classifier` as `fmt`; returns what the file's module reads ('features (N, D)' or 'uint8 images …').
     From images, the module holds the embedder rebuilt from the recipe (its weights file, if it had one, given
     as `weights`) and computes in fp32. hf: a folder of model.safetensors, config.json and a model card README.md
-    (release/card.py; `metrics`: an evaluation's row for the head's cell)."""
+    (release/card.py; `metrics`: an evaluation's row for the head's cell), checked against replacing more than an
+    earlier export (release/folder.py; `inputs`: the files it reads)."""
     check_one_of(EXPORT_FORMATS)("format", fmt)
+    if fmt == "hf":
+        check_folder_target(out, inputs, force)
     if classifier.is_network and features_only:
         raise UsageError(f"the release holds a fine-tuned network, which reads the images themselves: export it from "
                          f"images (drop {param('features_only', True)})")
@@ -119,7 +121,7 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
     example = (torch.zeros((2, *shape), dtype=getattr(torch, pixels)) if shape is not None else
                torch.zeros((2, len(classifier.mean)), dtype=torch.float32))
     if fmt == "hf":
-        _write_folder(out, lambda folder: _hf_folder(folder, classifier, module, carried), force)
+        write_folder(out, lambda folder: _hf_folder(folder, classifier, module, carried))
         return "features (N, D) float32"
     with replacing(out, force) as tmp:
         if fmt == "safetensors":
@@ -167,21 +169,6 @@ def _hf_folder(folder: Path, classifier: Classifier, module: torch.nn.Module | N
     _write_safetensors(folder / HF_WEIGHTS, classifier, module, carried,
                        {name: hashlib.sha256(data).hexdigest() for name, data in files.items()})
 
-
-
-def _write_folder(out: Path, write: Callable[[Path], None], force: bool) -> None:
-    """A folder, written beside its place and moved there whole (an existing one replaced only with `force`, which
-    the command checked)."""
-    partial = out.with_name(f".{out.name}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
-    try:
-        write(partial)
-        if out.is_dir() and force:
-            shutil.rmtree(out)
-        os.replace(partial, out)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
 
 
 def _network_module(classifier: Classifier, features: torch.nn.Module | None) -> torch.nn.Module | None:

@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from checks import edited_copy
+from checks import edited_copy, snapshot
 from safetensors.numpy import save_file
 
 from pillar_cli.artifacts.statement import statement_summary
@@ -155,3 +155,33 @@ def test_an_epsilon_edited_down_by_one_percent_is_refused_by_every_reader(pillar
     refused = pillar("release", forged_model, "-o", tmp_path / "rel.h5", expect=None)
     assert refused.exit_code == 3 and "its ε was changed after it was written" in refused.stderr
     assert not (tmp_path / "rel.h5").exists()
+
+
+def test_an_hf_export_replaces_only_a_folder_an_hf_export_wrote(pillar, release, tmp_path, monkeypatch):
+    """--force once deleted whatever folder -o named: the input release and a user's notes beside it, the working
+    directory's parent; now each is refused in one line before any work, and nothing is touched."""
+    sand, notes = tmp_path / "sand", tmp_path / "notes"
+    sand.mkdir(), notes.mkdir()
+    (sand / "rel.h5").write_bytes(release.read_bytes())
+    (sand / "notes.txt").write_text("mine")
+    (notes / "notes.txt").write_text("mine")
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    before = snapshot(tmp_path)
+    for source, target, message in (
+            (sand / "rel.h5", sand, f"{sand} holds the input {sand / 'rel.h5'}: an hf export writes a folder of its own"),
+            (release, notes, f"{notes} holds notes.txt, which an hf export does not write: --force replaces only a "
+                             "folder an hf export wrote"),
+            (release, tmp_path / "work" / "..", f"{tmp_path / 'work' / '..'} is the working directory or a folder "
+                                                "above it: an hf export writes a folder of its own"),
+            (release, tmp_path / "work" / ".", f"{tmp_path / 'work' / '.'} is the working directory or a folder above "
+                                               "it: an hf export writes a folder of its own")):
+        result = pillar("export", source, "--format", "hf", "-o", target, "--force", expect=None)
+        assert result.exit_code == 2 and result.stderr.splitlines()[0] == f"error: {message}", result.stderr
+        assert snapshot(tmp_path) == before
+    pillar("export", release, "--format", "hf", "-o", tmp_path / "hf")
+    (tmp_path / "hf" / "README.md").write_text("an edited card")
+    pillar("export", release, "--format", "hf", "-o", tmp_path / "hf", "--force")  # an export's own folder: replaced
+    assert sorted(p.name for p in (tmp_path / "hf").iterdir()) == ["README.md", "config.json", "model.safetensors"]
+    assert pillar("verify", tmp_path / "hf").exit_code == 0  # the card written again, its hash in the weights
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hf", "notes", "sand", "work"]  # no scratch left beside
