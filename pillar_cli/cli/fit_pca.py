@@ -28,7 +28,7 @@ from pillar_cli.projection.private_pca import fit_private_pca, private_projectio
 from pillar_cli.projection.public_choice import chosen_candidate, public_choice
 
 
-@cli_errors
+@cli_errors(flags={"epsilon": "--dp-eps", "delta": "--dp-delta"})
 def fit_pca(
     ctx: typer.Context,
     embeddings: Optional[str] = typer.Argument(None, help="Embeddings artifact, optionally FILE:SPLIT (default "

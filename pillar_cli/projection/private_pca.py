@@ -45,8 +45,9 @@ def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, del
     k_max None keeps min(D, 200) components (as many as a public fit's default rule reaches: directions below the
     noise still help a head, as random directions do). ε = inf releases the exact second moment (no guarantee: for tests and
     for comparison only). `persons`: each row's person, whose rows are weighted so that the release bounds a person
-    (`persons_from`: where they came from, in words)."""
-    validate_budget(epsilon, delta)
+    (`persons_from`: where they came from, in words). δ must lie below 1/n for the n rows (or persons) it reads: the
+    check refuses, and releases nothing."""
+    validate_budget(epsilon, delta, len(features) if persons is None else len(np.unique(persons)))
     dim = features.shape[1]
     if k_max is not None and not 1 <= k_max <= dim:
         raise UsageError(f"{param('k_max')} must be between 1 and the feature dimension {dim} (got {k_max})")

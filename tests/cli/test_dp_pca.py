@@ -52,6 +52,11 @@ def test_dp_pca_fits_and_uses_that_would_not_be_covered_are_refused(pillar, digi
                          "--dp-eps fits on the private split: give it as FILE:private", out)
     assert_clean_failure(pillar("fit-pca", f"{digits['emb']}:private", "--dp-eps", "0", "-o", out, expect=None), 2,
                          "--dp-eps must be a positive number (got 0.0)", out)
+    rows = len(artifacts.read_split(f"{digits['emb']}:private").index)  # δ ≥ 1/n once went through to a release
+    assert_clean_failure(pillar("fit-pca", f"{digits['emb']}:private", "--dp-eps", "1", "--dp-delta", "0.01", "-o", out,
+                                expect=None), 5,
+                         f"--dp-delta 0.01 is not below 1/n = {1 / rows:.3g} for n = {rows} private rows: such a δ "
+                         "permits releasing individual records", out)
     model = tmp_path / "m.h5"
     assert_clean_failure(pillar("train-private", digits["other"], "-p", digits["pca"], "--eps", "1", "--k", "5", "-o",
                                 model, expect=None), 4,
