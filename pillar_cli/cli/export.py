@@ -59,6 +59,8 @@ def export(
     """
     from pillar_cli.release.export import export_classifier  # torch: imported to run, not for --help
 
+    if evaluation is not None and fmt != "hf":
+        raise UsageError(f"--evaluation states test metrics in a model card, which only --format hf writes (not {fmt})")
     signed_output(out, sign, [str(classifier)] + [str(path) for path in (weights, evaluation) if path], force)
     released = read_classifier(str(classifier))
     say_trust = checked_trust(classifier, key)

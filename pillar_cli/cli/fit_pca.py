@@ -77,6 +77,9 @@ def fit_pca(
 
     Example: pillar fit-pca emb.h5:private --dp-eps 0.3 --k-max 100 -o dppca.h5
     """
+    if dp_eps is not None and (components or public_from is not None):
+        raise UsageError(f"--dp-eps fits a DP-PCA of the private rows; {'--components' if components else '--public-from'}"
+                         " fits on public rows: pass one")
     if dp_eps is not None:
         return _fit_private(ctx, embeddings, out, k_max, dp_eps, dp_delta, accountant, noise_seed, force, as_json)
     gsd = None if public_from is None else artifacts.read(public_from, "gsd")

@@ -11,6 +11,7 @@ otherwise."""
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import BinaryIO
 
 import numpy as np
@@ -28,7 +29,18 @@ def dicom_depth(file: str) -> int:
     """16 for a greyscale file of more than 8 bits stored, 8 otherwise (its header read, not its pixels)."""
     dataset = _read(file, file, stop_before_pixels=True)
     colour = str(getattr(dataset, "PhotometricInterpretation", "MONOCHROME2")) == "RGB"
-    return 16 if int(getattr(dataset, "BitsStored", 8)) > 8 and not colour else 8
+    return 16 if _bits_stored(dataset, file, 8) > 8 and not colour else 8
+
+
+def _bits_stored(dataset, name: str, default: int) -> int:
+    """The file's BitsStored (`default` where it records none); one recorded empty or out of range is one line."""
+    if "BitsStored" not in dataset:
+        return default
+    value = dataset.BitsStored
+    if value in (None, "") or not 1 <= int(value) <= 32:
+        raise DataError(f"{name} records BitsStored {'empty' if value in (None, '') else value}: the range of its "
+                        "pixels is unknown")
+    return int(value)
 
 
 def patient_ids(files: list[str]) -> list[str] | None:
@@ -49,7 +61,9 @@ def _read(file: str | BinaryIO, name: str, **options):
     except ImportError:
         raise DataError(f"reading DICOM ({name}) needs pydicom: pip install pydicom (or the 'medical' extra)") from None
     try:
-        return pydicom.dcmread(file, **options)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pydicom warns of each oddity it reads past: the checks below decide
+            return pydicom.dcmread(file, **options)
     except Exception as err:  # pydicom raises its own kinds on a damaged or foreign file
         raise DataError(f"cannot read DICOM file {name}: {str(err).splitlines()[0][:120]}") from None
 
@@ -62,6 +76,9 @@ def dicom_image(file: str | BinaryIO, name: str):
     frames = int(getattr(dataset, "NumberOfFrames", 1) or 1)
     if frames > 1:
         raise DataError(f"{name} is a multi-frame DICOM ({frames} frames); embed one frame per file")
+    bits = _bits_stored(dataset, name, int(getattr(dataset, "BitsAllocated", 16) or 16))
+    if "RescaleSlope" in dataset and dataset.RescaleSlope not in (None, "") and float(dataset.RescaleSlope) == 0:
+        raise DataError(f"{name} records RescaleSlope 0: every pixel would read as one grey level")
     quiet = logging.getLogger("pydicom")
     was, quiet.disabled = quiet.disabled, True  # its decoders log each failure: the error below is the one line
     try:
@@ -78,7 +95,6 @@ def dicom_image(file: str | BinaryIO, name: str):
     if photometric not in ("MONOCHROME1", "MONOCHROME2") or pixels.ndim != 2:
         raise DataError(f"{name} holds {photometric} pixels of shape {pixels.shape}; greyscale (MONOCHROME1/2) and "
                         "8-bit RGB are read")
-    bits = int(getattr(dataset, "BitsStored", pixels.dtype.itemsize * 8))
     return _grey_levels(dataset, pixels, bits, apply_modality_lut), 16 if bits > 8 else 8
 
 

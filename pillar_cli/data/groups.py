@@ -76,7 +76,12 @@ def groups_of_files(mapping: Path, files: list[str], root: Path) -> Groups:
         rows = rows[1:]
     if not rows or any(len(row) < 2 for row in rows):
         raise DataError(f"{mapping} must hold 'file,group' rows (an image file and its person's group id)")
-    by_path = {os.path.normpath(row[0].strip()): row[1].strip() for row in rows}
+    by_path: dict[str, str] = {}
+    for row in rows:
+        path, group = os.path.normpath(row[0].strip()), row[1].strip()
+        if by_path.setdefault(path, group) != group:  # one file, two persons: which is it?
+            raise DataError(f"{mapping} names {path} twice, as {by_path[path]} and as {group}: a file is one "
+                            "person's", hint="keep one row a file")
     by_name = {}
     for path, group in by_path.items():
         by_name.setdefault(os.path.basename(path), []).append(group)

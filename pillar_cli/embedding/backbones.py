@@ -19,7 +19,7 @@ from pillar_cli.embedding.features import Embedder, InFlightFeatures, PendingFea
 from pillar_cli.embedding.images import resize_and_crop
 from pillar_cli.embedding.networks import NetworkEmbedder, build_network, load_state, pretrained_network
 from pillar_cli.embedding.weights import PackagedWeights, load_weights_file
-from pillar_cli.errors import DataError, UsageError, param
+from pillar_cli.errors import DataError, UsageError, check_one_of, param
 from pillar_cli.lazy import torch
 
 if TYPE_CHECKING:
@@ -115,6 +115,7 @@ class PixelEmbedder:
 
 
 PRECISIONS = ("auto", "fp32", "bf16")
+RUNTIMES = ("auto", "torch", "onnxruntime")  # what runs a timm backbone
 
 
 class TimmEmbedder:
@@ -183,7 +184,11 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
                    device: str = "auto", trust_checkpoint: bool = False, precision: str = "auto",
                    seed: int = 0, runtime: str = "auto") -> Embedder:
     """The embedder of backbone `name` for inputs of `input_shape`; `runtime` (timm backbones): auto = ONNX Runtime
-    for fp32 on the CPU when it is installed, torch otherwise."""
+    for fp32 on the CPU when it is installed, torch otherwise. An unknown precision or runtime is refused for every
+    backbone, those that have no use for it included."""
+    if precision not in PRECISIONS:
+        raise UsageError(f"{param('precision')} must be one of {', '.join(PRECISIONS)}; got '{precision}'")
+    check_one_of(RUNTIMES)("runtime", runtime)
     spec = resolve_backbone(name)
     if spec.name == "network":
         return _network_embedder(weights, input_shape, resize or crop, device)
@@ -217,8 +222,6 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
     size = crop or int(config["input_size"][-1])
     preprocessing = Preprocessing(resize or int(round(size / config.get("crop_pct", 0.875))), size,
                                   tuple(config["mean"]), tuple(config["std"]), config.get("interpolation", "bilinear"))
-    if precision not in PRECISIONS:
-        raise UsageError(f"{param('precision')} must be one of {', '.join(PRECISIONS)}; got '{precision}'")
     bf16 = precision == "bf16" or (precision == "auto" and torch_device.type == "cuda")
     return TimmEmbedder(spec, model, preprocessing, weights_id, torch_device, bf16,
                         _runtime(runtime, torch_device, bf16))

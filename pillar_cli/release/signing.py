@@ -12,6 +12,7 @@ from pathlib import Path
 from pillar_cli.errors import ArtifactError, UsageError
 
 SUFFIX = ".sig"
+SIGNING_CURVES = ("secp256r1", "secp384r1", "secp521r1")  # NIST P-256, P-384, P-521: what model-signing takes
 
 
 def signature_path(path: Path) -> Path:
@@ -34,6 +35,10 @@ def check_signing_key(key: Path) -> None:
                          hint="make one with: openssl ecparam -name prime256v1 -genkey -noout -out key.pem") from None
     if not isinstance(loaded, ec.EllipticCurvePrivateKey):
         raise UsageError(f"{key} is not an elliptic-curve private key (model-signing signs with EC keys)",
+                         hint="make one with: openssl ecparam -name prime256v1 -genkey -noout -out key.pem")
+    if loaded.curve.name not in SIGNING_CURVES:
+        raise UsageError(f"{key} is a key on the curve {loaded.curve.name}; model-signing signs with "
+                         f"{', '.join(SIGNING_CURVES)} keys only",
                          hint="make one with: openssl ecparam -name prime256v1 -genkey -noout -out key.pem")
 
 

@@ -187,6 +187,26 @@ def test_unknown_backbone_and_offline_weights(pillar, tmp_path):
                           "--no-pretrained for random weights)", tmp_path / "e.h5")
 
 
+@bad_input("an option that would be ignored")
+def test_options_that_would_be_ignored_are_refused(pillar, mnist, tmp_path):
+    """Each once went through with rc 0 and the option silently unused."""
+    out = tmp_path / "out.h5"
+    assert_clean_failure(pillar("embed", "--source", "digits", "--runtime", "bogus", "-o", out, expect=None), 2,
+                         "unknown --runtime 'bogus' (known: auto, torch, onnxruntime)", out)
+    assert_clean_failure(pillar("fit-pca", f"{mnist['emb']}:private", "--dp-eps", "1", "--components", "-o", out,
+                                expect=None), 2,
+                         "--dp-eps fits a DP-PCA of the private rows; --components fits on public rows: pass one", out)
+    model, release = tmp_path / "m.h5", tmp_path / "rel.h5"
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5", "--eps", "1", "--steps", "5", "-o", model)
+    pillar("release", model, "-o", release)
+    pillar("evaluate", model, "-e", f"{mnist['emb']}:test", "-o", tmp_path / "eval.h5")
+    onnx = tmp_path / "c.onnx"
+    assert_clean_failure(pillar("export", release, "--format", "onnx", "--evaluation", tmp_path / "eval.h5", "-o",
+                                onnx, expect=None), 2,
+                         "--evaluation states test metrics in a model card, which only --format hf writes (not onnx)",
+                         onnx)
+
+
 @bad_input("mismatched dimensions")
 def test_evaluate_rejects_mismatched_dimensions(pillar, mnist, tmp_path):
     pillar("embed", "--source", "digits", "-o", tmp_path / "d.h5")

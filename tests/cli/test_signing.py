@@ -85,6 +85,17 @@ def test_a_key_that_cannot_sign_is_refused_before_anything_is_written(pillar, si
     result = pillar("release", signed / "m.h5", "-o", out, "--sign", keys / "pub.pem", expect=2)
     assert_clean_failure(result, 2, f"{keys / 'pub.pem'} is not an unencrypted PEM private key", out)
     assert not (tmp_path / "rel.h5.sig").exists()
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    for curve in (ec.SECP256K1(), ec.BrainpoolP256R1()):  # EC keys model-signing cannot sign with: once a crash
+        key = tmp_path / f"{curve.name}.pem"  # after the release was written, leaving it without its .sig
+        key.write_bytes(ec.generate_private_key(curve).private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+        result = pillar("release", signed / "m.h5", "-o", out, "--sign", key, expect=2)
+        assert_clean_failure(result, 2, f"{key} is a key on the curve {curve.name}; model-signing signs with "
+                                        "secp256r1, secp384r1, secp521r1 keys only", out)
+        assert not (tmp_path / "rel.h5.sig").exists()
 
 
 def test_a_hugging_face_folder_carries_a_model_card_that_states_the_guarantee(mnist, pillar, signed, keys, tmp_path):

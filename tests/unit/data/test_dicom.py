@@ -31,3 +31,20 @@ def test_a_multi_frame_file_and_pixels_no_handler_decodes_are_one_line(tmp_path)
     write_dicom(tmp_path / "j2k.dcm", np.zeros((4, 4)), syntax=JPEG2000Lossless)
     with pytest.raises(DataError, match=r"^cannot decode the pixels of .*j2k.dcm \(transfer syntax 1.2.840.10008.1.2.4.90\)"):
         decode_image(str(tmp_path / "j2k.dcm"), None, channels=1)
+
+
+def test_an_empty_bits_stored_and_a_zero_rescale_slope_are_one_line(tmp_path):
+    """Once a traceback (int(None), 66 lines) and a silently black image."""
+    from pillar_cli.data.pixels import image_depth
+
+    write_dicom(tmp_path / "bits.dcm", np.full((4, 4), 100))
+    dataset = pydicom.dcmread(tmp_path / "bits.dcm")
+    dataset.BitsStored = None
+    dataset.save_as(tmp_path / "bits.dcm")
+    for read in (lambda: decode_image(str(tmp_path / "bits.dcm"), None, channels=1),
+                 lambda: image_depth(str(tmp_path / "bits.dcm"))):
+        with pytest.raises(DataError, match=r"bits.dcm records BitsStored empty: the range of its pixels is unknown$"):
+            read()
+    write_dicom(tmp_path / "slope.dcm", np.arange(16).reshape(4, 4), slope=0.0)
+    with pytest.raises(DataError, match=r"slope.dcm records RescaleSlope 0: every pixel would read as one grey level$"):
+        decode_image(str(tmp_path / "slope.dcm"), None, channels=1)

@@ -89,6 +89,9 @@ def test_a_manifest_column_or_a_csv_mapping_names_the_persons_of_image_files(tmp
         load_source("image-folder", SourceOptions(tmp_path, {"groups": str(tmp_path / "short.csv")}))
     with pytest.raises(UsageError, match="names each row's person in a column; params groups= would name them twice$"):
         load_source("manifest", SourceOptions(tmp_path / "m.csv", {"groups": str(tmp_path / "persons.csv")}))
+    (tmp_path / "twice.csv").write_text("a/1.png,p1\na/2.png,p2\nb/3.png,p1\na/1.png,p3\n")  # once: the last row won
+    with pytest.raises(DataError, match=r"twice.csv names a/1.png twice, as p1 and as p3: a file is one person's$"):
+        load_source("image-folder", SourceOptions(tmp_path, {"groups": str(tmp_path / "twice.csv")}))
 
 
 def test_dicom_files_name_their_patient(tmp_path):

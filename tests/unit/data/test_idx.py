@@ -68,3 +68,31 @@ def test_damaged_idx_files_are_refused_in_one_line(tmp_path):
     images.unlink()
     with pytest.raises(DataError, match="has no train-images-idx3-ubyte\\[.gz\\]: an IDX folder holds the files"):
         read_idx_folder(tmp_path, "missing")
+
+
+def test_idx_headers_and_labels_that_read_as_something_else_are_refused(tmp_path):
+    """Each once a traceback or a silently wrong read: header dimensions whose product overflows 64 bits, a file
+    of no images, a test part of another image size, and labels that are fractions, NaN or negative."""
+    mnist_folder(tmp_path, compress=False)
+    images = tmp_path / "train-images-idx3-ubyte"
+    images.write_bytes(bytes([0, 0, 8, 3]) + struct.pack(">3I", 2**32 - 1, 2**32 - 1, 2**31))  # product ≡ 0 mod 2⁶⁴
+    with pytest.raises(DataError, match=r"is cut short or padded: its header promises \(4294967295, 4294967295, "
+                                        r"2147483648\) values of 1 byte\(s\) and it holds 0 bytes of data$"):
+        read_idx_folder(tmp_path, "overflow")
+    write_idx(images, np.zeros((0, 6, 7), np.uint8))
+    write_idx(tmp_path / "train-labels-idx1-ubyte", np.zeros(0, np.uint8))
+    with pytest.raises(DataError, match=r"train-images-idx3-ubyte holds no images \(its header says \(0, 6, 7\)\)$"):
+        read_idx_folder(tmp_path, "empty")
+    mnist_folder(tmp_path, compress=False)
+    write_idx(tmp_path / "t10k-images-idx3-ubyte", np.zeros((5, 8, 8), np.uint8))
+    with pytest.raises(DataError, match=r": the test images are 8 × 8, the train images 7 × 6$"):
+        read_idx_folder(tmp_path, "sizes")
+    mnist_folder(tmp_path, compress=False)
+    labels = tmp_path / "train-labels-idx1-ubyte"
+    for values, code, message in ((np.full(12, 0.5), 0x0D, "holds float32 labels; IDX labels are whole numbers of a "
+                                                            "class$"),
+                                  (np.full(12, np.nan), 0x0D, "holds float32 labels"),
+                                  (np.r_[np.zeros(3), -1, np.zeros(8)], 0x0B, r": label -1 of row 3 names no class$")):
+        write_idx(labels, values, code)
+        with pytest.raises(DataError, match=message):
+            read_idx_folder(tmp_path, "labels")
