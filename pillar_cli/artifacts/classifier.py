@@ -15,6 +15,7 @@ Attributes: `class_names`; `head` (method, family, k, `row_l2_normalised`: rows 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,16 +47,35 @@ class Classifier:
     def is_network(self) -> bool:
         return self.network is not None
 
+    @property
+    def head_arrays(self) -> dict[str, np.ndarray]:
+        """The head as a release stores it: a network's weights by name, else weights, bias (and basis) in float32."""
+        return self.network if self.network is not None else linear_head(self.weights, self.bias, self.basis)
+
     def to_artifact(self) -> Artifact:
         arrays = {"mean": self.mean.astype(np.float32), "scale": self.scale.astype(np.float32)}
         if self.network is not None:
             arrays |= {NETWORK_PREFIX + name: array for name, array in self.network.items()}
         else:
-            arrays |= {"weights": self.weights.astype(np.float32), "bias": self.bias.astype(np.float32)}
-        if self.basis is not None:
-            arrays["basis"] = self.basis.astype(np.float32)
+            arrays |= linear_head(self.weights, self.bias, self.basis)
         return Artifact("classifier", arrays, {"class_names": list(self.class_names), "head": self.head,
                                                "features": self.features.to_attrs(), "privacy": self.privacy.to_attrs()})
+
+
+def linear_head(weights: np.ndarray, bias: np.ndarray, basis: np.ndarray | None) -> dict[str, np.ndarray]:
+    """A linear head's arrays as a release stores them (float32)."""
+    arrays = {"weights": weights.astype(np.float32), "bias": bias.astype(np.float32)}
+    return arrays if basis is None else arrays | {"basis": basis.astype(np.float32)}
+
+
+def head_digest(arrays: dict[str, np.ndarray]) -> str:
+    """sha256 over a head's arrays (name, dtype, shape, bytes; by name): what ties an evaluation's row to the
+    release of one of the runs it evaluated. A DP output's digest discloses nothing the head does not."""
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}|{array.dtype}|{list(array.shape)}\n".encode() + array.tobytes())
+    return digest.hexdigest()
 
 
 def read_classifier(path: str) -> Classifier:

@@ -85,6 +85,11 @@ class RunRecord:
         rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
         return rows @ self.weights + self.bias
 
+    def released_head(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(weights, bias, basis) as a release of this run holds them: a head on unit-norm rows with its basis,
+        else mapped back to the standardised features (basis None); linear heads only."""
+        return (self.weights, self.bias, self.basis) if self.row_normalised else (*self.full_weights(), None)
+
     def full_weights(self) -> tuple[np.ndarray, np.ndarray]:
         """The head mapped back to the standardised feature space: (A_k · w, b); linear heads only."""
         if self.row_normalised:

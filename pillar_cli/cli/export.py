@@ -84,9 +84,11 @@ def card_metrics(evaluation: Evaluation, released: Classifier) -> dict:
     """The evaluation's metrics for the released head's cell, or one line saying it holds none."""
     from pillar_cli.release.card import evaluation_metrics
 
-    metrics = evaluation_metrics(evaluation, released.head, released.privacy.epsilon_target)
+    metrics = evaluation_metrics(evaluation, released)
     if metrics is None:
-        raise UsageError(f"{evaluation.path} holds no row for the released head's cell (method "
-                         f"{released.head['method']}, k {released.head['k']}, ε {released.privacy.epsilon_target:g})",
-                         hint="evaluate the model this classifier was released from")
+        raise UsageError(f"{evaluation.path} is no evaluation of the released head (method {released.head['method']}, "
+                         f"k {released.head['k']}, ε {released.privacy.epsilon_target:g}): none of its heads is this "
+                         "one, so a card quoting it would describe another model",
+                         hint="evaluate the model this classifier was released from (pillar evaluate MODEL -o "
+                              "eval.h5)")
     return metrics

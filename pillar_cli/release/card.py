@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from pillar_cli.artifacts.classifier import Classifier, head_digest
 from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.statement import Statement
@@ -107,10 +108,13 @@ def _evaluation_text(metrics: dict | None) -> str:
             "them.")
 
 
-def evaluation_metrics(evaluation: Evaluation, head: dict, epsilon_target: float) -> dict | None:
-    """The evaluation's row for the released head's (method, k, ε) cell, or None if it holds no such cell."""
-    row = evaluation.cell(head["method"], "full" if head["k"] is None else head["k"], epsilon_target)
-    if row is None:
+def evaluation_metrics(evaluation: Evaluation, released: Classifier) -> dict | None:
+    """The evaluation's row for the released head's (method, k, ε) cell — only if the head is one of the row's
+    (its digest among the row's `heads`): an evaluation of another model, or one that records no heads, gives
+    None."""
+    head = released.head
+    row = evaluation.cell(head["method"], "full" if head["k"] is None else head["k"], released.privacy.epsilon_target)
+    if row is None or head_digest(released.head_arrays) not in (row.get("heads") or ()):
         return None
     values = {name: float(row[f"{name}_mean"]) for name in ("accuracy", "balanced_accuracy", "macro_f1")
               if row.get(f"{name}_mean") is not None}

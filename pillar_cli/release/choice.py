@@ -106,10 +106,7 @@ def _classifier(model: Artifact, run: RunRecord, statement: dict) -> Classifier:
     """The run's head as applied by `evaluate`: a linear head's weights mapped back to the standardised features;
     a head on unit-norm projected rows with its basis."""
     key, unit_rows = run.key, run.row_normalised
-    if unit_rows:
-        basis, weights, bias = run.basis, run.weights, run.bias
-    else:
-        basis, (weights, bias) = None, run.full_weights()
+    weights, bias, basis = run.released_head()
     header = ModelHeader.of(model)
     head = {"method": key.method, "k": key.k if key.k is not None else "full", "unit_rows": unit_rows,
             "row_l2_normalised": header.row_l2_normalised}

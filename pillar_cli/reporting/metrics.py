@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
+from pillar_cli.artifacts.classifier import head_digest, linear_head
 from pillar_cli.artifacts.model import RunRecord, stored_runs
 from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.artifacts.network import is_network, stored_state
@@ -50,6 +51,7 @@ def selected_metrics(models: list[Artifact], features: np.ndarray, labels: np.nd
         for run_id in choice.run_ids:
             per_seed.append(classification_metrics(labels, _logits(runs[run_id], z), header.num_classes))
         row = {**{k: v for k, v in choice.to_attrs().items() if k != "run_ids"}, "seeds": len(per_seed),
+               "heads": [head_digest(_head_arrays(runs[run_id])) for run_id in choice.run_ids],
                "epsilon_spent": max(runs[i].epsilon_spent for i in choice.run_ids),
                "val_accuracy": choice.val_accuracy_mean, "accuracies": [m["accuracy"] for m in per_seed],
                "confusion_per_seed": [m["confusion"] for m in per_seed],
@@ -71,6 +73,11 @@ def _logits(run: RunRecord, standardised: np.ndarray) -> np.ndarray:
     model = load_state(build_network(spec), stored_state(run.model, run.local_id),
                        f"run {run.local_id} of {run.model.path}")
     return network_logits(model, standardised, spec)
+
+
+def _head_arrays(run: RunRecord) -> dict[str, np.ndarray]:
+    """The run's head as its release would store it (artifacts/classifier.py)."""
+    return stored_state(run.model, run.local_id) if is_network(run.model) else linear_head(*run.released_head())
 
 
 def _mean_ignoring_none(columns: list[list[float | None]]) -> list[float | None]:

@@ -185,3 +185,23 @@ def test_an_hf_export_replaces_only_a_folder_an_hf_export_wrote(pillar, release,
     assert sorted(p.name for p in (tmp_path / "hf").iterdir()) == ["README.md", "config.json", "model.safetensors"]
     assert pillar("verify", tmp_path / "hf").exit_code == 0  # the card written again, its hash in the weights
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hf", "notes", "sand", "work"]  # no scratch left beside
+
+
+def test_a_model_card_quotes_only_an_evaluation_of_the_released_head(pillar, mnist, release, tmp_path):
+    """An evaluation of another model once put its accuracy into the card; now its heads' digests must hold the
+    released head's."""
+    other = tmp_path / "other.h5"
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--k", "10", "--lr", "0.5", "--steps",
+           "20", "-o", other)  # the same cell, trained again: other heads
+    pillar("evaluate", other, "-e", f"{mnist['emb']}:test", "-o", tmp_path / "other-eval.h5")
+    folder = tmp_path / "hf"
+    result = pillar("export", release, "--format", "hf", "--evaluation", tmp_path / "other-eval.h5", "-o", folder,
+                    expect=2)
+    assert result.stderr.splitlines() == [
+        f"error: {tmp_path / 'other-eval.h5'} is no evaluation of the released head (method pillar, k 10, ε 1): none of "
+        "its heads is this one, so a card quoting it would describe another model",
+        "hint: evaluate the model this classifier was released from (pillar evaluate MODEL -o eval.h5)"]
+    assert not folder.exists()
+    pillar("evaluate", release.parent / "m.h5", "-e", f"{mnist['emb']}:test", "-o", tmp_path / "own-eval.h5")
+    pillar("export", release, "--format", "hf", "--evaluation", tmp_path / "own-eval.h5", "-o", folder)
+    assert "accuracy_test: " in (folder / "README.md").read_text()
