@@ -58,6 +58,8 @@ def _list(file: Path, listed: bool) -> None:
     """With --list, each pipeline of the file (name, steps, the first sentence of its description); without a name,
     a usage error naming them."""
     pipelines = list_pipelines_in(file)
+    if not pipelines:
+        raise UsageError(f"{file} holds no pipelines")
     if not listed:
         raise UsageError(f"name a pipeline of {file} to run (available: {', '.join(p.name for p in pipelines)})",
                          hint=f"pillar run {file} --list")
