@@ -9,7 +9,7 @@ import typer
 
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import stderr
-from pillar_cli.cli.freshness import RERUN, RUN, SKIP, step_state
+from pillar_cli.cli.freshness import RERUN, RUN, SKIP, RunLock, step_files, step_state
 from pillar_cli.cli.pipeline import list_pipelines_in, load_pipeline
 from pillar_cli.errors import PillarError, UsageError
 from pillar_cli.version import PROGRAM
@@ -25,9 +25,11 @@ def run(
     force: bool = typer.Option(False, "--force", help="Run every step, passing --force to those that write outputs "
                                "(without it a step whose output is up to date is skipped)."),
 ) -> None:
-    """Run a named pipeline: each step is a pillar command line; the first failing step stops it. A step whose output
-    the same command wrote with the same options from inputs that have not changed since is skipped; one whose
-    inputs or options changed is run again over its output; each says which.
+    """Run a named pipeline: each step is a pillar command line; the first failing step stops it. A step whose outputs
+    the same command line wrote from inputs that have not changed since (source files and folders included) is
+    skipped; one whose inputs or options changed, or an output of which is missing, is run again over its outputs;
+    each says which. What each step read and wrote is kept in .pillar-run.json of the pipeline's workdir (else
+    beside the pipelines file).
 
     Example: pillar run examples.yaml --list
 
@@ -39,19 +41,22 @@ def run(
     pipeline = load_pipeline(file, name, dict(_parse_var(item) for item in var))
     if pipeline.workdir is not None:
         pipeline.workdir.mkdir(parents=True, exist_ok=True)
+    lock = RunLock((pipeline.workdir or file.parent) / ".pillar-run.json", name)
     for number, argv in enumerate(pipeline.steps, start=1):
-        stderr.print(f"[bold]\\[{number}/{len(pipeline.steps)}][/bold] pillar {' '.join(argv)}")
+        stderr.print(f"[bold]\\[{number}/{len(pipeline.steps)}][/bold] pillar {' '.join(argv)}", soft_wrap=True)
         command = pillar.get_command(ctx, argv[0]) if argv else None
-        state, why = (RUN, "") if force or command is None else step_state(command, argv)
+        recorded = lock.get(argv)
+        state, why = (RUN, "") if force or command is None else step_state(command, argv, recorded)
         if why:
             stderr.print(f"  {'skipped' if state == SKIP else 'run again'}: {why}", soft_wrap=True)
-        if state == SKIP:
-            continue
-        try:  # the step reports its own error
-            pillar.main(argv + _force(command, argv, force or state == RERUN), prog_name=PROGRAM)
-        except SystemExit as stop:
-            if stop.code:
-                raise PillarError(f"pipeline '{name}' stopped at step {number} (exit {stop.code})") from None
+        if state != SKIP:
+            try:  # the step reports its own error
+                pillar.main(argv + _force(command, argv, force or state == RERUN), prog_name=PROGRAM)
+            except SystemExit as stop:
+                if stop.code:
+                    raise PillarError(f"pipeline '{name}' stopped at step {number} (exit {stop.code})") from None
+        if command is not None and (state != SKIP or recorded is None) and (files := step_files(command, argv)):
+            lock.record(argv, *files)
 
 
 def _list(file: Path, listed: bool) -> None:
