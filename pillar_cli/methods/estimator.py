@@ -12,7 +12,7 @@ import warnings
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -97,8 +97,9 @@ class DPLinearClassifier(SoftmaxClassifier):
         time)."""
         if _inside_model_selection():
             warnings.warn("choosing among DPLinearClassifier fits by their score on private labels (GridSearchCV, "
-                          "cross-validation) is outside ledger_.epsilon_spent, which covers one training; "
-                          "pillar_cli.sweep(..., select='accounted') puts the choice inside ε", PrivacyWarning,
+                          "cross-validation) is outside ledger_.epsilon_spent, which covers one training; leave k, lr "
+                          "and steps 'auto' (the rule, which reads no label: inside ε), or choose lr and steps at the "
+                          "rule's k with pillar_cli.sweep(..., select='accounted') (inside ε)", PrivacyWarning,
                           stacklevel=2)
         labels_given = np.asarray(y)
         if labels_given.dtype.kind == "f" and not np.isfinite(labels_given).all():
@@ -119,6 +120,7 @@ class DPLinearClassifier(SoftmaxClassifier):
         result = with_projection_release(run_sweep(data, request), request, self.projection_)
         run = result.runs[0]
         self.k_ = run.key.k if method.projects else None  # the head's own dimensions (None: all features)
+        self.lr_, self.steps_ = run.key.lr, run.key.steps  # as the rule set them where they were "auto"
         self.normalises_rows_ = method.normalises_rows  # the head reads its k-dimensional rows at unit norm
         self.mapping_ = method.linear_map(self.projection_)
         self.head_ = run.head
@@ -139,6 +141,14 @@ class DPLinearClassifier(SoftmaxClassifier):
                               count.describe() if count is not None and not count.noisy else "", count,
                               result.plan.unit)
         return self
+
+    def __sklearn_clone__(self) -> DPLinearClassifier:
+        """A copy with the same parameters, unfitted — but a fitted `projection` stays fitted: it was fitted on
+        public rows given beforehand, not on the rows a search or cross-validation will fit on (scikit-learn's
+        clone would unfit it, and every fit of GridSearchCV would then fail)."""
+        params = self.get_params(deep=False)
+        return type(self)(**{name: value if name == "projection" else clone(value, safe=False)
+                             for name, value in params.items()})
 
     def request(self) -> SweepRequest:
         """What `fit` asks the sweep to train: one configuration, its rows held out from nothing (no val rows)."""

@@ -24,6 +24,7 @@ ENGINES = ("fast", "opacus")
 VAL_ROLES = ("auto", "train", "hold-out")
 SELECTIONS = ("val", "accounted")
 LISTS = ("method", "k", "epsilon", "lr", "steps", "batch_size", "seed", "ridge")  # one run of the grid per value
+WORDS = ("k", "lr", "steps")  # lists that also take a word for the whole list ("auto": the default rule)
 
 
 def _selection(name: str, value: object) -> None:
@@ -93,10 +94,13 @@ class SweepRequest:
     privacy_unit: str = "auto"
 
     def __post_init__(self) -> None:
-        for name in LISTS:  # any sequence given becomes a tuple: the request is a value
+        for name in LISTS:  # any sequence given becomes a tuple, one value a tuple of one: the request is a value
             value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                object.__setattr__(self, name, tuple(value))
+            if value is None or (isinstance(value, str) and name in WORDS):
+                continue
+            listed = isinstance(value, (list, tuple, range)) or (hasattr(value, "__iter__") and
+                                                                 not isinstance(value, (str, bytes)))
+            object.__setattr__(self, name, tuple(value) if listed else (value,))
         given = dict(self.method_options)  # each asked method's options, at their defaults where none are given
         object.__setattr__(self, "method_options", {
             name: get_method(name).options_or_defaults(given.get(name)) for name in self.method

@@ -190,3 +190,26 @@ def test_python_api_pitfalls_are_refused_or_warned(digits):
     broken[2, 3] = np.inf
     with pytest.raises(DataError, match="^public has 1 rows with NaN or Inf features$"):
         DPLinearClassifier(**quick).fit(x, y, public=broken)
+
+
+def test_scikit_learns_tools_keep_a_fitted_projection_and_take_scalars(digits):
+    """clone() once unfitted a given projection, so every fit of GridSearchCV and cross_val_score failed; sweep()
+    refused a scalar ε with a raw TypeError; the rule's lr and steps were not exposed."""
+    from sklearn.model_selection import cross_val_score
+
+    x, y, public = digits["x"], digits["y"], digits["public"]
+    pca = PublicPCA(k_max=20).fit(public)
+    quick = SETTINGS | {"steps": 20, "k": 10, "accountant": "rdp"}
+    clf = DPLinearClassifier(projection=pca, **quick)
+    assert clone(clf).projection is pca and clone(clf).get_params() == clf.get_params()
+    with pytest.warns(PrivacyWarning, match="leave k, lr and steps 'auto' \\(the rule, which reads no label: inside ε"):
+        search = GridSearchCV(clf, {"lr": [0.1, 0.5]}, cv=2).fit(x, y)
+    assert search.best_estimator_.projection_ is pca and 0.3 < search.best_score_ <= 1
+    with pytest.warns(PrivacyWarning):
+        scores = cross_val_score(clf, x, y, cv=2)
+    assert len(scores) == 2 and all(0.3 < score <= 1 for score in scores)
+    result = sweep(x, y, public=public, epsilon=1, k=10, lr=0.5, steps=20, seed=0, delta=1e-4, device="cpu",
+                   accountant="rdp")
+    assert [(run.key.epsilon, run.key.k, run.key.lr, run.key.steps) for run in result.runs] == [(1.0, 10, 0.5, 20)]
+    ruled = DPLinearClassifier(epsilon=1.0, delta=1e-4, accountant="rdp", device="cpu").fit(x, y, public=public)
+    assert ruled.steps_ == ruled.ledger_.steps and ruled.lr_ > 0 and ruled.k_ > 0
