@@ -255,6 +255,8 @@ def _statement_problem(statement: dict) -> str | None:
     if wrong or not all(isinstance(text, str) for key in ("covers", "not_covered") for text in statement[key]):
         return f"has a privacy statement whose {', '.join(wrong) or 'covers'} {'is' if len(wrong) < 2 else 'are'} " \
                "not of its type"
+    if "risk" in statement and not _risk_record(statement["risk"]):
+        return "has a privacy statement whose risk is not a record of TPRs in [0, 1] and an advantage"
     rows = (statement.get("count") or {}).get("value")
     if not 0 < statement["delta"] < (1 / rows if isinstance(rows, (int, float)) and rows >= 1 else 1):
         return f"states δ = {statement['delta']:g}, not below 1/ñ of the count of training rows it read"
@@ -267,6 +269,15 @@ def _statement_problem(statement: dict) -> str | None:
     if statement["summary"] != statement_summary(statement):
         return "has a privacy summary that does not say what its numbers and lists say"
     return words_problem(statement)
+
+
+def _risk_record(risk: object) -> bool:
+    """A statement's risk as privacy/risk.py writes it: the TPR at each quoted FPR and the advantage, in [0, 1]."""
+    if not isinstance(risk, dict) or not isinstance(risk.get("tpr_at_fpr"), dict):
+        return False
+    numbers = [*risk["tpr_at_fpr"].values(), risk.get("advantage")]
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in numbers) and \
+        set(risk["tpr_at_fpr"]) >= {"0.001", "0.01", "0.1"}
 
 
 def _gsd_ranking(arrays: dict, attrs: dict, splits: list[str]) -> str | None:

@@ -12,6 +12,7 @@ from pillar_cli.artifacts.premises import Premises
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import event_from_dict, headline
 from pillar_cli.privacy.ledger import Ledger
+from pillar_cli.privacy.risk import risk_words
 from pillar_cli.privacy.unit import PrivacyUnit
 
 BASIS = {"trained_on": list, "rule": (dict, type(None)), "selected": str, "cells": int,
@@ -105,6 +106,14 @@ class Statement:
     count: dict | None = None  # the row count it read (privacy/count.py RowCount.to_dict), None: none
     unit: dict | None = None  # what neighbouring datasets differ by (privacy/unit.py PrivacyUnit.to_attrs)
     rests_on: tuple[str, ...] = ()  # what it assumes of the public side (artifacts/premises.py), in words
+    risk: dict | None = None  # what it allows an attacker (privacy/risk.py Risk.to_attrs); None: not recorded
+
+    @property
+    def risk_sentence(self) -> str | None:
+        """The recorded risk in words, for this statement's unit (None where none is recorded)."""
+        if not self.risk:
+            return None
+        return risk_words(self.risk["tpr_at_fpr"], self.risk["advantage"], self.privacy_unit.noun)
 
     @classmethod
     def from_attrs(cls, attrs: dict) -> Statement:

@@ -19,11 +19,13 @@ from pillar_cli.artifacts.statement import Statement
 from pillar_cli.audit.ledger import TOLERANCE, recomputed_epsilon
 from pillar_cli.errors import ArtifactError, PillarError
 from pillar_cli.privacy import event_from_dict
+from pillar_cli.privacy.risk import risk_of, risk_words
 from pillar_cli.release.card import hf_folder_problem
 from pillar_cli.release.exported import exported_format, read_export_metadata
 from pillar_cli.release.signing import signature_path, signature_problem
 
 OK, FAIL, SKIP = "ok", "FAIL", "skip"
+RISK_TOLERANCE = 1e-4  # a recorded TPR or advantage below the one made again by more than this was edited
 
 
 @dataclass(frozen=True)
@@ -40,8 +42,9 @@ def verify_file(path: Path, public_key: Path | None = None, signature: Path | No
         statement, what = _statement(path)
     except PillarError as err:
         return [*checks, Check("hashes and statement", FAIL, str(err)),
-                Check("epsilon", SKIP, "not recomputed from a file that does not read")]
-    return [*checks, Check("hashes and statement", OK, what), _epsilon(statement)]
+                Check("epsilon", SKIP, "not recomputed from a file that does not read"),
+                Check("risk", SKIP, "not made again from a file that does not read")]
+    return [*checks, Check("hashes and statement", OK, what), _epsilon(statement), _risk(statement)]
 
 
 def _signature(path: Path, public_key: Path | None, signature: Path | None) -> Check:
@@ -66,6 +69,19 @@ def _statement(path: Path) -> tuple[Statement, str]:
         raise ArtifactError(f"{path}: {problem}")
     covered = "its weights, card and config.json" if fmt == "hf" else "its weights and graph"
     return Statement.from_attrs(carried["privacy"]), f"the export's hashes match ({covered}); its statement reads"
+
+
+def _risk(statement: Statement) -> Check:
+    """The statement's risk (TPR at each quoted FPR, the advantage) made again from its event tree."""
+    recomputed = risk_of(event_from_dict(statement.event)).to_attrs()
+    sentence = risk_words(recomputed["tpr_at_fpr"], recomputed["advantage"], statement.privacy_unit.noun)
+    if statement.risk is None:
+        return Check("risk", SKIP, f"the statement records none; from its event tree: {sentence}")
+    stated = [statement.risk["advantage"], *(statement.risk["tpr_at_fpr"].get(f) for f in recomputed["tpr_at_fpr"])]
+    made = [recomputed["advantage"], *recomputed["tpr_at_fpr"].values()]
+    if any(value is None or value < again - RISK_TOLERANCE for value, again in zip(stated, made)):
+        return Check("risk", FAIL, f"the statement claims less risk than its event tree allows: {sentence}")
+    return Check("risk", OK, sentence)
 
 
 def _epsilon(statement: Statement) -> Check:

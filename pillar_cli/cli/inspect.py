@@ -17,6 +17,7 @@ from pillar_cli.cli.trust import KeyOption
 from pillar_cli.privacy import event_from_dict, gaussian_segments
 from pillar_cli.privacy.events import ComposedEvent
 from pillar_cli.privacy.selection import recorded_selection_epsilon
+from pillar_cli.artifacts.statement import Statement
 from pillar_cli.release.exported import exported_format, read_export_metadata
 from pillar_cli.release.signing import Trust, trust_of
 
@@ -72,6 +73,8 @@ def _exported(path: Path, fmt: str, trust: Trust, as_json: bool) -> None:
     tree = Tree(f"[bold]{path}[/bold]: a classifier exported as {fmt}")
     tree.add(_trust_text(trust))
     tree.add(f"[green]{carried['privacy']['summary']}[/green]")
+    if sentence := Statement.from_attrs(carried["privacy"]).risk_sentence:
+        tree.add(f"what it means: {sentence}")
     tree.add(f"classes: {', '.join(carried['class_names'])}")
     tree.add(f"head: {carried['head']}")
     tree.add(f"features: {carried['features']}")
@@ -84,6 +87,9 @@ def _tree(document: dict) -> Tree:
     tree.add(f"content hash {document['content_hash'][:16]}…")
     if "signature" in document:
         tree.add(_trust_text(Trust(**document["signature"])))
+    if document["kind"] == "classifier" and (sentence := Statement.from_attrs(document["attrs"]["privacy"])
+                                             .risk_sentence):
+        tree.add(f"what it means: {sentence}")
     tree.add("command: " + " ".join(document["command"]))
     for note in document["guarantee"]:
         tree.add(_GUARANTEE_STYLE[note["level"]].format(note["text"]))

@@ -65,3 +65,5 @@ def release(
     stdout.print("does not cover: " + "; ".join(statement.not_covered))
     if statement.rests_on:
         stdout.print("rests on: " + "; ".join(statement.rests_on))
+    if statement.risk_sentence:
+        stdout.print("what it means: " + statement.risk_sentence)

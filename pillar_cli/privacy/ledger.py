@@ -29,3 +29,10 @@ class Ledger:
     not_covered: str = ""  # what the ε does not cover (a release says: e.g. a choice made on val labels)
     count: RowCount | None = None  # the row count the sampling rate and the rule read (noisy, or declared public)
     unit: PrivacyUnit = PrivacyUnit()  # what neighbouring datasets differ by: a row, or a person
+
+    def risk(self):
+        """What the guarantee allows an attacker (privacy/risk.py): the highest TPR of any membership-inference
+        attack on one unit at each false-positive rate, and the largest advantage."""
+        from pillar_cli.privacy.risk import risk_of
+
+        return risk_of(self.event)

@@ -63,6 +63,11 @@ class PrivacyUnit:
         return f"add or remove one person (every row of theirs; persons as named by {self.persons})"
 
     @property
+    def noun(self) -> str:
+        """What one unit is, as a sentence names it ("a given person was used")."""
+        return "person" if self.is_person else "training row"
+
+    @property
     def described(self) -> str:
         """The unit in a few words (a model card's `unit`)."""
         if not self.is_person:

@@ -30,7 +30,8 @@ def card_front_matter(carried: dict, metrics: dict | None = None) -> dict:
                  "neighbouring": statement.neighbouring, "accountant": statement.accountant,
                  "epsilon_is_upper_bound": statement.epsilon_is_upper_bound,
                  "covers": list(statement.covers), "not_covered": list(statement.not_covered),
-                 **({"rests_on": list(statement.rests_on)} if statement.rests_on else {})}}
+                 **({"rests_on": list(statement.rests_on)} if statement.rests_on else {}),
+                 **({"risk": statement.risk} if statement.risk else {})}}
     if metrics is not None:
         front["metrics"] = {f"{name}_{metrics['split']}": value for name, value in metrics["values"].items()}
     return front
@@ -83,6 +84,8 @@ def model_card(carried: dict, metrics: dict | None = None) -> str:
              f"(ε = {epsilon:.4g}, δ = {statement.delta:g})-differential privacy ({statement.accountant} "
              f"accountant) for {statement.neighbouring}.", "",
              "## What ε covers", "", *[f"- {item}" for item in statement.covers], "",
+             *(["## What ε means for one " + statement.privacy_unit.noun, "", statement.risk_sentence[0].upper() +
+                statement.risk_sentence[1:] + ".", ""] if statement.risk else []),
              "## What ε does not cover", "", *[f"- {item}" for item in statement.not_covered], "",
              *(["## What ε rests on", "", *[f"- {item}" for item in statement.rests_on], ""] if statement.rests_on
                else []),

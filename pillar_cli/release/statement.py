@@ -15,7 +15,9 @@ from pillar_cli.artifacts.model import RunRecord
 from pillar_cli.artifacts.model_header import ModelHeader
 from pillar_cli.artifacts.statement import Statement, statement_summary, statement_words
 from pillar_cli.errors import PrivacyError
+from pillar_cli.privacy import event_from_dict
 from pillar_cli.privacy.count import NOISY, PUBLIC, RowCount
+from pillar_cli.privacy.risk import risk_of
 
 
 def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int) -> Statement:
@@ -42,6 +44,7 @@ def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int
         "mechanism": header.mechanisms.get(run.key.method, ""), "basis": basis, "noise": header.noise,
         **({} if count is None else {"count": count.to_dict()}),
     }
+    statement["risk"] = risk_of(event_from_dict(run.event)).to_attrs()  # the whole tree's: count and releases in it
     statement["covers"], statement["not_covered"], rests_on = statement_words(statement)
     if rests_on:
         statement["rests_on"] = rests_on

@@ -52,10 +52,11 @@ def test_a_signed_release_and_export_verify(pillar, signed, keys, name):
     assert (signed / f"{name}.sig").exists()
     result = pillar("verify", signed / name, "--key", keys / "pub.pem")
     lines = result.stdout.splitlines()
-    assert [line.split(":")[0] for line in lines] == ["ok    signature", "ok    hashes and statement", "ok    epsilon"]
+    assert [line.split(":")[0] for line in lines] == ["ok    signature", "ok    hashes and statement", "ok    epsilon",
+                                                      "ok    risk"]
     assert "dp-accounting PLD gives ε = " in lines[2]
     unchecked = pillar("verify", signed / name, "--json", expect=3)  # a signature beside it that no key checks
-    assert statuses(unchecked) == {"signature": "FAIL", "hashes and statement": "ok", "epsilon": "ok"}
+    assert statuses(unchecked) == {"signature": "FAIL", "hashes and statement": "ok", "epsilon": "ok", "risk": "ok"}
     assert "but not checked: pass --key" in json.loads(unchecked.stdout)["checks"][0]["detail"]
 
 
@@ -76,8 +77,8 @@ def test_another_key_a_flipped_byte_and_a_rehashed_edit_fail(pillar, signed, key
         h5.attrs["privacy"] = json.dumps(statement)
     (tmp_path / "forged.h5.sig").write_bytes((signed / "rel.h5.sig").read_bytes())
     result = pillar("verify", forged, "--key", keys / "pub.pem", "--json", expect=3)
-    assert statuses(result) == {"signature": "FAIL", "hashes and statement": "ok", "epsilon": "ok"}
-    assert result.stderr.startswith(f"error: {forged} failed 1 of 3 checks: signature")
+    assert statuses(result) == {"signature": "FAIL", "hashes and statement": "ok", "epsilon": "ok", "risk": "ok"}
+    assert result.stderr.startswith(f"error: {forged} failed 1 of 4 checks: signature")
 
 
 def test_a_key_that_cannot_sign_is_refused_before_anything_is_written(pillar, signed, keys, tmp_path):
@@ -113,10 +114,12 @@ def test_a_hugging_face_folder_carries_a_model_card_that_states_the_guarantee(mn
         (statement["epsilon"], statement["delta"], statement["accountant"])
     assert stated["covers"] == statement["covers"] and stated["not_covered"] == statement["not_covered"]
     assert stated["unit"] == "one training row (its features and label)" and card["library_name"] == "pillar"
+    assert stated["risk"] == statement["risk"] and 0 < stated["risk"]["tpr_at_fpr"]["0.01"] < 1
+    assert "## What ε means for one training row" in (folder / "README.md").read_text()
     row = artifacts.read(evaluation, "evaluation").attrs["rows"][0]
     assert card["metrics"]["accuracy_test"] == pytest.approx(row["accuracy_mean"])
     assert statuses(pillar("verify", folder, "--key", keys / "pub.pem", "--json")) == \
-        {"signature": "ok", "hashes and statement": "ok", "epsilon": "ok"}
+        {"signature": "ok", "hashes and statement": "ok", "epsilon": "ok", "risk": "ok"}
     (folder / "README.md").write_text((folder / "README.md").read_text().replace("epsilon: ", "epsilon: 0.0"))
     assert statuses(pillar("verify", folder, "--key", keys / "pub.pem", "--json", expect=3))["signature"] == "FAIL"
 
@@ -127,7 +130,7 @@ def test_an_unsigned_export_checks_its_weights_and_card_and_says_it_is_unsigned(
     for fmt, name in (("onnx", "x.onnx"), ("safetensors", "x.safetensors"), ("hf", "x-hf")):
         pillar("export", signed / "rel.h5", "--format", fmt, "-o", tmp_path / name)
         result = pillar("verify", tmp_path / name, "--json")
-        assert statuses(result) == {"signature": "skip", "hashes and statement": "ok", "epsilon": "ok"}
+        assert statuses(result) == {"signature": "skip", "hashes and statement": "ok", "epsilon": "ok", "risk": "ok"}
         assert json.loads(result.stdout)["checks"][0]["detail"].startswith("not signed: nothing proves who wrote")
     model = load(str(tmp_path / "x.onnx"))
     weight = max(model.graph.initializer, key=lambda tensor: numpy_helper.to_array(tensor).size)
@@ -142,7 +145,8 @@ def test_an_unsigned_export_checks_its_weights_and_card_and_says_it_is_unsigned(
     card.write_text(card.read_text().replace("  epsilon: ", "  epsilon: 0.01 # ", 1))
     for name, part in (("y.onnx", "graph"), ("y.safetensors", "tensors"), ("x-hf", "README.md")):
         result = pillar("verify", tmp_path / name, "--json", expect=3)
-        assert statuses(result) == {"signature": "skip", "hashes and statement": "FAIL", "epsilon": "skip"}
+        assert statuses(result) == {"signature": "skip", "hashes and statement": "FAIL", "epsilon": "skip",
+                                    "risk": "skip"}
         assert f"its {part} changed after it was exported" in json.loads(result.stdout)["checks"][1]["detail"]
 
 

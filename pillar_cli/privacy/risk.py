@@ -1,0 +1,133 @@
+"""What a guarantee allows an attacker: the trade-off curve of a DP event tree (f-DP; Dong, Roth & Su 2022) and what
+it says for one unit — the highest true-positive rate any membership-inference attack reaches at a false-positive
+rate it accepts, and the largest advantage (TPR − FPR) any attack has (Kulynych et al., NeurIPS 2024).
+
+A mechanism is (ε, δ(ε))-DP for every ε, and each such pair bounds every test of "was this unit used" by the line
+β ≥ 1 − δ(ε) − e^ε·α (and its mirror e^{−ε}·(1 − δ(ε) − α)), where α is the test's false-positive rate and β its
+false-negative rate. The trade-off curve β(α) is the upper envelope of those lines over ε; with δ(ε) exact for every
+ε it is the mechanism's exact curve, and over a finite grid of ε it lies at or below it — a TPR bound 1 − β(α) at
+or above the true one, the safe side. δ(ε) comes from the tree's privacy loss distribution (dp-accounting,
+pessimistic discretisation), or exactly for full-batch Gaussian trees (μ-GDP), or, for a tree the PLD cannot hold
+(a private selection, one-of trials), from its Rényi DP curve (a looser bound, still valid); exponential mechanisms
+composed at the top add their pure ε to every ε. The advantage is δ(0), the total variation between neighbours.
+
+The curve bounds membership inference of one unit (a row, or a person with all their rows) by an attacker who knows
+everything else; it does not bound what public data lets anyone infer of a unit's attributes.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pillar_cli.privacy.events import Event, Segment, gaussian_segments, is_private, pure_parts
+from pillar_cli.privacy.gaussian import full_batch
+
+FPRS = (0.001, 0.01, 0.1)  # the false-positive rates a statement quotes
+EPSILONS = np.unique(np.concatenate([np.linspace(0.0, 4.0, 8001), np.linspace(4.0, 20.0, 6401),
+                                     np.linspace(20.0, 60.0, 801)]))  # the envelope's grid: 1e-6 of the exact curve
+PLD_INTERVAL = 1e-4  # dp-accounting's loss discretisation
+
+
+@dataclass(frozen=True)
+class Risk:
+    """A guarantee's trade-off curve, sampled (`fprs`, `tprs`: the highest TPR at each FPR), and its advantage."""
+
+    fprs: tuple[float, ...]
+    tprs: tuple[float, ...]
+    advantage: float
+
+    def tpr_at(self, fpr: float) -> float:
+        """The highest true-positive rate any attack reaches at false-positive rate `fpr`: at a sampled rate (FPRS
+        are), else the next sampled rate above's, which bounds it (TPR grows with the FPR accepted)."""
+        index = min(int(np.searchsorted(self.fprs, fpr, side="left")), len(self.fprs) - 1)
+        return float(self.tprs[index])
+
+    def to_attrs(self) -> dict:
+        """What a statement records: the TPR at each of FPRS, and the advantage."""
+        return {"tpr_at_fpr": {f"{fpr:g}": self.tpr_at(fpr) for fpr in FPRS}, "advantage": self.advantage}
+
+
+def risk_words(tpr_at_fpr: dict, advantage: float, unit: str) -> str:
+    """The risk in a sentence a reader can act on; `unit` names what is protected ("training row", "person")."""
+    at_one = tpr_at_fpr.get("0.01")
+    return (f"an attacker who knows everything else and accepts a 1 % false-positive rate tells whether a given "
+            f"{unit} was used with probability at most {100 * at_one:.3g} % (at 0.1 %: "
+            f"{100 * tpr_at_fpr['0.001']:.3g} %; at 10 %: {100 * tpr_at_fpr['0.1']:.3g} %); no attack does better "
+            f"than chance by more than {100 * advantage:.3g} points (its advantage)")
+
+
+@functools.lru_cache(maxsize=256)
+def risk_of(event: Event) -> Risk:
+    """The trade-off curve of `event` on a grid of false-positive rates (dense near 0), and its advantage."""
+    if not is_private(event):
+        return Risk((0.0, 1.0), (1.0, 1.0), 1.0)
+    deltas = np.minimum(delta_curve(event)(EPSILONS), 1.0)
+    fprs = np.unique(np.concatenate([[0.0], FPRS, np.geomspace(1e-6, 1.0, 1000), np.linspace(0, 1, 201)]))
+    tprs = 1.0 - trade_off(fprs, EPSILONS, deltas)
+    return Risk(tuple(fprs.tolist()), tuple(np.maximum(tprs, fprs).tolist()), float(deltas[0]))
+
+
+def trade_off(alphas: np.ndarray, epsilons: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+    """β(α): the upper envelope over the (ε, δ(ε)) pairs of max(0, 1 − δ − e^ε·α, e^{−ε}·(1 − δ − α))."""
+    betas = np.zeros(len(alphas))
+    for start in range(0, len(epsilons), 2000):  # blocks of ε: memory stays at 2,000 × len(α)
+        eps, delta = epsilons[start:start + 2000, None], deltas[start:start + 2000, None]
+        lines = np.maximum(1 - delta - np.exp(eps) * alphas[None, :], np.exp(-eps) * (1 - delta - alphas[None, :]))
+        betas = np.maximum(betas, lines.max(axis=0))
+    return np.clip(betas, 0.0, 1.0)
+
+
+def delta_curve(event: Event):
+    """δ as a function of ε (arrays) for the tree: pure parts shift ε; the approximate part by its PLD, exactly for
+    full-batch Gaussian segments, or by its Rényi DP curve."""
+    pure, approximate = pure_parts(event)
+    if approximate is None:
+        return lambda eps: np.where(eps >= pure, 0.0, 1.0)
+    segments = gaussian_segments(approximate)
+    if segments is not None and full_batch(tuple(segments)):
+        inner = _gdp_delta(math.sqrt(sum(steps / sigma**2 for sigma, _, steps in segments)))
+    elif segments is not None:
+        inner = _pld_delta(tuple(segments))
+    else:
+        inner = _rdp_delta(approximate)
+    return lambda eps: inner(np.maximum(np.asarray(eps, dtype=np.float64) - pure, 0.0))
+
+
+def _gdp_delta(mu: float):
+    """δ(ε) of μ-GDP, exactly (privacy/gaussian.py), vectorised."""
+    from scipy.special import log_ndtr
+
+    return lambda eps: np.maximum(np.exp(log_ndtr(-eps / mu + mu / 2)) - np.exp(eps + log_ndtr(-eps / mu - mu / 2)),
+                                  0.0)
+
+
+def _pld_delta(segments: tuple[Segment, ...]):
+    """δ(ε) of Poisson-subsampled Gaussian segments composed, from dp-accounting's privacy loss distribution
+    (add/remove adjacency, the larger of both directions' δ)."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    distribution = None
+    for sigma, rate, steps in segments:
+        part = pld.from_gaussian_mechanism(sigma, sensitivity=1.0, sampling_prob=rate, pessimistic_estimate=True,
+                                           value_discretization_interval=PLD_INTERVAL).self_compose(steps)
+        distribution = part if distribution is None else distribution.compose(part)
+    return lambda eps: np.asarray(distribution.get_delta_for_epsilon(np.asarray(eps)), dtype=np.float64)
+
+
+def _rdp_delta(event: Event):
+    """δ(ε) from the tree's Rényi DP curve (the conversion dp-accounting uses: Canonne, Kamath & Steinke 2020)."""
+    from pillar_cli.privacy.rdp import ORDERS, event_rdp
+
+    rdp, orders = event_rdp(event), ORDERS
+    usable = orders > 1
+
+    def delta(eps: np.ndarray) -> np.ndarray:
+        a, r = orders[usable][:, None], rdp[usable][:, None]
+        logs = (a - 1) * (r - np.asarray(eps)[None, :] + np.log1p(-1 / a)) - np.log(a)
+        return np.minimum(np.exp(np.min(logs, axis=0)), 1.0)
+
+    return delta

@@ -1,0 +1,58 @@
+"""The trade-off curve of a guarantee (privacy/risk.py): equal to the closed form for Gaussian mechanisms, to
+riskcal's (Kulynych et al.) for subsampled Gaussian runs, and on the safe side where it can only bound."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from pillar_cli.privacy.events import ExponentialEvent, GaussianEvent, composed, dp_sgd_event
+from pillar_cli.privacy.risk import FPRS, _rdp_delta, delta_curve, risk_of, risk_words
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 4.0, 15.0])
+def test_a_gaussian_mechanisms_curve_is_the_closed_form(sigma):
+    """μ-GDP with μ = 1/σ: TPR(α) = 1 − Φ(Φ⁻¹(1 − α) − μ), within 1e-6 at every sampled FPR; advantage 2Φ(μ/2) − 1."""
+    risk = risk_of(GaussianEvent(sigma))
+    fprs, mu = np.array(risk.fprs), 1 / sigma
+    np.testing.assert_allclose(risk.tprs, 1 - norm.cdf(norm.ppf(1 - fprs) - mu), atol=1e-6)
+    assert risk.advantage == pytest.approx(2 * norm.cdf(mu / 2) - 1, abs=1e-9)
+    assert set(FPRS) <= set(risk.fprs)  # the quoted rates are sampled, not interpolated
+
+
+@pytest.mark.parametrize("sigma, rate, steps", [(2.0, 0.05, 500), (8.0, 0.2, 100)])
+def test_a_subsampled_gaussian_run_agrees_with_riskcal(sigma, rate, steps):
+    riskcal = pytest.importorskip("riskcal")
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    from riskcal.analysis import get_advantage_from_pld, get_beta_from_pld
+
+    distribution = pld.from_gaussian_mechanism(sigma, sampling_prob=rate, pessimistic_estimate=True,
+                                               value_discretization_interval=1e-4).self_compose(steps)
+    ours = risk_of(dp_sgd_event(sigma, rate, steps))
+    alphas = np.array([*FPRS, 0.3, 0.5])
+    theirs = 1 - get_beta_from_pld(distribution, alpha=alphas)
+    # both read the same discretised loss distribution; ours is its (ε, δ(ε)) envelope on a grid, never below
+    assert np.all(np.array([ours.tpr_at(a) for a in alphas]) >= theirs - 1e-6)
+    np.testing.assert_allclose([ours.tpr_at(a) for a in alphas], theirs, atol=2e-5)
+    assert ours.advantage == pytest.approx(get_advantage_from_pld(distribution), abs=1e-9)
+    assert riskcal is not None
+
+
+def test_bounds_by_renyi_dp_and_pure_parts_lie_on_the_safe_side():
+    run = dp_sgd_event(3.0, 0.1, 200)
+    epsilons = np.linspace(0, 6, 200)
+    exact, renyi = delta_curve(run)(epsilons), _rdp_delta(run)(epsilons)
+    assert np.all(renyi >= exact - 1e-9)  # the Rényi conversion bounds δ(ε) from above: a looser, valid curve
+    with_choice = composed(ExponentialEvent(0.5), GaussianEvent(4.0))  # a pure ε composed on top shifts every ε
+    np.testing.assert_allclose(delta_curve(with_choice)(np.array([0.5, 1.5])), delta_curve(GaussianEvent(4.0))(
+        np.array([0.0, 1.0])))
+    assert risk_of(with_choice).tpr_at(0.01) > risk_of(GaussianEvent(4.0)).tpr_at(0.01)
+
+
+def test_the_risk_in_words_names_the_unit():
+    said = risk_words({"0.001": 0.002, "0.01": 0.0196, "0.1": 0.155}, 0.105, "person")
+    assert said == ("an attacker who knows everything else and accepts a 1 % false-positive rate tells whether a "
+                    "given person was used with probability at most 1.96 % (at 0.1 %: 0.2 %; at 10 %: 15.5 %); no "
+                    "attack does better than chance by more than 10.5 points (its advantage)")
