@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "audit": ("audit", "audit", "Audit a configuration's ε with canaries, or recompute a model's ledger."),
     "inspect": ("inspect", "inspect", "Show an artifact's kind, provenance chain, attributes and datasets."),
     "verify": ("verify", "verify", "Check a release or export: signature, hashes, statement, ε recomputed."),
+    "page": ("page", "page", "One self-contained HTML page of a release: its guarantee, what it means, its accuracy."),
     "run": ("run", "run", "Run a named pipeline of examples.yaml (or another file)."),
 }
 

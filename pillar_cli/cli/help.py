@@ -23,7 +23,7 @@ _PANEL_OF_NAME = {
                "test_fraction", "no_public_split", "projection", "public_from", "allow_nonprivate_choice",
                "weights", "trust_checkpoint", "pretrained", "warm_start", "public_labelled", "other_public",
                "private_fraction", "embeddings", "allow_overlap", "ledger", "private", "public", "probe_weights",
-               "var", "key", "signature", "evaluation"),
+               "var", "key", "signature", "evaluation", "audit"),
     "Model": ("backbone", "resize", "crop", "precision", "method", "k", "k_max", "ridge", "standardize",
               "second_moment", "components", "arch", "probe", "trainable", "probe_size", "probe_bias",
               "normalize_rows", "max_samples", "mode", "pairs", "xi_threshold", "fmt", "features_only"),

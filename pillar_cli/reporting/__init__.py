@@ -4,5 +4,6 @@ Nothing imports it but the CLI and the API.
 
 May import: `errors`, `randomness` (the note of reproducible noise), `artifacts`, `projection`,
 `methods.selection` (the val selection), `methods.catalog` and `finetune.runs` (each method's family),
-`embedding.networks` (fine-tuned networks evaluated).
+`embedding.networks` (fine-tuned networks evaluated), `privacy` (a release's trade-off curve, for its page),
+`version` (the program's name).
 """

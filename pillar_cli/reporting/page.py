@@ -1,0 +1,246 @@
+"""One self-contained HTML page for a release: what it guarantees, in plain words, and what that means for one unit
+(the trade-off curve, with a canary audit's points where one is given), how well it classifies (test accuracy,
+balanced accuracy, the smallest class's accuracy, per-class accuracy, the confusion matrix, accuracy against k where
+its model held a grid), where it came from (backbone, data, public data, hashes) and whether it is signed.
+
+The page makes no request: no script, no external style, font or image; figures are inline SVG; a
+Content-Security-Policy of `default-src 'none'` (inline styles and data: images allowed) tells the browser to load
+nothing. It prints to PDF as it shows. `page_document` gives the same numbers as a dictionary (`--json`).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from pillar_cli.artifacts.classifier import Classifier, head_digest
+from pillar_cli.artifacts.evaluation import Evaluation
+from pillar_cli.privacy import event_from_dict
+from pillar_cli.artifacts.core import Artifact
+from pillar_cli.errors import UsageError
+from pillar_cli.privacy.risk import FPRS, Risk, risk_of
+from pillar_cli.version import PROGRAM
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+STYLE = """body{font-family:sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#222;line-height:1.45}
+h1{font-size:1.5rem}h2{font-size:1.15rem;border-bottom:1px solid #ccc;margin-top:2rem}
+table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:right}
+th{background:#f3f3f3}.words{font-size:1.05rem}.note{color:#555;font-size:.9rem}svg{max-width:100%;height:auto}
+@media print{body{margin:0;max-width:none}h2{page-break-after:avoid}svg,table{page-break-inside:avoid}}"""
+
+
+@dataclass(frozen=True)
+class AuditPoints:
+    """A canary audit on the trade-off curve's axes: empirical (FPR, TPR) of thresholds on the canaries' scores,
+    with Clopper–Pearson intervals, and the configuration it audited."""
+
+    points: list[dict]
+    event: dict
+    epsilon_lower_bound: float
+    epsilon_claimed: float
+
+
+def audit_points(scores: np.ndarray, included: np.ndarray, event: dict, lower: float, claimed: float,
+                 confidence: float = 0.95) -> AuditPoints:
+    """The membership test 'score among the top share' at several shares, as (FPR, TPR) with intervals."""
+    from scipy.stats import beta
+
+    order = np.argsort(-scores, kind="stable")
+    positives, negatives = int(included.sum()), int((~included).sum())
+    points = []
+    for share in (0.01, 0.05, 0.1, 0.25, 0.5):
+        guessed = np.zeros(len(scores), dtype=bool)
+        guessed[order[:max(1, int(round(share * len(scores))))]] = True
+        counts = {"tp": int((guessed & included).sum()), "fp": int((guessed & ~included).sum())}
+        point = {"share": share, "tpr": counts["tp"] / positives, "fpr": counts["fp"] / negatives}
+        for name, hits, total in (("tpr", counts["tp"], positives), ("fpr", counts["fp"], negatives)):
+            tail = (1 - confidence) / 2
+            point[f"{name}_low"] = float(beta.ppf(tail, hits, total - hits + 1)) if hits else 0.0
+            point[f"{name}_high"] = float(beta.ppf(1 - tail, hits + 1, total - hits)) if hits < total else 1.0
+        points.append(point)
+    return AuditPoints(points, event, lower, claimed)
+
+
+def release_page(release: Classifier, trust_line: str, evaluation: Evaluation | None,
+                 audit: Artifact | None) -> tuple[dict, str]:
+    """(the page's numbers, the page) of a release, with the test accuracy of an evaluation of its head (refused
+    when none of the evaluation's heads is the released one) and an audit's tests on the curve's axes."""
+    row = None
+    if evaluation is not None:
+        head = release.head
+        row = evaluation.cell(head["method"], "full" if head["k"] is None else head["k"],
+                              release.privacy.epsilon_target)
+        if row is None or head_digest(release.head_arrays) not in (row.get("heads") or ()):
+            raise UsageError(f"{evaluation.path} is no evaluation of the released head: none of its heads is this one",
+                             hint="evaluate the model this classifier was released from")
+    points = None if audit is None else audit_points(
+        audit.array("canaries/scores"), audit.array("canaries/included").astype(bool), audit.attrs["event"],
+        audit.attrs["epsilon_lower_bound"], audit.attrs["epsilon_claimed"], audit.attrs["confidence"])
+    document = page_document(release, trust_line, evaluation, row, points)
+    return document, page_html(release, document, points)
+
+
+def page_document(release: Classifier, trust_line: str, evaluation: Evaluation | None = None,
+                  row: dict | None = None, audit: AuditPoints | None = None) -> dict:
+    """Every number the page shows: the statement, the risk, the accuracy (from the evaluation's row of the released
+    head, if given), the audit's points, the provenance, the signature."""
+    statement = release.privacy
+    risk = risk_of(event_from_dict(statement.event))
+    document = {"statement": {"epsilon": statement.epsilon, "delta": statement.delta, "accountant": statement.accountant,
+                              "unit": statement.privacy_unit.described, "neighbouring": statement.neighbouring,
+                              "covers": list(statement.covers), "not_covered": list(statement.not_covered),
+                              "rests_on": list(statement.rests_on)},
+                "risk": risk.to_attrs() | {"words": statement.risk_sentence or ""},
+                "head": release.head, "classes": list(release.class_names),
+                "provenance": {"backbone": release.features.backbone, "weights": release.features.weights,
+                               "preprocessing": release.features.preprocessing,
+                               "feature_dim": release.features.feature_dim, "release_hash": release.content_hash,
+                               "premises": (statement.basis or {}).get("premises")},
+                "signature": trust_line}
+    if row is not None and evaluation is not None:
+        per_class = [value for value in row.get("per_class_accuracy") or [] if value is not None]
+        document["accuracy"] = {
+            "split": evaluation.split, "dataset": evaluation.dataset, "seeds": row["seeds"],
+            "accuracy": row["accuracy_mean"], "balanced_accuracy": row.get("balanced_accuracy_mean"),
+            "smallest_class_accuracy": min(per_class) if per_class else None,
+            "per_class_accuracy": dict(zip(release.class_names, row.get("per_class_accuracy") or [])),
+            "confusion": row.get("confusion_summed_over_seeds"),
+            "by_k": sorted([{"k": other["k"], "accuracy": other["accuracy_mean"]} for other in evaluation.rows
+                            if other["method"] == row["method"] and other["epsilon"] == row["epsilon"]],
+                           key=lambda entry: math.inf if entry["k"] == "full" else entry["k"])}
+    if audit is not None:
+        document["audit"] = {"points": audit.points, "epsilon_lower_bound": audit.epsilon_lower_bound,
+                             "epsilon_claimed": audit.epsilon_claimed}
+    return document
+
+
+def page_html(release: Classifier, document: dict, audit: AuditPoints | None = None) -> str:
+    """The page itself."""
+    statement, risk = document["statement"], document["risk"]
+    curve = risk_of(event_from_dict(release.privacy.event))
+    audited = None if audit is None else risk_of(event_from_dict(audit.event))
+    parts = [f"<h1>A differentially private classifier: ({_number(statement['epsilon'])}, "
+             f"{statement['delta']:g})-DP</h1>",
+             f"<p class='note' id='signature'>{_text(document['signature'])}</p>",
+             "<h2>The guarantee</h2>",
+             f"<p class='words'>Differential privacy with ε = <span id='epsilon'>{_number(statement['epsilon'])}</span>"
+             f" and δ = <span id='delta'>{statement['delta']:g}</span> ({_text(statement['accountant'])} accountant) "
+             f"for {_text(statement['neighbouring'])}.</p>",
+             _list("What ε covers", statement["covers"]), _list("What ε does not cover", statement["not_covered"]),
+             _list("What it rests on", statement["rests_on"]),
+             "<h2>What it means for one " + _text(release.privacy.privacy_unit.noun) + "</h2>",
+             f"<p class='words' id='risk-words'>{_text(risk['words'][:1].upper() + risk['words'][1:])}.</p>",
+             _table(["false-positive rate", "highest true-positive rate"],
+                    [[f"{100 * fpr:g} %", f"<span id='tpr-{fpr:g}'>{100 * risk['tpr_at_fpr'][f'{fpr:g}']:.4g}</span> %"]
+                     for fpr in FPRS], raw=True),
+             f"<p>Advantage (the most any attack beats chance by): <span id='advantage'>"
+             f"{100 * risk['advantage']:.4g}</span> points.</p>",
+             _curve_svg(curve, audit, audited),
+             "<p class='note'>The curve bounds what any test of whether one unit was used can reach, by an attacker "
+             "who knows everything else. It does not bound what public data lets anyone infer of a person's "
+             "attributes.</p>"]
+    if "accuracy" in document:
+        parts += _accuracy(document["accuracy"])
+    parts += ["<h2>Where it came from</h2>",
+              _table(["", ""], [[name.replace("_", " "), _text(str(value))] for name, value in
+                                document["provenance"].items()], raw=True),
+              f"<p>Head: {_text(str(document['head']))}; classes: {_text(', '.join(document['classes']))}.</p>"]
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'><link rel='icon' href='data:,'>"
+            f"<title>pillar release: ({_number(statement['epsilon'])}, {statement['delta']:g})-DP</title>"
+            f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>")
+
+
+def _accuracy(accuracy: dict) -> list[str]:
+    per_class = [[_text(name), "–" if value is None else f"{value:.4f}"]
+                 for name, value in accuracy["per_class_accuracy"].items()]
+    parts = ["<h2>How well it classifies</h2>",
+             f"<p>On the {_text(accuracy['split'])} split of {_text(str(accuracy['dataset']))} (mean over "
+             f"{accuracy['seeds']} repetition(s) of the released head's cell): accuracy <span id='accuracy'>"
+             f"{accuracy['accuracy']:.4f}</span>, balanced accuracy <span id='balanced-accuracy'>"
+             f"{_maybe(accuracy['balanced_accuracy'])}</span>, the smallest class's accuracy <span "
+             f"id='smallest-class-accuracy'>{_maybe(accuracy['smallest_class_accuracy'])}</span>.</p>",
+             _table(["class", "accuracy"], per_class, identifier="per-class")]
+    if accuracy["confusion"]:
+        names = list(accuracy["per_class_accuracy"])
+        parts.append("<p>Confusion matrix (rows: true class; summed over repetitions):</p>")
+        parts.append(_table(["", *names], [[name, *map(str, row)] for name, row in zip(names, accuracy["confusion"])]))
+    if len(accuracy["by_k"]) > 1:
+        parts.append(_by_k_svg(accuracy["by_k"]))
+    return parts
+
+
+def _curve_svg(curve: Risk, audit: AuditPoints | None, audited: Risk | None) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6, 4.2))
+    axes.plot(curve.fprs, curve.tprs, label="this release: the highest TPR any attack reaches")
+    if audit is not None:
+        if audited is not None and audited.tprs != curve.tprs:
+            axes.plot(audited.fprs, audited.tprs, linestyle="--", label="the audited configuration")
+        for point in audit.points:
+            axes.errorbar(point["fpr"], point["tpr"], xerr=[[point["fpr"] - point["fpr_low"]],
+                                                            [point["fpr_high"] - point["fpr"]]],
+                          yerr=[[point["tpr"] - point["tpr_low"]], [point["tpr_high"] - point["tpr"]]],
+                          fmt="o", color="black", markersize=3, capsize=2)
+        axes.plot([], [], "o", color="black", markersize=3, label="canary audit: its tests (95 % intervals)")
+    axes.plot([0, 1], [0, 1], color="grey", linewidth=0.8, label="chance")
+    axes.set(xlabel="false-positive rate an attacker accepts", ylabel="true-positive rate", xlim=(0, 1), ylim=(0, 1))
+    axes.legend(loc="lower right", fontsize=8)
+    return _svg(figure)
+
+
+def _by_k_svg(by_k: list[dict]) -> str:
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6, 3.2))
+    labels = [str(entry["k"]) for entry in by_k]
+    axes.plot(range(len(by_k)), [entry["accuracy"] for entry in by_k], marker="o")
+    axes.set(xticks=range(len(by_k)), xticklabels=labels, xlabel="k (components)", ylabel="test accuracy")
+    return _svg(figure)
+
+
+def _svg(figure) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.StringIO()
+    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": PROGRAM}):  # text as text; stable ids
+        figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(figure)
+    text = buffer.getvalue()
+    text = re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.DOTALL)
+    return re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", text)  # inline SVG in HTML needs no namespace declarations
+
+
+def _list(title: str, items: list[str]) -> str:
+    if not items:
+        return ""
+    return f"<h3>{_text(title)}</h3><ul>" + "".join(f"<li>{_text(item)}</li>" for item in items) + "</ul>"
+
+
+def _table(header: list[str], rows: list[list[str]], raw: bool = False, identifier: str | None = None) -> str:
+    cells = (lambda value: value) if raw else _text
+    head = "".join(f"<th>{_text(name)}</th>" for name in header)
+    body = "".join("<tr>" + "".join(f"<td>{cells(value)}</td>" for value in row) + "</tr>" for row in rows)
+    return f"<table{f' id={identifier!r}' if identifier else ''}><tr>{head}</tr>{body}</table>"
+
+
+def _text(value: str) -> str:
+    return html.escape(value, quote=True)
+
+
+def _number(value: float) -> str:
+    return "∞" if math.isinf(value) else f"{value:.4g}"
+
+
+def _maybe(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4f}"

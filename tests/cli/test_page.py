@@ -1,0 +1,95 @@
+"""pillar page: one self-contained HTML page of a release, opened in a real browser (headless Chromium): it shows
+the numbers the artifacts hold, draws something, and makes no request but for itself."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import re
+import shutil
+import subprocess
+import threading
+from functools import partial
+
+import numpy as np
+import pytest
+from PIL import Image
+
+pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:  # .ci/run installs Debian's chromium; a machine that cannot skips, and says so
+        pytest.skip("headless Chromium is not installed here (apt-get install chromium): the page is not opened")
+    return found
+
+
+@pytest.fixture(scope="module")
+def released(pillar, tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("page")
+    pillar("embed", "--source", "digits", "-o", root / "emb.h5")
+    pillar("fit-pca", f"{root / 'emb.h5'}:public", "--k-max", "20", "-o", root / "pca.h5")
+    pillar("train-private", root / "emb.h5", "-p", root / "pca.h5", "--eps", "1", "--k", "5,10", "--lr", "0.5",
+           "--steps", "40", "-o", root / "m.h5")
+    pillar("release", root / "m.h5", "--cell", "k=10", "-o", root / "rel.h5")
+    pillar("evaluate", root / "m.h5", "-e", f"{root / 'emb.h5'}:test", "-o", root / "eval.h5")
+    pillar("audit", root / "emb.h5", "-p", root / "pca.h5", "--k", "10", "--eps", "1", "--lr", "0.5", "--steps",
+           "40", "--canaries", "200", "-o", root / "audit.h5")
+    pillar("page", root / "rel.h5", "--evaluation", root / "eval.h5", "--audit", root / "audit.h5", "-o",
+           root / "rel.html")
+    return {"root": root, "page": root / "rel.html"}
+
+
+def _browser(chromium: str, *arguments: str, tmp_path) -> str:
+    return subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", *arguments],
+                          capture_output=True, text=True, timeout=120, check=True).stdout
+
+
+def test_the_page_shows_the_numbers_the_artifacts_hold(pillar, released, chromium, tmp_path):
+    dom = _browser(chromium, "--dump-dom", released["page"].as_uri(), tmp_path=tmp_path)
+    shown = dict(re.findall(r'<span id="([\w.-]+)">([^<]*)</span>', dom))
+    statement = json.loads(pillar("inspect", released["root"] / "rel.h5", "--json").stdout)["attrs"]["privacy"]
+    assert float(shown["epsilon"]) == pytest.approx(statement["epsilon"], rel=5e-4)
+    assert float(shown["delta"]) == statement["delta"]
+    for fpr, tpr in statement["risk"]["tpr_at_fpr"].items():
+        assert float(shown[f"tpr-{fpr}"]) == pytest.approx(100 * tpr, rel=5e-4)
+    assert float(shown["advantage"]) == pytest.approx(100 * statement["risk"]["advantage"], rel=5e-4)
+    rows = json.loads(pillar("evaluate", released["root"] / "m.h5", "-e",
+                             f"{released['root'] / 'emb.h5'}:test", "--json").stdout)["rows"]
+    row = next(r for r in rows if r["k"] == 10)
+    assert float(shown["accuracy"]) == pytest.approx(row["accuracy_mean"], abs=5e-5)
+    assert float(shown["balanced-accuracy"]) == pytest.approx(row["balanced_accuracy_mean"], abs=5e-5)
+    per_class = re.search(r'<table id="per-class">(.*?)</table>', dom).group(1)
+    cells = re.findall(r"<td>([^<]*)</td><td>([^<]*)</td>", per_class)
+    assert [float(value) for _, value in cells] == pytest.approx(row["per_class_accuracy"], abs=5e-5)
+    assert float(shown["smallest-class-accuracy"]) == pytest.approx(min(row["per_class_accuracy"]), abs=5e-5)
+    assert dom.count("<svg") == 2  # the trade-off curve with the audit's points, and accuracy against k
+
+
+def test_the_page_draws_and_makes_no_request_but_for_itself(released, chromium, tmp_path):
+    text = released["page"].read_text()
+    assert "http://" not in text and "https://" not in text and "<script" not in text
+    assert "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\"" in text
+    _browser(chromium, "--window-size=900,1400", f"--screenshot={tmp_path / 'shot.png'}",
+             released["page"].as_uri(), tmp_path=tmp_path)
+    pixels = np.asarray(Image.open(tmp_path / "shot.png").convert("L"))
+    assert pixels.std() > 10 and (pixels < 128).mean() > 0.01  # text and curves, not a blank page
+    requested = []
+
+    class Logged(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:  # every request the browser makes, recorded, not printed
+            requested.append(self.path)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Logged, directory=str(released["root"])))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        _browser(chromium, "--dump-dom", f"http://127.0.0.1:{server.server_port}/rel.html", tmp_path=tmp_path)
+    finally:
+        server.shutdown()
+    assert requested == ["/rel.html"]
