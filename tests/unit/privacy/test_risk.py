@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import norm
 
 from pillar_cli.privacy.events import ExponentialEvent, GaussianEvent, composed, dp_sgd_event
-from pillar_cli.privacy.risk import FPRS, _rdp_delta, delta_curve, risk_of, risk_words
+from pillar_cli.privacy.risk import FPRS, PLD_INTERVAL, _rdp_delta, delta_curve, risk_of, risk_words
 
 
 @pytest.mark.parametrize("sigma", [0.5, 1.0, 4.0, 15.0])
@@ -29,7 +29,7 @@ def test_a_subsampled_gaussian_run_agrees_with_riskcal(sigma, rate, steps):
     from riskcal.analysis import get_advantage_from_pld, get_beta_from_pld
 
     distribution = pld.from_gaussian_mechanism(sigma, sampling_prob=rate, pessimistic_estimate=True,
-                                               value_discretization_interval=1e-4).self_compose(steps)
+                                               value_discretization_interval=PLD_INTERVAL).self_compose(steps)
     ours = risk_of(dp_sgd_event(sigma, rate, steps))
     alphas = np.array([*FPRS, 0.3, 0.5])
     theirs = 1 - get_beta_from_pld(distribution, alpha=alphas)
