@@ -20,6 +20,7 @@ from pillar_cli.cli.common import (
     check_output,
     print_json,
     progress_bar,
+    stderr,
     stdout,
 )
 from pillar_cli.cli.sources import default_workers, parse_params
@@ -27,7 +28,7 @@ from pillar_cli.cli.trust import KeyOption, checked_trust
 from pillar_cli.data import SourceOptions, load_source
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.release import write_predictions
-from pillar_cli.release.predictions import prediction_format
+from pillar_cli.release.predictions import STDOUT, prediction_format
 
 if TYPE_CHECKING:
     from pillar_cli.finetune.released import NetworkClassifier
@@ -39,7 +40,8 @@ def predict(
     classifier: Path = typer.Argument(..., help="Classifier artifact from pillar release."),
     embeddings: Optional[str] = typer.Argument(None, help="Embeddings FILE:SPLIT to classify (labels are not "
                                                "read); or give raw inputs with --source."),
-    out: Path = typer.Option(..., "-o", "--out", help="Predictions: *.csv, *.jsonl or *.parquet."),
+    out: Path = typer.Option(..., "-o", "--out", help="Predictions: *.csv, *.jsonl or *.parquet; - writes CSV to "
+                             "standard output (what the command says goes to standard error)."),
     source: Optional[str] = typer.Option(None, help="Raw inputs: a dataset source (image-folder, manifest, npz, "
                                          "h5, ...); labels are not needed, and not read."),
     path: Optional[Path] = typer.Option(None, help="The raw inputs on disk (with --source)."),
@@ -69,7 +71,8 @@ def predict(
         raise UsageError(f"give the rows to classify: an embeddings FILE:SPLIT or {param('source')} (not both)")
     inputs = [str(classifier)] + ([artifacts.parse_ref(embeddings)[0]] if embeddings else []) + \
         [str(p) for p in (path, weights) if p is not None]
-    check_output(out, inputs, force=force)
+    if out != STDOUT:
+        check_output(out, inputs, force=force)
     prediction_format(out)
     from pillar_cli.release.loading import estimator_of  # scikit-learn and torch: to run, not for --help
 
@@ -114,6 +117,9 @@ def _report(out: Path, released: Classifier, probabilities: np.ndarray, where: s
     summary = {"output": str(out), "rows": len(probabilities),
                "predicted": dict(zip(released.class_names, counts.tolist())),
                "epsilon": released.privacy.epsilon, "delta": released.privacy.delta}
+    if out == STDOUT:  # standard output holds the predictions
+        return stderr.print(f"{len(probabilities)} rows of {where} classified (classifier ε = "
+                            f"{summary['epsilon']:.4g}, δ = {summary['delta']:g})", soft_wrap=True)
     if as_json:
         return print_json(summary)
     stdout.print(f"{out}: {len(probabilities)} rows of {where} classified (classifier ε = "

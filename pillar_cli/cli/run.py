@@ -24,6 +24,8 @@ def run(
     list_pipelines: bool = typer.Option(False, "--list", help="List the file's pipelines and their steps; run none."),
     force: bool = typer.Option(False, "--force", help="Run every step, passing --force to those that write outputs "
                                "(without it a step whose output is up to date is skipped)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what each step would do (run, run again, skip) and "
+                                 "why; run none."),
 ) -> None:
     """Run a named pipeline: each step is a pillar command line; the first failing step stops it. A step whose outputs
     the same command line wrote from inputs that have not changed since (source files and folders included) is
@@ -34,6 +36,8 @@ def run(
     Example: pillar run examples.yaml --list
 
     Example: pillar run examples.yaml cifar10-sl-figure4 --var data=/data/cifar-10-batches-py --var workdir=runs/c10
+
+    Example: pillar run examples.yaml mnist-demo --dry-run
     """
     if list_pipelines or name is None:
         return _list(file, listed=list_pipelines)
@@ -47,6 +51,10 @@ def run(
         command = pillar.get_command(ctx, argv[0]) if argv else None
         recorded = lock.get(argv)
         state, why = (RUN, "") if force or command is None else step_state(command, argv, recorded)
+        if dry_run:
+            said = {SKIP: "would skip", RERUN: "would run again", RUN: "would run"}[state]
+            stderr.print(f"  {said}: {why or 'no output of it is there yet'}", soft_wrap=True)
+            continue
         if why:
             stderr.print(f"  {'skipped' if state == SKIP else 'run again'}: {why}", soft_wrap=True)
         if state != SKIP:

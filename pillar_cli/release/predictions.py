@@ -1,4 +1,5 @@
-"""Predictions per input row, written as CSV, JSON Lines or Parquet (chosen by the output's suffix).
+"""Predictions per input row, written as CSV, JSON Lines or Parquet (chosen by the output's suffix), or as CSV to
+standard output (the output `-`).
 
 One row per input: its id in the source (`row`), the predicted class name, and the probability of each class
 (`p_<class name>` columns; a `probabilities` object in JSON Lines).
@@ -8,7 +9,9 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
@@ -16,10 +19,13 @@ from pillar_cli.artifacts.files import replacing
 from pillar_cli.errors import UsageError
 
 PREDICTION_FORMATS = (".csv", ".jsonl", ".parquet")
+STDOUT = Path("-")  # predictions as CSV on standard output
 
 
 def prediction_format(path: Path) -> str:
     """The format of an output path, refused before any work when unknown or unavailable."""
+    if path == STDOUT:
+        return ".csv"
     suffix = path.suffix.lower()
     if suffix not in PREDICTION_FORMATS:
         raise UsageError(f"cannot write predictions as '{suffix or path.name}': name the output "
@@ -38,13 +44,12 @@ def write_predictions(path: Path, rows: np.ndarray, class_names: list[str], prob
     """Atomically write one prediction per row (an existing file only with `force`)."""
     suffix = prediction_format(path)
     predicted = [class_names[i] for i in probabilities.argmax(axis=1)]
+    if path == STDOUT:
+        return _csv(sys.stdout, rows, predicted, class_names, probabilities, "\n")
     with replacing(path, force) as tmp:
         if suffix == ".csv":
             with open(tmp, "w", newline="") as handle:
-                writer = csv.writer(handle)
-                writer.writerow(["row", "predicted", *(f"p_{name}" for name in class_names)])
-                for row, label, p in zip(rows.tolist(), predicted, probabilities.tolist()):
-                    writer.writerow([row, label, *(repr(float(v)) for v in p)])
+                _csv(handle, rows, predicted, class_names, probabilities)
         elif suffix == ".jsonl":
             with open(tmp, "w") as handle:
                 for row, label, p in zip(rows.tolist(), predicted, probabilities.tolist()):
@@ -57,3 +62,11 @@ def write_predictions(path: Path, rows: np.ndarray, class_names: list[str], prob
             columns = {"row": rows, "predicted": predicted,
                        **{f"p_{name}": probabilities[:, i] for i, name in enumerate(class_names)}}
             pq.write_table(pa.table(columns), tmp)
+
+
+def _csv(handle: TextIO, rows: np.ndarray, predicted: list[str], class_names: list[str],
+         probabilities: np.ndarray, lineterminator: str = "\r\n") -> None:
+    writer = csv.writer(handle, lineterminator=lineterminator)
+    writer.writerow(["row", "predicted", *(f"p_{name}" for name in class_names)])
+    for row, label, p in zip(rows.tolist(), predicted, probabilities.tolist()):
+        writer.writerow([row, label, *(repr(float(v)) for v in p)])

@@ -280,6 +280,9 @@ pipelines:
     write(steps=30)  # the model retrained: everything downstream of it, the release and its predictions too
     assert states() == ["skipped", "skipped", "run again", "run again", "run again", "run again"]
     (tmp_path / "e.csv").unlink()
+    planned = pillar("run", pipelines, "small", "--dry-run").stderr  # says what it would do, does nothing
+    assert planned.count("  would skip: ") == 5 and f"  would run again: its output {tmp_path / 'e.csv'} is " \
+        "missing" in planned and not (tmp_path / "e.csv").exists()
     assert states() == ["skipped", "skipped", "skipped", "run again", "skipped", "skipped"]
     np.savez(tmp_path / "d.npz", x=x.astype(np.float32)[::-1], y=y[::-1], class_names=np.arange(10).astype(str))
     result = pillar("run", pipelines, "small")

@@ -116,6 +116,11 @@ def test_jsonl_and_parquet_predictions_and_an_unfitted_estimator(mnist, pillar, 
     lines = [json.loads(line) for line in predictions.read_text().splitlines()]
     assert len(lines) == mnist["rows"]["val"] and set(lines[0]) == {"row", "predicted", "probabilities"}
     assert max(lines[0]["probabilities"], key=lines[0]["probabilities"].get) == lines[0]["predicted"]
+    piped = pillar("predict", classifier, f"{mnist['emb']}:val", "-o", "-")  # CSV on stdout, the report on stderr
+    csv_file = tmp_path / "p.csv"
+    pillar("predict", classifier, f"{mnist['emb']}:val", "-o", csv_file)
+    assert piped.stdout.splitlines() == csv_file.read_text().splitlines()
+    assert piped.stderr.startswith(f"{mnist['rows']['val']} rows of {mnist['emb']}:val classified (classifier ε = ")
     parquet = tmp_path / "p.parquet"
     pillar("predict", classifier, f"{mnist['emb']}:val", "-o", parquet)
     table = pq.read_table(parquet).to_pydict()
