@@ -19,7 +19,7 @@ from pillar_cli.embedding.features import Embedder, InFlightFeatures, PendingFea
 from pillar_cli.embedding.images import resize_and_crop
 from pillar_cli.embedding.networks import NetworkEmbedder, build_network, load_state, pretrained_network
 from pillar_cli.embedding.weights import PackagedWeights, load_weights_file
-from pillar_cli.errors import DataError, UsageError, check_one_of, param
+from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.lazy import torch
 
 if TYPE_CHECKING:
@@ -115,7 +115,6 @@ class PixelEmbedder:
 
 
 PRECISIONS = ("auto", "fp32", "bf16")
-RUNTIMES = ("auto", "torch", "onnxruntime")  # what runs a timm backbone
 
 
 class TimmEmbedder:
@@ -186,9 +185,12 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
     """The embedder of backbone `name` for inputs of `input_shape`; `runtime` (timm backbones): auto = ONNX Runtime
     for fp32 on the CPU when it is installed, torch otherwise. An unknown precision or runtime is refused for every
     backbone, those that have no use for it included."""
+    from pillar_cli.embedding.onnx_backbone import RUNTIMES
+
     if precision not in PRECISIONS:
         raise UsageError(f"{param('precision')} must be one of {', '.join(PRECISIONS)}; got '{precision}'")
-    check_one_of(RUNTIMES)("runtime", runtime)
+    if runtime not in RUNTIMES:
+        raise UsageError(f"{param('runtime')} must be one of {', '.join(RUNTIMES)}; got '{runtime}'")
     spec = resolve_backbone(name)
     if spec.name == "network":
         return _network_embedder(weights, input_shape, resize or crop, device)
@@ -230,10 +232,8 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
 def _runtime(asked: str, device: torch.device, bf16: bool) -> str:
     """What runs the backbone: torch, or ONNX Runtime for fp32 on the CPU ("onnxruntime" asked; "auto" when it is
     installed: it falls back to torch for a backbone that cannot be exported)."""
-    from pillar_cli.embedding.onnx_backbone import RUNTIMES, onnxruntime_available
+    from pillar_cli.embedding.onnx_backbone import onnxruntime_available
 
-    if asked not in RUNTIMES:
-        raise UsageError(f"{param('runtime')} must be one of {', '.join(RUNTIMES)}; got '{asked}'")
     usable = device.type == "cpu" and not bf16
     if asked == "onnxruntime" and not (usable and onnxruntime_available()):
         raise UsageError(f"{param('runtime')} onnxruntime runs fp32 on the CPU and needs the onnxruntime package" +

@@ -192,7 +192,7 @@ def test_options_that_would_be_ignored_are_refused(pillar, mnist, tmp_path):
     """Each once went through with rc 0 and the option silently unused."""
     out = tmp_path / "out.h5"
     assert_clean_failure(pillar("embed", "--source", "digits", "--runtime", "bogus", "-o", out, expect=None), 2,
-                         "unknown --runtime 'bogus' (known: auto, torch, onnxruntime)", out)
+                         "--runtime must be one of auto, torch, onnxruntime; got 'bogus'", out)
     assert_clean_failure(pillar("fit-pca", f"{mnist['emb']}:private", "--dp-eps", "1", "--components", "-o", out,
                                 expect=None), 2,
                          "--dp-eps fits a DP-PCA of the private rows; --components fits on public rows: pass one", out)
