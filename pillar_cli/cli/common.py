@@ -180,19 +180,26 @@ def print_json(document: Any) -> None:
 
 
 def print_table(title: str, rows: list[dict], columns: list[str], formats: dict[str, str] | None = None) -> None:
-    """The title goes on its own line: as a table title rich would wrap it to the width of a narrow table."""
+    """The title goes on its own line: as a table title rich would wrap it to the width of a narrow table. No cell is
+    ever cut: piped output (logs, CI, `| less`) gets the whole table whatever its width; a terminal too narrow for it
+    gets the rows as lists of `column: value` lines."""
     formats = formats or {}
     table = Table()
     for column in columns:
         table.add_column(column, justify="right", no_wrap=True)
-    for row in rows:
-        table.add_row(*[_cell(row.get(c), formats.get(c)) for c in columns])
+    cells = [[_cell(row.get(c), formats.get(c)) for c in columns] for row in rows]
+    for row in cells:
+        table.add_row(*row)
     heading = Text(title, style="table.title")
-    # piped output (logs, CI, `| less`) has no width to respect: print the whole table rather than cut columns
-    if stdout.is_terminal:
-        return stdout.print(heading, table)
     natural = stdout.measure(table, options=stdout.options.update(max_width=10_000)).maximum
-    Console(width=max(stdout.width, natural, len(title))).print(heading, table)
+    if not stdout.is_terminal:
+        return Console(width=max(stdout.width, natural, len(title))).print(heading, table)
+    if natural <= stdout.width:
+        return stdout.print(heading, table)
+    stdout.print(heading)
+    for number, row in enumerate(cells, start=1):
+        stdout.print(Text.assemble((f"{number}. ", "bold"), "; ".join(f"{column}: {value}"
+                                                                    for column, value in zip(columns, row))))
 
 
 def _cell(value: Any, fmt: str | None) -> str:

@@ -54,3 +54,32 @@ def test_a_parser_error_under_json_is_one_json_document_too(pillar, tmp_path):
     assert result.stderr == "error: Missing option '-o' / '--out'.\nhint: see pillar train-private --help\n"
     without = pillar("train-private", tmp_path / "e.h5", "-p", tmp_path / "p.h5", expect=2)
     assert without.stdout == ""
+
+
+def test_tables_on_an_80_column_terminal_cut_no_number(pillar, digits, monkeypatch):
+    """Once `│ p… ││ 1.0 │ 0.9… │`: on a terminal narrower than a table, its rows are printed as lists instead."""
+    import io
+
+    from rich.console import Console
+
+    from pillar_cli.cli import common
+
+    def on_a_terminal(*argv) -> str:
+        screen = io.StringIO()
+        monkeypatch.setattr(common, "stdout", Console(file=screen, width=80, force_terminal=True, color_system=None))
+        pillar(*argv)
+        return screen.getvalue()
+
+    model = digits / "m.h5"
+    pillar("train-private", digits / "emb.h5", "-p", digits / "pca.h5", "--k", "5,10", "--eps", "0.5,1", "--lr",
+           "0.5", "--steps", "20", "-o", model, "--force")
+    shown = {"evaluate": on_a_terminal("evaluate", model, "-e", f"{digits / 'emb.h5'}:test"),
+             "dry run": on_a_terminal("train-private", digits / "emb.h5", "-p", digits / "pca.h5", "--k", "5,10",
+                                      "--eps", "0.5,1", "--dry-run", "-o", digits / "x.h5"),
+             "backbones": on_a_terminal("embed", "--list-backbones")}
+    for name, text in shown.items():
+        assert "…" not in text and max(map(len, text.splitlines())) <= 80, name
+    rows = json.loads(pillar("evaluate", model, "-e", f"{digits / 'emb.h5'}:test", "--json").stdout)["rows"]
+    for row in rows:  # every cell's k and accuracy, whole
+        assert f"k: {row['k']}" in shown["evaluate"] and f"{row['accuracy_mean']:.4f}" in shown["evaluate"]
+    assert "efficientnet-lite0" in shown["backbones"]
