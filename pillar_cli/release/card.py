@@ -32,8 +32,19 @@ def card_front_matter(carried: dict, metrics: dict | None = None) -> dict:
                  "covers": list(statement.covers), "not_covered": list(statement.not_covered),
                  **({"rests_on": list(statement.rests_on)} if statement.rests_on else {}),
                  **({"risk": statement.risk} if statement.risk else {})}}
-    if metrics is not None:
-        front["metrics"] = {f"{name}_{metrics['split']}": value for name, value in metrics["values"].items()}
+    features = FeatureRecipe.from_attrs(carried["features"])
+    task = "image-classification" if features.reads_images else "tabular-classification"
+    front |= {"license": "other", "pipeline_tag": task,
+              **({"base_model": f"timm/{features.timm_id}"} if features.timm_id else {})}
+    if metrics is not None:  # the Hub's model-index: one result, its metrics by type
+        front |= {"datasets": [str(metrics["dataset"])], "metrics": sorted(metrics["values"]), "model-index": [{
+            "name": f"{PROGRAM}-{carried['head']['method']}-k{carried['head']['k']}", "results": [{
+                "task": {"type": task},
+                "dataset": {"name": str(metrics["dataset"]), "type": str(metrics["dataset"]),
+                            "split": metrics["split"]},
+                "metrics": [{"type": name, "value": value, "name": f"{name} ({metrics['split']}, mean of "
+                                                                    f"{metrics['seeds']})"}
+                            for name, value in metrics["values"].items()]}]}]}
     return front
 
 

@@ -117,7 +117,10 @@ def test_a_hugging_face_folder_carries_a_model_card_that_states_the_guarantee(mn
     assert stated["risk"] == statement["risk"] and 0 < stated["risk"]["tpr_at_fpr"]["0.01"] < 1
     assert "## What ε means for one training row" in (folder / "README.md").read_text()
     row = artifacts.read(evaluation, "evaluation").attrs["rows"][0]
-    assert card["metrics"]["accuracy_test"] == pytest.approx(row["accuracy_mean"])
+    results = ModelCard.load(folder / "README.md").data.eval_results  # the Hub's model-index, parsed by its library
+    accuracy = next(result for result in results if result.metric_type == "accuracy")
+    assert accuracy.metric_value == pytest.approx(row["accuracy_mean"]) and accuracy.dataset_split == "test"
+    assert accuracy.task_type == card["pipeline_tag"] == "image-classification" and card["license"] == "other"
     assert statuses(pillar("verify", folder, "--key", keys / "pub.pem", "--json")) == \
         {"signature": "ok", "hashes and statement": "ok", "epsilon": "ok", "risk": "ok"}
     (folder / "README.md").write_text((folder / "README.md").read_text().replace("epsilon: ", "epsilon: 0.0"))
