@@ -112,7 +112,8 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
         features = embedder_for(classifier.features, weights=weights, device="cpu",
                                 trust_checkpoint=trust_checkpoint).module()
     if out.suffix.lower() not in SUFFIXES[fmt]:
-        raise UsageError(f"{out}: a {fmt} file is named {' or '.join(SUFFIXES[fmt])}, so that readers know its format")
+        raise UsageError(f"{out}: an hf export is a folder, named without a suffix" if fmt == "hf" else
+                         f"{out}: a {fmt} file is named {' or '.join(SUFFIXES[fmt])}, so that readers know its format")
     carried = _metadata(classifier) | ({METRICS_KEY: metrics} if fmt == "hf" and metrics is not None else {})
     module = _network_module(classifier, features) if classifier.is_network else ClassifierModule(classifier, features)
     if module is not None:

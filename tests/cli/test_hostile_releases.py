@@ -97,6 +97,9 @@ def test_exports_are_named_as_their_format_and_read_in_one_line(pillar, release,
     assert wrong.exit_code == 2 and wrong.stderr.splitlines()[0] == \
         f"error: {tmp_path / 'x.pt'}: a onnx file is named .onnx, so that readers know its format"
     assert not (tmp_path / "x.pt").exists()
+    folder = pillar("export", release, "--format", "hf", "-o", tmp_path / "x.onnx", expect=2)  # once "named , so"
+    assert folder.stderr.splitlines()[0] == f"error: {tmp_path / 'x.onnx'}: an hf export is a folder, named without a " \
+                                             "suffix"
     keys = ("privacy", "class_names", "head", "features", "release", "contents")
     shape = {"privacy": [], "class_names": {}, "head": {}, "features": {}, "release": {}, "contents": {}}
     metadata = {f"pillar_{key}": json.dumps(value) for key, value in shape.items()}
