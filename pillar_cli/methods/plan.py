@@ -134,7 +134,7 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
                       privacy.n_public, privacy.count_share, preview, unit.counted)
     grids = ruled_grids(grid.for_rows(count), len(data.pca.components_))
     for planned in grids:
-        check_sweep(data, planned, privacy, options, count)
+        check_sweep(data, planned, privacy, options, count, set_by_rule=grid.rules)
     return SweepPlan(grids, count, readers, request, preview, unit)
 
 
@@ -159,13 +159,18 @@ def privacy_unit(data: SweepData, request: SweepRequest, grid: SweepGrid) -> Pri
 
 
 def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions,
-                count: RowCount) -> None:
-    """Everything that must hold before any private row is touched by a mechanism."""
+                count: RowCount, set_by_rule: frozenset[str] = frozenset()) -> None:
+    """Everything that must hold before any private row is touched by a mechanism (`set_by_rule`: the fields the
+    default rule set, which a refusal names as the rule's, not the user's)."""
     check_grid(grid, data.pca, data.num_classes)
     for epsilon in grid.epsilons:
         validate_budget(epsilon, privacy.delta, count)
     for lr in grid.lrs:
         check_positive("lr", lr)
+        if lr > MAX_LR and "lr" in set_by_rule:  # not the user's value: say who set it
+            raise UsageError(f"the default rule sets {param('lr')} {lr:g} for these rows and ε, above {MAX_LR:,.0f}: "
+                             "steps that large leave the head's float32 logits no precision",
+                             hint=f"give {param('lr')} (and {param('steps')}), or a smaller {param('epsilon')}")
         if lr > MAX_LR:
             raise UsageError(f"{param('lr')} must be at most {MAX_LR:,.0f} (got {lr:g}): steps that large leave "
                              "the head's float32 logits no precision")

@@ -67,6 +67,9 @@ def test_a_value_given_twice_and_an_absurd_learning_rate_are_refused(digits):
     with pytest.raises(UsageError, match=r"^lr must be at most 10,000 \(got 1e\+30\): steps that large leave the "
                                          r"head's float32 logits no precision$"):
         sweep(x, y, public=public, k=[5], epsilon=[1.0], lr=[1e30], steps=[20], delta=1e-4, device="cpu")
+    with pytest.raises(UsageError, match=r"^the default rule sets lr \d+ for these rows and ε, above 10,000: steps "
+                                         r"that large leave the head's float32 logits no precision$"):
+        sweep(x, y, public=public, k=[5], epsilon=[1e6], delta=1e-4, device="cpu", n_public=True)  # lr by the rule
 
 
 def test_a_decompression_bomb_is_one_line(tmp_path, monkeypatch):
