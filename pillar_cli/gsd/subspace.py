@@ -37,6 +37,7 @@ class GradientMatrix:
         self.block = int(np.clip(BLOCK_BYTES // (8 * self.dim), 1, 256))
         self.cached = self.rows * self.dim * 4 <= cache_bytes
         self._cache: np.ndarray | None = None  # all rows (float32), once a pass has completed
+        self._gram_eigen: tuple[np.ndarray, np.ndarray] | None = None  # of a kept matrix, once asked for
         self.on_rows: Callable[[int], None] = lambda n: None  # called as gradient rows are computed
 
     def passes(self, subspace: bool) -> int:
@@ -59,6 +60,19 @@ class GradientMatrix:
                 filling[rows] = gradients
             yield rows, gradients
         self._cache = filling
+
+    def gram_eigen(self) -> tuple[np.ndarray, np.ndarray]:
+        """The eigendecomposition of the rows × rows Gram matrix G Gᵀ of a kept matrix, largest first, computed once
+        (float64, accumulated over column blocks): every k's exact subspace reads it."""
+        if self._gram_eigen is None:
+            gradients = self.all_rows()
+            gram = np.zeros((self.rows, self.rows))
+            for start in range(0, self.dim, GRAM_COLUMNS):
+                block = gradients[:, start:start + GRAM_COLUMNS].astype(np.float64)
+                gram += block @ block.T
+            values, vectors = np.linalg.eigh(gram)
+            self._gram_eigen = values[::-1], vectors[:, ::-1]
+        return self._gram_eigen
 
     def all_rows(self) -> np.ndarray:
         """The whole (rows, p) matrix of a matrix that is kept, computed on the first call."""
@@ -114,16 +128,10 @@ def top_right_singular_vectors(matrix: GradientMatrix, k: int, seed: int) -> Sub
 
 
 def _exact(matrix: GradientMatrix, k: int) -> Subspace:
-    """V_k = Gᵀ U_k / σ_k from G Gᵀ = U Σ² Uᵀ; the Gram matrix accumulated in float64 over column blocks."""
-    gradients = matrix.all_rows()
-    gram = np.zeros((matrix.rows, matrix.rows))
-    for start in range(0, matrix.dim, GRAM_COLUMNS):
-        block = gradients[:, start:start + GRAM_COLUMNS].astype(np.float64)
-        gram += block @ block.T
-    values, vectors = np.linalg.eigh(gram)
-    values, vectors = values[::-1], vectors[:, ::-1]
+    """V_k = Gᵀ U_k / σ_k from G Gᵀ = U Σ² Uᵀ (GradientMatrix.gram_eigen)."""
+    values, vectors = matrix.gram_eigen()
     _check_rank(values, k)
-    basis = gradients.T.astype(np.float64) @ (vectors[:, :k] / np.sqrt(values[:k]))
+    basis = matrix.all_rows().T.astype(np.float64) @ (vectors[:, :k] / np.sqrt(values[:k]))
     return Subspace(_orthonormal(basis), "exact", _gap(values, k))
 
 
