@@ -51,20 +51,31 @@ def run(
         command = pillar.get_command(ctx, argv[0]) if argv else None
         recorded = lock.get(argv)
         state, why = (RUN, "") if force or command is None else step_state(command, argv, recorded)
+        _say(state, why, dry_run)
         if dry_run:
-            said = {SKIP: "would skip", RERUN: "would run again", RUN: "would run"}[state]
-            stderr.print(f"  {said}: {why or 'no output of it is there yet'}", soft_wrap=True)
             continue
-        if why:
-            stderr.print(f"  {'skipped' if state == SKIP else 'run again'}: {why}", soft_wrap=True)
         if state != SKIP:
-            try:  # the step reports its own error
-                pillar.main(argv + _force(command, argv, force or state == RERUN), prog_name=PROGRAM)
-            except SystemExit as stop:
-                if stop.code:
-                    raise PillarError(f"pipeline '{name}' stopped at step {number} (exit {stop.code})") from None
+            _run_step(pillar, argv + _force(command, argv, force or state == RERUN), f"pipeline '{name}'", number)
         if command is not None and (state != SKIP or recorded is None) and (files := step_files(command, argv)):
             lock.record(argv, *files)
+
+
+def _say(state: str, why: str, dry_run: bool) -> None:
+    """What a step does (or, in a dry run, would do) and why, where there is something to say."""
+    if dry_run:
+        said = {SKIP: "would skip", RERUN: "would run again", RUN: "would run"}[state]
+        stderr.print(f"  {said}: {why or 'no output of it is there yet'}", soft_wrap=True)
+    elif why:
+        stderr.print(f"  {'skipped' if state == SKIP else 'run again'}: {why}", soft_wrap=True)
+
+
+def _run_step(pillar, argv: list[str], pipeline: str, number: int) -> None:
+    """One step, in this process; it reports its own error, and a failure stops the pipeline."""
+    try:
+        pillar.main(argv, prog_name=PROGRAM)
+    except SystemExit as stop:
+        if stop.code:
+            raise PillarError(f"{pipeline} stopped at step {number} (exit {stop.code})") from None
 
 
 def _list(file: Path, listed: bool) -> None:

@@ -207,4 +207,4 @@ def test_a_model_card_quotes_only_an_evaluation_of_the_released_head(pillar, mni
     assert not folder.exists()
     pillar("evaluate", release.parent / "m.h5", "-e", f"{mnist['emb']}:test", "-o", tmp_path / "own-eval.h5")
     pillar("export", release, "--format", "hf", "--evaluation", tmp_path / "own-eval.h5", "-o", folder)
-    assert "accuracy_test: " in (folder / "README.md").read_text()
+    assert "model-index:" in (folder / "README.md").read_text()  # the own evaluation's accuracy, as the Hub reads it
