@@ -143,6 +143,9 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
     runs, dim, classes = len(arrays["runs/k"]), len(arrays["mean"]), attrs["num_classes"]
     if any(len(arrays[f"runs/{column}"]) != runs for column in RUN_COLUMNS if f"runs/{column}" in arrays):
         return "has run tables of different lengths"
+    selection = attrs.get("selection", [])
+    if not isinstance(selection, list) or not all(_selected_cell(cell, runs) for cell in selection):
+        return "has a selection whose cells are not (method, k, epsilon, run ids of its runs, what chose them)"
     if len(arrays["scale"]) != dim:
         return f"has a scale of {len(arrays['scale'])} dimensions for a mean of {dim}"
     if not all(isinstance(attrs["ledger"].get(key), kind) for key, kind in LEDGER.items()):
@@ -269,6 +272,17 @@ def _statement_problem(statement: dict) -> str | None:
     if statement["summary"] != statement_summary(statement):
         return "has a privacy summary that does not say what its numbers and lists say"
     return words_problem(statement)
+
+
+def _selected_cell(cell: object, runs: int) -> bool:
+    """A selection cell as artifacts/chosen.py reads it: its fields, and run ids among the model's runs."""
+    from pillar_cli.artifacts.chosen import ChosenBy
+
+    if not isinstance(cell, dict) or not all(key in cell for key in ("method", "k", "epsilon", "run_ids", "selected")):
+        return False
+    ids = cell["run_ids"]
+    return (isinstance(ids, list) and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < runs for i in ids)
+            and cell["selected"] in {chosen.value for chosen in ChosenBy})
 
 
 def _risk_record(risk: object) -> bool:

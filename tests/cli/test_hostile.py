@@ -90,6 +90,10 @@ FORGERIES = {  # what a buggy writer could leave, re-hashed so that only the sch
                         "records its source but not its rows ('/rows/private')"),
     "no public rows": ("pca", lambda h5: h5["rows"].__delitem__("public"),
                        "records its source but not its rows ('/rows/public')"),
+    "selection without run ids": ("model", lambda h5: h5.attrs.__setitem__("selection", json.dumps(
+        [{key: value for key, value in cell.items() if key != "run_ids"}
+         for cell in json.loads(h5.attrs["selection"])])),  # once KeyError: 'run_ids' in evaluate
+        "has a selection whose cells are not (method, k, epsilon, run ids of its runs, what chose them)"),
 }
 
 
