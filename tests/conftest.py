@@ -13,6 +13,11 @@ from typer.testing import CliRunner
 
 from pillar_cli.cli import app
 
+# Off a terminal a long stage prints a progress line every PILLAR_PROGRESS_SECONDS: on a slow or loaded machine a step
+# that is quick elsewhere would print one, and an exact-stderr assertion would see it. The suite turns them off; the
+# test of progress lines asks for them (0: a line at every update).
+os.environ.setdefault("PILLAR_PROGRESS_SECONDS", "inf")
+
 # CI replays a fixed set of examples (reproducible verdicts); local runs explore new ones each time.
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
