@@ -20,8 +20,8 @@ demo: $(STAMP)
 	$(VENV)/bin/pillar run examples.yaml mnist-demo --force
 	$(VENV)/bin/pillar run examples.yaml mnist-truth --force
 
-# Two workers, a test file each at a time (a file's fixtures are built once): 10 min 35 s against 13 min 46 s
-# serially on 2 cores.
+# Two workers, a test file each at a time (a file's fixtures are built once): 19 min 10 s for 743 items on 2 cores
+# (2026-11-26, `CI=true bash .ci/run` on a clean clone); `pytest --durations 20` names the slowest.
 test: $(STAMP)
 	$(PYTHON) -m pytest -n 2 --dist loadfile
 

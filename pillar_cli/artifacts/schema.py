@@ -5,13 +5,12 @@ a buggy writer; it is refused here with one line rather than failing somewhere d
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 
-from pillar_cli.artifacts.statement import statement_summary, words_problem
-from pillar_cli.errors import ArtifactError, PillarError
+from pillar_cli.artifacts.statement_schema import claims_that_fail, statement_problem
+from pillar_cli.errors import ArtifactError
 
 NUMBER, INTEGER, TEXT, BOOLEAN = "fiu", "iu", "U", "b"
 REQUIRED = object()
@@ -64,9 +63,6 @@ OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "evaluation": {"overlap_rows": int, "public": dict, "feature_dim": int},
 }
 LEDGER = {"accountant": str, "delta": (int, float), "clip": (int, float)}
-STATEMENT = {"epsilon": (int, float), "delta": (int, float), "epsilon_target": (int, float), "accountant": str,
-             "clip": (int, float), "neighbouring": str, "event": dict, "steps": int, "covers": list,
-             "not_covered": list, "summary": str}  # a release's privacy statement
 EVALUATION_ROW = {"method": str, "k": (int, str), "epsilon": (int, float), "accuracy_mean": (int, float),
                   "accuracy_std": (int, float, type(None)), "val_accuracy": (int, float)}
 
@@ -155,7 +151,7 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
     releases = [(attrs.get("public_choice") or {}).get("release") or {}, attrs.get("projection_release") or {}]
     delta = float(attrs["ledger"]["delta"]) + sum(float(release.get("delta", 0.0)) for release in releases)
     claims = zip(arrays["runs/event"].tolist(), arrays["runs/epsilon_spent"].tolist())
-    problem = _claims_that_fail([(str(event), claimed) for event, claimed in claims], attrs["ledger"]["accountant"],
+    problem = claims_that_fail([(str(event), claimed) for event, claimed in claims], attrs["ledger"]["accountant"],
                                 delta)
     if problem:
         return problem
@@ -177,22 +173,6 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
         if weights is None or bias is None or weights.shape != (inner, classes) or bias.shape != (classes,) or \
                 (basis is not None and basis.shape != (dim, k)):
             return f"has a malformed head for run {i}"
-    return None
-
-
-def _claims_that_fail(claims: list[tuple[str, float]], accountant: str, delta: float) -> str | None:
-    """A claimed ε below what its DP event spends (privacy/claims.py): a file edited after it was written."""
-    from pillar_cli.privacy import event_from_dict, get_accountant
-    from pillar_cli.privacy.claims import claim_problem
-
-    for text, claimed in sorted(set(claims)):
-        try:
-            event = event_from_dict(json.loads(text))
-            get_accountant(accountant)
-        except (ValueError, TypeError, PillarError):
-            return "has a malformed DP event or an unknown accountant"
-        if problem := claim_problem(accountant, event, delta, claimed):
-            return problem
     return None
 
 
@@ -219,7 +199,7 @@ def _classifier_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | No
     if network:
         if any(arrays[name].dtype.kind not in NUMBER or not np.isfinite(arrays[name]).all() for name in network):
             return "has a network weight that is not a finite number"
-        return _statement_problem(attrs["privacy"])
+        return statement_problem(attrs["privacy"])
     for name, rank in (("weights", 2), ("bias", 1)):
         if name not in arrays or arrays[name].dtype.kind not in NUMBER or arrays[name].ndim != rank:
             return f"has no head: a malformed or missing dataset '/{name}'"
@@ -233,7 +213,7 @@ def _classifier_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | No
     if not all(np.isfinite(arrays[name]).all() for name in ("mean", "scale", "weights", "bias")) or \
             not np.all(arrays["scale"] > 0):
         return "has non-finite weights or a scale that is not positive"
-    return _statement_problem(attrs["privacy"])
+    return statement_problem(attrs["privacy"])
 
 
 def carried_problem(carried: dict) -> str | None:
@@ -247,31 +227,7 @@ def carried_problem(carried: dict) -> str | None:
         return "has class names that are not two or more distinct texts"
     if not isinstance(carried["features"].get("feature_dim"), int):
         return "records a feature recipe without its feature_dim"
-    return _statement_problem(carried["privacy"])
-
-
-def _statement_problem(statement: dict) -> str | None:
-    """A statement whose fields are not of their types, whose δ is not below 1/ñ of the count it read, or whose ε is
-    below what its DP event spends (privacy/claims.py)."""
-    wrong = [key for key, kind in STATEMENT.items() if not isinstance(statement.get(key), kind)
-             or isinstance(statement.get(key), bool)]
-    if wrong or not all(isinstance(text, str) for key in ("covers", "not_covered") for text in statement[key]):
-        return f"has a privacy statement whose {', '.join(wrong) or 'covers'} {'is' if len(wrong) < 2 else 'are'} " \
-               "not of its type"
-    if "risk" in statement and not _risk_record(statement["risk"]):
-        return "has a privacy statement whose risk is not a record of TPRs in [0, 1] and an advantage"
-    rows = (statement.get("count") or {}).get("value")
-    if not 0 < statement["delta"] < (1 / rows if isinstance(rows, (int, float)) and rows >= 1 else 1):
-        return f"states δ = {statement['delta']:g}, not below 1/ñ of the count of training rows it read"
-    try:
-        claim = [(json.dumps(statement["event"]), float(statement["epsilon"]))]
-        if problem := _claims_that_fail(claim, statement["accountant"], float(statement["delta"])):
-            return problem
-    except (KeyError, TypeError, ValueError):
-        return "has a privacy statement whose DP event is not one pillar reads"
-    if statement["summary"] != statement_summary(statement):
-        return "has a privacy summary that does not say what its numbers and lists say"
-    return words_problem(statement)
+    return statement_problem(carried["privacy"])
 
 
 def _selected_cell(cell: object, runs: int) -> bool:
@@ -283,15 +239,6 @@ def _selected_cell(cell: object, runs: int) -> bool:
     ids = cell["run_ids"]
     return (isinstance(ids, list) and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < runs for i in ids)
             and cell["selected"] in {chosen.value for chosen in ChosenBy})
-
-
-def _risk_record(risk: object) -> bool:
-    """A statement's risk as privacy/risk.py writes it: the TPR at each quoted FPR and the advantage, in [0, 1]."""
-    if not isinstance(risk, dict) or not isinstance(risk.get("tpr_at_fpr"), dict):
-        return False
-    numbers = [*risk["tpr_at_fpr"].values(), risk.get("advantage")]
-    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in numbers) and \
-        set(risk["tpr_at_fpr"]) >= {"0.001", "0.01", "0.1"}
 
 
 def _gsd_ranking(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
