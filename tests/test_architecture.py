@@ -142,3 +142,44 @@ def test_no_module_names_a_method_but_its_own_and_the_registry():
              if isinstance(node, ast.Constant) and node.value in homes
              and path.resolve() not in {homes[node.value], *allowed}]
     assert named == []
+
+
+def _texts_outside_docstrings(tree: ast.AST) -> list[ast.Constant]:
+    """Every string constant of a module that is not a docstring (a module's, a class's or a function's)."""
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [node for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_no_mechanism_spells_its_neighbouring_relation_by_hand():
+    """Mechanisms state a `Relation` value; only privacy/guarantee.py and privacy/relation.py turn one into words,
+    so that no description can claim a relation its mechanism does not declare."""
+    spelled = re.compile(r"add/remove|add or remove|replace-one|replace one", re.IGNORECASE)
+    owners = {PACKAGE / "privacy" / "guarantee.py", PACKAGE / "privacy" / "relation.py"}
+    found = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in sorted(PACKAGE.rglob("*.py"))
+             if path not in owners
+             for node in _texts_outside_docstrings(ast.parse(path.read_text())) if spelled.search(node.value)]
+    assert found == []
+
+
+def test_deltas_are_summed_in_one_function():
+    """δ_total (a run's δ plus each upstream release's) is privacy/guarantee.py's `total_delta`: a sum or an addition
+    reading a `delta` key or attribute anywhere else would be a second, possibly different, composition."""
+    def reads_delta(node: ast.AST) -> bool:
+        if isinstance(node, (ast.JoinedStr, ast.List, ast.ListComp)):  # text, or lists concatenated
+            return False
+        return any((isinstance(sub, ast.Constant) and sub.value == "delta")
+                   or (isinstance(sub, ast.Attribute) and sub.attr == "delta") for sub in ast.walk(node))
+
+    found = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for function in ast.walk(ast.parse(path.read_text())):
+            for node in ast.walk(function) if isinstance(function, (ast.FunctionDef, ast.Lambda)) else ():
+                summed = [node.left, node.right] if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) \
+                    else [node.value] if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) \
+                    else node.args if isinstance(node, ast.Call) and ast.unparse(node.func) == "sum" else []
+                if any(map(reads_delta, summed)):
+                    found.add(f"{path.relative_to(PACKAGE)}:{getattr(function, 'name', 'lambda')}")
+    assert found == {"privacy/guarantee.py:total_delta"}

@@ -13,7 +13,7 @@ from pillar_cli.artifacts.chosen import SelectedCell
 from pillar_cli.artifacts.core import Artifact
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.premises import Premises
-from pillar_cli.privacy.unit import PrivacyUnit
+from pillar_cli.privacy.guarantee import PrivacyUnit, total_delta
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,13 +67,10 @@ class PublicChoice:
         """The choice was a DP release (its ε composes into every run's)."""
         return self.release is not None
 
-    @property
-    def release_delta(self) -> float:
-        return 0.0 if self.release is None else float(self.release.get("delta", 0.0))
-
     def on_model(self, delta: float) -> PublicChoice:
         """As a model trained on the projection records it: with the δ its runs' composed ε holds at."""
-        return PublicChoice(**{**asdict(self), "delta_total": delta + self.release_delta,
+        released = [self.release] if self.release else []
+        return PublicChoice(**{**asdict(self), "delta_total": total_delta(delta, released),
                                "composition": None if self.release is None else
                                "each run's event tree composed with the release's, accounted at delta_total"})
 
@@ -129,8 +126,8 @@ class ModelHeader:
     @property
     def delta_total(self) -> float:
         """The δ every run's recorded ε holds at: the ledger's, plus a DP public choice's and a DP-PCA's."""
-        return (self.ledger.delta + (0.0 if self.public_choice is None else self.public_choice.release_delta)
-                + float((self.projection_release or {}).get("delta", 0.0)))
+        choice = None if self.public_choice is None else self.public_choice.release
+        return total_delta(self.ledger.delta, [release for release in (choice, self.projection_release) if release])
 
     @property
     def accounted(self) -> bool:

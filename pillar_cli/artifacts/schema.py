@@ -11,6 +11,7 @@ import numpy as np
 
 from pillar_cli.artifacts.statement_schema import claims_that_fail, statement_problem
 from pillar_cli.errors import ArtifactError
+from pillar_cli.privacy.guarantee import total_delta
 
 NUMBER, INTEGER, TEXT, BOOLEAN = "fiu", "iu", "U", "b"
 REQUIRED = object()
@@ -149,7 +150,7 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
     if np.isnan(arrays["runs/epsilon_spent"]).any() or (arrays["runs/epsilon_spent"] < 0).any():
         return "has an epsilon_spent that is not a number ≥ 0"
     releases = [(attrs.get("public_choice") or {}).get("release") or {}, attrs.get("projection_release") or {}]
-    delta = float(attrs["ledger"]["delta"]) + sum(float(release.get("delta", 0.0)) for release in releases)
+    delta = total_delta(attrs["ledger"]["delta"], releases)
     claims = zip(arrays["runs/event"].tolist(), arrays["runs/epsilon_spent"].tolist())
     problem = claims_that_fail([(str(event), claimed) for event, claimed in claims], attrs["ledger"]["accountant"],
                                 delta)

@@ -30,6 +30,7 @@ from pillar_cli.privacy import Event, GaussianEvent, event_from_dict
 from pillar_cli.privacy.events import ComposedEvent, OneOfEvent, RepeatAndSelectEvent, is_private, pure_parts, \
     to_dp_accounting
 from pillar_cli.privacy.rdp import ORDERS
+from pillar_cli.privacy.relation import ACCOUNTED
 
 TOLERANCE = 0.01
 
@@ -130,7 +131,7 @@ def _rdp_accountant(event):
     """dp-accounting's RDP accountant at ORDERS, `event` (one of its own) composed."""
     from dp_accounting.rdp import RdpAccountant
 
-    accountant = RdpAccountant(orders=list(ORDERS))
+    accountant = RdpAccountant(list(ORDERS), ACCOUNTED.to_dp_accounting())
     accountant.compose(event)
     return accountant
 
@@ -165,6 +166,7 @@ def _pld(event: Event, delta: float) -> float:
     from dp_accounting import pld
 
     # a finer grid for one release, whose ε is read off a single discretised loss distribution
-    accountant = pld.PLDAccountant(value_discretization_interval=1e-5 if isinstance(event, GaussianEvent) else 2e-5)
+    interval = 1e-5 if isinstance(event, GaussianEvent) else 2e-5
+    accountant = pld.PLDAccountant(ACCOUNTED.to_dp_accounting(), value_discretization_interval=interval)
     accountant.compose(to_dp_accounting(event))
     return float(accountant.get_epsilon(delta))

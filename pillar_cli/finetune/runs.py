@@ -31,6 +31,7 @@ from pillar_cli.lazy import torch
 from pillar_cli.privacy import event_from_dict, get_accountant, require_public_start, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
 from pillar_cli.privacy.file_guarantee import ReleasedHead, whole_file
+from pillar_cli.privacy.guarantee import ROW_RELATIONS, adjacency
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
         "ledger": {"accountant": config.accountant, "delta": config.delta, "clip": config.clip,
                    "accountant_description": accountant.description, "epsilon_is_upper_bound": accountant.upper_bound,
                    "mechanism": (f"DP-SGD on every weight through opacus ({config.grad_sample_mode} clipping), Poisson "
-                                 "sampling, Gaussian noise σ·clip, add/remove-one adjacency") if private else
+                                 f"sampling, Gaussian noise σ·clip; {adjacency(ROW_RELATIONS)}") if private else
                    "none: non-private training on public labelled rows",
                    "protected_split": "private" if private else None,
                    "per_run": "runs/event (the DP event tree, JSON) and runs/epsilon_spent, the accountant's ε of "

@@ -20,11 +20,11 @@ from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import Cell, Method, Run
 from pillar_cli.privacy.rdp import TrialCount
 from pillar_cli.privacy.selection import SelectionPlan, plan_selection
-from pillar_cli.privacy.unit import person_weights
+from pillar_cli.privacy.guarantee import PERSON, ROW_RELATIONS, PrivacyUnit, adjacency, person_weights
 
-SCORE = "correct predictions on the val split, plus Gaussian noise (add/remove-one sensitivity 1)"
+SCORE = f"correct predictions on the val split, plus Gaussian noise (sensitivity 1 under {adjacency(ROW_RELATIONS)})"
 PERSON_SCORE = ("correct predictions on the val split, each weighted by 1/(its person's val rows), plus Gaussian noise "
-                "(add/remove-one-person sensitivity 1)")
+                f"(sensitivity 1 under {adjacency(ROW_RELATIONS, PrivacyUnit(PERSON, 'their ids'))})")
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pillar_cli.methods.plan import val_role
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import SweepResult, run_sweep, with_projection_release
-from pillar_cli.privacy.unit import persons_of
+from pillar_cli.privacy.guarantee import persons_of
 from pillar_cli.projection import PublicPCA
 
 

@@ -23,7 +23,7 @@ from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.privacy import Event, calibrate_noise, spent_epsilon
 from pillar_cli.privacy.count import COUNT_SHARE, RowCount
 from pillar_cli.privacy.file_guarantee import ReleasedHead
-from pillar_cli.privacy.unit import PrivacyUnit, person_weights
+from pillar_cli.privacy.guarantee import ROW_RELATIONS, PrivacyUnit, Relation, person_weights
 from pillar_cli.projection import LinearMap, PublicPCA, project
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -195,8 +195,12 @@ class Method:
     reads_count: bool = True  # it derives something from the number of private rows (a sampling rate, a scale)
     person_bound: str | None = None  # how it bounds one person's contribution, in words (None: it bounds a row only)
     request_fields: frozenset[str] = frozenset({"k", "lr", "steps", "batch_size"})  # what its configurations read
-    mechanism_description: str = ("DP-SGD: Poisson sampling, per-row clipping to C, Gaussian noise σ·C; add/remove-one "
-                                  "adjacency")
+    mechanism_description: str = "DP-SGD: Poisson sampling, per-row clipping to C, Gaussian noise σ·C"
+    relations: tuple[Relation, ...] = ROW_RELATIONS  # the neighbouring relations its analysis holds under
+
+    def mechanism_words(self, unit: PrivacyUnit) -> str:
+        """Its mechanism in words with the unit: what it releases, its relation, how it bounds a person."""
+        return unit.mechanism(self.mechanism_description, self.relations, self.person_bound)
 
     def family_of(self, k: int | None) -> str:
         """The table row a run at k (None: full) belongs to."""

@@ -36,7 +36,7 @@ from pillar_cli.methods.base import Cell, Method, Run, each_run
 from pillar_cli.privacy import GaussianEvent
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.symmetric import symmetric_noise
-from pillar_cli.privacy.unit import WEIGHTED_PERSON_BOUND
+from pillar_cli.privacy.guarantee import WEIGHTED_PERSON_BOUND
 
 
 class ClosedFormHead(Method):
@@ -132,7 +132,7 @@ class PublicCovarianceLDA(ClosedFormHead):
     needs_public_rows = "for the shared covariance"
     not_auditable = "its covariance comes from public rows, which hold nothing in the canaries' coordinates"
     mechanism_description = ("one Gaussian release of the per-class sums of the unit-norm rows, L2 sensitivity 1; "
-                             "class sizes ñ/C from the released row count; add/remove-one adjacency")
+                             "class sizes ñ/C from the released row count")
 
     def statistics(self, cell: Cell, rows: np.ndarray, row_weights: np.ndarray) -> tuple:
         data = cell.data
@@ -178,7 +178,7 @@ class DPLeastSquares(ClosedFormHead):
     sensitivity = math.sqrt(2.0)
     reads_count = False
     mechanism_description = ("one Gaussian release of [AᵀA | AᵀY] for unit-norm rows [a, 1]/√2 and one-hot labels, "
-                             "L2 sensitivity √2; add/remove-one adjacency")
+                             "L2 sensitivity √2")
 
     def statistics(self, cell: Cell, rows: np.ndarray, row_weights: np.ndarray) -> tuple:
         return least_squares_statistics(rows, cell.data.private_y, cell.data.num_classes, row_weights)

@@ -28,6 +28,7 @@ from pillar_cli.methods.base import Cell, Method, SweepData, Run, each_run, opti
 from pillar_cli.privacy import ExponentialEvent, spent_epsilon
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.exponential import exponential_mechanism
+from pillar_cli.privacy.guarantee import Relation
 from pillar_cli.projection.components import PublicComponents, check_boolean_rows
 
 SENSITIVITY = 1.0
@@ -54,7 +55,8 @@ class ExponentialMechanismDisjunctions(Method):
     request_fields = frozenset()  # one mechanism per seed: no k, lr, steps or batch
     not_auditable = "its head is a disjunction chosen by the exponential mechanism, not trained by gradients"
     mechanism_description = ("the exponential mechanism over the candidates, score minus the errors on the private "
-                             "rows (sensitivity 1); pure ε-DP under add/remove-one and replace-one adjacency")
+                             "rows (sensitivity 1): pure ε-DP")
+    relations = (Relation.ADD_OR_REMOVE_ONE, Relation.REPLACE_ONE)
 
     def configs(self, *, seeds: list[int], **_: object) -> list[RunConfig]:
         """One mechanism per seed."""

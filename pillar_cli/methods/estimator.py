@@ -28,7 +28,7 @@ from pillar_cli.methods.sweep import run_sweep, with_projection_release
 from pillar_cli.privacy import get_accountant, headline
 from pillar_cli.privacy.count import PUBLIC
 from pillar_cli.privacy.ledger import Ledger
-from pillar_cli.privacy.unit import persons_of
+from pillar_cli.privacy.guarantee import persons_of, total_delta
 from pillar_cli.projection import PublicPCA, StoredMap
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
@@ -129,10 +129,10 @@ class DPLinearClassifier(SoftmaxClassifier):
         released = [f"the projection: {release['mechanism']} (ε = {release['epsilon']:.4g}, δ = {release['delta']:g})"
                     for release in result.releases]
         self.ledger_ = Ledger(self.accountant, float(self.epsilon), run.epsilon_spent,
-                              self.delta + sum(float(release["delta"]) for release in result.releases),
+                              total_delta(self.delta, result.releases),
                               *headline(run.released.event), run.key.steps, self.clip, run.event,
                               accountant.upper_bound,
-                              result.plan.unit.mechanism(method.mechanism_description, method.person_bound)
+                              method.mechanism_words(result.plan.unit)
                               + ", on the private rows; "
                               + ("; ".join(released) if released else "the projection used public rows only")
                               + (f"; {count.describe()}" if count is not None and count.noisy else "")

@@ -31,8 +31,8 @@ from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import SelfComposedEvent
 from pillar_cli.projection import project
 
-MECHANISM = ("noisy-sgd: m runs of T Poisson-sampled (rate 1/n) noisy SGD steps, together at (ε/2, δ), add/remove "
-             "adjacency, then exponential-mechanism selection at ε/2")
+MECHANISM = ("noisy-sgd: m runs of T Poisson-sampled (rate 1/n) noisy SGD steps, together at (ε/2, δ), then "
+             "exponential-mechanism selection at ε/2")
 # steps are drawn (samples, noise) in chunks of about this many noise values: 8 MiB of noise, and the padded samples
 # take that times the largest sample of the chunk (Binomial(n, 1/n): rarely above 7)
 CHUNK_VALUES = 2**20

@@ -33,7 +33,7 @@ from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.rules import ruled_grids
 from pillar_cli.privacy import calibrate_noise, require_disjoint, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
-from pillar_cli.privacy.unit import PrivacyUnit
+from pillar_cli.privacy.guarantee import PrivacyUnit
 from pillar_cli.projection.private_pca import require_unit_covered
 
 MAX_LR = 1e4  # above it a clipped step moves a logit by more than float32 resolves next to the others

@@ -44,7 +44,7 @@ from pillar_cli.methods.closed_form import augmented, augmented_head, check_ridg
 from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.symmetric import symmetric_noise
-from pillar_cli.privacy.unit import WEIGHTED_PERSON_BOUND
+from pillar_cli.privacy.guarantee import WEIGHTED_PERSON_BOUND
 
 DEFAULT_STEPS = 10  # full-batch steps of a run that gives none
 GRADIENT_SENSITIVITY = math.sqrt(2.0)
@@ -151,8 +151,7 @@ class DPNewton(SecondOrderHead):
     description = ("DP Newton: full-batch steps, each releasing the gradient and the per-class Hessians of the "
                    "unit-norm private rows; k components")
     mechanism_description = ("2T full-batch Gaussian releases: per step the gradient sum (L2 sensitivity √2) and the "
-                             "per-class Hessian sums of unit-norm rows [u, 1]/√2 (sensitivity ½); add/remove-one "
-                             "adjacency")
+                             "per-class Hessian sums of unit-norm rows [u, 1]/√2 (sensitivity ½)")
 
     def releases(self, steps: int) -> int:
         return 2 * steps
@@ -178,8 +177,7 @@ class DPFeatureCovariance(SecondOrderHead):
     description = ("DP-FC: the private feature covariance released once preconditions full-batch steps that each "
                    "release the gradient; k components")
     mechanism_description = ("T + 1 full-batch Gaussian releases: the Gram matrix of the unit-norm rows [u, 1]/√2 "
-                             "once (L2 sensitivity 1), the gradient sum per step (sensitivity √2); add/remove-one "
-                             "adjacency")
+                             "once (L2 sensitivity 1), the gradient sum per step (sensitivity √2)")
 
     def releases(self, steps: int) -> int:
         return steps + 1
@@ -215,7 +213,7 @@ class PublicFeatureCovariance(DPFeatureCovariance):
     not_auditable = "its covariance comes from public rows, which hold nothing in the canaries' coordinates"
     mechanism_description = ("T full-batch Gaussian releases of the gradient sum of unit-norm rows [u, 1]/√2 (L2 "
                              "sensitivity √2), preconditioned by the public rows' Gram matrix scaled to ñ/n_public "
-                             "rows (ñ the released row count); add/remove-one adjacency")
+                             "rows (ñ the released row count)")
 
     def releases(self, steps: int) -> int:
         return steps

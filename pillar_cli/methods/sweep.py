@@ -32,7 +32,7 @@ from pillar_cli.methods.plan import SweepPlan, plan_sweep
 from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.selection import select_on_val, selection_note
 from pillar_cli.privacy import Event, ExponentialEvent, gaussian_segments, get_accountant
-from pillar_cli.privacy.composition import composed_with_release
+from pillar_cli.privacy.guarantee import composed_with_release, total_delta
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.file_guarantee import ReleasedHead, whole_file
 from pillar_cli.privacy.rdp import ORDERS
@@ -169,7 +169,7 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
                    "runs/epsilon_spent, the accountant's ε of it; runs/noise_multiplier and runs/sample_rate for "
                    "tables; runs/steps_run: the steps the engine counted as it ran them (-1: not counted)"},
         "max_epsilon_spent": max((total for _, total in spent), default=0.0),
-        "mechanisms": {method.name: privacy.unit.mechanism(method.mechanism_description, method.person_bound)
+        "mechanisms": {method.name: method.mechanism_words(privacy.unit)
                        for method in map(get_method, sorted({r.key.method for r in runs}))},
         **{key: value for name in sorted({r.key.method for r in runs})
            for key, value in get_method(name).model_attrs(options.of(get_method(name))).items()},
@@ -226,8 +226,8 @@ def _whole_file(result: SweepResult, privacy: PrivacySettings, releases: list[di
 def _with_releases(run: Run, privacy: PrivacySettings, releases: list[dict]) -> tuple[Event, float]:
     """The run's event tree and ε with the DP releases it rests on composed in (the DP-GSD that chose the public
     data, a DP-PCA projection), accounted at δ plus theirs; unchanged without any."""
-    event, epsilon, delta = run.event, run.epsilon_spent, privacy.delta
-    for release in releases:
-        event, epsilon = composed_with_release(event, privacy.accountant, delta, release)
-        delta += float(release["delta"])
+    event, epsilon = run.event, run.epsilon_spent
+    for composed_so_far, release in enumerate(releases):
+        event, epsilon = composed_with_release(event, privacy.accountant,
+                                               total_delta(privacy.delta, releases[:composed_so_far]), release)
     return event, epsilon

@@ -28,6 +28,7 @@ from pillar_cli.privacy.cache import NumberCache
 from pillar_cli.privacy.events import Event, Segment, gaussian_segments, is_private, pure_parts
 from pillar_cli.privacy.gaussian import full_batch, gaussian_epsilon
 from pillar_cli.privacy.rdp import epsilon_of, event_rdp
+from pillar_cli.privacy.relation import ACCOUNTED
 
 # opacus' default RDP orders top out at 63, too small for ε ≈ 0.1 (the optimum sits near 100-200). Extend them
 # with integer orders up to 1024: opacus' fractional-order series and orders above ~1100 lose precision (NaN or
@@ -87,7 +88,7 @@ def _pld_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
     from dp_accounting import dp_event, pld
 
     def epsilon(interval: float) -> float:
-        accountant = pld.PLDAccountant(value_discretization_interval=interval)
+        accountant = pld.PLDAccountant(ACCOUNTED.to_dp_accounting(), value_discretization_interval=interval)
         for sigma, q, steps in segments:
             accountant.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), steps)
         return float(accountant.get_epsilon(delta))

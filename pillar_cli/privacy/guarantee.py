@@ -1,4 +1,6 @@
-"""The privacy unit: what two neighbouring datasets differ by — one training row, or one person with all their rows.
+"""The guarantee's parts as values: the privacy unit (what two neighbouring datasets differ by: one training row,
+or one person with all their rows), the neighbouring relation a mechanism is analysed under, and the composition
+of a run with the upstream DP releases it rests on, at the one δ total.
 
 Where one person has many rows (a patient's X-rays, a lesion's photos, a slide's patches) a guarantee per row
 protects that person only at about (their rows)·ε. With the person as the unit, the sampler draws persons, each
@@ -6,19 +8,70 @@ person's contribution to a release is bounded as one row's is (linear/persons.py
 rules read is the count of persons, and every statement names the unit and where the persons came from. The
 guarantee then holds for a person exactly as the grouping defines them: rows of one human filed under two ids are
 two persons to the mechanism.
+
+Mechanisms state their relation as a `Relation`; the words that name it ("add/remove-one adjacency") are made here
+only, from that value.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from pillar_cli.errors import UsageError, param
+from pillar_cli.privacy.accountants import spent_epsilon
+from pillar_cli.privacy.events import Event, composed, event_from_dict
+from pillar_cli.privacy.relation import ACCOUNTED, Relation
+
+ROW_RELATIONS = (ACCOUNTED,)  # what every row-level mechanism in pillar is analysed under
+
+
+def adjacency(relations: tuple[Relation, ...], unit: PrivacyUnit | None = None) -> str:
+    """The relations in a mechanism's words: "add/remove-one adjacency", "… of one person" with a person unit."""
+    if not relations or not all(isinstance(relation, Relation) for relation in relations):
+        raise ValueError(f"a mechanism's relations must be Relation values, not {relations!r}")
+    said = " and ".join(relation.short for relation in relations) + " adjacency"
+    return said if unit is None or not unit.is_person else f"{said} of one person"
+
+
+@dataclass(frozen=True)
+class DPRelease:
+    """One DP release another composes with (the noisy count, a DP-PCA, a DP-GSD choice, a head of a file): its
+    (ε, δ) and, where it is a tree pillar accounts, its event."""
+
+    epsilon: float
+    delta: float
+    event: Event | None = None
+    mechanism: str = ""
+
+    @classmethod
+    def of(cls, record: Mapping) -> DPRelease:
+        """From the record a file or a DP-PCA object holds (keys epsilon, delta, event, mechanism)."""
+        event = record.get("event")
+        return cls(float(record.get("epsilon", 0.0)), float(record.get("delta", 0.0)),
+                   None if event is None else event_from_dict(event), str(record.get("mechanism", "")))
+
+
+def total_delta(delta: float, releases: Iterable[DPRelease | Mapping]) -> float:
+    """δ of a release at `delta` composed with others (DPRelease values or their records): the one place δs are
+    summed."""
+    return float(delta) + sum(release.delta if isinstance(release, DPRelease) else DPRelease.of(release).delta
+                              for release in releases)
+
+
+def composed_with_release(event: Event, accountant: str, delta: float, release: Mapping) -> tuple[Event, float]:
+    """(the run and the release as one event tree, its ε at δ_total) for one run at δ and the release's record.
+
+    The two trees compose as one, accounted at δ_total = δ_run + δ_release by the run's accountant: a Gaussian
+    release joins the run's Gaussian segments, a pure ε release (the Bingham exponential mechanism) adds its ε, and
+    a run with a private selection in it composes through its Rényi DP curve."""
+    total = composed(event, event_from_dict(release["event"]))
+    return total, spent_epsilon(accountant, total, total_delta(delta, [release]))
 
 ROW, PERSON, AUTO = "row", "person", "auto"
 UNITS = (AUTO, ROW, PERSON)
-ROW_NEIGHBOURS = "add or remove one training row (its features and label)"
 DP_SGD_PERSON_BOUND = ("each row's gradient clipped to C, then the sum of each person's clipped gradients clipped "
                        "again to C; persons, not rows, Poisson-sampled, at a rate read from the count of persons")
 WEIGHTED_PERSON_BOUND = ("each row weighted by 1/(its person's rows) in every released sum, so that a person moves a "
@@ -58,9 +111,15 @@ class PrivacyUnit:
 
     @property
     def neighbouring(self) -> str:
+        """The neighbouring relation of a release made with this unit, in words."""
+        return f"{Relation.ADD_OR_REMOVE_ONE.value} {self.one}"
+
+    @property
+    def one(self) -> str:
+        """One unit with what it holds ("training row (its features and label)")."""
         if not self.is_person:
-            return ROW_NEIGHBOURS
-        return f"add or remove one person (every row of theirs; persons as named by {self.persons})"
+            return "training row (its features and label)"
+        return f"person (every row of theirs; persons as named by {self.persons})"
 
     @property
     def noun(self) -> str:
@@ -82,10 +141,11 @@ class PrivacyUnit:
         return (f"{DP_SGD_PERSON_BOUND} (DP-SGD); {WEIGHTED_PERSON_BOUND} (one-release and full-batch heads, "
                 "DP-PCA)")
 
-    def mechanism(self, description: str, person_bound: str | None) -> str:
-        """A method's mechanism in words, with how it bounds a person (`person_bound`) where the person is the
-        unit."""
-        return description if not self.is_person else f"{description}; per person: {person_bound}"
+    def mechanism(self, description: str, relations: tuple[Relation, ...], person_bound: str | None) -> str:
+        """A mechanism in words: what it releases (`description`), the relations it is analysed under, and how it
+        bounds a person (`person_bound`) where the person is the unit."""
+        said = f"{description}; {adjacency(relations, self)}"
+        return said if not self.is_person else f"{said}; per person: {person_bound}"
 
     @property
     def counted(self) -> str:
