@@ -32,6 +32,7 @@ from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
 from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, spent_epsilon, validate_budget
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.guarantee import PERSON, ROW, PrivacyUnit
+from pillar_cli.privacy.risk import audit_points, risk_of
 from pillar_cli.projection import LinearMap, project
 
 CANARY_VALUE = 10.0  # the canary's coordinate: its clipped gradient is 99.5 % in that coordinate, 10 % bias
@@ -201,14 +202,16 @@ def audit_summary(result: AuditResult, settings: AuditSettings, method: str, del
 
 def audit_artifact(result: AuditResult, settings: AuditSettings, configuration: dict,
                    planted: str | None = None) -> Artifact:
-    """The canaries (who was in, their labels and scores), the guesses and the bound, what was audited."""
+    """The canaries (who was in, their labels and scores), the guesses and the bound, what was audited, and its tests
+    on the axes of the claimed guarantee's trade-off curve (`points`, privacy/risk.py)."""
     ratio = result.epsilon_lower_bound / result.epsilon_claimed
+    points = audit_points(result.scores, result.included, risk_of(result.event), settings.confidence)
     attrs = {"canaries": settings.canaries, "guesses": result.guesses, "correct": result.correct,
              "confidence": settings.confidence, "epsilon_lower_bound": result.epsilon_lower_bound,
              "epsilon_claimed": result.epsilon_claimed, "ratio": ratio, "configuration": configuration,
              "event": result.event.to_dict(), "canary_kind": CANARY_KIND,
              "bound": "Steinke, Nasr & Jagielski (NeurIPS 2023), Theorem 5.2, δ included",
-             "planted_bug": planted or "none"}
+             "planted_bug": planted or "none", "points": points}
     arrays = {"canaries/included": result.included, "canaries/labels": result.labels.astype(np.int64),
               "canaries/scores": result.scores}
     return Artifact("audit", arrays, attrs)

@@ -160,6 +160,15 @@ def _canary_audit(ctx: typer.Context, out: Path | None, refs: list, method: Meth
     if as_json:
         return print_json(artifact.attrs)
     stdout.print(audit_summary(result, settings, method.name, privacy.delta, planted))
+    print_table(f"its tests on the trade-off curve's axes ({settings.confidence:.0%} intervals): the guarantee allows "
+                "at most tpr_bound at each FPR", [_on_axes(point) for point in artifact.attrs["points"]],
+                ["share", "fpr", "tpr", "tpr_bound", "above_curve"], {"share": ".0%", "tpr_bound": ".3f"})
+
+
+def _on_axes(point: dict) -> dict:
+    """An audit test as a table row: its rates with their intervals."""
+    return {**point, **{name: f"{point[name]:.3f} [{point[name + '_low']:.3f}, {point[name + '_high']:.3f}]"
+                        for name in ("fpr", "tpr")}, "above_curve": "ABOVE" if point["above_curve"] else "under"}
 
 
 def _white_box(ctx: typer.Context, out: Path | None, refs: list, method: Method, options: Any, data: SweepData,

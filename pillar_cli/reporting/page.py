@@ -23,7 +23,7 @@ from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.privacy import event_from_dict
 from pillar_cli.artifacts.core import Artifact
 from pillar_cli.errors import UsageError
-from pillar_cli.privacy.risk import FPRS, Risk, risk_of
+from pillar_cli.privacy.risk import FPRS, Risk, audit_points, risk_of
 from pillar_cli.version import PROGRAM
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -45,25 +45,12 @@ class AuditPoints:
     epsilon_claimed: float
 
 
-def audit_points(scores: np.ndarray, included: np.ndarray, event: dict, lower: float, claimed: float,
-                 confidence: float = 0.95) -> AuditPoints:
-    """The membership test 'score among the top share' at several shares, as (FPR, TPR) with intervals."""
-    from scipy.stats import beta
-
-    order = np.argsort(-scores, kind="stable")
-    positives, negatives = int(included.sum()), int((~included).sum())
-    points = []
-    for share in (0.01, 0.05, 0.1, 0.25, 0.5):
-        guessed = np.zeros(len(scores), dtype=bool)
-        guessed[order[:max(1, int(round(share * len(scores))))]] = True
-        counts = {"tp": int((guessed & included).sum()), "fp": int((guessed & ~included).sum())}
-        point = {"share": share, "tpr": counts["tp"] / positives, "fpr": counts["fp"] / negatives}
-        for name, hits, total in (("tpr", counts["tp"], positives), ("fpr", counts["fp"], negatives)):
-            tail = (1 - confidence) / 2
-            point[f"{name}_low"] = float(beta.ppf(tail, hits, total - hits + 1)) if hits else 0.0
-            point[f"{name}_high"] = float(beta.ppf(1 - tail, hits + 1, total - hits)) if hits < total else 1.0
-        points.append(point)
-    return AuditPoints(points, event, lower, claimed)
+def audit_on_axes(audit: Artifact) -> AuditPoints:
+    """A canary audit artifact's tests as points on the trade-off curve's axes (privacy/risk.py)."""
+    event = audit.attrs["event"]
+    points = audit_points(audit.array("canaries/scores"), audit.array("canaries/included").astype(bool),
+                          risk_of(event_from_dict(event)), audit.attrs["confidence"])
+    return AuditPoints(points, event, audit.attrs["epsilon_lower_bound"], audit.attrs["epsilon_claimed"])
 
 
 def release_page(release: Classifier, trust_line: str, evaluation: Evaluation | None,
@@ -78,9 +65,7 @@ def release_page(release: Classifier, trust_line: str, evaluation: Evaluation | 
         if row is None or head_digest(release.head_arrays) not in (row.get("heads") or ()):
             raise UsageError(f"{evaluation.path} is no evaluation of the released head: none of its heads is this one",
                              hint="evaluate the model this classifier was released from")
-    points = None if audit is None else audit_points(
-        audit.array("canaries/scores"), audit.array("canaries/included").astype(bool), audit.attrs["event"],
-        audit.attrs["epsilon_lower_bound"], audit.attrs["epsilon_claimed"], audit.attrs["confidence"])
+    points = None if audit is None else audit_on_axes(audit)
     document = page_document(release, trust_line, evaluation, row, points)
     return document, page_html(release, document, points)
 

@@ -10,6 +10,8 @@ from checks import assert_clean_failure, edited_copy
 
 from pillar_cli import artifacts
 from pillar_cli.audit.ledger import check_ledger
+from pillar_cli.privacy import event_from_dict
+from pillar_cli.privacy.risk import risk_of
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
@@ -26,6 +28,13 @@ def test_the_audit_is_sound_and_catches_a_run_without_noise(mnist, pillar, tmp_p
     broken = json.loads(pillar("audit", mnist["emb"], "-p", mnist["pca"], *CONFIG, "--plant", "no-noise",
                                "--json").stdout)
     assert broken["correct"] == 120 and broken["epsilon_lower_bound"] > 3 > broken["epsilon_claimed"]
+    # on the trade-off curve's axes: the sound run's tests stay under the claimed curve, the broken run's top 10 %
+    # (60 canaries, every one in) sit above it
+    curve = risk_of(event_from_dict(sound["event"]))
+    assert [p["share"] for p in sound["points"]] == [0.01, 0.05, 0.1, 0.25, 0.5]
+    assert all(p["tpr_bound"] == curve.tpr_at(p["fpr"]) and not p["above_curve"] for p in sound["points"])
+    assert [p["above_curve"] for p in broken["points"]] == [False, True, True, True, True]
+    assert stored.attrs["points"] == sound["points"]
     assert "--plant" not in pillar("audit", "--help").stdout
 
 
