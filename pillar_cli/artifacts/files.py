@@ -95,3 +95,34 @@ def replacing_together(paths: Sequence[Path | None], force: bool = False) -> Ite
     the block) leaves none of them behind."""
     with ExitStack() as stack:
         yield [None if path is None else stack.enter_context(replacing(path, force)) for path in paths]
+
+
+@contextmanager
+def written_together(paths: Sequence[Path]) -> Iterator[None]:
+    """Outputs a command writes one after another (a release, then its signature): if the block does not finish —
+    an error, Ctrl-C, SIGTERM — each is put back as it was: removed where it did not exist, and the file or folder
+    --force was replacing restored. The previous outputs wait beside their places until the block ends."""
+    kept: dict[Path, Path] = {}  # an output that existed → where it waits
+    owned: list[Path] = []  # the outputs this block answers for: absent before it, or moved aside
+    try:
+        for path in paths:
+            if path.exists() or path.is_symlink():
+                kept[path] = path.with_name(sibling(Path("." + path.name), ".previous").name)
+                os.replace(path, kept[path])
+            owned.append(path)
+        yield
+    except BaseException:
+        for path in owned:
+            _remove(path)
+            if path in kept:
+                os.replace(kept[path], path)
+        raise
+    for previous in kept.values():
+        _remove(previous)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)

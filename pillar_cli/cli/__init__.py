@@ -14,7 +14,7 @@ import click
 import typer
 from typer.core import TyperCommand
 
-from pillar_cli.cli.boundary import OneLineUsageErrors
+from pillar_cli.cli.boundary import OneLineUsageErrors, interrupt
 from pillar_cli.cli.help import PanelledCommand
 from pillar_cli.version import PROGRAM, __version__
 
@@ -97,16 +97,19 @@ def _print_version(asked: bool) -> None:
 
 @app.callback()
 def _pillar(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
-                                         help="Print the version and exit.")) -> None:
-    """The group's own options (--version, --help); its commands come from COMMANDS."""
+                                         help="Print the version and exit."),
+            quiet: bool = typer.Option(False, "--quiet", "-q", envvar="PILLAR_QUIET",
+                                       help="Print results, warnings and errors only: no progress, no notes "
+                                            "(also PILLAR_QUIET=1).")) -> None:
+    """The group's own options (--version, --quiet, --help); its commands come from COMMANDS."""
+    from pillar_cli.cli.common import stderr
+
+    stderr.quiet = quiet
 
 
 def main() -> None:
-    signal.signal(signal.SIGTERM, _stop)
+    """SIGINT and SIGTERM unwind alike (cli/boundary.py): temporary files are removed, an interrupted embedding keeps
+    its rows for --resume, and the command ends with one line and exit 130."""
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
     app()
-
-
-def _stop(signum: int, frame: object) -> None:
-    """SIGTERM (a scheduler's kill, a timeout) unwinds like Ctrl-C: temporary files are removed, an interrupted
-    embedding keeps its rows for --resume, and the command ends with one line and exit 130."""
-    raise KeyboardInterrupt

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sys
+import threading
 from typing import Any, Callable
 
 import typer
@@ -39,6 +40,24 @@ class _JsonOutput:
 JSON_OUTPUT = _JsonOutput()
 
 
+INTERRUPTED = threading.Event()  # Ctrl-C or SIGTERM arrived during the running command, even where Python dropped it
+
+
+def interrupt(signum: int, frame: object) -> None:
+    """SIGINT and SIGTERM (a scheduler's kill, a timeout): remember the signal, then unwind as Ctrl-C does. Raised
+    where Python cannot propagate it (a finaliser, a lock released by a worker) it is printed as "Exception ignored"
+    and dropped; the flag stays, the next progress step raises it again (`check_interrupted`), and a command that
+    finishes anyway exits 130, never 0."""
+    INTERRUPTED.set()
+    raise KeyboardInterrupt
+
+
+def check_interrupted() -> None:
+    """Raise the interrupt a signal left behind, if any (called at every progress step)."""
+    if INTERRUPTED.is_set():
+        raise KeyboardInterrupt
+
+
 def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None = None) -> Callable:
     """Turn a PillarError into one line on stderr (plus a hint) and its exit code, Ctrl-C into exit 130;
     PILLAR_DEBUG=1 shows tracebacks. Parameters in messages are shown as this command's flags (`flags` maps the
@@ -48,10 +67,11 @@ def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None 
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
             JSON_OUTPUT.written = False
+            INTERRUPTED.clear()
             try:
                 for name, value in kwargs.items():
                     _check_number(name, value)
-                return command(*args, **kwargs)
+                result = command(*args, **kwargs)
             except PillarError as err:
                 if os.environ.get("PILLAR_DEBUG"):
                     raise
@@ -70,6 +90,10 @@ def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None 
             except KeyboardInterrupt:
                 print("error: interrupted; no artifact was written (existing files are unchanged)", file=sys.stderr)
                 raise typer.Exit(130) from None
+            if INTERRUPTED.is_set():  # dropped where it arrived, and no progress step came after it
+                print("error: interrupted as the command finished: what it wrote is complete", file=sys.stderr)
+                raise typer.Exit(130)
+            return result
 
         return run
 

@@ -5,24 +5,13 @@ from __future__ import annotations
 import difflib
 import json
 import math
-import os
 import sys
-import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import typer
 import yaml
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
@@ -98,6 +87,13 @@ def signed_output(out: Path, key: Path | None, inputs: list[str], force: bool) -
     check_outputs([out, None if key is None else signature_path(out)], inputs, force=force)
     if key is not None:
         check_signing_key(key)
+
+
+def outputs_of(out: Path, key: Path | None) -> list[Path]:
+    """A release's or export's outputs: the file (or hf folder) and, when signing, its signature."""
+    from pillar_cli.release.signing import signature_path
+
+    return [out] if key is None else [out, signature_path(out)]
 
 
 def split_list(text: str, option: str) -> list[str]:
@@ -208,48 +204,6 @@ def _cell(value: Any, fmt: str | None) -> str:
     if isinstance(value, float) and math.isinf(value):
         return "inf"
     return format(value, fmt) if fmt and isinstance(value, (int, float)) else str(value)
-
-
-@contextmanager
-def progress_bar(description: str, total: int, unit: str = "items") -> Iterator[Callable[[int], None]]:
-    """Progress on stderr; yields `advance(n)`. On a terminal a rich bar with the rate and time left; elsewhere
-    (a scheduler's log, a pipe) one line every PILLAR_PROGRESS_SECONDS (default 10): done / total, rate, time left."""
-    if not stderr.is_terminal:
-        with _progress_lines(description, total, unit, float(os.environ.get("PILLAR_PROGRESS_SECONDS", 10))) as advance:
-            yield advance
-        return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _RateColumn(unit),
-                  TimeRemainingColumn(), console=stderr, transient=True) as progress:
-        task = progress.add_task(description, total=total)
-        yield lambda n=1: progress.advance(task, n)
-
-
-class _RateColumn(ProgressColumn):
-    def __init__(self, unit: str):
-        super().__init__()
-        self.unit = unit
-
-    def render(self, task) -> Text:
-        return Text("" if task.speed is None else f"{task.speed:,.0f} {self.unit}/s")
-
-
-@contextmanager
-def _progress_lines(description: str, total: int, unit: str, every: float = 10.0) -> Iterator[Callable[[int], None]]:
-    start = last = time.monotonic()
-    done = 0
-
-    def advance(n: int = 1) -> None:
-        nonlocal done, last
-        done += n
-        now = time.monotonic()
-        if now - last >= every:
-            last = now
-            rate = done / (now - start)
-            left = f", {(total - done) / rate:,.0f} s left" if rate > 0 and total > done else ""
-            print(f"{description}: {done:,}/{total:,} {unit} ({100 * done / max(total, 1):.0f} %), "
-                  f"{rate:,.0f} {unit}/s{left}", file=sys.stderr, flush=True)
-
-    yield advance
 
 
 def _plain(value: Any) -> Any:

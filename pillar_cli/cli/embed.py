@@ -18,9 +18,9 @@ from pillar_cli.cli.common import (
     parse_shard,
     print_json,
     print_table,
-    progress_bar,
     save,
 )
+from pillar_cli.cli.progress import progress_bar
 from pillar_cli.cli.sources import default_workers, parse_params
 from pillar_cli.data import SOURCES
 from pillar_cli.embedding.backbones import BACKBONES

@@ -11,12 +11,14 @@ import typer
 from pillar_cli.artifacts import read
 from pillar_cli.artifacts.classifier import Classifier, read_classifier
 from pillar_cli.artifacts.evaluation import Evaluation
+from pillar_cli.artifacts.files import written_together
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
     ConfigOption,
     ForceOption,
     JsonOption,
     SignOption,
+    outputs_of,
     print_json,
     signed_output,
     stdout,
@@ -24,6 +26,7 @@ from pillar_cli.cli.common import (
 from pillar_cli.cli.trust import KeyOption, checked_trust
 from pillar_cli.errors import UsageError
 from pillar_cli.release.exported import EXPORT_FORMATS
+from pillar_cli.release.folder import check_folder_target
 from pillar_cli.release.signing import sign_file
 
 
@@ -65,11 +68,14 @@ def export(
     released = read_classifier(str(classifier))
     say_trust = checked_trust(classifier, key)
     metrics = None if evaluation is None else card_metrics(Evaluation.of(read(evaluation, "evaluation")), released)
-    reads = export_classifier(released, fmt, out, features_only=features_only, weights=weights,
-                              trust_checkpoint=trust_checkpoint, force=force, metrics=metrics,
-                              inputs=[classifier, *(path for path in (weights, evaluation) if path)])
-    if sign is not None:
-        sign_file(out, sign)
+    inputs = [classifier, *(path for path in (weights, evaluation) if path)]
+    if fmt == "hf":  # before the folder is set aside below
+        check_folder_target(out, inputs, force)
+    with written_together(outputs_of(out, sign)):  # a signal while signing leaves neither
+        reads = export_classifier(released, fmt, out, features_only=features_only, weights=weights,
+                                  trust_checkpoint=trust_checkpoint, force=force, metrics=metrics, inputs=inputs)
+        if sign is not None:
+            sign_file(out, sign)
     if as_json:
         print_json({"output": str(out), "format": fmt, "input": reads, "privacy": released.privacy.summary,
                     "unit": released.privacy.privacy_unit.described})

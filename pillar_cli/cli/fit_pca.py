@@ -18,9 +18,9 @@ from pillar_cli.cli.common import (
     noise_source,
     print_json,
     print_table,
-    progress_bar,
     save,
 )
+from pillar_cli.cli.progress import progress_bar
 from pillar_cli.errors import UsageError, check_positive
 from pillar_cli.projection import PublicPCA, fit_public_split, projection_artifact
 from pillar_cli.projection.components import PublicComponents, fit_public_components

@@ -20,10 +20,10 @@ from pillar_cli.cli.common import (
     noise_source,
     print_json,
     print_table,
-    progress_bar,
     save,
     warn,
 )
+from pillar_cli.cli.progress import progress_bar
 from pillar_cli.gsd.probes import ProbeSpec
 from pillar_cli.gsd.ranking import prepare
 from pillar_cli.gsd.releases import DPSettings

@@ -19,10 +19,10 @@ from pillar_cli.cli.common import (
     JsonOption,
     check_output,
     print_json,
-    progress_bar,
     stderr,
     stdout,
 )
+from pillar_cli.cli.progress import progress_bar
 from pillar_cli.cli.sources import default_workers, parse_params
 from pillar_cli.cli.trust import KeyOption, checked_trust
 from pillar_cli.data import SourceOptions, load_source

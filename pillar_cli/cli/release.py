@@ -8,12 +8,14 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
+from pillar_cli.artifacts.files import written_together
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
     ConfigOption,
     ForceOption,
     JsonOption,
     SignOption,
+    outputs_of,
     print_json,
     save,
     signed_output,
@@ -51,9 +53,10 @@ def release(
     """
     signed_output(out, sign, [str(model)], force)
     classifier, chosen = release_classifier(artifacts.read(model, "model"), parse_cell(cell), seed)
-    save(ctx, out, classifier.to_artifact(), [])
-    if sign is not None:
-        sign_file(out, sign)
+    with written_together(outputs_of(out, sign)):  # a signal while signing leaves neither file
+        save(ctx, out, classifier.to_artifact(), [])
+        if sign is not None:
+            sign_file(out, sign)
     statement = classifier.privacy
     if as_json:
         return print_json({"output": str(out), **chosen, "privacy": statement.to_attrs()})

@@ -10,6 +10,11 @@ import time
 
 import pytest
 
+from pillar_cli import artifacts
+from pillar_cli.cli import fit_pca as fit_pca_command
+from pillar_cli.cli.boundary import interrupt
+from pillar_cli.projection import pca as projection_pca
+
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
 
@@ -36,3 +41,58 @@ def test_a_signal_during_training_leaves_no_artifact(mnist, tmp_path, signum):
     assert stderr.strip().splitlines()[-1] == "error: interrupted; no artifact was written (existing files are unchanged)"
     assert out.read_bytes() == b"previous result"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.h5"]
+
+
+def _dropping_interrupts(monkeypatch, module, name: str) -> None:
+    """Make `module.name` receive a Ctrl-C that Python drops, as it does one arriving in a finaliser or in a lock a
+    worker thread releases ("Exception ignored in ..."), then go on."""
+    original = getattr(module, name)
+
+    def dropped(*args, **kwargs):
+        try:
+            interrupt(signal.SIGINT, None)
+        except KeyboardInterrupt:
+            pass
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, dropped)
+
+
+def test_an_interrupt_python_dropped_stops_the_command_at_its_next_progress_step(mnist, pillar, tmp_path,
+                                                                                monkeypatch):
+    monkeypatch.setattr(projection_pca.PublicPCA, "fit", _fit_dropping(projection_pca.PublicPCA.fit))
+    result = pillar("fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "pca.h5", expect=130)
+    assert result.stderr.strip().splitlines()[-1] == ("error: interrupted; no artifact was written (existing files "
+                                                      "are unchanged)")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _fit_dropping(fit):
+    """PublicPCA.fit whose progress callback first receives a dropped interrupt."""
+    def fitting(self, x, on_rows=lambda n: None, **kwargs):
+        def on_rows_after_a_dropped_interrupt(n: int) -> None:
+            try:
+                interrupt(signal.SIGINT, None)
+            except KeyboardInterrupt:
+                pass
+            on_rows(n)
+        return fit(self, x, on_rows=on_rows_after_a_dropped_interrupt, **kwargs)
+    return fitting
+
+
+def test_a_command_finishing_after_a_dropped_interrupt_exits_130_not_0(mnist, pillar, tmp_path, monkeypatch):
+    _dropping_interrupts(monkeypatch, fit_pca_command, "_report")
+    result = pillar("fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "pca.h5", expect=130)
+    assert result.stderr.strip().splitlines()[-1] == ("error: interrupted as the command finished: what it wrote is "
+                                                      "complete")
+    assert artifacts.read(tmp_path / "pca.h5", "projection").attrs["k_max"] > 0
+
+
+def test_quiet_keeps_stderr_to_warnings_and_errors(mnist, pillar, tmp_path, monkeypatch):
+    monkeypatch.setenv("PILLAR_PROGRESS_SECONDS", "0")  # a progress line at every step
+    loud = pillar("fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "loud.h5")
+    assert "fit-pca: " in loud.stderr
+    quiet = pillar("--quiet", "fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "quiet.h5")
+    assert quiet.stderr == "" and quiet.stdout == loud.stdout.replace("loud.h5", "quiet.h5")
+    refused = pillar("-q", "fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "quiet.h5", expect=2)
+    assert refused.stderr.startswith("error: ") and "quiet.h5" in refused.stderr

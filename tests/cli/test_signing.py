@@ -173,3 +173,30 @@ def test_predict_says_whether_its_release_is_signed_and_verified(pillar, signed,
     assert not (tmp_path / "x.csv").exists()
     command = artifacts.read(signed / "rel.h5", "classifier").provenance.command
     assert "--sign" not in command and str(keys / "key.pem") not in command  # no key's path in a recorded command
+
+
+@pytest.mark.parametrize("command", ["release", "export"])
+def test_a_signal_while_signing_leaves_neither_file_and_restores_what_force_replaced(pillar, signed, keys, tmp_path,
+                                                                                    monkeypatch, command):
+    """Ctrl-C or SIGTERM after the file is written but before its signature is: no unsigned output stays behind
+    the "interrupted" line, and the output --force was replacing, with its signature, is back as it was."""
+    import pillar_cli.cli.export
+    import pillar_cli.cli.release
+
+    def interrupted_while_signing(path, key):
+        (path.parent / f"{path.name}.sig").write_text("half a signature")
+        raise KeyboardInterrupt
+
+    argv = {"release": ["release", signed / "m.h5"], "export": ["export", signed / "rel.h5", "--format", "onnx"]}
+    out = tmp_path / ("new.h5" if command == "release" else "new.onnx")
+    monkeypatch.setattr(getattr(pillar_cli.cli, command), "sign_file", interrupted_while_signing)
+    result = pillar(*argv[command], "-o", out, "--sign", keys / "key.pem", expect=130)
+    assert result.stderr.strip().splitlines()[-1] == ("error: interrupted; no artifact was written (existing files "
+                                                      "are unchanged)")
+    assert list(tmp_path.iterdir()) == []
+    out.write_bytes(b"previous output")
+    (tmp_path / f"{out.name}.sig").write_bytes(b"previous signature")
+    pillar(*argv[command], "-o", out, "--sign", keys / "key.pem", "--force", expect=130)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([out.name, f"{out.name}.sig"])
+    assert out.read_bytes() == b"previous output"
+    assert (tmp_path / f"{out.name}.sig").read_bytes() == b"previous signature"
