@@ -101,6 +101,7 @@ class ModelHeader:
     source: str | None = None  # the source its rows came from, in words (a fine-tuned network's)
     source_fingerprint: str | None = None  # what names the source's rows (artifacts.Split.source_fingerprint)
     projection_release: dict | None = None  # the DP release of a projection fitted on the private rows (DP-PCA)
+    risk_target: dict | None = None  # the membership risk its runs' ε was calibrated to (privacy/risk_target.py)
     unit: PrivacyUnit = PrivacyUnit()  # what the runs' neighbouring datasets differ by: a row, or a person
 
     @classmethod
@@ -120,7 +121,7 @@ class ModelHeader:
                    mechanisms=attrs.get("mechanisms") or {}, features=attrs.get("features") or {},
                    network=attrs.get("network"), default_rule=attrs.get("default_rule"), source=attrs.get("source"),
                    source_fingerprint=attrs.get("source_fingerprint"),
-                   projection_release=attrs.get("projection_release"),
+                   projection_release=attrs.get("projection_release"), risk_target=attrs.get("risk_target"),
                    unit=PrivacyUnit.from_attrs(attrs.get("privacy_unit")))
 
     @property

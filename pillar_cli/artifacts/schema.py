@@ -60,7 +60,8 @@ OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
                    "persons": dict, "share_of_embedded": float, "fitted_on": dict},
     "model": {"row_l2_normalised": bool, "private_fraction": (int, float), "source_fingerprint": str, "persons": dict,
               "public_choice": dict, "public_data": dict, "noise": dict, "whole_file": dict, "mechanisms": dict,
-              "features": dict, "trained_on": list, "projection_release": dict},
+              "features": dict, "trained_on": list, "projection_release": dict,
+              "risk_target": dict},
     "evaluation": {"overlap_rows": int, "public": dict, "feature_dim": int},
 }
 LEDGER = {"accountant": str, "delta": (int, float), "clip": (int, float)}

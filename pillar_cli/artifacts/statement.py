@@ -107,13 +107,18 @@ class Statement:
     unit: dict | None = None  # what neighbouring datasets differ by (privacy/unit.py PrivacyUnit.to_attrs)
     rests_on: tuple[str, ...] = ()  # what it assumes of the public side (artifacts/premises.py), in words
     risk: dict | None = None  # what it allows an attacker (privacy/risk.py Risk.to_attrs); None: not recorded
+    risk_target: dict | None = None  # the risk its ε was calibrated to (privacy/risk_target.py); None: ε was given
 
     @property
     def risk_sentence(self) -> str | None:
         """The recorded risk in words, for this statement's unit (None where none is recorded)."""
         if not self.risk:
             return None
-        return risk_words(self.risk["tpr_at_fpr"], self.risk["advantage"], self.privacy_unit.noun)
+        said = risk_words(self.risk["tpr_at_fpr"], self.risk["advantage"], self.privacy_unit.noun)
+        if self.risk_target:
+            said += (f"; ε was calibrated to keep the TPR at or below {100 * self.risk_target['max_tpr']:.3g} % at a "
+                     f"{100 * self.risk_target['at_fpr']:.3g} % false-positive rate")
+        return said
 
     @classmethod
     def from_attrs(cls, attrs: dict) -> Statement:

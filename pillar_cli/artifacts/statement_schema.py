@@ -39,6 +39,11 @@ def statement_problem(statement: dict) -> str | None:
     if wrong or not all(isinstance(text, str) for key in ("covers", "not_covered") for text in statement[key]):
         return f"has a privacy statement whose {', '.join(wrong) or 'covers'} {'is' if len(wrong) < 2 else 'are'} " \
                "not of its type"
+    target = statement.get("risk_target")
+    if target is not None and not (isinstance(target, dict) and all(
+            isinstance(target.get(key), (int, float)) and not isinstance(target.get(key), bool)
+            and 0 < target[key] < 1 for key in ("max_tpr", "at_fpr"))):
+        return "has a privacy statement whose risk_target is not a TPR and an FPR in (0, 1)"
     if "risk" in statement and not risk_record(statement["risk"]):
         return "has a privacy statement whose risk is not a record of TPRs in [0, 1] and an advantage"
     rows = (statement.get("count") or {}).get("value")

@@ -23,6 +23,10 @@ RIDGE = typer.Option("auto", help="Closed-form heads' λ, comma-separated; auto 
 K = typer.Option("auto", help="Components, comma-separated; 'full' = no projection; auto = the default rule, "
                  "round(√(n·ε)) up to the projection's k_max. E.g. 5,10,full")
 EPS = typer.Option("1", help="Target ε values, comma-separated; 'inf' = non-private. E.g. 0.1,1,inf")
+MAX_TPR = typer.Option(None, help="Instead of --eps: calibrate ε so that no membership attack on one unit reaches "
+                       "a true-positive rate above this at --at-fpr (the trade-off curve of each head's DP tree, "
+                       "privacy/risk_target.py). E.g. 0.05")
+AT_FPR = typer.Option(0.01, help="The false-positive rate --max-tpr holds at.")
 DELTA = typer.Option(1e-5, help="Target δ; must be below 1/ñ, ñ the released count of training rows.")
 LR = typer.Option("auto", help="Learning rates, comma-separated; auto = the default rule, n·ε/(32·steps) "
                   "(about ε·B/512, B the batch size; 0.1 without privacy).")
@@ -86,7 +90,8 @@ def sweep_request(params: dict[str, Any]) -> SweepRequest:
         select=_selection(params["select"], params["trials"], params["trials_shape"], params["score_share"]),
         shard=parse_shard(params["shard"]), method_options=options_by_method(params),
         **{name: params[name] for name in ("momentum", "weight_decay", "ema", "delta", "clip", "accountant",
-                                           "noise_seed", "n_public", "val", "engine", "device", "privacy_unit")})
+                                           "noise_seed", "n_public", "val", "engine", "device", "privacy_unit",
+                                           "max_tpr", "at_fpr")})
 
 
 def sweep_sources(params: dict[str, Any]) -> SweepSources:

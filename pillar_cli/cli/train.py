@@ -23,6 +23,7 @@ from pillar_cli.cli.method_flags import method_flags
 from pillar_cli.cli.progress import progress_bar
 from pillar_cli.cli.sweep_options import (
     ACCOUNTANT,
+    AT_FPR,
     BATCH_SIZE,
     CLIP,
     DELTA,
@@ -32,6 +33,7 @@ from pillar_cli.cli.sweep_options import (
     ENGINE,
     EPS,
     LR,
+    MAX_TPR,
     METHOD,
     MOMENTUM,
     OTHER_PUBLIC,
@@ -74,6 +76,8 @@ def train_private(
     ridge: str = RIDGE,
     k: str = K,
     eps: str = EPS,
+    max_tpr: Optional[float] = MAX_TPR,
+    at_fpr: float = AT_FPR,
     delta: float = DELTA,
     n_public: bool = NPublicOption,
     privacy_unit: str = PRIVACY_UNIT,
@@ -113,6 +117,8 @@ def train_private(
     Example: pillar train-private emb.h5 -p pca.h5 --eps 0.1,1 -o model.h5
 
     Example: pillar train-private emb.h5 -p pca.h5 --k 5,10,40,full --eps 0.1,1,inf -o model.h5
+
+    Example: pillar train-private emb.h5 -p pca.h5 --max-tpr 0.05 --at-fpr 0.01 -o model.h5
 
     Example: pillar train-private emb.h5 -p pca.h5 --k 20 --eps 1 --lr 0.1,0.5,2 --steps 100,500 --select accounted
     -o model.h5

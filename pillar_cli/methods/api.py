@@ -25,9 +25,11 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
     pass a fitted `projection`); adadps reads `public_labelled` = (X_pub, y_pub). The keyword arguments are a
     `SweepRequest`'s (methods/request.py), train-private's options by their Python names, with its defaults:
     method, k, epsilon, delta, accountant, clip, lr, steps, batch_size, seed, momentum, weight_decay, ridge, ema,
-    select, val, engine, device, method_options, noise_seed, n_public, privacy_unit — lists where the command takes
-    a list. `groups` (and `groups_val` for X_val) give each row's person: with privacy_unit "auto" (the default) or
-    "person" the guarantee is then per person (privacy/unit.py).
+    select, val, engine, device, method_options, noise_seed, n_public, privacy_unit, max_tpr, at_fpr — lists where
+    the command takes a list. `groups` (and `groups_val` for X_val) give each row's person: with privacy_unit
+    "auto" (the default) or "person" the guarantee is then per person (privacy/guarantee.py). `max_tpr` (at
+    `at_fpr`) replaces ε by a risk target: ε is calibrated so that no membership attack on one unit reaches that
+    true-positive rate at that false-positive rate (privacy/risk_target.py).
 
     k, lr and steps "auto" follow the default rule of methods/rules.py (from the row count, ε and the batch size; one
     value per ε, nothing to choose on val); k None means all features. `select`: "val" (the result's `selection`

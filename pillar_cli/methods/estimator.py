@@ -69,6 +69,8 @@ class DPLinearClassifier(SoftmaxClassifier):
     OS entropy), so two fits differ, unless `noise_seed` is set: an experiment-only switch whose classifier is NOT
     differentially private. Everything derived from the number of rows (the sampling rate, the rule) reads a noisy
     count released inside ε (privacy/count.py), unless `n_public` declares that number public knowledge.
+    `max_tpr` (with `at_fpr`, default 0.01) replaces ε by a risk target: ε is calibrated so that no membership
+    attack on one unit reaches that true-positive rate at that false-positive rate (privacy/risk_target.py).
 
     Example:
         clf = DPLinearClassifier(k=20, epsilon=1.0, steps=300, batch_size=256).fit(X, y, public=X_public)
@@ -81,12 +83,12 @@ class DPLinearClassifier(SoftmaxClassifier):
                  batch_size: int | None = DEFAULT_BATCH, seed: int = 0, projection: PublicPCA | None = None,
                  momentum: float = 0.0, weight_decay: float = 0.0, device: str = "cpu", ridge: float | None = None,
                  noise_seed: int | None = None, method_options: Any = None, n_public: bool = False,
-                 privacy_unit: str = "auto"):
+                 privacy_unit: str = "auto", max_tpr: float | None = None, at_fpr: float = 0.01):
         self.method, self.k, self.epsilon, self.delta, self.accountant = method, k, epsilon, delta, accountant
         self.clip, self.lr, self.steps, self.batch_size, self.seed = clip, lr, steps, batch_size, seed
         self.projection, self.momentum, self.weight_decay, self.device = projection, momentum, weight_decay, device
         self.ridge, self.noise_seed, self.method_options, self.n_public = ridge, noise_seed, method_options, n_public
-        self.privacy_unit = privacy_unit
+        self.privacy_unit, self.max_tpr, self.at_fpr = privacy_unit, max_tpr, at_fpr
 
     def fit(self, X: np.ndarray, y: np.ndarray, public: np.ndarray | None = None,
             groups: Any = None) -> DPLinearClassifier:
@@ -128,7 +130,7 @@ class DPLinearClassifier(SoftmaxClassifier):
         count = result.count if result.count_read or result.count.kind == PUBLIC else None
         released = [f"the projection: {release['mechanism']} (ε = {release['epsilon']:.4g}, δ = {release['delta']:g})"
                     for release in result.releases]
-        self.ledger_ = Ledger(self.accountant, float(self.epsilon), run.epsilon_spent,
+        self.ledger_ = Ledger(self.accountant, run.key.epsilon, run.epsilon_spent,
                               total_delta(self.delta, result.releases),
                               *headline(run.released.event), run.key.steps, self.clip, run.event,
                               accountant.upper_bound,
@@ -159,7 +161,7 @@ class DPLinearClassifier(SoftmaxClassifier):
                             momentum=self.momentum, weight_decay=self.weight_decay, ridge=[self.ridge],
                             device=self.device, method_options={self.method: self.method_options},
                             noise_seed=self.noise_seed, n_public=self.n_public, val="hold-out",
-                            privacy_unit=self.privacy_unit)
+                            privacy_unit=self.privacy_unit, max_tpr=self.max_tpr, at_fpr=self.at_fpr)
 
     @property
     def coef_(self) -> np.ndarray:

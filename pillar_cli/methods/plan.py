@@ -31,9 +31,10 @@ from pillar_cli.methods.catalog import bounding_persons, get_method
 from pillar_cli.methods.grid import SweepGrid, check_grid
 from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.rules import ruled_grids
-from pillar_cli.privacy import calibrate_noise, require_disjoint, validate_budget
+from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, require_disjoint, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
 from pillar_cli.privacy.guarantee import PrivacyUnit
+from pillar_cli.privacy.risk_target import RiskTarget
 from pillar_cli.projection.private_pca import require_unit_covered
 
 MAX_LR = 1e4  # above it a clipped step moves a logit by more than float32 resolves next to the others
@@ -50,6 +51,7 @@ class SweepPlan:
     request: SweepRequest
     preview: bool = False  # made from the exact n to be printed (--dry-run): it never trains
     unit: PrivacyUnit = PrivacyUnit()  # what neighbouring datasets differ by: a row, or a person
+    risk_target: RiskTarget | None = None  # what the request's ε was calibrated to, where it asked for a risk
 
     @property
     def privacy(self) -> PrivacySettings:
@@ -123,6 +125,9 @@ def configurations_per_cell(grid: SweepGrid, k_max: int) -> int:
 def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) -> SweepPlan:
     """Check the request against the data, release the row count where a private cell reads it, and set the grids
     for it. `preview`: release nothing; plan with the exact n, for the data holder to read (the plan never trains)."""
+    target = request.risk_target
+    if target is not None:  # provisionally at the Gaussian curve's ε: the count's share, the rule's values
+        request = replace(request, epsilon=(target.gaussian_epsilon(request.delta),), max_tpr=None)
     grid, privacy, options = request.grid(), request.privacy(), request.options()
     resolve_device(options.device)
     return_large_buffers()  # the accountants' FFTs and the projection's blocks: no heap high-water mark
@@ -133,9 +138,37 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
     count = count_for(data.units(unit), grid.epsilons if readers else [], privacy.delta, privacy.noise,
                       privacy.n_public, privacy.count_share, preview, unit.counted)
     grids = ruled_grids(grid.for_rows(count), len(data.pca.components_))
+    if target is not None:
+        request = replace(request, epsilon=(risk_epsilon(target, grids, count, readers, request),))
+        grid = request.grid()
+        grids = ruled_grids(grid.for_rows(count), len(data.pca.components_))
     for planned in grids:
         check_sweep(data, planned, privacy, options, count, set_by_rule=grid.rules)
-    return SweepPlan(grids, count, readers, request, preview, unit)
+    return SweepPlan(grids, count, readers, request, preview, unit, target)
+
+
+def risk_epsilon(target: RiskTarget, grids: list[SweepGrid], count: RowCount, readers: frozenset[str],
+                 request: SweepRequest) -> float:
+    """The largest ε at which every planned head's tree (its calibrated noise, the count's release where it reads
+    the count) meets the risk target (privacy/risk_target.py)."""
+    if own := [name for name in grids[0].methods if get_method(name).own_selection]:
+        raise UsageError(f"method '{own[0]}' draws its own mechanism, which a risk target cannot calibrate",
+                         hint=f"give it {param('epsilon')} instead of {param('max_tpr')}")
+    shapes = set()
+    for grid in grids:
+        for (method, _, _), config in grid.points(request.shard):
+            read = count if method in readers else None
+            shapes.add((*get_method(method).mechanism(config, read or count), read))
+    start = grids[0].epsilons[0]
+
+    def meets(rate: float, steps: int, read: RowCount | None) -> float:
+        def event_at(epsilon: float) -> Event:
+            sigma = calibrate_noise(request.accountant, epsilon, request.delta, rate, steps,
+                                    fixed=read.segments if read else ())
+            return read.with_count(dp_sgd_event(sigma, rate, steps)) if read else dp_sgd_event(sigma, rate, steps)
+        return target.largest_epsilon(event_at, start)
+
+    return min(meets(*shape) for shape in sorted(shapes, key=lambda shape: shape[:2]))
 
 
 def privacy_unit(data: SweepData, request: SweepRequest, grid: SweepGrid) -> PrivacyUnit:

@@ -9,8 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pillar_cli.errors import (UsageError, check_fraction, check_non_negative, check_one_of, check_positive,
-                               param)
+from pillar_cli.errors import (
+    UsageError,
+    check_fraction,
+    check_non_negative,
+    check_one_of,
+    check_positive,
+    param,
+)
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.base import Method, PrivacySettings
@@ -18,6 +24,7 @@ from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
 from pillar_cli.privacy.count import COUNT_SHARE
 from pillar_cli.privacy.guarantee import UNITS
+from pillar_cli.privacy.risk_target import RiskTarget
 from pillar_cli.randomness import NoiseSource
 
 ENGINES = ("fast", "opacus")
@@ -92,6 +99,8 @@ class SweepRequest:
     n_public: bool = False
     count_share: float = COUNT_SHARE  # the noisy count's share of the smallest target's μ² (privacy/count.py)
     privacy_unit: str = "auto"
+    max_tpr: float | None = None  # instead of ε: calibrate to at most this TPR of any membership attack at at_fpr
+    at_fpr: float = 0.01
 
     def __post_init__(self) -> None:
         for name in LISTS:  # any sequence given becomes a tuple, one value a tuple of one: the request is a value
@@ -113,6 +122,22 @@ class SweepRequest:
                 continue
             if repeated := sorted({str(v) for v in values if values.count(v) > 1}):
                 raise UsageError(f"{param(name)} lists {repeated[0]} twice: each value names one run of the grid")
+        if self.max_tpr is not None:
+            self._check_risk_target()
+
+    def _check_risk_target(self) -> None:
+        """A risk target replaces the ε list, and needs one mechanism per head that ε calibrates."""
+        RiskTarget(self.max_tpr, self.at_fpr)
+        if self.epsilon != (1.0,):
+            raise UsageError(f"give {param('epsilon')} or {param('max_tpr')}, not both: the risk target sets ε")
+        if self.selection is not None:
+            raise UsageError(f"{param('max_tpr')} calibrates each head's own mechanism; {param('select')} accounted "
+                             "composes a selection around it: choose on val, or give ε")
+
+    @property
+    def risk_target(self) -> RiskTarget | None:
+        """The membership-inference risk to calibrate to instead of ε (None: the ε list is the target)."""
+        return None if self.max_tpr is None else RiskTarget(self.max_tpr, self.at_fpr)
 
     def grid(self) -> SweepGrid:
         """The grid of runs asked for (not yet set for a row count)."""

@@ -177,6 +177,8 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         "selection_mode": "accounted" if result.accounted else "val",
         "selection_note": selection_note(result.selection, result.accounted),
         "privacy_unit": privacy.unit.to_attrs(),
+        **({} if result.plan is None or result.plan.risk_target is None else
+           {"risk_target": result.plan.risk_target.to_attrs()}),  # what every run's ε target was calibrated to
     }
     if result.count is not None:
         attrs["count"] = {**result.count.to_dict(), "read_by": sorted(result.plan.readers)}

@@ -43,6 +43,7 @@ def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int
         "steps": run.key.steps,
         "mechanism": header.mechanisms.get(run.key.method, ""), "basis": basis, "noise": header.noise,
         **({} if count is None else {"count": count.to_dict()}),
+        **({} if header.risk_target is None else {"risk_target": header.risk_target}),
     }
     statement["risk"] = risk_of(event_from_dict(run.event)).to_attrs()  # the whole tree's: count and releases in it
     statement["covers"], statement["not_covered"], rests_on = statement_words(statement)

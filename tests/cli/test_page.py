@@ -15,6 +15,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from pillar_cli.privacy import event_from_dict
+from pillar_cli.privacy.risk import risk_of
+
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -93,3 +96,24 @@ def test_the_page_draws_and_makes_no_request_but_for_itself(released, chromium, 
     finally:
         server.shutdown()
     assert requested == ["/rel.html"]
+
+
+def test_a_head_calibrated_to_a_risk_target_meets_it_and_says_so(pillar, released, tmp_path):
+    """train-private --max-tpr 0.05 --at-fpr 0.01 on digits: the release's TPR at 1 % FPR, recomputed from its
+    stored tree, is at most 5 % and within 5 % of it; the statement records the target, and inspect says it."""
+    root = released["root"]
+    pillar("train-private", root / "emb.h5", "-p", root / "pca.h5", "--max-tpr", "0.05", "--at-fpr", "0.01", "-o",
+           tmp_path / "m.h5")
+    pillar("release", tmp_path / "m.h5", "-o", tmp_path / "rel.h5")
+    statement = json.loads(pillar("inspect", tmp_path / "rel.h5", "--json").stdout)["attrs"]["privacy"]
+    recomputed = risk_of(event_from_dict(statement["event"])).tpr_at(0.01)
+    assert 0.95 * 0.05 <= recomputed <= 0.05 and statement["risk"]["tpr_at_fpr"]["0.01"] == recomputed
+    assert statement["risk_target"] == {"max_tpr": 0.05, "at_fpr": 0.01} and statement["epsilon"] > 0.5
+    shown = " ".join(pillar("inspect", tmp_path / "rel.h5").stdout.replace("│", " ").split())  # the tree's lines
+    assert "ε was calibrated to keep the TPR at or below 5 % at a 1 % false-positive rate" in shown
+    risk = next(check for check in json.loads(pillar("verify", tmp_path / "rel.h5", "--json").stdout)["checks"]
+                if check["name"] == "risk")
+    assert risk["status"] == "ok" and f"TPR {recomputed:.4g} at FPR 0.01 against its target 0.05" in risk["detail"]
+    both = pillar("train-private", root / "emb.h5", "-p", root / "pca.h5", "--eps", "0.5", "--max-tpr", "0.05",
+                  "-o", tmp_path / "both.h5", expect=2)
+    assert both.stderr.strip() == "error: give --eps or --max-tpr, not both: the risk target sets ε"

@@ -7,8 +7,11 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from pillar_cli import DPLinearClassifier, sweep
+from pillar_cli.errors import UsageError
 from pillar_cli.privacy.events import ExponentialEvent, GaussianEvent, composed, dp_sgd_event
 from pillar_cli.privacy.risk import FPRS, PLD_INTERVAL, _rdp_delta, delta_curve, risk_of, risk_words
+from pillar_cli.privacy.risk_target import RiskTarget
 
 
 @pytest.mark.parametrize("sigma", [0.5, 1.0, 4.0, 15.0])
@@ -56,3 +59,40 @@ def test_the_risk_in_words_names_the_unit():
     assert said == ("an attacker who knows everything else and accepts a 1 % false-positive rate tells whether a "
                     "given person was used with probability at most 1.96 % (at 0.1 %: 0.2 %; at 10 %: 15.5 %); no "
                     "attack does better than chance by more than 10.5 points (its advantage)")
+
+
+@pytest.fixture(scope="module")
+def digits():
+    from sklearn.datasets import load_digits
+
+    x, y = load_digits(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(x))
+    return x[order[:400]], x[order[400:]], y[order[400:]]
+
+
+@pytest.mark.parametrize("target", [(0.05, 0.01), (0.2, 0.1)])
+def test_a_risk_target_calibrates_epsilon_tightly(digits, target):
+    """On digits (1,397 private rows, the noisy count in the tree): the recomputed TPR at the target's FPR is at
+    most the target and within 5 % of it; the estimator's ledger and the plan record the ε it took."""
+    public, x, y = digits
+    max_tpr, at_fpr = target
+    result = sweep(x, y, public=public, method=["dp-ls"], max_tpr=max_tpr, at_fpr=at_fpr, delta=1e-4)
+    (run,) = result.runs
+    reached = risk_of(run.event).tpr_at(at_fpr)
+    assert 0.95 * max_tpr <= reached <= max_tpr
+    assert result.plan.risk_target == RiskTarget(max_tpr, at_fpr) and run.key.epsilon == result.plan.request.epsilon[0]
+    assert result.count.noisy and run.epsilon_spent <= run.key.epsilon
+    clf = DPLinearClassifier(method="dp-ls", max_tpr=max_tpr, at_fpr=at_fpr, delta=1e-4).fit(x, y, public=public)
+    assert 0.95 * max_tpr <= risk_of(clf.ledger_.event).tpr_at(at_fpr) <= max_tpr
+    assert clf.ledger_.epsilon_target == pytest.approx(run.key.epsilon, rel=0.05)
+
+
+def test_a_risk_target_is_refused_where_it_cannot_hold(digits):
+    public, x, y = digits
+    with pytest.raises(UsageError, match=r"^max_tpr must be above at_fpr \(0.1: chance\) and below 1 \(got 0.05\)$"):
+        sweep(x, y, public=public, max_tpr=0.05, at_fpr=0.1)
+    with pytest.raises(UsageError, match=r"^give epsilon or max_tpr, not both: the risk target sets ε$"):
+        sweep(x, y, public=public, epsilon=[0.5], max_tpr=0.05)
+    with pytest.raises(UsageError, match=r"^method 'noisy-sgd' draws its own mechanism, which a risk target cannot "
+                                         r"calibrate$"):
+        sweep(x, (y > 4).astype(int), public=public, method=["noisy-sgd"], max_tpr=0.05)
