@@ -5,8 +5,9 @@ A file is read at its own depth: 16-bit PNG and TIFF greyscale (Pillow modes I;1
 (tifffile, when installed), DICOM with more than 8 bits stored (data/dicom.py); everything else is 8 bits. It is
 then written at the depth asked for, so one folder holds one scale: a 16-bit image read at 8 bits is value / 257
 (65,535 → 255) rounded, an 8-bit image read at 16 bits is value × 257. 32-bit integer images are taken as holding
-16-bit values (clipped to 0..65,535), float images as holding 8-bit ones (clipped to 0..255). Pillow reads 16-bit
-colour PNGs at 8 bits: such files are 8-bit here.
+16-bit values (clipped to 0..65,535), float images as holding 8-bit ones (clipped to 0..255); negative samples,
+float samples all within [0, 1] and animated or multi-page images are refused in one line. Pillow reads 16-bit
+colour and grey+alpha PNGs at 8 bits by their high byte (value // 256, not rounded): such files are 8-bit here.
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ def _read(file: str | BinaryIO, where: str):
         if read is not None:
             return read
     with Image.open(file) as opened:
+        if (frames := getattr(opened, "n_frames", 1)) > 1:  # GIF, APNG, WebP, multi-page TIFF read by Pillow
+            raise DataError(f"{where} is an animated or multi-page image ({frames} frames); embed one frame per file")
         image = ImageOps.exif_transpose(opened)
         image.load()
     if image.mode.startswith("I"):
@@ -110,7 +113,8 @@ def _tiff(file: str | BinaryIO, where: str):
             raise DataError(f"{where} holds {page.bitspersample}-bit {page.photometric.name} pixels; greyscale and RGB "
                             "images are read")
         else:
-            pixels = page.asarray()
+            orientation = page.tags.get(274)  # TIFF Orientation
+            pixels = _upright(_interleaved(page.asarray(), page.axes), 1 if orientation is None else orientation.value)
     if pixels is None:
         if hasattr(file, "seek"):
             file.seek(0)  # Pillow reads it from the start
@@ -119,7 +123,33 @@ def _tiff(file: str | BinaryIO, where: str):
         pixels = pixels[..., :3]  # alpha dropped, as Pillow's RGBA → RGB
     if pixels.ndim not in (2, 3) or (pixels.ndim == 3 and pixels.shape[2] != 3):
         raise DataError(f"{where} holds pixels of shape {pixels.shape}; greyscale and RGB images are read")
+    _check_range(pixels, where)
     return _unit_levels(pixels), 8 if pixels.dtype.kind == "f" else 16
+
+
+def _interleaved(pixels: np.ndarray, axes: str) -> np.ndarray:
+    """(H, W[, samples]) from tifffile's array, whose samples come first where the planes are stored apart ('SYX')."""
+    return np.moveaxis(pixels, 0, -1) if axes.startswith("S") and pixels.ndim == 3 else pixels
+
+
+def _upright(pixels: np.ndarray, orientation: int) -> np.ndarray:
+    """The TIFF orientation tag applied (as Pillow's exif_transpose does for 8-bit files): rows and columns as a
+    viewer shows them."""
+    turned = {1: pixels, 2: pixels[:, ::-1], 3: pixels[::-1, ::-1], 4: pixels[::-1],
+              5: np.swapaxes(pixels, 0, 1), 6: np.swapaxes(pixels, 0, 1)[:, ::-1],
+              7: np.swapaxes(pixels, 0, 1)[::-1, ::-1], 8: np.swapaxes(pixels, 0, 1)[::-1]}
+    return np.ascontiguousarray(turned.get(int(orientation), pixels))
+
+
+def _check_range(pixels: np.ndarray, where: str) -> None:
+    """Refuse what the levels below would silently misread: negative values (signed samples), and float samples
+    all within [0, 1] (read as 0..255 levels, they would be black)."""
+    if pixels.dtype.kind in "if" and pixels.size and float(pixels.min()) < 0:
+        raise DataError(f"{where} holds negative pixel values ({pixels.dtype}, down to {pixels.min():g}); pillar "
+                        "reads unsigned levels: shift or window them to 0..65,535 (or 0..255) first")
+    if pixels.dtype.kind == "f" and pixels.size and float(pixels.max()) <= 1:
+        raise DataError(f"{where} holds float pixels within [0, 1]; pillar reads float images as 0..255 levels: "
+                        "scale them to 0..255, or save integers")
 
 
 def _unit_levels(values: np.ndarray) -> np.ndarray:
