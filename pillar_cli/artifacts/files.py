@@ -76,7 +76,9 @@ def replacing(path: Path, force: bool = False, size: int | None = None) -> Itera
     try:
         os.chmod(name, 0o666 & ~_umask())
         yield Path(name)
-        refuse_existing(path, force)  # created by someone else meanwhile
+        if not force and (path.exists() or path.is_symlink()):  # another writer's, made while this one ran
+            raise UsageError(f"output {path} appeared while this command ran (another writer?); nothing was replaced",
+                             hint=f"write another output, or pass {param('force', True)} to replace it")
         os.replace(name, path)
     finally:
         Path(name).unlink(missing_ok=True)

@@ -58,6 +58,13 @@ def make_splits(dataset: Dataset, plan: SplitPlan) -> dict[str, np.ndarray]:
     public = rest & (within < plan.public_fraction)
     val = rest & ~public & (within < plan.public_fraction + plan.val_fraction)
     splits = {"private": rows[rest & ~public & ~val], "public": rows[public], "val": rows[val], "test": test}
+    if not len(splits["public"]) and not plan.no_public_split and dataset.groups is not None:
+        persons = len(np.unique(dataset.groups.ids[:n_train]))
+        raise UsageError(f"none of the {persons} persons the source names drew the public split (each person's rows "
+                         f"go to one split, drawn at {param('public_fraction')} {plan.public_fraction}): nothing could "
+                         "be fitted without private data", hint=f"embed a source of more persons, raise "
+                         f"{param('public_fraction')}, or pass {param('no_public_split', True)} for an evaluation-only "
+                         "set")
     if not len(splits["public"]) and not plan.no_public_split:
         raise UsageError(f"these fractions leave no public split ({param('public_fraction')} {plan.public_fraction}, "
                          f"{param('test_fraction')} {plan.test_fraction}): nothing could be fitted without private "

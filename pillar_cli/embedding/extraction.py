@@ -35,6 +35,15 @@ def options_digest(options: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _being_written(path: Path) -> bool:
+    """Whether another process holds `path` open for writing (HDF5's file lock refuses a second open)."""
+    try:
+        h5py.File(path, "r").close()
+    except OSError as err:
+        return "unable to lock file" in str(err)
+    return False
+
+
 class FeatureStore:
     """Per-split feature matrices in a scratch HDF5 file, with the rows done so far."""
 
@@ -42,7 +51,11 @@ class FeatureStore:
         self.path = path
         key = options_digest(options)
         if path.exists() and not resume:
-            raise UsageError(f"an interrupted run left {path}", hint=f"pass {param('resume', True)} to continue it, or delete it")
+            if _being_written(path):
+                raise UsageError(f"{path} is being written by another embed run right now",
+                                 hint="wait for it to finish, or write another output")
+            raise UsageError(f"an interrupted run left {path}", hint=f"pass {param('resume', True)} to continue it, or "
+                             "delete it")
         if resume and not path.exists():
             raise UsageError(f"nothing to resume: {path} does not exist")
         try:

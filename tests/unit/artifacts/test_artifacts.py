@@ -100,3 +100,43 @@ def test_strings_with_nul_characters_round_trip(tmp_path):
                         {"note": "a\x00b", "ranking": [{"candidate": "a"}], "settings": {}})
     artifacts.write(tmp_path / "n.h5", artifact)
     assert artifacts.read(tmp_path / "n.h5", "gsd").attrs["note"] == "a\x00b"
+
+
+def test_an_output_another_writer_makes_meanwhile_is_kept_and_the_loser_says_why(tmp_path):
+    """Two commands writing one output at once: the one that finishes second replaces nothing and says another
+    writer made the file while it ran (not that the user should have passed --force); no temporary file stays."""
+    from pillar_cli.artifacts.files import replacing
+    from pillar_cli.errors import UsageError
+
+    out = tmp_path / "model.h5"
+    with pytest.raises(UsageError, match=rf"^output {out} appeared while this command ran \(another writer\?\); "
+                                         r"nothing was replaced$"):
+        with replacing(out) as scratch:
+            scratch.write_bytes(b"this command's result")
+            out.write_bytes(b"the other writer's result")
+    assert out.read_bytes() == b"the other writer's result" and [p.name for p in tmp_path.iterdir()] == ["model.h5"]
+
+
+def test_an_embed_scratch_file_another_run_is_writing_is_named_as_such(tmp_path):
+    """A second embed to the same output while the first runs: told the scratch file is being written now, not that
+    an interrupted run left it (and never offered to resume into it)."""
+    import subprocess
+    import sys
+    import time
+
+    from pillar_cli.embedding.extraction import FeatureStore
+    from pillar_cli.errors import UsageError
+
+    scratch = tmp_path / "emb.h5.partial"
+    holder = subprocess.Popen([sys.executable, "-c", f"import h5py, sys, time; f = h5py.File({str(scratch)!r}, 'w'); "
+                               "print('open', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        with pytest.raises(UsageError, match=rf"^{scratch} is being written by another embed run right now$"):
+            FeatureStore(scratch, {}, {"private": 3}, 2, resume=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    time.sleep(0.1)
+    with pytest.raises(UsageError, match=rf"^an interrupted run left {scratch}$"):
+        FeatureStore(scratch, {}, {"private": 3}, 2, resume=False)

@@ -104,3 +104,14 @@ def test_dicom_files_name_their_patient(tmp_path):
     assert dataset.groups.source == "DICOM PatientID"
     by_file = {file.split("/")[-1]: patient for file, patient in zip(dataset.inputs.files, dataset.groups.ids)}
     assert by_file == {"0.dcm": "A", "1.dcm": "B", "2.dcm": "A", "3.dcm": "C"}
+
+
+def test_too_few_persons_for_a_public_split_are_named_as_the_cause_not_the_fractions():
+    """Two persons of 40 rows each: whole persons are drawn, and with neither drawn public the message says so."""
+    data = _rows_of_persons(np.repeat([0, 1], 40))
+    missing = [seed for seed in range(50) if "public" not in make_splits(data, SplitPlan(0.1, 0.1, 0.2, seed=seed,
+                                                                                          no_public_split=True))]
+    with pytest.raises(UsageError, match=r"^none of the 2 persons the source names drew the public split \(each "
+                                         r"person's rows go to one split, drawn at public_fraction 0.1\): nothing "
+                                         r"could be fitted without private data$"):
+        make_splits(data, SplitPlan(0.1, 0.1, 0.2, seed=missing[0]))
