@@ -80,20 +80,21 @@ SignOption = typer.Option(None, "--sign", help="Sign the output with this ellipt
                           "model-signing): the signature is written beside it as OUT.sig; pillar verify --key checks it.")
 
 
-def signed_output(out: Path, key: Path | None, inputs: list[str], force: bool) -> None:
+def signed_output(out: Path, key: Path | None, inputs: list[str], force: bool, folder: bool = False) -> None:
     """Before any work: the output and, when signing, its signature path are free (or --force) and the key signs."""
     from pillar_cli.release.signing import check_signing_key, signature_path
 
-    check_outputs([out, None if key is None else signature_path(out)], inputs, force=force)
+    check_outputs([out, None if key is None or folder else signature_path(out)], inputs, force=force)
     if key is not None:
         check_signing_key(key)
 
 
-def outputs_of(out: Path, key: Path | None) -> list[Path]:
-    """A release's or export's outputs: the file (or hf folder) and, when signing, its signature."""
+def outputs_of(out: Path, key: Path | None, folder: bool = False) -> list[Path]:
+    """A release's or export's outputs: the file and, when signing, its signature beside it (an hf folder holds
+    its own)."""
     from pillar_cli.release.signing import signature_path
 
-    return [out] if key is None else [out, signature_path(out)]
+    return [out] if key is None or folder else [out, signature_path(out)]
 
 
 def split_list(text: str, option: str) -> list[str]:

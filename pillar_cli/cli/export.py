@@ -64,14 +64,15 @@ def export(
 
     if evaluation is not None and fmt != "hf":
         raise UsageError(f"--evaluation states test metrics in a model card, which only --format hf writes (not {fmt})")
-    signed_output(out, sign, [str(classifier)] + [str(path) for path in (weights, evaluation) if path], force)
+    signed_output(out, sign, [str(classifier)] + [str(path) for path in (weights, evaluation) if path], force,
+                  folder=fmt == "hf")
     released = read_classifier(str(classifier))
     say_trust = checked_trust(classifier, key)
     metrics = None if evaluation is None else card_metrics(Evaluation.of(read(evaluation, "evaluation")), released)
     inputs = [classifier, *(path for path in (weights, evaluation) if path)]
     if fmt == "hf":  # before the folder is set aside below
         check_folder_target(out, inputs, force)
-    with written_together(outputs_of(out, sign)):  # a signal while signing leaves neither
+    with written_together(outputs_of(out, sign, folder=fmt == "hf")):  # a signal while signing leaves neither
         reads = export_classifier(released, fmt, out, features_only=features_only, weights=weights,
                                   trust_checkpoint=trust_checkpoint, force=force, metrics=metrics, inputs=inputs)
         if sign is not None:

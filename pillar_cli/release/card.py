@@ -15,7 +15,7 @@ from pillar_cli.artifacts.classifier import Classifier, head_digest
 from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.statement import Statement
-from pillar_cli.release.exported import HF_FILES, HF_WEIGHTS, METADATA_KEYS, METRICS_KEY
+from pillar_cli.release.exported import HF_FILES, HF_SIGNATURE, HF_WEIGHTS, METADATA_KEYS, METRICS_KEY
 from pillar_cli.version import PROGRAM
 
 
@@ -66,7 +66,7 @@ def hf_folder_problem(folder: Path, carried: dict) -> str | None:
         config = None
     if config != json.loads(hf_config(carried)):
         return "its config.json says other than the statement in its weights' metadata"
-    extra = sorted(p.name for p in folder.iterdir() if p.name not in (HF_WEIGHTS, *HF_FILES))
+    extra = sorted(p.name for p in folder.iterdir() if p.name not in (HF_WEIGHTS, *HF_FILES, HF_SIGNATURE))
     return f"it holds {extra[0]}, which the export did not write" if extra else None
 
 

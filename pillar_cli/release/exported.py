@@ -29,6 +29,7 @@ SUFFIXES = {"onnx": (".onnx",), "torchscript": (".pt", ".pth", ".ts", ".torchscr
 HF_WEIGHTS = "model.safetensors"  # an hf folder's tensors and metadata; beside it config.json and README.md
 METADATA_KEYS = ("privacy", "class_names", "head", "features", "release")  # each stored as JSON under "pillar_<key>"
 CONTENTS_KEY, METRICS_KEY = "contents", "metrics"  # the hashes of the rest of the file; an hf card's test metrics
+HF_SIGNATURE = "model.sig"  # a signed hf folder's signature, inside it so that an upload keeps it (not hashed)
 HF_FILES = ("README.md", "config.json")  # an hf folder's files beside its weights, which `contents` hashes
 HASH_KEY = "pillar_content_hash"  # sha256 over the metadata above: an edit of one value without it is refused
 EXTRA_FILE = "pillar.json"  # TorchScript: one extra file holding the metadata

@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pillar_cli.errors import UsageError, param
-from pillar_cli.release.exported import HF_FILES, HF_WEIGHTS
+from pillar_cli.release.exported import HF_FILES, HF_SIGNATURE, HF_WEIGHTS
 
-WRITTEN = (HF_WEIGHTS, *HF_FILES)  # every file an hf export writes
+WRITTEN = (HF_WEIGHTS, *HF_FILES, HF_SIGNATURE)  # every file an hf export writes (the signature where it signs)
 
 
 def check_folder_target(out: Path, inputs: Sequence[Path | str], force: bool) -> None:

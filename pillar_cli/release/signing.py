@@ -1,5 +1,6 @@
 """Signing a file a user ships, and checking its signature: the OpenSSF model-signing library, offline, with an
-elliptic-curve key pair (PEM); the signature is a sigstore bundle beside the file (FILE.sig). pillar's hashes prove
+elliptic-curve key pair (PEM); the signature is a sigstore bundle beside the file (FILE.sig), or inside an hf folder
+(FOLDER/model.sig, which the signature leaves out of what it covers), so that uploading the folder keeps it. pillar's hashes prove
 a file is intact against accidents, but anyone can recompute them after an edit; a signature proves that the holder
 of the key wrote the file as it is."""
 
@@ -15,9 +16,24 @@ SUFFIX = ".sig"
 SIGNING_CURVES = ("secp256r1", "secp384r1", "secp521r1")  # NIST P-256, P-384, P-521: what model-signing takes
 
 
-def signature_path(path: Path) -> Path:
-    """Where a file's signature lies: beside it, FILE.sig."""
-    return Path(f"{path}{SUFFIX}")
+def signature_path(path: Path, folder: bool | None = None) -> Path:
+    """Where a file's signature lies: beside it, FILE.sig; a folder's inside it, FOLDER/model.sig (`folder`: whether
+    `path` is one, or will be; None: whether it is one now)."""
+    from pillar_cli.release.exported import HF_SIGNATURE
+
+    folder = Path(path).is_dir() if folder is None else folder
+    return Path(path) / HF_SIGNATURE if folder else Path(f"{path}{SUFFIX}")
+
+
+def _covering(config, path: Path):
+    """A model-signing config that hashes `path` less its own signature (and that signature's scratch file)."""
+    from model_signing import hashing
+
+    if not Path(path).is_dir():
+        return config
+    bundle = signature_path(path)
+    return config.set_hashing_config(hashing.Config().set_ignored_paths(
+        paths=[bundle, bundle.with_name(f".{bundle.name}.partial")]))
 
 
 def check_signing_key(key: Path) -> None:
@@ -49,7 +65,7 @@ def sign_file(path: Path, key: Path) -> Path:
     target = signature_path(path)
     partial = target.with_name(f".{target.name}.partial")
     try:
-        model_signing.signing.Config().use_elliptic_key_signer(private_key=key).sign(path, partial)
+        _covering(model_signing.signing.Config().use_elliptic_key_signer(private_key=key), path).sign(path, partial)
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
@@ -89,7 +105,8 @@ def signature_problem(path: Path, public_key: Path, signature: Path | None = Non
     if not bundle.exists():
         return f"no signature at {bundle}"
     try:
-        model_signing.verifying.Config().use_elliptic_key_verifier(public_key=public_key).verify(path, bundle)
+        _covering(model_signing.verifying.Config().use_elliptic_key_verifier(public_key=public_key), path).verify(
+            path, bundle)
     except FileNotFoundError as err:
         raise ArtifactError(f"cannot read {err.filename}") from None
     except Exception as err:  # model-signing and sigstore raise their own kinds on any mismatch

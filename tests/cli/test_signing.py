@@ -106,7 +106,8 @@ def test_a_hugging_face_folder_carries_a_model_card_that_states_the_guarantee(mn
     pillar("evaluate", signed / "m.h5", "-e", f"{mnist['emb']}:test", "-o", evaluation)
     pillar("export", signed / "rel.h5", "--format", "hf", "--evaluation", evaluation, "-o", folder, "--sign",
            keys / "key.pem")
-    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "config.json", "model.safetensors"]
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "config.json", "model.safetensors", "model.sig"]
+    assert not (tmp_path / "classifier-hf.sig").exists()  # inside, so that an upload of the folder keeps it
     statement = json.loads((folder / "config.json").read_text())["privacy"]
     card = ModelCard.load(folder / "README.md").data.to_dict()  # offline: a local file
     stated = card["differential_privacy"]
