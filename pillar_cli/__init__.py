@@ -6,6 +6,9 @@ The Python API, for notebooks and scripts; the `pillar` command line runs the sa
     clf = DPLinearClassifier(k=20, epsilon=1.0).fit(X_private, y_private, public=X_public)
     clf.score(X_test, y_test), clf.ledger_.epsilon_spent
 
+    from pillar_cli import DPPCA  # no public data: the projection from one DP release of the private rows
+    clf = DPLinearClassifier(k=20, epsilon=1.0, projection=DPPCA(k_max=50, epsilon=0.5).fit(X_private))
+
     from pillar_cli import load
     clf = load("classifier.h5")  # a release (pillar release): one fitted classifier (a linear head or a network)
     clf.predict(X_new), clf.ledger_.epsilon_spent, clf.ledger_.not_covered
@@ -37,6 +40,7 @@ _HOMES = {  # public name → the module that defines it
     "ACCOUNTANTS": "pillar_cli.privacy", "Event": "pillar_cli.privacy", "calibrate_noise": "pillar_cli.privacy",
     "event_from_dict": "pillar_cli.privacy", "spent_epsilon": "pillar_cli.privacy",
     "GaussianProjection": "pillar_cli.projection", "PublicPCA": "pillar_cli.projection",
+    "DPPCA": "pillar_cli.projection.private_pca",
     "diagnose": "pillar_cli.theory.diagnostics",
     "load": "pillar_cli.release.loading", "NetworkClassifier": "pillar_cli.finetune.released",
 }

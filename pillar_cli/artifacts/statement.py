@@ -104,7 +104,7 @@ class Statement:
     basis: dict | None = None  # how the head was trained, which the words are made from
     noise: dict | None = None  # where its noise came from
     count: dict | None = None  # the row count it read (privacy/count.py RowCount.to_dict), None: none
-    unit: dict | None = None  # what neighbouring datasets differ by (privacy/unit.py PrivacyUnit.to_attrs)
+    unit: dict | None = None  # what neighbouring datasets differ by (privacy/guarantee.py PrivacyUnit.to_attrs)
     rests_on: tuple[str, ...] = ()  # what it assumes of the public side (artifacts/premises.py), in words
     risk: dict | None = None  # what it allows an attacker (privacy/risk.py Risk.to_attrs); None: not recorded
     risk_target: dict | None = None  # the risk its ε was calibrated to (privacy/risk_target.py); None: ε was given

@@ -17,7 +17,7 @@ accountant like every other run; nothing else touches private labels.
   [aaᵀ | ayᵀ], of Frobenius norm at most √2: sensitivity √2. The head solves (G + λI) W = B; it reads no row
   count, so it spends none of its budget on one.
 
-With the person as the privacy unit (privacy/unit.py), each row's term in a released sum is weighted by 1/(its
+With the person as the privacy unit (privacy/guarantee.py), each row's term in a released sum is weighted by 1/(its
 person's rows): a person then moves a release at most as one row does (sensitivities unchanged), every person weighs
 the same in the fit, and public-lda's class sizes read the count of persons.
 """

@@ -94,7 +94,7 @@ class DPLinearClassifier(SoftmaxClassifier):
             groups: Any = None) -> DPLinearClassifier:
         """Train on the private rows (X, y); `public`: unlabelled public rows for the projection (and GEP); `groups`:
         each row's person (a patient id per row): with privacy_unit "auto" or "person" the guarantee is then per
-        person, all their rows together (privacy/unit.py). X and y are checked as scikit-learn checks them (2-D X,
+        person, all their rows together (privacy/guarantee.py). X and y are checked as scikit-learn checks them (2-D X,
         one label per row; a DataFrame's column names are kept in `feature_names_in_` and must match at predict
         time)."""
         if _inside_model_selection():

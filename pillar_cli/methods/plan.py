@@ -9,7 +9,7 @@ train-private, `sweep()`, `DPLinearClassifier.fit`).
    declares n public. Cells that read it compose its release into their ε; the others never see it.
 3. The grids: the request set for that count, one per ε where the default rule sets k, lr or steps; δ < 1/ñ.
 
-The privacy unit is decided first (privacy/unit.py): the person where the request asks for it, or by default where
+The privacy unit is decided first (privacy/guarantee.py): the person where the request asks for it, or by default where
 the training rows name their persons; the count is then of persons, and every method must bound a person.
 
 What the labelled val split does is decided here too (`val_role`): on the default path nothing is chosen on it, so

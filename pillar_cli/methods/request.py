@@ -73,7 +73,7 @@ class SweepRequest:
     row in every step. `select` "val", "accounted" or an `AccountedSelection`; `val` what the labelled val rows do
     (methods/plan.py, `val_role`); `noise_seed` makes noise reproducible and the result NOT private; `n_public`
     declares the number of training rows public knowledge (no noisy count); `privacy_unit` what neighbouring datasets
-    differ by: a row, a person (all their rows; privacy/unit.py), or auto (the person where the rows name one)."""
+    differ by: a row, a person (all their rows; privacy/guarantee.py), or auto (the person where the rows name one)."""
 
     method: tuple[str, ...] = (DEFAULT_METHOD,)
     k: tuple[int | None, ...] | str = AUTO

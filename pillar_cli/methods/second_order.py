@@ -26,7 +26,7 @@ and λI added; λ defaults to the spectral scale of its noise, 2σΔ√(k+1) (at
 which releases no matrix: of the gradient's noise, Δ = √2).
 
 With the person as the privacy unit every row's term in every released sum is weighted by 1/(its person's rows)
-(privacy/unit.py): a person moves each release at most as one row does, and public-fc's scale reads the count of
+(privacy/guarantee.py): a person moves each release at most as one row does, and public-fc's scale reads the count of
 persons.
 """
 

@@ -37,7 +37,7 @@ class RowCount:
     `kind`: "noisy" (a Gaussian release of σ = `noise_multiplier`, planned as `share` of the budget of
     `planned_for` = (ε, δ)), "declared public" (n known to everyone: exact, and the statements say so) or "exact"
     (nothing private reads it: a non-private run, a method that derives nothing from n, a reference). `of`: what it
-    counts — training rows, or persons where the person is the privacy unit (privacy/unit.py)."""
+    counts — training rows, or persons where the person is the privacy unit (privacy/guarantee.py)."""
 
     value: float
     kind: str = EXACT

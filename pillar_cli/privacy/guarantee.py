@@ -45,13 +45,15 @@ class DPRelease:
     delta: float
     event: Event | None = None
     mechanism: str = ""
+    unit: PrivacyUnit | None = None  # what it protects, where it records it
 
     @classmethod
     def of(cls, record: Mapping) -> DPRelease:
-        """From the record a file or a DP-PCA object holds (keys epsilon, delta, event, mechanism)."""
-        event = record.get("event")
+        """From the record a file or a DP-PCA object holds (keys epsilon, delta, event, mechanism, unit)."""
+        event, unit = record.get("event"), record.get("unit")
         return cls(float(record.get("epsilon", 0.0)), float(record.get("delta", 0.0)),
-                   None if event is None else event_from_dict(event), str(record.get("mechanism", "")))
+                   None if event is None else event_from_dict(event), str(record.get("mechanism", "")),
+                   None if unit is None else PrivacyUnit.from_attrs(unit))
 
 
 def total_delta(delta: float, releases: Iterable[DPRelease | Mapping]) -> float:

@@ -10,7 +10,7 @@ its spectrum is stored as fractions of its trace. Everything after the release i
 reads the rows, not even their number, which the projection does not record. There is no mean or per-feature scale
 (each would be one more statistic of the private rows to release): the projection is the second-moment variant,
 rows L2-normalised (`fit-pca --second-moment`). Every model trained on it composes the release's event with its
-runs' (privacy/composition.py), so their ε covers the projection: train-private from the artifact's
+runs' (privacy/guarantee.py), so their ε covers the projection: train-private from the artifact's
 `private_release`, the Python API (`sweep`, `DPLinearClassifier`) from the fitted object's `private_release_`.
 
 Where the rows name their persons, each row's term is weighted by 1/(its person's rows): one person then moves the
@@ -29,7 +29,8 @@ from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon, validate_budget
 from pillar_cli.privacy.symmetric import symmetric_noise
-from pillar_cli.privacy.guarantee import PERSON, ROW, ROW_RELATIONS, WEIGHTED_PERSON_BOUND, PrivacyUnit, person_weights
+from pillar_cli.privacy.guarantee import (PERSON, ROW, ROW_RELATIONS, WEIGHTED_PERSON_BOUND, DPRelease, PrivacyUnit,
+                                          person_weights, persons_of)
 from pillar_cli.projection.pca import CHUNK_ROWS, PublicPCA, l2_normalized_rows
 from pillar_cli.randomness import NoiseSource
 
@@ -81,6 +82,39 @@ def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, del
                             "event": event.to_dict(), "noise": noise.describe(),
                             "unit": unit.to_attrs()}
     return pca, pca.private_release_
+
+
+class DPPCA(PublicPCA):
+    """The DP-PCA as an estimator (as scikit-learn keeps PCA and IncrementalPCA apart): `fit(X, groups=None)` releases
+    the second moment of the PRIVATE rows X once, at (`epsilon`, `delta`) by `accountant` (per person where `groups`
+    names each row's person), and keeps its top `k_max` components. A projection like PublicPCA (transform, basis,
+    standardized) whose `release_` is the typed DP release every model trained on it composes (`private_release_`:
+    the same as files record it). `noise_seed` makes the noise repeat: experiments only, NOT private.
+
+    Example:
+        projection = DPPCA(k_max=50, epsilon=0.5).fit(X_private)
+        DPLinearClassifier(k=20, epsilon=1.0, projection=projection).fit(X_private, y)  # ε covers both releases
+    """
+
+    def __init__(self, k_max: int | None = None, epsilon: float = 1.0, delta: float = 1e-5, accountant: str = "prv",
+                 noise_seed: int | None = None):
+        super().__init__(k_max, standardize=False, second_moment=True)
+        self.epsilon, self.delta, self.accountant, self.noise_seed = epsilon, delta, accountant, noise_seed
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {"k_max": self.k_max, "epsilon": self.epsilon, "delta": self.delta, "accountant": self.accountant,
+                "noise_seed": self.noise_seed}
+
+    def fit(self, X: np.ndarray, groups: object = None) -> DPPCA:
+        features = np.asarray(X, dtype=np.float32)
+        persons = None if groups is None else persons_of(groups, len(features))
+        fitted, record = fit_private_pca(features, self.k_max, float(self.epsilon), float(self.delta),
+                                         self.accountant, NoiseSource(self.noise_seed), persons,
+                                         None if persons is None else "the groups given")
+        for name in ("mean_", "scale_", "components_", "eigenvalues_", "rank_", "n_public_", "row_digests_"):
+            setattr(self, name, getattr(fitted, name))
+        self.private_release_, self.release_ = record, DPRelease.of(record)
+        return self
 
 
 def require_unit_covered(release: dict | None, unit: PrivacyUnit) -> None:

@@ -5,7 +5,7 @@ public dataset (asked for explicitly), or a split chosen by a GSD ranking, insid
 projection records the choice: the GSD artifact (also in its provenance), the private split the GSD read, and the
 DP release's ledger. A GSD without DP read the private split outside any DP release: it is refused unless allowed
 explicitly, and then every model says so. Training checks that the GSD read the very private split it trains on
-and composes the release with every run's ε (privacy/composition.py).
+and composes the release with every run's ε (privacy/guarantee.py).
 """
 
 from __future__ import annotations

@@ -102,8 +102,9 @@ def test_a_plugin_method_is_a_method_of_every_stage(mnist, tmp_path):
     succeeded(run_with(site, "train-private", mnist["emb"], "-p", mnist["pca"], "--method", "centroids", "--k", "20",
                        "--eps", "1", "--seed", "0,1,2", "--temperature", "2", "-o", model))
     inspected = json.loads(succeeded(run_with(site, "inspect", model, "--json")))
-    assert inspected["attrs"]["mechanisms"] == {
-        "centroids": "one Gaussian release of the per-class sums of unit-norm rows, L2 sensitivity 1"}
+    assert inspected["attrs"]["mechanisms"] == {  # its words, and the relation it declares (Method's default)
+        "centroids": "one Gaussian release of the per-class sums of unit-norm rows, L2 sensitivity 1; add/remove-one "
+                     "adjacency"}
     checked = json.loads(succeeded(run_with(site, "audit", "--ledger", model, "--json")))["runs"]
     assert [run["method"] for run in checked] == ["centroids"] * 3
     assert all(run["status"] == "ok" and abs(run["epsilon_recomputed"] / run["epsilon_claimed"] - 1) < 0.01

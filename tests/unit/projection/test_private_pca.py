@@ -100,3 +100,29 @@ def test_heads_protecting_a_person_cannot_rest_on_a_projection_released_per_row(
                                                                                groups=groups)
     per_row = DPLinearClassifier(projection=projection, epsilon=1.0, delta=1e-4, privacy_unit="row")
     assert not per_row.fit(rows[1000:], labels[1000:], groups=groups).ledger_.unit.is_person
+
+
+def test_the_dp_pca_estimator_is_the_release_with_a_typed_record_and_scikit_learns_contract(rows):
+    """DPPCA(...).fit(X): the same projection as the release (exact at ε = inf), its record typed as a DPRelease
+    (the ε spent ≤ its target, the Gaussian event, the unit), cloneable, and composed into a head's ε."""
+    from sklearn.base import clone
+
+    from pillar_cli import DPPCA
+    from pillar_cli.privacy import GaussianEvent
+    from pillar_cli.privacy.guarantee import DPRelease
+
+    exact, _ = fit_private_pca(rows, 10, math.inf, 1e-5, "prv", SECRET)
+    np.testing.assert_array_equal(DPPCA(10, epsilon=math.inf).fit(rows).components_, exact.components_)
+    fitted = DPPCA(20, epsilon=0.5, accountant="pld").fit(rows[:1400])
+    release = fitted.release_
+    assert isinstance(release, DPRelease) and isinstance(release.event, GaussianEvent)
+    assert release.epsilon <= 0.5 and release.delta == 1e-5 and not release.unit.is_person
+    assert release == DPRelease.of(fitted.private_release_) and release.mechanism.startswith("Analyze Gauss")
+    assert clone(fitted).get_params() == {"k_max": 20, "epsilon": 0.5, "delta": 1e-5, "accountant": "pld",
+                                          "noise_seed": None}
+    persons = DPPCA(10, epsilon=1.0).fit(rows, groups=np.arange(len(rows)) // 3).release_
+    assert persons.unit.is_person and persons.unit.persons == "the groups given"
+    labels = load_digits().target
+    result = sweep(rows[:1400], labels[:1400], projection=fitted, k=[10], epsilon=[1.0], accountant="pld",
+                   lr=[0.5], steps=[100], batch_size=[256], device="cpu")
+    assert result.releases == [fitted.private_release_] and result.runs[0].epsilon_spent > 1.0
