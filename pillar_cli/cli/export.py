@@ -13,16 +13,8 @@ from pillar_cli.artifacts.classifier import Classifier, read_classifier
 from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.artifacts.files import written_together
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import (
-    ConfigOption,
-    ForceOption,
-    JsonOption,
-    SignOption,
-    outputs_of,
-    print_json,
-    signed_output,
-    stdout,
-)
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, SignOption, outputs_of, print_json,
+                                   signed_output, stdout)
 from pillar_cli.cli.trust import KeyOption, checked_trust
 from pillar_cli.errors import UsageError
 from pillar_cli.release.exported import EXPORT_FORMATS

@@ -11,32 +11,13 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import (
-    ConfigOption,
-    ForceOption,
-    JsonOption,
-    NoiseSeedOption,
-    NPublicOption,
-    check_output,
-    float_list,
-    int_list,
-    noise_source,
-    print_json,
-    print_table,
-    save,
-)
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, NPublicOption, check_output,
+                                   float_list, int_list, noise_source, print_json, print_table, save)
 from pillar_cli.cli.progress import progress_bar
 from pillar_cli.devices import resolve_device
 from pillar_cli.errors import DataError
-from pillar_cli.finetune import (
-    FinetuneConfig,
-    Pretrained,
-    check_disjoint,
-    network_spec,
-    networks_artifact,
-    pretrained,
-    train_networks,
-)
+from pillar_cli.finetune import (FinetuneConfig, Pretrained, check_disjoint, network_spec, networks_artifact,
+                                 pretrained, train_networks)
 from pillar_cli.methods.inputs import validation_split
 from pillar_cli.privacy import require_public_start
 

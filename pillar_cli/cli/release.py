@@ -10,17 +10,8 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.artifacts.files import written_together
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import (
-    ConfigOption,
-    ForceOption,
-    JsonOption,
-    SignOption,
-    outputs_of,
-    print_json,
-    save,
-    signed_output,
-    stdout,
-)
+from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, SignOption, outputs_of, print_json, save,
+                                   signed_output, stdout)
 from pillar_cli.release import parse_cell, release_classifier
 from pillar_cli.release.signing import sign_file
 

@@ -114,14 +114,9 @@ class PrivacyUnit:
     @property
     def neighbouring(self) -> str:
         """The neighbouring relation of a release made with this unit, in words."""
-        return f"{Relation.ADD_OR_REMOVE_ONE.value} {self.one}"
-
-    @property
-    def one(self) -> str:
-        """One unit with what it holds ("training row (its features and label)")."""
-        if not self.is_person:
-            return "training row (its features and label)"
-        return f"person (every row of theirs; persons as named by {self.persons})"
+        one = (f"person (every row of theirs; persons as named by {self.persons})" if self.is_person else
+               "training row (its features and label)")
+        return f"{Relation.ADD_OR_REMOVE_ONE.value} {one}"
 
     @property
     def noun(self) -> str:
