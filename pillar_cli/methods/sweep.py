@@ -31,8 +31,8 @@ from pillar_cli.methods.grid import SweepGrid
 from pillar_cli.methods.plan import SweepPlan, plan_sweep
 from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.selection import select_on_val, selection_note
-from pillar_cli.privacy import Event, ExponentialEvent, gaussian_segments, get_accountant
-from pillar_cli.privacy.guarantee import composed_with_release, total_delta
+from pillar_cli.privacy import ExponentialEvent, gaussian_segments, get_accountant
+from pillar_cli.privacy.guarantee import composed_with
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.file_guarantee import ReleasedHead, whole_file
 from pillar_cli.privacy.rdp import ORDERS
@@ -71,7 +71,7 @@ def with_projection_release(result: SweepResult, request: SweepRequest, projecti
     release = getattr(projection, "private_release_", None)
     if release is not None:
         for index, run in enumerate(result.runs):
-            event, spent = composed_with_release(run.event, request.accountant, request.delta, release)
+            event, spent = composed_with(run.event, run.epsilon_spent, request.accountant, request.delta, [release])
             result.runs[index] = replace(run, event=event, epsilon_spent=spent)
         result.releases.append(release)
     return result
@@ -151,7 +151,7 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
     so that no stage tests on a training person's other rows."""
     runs = result.runs
     releases = [release for release in (public_choice and public_choice.release, projection_release) if release]
-    spent = [_with_releases(r, privacy, releases) for r in runs]
+    spent = [composed_with(r.event, r.epsilon_spent, privacy.accountant, privacy.delta, releases) for r in runs]
     records = [RunRecord(key=r.key, event=event.to_dict(), epsilon_spent=total, val_accuracy=r.val_accuracy,
                          row_normalised=get_method(r.key.method).normalises_rows, steps_run=r.head.steps_run,
                          weights=r.head.weights, bias=r.head.bias, **RunRecord.headline_of(r.released.event))
@@ -223,13 +223,3 @@ def _whole_file(result: SweepResult, privacy: PrivacySettings, releases: list[di
     scored = any(not math.isnan(run.val_accuracy) for run in result.runs)
     count = result.count.segments if result.count_read else ()
     return whole_file([run.released for run in result.runs], privacy.delta, reproducible, others, scored, count)
-
-
-def _with_releases(run: Run, privacy: PrivacySettings, releases: list[dict]) -> tuple[Event, float]:
-    """The run's event tree and ε with the DP releases it rests on composed in (the DP-GSD that chose the public
-    data, a DP-PCA projection), accounted at δ plus theirs; unchanged without any."""
-    event, epsilon = run.event, run.epsilon_spent
-    for composed_so_far, release in enumerate(releases):
-        event, epsilon = composed_with_release(event, privacy.accountant,
-                                               total_delta(privacy.delta, releases[:composed_so_far]), release)
-    return event, epsilon

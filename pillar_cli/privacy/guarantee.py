@@ -63,14 +63,19 @@ def total_delta(delta: float, releases: Iterable[DPRelease | Mapping]) -> float:
                               for release in releases)
 
 
-def composed_with_release(event: Event, accountant: str, delta: float, release: Mapping) -> tuple[Event, float]:
-    """(the run and the release as one event tree, its ε at δ_total) for one run at δ and the release's record.
+def composed_with(event: Event, epsilon: float, accountant: str, delta: float,
+                  releases: list[Mapping]) -> tuple[Event, float]:
+    """(a run's tree with the upstream releases it rests on, its ε at δ_total) for a run of ε at δ and the releases'
+    records (a DP-GSD that chose the public data, a DP-PCA); the run unchanged without any. The one composition path:
+    the command's model files and the Python API's results both take it.
 
-    The two trees compose as one, accounted at δ_total = δ_run + δ_release by the run's accountant: a Gaussian
-    release joins the run's Gaussian segments, a pure ε release (the Bingham exponential mechanism) adds its ε, and
-    a run with a private selection in it composes through its Rényi DP curve."""
-    total = composed(event, event_from_dict(release["event"]))
-    return total, spent_epsilon(accountant, total, total_delta(delta, [release]))
+    The trees compose as one, accounted at δ_total = δ_run + Σ δ_release by the run's accountant: a Gaussian release
+    joins the run's Gaussian segments, a pure ε release (the Bingham exponential mechanism) adds its ε, and a run
+    with a private selection in it composes through its Rényi DP curve."""
+    if not releases:
+        return event, epsilon
+    total = composed(event, *(event_from_dict(release["event"]) for release in releases))
+    return total, spent_epsilon(accountant, total, total_delta(delta, releases))
 
 ROW, PERSON, AUTO = "row", "person", "auto"
 UNITS = (AUTO, ROW, PERSON)
