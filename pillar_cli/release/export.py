@@ -32,12 +32,14 @@ from pillar_cli.release.exported import (
     EXTRA_FILE,
     HASH_KEY,
     HF_WEIGHTS,
+    INPUT_KEY,
     METRICS_KEY,
     SUFFIXES,
     contents_of,
     metadata_hash,
 )
 from pillar_cli.release.folder import check_folder_target, write_folder
+from pillar_cli.release.input_contract import input_contract
 
 
 class ClassifierModule(torch.nn.Module):
@@ -114,7 +116,9 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
     if out.suffix.lower() not in SUFFIXES[fmt]:
         raise UsageError(f"{out}: an hf export is a folder, named without a suffix" if fmt == "hf" else
                          f"{out}: a {fmt} file is named {' or '.join(SUFFIXES[fmt])}, so that readers know its format")
-    carried = _metadata(classifier) | ({METRICS_KEY: metrics} if fmt == "hf" and metrics is not None else {})
+    carried = _metadata(classifier) | ({METRICS_KEY: metrics} if fmt == "hf" and metrics is not None else {}) | \
+        ({} if fmt in ("safetensors", "hf") else {INPUT_KEY: input_contract(classifier.features, shape,
+                                                                            len(classifier.mean))})
     module = _network_module(classifier, features) if classifier.is_network else ClassifierModule(classifier, features)
     if module is not None:
         module.eval().requires_grad_(False)

@@ -29,6 +29,7 @@ SUFFIXES = {"onnx": (".onnx",), "torchscript": (".pt", ".pth", ".ts", ".torchscr
 HF_WEIGHTS = "model.safetensors"  # an hf folder's tensors and metadata; beside it config.json and README.md
 METADATA_KEYS = ("privacy", "class_names", "head", "features", "release")  # each stored as JSON under "pillar_<key>"
 CONTENTS_KEY, METRICS_KEY = "contents", "metrics"  # the hashes of the rest of the file; an hf card's test metrics
+INPUT_KEY = "input"  # what the graph reads and how files become it (release/input_contract.py)
 HF_SIGNATURE = "model.sig"  # a signed hf folder's signature, inside it so that an upload keeps it (not hashed)
 HF_FILES = ("README.md", "config.json")  # an hf folder's files beside its weights, which `contents` hashes
 HASH_KEY = "pillar_content_hash"  # sha256 over the metadata above: an edit of one value without it is refused
@@ -59,8 +60,8 @@ def read_export_metadata(path: Path) -> dict:
     if missing:
         raise ArtifactError(f"{path} carries no pillar {missing[0]} in its metadata", hint="export it with pillar export")
     try:
-        carried = {key: json.loads(raw[f"pillar_{key}"]) for key in (*METADATA_KEYS, CONTENTS_KEY, METRICS_KEY)
-                   if f"pillar_{key}" in raw}
+        carried = {key: json.loads(raw[f"pillar_{key}"])
+                   for key in (*METADATA_KEYS, CONTENTS_KEY, METRICS_KEY, INPUT_KEY) if f"pillar_{key}" in raw}
     except (TypeError, ValueError):
         raise ArtifactError(f"{path}: its pillar metadata is not JSON") from None
     if raw.get(HASH_KEY) != metadata_hash(carried):

@@ -31,3 +31,54 @@ def test_a_dicom_folder_embeds_trains_releases_and_predicts(pillar, tmp_path):
     _, rows, classes, probabilities = read_predictions(tmp_path / "p.csv")
     assert [row.rsplit("/", 1)[-1] for row in rows] == ["0.dcm", "1.dcm", "2.dcm"]
     assert classes == ["dark", "bright", "dark"] and probabilities.shape == (3, 2)
+
+
+def test_an_onnx_export_states_how_stored_dicom_pixels_become_its_input(pillar, tmp_path):
+    """12-bit, 16-bit, MONOCHROME1 and rescaled DICOM through the bare path — pydicom, the formula the export's
+    metadata states, onnxruntime — give what `pillar predict` gives (12-bit stored values fed as they are do not)."""
+    import json
+
+    import onnx
+    import onnxruntime
+    import pydicom
+
+    rng = np.random.default_rng(1)
+    for label, level in (("dark", 900), ("bright", 3000)):
+        (tmp_path / "train" / label).mkdir(parents=True)
+        for i in range(40):
+            write_dicom(tmp_path / "train" / label / f"{i}.dcm", rng.normal(level, 400, (8, 8)).clip(0, 4095))
+    new = tmp_path / "new"
+    new.mkdir()
+    write_dicom(new / "a12.dcm", rng.integers(0, 4096, (8, 8)))
+    write_dicom(new / "b16.dcm", rng.integers(0, 65536, (8, 8)), bits=16)
+    write_dicom(new / "c-monochrome1.dcm", rng.integers(0, 4096, (8, 8)), photometric="MONOCHROME1")
+    write_dicom(new / "d-rescaled.dcm", rng.integers(0, 4096, (8, 8)), slope=-2.0, intercept=1024.0)
+    emb, pca, model, released, exported = (tmp_path / n for n in ("emb.h5", "pca.h5", "m.h5", "rel.h5", "rel.onnx"))
+    pillar("embed", "--source", "dicom", "--path", tmp_path / "train", "--public-fraction", "0.2", "-o", emb)
+    pillar("fit-pca", f"{emb}:public", "--k-max", "5", "-o", pca)
+    pillar("train-private", emb, "-p", pca, "--eps", "8", "--delta", "1e-3", "-o", model)
+    pillar("release", model, "-o", released)
+    pillar("export", released, "--format", "onnx", "-o", exported)
+    pillar("predict", released, "--source", "dicom", "--path", new, "-o", tmp_path / "p.csv")
+    _, rows, _, expected = read_predictions(tmp_path / "p.csv")
+    metadata = {prop.key: prop.value for prop in onnx.load(str(exported)).metadata_props}
+    contract = json.loads(metadata["pillar_input"])
+    assert contract["tensor"] == "uint16 (N, 8, 8, 1), channels last, input name 'input'"
+    assert all(word in contract["dicom"] for word in ("BitsStored", "PixelRepresentation", "RescaleSlope",
+                                                      "MONOCHROME1", "round(level × 65535)"))
+
+    def as_the_contract_says(path) -> np.ndarray:
+        dataset = pydicom.dcmread(path)
+        stored, bits = dataset.pixel_array.astype(np.float64), int(dataset.BitsStored)
+        low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if dataset.PixelRepresentation == 1 else (0, 2**bits - 1)
+        level = (stored - low) / (high - low) if float(dataset.RescaleSlope) > 0 else (high - stored) / (high - low)
+        level = np.clip(level, 0, 1)
+        level = 1 - level if dataset.PhotometricInterpretation == "MONOCHROME1" else level
+        return np.rint(level * 65535).astype(np.uint16)[..., None]
+
+    session = onnxruntime.InferenceSession(str(exported), providers=["CPUExecutionProvider"])
+    inputs = np.stack([as_the_contract_says(new / row.rsplit("/", 1)[-1]) for row in rows])
+    (probabilities,) = session.run(None, {"input": inputs})
+    np.testing.assert_allclose(probabilities, expected, atol=1e-5)
+    raw = np.stack([pydicom.dcmread(new / "a12.dcm").pixel_array.astype(np.uint16)[..., None]])
+    assert np.abs(session.run(None, {"input": raw})[0] - expected[:1]).max() > 1e-3  # stored values are not levels
