@@ -97,11 +97,36 @@ def row_digests(x: np.ndarray) -> np.ndarray:
                      for row in rows], dtype=np.uint64)
 
 
-def principal_axes(x: np.ndarray, on_rows: Callable[[int], None] = lambda n: None) -> tuple[np.ndarray, np.ndarray]:
+class ScaledRows:
+    """Rows (n, d) as float64, L2-normalised when asked, centred and scaled, made a block at a time when sliced: a
+    fit never holds a float64 copy of every row."""
+
+    def __init__(self, rows: np.ndarray, normalise: Callable[[np.ndarray], np.ndarray], mean: np.ndarray,
+                 scale: np.ndarray):
+        self.rows, self.normalise, self.mean, self.scale = rows, normalise, mean, scale
+        self.shape = rows.shape
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        return (self.normalise(np.asarray(self.rows[rows], dtype=np.float64)) - self.mean) / self.scale
+
+
+def column_moments(rows: ScaledRows) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, standard deviation) of each column of `rows` (ddof 0), summed a block at a time in float64: the mean
+    first, then the squared deviations from it, as numpy's two passes do."""
+    n = rows.shape[0]
+    blocks = range(0, n, CHUNK_ROWS)
+    mean = sum(rows[start:start + CHUNK_ROWS].sum(axis=0) for start in blocks) / n
+    squares = sum(((rows[start:start + CHUNK_ROWS] - mean) ** 2).sum(axis=0) for start in blocks)
+    return mean, np.sqrt(squares / n)
+
+
+def principal_axes(x: np.ndarray | ScaledRows,
+                   on_rows: Callable[[int], None] = lambda n: None) -> tuple[np.ndarray, np.ndarray]:
     """The singular values of x (n, d) and its right singular vectors as rows, largest first, from the eigenvalues
     of the smaller of its two Gram matrices (d × d, or n × n with V = XᵀU/σ): a few times faster than the SVD of x
     itself, whose work the thin matrix does not need; directions of zero variance come back with σ = 0. The Gram
-    matrix is summed a block of rows at a time, `on_rows(m)` hearing of each block (the eigh after is d³ or n³)."""
+    matrix is summed a block of rows at a time, `on_rows(m)` hearing of each block (the eigh after is d³ or n³); rows
+    fewer than the dimensions are taken whole (n × d ≤ d²)."""
     n, dim = x.shape
     if n >= dim:
         gram = np.zeros((dim, dim))
@@ -113,6 +138,7 @@ def principal_axes(x: np.ndarray, on_rows: Callable[[int], None] = lambda n: Non
         order = np.argsort(eigenvalues)[::-1]
         return np.sqrt(np.clip(eigenvalues[order], 0.0, None)), vectors[:, order].T
     on_rows(n)
+    x = x[0:n]  # a ScaledRows as its float64 matrix; an array as itself
     eigenvalues, left = np.linalg.eigh(x @ x.T)
     order = np.argsort(eigenvalues)[::-1]
     singular = np.sqrt(np.clip(eigenvalues[order], 0.0, None))
@@ -165,11 +191,10 @@ class PublicPCA:
         if n < 2:
             raise DataError(f"the public split has {n} rows; PCA needs at least 2")
         self.row_digests_ = row_digests(public)
-        x = self._normalized_rows(public.astype(np.float64))
-        self.mean_ = np.zeros(dim) if self.second_moment else x.mean(axis=0)
-        std = x.std(axis=0)
+        mean, std = column_moments(ScaledRows(public, self._normalized_rows, np.zeros(dim), np.ones(dim)))
+        self.mean_ = np.zeros(dim) if self.second_moment else mean
         self.scale_ = np.where(std > 0, std, 1.0) if self.standardizes else np.ones(dim)
-        singular, vt = principal_axes((x - self.mean_) / self.scale_, on_rows)
+        singular, vt = principal_axes(ScaledRows(public, self._normalized_rows, self.mean_, self.scale_), on_rows)
         tolerance = singular.max(initial=0.0) ** 2 * max(n, dim) * np.finfo(np.float64).eps  # on σ², as eigh gives
         self.rank_ = int((singular**2 > tolerance).sum())
         k_max = self.rank_ if self.k_max is None else self.k_max
