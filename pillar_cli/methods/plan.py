@@ -165,7 +165,8 @@ def risk_epsilon(target: RiskTarget, grids: list[SweepGrid], count: RowCount, re
         def event_at(epsilon: float) -> Event:
             sigma = calibrate_noise(request.accountant, epsilon, request.delta, rate, steps,
                                     fixed=read.segments if read else ())
-            return read.with_count(dp_sgd_event(sigma, rate, steps)) if read else dp_sgd_event(sigma, rate, steps)
+            head = dp_sgd_event(sigma, rate, steps)
+            return read.with_count(head) if read else head
         return target.largest_epsilon(event_at, start)
 
     return min(meets(*shape) for shape in sorted(shapes, key=lambda shape: shape[:2]))

@@ -59,8 +59,8 @@ class DPRelease:
 def total_delta(delta: float, releases: Iterable[DPRelease | Mapping]) -> float:
     """δ of a release at `delta` composed with others (DPRelease values or their records): the one place δs are
     summed."""
-    return float(delta) + sum(release.delta if isinstance(release, DPRelease) else DPRelease.of(release).delta
-                              for release in releases)
+    return float(delta) + sum(release.delta if isinstance(release, DPRelease) else float(release.get("delta", 0.0))
+                              for release in releases)  # a record's δ read alone: every file read sums them
 
 
 def composed_with(event: Event, epsilon: float, accountant: str, delta: float,
