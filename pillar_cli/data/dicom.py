@@ -11,6 +11,7 @@ otherwise."""
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 from typing import BinaryIO
 
@@ -65,7 +66,14 @@ def _read(file: str | BinaryIO, name: str, **options):
             warnings.simplefilter("ignore")  # pydicom warns of each oddity it reads past: the checks below decide
             return pydicom.dcmread(file, **options)
     except Exception as err:  # pydicom raises its own kinds on a damaged or foreign file
-        raise DataError(f"cannot read DICOM file {name}: {str(err).splitlines()[0][:120]}") from None
+        raise DataError(f"cannot read DICOM file {name}: {_said(err)}") from None
+
+
+def _said(err: Exception) -> str:
+    """pydicom's message on one line: it lists each plugin's failure on a line of its own after a colon, and names
+    in-memory buffers by their address, which tells a reader nothing."""
+    text = " ".join(re.sub(r"<[^<>]* at 0x[0-9a-f]+>", "", str(err)).split())
+    return text if len(text) <= 240 else text[:239] + "…"
 
 
 def dicom_image(file: str | BinaryIO, name: str):
@@ -84,9 +92,12 @@ def dicom_image(file: str | BinaryIO, name: str):
     try:
         pixels = dataset.pixel_array
     except Exception as err:  # no handler for its transfer syntax, or no pixel data
-        raise DataError(f"cannot decode the pixels of {name} (transfer syntax "
-                        f"{getattr(dataset.file_meta, 'TransferSyntaxUID', 'unknown')}): "
-                        f"{str(err).splitlines()[0][:120]}") from None
+        syntax = getattr(dataset.file_meta, "TransferSyntaxUID", None)
+        compressed = bool(syntax is not None and getattr(syntax, "is_compressed", False))
+        raise DataError(f"cannot decode the pixels of {name} (transfer syntax {syntax or 'unknown'}"
+                        f"{f', {syntax.name}' if compressed else ''}): {_said(err)}",
+                        hint="install a handler for it: pip install pylibjpeg pylibjpeg-libjpeg pylibjpeg-openjpeg"
+                        if compressed else None) from None
     finally:
         quiet.disabled = was
     photometric = str(getattr(dataset, "PhotometricInterpretation", "MONOCHROME2"))
