@@ -17,7 +17,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from pillar_cli.artifacts.classifier import Classifier, read_classifier
-from pillar_cli.errors import DataError, UsageError
+from pillar_cli.artifacts.embeddings import Split
+from pillar_cli.artifacts.given_rows import given_rows
+from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead
 from pillar_cli.methods.base import SweepData, head_rows
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
@@ -90,19 +92,24 @@ class DPLinearClassifier(SoftmaxClassifier):
         self.ridge, self.noise_seed, self.method_options, self.n_public = ridge, noise_seed, method_options, n_public
         self.privacy_unit, self.max_tpr, self.at_fpr = privacy_unit, max_tpr, at_fpr
 
-    def fit(self, X: np.ndarray, y: np.ndarray, public: np.ndarray | None = None,
+    def fit(self, X: np.ndarray | Split, y: np.ndarray | None = None, public: np.ndarray | Split | None = None,
             groups: Any = None) -> DPLinearClassifier:
         """Train on the private rows (X, y); `public`: unlabelled public rows for the projection (and GEP); `groups`:
         each row's person (a patient id per row): with privacy_unit "auto" or "person" the guarantee is then per
-        person, all their rows together (privacy/guarantee.py). X and y are checked as scikit-learn checks them (2-D X,
-        one label per row; a DataFrame's column names are kept in `feature_names_in_` and must match at predict
-        time)."""
+        person, all their rows together (privacy/guarantee.py). X may be a split read from a file
+        (pillar_cli.read_split): its labels and the persons it records come with it (per row only with privacy_unit
+        "row"). X and y are checked as scikit-learn checks them (2-D X, one label per row; a DataFrame's column
+        names are kept in `feature_names_in_` and must match at predict time)."""
         if _inside_model_selection():
             warnings.warn("choosing among DPLinearClassifier fits by their score on private labels (GridSearchCV, "
                           "cross-validation) is outside ledger_.epsilon_spent, which covers one training; leave k, lr "
                           "and steps 'auto' (the rule, which reads no label: inside ε), or choose lr and steps at the "
                           "rule's k with pillar_cli.sweep(..., select='accounted') (inside ε)", PrivacyWarning,
                           stacklevel=2)
+        X, y, groups = given_rows(X, y, groups, self.privacy_unit)
+        public = given_rows(public, None, None, labelled=False)[0]
+        if y is None:
+            raise UsageError(f"{param('y')} is missing: one label per row of X")
         labels_given = np.asarray(y)
         if labels_given.dtype.kind == "f" and not np.isfinite(labels_given).all():
             raise DataError(f"y has {int((~np.isfinite(labels_given)).sum())} NaN or infinite labels: every row needs "

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from pillar_cli.artifacts import Artifact, Split
+from pillar_cli.artifacts.given_rows import given_rows
 from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon, validate_budget
@@ -105,7 +106,9 @@ class DPPCA(PublicPCA):
         return {"k_max": self.k_max, "epsilon": self.epsilon, "delta": self.delta, "accountant": self.accountant,
                 "noise_seed": self.noise_seed}
 
-    def fit(self, X: np.ndarray, groups: object = None) -> DPPCA:
+    def fit(self, X: np.ndarray | Split, groups: object = None) -> DPPCA:
+        """X: the private rows, or a split read from a file (its persons, where it records them, are the groups)."""
+        X, _, groups = given_rows(X, None, groups, labelled=False)
         features = np.asarray(X, dtype=np.float32)
         persons = None if groups is None else persons_of(groups, len(features))
         fitted, record = fit_private_pca(features, self.k_max, float(self.epsilon), float(self.delta),

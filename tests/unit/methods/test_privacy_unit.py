@@ -33,3 +33,28 @@ def test_val_rows_that_train_need_their_persons(digits):
     result = sweep(x, y, val_x, val_y, projection=pca, epsilon=[1.0], delta=1e-4, groups=np.arange(len(x)) // 4,
                    groups_val=1000 + np.arange(100) // 4)
     assert result.plan.unit.is_person and result.count.of == "persons"
+
+
+def test_a_split_read_from_a_file_brings_its_persons_and_row_must_be_asked_for_by_name(digits, tmp_path):
+    """Its features alone would drop the persons it records: fit on them protected each row, without a word."""
+    from pillar_cli import DPPCA, read_split
+    from pillar_cli.artifacts import write
+    from pillar_cli.artifacts.embeddings import embeddings_artifact
+
+    _, public, x, y = digits
+    persons = np.arange(len(x)) // 5
+    write(tmp_path / "e.h5", embeddings_artifact(
+        {"private": (x, np.arange(len(x)), y, persons), "public": (public, len(x) + np.arange(len(public)), None, None)},
+        {"class_names": [str(c) for c in range(10)]}))
+    private, public_split = read_split(f"{tmp_path / 'e.h5'}:private"), read_split(f"{tmp_path / 'e.h5'}:public")
+    clf = DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, steps=50).fit(private, public=public_split)
+    assert clf.ledger_.unit.is_person and clf.ledger_.count.of == "persons"
+    per_row = DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, steps=50, privacy_unit="row").fit(private,
+                                                                                                 public=public)
+    assert not per_row.ledger_.unit.is_person and per_row.ledger_.count.of == "training rows"
+    assert DPPCA(k_max=10, epsilon=1.0, delta=1e-4).fit(private).release_.unit.is_person
+    with pytest.raises(UsageError, match=r"^groups given with a split \(private\): the split brings its own labels "
+                                         r"and persons$"):
+        DPLinearClassifier(k=10, epsilon=1.0).fit(private, groups=persons, public=public)
+    with pytest.raises(UsageError, match=r"^the split public holds no labels: train on a labelled split"):
+        DPLinearClassifier(k=10, epsilon=1.0).fit(public_split, public=public)
