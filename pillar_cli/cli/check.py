@@ -24,6 +24,7 @@ from pillar_cli.cli.common import (
     print_table,
     save,
     stderr,
+    warn,
 )
 from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.projection import PublicPCA
@@ -105,6 +106,8 @@ def _report(out: Path, found: Diagnosis, eps: float | None, alpha: float, beta: 
         stderr.print(f"measured: Theorem 1's sample-size terms at ε={eps:g}, α={alpha:g}, β={beta:g} are smallest at "
                      f"k = {summary['recommended_k_theorem']} ({summary['theorem_inputs']})")
     stderr.print(f"note: {found.labels_used}")
+    if "approximate_directions" in summary:
+        warn(summary["approximate_directions"])
 
 
 def default_ks(components: int) -> list[int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from pillar_cli.errors import DataError
 
 MARGIN_QUANTILE = 0.01  # the margin met by 99 % of points
+SVM_ITERATIONS = 20_000
 
 
 @dataclass(frozen=True)
@@ -26,11 +28,13 @@ class Directions:
     w: np.ndarray  # (P, D) unit rows
     rows: list[np.ndarray]
     signs: list[np.ndarray]  # ±1 per row
+    unconverged: tuple[str, ...] = ()  # tasks whose SVM stopped at its iteration cap: approximate directions
 
 
 def svm_directions(features: np.ndarray, labels: np.ndarray, mode: str = "pairs", max_pairs: int = 45,
                    seed: int = 0) -> Directions:
     """A homogeneous linear SVM per class pair (seeded sample of at most `max_pairs`) or one-vs-rest."""
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
 
     classes = np.unique(labels)
@@ -43,17 +47,22 @@ def svm_directions(features: np.ndarray, labels: np.ndarray, mode: str = "pairs"
             tasks = [tasks[i] for i in sorted(picks)]
     else:
         tasks = [(c, None) for c in classes.tolist()]
-    names, directions, rows, signs = [], [], [], []
+    names, directions, rows, signs, unconverged = [], [], [], [], []
     for positive, negative in tasks:
         mask = np.ones(len(labels), bool) if negative is None else np.isin(labels, (positive, negative))
         sign = np.where(labels[mask] == positive, 1.0, -1.0)
-        svm = LinearSVC(fit_intercept=False, C=1.0, max_iter=20000, random_state=seed).fit(features[mask], sign)
+        with warnings.catch_warnings(record=True) as caught:  # its ConvergenceWarning: counted, stated once
+            warnings.simplefilter("always", ConvergenceWarning)
+            svm = LinearSVC(fit_intercept=False, C=1.0, max_iter=SVM_ITERATIONS, random_state=seed).fit(
+                features[mask], sign)
+        if any(issubclass(warning.category, ConvergenceWarning) for warning in caught):
+            unconverged.append(f"{positive}-vs-{'rest' if negative is None else negative}")
         w = svm.coef_.ravel()
         directions.append(w / np.linalg.norm(w))
         names.append(f"{positive}-vs-{'rest' if negative is None else negative}")
         rows.append(np.flatnonzero(mask))
         signs.append(sign)
-    return Directions(names, np.stack(directions), rows, signs)
+    return Directions(names, np.stack(directions), rows, signs, tuple(unconverged))
 
 
 def xi(basis: np.ndarray, w: np.ndarray) -> np.ndarray:

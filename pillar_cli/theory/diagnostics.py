@@ -14,6 +14,7 @@ import numpy as np
 from pillar_cli.artifacts import Split
 from pillar_cli.errors import DataError, PrivacyError, UsageError, check_positive, check_probability, param
 from pillar_cli.theory.assumptions import (
+    SVM_ITERATIONS,
     AssumptionTable,
     assess,
     svm_directions,
@@ -61,8 +62,8 @@ def diagnose(features: np.ndarray, labels: np.ndarray, basis: PublicBasis, ks: l
     if not math.isfinite(xi_threshold):
         raise UsageError(f"{param('xi_threshold')} must be a number (got {xi_threshold})")
     z = basis.standardized(features)
-    table = assess(svm_directions(z, labels, mode, pairs, seed), z, {k: basis.basis(k) for k in ks},
-                   basis.eigenvalues_)
+    directions = svm_directions(z, labels, mode, pairs, seed)
+    table = assess(directions, z, {k: basis.basis(k) for k in ks}, basis.eigenvalues_)
     label_note = f"w* fitted on {labels_from}"
     summary = {"rows": table.rows(), "recommended_k": table.recommended_k(xi_threshold), "xi_threshold": xi_threshold,
                "margin_q01_full_median": float(np.median(table.margin_full)), "labels_used": label_note,
@@ -75,6 +76,11 @@ def diagnose(features: np.ndarray, labels: np.ndarray, basis: PublicBasis, ks: l
     if epsilon is not None and rows is not None:
         summary |= _k_for(rows, counted, epsilon, len(basis.components_), table)
     summary["recommended"] = _one_k(summary, table)
+    if directions.unconverged:
+        summary["approximate_directions"] = (
+            f"the SVM of {len(directions.unconverged)} of {len(directions.names)} tasks "
+            f"({', '.join(directions.unconverged)}) stopped at {SVM_ITERATIONS:,} iterations without converging: "
+            "their w*, and the ξ_k and margins read from it, are approximate")
     return Diagnosis(table, summary, label_note)
 
 
