@@ -200,6 +200,7 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
         raise DataError(f"backbone '{name}' needs images; this source holds vectors (use {param('backbone')} pixels)")
     import timm
 
+    from pillar_cli.embedding.hub import cache_only_when_offline, hub_host
     from pillar_cli.embedding.modules import Preprocessing
 
     torch_device = resolve_device(device)
@@ -207,12 +208,15 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
     if use_hub and spec.needs_weights_file:
         raise UsageError(f"backbone '{name}' has no hub weights here; pass {param('weights')} CHECKPOINT "
                          f"(or {param('pretrained', False)} for random weights)")
+    online = True
     try:
-        with torch.random.fork_rng(devices=[]):  # random weights (--no-pretrained) are a function of the seed
-            torch.manual_seed(seed)
+        with torch.random.fork_rng(devices=[]), cache_only_when_offline() as online:
+            torch.manual_seed(seed)  # random weights (--no-pretrained) are a function of the seed
             model = timm.create_model(spec.timm_id, pretrained=use_hub, num_classes=0)
     except Exception as err:  # timm/hub raise many types when offline; all mean "no weights"
-        raise UsageError(f"cannot fetch pretrained weights for '{spec.timm_id}' ({type(err).__name__})",
+        why = f"{hub_host()} cannot be reached and they are not in the local cache" if not online else \
+            type(err).__name__
+        raise UsageError(f"cannot fetch pretrained weights for '{spec.timm_id}' ({why})",
                          hint=f"offline: download the weights elsewhere and pass {param('weights')} FILE") from err
     weights_id = f"random-init:seed={seed}" if not pretrained and weights is None else f"hub:{spec.timm_id}"
     if weights is not None:
