@@ -33,6 +33,7 @@ from pillar_cli.data.groups import Groups
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
+from pillar_cli.privacy.guarantee import Units
 
 LARGEST = 30  # rows of the largest person
 AUDITED = {"pillar": RunConfig(2.0, 300, 256, 0), "dp-newton": RunConfig(0.0, 3, 0, 0)}
@@ -97,7 +98,7 @@ def main() -> None:
     if args.audits == 0 or args.method not in AUDITED:
         return
     private = SweepData(PublicPCA(30).fit(x[splits["public"]]), x[train], y[train], None, None, 10,
-                        private_persons=persons[train], persons_from="synthetic persons")
+                        units=Units.of(persons[train], len(train), "synthetic persons"))
     print("\n| audited unit | canaries | claimed ε | ε_lb (median, max over runs) | correct guesses (of 80) |")
     print("|---|---|---|---|---|")
     for unit in ("person", "row"):

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from pillar_cli.linear.engine import RunConfig, train_linear_heads
+from pillar_cli.privacy.guarantee import Units
 from pillar_cli.randomness import SECRET, NoiseSource
 
 N_PRIVATE, SIGMA, CLIP, LR = 45_000, 2.0, 1.0, 0.1
@@ -202,9 +203,10 @@ def persons_table(steps: int = 200, rounds: int = 3) -> None:
         y = torch.randint(0, classes, (N_PRIVATE,), generator=generator).to(DEVICE)
         best = {}
         for _ in range(rounds):
-            for name, batch, grouped in (("rows", 1024, None), ("persons", per_batch, persons)):
+            for name, batch, units in (("rows", 1024, Units.rows(N_PRIVATE)),
+                                       ("persons", per_batch, Units.of(persons, N_PRIVATE, "synthetic persons"))):
                 seconds, _ = _timed(lambda: train_linear_heads(x, y, classes, [RunConfig(LR, steps, batch, 0)],
-                                                               [SIGMA], CLIP, device=str(DEVICE), persons=grouped))
+                                                               [SIGMA], CLIP, device=str(DEVICE), units=units))
                 best[name] = max(best.get(name, 0.0), steps / seconds)
         print(f"{str((dim, classes)):>12} {best['rows']:9.1f} {best['persons']:9.1f} "
               f"{best['persons'] / best['rows']:6.2f}x", flush=True)

@@ -183,3 +183,17 @@ def test_deltas_are_summed_in_one_function():
                 if any(map(reads_delta, summed)):
                     found.add(f"{path.relative_to(PACKAGE)}:{getattr(function, 'name', 'lambda')}")
     assert found == {"privacy/guarantee.py:total_delta"}
+
+
+def test_the_training_domains_read_the_privacy_unit_as_units_not_as_an_optional_array():
+    """Where the rows train (methods, the engine, the audit, the projections, privacy), every row's unit is a `Units`
+    value (privacy/guarantee.py): `Units.rows(n)` where each row is its own, never a person array that None means
+    "rows" — which every consumer had to branch on. Sources and files keep the column they may or may not record;
+    their `units` turns it into the value."""
+    optional = re.compile(r"\b(persons|unit|units)\s+is\s+(not\s+)?None\b"
+                          r"|\b(private_persons|persons_from|val_persons)\b")
+    domains = ("methods", "linear", "audit", "projection", "privacy")
+    found = [f"{path.relative_to(PACKAGE)}:{number}" for domain in domains
+             for path in sorted((PACKAGE / domain).rglob("*.py")) if path != PACKAGE / "privacy" / "guarantee.py"
+             for number, line in enumerate(path.read_text().splitlines(), 1) if optional.search(line)]
+    assert found == []

@@ -17,6 +17,7 @@ from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.integrity import refuse_links
 from pillar_cli.artifacts.premises import Premises
 from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
+from pillar_cli.privacy.guarantee import Units
 from pillar_cli.randomness import keyed_draws
 
 
@@ -102,6 +103,12 @@ class Split:
     def same_source(self, other: Split) -> bool:
         """Both splits number the rows of one source alike (their row ids can be compared)."""
         return self.source_fingerprint == other.source_fingerprint
+
+    @property
+    def units(self) -> Units:
+        """Each row's unit of privacy: the persons the file records (named by their source), else each row its own."""
+        grouping = self.grouping or {}
+        return Units.of(self.persons, len(self.features), grouping.get("source"))
 
     @property
     def grouping(self) -> dict[str, str] | None:

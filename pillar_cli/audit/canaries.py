@@ -31,7 +31,7 @@ from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
 from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, spent_epsilon, validate_budget
 from pillar_cli.privacy.count import RowCount
-from pillar_cli.privacy.guarantee import PERSON, ROW, PrivacyUnit
+from pillar_cli.privacy.guarantee import PERSON, ROW, PrivacyUnit, Units
 from pillar_cli.privacy.risk import audit_points, risk_of
 from pillar_cli.projection import LinearMap, project
 
@@ -109,14 +109,14 @@ def run_audit(method: Method, data: SweepData, k: int | None, epsilon: float, co
         raise UsageError(f"an audit needs a private configuration: {param('epsilon')} must be finite")
     validate_budget(epsilon, privacy.delta, len(data.private_x))
     canaries = Canaries.plant(method, data, k, settings)
-    privacy = replace(privacy, unit=PrivacyUnit.resolve(settings.unit, canaries.data.persons_from))
+    privacy = replace(privacy, unit=PrivacyUnit.resolve(settings.unit, canaries.data.units.named_by))
     if privacy.unit.is_person and method.person_bound is None:
         raise UsageError(f"method '{method.name}' bounds one row's contribution, not one person's: audit it with "
                          f"{param('privacy_unit')} row")
     audited, mapping, canary_rows = canaries.data, canaries.mapping, canaries.rows
     config, included, labels, m = canaries.scaled(config, privacy.unit), canaries.included, canaries.labels, \
         settings.canaries
-    units = RowCount.exact(audited.units(privacy.unit))  # the auditor's own rows or persons
+    units = RowCount.exact(audited.units.bounded_by(privacy.unit).count)  # the auditor's own rows or persons
     rate, steps = method.mechanism(config, units)
     sigma = calibrate_noise(privacy.accountant, epsilon, privacy.delta, rate, steps)
     if settings.clip_scale != 1 and method.normalises_rows:
@@ -150,7 +150,8 @@ class Canaries:
     def scaled(self, config: RunConfig, unit: PrivacyUnit) -> RunConfig:
         """The configuration with its batch size scaled so that its sampling rate over the unit stays (0: all
         stays)."""
-        batch = config.batch_size and max(1, round(config.batch_size * self.data.units(unit) / self.real.units(unit)))
+        audited, real = (data.units.bounded_by(unit).count for data in (self.data, self.real))
+        batch = config.batch_size and max(1, round(config.batch_size * audited / real))
         return replace(config, batch_size=batch)
 
     @classmethod
@@ -163,13 +164,14 @@ class Canaries:
         rows = np.hstack([np.tile(data.pca.mean_, (m, 1)), CANARY_VALUE * np.eye(m)]).astype(np.float32)
         r, inside = settings.rows_per_canary, np.flatnonzero(included)
         private = np.vstack([_pad(data.private_x, m), np.repeat(rows[inside], r, axis=0)])
-        real = np.arange(len(data.private_x)) if data.private_persons is None else data.private_persons
+        real = data.units.ids
         persons = np.concatenate([real, real.max(initial=-1) + 1 + np.repeat(np.arange(len(inside)), r)])
-        grouped = settings.unit == PERSON or r > 1 or data.private_persons is not None
+        grouped = settings.unit == PERSON or r > 1 or data.units.grouped
+        units = Units.of(persons, len(persons), f"the private rows' persons and {r} rows a canary") if grouped else \
+            Units.rows(len(persons))
         audited = SweepData(data.pca, private, np.concatenate([data.private_y, np.repeat(labels[inside], r)]), None,
                             None, num_classes, None if data.public_x is None else _pad(data.public_x, m),
-                            private_persons=persons if grouped else None,
-                            persons_from=f"the private rows' persons and {r} rows a canary" if grouped else None)
+                            units=units)
         return cls(audited, CanaryMap(data.pca, k if method.projects else None, m), rows, included, labels, data)
 
 

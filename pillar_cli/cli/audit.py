@@ -205,8 +205,7 @@ def _data(embeddings: str, projection: Path) -> tuple[SweepData, list[artifacts.
     projection_artifact = artifacts.read(projection, "projection")
     artifacts.require_derived_from(projection_artifact, private.ref)
     pca = read_projection(projection_artifact)
-    data = SweepData(pca, private.features, private.labels, None, None, private.num_classes,
-                     private_persons=private.persons, persons_from=private.grouping and private.grouping.get("source"))
+    data = SweepData(pca, private.features, private.labels, None, None, private.num_classes, units=private.units)
     return data, [private.ref, projection_artifact.ref()]
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
 import typer
 
 from pillar_cli import artifacts
@@ -125,10 +125,10 @@ def training_units(path: str) -> tuple[int, str]:
         splits.append(artifacts.read_split(f"{path}:val"))
     except MissingSplitError:
         pass
-    if splits[0].persons is not None:
-        return len(np.unique(np.concatenate([split.persons for split in splits if split.persons is not None]))), \
-            "persons"
-    return sum(len(split.index) for split in splits), "training rows"
+    from pillar_cli.privacy.guarantee import Units
+
+    units = functools.reduce(Units.joined, (split.units for split in splits))
+    return units.count, "persons" if units.grouped else "training rows"
 
 
 def _basis(split: artifacts.Split, projection: Path | None, second_moment: bool,

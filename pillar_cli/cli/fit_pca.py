@@ -111,7 +111,7 @@ def _fit_private(ctx: typer.Context, embeddings: str | None, out: Path, k_max: i
     check_output(out, [artifacts.parse_ref(embeddings)[0]], force=force)
     private = artifacts.read_split(embeddings)
     pca, release = fit_private_pca(private.features, k_max, epsilon, delta, accountant, noise_source(noise_seed),
-                                   private.persons, private.grouping and private.grouping.get("source"))
+                                   private.units)
     save(ctx, out, private_projection_artifact(pca, private, release), [private.ref])
     _report(out, pca, as_json)
 

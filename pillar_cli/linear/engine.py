@@ -33,6 +33,7 @@ from pillar_cli.linear.persons import PersonBatch, PersonLayout, clip_persons
 from pillar_cli.linear.rows import PrivateRows
 from pillar_cli.linear.sampling import PoissonSampler
 from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.guarantee import Units
 from pillar_cli.randomness import SECRET, NoiseSource
 
 SAMPLING_CHUNK_STEPS = 32  # Poisson batches drawn this many steps at a time
@@ -124,17 +125,19 @@ def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: in
                        noise_multipliers: list[float], clip: float | None, *, device: str = "cpu",
                        init: tuple[np.ndarray, np.ndarray] | None = None,
                        on_steps: Callable[[int], None] = lambda n: None, noise: NoiseSource = SECRET,
-                       count: RowCount | None = None, persons: np.ndarray | None = None) -> list[LinearHead]:
+                       count: RowCount | None = None, units: Units | None = None) -> list[LinearHead]:
     """Train one linear head per configuration with Poisson-sampled, clipped, noised SGD (σ = 0: no noise);
     `device` is cpu, cuda[:N] or auto; `on_steps(n)` hears of n more steps done (summed over configurations);
     `noise` hands out the batches' and every head's generators (secret unless seeded for an experiment); `count`
     is the n that sampling rates and the updates' scale read (None: the exact number of rows, for references).
-    `persons` (each row's person): the person is the unit — batches draw persons, and each person's gradient sum is
-    clipped to `clip` (linear/persons.py); `count` and batch sizes are then of persons. Runs that average their
-    iterates (ema > 0) or train persons take the eager path on CUDA too."""
+    `units` (privacy/guarantee.py; left out: each row its own): grouped into persons, the person is the unit —
+    batches draw persons, and each person's gradient sum is clipped to `clip` (linear/persons.py); `count` and batch
+    sizes are then of persons. Runs that average their iterates (ema > 0) or train persons take the eager path on
+    CUDA too."""
     dev = resolve_device(device)
-    graphed = dev.type == "cuda" and not any(c.ema for c in configs) and persons is None
-    layout = None if persons is None else PersonLayout(np.asarray(persons))
+    units = units or Units.rows(len(features))
+    graphed = dev.type == "cuda" and not any(c.ema for c in configs) and not units.grouped
+    layout = PersonLayout(units.ids) if units.grouped else None
     rows = PaddedRows(features, labels, clip, dev) if graphed else PrivateRows(features, labels, clip, dev, layout)
     members_of: dict[tuple[int, ...], list[list[int]]] = {}  # stream members, keyed by the stream's step schedule
     for seed, batch_size in sorted({(c.seed, c.batch_size) for c in configs}):
@@ -255,10 +258,10 @@ def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Te
     read and write its own column block (strided, no copies) and the softmax, one-hot and norms run once. Reductions
     over classes run over the leading, contiguous dimension (a last dimension of C ≈ 10 does not vectorise on CPU)."""
     streams, classes, count, dim = heads.shape
-    persons = None
+    person_batch = None
     if rows.layout is not None:  # batches of persons: their rows, each person's gradient clipped below
         expanded = [rows.layout.expand(b.numpy(), rows.x.device) for b in batches]
-        batches, widths, persons = [e.rows for e in expanded], [len(e.rows) for e in expanded], \
+        batches, widths, person_batch = [e.rows for e in expanded], [len(e.rows) for e in expanded], \
             PersonBatch.joined(expanded)
     batch = batches[0] if streams == 1 else torch.cat(batches)
     total = sum(widths)
@@ -279,8 +282,8 @@ def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Te
         scales = torch.index_select(rows.clip_scale, 0, batch)
         squared_norms = torch.linalg.vecdot(residuals, residuals, dim=0)
         residuals.mul_(squared_norms.mul_(scales).clamp_min_(1.0).rsqrt_())
-        if persons is not None:  # ‖x̃_i‖² = clip_scale_i·C²
-            clip_persons(residuals, scales.mul_(rows.clip ** 2), persons, rows.clip)
+        if person_batch is not None:  # ‖x̃_i‖² = clip_scale_i·C²
+            clip_persons(residuals, scales.mul_(rows.clip ** 2), person_batch, rows.clip)
     flat = residuals.view(classes * count, total)
     if streams == 1:
         return (flat @ xb).view(1, classes, count, dim)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pillar_cli.lazy import torch
+from pillar_cli.privacy.guarantee import Units
 
 ROWS_A_BLOCK = 16_384  # rows whose products are formed at once (a copy of that many feature rows)
 
@@ -110,11 +111,11 @@ class PersonLayout:
                            self.products[tensor(slots)], len(persons))
 
 
-def person_ordered(features: np.ndarray, labels: np.ndarray, persons: np.ndarray | None
+def person_ordered(features: np.ndarray, labels: np.ndarray, units: Units | None
                    ) -> tuple[torch.Tensor, torch.Tensor, PersonLayout | None]:
     """Rows (float32) and labels (int64) as tensors for a training loop of its own (AdaDPS, GEP): laid out person by
-    person, with the layout that draws them, where `persons` names each row's person; as given otherwise."""
-    layout = None if persons is None else PersonLayout(np.asarray(persons))
+    person, with the layout that draws them, where the units are persons; as given otherwise (and where left out)."""
+    layout = PersonLayout(units.ids) if units and units.grouped else None
     order = slice(None) if layout is None else layout.order
     return (torch.as_tensor(features[order], dtype=torch.float32), torch.as_tensor(labels[order], dtype=torch.int64),
             layout)

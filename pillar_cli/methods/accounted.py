@@ -69,7 +69,7 @@ def select_privately(method: Method, cell: Cell, val_z: np.ndarray, val_y: np.nd
     trials = {seed: _draw_trials(cell.randomness.child("trials", seed).numpy(), candidates, count)
               for seed, candidates in by_seed.items()}
     noise = plan.training
-    val_weights = person_weights(cell.data.val_persons) if privacy.unit.is_person else np.ones(len(val_y))
+    val_weights = cell.data.val_units.bounded_by(privacy.unit).weights
     runs = iter(method.train_cell(replace(cell, configs=[t for drawn in trials.values() for _, t in drawn],
                                           noise=lambda rate, steps: noise[rate, steps])))
     released, records = [], []

@@ -32,6 +32,7 @@ from pillar_cli.methods.base import Cell, Run, each_run, option
 from pillar_cli.methods.projected import ProjectedDPSGD
 from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.guarantee import Units
 from pillar_cli.projection import project
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -119,12 +120,13 @@ def public_preconditioner(public_x: np.ndarray, public_y: np.ndarray, options: A
 
 def train_adadps(features: np.ndarray, labels: np.ndarray, num_classes: int, config: RunConfig, sigma: float,
                  clip: float, preconditioner: Preconditioner, noise: NoiseSource = SECRET,
-                 count: RowCount | None = None, persons: np.ndarray | None = None) -> LinearHead:
+                 count: RowCount | None = None, units: Units | None = None) -> LinearHead:
     """DP-SGD with preconditioned per-sample gradients; with A ≡ 1 it is the main engine's DP-SGD step for step
     (with one seeded `noise` source: the same Poisson batches, the same noise draws). `count`: the n that the
-    sampling rate and the update's scale read (None: the exact number of units). `persons` (each row's person): the
-    person is the unit — batches draw persons, and each person's clipped sum is clipped again."""
-    x, y, layout = person_ordered(features, labels, persons)
+    sampling rate and the update's scale read (None: the exact number of units). `units` (left out: each row its own):
+    grouped into persons, the person is the unit — batches draw persons, and each person's clipped sum is clipped
+    again."""
+    x, y, layout = person_ordered(features, labels, units)
     n, dim = (len(x) if layout is None else len(layout)), x.shape[1]
     count = count or RowCount.exact(n)
     sampler = PoissonSampler(n, count.sample_rate(config.batch_size), noise.child(*config.batches_label).torch())
@@ -172,7 +174,7 @@ class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
             scale = public_preconditioner(public_x, data.public_labelled[1], cell.options, config.seed)
             head = each_run(cell, config, lambda: train_adadps(train_x, data.private_y, data.num_classes, config,
                                                                sigma, clip, scale, cell.randomness, cell.rows,
-                                                               cell.persons))
+                                                               cell.units))
             event = dp_sgd_event(sigma, rate, config.steps)
             runs.append(Run(head=head, event=event, epsilon_spent=cell.spent_epsilon(event)))
         return runs

@@ -12,7 +12,7 @@ from pillar_cli.methods.plan import val_role
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import SweepResult, run_sweep, with_projection_release
-from pillar_cli.privacy.guarantee import persons_of
+from pillar_cli.privacy.guarantee import Units
 from pillar_cli.projection import PublicPCA
 
 
@@ -58,16 +58,15 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
             if groups_val is None:
                 raise UsageError(f"{param('groups_val')} must name the persons of the val rows, which train beside X")
             groups = np.concatenate([np.asarray(groups), np.asarray(groups_val)])
-    persons = None if groups is None else persons_of(groups, len(x))
+    units = Units.given(groups, len(x), "the groups given")
     if role != "select":
         X_val = y_val = groups_val = None
-    val_persons = None if X_val is None or groups_val is None else persons_of(groups_val, len(X_val), "groups_val")
+    val_units = None if X_val is None else Units.given(groups_val, len(X_val), "the groups given", "groups_val")
     num_classes = int(max(labels.max(), -1 if y_val is None else np.max(y_val))) + 1
     data = SweepData(pca, x, labels, None if X_val is None else np.asarray(X_val, dtype=np.float32),
                      None if y_val is None else np.asarray(y_val), num_classes,
                      None if public is None else np.asarray(public, dtype=np.float32),
                      public_labelled=None if public_labelled is None else
                      (np.asarray(public_labelled[0], dtype=np.float32), np.asarray(public_labelled[1])),
-                     private_persons=persons, persons_from=None if persons is None else "the groups given",
-                     val_persons=val_persons)
+                     units=units, val_units=val_units)
     return with_projection_release(run_sweep(data, asked), asked, pca)

@@ -19,11 +19,12 @@ from typing import Any, Callable
 import numpy as np
 
 from pillar_cli.artifacts.model import RunKey
+from pillar_cli.errors import DataError
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.privacy import Event, calibrate_noise, spent_epsilon
 from pillar_cli.privacy.count import COUNT_SHARE, RowCount
 from pillar_cli.privacy.file_guarantee import ReleasedHead
-from pillar_cli.privacy.guarantee import ROW_RELATIONS, PrivacyUnit, Relation, person_weights
+from pillar_cli.privacy.guarantee import ROW_RELATIONS, PrivacyUnit, Relation, Units
 from pillar_cli.projection import LinearMap, PublicPCA, project
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -77,22 +78,19 @@ class SweepData:
     public_index: np.ndarray | None = None
     source: str = "the private data"  # where the rows come from, for messages (an embeddings file)
     public_labelled: tuple[np.ndarray, np.ndarray] | None = None  # labelled public rows (AdaDPS's preconditioner)
-    private_persons: np.ndarray | None = None  # each training row's person, where the rows name one
-    persons_from: str | None = None  # where those persons came from, in words (e.g. 'column PatientID')
-    val_persons: np.ndarray | None = None  # each val row's person, where the rows name one (weights val scores)
+    units: Units = None  # type: ignore[assignment]  # each training row's unit (left out: each row its own)
+    val_units: Units | None = None  # each val row's unit, where there are val rows (left out: each row its own)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "units", self.units or Units.rows(len(self.private_x)))
+        if len(self.units) != len(self.private_x):
+            raise DataError(f"{self.name}: {len(self.units)} persons for {len(self.private_x)} rows")
+        if self.val_x is not None:
+            object.__setattr__(self, "val_units", self.val_units or Units.rows(len(self.val_x)))
 
     @property
     def name(self) -> str:
         return "the private split" if self.source == "the private data" else f"{self.source}:private"
-
-    @functools.cached_property
-    def person_count(self) -> int:
-        """How many persons the training rows hold (each row its own where they name none)."""
-        return len(self.private_x) if self.private_persons is None else len(np.unique(self.private_persons))
-
-    def units(self, unit: PrivacyUnit) -> int:
-        """How many units the training rows hold: rows, or persons."""
-        return self.person_count if unit.is_person else len(self.private_x)
 
 
 @dataclass(frozen=True)
@@ -116,19 +114,13 @@ class Cell:
     def rows(self) -> RowCount:
         """The count of units (rows, or persons) this cell's mechanisms read: the sweep's noisy count when the
         method reads one."""
-        return self.count or RowCount.exact(self.data.units(self.privacy.unit), of=self.privacy.unit.counted)
+        return self.count or RowCount.exact(self.units.count, of=self.privacy.unit.counted)
 
-    @property
-    def persons(self) -> np.ndarray | None:
-        """Each training row's person when the person is the privacy unit (None: the row is)."""
-        return self.data.private_persons if self.privacy.unit.is_person else None
-
-    @property
-    def row_weights(self) -> np.ndarray:
-        """Each training row's weight in a release that sums over rows: 1, or 1/(its person's rows) with the person
-        as the unit, so that one person moves such a sum at most as one row does."""
-        persons = self.persons
-        return np.ones(len(self.data.private_x)) if persons is None else person_weights(persons)
+    @functools.cached_property
+    def units(self) -> Units:
+        """The training rows' units as this cell's mechanisms bound them: the persons with the person as the privacy
+        unit, else each row (Units.weights: each row's weight in a released sum)."""
+        return self.data.units.bounded_by(self.privacy.unit)
 
     @property
     def randomness(self) -> NoiseSource:

@@ -58,7 +58,7 @@ class ClosedFormHead(Method):
     def train_cell(self, cell: Cell) -> list[Run]:
         """The statistics once per cell; per configuration, their noisy release and a solve."""
         rows = self.features(cell.mapping, cell.data.private_x, cell.k)
-        statistics = self.statistics(cell, rows, cell.row_weights)
+        statistics = self.statistics(cell, rows, cell.units.weights)
         sigma = cell.noise_multiplier(1.0, 1)
         event = GaussianEvent(sigma)
         spent = cell.spent_epsilon(event)
@@ -73,7 +73,7 @@ class ClosedFormHead(Method):
 
     def statistics(self, cell: Cell, rows: np.ndarray, row_weights: np.ndarray) -> tuple:
         """What the release perturbs (and what the solve needs besides it), computed once per cell; each row's
-        term weighted by `row_weights` (Cell.row_weights)."""
+        term weighted by `row_weights` (Cell.units.weights)."""
         raise NotImplementedError
 
     def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None,

@@ -30,7 +30,7 @@ from pillar_cli.methods.sweep import run_sweep, with_projection_release
 from pillar_cli.privacy import get_accountant, headline
 from pillar_cli.privacy.count import PUBLIC
 from pillar_cli.privacy.ledger import Ledger
-from pillar_cli.privacy.guarantee import persons_of, total_delta
+from pillar_cli.privacy.guarantee import Units, total_delta
 from pillar_cli.projection import PublicPCA, StoredMap
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
@@ -123,8 +123,7 @@ class DPLinearClassifier(SoftmaxClassifier):
         refuse_fitted_rows(self.projection_, x)
         data = SweepData(self.projection_, x, labels, None, None, len(self.classes_),
                          None if public is None else np.asarray(public, dtype=np.float32),
-                         private_persons=None if groups is None else persons_of(groups, len(x)),
-                         persons_from=None if groups is None else "the groups given to fit")
+                         units=Units.given(groups, len(x), "the groups given to fit"))
         request = self.request()
         result = with_projection_release(run_sweep(data, request), request, self.projection_)
         run = result.runs[0]

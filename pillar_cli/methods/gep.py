@@ -28,6 +28,7 @@ from pillar_cli.linear.persons import person_ordered
 from pillar_cli.methods.base import Cell, each_run
 from pillar_cli.methods.projected import ProjectedDPSGD
 from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.guarantee import Units
 from pillar_cli.projection import PublicPCA, project
 from pillar_cli.randomness import NoiseSource
 
@@ -43,12 +44,12 @@ class GepSettings:
 
 def train_gep(features: np.ndarray, labels: np.ndarray, public: np.ndarray, num_classes: int, config: RunConfig,
               sigma_effective: float, settings: GepSettings, noise: NoiseSource, count: RowCount,
-              persons: np.ndarray | None = None) -> LinearHead:
+              units: Units | None = None) -> LinearHead:
     """One GEP run: the anchor's public rows and sampled labels are seeded by the run's seed (public randomness);
     its Poisson batches and noise come from `noise` (secret); its sampling rate and update scale read `count`.
-    `persons` (each row's person): the person is the unit — batches draw persons, and each person's sums of
-    clipped embeddings and residuals are clipped again to C₁ and C₂."""
-    x, y, layout = person_ordered(features, labels, persons)
+    `units` (left out: each row its own): grouped into persons, the person is the unit — batches draw persons, and
+    each person's sums of clipped embeddings and residuals are clipped again to C₁ and C₂."""
+    x, y, layout = person_ordered(features, labels, units)
     n, dim = (len(x) if layout is None else len(layout)), x.shape[1]
     generator = torch.Generator().manual_seed(config.seed)
     noise_generator = noise.child(*config.noise_label).torch()
@@ -145,7 +146,7 @@ class GradientEmbeddingPerturbation(ProjectedDPSGD):
         settings = GepSettings(anchor_dim=cell.k or 32, embedding_clip=clip or 1.0, residual_clip=(clip or 1.0) / 2)
         train_z, public_z = project(cell.mapping, data.private_x, None), cell.mapping.standardized(data.public_x)
         return [each_run(cell, c, lambda c=c, s=s: train_gep(train_z, data.private_y, public_z, data.num_classes, c,
-                                                                s, settings, cell.randomness, cell.rows, cell.persons))
+                                                                s, settings, cell.randomness, cell.rows, cell.units))
                 for c, s in zip(cell.configs, sigmas)]
 
 

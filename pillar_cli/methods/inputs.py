@@ -18,7 +18,7 @@ from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.rules import rule_attrs
 from pillar_cli.methods.sweep import SweepResult, sweep_artifact
 from pillar_cli.methods.warm_start import warm_start_weights
-from pillar_cli.privacy import require_disjoint
+from pillar_cli.privacy import require_disjoint, require_persons_apart
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.projection.components import read_projection
 from pillar_cli.projection.private_pca import private_release_of
@@ -65,7 +65,8 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
     path, _ = artifacts.parse_ref(embeddings)
     private = artifacts.read_split(f"{path}:private")
     public = artifacts.read_split(f"{path}:public")
-    require_disjoint(private.index, public.index, path, private.persons, public.persons)  # the embeddings' own fault
+    require_disjoint(private.index, public.index, path)  # the embeddings' own fault
+    require_persons_apart(private.units, public.units, path)
     # first, then the projection's
     projection_artifact = artifacts.read(projection, "projection")
     public_data = public_data_of(projection_artifact, private, sources.other_public)
@@ -82,12 +83,12 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
     data = SweepData(pca, training.features, training.labels, validation and validation.features,
                      validation and validation.labels, private.num_classes,
                      public.features if uses_public else None, initial, training.index, public.index, path,
-                     labelled and (labelled.features, labelled.labels), training.persons,
-                     private.grouping and private.grouping.get("source"), validation and validation.persons)
+                     labelled and (labelled.features, labelled.labels), units=training.units,
+                     val_units=validation and validation.units)
     rows = {"private": training.index, **({"val": validation.index} if validation else {}),
             **({"public_labelled": labelled.index} if labelled and labelled.same_source(private) else {})}
-    persons = None if training.persons is None else {
-        "private": training.persons, **({"val": validation.persons} if validation else {})}
+    persons = {"private": training.units.ids, **({"val": validation.units.ids} if validation else {})} \
+        if training.units.grouped else None
     records = {"rows": rows, "persons": persons, "grouping": private.grouping,
                "source_fingerprint": private.source_fingerprint,
                "public_choice": PublicChoice.of(projection_artifact), "public_data": public_data,

@@ -135,7 +135,7 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
         validate_budget(epsilon, privacy.delta)
     unit = privacy_unit(data, request, grid)
     readers = frozenset(name for name in grid.methods if reads_count(get_method(name), grid))
-    count = count_for(data.units(unit), grid.epsilons if readers else [], privacy.delta, privacy.noise,
+    count = count_for(data.units.bounded_by(unit).count, grid.epsilons if readers else [], privacy.delta, privacy.noise,
                       privacy.n_public, privacy.count_share, preview, unit.counted)
     grids = ruled_grids(grid.for_rows(count), len(data.pca.components_))
     if target is not None:
@@ -174,16 +174,14 @@ def risk_epsilon(target: RiskTarget, grids: list[SweepGrid], count: RowCount, re
 
 def privacy_unit(data: SweepData, request: SweepRequest, grid: SweepGrid) -> PrivacyUnit:
     """The unit the request asks for on these rows; with the person, every method and the engine must bound one."""
-    unit = PrivacyUnit.resolve(request.privacy_unit, None if data.private_persons is None else data.persons_from)
+    unit = PrivacyUnit.resolve(request.privacy_unit, data.units.named_by)
     require_unit_covered(getattr(data.pca, "private_release_", None), unit)
     if unit.is_person:
-        if len(data.private_persons) != len(data.private_x):
-            raise DataError(f"{data.name}: {len(data.private_persons)} persons for {len(data.private_x)} rows")
         if unbounded := [name for name in grid.methods if get_method(name).person_bound is None]:
             raise UsageError(f"method '{unbounded[0]}' bounds one row's contribution, not one person's: with the "
                              f"person as the privacy unit train {', '.join(bounding_persons())}",
                              hint=f"or pass {param('privacy_unit')} row (the guarantee is then per row)")
-        if request.selection is not None and data.val_x is not None and data.val_persons is None:
+        if request.selection is not None and data.val_x is not None and not data.val_units.grouped:
             raise UsageError(f"{param('select')} accounted with the person as the privacy unit weights each val row "
                              f"by its person: {param('groups_val')} must name the val rows' persons")
         if request.engine != "fast":

@@ -56,7 +56,7 @@ class ProjectedDPSGD(Method):
                     for c, s in zip(cell.configs, sigmas)]
         return train_linear_heads(train_z, data.private_y, data.num_classes, cell.configs, sigmas, clip,
                                   device=cell.device, init=init, on_steps=cell.on_steps, noise=cell.randomness,
-                                  count=cell.rows, persons=cell.persons)
+                                  count=cell.rows, units=cell.units)
 
 
 class RandomProjectionDPSGD(ProjectedDPSGD):

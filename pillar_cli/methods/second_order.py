@@ -71,7 +71,7 @@ def gradient_sum(rows: np.ndarray, onehot: np.ndarray, weights: np.ndarray, prob
 @dataclass(frozen=True)
 class WeightedRows:
     """What a fit reads of the private rows: a = [u, 1]/√2, one-hot labels, and each row's weight in a released sum
-    (Cell.row_weights: 1, or 1/(its person's rows) with the person as the unit)."""
+    (Cell.units.weights: 1, or 1/(its person's rows) with the person as the unit)."""
 
     a: np.ndarray
     onehot: np.ndarray
@@ -120,7 +120,7 @@ class SecondOrderHead(Method):
 
     def train_cell(self, cell: Cell) -> list[Run]:
         rows = WeightedRows(augmented(self.features(cell.mapping, cell.data.private_x, cell.k)),
-                           np.eye(cell.data.num_classes)[cell.data.private_y], cell.row_weights)
+                           np.eye(cell.data.num_classes)[cell.data.private_y], cell.units.weights)
         prepared = self.prepare(cell, rows)
         runs = []
         for config in cell.configs:

@@ -10,17 +10,19 @@ guarantee then holds for a person exactly as the grouping defines them: rows of 
 two persons to the mechanism.
 
 Mechanisms state their relation as a `Relation`; the words that name it ("add/remove-one adjacency") are made here
-only, from that value.
+only, from that value. `Units` holds every training row's unit (each row its own, or a person): the training code
+reads the count, the row weights and the engine's person layout from it, never from a person array that may be None.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from pillar_cli.errors import UsageError, param
+from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.privacy.accountants import spent_epsilon
 from pillar_cli.privacy.events import Event, composed, event_from_dict
 from pillar_cli.privacy.relation import ACCOUNTED, Relation
@@ -170,3 +172,66 @@ def person_weights(persons: np.ndarray) -> np.ndarray:
     moved by at most Δ by one person, whatever their number of rows."""
     _, inverse, counts = np.unique(np.asarray(persons), return_inverse=True, return_counts=True)
     return 1.0 / counts[inverse]
+
+
+@dataclass(frozen=True, eq=False)
+class Units:
+    """Every training row's unit of privacy: each row its own (`Units.rows`), or the persons a grouping names, all
+    their rows together. It gives what a mechanism reads of the unit: how many there are (the count's subject), each
+    row's weight in a released sum, and whether batches draw groups of rows (the engine's person layout)."""
+
+    ids: np.ndarray  # each row's unit: integer ids, as a file numbers its source's persons (comparable across splits)
+    named_by: str | None = None  # where the persons came from, in words (e.g. 'column PatientID'); None: rows
+
+    @classmethod
+    def rows(cls, n: int) -> Units:
+        """Each of n rows its own unit."""
+        return cls(np.arange(n, dtype=np.int64))
+
+    @classmethod
+    def of(cls, persons: np.ndarray | None, rows: int, named_by: str | None = None) -> Units:
+        """From a person column a file or a caller may hold (None: each row its own unit)."""
+        if persons is None:
+            return cls.rows(rows)
+        if len(persons) != rows:
+            raise DataError(f"{len(persons)} persons for {rows} rows: every row needs its person")
+        return cls(np.asarray(persons, dtype=np.int64), named_by or "the groups given")
+
+    @classmethod
+    def given(cls, groups: object, rows: int, named_by: str, name: str = "groups") -> Units:
+        """From the Python API's `groups`, one id per row (any hashable values: patient ids, numbers), or None."""
+        return cls.rows(rows) if groups is None else cls(persons_of(groups, rows, name), named_by)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def grouped(self) -> bool:
+        """Whether the units are persons named by a grouping (else each row is its own)."""
+        return self.named_by is not None
+
+    @functools.cached_property
+    def count(self) -> int:
+        """How many units the rows hold."""
+        return len(np.unique(self.ids)) if self.grouped else len(self.ids)
+
+    @functools.cached_property
+    def weights(self) -> np.ndarray:
+        """Each row's weight in a released sum over rows: 1/(rows of its unit), so that one unit moves the sum at
+        most as one row does."""
+        return person_weights(self.ids) if self.grouped else np.ones(len(self.ids))
+
+    def bounded_by(self, unit: PrivacyUnit) -> Units:
+        """The units a mechanism protecting `unit` bounds: these persons with a person unit, else each row."""
+        return self if unit.is_person else Units.rows(len(self.ids))
+
+    def take(self, rows: np.ndarray) -> Units:
+        """The units of the given rows."""
+        return Units(self.ids[rows], self.named_by) if self.grouped else Units.rows(len(rows))
+
+    def joined(self, other: Units) -> Units:
+        """The units of these rows followed by `other`'s (splits of one source: a person keeps their id)."""
+        if self.grouped != other.grouped:
+            raise DataError("rows with persons joined to rows without: every row needs its person")
+        return Units(np.concatenate([self.ids, other.ids]), self.named_by) if self.grouped else \
+            Units.rows(len(self) + len(other))

@@ -9,6 +9,7 @@ import numpy as np
 
 from pillar_cli.errors import PrivacyError, UsageError, param
 from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.guarantee import Units
 
 
 def validate_budget(epsilon: float, delta: float, rows: RowCount | int | None = None,
@@ -29,16 +30,17 @@ def validate_budget(epsilon: float, delta: float, rows: RowCount | int | None = 
                            "records", hint=f"use a smaller {param('delta')}")
 
 
-def require_disjoint(private_index: np.ndarray, public_index: np.ndarray, source: str,
-                     private_persons: np.ndarray | None = None, public_persons: np.ndarray | None = None) -> None:
-    """Public rows must never be private rows: a row in both would be fitted on outside the DP guarantee; nor may a
-    person have rows on both sides (their public rows would tell of their private ones)."""
+def require_disjoint(private_index: np.ndarray, public_index: np.ndarray, source: str) -> None:
+    """Public rows must never be private rows: a row in both would be fitted on outside the DP guarantee."""
     shared = np.intersect1d(private_index, public_index)
     if len(shared):
         raise PrivacyError(f"{source}: {len(shared)} rows of the public split also appear in the private split",
                            hint="re-embed: the splits of one source must be disjoint")
-    if private_persons is not None and public_persons is not None and \
-            len(both := np.intersect1d(private_persons, public_persons)):
+
+
+def require_persons_apart(private: Units, public: Units, source: str) -> None:
+    """No person may have rows on both sides: their public rows would tell of their private ones."""
+    if private.grouped and public.grouped and len(both := np.intersect1d(private.ids, public.ids)):
         raise PrivacyError(f"{source}: {len(both)} persons have rows in both the public and the private split",
                            hint="re-embed: splits drawn over persons put each person's rows in one split")
 

@@ -288,8 +288,8 @@ def projection_artifact(pca: PublicPCA, split: Split) -> Artifact:
     so that no stage evaluates or selects on rows the projection saw."""
     artifact = pca.to_artifact()
     artifact.arrays["rows/public"] = split.index
-    if split.persons is not None:
-        artifact.arrays["persons/public"] = split.persons
+    if split.units.grouped:
+        artifact.arrays["persons/public"] = split.units.ids
         artifact.attrs["persons"] = split.grouping
     artifact.attrs.update(fitted_on=split.ref.to_dict(), backbone=split.backbone,
                           source_fingerprint=split.source_fingerprint)

@@ -31,7 +31,7 @@ from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon, validate_budget
 from pillar_cli.privacy.symmetric import symmetric_noise
 from pillar_cli.privacy.guarantee import (PERSON, ROW, ROW_RELATIONS, WEIGHTED_PERSON_BOUND, DPRelease, PrivacyUnit,
-                                          person_weights, persons_of)
+                                          Units)
 from pillar_cli.projection.pca import CHUNK_ROWS, PublicPCA, l2_normalized_rows
 from pillar_cli.randomness import NoiseSource
 
@@ -41,25 +41,24 @@ MECHANISM = ("Analyze Gauss: one Gaussian release of the second moment Σ uuᵀ 
 
 
 def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, delta: float, accountant: str,
-                    noise: NoiseSource, persons: np.ndarray | None = None,
-                    persons_from: str | None = None) -> tuple[PublicPCA, dict]:
+                    noise: NoiseSource, units: Units | None = None) -> tuple[PublicPCA, dict]:
     """(the projection, the release's record: mechanism, ε spent, δ, event, noise source) from private rows.
     k_max None keeps min(D, 200) components (as many as a public fit's default rule reaches: directions below the
     noise still help a head, as random directions do). ε = inf releases the exact second moment (no guarantee: for tests and
-    for comparison only). `persons`: each row's person, whose rows are weighted so that the release bounds a person
-    (`persons_from`: where they came from, in words). δ must lie below 1/n for the n rows (or persons) it reads: the
-    check refuses, and releases nothing."""
-    validate_budget(epsilon, delta, len(features) if persons is None else len(np.unique(persons)))
+    for comparison only). `units` (left out: each row its own): grouped into persons, each row is weighted so that the
+    release bounds a person. δ must lie below 1/n for the n rows (or persons) it reads: the check refuses, and releases
+    nothing."""
+    units = units or Units.rows(len(features))
+    validate_budget(epsilon, delta, units.count)
     dim = features.shape[1]
     if k_max is not None and not 1 <= k_max <= dim:
         raise UsageError(f"{param('k_max')} must be between 1 and the feature dimension {dim} (got {k_max})")
     sigma = 0.0 if math.isinf(epsilon) else calibrate_noise(accountant, epsilon, delta, 1.0, 1)
-    weights = None if persons is None else person_weights(persons)
     moment = np.zeros((dim, dim))
     for start in range(0, len(features), CHUNK_ROWS):
         rows = l2_normalized_rows(features[start:start + CHUNK_ROWS].astype(np.float64))
-        if weights is not None:
-            rows *= np.sqrt(weights[start:start + CHUNK_ROWS])[:, None]
+        if units.grouped:
+            rows *= np.sqrt(units.weights[start:start + CHUNK_ROWS])[:, None]
         moment += rows.T @ rows
     released = moment + symmetric_noise(noise.numpy().standard_normal, dim, sigma)
     values, vectors = np.linalg.eigh(released)
@@ -76,7 +75,7 @@ def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, del
     pca.rank_, pca.n_public_, pca.row_digests_ = k_max, 0, np.zeros(0, np.uint64)
     event = GaussianEvent(sigma)
     spent = math.inf if sigma == 0 else spent_epsilon(accountant, event, delta)
-    unit = PrivacyUnit(ROW) if persons is None else PrivacyUnit(PERSON, persons_from or "the groups given")
+    unit = PrivacyUnit(PERSON, units.named_by) if units.grouped else PrivacyUnit(ROW)
     pca.private_release_ = {"mechanism": unit.mechanism(MECHANISM, ROW_RELATIONS, WEIGHTED_PERSON_BOUND),
                             "epsilon": spent,
                             "epsilon_target": epsilon, "delta": delta, "accountant": accountant,
@@ -108,12 +107,13 @@ class DPPCA(PublicPCA):
 
     def fit(self, X: np.ndarray | Split, groups: object = None) -> DPPCA:
         """X: the private rows, or a split read from a file (its persons, where it records them, are the groups)."""
-        X, _, groups = given_rows(X, None, groups, labelled=False)
+        if isinstance(X, Split):
+            X, units = given_rows(X, None, groups, labelled=False)[0], X.units
+        else:
+            units = Units.given(groups, len(X), "the groups given")
         features = np.asarray(X, dtype=np.float32)
-        persons = None if groups is None else persons_of(groups, len(features))
         fitted, record = fit_private_pca(features, self.k_max, float(self.epsilon), float(self.delta),
-                                         self.accountant, NoiseSource(self.noise_seed), persons,
-                                         None if persons is None else "the groups given")
+                                         self.accountant, NoiseSource(self.noise_seed), units)
         for name in ("mean_", "scale_", "components_", "eigenvalues_", "rank_", "n_public_", "row_digests_"):
             setattr(self, name, getattr(fitted, name))
         self.private_release_, self.release_ = record, DPRelease.of(record)

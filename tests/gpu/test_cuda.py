@@ -19,6 +19,7 @@ from pillar_cli.embedding.backbones import build_embedder
 from pillar_cli.embedding.extraction import FeatureStore, stream_split
 from pillar_cli.errors import UsageError
 from pillar_cli.linear.engine import RunConfig, clipped_gradient_sum, train_linear_heads
+from pillar_cli.privacy.guarantee import Units
 from pillar_cli.randomness import NoiseSource
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -80,7 +81,8 @@ def test_person_level_training_on_cuda_follows_the_cpu():
     persons = rng.integers(0, 400, 3000)
     configs = [RunConfig(0.5, 30, 64, 0), RunConfig(0.1, 30, 64, 0), RunConfig(0.5, 20, 128, 1)]
     on_cpu, on_gpu = (train_linear_heads(x, y, 10, configs, [0.0] * 3, 0.5, device=device, noise=NoiseSource(4),
-                                         persons=persons) for device in ("cpu", "cuda"))
+                                         units=Units.of(persons, len(persons), "the test's persons"))
+                        for device in ("cpu", "cuda"))
     for a, b in zip(on_cpu, on_gpu):
         np.testing.assert_allclose(b.weights, a.weights, rtol=1e-3, atol=1e-5)
         assert a.steps_run == b.steps_run

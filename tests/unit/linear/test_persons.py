@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pillar_cli.linear.engine import RunConfig, _clipped_sums, train_linear_heads
 from pillar_cli.linear.persons import PersonLayout
 from pillar_cli.linear.rows import PrivateRows
+from pillar_cli.privacy.guarantee import Units
 from pillar_cli.randomness import NoiseSource
 
 
@@ -33,7 +34,8 @@ def test_a_person_of_one_row_trains_as_the_row_does():
     x, y = rng.standard_normal((300, 5)).astype(np.float32), rng.integers(0, 3, 300)
     configs = [RunConfig(0.5, 20, 64, 0), RunConfig(0.1, 20, 64, 0)]
     by_row = train_linear_heads(x, y, 3, configs, [0.0, 0.0], 1.0, noise=NoiseSource(1))
-    by_person = train_linear_heads(x, y, 3, configs, [0.0, 0.0], 1.0, noise=NoiseSource(1), persons=np.arange(300))
+    by_person = train_linear_heads(x, y, 3, configs, [0.0, 0.0], 1.0, noise=NoiseSource(1),
+                                   units=Units.of(np.arange(300), 300, "persons of one row"))
     for row, person in zip(by_row, by_person):
         np.testing.assert_allclose(person.weights, row.weights, rtol=1e-5, atol=1e-6)
 

@@ -13,6 +13,7 @@ from pillar_cli import PublicPCA, UsageError, sweep
 from pillar_cli.linear.engine import RunConfig, train_linear_heads
 from pillar_cli.methods.adadps import AdaDPSOptions, preconditioned_clipped_sum, preconditioned_person_sum, train_adadps
 from pillar_cli.privacy import dp_sgd_event, gaussian_segments, spent_epsilon
+from pillar_cli.privacy.guarantee import Units
 
 
 def test_preconditioned_clipped_sum_equals_a_per_sample_loop():
@@ -68,11 +69,11 @@ def test_per_person_with_the_identity_preconditioner_it_is_the_engines_person_dp
     """Same persons drawn, same noise draws: the main engine's heads with the person as the unit."""
     rng = np.random.default_rng(3)
     x, y = rng.standard_normal((500, 8)).astype(np.float32), rng.integers(0, 3, 500)
-    persons = rng.integers(0, 90, 500)
+    persons = Units.of(rng.integers(0, 90, 500), 500, "the test's persons")
     config = RunConfig(0.5, 70, 16, 4)
     seeded = NoiseSource(2)
-    ada = train_adadps(x, y, 3, config, 1.3, 1.0, lambda weights: torch.ones_like(weights), seeded, persons=persons)
-    (engine,) = train_linear_heads(x, y, 3, [config], [1.3], 1.0, noise=seeded, persons=persons)
+    ada = train_adadps(x, y, 3, config, 1.3, 1.0, lambda weights: torch.ones_like(weights), seeded, units=persons)
+    (engine,) = train_linear_heads(x, y, 3, [config], [1.3], 1.0, noise=seeded, units=persons)
     np.testing.assert_allclose(ada.weights, engine.weights, atol=1e-5)
     np.testing.assert_allclose(ada.bias, engine.bias, atol=1e-5)
 

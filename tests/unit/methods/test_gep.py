@@ -13,6 +13,7 @@ from pillar_cli.linear.engine import RunConfig
 from pillar_cli.linear.gradients import per_sample_gradients
 from pillar_cli.methods.gep import GepSettings, _anchor, _augmented, _clipped, train_gep
 from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.guarantee import Units
 from pillar_cli.randomness import NoiseSource
 
 
@@ -52,7 +53,7 @@ def test_per_person_with_persons_of_one_row_it_is_gep_per_row():
     x, y, public = rng.standard_normal((400, 6)), rng.integers(0, 3, 400), rng.standard_normal((200, 6))
     config, settings = RunConfig(0.5, 40, 64, 3), GepSettings(anchor_dim=5)
     heads = [train_gep(x, y, public, 3, config, 1.1, settings, NoiseSource(4), RowCount.exact(400), persons)
-             for persons in (None, np.arange(400))]
+             for persons in (Units.rows(400), Units.of(np.arange(400), 400, "persons of one row"))]
     np.testing.assert_allclose(heads[0].weights, heads[1].weights, atol=1e-5)
 
 

@@ -12,6 +12,7 @@ from sklearn.datasets import load_digits
 
 from pillar_cli import DPLinearClassifier, PublicPCA, UsageError, sweep
 from pillar_cli.privacy.events import to_dp_accounting
+from pillar_cli.privacy.guarantee import Units
 from pillar_cli.projection.private_pca import fit_private_pca
 from pillar_cli.randomness import SECRET
 
@@ -77,7 +78,8 @@ def test_the_python_api_composes_a_dp_pca_into_the_heads_epsilon(rows):
 
 def test_with_persons_each_row_weighs_one_over_its_persons_rows_and_the_release_names_the_unit(rows):
     persons = np.random.default_rng(0).integers(0, 60, len(rows))
-    private, release = fit_private_pca(rows, 10, math.inf, 1e-5, "prv", SECRET, persons, "column PatientID")
+    private, release = fit_private_pca(rows, 10, math.inf, 1e-5, "prv", SECRET,
+                                       Units.of(persons, len(rows), "column PatientID"))
     units = rows / np.linalg.norm(rows, axis=1, keepdims=True)
     weights = 1.0 / np.bincount(persons)[persons]
     values, vectors = np.linalg.eigh((units * weights[:, None]).T @ units)
