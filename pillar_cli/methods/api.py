@@ -11,7 +11,7 @@ from pillar_cli.methods.base import SweepData
 from pillar_cli.methods.plan import val_role
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.request import SweepRequest
-from pillar_cli.methods.sweep import SweepResult, run_sweep, with_projection_release
+from pillar_cli.methods.sweep import SweepResult, run_sweep
 from pillar_cli.privacy.guarantee import Units
 from pillar_cli.projection import PublicPCA
 
@@ -69,4 +69,4 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
                      public_labelled=None if public_labelled is None else
                      (np.asarray(public_labelled[0], dtype=np.float32), np.asarray(public_labelled[1])),
                      units=units, val_units=val_units)
-    return with_projection_release(run_sweep(data, asked), asked, pca)
+    return run_sweep(data, asked)

@@ -80,6 +80,7 @@ class SweepData:
     public_labelled: tuple[np.ndarray, np.ndarray] | None = None  # labelled public rows (AdaDPS's preconditioner)
     units: Units = None  # type: ignore[assignment]  # each training row's unit (left out: each row its own)
     val_units: Units | None = None  # each val row's unit, where there are val rows (left out: each row its own)
+    public_choice: dict | None = None  # the record of the DP-GSD release that chose the public data, where one did
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "units", self.units or Units.rows(len(self.private_x)))

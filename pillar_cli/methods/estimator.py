@@ -19,18 +19,18 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from pillar_cli.artifacts.classifier import Classifier, read_classifier
 from pillar_cli.artifacts.embeddings import Split
 from pillar_cli.artifacts.given_rows import given_rows
-from pillar_cli.errors import DataError, UsageError, param
+from pillar_cli.errors import DataError, UsageError
 from pillar_cli.linear.engine import LinearHead
 from pillar_cli.methods.base import SweepData, head_rows
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows, refuse_privately_scaled
 from pillar_cli.methods.request import SweepRequest
-from pillar_cli.methods.sweep import run_sweep, with_projection_release
+from pillar_cli.methods.sweep import run_sweep
 from pillar_cli.privacy import get_accountant, headline
 from pillar_cli.privacy.count import PUBLIC
 from pillar_cli.privacy.ledger import Ledger
-from pillar_cli.privacy.guarantee import Units, total_delta
+from pillar_cli.privacy.guarantee import Units
 from pillar_cli.projection import PublicPCA, StoredMap
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
@@ -109,7 +109,8 @@ class DPLinearClassifier(SoftmaxClassifier):
         X, y, groups = given_rows(X, y, groups, self.privacy_unit)
         public = given_rows(public, None, None, labelled=False)[0]
         if y is None:
-            raise UsageError(f"{param('y')} is missing: one label per row of X")
+            raise UsageError("DPLinearClassifier requires y to be passed, but the target y is None: give one label "
+                             "per row of X, or a labelled split read from a file")
         labels_given = np.asarray(y)
         if labels_given.dtype.kind == "f" and not np.isfinite(labels_given).all():
             raise DataError(f"y has {int((~np.isfinite(labels_given)).sum())} NaN or infinite labels: every row needs "
@@ -125,7 +126,7 @@ class DPLinearClassifier(SoftmaxClassifier):
                          None if public is None else np.asarray(public, dtype=np.float32),
                          units=Units.given(groups, len(x), "the groups given to fit"))
         request = self.request()
-        result = with_projection_release(run_sweep(data, request), request, self.projection_)
+        result = run_sweep(data, request)
         run = result.runs[0]
         self.k_ = run.key.k if method.projects else None  # the head's own dimensions (None: all features)
         self.lr_, self.steps_ = run.key.lr, run.key.steps  # as the rule set them where they were "auto"
@@ -137,7 +138,7 @@ class DPLinearClassifier(SoftmaxClassifier):
         released = [f"the projection: {release['mechanism']} (ε = {release['epsilon']:.4g}, δ = {release['delta']:g})"
                     for release in result.releases]
         self.ledger_ = Ledger(self.accountant, run.key.epsilon, run.epsilon_spent,
-                              total_delta(self.delta, result.releases),
+                              result.plan.guarantee.delta_total,
                               *headline(run.released.event), run.key.steps, self.clip, run.event,
                               accountant.upper_bound,
                               method.mechanism_words(result.plan.unit)

@@ -70,7 +70,7 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
     # first, then the projection's
     projection_artifact = artifacts.read(projection, "projection")
     public_data = public_data_of(projection_artifact, private, sources.other_public)
-    pca = read_projection(projection_artifact)
+    pca, choice = read_projection(projection_artifact), PublicChoice.of(projection_artifact)
     role = val_role(request, len(pca.components_))
     val = None if role == "none" else validation_split(
         path, configurations_per_cell(request.grid(), len(pca.components_)), required=request.val == "train")
@@ -84,14 +84,14 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
                      validation and validation.labels, private.num_classes,
                      public.features if uses_public else None, initial, training.index, public.index, path,
                      labelled and (labelled.features, labelled.labels), units=training.units,
-                     val_units=validation and validation.units)
+                     val_units=validation and validation.units, public_choice=choice and choice.release)
     rows = {"private": training.index, **({"val": validation.index} if validation else {}),
             **({"public_labelled": labelled.index} if labelled and labelled.same_source(private) else {})}
     persons = {"private": training.units.ids, **({"val": validation.units.ids} if validation else {})} \
         if training.units.grouped else None
     records = {"rows": rows, "persons": persons, "grouping": private.grouping,
                "source_fingerprint": private.source_fingerprint,
-               "public_choice": PublicChoice.of(projection_artifact), "public_data": public_data,
+               "public_choice": choice, "public_data": public_data,
                "projection_release": private_release_of(projection_artifact),
                "features": private.carried}
     refs = [private.ref, *([val.ref] if val else []), projection_artifact.ref(), *([labelled.ref] if labelled else [])]

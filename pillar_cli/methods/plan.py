@@ -33,7 +33,7 @@ from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.rules import ruled_grids
 from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, require_disjoint, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
-from pillar_cli.privacy.guarantee import PrivacyUnit
+from pillar_cli.privacy.guarantee import Guarantee, PrivacyUnit
 from pillar_cli.privacy.risk_target import RiskTarget
 from pillar_cli.projection.private_pca import require_unit_covered
 
@@ -42,16 +42,25 @@ MAX_LR = 1e4  # above it a clipped step moves a logit by more than float32 resol
 
 @dataclass(frozen=True)
 class SweepPlan:
-    """The grids a sweep runs (one per ε where the default rule sets values), the row count they were set for, and
-    the methods whose cells read that count (their ε covers its release)."""
+    """The grids a sweep runs (one per ε where the default rule sets values), the guarantee every run is of (its
+    unit, the row count the grids were set for, the upstream releases composed in), and the methods whose cells read
+    that count (their ε covers its release)."""
 
     grids: list[SweepGrid]
-    count: RowCount
+    guarantee: Guarantee
     readers: frozenset[str]
     request: SweepRequest
     preview: bool = False  # made from the exact n to be printed (--dry-run): it never trains
-    unit: PrivacyUnit = PrivacyUnit()  # what neighbouring datasets differ by: a row, or a person
     risk_target: RiskTarget | None = None  # what the request's ε was calibrated to, where it asked for a risk
+
+    @property
+    def count(self) -> RowCount:
+        return self.guarantee.count
+
+    @property
+    def unit(self) -> PrivacyUnit:
+        """What neighbouring datasets differ by: a row, or a person."""
+        return self.guarantee.unit
 
     @property
     def privacy(self) -> PrivacySettings:
@@ -144,7 +153,14 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
         grids = ruled_grids(grid.for_rows(count), len(data.pca.components_))
     for planned in grids:
         check_sweep(data, planned, privacy, options, count, set_by_rule=grid.rules)
-    return SweepPlan(grids, count, readers, request, preview, unit, target)
+    guarantee = Guarantee(unit, count, request.accountant, request.delta, upstream_releases(data))
+    return SweepPlan(grids, guarantee, readers, request, preview, target)
+
+
+def upstream_releases(data: SweepData) -> tuple[dict, ...]:
+    """The DP releases of private data the runs rest on: the DP-GSD that chose the public data, the projection's
+    (a DP-PCA of the private rows), each as its record."""
+    return tuple(release for release in (data.public_choice, getattr(data.pca, "private_release_", None)) if release)
 
 
 def risk_epsilon(target: RiskTarget, grids: list[SweepGrid], count: RowCount, readers: frozenset[str],

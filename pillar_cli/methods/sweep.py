@@ -32,7 +32,6 @@ from pillar_cli.methods.plan import SweepPlan, plan_sweep
 from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.selection import select_on_val, selection_note
 from pillar_cli.privacy import ExponentialEvent, gaussian_segments, get_accountant
-from pillar_cli.privacy.guarantee import composed_with
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.file_guarantee import ReleasedHead, whole_file
 from pillar_cli.privacy.rdp import ORDERS
@@ -46,8 +45,12 @@ class SweepResult:
     bases: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
     accounted: bool = False  # private cells hold the runs their accounted selections released
     selection_ledger: list[dict] = field(default_factory=list)  # each accounted selection as DP events
-    plan: SweepPlan | None = None  # what was run: the grids, the row count they read and who read it
-    releases: list[dict] = field(default_factory=list)  # DP releases composed into every run (a DP-PCA's)
+    plan: SweepPlan | None = None  # what was run: the grids, the guarantee (the count, upstream releases), readers
+
+    @property
+    def releases(self) -> list[dict]:
+        """The upstream DP releases composed into every run (a DP-GSD choice's, a DP-PCA's), as records."""
+        return [] if self.plan is None else list(self.plan.guarantee.upstream)
 
     @property
     def count(self) -> RowCount | None:
@@ -63,18 +66,6 @@ class SweepResult:
     @property
     def selection(self) -> list[SelectedCell]:
         return select_on_val([r.key for r in self.runs], [r.val_accuracy for r in self.runs], self.accounted)
-
-
-def with_projection_release(result: SweepResult, request: SweepRequest, projection: PublicPCA) -> SweepResult:
-    """The result with the DP release its projection rests on (a DP-PCA object's `private_release_`) composed into
-    every run's event and ε, at δ plus the release's (the Python API's path; train-private composes it on writing)."""
-    release = getattr(projection, "private_release_", None)
-    if release is not None:
-        for index, run in enumerate(result.runs):
-            event, spent = composed_with(run.event, run.epsilon_spent, request.accountant, request.delta, [release])
-            result.runs[index] = replace(run, event=event, epsilon_spent=spent)
-        result.releases.append(release)
-    return result
 
 
 def run_sweep(data: SweepData, request: SweepRequest,
@@ -93,7 +84,8 @@ def run_plan(data: SweepData, plan: SweepPlan, on_steps: Callable[[int], None] =
     result = SweepResult(accounted=options.selection is not None, plan=plan)
     for planned in plan.grids:
         part = _run_grid(data, planned, privacy, options, on_steps, plan)
-        result.runs += part.runs
+        result.runs += [replace(run, event=event, epsilon_spent=spent) for run in part.runs
+                        for event, spent in [plan.guarantee.compose(run.event, run.epsilon_spent)]]
         result.bases.update(part.bases)
         result.selection_ledger += part.selection_ledger
     return result
@@ -149,13 +141,11 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
     `projection_release`: the DP release of a projection fitted on the private rows (DP-PCA), composed in too;
     `persons`: the persons of those rows (where they name them) and `grouping` where they came from (Split.grouping),
     so that no stage tests on a training person's other rows."""
-    runs = result.runs
-    releases = [release for release in (public_choice and public_choice.release, projection_release) if release]
-    spent = [composed_with(r.event, r.epsilon_spent, privacy.accountant, privacy.delta, releases) for r in runs]
-    records = [RunRecord(key=r.key, event=event.to_dict(), epsilon_spent=total, val_accuracy=r.val_accuracy,
-                         row_normalised=get_method(r.key.method).normalises_rows, steps_run=r.head.steps_run,
-                         weights=r.head.weights, bias=r.head.bias, **RunRecord.headline_of(r.released.event))
-               for r, (event, total) in zip(runs, spent)]
+    runs, releases = result.runs, result.releases  # each run's event and ε composed with the releases (run_plan)
+    records = [RunRecord(key=r.key, event=r.event.to_dict(), epsilon_spent=r.epsilon_spent,
+                         val_accuracy=r.val_accuracy, row_normalised=get_method(r.key.method).normalises_rows,
+                         steps_run=r.head.steps_run, weights=r.head.weights, bias=r.head.bias,
+                         **RunRecord.headline_of(r.released.event)) for r in runs]
     attrs = {
         "num_classes": num_classes,
         "n_private": n_private,
@@ -168,7 +158,7 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
                    "protected_split": "private", "per_run": "runs/event (the DP event tree, JSON) and "
                    "runs/epsilon_spent, the accountant's ε of it; runs/noise_multiplier and runs/sample_rate for "
                    "tables; runs/steps_run: the steps the engine counted as it ran them (-1: not counted)"},
-        "max_epsilon_spent": max((total for _, total in spent), default=0.0),
+        "max_epsilon_spent": max((r.epsilon_spent for r in runs), default=0.0),
         "mechanisms": {method.name: method.mechanism_words(privacy.unit)
                        for method in map(get_method, sorted({r.key.method for r in runs}))},
         **{key: value for name in sorted({r.key.method for r in runs})

@@ -24,6 +24,7 @@ import numpy as np
 
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.privacy.accountants import spent_epsilon
+from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import Event, composed, event_from_dict
 from pillar_cli.privacy.relation import ACCOUNTED, Relation
 
@@ -78,6 +79,29 @@ def composed_with(event: Event, epsilon: float, accountant: str, delta: float,
         return event, epsilon
     total = composed(event, *(event_from_dict(release["event"]) for release in releases))
     return total, spent_epsilon(accountant, total, total_delta(delta, releases))
+
+@dataclass(frozen=True)
+class Guarantee:
+    """What every run of a plan is a guarantee of, built once by the plan: the privacy unit, the row count the runs'
+    rates and rules read (released with noise inside ε, or public), and the upstream DP releases they rest on (the
+    records of a DP-PCA, of the DP-GSD that chose the public data) — composed into each run's tree at one δ total by
+    the run's accountant. The command line, `sweep()` and the estimator compose through it alike."""
+
+    unit: PrivacyUnit
+    count: RowCount
+    accountant: str
+    delta: float
+    upstream: tuple[Mapping, ...] = ()
+
+    @property
+    def delta_total(self) -> float:
+        """The δ every composed run is a guarantee at: the runs' δ and each upstream release's."""
+        return total_delta(self.delta, self.upstream)
+
+    def compose(self, event: Event, epsilon: float) -> tuple[Event, float]:
+        """(a run's tree with the upstream releases, its ε at `delta_total`); the run as it is without any."""
+        return composed_with(event, epsilon, self.accountant, self.delta, list(self.upstream))
+
 
 ROW, PERSON, AUTO = "row", "person", "auto"
 UNITS = (AUTO, ROW, PERSON)

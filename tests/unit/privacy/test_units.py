@@ -45,3 +45,23 @@ def test_a_person_column_of_the_wrong_length_and_bad_groups_are_one_line():
     given = Units.given(["b", "a", "b"], 3, "the groups given")
     assert given.count == 2 and given.named_by == "the groups given"
     assert not Units.given(None, 3, "the groups given").grouped
+
+
+def test_the_guarantee_composes_the_upstream_releases_once_at_one_delta_total():
+    """One composition path: a run's tree with a DP-PCA's Gaussian release is accounted at δ_run + δ_release, and ε
+    is that of the composed tree by the run's accountant (dp-accounting)."""
+    from pillar_cli.privacy import GaussianEvent, dp_sgd_event, spent_epsilon
+    from pillar_cli.privacy.count import RowCount
+    from pillar_cli.privacy.events import composed
+    from pillar_cli.privacy.guarantee import Guarantee
+
+    head = dp_sgd_event(2.0, 0.01, 300)
+    pca = {"epsilon": 0.5, "delta": 1e-6, "event": GaussianEvent(8.0).to_dict()}
+    spent = spent_epsilon("pld", head, 1e-5)
+    alone = Guarantee(PrivacyUnit(), RowCount.exact(1000), "pld", 1e-5)
+    assert alone.compose(head, spent) == (head, spent) and alone.delta_total == 1e-5
+    with_pca = Guarantee(PrivacyUnit(), RowCount.exact(1000), "pld", 1e-5, (pca,))
+    event, epsilon = with_pca.compose(head, spent)
+    assert with_pca.delta_total == pytest.approx(1.1e-5)
+    assert epsilon == spent_epsilon("pld", composed(head, GaussianEvent(8.0)), 1.1e-5) > spent
+    assert event.to_dict() == composed(head, GaussianEvent(8.0)).to_dict()
