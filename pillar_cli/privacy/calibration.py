@@ -15,6 +15,9 @@ from pillar_cli.privacy.accountants import get_accountant
 from pillar_cli.privacy.cache import NumberCache
 from pillar_cli.privacy.events import Segment
 
+SECANT_STEPS = 6  # secant steps before Brent's method takes over
+STEP_LIMIT = math.log(4.0)  # the largest step in log σ
+
 
 def calibrate_noise(accountant: str, epsilon: float, delta: float, sample_rate: float, steps: int,
                     rel_tol: float = 0.01, cache_dir: Path | None = None, fixed: tuple[Segment, ...] = ()) -> float:
@@ -47,16 +50,49 @@ def calibrate(eps_of: Callable[[float], float], epsilon: float, key: str, guess:
 
 def solve_noise(eps_of: Callable[[float], float], epsilon: float, guess: Callable[[float], float],
                 rel_tol: float = 0.01) -> float:
-    """`calibrate` without the cache: the noise multiplier whose ε by `eps_of` lies in [(1 − rel_tol)·ε, ε]."""
+    """`calibrate` without the cache: the noise multiplier whose ε by `eps_of` lies in [(1 − rel_tol)·ε, ε].
+
+    A secant on log σ ↦ log ε from the guess first (near the target ε(σ) is close to a power law: two or three
+    accountant evaluations, each the costly part), accepting only a σ whose ε was computed inside the band; Brent's
+    method on a bracket where it does not settle within SECANT_STEPS."""
     from scipy.optimize import brentq  # imported here: commands that only read ledgers start without scipy
 
     goal = epsilon * (1 - rel_tol / 2)
-    low, high = _bracket(eps_of, goal, guess(goal))
+    start = guess(goal)
+    found = _secant(eps_of, goal, (epsilon * (1 - rel_tol), epsilon), start) if SECANT_STEPS else None
+    if found is not None:
+        return found
+    low, high = _bracket(eps_of, goal, start)
     sigma = math.exp(brentq(lambda log_s: math.log(eps_of(math.exp(log_s))) - math.log(goal), math.log(low),
                             math.log(high), xtol=rel_tol / 20))
     while eps_of(sigma) > epsilon:
         sigma *= 1 + rel_tol / 10
     return sigma
+
+
+def _secant(eps_of: Callable[[float], float], goal: float, band: tuple[float, float],
+            start: float) -> float | None:
+    """A σ from `start` whose computed ε lies in `band`, by secant steps on log σ ↦ log ε (each step at most a
+    factor of 4 in σ); None where it does not settle, or where the accountant cannot say (ε infinite)."""
+    seen: dict[float, float] = {}
+
+    def log_eps(x: float) -> float:
+        if x not in seen:
+            seen[x] = math.log(eps_of(math.exp(x)))
+        return seen[x]
+
+    x0 = math.log(start)
+    x1 = x0 + max(-STEP_LIMIT, min(STEP_LIMIT, log_eps(x0) - math.log(goal)))  # as if ε ∝ 1/σ
+    for _ in range(SECANT_STEPS):
+        y0, y1 = log_eps(x0), log_eps(x1)
+        for x, y in ((x1, y1), (x0, y0)):
+            if band[0] <= math.exp(y) <= band[1]:
+                return math.exp(x)
+        if not (math.isfinite(y0) and math.isfinite(y1)) or y0 == y1:
+            return None
+        step = -(y1 - math.log(goal)) * (x1 - x0) / (y1 - y0)
+        x0, x1 = x1, x1 + max(-STEP_LIMIT, min(STEP_LIMIT, step))
+    return None
 
 
 def _bracket_guess(goal: float, q: float, steps: int, delta: float, fixed: tuple[Segment, ...] = ()) -> float:
