@@ -14,6 +14,7 @@ from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy.accountants import get_accountant
 from pillar_cli.privacy.cache import NumberCache
 from pillar_cli.privacy.events import Segment
+from pillar_cli.privacy.gaussian import gdp_mu
 
 SECANT_STEPS = 6  # secant steps before Brent's method takes over
 STEP_LIMIT = math.log(4.0)  # the largest step in log σ
@@ -97,8 +98,12 @@ def _secant(eps_of: Callable[[float], float], goal: float, band: tuple[float, fl
 
 def _bracket_guess(goal: float, q: float, steps: int, delta: float, fixed: tuple[Segment, ...] = ()) -> float:
     """σ by the (fast, approximate) GDP accountant, the `fixed` segments composed in; 1.0 where it fails (it cannot
-    represent ε above 500)."""
+    represent ε above 500). Full batches alone are exactly Gaussian: T releases at σ are √T/σ-GDP (Dong, Roth and Su),
+    which the subsampling CLT approximates slowly (seconds an evaluation at σ near 1)."""
     from scipy.optimize import brentq
+
+    if q >= 1 and not fixed:
+        return math.sqrt(steps) / gdp_mu(goal, delta)
 
     def gdp(sigma: float) -> float:
         return get_accountant("gdp").epsilon(((sigma, q, steps), *fixed), delta)

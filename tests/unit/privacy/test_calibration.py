@@ -44,3 +44,12 @@ def test_an_accountant_that_cannot_say_hands_over_to_the_bracket():
 
     sigma = calibration.solve_noise(eps_of, 1.0, lambda goal: 1.0)
     assert 0.99 <= eps_of(sigma) <= 1.0
+
+
+@pytest.mark.parametrize("epsilon, steps", [(0.1, 1), (1.0, 3), (8.0, 10)])
+def test_the_guess_for_full_batches_is_the_exact_gaussian_composition(epsilon, steps):
+    """T full-batch releases at σ are exactly √T/σ-GDP: the guess already spends ε by the exact accountant."""
+    from pillar_cli.privacy import dp_sgd_event, spent_epsilon
+
+    sigma = calibration._bracket_guess(epsilon, 1.0, steps, 1e-5)
+    assert spent_epsilon("prv", dp_sgd_event(sigma, 1.0, steps), 1e-5) == pytest.approx(epsilon, rel=1e-3)
