@@ -20,10 +20,14 @@ demo: $(STAMP)
 	$(VENV)/bin/pillar run examples.yaml mnist-demo --force
 	$(VENV)/bin/pillar run examples.yaml mnist-truth --force
 
-# Two workers, a test file each at a time (a file's fixtures are built once): 20 min 35 s for 788 items on 2 cores
-# (2026-11-26, `CI=true bash .ci/run` on a clean clone); it ends by naming its 15 slowest tests.
+# Two workers, a test file each at a time (a file's fixtures are built once), each with half the cores for BLAS and
+# torch threads (left to their defaults, each library in each worker starts one thread a core: on 2 cores the gsd,
+# api and engine tests took 121 s that way, 67 s with one thread a worker); it ends by naming its 15
+# slowest tests.
+TEST_THREADS := $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 3 ? n / 2 : 1 )))
 test: $(STAMP)
-	$(PYTHON) -m pytest -n 2 --dist loadfile --durations=15
+	OMP_NUM_THREADS=$(TEST_THREADS) MKL_NUM_THREADS=$(TEST_THREADS) OPENBLAS_NUM_THREADS=$(TEST_THREADS) \
+		$(PYTHON) -m pytest -n 2 --dist loadfile --durations=15
 
 test-fast: $(STAMP)
 	$(PYTHON) -m pytest -m "not slow"
