@@ -43,9 +43,9 @@ def test_a_split_read_from_a_file_brings_its_persons_and_row_must_be_asked_for_b
 
     _, public, x, y = digits
     persons = np.arange(len(x)) // 5
-    write(tmp_path / "e.h5", embeddings_artifact(
-        {"private": (x, np.arange(len(x)), y, persons), "public": (public, len(x) + np.arange(len(public)), None, None)},
-        {"class_names": [str(c) for c in range(10)]}))
+    splits = {"private": (x, np.arange(len(x)), y, persons),
+              "public": (public, len(x) + np.arange(len(public)), None, None)}
+    write(tmp_path / "e.h5", embeddings_artifact(splits, {"class_names": [str(c) for c in range(10)]}))
     private, public_split = read_split(f"{tmp_path / 'e.h5'}:private"), read_split(f"{tmp_path / 'e.h5'}:public")
     clf = DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, steps=50).fit(private, public=public_split)
     assert clf.ledger_.unit.is_person and clf.ledger_.count.of == "persons"
