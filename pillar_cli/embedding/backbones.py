@@ -210,7 +210,7 @@ def build_embedder(name: str, input_shape: tuple[int, ...], *, weights: Path | N
                          f"(or {param('pretrained', False)} for random weights)")
     online = True
     try:
-        with torch.random.fork_rng(devices=[]), cache_only_when_offline() as online:
+        with torch.random.fork_rng(devices=[]), cache_only_when_offline(use_hub) as online:
             torch.manual_seed(seed)  # random weights (--no-pretrained) are a function of the seed
             model = timm.create_model(spec.timm_id, pretrained=use_hub, num_classes=0)
     except Exception as err:  # timm/hub raise many types when offline; all mean "no weights"

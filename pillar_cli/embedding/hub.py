@@ -28,8 +28,12 @@ def reachable(host: str, timeout: float = CONNECT_SECONDS) -> bool:
 
 
 @contextlib.contextmanager
-def cache_only_when_offline() -> Iterator[bool]:
-    """Inside: huggingface_hub reads only its local cache when the hub cannot be reached. Yields whether it can."""
+def cache_only_when_offline(fetching: bool = True) -> Iterator[bool]:
+    """Inside: huggingface_hub reads only its local cache when the hub cannot be reached. Yields whether it can.
+    `fetching` False (random or packaged weights): the hub is not contacted at all."""
+    if not fetching:
+        yield True
+        return
     from huggingface_hub import constants
 
     online = constants.HF_HUB_OFFLINE is False and reachable(hub_host())

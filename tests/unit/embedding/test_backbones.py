@@ -51,3 +51,15 @@ def test_hub_weights_without_network_are_one_line_naming_why_and_the_hub_client_
     with hub.cache_only_when_offline() as online:
         assert not online and constants.HF_HUB_OFFLINE
     assert constants.HF_HUB_OFFLINE == was
+
+
+def test_random_weights_contact_no_hub(monkeypatch):
+    """Only a fetch of hub weights probes the network: random or packaged weights never contact a host."""
+    from pillar_cli.embedding import hub
+
+    def probed(host, timeout=hub.CONNECT_SECONDS):
+        raise AssertionError(f"probed {host}")
+
+    monkeypatch.setattr(hub, "reachable", probed)
+    embedder = build_embedder("resnet50", (32, 32, 3), pretrained=False)
+    assert embedder.weights == "random-init:seed=0"
