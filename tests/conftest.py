@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,12 @@ import pytest
 from hypothesis import settings
 from typer.testing import CliRunner
 
+from pillar_cli.artifacts import Artifact
+from pillar_cli.artifacts import core as artifacts_core
+from pillar_cli.artifacts.classifier import classifier_of
+from pillar_cli.artifacts.layout import json_default
+from pillar_cli.artifacts.model_record import ModelRecord
+from pillar_cli.artifacts.stored import to_attrs
 from pillar_cli.cli import app
 
 # Off a terminal a long stage prints a progress line every PILLAR_PROGRESS_SECONDS: on a slow or loaded machine a step
@@ -59,3 +66,22 @@ def mnist(tmp_path_factory: pytest.TempPathFactory, pillar: Pillar) -> dict[str,
     with h5py.File(paths["emb"], "r") as h5:
         paths["rows"] = {split: len(h5[f"splits/{split}/index"]) for split in h5["splits"]}
     return paths
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _records_round_trip():
+    """Every model and classifier the suite writes reads back, through its typed record, as exactly the attributes
+    it stored (as stored: JSON): the record is the one description of those attributes."""
+    core, original = artifacts_core, artifacts_core._write_root_attrs
+
+    def checked(h5, artifact, provenance):
+        if artifact.kind in ("model", "classifier"):
+            stored = json.loads(json.dumps(artifact.attrs, default=json_default))
+            again = ModelRecord.from_attrs(stored).to_attrs() if artifact.kind == "model" else \
+                to_attrs(classifier_of(Artifact("classifier", artifact.arrays, stored)))
+            assert json.loads(json.dumps(again, default=json_default)) == stored, artifact.kind
+        return original(h5, artifact, provenance)
+
+    core._write_root_attrs = checked
+    yield
+    core._write_root_attrs = original

@@ -20,26 +20,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pillar_cli.artifacts.core import Artifact, read
+from pillar_cli.artifacts.artifact import Artifact
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.statement import Statement
+from pillar_cli.artifacts.stored import stored, stored_fields_of, to_attrs
 
 NETWORK_PREFIX = "network/"
 
 
 @dataclass(frozen=True)
 class Classifier:
-    """A released classifier as stored."""
+    """A released classifier as stored: arrays, and its attributes (`stored` fields, the schema's table)."""
 
     mean: np.ndarray  # (D,)
     scale: np.ndarray  # (D,)
     weights: np.ndarray | None  # (D, C), or (k, C) with a basis; None for a network
     bias: np.ndarray | None  # (C,)
     basis: np.ndarray | None  # (D, k) for a head on unit-norm projected rows; None: the head reads all D features
-    class_names: list[str]
-    head: dict  # method, k, row_l2_normalised, unit_rows; a network's: `network` (its NetworkSpec attributes)
-    features: FeatureRecipe  # how the rows it reads were embedded
-    privacy: Statement
+    class_names: list[str] = stored(list, decode=lambda names: [str(name) for name in names])
+    head: dict = stored(dict)  # method, k, row_l2_normalised, unit_rows; a network's: `network` (its NetworkSpec)
+    features: FeatureRecipe = stored(dict, encode=FeatureRecipe.to_attrs,
+                                     decode=FeatureRecipe.from_attrs)  # how the rows it reads were embedded
+    privacy: Statement = stored(dict, encode=Statement.to_attrs, decode=Statement.from_attrs)
     network: dict[str, np.ndarray] | None = None  # a fine-tuned network's weights by name
     content_hash: str | None = None  # of the artifact it was read from (None before it is written)
 
@@ -58,8 +60,7 @@ class Classifier:
             arrays |= {NETWORK_PREFIX + name: array for name, array in self.network.items()}
         else:
             arrays |= linear_head(self.weights, self.bias, self.basis)
-        return Artifact("classifier", arrays, {"class_names": list(self.class_names), "head": self.head,
-                                               "features": self.features.to_attrs(), "privacy": self.privacy.to_attrs()})
+        return Artifact("classifier", arrays, to_attrs(self))
 
 
 def linear_head(weights: np.ndarray, bias: np.ndarray, basis: np.ndarray | None) -> dict[str, np.ndarray]:
@@ -78,16 +79,11 @@ def head_digest(arrays: dict[str, np.ndarray]) -> str:
     return digest.hexdigest()
 
 
-def read_classifier(path: str) -> Classifier:
-    """A classifier artifact, refused with one line when it is another kind or damaged."""
-    return classifier_of(read(path, "classifier"))
-
-
 def classifier_of(artifact: Artifact) -> Classifier:
     """The classifier a classifier artifact holds (read and checked)."""
     arrays, attrs = artifact.arrays, artifact.attrs
     network = {name[len(NETWORK_PREFIX):]: array for name, array in arrays.items() if name.startswith(NETWORK_PREFIX)}
     return Classifier(arrays["mean"], arrays["scale"], arrays.get("weights"), arrays.get("bias"), arrays.get("basis"),
-                      [str(name) for name in attrs["class_names"]], attrs["head"],
-                      FeatureRecipe.from_attrs(attrs["features"]), Statement.from_attrs(attrs["privacy"]), network or None, artifact.provenance.content_hash)
+                      **stored_fields_of(Classifier, attrs), network=network or None,
+                      content_hash=artifact.provenance and artifact.provenance.content_hash)
 

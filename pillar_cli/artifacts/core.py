@@ -14,13 +14,13 @@ import json
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import h5py
 import numpy as np
 
+from pillar_cli.artifacts.artifact import Artifact, InputRef, Provenance
 from pillar_cli.artifacts.files import replacing
 from pillar_cli.artifacts.crash_guard import CORRUPT_HINT, identity, passes_in_child
 from pillar_cli.artifacts.integrity import content_hash, record_hash, verify
@@ -33,54 +33,6 @@ from pillar_cli.version import __version__
 SCHEMA_VERSION = 2
 KINDS = ("embeddings", "embedding-shard", "projection", "assumptions", "model", "gsd", "evaluation", "audit",
          "classifier")
-
-@dataclass(frozen=True)
-class InputRef:
-    """An input a stage consumed: which file (and split), of which kind, with which content hash."""
-
-    path: str
-    kind: str
-    content_hash: str
-    split: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "kind": self.kind, "content_hash": self.content_hash, "split": self.split}
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """Who made an artifact, from what: filled in by `write`, read back by `read`."""
-
-    pillar_version: str
-    created_at: str
-    command: list[str]
-    config: dict[str, Any]
-    inputs: list[InputRef]
-    content_hash: str
-
-
-@dataclass
-class Artifact:
-    """An artifact in memory: arrays by slash-separated name, kind-specific attributes, provenance."""
-
-    kind: str
-    arrays: dict[str, np.ndarray]
-    attrs: dict[str, Any] = field(default_factory=dict)
-    path: str | None = None
-    provenance: Provenance | None = None
-
-    def ref(self, split: str | None = None) -> InputRef:
-        """The reference a downstream stage records when it consumes this artifact."""
-        if self.path is None or self.provenance is None:
-            raise ArtifactError(f"{self.kind} artifact has not been written yet; it cannot be an input")
-        return InputRef(self.path, self.kind, self.provenance.content_hash, split)
-
-    def array(self, name: str) -> np.ndarray:
-        if name not in self.arrays:
-            raise ArtifactError(f"{self.path}: {self.kind} artifact has no dataset '/{name}'",
-                                hint="the file may come from another tool or be damaged; recreate it")
-        return self.arrays[name]
-
 
 def _created_at() -> str:
     """Now, or SOURCE_DATE_EPOCH when set (reproducible artifacts: same inputs, same bytes)."""

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 
 from pillar_cli.artifacts.core import Artifact
-from pillar_cli.artifacts.model_header import ModelLedger
+from pillar_cli.artifacts.model_record import ModelLedger
 
 
 @dataclass(frozen=True, kw_only=True)

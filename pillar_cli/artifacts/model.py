@@ -3,8 +3,7 @@ projected heads back to the standardised feature space; read back run by run for
 
 Arrays: `mean`, `scale` (the public scaler), `runs/<column>` (the run table, schema.RUN_COLUMNS, one entry per run;
 `runs/event` holds each run's DP event tree as JSON, from which every ε is recomputed), `runs/<i>/weights` and
-`runs/<i>/bias`, `bases/<method>/<k>`. Attributes (num_classes, n_private, the ledger, the selection) are composed
-by the caller.
+`runs/<i>/bias`, `bases/<method>/<k>`. Attributes: the caller's `ModelRecord` (artifacts/model_record.py).
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pillar_cli.artifacts.core import Artifact
+from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.artifacts.schema import RUN_COLUMNS
 from pillar_cli.errors import ArtifactError, param
 from pillar_cli.privacy.events import Event, headline
@@ -143,7 +143,7 @@ def run_rows(model: Artifact) -> list[RunRecord]:
 
 
 def model_artifact(runs: list[RunRecord], bases: dict[tuple[str, int], np.ndarray], mean: np.ndarray,
-                   scale: np.ndarray, attrs: dict) -> Artifact:
+                   scale: np.ndarray, record: ModelRecord) -> Artifact:
     arrays: dict[str, np.ndarray] = {"mean": mean.astype(np.float32), "scale": scale.astype(np.float32)}
     arrays |= {f"runs/{name}": column for name, column in _run_columns(runs, len(mean)).items()}
     for run_id, run in enumerate(runs):
@@ -152,7 +152,7 @@ def model_artifact(runs: list[RunRecord], bases: dict[tuple[str, int], np.ndarra
             arrays[f"runs/{run_id}/bias"] = run.bias.astype(np.float32)
     for (method, k), basis in bases.items():
         arrays[f"bases/{method}/{k}"] = basis.astype(np.float32)
-    return Artifact("model", arrays, attrs)
+    return Artifact("model", arrays, record.to_attrs())
 
 
 def stored_runs(models: list[Artifact]) -> list[RunRecord]:
@@ -173,7 +173,8 @@ def stored_runs(models: list[Artifact]) -> list[RunRecord]:
                 if where[run.key] == run.model.path else \
                 f"{run.model.path} and {where[run.key]} both hold the run {_describe(run.key)}: the shards of one " \
                 "sweep hold each run once"
-            raise ArtifactError(problem, hint=f"give each model file once; repetitions need different {param('seed')} values")
+            raise ArtifactError(problem, hint=f"give each model file once; repetitions need different "
+                                              f"{param('seed')} values")
         where[run.key] = run.model.path
     return runs
 

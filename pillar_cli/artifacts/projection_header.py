@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pillar_cli.artifacts.core import Artifact
-from pillar_cli.artifacts.model_header import PublicChoice
+from pillar_cli.artifacts.model_record import PublicChoice
 
 
 @dataclass(frozen=True, kw_only=True)

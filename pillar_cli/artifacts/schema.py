@@ -5,10 +5,13 @@ a buggy writer; it is refused here with one line rather than failing somewhere d
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
+from pillar_cli.artifacts.model_record import ModelLedger, ModelRecord
+from pillar_cli.artifacts.stored import attribute_types
 from pillar_cli.artifacts.statement_schema import claims_that_fail, statement_problem
 from pillar_cli.errors import ArtifactError
 from pillar_cli.privacy.guarantee import total_delta
@@ -40,33 +43,40 @@ ARRAYS: dict[str, dict[str, tuple[str, int]]] = {
     "classifier": {"mean": (NUMBER, 1), "scale": (NUMBER, 1)},  # and a linear head or a network: _classifier_shapes
     "audit": {"canaries/included": (BOOLEAN, 1), "canaries/labels": (INTEGER, 1), "canaries/scores": (NUMBER, 1)},
 }
-ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
+# per kind: attribute → its JSON type(s); a model's and a classifier's are made from their records (attribute_tables)
+_ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "embeddings": {"class_names": list},
     "embedding-shard": {"class_names": list, "shard": list, "shard_key": str, "split_sizes": dict},
     "projection": {"k_max": int, "standardized": bool, "rank": int, "n_public": int},
-    "model": {"num_classes": int, "n_private": int, "ledger": dict, "selection_note": str},
     "assumptions": {"summary": dict},
     "gsd": {"ranking": list, "settings": dict},
     "evaluation": {"rows": list, "ledger": dict, "notes": list, "n_private": int, "private_fraction": (int, float),
                    "dataset": (str, type(None)), "split": str, "title": str},
-    "classifier": {"class_names": list, "head": dict, "features": dict, "privacy": dict},
     "audit": {"canaries": int, "guesses": int, "correct": int, "confidence": float, "epsilon_lower_bound": float,
               "epsilon_claimed": float, "configuration": dict},
 }
 # attributes a kind may omit, but whose type is fixed when present
-OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
+_OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "embeddings": {"split_roles": dict, "source_fingerprint": str, "splits": list, "persons": dict, "premises": dict},
     "projection": {"row_l2_normalised": bool, "source_fingerprint": str, "public_choice": dict, "private_release": dict,
                    "persons": dict, "share_of_embedded": float, "fitted_on": dict},
-    "model": {"row_l2_normalised": bool, "private_fraction": (int, float), "source_fingerprint": str, "persons": dict,
-              "public_choice": dict, "public_data": dict, "noise": dict, "whole_file": dict, "mechanisms": dict,
-              "features": dict, "trained_on": list, "projection_release": dict,
-              "risk_target": dict},
     "evaluation": {"overlap_rows": int, "public": dict, "feature_dim": int},
 }
-LEDGER = {"accountant": str, "delta": (int, float), "clip": (int, float)}
+LEDGER = attribute_types(ModelLedger)[0]
 EVALUATION_ROW = {"method": str, "k": (int, str), "epsilon": (int, float), "accuracy_mean": (int, float),
                   "accuracy_std": (int, float, type(None)), "val_accuracy": (int, float)}
+
+
+@functools.cache
+def attribute_tables() -> tuple[dict, dict]:
+    """Per kind, the attributes a file must hold and those it may omit, with their types; a model's and a
+    classifier's are their records' fields (artifacts/stored.py)."""
+    from pillar_cli.artifacts.classifier import Classifier  # it reads files through core, which validates here
+
+    required, optional = dict(_ATTRS), dict(_OPTIONAL)
+    for kind, record in (("model", ModelRecord), ("classifier", Classifier)):
+        required[kind], optional[kind] = attribute_types(record)
+    return required, optional
 
 
 def validate(kind: str, arrays: dict[str, np.ndarray], attrs: dict[str, Any], path: str) -> None:
@@ -75,9 +85,10 @@ def validate(kind: str, arrays: dict[str, np.ndarray], attrs: dict[str, Any], pa
         raise ArtifactError(f"{path}: {kind} artifact {problem}",
                             hint="the file may come from another tool or be damaged; recreate it")
 
-    for name, expected in {**ATTRS.get(kind, {}), **OPTIONAL.get(kind, {})}.items():
+    required, optional = (table.get(kind, {}) for table in attribute_tables())
+    for name, expected in {**required, **optional}.items():
         value = attrs.get(name)
-        if name not in attrs and name in OPTIONAL.get(kind, {}):
+        if name not in attrs and name in optional:
             continue
         if name not in attrs or not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
             refuse(f"has no valid attribute '{name}'")
@@ -221,7 +232,7 @@ def _classifier_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | No
 def carried_problem(carried: dict) -> str | None:
     """What is wrong with what a release carries outside its arrays (an export's metadata): class names, head,
     feature recipe and statement of the types a classifier artifact holds; None when nothing is."""
-    for key, kind in ATTRS["classifier"].items():
+    for key, kind in attribute_tables()[0]["classifier"].items():
         if not isinstance(carried.get(key), kind):
             return f"carries a {key} that is not a {kind.__name__}"
     names = carried["class_names"]

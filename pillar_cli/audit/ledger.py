@@ -23,7 +23,7 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import UNCOUNTED, run_rows
-from pillar_cli.artifacts.model_header import ModelHeader
+from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.artifacts.classifier import classifier_of
 from pillar_cli.artifacts.statement import Statement
 from pillar_cli.privacy import Event, GaussianEvent, event_from_dict
@@ -64,7 +64,7 @@ def check_ledger(model: Artifact) -> list[LedgerCheck]:
     if model.kind == "classifier":
         classifier = classifier_of(model)
         return [_check_statement(classifier.privacy, classifier.head)]
-    delta_total = ModelHeader.of(model).delta_total
+    delta_total = ModelRecord.of(model).delta_total
     checks = []
     for i, row in enumerate(run_rows(model)):
         key = row.key

@@ -27,7 +27,7 @@ import h5py
 import numpy as np
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.model_header import ModelHeader
+from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.errors import UsageError, param
 from pillar_cli.release.exported import EXPORT_FORMATS, HF_WEIGHTS
 
@@ -160,7 +160,7 @@ def _pipeline(directory: Path, plan: NeighbourPlan, run: Runner, number: int) ->
     run(["fit-pca", "emb.h5:public", *plan.fit_pca, "-o", "pca.h5", "--force"], here)
     run(["train-private", "emb.h5", "-p", "pca.h5", *plan.train, "-o", "model.h5", "--force"], here)
     shipped, seen = [], {}
-    for cell in ModelHeader.of(artifacts.read(here / "model.h5", "model")).selection:
+    for cell in ModelRecord.of(artifacts.read(here / "model.h5", "model")).selection:
         if not np.isfinite(cell.epsilon):
             continue  # a non-private cell cannot be released
         # named by position among the cells of its (method, ε): a k the rule set from the noisy count varies by run

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from pillar_cli.artifacts.classifier import read_classifier
+from pillar_cli.artifacts.classifier_file import read_classifier
 from pillar_cli.artifacts.statement import Statement
 from pillar_cli.audit.ledger import TOLERANCE, recomputed_epsilon
 from pillar_cli.errors import ArtifactError, PillarError

@@ -31,7 +31,7 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact, run_rows
-from pillar_cli.artifacts.model_header import ModelHeader
+from pillar_cli.artifacts.model_record import ModelLedger, ModelRecord
 from pillar_cli.audit.bound import epsilon_lower_bound
 from pillar_cli.audit.canaries import CANARY_KIND, AuditSettings, Canaries, correct_guesses
 from pillar_cli.errors import UsageError
@@ -133,10 +133,11 @@ def _model_file(method: Method, canaries: Canaries, epsilons: list[float], confi
                                      bias=run.head.bias, **RunRecord.headline_of(run.event)))
             heads.append(ReleasedHead(run.event, run.epsilon_spent, run.batches and (width, epsilon, *run.batches),
                                       delta=privacy.delta))
-    attrs = {"num_classes": canaries.data.num_classes, "n_private": len(canaries.data.private_x),
-             "ledger": {"accountant": privacy.accountant, "clip": privacy.clip, "delta": privacy.delta},
-             "noise": privacy.noise.describe(), "whole_file": whole_file(heads, privacy.delta, privacy.noise.reproducible)}
-    return model_artifact(records, {}, np.zeros(width, np.float32), np.ones(width, np.float32), attrs)
+    record = ModelRecord(num_classes=canaries.data.num_classes, n_private=len(canaries.data.private_x),
+                         ledger=ModelLedger(accountant=privacy.accountant, clip=privacy.clip, delta=privacy.delta),
+                         selection_note="", noise=privacy.noise.describe(),
+                         whole_file=whole_file(heads, privacy.delta, privacy.noise.reproducible))
+    return model_artifact(records, {}, np.zeros(width, np.float32), np.ones(width, np.float32), record)
 
 
 class SharedNoise(NoiseSource):
@@ -168,7 +169,7 @@ def _attacks(model: Artifact, canaries: Canaries):
     runs = _heads(model)
     for i, run in enumerate(runs):
         yield f"head {_name(run)}", [i], _margins(run["weights"], canaries)
-    recorded = ModelHeader.of(model).noise.get("noise_seed")
+    recorded = ModelRecord.of(model).noise.get("noise_seed")
     seeds = sorted({run["seed"] for run in runs} | ({recorded} if recorded is not None else set()))
     for seed, (i, run) in itertools.product(seeds, enumerate(runs)):
         yield f"regenerate seed {seed} {_name(run)}", [i], _margins(_denoised(run, seed, model), canaries)
@@ -194,7 +195,7 @@ def _heads(model: Artifact) -> list[dict]:
 
 def _step(run: dict, model: Artifact) -> float:
     """lr / B: the factor of a step's noisy gradient sum in the update (B the expected batch q·n)."""
-    return run["lr"] / (run["rate"] * ModelHeader.of(model).n_private)
+    return run["lr"] / (run["rate"] * ModelRecord.of(model).n_private)
 
 
 def _denoised(run: dict, seed: int, model: Artifact) -> np.ndarray:
@@ -206,13 +207,13 @@ def _denoised(run: dict, seed: int, model: Artifact) -> np.ndarray:
     draws = torch.zeros(weights.shape[1], weights.shape[0] + 1, dtype=torch.float64)
     for _ in range(run["steps"]):
         draws += torch.randn(draws.shape, generator=generator)
-    noise = _step(run, model) * run["sigma"] * ModelHeader.of(model).ledger.clip * draws[:, :-1].T.numpy()
+    noise = _step(run, model) * run["sigma"] * ModelRecord.of(model).ledger.clip * draws[:, :-1].T.numpy()
     return weights + noise
 
 
 def _unit_noise(run: dict, model: Artifact) -> np.ndarray:
     """−(gradient sum)/(σC) − Σz: the weights in units of the head's own noise."""
-    return run["weights"] / (_step(run, model) * run["sigma"] * ModelHeader.of(model).ledger.clip)
+    return run["weights"] / (_step(run, model) * run["sigma"] * ModelRecord.of(model).ledger.clip)
 
 
 def _margins(weights: np.ndarray, canaries: Canaries) -> np.ndarray:

@@ -9,7 +9,8 @@ from typing import Optional
 import typer
 
 from pillar_cli.artifacts import read
-from pillar_cli.artifacts.classifier import Classifier, read_classifier
+from pillar_cli.artifacts.classifier import Classifier
+from pillar_cli.artifacts.classifier_file import read_classifier
 from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.artifacts.files import written_together
 from pillar_cli.cli.boundary import cli_errors

@@ -77,8 +77,8 @@ def finetune(
     with progress_bar("DP fine-tuning", steps * len(epsilons) * len(seeds), "steps") as advance:
         records, states, count = train_networks(spec, start, private, val, epsilons, seeds, settings,
                                                 str(resolve_device(device)), on_step=advance)
-    artifact = networks_artifact(records, states, spec, private, settings, _rows(private, val, start), start, count)
-    artifact.attrs["private_fraction"] = private_fraction
+    artifact = networks_artifact(records, states, spec, private, settings, _rows(private, val, start), start, count,
+                                 private_fraction)
     refs = [private.ref, *([val.ref] if val else []), *([start.model.ref()] if start else [])]
     save(ctx, out, artifact, refs)
     _report(out, records, as_json)

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.classifier import read_classifier
+from pillar_cli.artifacts.classifier_file import read_classifier
 from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.artifacts.files import replacing
 from pillar_cli.cli.boundary import cli_errors

@@ -10,7 +10,8 @@ import numpy as np
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.classifier import Classifier, read_classifier
+from pillar_cli.artifacts.classifier import Classifier
+from pillar_cli.artifacts.classifier_file import read_classifier
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.chosen import ChosenBy
-from pillar_cli.artifacts.model_header import ModelHeader
+from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.cli.common import print_json, print_table, stderr
 from pillar_cli.methods.plan import SweepPlan
 
@@ -24,7 +24,7 @@ def print_plan(plan: SweepPlan, as_json: bool) -> None:
 def print_model(out: Path, runs: int, artifact: artifacts.Artifact, as_json: bool) -> None:
     """The model's cells: what chose each run, its val accuracy; with --json also the ε each cell spent (the largest
     of its runs') and the whole file's."""
-    header = ModelHeader.of(artifact)
+    header = ModelRecord.of(artifact)
     if as_json:
         spent = artifact.arrays["runs/epsilon_spent"]
         cells = [{**cell.to_attrs(), "epsilon_spent": float(max(spent[i] for i in cell.run_ids))}

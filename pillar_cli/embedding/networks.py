@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.artifacts.model_header import ModelHeader
+from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.embedding.features import ReadyFeatures
 from pillar_cli.errors import DataError, UsageError, param
@@ -91,7 +91,7 @@ def pretrained_network(model: Artifact) -> tuple[NetworkSpec, dict[str, np.ndarr
                         "nothing built on it accounts", hint="use a pillar pretrain artifact")
     if (count := len(model.array("runs/method"))) != 1:
         raise DataError(f"{model.path} holds {count} pre-trained networks; pre-train with one seed")
-    return NetworkSpec.from_attrs(ModelHeader.of(model).network), stored_state(model, 0)
+    return NetworkSpec.from_attrs(ModelRecord.of(model).network), stored_state(model, 0)
 
 
 def state_arrays(model: torch.nn.Module) -> dict[str, np.ndarray]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact, Split, shared_rows
 from pillar_cli.artifacts.model import RunKey, RunRecord
-from pillar_cli.artifacts.model_header import ModelHeader
+from pillar_cli.artifacts.model_record import ModelLedger, ModelRecord
 from pillar_cli.artifacts.network import network_artifact
 from pillar_cli.embedding.networks import (
     NetworkSpec,
@@ -65,12 +65,12 @@ class Pretrained:
     def origin(self) -> dict:
         """What a fine-tuned model records of where its training started."""
         return {"path": self.model.path, "content_hash": self.model.provenance.content_hash,
-                "architecture": self.spec.architecture, "source": ModelHeader.of(self.model).source,
+                "architecture": self.spec.architecture, "source": ModelRecord.of(self.model).source,
                 "rows": int(len(self.rows))}
 
     def rows_of_source(self, split: Split) -> np.ndarray | None:
         """Its training rows if they come from `split`'s source (so that no stage tests on them), else None."""
-        same = ModelHeader.of(self.model).source_fingerprint == split.source_fingerprint
+        same = ModelRecord.of(self.model).source_fingerprint == split.source_fingerprint
         return self.rows if same else None
 
 
@@ -129,39 +129,36 @@ def network_spec(architecture: str, split: Split) -> NetworkSpec:
 
 def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarray]], spec: NetworkSpec,
                       train: Split, config: FinetuneConfig, rows: dict[str, np.ndarray],
-                      start: Pretrained | None, count: RowCount) -> Artifact:
+                      start: Pretrained | None, count: RowCount, private_fraction: float = 1.0) -> Artifact:
     """The model artifact: runs, networks, the ledger (what it covers), the row count they read, the rows read,
     where training started."""
     private = records[0].key.method != "pretrain"
     accountant = get_accountant(config.accountant)
-    attrs = {
-        "num_classes": spec.num_classes, "n_private": len(train.features) if private else 0, "shard": [0, 1],
-        "feature_space": "flattened pixels (HWC, /255); the network reads them as NCHW images",
-        "ledger": {"accountant": config.accountant, "delta": config.delta, "clip": config.clip,
-                   "accountant_description": accountant.description, "epsilon_is_upper_bound": accountant.upper_bound,
-                   "mechanism": (f"DP-SGD on every weight through opacus ({config.grad_sample_mode} clipping), Poisson "
-                                 f"sampling, Gaussian noise σ·clip; {adjacency(ROW_RELATIONS)}") if private else
-                   "none: non-private training on public labelled rows",
-                   "protected_split": "private" if private else None,
-                   "per_run": "runs/event (the DP event tree, JSON) and runs/epsilon_spent, the accountant's ε of "
-                              "it; runs/steps_run: the optimizer steps taken"},
-        "max_epsilon_spent": max(r.epsilon_spent for r in records),
-        "methods": {method: METHODS[method].description for method in sorted({r.key.method for r in records})},
-        "selection_mode": "val", "selection_note": SELECTION_NOTE,
-        "source": train.source, "max_physical_batch": config.max_physical_batch,
-        "features": train.carried,
-    }
-    if private:
-        heads = [ReleasedHead(count.without_count(event_from_dict(r.event)), r.epsilon_spent)
-                 for r in records]  # each network drew its own batches and noise
-        attrs |= {"noise": config.noise.describe(),
-                  "whole_file": whole_file(heads, config.delta, config.noise.reproducible, count=count.segments),
-                  "count": {**count.to_dict(), "read_by": sorted({r.key.method for r in records})}}
-    if train.source_fingerprint is not None:
-        attrs["source_fingerprint"] = train.source_fingerprint
-    if start is not None:
-        attrs["pretrained_from"] = start.origin
-    artifact = network_artifact(records, states, spec.to_attrs(), train.features.shape[1], attrs)
+    ledger = ModelLedger(
+        accountant=config.accountant, delta=config.delta, clip=config.clip,
+        accountant_description=accountant.description, epsilon_is_upper_bound=accountant.upper_bound,
+        mechanism=(f"DP-SGD on every weight through opacus ({config.grad_sample_mode} clipping), Poisson sampling, "
+                   f"Gaussian noise σ·clip; {adjacency(ROW_RELATIONS)}") if private else
+        "none: non-private training on public labelled rows",
+        protected_split="private" if private else None,
+        per_run="runs/event (the DP event tree, JSON) and runs/epsilon_spent, the accountant's ε of it; "
+                "runs/steps_run: the optimizer steps taken")
+    heads = [ReleasedHead(count.without_count(event_from_dict(r.event)), r.epsilon_spent)
+             for r in records] if private else []  # each network drew its own batches and noise
+    record = ModelRecord(
+        num_classes=spec.num_classes, n_private=len(train.features) if private else 0, ledger=ledger,
+        feature_space="flattened pixels (HWC, /255); the network reads them as NCHW images",
+        max_epsilon_spent=max(r.epsilon_spent for r in records),
+        mechanisms={method: METHODS[method].description for method in sorted({r.key.method for r in records})},
+        selection_mode="val", selection_note=SELECTION_NOTE, trained_on=(train.name,),
+        private_fraction=private_fraction, source=train.source, max_physical_batch=config.max_physical_batch,
+        features=train.carried, network=spec.to_attrs(), source_fingerprint=train.source_fingerprint,
+        pretrained_from=None if start is None else start.origin,
+        noise=config.noise.describe() if private else {},
+        whole_file=whole_file(heads, config.delta, config.noise.reproducible, count=count.segments) if private
+        else None,
+        count={**count.to_dict(), "read_by": sorted({r.key.method for r in records})} if private else None)
+    artifact = network_artifact(records, states, train.features.shape[1], record)
     artifact.arrays.update({f"rows/{name}": ids for name, ids in rows.items()})
     return artifact
 

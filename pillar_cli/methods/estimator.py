@@ -16,7 +16,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from pillar_cli.artifacts.classifier import Classifier, read_classifier
+from pillar_cli.artifacts.classifier import Classifier
+from pillar_cli.artifacts.classifier_file import read_classifier
 from pillar_cli.artifacts.embeddings import Split
 from pillar_cli.artifacts.given_rows import given_rows
 from pillar_cli.errors import DataError, UsageError

@@ -8,14 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pillar_cli import artifacts
-from pillar_cli.artifacts.model_header import PublicChoice
+from pillar_cli.artifacts.model_record import PublicChoice
 from pillar_cli.errors import MissingSplitError, UsageError, param
 from pillar_cli.methods.base import SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.plan import configurations_per_cell, val_role
 from pillar_cli.methods.request import SweepRequest
-from pillar_cli.methods.rules import rule_attrs
+from pillar_cli.methods.rules import rule_record
 from pillar_cli.methods.sweep import SweepResult, sweep_artifact
 from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import require_disjoint, require_persons_apart
@@ -37,25 +39,23 @@ class SweepSources:
 
 @dataclass(frozen=True)
 class SweepInputs:
-    """The sweep's data; the input references and records a model keeps of them (`records`: sweep_artifact's
-    keywords); the splits it trains on; what the request's values override (a method's own step rule, as
+    """The sweep's data; the input references, the rows and persons read, and what a model records of its inputs
+    (`recorded`: `ModelRecord` fields); what the request's values override (a method's own step rule, as
     sentences)."""
 
     data: SweepData
     refs: list[artifacts.InputRef]
-    records: dict[str, Any]
-    trained_on: list[str]
-    private_fraction: float = 1.0
+    rows: dict[str, np.ndarray]
+    persons: dict[str, np.ndarray] | None
+    recorded: dict[str, Any]
     overridden: list[str] = field(default_factory=list)
 
     def model(self, result: SweepResult) -> artifacts.Artifact:
         """The model artifact of the sweep run on these inputs."""
         plan, data = result.plan, self.data
-        artifact = sweep_artifact(result, data.pca, plan.privacy, data.num_classes, len(data.private_x),
-                                  plan.options, **self.records)
-        artifact.attrs.update(private_fraction=self.private_fraction, trained_on=self.trained_on,
-                              **rule_attrs(plan.request.grid()))
-        return artifact
+        return sweep_artifact(result, data.pca, plan.privacy, data.num_classes, len(data.private_x), plan.options,
+                              self.rows, self.persons, default_rule=rule_record(plan.request.grid()),
+                              **self.recorded)
 
 
 def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
@@ -89,15 +89,13 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
             **({"public_labelled": labelled.index} if labelled and labelled.same_source(private) else {})}
     persons = {"private": training.units.ids, **({"val": validation.units.ids} if validation else {})} \
         if training.units.grouped else None
-    records = {"rows": rows, "persons": persons, "grouping": private.grouping,
-               "source_fingerprint": private.source_fingerprint,
-               "public_choice": choice, "public_data": public_data,
-               "projection_release": private_release_of(projection_artifact),
-               "features": private.carried}
+    recorded = {"persons": private.grouping if persons else None, "source_fingerprint": private.source_fingerprint,
+                "public_choice": choice, "public_data": public_data, "features": private.carried,
+                "projection_release": private_release_of(projection_artifact),
+                "trained_on": tuple(training.name.split("+")), "private_fraction": sources.private_fraction}
     refs = [private.ref, *([val.ref] if val else []), projection_artifact.ref(), *([labelled.ref] if labelled else [])]
     overridden = request.grid().for_rows(RowCount.exact(len(training.features))).overridden_rules()
-    return SweepInputs(data, refs, records, training.name.split("+"), sources.private_fraction, overridden)
-
+    return SweepInputs(data, refs, rows, persons, recorded, overridden)
 
 
 def validation_split(path: str, configurations: int, required: bool = False) -> artifacts.Split | None:

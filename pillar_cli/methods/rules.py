@@ -41,9 +41,9 @@ def rule_lr(n: int, epsilon: float, batch_size: int) -> float:
     return NON_PRIVATE_LR if math.isinf(epsilon) else RATE_PER_ROW * n * epsilon / rule_steps(n, batch_size)
 
 
-def rule_attrs(grid: SweepGrid) -> dict:
-    """What a model records of the rule: the fields it set and the rule itself (nothing when it set none)."""
-    return {"default_rule": {"fields": sorted(grid.rules), "rule": RULE}} if grid.rules else {}
+def rule_record(grid: SweepGrid) -> dict | None:
+    """What a model records of the rule: the fields it set and the rule itself (None when it set none)."""
+    return {"fields": sorted(grid.rules), "rule": RULE} if grid.rules else None
 
 
 def ruled_grids(grid: SweepGrid, k_max: int) -> list[SweepGrid]:

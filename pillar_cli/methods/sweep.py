@@ -14,14 +14,14 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.chosen import SelectedCell
 from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact
-from pillar_cli.artifacts.model_header import PublicChoice
+from pillar_cli.artifacts.model_record import ModelLedger, ModelRecord
 from pillar_cli.errors import PrivacyError
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.accounted import select_privately
@@ -129,72 +129,56 @@ def _run_grid(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
 
 def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings, num_classes: int,
                    n_private: int, options: SweepOptions = SweepOptions(),
-                   rows: dict[str, np.ndarray] | None = None, source_fingerprint: str | None = None,
-                   public_choice: PublicChoice | None = None, public_data: dict | None = None,
-                   features: dict | None = None, projection_release: dict | None = None,
-                   persons: dict[str, np.ndarray] | None = None, grouping: dict | None = None) -> Artifact:
+                   rows: dict[str, np.ndarray] | None = None, person_ids: dict[str, np.ndarray] | None = None,
+                   **recorded: Any) -> Artifact:
     """Every run's head and ledger row, the bases that map heads back to the standardised space, the selection;
     `rows`: the source row ids trained on (`private`) and selected on (`val`), so that no stage tests on them;
-    `public_choice`: the GSD that chose the public split, whose DP release is composed into every run's ε;
-    `public_data`: what the projection was fitted on (split, rows, whether another dataset); `features`: how the
-    features were made and the class names (artifacts.FeatureRecipe), which a release of one head carries;
-    `projection_release`: the DP release of a projection fitted on the private rows (DP-PCA), composed in too;
-    `persons`: the persons of those rows (where they name them) and `grouping` where they came from (Split.grouping),
-    so that no stage tests on a training person's other rows."""
+    `person_ids`: the persons of those rows where they name them (and `recorded["persons"]` where they came from), so
+    that no stage tests on a training person's other rows; `recorded`: what the model records of its inputs, as
+    `ModelRecord` fields (the public data and a GSD's choice of it, whose DP release is composed into every run's ε
+    as a DP-PCA's `projection_release` is; how the features were made; the source; the private fraction)."""
     runs, releases = result.runs, result.releases  # each run's event and ε composed with the releases (run_plan)
     records = [RunRecord(key=r.key, event=r.event.to_dict(), epsilon_spent=r.epsilon_spent,
                          val_accuracy=r.val_accuracy, row_normalised=get_method(r.key.method).normalises_rows,
                          steps_run=r.head.steps_run, weights=r.head.weights, bias=r.head.bias,
                          **RunRecord.headline_of(r.released.event)) for r in runs]
-    attrs = {
-        "num_classes": num_classes,
-        "n_private": n_private,
-        "row_l2_normalised": pca.second_moment,
-        "shard": list(options.shard),
-        "feature_space": "standardised with the public mean/scale; full-space weights = bases/<method>/<k> · weights",
-        "ledger": {"accountant": privacy.accountant, "delta": privacy.delta, "clip": privacy.clip,
-                   "accountant_description": get_accountant(privacy.accountant).description,
-                   "epsilon_is_upper_bound": get_accountant(privacy.accountant).upper_bound,
-                   "protected_split": "private", "per_run": "runs/event (the DP event tree, JSON) and "
-                   "runs/epsilon_spent, the accountant's ε of it; runs/noise_multiplier and runs/sample_rate for "
-                   "tables; runs/steps_run: the steps the engine counted as it ran them (-1: not counted)"},
-        "max_epsilon_spent": max((r.epsilon_spent for r in runs), default=0.0),
-        "mechanisms": {method.name: method.mechanism_words(privacy.unit)
-                       for method in map(get_method, sorted({r.key.method for r in runs}))},
-        **{key: value for name in sorted({r.key.method for r in runs})
-           for key, value in get_method(name).model_attrs(options.of(get_method(name))).items()},
-        "selection": [cell.to_attrs() for cell in result.selection],
-        "selection_mode": "accounted" if result.accounted else "val",
-        "selection_note": selection_note(result.selection, result.accounted),
-        "privacy_unit": privacy.unit.to_attrs(),
-        **({} if result.plan is None or result.plan.risk_target is None else
-           {"risk_target": result.plan.risk_target.to_attrs()}),  # what every run's ε target was calibrated to
-    }
-    if result.count is not None:
-        attrs["count"] = {**result.count.to_dict(), "read_by": sorted(result.plan.readers)}
-    attrs["noise"] = _noise(privacy, releases)
-    attrs["whole_file"] = _whole_file(result, privacy, releases, attrs["noise"]["reproducible"])
-    if result.accounted:
-        attrs["selection_ledger"] = {
-            "theorem": "Papernot & Steinke (ICLR 2022): Theorem 2 (truncated negative binomial) or 6 (Poisson) on "
+    methods = [get_method(name) for name in sorted({r.key.method for r in runs})]
+    choice = recorded.pop("public_choice", None)
+    noise = _noise(privacy, releases)
+    record = ModelRecord(
+        num_classes=num_classes, n_private=n_private, row_l2_normalised=pca.second_moment, shard=options.shard,
+        feature_space="standardised with the public mean/scale; full-space weights = bases/<method>/<k> · weights",
+        ledger=ModelLedger(accountant=privacy.accountant, delta=privacy.delta, clip=privacy.clip,
+                           accountant_description=get_accountant(privacy.accountant).description,
+                           epsilon_is_upper_bound=get_accountant(privacy.accountant).upper_bound,
+                           protected_split="private", per_run=PER_RUN),
+        max_epsilon_spent=max((r.epsilon_spent for r in runs), default=0.0),
+        mechanisms={method.name: method.mechanism_words(privacy.unit) for method in methods},
+        method_notes={key: value for method in methods
+                      for key, value in method.model_attrs(options.of(method)).items()},
+        selection=result.selection, selection_mode="accounted" if result.accounted else "val",
+        selection_note=selection_note(result.selection, result.accounted), unit=privacy.unit,
+        risk_target=None if result.plan is None or result.plan.risk_target is None else
+        result.plan.risk_target.to_attrs(),  # what every run's ε target was calibrated to
+        count=None if result.count is None else {**result.count.to_dict(), "read_by": sorted(result.plan.readers)},
+        noise=noise, whole_file=_whole_file(result, privacy, releases, noise["reproducible"]),
+        selection_ledger=_selection_ledger(result) if result.accounted else None,
+        public_choice=None if choice is None else choice.on_model(privacy.delta), **recorded)
+    artifact = model_artifact(records, result.bases, pca.mean_, pca.scale_, record)
+    artifact.arrays.update({f"rows/{name}": ids for name, ids in (rows or {}).items()})
+    artifact.arrays.update({f"persons/{name}": ids for name, ids in (person_ids or {}).items()})
+    return artifact
+
+
+PER_RUN = ("runs/event (the DP event tree, JSON) and runs/epsilon_spent, the accountant's ε of it; "
+           "runs/noise_multiplier and runs/sample_rate for tables; runs/steps_run: the steps the engine counted as it "
+           "ran them (-1: not counted)")
+
+
+def _selection_ledger(result: SweepResult) -> dict:
+    return {"theorem": "Papernot & Steinke (ICLR 2022): Theorem 2 (truncated negative binomial) or 6 (Poisson) on "
                        "one trial's RDP (largest candidate's training + score), converted to (ε, δ) as dp-accounting",
             "orders": ORDERS.tolist(), "selections": result.selection_ledger}
-    if source_fingerprint is not None:
-        attrs["source_fingerprint"] = source_fingerprint
-    if public_data is not None:
-        attrs["public_data"] = public_data
-    if features is not None:
-        attrs["features"] = features
-    if public_choice is not None:
-        attrs["public_choice"] = public_choice.on_model(privacy.delta).to_attrs()
-    if projection_release is not None:
-        attrs["projection_release"] = projection_release
-    artifact = model_artifact(records, result.bases, pca.mean_, pca.scale_, attrs)
-    artifact.arrays.update({f"rows/{name}": ids for name, ids in (rows or {}).items()})
-    artifact.arrays.update({f"persons/{name}": ids for name, ids in (persons or {}).items()})
-    if persons and grouping is not None:
-        artifact.attrs["persons"] = grouping
-    return artifact
 
 
 def _noise(privacy: PrivacySettings, releases: list[dict]) -> dict:

@@ -16,7 +16,7 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact, Split, derived_from, parse_ref, read_split, shared_rows
 from pillar_cli.artifacts.gsd import GsdRanking
-from pillar_cli.artifacts.model_header import PublicChoice
+from pillar_cli.artifacts.model_record import PublicChoice
 from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
 

@@ -14,7 +14,7 @@ from pillar_cli.artifacts.chosen import ChosenBy, SelectedCell
 from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.model import RunRecord, run_rows, stored_runs
-from pillar_cli.artifacts.model_header import ModelHeader
+from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
@@ -66,7 +66,7 @@ def _seeded_by_provenance(model: Artifact) -> bool:
     provenance = model.provenance
     said = [] if provenance is None else [provenance.config.get("noise_seed") is not None,
                                           "--noise-seed" in provenance.command]
-    whole = ModelHeader.of(model).whole_file or {}
+    whole = ModelRecord.of(model).whole_file or {}
     return any(said) or NOT_PRIVATE_NOTE in str(whole.get("composition", ""))
 
 
@@ -74,7 +74,7 @@ def _cells(model: Artifact) -> list[SelectedCell]:
     """The model's (method, k, ε) cells with the runs its selection chose; a network model's cells: one
     configuration each (finetune trains one per ε and seed), every run of the cell a repetition."""
     if not is_network(model):
-        return ModelHeader.of(model).selection
+        return ModelRecord.of(model).selection
     runs: dict[tuple, list[int]] = {}
     for run_id, row in enumerate(run_rows(model)):
         runs.setdefault((row.key.method, row.key.epsilon), []).append(run_id)
@@ -107,7 +107,7 @@ def _classifier(model: Artifact, run: RunRecord, statement: dict) -> Classifier:
     a head on unit-norm projected rows with its basis."""
     key, unit_rows = run.key, run.row_normalised
     weights, bias, basis = run.released_head()
-    header = ModelHeader.of(model)
+    header = ModelRecord.of(model)
     head = {"method": key.method, "k": key.k if key.k is not None else "full", "unit_rows": unit_rows,
             "row_l2_normalised": header.row_l2_normalised}
     return Classifier(model.array("mean"), model.array("scale"), weights, bias, basis, header.class_names, head,
@@ -116,13 +116,13 @@ def _classifier(model: Artifact, run: RunRecord, statement: dict) -> Classifier:
 
 def _network(model: Artifact, run: RunRecord, statement: dict) -> Classifier:
     """The run's network, which reads the pixel rows its model was trained on (the identity scaler)."""
-    header = ModelHeader.of(model)
+    header = ModelRecord.of(model)
     head = {"method": run.key.method, "k": "full", "unit_rows": False, "row_l2_normalised": False,
             "network": header.network}
     return Classifier(model.array("mean"), model.array("scale"), None, None, None, header.class_names, head,
                       _recipe(model, header), statement, stored_state(model, run.local_id))
 
 
-def _recipe(model: Artifact, header: ModelHeader) -> FeatureRecipe:
+def _recipe(model: Artifact, header: ModelRecord) -> FeatureRecipe:
     """The feature recipe a model records (a model without one: its feature dimension)."""
     return header.feature_recipe.with_dim(len(model.array("mean")))

@@ -8,7 +8,8 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from pillar_cli.artifacts.classifier import Classifier, read_classifier
+from pillar_cli.artifacts.classifier import Classifier
+from pillar_cli.artifacts.classifier_file import read_classifier
 from pillar_cli.finetune.released import NetworkClassifier
 from pillar_cli.methods.estimator import DPLinearClassifier
 from pillar_cli.release.signing import trust_of

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import RunRecord
-from pillar_cli.artifacts.model_header import ModelHeader
+from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.artifacts.statement import Statement, statement_summary, statement_words
 from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy import event_from_dict
@@ -24,7 +24,7 @@ def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int
     """What the released head's ε is and covers; `selected`: how the model chose the run (methods.selection);
     `cells`: how many (method, k, ε) cells the model held. Its words come from its `basis` (artifacts/statement.py),
     which every reader regenerates them from."""
-    header = ModelHeader.of(model)
+    header = ModelRecord.of(model)
     ledger, choice = header.ledger, header.public_choice
     count = _count_read(model, header, run)
     basis = {"trained_on": list(header.trained_on), "rule": header.default_rule, "selected": str(selected),
@@ -53,7 +53,7 @@ def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int
     return Statement.from_attrs(statement)
 
 
-def _count_read(model: Artifact, header: ModelHeader, run: RunRecord) -> RowCount | None:
+def _count_read(model: Artifact, header: ModelRecord, run: RunRecord) -> RowCount | None:
     """The row count the run's mechanisms and rule read (noisy, or declared public); None when it read none. A model
     that records no count read the exact n wherever it derived something from it: it cannot be released."""
     record = header.count

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pillar_cli.artifacts import Artifact, Split, shared_rows
 from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.artifacts.model import run_rows
-from pillar_cli.artifacts.model_header import ModelHeader
+from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.errors import DataError, param
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 from pillar_cli.reporting.metrics import selected_metrics
@@ -23,7 +23,7 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
                         "trained or selected on, or read labels of (same source): that would not be a test accuracy",
                         hint=f"evaluate on held-out rows, or pass {param('allow_overlap', True)} (recorded and printed)")
     rows = selected_metrics(models, split.features, split.labels)
-    first, headers = models[0], [ModelHeader.of(model) for model in models]
+    first, headers = models[0], [ModelRecord.of(model) for model in models]
     header, ledger = headers[0], headers[0].ledger
     seeds = sorted({row.key.seed for model in models for row in run_rows(model)})
     title = (f"{split.source} / {split.backbone}: {split.name} accuracy; "

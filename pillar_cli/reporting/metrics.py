@@ -9,7 +9,7 @@ import numpy as np
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.classifier import head_digest, linear_head
 from pillar_cli.artifacts.model import RunRecord, stored_runs
-from pillar_cli.artifacts.model_header import ModelHeader
+from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state, network_logits
 from pillar_cli.methods.selection import select_on_val
@@ -43,7 +43,7 @@ def selected_metrics(models: list[Artifact], features: np.ndarray, labels: np.nd
     """Per (method, k, ε): the selected runs (on val, or released by an accounted selection); metrics on this split, mean and sample std (ddof = 1; None
     for a single seed) over the seeds."""
     z = standardize(features, models[0])
-    header = ModelHeader.of(models[0])
+    header = ModelRecord.of(models[0])
     runs = stored_runs(models)
     rows = []
     for choice in select_on_val([r.key for r in runs], [r.val_accuracy for r in runs], header.accounted):
@@ -69,7 +69,7 @@ def _logits(run: RunRecord, standardised: np.ndarray) -> np.ndarray:
     """A linear head's logits, or a network's on the pixel rows (its scaler is the identity)."""
     if not is_network(run.model):
         return run.logits(standardised)
-    spec = NetworkSpec.from_attrs(ModelHeader.of(run.model).network)
+    spec = NetworkSpec.from_attrs(ModelRecord.of(run.model).network)
     model = load_state(build_network(spec), stored_state(run.model, run.local_id),
                        f"run {run.local_id} of {run.model.path}")
     return network_logits(model, standardised, spec)
@@ -91,4 +91,4 @@ def _mean_ignoring_none(columns: list[list[float | None]]) -> list[float | None]
 def standardize(features: np.ndarray, model: Artifact) -> np.ndarray:
     """The model's feature space: the public scaler (and row L2-normalisation for second-moment projections)."""
     return standardize_rows(features, model.array("mean"), model.array("scale"),
-                            ModelHeader.of(model).row_l2_normalised, "the model was trained on")
+                            ModelRecord.of(model).row_l2_normalised, "the model was trained on")

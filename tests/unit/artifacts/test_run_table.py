@@ -7,6 +7,7 @@ import pytest
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact, run_rows, stored_runs
+from pillar_cli.artifacts.model_record import ModelLedger, ModelRecord
 from pillar_cli.artifacts.schema import RUN_COLUMNS
 from pillar_cli.errors import ArtifactError
 from pillar_cli.privacy import GaussianEvent
@@ -24,9 +25,9 @@ def _records() -> list[RunRecord]:
 
 
 def _model(records: list[RunRecord]):
-    attrs = {"num_classes": 2, "n_private": 10, "selection_note": "", "ledger": {"accountant": "rdp", "delta": 1e-5,
-                                                                              "clip": 1.0}}
-    return model_artifact(records, {("public-lda", 3): np.eye(5)[:, :3]}, np.zeros(5), np.ones(5), attrs)
+    record = ModelRecord(num_classes=2, n_private=10, selection_note="",
+                         ledger=ModelLedger(accountant="rdp", delta=1e-5, clip=1.0))
+    return model_artifact(records, {("public-lda", 3): np.eye(5)[:, :3]}, np.zeros(5), np.ones(5), record)
 
 
 def test_every_column_is_written_and_every_row_reads_back(tmp_path):
