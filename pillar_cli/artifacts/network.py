@@ -1,6 +1,6 @@
 """Networks in a model artifact: a fine-tuned, trained-from-scratch or pre-trained network per run, stored as one
 array per weight (`runs/<i>/network/<weight name>`) next to the run table every model has, so that selection,
-evaluation, `audit --ledger` and reports read it as they read a linear head's run.
+evaluation, `audit ledger` and reports read it as they read a linear head's run.
 
 Attributes: the caller's `ModelRecord`, whose `network` (architecture, input_shape, num_classes) rebuilds it. A network
 reads the pixels themselves: the model's scaler is the identity on the flattened pixels (mean 0, scale 1).

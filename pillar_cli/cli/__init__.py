@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "release": ("release", "release", "Write ONE classifier of a model with its privacy statement."),
     "predict": ("predict", "predict", "Classify new rows or raw inputs with a released classifier."),
     "export": ("export", "export", "Write a released classifier as ONNX, TorchScript or safetensors."),
-    "audit": ("audit", "audit", "Audit a configuration's ε with canaries, or recompute a model's ledger."),
+    "audit": ("audit", "audit", "Check a guarantee: ledger, canaries, white-box or neighbours (sub-commands)."),
     "inspect": ("inspect", "inspect", "Show an artifact's kind, provenance chain, attributes and datasets."),
     "verify": ("verify", "verify", "Check a release or export: signature, hashes, statement, ε recomputed."),
     "page": ("page", "page", "One self-contained HTML page of a release: its guarantee, what it means, its accuracy."),
@@ -68,10 +68,32 @@ class LazyCommands(OneLineUsageErrors):
 @functools.lru_cache(maxsize=None)
 def load_command(name: str) -> click.Command:
     module, function, summary = COMMANDS[name]
-    single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     command = getattr(importlib.import_module(f"pillar_cli.cli.{module}"), function)
+    if isinstance(command, typer.Typer):  # a command of sub-commands (audit)
+        group = typer.main.get_group(command)
+        group.name, group.short_help = name, summary
+        return group
+    single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     single.command(name, short_help=summary, cls=PanelledCommand)(command)
     return typer.main.get_command(single)
+
+
+def command_of(words: list[str]) -> tuple[click.Command, list[str]]:
+    """The command the words after `pillar` run (a sub-command's own, under a group) and the words after its name."""
+    command, rest = load_command(words[0]), list(words[1:])
+    while rest and rest[0] in getattr(command, "commands", {}):  # typer's groups are not click's Group class
+        command, rest = command.commands[rest[0]], rest[1:]
+    return command, rest
+
+
+def runnable_commands() -> dict[str, click.Command]:
+    """Every command a line can run, by the words that name it: `embed`, …, `audit ledger`, `audit canaries`."""
+    runnable = {}
+    for name in COMMANDS:
+        command = load_command(name)
+        subcommands = getattr(command, "commands", None) or {"": command}
+        runnable |= {f"{name} {sub}".strip(): leaf for sub, leaf in subcommands.items()}
+    return runnable
 
 
 app = typer.Typer(

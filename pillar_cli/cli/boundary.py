@@ -121,7 +121,7 @@ def _check_number(name: str, value: Any) -> None:
 
 
 # click's base error, from typer's own classes: typer ≥ 0.29 carries its own copy of click
-_ClickException = next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == "ClickException")
+ClickError = next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == "ClickException")
 
 
 class OneLineUsageErrors(TyperGroup):
@@ -132,7 +132,7 @@ class OneLineUsageErrors(TyperGroup):
             return super().main(*args, standalone_mode=False, **kwargs)
         try:  # typer returns the code of a typer.Exit when not standalone; a command returns None
             code = super().main(*args, standalone_mode=False, **kwargs)
-        except _ClickException as err:
+        except ClickError as err:
             if type(err).__name__ == "NoArgsIsHelpError":  # `pillar` alone: the help, as click shows it
                 err.show()
                 sys.exit(err.exit_code)

@@ -1,4 +1,4 @@
-"""pillar audit --neighbours: each side's source embedded again as the embeddings file records it (less the records
+"""pillar audit neighbours: each side's source embedded again as the embeddings file records it (less the records
 deleted), the pipeline's commands run in this process, each inside its run's folder, and the report of what the
 shipped files hold deterministically."""
 
@@ -13,24 +13,22 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-import click
 import numpy as np
 
 from pillar_cli import artifacts
 from pillar_cli.audit.neighbours import NeighbourPlan, neighbours
+from pillar_cli.cli.boundary import ClickError
 from pillar_cli.cli.common import print_json, print_table, stderr
 from pillar_cli.cli.sources import parse_params
 from pillar_cli.errors import PillarError, PrivacyError, UsageError
 from pillar_cli.version import PROGRAM
 
 
-def check_neighbours(embeddings: str | None, train: str, fit_pca: str, export: str, runs: int,
+def check_neighbours(embeddings: str, train: str, fit_pca: str, export: str, runs: int,
                      removed_row: int | None, remove_person: bool, workdir: Path | None, as_json: bool) -> None:
     """Run the check of the pipeline embed (as `embeddings` was made, from its source) → fit-pca → train-private
     (options `train`, quoted as on a command line) → release → export (the comma-separated formats `export`) in
     `workdir` (kept) or a temporary folder; print what it found; exit 5 if anything."""
-    if embeddings is None:
-        raise UsageError("give the embeddings whose pipeline the neighbours check runs")
     formats = [name.strip() for name in export.split(",") if name.strip()]
     plan = NeighbourPlan(shlex.split(train), shlex.split(fit_pca), formats, runs, removed_row, remove_person)
     embed = _embedding_again(Path(embeddings))
@@ -92,7 +90,7 @@ def _run_in_folder(argv: list[str], folder: Path) -> None:
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(captured):
             code = pillar.main(argv, prog_name=PROGRAM, standalone_mode=False)
-    except click.ClickException as err:
+    except ClickError as err:
         code, captured = err.exit_code, io.StringIO(err.format_message())
     finally:
         os.chdir(previous)

@@ -22,7 +22,7 @@ def test_adadps_with_a_separately_embedded_labelled_public_set(mnist, pillar, tm
     model = artifacts.read(out, "model")
     assert model.attrs["adadps"]["conditioner"] == 1e-3 and "LABELLED" in model.attrs["adadps"]["note"]
     assert any(ref.kind == "embeddings" and ref.split == "test" for ref in model.provenance.inputs)
-    runs = json.loads(pillar("audit", "--ledger", out, "--json").stdout)["runs"]
+    runs = json.loads(pillar("audit", "ledger", out, "--json").stdout)["runs"]
     assert [run["status"] for run in runs] == ["ok"]
     rows = json.loads(pillar("evaluate", out, "-e", f"{mnist['emb']}:test", "--json").stdout)["rows"]
     assert rows[0]["accuracy_mean"] > 0.5

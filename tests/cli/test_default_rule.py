@@ -55,7 +55,7 @@ def test_the_default_path_chooses_nothing_on_private_labels(mnist, pillar, tmp_p
     np.testing.assert_array_equal(model.array("rows/private"), data.private_index)
     assert "rows/val" not in model.arrays and np.isnan(model.array("runs/val_accuracy")).all()
     assert [ref.split for ref in model.provenance.inputs if ref.kind == "embeddings"] == ["private", "val"]
-    runs = json.loads(pillar("audit", "--ledger", out, "--json").stdout)["runs"]  # dp-accounting recomputes each ε
+    runs = json.loads(pillar("audit", "ledger", out, "--json").stdout)["runs"]  # dp-accounting recomputes each ε
     assert len(runs) == 4 and all(run["status"] == "ok" for run in runs), runs
     assert_clean_failure(pillar("evaluate", out, "-e", f"{mnist['emb']}:val", expect=None), 4,
                          f"{mnist['emb']}:val shares {mnist['rows']['val']} rows with the rows {out} was trained or "

@@ -97,7 +97,7 @@ def test_a_plugin_method_is_a_method_of_every_stage(mnist, tmp_path):
     site = installed(tmp_path, "toy_centroids", CENTROIDS, {"centroids": "toy_centroids:CENTROIDS"})
     helped = " ".join(succeeded(run_with(site, "train-private", "--help")).split())  # as read, not as wrapped
     assert "centroids (the nearest noisy class centroid" in helped and "--temperature" in helped
-    assert "centroids" in succeeded(run_with(site, "audit", "--help"))
+    assert "centroids" in succeeded(run_with(site, "audit", "canaries", "--train=--help"))
     model = tmp_path / "model.h5"
     succeeded(run_with(site, "train-private", mnist["emb"], "-p", mnist["pca"], "--method", "centroids", "--k", "20",
                        "--eps", "1", "--seed", "0,1,2", "--temperature", "2", "-o", model))
@@ -105,14 +105,14 @@ def test_a_plugin_method_is_a_method_of_every_stage(mnist, tmp_path):
     assert inspected["attrs"]["mechanisms"] == {  # its words, and the relation it declares (Method's default)
         "centroids": "one Gaussian release of the per-class sums of unit-norm rows, L2 sensitivity 1; add/remove-one "
                      "adjacency"}
-    checked = json.loads(succeeded(run_with(site, "audit", "--ledger", model, "--json")))["runs"]
+    checked = json.loads(succeeded(run_with(site, "audit", "ledger", model, "--json")))["runs"]
     assert [run["method"] for run in checked] == ["centroids"] * 3
     assert all(run["status"] == "ok" and abs(run["epsilon_recomputed"] / run["epsilon_claimed"] - 1) < 0.01
                for run in checked)
     rows = json.loads(succeeded(run_with(site, "evaluate", model, "-e", f"{mnist['emb']}:test", "--json")))["rows"]
     assert [row["method"] for row in rows] == ["centroids"] and rows[0]["accuracy_mean"] > 0.6  # chance: 0.1
-    audited = json.loads(succeeded(run_with(site, "audit", mnist["emb"], "-p", mnist["pca"], "--method", "centroids",
-                                            "--k", "20", "--eps", "1", "--canaries", "200", "--json")))
+    audited = json.loads(succeeded(run_with(site, "audit", "canaries", mnist["emb"], "-p", mnist["pca"], "--train",
+                                            "--method centroids --k 20 --eps 1", "--canaries", "200", "--json")))
     assert audited["epsilon_lower_bound"] <= audited["epsilon_claimed"]
 
 

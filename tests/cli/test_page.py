@@ -41,8 +41,8 @@ def released(pillar, tmp_path_factory) -> dict:
            "--steps", "40", "-o", root / "m.h5")
     pillar("release", root / "m.h5", "--cell", "k=10", "-o", root / "rel.h5")
     pillar("evaluate", root / "m.h5", "-e", f"{root / 'emb.h5'}:test", "-o", root / "eval.h5")
-    pillar("audit", root / "emb.h5", "-p", root / "pca.h5", "--k", "10", "--eps", "1", "--lr", "0.5", "--steps",
-           "40", "--canaries", "200", "-o", root / "audit.h5")
+    pillar("audit", "canaries", root / "emb.h5", "-p", root / "pca.h5", "--train", "--k 10 --eps 1 --lr 0.5 --steps 40",
+           "--canaries", "200", "-o", root / "audit.h5")
     pillar("page", root / "rel.h5", "--evaluation", root / "eval.h5", "--audit", root / "audit.h5", "-o",
            root / "rel.html")
     return {"root": root, "page": root / "rel.html"}

@@ -132,7 +132,7 @@ def test_a_split_sharing_a_training_persons_rows_is_no_test_split(persons, pilla
 def test_removing_a_whole_person_changes_nothing_shipped_but_through_dp(persons, pillar, tmp_path):
     # k given: the rule's k = √(ñ·ε) from the noisy count of ~250 persons sits at the 15/16 rounding boundary, so with
     # 2 runs a side it repeats by chance on each side (a coarse DP output, which the check cannot tell from a leak)
-    result = pillar("audit", persons / "emb.h5", "--neighbours", "--remove-person", "--remove-row", "3",
+    result = pillar("audit", "neighbours", persons / "emb.h5", "--remove-person", "--remove-row", "3",
                     "--train=--eps 1 --k 15", "--export", "safetensors", "--runs", "2", "--workdir", tmp_path / "work",
                     "--json")
     report = json.loads(result.stdout)

@@ -45,7 +45,7 @@ def test_a_dp_gsd_choice_is_composed_into_the_models_epsilon(pillar, digits, tmp
     report = json.loads(pillar("evaluate", tmp_path / "model.h5", "-e", f"{digits['emb']}:test", "--json").stdout)
     assert report["rows"][0]["epsilon_spent"] == pytest.approx(total, rel=0.01)
     assert "composed into every run's ε, at total δ = 0.0002" in " ".join(report["notes"])
-    assert json.loads(pillar("audit", "--ledger", tmp_path / "model.h5", "--json").stdout)["runs"][0]["status"] == "ok"
+    assert json.loads(pillar("audit", "ledger", tmp_path / "model.h5", "--json").stdout)["runs"][0]["status"] == "ok"
 
 
 def test_choices_that_would_leak_are_refused(pillar, digits, tmp_path):

@@ -78,7 +78,7 @@ def test_a_release_holds_one_head_and_its_statement_only(mnist, pillar, model, t
     assert any("val split's labels" in line for line in statement["not_covered"])
     assert any("among the model's 8 (method, k, ε) cells" in line for line in statement["not_covered"])
 
-    check = json.loads(pillar("audit", "--ledger", out, "--json").stdout)["runs"]
+    check = json.loads(pillar("audit", "ledger", out, "--json").stdout)["runs"]
     assert len(check) == 1 and check[0]["status"] == "ok"
     assert check[0]["epsilon_recomputed"] == pytest.approx(statement["epsilon"], rel=0.01)
 

@@ -85,7 +85,7 @@ def test_the_ledger_check_recomputes_the_counts_release_with_dp_accounting(pilla
     pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "0.1,1", "-o", folder / "m.h5")
     pillar("release", folder / "m.h5", "--cell", "eps=0.1", "-o", folder / "rel.h5")
     for path in (folder / "m.h5", folder / "rel.h5"):
-        checked = json.loads(pillar("audit", "--ledger", path, "--json").stdout)
+        checked = json.loads(pillar("audit", "ledger", path, "--json").stdout)
         assert checked["runs"] and all(run["status"] == "ok" for run in checked["runs"])
         assert all(run["epsilon_recomputed"] <= run["epsilon_target"] * 1.001 for run in checked["runs"])
 
@@ -93,11 +93,11 @@ def test_the_ledger_check_recomputes_the_counts_release_with_dp_accounting(pilla
 def test_the_neighbours_check_finds_nothing_on_the_default_path_and_the_planted_leak(pillar, tmp_path):
     emb = tmp_path / "digits.h5"
     pillar("embed", "--source", "digits", "--backbone", "pixels", "-o", emb)
-    quiet = pillar("audit", emb, "--neighbours", "--train", "--eps 1", "--export", "safetensors", "--runs", "2",
+    quiet = pillar("audit", "neighbours", emb, "--train", "--eps 1", "--export", "safetensors", "--runs", "2",
                    "--json")
     report = json.loads(quiet.stdout)
     assert report["findings"] == [] and report["files"] == ["pillar-eps1-0.h5", "pillar-eps1-0.safetensors"]
-    leaked = pillar("audit", emb, "--neighbours", "--train", "--eps 1 --n-public", "--export", "safetensors",
+    leaked = pillar("audit", "neighbours", emb, "--train", "--eps 1 --n-public", "--export", "safetensors",
                     "--runs", "2", "--json", expect=5)
     found = {(finding["file"], finding["value"]) for finding in json.loads(leaked.stdout)["findings"]}
     for file, prefix in (("pillar-eps1-0.h5", "attrs/privacy/"), ("pillar-eps1-0.safetensors",

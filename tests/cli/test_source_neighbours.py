@@ -71,7 +71,7 @@ def test_deleting_one_record_from_the_source_keeps_every_other_rows_split(pillar
 def test_a_rare_private_label_is_no_membership_test_on_the_default_path(pillar, rare, tmp_path):
     emb = tmp_path / "emb.h5"
     pillar("embed", "--source", "npz", "--path", rare["root"] / "rare.npz", "-o", emb)
-    result = pillar("audit", emb, "--neighbours", "--train", "--eps 1", "--runs", "2", "--json")
+    result = pillar("audit", "neighbours", emb, "--train", "--eps 1", "--runs", "2", "--json")
     report = json.loads(result.stdout)
     assert report["removed"]["label"] == "rare" and report["removed"]["source_rows"] == [rare["row"]]
     assert report["files"] == ["pillar-eps1-0-hf", "pillar-eps1-0.h5", "pillar-eps1-0.onnx", "pillar-eps1-0.pt",
@@ -93,7 +93,7 @@ def test_classes_read_off_the_labels_are_named_not_covered_and_the_neighbours_ch
                          "classes read from the labels would follow the private rows: a label only they hold would "
                          "add a class to every head", emb)
     pillar(*source, "--classes-from-labels")
-    result = pillar("audit", emb, "--neighbours", "--train", "--eps 1", "--runs", "2", "--export", "safetensors,hf",
+    result = pillar("audit", "neighbours", emb, "--train", "--eps 1", "--runs", "2", "--export", "safetensors,hf",
                     "--json", expect=5)
     found = {(finding["file"], finding["value"], finding["with_row"], finding["without_row"])
              for finding in json.loads(result.stdout)["findings"]}

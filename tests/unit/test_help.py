@@ -9,14 +9,14 @@ import shlex
 import pytest
 from typer.testing import CliRunner
 
-from pillar_cli.cli import COMMANDS, app, load_command
+from pillar_cli.cli import app, command_of, runnable_commands
 from pillar_cli.cli.help import PANEL_ORDER, panel_of, shell_lines
 
 RUNNER = CliRunner()
 
 
 def help_text(command: str, columns: int = 80) -> str:
-    result = RUNNER.invoke(app, [command, "--help"], env={"COLUMNS": str(columns)})
+    result = RUNNER.invoke(app, [*command.split(), "--help"], env={"COLUMNS": str(columns)})
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -27,20 +27,20 @@ def examples(text: str) -> list[str]:
     return [" ".join(line.split("Example:", 1)[1].split()) for line in joined.splitlines() if "Example:" in line]
 
 
-@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize("command", list(runnable_commands()))
 def test_help_fits_80_columns_and_writes_every_flag_whole(command):
     text = help_text(command)
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "…" not in text
     words = set(text.replace("/", " ").replace(",", " ").split())
-    flags = {flag for param in load_command(command).params if param.param_type_name == "option"
+    flags = {flag for param in runnable_commands()[command].params if param.param_type_name == "option"
              and not param.hidden for flag in (*param.opts, *param.secondary_opts)}
     assert flags - words == set()
 
 
-@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize("command", list(runnable_commands()))
 def test_every_option_is_listed_under_a_named_panel(command):
-    params = load_command(command).params
+    params = runnable_commands()[command].params
     assert [p.name for p in params if panel_of(p) not in PANEL_ORDER] == []
     text = help_text(command)
     shown = [line[:-1] for line in text.splitlines() if line.endswith(":") and not line.startswith(" ")]
@@ -48,14 +48,15 @@ def test_every_option_is_listed_under_a_named_panel(command):
     assert "Output" in shown
 
 
-@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize("command", list(runnable_commands()))
 def test_every_example_names_a_command_and_flags_that_exist(command):
     shown = examples(help_text(command, columns=60))
     assert shown, command
     for line in shown:
         words = shlex.split(line)
-        assert words[0] == "pillar" and words[1] in COMMANDS, line
-        flags = {name for param in load_command(words[1]).params for name in (*param.opts, *param.secondary_opts)}
+        assert words[0] == "pillar", line
+        named, _ = command_of(words[1:])
+        flags = {name for param in named.params for name in (*param.opts, *param.secondary_opts)}
         assert [w for w in words if w.startswith("-") and w.split("=")[0] not in flags] == [], line
 
 
