@@ -27,6 +27,7 @@ from pillar_cli.artifacts.integrity import content_hash, record_hash, verify
 from pillar_cli.artifacts.layout import (RESERVED_ATTRS, json_default, read_arrays, read_attr,
                                          read_kind_attrs, write_array)
 from pillar_cli.artifacts.schema import validate
+from pillar_cli.artifacts.stored_rows import StoredRows
 from pillar_cli.errors import ArtifactError, LibraryStateError, param
 from pillar_cli.version import __version__
 
@@ -102,13 +103,14 @@ def _write_root_attrs(h5: h5py.File, artifact: Artifact, provenance: Provenance)
 
 
 def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = None,
-         check_schema: bool = True) -> Artifact:
+         check_schema: bool = True, on_disk: frozenset[str] = frozenset()) -> Artifact:
     """Read an artifact, refusing the wrong kind, an unknown schema version or content that no longer matches its
     hashes (every array of the file is hashed, also when only one group is loaded). The file is first read in a
     forked child (crash_guard.py): a corrupted file that crashes libhdf5 is one error, not a dead interpreter.
 
     `under` restricts the arrays loaded to one group (e.g. one split of an embeddings file). `check_schema`: refuse
-    arrays and attributes that the stages reading this kind could not use (schema.py).
+    arrays and attributes that the stages reading this kind could not use (schema.py). `on_disk`: datasets left in
+    the file, read a block at a time where they are used (artifacts/stored_rows.py).
     """
     expected = (kind,) if isinstance(kind, str) else kind
     path = Path(path)
@@ -121,8 +123,9 @@ def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = N
         with h5py.File(path, "r") as h5:
             found = _kind_checked(h5, path, expected)
             verify(h5, path, rehash=not verified)
-            artifact = Artifact(found, read_arrays(h5, path, under), read_kind_attrs(h5), str(path),
-                                _read_provenance(h5))
+            arrays = read_arrays(h5, path, under, skip=on_disk)
+            arrays |= {name: StoredRows.of(path, h5[name]) for name in on_disk if name in h5}
+            artifact = Artifact(found, arrays, read_kind_attrs(h5), str(path), _read_provenance(h5))
         if verified and identity(path) != before:
             raise ArtifactError(f"{path} changed while it was read", hint="read it again once nothing writes it")
         if check_schema:

@@ -16,6 +16,7 @@ from pillar_cli.artifacts.crash_guard import passes_in_child
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.integrity import refuse_links
 from pillar_cli.artifacts.premises import Premises
+from pillar_cli.artifacts.stored_rows import StoredRows, all_finite, non_finite_rows
 from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
 from pillar_cli.privacy.guarantee import Units
 from pillar_cli.randomness import keyed_draws
@@ -49,7 +50,7 @@ class Split:
     source names them, each row's person (None: each row is its own person)."""
 
     name: str
-    features: np.ndarray
+    features: np.ndarray | StoredRows  # StoredRows: left in the file (read_split's on_disk)
     labels: np.ndarray | None
     index: np.ndarray
     ref: InputRef
@@ -168,7 +169,7 @@ class Split:
         if self.labels is None or other.labels is None:
             raise DataError(f"{self.ref.path}: the {other.name if other.labels is None else self.name} split has no "
                             "labels to train on")
-        return replace(self, name=f"{self.name}+{other.name}", features=np.concatenate([self.features, other.features]),
+        return replace(self, name=f"{self.name}+{other.name}", features=_rows_joined(self.features, other.features),
                        labels=np.concatenate([self.labels, other.labels]),
                        index=np.concatenate([self.index, other.index]),
                        persons=None if self.persons is None else np.concatenate([self.persons, other.persons]))
@@ -191,20 +192,29 @@ def _count_rows(h5: h5py.File, path: str) -> int:
     return sum(group["index"].shape[0] for group in h5["splits"].values())
 
 
-def read_split(text: str, default_split: str | None = None) -> Split:
-    """Read one split ('emb.h5:private') of an embeddings artifact, checking its features are finite."""
+def _rows_joined(rows: np.ndarray | StoredRows, more: np.ndarray | StoredRows) -> np.ndarray | StoredRows:
+    """`rows` then `more`: left on disk where both are rows of one file, else in memory."""
+    on_disk = rows.joined(more) if isinstance(rows, StoredRows) and isinstance(more, StoredRows) else None
+    return on_disk if on_disk is not None else np.concatenate([np.asarray(rows), np.asarray(more)])
+
+
+def read_split(text: str, default_split: str | None = None, *, on_disk: bool = False) -> Split:
+    """Read one split ('emb.h5:private') of an embeddings artifact, checking its features are finite a block at a
+    time. `on_disk`: its features stay in the file, read a block at a time where they are used
+    (artifacts/stored_rows.py): a stage that projects them holds n × k rows, not n × d."""
     path, split = parse_ref(text, default_split)
     if split is None:
         raise ArtifactError(f"no split named in '{text}'", hint="write FILE:SPLIT, e.g. emb.h5:private")
-    artifact = read(path, "embeddings", under=f"splits/{split}")
+    artifact = read(path, "embeddings", under=f"splits/{split}",
+                    on_disk=frozenset({f"splits/{split}/features"}) if on_disk else frozenset())
     recorded = artifact.attrs.get("splits")  # guards go by split names: only the names written (hashed) count
     if recorded is not None and split not in recorded:
         raise ArtifactError(f"{path} has a group 'splits/{split}' that is not one of its splits "
                             f"({', '.join(recorded)})", hint="recreate it with pillar embed")
     prefix = f"splits/{split}"
     features = artifact.array(f"{prefix}/features")
-    if not np.isfinite(features).all():
-        bad = int((~np.isfinite(features)).any(axis=1).sum())
+    if not all_finite(features):
+        bad = non_finite_rows(features)
         raise ArtifactError(f"{path}:{split} has {bad} rows with NaN or Inf features",
                             hint="fix the embedding run or drop those rows before training")
     labels, index = artifact.arrays.get(f"{prefix}/labels"), artifact.array(f"{prefix}/index")

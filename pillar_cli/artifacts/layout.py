@@ -80,7 +80,9 @@ def read_kind_attrs(h5: h5py.File) -> dict[str, Any]:
     return attrs
 
 
-def read_arrays(h5: h5py.File, path: Path, under: str | None) -> dict[str, np.ndarray]:
+def read_arrays(h5: h5py.File, path: Path, under: str | None,
+                skip: frozenset[str] = frozenset()) -> dict[str, np.ndarray]:
+    """The datasets of the file (under one group), read whole; those named in `skip` are left out."""
     root = h5
     if under is not None:
         if under not in h5:
@@ -94,6 +96,8 @@ def read_arrays(h5: h5py.File, path: Path, under: str | None) -> dict[str, np.nd
     def visit(name: str, node: Any) -> None:
         if isinstance(node, h5py.Dataset):
             full = f"{under}/{name}" if under else name
+            if full in skip:
+                return
             data = node[()]
             if node.dtype.kind == "O":
                 data = np.array([v.decode() if isinstance(v, bytes) else v for v in data], dtype=str)

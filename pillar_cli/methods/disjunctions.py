@@ -72,9 +72,9 @@ class ExponentialMechanismDisjunctions(Method):
         if np.any(data.pca.mean_ != 0) or np.any(data.pca.scale_ != 1):
             raise UsageError(f"method '{self.name}' reads the raw 0/1 rows, but the projection standardises them",
                              hint=f"fit the public structure as components (fit-pca's {param('components', True)})")
-        check_boolean_rows(data.private_x, data.name)
+        check_boolean_rows(np.asarray(data.private_x), data.name)  # rows left on disk are read whole here
         if data.val_x is not None:
-            check_boolean_rows(data.val_x, "the val split")
+            check_boolean_rows(np.asarray(data.val_x), "the val split")
         self.candidate_count(data, options)
 
     def candidate_count(self, data: SweepData, options: DisjunctionOptions | None) -> int:
@@ -93,7 +93,7 @@ class ExponentialMechanismDisjunctions(Method):
 
     def _run(self, cell: Cell, config: RunConfig, event: ExponentialEvent, spent: float) -> Run:
         groups, chunks = self.candidates(cell)
-        rows, labels = cell.data.private_x, cell.data.private_y
+        rows, labels = np.asarray(cell.data.private_x), cell.data.private_y
         counter = ErrorCounter(rows @ groups.T > 0, labels)
         kept: list[np.ndarray] = []
 

@@ -63,8 +63,8 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
     """Read and check what the request trains on: the projection fitted on these embeddings' public split, a GSD's
     choice, or another public dataset if allowed; the val rows among the training rows where the plan says so."""
     path, _ = artifacts.parse_ref(embeddings)
-    private = artifacts.read_split(f"{path}:private")
-    public = artifacts.read_split(f"{path}:public")
+    private = artifacts.read_split(f"{path}:private", on_disk=True)  # features projected a block at a time
+    public = artifacts.read_split(f"{path}:public", on_disk=True)
     require_disjoint(private.index, public.index, path)  # the embeddings' own fault
     require_persons_apart(private.units, public.units, path)
     # first, then the projection's
@@ -73,7 +73,8 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
     pca, choice = read_projection(projection_artifact), PublicChoice.of(projection_artifact)
     role = val_role(request, len(pca.components_))
     val = None if role == "none" else validation_split(
-        path, configurations_per_cell(request.grid(), len(pca.components_)), required=request.val == "train")
+        path, configurations_per_cell(request.grid(), len(pca.components_)), required=request.val == "train",
+        on_disk=True)
     validation = val if role == "select" else None
     training = (private.joined(val) if role == "train" and val else private).subsample(sources.private_fraction)
     initial = None if sources.warm_start is None else warm_start_weights(
@@ -98,11 +99,12 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
     return SweepInputs(data, refs, rows, persons, recorded, overridden)
 
 
-def validation_split(path: str, configurations: int, required: bool = False) -> artifacts.Split | None:
+def validation_split(path: str, configurations: int, required: bool = False,
+                     on_disk: bool = False) -> artifacts.Split | None:
     """The val split; it may be absent only when there is nothing to select (one configuration per cell) and
-    nothing asked it to train."""
+    nothing asked it to train. `on_disk`: its features left in the file (artifacts.read_split)."""
     try:
-        return artifacts.read_split(f"{path}:val")
+        return artifacts.read_split(f"{path}:val", on_disk=on_disk)
     except MissingSplitError:
         if required:
             raise UsageError(f"{path} has no val split to train on", hint=f"embed with {param('val_fraction')} > 0, "

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from pillar_cli.artifacts.stored_rows import all_finite
 from pillar_cli.devices import resolve_device
 from pillar_cli.errors import DataError, UsageError, check_positive, param
 from pillar_cli.memory import return_large_buffers
@@ -224,7 +225,7 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, opti
                              "the head's float32 logits no precision")
     if grid.ema and (without := [m for m in grid.methods if not get_method(m).averages_iterates]):
         raise UsageError(f"{param('ema')} averages DP-SGD iterates; method '{without[0]}' has none to average")
-    if not np.isfinite(np.sum(data.private_x, dtype=np.float64)):  # NaN and Inf carry through; no N × D mask
+    if not all_finite(data.private_x):  # a block at a time: no N × D mask, rows on disk stay there
         raise DataError(f"NaN or Inf in the features of {data.name}")
     if len(np.unique(data.private_y)) < 2:
         raise DataError(f"{data.name} holds one class; a classifier needs at least two")

@@ -1,0 +1,102 @@
+"""The rows of an artifact's dataset left on disk: a stage that reads them a block at a time (standardising and
+projecting them, checking that they are finite) never holds all n × d of them. Each read opens the file afresh and
+refuses one that changed after it was read and hashed, and a damaged block is one line naming the rows it holds.
+Anything that needs every row at once (`np.asarray(rows)`) still gets them, read whole.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import h5py
+import numpy as np
+
+from pillar_cli.artifacts.crash_guard import CORRUPT_HINT, identity
+from pillar_cli.artifacts.layout import BLOCK_BYTES
+from pillar_cli.errors import ArtifactError
+
+
+class StoredRows:
+    """2-d datasets of one artifact file, one after another (a split, or the private and val splits trained on
+    together), as rows read on demand: `len`, `shape`, `dtype`, slices and blocks."""
+
+    def __init__(self, path: str | Path, segments: tuple[tuple[str, int], ...], width: tuple[int, ...],
+                 dtype: np.dtype, file_identity: tuple[int, ...] | None = None):
+        self.path, self.segments, self.dtype = str(path), tuple(segments), np.dtype(dtype)
+        self.shape = (sum(rows for _, rows in self.segments), *width)
+        self.identity = file_identity or identity(path)  # the file as it was when read and hashed
+
+    @classmethod
+    def of(cls, path: str | Path, node: h5py.Dataset) -> StoredRows:
+        return cls(path, ((node.name.lstrip("/"), node.shape[0]),), node.shape[1:], node.dtype)
+
+    ndim = property(lambda self: len(self.shape))
+
+    def joined(self, other: StoredRows) -> StoredRows | None:
+        """These rows followed by `other`'s, still on disk; None where they are not rows of one file alike."""
+        if (other.path, other.identity, other.shape[1:], other.dtype) != \
+                (self.path, self.identity, self.shape[1:], self.dtype):
+            return None
+        return StoredRows(self.path, self.segments + other.segments, self.shape[1:], self.dtype, self.identity)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if isinstance(key, slice) and key.step in (None, 1):
+            start, stop, _ = key.indices(len(self))
+            return self._read(start, max(start, stop))
+        return np.asarray(self)[key]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for _, block in self.blocks():
+            yield from block
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        rows = self._read(0, len(self))
+        return rows if dtype is None else rows.astype(dtype, copy=False)
+
+    def blocks(self, rows: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+        """(first row, the rows) a block at a time: `rows` each, or about 32 MiB of them."""
+        step = rows or max(1, BLOCK_BYTES // max(1, self.dtype.itemsize * int(np.prod(self.shape[1:]))))
+        for start in range(0, len(self), step):
+            yield start, self[start:start + step]
+
+    def _read(self, start: int, stop: int) -> np.ndarray:
+        if identity(self.path) != self.identity:
+            raise ArtifactError(f"{self.path} changed while it was read", hint="read it again once nothing writes it")
+        parts, offset = [], 0
+        try:
+            with h5py.File(self.path, "r") as h5:
+                for name, rows in self.segments:  # the part of [start, stop) each dataset holds
+                    low, high = max(start - offset, 0), min(stop - offset, rows)
+                    if low < high:
+                        parts.append(h5[name][low:high])
+                    offset += rows
+        except (OSError, KeyError, ValueError) as err:
+            raise ArtifactError(f"{self.path}: cannot read rows {start}–{stop - 1} of "
+                                f"{' + '.join(f'/{name}' for name, _ in self.segments)} ({_first_line(err)})",
+                                hint=CORRUPT_HINT) from err
+        if not parts:
+            return np.empty((0, *self.shape[1:]), dtype=self.dtype)
+        return np.ascontiguousarray(parts[0] if len(parts) == 1 else np.concatenate(parts))
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err.args[0] if err.args else err).strip().splitlines()
+    return text[0] if text else type(err).__name__
+
+
+def all_finite(rows: np.ndarray | StoredRows) -> bool:
+    """Whether every value is finite, summed a block at a time in float64 (NaN and Inf carry through a sum): no
+    n × d mask, and rows on disk stay there."""
+    if isinstance(rows, StoredRows):
+        return all(np.isfinite(np.sum(block, dtype=np.float64)) for _, block in rows.blocks())
+    return bool(np.isfinite(np.sum(rows, dtype=np.float64)))
+
+
+def non_finite_rows(rows: np.ndarray | StoredRows) -> int:
+    """How many rows hold a NaN or Inf (counted a block at a time)."""
+    blocks = rows.blocks() if isinstance(rows, StoredRows) else [(0, rows)]
+    return sum(int((~np.isfinite(block)).any(axis=1).sum()) for _, block in blocks)

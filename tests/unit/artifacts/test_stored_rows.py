@@ -1,0 +1,76 @@
+"""Rows left in the file (read_split's on_disk): the same rows, projections and heads as the rows read whole, bit for
+bit; a file changed after it was read, or a block that cannot be read, is one line naming it."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+
+from pillar_cli.artifacts import read_split, write
+from pillar_cli.artifacts.embeddings import embeddings_artifact
+from pillar_cli.artifacts.stored_rows import StoredRows, all_finite, non_finite_rows
+from pillar_cli.errors import ArtifactError
+from pillar_cli.methods.base import SweepData
+from pillar_cli.methods.request import SweepRequest
+from pillar_cli.methods.sweep import run_sweep
+from pillar_cli.projection import PublicPCA, project
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory):
+    x, y = load_digits(return_X_y=True)
+    x = x.astype(np.float32)
+    path = tmp_path_factory.mktemp("rows") / "e.h5"
+    splits = {"private": (x[:1400], np.arange(1400), y[:1400], None),
+              "public": (x[1400:], 1400 + np.arange(len(x) - 1400), None, None)}
+    write(path, embeddings_artifact(splits, {"class_names": [str(c) for c in range(10)]}))
+    return path
+
+
+def test_rows_on_disk_read_as_the_rows_in_memory(embedded):
+    whole, on_disk = read_split(f"{embedded}:private"), read_split(f"{embedded}:private", on_disk=True)
+    rows = on_disk.features
+    assert isinstance(rows, StoredRows) and (len(rows), rows.shape, rows.dtype) == (1400, (1400, 64), np.float32)
+    assert np.array_equal(rows[100:350], whole.features[100:350]) and np.array_equal(np.asarray(rows), whole.features)
+    assert np.array_equal(np.stack(list(rows)), whole.features)  # iterated a block at a time
+    assert np.array_equal(rows[[5, 2, 9]], whole.features[[5, 2, 9]]) and rows[7:7].shape == (0, 64)
+    public = read_split(f"{embedded}:public", on_disk=True)
+    both = rows.joined(public.features)  # rows of two splits of one file, one after the other, still on disk
+    assert isinstance(both, StoredRows) and both.shape == (1797, 64)
+    assert np.array_equal(both[1300:1500], np.concatenate([whole.features[1300:], np.asarray(public.features)[:100]]))
+    starts = [start for start, _ in rows.blocks(512)]
+    assert starts == [0, 512, 1024] and all_finite(rows) and non_finite_rows(rows) == 0
+    pca = PublicPCA(20).fit(read_split(f"{embedded}:public").features)
+    assert np.array_equal(project(pca, rows, 20), project(pca, whole.features, 20))
+
+
+def test_a_sweep_on_rows_on_disk_trains_the_same_heads_bit_for_bit(embedded):
+    pca = PublicPCA(20).fit(read_split(f"{embedded}:public").features)
+    request = SweepRequest(method=["pillar", "dp-ls"], k=[10], epsilon=[1.0], delta=1e-4, steps=[40],
+                           batch_size=[256], lr=[0.5], noise_seed=3, val="hold-out", device="cpu")
+    heads = []
+    for on_disk in (False, True):
+        split = read_split(f"{embedded}:private", on_disk=on_disk)
+        data = SweepData(pca, split.features, split.labels, None, None, 10, units=split.units)
+        heads.append([(run.head.weights, run.head.bias) for run in run_sweep(data, request).runs])
+    assert len(heads[0]) == 2
+    assert all(np.array_equal(a, b) for (wa, ba), (wb, bb) in zip(*heads) for a, b in ((wa, wb), (ba, bb)))
+
+
+def test_a_file_changed_after_it_was_read_is_refused_before_its_rows_are_used(embedded, tmp_path):
+    copy = tmp_path / "e.h5"
+    copy.write_bytes(embedded.read_bytes())
+    rows = read_split(f"{copy}:private", on_disk=True).features
+    with h5py.File(copy, "r+") as h5:
+        h5["splits/private/features"][0, 0] = 99.0
+    with pytest.raises(ArtifactError, match=f"^{copy} changed while it was read$"):
+        rows[0:10]
+
+
+def test_a_block_that_cannot_be_read_is_one_line_naming_its_rows(embedded):
+    rows = StoredRows(embedded, (("splits/private/missing", 1400),), (64,), np.float32)  # a dataset the file lacks
+    with pytest.raises(ArtifactError, match=rf"^{embedded}: cannot read rows 512–1023 of "
+                                            r"/splits/private/missing \(Unable to synchronously open object"):
+        rows[512:1024]
