@@ -78,8 +78,8 @@ def fit_pca(
     Example: pillar fit-pca emb.h5:private --dp-eps 0.3 --k-max 100 -o dppca.h5
     """
     if dp_eps is not None and (components or public_from is not None):
-        raise UsageError(f"--dp-eps fits a DP-PCA of the private rows; {'--components' if components else '--public-from'}"
-                         " fits on public rows: pass one")
+        other = "--components" if components else "--public-from"
+        raise UsageError(f"--dp-eps fits a DP-PCA of the private rows; {other} fits on public rows: pass one")
     if dp_eps is not None:
         return _fit_private(ctx, embeddings, out, k_max, dp_eps, dp_delta, accountant, noise_seed, force, as_json)
     gsd = None if public_from is None else artifacts.read(public_from, "gsd")
@@ -87,7 +87,7 @@ def fit_pca(
         raise UsageError("give the public split to fit on, or --public-from a GSD ranking")
     embeddings = embeddings if gsd is None else chosen_candidate(gsd, embeddings)
     check_output(out, [artifacts.parse_ref(embeddings)[0], *([str(public_from)] if gsd else [])], force=force)
-    public = artifacts.read_split(embeddings, default_split="public").subsample(fraction, "fraction")
+    public = artifacts.read_split(embeddings, default_split="public", on_disk=True).subsample(fraction, "fraction")
     choice = None if gsd is None else public_choice(gsd, embeddings, public, allow_nonprivate_choice)
     with progress_bar("fit-pca", len(public.features), "rows") as advance:
         pca = fit_public_components(public) if components else \
@@ -132,7 +132,8 @@ def _report(out: Path, pca: PublicPCA, as_json: bool) -> None:
 
 
 def _report_components(out: Path, graph: PublicComponents, as_json: bool) -> None:
-    rows = [{"component": i, "variables": int(size), "seen_in_public": not (graph.unseen_ and i == len(graph.groups()) - 1)}
+    last = len(graph.groups()) - 1
+    rows = [{"component": i, "variables": int(size), "seen_in_public": not (graph.unseen_ and i == last)}
             for i, size in enumerate(graph.eigenvalues_)]
     summary = {"output": str(out), "n_public": graph.n_public_, "dim": graph.dim, "components": len(rows),
                "candidates": 2 ** len(rows), "sizes": rows}

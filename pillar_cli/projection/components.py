@@ -87,7 +87,7 @@ def check_boolean_rows(features: np.ndarray, where: str) -> None:
 def fit_public_components(split: Split) -> PublicComponents:
     """The component graph of an unlabelled (public) split."""
     require_unlabelled(split)
-    return PublicComponents().fit(split.features)
+    return PublicComponents().fit(np.asarray(split.features))  # 0/1 rows, read whole
 
 
 def read_projection(artifact: Artifact) -> PublicPCA:

@@ -91,10 +91,12 @@ def project(linear_map: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:
 
 
 def row_digests(x: np.ndarray) -> np.ndarray:
-    """A 64-bit digest of each row's float32 bytes: equal rows, equal digests (how training spots public rows)."""
-    rows = np.ascontiguousarray(x, dtype=np.float32)
+    """A 64-bit digest of each row's float32 bytes: equal rows, equal digests (how training spots public rows); a
+    block of rows at a time, so that rows left on disk stay there."""
+    step = rows_per_block(x.shape[1])
+    blocks = (np.ascontiguousarray(x[start:start + step], dtype=np.float32) for start in range(0, len(x), step))
     return np.array([int.from_bytes(hashlib.blake2b(row.tobytes(), digest_size=8).digest(), "little")
-                     for row in rows], dtype=np.uint64)
+                     for block in blocks for row in block], dtype=np.uint64)
 
 
 class ScaledRows:
@@ -245,7 +247,8 @@ class PublicPCA:
         """A_k: the (D, k) orthonormal basis of the top-k public components."""
         if not 1 <= k <= len(self.components_):
             raise UsageError(f"k={k} is out of range: the projection holds {len(self.components_)} components "
-                             f"(public rank {self.rank_})", hint=f"refit with a larger {param('k_max')} or use a smaller k")
+                             f"(public rank {self.rank_})",
+                             hint=f"refit with a larger {param('k_max')} or use a smaller k")
         return self.components_[:k].T.astype(np.float32)
 
     def to_artifact(self) -> Artifact:
@@ -291,6 +294,7 @@ def projection_artifact(pca: PublicPCA, split: Split) -> Artifact:
     if split.units.grouped:
         artifact.arrays["persons/public"] = split.units.ids
         artifact.attrs["persons"] = split.grouping
-    artifact.attrs.update(fitted_on=split.ref.to_dict(), backbone=split.backbone,
-                          source_fingerprint=split.source_fingerprint)
+    artifact.attrs.update(fitted_on=split.ref.to_dict(), backbone=split.backbone)
+    if split.source_fingerprint is not None:  # embeddings made by the library may name no source
+        artifact.attrs["source_fingerprint"] = split.source_fingerprint
     return artifact

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-from pillar_cli.artifacts import read_split, write
+from pillar_cli.artifacts import read, read_split, write
 from pillar_cli.artifacts.embeddings import embeddings_artifact
 from pillar_cli.artifacts.stored_rows import StoredRows, all_finite, non_finite_rows
 from pillar_cli.errors import ArtifactError
@@ -16,6 +16,7 @@ from pillar_cli.methods.base import SweepData
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import run_sweep
 from pillar_cli.projection import PublicPCA, project
+from pillar_cli.projection.pca import projection_artifact
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +45,15 @@ def test_rows_on_disk_read_as_the_rows_in_memory(embedded):
     assert starts == [0, 512, 1024] and all_finite(rows) and non_finite_rows(rows) == 0
     pca = PublicPCA(20).fit(read_split(f"{embedded}:public").features)
     assert np.array_equal(project(pca, rows, 20), project(pca, whole.features, 20))
+
+
+def test_a_fit_on_rows_on_disk_is_the_fit_on_the_rows_in_memory_bit_for_bit(embedded, tmp_path):
+    whole, on_disk = read_split(f"{embedded}:public"), read_split(f"{embedded}:public", on_disk=True)
+    fits = [PublicPCA(20).fit(rows) for rows in (whole.features, on_disk.features)]
+    for name in ("mean_", "scale_", "components_", "eigenvalues_", "row_digests_"):
+        assert np.array_equal(getattr(fits[0], name), getattr(fits[1], name)), name
+    stored = write(tmp_path / "pca.h5", projection_artifact(fits[1], on_disk))  # embeddings that name no source
+    assert "source_fingerprint" not in read(stored.path, "projection").attrs
 
 
 def test_a_sweep_on_rows_on_disk_trains_the_same_heads_bit_for_bit(embedded):
