@@ -91,6 +91,12 @@ class Interrupted(PillarError):
     exit_code = 130
 
 
+def first_line(err: BaseException) -> str:
+    """The first line of a library's error message (its class name when it has none), for a one-line error."""
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__
+
+
 def check_positive(name: str, value: float) -> None:
     """A finite number above 0 (a clip norm, a learning rate, ε where it must be finite)."""
     if not (math.isfinite(value) and value > 0):

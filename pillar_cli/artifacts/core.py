@@ -28,7 +28,7 @@ from pillar_cli.artifacts.layout import (RESERVED_ATTRS, json_default, read_arra
                                          read_kind_attrs, write_array)
 from pillar_cli.artifacts.schema import validate
 from pillar_cli.artifacts.stored_rows import StoredRows
-from pillar_cli.errors import ArtifactError, LibraryStateError, param
+from pillar_cli.errors import ArtifactError, LibraryStateError, first_line, param
 from pillar_cli.version import __version__
 
 SCHEMA_VERSION = 2
@@ -67,7 +67,7 @@ def write(path: str | Path, artifact: Artifact, *, inputs: list[InputRef] | tupl
         failed = _HDF5_WRITE_FAILURE.search(str(err))
         if failed:  # libhdf5 failed a write of its own (a full disk): its state is broken
             raise LibraryStateError(f"cannot write {path}: {failed.group(1)}") from err
-        raise ArtifactError(f"cannot write {path}: {_first_line(err)}") from err
+        raise ArtifactError(f"cannot write {path}: {first_line(err)}") from err
     artifact.path, artifact.provenance = str(path), provenance
     return artifact
 
@@ -124,7 +124,7 @@ def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = N
             found = _kind_checked(h5, path, expected)
             verify(h5, path, rehash=not verified)
             arrays = read_arrays(h5, path, under, skip=on_disk)
-            arrays |= {name: StoredRows.of(path, h5[name]) for name in on_disk if name in h5}
+            arrays |= {name: StoredRows.of(path, h5[name], before) for name in on_disk if name in h5}
             artifact = Artifact(found, arrays, read_kind_attrs(h5), str(path), _read_provenance(h5))
         if verified and identity(path) != before:
             raise ArtifactError(f"{path} changed while it was read", hint="read it again once nothing writes it")
@@ -133,7 +133,7 @@ def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = N
     except ArtifactError:
         raise
     except (OSError, KeyError, ValueError, TypeError, RuntimeError) as err:
-        raise ArtifactError(f"{path} is not a readable pillar artifact ({_first_line(err)})",
+        raise ArtifactError(f"{path} is not a readable pillar artifact ({first_line(err)})",
                             hint=CORRUPT_HINT) from err
     return artifact
 
@@ -151,11 +151,6 @@ def _kind_checked(h5: h5py.File, path: Path, expected: tuple[str, ...]) -> str:
         raise ArtifactError(f"{path} has schema version {version!r}; this pillar reads version {SCHEMA_VERSION}",
                             hint="upgrade pillar or recreate the artifact")
     return found
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__
 
 
 def _read_provenance(h5: h5py.File) -> Provenance:
@@ -193,4 +188,4 @@ def read_provenance(path: str | Path) -> tuple[str, Provenance]:
                 raise ArtifactError(f"{path} is not a pillar artifact (no 'pillar_kind' attribute)")
             return kind, _read_provenance(h5)
     except (OSError, KeyError, ValueError, TypeError) as err:
-        raise ArtifactError(f"{path} is not a readable pillar artifact ({_first_line(err)})") from err
+        raise ArtifactError(f"{path} is not a readable pillar artifact ({first_line(err)})") from err

@@ -47,8 +47,9 @@ def _copy_rows(h5: h5py.File, name: str, source: h5py.Dataset) -> None:
         target[start:start + len(block)] = block
 
 
-def row_blocks(node: h5py.Dataset):
-    """(start row, C-contiguous rows) of a dataset, BLOCK_BYTES at a time."""
+def row_blocks(node: h5py.Dataset | np.ndarray | Any):
+    """(start row, C-contiguous rows) of a dataset, BLOCK_BYTES at a time (of any rows that slice: an array, or
+    rows left on disk)."""
     row_bytes = max(1, node.dtype.itemsize * int(np.prod(node.shape[1:], dtype=np.int64)))
     step = max(1, BLOCK_BYTES // row_bytes)
     for start in range(0, node.shape[0], step):

@@ -13,8 +13,8 @@ import h5py
 import numpy as np
 
 from pillar_cli.artifacts.crash_guard import CORRUPT_HINT, identity
-from pillar_cli.artifacts.layout import BLOCK_BYTES
-from pillar_cli.errors import ArtifactError
+from pillar_cli.artifacts.layout import row_blocks
+from pillar_cli.errors import ArtifactError, first_line
 
 
 class StoredRows:
@@ -28,8 +28,9 @@ class StoredRows:
         self.identity = file_identity or identity(path)  # the file as it was when read and hashed
 
     @classmethod
-    def of(cls, path: str | Path, node: h5py.Dataset) -> StoredRows:
-        return cls(path, ((node.name.lstrip("/"), node.shape[0]),), node.shape[1:], node.dtype)
+    def of(cls, path: str | Path, node: h5py.Dataset, file_identity: tuple[int, ...]) -> StoredRows:
+        """A dataset of the file `path` as it was when read and hashed (`file_identity`, crash_guard.identity)."""
+        return cls(path, ((node.name.lstrip("/"), node.shape[0]),), node.shape[1:], node.dtype, file_identity)
 
     ndim = property(lambda self: len(self.shape))
 
@@ -50,18 +51,12 @@ class StoredRows:
         return np.asarray(self)[key]
 
     def __iter__(self) -> Iterator[np.ndarray]:
-        for _, block in self.blocks():
+        for _, block in row_blocks(self):
             yield from block
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         rows = self._read(0, len(self))
         return rows if dtype is None else rows.astype(dtype, copy=False)
-
-    def blocks(self, rows: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
-        """(first row, the rows) a block at a time: `rows` each, or about 32 MiB of them."""
-        step = rows or max(1, BLOCK_BYTES // max(1, self.dtype.itemsize * int(np.prod(self.shape[1:]))))
-        for start in range(0, len(self), step):
-            yield start, self[start:start + step]
 
     def _read(self, start: int, stop: int) -> np.ndarray:
         if identity(self.path) != self.identity:
@@ -76,27 +71,19 @@ class StoredRows:
                     offset += rows
         except (OSError, KeyError, ValueError) as err:
             raise ArtifactError(f"{self.path}: cannot read rows {start}–{stop - 1} of "
-                                f"{' + '.join(f'/{name}' for name, _ in self.segments)} ({_first_line(err)})",
+                                f"{' + '.join(f'/{name}' for name, _ in self.segments)} ({first_line(err)})",
                                 hint=CORRUPT_HINT) from err
         if not parts:
             return np.empty((0, *self.shape[1:]), dtype=self.dtype)
         return np.ascontiguousarray(parts[0] if len(parts) == 1 else np.concatenate(parts))
 
 
-def _first_line(err: BaseException) -> str:
-    text = str(err.args[0] if err.args else err).strip().splitlines()
-    return text[0] if text else type(err).__name__
-
-
 def all_finite(rows: np.ndarray | StoredRows) -> bool:
     """Whether every value is finite, summed a block at a time in float64 (NaN and Inf carry through a sum): no
     n × d mask, and rows on disk stay there."""
-    if isinstance(rows, StoredRows):
-        return all(np.isfinite(np.sum(block, dtype=np.float64)) for _, block in rows.blocks())
-    return bool(np.isfinite(np.sum(rows, dtype=np.float64)))
+    return all(np.isfinite(np.sum(block, dtype=np.float64)) for _, block in row_blocks(rows))
 
 
 def non_finite_rows(rows: np.ndarray | StoredRows) -> int:
     """How many rows hold a NaN or Inf (counted a block at a time)."""
-    blocks = rows.blocks() if isinstance(rows, StoredRows) else [(0, rows)]
-    return sum(int((~np.isfinite(block)).any(axis=1).sum()) for _, block in blocks)
+    return sum(int((~np.isfinite(block)).any(axis=1).sum()) for _, block in row_blocks(rows))

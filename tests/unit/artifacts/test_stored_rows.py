@@ -41,8 +41,7 @@ def test_rows_on_disk_read_as_the_rows_in_memory(embedded):
     both = rows.joined(public.features)  # rows of two splits of one file, one after the other, still on disk
     assert isinstance(both, StoredRows) and both.shape == (1797, 64)
     assert np.array_equal(both[1300:1500], np.concatenate([whole.features[1300:], np.asarray(public.features)[:100]]))
-    starts = [start for start, _ in rows.blocks(512)]
-    assert starts == [0, 512, 1024] and all_finite(rows) and non_finite_rows(rows) == 0
+    assert all_finite(rows) and non_finite_rows(rows) == 0
     pca = PublicPCA(20).fit(read_split(f"{embedded}:public").features)
     assert np.array_equal(project(pca, rows, 20), project(pca, whole.features, 20))
 
@@ -82,5 +81,5 @@ def test_a_file_changed_after_it_was_read_is_refused_before_its_rows_are_used(em
 def test_a_block_that_cannot_be_read_is_one_line_naming_its_rows(embedded):
     rows = StoredRows(embedded, (("splits/private/missing", 1400),), (64,), np.float32)  # a dataset the file lacks
     with pytest.raises(ArtifactError, match=rf"^{embedded}: cannot read rows 512–1023 of "
-                                            r"/splits/private/missing \(Unable to synchronously open object"):
+                                            r"/splits/private/missing \(\"?Unable to synchronously open object"):
         rows[512:1024]
