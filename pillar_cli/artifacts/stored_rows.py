@@ -47,7 +47,9 @@ class StoredRows:
     def __getitem__(self, key: Any) -> np.ndarray:
         if isinstance(key, slice) and key.step in (None, 1):
             start, stop, _ = key.indices(len(self))
-            return self._read(start, max(start, stop))
+            return self._read(np.arange(start, max(start, stop)))
+        if isinstance(key, (list, np.ndarray)) and np.asarray(key).dtype.kind in "iu":
+            return self._take(np.asarray(key, dtype=np.int64))
         return np.asarray(self)[key]
 
     def __iter__(self) -> Iterator[np.ndarray]:
@@ -55,22 +57,35 @@ class StoredRows:
             yield from block
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        rows = self._read(0, len(self))
+        rows = self._read(np.arange(len(self)))
         return rows if dtype is None else rows.astype(dtype, copy=False)
 
-    def _read(self, start: int, stop: int) -> np.ndarray:
+    def _take(self, index: np.ndarray) -> np.ndarray:
+        """The rows at integer positions (any order, repeats and negative positions allowed), only those read: a
+        sample of a split never reads all of it."""
+        index = np.where(index < 0, index + len(self), index)
+        if index.size and (index.min() < 0 or index.max() >= len(self)):
+            raise IndexError(f"row index out of range for {len(self)} rows")
+        wanted, back = np.unique(index, return_inverse=True)
+        return self._read(wanted)[back.reshape(index.shape)]
+
+    def _read(self, rows: np.ndarray) -> np.ndarray:
+        """Rows at increasing positions: a run of consecutive rows as one slice of each dataset, others picked."""
         if identity(self.path) != self.identity:
             raise ArtifactError(f"{self.path} changed while it was read", hint="read it again once nothing writes it")
         parts, offset = [], 0
         try:
             with h5py.File(self.path, "r") as h5:
-                for name, rows in self.segments:  # the part of [start, stop) each dataset holds
-                    low, high = max(start - offset, 0), min(stop - offset, rows)
-                    if low < high:
-                        parts.append(h5[name][low:high])
-                    offset += rows
+                for name, count in self.segments:  # the rows each dataset holds
+                    local = rows[(rows >= offset) & (rows < offset + count)] - offset
+                    if len(local) and local[-1] - local[0] + 1 == len(local):
+                        parts.append(h5[name][local[0]:local[-1] + 1])
+                    elif len(local):
+                        parts.append(h5[name][local])
+                    offset += count
         except (OSError, KeyError, ValueError) as err:
-            raise ArtifactError(f"{self.path}: cannot read rows {start}–{stop - 1} of "
+            first, last = (int(rows[0]), int(rows[-1])) if len(rows) else (0, -1)
+            raise ArtifactError(f"{self.path}: cannot read rows {first}–{last} of "
                                 f"{' + '.join(f'/{name}' for name, _ in self.segments)} ({first_line(err)})",
                                 hint=CORRUPT_HINT) from err
         if not parts:

@@ -120,9 +120,9 @@ def training_units(path: str) -> tuple[int, str]:
     """(how many, what) train-private's default path trains on, counted in its default privacy unit: the persons
     of the private and val splits where the rows name them, else their rows (read exactly: this advice is for the
     data's holder, not a release)."""
-    splits = [artifacts.read_split(f"{path}:private")]
+    splits = [artifacts.read_split(f"{path}:private", on_disk=True)]  # their features are not read
     try:
-        splits.append(artifacts.read_split(f"{path}:val"))
+        splits.append(artifacts.read_split(f"{path}:val", on_disk=True))
     except MissingSplitError:
         pass
     from pillar_cli.privacy.guarantee import Units
@@ -136,7 +136,7 @@ def _basis(split: artifacts.Split, projection: Path | None, second_moment: bool,
     """The projection artifact (fitted on the same embeddings as the split), or (theory mode) a second-moment basis
     fitted on their public split right here."""
     if second_moment:
-        public = artifacts.read_split(f"{split.ref.path}:public")
+        public = artifacts.read_split(f"{split.ref.path}:public", on_disk=True)
         return PublicPCA(k_max, second_moment=True).fit(public.features), public.ref
     if projection is None:
         raise UsageError("check-assumptions needs --projection (or --second-moment to fit one on the public split)")

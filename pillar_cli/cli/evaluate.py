@@ -51,7 +51,7 @@ def evaluate(
     path, _ = artifacts.parse_ref(embeddings)
     check_outputs([out, plot, csv, markdown], [*map(str, models), path], force=force)
     model_artifacts = [artifacts.read(model, "model") for model in models]
-    split = artifacts.read_split(embeddings, default_split="test")
+    split = artifacts.read_split(embeddings, default_split="test", on_disk=True)
     result = evaluate_models(model_artifacts, split, allow_overlap)
     with replacing_together([csv, markdown, plot], force) as (csv_tmp, markdown_tmp, plot_tmp):
         _write_outputs(result, csv_tmp, markdown_tmp, plot_tmp)

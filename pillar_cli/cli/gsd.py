@@ -74,8 +74,8 @@ def gsd(
     """
     check_output(out, [artifacts.parse_ref(p)[0] for p in [private, *public]], force=force)
     spec = dataclasses.replace(ProbeSpec.parse(probe, trainable, probe_weights, probe_size), trainable_bias=probe_bias)
-    private_split = artifacts.read_split(private, default_split="private")
-    candidates = [artifacts.read_split(p, default_split="public") for p in public]
+    private_split = artifacts.read_split(private, default_split="private", on_disk=True)  # rows read as sampled
+    candidates = [artifacts.read_split(p, default_split="public", on_disk=True) for p in public]
     dp = None if dp_eps is None else DPSettings(dp_eps, dp_delta, clip, dp_mechanism, gibbs_sweeps,
                                                 noise_source(noise_seed))
     job = prepare(private_split, candidates, public, spec, k=k, max_samples=max_samples, seed=seed, dp=dp,

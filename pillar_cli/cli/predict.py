@@ -13,6 +13,8 @@ from pillar_cli import artifacts
 from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.classifier_file import read_classifier
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
+from pillar_cli.artifacts.layout import row_blocks
+from pillar_cli.artifacts.stored_rows import StoredRows
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
     ConfigOption,
@@ -81,10 +83,10 @@ def predict(
     say_trust = checked_trust(classifier, key)
     estimator = estimator_of(released)
     if embeddings is not None:
-        split = artifacts.read_split(embeddings)
+        split = artifacts.read_split(embeddings, on_disk=True)
         where = f"{split.ref.path}:{split.name}"
         _require_same_recipe(released.features, split.recipe.with_dim(split.features.shape[1]), where)
-        rows, probabilities = split.index, estimator.predict_proba(split.features)
+        rows, probabilities = split.index, _probabilities(estimator, split.features)
     else:
         rows, probabilities = _classify_raw(released, estimator, source, SourceOptions(path, parse_params(param_)),
                                             weights, trust_checkpoint, device, batch_size, workers)
@@ -92,6 +94,12 @@ def predict(
     write_predictions(out, rows, released.class_names, probabilities, force)
     _report(out, released, probabilities, where, as_json)
     say_trust()
+
+
+def _probabilities(estimator: DPLinearClassifier | NetworkClassifier, rows: StoredRows) -> np.ndarray:
+    """Each row's class probabilities, a block of rows at a time: the rows stay in their file."""
+    blocks = [estimator.predict_proba(block) for _, block in row_blocks(rows)]
+    return np.concatenate(blocks) if blocks else estimator.predict_proba(np.asarray(rows))
 
 
 def _classify_raw(released: Classifier, estimator: DPLinearClassifier | NetworkClassifier, source: str, options: SourceOptions,

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.classifier import head_digest, linear_head
+from pillar_cli.artifacts.layout import row_blocks
 from pillar_cli.artifacts.model import RunRecord, stored_runs
 from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.artifacts.network import is_network, stored_state
+from pillar_cli.artifacts.stored_rows import StoredRows
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state, network_logits
 from pillar_cli.methods.selection import select_on_val
 from pillar_cli.projection import standardize_rows
@@ -18,11 +21,12 @@ from pillar_cli.projection import standardize_rows
 SCALAR_METRICS = ("accuracy", "balanced_accuracy", "macro_f1", "roc_auc")
 
 
-def classification_metrics(labels: np.ndarray, logits: np.ndarray, num_classes: int) -> dict:
-    """Accuracy, balanced accuracy, macro-F1, per-class accuracy, confusion matrix; ROC-AUC for binary tasks."""
+def classification_metrics(labels: np.ndarray, predictions: np.ndarray, num_classes: int,
+                           binary_score: np.ndarray | None = None) -> dict:
+    """Accuracy, balanced accuracy, macro-F1, per-class accuracy, confusion matrix; ROC-AUC for binary tasks (from
+    `binary_score`, logit 1 − logit 0)."""
     from sklearn.metrics import balanced_accuracy_score, confusion_matrix, f1_score, roc_auc_score
 
-    predictions = logits.argmax(axis=1)
     classes = np.arange(num_classes)
     confusion = confusion_matrix(labels, predictions, labels=classes)
     support = confusion.sum(axis=1)
@@ -34,22 +38,24 @@ def classification_metrics(labels: np.ndarray, logits: np.ndarray, num_classes: 
         "confusion": confusion.tolist(),
         "roc_auc": None,
     }
-    if num_classes == 2 and len(np.unique(labels)) == 2:
-        metrics["roc_auc"] = float(roc_auc_score(labels, logits[:, 1] - logits[:, 0]))
+    if binary_score is not None and len(np.unique(labels)) == 2:
+        metrics["roc_auc"] = float(roc_auc_score(labels, binary_score))
     return metrics
 
 
-def selected_metrics(models: list[Artifact], features: np.ndarray, labels: np.ndarray) -> list[dict]:
-    """Per (method, k, ε): the selected runs (on val, or released by an accounted selection); metrics on this split, mean and sample std (ddof = 1; None
-    for a single seed) over the seeds."""
-    z = standardize(features, models[0])
+def selected_metrics(models: list[Artifact], features: np.ndarray | StoredRows, labels: np.ndarray) -> list[dict]:
+    """Per (method, k, ε): the selected runs (on val, or released by an accounted selection); metrics on this split,
+    mean and sample std (ddof = 1; None for a single seed) over the seeds. The split is read once, a block of rows at
+    a time, every selected run scoring each block: rows left on disk stay there."""
     header = ModelRecord.of(models[0])
     runs = stored_runs(models)
+    choices = select_on_val([r.key for r in runs], [r.val_accuracy for r in runs], header.accounted)
+    scores = _scores(models[0], features, {run_id: runs[run_id] for c in choices for run_id in c.run_ids},
+                     header.num_classes == 2)
     rows = []
-    for choice in select_on_val([r.key for r in runs], [r.val_accuracy for r in runs], header.accounted):
-        per_seed = []
-        for run_id in choice.run_ids:
-            per_seed.append(classification_metrics(labels, _logits(runs[run_id], z), header.num_classes))
+    for choice in choices:
+        per_seed = [classification_metrics(labels, scores[run_id][0], header.num_classes, scores[run_id][1])
+                    for run_id in choice.run_ids]
         row = {**{k: v for k, v in choice.to_attrs().items() if k != "run_ids"}, "seeds": len(per_seed),
                "heads": [head_digest(_head_arrays(runs[run_id])) for run_id in choice.run_ids],
                "epsilon_spent": max(runs[i].epsilon_spent for i in choice.run_ids),
@@ -65,14 +71,34 @@ def selected_metrics(models: list[Artifact], features: np.ndarray, labels: np.nd
     return sorted(rows, key=lambda r: (r["method"], r["epsilon"], math.inf if r["k"] == "full" else r["k"]))
 
 
-def _logits(run: RunRecord, standardised: np.ndarray) -> np.ndarray:
-    """A linear head's logits, or a network's on the pixel rows (its scaler is the identity)."""
-    if not is_network(run.model):
-        return run.logits(standardised)
-    spec = NetworkSpec.from_attrs(ModelRecord.of(run.model).network)
-    model = load_state(build_network(spec), stored_state(run.model, run.local_id),
-                       f"run {run.local_id} of {run.model.path}")
-    return network_logits(model, standardised, spec)
+def _scores(model: Artifact, features: np.ndarray | StoredRows, runs: dict[int, RunRecord],
+            binary: bool) -> dict[int, tuple[np.ndarray, np.ndarray | None]]:
+    """Each run's predicted class per row (and logit 1 − logit 0 for a binary task), one pass over the rows."""
+    scorers = {run_id: _scorer(run) for run_id, run in runs.items()}
+    predictions = {run_id: np.empty(len(features), dtype=np.int64) for run_id in runs}
+    margins = {run_id: np.empty(len(features), dtype=np.float64) if binary else None for run_id in runs}
+    for start, block in row_blocks(features):
+        z = standardize(block, model)
+        for run_id, scorer in scorers.items():
+            logits = scorer(z)
+            predictions[run_id][start:start + len(block)] = logits.argmax(axis=1)
+            if binary:
+                margins[run_id][start:start + len(block)] = logits[:, 1] - logits[:, 0]
+    return {run_id: (predictions[run_id], margins[run_id]) for run_id in runs}
+
+
+def _scorer(run: RunRecord) -> Callable[[np.ndarray], np.ndarray]:
+    """Standardised rows → logits: a linear head (its full-space weights made once), or a network on the pixel rows
+    (its scaler is the identity; built once)."""
+    if is_network(run.model):
+        spec = NetworkSpec.from_attrs(ModelRecord.of(run.model).network)
+        network = load_state(build_network(spec), stored_state(run.model, run.local_id),
+                             f"run {run.local_id} of {run.model.path}")
+        return lambda z: network_logits(network, z, spec)
+    if run.row_normalised:
+        return run.logits
+    weights, bias = run.full_weights()
+    return lambda z: z @ weights + bias
 
 
 def _head_arrays(run: RunRecord) -> dict[str, np.ndarray]:

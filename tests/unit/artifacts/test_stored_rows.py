@@ -3,6 +3,8 @@ bit; a file changed after it was read, or a block that cannot be read, is one li
 
 from __future__ import annotations
 
+import json
+
 import h5py
 import numpy as np
 import pytest
@@ -10,13 +12,16 @@ from sklearn.datasets import load_digits
 
 from pillar_cli.artifacts import read, read_split, write
 from pillar_cli.artifacts.embeddings import embeddings_artifact
+from pillar_cli.artifacts.model import stored_runs
+from pillar_cli.artifacts import layout
 from pillar_cli.artifacts.stored_rows import StoredRows, all_finite, non_finite_rows
 from pillar_cli.errors import ArtifactError
-from pillar_cli.methods.base import SweepData
+from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.request import SweepRequest
-from pillar_cli.methods.sweep import run_sweep
+from pillar_cli.methods.sweep import run_sweep, sweep_artifact
 from pillar_cli.projection import PublicPCA, project
 from pillar_cli.projection.pca import projection_artifact
+from pillar_cli.reporting.metrics import selected_metrics, standardize
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +46,11 @@ def test_rows_on_disk_read_as_the_rows_in_memory(embedded):
     both = rows.joined(public.features)  # rows of two splits of one file, one after the other, still on disk
     assert isinstance(both, StoredRows) and both.shape == (1797, 64)
     assert np.array_equal(both[1300:1500], np.concatenate([whole.features[1300:], np.asarray(public.features)[:100]]))
+    every = np.concatenate([whole.features, np.asarray(public.features)])
+    picked = np.array([[1500, 3, -1], [3, 1399, 1400]])  # any order, repeats, negative, across both datasets
+    assert np.array_equal(both[picked], every[picked]) and np.array_equal(both[[1796]], every[[1796]])
+    with pytest.raises(IndexError):
+        both[[1797]]
     assert all_finite(rows) and non_finite_rows(rows) == 0
     pca = PublicPCA(20).fit(read_split(f"{embedded}:public").features)
     assert np.array_equal(project(pca, rows, 20), project(pca, whole.features, 20))
@@ -66,6 +76,28 @@ def test_a_sweep_on_rows_on_disk_trains_the_same_heads_bit_for_bit(embedded):
         heads.append([(run.head.weights, run.head.bias) for run in run_sweep(data, request).runs])
     assert len(heads[0]) == 2
     assert all(np.array_equal(a, b) for (wa, ba), (wb, bb) in zip(*heads) for a, b in ((wa, wb), (ba, bb)))
+
+
+def test_metrics_on_rows_on_disk_are_the_metrics_on_the_rows_in_memory(embedded, monkeypatch):
+    """Evaluation reads its split once, a block at a time (blocks of 100 rows here, so that 1,400 rows are many
+    blocks); every selected run's metrics equal those of the rows in memory, and its accuracy is that of its stored
+    head applied to every row at once."""
+    public = read_split(f"{embedded}:public").features
+    pca = PublicPCA(20).fit(public)
+    x, y = read_split(f"{embedded}:private").features, read_split(f"{embedded}:private").labels
+    request = SweepRequest(method=["pillar", "dp-ls"], k=[10], epsilon=[1.0], delta=1e-4, steps=[40],
+                           batch_size=[256], lr=[0.5], seed=[0, 1], val="hold-out", device="cpu")
+    result = run_sweep(SweepData(pca, x, y, None, None, 10), request)
+    model = sweep_artifact(result, pca, PrivacySettings(1e-4), 10, len(x))
+    monkeypatch.setattr(layout, "BLOCK_BYTES", 100 * 64 * 4)
+    rows = [selected_metrics([model], features, y) for features in (x, read_split(f"{embedded}:private",
+                                                                                   on_disk=True).features)]
+    assert len(rows[0]) == 2 and json.dumps(rows[0]) == json.dumps(rows[1])  # NaN (no val accuracy) included
+    z = standardize(x, model)  # the stored heads on every row at once, as evaluation computed them before
+    whole: dict[tuple, list[float]] = {}
+    for run in stored_runs([model]):
+        whole.setdefault(run.key.cell, []).append(float(np.mean(run.logits(z).argmax(axis=1) == y)))
+    assert {(row["method"], row["k"], row["epsilon"]): row["accuracies"] for row in rows[0]} == whole
 
 
 def test_a_file_changed_after_it_was_read_is_refused_before_its_rows_are_used(embedded, tmp_path):
