@@ -20,9 +20,9 @@ from pathlib import Path
 
 import h5py
 
+from pillar_cli.artifacts.layout import CORRUPT_HINT
 from pillar_cli.errors import ArtifactError
 
-CORRUPT_HINT = "the file may be truncated or corrupt; recreate it"
 BASE_SECONDS, SLOWEST_READ_BYTES_PER_SECOND = 20.0, 10e6  # a disk slower than this is not assumed
 
 

@@ -10,9 +10,10 @@ from typing import Any
 import h5py
 import numpy as np
 
-from pillar_cli.errors import ArtifactError, MissingSplitError
+from pillar_cli.errors import ArtifactError, MissingSplitError, first_line
 
 BLOCK_BYTES = 64 * 2**20  # rows of a dataset copied or hashed at a time
+CORRUPT_HINT = "the file may be truncated or corrupt; recreate it"
 RESERVED_ATTRS = ("pillar_kind", "schema_version", "pillar_version", "created_at", "command", "config",
                   "inputs", "content_hash", "record_hash", "json_attrs")
 
@@ -49,12 +50,18 @@ def _copy_rows(h5: h5py.File, name: str, source: h5py.Dataset) -> None:
 
 def row_blocks(node: h5py.Dataset | np.ndarray | Any):
     """(start row, C-contiguous rows) of a dataset, BLOCK_BYTES at a time (of any rows that slice: an array, or
-    rows left on disk)."""
+    rows left on disk). A dataset's block that cannot be read (a damaged chunk, a failing disk) is one line naming
+    the file, the dataset and the rows."""
     row_bytes = max(1, node.dtype.itemsize * int(np.prod(node.shape[1:], dtype=np.int64)))
     step = max(1, BLOCK_BYTES // row_bytes)
     for start in range(0, node.shape[0], step):
-        yield start, np.ascontiguousarray(node[start:start + step])
-
+        try:
+            yield start, np.ascontiguousarray(node[start:start + step])
+        except (OSError, ValueError) as err:
+            if not isinstance(node, h5py.Dataset):
+                raise
+            raise ArtifactError(f"{node.file.filename}: cannot read rows {start}–{min(start + step, len(node)) - 1} "
+                                f"of {node.name} ({first_line(err)})", hint=CORRUPT_HINT) from err
 
 
 def read_attr(h5: h5py.File, key: str) -> Any:

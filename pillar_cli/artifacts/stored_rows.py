@@ -12,8 +12,8 @@ from typing import Any, Iterator
 import h5py
 import numpy as np
 
-from pillar_cli.artifacts.crash_guard import CORRUPT_HINT, identity
-from pillar_cli.artifacts.layout import row_blocks
+from pillar_cli.artifacts.crash_guard import identity
+from pillar_cli.artifacts.layout import CORRUPT_HINT, row_blocks
 from pillar_cli.errors import ArtifactError, first_line
 
 

@@ -4,10 +4,12 @@ bit; a file changed after it was read, or a block that cannot be read, is one li
 from __future__ import annotations
 
 import json
+import re
 
 import h5py
 import numpy as np
 import pytest
+from checks import assert_clean_failure, edited_copy
 from sklearn.datasets import load_digits
 
 from pillar_cli.artifacts import read, read_split, write
@@ -115,3 +117,29 @@ def test_a_block_that_cannot_be_read_is_one_line_naming_its_rows(embedded):
     with pytest.raises(ArtifactError, match=rf"^{embedded}: cannot read rows 512–1023 of "
                                             r"/splits/private/missing \(\"?Unable to synchronously open object"):
         rows[512:1024]
+
+
+def test_a_damaged_chunk_in_the_middle_is_one_line_naming_the_split_and_the_block(embedded, tmp_path, monkeypatch,
+                                                                                   pillar):
+    """A chunk whose bytes no longer decompress (a damaged disk sector) is found as the file is hashed on reading:
+    the error names the file, the split's dataset and the rows of the block that holds it, and nothing is written."""
+    damaged = tmp_path / "damaged.h5"
+    with edited_copy(embedded, damaged) as h5:  # the private features in compressed chunks of 100 rows
+        features = h5["splits/private/features"][()]
+        del h5["splits/private/features"]
+        h5.create_dataset("splits/private/features", data=features, chunks=(100, 64), compression="gzip")
+    with h5py.File(damaged, "r") as h5:
+        chunk = h5["splits/private/features"].id.get_chunk_info(7)  # rows 700–799
+    with open(damaged, "r+b") as handle:
+        handle.seek(chunk.byte_offset + 10)
+        handle.write(b"\xff" * 30)
+    monkeypatch.setattr(layout, "BLOCK_BYTES", 300 * 64 * 4)  # blocks of 300 rows
+    reason = "(Can't synchronously read data (filter returned failure during read))"
+    with pytest.raises(ArtifactError, match=re.escape(f"{damaged}: cannot read rows 600–899 of "
+                                                      f"/splits/private/features {reason}")):
+        read_split(f"{damaged}:private")
+    monkeypatch.undo()
+    result = pillar("fit-pca", f"{damaged}:public", "-o", tmp_path / "pca.h5", expect=3)
+    assert_clean_failure(result, 3, f"{damaged}: cannot read rows 0–1399 of /splits/private/features {reason}",
+                         tmp_path / "pca.h5")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged.h5"]
