@@ -75,6 +75,12 @@ def embed(
     shard: str = typer.Option("0/1", help="Embed only shard i of n (i/n); merge the shard files with --merge. "
                                           "Under torchrun every rank takes its shard and rank 0 merges."),
     merge: bool = typer.Option(False, "--merge", help="Merge the shard files given as arguments into --out."),
+    engine: str = typer.Option("local", help="local (this process; torchrun ranks) or ray: shards embedded by Ray "
+                               "tasks on a cluster (one GPU each where it has GPUs), merged into --out."),
+    address: Optional[str] = typer.Option(None, help="With --engine ray: the cluster (ray://HOST:10001 or HOST:6379; "
+                                          "default: a local Ray instance)."),
+    tasks: Optional[int] = typer.Option(None, min=1, help="With --engine ray: shards (tasks) to embed in (default: "
+                                        "one a GPU of the cluster, else one a CPU)."),
     shard_files: Optional[list[Path]] = typer.Argument(None, help="With --merge: the shard files to merge.",
                                                        show_default=False),
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Drop image files that cannot be decoded (listed in the "
@@ -90,6 +96,9 @@ def embed(
     The public split is stored WITHOUT labels: it is the unlabelled public data that fit-pca may use.
 
     Example: pillar embed --source mnist5k --backbone pixels -o emb.h5
+
+    Example (a Ray cluster): pillar embed --source image-folder --path /data/imgs --backbone resnet50 --engine ray
+    --address ray://head:10001 -o emb.h5
     """
     if list_backbones or list_sources:
         return _list(BACKBONES if list_backbones else SOURCES, "backbones" if list_backbones else "sources", as_json)
@@ -97,6 +106,8 @@ def embed(
         raise UsageError("missing -o/--out: where to write the embeddings artifact")
     if merge or shard_files:
         return _merge(out, shard_files or [], merge, force, as_json)
+    if engine != "local":
+        return _embed_on_ray(ctx, out, engine, address, tasks)
     distributed, shard_spec, target = _placement(out, shard, force)
     if skip_bad and shard_spec[1] > 1:
         raise UsageError("--skip-bad drops rows from the splits, which shards of one embedding must not do",
@@ -114,6 +125,26 @@ def embed(
             return
         target, job = out, EmbeddingJob.of(dataset, job.plan)
     _report(target, job, source, backbone, embedder.feature_dim, as_json)
+
+
+def _embed_on_ray(ctx: typer.Context, out: Path, engine: str, address: str | None, tasks: int | None) -> None:
+    """--engine ray: the shards embedded by Ray tasks and merged here (embedding/ray_engine.py)."""
+    options = ctx.params
+    if engine != "ray":
+        raise UsageError(f"--engine takes local or ray; got '{engine}'")
+    if torchrun_shard() or options["shard"] != "0/1" or options["resume"] or options["skip_bad"]:
+        raise UsageError("--engine ray embeds every shard itself: without --shard, --resume, --skip-bad or torchrun")
+    check_output(out, force=options["force"])
+    from pillar_cli.embedding.ray_engine import embed_on_ray  # Ray: only to run on it
+
+    request = EmbedRequest.from_options(options, parse_params(options["param"]))
+    job = EmbeddingJob.of(request.dataset(), request.plan)
+    with progress_bar(f"embedding with {request.backbone} on Ray", sum(map(len, job.rows.values())), "images") as seen:
+        merged = embed_on_ray(request, invocation(ctx)[1], out, lambda artifact: save(ctx, out, artifact),
+                              address=address, tasks=tasks, device=options["device"],
+                              batch_size=options["batch_size"], on_shard=seen)
+    dim = next(array.shape[1] for name, array in merged.arrays.items() if name.endswith("/features"))
+    _report(out, job, request.source, request.backbone, dim, options["as_json"])
 
 
 def _placement(out: Path, shard: str, force: bool) -> tuple[tuple[int, int] | None, tuple[int, int], Path]:

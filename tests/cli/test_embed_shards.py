@@ -70,3 +70,44 @@ def test_torchrun_ranks_embed_their_shards_and_rank_zero_merges(pillar, tmp_path
             np.testing.assert_allclose(ranks.arrays[name], array, rtol=1e-4, atol=1e-5)
         else:
             np.testing.assert_array_equal(ranks.arrays[name], array)
+
+
+@pytest.fixture
+def local_ray():
+    """A local Ray instance of 2 CPUs that `embed --engine ray` finds started (as on a cluster's head node)."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, logging_level="ERROR", log_to_driver=False, include_dashboard=False)
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_tasks_embed_the_shards_and_the_driver_merges_them(pillar, tmp_path, local_ray):
+    """The same splits, row ids and labels as one process, features within float tolerance (the pixel backbone:
+    the same file content), every row once, nothing left beside the output."""
+    pillar("embed", "--source", "digits", "-o", tmp_path / "pixels.h5")
+    pillar("embed", "--source", "digits", "--engine", "ray", "--tasks", "3", "-o", tmp_path / "pixels-ray.h5")
+    assert content_hash(tmp_path / "pixels-ray.h5") == content_hash(tmp_path / "pixels.h5")
+    args = ["embed", "--source", "digits", "--limit", "300", "--backbone", "resnet18", "--no-pretrained",
+            "--resize", "32", "--crop", "32", "--batch-size", "64"]
+    pillar(*args, "-o", tmp_path / "single.h5")
+    result = pillar(*args, "--engine", "ray", "-o", tmp_path / "ray.h5")  # a task a CPU: 2 shards
+    assert "ray.h5: digits embedded with resnet18" in result.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pixels-ray.h5", "pixels.h5", "ray.h5", "single.h5"]
+    single = artifacts.read(tmp_path / "single.h5", "embeddings")
+    on_ray = artifacts.read(tmp_path / "ray.h5", "embeddings")
+    assert set(single.arrays) == set(on_ray.arrays)
+    for name, array in single.arrays.items():
+        if name.endswith("/features"):  # CPU convolutions may round differently for other batch compositions
+            np.testing.assert_allclose(on_ray.arrays[name], array, rtol=1e-4, atol=1e-5)
+        else:
+            np.testing.assert_array_equal(on_ray.arrays[name], array)
+    assert on_ray.provenance.config["engine"] == "ray"
+
+
+def test_ray_refuses_what_it_cannot_do_in_one_line(pillar, tmp_path):
+    for extra, message in [(["--engine", "spark"], "--engine takes local or ray; got 'spark'"),
+                           (["--engine", "ray", "--shard", "0/2"], "--engine ray embeds every shard itself: without "
+                            "--shard, --resume, --skip-bad or torchrun")]:
+        result = pillar("embed", "--source", "digits", *extra, "-o", tmp_path / "e.h5", expect=2)
+        assert result.stderr == f"error: {message}\n"
+    assert not list(tmp_path.iterdir())
