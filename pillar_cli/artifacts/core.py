@@ -21,11 +21,18 @@ import h5py
 import numpy as np
 
 from pillar_cli.artifacts.artifact import Artifact, InputRef, Provenance
-from pillar_cli.artifacts.files import replacing
 from pillar_cli.artifacts.crash_guard import identity, passes_in_child
+from pillar_cli.artifacts.files import replacing
 from pillar_cli.artifacts.integrity import content_hash, record_hash, verify
-from pillar_cli.artifacts.layout import (CORRUPT_HINT, RESERVED_ATTRS, json_default, read_arrays, read_attr,
-                                         read_kind_attrs, write_array)
+from pillar_cli.artifacts.layout import (
+    CORRUPT_HINT,
+    RESERVED_ATTRS,
+    json_default,
+    read_arrays,
+    read_attr,
+    read_kind_attrs,
+    write_array,
+)
 from pillar_cli.artifacts.schema import validate
 from pillar_cli.artifacts.stored_rows import StoredRows
 from pillar_cli.errors import ArtifactError, LibraryStateError, first_line, param

@@ -12,10 +12,9 @@ import pytest
 from checks import assert_clean_failure, edited_copy
 from sklearn.datasets import load_digits
 
-from pillar_cli.artifacts import read, read_split, write
+from pillar_cli.artifacts import layout, read, read_split, write
 from pillar_cli.artifacts.embeddings import embeddings_artifact
 from pillar_cli.artifacts.model import stored_runs
-from pillar_cli.artifacts import layout
 from pillar_cli.artifacts.stored_rows import StoredRows, all_finite, non_finite_rows
 from pillar_cli.errors import ArtifactError
 from pillar_cli.methods.base import PrivacySettings, SweepData
