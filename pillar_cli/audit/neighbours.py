@@ -58,6 +58,16 @@ class NeighbourPlan:
     removed_row: int | None = None
     remove_person: bool = False  # remove every record of removed_row's person, not the record alone
 
+    @property
+    def fit_pca_line(self) -> list[str]:
+        """The fit-pca command line of every run (in the run's folder)."""
+        return ["fit-pca", "emb.h5:public", *self.fit_pca, "-o", "pca.h5", "--force"]
+
+    @property
+    def train_line(self) -> list[str]:
+        """The train-private command line of every run."""
+        return ["train-private", "emb.h5", "-p", "pca.h5", *self.train, "-o", "model.h5", "--force"]
+
     def __post_init__(self) -> None:
         if unknown := sorted(set(self.formats) - set(EXPORT_FORMATS)):
             raise UsageError(f"unknown export format '{unknown[0]}' (known: {', '.join(EXPORT_FORMATS)})")
@@ -157,8 +167,8 @@ def _pipeline(directory: Path, plan: NeighbourPlan, run: Runner, number: int) ->
     here = directory / f"run{number}"
     here.mkdir(exist_ok=True)
     shutil.copyfile(directory / "emb.h5", here / "emb.h5")  # the side's embeddings, under the same name each run
-    run(["fit-pca", "emb.h5:public", *plan.fit_pca, "-o", "pca.h5", "--force"], here)
-    run(["train-private", "emb.h5", "-p", "pca.h5", *plan.train, "-o", "model.h5", "--force"], here)
+    run(plan.fit_pca_line, here)
+    run(plan.train_line, here)
     shipped, seen = [], {}
     for cell in ModelRecord.of(artifacts.read(here / "model.h5", "model")).selection:
         if not np.isfinite(cell.epsilon):

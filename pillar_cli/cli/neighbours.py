@@ -31,6 +31,7 @@ def check_neighbours(embeddings: str, train: str, fit_pca: str, export: str, run
     `workdir` (kept) or a temporary folder; print what it found; exit 5 if anything."""
     formats = [name.strip() for name in export.split(",") if name.strip()]
     plan = NeighbourPlan(shlex.split(train), shlex.split(fit_pca), formats, runs, removed_row, remove_person)
+    _parsed_ahead(plan)
     embed = _embedding_again(Path(embeddings))
     folder = workdir or Path(tempfile.mkdtemp(prefix="pillar-neighbours-"))
     try:
@@ -50,6 +51,20 @@ def check_neighbours(embeddings: str, train: str, fit_pca: str, export: str, run
     if findings:
         raise PrivacyError(f"{len(findings)} stored value(s) of the shipped files are a deterministic function of the "
                            f"private rows (first: {findings[0].file} {findings[0].value})")
+
+
+def _parsed_ahead(plan: NeighbourPlan) -> None:
+    """fit-pca's and train-private's command lines parsed by those commands before anything is embedded: a flag they
+    do not take is one line now, not once the source has been embedded again."""
+    from pillar_cli.cli import command_of
+
+    for line, option in ((plan.fit_pca_line, "--fit-pca"), (plan.train_line, "--train")):
+        command, rest = command_of(line)
+        try:
+            command.make_context(f"{PROGRAM} {line[0]}", rest)
+        except ClickError as err:
+            raise UsageError(f"{option}: {err.format_message()}",
+                             hint=f"{option} takes `{PROGRAM} {line[0]}`'s options") from err
 
 
 def _embedding_again(embeddings: Path) -> Callable[[np.ndarray, Path], None]:

@@ -15,6 +15,7 @@ from sklearn.datasets import load_digits
 
 from pillar_cli import artifacts
 from pillar_cli.data import SourceOptions, SplitPlan, load_source, make_splits
+from pillar_cli.embedding.request import EmbedRequest
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
@@ -155,3 +156,16 @@ def _pca(pillar, emb) -> str:
     pca = emb.with_name("pca.h5")
     pillar("fit-pca", f"{emb}:public", "-o", pca, "--force")
     return str(pca)
+
+
+def test_a_flag_the_pipeline_does_not_take_is_one_line_before_anything_is_embedded(pillar, tmp_path, monkeypatch):
+    emb = tmp_path / "emb.h5"
+    pillar("embed", "--source", "digits", "-o", emb)
+    monkeypatch.setattr(EmbedRequest, "dataset", lambda *args: pytest.fail("the source was embedded again"))
+    result = pillar("audit", "neighbours", emb, "--train", "--eps 1 --stepz 3", "--workdir", tmp_path / "nb",
+                    expect=2)
+    assert result.stderr.splitlines() == ["error: --train: No such option: --stepz (Possible options: --eps, --seed, "
+                                          "--steps)", "hint: --train takes `pillar train-private`'s options"]
+    result = pillar("audit", "neighbours", emb, "--fit-pca", "--k-max many", "--workdir", tmp_path / "nb", expect=2)
+    assert result.stderr.splitlines()[0].startswith("error: --fit-pca: Invalid value for '--k-max'")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["emb.h5"]
