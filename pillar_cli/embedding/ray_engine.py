@@ -63,5 +63,5 @@ def _ray():
     try:
         import ray
     except ImportError as err:
-        raise UsageError("--engine ray needs Ray", hint="pip install 'pillar-cli[ray]'") from err
+        raise UsageError("embedding on Ray needs the ray package", hint="pip install 'pillar-cli[ray]'") from err
     return ray
