@@ -90,7 +90,7 @@ class Dataset:
         digest = hashlib.sha256()
         for part in (self.inputs, self.labels, self.test_inputs, self.test_labels):
             if part is not None:
-                digest.update(np.ascontiguousarray(part).tobytes())
+                digest.update(np.ascontiguousarray(part))  # hashed in place: no bytes copy of the inputs
         return digest.hexdigest()
 
     def rows(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

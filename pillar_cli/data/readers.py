@@ -70,7 +70,7 @@ def read_array_file(path: Path, arrays: dict[str, np.ndarray]) -> Dataset:
 
 def _as_inputs(path: Path, x: np.ndarray) -> np.ndarray:
     if x.ndim == 2:
-        return x.astype(np.float32)
+        return x.astype(np.float32, copy=False)  # float32 vectors as read: no second copy of a large file
     if x.ndim in (3, 4) and x.dtype in (np.uint8, np.uint16):
         return x[..., None] if x.ndim == 3 else x
     raise DataError(f"{path}: x must be 2-D vectors or uint8/uint16 images (N,H,W[,C]); got {x.dtype} {x.shape}")
