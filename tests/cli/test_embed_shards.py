@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -18,6 +19,17 @@ pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 def content_hash(path) -> str:
     with h5py.File(path, "r") as h5:
         return h5.attrs["content_hash"]
+
+
+def assert_same_embedding(single: Path, scaled_out: Path) -> None:
+    """The same arrays (splits, row ids, labels) as one process, features within float tolerance."""
+    one, other = artifacts.read(single, "embeddings"), artifacts.read(scaled_out, "embeddings")
+    assert set(one.arrays) == set(other.arrays)
+    for name, array in one.arrays.items():
+        if name.endswith("/features"):  # CPU convolutions may round differently for other batch compositions
+            np.testing.assert_allclose(other.arrays[name], array, rtol=1e-4, atol=1e-5)
+        else:
+            np.testing.assert_array_equal(other.arrays[name], array)
 
 
 def test_merged_shards_equal_the_unsharded_artifact(pillar, tmp_path):
@@ -62,14 +74,7 @@ def test_torchrun_ranks_embed_their_shards_and_rank_zero_merges(pillar, tmp_path
                               capture_output=True, text=True, env=os.environ | {"OMP_NUM_THREADS": "1"}, timeout=300)
     assert launched.returncode == 0, launched.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ranks.h5", "single.h5"]  # rank files merged, removed
-    single = artifacts.read(tmp_path / "single.h5", "embeddings")
-    ranks = artifacts.read(tmp_path / "ranks.h5", "embeddings")
-    assert set(single.arrays) == set(ranks.arrays)
-    for name, array in single.arrays.items():
-        if name.endswith("/features"):  # CPU convolutions may round differently for other batch compositions
-            np.testing.assert_allclose(ranks.arrays[name], array, rtol=1e-4, atol=1e-5)
-        else:
-            np.testing.assert_array_equal(ranks.arrays[name], array)
+    assert_same_embedding(tmp_path / "single.h5", tmp_path / "ranks.h5")
 
 
 @pytest.fixture
@@ -93,15 +98,8 @@ def test_ray_tasks_embed_the_shards_and_the_driver_merges_them(pillar, tmp_path,
     result = pillar(*args, "--engine", "ray", "-o", tmp_path / "ray.h5")  # a task a CPU: 2 shards
     assert "ray.h5: digits embedded with resnet18" in result.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pixels-ray.h5", "pixels.h5", "ray.h5", "single.h5"]
-    single = artifacts.read(tmp_path / "single.h5", "embeddings")
-    on_ray = artifacts.read(tmp_path / "ray.h5", "embeddings")
-    assert set(single.arrays) == set(on_ray.arrays)
-    for name, array in single.arrays.items():
-        if name.endswith("/features"):  # CPU convolutions may round differently for other batch compositions
-            np.testing.assert_allclose(on_ray.arrays[name], array, rtol=1e-4, atol=1e-5)
-        else:
-            np.testing.assert_array_equal(on_ray.arrays[name], array)
-    assert on_ray.provenance.config["engine"] == "ray"
+    assert_same_embedding(tmp_path / "single.h5", tmp_path / "ray.h5")
+    assert artifacts.read(tmp_path / "ray.h5", "embeddings").provenance.config["engine"] == "ray"
 
 
 def test_ray_refuses_what_it_cannot_do_in_one_line(pillar, tmp_path):
