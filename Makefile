@@ -22,8 +22,8 @@ demo: $(STAMP)
 
 # Two workers, a test file each at a time (a file's fixtures are built once), each with half the cores for BLAS and
 # torch threads (left to their defaults, each library in each worker starts one thread a core: on 2 cores the gsd,
-# api and engine tests took 121 s that way, 67 s with one thread a worker). 14 min 9 s for 831 items on 2 cores
-# (2026-11-27, `CI=true bash .ci/run` on a clean clone; its longest test, 5 min 23 s on one worker, runs the README's
+# api and engine tests took 121 s that way, 67 s with one thread a worker). 12 min 25 s for 836 items on 2 cores
+# (2026-11-27, `CI=true bash .ci/run` on a clean clone; its longest test, 4 min 36 s on one worker, runs the README's
 # command block as a script); it ends by naming its 15 slowest tests.
 TEST_THREADS := $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 3 ? n / 2 : 1 )))
 test: $(STAMP)
