@@ -3,6 +3,7 @@ embedded on the way by the classifier's recorded backbone — one prediction per
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -86,20 +87,22 @@ def predict(
         split = artifacts.read_split(embeddings, on_disk=True)
         where = f"{split.ref.path}:{split.name}"
         _require_same_recipe(released.features, split.recipe.with_dim(split.features.shape[1]), where)
-        rows, probabilities = split.index, _probabilities(estimator, split.features)
+        blocks = _probabilities(estimator, split.index, split.features)
     else:
-        rows, probabilities = _classify_raw(released, estimator, source, SourceOptions(path, parse_params(param_)),
-                                            weights, trust_checkpoint, device, batch_size, workers)
+        blocks = [_classify_raw(released, estimator, source, SourceOptions(path, parse_params(param_)), weights,
+                                trust_checkpoint, device, batch_size, workers)]
         where = str(path or source)
-    write_predictions(out, rows, released.class_names, probabilities, force)
-    _report(out, released, probabilities, where, as_json)
+    counts = write_predictions(out, blocks, released.class_names, force)
+    _report(out, released, counts, where, as_json)
     say_trust()
 
 
-def _probabilities(estimator: DPLinearClassifier | NetworkClassifier, rows: StoredRows) -> np.ndarray:
-    """Each row's class probabilities, a block of rows at a time: the rows stay in their file."""
-    blocks = [estimator.predict_proba(block) for _, block in row_blocks(rows)]
-    return np.concatenate(blocks) if blocks else estimator.predict_proba(np.asarray(rows))
+def _probabilities(estimator: DPLinearClassifier | NetworkClassifier, index: np.ndarray,
+                   features: StoredRows) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(row ids, class probabilities) a block of rows at a time: the rows stay in their file until read, and each
+    block's probabilities are written before the next is read."""
+    for start, block in row_blocks(features):
+        yield index[start:start + len(block)], estimator.predict_proba(block)
 
 
 def _classify_raw(released: Classifier, estimator: DPLinearClassifier | NetworkClassifier, source: str, options: SourceOptions,
@@ -121,17 +124,17 @@ def _classify_raw(released: Classifier, estimator: DPLinearClassifier | NetworkC
     return dataset.row_names(), probabilities
 
 
-def _report(out: Path, released: Classifier, probabilities: np.ndarray, where: str, as_json: bool) -> None:
-    counts = np.bincount(probabilities.argmax(axis=1), minlength=len(released.class_names))
-    summary = {"output": str(out), "rows": len(probabilities),
+def _report(out: Path, released: Classifier, counts: np.ndarray, where: str, as_json: bool) -> None:
+    rows = int(counts.sum())
+    summary = {"output": str(out), "rows": rows,
                "predicted": dict(zip(released.class_names, counts.tolist())),
                "epsilon": released.privacy.epsilon, "delta": released.privacy.delta}
     if out == STDOUT:  # standard output holds the predictions
-        return stderr.print(f"{len(probabilities)} rows of {where} classified (classifier ε = "
+        return stderr.print(f"{rows} rows of {where} classified (classifier ε = "
                             f"{summary['epsilon']:.4g}, δ = {summary['delta']:g})", soft_wrap=True)
     if as_json:
         return print_json(summary)
-    stdout.print(f"{out}: {len(probabilities)} rows of {where} classified (classifier ε = "
+    stdout.print(f"{out}: {rows} rows of {where} classified (classifier ε = "
                  f"{summary['epsilon']:.4g}, δ = {summary['delta']:g})")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -20,6 +21,7 @@ from pillar_cli.errors import UsageError
 
 PREDICTION_FORMATS = (".csv", ".jsonl", ".parquet")
 STDOUT = Path("-")  # predictions as CSV on standard output
+Predicted = Iterator[tuple[np.ndarray, list[str], np.ndarray]]  # blocks of (row ids, class names, probabilities)
 
 
 def prediction_format(path: Path) -> str:
@@ -39,34 +41,64 @@ def prediction_format(path: Path) -> str:
     return suffix
 
 
-def write_predictions(path: Path, rows: np.ndarray, class_names: list[str], probabilities: np.ndarray,
-                      force: bool = False) -> None:
-    """Atomically write one prediction per row (an existing file only with `force`)."""
+def write_predictions(path: Path, blocks: Iterable[tuple[np.ndarray, np.ndarray]], class_names: list[str],
+                      force: bool = False) -> np.ndarray:
+    """Atomically write one prediction per row (an existing file only with `force`), from blocks of (row ids, class
+    probabilities) written as they come: no block is held after it is written. Returns how many rows each class was
+    predicted for."""
     suffix = prediction_format(path)
-    predicted = [class_names[i] for i in probabilities.argmax(axis=1)]
+    counts = np.zeros(len(class_names), dtype=np.int64)
+
+    def predicted() -> Predicted:
+        for rows, probabilities in blocks:
+            chosen = probabilities.argmax(axis=1)
+            counts[:] += np.bincount(chosen, minlength=len(class_names))
+            yield rows, [class_names[i] for i in chosen], probabilities
+
     if path == STDOUT:
-        return _csv(sys.stdout, rows, predicted, class_names, probabilities, "\n")
+        _csv(sys.stdout, predicted(), class_names, "\n")
+        return counts
     with replacing(path, force) as tmp:
-        if suffix == ".csv":
-            with open(tmp, "w", newline="") as handle:
-                _csv(handle, rows, predicted, class_names, probabilities)
-        elif suffix == ".jsonl":
-            with open(tmp, "w") as handle:
-                for row, label, p in zip(rows.tolist(), predicted, probabilities.tolist()):
-                    handle.write(json.dumps({"row": row, "predicted": label,
-                                             "probabilities": dict(zip(class_names, p))}) + "\n")
+        if suffix == ".parquet":
+            _parquet(tmp, predicted(), class_names)
         else:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            columns = {"row": rows, "predicted": predicted,
-                       **{f"p_{name}": probabilities[:, i] for i, name in enumerate(class_names)}}
-            pq.write_table(pa.table(columns), tmp)
+            with open(tmp, "w", newline="") as handle:
+                (_csv if suffix == ".csv" else _jsonl)(handle, predicted(), class_names)
+    return counts
 
 
-def _csv(handle: TextIO, rows: np.ndarray, predicted: list[str], class_names: list[str],
-         probabilities: np.ndarray, lineterminator: str = "\r\n") -> None:
+def _csv(handle: TextIO, blocks: Predicted, class_names: list[str], lineterminator: str = "\r\n") -> None:
     writer = csv.writer(handle, lineterminator=lineterminator)
     writer.writerow(["row", "predicted", *(f"p_{name}" for name in class_names)])
-    for row, label, p in zip(rows.tolist(), predicted, probabilities.tolist()):
-        writer.writerow([row, label, *(repr(float(v)) for v in p)])
+    for rows, predicted, probabilities in blocks:
+        for row, label, p in zip(rows.tolist(), predicted, probabilities.tolist()):
+            writer.writerow([row, label, *(repr(float(v)) for v in p)])
+
+
+def _jsonl(handle: TextIO, blocks: Predicted, class_names: list[str]) -> None:
+    for rows, predicted, probabilities in blocks:
+        for row, label, p in zip(rows.tolist(), predicted, probabilities.tolist()):
+            handle.write(json.dumps({"row": row, "predicted": label, "probabilities": dict(zip(class_names, p))}) +
+                         "\n")
+
+
+def _parquet(path: Path, blocks: Predicted, class_names: list[str]) -> None:
+    """One row group a block, every block in the first block's schema."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def table(rows: np.ndarray, predicted: list[str], probabilities: np.ndarray) -> pa.Table:
+        return pa.table({"row": rows, "predicted": predicted,
+                         **{f"p_{name}": probabilities[:, i] for i, name in enumerate(class_names)}})
+
+    writer = None
+    try:
+        for block in blocks:
+            written = table(*block)
+            writer = writer or pq.ParquetWriter(path, written.schema)
+            writer.write_table(written.cast(writer.schema))
+        if writer is None:  # no rows: the columns alone
+            pq.write_table(table(np.zeros(0, dtype=np.int64), [], np.zeros((0, len(class_names)))), path)
+    finally:
+        if writer is not None:
+            writer.close()
