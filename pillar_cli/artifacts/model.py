@@ -8,6 +8,7 @@ Arrays: `mean`, `scale` (the public scaler), `runs/<column>` (the run table, sch
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -95,6 +96,11 @@ class RunRecord:
         if self.row_normalised:
             raise ArtifactError(f"run {self.local_id} of {self.model.path} reads unit-norm rows: it has no weights "
                                 "on the standardised features (a closed-form head cannot warm-start DP-SGD)")
+        return self._mapped_back
+
+    @functools.cached_property
+    def _mapped_back(self) -> tuple[np.ndarray, np.ndarray]:
+        """(A_k · w, b), made once a run: evaluation applies it to every block of rows."""
         return (self.weights if self.basis is None else self.basis @ self.weights), self.bias
 
 

@@ -88,17 +88,14 @@ def _scores(model: Artifact, features: np.ndarray | StoredRows, runs: dict[int, 
 
 
 def _scorer(run: RunRecord) -> Callable[[np.ndarray], np.ndarray]:
-    """Standardised rows → logits: a linear head (its full-space weights made once), or a network on the pixel rows
-    (its scaler is the identity; built once)."""
-    if is_network(run.model):
-        spec = NetworkSpec.from_attrs(ModelRecord.of(run.model).network)
-        network = load_state(build_network(spec), stored_state(run.model, run.local_id),
-                             f"run {run.local_id} of {run.model.path}")
-        return lambda z: network_logits(network, z, spec)
-    if run.row_normalised:
+    """Standardised rows → logits: a linear head's own (its full-space weights made once a run), or a network's on
+    the pixel rows (its scaler is the identity; built once)."""
+    if not is_network(run.model):
         return run.logits
-    weights, bias = run.full_weights()
-    return lambda z: z @ weights + bias
+    spec = NetworkSpec.from_attrs(ModelRecord.of(run.model).network)
+    network = load_state(build_network(spec), stored_state(run.model, run.local_id),
+                         f"run {run.local_id} of {run.model.path}")
+    return lambda z: network_logits(network, z, spec)
 
 
 def _head_arrays(run: RunRecord) -> dict[str, np.ndarray]:
