@@ -23,7 +23,6 @@ from pillar_cli.artifacts.layout import json_default, read_attr, read_kind_attrs
 from pillar_cli.errors import ArtifactError
 
 
-
 def normalized(attrs: dict[str, Any]) -> dict[str, Any]:
     """The attributes as a reader gets them back (JSON types: numpy scalars as numbers, tuples as lists)."""
     return json.loads(json.dumps(attrs, default=json_default))

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from pillar_cli.artifacts.model_record import ModelLedger, ModelRecord
-from pillar_cli.artifacts.stored import attribute_types
 from pillar_cli.artifacts.statement_schema import claims_that_fail, statement_problem
+from pillar_cli.artifacts.stored import attribute_types
 from pillar_cli.errors import ArtifactError
 from pillar_cli.privacy.guarantee import total_delta
 
@@ -71,7 +71,9 @@ EVALUATION_ROW = {"method": str, "k": (int, str), "epsilon": (int, float), "accu
 def attribute_tables() -> tuple[dict, dict]:
     """Per kind, the attributes a file must hold and those it may omit, with their types; a model's and a
     classifier's are their records' fields (artifacts/stored.py)."""
-    from pillar_cli.artifacts.classifier import Classifier  # it reads files through core, which validates here
+    from pillar_cli.artifacts.classifier import (
+        Classifier,  # it reads files through core, which validates here
+    )
 
     required, optional = dict(_ATTRS), dict(_OPTIONAL)
     for kind, record in (("model", ModelRecord), ("classifier", Classifier)):

@@ -11,9 +11,9 @@ from pillar_cli.artifacts.chosen import ChosenBy
 from pillar_cli.artifacts.premises import Premises
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import event_from_dict, headline
+from pillar_cli.privacy.guarantee import PrivacyUnit
 from pillar_cli.privacy.ledger import Ledger
 from pillar_cli.privacy.risk import risk_words
-from pillar_cli.privacy.guarantee import PrivacyUnit
 
 BASIS = {"trained_on": list, "rule": (dict, type(None)), "selected": str, "cells": int,
          "public_choice": (dict, type(None))}  # what a statement records of its head's training ("projection",

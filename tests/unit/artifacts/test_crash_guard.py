@@ -6,6 +6,7 @@ import ctypes
 import os
 import time
 
+import h5py
 import numpy as np
 import pytest
 
@@ -56,3 +57,20 @@ def test_a_file_rewritten_between_the_childs_reading_and_the_parents_is_refused(
     monkeypatch.setattr(artifact_core, "passes_in_child", then_rewritten)
     with pytest.raises(ArtifactError, match=f"^{projection} changed while it was read$"):
         artifacts.read(projection, "projection")
+
+
+def test_a_file_found_intact_is_read_again_without_a_child_until_it_changes(projection, monkeypatch):
+    children = []
+
+    def counted(path, check):
+        children.append(str(path))
+        return passes_in_child(path, check)
+
+    monkeypatch.setattr(artifact_core, "passes_in_child", counted)
+    first, second = artifacts.read(projection, "projection"), artifacts.read(projection, "projection")
+    assert children == [projection] and np.array_equal(first.arrays["components"], second.arrays["components"])
+    with h5py.File(projection, "a") as h5:  # rewritten in place: another identity, so read in a child and rehashed
+        h5["components"][0, 0] = 2.0
+    with pytest.raises(ArtifactError, match="its content no longer matches its content hash"):
+        artifacts.read(projection, "projection")
+    assert children == [projection] * 2
