@@ -7,6 +7,7 @@ Slow by design (it materialises one gradient per sample); it exists to check the
 from __future__ import annotations
 
 import warnings
+from typing import Callable
 
 import numpy as np
 
@@ -39,8 +40,10 @@ def opacus_clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, featu
 
 def train_with_opacus(features: np.ndarray, labels: np.ndarray, num_classes: int, config: RunConfig, sigma: float,
                       clip: float | None, init: tuple[np.ndarray, np.ndarray] | None = None,
-                      noise: NoiseSource = SECRET, count: RowCount | None = None) -> LinearHead:
-    """One run through opacus (GradSampleModule + DPOptimizer) on the fast engine's Poisson batches.
+                      noise: NoiseSource = SECRET, count: RowCount | None = None,
+                      on_steps: Callable[[int], None] = lambda n: None) -> LinearHead:
+    """One run through opacus (GradSampleModule + DPOptimizer) on the fast engine's Poisson batches; `on_steps(1)`
+    hears of each step.
 
     Batches and opacus' noise generator come from `noise` under the fast engine's labels, so with a seeded source
     and σ = 0 both engines follow the same trajectory; opacus draws its noise its own way. `count`: the n that the
@@ -75,4 +78,5 @@ def train_with_opacus(features: np.ndarray, labels: np.ndarray, num_classes: int
             optimizer.zero_grad(set_to_none=True)
             for mean, parameter in zip(average, (linear.weight, linear.bias)):
                 mean.mul_(config.ema).add_(parameter.detach(), alpha=1 - config.ema)
+            on_steps(1)
     return LinearHead(average[0].T.numpy().copy(), average[1].numpy().copy())

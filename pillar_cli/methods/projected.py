@@ -11,7 +11,7 @@ import numpy as np
 
 from pillar_cli.linear.engine import LinearHead, RunConfig, train_linear_heads
 from pillar_cli.linear.opacus_reference import train_with_opacus
-from pillar_cli.methods.base import Cell, Method, Run, each_run
+from pillar_cli.methods.base import Cell, Method, Run
 from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.privacy.guarantee import DP_SGD_PERSON_BOUND
 from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
@@ -50,10 +50,8 @@ class ProjectedDPSGD(Method):
             init = (full_w if projected is None else
                     np.linalg.lstsq(cell.mapping.basis(projected), full_w, rcond=None)[0], full_b)
         if cell.engine == "opacus":
-            return [each_run(cell, c, lambda c=c, s=s: train_with_opacus(train_z, data.private_y, data.num_classes,
-                                                                          c, s, clip, init, cell.randomness,
-                                                                          cell.rows))
-                    for c, s in zip(cell.configs, sigmas)]
+            return [train_with_opacus(train_z, data.private_y, data.num_classes, c, s, clip, init, cell.randomness,
+                                      cell.rows, cell.on_steps) for c, s in zip(cell.configs, sigmas)]
         return train_linear_heads(train_z, data.private_y, data.num_classes, cell.configs, sigmas, clip,
                                   device=cell.device, init=init, on_steps=cell.on_steps, noise=cell.randomness,
                                   count=cell.rows, units=cell.units)

@@ -3,10 +3,12 @@ intact."""
 
 from __future__ import annotations
 
+import itertools
+import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 
 import pytest
 
@@ -22,19 +24,24 @@ pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 def test_a_signal_during_training_leaves_no_artifact(mnist, tmp_path, signum):
     out = tmp_path / "model.h5"
     out.write_bytes(b"previous result")
-    # 100,000 opacus steps take many minutes: the signal always lands mid-training. --force: the existing output may
-    # be replaced, but only by a finished artifact.
+    # 100,000 opacus steps take many minutes; the signal is sent once the run's first progress line says DP-SGD has
+    # stepped. --force: the existing output may be replaced, but only by a finished artifact.
     command = [sys.executable, "-m", "pillar_cli", "train-private", str(mnist["emb"]), "-p", str(mnist["pca"]),
                "--engine", "opacus", "--k", "full", "--eps", "inf", "--steps", "100000", "-o", str(out), "--force"]
     # SIGINT at its default even when the suite runs as a background job (which ignores it, and so would the child)
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PILLAR_PROGRESS_SECONDS": "0.2"},
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    watchdog = threading.Timer(600, process.kill)  # a run that never steps must not hang the suite
+    watchdog.start()
     try:
-        time.sleep(12)
-        assert process.poll() is None, process.communicate()
+        before = list(itertools.takewhile(lambda line: not line.startswith("DP-SGD: "),
+                                          iter(process.stderr.readline, "")))
+        assert process.poll() is None, "".join(before)  # stopped reading at a progress line: the run is training
         process.send_signal(signum)
         _, stderr = process.communicate(timeout=60)
     finally:  # a failed assertion must not leave a 100,000-step run eating a core for the rest of the suite
+        watchdog.cancel()
         process.kill()
         process.wait()
     assert process.returncode == 130, stderr
