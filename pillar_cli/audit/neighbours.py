@@ -10,7 +10,9 @@ datasets; ONNX metadata and tensors; TorchScript archive members and its extra f
 tensors; an hf folder's weights, card and config.json) is compared: a value that is the same in every run on one
 side, the same in every run on the other, and differs between the sides is a deterministic function of the private
 rows — released without noise. A DP output changes from run to run (fresh noise), so it never qualifies; a coarse
-one (a k, a step count) can repeat by chance, which more runs make rarer.
+one (a k read off a noisy count) can repeat by chance in R runs, so whatever the first R runs find is confirmed by
+CONFIRMING_RUNS more a side, and reported only where it repeats in all of them (a value that takes either of two
+values by noise repeats, differently on each side, in 2 runs a side up to 1 time in 8, in 5 runs 1 time in 512).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pillar_cli.errors import UsageError, param
 from pillar_cli.release.exported import EXPORT_FORMATS, HF_WEIGHTS
 
 CLOCK = {"created_at"}  # when a file was written: never a function of the data
+CONFIRMING_RUNS = 3  # runs added a side to confirm what the first ones found
 Runner = Callable[[list[str], Path], None]  # runs one pillar command line in a directory
 Embedder = Callable[[np.ndarray, Path], None]  # embeds the source less the given source rows into a file
 
@@ -44,6 +47,17 @@ class Finding:
     value: str  # where in the file
     with_row: str  # its value on the data
     without_row: str  # its value on the data less one row
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What the check found: the deterministic values, the shipped files compared, the records deleted and the runs
+    made a side (the plan's, plus CONFIRMING_RUNS where they found something)."""
+
+    findings: list[Finding]
+    files: list[str]
+    removed: Removed
+    runs: int
 
 
 @dataclass(frozen=True)
@@ -85,23 +99,24 @@ class Removed:
     why: str
 
 
-def neighbours(embeddings: Path, plan: NeighbourPlan, workdir: Path, run: Runner,
-               embed: Embedder) -> tuple[list[Finding], list[str], Removed]:
-    """Run the plan on both sides and compare; (the deterministic values found, the shipped files compared, the
-    records deleted). `embed` embeds the source as `embeddings` was, less some of its rows."""
+def neighbours(embeddings: Path, plan: NeighbourPlan, workdir: Path, run: Runner, embed: Embedder) -> Comparison:
+    """Run the plan on both sides and compare, confirming any finding with more runs. `embed` embeds the source as
+    `embeddings` was, less some of its rows."""
     removed = records_to_remove(artifacts.read(embeddings, "embeddings"), plan.removed_row, plan.remove_person)
     sides = {"with": workdir / "with", "without": workdir / "without"}
     for side, directory in sides.items():
         directory.mkdir(parents=True, exist_ok=True)
         embed(np.asarray(removed.source_rows if side == "without" else [], dtype=np.int64), directory / "emb.h5")
-    shipped = {side: [_pipeline(directory, plan, run, number) for number in range(plan.runs)]
-               for side, directory in sides.items()}
-    names = sorted(set().union(*(files for runs in shipped.values() for files in runs)))
-    findings = []
-    for name in names:
-        values = {side: [files.get(name) for files in runs] for side, runs in shipped.items()}
-        findings += deterministic_differences(name, values["with"], values["without"])
-    return findings, names, removed
+    shipped: dict[str, list[dict[str, dict[str, str]]]] = {side: [] for side in sides}
+    for runs in (plan.runs, plan.runs + CONFIRMING_RUNS):
+        for side, directory in sides.items():
+            shipped[side] += [_pipeline(directory, plan, run, number) for number in range(len(shipped[side]), runs)]
+        names = sorted(set().union(*(files for made in shipped.values() for files in made)))
+        findings = [finding for name in names for finding in deterministic_differences(
+            name, [files.get(name) for files in shipped["with"]], [files.get(name) for files in shipped["without"]])]
+        if not findings:
+            break
+    return Comparison(findings, names, removed, runs)
 
 
 def records_to_remove(artifact: artifacts.Artifact, private_row: int | None, whole_person: bool) -> Removed:

@@ -35,22 +35,24 @@ def check_neighbours(embeddings: str, train: str, fit_pca: str, export: str, run
     embed = _embedding_again(Path(embeddings))
     folder = workdir or Path(tempfile.mkdtemp(prefix="pillar-neighbours-"))
     try:
-        findings, files, removed = neighbours(Path(embeddings).resolve(), plan, folder, _run_in_folder, embed)
+        found = neighbours(Path(embeddings).resolve(), plan, folder, _run_in_folder, embed)
     finally:
         if workdir is None:
             shutil.rmtree(folder, ignore_errors=True)
-    rows = [vars(finding) for finding in findings]
+    rows, removed = [vars(finding) for finding in found.findings], found.removed
     if as_json:
-        print_json({"files": files, "runs_per_side": plan.runs, "removed": vars(removed), "findings": rows})
+        print_json({"files": found.files, "runs_per_side": found.runs, "removed": vars(removed), "findings": rows})
     elif rows:
-        print_table(f"{len(rows)} stored value(s) follow the private rows deterministically", rows,
-                    ["file", "value", "with_row", "without_row"])
+        print_table(f"{len(rows)} stored value(s) follow the private rows deterministically (in {found.runs} runs a "
+                    "side)", rows, ["file", "value", "with_row", "without_row"])
     else:
-        stderr.print(f"{len(files)} shipped files, {plan.runs} runs of the source with and without {removed.why} "
-                     f"(label {removed.label}): no stored value follows the private rows deterministically")
-    if findings:
-        raise PrivacyError(f"{len(findings)} stored value(s) of the shipped files are a deterministic function of the "
-                           f"private rows (first: {findings[0].file} {findings[0].value})")
+        stderr.print(f"{len(found.files)} shipped files, {found.runs} runs of the source with and without "
+                     f"{removed.why} (label {removed.label}): no stored value follows the private rows "
+                     "deterministically")
+    if rows:
+        first = found.findings[0]
+        raise PrivacyError(f"{len(rows)} stored value(s) of the shipped files are a deterministic function of the "
+                           f"private rows in {found.runs} runs a side (first: {first.file} {first.value})")
 
 
 def _parsed_ahead(plan: NeighbourPlan) -> None:

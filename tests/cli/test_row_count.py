@@ -99,7 +99,9 @@ def test_the_neighbours_check_finds_nothing_on_the_default_path_and_the_planted_
     assert report["findings"] == [] and report["files"] == ["pillar-eps1-0.h5", "pillar-eps1-0.safetensors"]
     leaked = pillar("audit", "neighbours", emb, "--train", "--eps 1 --n-public", "--export", "safetensors",
                     "--runs", "2", "--json", expect=5)
-    found = {(finding["file"], finding["value"]) for finding in json.loads(leaked.stdout)["findings"]}
+    report = json.loads(leaked.stdout)
+    assert report["runs_per_side"] == 5  # 2, then 3 more a side confirming what the first 2 found
+    found = {(finding["file"], finding["value"]) for finding in report["findings"]}
     for file, prefix in (("pillar-eps1-0.h5", "attrs/privacy/"), ("pillar-eps1-0.safetensors",
                                                                     "metadata/pillar_privacy/")):
         assert {(file, prefix + "event/event/sample_rate"), (file, prefix + "event/event/event/noise_multiplier"),

@@ -9,7 +9,8 @@ import h5py
 import numpy as np
 import pytest
 
-from pillar_cli.audit.neighbours import NeighbourPlan, deterministic_differences, stored_values
+from pillar_cli.audit import neighbours as neighbours_module
+from pillar_cli.audit.neighbours import NeighbourPlan, Removed, deterministic_differences, neighbours, stored_values
 from pillar_cli.errors import UsageError
 
 
@@ -52,3 +53,26 @@ def test_a_plan_needs_two_runs_a_side_and_known_formats():
         NeighbourPlan([], [], [], runs=1)
     with pytest.raises(UsageError, match="^unknown export format 'pdf' \\(known: onnx, torchscript, safetensors, hf\\)$"):
         NeighbourPlan([], [], ["pdf"])
+
+
+def test_what_the_first_runs_find_is_confirmed_by_more_runs_a_side(tmp_path, monkeypatch):
+    """A k that noise sets to 35 or 36 repeated 35, 35 with the record and 36, 36 without it: the 3 more runs a side
+    clear it; a value fixed on each side is found in all 5. Where the first runs find nothing, no run is added."""
+    values = {"with": iter(["35", "35", "36", "35", "36"]), "without": iter(["36"] * 5)}
+
+    def pipeline(directory, plan, run, number):
+        return {"rel.h5": {"head/k": next(values[directory.name]), "sample_rate": directory.name}}
+
+    monkeypatch.setattr(neighbours_module, "_pipeline", pipeline)
+    monkeypatch.setattr(neighbours_module, "records_to_remove", lambda *args: Removed([3], "8", "the record"))
+    monkeypatch.setattr(neighbours_module.artifacts, "read", lambda *args, **kwargs: None)
+    found = neighbours(tmp_path / "emb.h5", NeighbourPlan([], [], [], runs=2), tmp_path, run=None,
+                       embed=lambda rows, target: None)
+    assert found.runs == 5 and [(f.value, f.with_row, f.without_row) for f in found.findings] == [
+        ("sample_rate", "with", "without")]
+    values = {"with": iter(["35", "36"]), "without": iter(["36", "36"])}
+    monkeypatch.setattr(neighbours_module, "_pipeline", lambda directory, plan, run, number: {
+        "rel.h5": {"head/k": next(values[directory.name])}})
+    found = neighbours(tmp_path / "emb.h5", NeighbourPlan([], [], [], runs=2), tmp_path, run=None,
+                       embed=lambda rows, target: None)
+    assert found.runs == 2 and found.findings == []
