@@ -65,11 +65,18 @@ def write(path: str | Path, artifact: Artifact, *, inputs: list[InputRef] | tupl
             inputs=list(inputs),
             content_hash=content_hash(artifact.arrays, artifact.attrs),
         )
-        with replacing(path, force, size=_stored_size(artifact)) as tmp:
-            with h5py.File(tmp, "w") as h5:
-                _write_root_attrs(h5, artifact, provenance)
-                for name, array in artifact.arrays.items():  # an h5py dataset is copied by blocks of rows
-                    write_array(h5, name, array if isinstance(array, h5py.Dataset) else np.asarray(array))
+        handle = -1
+        try:
+            with replacing(path, force, size=_stored_size(artifact)) as tmp:
+                with h5py.File(tmp, "w") as h5:
+                    _write_root_attrs(h5, artifact, provenance)
+                    for name, array in artifact.arrays.items():  # an h5py dataset is copied by blocks of rows
+                        write_array(h5, name, array if isinstance(array, h5py.Dataset) else np.asarray(array))
+                handle = os.open(tmp, os.O_RDONLY)  # the file written, followed through its rename onto `path`
+            remember_intact(identity(handle))  # this process's own bytes: reading them needs no child, no rehash
+        finally:
+            if handle >= 0:
+                os.close(handle)
     except (OSError, ValueError, TypeError, RuntimeError) as err:
         failed = _HDF5_WRITE_FAILURE.search(str(err))
         if failed:  # libhdf5 failed a write of its own (a full disk): its state is broken

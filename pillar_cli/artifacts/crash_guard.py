@@ -8,9 +8,10 @@ is not hashed a second time. Forking shares the parent's imports, so the
 child costs milliseconds on top of the hashing it takes over. Where `os.fork` does not exist the file is read in
 process only, as before.
 
-A file a child has read whole and found intact is remembered for the life of the process by its identity (device,
-inode, size, modification and change times): reading it again (another split of the same embeddings, the next stage
-of a pipeline run in one process) needs neither a child nor a rehash, while any rewrite gives it another identity.
+A file a child has read whole and found intact, or that this process wrote itself (artifacts.write), is remembered
+for the life of the process by its identity (device, inode, size, modification and change times): reading it again
+(another split of the same embeddings, the next stage of a pipeline run in one process) needs neither a child nor a
+rehash, while any rewrite gives it another identity.
 """
 
 from __future__ import annotations
@@ -86,17 +87,19 @@ def _kill(pid: int) -> None:
     os.waitpid(pid, 0)
 
 
-def identity(path: str | Path) -> tuple[int, ...]:
-    """What changes when a file is replaced or rewritten between the child's reading and the parent's."""
+def identity(path: str | Path | int) -> tuple[int, ...]:
+    """What changes when a file (a path, or an open descriptor) is replaced or rewritten between the child's reading
+    and the parent's."""
     stat = os.stat(path)
     return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
 
 
-_found_intact: set[tuple[int, ...]] = set()  # identities of the files a child of this process read whole, intact
+_found_intact: set[tuple[int, ...]] = set()  # identities of the files found intact, or written, by this process
 
 
 def found_intact(file_identity: tuple[int, ...]) -> bool:
-    """Whether a child of this process read the file of this identity whole (every byte hashed) and found it intact."""
+    """Whether a child of this process read the file of this identity whole (every byte hashed) and found it intact,
+    or this process wrote it."""
     return file_identity in _found_intact
 
 

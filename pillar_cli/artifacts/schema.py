@@ -71,9 +71,7 @@ EVALUATION_ROW = {"method": str, "k": (int, str), "epsilon": (int, float), "accu
 def attribute_tables() -> tuple[dict, dict]:
     """Per kind, the attributes a file must hold and those it may omit, with their types; a model's and a
     classifier's are their records' fields (artifacts/stored.py)."""
-    from pillar_cli.artifacts.classifier import (
-        Classifier,  # it reads files through core, which validates here
-    )
+    from pillar_cli.artifacts.classifier import Classifier  # it reads files through core, which validates here
 
     required, optional = dict(_ATTRS), dict(_OPTIONAL)
     for kind, record in (("model", ModelRecord), ("classifier", Classifier)):

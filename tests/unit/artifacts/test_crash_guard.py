@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import time
 
 import h5py
@@ -11,9 +12,8 @@ import numpy as np
 import pytest
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts import Artifact
+from pillar_cli.artifacts import Artifact, crash_guard
 from pillar_cli.artifacts import core as artifact_core
-from pillar_cli.artifacts import crash_guard
 from pillar_cli.artifacts.crash_guard import passes_in_child
 from pillar_cli.errors import ArtifactError
 
@@ -22,9 +22,12 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the guard forks
 
 @pytest.fixture
 def projection(tmp_path):
+    """A projection artifact that came from elsewhere (a copy): this process has not written it."""
     arrays = {"mean": np.zeros(4), "scale": np.ones(4), "components": np.eye(4), "eigenvalues": np.ones(4)}
     attrs = {"k_max": 4, "standardized": True, "rank": 4, "n_public": 10}
-    return artifacts.write(tmp_path / "p.h5", Artifact("projection", arrays, attrs)).path
+    written = artifacts.write(tmp_path / "written.h5", Artifact("projection", arrays, attrs)).path
+    shutil.copyfile(written, tmp_path / "p.h5")
+    return str(tmp_path / "p.h5")
 
 
 def test_a_segfault_while_reading_is_one_error_and_the_reader_lives_on(projection):
@@ -74,3 +77,13 @@ def test_a_file_found_intact_is_read_again_without_a_child_until_it_changes(proj
     with pytest.raises(ArtifactError, match="its content no longer matches its content hash"):
         artifacts.read(projection, "projection")
     assert children == [projection] * 2
+
+
+def test_a_file_this_process_wrote_is_read_without_a_child(tmp_path, monkeypatch):
+    children = []
+    monkeypatch.setattr(artifact_core, "passes_in_child", lambda path, check: children.append(path))
+    arrays = {"mean": np.zeros(4), "scale": np.ones(4), "components": np.eye(4), "eigenvalues": np.ones(4)}
+    written = artifacts.write(tmp_path / "p.h5", Artifact("projection", arrays, {"k_max": 4, "standardized": True,
+                                                                                 "rank": 4, "n_public": 10}))
+    assert np.array_equal(artifacts.read(written.path, "projection").arrays["components"], np.eye(4))
+    assert children == []
