@@ -21,7 +21,7 @@ import h5py
 import numpy as np
 
 from pillar_cli.artifacts.artifact import Artifact, InputRef, Provenance
-from pillar_cli.artifacts.crash_guard import found_intact, identity, passes_in_child, remember_intact
+from pillar_cli.artifacts.crash_guard import identity, known_or_passes_in_child, remember_intact
 from pillar_cli.artifacts.files import replacing
 from pillar_cli.artifacts.integrity import content_hash, record_hash, verify
 from pillar_cli.artifacts.layout import (
@@ -132,9 +132,8 @@ def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = N
         raise ArtifactError(f"artifact not found: {path}")
     try:
         before = identity(path)
-        verified = found_intact(before) or passes_in_child(
-            path, lambda h5: (_kind_checked(h5, path, expected), verify(h5, path), read_kind_attrs(h5),
-                              _read_provenance(h5)))
+        verified = known_or_passes_in_child(path, lambda h5: (_kind_checked(h5, path, expected), verify(h5, path),
+                                                               read_kind_attrs(h5), _read_provenance(h5)))
         with h5py.File(path, "r") as h5:
             found = _kind_checked(h5, path, expected)
             verify(h5, path, rehash=not verified)
@@ -198,8 +197,7 @@ def _input_refs(refs: Any) -> bool:
 def read_provenance(path: str | Path) -> tuple[str, Provenance]:
     """Kind and provenance of an artifact, reading its attributes only (no arrays)."""
     try:
-        if not found_intact(identity(path)):
-            passes_in_child(path, _read_provenance)
+        known_or_passes_in_child(path, _read_provenance)
         with h5py.File(path, "r") as h5:
             kind = read_attr(h5, "pillar_kind")
             if kind is None:

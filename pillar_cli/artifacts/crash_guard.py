@@ -97,11 +97,12 @@ def identity(path: str | Path | int) -> tuple[int, ...]:
 _found_intact: set[tuple[int, ...]] = set()  # identities of the files found intact, or written, by this process
 
 
-def found_intact(file_identity: tuple[int, ...]) -> bool:
-    """Whether a child of this process read the file of this identity whole (every byte hashed) and found it intact,
-    or this process wrote it."""
-    return file_identity in _found_intact
-
-
 def remember_intact(file_identity: tuple[int, ...]) -> None:
+    """The file of this identity was read whole by a child and found intact, or written by this process."""
     _found_intact.add(file_identity)
+
+
+def known_or_passes_in_child(path: str | Path, check: Callable[[h5py.File], object]) -> bool:
+    """Whether the file needs no rehash: this process found it intact (or wrote it) as it is now, or `check` ran
+    without error on it in a forked child (`passes_in_child`, whose errors it raises)."""
+    return identity(path) in _found_intact or passes_in_child(path, check)

@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 
 from pillar_cli.artifacts.core import Artifact, InputRef, read
-from pillar_cli.artifacts.crash_guard import found_intact, identity, passes_in_child
+from pillar_cli.artifacts.crash_guard import known_or_passes_in_child
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.integrity import refuse_links
 from pillar_cli.artifacts.premises import Premises
@@ -178,8 +178,7 @@ class Split:
 def embedded_rows(path: str) -> int:
     """Rows of the source embedded in the file, over all its splits (read without the splits' features, so each
     split's row ids are checked to be there)."""
-    if not found_intact(identity(path)):
-        passes_in_child(path, lambda h5: _count_rows(h5, path))
+    known_or_passes_in_child(path, lambda h5: _count_rows(h5, path))
     with h5py.File(path, "r") as h5:
         return _count_rows(h5, path)
 

@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 
 from pillar_cli.artifacts.core import SCHEMA_VERSION, Artifact, InputRef, Provenance, read_provenance
-from pillar_cli.artifacts.crash_guard import found_intact, identity, passes_in_child
+from pillar_cli.artifacts.crash_guard import known_or_passes_in_child
 from pillar_cli.artifacts.embeddings import Split
 from pillar_cli.artifacts.guarantee import guarantee_notes
 from pillar_cli.artifacts.integrity import modified_part
@@ -89,7 +89,7 @@ def provenance_chain(artifact: Artifact, max_depth: int = 8, verify: bool = Fals
 def content_matches(path: str | Path) -> bool:
     """Whether the file's arrays, attributes and provenance still hash to the hashes stored in it (hashed in a
     forked child first, in case the file crashes libhdf5)."""
-    if found_intact(identity(path)) or passes_in_child(path, _require_unmodified):
+    if known_or_passes_in_child(path, _require_unmodified):
         return True
     with h5py.File(path, "r") as h5:
         return modified_part(h5) is None

@@ -53,8 +53,12 @@ class RiskTarget:
     def largest_epsilon(self, event_at: Callable[[float], Event], start: float) -> float:
         """The largest ε (to RELATIVE_TOLERANCE) whose tree `event_at(ε)` meets the target: a bracket [meets, fails]
         found by halving and doubling from `start`, then closed on log ε (`_closed`)."""
-        def excess(epsilon: float) -> float:  # ≤ 0 where the target is met
-            return math.log(self.tpr(event_at(epsilon)) / self.max_tpr)
+        excesses: dict[float, float] = {}
+
+        def excess(epsilon: float) -> float:  # ≤ 0 where the target is met; each ε calibrated once
+            if epsilon not in excesses:
+                excesses[epsilon] = math.log(self.tpr(event_at(epsilon)) / self.max_tpr)
+            return excesses[epsilon]
 
         low, high = start, start
         while (below := excess(low)) > 0:

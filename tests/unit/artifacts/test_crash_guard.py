@@ -13,7 +13,6 @@ import pytest
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts import Artifact, crash_guard
-from pillar_cli.artifacts import core as artifact_core
 from pillar_cli.artifacts.crash_guard import passes_in_child
 from pillar_cli.errors import ArtifactError
 
@@ -57,7 +56,7 @@ def test_a_file_rewritten_between_the_childs_reading_and_the_parents_is_refused(
         os.utime(path, ns=(0, 0))  # a writer in between: the parent would read content nobody hashed
         return verified
 
-    monkeypatch.setattr(artifact_core, "passes_in_child", then_rewritten)
+    monkeypatch.setattr(crash_guard, "passes_in_child", then_rewritten)
     with pytest.raises(ArtifactError, match=f"^{projection} changed while it was read$"):
         artifacts.read(projection, "projection")
 
@@ -69,7 +68,7 @@ def test_a_file_found_intact_is_read_again_without_a_child_until_it_changes(proj
         children.append(str(path))
         return passes_in_child(path, check)
 
-    monkeypatch.setattr(artifact_core, "passes_in_child", counted)
+    monkeypatch.setattr(crash_guard, "passes_in_child", counted)
     first, second = artifacts.read(projection, "projection"), artifacts.read(projection, "projection")
     assert children == [projection] and np.array_equal(first.arrays["components"], second.arrays["components"])
     with h5py.File(projection, "a") as h5:  # rewritten in place: another identity, so read in a child and rehashed
@@ -81,7 +80,7 @@ def test_a_file_found_intact_is_read_again_without_a_child_until_it_changes(proj
 
 def test_a_file_this_process_wrote_is_read_without_a_child(tmp_path, monkeypatch):
     children = []
-    monkeypatch.setattr(artifact_core, "passes_in_child", lambda path, check: children.append(path))
+    monkeypatch.setattr(crash_guard, "passes_in_child", lambda path, check: children.append(path))
     arrays = {"mean": np.zeros(4), "scale": np.ones(4), "components": np.eye(4), "eigenvalues": np.ones(4)}
     written = artifacts.write(tmp_path / "p.h5", Artifact("projection", arrays, {"k_max": 4, "standardized": True,
                                                                                  "rank": 4, "n_public": 10}))
