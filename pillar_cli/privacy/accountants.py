@@ -62,13 +62,36 @@ def _rdp_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
         return float(get_privacy_spent(orders=RDP_ORDERS, rdp=rdp, delta=delta)[0])
 
 
-def _prv_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
-    from opacus.accountants import PRVAccountant
+@functools.cache
+def _fast_prv_accountant() -> type:
+    """opacus' PRV accountant on a domain widened to an FFT-friendly size.
 
+    opacus composes a PRV with itself T times as `irfft(rfft(pmf) ** T)` over its safe domain, whose size is
+    whatever the mesh gives: 8,115,062 = 2·37·109,663 points at ε = 0.1 and 40,000 steps, an FFT pocketfft can only
+    do by Bluestein's algorithm (3.3 s each way, 0.15 s at a 5-smooth size). The domain is widened at the top to the
+    next even 5-smooth size with the same mesh and the same alignment (t_min = −(size/2 − 1)·dt, which the circular
+    composition's roll assumes): a wider truncation only lowers the mass cut off, so the bound still holds."""
+    from opacus.accountants import PRVAccountant
+    from opacus.accountants.analysis.prv.domain import Domain
+    from scipy.fft import next_fast_len
+
+    class FastLengthPRVAccountant(PRVAccountant):
+        def _get_domain(self, *args, **kwargs) -> Domain:
+            safe = super()._get_domain(*args, **kwargs)
+            size = next_fast_len(safe.size, real=True)
+            while size % 2:
+                size = next_fast_len(size + 1, real=True)
+            half = size // 2 - 1
+            return Domain(t_min=-half * safe.dt, t_max=(half + 1) * safe.dt, size=size)
+
+    return FastLengthPRVAccountant
+
+
+def _prv_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
     _remember_rdp_terms()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        accountant = PRVAccountant()
+        accountant = _fast_prv_accountant()()
         accountant.history = list(segments)
         # opacus' default absolute eps_error (0.01) is 10 % of ε at ε = 0.1: tighten it for small ε.
         rough = float(accountant.get_epsilon(delta, eps_error=0.01))

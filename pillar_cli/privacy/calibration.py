@@ -28,7 +28,7 @@ def calibrate_noise(accountant: str, epsilon: float, delta: float, sample_rate: 
     def eps_of(sigma: float) -> float:  # the accountant is looked up only on a cache miss
         return get_accountant(accountant).epsilon(((sigma, sample_rate, steps), *fixed), delta)
 
-    key = f"v2|{accountant}|{epsilon!r}|{delta!r}|{sample_rate!r}|{steps}|{rel_tol!r}" + (f"|{fixed!r}" if fixed else "")
+    key = f"v3|{accountant}|{epsilon!r}|{delta!r}|{sample_rate!r}|{steps}|{rel_tol!r}" + (f"|{fixed!r}" if fixed else "")
     return calibrate(eps_of, epsilon, key, lambda goal: _bracket_guess(goal, sample_rate, steps, delta, fixed),
                      rel_tol, cache_dir)
 
