@@ -75,12 +75,13 @@ def embed(
     shard: str = typer.Option("0/1", help="Embed only shard i of n (i/n); merge the shard files with --merge. "
                                           "Under torchrun every rank takes its shard and rank 0 merges."),
     merge: bool = typer.Option(False, "--merge", help="Merge the shard files given as arguments into --out."),
-    engine: str = typer.Option("local", help="local (this process; torchrun ranks) or ray: shards embedded by Ray "
-                               "tasks on a cluster (one GPU each where it has GPUs), merged into --out."),
+    engine: str = typer.Option("local", help="local (this process; torchrun ranks) or ray: a Ray Data pipeline on a "
+                               "cluster (images decoded by CPU tasks, the backbone in a pool of actors, a GPU each "
+                               "where it has GPUs), the features written into --out here."),
     address: Optional[str] = typer.Option(None, help="With --engine ray: the cluster (ray://HOST:10001 or HOST:6379; "
                                           "default: a local Ray instance)."),
-    tasks: Optional[int] = typer.Option(None, min=1, help="With --engine ray: shards (tasks) to embed in (default: "
-                                        "one a GPU of the cluster, else one a CPU)."),
+    actors: Optional[int] = typer.Option(None, min=1, help="With --engine ray: backbone actors (default: one a GPU of "
+                                         "the cluster, else one a CPU but one, left to decoding)."),
     shard_files: Optional[list[Path]] = typer.Argument(None, help="With --merge: the shard files to merge.",
                                                        show_default=False),
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Drop image files that cannot be decoded (listed in the "
@@ -107,7 +108,7 @@ def embed(
     if merge or shard_files:
         return _merge(out, shard_files or [], merge, force, as_json)
     if engine != "local":
-        return _embed_on_ray(ctx, out, engine, address, tasks)
+        return _embed_on_ray(ctx, out, engine, address, actors)
     distributed, shard_spec, target = _placement(out, shard, force)
     if skip_bad and shard_spec[1] > 1:
         raise UsageError("--skip-bad drops rows from the splits, which shards of one embedding must not do",
@@ -115,7 +116,7 @@ def embed(
     request = EmbedRequest.from_options(ctx.params, parse_params(param))
     dataset = request.dataset()
     job = EmbeddingJob.of(dataset, request.plan, shard_spec)
-    embedder = request.embedder(job.dataset, rank_device(device, distributed))
+    embedder = request.embedder(job.dataset.inputs.shape[1:], rank_device(device, distributed))
     with progress_bar(f"embedding with {backbone}", sum(len(ids) for ids in job.rows.values()), "images") as advance:
         job.run(embedder, target, invocation(ctx)[1], lambda artifact: save(ctx, target, artifact),
                 batch_size=batch_size, workers=default_workers(dataset) if workers is None else workers,
@@ -127,24 +128,24 @@ def embed(
     _report(target, job, source, backbone, embedder.feature_dim, as_json)
 
 
-def _embed_on_ray(ctx: typer.Context, out: Path, engine: str, address: str | None, tasks: int | None) -> None:
-    """--engine ray: the shards embedded by Ray tasks and merged here (embedding/ray_engine.py)."""
+def _embed_on_ray(ctx: typer.Context, out: Path, engine: str, address: str | None, actors: int | None) -> None:
+    """--engine ray: the rows embedded by a Ray Data pipeline, written here (embedding/ray_engine.py)."""
     options = ctx.params
     if engine != "ray":
         raise UsageError(f"--engine takes local or ray; got '{engine}'")
     if torchrun_shard() or options["shard"] != "0/1" or options["resume"] or options["skip_bad"]:
-        raise UsageError("--engine ray embeds every shard itself: without --shard, --resume, --skip-bad or torchrun")
+        raise UsageError("--engine ray embeds every row in one pipeline: without --shard, --resume, --skip-bad or "
+                         "torchrun")
     check_output(out, force=options["force"])
     from pillar_cli.embedding.ray_engine import embed_on_ray  # Ray: only to run on it
 
     request = EmbedRequest.from_options(options, parse_params(options["param"]))
     job = EmbeddingJob.of(request.dataset(), request.plan)
     with progress_bar(f"embedding with {request.backbone} on Ray", sum(map(len, job.rows.values())), "images") as seen:
-        merged = embed_on_ray(request, invocation(ctx)[1], out, lambda artifact: save(ctx, out, artifact),
-                              address=address, tasks=tasks, device=options["device"],
-                              batch_size=options["batch_size"], on_shard=seen)
-    dim = next(array.shape[1] for name, array in merged.arrays.items() if name.endswith("/features"))
-    _report(out, job, request.source, request.backbone, dim, options["as_json"])
+        written = embed_on_ray(request, job, invocation(ctx)[1], out, lambda artifact: save(ctx, out, artifact),
+                               address=address, actors=actors, device=options["device"],
+                               batch_size=options["batch_size"], on_rows=seen)
+    _report(out, job, request.source, request.backbone, written.attrs["feature_dim"], options["as_json"])
 
 
 def _placement(out: Path, shard: str, force: bool) -> tuple[tuple[int, int] | None, tuple[int, int], Path]:

@@ -35,7 +35,7 @@ _PANEL_OF_NAME = {
     "Training": ("lr", "steps", "batch_size", "momentum", "weight_decay", "ema", "seed", "engine",
                  "grad_sample_mode", "max_physical_batch"),
     "Selection": ("select", "trials", "trials_shape", "score_share", "val", "cell"),
-    "Running": ("device", "workers", "shard", "merge", "engine", "address", "tasks", "resume", "skip_bad", "verify",
+    "Running": ("device", "workers", "shard", "merge", "engine", "address", "actors", "resume", "skip_bad", "verify",
                 "list_backbones", "list_sources", "workdir", "runtime", "list_pipelines", "dry_run"),
     "Output": ("out", "force", "as_json", "plot", "csv", "markdown", "plot_xi", "plot_spectrum", "methods_plot",
                "fraction_plot", "public_plot", "dimension_plot", "by_cell", "help", "sign"),

@@ -86,7 +86,7 @@ def _embedding_again(embeddings: Path) -> Callable[[np.ndarray, Path], None]:
         dataset = request.dataset(removed)
         job = EmbeddingJob.of(dataset, request.plan)
         stderr.print(f"[dim]{target.parent.name}: pillar embed (the source less {len(removed)} record(s))[/dim]")
-        job.run(request.embedder(job.dataset), target, options,
+        job.run(request.embedder(job.dataset.inputs.shape[1:]), target, options,
                 lambda artifact: artifacts.write(target, artifact, config=options, command=provenance.command,
                                                  force=True))
 

@@ -90,6 +90,13 @@ class FeatureStore:
         self.h5[split].attrs["done"] = start + len(rows)
         self.h5.flush()
 
+    def write_at(self, split: str, positions: np.ndarray, rows: np.ndarray) -> None:
+        """Rows at their positions of the split (increasing), in whatever order batches arrive (no resume)."""
+        if len(positions) and positions[-1] - positions[0] == len(positions) - 1:
+            self.h5[split][positions[0]:positions[-1] + 1] = rows
+        else:
+            self.h5[split][positions] = rows
+
     def features(self, split: str, keep: np.ndarray | None = None) -> h5py.Dataset:
         """The split's features (only the rows `keep` marks, when given), left on disk: writing the artifact copies
         them by blocks of rows."""
@@ -195,6 +202,13 @@ def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embe
     image files skipped as undecodable (embed --skip-bad) are dropped from their splits and listed."""
     for name, ids in splits.items():
         stream_split(embedder, dataset, ids, batch_size, store, name, on_batch, workers)
+    return assembled(dataset, splits, embedder.info(), embedder.feature_dim, plan, store)
+
+
+def assembled(dataset: Dataset, splits: dict[str, np.ndarray], recipe: dict[str, Any], feature_dim: int,
+              plan: SplitPlan, store: FeatureStore) -> Artifact:
+    """The embeddings artifact of the features in `store`, made by an embedder described by `recipe` (its info);
+    the rows of files skipped as undecodable are dropped from their splits and listed."""
     skipped = store.skipped()
     bad = dataset.ids_of_files(set(skipped)) if skipped else np.empty(0, np.int64)
     parts, persons = {}, None if dataset.groups is None else dataset.groups.persons
@@ -204,7 +218,7 @@ def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embe
                        None if persons is None else persons[ids[keep]])
     images = len(dataset.inputs.shape) == 4
     attrs = {
-        **at_depth(embedder.info(), pixel_depth(dataset.inputs) if images else None),
+        **at_depth(recipe, pixel_depth(dataset.inputs) if images else None),
         "source": dataset.name,
         "source_fingerprint": dataset.fingerprint,
         "class_names": dataset.class_names,
@@ -215,7 +229,7 @@ def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embe
         "public_fraction": plan.public_fraction,
         "val_fraction": plan.val_fraction,
         "test_from": "source test part" if dataset.test_inputs is not None else f"keyed fraction {plan.test_fraction}",
-        "feature_dim": embedder.feature_dim,
+        "feature_dim": feature_dim,
         **({"image_shape": list(dataset.inputs.shape[1:])} if images else {}),
         **({"skipped_files": skipped} if skipped else {}),
         **({} if dataset.groups is None else {"persons": {"source": dataset.groups.source,

@@ -1,62 +1,146 @@
-"""Embedding on a Ray cluster (`pillar embed --engine ray`): the rows split into n shards as `--shard i/n` splits
-them, each shard embedded by one Ray task (one GPU each where the cluster has GPUs: the images are decoded and
-embedded on the node that runs it), its shard artifact handed back through Ray's object store, and the shards merged
-as `--merge` merges them. A task whose worker dies is run again by Ray from the start of its shard, and the driver
-keeps one result per shard: the merge then checks that every position of every split is covered exactly once. Every
-node needs pillar installed and the source readable at the same path; nothing is written on the nodes but
-scratch files.
+"""Embedding on a Ray cluster with Ray Data (`pillar embed --engine ray`): one streaming pipeline over the rows of
+every split. Ray tasks on CPU workers decode the images; a pool of actors, each holding the backbone (on a GPU each
+where the cluster has GPUs), embeds them; the features stream back to this process, which writes each row at its
+position as a one-process embed does and then writes the same artifact. Ray runs a task again where its worker or
+node dies, so a row may arrive twice: the first features of each row are kept, and a run that leaves a row without
+any is refused. Every node needs pillar installed and the source readable at the same path; nothing is written on
+the nodes.
 """
 
 from __future__ import annotations
 
-import tempfile
+import logging
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
-from pillar_cli.artifacts import Artifact, read, write
+import numpy as np
+
+from pillar_cli.artifacts import Artifact
+from pillar_cli.artifacts.files import sibling
+from pillar_cli.embedding.extraction import FeatureStore, assembled
 from pillar_cli.embedding.job import EmbeddingJob
 from pillar_cli.embedding.request import EmbedRequest
-from pillar_cli.embedding.shards import SHARD_KIND, merge_shards
-from pillar_cli.errors import UsageError
+from pillar_cli.errors import DataError, UsageError, param
 
-RETRIES = 3  # runs of a shard after the first, where its worker or node dies
+_JOBS: dict[str, tuple[EmbeddingJob, np.ndarray]] = {}  # per worker process: the job of a request, read once
 
 
-def embed_on_ray(request: EmbedRequest, options: dict[str, Any], out: Path, save: Callable[[Artifact], Artifact], *,
-                 address: str | None, tasks: int | None, device: str, batch_size: int,
-                 on_shard: Callable[[int], None] = lambda rows: None) -> Artifact:
-    """Embed every split on the cluster at `address` (None: a Ray instance this process started or starts on this
-    machine) in `tasks` shards (None: one a GPU of the cluster, else one a CPU) and `save` the merged artifact.
-    `on_shard` hears the rows of each shard as it arrives."""
+def embed_on_ray(request: EmbedRequest, job: EmbeddingJob, options: dict[str, Any], out: Path,
+                 save: Callable[[Artifact], Artifact], *, address: str | None, actors: int | None, device: str,
+                 batch_size: int, on_rows: Callable[[int], None] = lambda rows: None) -> Artifact:
+    """Embed every split of `job` (the driver's reading of `request`) on the cluster at `address` (None: a Ray
+    instance this process started or starts on this machine) with `actors` backbones (None: one a GPU of the
+    cluster, else one a CPU but one, left to decoding) and `save` the artifact. `on_rows` hears each batch's rows."""
     ray = _ray()
     if not ray.is_initialized():
         ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-    gpus = int(ray.cluster_resources().get("GPU", 0))
-    count = tasks or max(1, gpus or int(ray.cluster_resources().get("CPU", 1)))
-    run = ray.remote(num_gpus=1 if gpus else 0, num_cpus=1, max_retries=RETRIES)(embed_shard)
-    pending = [run.remote(request, options, (index, count), device, batch_size) for index in range(count)]
-    with tempfile.TemporaryDirectory(prefix=f".{out.name}.ray-", dir=out.parent) as scratch:
-        files = []
-        while pending:
-            (done,), pending = ray.wait(pending, num_returns=1)
-            index, rows, payload = ray.get(done)
-            files.append(Path(scratch) / f"shard{index}-of-{count}.h5")
-            files[-1].write_bytes(payload)
-            on_shard(rows)
-        return save(merge_shards([read(path, SHARD_KIND) for path in files]))
+    gpus, cpus = int(ray.cluster_resources().get("GPU", 0)), int(ray.cluster_resources().get("CPU", 1))
+    actors = actors or gpus or max(1, cpus - 1)
+    if not gpus and actors >= cpus:
+        raise UsageError(f"{param('actors')} {actors} leaves none of the cluster's {cpus} CPUs to decode images",
+                         hint=f"pass at most {param('actors')} {max(1, cpus - 1)}")
+    needs = {"num_gpus": 1} if gpus else {"num_cpus": 1}
+    recipe, dim = ray.get(ray.remote(**needs)(_recipe).remote(request, job.dataset.inputs.shape[1:], device))
+    sizes = {name: len(ids) for name, ids in job.splits.items()}
+    pipeline = _pipeline(request, job.dataset.inputs.shape[1:], actors, needs, device, batch_size, sum(sizes.values()))
+    store = FeatureStore(sibling(out, ".partial"), options, sizes, dim, resume=False)
+    try:
+        write_batches(pipeline.iter_batches(batch_size=None, batch_format="numpy"), store, sizes, on_rows)
+        artifact = save(assembled(job.dataset, job.splits, recipe, dim, request.plan, store))
+    finally:
+        store.finish()
+    return artifact
 
 
-def embed_shard(request: EmbedRequest, options: dict[str, Any], shard: tuple[int, int], device: str,
-                batch_size: int) -> tuple[int, int, bytes]:
-    """(shard index, rows, the shard artifact's bytes): one shard embedded on the node that runs the task, the
-    source read there."""
-    job = EmbeddingJob.of(request.dataset(), request.plan, shard)
-    embedder = request.embedder(job.dataset, device)
-    with tempfile.TemporaryDirectory(prefix="pillar-ray-shard-") as scratch:
-        target = Path(scratch) / "shard.h5"
-        job.run(embedder, target, options, lambda artifact: write(target, artifact, config=options),
-                batch_size=batch_size)
-        return shard[0], sum(len(ids) for ids in job.rows.values()), target.read_bytes()
+def write_batches(batches: Iterable[dict[str, np.ndarray]], store: FeatureStore, sizes: dict[str, int],
+                  on_rows: Callable[[int], None] = lambda rows: None) -> None:
+    """Each batch's features (`id`: row numbers over the splits in order, `features`, `error`) at their rows'
+    positions. A row that arrives again (from a task Ray ran again) keeps its first features; a batch that carries a
+    read error, or a run that leaves a row without features, is refused."""
+    names, starts = list(sizes), np.cumsum([0, *sizes.values()])
+    seen = np.zeros(starts[-1], dtype=bool)
+    for batch in batches:
+        if batch["error"][0]:
+            raise DataError(*str(batch["error"][0]).split("\n", 1))
+        fresh = ~seen[batch["id"]]
+        ids, features = batch["id"][fresh], batch["features"][fresh]
+        seen[ids] = True
+        split_of = np.searchsorted(starts, ids, side="right") - 1
+        for split in np.unique(split_of):
+            order = np.argsort(ids[split_of == split])
+            store.write_at(names[split], (ids[split_of == split] - starts[split])[order],
+                           features[split_of == split][order])
+        on_rows(len(ids))
+    if not seen.all():
+        raise DataError(f"Ray returned no features for {int((~seen).sum())} of {len(seen)} rows")
+
+
+def _pipeline(request: EmbedRequest, shape: tuple[int, ...], actors: int, needs: dict[str, int], device: str,
+              batch_size: int, rows: int):
+    """Row numbers (split after split) → decoded images (tasks, a CPU each) → features (the actor pool)."""
+    import ray.data
+
+    context = ray.data.DataContext.get_current()
+    for name in ("ray", "ray.data"):  # the run reports through pillar's progress line, errors as pillar's one line
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    context.enable_progress_bars = context.print_on_execution_start = False
+    return (ray.data.range(rows)
+            # a decoding task reserves the memory of its batch's images: Ray Data fuses operators whose resources
+            # agree, and these stay tasks of their own, on the CPUs the actors leave
+            .map_batches(_decoder(request), num_cpus=1, memory=batch_size * int(np.prod(shape)) + 2**20,
+                         batch_size=batch_size)
+            .map_batches(_backbone(request, shape, device), compute=ray.data.ActorPoolStrategy(size=actors),
+                         batch_size=batch_size, **needs))
+
+
+def _job(request: EmbedRequest) -> tuple[EmbeddingJob, np.ndarray]:
+    """The job a worker reads from `request` (the source read on its node, split as the driver split it) and the
+    source row of each row number."""
+    key = repr(request)
+    if key not in _JOBS:
+        job = EmbeddingJob.of(request.dataset(), request.plan)
+        _JOBS[key] = job, np.concatenate(list(job.splits.values()))
+    return _JOBS[key]
+
+
+def _decoder(request: EmbedRequest) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    """The task that decodes a batch of row numbers into images; a file that cannot be read comes back as its error
+    (message, hint). The request travels inside the function (as the actor's does inside its class)."""
+
+    def decoded(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        job, order = _job(request)
+        try:
+            images = np.ascontiguousarray(job.dataset.rows(order[batch["id"]])[0])
+        except DataError as err:
+            text = err.message if err.hint is None else f"{err.message}\n{err.hint}"
+            return {"id": batch["id"][:1], "images": np.zeros((1, *job.dataset.inputs.shape[1:]), np.uint8),
+                    "error": np.array([text], dtype=object)}
+        return {"id": batch["id"], "images": images, "error": np.full(len(images), "", dtype=object)}
+
+    return decoded
+
+
+def _backbone(request: EmbedRequest, shape: tuple[int, ...], device: str) -> type:
+    """The actor class holding the backbone (images → features). What it builds travels inside the class: the actor
+    takes no arguments, which Ray would keep in its object store to restart it (and warn about on stderr)."""
+
+    class Backbone:
+        def __init__(self):
+            self.embedder = request.embedder(shape, device)
+
+        def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            features = np.zeros((len(batch["id"]), self.embedder.feature_dim), np.float32) if batch["error"][0] \
+                else self.embedder(batch["images"])
+            return {"id": batch["id"], "features": features, "error": batch["error"]}
+
+    return Backbone
+
+
+def _recipe(request: EmbedRequest, shape: tuple[int, ...], device: str) -> tuple[dict[str, Any], int]:
+    """What the artifact records of the backbone as the actors build it (its precision and runtime follow the
+    device), and its feature dimension."""
+    embedder = request.embedder(shape, device)
+    return embedder.info(), embedder.feature_dim
 
 
 def _ray():

@@ -79,8 +79,9 @@ class EmbedRequest:
         dataset = dataset.subsample(self.limit, self.fraction, self.plan.seed)
         return dataset.skipping_bad() if self.skip_bad else dataset
 
-    def embedder(self, dataset: Dataset, device: str = "auto") -> Embedder:
-        return build_embedder(self.backbone, dataset.inputs.shape[1:], weights=self.weights,
+    def embedder(self, input_shape: tuple[int, ...], device: str = "auto") -> Embedder:
+        """The backbone for inputs of `input_shape` (one row's), on `device`."""
+        return build_embedder(self.backbone, input_shape, weights=self.weights,
                               pretrained=self.pretrained, resize=self.resize, crop=self.crop, device=device,
                               trust_checkpoint=self.trust_checkpoint, precision=self.precision, seed=self.plan.seed,
                               runtime=self.runtime)

@@ -1,4 +1,5 @@
-"""Scale-out of embed: --shard i/n files merged with --merge, and torchrun ranks merged by rank 0."""
+"""Scale-out of embed: --shard i/n files merged with --merge, torchrun ranks merged by rank 0, and a Ray Data
+pipeline on a local Ray instance."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from PIL import Image
 
 from pillar_cli import artifacts
 
@@ -86,26 +88,40 @@ def local_ray():
     ray.shutdown()
 
 
-def test_ray_tasks_embed_the_shards_and_the_driver_merges_them(pillar, tmp_path, local_ray):
+def test_a_ray_data_pipeline_embeds_every_row_once_as_one_process_does(pillar, tmp_path, local_ray):
     """The same splits, row ids and labels as one process, features within float tolerance (the pixel backbone:
     the same file content), every row once, nothing left beside the output."""
     pillar("embed", "--source", "digits", "-o", tmp_path / "pixels.h5")
-    pillar("embed", "--source", "digits", "--engine", "ray", "--tasks", "3", "-o", tmp_path / "pixels-ray.h5")
+    pillar("embed", "--source", "digits", "--engine", "ray", "--actors", "1", "-o", tmp_path / "pixels-ray.h5")
     assert content_hash(tmp_path / "pixels-ray.h5") == content_hash(tmp_path / "pixels.h5")
     args = ["embed", "--source", "digits", "--limit", "300", "--backbone", "resnet18", "--no-pretrained",
             "--resize", "32", "--crop", "32", "--batch-size", "64"]
     pillar(*args, "-o", tmp_path / "single.h5")
-    result = pillar(*args, "--engine", "ray", "-o", tmp_path / "ray.h5")  # a task a CPU: 2 shards
+    result = pillar(*args, "--engine", "ray", "-o", tmp_path / "ray.h5")  # one actor, one CPU left to decode
     assert "ray.h5: digits embedded with resnet18" in result.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pixels-ray.h5", "pixels.h5", "ray.h5", "single.h5"]
     assert_same_embedding(tmp_path / "single.h5", tmp_path / "ray.h5")
     assert artifacts.read(tmp_path / "ray.h5", "embeddings").provenance.config["engine"] == "ray"
+    folder = tmp_path / "images"  # a file no worker can decode: one line, nothing written
+    for i in range(30):
+        (folder / "abc"[i % 3]).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.full((8, 8, 3), 8 * i, np.uint8)).save(folder / "abc"[i % 3] / f"{i}.png")
+    (folder / "b" / "4.png").write_bytes(b"not a png")
+    failed = pillar("embed", "--source", "image-folder", "--path", folder, "--engine", "ray", "-o", tmp_path / "f.h5",
+                    expect=4)
+    assert failed.stderr.startswith(f"error: cannot decode image {folder / 'b' / '4.png'}: ")
+    assert "Traceback" not in failed.stderr and len(failed.stderr.splitlines()) <= 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["images", "pixels-ray.h5", "pixels.h5", "ray.h5", "single.h5"]
+    refused = pillar(*args, "--engine", "ray", "--actors", "2", "-o", tmp_path / "two.h5", expect=2)
+    assert refused.stderr == "error: --actors 2 leaves none of the cluster's 2 CPUs to decode images\n" \
+                             "hint: pass at most --actors 1\n"
+    assert not (tmp_path / "two.h5").exists()
 
 
 def test_ray_refuses_what_it_cannot_do_in_one_line(pillar, tmp_path):
     for extra, message in [(["--engine", "spark"], "--engine takes local or ray; got 'spark'"),
-                           (["--engine", "ray", "--shard", "0/2"], "--engine ray embeds every shard itself: without "
-                            "--shard, --resume, --skip-bad or torchrun")]:
+                           (["--engine", "ray", "--shard", "0/2"], "--engine ray embeds every row in one pipeline: "
+                            "without --shard, --resume, --skip-bad or torchrun")]:
         result = pillar("embed", "--source", "digits", *extra, "-o", tmp_path / "e.h5", expect=2)
         assert result.stderr == f"error: {message}\n"
     assert not list(tmp_path.iterdir())
