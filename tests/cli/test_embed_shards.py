@@ -4,6 +4,7 @@ pipeline on a local Ray instance."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -79,7 +80,7 @@ def test_torchrun_ranks_embed_their_shards_and_rank_zero_merges(pillar, tmp_path
     assert_same_embedding(tmp_path / "single.h5", tmp_path / "ranks.h5")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def local_ray():
     """A local Ray instance of 2 CPUs that `embed --engine ray` finds started (as on a cluster's head node)."""
     ray = pytest.importorskip("ray")
@@ -116,6 +117,47 @@ def test_a_ray_data_pipeline_embeds_every_row_once_as_one_process_does(pillar, t
     assert refused.stderr == "error: --actors 2 leaves none of the cluster's 2 CPUs to decode images\n" \
                              "hint: pass at most --actors 1\n"
     assert not (tmp_path / "two.h5").exists()
+
+
+def backbone_actors() -> list[int]:
+    """The process ids of this machine's Ray actors that hold a backbone (Ray titles them after the operator)."""
+    pids = []
+    for process in Path("/proc").iterdir():
+        try:
+            if process.name.isdigit() and b"MapBatches(Backbone)" in (process / "cmdline").read_bytes():
+                pids.append(int(process.name))
+        except OSError:  # the process ended meanwhile
+            pass
+    return pids
+
+
+def test_a_backbone_actor_killed_mid_run_is_restarted_and_every_row_arrives_once(pillar, tmp_path, local_ray):
+    """SIGKILL to the actor as the first features arrive: Ray restarts it and runs its tasks again; the artifact
+    equals a one-process embed's."""
+    from pillar_cli.embedding.job import EmbeddingJob
+    from pillar_cli.embedding.ray_engine import embed_on_ray
+    from pillar_cli.embedding.request import EmbedRequest
+
+    request = EmbedRequest(source="digits", backbone="resnet18", pretrained=False, resize=32, crop=32)
+    pillar("embed", "--source", "digits", "--backbone", "resnet18", "--no-pretrained", "--resize", "32", "--crop",
+           "32", "--batch-size", "64", "-o", tmp_path / "single.h5")
+    killed, heard = [], []
+
+    def kill_at_first_batch(rows: int) -> None:
+        if not killed:
+            killed.extend(backbone_actors())
+            for pid in killed:
+                os.kill(pid, signal.SIGKILL)
+        heard.append(rows)
+
+    out = tmp_path / "ray.h5"
+    embed_on_ray(request, EmbeddingJob.of(request.dataset(), request.plan), {}, out,
+                 lambda artifact: artifacts.write(out, artifact), address=None, actors=1, device="cpu",
+                 batch_size=64, on_rows=kill_at_first_batch)
+    assert len(killed) == 1 and backbone_actors() and killed[0] not in backbone_actors()  # restarted
+    assert sum(heard) == 1797 and len(heard) > 1
+    assert_same_embedding(tmp_path / "single.h5", out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ray.h5", "single.h5"]
 
 
 def test_ray_refuses_what_it_cannot_do_in_one_line(pillar, tmp_path):
