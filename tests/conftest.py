@@ -31,6 +31,17 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+LONGEST = Path(__file__).parent / "test_readme.py"  # the README's command block: about 3 minutes on one worker
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The README's tests first, then the files that hold a test marked slow: `make test` hands each worker a file
+    at a time in this order, so the long ones start early and the run does not end on one worker alone. Within a
+    file the order stays as written."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: (item.path != LONGEST, item.path not in slow_files))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _calibration_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ.setdefault("PILLAR_CACHE_DIR", str(tmp_path_factory.mktemp("pillar-cache")))
