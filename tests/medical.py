@@ -19,7 +19,9 @@ def write_dicom(path, pixels: np.ndarray, *, photometric="MONOCHROME2", bits=12,
     meta.TransferSyntaxUID = syntax or ExplicitVRLittleEndian
     dataset = FileDataset(str(path), {}, file_meta=meta, preamble=b"\0" * 128)
     dataset.SOPClassUID, dataset.SOPInstanceUID = meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID
-    dataset.PatientID = patient or hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:16]
+    # a file's own patient is named after its folder and name, not its temporary directory: the splits drawn over
+    # patients are then the same in every run
+    dataset.PatientID = patient or hashlib.sha256("/".join(Path(path).parts[-2:]).encode()).hexdigest()[:16]
     dataset.Rows, dataset.Columns = pixels.shape[-2:]
     dataset.SamplesPerPixel, dataset.PhotometricInterpretation = 1, photometric
     dataset.BitsAllocated, dataset.BitsStored, dataset.HighBit, dataset.PixelRepresentation = 16, bits, bits - 1, 0

@@ -3,7 +3,7 @@ embedded on the way by the classifier's recorded backbone — one prediction per
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -87,12 +87,13 @@ def predict(
         split = artifacts.read_split(embeddings, on_disk=True)
         where = f"{split.ref.path}:{split.name}"
         _require_same_recipe(released.features, split.recipe.with_dim(split.features.shape[1]), where)
-        blocks = _probabilities(estimator, split.index, split.features)
+        counts = write_predictions(out, _probabilities(estimator, split.index, split.features), released.class_names,
+                                   force)
     else:
-        blocks = [_classify_raw(released, estimator, source, SourceOptions(path, parse_params(param_)), weights,
-                                trust_checkpoint, device, batch_size, workers)]
         where = str(path or source)
-    counts = write_predictions(out, blocks, released.class_names, force)
+        counts = _classify_raw(released, estimator, source, SourceOptions(path, parse_params(param_)), weights,
+                               trust_checkpoint, device, batch_size, workers, lambda blocks: write_predictions(
+                                   out, blocks, released.class_names, force))
     _report(out, released, counts, where, as_json)
     say_trust()
 
@@ -105,10 +106,12 @@ def _probabilities(estimator: DPLinearClassifier | NetworkClassifier, index: np.
         yield index[start:start + len(block)], estimator.predict_proba(block)
 
 
-def _classify_raw(released: Classifier, estimator: DPLinearClassifier | NetworkClassifier, source: str, options: SourceOptions,
-                  weights: Path | None, trust_checkpoint: bool, device: str, batch_size: int,
-                  workers: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """(row names, probabilities) of a source's raw inputs, embedded by the classifier's rebuilt embedder."""
+def _classify_raw(released: Classifier, estimator: DPLinearClassifier | NetworkClassifier, source: str,
+                  options: SourceOptions, weights: Path | None, trust_checkpoint: bool, device: str, batch_size: int,
+                  workers: int | None, write: Callable[[Iterator[tuple[np.ndarray, np.ndarray]]], np.ndarray]
+                  ) -> np.ndarray:
+    """A source's raw inputs, embedded by the classifier's rebuilt embedder and classified a batch at a time, each
+    batch's (row names, probabilities) handed to `write` as it comes; what `write` returns."""
     from pillar_cli.release.inputs import (  # torch: raw inputs
         classify_inputs,
         decoded_as_recorded,
@@ -118,10 +121,9 @@ def _classify_raw(released: Classifier, estimator: DPLinearClassifier | NetworkC
     dataset = load_source(source, decoded_as_recorded(released, source, options))
     embedder = input_embedder(released, dataset, weights=weights, device=device, trust_checkpoint=trust_checkpoint)
     with progress_bar(f"classifying {options.path or source}", sum(dataset.part_sizes), "rows") as advance:
-        probabilities = classify_inputs(dataset, embedder, estimator.predict_proba, batch_size=batch_size,
-                                        workers=default_workers(dataset) if workers is None else workers,
-                                        on_batch=advance)
-    return dataset.row_names(), probabilities
+        return write(classify_inputs(dataset, embedder, estimator.predict_proba, batch_size=batch_size,
+                                     workers=default_workers(dataset) if workers is None else workers,
+                                     on_batch=advance))
 
 
 def _report(out: Path, released: Classifier, counts: np.ndarray, where: str, as_json: bool) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 import h5py
 import numpy as np
@@ -23,7 +23,7 @@ from pillar_cli.data import Dataset, SplitPlan
 from pillar_cli.data.pixels import pixel_depth
 from pillar_cli.data.splits import SPLIT_ROLES
 from pillar_cli.embedding.backbones import TimmEmbedder
-from pillar_cli.embedding.features import Embedder, PendingFeatures
+from pillar_cli.embedding.features import Embedder
 from pillar_cli.embedding.recipe import at_depth
 from pillar_cli.errors import ArtifactError, DataError, Interrupted, UsageError, param
 from pillar_cli.lazy import torch
@@ -160,39 +160,42 @@ def _reopen_in_worker(_: int) -> None:
     batches.dataset = batches.dataset.reopened()
 
 
-def stream_split(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batch_size: int, store: FeatureStore,
-                 split: str, on_batch: Callable[[int], None] = lambda n: None, workers: int = 0) -> None:
-    """Features of one split into the store, from where a previous run stopped; `workers` processes read ahead.
+def embedded_batches(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batch_size: int, workers: int = 0,
+                     on_skipped: Callable[[list[str]], None] = lambda files: None
+                     ) -> Iterator[tuple[int, np.ndarray]]:
+    """(offset into `ids`, features) of each batch of the rows `ids`, in order; `workers` processes read ahead, and
+    the files they skip (`--skip-bad`) are handed to `on_skipped`.
 
-    One batch is in flight while the previous one is written: on a GPU the next batch is queued before waiting
-    for the last, so the device does not idle while the host stores features and fetches images."""
-    start = store.done(split)
-    on_batch(start)
-    chunks = [ids[begin:begin + batch_size] for begin in range(start, len(ids), batch_size)]
+    One batch is in flight while the previous one is handed on: on a GPU the next batch is queued before waiting
+    for the last, so the device does not idle while the caller stores features and the loader fetches images."""
+    chunks = [ids[begin:begin + batch_size] for begin in range(0, len(ids), batch_size)]
     loader = torch.utils.data.DataLoader(_Batches(dataset, chunks), batch_size=None, num_workers=workers,
                                          pin_memory=isinstance(embedder, TimmEmbedder)
                                          and embedder.device.type == "cuda",
                                          worker_init_fn=_reopen_in_worker if workers else None)
-    begin, previous = start, None
+    begin, previous = 0, None
     for read in loader:
         if read.error is not None:
             raise DataError(*read.error)
         if read.skipped:
-            store.add_skipped(read.skipped)
+            on_skipped(read.skipped)
         current = (begin, embedder.submit(read.images))
         begin += len(read.images)
         if previous is not None:
-            _store(store, split, *previous, on_batch)
+            yield previous[0], previous[1].result()
         previous = current
     if previous is not None:
-        _store(store, split, *previous, on_batch)
+        yield previous[0], previous[1].result()
 
 
-def _store(store: FeatureStore, split: str, begin: int, pending: PendingFeatures,
-           on_batch: Callable[[int], None]) -> None:
-    rows = pending.result()
-    store.write(split, begin, rows)
-    on_batch(len(rows))
+def stream_split(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batch_size: int, store: FeatureStore,
+                 split: str, on_batch: Callable[[int], None] = lambda n: None, workers: int = 0) -> None:
+    """Features of one split into the store, from where a previous run stopped."""
+    start = store.done(split)
+    on_batch(start)
+    for begin, rows in embedded_batches(embedder, dataset, ids[start:], batch_size, workers, store.add_skipped):
+        store.write(split, start + begin, rows)
+        on_batch(len(rows))
 
 
 def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embedder, plan: SplitPlan,

@@ -1,19 +1,20 @@
 """Raw inputs (images or vectors of a dataset source, labelled or not) classified by a release: embedded with the
 embedder its training rows were made by, rebuilt from the recorded recipe, and streamed batch by batch through the
-same loader as `pillar embed` (decoding workers, one batch on the GPU while the last is classified)."""
+same loader as `pillar embed` (decoding workers, one batch on the GPU while the last is classified), each batch's
+predictions written before the next is read."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
 from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.data import Dataset, SourceOptions
 from pillar_cli.data.pixels import pixel_depth
-from pillar_cli.embedding.extraction import stream_split
+from pillar_cli.embedding.extraction import embedded_batches
 from pillar_cli.embedding.features import Embedder
 from pillar_cli.embedding.recipe import embedder_for
 from pillar_cli.errors import DataError, param
@@ -52,32 +53,17 @@ def input_embedder(classifier: Classifier, dataset: Dataset, *, weights: Path | 
 
 
 def classify_inputs(dataset: Dataset, embedder: Embedder, probabilities_of: Probabilities, *, batch_size: int,
-                    workers: int, on_batch: Callable[[int], None]) -> np.ndarray:
-    """Class probabilities of every row of `dataset`: its train part, then its test part."""
-    sink = _ProbabilitySink(probabilities_of, sum(dataset.part_sizes))
-    start = 0
+                    workers: int, on_batch: Callable[[int], None]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(row names, class probabilities) of each batch of `dataset`'s rows, its train part, then its test part: each
+    batch is classified as it is embedded, and its features dropped."""
+    names, start = dataset.row_names(), 0
     for size in dataset.part_sizes:
-        sink.offset = start
-        stream_split(embedder, dataset, np.arange(start, start + size), batch_size, sink, "inputs", on_batch, workers)
+        ids = np.arange(start, start + size)
+        for begin, features in embedded_batches(embedder, dataset, ids, batch_size, workers, _refuse_skipped):
+            yield names[ids[begin:begin + len(features)]], probabilities_of(features)
+            on_batch(len(features))
         start += size
-    return sink.probabilities
 
 
-class _ProbabilitySink:
-    """Where stream_split puts each embedded batch: classified at once, the features then dropped."""
-
-    def __init__(self, probabilities_of: Probabilities, rows: int):
-        self.probabilities_of, self.rows, self.offset = probabilities_of, rows, 0
-        self.probabilities: np.ndarray | None = None
-
-    def done(self, split: str) -> int:
-        return 0
-
-    def add_skipped(self, files: list[str]) -> None:
-        raise DataError(f"cannot decode {files[0]}")
-
-    def write(self, split: str, begin: int, features: np.ndarray) -> None:
-        batch = self.probabilities_of(features)
-        if self.probabilities is None:
-            self.probabilities = np.empty((self.rows, batch.shape[1]), dtype=batch.dtype)
-        self.probabilities[self.offset + begin:self.offset + begin + len(batch)] = batch
+def _refuse_skipped(files: list[str]) -> None:
+    raise DataError(f"cannot decode {files[0]}")
