@@ -10,6 +10,7 @@ the nodes.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -22,7 +23,7 @@ from pillar_cli.embedding.job import EmbeddingJob
 from pillar_cli.embedding.request import EmbedRequest
 from pillar_cli.errors import DataError, UsageError, param
 
-_JOBS: dict[str, tuple[EmbeddingJob, np.ndarray]] = {}  # per worker process: the job of a request, read once
+_JOBS: dict[str, "_WorkerJob"] = {}  # per worker process: a request's job, read once
 
 
 def embed_on_ray(request: EmbedRequest, job: EmbeddingJob, options: dict[str, Any], out: Path,
@@ -42,7 +43,7 @@ def embed_on_ray(request: EmbedRequest, job: EmbeddingJob, options: dict[str, An
     needs = {"num_gpus": 1} if gpus else {"num_cpus": 1}
     recipe, dim = ray.get(ray.remote(**needs)(_recipe).remote(request, job.dataset.inputs.shape[1:], device))
     sizes = {name: len(ids) for name, ids in job.splits.items()}
-    pipeline = _pipeline(request, job.dataset.inputs.shape[1:], actors, needs, device, batch_size, sum(sizes.values()))
+    pipeline = _pipeline(request, job, actors, needs, device, batch_size)
     store = FeatureStore(sibling(out, ".partial"), options, sizes, dim, resume=False)
     try:
         write_batches(pipeline.iter_batches(batch_size=None, batch_format="numpy"), store, sizes, on_rows)
@@ -75,45 +76,69 @@ def write_batches(batches: Iterable[dict[str, np.ndarray]], store: FeatureStore,
         raise DataError(f"Ray returned no features for {int((~seen).sum())} of {len(seen)} rows")
 
 
-def _pipeline(request: EmbedRequest, shape: tuple[int, ...], actors: int, needs: dict[str, int], device: str,
-              batch_size: int, rows: int):
+def _pipeline(request: EmbedRequest, job: EmbeddingJob, actors: int, needs: dict[str, int], device: str,
+              batch_size: int):
     """Row numbers (split after split) → decoded images (tasks, a CPU each) → features (the actor pool)."""
     import ray.data
 
+    shape = job.dataset.inputs.shape[1:]
     context = ray.data.DataContext.get_current()
     for name in ("ray", "ray.data"):  # the run reports through pillar's progress line, errors as pillar's one line
         logging.getLogger(name).setLevel(logging.CRITICAL)
     context.enable_progress_bars = context.print_on_execution_start = False
-    return (ray.data.range(rows)
+    return (ray.data.range(sum(map(len, job.splits.values())))
             # a decoding task reserves the memory of its batch's images: Ray Data fuses operators whose resources
             # agree, and these stay tasks of their own, on the CPUs the actors leave
-            .map_batches(_decoder(request), num_cpus=1, memory=batch_size * int(np.prod(shape)) + 2**20,
-                         batch_size=batch_size)
+            .map_batches(_decoder(request, job.dataset.fingerprint), num_cpus=1,
+                         memory=batch_size * int(np.prod(shape)) + 2**20, batch_size=batch_size)
             .map_batches(_backbone(request, shape, device), compute=ray.data.ActorPoolStrategy(size=actors),
                          batch_size=batch_size, **needs))
 
 
-def _job(request: EmbedRequest) -> tuple[EmbeddingJob, np.ndarray]:
-    """The job a worker reads from `request` (the source read on its node, split as the driver split it) and the
-    source row of each row number."""
+@dataclass(frozen=True)
+class _WorkerJob:
+    """What a worker reads from a request: the job (the source read on its node, split as the driver split it), the
+    source row of each row number, where each split's row numbers start, and the fingerprint of what it read."""
+
+    job: EmbeddingJob
+    order: np.ndarray
+    starts: np.ndarray
+    fingerprint: str
+
+    def images(self, numbers: np.ndarray) -> np.ndarray:
+        """The images of consecutive row numbers, read a split at a time (a split's source rows are sorted, and a
+        source reads sorted rows of one part: train or test)."""
+        split_of = np.searchsorted(self.starts, numbers, side="right") - 1
+        pieces = np.split(numbers, np.flatnonzero(np.diff(split_of)) + 1)
+        return np.concatenate([self.job.dataset.rows(self.order[piece])[0] for piece in pieces])
+
+
+def _job(request: EmbedRequest) -> _WorkerJob:
+    """The worker's reading of `request`, once per worker process."""
     key = repr(request)
     if key not in _JOBS:
         job = EmbeddingJob.of(request.dataset(), request.plan)
-        _JOBS[key] = job, np.concatenate(list(job.splits.values()))
+        _JOBS[key] = _WorkerJob(job, np.concatenate(list(job.splits.values())),
+                                np.cumsum([0, *map(len, job.splits.values())]), job.dataset.fingerprint)
     return _JOBS[key]
 
 
-def _decoder(request: EmbedRequest) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
-    """The task that decodes a batch of row numbers into images; a file that cannot be read comes back as its error
-    (message, hint). The request travels inside the function (as the actor's does inside its class)."""
+def _decoder(request: EmbedRequest, fingerprint: str) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    """The task that decodes a batch of row numbers into images; a file that cannot be read, or a source that reads
+    otherwise on the worker's node than here (`fingerprint`: the driver's), comes back as its error (message, hint).
+    The request travels inside the function (as the actor's does inside its class)."""
 
     def decoded(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        job, order = _job(request)
+        worker = _job(request)
         try:
-            images = np.ascontiguousarray(job.dataset.rows(order[batch["id"]])[0])
+            if worker.fingerprint != fingerprint:
+                raise DataError(f"the source reads otherwise on a Ray worker's node than on this machine (fingerprint "
+                                f"{worker.fingerprint[:12]}, here {fingerprint[:12]})",
+                                hint="every node must read the same source at the same path")
+            images = np.ascontiguousarray(worker.images(batch["id"]))
         except DataError as err:
             text = err.message if err.hint is None else f"{err.message}\n{err.hint}"
-            return {"id": batch["id"][:1], "images": np.zeros((1, *job.dataset.inputs.shape[1:]), np.uint8),
+            return {"id": batch["id"][:1], "images": np.zeros((1, *worker.job.dataset.inputs.shape[1:]), np.uint8),
                     "error": np.array([text], dtype=object)}
         return {"id": batch["id"], "images": images, "error": np.full(len(images), "", dtype=object)}
 
