@@ -7,6 +7,7 @@ artifact itself written, atomically, by the same code path as an uninterrupted r
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 from pathlib import Path
@@ -174,7 +175,7 @@ def embedded_batches(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batc
                                          and embedder.device.type == "cuda",
                                          worker_init_fn=_reopen_in_worker if workers else None)
     begin, previous = 0, None
-    for read in loader:
+    for read in _started(loader):
         if read.error is not None:
             raise DataError(*read.error)
         if read.skipped:
@@ -186,6 +187,21 @@ def embedded_batches(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batc
         previous = current
     if previous is not None:
         yield previous[0], previous[1].result()
+
+
+def _started(loader: torch.utils.data.DataLoader) -> Iterator[_Read]:
+    """The loader's iterator, its workers forked from a heap without garbage. An object left in a reference cycle
+    (an ONNX Runtime session of earlier work in a notebook) would otherwise be destroyed by a worker's garbage
+    collector, in a process where the threads its destructor waits for do not exist: the worker hung for good. The
+    garbage is collected here first, and what remains is frozen, out of the workers' collections."""
+    if not loader.num_workers:
+        return iter(loader)
+    gc.collect()
+    gc.freeze()
+    try:
+        return iter(loader)
+    finally:
+        gc.unfreeze()
 
 
 def stream_split(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batch_size: int, store: FeatureStore,

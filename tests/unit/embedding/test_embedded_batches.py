@@ -1,11 +1,16 @@
 """Embedding streams: each batch is handed on as soon as the next one is in flight, so a consumer (the store of
-`pillar embed`, the predictions file of `pillar predict --source`) holds one batch at a time, never all rows."""
+`pillar embed`, the predictions file of `pillar predict --source`) holds one batch at a time, never all rows; and
+the loader's workers fork from a heap without garbage."""
 
 from __future__ import annotations
+
+import gc
+import os
 
 import numpy as np
 
 from pillar_cli.data import SourceOptions, load_source
+from pillar_cli.embedding.extraction import embedded_batches
 from pillar_cli.embedding.features import ReadyFeatures
 from pillar_cli.release.inputs import classify_inputs
 
@@ -35,3 +40,29 @@ def test_raw_inputs_are_classified_a_batch_at_a_time_in_row_order():
     rest = list(blocks)
     assert embedder.batches == 18 and heard == [100] * 17 + [97] and len(rest) == 17
     np.testing.assert_array_equal(np.concatenate([rows, *(r for r, _ in rest)]), np.arange(len(dataset.inputs)))
+
+
+class LeftInACycle:
+    """Garbage whose destructor must run where it was made (as an ONNX Runtime session's, which waits for its
+    threads): it notes the process it ran in."""
+
+    def __init__(self, notes: list[int]):
+        self.notes, self.cycle = notes, self
+
+    def __del__(self):
+        self.notes.append(os.getpid())
+
+
+def test_loader_workers_are_forked_after_the_garbage_is_collected_here():
+    """Automatic collection off (as if no collection had come due): the garbage is destroyed in this process before
+    the workers fork, so that no worker's collector runs its destructor."""
+    dataset, notes = load_source("digits", SourceOptions()), []
+    gc.collect()
+    gc.disable()
+    try:
+        LeftInACycle(notes)
+        batches = embedded_batches(CountingEmbedder(), dataset, np.arange(300), 100, workers=2)
+        assert next(batches)[0] == 0 and notes == [os.getpid()]
+        assert [begin for begin, _ in batches] == [100, 200]
+    finally:
+        gc.enable()
