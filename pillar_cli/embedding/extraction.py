@@ -93,6 +93,7 @@ class FeatureStore:
 
     def write_at(self, split: str, positions: np.ndarray, rows: np.ndarray) -> None:
         """Rows at their positions of the split (increasing), in whatever order batches arrive (no resume)."""
+        require_space(self.path.parent, rows.nbytes, f"the scratch file {self.path}")  # the disk filled meanwhile
         if len(positions) and positions[-1] - positions[0] == len(positions) - 1:
             self.h5[split][positions[0]:positions[-1] + 1] = rows
         else:

@@ -35,7 +35,8 @@ def embed_on_ray(request: EmbedRequest, job: EmbeddingJob, options: dict[str, An
     ray = _ray()
     if not ray.is_initialized():
         ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-    gpus, cpus = int(ray.cluster_resources().get("GPU", 0)), int(ray.cluster_resources().get("CPU", 1))
+    resources = ray.cluster_resources()
+    gpus, cpus = int(resources.get("GPU", 0)), int(resources.get("CPU", 1))
     actors = actors or gpus or max(1, cpus - 1)
     if not gpus and actors >= cpus:
         raise UsageError(f"{param('actors')} {actors} leaves none of the cluster's {cpus} CPUs to decode images",
@@ -58,19 +59,19 @@ def write_batches(batches: Iterable[dict[str, np.ndarray]], store: FeatureStore,
     """Each batch's features (`id`: row numbers over the splits in order, `features`, `error`) at their rows'
     positions. A row that arrives again (from a task Ray ran again) keeps its first features; a batch that carries a
     read error, or a run that leaves a row without features, is refused."""
-    names, starts = list(sizes), np.cumsum([0, *sizes.values()])
+    names, starts = list(sizes), _starts(sizes.values())
     seen = np.zeros(starts[-1], dtype=bool)
     for batch in batches:
         if batch["error"][0]:
             raise DataError(*str(batch["error"][0]).split("\n", 1))
         fresh = ~seen[batch["id"]]
-        ids, features = batch["id"][fresh], batch["features"][fresh]
+        order = np.argsort(batch["id"][fresh], kind="stable")
+        ids, features = batch["id"][fresh][order], batch["features"][fresh][order]
         seen[ids] = True
         split_of = np.searchsorted(starts, ids, side="right") - 1
         for split in np.unique(split_of):
-            order = np.argsort(ids[split_of == split])
-            store.write_at(names[split], (ids[split_of == split] - starts[split])[order],
-                           features[split_of == split][order])
+            rows = split_of == split
+            store.write_at(names[split], ids[rows] - starts[split], features[rows])
         on_rows(len(ids))
     if not seen.all():
         raise DataError(f"Ray returned no features for {int((~seen).sum())} of {len(seen)} rows")
@@ -119,8 +120,14 @@ def _job(request: EmbedRequest) -> _WorkerJob:
     if key not in _JOBS:
         job = EmbeddingJob.of(request.dataset(), request.plan)
         _JOBS[key] = _WorkerJob(job, np.concatenate(list(job.splits.values())),
-                                np.cumsum([0, *map(len, job.splits.values())]), job.dataset.fingerprint)
+                                _starts(map(len, job.splits.values())), job.dataset.fingerprint)
     return _JOBS[key]
+
+
+def _starts(sizes: Iterable[int]) -> np.ndarray:
+    """Where each split's row numbers start (and, last, how many rows there are): rows are numbered split after
+    split, in the job's order, alike on the driver and on the workers."""
+    return np.cumsum([0, *sizes])
 
 
 def _decoder(request: EmbedRequest, fingerprint: str) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
