@@ -13,6 +13,7 @@ import numpy as np
 from pillar_cli.errors import ArtifactError, MissingSplitError, first_line
 
 BLOCK_BYTES = 64 * 2**20  # rows of a dataset copied or hashed at a time
+CHUNK_VALUES = 2**20  # values in one stored chunk of a large array (4 MiB of float32)
 CORRUPT_HINT = "the file may be truncated or corrupt; recreate it"
 RESERVED_ATTRS = ("pillar_kind", "schema_version", "pillar_version", "created_at", "command", "config",
                   "inputs", "content_hash", "record_hash", "json_attrs")
@@ -27,23 +28,30 @@ def json_default(value: Any) -> Any:
 
 
 
+def stored_in_chunks(shape: tuple[int, ...]) -> dict[str, Any]:
+    """How an array of `shape` is stored: a large one in chunks of whole rows, about CHUNK_VALUES values each, each
+    with a Fletcher-32 checksum that the HDF5 library checks on reading — damaged bytes in the middle of a file are
+    then refused as the block of rows that holds them, not only as a content hash that no longer matches; a small
+    one contiguous."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if not shape or size <= 65536:
+        return {}
+    row = size // shape[0]
+    return {"chunks": (max(1, min(shape[0], CHUNK_VALUES // row)), *shape[1:]), "fletcher32": True}
+
+
 def write_array(h5: h5py.File, name: str, array: np.ndarray) -> None:
     if isinstance(array, h5py.Dataset):
         return _copy_rows(h5, name, array)
     if array.dtype.kind == "U":
         h5.create_dataset(name, data=array.astype(object), dtype=h5py.string_dtype())
-    elif array.ndim == 2 and array.size > 65536:
-        h5.create_dataset(name, data=array, chunks=(min(len(array), max(1, 2**20 // array.shape[1])),
-                                                     array.shape[1]))
     else:
-        h5.create_dataset(name, data=array)
+        h5.create_dataset(name, data=array, **stored_in_chunks(array.shape))
 
 
 def _copy_rows(h5: h5py.File, name: str, source: h5py.Dataset) -> None:
     """A dataset of another open file copied a block of rows at a time (memory bounded by the block)."""
-    chunks = (min(len(source), max(1, 2**20 // source.shape[1])), source.shape[1]) \
-        if source.ndim == 2 and source.size > 65536 else None
-    target = h5.create_dataset(name, shape=source.shape, dtype=source.dtype, chunks=chunks)
+    target = h5.create_dataset(name, shape=source.shape, dtype=source.dtype, **stored_in_chunks(source.shape))
     for start, block in row_blocks(source):
         target[start:start + len(block)] = block
 

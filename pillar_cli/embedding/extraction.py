@@ -18,7 +18,7 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact, embeddings_artifact
 from pillar_cli.artifacts.files import require_space, sibling
-from pillar_cli.artifacts.layout import row_blocks
+from pillar_cli.artifacts.layout import row_blocks, stored_in_chunks
 from pillar_cli.artifacts.premises import KEYED, Premises
 from pillar_cli.data import Dataset, SplitPlan
 from pillar_cli.data.pixels import pixel_depth
@@ -71,7 +71,7 @@ class FeatureStore:
         for split, size in sizes.items():
             if split not in self.h5:
                 self.h5.create_dataset(split, shape=(size, dim), dtype=np.float32,
-                                       chunks=(max(1, min(size, 2**20 // max(dim, 1))), dim))
+                                       **stored_in_chunks((size, dim)))
                 self.h5[split].attrs["done"] = 0
         to_come = sum(size - self.done(split) for split, size in sizes.items())
         try:  # the rows still to embed go into this file, then all of them into the artifact beside it

@@ -142,3 +142,29 @@ def test_a_damaged_chunk_in_the_middle_is_one_line_naming_the_split_and_the_bloc
     assert_clean_failure(result, 3, f"{damaged}: cannot read rows 0–1399 of /splits/private/features {reason}",
                          tmp_path / "pca.h5")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged.h5"]
+
+
+def test_damaged_bytes_in_an_uncompressed_file_pillar_wrote_are_refused_as_the_block_that_holds_them(
+        embedded, tmp_path, monkeypatch, pillar):
+    """Bytes that still read but are no longer the ones written (no compression to fail): each stored chunk of a
+    large array carries a checksum, so the error names the split's dataset and the block's rows, not only a content
+    hash that no longer matches."""
+    monkeypatch.setattr(layout, "CHUNK_VALUES", 100 * 64)  # chunks of 100 rows
+    damaged = tmp_path / "damaged.h5"
+    write(damaged, read(embedded, "embeddings"))
+    with h5py.File(damaged, "r") as h5:
+        stored = h5["splits/private/features"]
+        assert stored.compression is None and stored.chunks == (100, 64) and stored.fletcher32
+        chunk = stored.id.get_chunk_info(7)  # rows 700–799
+    with open(damaged, "r+b") as handle:
+        handle.seek(chunk.byte_offset + 1000)
+        handle.write(bytes(8))
+    monkeypatch.setattr(layout, "BLOCK_BYTES", 300 * 64 * 4)  # blocks of 300 rows
+    reason = "(Can't synchronously read data (filter returned failure during read))"
+    with pytest.raises(ArtifactError, match=re.escape(f"{damaged}: cannot read rows 600–899 of "
+                                                      f"/splits/private/features {reason}")):
+        read_split(f"{damaged}:private")
+    monkeypatch.undo()
+    result = pillar("fit-pca", f"{damaged}:public", "-o", tmp_path / "pca.h5", expect=3)
+    assert_clean_failure(result, 3, f"{damaged}: cannot read rows 0–1399 of /splits/private/features {reason}",
+                         tmp_path / "pca.h5")
