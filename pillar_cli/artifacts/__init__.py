@@ -17,7 +17,7 @@ from pillar_cli.artifacts.core import (
                                              read_provenance,
                                              write,
 )
-from pillar_cli.artifacts.embeddings import Split, embedded_rows, embeddings_artifact, parse_ref, read_split
+from pillar_cli.artifacts.embeddings import Split, embeddings_artifact, parse_ref, read_split
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.integrity import content_hash
 from pillar_cli.artifacts.layout import RESERVED_ATTRS
@@ -31,6 +31,6 @@ from pillar_cli.artifacts.provenance import (
 )
 
 __all__ = ["KINDS", "RESERVED_ATTRS", "SCHEMA_VERSION", "Artifact", "ChainLink", "FeatureRecipe", "InputRef",
-           "Provenance", "Split", "content_hash", "derived_from", "describe", "embedded_rows", "embeddings_artifact",
+           "Provenance", "Split", "content_hash", "derived_from", "describe", "embeddings_artifact",
            "parse_ref", "provenance_chain", "read", "read_provenance", "read_split", "require_derived_from",
            "shared_rows", "write"]

@@ -8,13 +8,10 @@ import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
 
-import h5py
 import numpy as np
 
 from pillar_cli.artifacts.core import Artifact, InputRef, read
-from pillar_cli.artifacts.crash_guard import known_or_passes_in_child
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
-from pillar_cli.artifacts.integrity import refuse_links
 from pillar_cli.artifacts.premises import Premises
 from pillar_cli.artifacts.stored_rows import StoredRows, all_finite, non_finite_rows
 from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
@@ -75,6 +72,13 @@ class Split:
         """What a model or classifier trained on this split carries of it: how its features were made, its class
         names and the premises they rest on."""
         return {**self.recipe.to_attrs(), "class_names": self.class_names, "premises": self.premises.to_attrs()}
+
+    @property
+    def drawn_share(self) -> float | None:
+        """The share of the source's train part the split recipe draws into this split (its public_fraction for the
+        public split; None for another split or a file that does not record it). Public, unlike a share counted
+        over the file's rows, which moves with every private record deleted from the source."""
+        return self.attrs.get("public_fraction") if self.name == "public" else None
 
     @property
     def source(self) -> str | None:
@@ -173,23 +177,6 @@ class Split:
                        labels=np.concatenate([self.labels, other.labels]),
                        index=np.concatenate([self.index, other.index]),
                        persons=None if self.persons is None else np.concatenate([self.persons, other.persons]))
-
-
-def embedded_rows(path: str) -> int:
-    """Rows of the source embedded in the file, over all its splits (read without the splits' features, so each
-    split's row ids are checked to be there)."""
-    known_or_passes_in_child(path, lambda h5: _count_rows(h5, path))
-    with h5py.File(path, "r") as h5:
-        return _count_rows(h5, path)
-
-
-def _count_rows(h5: h5py.File, path: str) -> int:
-    refuse_links(h5, path)
-    for name, group in h5["splits"].items():
-        if not isinstance(group, h5py.Group) or not isinstance(group.get("index"), h5py.Dataset):
-            raise ArtifactError(f"{path}: embeddings artifact has no dataset '/splits/{name}/index'",
-                                hint="the file may come from another tool or be damaged; recreate it")
-    return sum(group["index"].shape[0] for group in h5["splits"].values())
 
 
 def _rows_joined(rows: np.ndarray | StoredRows, more: np.ndarray | StoredRows) -> np.ndarray | StoredRows:

@@ -48,8 +48,8 @@ class Evaluation:
 
     @property
     def public_share(self) -> float | None:
-        """The share of the data set the projection was fitted on, where recorded."""
-        return (self.public or {}).get("share_of_embedded")
+        """The share of the source's train part the projection's rows were drawn at, where recorded."""
+        return (self.public or {}).get("public_share")
 
     def cell(self, method: str, k: int | str, epsilon: float) -> dict | None:
         """The row of the (method, k, ε) cell, or None if the evaluation holds none."""

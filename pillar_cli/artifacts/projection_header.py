@@ -20,7 +20,7 @@ class ProjectionHeader:
     unseen_group: bool = False  # components: a group for the variables no public row holds
     fitted_on: dict | None = None  # the InputRef of the split it was fitted on
     backbone: str | None = None
-    share_of_embedded: float | None = None  # of all rows embedded in that file
+    public_share: float | None = None  # of the source's train part, as the split recipe and --fraction draw it
     public_choice: PublicChoice | None = None
     private_release: dict | None = None  # a DP-PCA's release: mechanism, ε, δ, event, noise
 
@@ -32,7 +32,7 @@ class ProjectionHeader:
                                                                                                False)),
                    rank=int(attrs["rank"]), n_public=int(attrs["n_public"]),
                    unseen_group=bool(attrs.get("unseen_group", False)), fitted_on=attrs.get("fitted_on"),
-                   backbone=attrs.get("backbone"), share_of_embedded=attrs.get("share_of_embedded"),
+                   backbone=attrs.get("backbone"), public_share=attrs.get("public_share"),
                    public_choice=PublicChoice.of(projection), private_release=attrs.get("private_release"))
 
     @property

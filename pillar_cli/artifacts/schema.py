@@ -59,7 +59,7 @@ _ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
 _OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "embeddings": {"split_roles": dict, "source_fingerprint": str, "splits": list, "persons": dict, "premises": dict},
     "projection": {"row_l2_normalised": bool, "source_fingerprint": str, "public_choice": dict, "private_release": dict,
-                   "persons": dict, "share_of_embedded": float, "fitted_on": dict},
+                   "persons": dict, "public_share": float, "fitted_on": dict},
     "evaluation": {"overlap_rows": int, "public": dict, "feature_dim": int},
 }
 LEDGER = attribute_types(ModelLedger)[0]

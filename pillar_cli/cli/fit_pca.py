@@ -93,7 +93,8 @@ def fit_pca(
         pca = fit_public_components(public) if components else \
             fit_public_split(public, k_max, standardize, second_moment, advance)
     artifact = projection_artifact(pca, public)
-    artifact.attrs["share_of_embedded"] = len(public.features) / artifacts.embedded_rows(public.ref.path)
+    if public.drawn_share is not None:
+        artifact.attrs["public_share"] = fraction * public.drawn_share
     if choice is not None:
         artifact.attrs["public_choice"] = choice.to_attrs()
     save(ctx, out, artifact, [public.ref, *([gsd.ref()] if gsd else [])])

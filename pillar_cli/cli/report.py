@@ -67,7 +67,7 @@ def _write_outputs(loaded: list[Evaluation], names: list[str], title: str, table
     notes = sorted({note for e in loaded for note in e.notes})
     if targets["public"] is not None:
         _require_recorded([e.public_share for e in loaded], names,
-                          "the share of the data set their projection was fitted on")
+                          "the share of the source their projection's rows were drawn at")
     if targets["dimension"] is not None:
         _require_recorded([e.feature_dim for e in loaded], names, "the dimension of the features their models read")
     draw = {"methods": lambda tmp: methods_by_dataset(loaded, tmp, title, names),

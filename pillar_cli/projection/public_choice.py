@@ -75,7 +75,7 @@ def public_data_of(projection: Artifact, private: Split, other_public: bool) -> 
         if (fitted_on.get("content_hash"), fitted_on.get("split")) != (private.ref.content_hash, private.ref.split):
             raise DataError(f"{projection.path} is a DP-PCA of {origin}, not of {private.ref.path}:{private.name}: "
                             "its release covers the rows it read, not these")
-        return {"fitted_on": origin, "rows": None, "kind": "DP-PCA of the private split", "share_of_embedded": None,
+        return {"fitted_on": origin, "rows": None, "kind": "DP-PCA of the private split", "public_share": None,
                 "note": f"projection fitted on the private rows of {origin} by a DP release ({release['mechanism']}, "
                         f"ε = {release['epsilon']:.4g}, δ = {release['delta']:g}): composed into every run's ε"}
     if header.public_choice is not None:
@@ -91,7 +91,7 @@ def public_data_of(projection: Artifact, private: Split, other_public: bool) -> 
     else:
         _require_compatible(projection, private)
         kind = "another public dataset"
-    return {"fitted_on": origin, "rows": header.n_public, "kind": kind, "share_of_embedded": header.share_of_embedded,
+    return {"fitted_on": origin, "rows": header.n_public, "kind": kind, "public_share": header.public_share,
             "note": f"projection fitted on {header.n_public} public rows of {origin} ({kind})"}
 
 

@@ -18,7 +18,7 @@ AXIS_LABELS = {
     "accuracy_vs_k": ("k (principal components; full = no projection)", "test accuracy"),
     "methods": ("evaluation", "test accuracy (best k, selected on val)"),
     "private_fraction": ("fraction of the private data used", "test accuracy"),
-    "public_share": ("public rows the projection was fitted on (% of the data set)", "test accuracy"),
+    "public_share": ("public rows the projection was fitted on (% of the train part, as drawn)", "test accuracy"),
     "dimension": ("feature dimension d", "test accuracy"),
     "xi": ("k (public components)", "ξₖ = 1 − ‖AₖAₖᵀw*‖"),
     "spectrum": ("component index", "eigenvalue of the public covariance"),
@@ -96,7 +96,8 @@ def accuracy_vs_private_fraction(evaluations: list[Evaluation], path: Path, titl
 
 
 def accuracy_vs_public_share(evaluations: list[Evaluation], path: Path, title: str) -> None:
-    """Each method's accuracy against the share of the data set its projection was fitted on (Table 2(b))."""
+    """Each method's accuracy against the share of the source's train part its projection's rows were drawn at
+    (Table 2(b))."""
     figure, axes = _pyplot().subplots(figsize=(6, 4))
     shares = [100 * e.public_share for e in evaluations]
     _lines_over(axes, evaluations, shares)

@@ -45,7 +45,8 @@ def test_a_fraction_of_the_public_rows_and_the_public_share_plot(mnist, pillar, 
     np.testing.assert_array_equal(projection.array("rows/public"), public.index[kept_by_fraction(public.features,
                                                                                                   0.25)])
     assert projection.attrs["n_public"] == quarter and len(projection.array("rows/public")) == quarter
-    assert projection.attrs["share_of_embedded"] == pytest.approx(quarter / 5000)
+    drawn = public.attrs["public_fraction"]  # the recipe's share, not a count over rows that include private ones
+    assert projection.attrs["public_share"] == pytest.approx(0.25 * drawn)
     for name, pca in (("quarter", tmp_path / "pca-quarter.h5"), ("whole", mnist["pca"])):
         pillar("train-private", mnist["emb"], "-p", pca, "--k", "10", "--eps", "1", "--steps", "60",
                "-o", tmp_path / f"model-{name}.h5")
@@ -56,7 +57,7 @@ def test_a_fraction_of_the_public_rows_and_the_public_share_plot(mnist, pillar, 
     pillar("report", tmp_path / "quarter.h5", tmp_path / "whole.h5", "--public-plot", tmp_path / "share.png")
     with Image.open(tmp_path / "share.png") as image:
         assert f"x={AXIS_LABELS['public_share'][0]}" in image.text["Description"]
-        ticks = f"{100 * quarter / 5000:.3g} %|{100 * mnist['rows']['public'] / 5000:.3g} %"  # about 2 % and 8 %
+        ticks = f"{100 * 0.25 * drawn:.3g} %|{100 * drawn:.3g} %"
         assert f"; xticks={ticks}; series=PILLAR, ε = 1" in image.text["Description"]
 
 
