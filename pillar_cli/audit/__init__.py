@@ -5,6 +5,6 @@ neighbouring-datasets check of every value the shipped files hold.
 Only the CLI imports it.
 
 May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `projection`, `linear.engine` (the configurations it
-trains), `methods.base` (the methods it audits, as the sweep trains them), `release.exported` (the export formats),
-`release.signing` (a file's signature), `release.card` (an hf folder's card, made again from its statement).
+trains), `methods` (the methods it audits, and the sweep the neighbours check reruns), `release` (the releases and
+exports it reruns and reads: formats, signatures, cards).
 """

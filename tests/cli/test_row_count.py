@@ -9,7 +9,7 @@ import json
 import pytest
 
 from pillar_cli import artifacts
-from pillar_cli.audit.neighbours import stored_values
+from pillar_cli.audit.stored_values import stored_values
 from pillar_cli.privacy import event_from_dict, gaussian_segments
 from pillar_cli.privacy.count import RowCount
 

@@ -168,4 +168,7 @@ def test_a_flag_the_pipeline_does_not_take_is_one_line_before_anything_is_embedd
                                           "--steps)", "hint: --train takes `pillar train-private`'s options"]
     result = pillar("audit", "neighbours", emb, "--fit-pca", "--k-max many", "--workdir", tmp_path / "nb", expect=2)
     assert result.stderr.splitlines()[0].startswith("error: --fit-pca: Invalid value for '--k-max'")
+    result = pillar("audit", "neighbours", emb, "--fit-pca", "--noise-seed 3", "--workdir", tmp_path / "nb", expect=2)
+    assert result.stderr.splitlines() == ["error: --fit-pca: each run fits its projection on its own embeddings with "
+                                          "fresh noise, not with --noise-seed"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["emb.h5"]

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from pillar_cli.audit import neighbours as neighbours_module
-from pillar_cli.audit.neighbours import NeighbourPlan, Removed, deterministic_differences, neighbours, stored_values
+from pillar_cli.audit.neighbours import NeighbourPlan, Removed, deterministic_differences, neighbours
+from pillar_cli.audit.stored_values import stored_values
 from pillar_cli.errors import UsageError
 
 
@@ -50,9 +51,9 @@ def test_stored_values_reach_json_leaves_and_digest_arrays(tmp_path):
 
 def test_a_plan_needs_two_runs_a_side_and_known_formats():
     with pytest.raises(UsageError, match=r"^runs must be at least 2"):
-        NeighbourPlan([], [], [], runs=1)
+        NeighbourPlan(runs=1)
     with pytest.raises(UsageError, match="^unknown export format 'pdf' \\(known: onnx, torchscript, safetensors, hf\\)$"):
-        NeighbourPlan([], [], ["pdf"])
+        NeighbourPlan(formats=["pdf"])
 
 
 def test_what_the_first_runs_find_is_confirmed_by_more_runs_a_side(tmp_path, monkeypatch):
@@ -60,19 +61,19 @@ def test_what_the_first_runs_find_is_confirmed_by_more_runs_a_side(tmp_path, mon
     clear it; a value fixed on each side is found in all 5. Where the first runs find nothing, no run is added."""
     values = {"with": iter(["35", "35", "36", "35", "36"]), "without": iter(["36"] * 5)}
 
-    def pipeline(directory, plan, run, number):
+    def pipeline(directory, plan, number):
         return {"rel.h5": {"head/k": next(values[directory.name]), "sample_rate": directory.name}}
 
     monkeypatch.setattr(neighbours_module, "_pipeline", pipeline)
     monkeypatch.setattr(neighbours_module, "records_to_remove", lambda *args: Removed([3], "8", "the record"))
     monkeypatch.setattr(neighbours_module.artifacts, "read", lambda *args, **kwargs: None)
-    found = neighbours(tmp_path / "emb.h5", NeighbourPlan([], [], [], runs=2), tmp_path, run=None,
+    found = neighbours(tmp_path / "emb.h5", NeighbourPlan(runs=2), tmp_path,
                        embed=lambda rows, target: None)
     assert found.runs == 5 and [(f.value, f.with_row, f.without_row) for f in found.findings] == [
         ("sample_rate", "with", "without")]
     values = {"with": iter(["35", "36"]), "without": iter(["36", "36"])}
-    monkeypatch.setattr(neighbours_module, "_pipeline", lambda directory, plan, run, number: {
+    monkeypatch.setattr(neighbours_module, "_pipeline", lambda directory, plan, number: {
         "rel.h5": {"head/k": next(values[directory.name])}})
-    found = neighbours(tmp_path / "emb.h5", NeighbourPlan([], [], [], runs=2), tmp_path, run=None,
+    found = neighbours(tmp_path / "emb.h5", NeighbourPlan(runs=2), tmp_path,
                        embed=lambda rows, target: None)
     assert found.runs == 2 and found.findings == []
