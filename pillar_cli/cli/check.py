@@ -67,7 +67,7 @@ def check_assumptions(
     """
     path, _ = artifacts.parse_ref(embeddings)
     check_outputs([out, plot_xi, plot_spectrum], [path, str(projection)], force=force)
-    split = artifacts.read_split(embeddings, default_split="val")
+    split = artifacts.read_split(embeddings, default_split="val", on_disk=True)  # read: the rows w* is fitted on
     ks = None if k is None else [value for value in int_list(k, "--k") if value is not None]
     pca, basis_ref = _basis(split, projection, second_moment, max(ks or DEFAULT_KS))
     ks = ks or default_ks(len(pca.components_))

@@ -18,6 +18,8 @@ from pillar_cli.theory.assumptions import (
     AssumptionTable,
     assess,
     svm_directions,
+    svm_tasks,
+    task_rows,
     theorem_recommended_k,
     theorem_terms,
 )
@@ -48,8 +50,9 @@ def diagnose(features: np.ndarray, labels: np.ndarray, basis: PublicBasis, ks: l
              alpha: float = 0.1, beta: float = 0.05, basis_description: str = "projection artifact",
              labels_from: str = "the labels passed to diagnose", rows: int | None = None,
              counted: str = "training rows") -> Diagnosis:
-    """w* per class pair (or one-vs-rest) from `labels`; ξ_k and margins per k; Δ_k from `basis`. The labels are
-    whatever the caller passes (often private): the summary names them (`labels_from`). With `epsilon` and the
+    """w* per class pair (or one-vs-rest) from `labels`; ξ_k and margins per k; Δ_k from `basis`. `features` may be
+    rows left on disk (StoredRows): class pairs read only the rows of their classes, one-vs-rest every row. The
+    labels are whatever the caller passes (often private): the summary names them (`labels_from`). With `epsilon` and the
     number of training `rows` (`counted`: what they are, rows or persons, as train-private counts its unit), the k
     to train with: the default rule's (what train-private uses when k is left out), with the median ξ measured
     there. `recommended` is the one k to use and why."""
@@ -61,8 +64,10 @@ def diagnose(features: np.ndarray, labels: np.ndarray, basis: PublicBasis, ks: l
     check_probability("beta", beta)
     if not math.isfinite(xi_threshold):
         raise UsageError(f"{param('xi_threshold')} must be a number (got {xi_threshold})")
-    z = basis.standardized(features)
-    directions = svm_directions(z, labels, mode, pairs, seed)
+    tasks = svm_tasks(labels, mode, pairs, seed)
+    read = task_rows(labels, tasks)  # rows of other classes stay on disk where `features` were left there
+    z = basis.standardized(np.asarray(features if len(read) == len(labels) else features[read]))
+    directions = svm_directions(z, labels[read], tasks, seed)
     table = assess(directions, z, {k: basis.basis(k) for k in ks}, basis.eigenvalues_)
     label_note = f"w* fitted on {labels_from}"
     summary = {"rows": table.rows(), "recommended_k": table.recommended_k(xi_threshold), "xi_threshold": xi_threshold,

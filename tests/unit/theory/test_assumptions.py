@@ -6,7 +6,14 @@ import math
 
 import numpy as np
 
-from pillar_cli.theory.assumptions import AssumptionTable, eigengaps, theorem_recommended_k, theorem_terms, xi
+from pillar_cli.theory.assumptions import (
+    AssumptionTable,
+    eigengaps,
+    svm_tasks,
+    theorem_recommended_k,
+    theorem_terms,
+    xi,
+)
 
 
 def test_xi_matches_a_direct_projection():
@@ -51,3 +58,46 @@ def test_an_svm_stopped_at_its_iteration_cap_is_named_once_not_warned_by_scikit_
     assert not [w for w in recwarn if "converge" in str(w.message)]
     monkeypatch.undo()
     assert "approximate_directions" not in diagnose(features, labels, basis, [2, 5]).summary
+
+
+class _CountedRows:
+    """Rows handed out on request, as rows left in a file are (StoredRows), remembering which were asked for."""
+
+    def __init__(self, rows: np.ndarray):
+        self.rows, self.read = rows, []
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index):
+        self.read.append(np.arange(len(self.rows))[index])
+        return self.rows[index]
+
+    def __array__(self, dtype=None, copy=None):
+        self.read.append(np.arange(len(self.rows)))
+        return self.rows if dtype is None else self.rows.astype(dtype)
+
+
+def test_class_pairs_read_only_their_classes_rows_and_give_what_the_whole_split_gives():
+    """w* of a sample of class pairs needs the rows of those classes alone: the diagnosis reads only them from rows
+    left on disk, and its table equals the one computed from the split in memory, bit for bit."""
+    from sklearn.datasets import load_digits
+
+    from pillar_cli.projection import PublicPCA
+    from pillar_cli.theory.diagnostics import diagnose
+
+    x, y = load_digits(return_X_y=True)
+    basis = PublicPCA(20).fit(x[1000:])
+    stored = _CountedRows(x[:1000])
+    on_disk = diagnose(stored, y[:1000], basis, [5, 20], pairs=3, seed=1)
+    in_memory = diagnose(x[:1000], y[:1000], basis, [5, 20], pairs=3, seed=1)
+    pairs = svm_tasks(y[:1000], "pairs", 3, seed=1)
+    classes = sorted({c for pair in pairs for c in pair})
+    assert len(pairs) == 3 and len(classes) < 10 and on_disk.table.xi.shape == (3, 2)
+    np.testing.assert_array_equal(np.concatenate(stored.read), np.flatnonzero(np.isin(y[:1000], classes)))
+    for field in ("xi", "margin_full", "margin_projected", "eigengap", "explained"):
+        np.testing.assert_array_equal(getattr(on_disk.table, field), getattr(in_memory.table, field))
+    assert on_disk.summary == in_memory.summary
+    ovr = _CountedRows(x[:1000])
+    diagnose(ovr, y[:1000], basis, [5], mode="ovr")
+    np.testing.assert_array_equal(np.concatenate(ovr.read), np.arange(1000))  # one class against the rest: all
