@@ -34,7 +34,7 @@ from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.rules import ruled_grids
 from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, require_disjoint, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
-from pillar_cli.privacy.guarantee import Guarantee, PrivacyUnit
+from pillar_cli.privacy.guarantee import DPRelease, Guarantee, PrivacyUnit
 from pillar_cli.privacy.risk_target import RiskTarget
 from pillar_cli.projection.private_pca import require_unit_covered
 
@@ -158,10 +158,11 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
     return SweepPlan(grids, guarantee, readers, request, preview, target)
 
 
-def upstream_releases(data: SweepData) -> tuple[dict, ...]:
+def upstream_releases(data: SweepData) -> tuple[DPRelease, ...]:
     """The DP releases of private data the runs rest on: the DP-GSD that chose the public data, the projection's
-    (a DP-PCA of the private rows), each as its record."""
-    return tuple(release for release in (data.public_choice, getattr(data.pca, "private_release_", None)) if release)
+    (a DP-PCA of the private rows)."""
+    choice = () if data.public_choice is None else (DPRelease.of(data.public_choice),)
+    return choice + (() if data.pca.release_ is None else (data.pca.release_,))
 
 
 def risk_epsilon(target: RiskTarget, grids: list[SweepGrid], count: RowCount, readers: frozenset[str],
@@ -192,7 +193,7 @@ def risk_epsilon(target: RiskTarget, grids: list[SweepGrid], count: RowCount, re
 def privacy_unit(data: SweepData, request: SweepRequest, grid: SweepGrid) -> PrivacyUnit:
     """The unit the request asks for on these rows; with the person, every method and the engine must bound one."""
     unit = PrivacyUnit.resolve(request.privacy_unit, data.units.named_by)
-    require_unit_covered(getattr(data.pca, "private_release_", None), unit)
+    require_unit_covered(data.pca.release_, unit)
     if unit.is_person:
         if unbounded := [name for name in grid.methods if get_method(name).person_bound is None]:
             raise UsageError(f"method '{unbounded[0]}' bounds one row's contribution, not one person's: with the "

@@ -50,7 +50,7 @@ class SweepResult:
     @property
     def releases(self) -> list[dict]:
         """The upstream DP releases composed into every run (a DP-GSD choice's, a DP-PCA's), as records."""
-        return [] if self.plan is None else list(self.plan.guarantee.upstream)
+        return [] if self.plan is None else [release.record for release in self.plan.guarantee.upstream]
 
     @property
     def count(self) -> RowCount | None:

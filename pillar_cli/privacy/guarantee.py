@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -49,6 +49,7 @@ class DPRelease:
     event: Event | None = None
     mechanism: str = ""
     unit: PrivacyUnit | None = None  # what it protects, where it records it
+    record: Mapping | None = field(default=None, compare=False, repr=False)  # as its mechanism wrote it: files keep it
 
     @classmethod
     def of(cls, record: Mapping) -> DPRelease:
@@ -56,7 +57,7 @@ class DPRelease:
         event, unit = record.get("event"), record.get("unit")
         return cls(float(record.get("epsilon", 0.0)), float(record.get("delta", 0.0)),
                    None if event is None else event_from_dict(event), str(record.get("mechanism", "")),
-                   None if unit is None else PrivacyUnit.from_attrs(unit))
+                   None if unit is None else PrivacyUnit.from_attrs(unit), dict(record))
 
 
 def total_delta(delta: float, releases: Iterable[DPRelease | Mapping]) -> float:
@@ -67,17 +68,17 @@ def total_delta(delta: float, releases: Iterable[DPRelease | Mapping]) -> float:
 
 
 def composed_with(event: Event, epsilon: float, accountant: str, delta: float,
-                  releases: list[Mapping]) -> tuple[Event, float]:
-    """(a run's tree with the upstream releases it rests on, its ε at δ_total) for a run of ε at δ and the releases'
-    records (a DP-GSD that chose the public data, a DP-PCA); the run unchanged without any. The one composition path:
-    the command's model files and the Python API's results both take it.
+                  releases: list[DPRelease]) -> tuple[Event, float]:
+    """(a run's tree with the upstream releases it rests on, its ε at δ_total) for a run of ε at δ and the releases
+    (a DP-GSD that chose the public data, a DP-PCA); the run unchanged without any. The one composition path: the
+    command's model files and the Python API's results both take it.
 
     The trees compose as one, accounted at δ_total = δ_run + Σ δ_release by the run's accountant: a Gaussian release
     joins the run's Gaussian segments, a pure ε release (the Bingham exponential mechanism) adds its ε, and a run
     with a private selection in it composes through its Rényi DP curve."""
     if not releases:
         return event, epsilon
-    total = composed(event, *(event_from_dict(release["event"]) for release in releases))
+    total = composed(event, *(release.event for release in releases))
     return total, spent_epsilon(accountant, total, total_delta(delta, releases))
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ class Guarantee:
     count: RowCount
     accountant: str
     delta: float
-    upstream: tuple[Mapping, ...] = ()
+    upstream: tuple[DPRelease, ...] = ()
 
     @property
     def delta_total(self) -> float:

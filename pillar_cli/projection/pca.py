@@ -16,6 +16,7 @@ import numpy as np
 from pillar_cli.artifacts import Artifact, Split
 from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
+from pillar_cli.privacy.guarantee import DPRelease
 
 
 def l2_normalized_rows(x: np.ndarray) -> np.ndarray:
@@ -155,10 +156,13 @@ class PublicPCA:
     centring, no standardisation, eigenvectors of the uncentred second moment E[xxᵀ].
 
     Fitted state: `mean_` (D,), `scale_` (D,), `components_` (k_max, D) orthonormal rows with deterministic
-    signs, `eigenvalues_` (min(n, D),) the variance (second moment) along each component, `rank_`, `n_public_`.
-    Parameters follow scikit-learn's contract (stored as given, `get_params` / `set_params`), so `clone` and a
+    signs, `eigenvalues_` (min(n, D),) the variance (second moment) along each component, `rank_`, `n_public_`;
+    `release_`: the DP release of private rows it rests on (a DP-PCA read from a file; DPPCA), None for a fit on
+    public rows. Parameters follow scikit-learn's contract (stored as given, `get_params` / `set_params`), so `clone` and a
     search over them work; scikit-learn itself is not imported (the command line starts without it).
     """
+
+    release_: DPRelease | None = None
 
     def __init__(self, k_max: int | None = None, standardize: bool = True, second_moment: bool = False):
         self.k_max = k_max
@@ -268,7 +272,7 @@ class PublicPCA:
         pca.rank_, pca.n_public_ = header.rank, header.n_public
         pca.row_digests_ = np.zeros(0, np.uint64)  # an artifact records its input split's row ids instead
         if header.private_release is not None:  # a DP-PCA: every model trained on it composes its release
-            pca.private_release_ = header.private_release
+            pca.release_ = DPRelease.of(header.private_release)
         return pca
 
 

@@ -11,7 +11,7 @@ reads the rows, not even their number, which the projection does not record. The
 (each would be one more statistic of the private rows to release): the projection is the second-moment variant,
 rows L2-normalised (`fit-pca --second-moment`). Every model trained on it composes the release's event with its
 runs' (privacy/guarantee.py), so their ε covers the projection: train-private from the artifact's
-`private_release`, the Python API (`sweep`, `DPLinearClassifier`) from the fitted object's `private_release_`.
+`private_release`, the Python API (`sweep`, `DPLinearClassifier`) from the fitted object's `release_`.
 
 Where the rows name their persons, each row's term is weighted by 1/(its person's rows): one person then moves the
 sum by at most 1 (the person as the privacy unit), and one row still by at most 1 (removing a row of a person of m
@@ -29,9 +29,16 @@ from pillar_cli.artifacts.given_rows import given_rows
 from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon, validate_budget
+from pillar_cli.privacy.guarantee import (
+    PERSON,
+    ROW,
+    ROW_RELATIONS,
+    WEIGHTED_PERSON_BOUND,
+    DPRelease,
+    PrivacyUnit,
+    Units,
+)
 from pillar_cli.privacy.symmetric import symmetric_noise
-from pillar_cli.privacy.guarantee import (PERSON, ROW, ROW_RELATIONS, WEIGHTED_PERSON_BOUND, DPRelease, PrivacyUnit,
-                                          Units)
 from pillar_cli.projection.pca import CHUNK_ROWS, PublicPCA, l2_normalized_rows
 from pillar_cli.randomness import NoiseSource
 
@@ -76,20 +83,19 @@ def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, del
     event = GaussianEvent(sigma)
     spent = math.inf if sigma == 0 else spent_epsilon(accountant, event, delta)
     unit = PrivacyUnit(PERSON, units.named_by) if units.grouped else PrivacyUnit(ROW)
-    pca.private_release_ = {"mechanism": unit.mechanism(MECHANISM, ROW_RELATIONS, WEIGHTED_PERSON_BOUND),
-                            "epsilon": spent,
-                            "epsilon_target": epsilon, "delta": delta, "accountant": accountant,
-                            "event": event.to_dict(), "noise": noise.describe(),
-                            "unit": unit.to_attrs()}
-    return pca, pca.private_release_
+    record = {"mechanism": unit.mechanism(MECHANISM, ROW_RELATIONS, WEIGHTED_PERSON_BOUND), "epsilon": spent,
+              "epsilon_target": epsilon, "delta": delta, "accountant": accountant, "event": event.to_dict(),
+              "noise": noise.describe(), "unit": unit.to_attrs()}
+    pca.release_ = DPRelease.of(record)
+    return pca, record
 
 
 class DPPCA(PublicPCA):
     """The DP-PCA as an estimator (as scikit-learn keeps PCA and IncrementalPCA apart): `fit(X, groups=None)` releases
     the second moment of the PRIVATE rows X once, at (`epsilon`, `delta`) by `accountant` (per person where `groups`
     names each row's person), and keeps its top `k_max` components. A projection like PublicPCA (transform, basis,
-    standardized) whose `release_` is the typed DP release every model trained on it composes (`private_release_`:
-    the same as files record it). `noise_seed` makes the noise repeat: experiments only, NOT private.
+    standardized) whose `release_` is the typed DP release every model trained on it composes (its `record` as files
+    keep it). `noise_seed` makes the noise repeat: experiments only, NOT private.
 
     Example:
         projection = DPPCA(k_max=50, epsilon=0.5).fit(X_private)
@@ -116,16 +122,16 @@ class DPPCA(PublicPCA):
                                          self.accountant, NoiseSource(self.noise_seed), units)
         for name in ("mean_", "scale_", "components_", "eigenvalues_", "rank_", "n_public_", "row_digests_"):
             setattr(self, name, getattr(fitted, name))
-        self.private_release_, self.release_ = record, DPRelease.of(record)
+        self.release_ = DPRelease.of(record)
         return self
 
 
-def require_unit_covered(release: dict | None, unit: PrivacyUnit) -> None:
+def require_unit_covered(release: DPRelease | None, unit: PrivacyUnit) -> None:
     """A model whose heads protect a person may rest only on a projection whose release protects one too: a DP-PCA
     fitted per row (on rows without persons) would leave each person protected at about their rows·ε."""
     if release is None or not unit.is_person:
         return
-    if not PrivacyUnit.from_attrs(release.get("unit")).is_person:
+    if release.unit is None or not release.unit.is_person:
         raise UsageError("the projection's DP-PCA release protects one row, and these rows name their persons: "
                          "heads protecting a person cannot rest on it",
                          hint=f"refit the DP-PCA on the embeddings that name the persons, or pass "

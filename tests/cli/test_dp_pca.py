@@ -70,7 +70,7 @@ def test_a_dp_pca_read_from_its_file_is_composed_by_the_python_api_too(digits):
 
     projection = artifacts.read(digits["pca"], "projection")
     loaded = PublicPCA.from_artifact(projection)
-    assert loaded.private_release_ == projection.attrs["private_release"]
+    assert loaded.release_.record == projection.attrs["private_release"]
     private = artifacts.read_split(f"{digits['emb']}:private")
     clf = DPLinearClassifier(projection=loaded, k=10, epsilon=1.0, delta=1e-5, steps=50).fit(private.features,
                                                                                            private.labels)

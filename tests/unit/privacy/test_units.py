@@ -53,10 +53,10 @@ def test_the_guarantee_composes_the_upstream_releases_once_at_one_delta_total():
     from pillar_cli.privacy import GaussianEvent, dp_sgd_event, spent_epsilon
     from pillar_cli.privacy.count import RowCount
     from pillar_cli.privacy.events import composed
-    from pillar_cli.privacy.guarantee import Guarantee
+    from pillar_cli.privacy.guarantee import DPRelease, Guarantee
 
     head = dp_sgd_event(2.0, 0.01, 300)
-    pca = {"epsilon": 0.5, "delta": 1e-6, "event": GaussianEvent(8.0).to_dict()}
+    pca = DPRelease.of({"epsilon": 0.5, "delta": 1e-6, "event": GaussianEvent(8.0).to_dict()})
     spent = spent_epsilon("pld", head, 1e-5)
     alone = Guarantee(PrivacyUnit(), RowCount.exact(1000), "pld", 1e-5)
     assert alone.compose(head, spent) == (head, spent) and alone.delta_total == 1e-5

@@ -119,7 +119,7 @@ def test_the_dp_pca_estimator_is_the_release_with_a_typed_record_and_scikit_lear
     release = fitted.release_
     assert isinstance(release, DPRelease) and isinstance(release.event, GaussianEvent)
     assert release.epsilon <= 0.5 and release.delta == 1e-5 and not release.unit.is_person
-    assert release == DPRelease.of(fitted.private_release_) and release.mechanism.startswith("Analyze Gauss")
+    assert release == DPRelease.of(release.record) and release.mechanism.startswith("Analyze Gauss")
     assert clone(fitted).get_params() == {"k_max": 20, "epsilon": 0.5, "delta": 1e-5, "accountant": "pld",
                                           "noise_seed": None}
     persons = DPPCA(10, epsilon=1.0).fit(rows, groups=np.arange(len(rows)) // 3).release_
@@ -127,4 +127,4 @@ def test_the_dp_pca_estimator_is_the_release_with_a_typed_record_and_scikit_lear
     labels = load_digits().target
     result = sweep(rows[:1400], labels[:1400], projection=fitted, k=[10], epsilon=[1.0], accountant="pld",
                    lr=[0.5], steps=[100], batch_size=[256], device="cpu")
-    assert result.releases == [fitted.private_release_] and result.runs[0].epsilon_spent > 1.0
+    assert result.releases == [fitted.release_.record] and result.runs[0].epsilon_spent > 1.0
