@@ -48,16 +48,16 @@ class DPRelease:
     delta: float
     event: Event | None = None
     mechanism: str = ""
-    unit: PrivacyUnit | None = None  # what it protects, where it records it
+    unit: PrivacyUnit = field(default_factory=lambda: PrivacyUnit())  # what it protects (a row where not recorded)
     record: Mapping | None = field(default=None, compare=False, repr=False)  # as its mechanism wrote it: files keep it
 
     @classmethod
     def of(cls, record: Mapping) -> DPRelease:
         """From the record a file or a DP-PCA object holds (keys epsilon, delta, event, mechanism, unit)."""
-        event, unit = record.get("event"), record.get("unit")
+        event = record.get("event")
         return cls(float(record.get("epsilon", 0.0)), float(record.get("delta", 0.0)),
                    None if event is None else event_from_dict(event), str(record.get("mechanism", "")),
-                   None if unit is None else PrivacyUnit.from_attrs(unit), dict(record))
+                   PrivacyUnit.from_attrs(record.get("unit")), dict(record))
 
 
 def total_delta(delta: float, releases: Iterable[DPRelease | Mapping]) -> float:

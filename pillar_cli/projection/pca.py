@@ -1,9 +1,5 @@
-"""Standardise + PCA, fitted on PUBLIC data only.
-
-`PublicPCA.fit` takes one array: the public split's features, which carry no labels. Nothing private can
-reach it through this module; the CLI only ever passes the embeddings' `public` split (or a split the user
-explicitly declares public, which is recorded in the artifact).
-"""
+"""Standardise + PCA, fitted on PUBLIC data only: `PublicPCA.fit` takes one array, the public split's features,
+which carry no labels (the CLI passes the embeddings' `public` split, or a split the user declares public)."""
 
 from __future__ import annotations
 
@@ -157,8 +153,8 @@ class PublicPCA:
 
     Fitted state: `mean_` (D,), `scale_` (D,), `components_` (k_max, D) orthonormal rows with deterministic
     signs, `eigenvalues_` (min(n, D),) the variance (second moment) along each component, `rank_`, `n_public_`;
-    `release_`: the DP release of private rows it rests on (a DP-PCA read from a file; DPPCA), None for a fit on
-    public rows. Parameters follow scikit-learn's contract (stored as given, `get_params` / `set_params`), so `clone` and a
+    `release_`: the DP release of private rows it rests on (a DP-PCA's), None when fitted on public rows.
+    Parameters follow scikit-learn's contract (stored as given, `get_params` / `set_params`), so `clone` and a
     search over them work; scikit-learn itself is not imported (the command line starts without it).
     """
 

@@ -131,7 +131,7 @@ def require_unit_covered(release: DPRelease | None, unit: PrivacyUnit) -> None:
     fitted per row (on rows without persons) would leave each person protected at about their rows·ε."""
     if release is None or not unit.is_person:
         return
-    if release.unit is None or not release.unit.is_person:
+    if not release.unit.is_person:
         raise UsageError("the projection's DP-PCA release protects one row, and these rows name their persons: "
                          "heads protecting a person cannot rest on it",
                          hint=f"refit the DP-PCA on the embeddings that name the persons, or pass "
