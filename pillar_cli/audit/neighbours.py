@@ -168,7 +168,8 @@ def _pipeline(directory: Path, plan: NeighbourPlan, number: int) -> dict[str, di
     shutil.rmtree(here, ignore_errors=True)
     here.mkdir()
     shutil.copyfile(directory / "emb.h5", here / "emb.h5")
-    fitted = fit_projection(str(here / "emb.h5"), plan.projection)
+    split = "public" if plan.projection.dp_eps is None else "private"  # a DP-PCA fits on the private rows
+    fitted = fit_projection(f"{here / 'emb.h5'}:{split}", plan.projection)
     artifacts.write(here / "pca.h5", fitted.artifact, inputs=fitted.inputs)
     inputs = read_sweep_inputs(plan.train, str(here / "emb.h5"), here / "pca.h5", plan.sources)
     artifacts.write(here / "model.h5", inputs.model(run_plan(inputs.data, plan_sweep(inputs.data, plan.train))),

@@ -75,3 +75,15 @@ def test_a_dp_pca_read_from_its_file_is_composed_by_the_python_api_too(digits):
     clf = DPLinearClassifier(projection=loaded, k=10, epsilon=1.0, delta=1e-5, steps=50).fit(private.features,
                                                                                            private.labels)
     assert clf.ledger_.delta == pytest.approx(2e-5) and "the projection: Analyze Gauss" in clf.ledger_.covers
+
+
+def test_the_neighbours_check_reruns_a_dp_pca_pipeline_and_finds_nothing_deterministic(pillar, digits, tmp_path):
+    """Without public data the projection is itself a release of the private rows: the neighbours check fits it on
+    each run's private split, and nothing shipped follows the deleted record except through the two releases."""
+    result = pillar("audit", "neighbours", digits["emb"], "--fit-pca", "--dp-eps 1 --k-max 10", "--train",
+                    "--eps 1 --k 10", "--runs", "2", "--export", "safetensors", "--workdir", tmp_path / "nb", "--json")
+    found = json.loads(result.stdout)
+    assert found["findings"] == [] and found["runs_per_side"] == 2
+    assert found["files"] == ["pillar-eps1-0.h5", "pillar-eps1-0.safetensors"]
+    projection = artifacts.read(tmp_path / "nb" / "with" / "run1" / "pca.h5", "projection")
+    assert projection.attrs["fitted_on"]["split"] == "private" and projection.attrs["private_release"]["epsilon"] <= 1
