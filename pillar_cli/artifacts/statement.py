@@ -5,12 +5,12 @@ statement as one typed record, read and written here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from pillar_cli.artifacts.chosen import ChosenBy
 from pillar_cli.artifacts.premises import Premises
 from pillar_cli.privacy.count import RowCount
-from pillar_cli.privacy.events import event_from_dict, headline
+from pillar_cli.privacy.events import Event, event_from_dict, headline
 from pillar_cli.privacy.guarantee import PrivacyUnit
 from pillar_cli.privacy.ledger import Ledger
 from pillar_cli.privacy.risk import risk_words
@@ -93,7 +93,7 @@ class Statement:
     accountant: str
     clip: float
     neighbouring: str
-    event: dict  # the DP event tree (privacy/events.py) its ε is recomputed from
+    event: Event  # the DP event tree its ε is recomputed from
     steps: int
     covers: tuple[str, ...]
     not_covered: tuple[str, ...]
@@ -103,8 +103,9 @@ class Statement:
     mechanism: str = ""
     basis: dict | None = None  # how the head was trained, which the words are made from
     noise: dict | None = None  # where its noise came from
-    count: dict | None = None  # the row count it read (privacy/count.py RowCount.to_dict), None: none
-    unit: dict | None = None  # what neighbouring datasets differ by (privacy/guarantee.py PrivacyUnit.to_attrs)
+    count: RowCount | None = None  # the row count it read; None: none
+    unit: PrivacyUnit = field(default_factory=PrivacyUnit)  # what neighbouring datasets differ by (a row where a
+    # statement written before units were recorded names none)
     rests_on: tuple[str, ...] = ()  # what it assumes of the public side (artifacts/premises.py), in words
     risk: dict | None = None  # what it allows an attacker (privacy/risk.py Risk.to_attrs); None: not recorded
     risk_target: dict | None = None  # the risk its ε was calibrated to (privacy/risk_target.py); None: ε was given
@@ -114,7 +115,7 @@ class Statement:
         """The recorded risk in words, for this statement's unit (None where none is recorded)."""
         if not self.risk:
             return None
-        said = risk_words(self.risk["tpr_at_fpr"], self.risk["advantage"], self.privacy_unit.noun)
+        said = risk_words(self.risk["tpr_at_fpr"], self.risk["advantage"], self.unit.noun)
         if self.risk_target:
             said += (f"; ε was calibrated to keep the TPR at or below {100 * self.risk_target['max_tpr']:.3g} % at a "
                      f"{100 * self.risk_target['at_fpr']:.3g} % false-positive rate")
@@ -124,27 +125,23 @@ class Statement:
     def from_attrs(cls, attrs: dict) -> Statement:
         known = {f.name for f in fields(cls)}
         values = {key: value for key, value in attrs.items() if key in known}
+        count = attrs.get("count")
         return cls(**values | {"covers": tuple(attrs["covers"]), "not_covered": tuple(attrs["not_covered"]),
-                               "rests_on": tuple(attrs.get("rests_on") or ())})
+                               "rests_on": tuple(attrs.get("rests_on") or ()), "event": event_from_dict(attrs["event"]),
+                               "count": None if count is None else RowCount.from_dict(count),
+                               "unit": PrivacyUnit.from_attrs(attrs.get("unit"))})
 
     def to_attrs(self) -> dict:
         attrs = {f.name: value for f in fields(self) if (value := getattr(self, f.name)) is not None and value != ()}
-        return attrs | {"covers": list(self.covers), "not_covered": list(self.not_covered)} | \
-            ({"rests_on": list(self.rests_on)} if self.rests_on else {})
-
-    @property
-    def row_count(self) -> RowCount | None:
-        return None if self.count is None else RowCount.from_dict(self.count)
+        return attrs | {"covers": list(self.covers), "not_covered": list(self.not_covered),
+                        "event": self.event.to_dict(), "unit": self.unit.to_attrs()} | \
+            ({"rests_on": list(self.rests_on)} if self.rests_on else {}) | \
+            ({} if self.count is None else {"count": self.count.to_dict()})
 
     def ledger(self) -> Ledger:
         """The ledger a loaded release shows as `ledger_` (privacy/ledger.py)."""
-        event, count = event_from_dict(self.event), self.row_count
-        training = event if count is None else count.without_count(event)
+        count = self.count
+        training = self.event if count is None else count.without_count(self.event)
         return Ledger(self.accountant, self.epsilon_target, self.epsilon, self.delta, *headline(training), self.steps,
-                      self.clip, event, self.epsilon_is_upper_bound, "; ".join(self.covers), False,
-                      "; ".join(self.not_covered), count, self.privacy_unit)
-
-    @property
-    def privacy_unit(self) -> PrivacyUnit:
-        """One training row, or one person (a statement written before units were recorded: a row)."""
-        return PrivacyUnit.from_attrs(self.unit)
+                      self.clip, self.event, self.epsilon_is_upper_bound, "; ".join(self.covers), False,
+                      "; ".join(self.not_covered), count, self.unit)

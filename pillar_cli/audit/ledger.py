@@ -76,7 +76,7 @@ def check_ledger(model: Artifact) -> list[LedgerCheck]:
 
 
 def _check_statement(statement: Statement, head: dict) -> LedgerCheck:
-    recomputed, how = recomputed_epsilon(event_from_dict(statement.event), statement.delta)
+    recomputed, how = recomputed_epsilon(statement.event, statement.delta)
     return LedgerCheck(0, head["method"], str(head["k"]), statement.epsilon_target, None, statement.epsilon,
                        recomputed, how, statement.steps, UNCOUNTED)
 

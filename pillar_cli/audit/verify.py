@@ -18,7 +18,6 @@ from pillar_cli.artifacts.classifier_file import read_classifier
 from pillar_cli.artifacts.statement import Statement
 from pillar_cli.audit.ledger import TOLERANCE, recomputed_epsilon
 from pillar_cli.errors import ArtifactError, PillarError
-from pillar_cli.privacy import event_from_dict
 from pillar_cli.privacy.risk import risk_of, risk_words
 from pillar_cli.release.card import hf_folder_problem
 from pillar_cli.release.exported import exported_format, read_export_metadata
@@ -73,8 +72,8 @@ def _statement(path: Path) -> tuple[Statement, str]:
 
 def _risk(statement: Statement) -> Check:
     """The statement's risk (TPR at each quoted FPR, the advantage) made again from its event tree."""
-    recomputed = risk_of(event_from_dict(statement.event)).to_attrs()
-    sentence = risk_words(recomputed["tpr_at_fpr"], recomputed["advantage"], statement.privacy_unit.noun)
+    recomputed = risk_of(statement.event).to_attrs()
+    sentence = risk_words(recomputed["tpr_at_fpr"], recomputed["advantage"], statement.unit.noun)
     if statement.risk is None:
         return Check("risk", SKIP, f"the statement records none; from its event tree: {sentence}")
     stated = [statement.risk["advantage"], *(statement.risk["tpr_at_fpr"].get(f) for f in recomputed["tpr_at_fpr"])]
@@ -82,7 +81,7 @@ def _risk(statement: Statement) -> Check:
     if any(value is None or value < again - RISK_TOLERANCE for value, again in zip(stated, made)):
         return Check("risk", FAIL, f"the statement claims less risk than its event tree allows: {sentence}")
     if (target := statement.risk_target) is not None:  # ε was calibrated to it: the tree must meet it
-        reached = risk_of(event_from_dict(statement.event)).tpr_at(target["at_fpr"])
+        reached = risk_of(statement.event).tpr_at(target["at_fpr"])
         met = f"TPR {reached:.4g} at FPR {target['at_fpr']:g} against its target {target['max_tpr']:g}"
         if reached > target["max_tpr"] + RISK_TOLERANCE:
             return Check("risk", FAIL, f"its event tree does not meet the risk target it states: {met}")
@@ -92,7 +91,7 @@ def _risk(statement: Statement) -> Check:
 
 def _epsilon(statement: Statement) -> Check:
     claimed, delta = statement.epsilon, statement.delta
-    recomputed, how = recomputed_epsilon(event_from_dict(statement.event), delta)
+    recomputed, how = recomputed_epsilon(statement.event, delta)
     said = f"claimed ε = {claimed:.4g}; {how} gives ε = {recomputed:.4g} at δ = {delta:g}"
     if math.isinf(recomputed) or recomputed > claimed * (1 + TOLERANCE):
         return Check("epsilon", FAIL, f"{said}: the claim is below what its DP event spends")

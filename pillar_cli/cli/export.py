@@ -72,11 +72,11 @@ def export(
             sign_file(out, sign)
     if as_json:
         print_json({"output": str(out), "format": fmt, "input": reads, "privacy": released.privacy.summary,
-                    "unit": released.privacy.privacy_unit.described})
+                    "unit": released.privacy.unit.described})
     else:
         stdout.print(f"{out}: {fmt}, reads {reads}, outputs the probabilities of {len(released.class_names)} "
                      f"classes; ε = {released.privacy.epsilon:.4g}, δ = {released.privacy.delta:g} for "
-                     f"{released.privacy.privacy_unit.described}, inside the file")
+                     f"{released.privacy.unit.described}, inside the file")
     say_trust()
 
 

@@ -26,7 +26,7 @@ def card_front_matter(carried: dict, metrics: dict | None = None) -> dict:
     front = {"library_name": PROGRAM, "tags": ["differential-privacy", "linear-probe", PROGRAM],
              "differential_privacy": {
                  "epsilon": epsilon if math.isfinite(epsilon) else None, "delta": statement.delta,
-                 "unit": statement.privacy_unit.described, "contribution_bound": statement.privacy_unit.bound,
+                 "unit": statement.unit.described, "contribution_bound": statement.unit.bound,
                  "neighbouring": statement.neighbouring, "accountant": statement.accountant,
                  "epsilon_is_upper_bound": statement.epsilon_is_upper_bound,
                  "covers": list(statement.covers), "not_covered": list(statement.not_covered),
@@ -95,7 +95,7 @@ def model_card(carried: dict, metrics: dict | None = None) -> str:
              f"(ε = {epsilon:.4g}, δ = {statement.delta:g})-differential privacy ({statement.accountant} "
              f"accountant) for {statement.neighbouring}.", "",
              "## What ε covers", "", *[f"- {item}" for item in statement.covers], "",
-             *(["## What ε means for one " + statement.privacy_unit.noun, "", statement.risk_sentence[0].upper() +
+             *(["## What ε means for one " + statement.unit.noun, "", statement.risk_sentence[0].upper() +
                 statement.risk_sentence[1:] + ".", ""] if statement.risk else []),
              "## What ε does not cover", "", *[f"- {item}" for item in statement.not_covered], "",
              *(["## What ε rests on", "", *[f"- {item}" for item in statement.rests_on], ""] if statement.rests_on

@@ -75,9 +75,9 @@ def page_document(release: Classifier, trust_line: str, evaluation: Evaluation |
     """Every number the page shows: the statement, the risk, the accuracy (from the evaluation's row of the released
     head, if given), the audit's points, the provenance, the signature."""
     statement = release.privacy
-    risk = risk_of(event_from_dict(statement.event))
+    risk = risk_of(statement.event)
     document = {"statement": {"epsilon": statement.epsilon, "delta": statement.delta, "accountant": statement.accountant,
-                              "unit": statement.privacy_unit.described, "neighbouring": statement.neighbouring,
+                              "unit": statement.unit.described, "neighbouring": statement.neighbouring,
                               "covers": list(statement.covers), "not_covered": list(statement.not_covered),
                               "rests_on": list(statement.rests_on)},
                 "risk": risk.to_attrs() | {"words": statement.risk_sentence or ""},
@@ -107,7 +107,7 @@ def page_document(release: Classifier, trust_line: str, evaluation: Evaluation |
 def page_html(release: Classifier, document: dict, audit: AuditPoints | None = None) -> str:
     """The page itself."""
     statement, risk = document["statement"], document["risk"]
-    curve = risk_of(event_from_dict(release.privacy.event))
+    curve = risk_of(release.privacy.event)
     audited = None if audit is None else risk_of(event_from_dict(audit.event))
     parts = [f"<h1>A differentially private classifier: ({_number(statement['epsilon'])}, "
              f"{statement['delta']:g})-DP</h1>",
@@ -118,7 +118,7 @@ def page_html(release: Classifier, document: dict, audit: AuditPoints | None = N
              f"for {_text(statement['neighbouring'])}.</p>",
              _list("What ε covers", statement["covers"]), _list("What ε does not cover", statement["not_covered"]),
              _list("What it rests on", statement["rests_on"]),
-             "<h2>What it means for one " + _text(release.privacy.privacy_unit.noun) + "</h2>",
+             "<h2>What it means for one " + _text(release.privacy.unit.noun) + "</h2>",
              f"<p class='words' id='risk-words'>{_text(risk['words'][:1].upper() + risk['words'][1:])}.</p>",
              _table(["false-positive rate", "highest true-positive rate"],
                     [[f"{100 * fpr:g} %", f"<span id='tpr-{fpr:g}'>{100 * risk['tpr_at_fpr'][f'{fpr:g}']:.4g}</span> %"]
