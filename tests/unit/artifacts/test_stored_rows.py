@@ -118,17 +118,27 @@ def test_a_block_that_cannot_be_read_is_one_line_naming_its_rows(embedded):
         rows[512:1024]
 
 
+@pytest.mark.parametrize("stored", ["compressed", "checksummed"])
 def test_a_damaged_chunk_in_the_middle_is_one_line_naming_the_split_and_the_block(embedded, tmp_path, monkeypatch,
-                                                                                   pillar):
-    """A chunk whose bytes no longer decompress (a damaged disk sector) is found as the file is hashed on reading:
-    the error names the file, the split's dataset and the rows of the block that holds it, and nothing is written."""
+                                                                                   pillar, stored):
+    """Damaged bytes in the middle of the private features (a bad disk sector) are found as the file is hashed on
+    reading: a compressed chunk no longer decompresses; in the uncompressed file pillar writes, each chunk of a large
+    array carries a checksum, so bytes that still read are refused as their block too, not only as a content hash
+    that no longer matches. The error names the file, the split's dataset and the rows of the block that holds them,
+    and nothing is written."""
     damaged = tmp_path / "damaged.h5"
-    with edited_copy(embedded, damaged) as h5:  # the private features in compressed chunks of 100 rows
-        features = h5["splits/private/features"][()]
-        del h5["splits/private/features"]
-        h5.create_dataset("splits/private/features", data=features, chunks=(100, 64), compression="gzip")
+    if stored == "compressed":
+        with edited_copy(embedded, damaged) as h5:  # the private features in compressed chunks of 100 rows
+            features = h5["splits/private/features"][()]
+            del h5["splits/private/features"]
+            h5.create_dataset("splits/private/features", data=features, chunks=(100, 64), compression="gzip")
+    else:
+        monkeypatch.setattr(layout, "CHUNK_VALUES", 100 * 64)  # chunks of 100 rows
+        write(damaged, read(embedded, "embeddings"))
     with h5py.File(damaged, "r") as h5:
-        chunk = h5["splits/private/features"].id.get_chunk_info(7)  # rows 700–799
+        features = h5["splits/private/features"]
+        assert features.chunks == (100, 64) and features.fletcher32 == (stored == "checksummed")
+        chunk = features.id.get_chunk_info(7)  # rows 700–799
     with open(damaged, "r+b") as handle:
         handle.seek(chunk.byte_offset + 10)
         handle.write(b"\xff" * 30)
@@ -142,29 +152,3 @@ def test_a_damaged_chunk_in_the_middle_is_one_line_naming_the_split_and_the_bloc
     assert_clean_failure(result, 3, f"{damaged}: cannot read rows 0–1399 of /splits/private/features {reason}",
                          tmp_path / "pca.h5")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged.h5"]
-
-
-def test_damaged_bytes_in_an_uncompressed_file_pillar_wrote_are_refused_as_the_block_that_holds_them(
-        embedded, tmp_path, monkeypatch, pillar):
-    """Bytes that still read but are no longer the ones written (no compression to fail): each stored chunk of a
-    large array carries a checksum, so the error names the split's dataset and the block's rows, not only a content
-    hash that no longer matches."""
-    monkeypatch.setattr(layout, "CHUNK_VALUES", 100 * 64)  # chunks of 100 rows
-    damaged = tmp_path / "damaged.h5"
-    write(damaged, read(embedded, "embeddings"))
-    with h5py.File(damaged, "r") as h5:
-        stored = h5["splits/private/features"]
-        assert stored.compression is None and stored.chunks == (100, 64) and stored.fletcher32
-        chunk = stored.id.get_chunk_info(7)  # rows 700–799
-    with open(damaged, "r+b") as handle:
-        handle.seek(chunk.byte_offset + 1000)
-        handle.write(bytes(8))
-    monkeypatch.setattr(layout, "BLOCK_BYTES", 300 * 64 * 4)  # blocks of 300 rows
-    reason = "(Can't synchronously read data (filter returned failure during read))"
-    with pytest.raises(ArtifactError, match=re.escape(f"{damaged}: cannot read rows 600–899 of "
-                                                      f"/splits/private/features {reason}")):
-        read_split(f"{damaged}:private")
-    monkeypatch.undo()
-    result = pillar("fit-pca", f"{damaged}:public", "-o", tmp_path / "pca.h5", expect=3)
-    assert_clean_failure(result, 3, f"{damaged}: cannot read rows 0–1399 of /splits/private/features {reason}",
-                         tmp_path / "pca.h5")
