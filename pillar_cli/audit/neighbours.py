@@ -39,6 +39,7 @@ from pillar_cli.release.exported import EXPORT_FORMATS
 
 CLOCK = {"created_at"}  # when a file was written: never a function of the data
 CONFIRMING_RUNS = 3  # runs added a side to confirm what the first ones found
+RUN_FOLDER = ".pillar-neighbours-run"  # where every run works, beside the sides' folders
 Embedder = Callable[[np.ndarray, Path], None]  # embeds the source less the given source rows into a file
 
 
@@ -164,7 +165,7 @@ def _pipeline(directory: Path, plan: NeighbourPlan, number: int) -> dict[str, di
     files are then kept as the side's run`number`."""
     from pillar_cli.release.export import export_classifier  # torch: imported to run, not for --help
 
-    here = directory.parent / "run"
+    here = directory.parent / RUN_FOLDER
     shutil.rmtree(here, ignore_errors=True)
     here.mkdir()
     shutil.copyfile(directory / "emb.h5", here / "emb.h5")
