@@ -4,15 +4,16 @@ Neighbours are made the way a data holder makes them: one record (or one person)
 documented pipeline run again from the start — embed, fit-pca, train-private with the user's options, release of
 every cell, export in each format. Each side embeds its source once (embedding draws nothing at random); the rest
 runs R times a side as library calls (the very functions the commands call), every run in the same folder under the
-same file names, so that the paths the files record agree; each run's files are then kept under its side. By default the record deleted is the private record of the rarest label, the one a class set read off the
-labels would disclose. Every stored value of every shipped file (HDF5 attributes, parsed down to JSON leaves, and
-datasets; ONNX metadata and tensors; TorchScript archive members and its extra file; safetensors metadata and
-tensors; an hf folder's weights, card and config.json) is compared: a value that is the same in every run on one
-side, the same in every run on the other, and differs between the sides is a deterministic function of the private
-rows — released without noise. A DP output changes from run to run (fresh noise), so it never qualifies; a coarse
-one (a k read off a noisy count) can repeat by chance in R runs, so whatever the first R runs find is confirmed by
-CONFIRMING_RUNS more a side, and reported only where it repeats in all of them (a value that takes either of two
-values by noise repeats, differently on each side, in 2 runs a side up to 1 time in 8, in 5 runs 1 time in 512).
+same file names, so that the paths the files record agree; each run's files are then kept under its side. By default
+the record deleted is the private record of the rarest label, the one a class set read off the labels would
+disclose. Every stored value of every shipped file (HDF5 attributes, parsed down to JSON leaves, and datasets; ONNX
+metadata and tensors; TorchScript archive members and its extra file; safetensors metadata and tensors; an hf
+folder's weights, card and config.json) is compared: a value that is the same in every run on one side, the same in
+every run on the other, and differs between the sides is a deterministic function of the private rows — released
+without noise. A DP output changes from run to run (fresh noise), so it never qualifies; a coarse one (a k read off
+a noisy count) can repeat by chance in R runs, so whatever the first R runs find is confirmed by CONFIRMING_RUNS
+more a side, and reported only where it repeats in all of them (a value that takes either of two values by noise
+repeats, differently on each side, in 2 runs a side up to 1 time in 8, in 5 runs 1 time in 512).
 """
 
 from __future__ import annotations

@@ -52,10 +52,10 @@ def diagnose(features: np.ndarray, labels: np.ndarray, basis: PublicBasis, ks: l
              counted: str = "training rows") -> Diagnosis:
     """w* per class pair (or one-vs-rest) from `labels`; ξ_k and margins per k; Δ_k from `basis`. `features` may be
     rows left on disk (StoredRows): class pairs read only the rows of their classes, one-vs-rest every row. The
-    labels are whatever the caller passes (often private): the summary names them (`labels_from`). With `epsilon` and the
-    number of training `rows` (`counted`: what they are, rows or persons, as train-private counts its unit), the k
-    to train with: the default rule's (what train-private uses when k is left out), with the median ξ measured
-    there. `recommended` is the one k to use and why."""
+    labels are whatever the caller passes (often private): the summary names them (`labels_from`). With `epsilon`
+    and the number of training `rows` (`counted`: what they are, rows or persons, as train-private counts its
+    unit), the k to train with: the default rule's (what train-private uses when k is left out), with the median ξ
+    measured there. `recommended` is the one k to use and why."""
     if mode not in MODES:
         raise UsageError(f"{param('mode')} must be 'pairs' or 'ovr'; got '{mode}'")
     if epsilon is not None:
