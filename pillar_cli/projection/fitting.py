@@ -56,8 +56,8 @@ class FittedProjection:
 def fit_projection(embeddings: str, recipe: ProjectionRecipe, *, gsd: artifacts.Artifact | None = None,
                    allow_nonprivate_choice: bool = False, noise: NoiseSource = SECRET,
                    progress: Progress | None = None) -> FittedProjection:
-    """The projection `recipe` fits on `embeddings` (FILE or FILE:SPLIT; default split public, private for a
-    DP-PCA), and the inputs it read. `gsd`: the GSD ranking that chose this split, recorded and checked. `noise`:
+    """The projection `recipe` fits on `embeddings` (FILE or FILE:SPLIT, default split public; a DP-PCA fits on
+    FILE:private), and the inputs it read. `gsd`: the GSD ranking that chose this split, recorded and checked. `noise`:
     where the DP-PCA's noise comes from (default: fresh OS entropy). `progress`: what counts the public rows
     read."""
     if recipe.dp_eps is not None:
