@@ -50,7 +50,7 @@ _ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "projection": {"k_max": int, "standardized": bool, "rank": int, "n_public": int},
     "assumptions": {"summary": dict},
     "gsd": {"ranking": list, "settings": dict},
-    "evaluation": {"rows": list, "ledger": dict, "notes": list, "n_private": int, "private_fraction": (int, float),
+    "evaluation": {"rows": list, "ledger": dict, "notes": list, "private_fraction": (int, float),
                    "dataset": (str, type(None)), "split": str, "title": str},
     "audit": {"canaries": int, "guesses": int, "correct": int, "confidence": float, "epsilon_lower_bound": float,
               "epsilon_claimed": float, "configuration": dict},
@@ -60,7 +60,7 @@ _OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "embeddings": {"split_roles": dict, "source_fingerprint": str, "splits": list, "persons": dict, "premises": dict},
     "projection": {"row_l2_normalised": bool, "source_fingerprint": str, "public_choice": dict, "private_release": dict,
                    "persons": dict, "public_share": float, "fitted_on": dict},
-    "evaluation": {"overlap_rows": int, "public": dict, "feature_dim": int},
+    "evaluation": {"overlap_rows": int, "public": dict, "feature_dim": int, "count": dict},
 }
 LEDGER = attribute_types(ModelLedger)[0]
 EVALUATION_ROW = {"method": str, "k": (int, str), "epsilon": (int, float), "accuracy_mean": (int, float),

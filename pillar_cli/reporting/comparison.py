@@ -19,7 +19,7 @@ def compare(evaluations: list[Evaluation], names: list[str]) -> tuple[list[dict]
     if len(ledgers) > 1:
         raise UsageError("the evaluations use different δ or accountants; one figure cannot compare them")
     delta, accountant = ledgers.pop()
-    title = (f"n_private={','.join(str(e.n_private) for e in evaluations)}; δ={delta:g}, {accountant}; "
+    title = (f"{'; '.join(e.private_rows for e in evaluations)}; δ={delta:g}, {accountant}; "
              f"{'; '.join(sorted({n for e in evaluations for n in e.notes if n.startswith('seeds')}))}")
     overlapping = [e.dataset for e in evaluations if e.overlap_rows]
     if overlapping:

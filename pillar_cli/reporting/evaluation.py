@@ -1,13 +1,15 @@
 """Evaluating model artifacts on a labelled split: the run selected on val per (method, k, ε), its metrics over
-seeds, and the qualifiers every table and figure states (n, δ, accountant, seeds, how it was selected)."""
+seeds, and the qualifiers every table and figure states (the row count as released, δ, accountant, seeds, how it
+was selected)."""
 
 from __future__ import annotations
 
 from pillar_cli.artifacts import Artifact, Split, shared_rows
-from pillar_cli.artifacts.evaluation import Evaluation
+from pillar_cli.artifacts.evaluation import Evaluation, rows_as_released
 from pillar_cli.artifacts.model import run_rows
 from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.errors import DataError, param
+from pillar_cli.privacy.count import PUBLIC, RowCount
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 from pillar_cli.reporting.metrics import selected_metrics
 
@@ -25,11 +27,12 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
     rows = selected_metrics(models, split.features, split.labels)
     first, headers = models[0], [ModelRecord.of(model) for model in models]
     header, ledger = headers[0], headers[0].ledger
+    count = released_count(header)
+    said = rows_as_released(count)
     seeds = sorted({row.key.seed for model in models for row in run_rows(model)})
-    title = (f"{split.source} / {split.backbone}: {split.name} accuracy; "
-             f"n_private={header.n_private}, δ={ledger.delta:g}, {ledger.accountant}, "
-             f"seeds {','.join(map(str, seeds))}")
-    notes = [f"private rows n = {header.n_private}, δ = {ledger.delta:g}, accountant {ledger.accountant}, clip "
+    title = (f"{split.source} / {split.backbone}: {split.name} accuracy; {said}, δ={ledger.delta:g}, "
+             f"{ledger.accountant}, seeds {','.join(map(str, seeds))}")
+    notes = [f"{said}, δ = {ledger.delta:g}, accountant {ledger.accountant}, clip "
              f"{ledger.clip:g}", f"seeds {', '.join(map(str, seeds))}", header.selection_note,
              f"evaluated on split '{split.name}' ({len(split.features)} rows)", *header.notes]
     notes += [f"{model.path}: {other.whole_file['statement']}" for model, other in zip(models, headers)
@@ -40,5 +43,12 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
         warning = f"OVERLAP: {overlap} of the {len(split.features)} rows were training or validation rows (allowed)"
         title, notes = f"{title} [{warning}]", [*notes, warning]
     return Evaluation(rows=rows, split=split.name, title=title, notes=notes, dataset=split.source,
-                      n_private=header.n_private, private_fraction=header.private_fraction, ledger=ledger,
+                      count=count, private_fraction=header.private_fraction, ledger=ledger,
                       overlap_rows=overlap, public=header.public_data, feature_dim=int(first.array("mean").size))
+
+
+def released_count(header: ModelRecord) -> RowCount | None:
+    """The row count the models' runs read, as released: a noisy count, or one declared public; None where no
+    private mechanism read one (its exact n stays in the model's working file)."""
+    count = None if header.count is None else RowCount.from_dict(header.count)
+    return count if count is not None and (count.noisy or count.kind == PUBLIC) else None

@@ -19,7 +19,8 @@ BATCH = 512
 
 
 def _ship(pillar, mnist, folder, *options: str) -> dict:
-    """The default path, a release of its ε = 1 cell and its safetensors and ONNX exports: what a user ships."""
+    """The default path, a release of its ε = 1 cell and its safetensors and ONNX exports: what a user ships; and
+    the evaluation and report table a researcher publishes."""
     folder.mkdir()
     pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "0.1,1", *options, "-o", folder / "m.h5")
     pillar("release", folder / "m.h5", "--cell", "eps=1", "-o", folder / "rel.h5")
@@ -27,11 +28,15 @@ def _ship(pillar, mnist, folder, *options: str) -> dict:
     for fmt, suffix in (("safetensors", "safetensors"), ("onnx", "onnx")):
         pillar("export", folder / "rel.h5", "--format", fmt, "-o", folder / f"rel.{suffix}")
         shipped[f"rel.{suffix}"] = folder / f"rel.{suffix}"
+    pillar("evaluate", folder / "m.h5", "-e", f"{mnist['emb']}:test", "-o", folder / "eval.h5")
+    pillar("report", folder / "eval.h5", "--markdown", folder / "table.md")
+    shipped["eval.h5"] = folder / "eval.h5"
     statement = artifacts.read(folder / "rel.h5", "classifier").attrs["privacy"]
     (count, training) = event_from_dict(statement["event"]).events
     ((_, rate, _),) = gaussian_segments(training)
     return {"model": artifacts.read(folder / "m.h5", "model"), "statement": statement, "count_event": count,
-            "rate": rate, "values": {name: stored_values(path) for name, path in shipped.items()}}
+            "rate": rate, "values": {name: stored_values(path) for name, path in shipped.items()},
+            "table": (folder / "table.md").read_text()}
 
 
 def training_rows(mnist) -> int:
@@ -52,7 +57,9 @@ def test_the_default_path_ships_nothing_derived_from_the_exact_row_count(pillar,
             assert 32 * lr * steps / epsilon == pytest.approx(count.value) != pytest.approx(n, abs=1e-6)
         integers = {name: key for name, values in shipped["values"].items() for key, value in values.items()
                     if value in (str(n), f"{float(n)!r}")}
-        assert integers == {}  # no stored value of the release or its exports is the number of training rows
+        assert integers == {}  # no stored value of the release, its exports or the evaluation is the row count
+        assert str(n) not in shipped["table"] and f"{n:,}" not in shipped["table"]
+        assert f"private rows ñ = {count.value:,.1f} (released with noise)" in shipped["table"]
         assert any(line.startswith("the number of training rows, released once with Gaussian noise")
                    for line in statement["covers"])
         assert "reads no label, only the released count ñ and ε" in "; ".join(statement["covers"])
