@@ -14,6 +14,7 @@ from pillar_cli.artifacts.model_record import ModelLedger, ModelRecord
 from pillar_cli.artifacts.statement_schema import claims_that_fail, statement_problem
 from pillar_cli.artifacts.stored import attribute_types
 from pillar_cli.errors import ArtifactError
+from pillar_cli.privacy.count import readable_count
 from pillar_cli.privacy.guarantee import total_delta
 
 NUMBER, INTEGER, TEXT, BOOLEAN = "fiu", "iu", "U", "b"
@@ -159,6 +160,8 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
         return f"has a scale of {len(arrays['scale'])} dimensions for a mean of {dim}"
     if not all(isinstance(attrs["ledger"].get(key), kind) for key, kind in LEDGER.items()):
         return "has a ledger without accountant, delta and clip"
+    if attrs.get("count") is not None and not readable_count(attrs["count"]):
+        return "has a row count that is not one pillar reads"
     if np.isnan(arrays["runs/epsilon_spent"]).any() or (arrays["runs/epsilon_spent"] < 0).any():
         return "has an epsilon_spent that is not a number ≥ 0"
     releases = [(attrs.get("public_choice") or {}).get("release") or {}, attrs.get("projection_release") or {}]
@@ -196,6 +199,8 @@ def _evaluation_rows(arrays: dict, attrs: dict, splits: list[str]) -> str | None
     if not all(isinstance(note, str) for note in attrs["notes"]) or \
             not all(isinstance(attrs["ledger"].get(key), kind) for key, kind in LEDGER.items()):
         return "has malformed notes or ledger"
+    if attrs.get("count") is not None and not readable_count(attrs["count"]):
+        return "has a row count that is not one pillar reads"
     return None
 
 

@@ -76,7 +76,7 @@ class SweepData:
     warm_start: tuple[np.ndarray, np.ndarray] | None = None  # (W (D, C), b) in the standardised space
     private_index: np.ndarray | None = None  # source row ids, when known: public and private must be disjoint
     public_index: np.ndarray | None = None
-    source: str = "the private data"  # where the rows come from, for messages (an embeddings file)
+    source: str | None = None  # the embeddings file the rows come from, for messages (None: rows given as arrays)
     public_labelled: tuple[np.ndarray, np.ndarray] | None = None  # labelled public rows (AdaDPS's preconditioner)
     units: Units = None  # type: ignore[assignment]  # each training row's unit (left out: each row its own)
     val_units: Units | None = None  # each val row's unit, where there are val rows (left out: each row its own)
@@ -91,7 +91,7 @@ class SweepData:
 
     @property
     def name(self) -> str:
-        return "the private split" if self.source == "the private data" else f"{self.source}:private"
+        return "the private split" if self.source is None else f"{self.source}:private"
 
 
 @dataclass(frozen=True)

@@ -231,7 +231,7 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, opti
     if len(np.unique(data.private_y)) < 2:
         raise DataError(f"{data.name} holds one class; a classifier needs at least two")
     if data.private_index is not None and data.public_index is not None:
-        require_disjoint(data.private_index, data.public_index, data.source)
+        require_disjoint(data.private_index, data.public_index, data.source or "the private data")
     for name in grid.methods:
         get_method(name).check_data(data, options.of(get_method(name)))
         reason = get_method(name).needs_public_rows

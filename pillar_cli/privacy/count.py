@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from enum import Enum
 
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy.events import ComposedEvent, Event, GaussianEvent, Segment, composed
@@ -27,24 +28,37 @@ from pillar_cli.privacy.gaussian import gdp_mu
 from pillar_cli.randomness import NoiseSource
 
 COUNT_SHARE = 0.05  # of the smallest private target's μ² (docs/privacy.md: measured against 0.02 and 0.1)
-NOISY, PUBLIC, EXACT = "noisy", "declared public", "exact"
+
+
+class CountKind(str, Enum):
+    """How a count was made known; the value is what files store."""
+
+    NOISY = "noisy"  # released once with Gaussian noise
+    PUBLIC = "declared public"  # n known to everyone, read exactly
+    EXACT = "exact"  # read by no private mechanism
+
+
+NOISY, PUBLIC, EXACT = CountKind.NOISY, CountKind.PUBLIC, CountKind.EXACT
 
 
 @dataclass(frozen=True)
 class RowCount:
     """The row count values derived from n read: `value` is ñ (at least 1) for a noisy count, n otherwise.
 
-    `kind`: "noisy" (a Gaussian release of σ = `noise_multiplier`, planned as `share` of the budget of
-    `planned_for` = (ε, δ)), "declared public" (n known to everyone: exact, and the statements say so) or "exact"
-    (nothing private reads it: a non-private run, a method that derives nothing from n, a reference). `of`: what it
+    `kind`: NOISY (a Gaussian release of σ = `noise_multiplier`, planned as `share` of the budget of
+    `planned_for` = (ε, δ)), PUBLIC (n known to everyone: exact, and the statements say so) or EXACT (nothing
+    private reads it: a non-private run, a method that derives nothing from n, a reference). `of`: what it
     counts — training rows, or persons where the person is the privacy unit (privacy/guarantee.py)."""
 
     value: float
-    kind: str = EXACT
+    kind: CountKind = EXACT
     noise_multiplier: float = 0.0
     share: float = 0.0
     planned_for: tuple[float, float] | None = None
     of: str = "training rows"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", CountKind(self.kind))  # its stored text too
 
     @classmethod
     def exact(cls, n: int, declared_public: bool = False, of: str = "training rows") -> RowCount:
@@ -53,6 +67,11 @@ class RowCount:
     @property
     def noisy(self) -> bool:
         return self.kind == NOISY
+
+    @property
+    def released(self) -> bool:
+        """Whether values may state it: released with noise, or declared public (an exact count stays private)."""
+        return self.kind != EXACT
 
     @property
     def event(self) -> Event | None:
@@ -100,15 +119,26 @@ class RowCount:
         return f"the number of {self.of} is not read by any private mechanism"
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "planned_for": None if self.planned_for is None else list(self.planned_for),
+        return {**asdict(self), "kind": self.kind.value,
+                "planned_for": None if self.planned_for is None else list(self.planned_for),
                 "note": self.describe()}
 
     @classmethod
     def from_dict(cls, record: dict) -> RowCount:
         planned = record.get("planned_for")
-        return cls(float(record["value"]), str(record["kind"]), float(record["noise_multiplier"]),
+        return cls(float(record["value"]), CountKind(record["kind"]), float(record["noise_multiplier"]),
                    float(record["share"]), None if planned is None else (float(planned[0]), float(planned[1])),
                    str(record.get("of", "training rows")))
+
+
+def readable_count(record: object) -> bool:
+    """Whether a file's record of a count is one `RowCount.from_dict` reads (not a kind it does not know, no value
+    missing): any other is refused with its file, never read as some other kind."""
+    try:
+        RowCount.from_dict(record)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+    return True
 
 
 def count_noise(epsilon: float, delta: float, share: float = COUNT_SHARE) -> float:

@@ -16,7 +16,7 @@ from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.artifacts.statement import Statement, statement_summary, statement_words
 from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy import event_from_dict
-from pillar_cli.privacy.count import NOISY, PUBLIC, RowCount
+from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.risk import risk_of
 
 
@@ -64,5 +64,5 @@ def _count_read(model: Artifact, header: ModelRecord, run: RunRecord) -> RowCoun
     if run.key.method not in record.get("read_by", ()):
         return None
     count = RowCount.from_dict(record)
-    return count if count.kind in (NOISY, PUBLIC) else None
+    return count if count.released else None
 

@@ -9,7 +9,7 @@ from pillar_cli.artifacts.evaluation import Evaluation, rows_as_released
 from pillar_cli.artifacts.model import run_rows
 from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.errors import DataError, param
-from pillar_cli.privacy.count import PUBLIC, RowCount
+from pillar_cli.privacy.count import RowCount
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 from pillar_cli.reporting.metrics import selected_metrics
 
@@ -51,4 +51,4 @@ def released_count(header: ModelRecord) -> RowCount | None:
     """The row count the models' runs read, as released: a noisy count, or one declared public; None where no
     private mechanism read one (its exact n stays in the model's working file)."""
     count = None if header.count is None else RowCount.from_dict(header.count)
-    return count if count is not None and (count.noisy or count.kind == PUBLIC) else None
+    return count if count is not None and count.released else None
