@@ -15,7 +15,7 @@ from pillar_cli.artifacts.statement_schema import claims_that_fail, statement_pr
 from pillar_cli.artifacts.stored import attribute_types
 from pillar_cli.errors import ArtifactError
 from pillar_cli.privacy.count import readable_count
-from pillar_cli.privacy.guarantee import total_delta
+from pillar_cli.privacy.guarantee import PrivacyUnit, total_delta
 
 NUMBER, INTEGER, TEXT, BOOLEAN = "fiu", "iu", "U", "b"
 REQUIRED = object()
@@ -162,6 +162,8 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
         return "has a ledger without accountant, delta and clip"
     if attrs.get("count") is not None and not readable_count(attrs["count"]):
         return "has a row count that is not one pillar reads"
+    if not PrivacyUnit.readable(attrs.get("privacy_unit")):
+        return "has a privacy unit that is neither a row nor a person"
     if np.isnan(arrays["runs/epsilon_spent"]).any() or (arrays["runs/epsilon_spent"] < 0).any():
         return "has an epsilon_spent that is not a number ≥ 0"
     releases = [(attrs.get("public_choice") or {}).get("release") or {}, attrs.get("projection_release") or {}]

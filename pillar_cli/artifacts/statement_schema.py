@@ -9,6 +9,7 @@ import json
 
 from pillar_cli.artifacts.statement import statement_summary, words_problem
 from pillar_cli.errors import PillarError
+from pillar_cli.privacy.guarantee import PrivacyUnit
 
 STATEMENT = {"epsilon": (int, float), "delta": (int, float), "epsilon_target": (int, float), "accountant": str,
              "clip": (int, float), "neighbouring": str, "event": dict, "steps": int, "covers": list,
@@ -46,6 +47,8 @@ def statement_problem(statement: dict) -> str | None:
         return "has a privacy statement whose risk_target is not a TPR and an FPR in (0, 1)"
     if "risk" in statement and not risk_record(statement["risk"]):
         return "has a privacy statement whose risk is not a record of TPRs in [0, 1] and an advantage"
+    if not PrivacyUnit.readable(statement.get("unit")):
+        return "has a privacy statement whose unit is neither a row nor a person"
     rows = (statement.get("count") or {}).get("value")
     if not 0 < statement["delta"] < (1 / rows if isinstance(rows, (int, float)) and rows >= 1 else 1):
         return f"states δ = {statement['delta']:g}, not below 1/ñ of the count of training rows it read"

@@ -133,7 +133,22 @@ class PrivacyUnit:
 
     @classmethod
     def from_attrs(cls, attrs: dict | None) -> PrivacyUnit:
-        return cls() if not attrs else cls(str(attrs["unit"]), attrs.get("persons"))
+        """As a file records it (none recorded: a row); a unit other than a row or a person is a ValueError, which
+        the schema turns into one line naming the file before any reader gets here."""
+        if not attrs:
+            return cls()
+        if attrs.get("unit") not in (ROW, PERSON) or not isinstance(attrs.get("persons"), (str, type(None))):
+            raise ValueError(f"a privacy unit is a row or a person, not {attrs.get('unit')!r}")
+        return cls(attrs["unit"], attrs.get("persons"))
+
+    @classmethod
+    def readable(cls, attrs: object) -> bool:
+        """Whether a file's record of a unit is one `from_attrs` reads."""
+        try:
+            cls.from_attrs(attrs)
+        except (ValueError, TypeError, AttributeError):
+            return False
+        return True
 
     def to_attrs(self) -> dict:
         return {"unit": self.kind, "neighbouring": self.neighbouring, "bound": self.bound,

@@ -62,8 +62,10 @@ def _words_edit(change):
      "has covers, not_covered and rests_on lists that its record of how the head was trained does not give"),
     (_attrs_edit("privacy", lambda p: p.pop("basis")),
      "has a privacy statement without a readable record of how its head was trained (its basis)"),
+    (_attrs_edit("privacy", lambda p: p["unit"].update(unit="household")),
+     "has a privacy statement whose unit is neither a row nor a person"),
 ], ids=["epsilon-a-string", "no-feature-dim", "delta-half", "same-class-names", "summary-edited", "list-emptied",
-        "words-and-summary-edited", "covers-added", "no-basis"])
+        "words-and-summary-edited", "covers-added", "no-basis", "unit-unknown"])
 def test_an_edited_release_is_refused_in_one_line_by_predict(pillar, mnist, release, tmp_path, edit, problem):
     forged, out = tmp_path / "forged.h5", tmp_path / "p.csv"
     with edited_copy(release, forged) as h5:
