@@ -121,6 +121,8 @@ def _projection_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | No
     dim = len(arrays["mean"])
     if len(arrays["scale"]) != dim or arrays["components"].shape != (attrs["k_max"], dim):
         return f"has components {arrays['components'].shape} and scale {arrays['scale'].shape} for {dim} dimensions"
+    if "private_release" in attrs and not PrivacyUnit.readable(attrs["private_release"].get("unit")):
+        return "has a DP-PCA release whose unit is neither a row nor a person"
     return _unusable_numbers(arrays, ("mean", "components", "eigenvalues")) or _rows_recorded(arrays, attrs, ("public",))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from checks import assert_clean_failure
+from checks import assert_clean_failure, edited_copy
 from dp_accounting import dp_event, pld
 
 from pillar_cli import artifacts
@@ -62,6 +62,13 @@ def test_dp_pca_fits_and_uses_that_would_not_be_covered_are_refused(pillar, digi
                                 model, expect=None), 4,
                          f"{digits['pca']} is a DP-PCA of {digits['emb']}:private, not of {digits['other']}:private: its "
                          "release covers the rows it read, not these", model)
+    forged = tmp_path / "forged.h5"
+    with edited_copy(digits["pca"], forged) as h5:  # a unit no stage knows, re-hashed: once read as a row
+        release = json.loads(h5.attrs["private_release"])
+        h5.attrs["private_release"] = json.dumps(release | {"unit": release["unit"] | {"unit": "household"}})
+    assert_clean_failure(pillar("train-private", digits["emb"], "-p", forged, "--eps", "1", "-o", model, expect=None),
+                         3, f"{forged}: projection artifact has a DP-PCA release whose unit is neither a row nor a "
+                            "person", model)
 
 
 def test_a_dp_pca_read_from_its_file_is_composed_by_the_python_api_too(digits):
