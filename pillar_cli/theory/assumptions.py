@@ -36,7 +36,8 @@ Task = tuple[int, int | None]  # (positive class, negative class), None: the res
 
 def svm_tasks(labels: np.ndarray, mode: str = "pairs", max_pairs: int = 45, seed: int = 0) -> list[Task]:
     """What w* is fitted for: each class pair (a seeded sample of at most `max_pairs`), or each class against the
-    rest."""
+    rest. The sample is public randomness (`--seed`): it picks which pairs a diagnostic outside any DP release
+    examines, and no mechanism's sampling or noise is drawn from it."""
     classes = np.unique(labels)
     if len(classes) < 2:
         raise DataError("the labelled split has a single class; margins need at least two")
