@@ -116,7 +116,7 @@ def default_ks(components: int) -> list[int]:
     return sorted({k for k in DEFAULT_KS if k <= components} | every)
 
 
-def training_units(path: str) -> tuple[int, str]:
+def training_units(path: str) -> tuple[int, Counted]:
     """(how many, what) train-private's default path trains on, counted in its default privacy unit: the persons
     of the private and val splits where the rows name them, else their rows (read exactly: this advice is for the
     data's holder, not a release)."""
@@ -125,10 +125,11 @@ def training_units(path: str) -> tuple[int, str]:
         splits.append(artifacts.read_split(f"{path}:val", on_disk=True))
     except MissingSplitError:
         pass
+    from pillar_cli.privacy.count import Counted
     from pillar_cli.privacy.guarantee import Units
 
     units = functools.reduce(Units.joined, (split.units for split in splits))
-    return units.count, "persons" if units.grouped else "training rows"
+    return units.count, Counted.PERSONS if units.grouped else Counted.ROWS
 
 
 def _basis(split: artifacts.Split, projection: Path | None, second_moment: bool,

@@ -41,6 +41,17 @@ class CountKind(str, Enum):
 NOISY, PUBLIC, EXACT = CountKind.NOISY, CountKind.PUBLIC, CountKind.EXACT
 
 
+class Counted(str, Enum):
+    """What a count counts: the units of privacy (privacy/guarantee.py); the value is what files store and
+    sentences say."""
+
+    ROWS = "training rows"
+    PERSONS = "persons"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class RowCount:
     """The row count values derived from n read: `value` is ñ (at least 1) for a noisy count, n otherwise.
@@ -48,20 +59,21 @@ class RowCount:
     `kind`: NOISY (a Gaussian release of σ = `noise_multiplier`, planned as `share` of the budget of
     `planned_for` = (ε, δ)), PUBLIC (n known to everyone: exact, and the statements say so) or EXACT (nothing
     private reads it: a non-private run, a method that derives nothing from n, a reference). `of`: what it
-    counts — training rows, or persons where the person is the privacy unit (privacy/guarantee.py)."""
+    counts (`Counted`): training rows, or persons where the person is the privacy unit (privacy/guarantee.py)."""
 
     value: float
     kind: CountKind = EXACT
     noise_multiplier: float = 0.0
     share: float = 0.0
     planned_for: tuple[float, float] | None = None
-    of: str = "training rows"
+    of: Counted = Counted.ROWS
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", CountKind(self.kind))  # its stored text too
+        object.__setattr__(self, "kind", CountKind(self.kind))  # their stored text too
+        object.__setattr__(self, "of", Counted(self.of))
 
     @classmethod
-    def exact(cls, n: int, declared_public: bool = False, of: str = "training rows") -> RowCount:
+    def exact(cls, n: int, declared_public: bool = False, of: Counted = Counted.ROWS) -> RowCount:
         return cls(float(n), PUBLIC if declared_public else EXACT, of=of)
 
     @property
@@ -119,7 +131,7 @@ class RowCount:
         return f"the number of {self.of} is not read by any private mechanism"
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "kind": self.kind.value,
+        return {**asdict(self), "kind": self.kind.value, "of": self.of.value,
                 "planned_for": None if self.planned_for is None else list(self.planned_for),
                 "note": self.describe()}
 
@@ -128,7 +140,7 @@ class RowCount:
         planned = record.get("planned_for")
         return cls(float(record["value"]), CountKind(record["kind"]), float(record["noise_multiplier"]),
                    float(record["share"]), None if planned is None else (float(planned[0]), float(planned[1])),
-                   str(record.get("of", "training rows")))
+                   Counted(record.get("of", Counted.ROWS)))
 
 
 def readable_count(record: object) -> bool:
@@ -149,7 +161,7 @@ def count_noise(epsilon: float, delta: float, share: float = COUNT_SHARE) -> flo
 
 
 def release_count(n: int, epsilon: float, delta: float, noise: NoiseSource, share: float = COUNT_SHARE,
-                  of: str = "training rows") -> RowCount:
+                  of: Counted = Counted.ROWS) -> RowCount:
     """ñ = max(1, n + σ·Z), Z drawn once from the secret source `noise`, σ planned for the budget (ε, δ)."""
     sigma = count_noise(epsilon, delta, share)
     value = n + sigma * float(noise.child("count").numpy().standard_normal())
@@ -157,7 +169,7 @@ def release_count(n: int, epsilon: float, delta: float, noise: NoiseSource, shar
 
 
 def count_for(n: int, epsilons: list[float], delta: float, noise: NoiseSource, declared_public: bool = False,
-              share: float = COUNT_SHARE, preview: bool = False, of: str = "training rows") -> RowCount:
+              share: float = COUNT_SHARE, preview: bool = False, of: Counted = Counted.ROWS) -> RowCount:
     """The count a training run with these target ε reads: released once, planned for the smallest finite ε; exact
     when n is declared public or no target is private (nothing private reads it). `preview`: NOT a release — the
     planned count with ñ = n, for printing a plan to the data holder only (a plan made with it never trains)."""

@@ -24,7 +24,7 @@ import numpy as np
 
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.privacy.accountants import spent_epsilon
-from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.count import Counted, RowCount
 from pillar_cli.privacy.events import Event, composed, event_from_dict
 from pillar_cli.privacy.relation import ACCOUNTED, Relation
 
@@ -192,9 +192,9 @@ class PrivacyUnit:
         return said if not self.is_person else f"{said}; per person: {person_bound}"
 
     @property
-    def counted(self) -> str:
+    def counted(self) -> Counted:
         """What the released count counts."""
-        return "persons" if self.is_person else "training rows"
+        return Counted.PERSONS if self.is_person else Counted.ROWS
 
 
 def persons_of(groups: object, rows: int, name: str = "groups") -> np.ndarray:

@@ -97,6 +97,9 @@ FORGERIES = {  # what a buggy writer could leave, re-hashed so that only the sch
     "count of an unknown kind": ("model", lambda h5: h5.attrs.__setitem__("count", json.dumps(
         json.loads(h5.attrs["count"]) | {"kind": "estimated"})),  # once a traceback in release and evaluate
         "has a row count that is not one pillar reads"),
+    "count of households": ("model", lambda h5: h5.attrs.__setitem__("count", json.dumps(
+        json.loads(h5.attrs["count"]) | {"of": "households"})),  # once read and said as it was stored
+        "has a row count that is not one pillar reads"),
     "unit of an unknown kind": ("model", lambda h5: h5.attrs.__setitem__("privacy_unit", json.dumps(
         json.loads(h5.attrs["privacy_unit"]) | {"unit": "household"})),  # once read as a row
         "has a privacy unit that is neither a row nor a person"),
