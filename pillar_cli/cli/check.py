@@ -27,6 +27,8 @@ from pillar_cli.cli.common import (
     warn,
 )
 from pillar_cli.errors import MissingSplitError, UsageError
+from pillar_cli.privacy.count import Counted
+from pillar_cli.privacy.guarantee import Units
 from pillar_cli.projection import PublicPCA
 from pillar_cli.reporting.figures import spectrum, xi_vs_k
 from pillar_cli.theory.diagnostics import Diagnosis, diagnose_split
@@ -125,9 +127,6 @@ def training_units(path: str) -> tuple[int, Counted]:
         splits.append(artifacts.read_split(f"{path}:val", on_disk=True))
     except MissingSplitError:
         pass
-    from pillar_cli.privacy.count import Counted
-    from pillar_cli.privacy.guarantee import Units
-
     units = functools.reduce(Units.joined, (split.units for split in splits))
     return units.count, Counted.PERSONS if units.grouped else Counted.ROWS
 
