@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from enum import Enum
 from typing import Any
 
-
-class ChosenBy(str, Enum):
-    """What chose a cell's run (the value is what tables and statements print)."""
-
-    ACCOUNTED = "in ε"  # a private selection released it; ε covers the choice
-    VAL = "on val, outside ε"  # the best mean val accuracy: private labels, not accounted
-    NOTHING = "none (one configuration)"  # one configuration: nothing was chosen
-
-    def __str__(self) -> str:
-        return self.value
+from pillar_cli.privacy.basis import ChosenBy
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,10 +12,10 @@ import numpy as np
 
 from pillar_cli.artifacts.core import Artifact, InputRef, read
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
-from pillar_cli.artifacts.premises import Premises
 from pillar_cli.artifacts.stored_rows import StoredRows, all_finite, non_finite_rows
 from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
 from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.premises import Premises
 from pillar_cli.randomness import keyed_draws
 
 
@@ -64,7 +64,7 @@ class Split:
 
     @property
     def premises(self) -> Premises:
-        """How the file fixed its class set, splits and rows (artifacts/premises.py)."""
+        """How the file fixed its class set, splits and rows (privacy/premises.py)."""
         return Premises.from_attrs(self.attrs.get("premises"))
 
     @property

@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass, field
 from pillar_cli.artifacts.artifact import Artifact
 from pillar_cli.artifacts.chosen import SelectedCell
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
-from pillar_cli.artifacts.premises import Premises
 from pillar_cli.artifacts.stored import stored, stored_fields_of, stored_keys, to_attrs
 from pillar_cli.privacy.guarantee import PrivacyUnit, total_delta
+from pillar_cli.privacy.premises import Premises
 
 NUMBER = (int, float)
 

@@ -254,7 +254,7 @@ def carried_problem(carried: dict) -> str | None:
 
 def _selected_cell(cell: object, runs: int) -> bool:
     """A selection cell as artifacts/chosen.py reads it: its fields, and run ids among the model's runs."""
-    from pillar_cli.artifacts.chosen import ChosenBy
+    from pillar_cli.privacy.basis import ChosenBy
 
     if not isinstance(cell, dict) or not all(key in cell for key in ("method", "k", "epsilon", "run_ids", "selected")):
         return False

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from pillar_cli.artifacts.chosen import ChosenBy
-from pillar_cli.artifacts.premises import Premises
+from pillar_cli.privacy.basis import StatementBasis
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import Event, event_from_dict, headline
-from pillar_cli.privacy.guarantee import PrivacyUnit
+from pillar_cli.privacy.guarantee import Guarantee, PrivacyUnit
 from pillar_cli.privacy.ledger import Ledger
 from pillar_cli.privacy.risk import risk_words
 
@@ -19,45 +18,15 @@ BASIS = {"trained_on": list, "rule": (dict, type(None)), "selected": str, "cells
          "public_choice": (dict, type(None))}  # what a statement records of its head's training ("projection",
 # the DP-PCA release its projection came from, only where there is one; "premises", how its embeddings fixed their
 # class set and splits, where they record it)
-PUBLIC_DATA = "the public data the projection was fitted on (public: not protected)"
 
 
 def statement_words(statement: dict) -> tuple[list[str], list[str], list[str]]:
-    """(covers, not_covered, rests_on) of a statement: from its basis, mechanism and the row count it read (if
-    any)."""
-    basis = statement["basis"]
+    """(covers, not_covered, rests_on) of a statement: made by its guarantee (its unit, the row count it read, if
+    any) from its basis and mechanism."""
     count = RowCount.from_dict(statement["count"]) if "count" in statement else None
-    rows = " and ".join(basis["trained_on"])
-    trained = f"training this head on the {rows} split{'s' if ' and ' in rows else ''}"
-    covers = [f"{trained} ({statement['mechanism']})" if statement["mechanism"] else trained]
-    projection = basis.get("projection")  # a DP-PCA fitted on the private rows (absent: public data)
-    not_covered = [] if projection else [PUBLIC_DATA]
-    if projection:
-        covers.append(f"fitting the projection on the private rows ({projection['mechanism']}; ε = "
-                      f"{projection['epsilon']:.4g}, δ = {projection['delta']:g}, composed in)")
-    if count is not None:
-        (covers if count.noisy else not_covered).append(count.describe())
-    if rule := basis["rule"]:
-        reads = "the released count ñ and ε" if count is not None and count.noisy else "the declared-public n and ε"
-        covers.append(f"choosing its {', '.join(rule['fields'])}: a rule fixed in advance that reads no label, only "
-                      f"{reads} ({rule['rule']})")
-    if basis["selected"] == ChosenBy.ACCOUNTED:
-        covers.append("choosing its hyper-parameters: an accounted private selection (Papernot & Steinke) on the "
-                      "private val split")
-    elif basis["selected"] == ChosenBy.VAL:
-        not_covered.append("choosing its hyper-parameters on the private val split's labels (the paper's protocol)")
-    if basis["cells"] > 1:
-        not_covered.append(f"choosing this cell among the model's {basis['cells']} (method, k, ε) cells, where that "
-                           "choice looked at val or test accuracies")
-    if choice := basis["public_choice"]:
-        (covers if choice["released"] else not_covered).append(
-            f"choosing the public data: {choice['note']}" if choice["released"] else choice["note"])
-    rests_on = []
-    if "premises" in basis:  # a statement written before premises were recorded says nothing of them
-        premises = Premises.from_attrs(basis["premises"])
-        not_covered += premises.not_covered()
-        rests_on = premises.rests_on()
-    return covers, not_covered, rests_on
+    guarantee = Guarantee(PrivacyUnit.from_attrs(statement.get("unit")), count, statement["accountant"],
+                          float(statement["delta"]))
+    return guarantee.words(StatementBasis.of(statement))
 
 
 def statement_summary(statement: dict) -> str:
@@ -101,12 +70,12 @@ class Statement:
     accountant_description: str = ""
     epsilon_is_upper_bound: bool = True
     mechanism: str = ""
-    basis: dict | None = None  # how the head was trained, which the words are made from
+    basis: StatementBasis  # how the head was trained, which the words are made from
     noise: dict | None = None  # where its noise came from
     count: RowCount | None = None  # the row count it read; None: none
     unit: PrivacyUnit = field(default_factory=PrivacyUnit)  # what neighbouring datasets differ by (a row where a
     # statement written before units were recorded names none)
-    rests_on: tuple[str, ...] = ()  # what it assumes of the public side (artifacts/premises.py), in words
+    rests_on: tuple[str, ...] = ()  # what it assumes of the public side (privacy/premises.py), in words
     risk: dict | None = None  # what it allows an attacker (privacy/risk.py Risk.to_attrs); None: not recorded
     risk_target: dict | None = None  # the risk its ε was calibrated to (privacy/risk_target.py); None: ε was given
 
@@ -129,12 +98,13 @@ class Statement:
         return cls(**values | {"covers": tuple(attrs["covers"]), "not_covered": tuple(attrs["not_covered"]),
                                "rests_on": tuple(attrs.get("rests_on") or ()), "event": event_from_dict(attrs["event"]),
                                "count": None if count is None else RowCount.from_dict(count),
+                               "basis": StatementBasis.of(attrs),
                                "unit": PrivacyUnit.from_attrs(attrs.get("unit"))})
 
     def to_attrs(self) -> dict:
         attrs = {f.name: value for f in fields(self) if (value := getattr(self, f.name)) is not None and value != ()}
         return attrs | {"covers": list(self.covers), "not_covered": list(self.not_covered),
-                        "event": self.event.to_dict(), "unit": self.unit.to_attrs()} | \
+                        "event": self.event.to_dict(), "unit": self.unit.to_attrs(), "basis": self.basis.to_attrs()} | \
             ({"rests_on": list(self.rests_on)} if self.rests_on else {}) | \
             ({} if self.count is None else {"count": self.count.to_dict()})
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.chosen import ChosenBy
 from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.cli.common import print_json, print_table, stderr
 from pillar_cli.methods.plan import SweepPlan
+from pillar_cli.privacy.basis import ChosenBy
 
 
 def print_plan(plan: SweepPlan, as_json: bool) -> None:

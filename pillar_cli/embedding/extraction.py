@@ -19,7 +19,6 @@ import numpy as np
 from pillar_cli.artifacts import Artifact, embeddings_artifact
 from pillar_cli.artifacts.files import require_space, sibling
 from pillar_cli.artifacts.layout import row_blocks, stored_in_chunks
-from pillar_cli.artifacts.premises import KEYED, Premises
 from pillar_cli.data import Dataset, SplitPlan
 from pillar_cli.data.pixels import pixel_depth
 from pillar_cli.data.splits import SPLIT_ROLES
@@ -29,6 +28,7 @@ from pillar_cli.embedding.recipe import at_depth
 from pillar_cli.errors import ArtifactError, DataError, Interrupted, UsageError, param
 from pillar_cli.lazy import torch
 from pillar_cli.memory import return_large_buffers
+from pillar_cli.privacy.premises import KEYED, Premises
 
 
 def options_digest(options: dict[str, Any]) -> str:

@@ -13,8 +13,9 @@ from collections import defaultdict
 
 import numpy as np
 
-from pillar_cli.artifacts.chosen import ChosenBy, SelectedCell
+from pillar_cli.artifacts.chosen import SelectedCell
 from pillar_cli.artifacts.model import RunKey
+from pillar_cli.privacy.basis import ChosenBy
 
 VAL_NOTE = "hyper-parameters were selected on the val split's labels; that selection is NOT accounted in the reported ε"
 ACCOUNTED_NOTE = ("each private (method, k, ε) cell and seed released the best of a random number of trials by "

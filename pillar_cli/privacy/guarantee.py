@@ -1,13 +1,11 @@
 """The guarantee's parts as values: the privacy unit (what two neighbouring datasets differ by: one training row,
-or one person with all their rows), the neighbouring relation a mechanism is analysed under, and the composition
-of a run with the upstream DP releases it rests on, at the one δ total.
+or one person with all their rows), the neighbouring relation a mechanism is analysed under, the composition of a
+run with the upstream DP releases it rests on at the one δ total, and a statement's words.
 
-Where one person has many rows (a patient's X-rays, a lesion's photos, a slide's patches) a guarantee per row
-protects that person only at about (their rows)·ε. With the person as the unit, the sampler draws persons, each
-person's contribution to a release is bounded as one row's is (linear/persons.py), the row count that rates and
-rules read is the count of persons, and every statement names the unit and where the persons came from. The
-guarantee then holds for a person exactly as the grouping defines them: rows of one human filed under two ids are
-two persons to the mechanism.
+Where one person has many rows (a patient's X-rays, a slide's patches) a guarantee per row protects that person only
+at about (their rows)·ε. With the person as the unit, the sampler draws persons, each person's contribution to a
+release is bounded as one row's is (linear/persons.py), the row count read is the count of persons, and every
+statement names the unit and where the persons came from: rows of one human filed under two ids are two persons.
 
 Mechanisms state their relation as a `Relation`; the words that name it ("add/remove-one adjacency") are made here
 only, from that value. `Units` holds every training row's unit (each row its own, or a person): the training code
@@ -24,6 +22,7 @@ import numpy as np
 
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.privacy.accountants import spent_epsilon
+from pillar_cli.privacy.basis import ChosenBy, StatementBasis
 from pillar_cli.privacy.count import Counted, RowCount
 from pillar_cli.privacy.events import Event, composed, event_from_dict
 from pillar_cli.privacy.relation import ACCOUNTED, Relation
@@ -67,29 +66,16 @@ def total_delta(delta: float, releases: Iterable[DPRelease | Mapping]) -> float:
                               for release in releases)  # a record's δ read alone: every file read sums them
 
 
-def composed_with(event: Event, epsilon: float, accountant: str, delta: float,
-                  releases: list[DPRelease]) -> tuple[Event, float]:
-    """(a run's tree with the upstream releases it rests on, its ε at δ_total) for a run of ε at δ and the releases
-    (a DP-GSD that chose the public data, a DP-PCA); the run unchanged without any. The one composition path: the
-    command's model files and the Python API's results both take it.
-
-    The trees compose as one, accounted at δ_total = δ_run + Σ δ_release by the run's accountant: a Gaussian release
-    joins the run's Gaussian segments, a pure ε release (the Bingham exponential mechanism) adds its ε, and a run
-    with a private selection in it composes through its Rényi DP curve."""
-    if not releases:
-        return event, epsilon
-    total = composed(event, *(release.event for release in releases))
-    return total, spent_epsilon(accountant, total, total_delta(delta, releases))
-
 @dataclass(frozen=True)
 class Guarantee:
     """What every run of a plan is a guarantee of, built once by the plan: the privacy unit, the row count the runs'
-    rates and rules read (released with noise inside ε, or public), and the upstream DP releases they rest on (the
-    records of a DP-PCA, of the DP-GSD that chose the public data) — composed into each run's tree at one δ total by
-    the run's accountant. The command line, `sweep()` and the estimator compose through it alike."""
+    rates and rules read (released with noise inside ε, or public; None: a released head that read none), and the
+    upstream DP releases they rest on (the records of a DP-PCA, of the DP-GSD that chose the public data) — composed
+    into each run's tree at one δ total by the run's accountant. The command line, `sweep()` and the estimator
+    compose through it alike; a release's statement takes its words from it."""
 
     unit: PrivacyUnit
-    count: RowCount
+    count: RowCount | None
     accountant: str
     delta: float
     upstream: tuple[DPRelease, ...] = ()
@@ -100,8 +86,43 @@ class Guarantee:
         return total_delta(self.delta, self.upstream)
 
     def compose(self, event: Event, epsilon: float) -> tuple[Event, float]:
-        """(a run's tree with the upstream releases, its ε at `delta_total`); the run as it is without any."""
-        return composed_with(event, epsilon, self.accountant, self.delta, list(self.upstream))
+        """(a run's tree with the upstream releases, its ε at `delta_total`); the run as it is without any. The trees
+        compose as one, by the run's accountant: a Gaussian release joins the run's Gaussian segments, a pure ε
+        release (the Bingham exponential mechanism) adds its ε, a private selection composes by its Rényi DP curve."""
+        if not self.upstream:
+            return event, epsilon
+        total = composed(event, *(release.event for release in self.upstream))
+        return total, spent_epsilon(self.accountant, total, self.delta_total)
+
+    def words(self, basis: StatementBasis) -> tuple[list[str], list[str], list[str]]:
+        """(covers, not_covered, rests_on) of a released head trained as `basis` records, under this guarantee: the
+        one place a statement's words are made, on release and again on every read (artifacts/statement.py)."""
+        count, covers, not_covered = self.count, [basis.trained], []
+        if projection := basis.projection:  # a DP-PCA fitted on the private rows
+            covers.append(f"fitting the projection on the private rows ({projection.mechanism}; ε = "
+                          f"{projection.epsilon:.4g}, δ = {projection.delta:g}, composed in)")
+        else:
+            not_covered.append("the public data the projection was fitted on (public: not protected)")
+        if count is not None:
+            (covers if count.noisy else not_covered).append(count.describe())
+        if basis.rule:
+            reads = "the released count ñ and ε" if count is not None and count.noisy else "the declared-public n and ε"
+            covers.append(f"choosing its {', '.join(basis.rule[0])}: a rule fixed in advance that reads no label, "
+                          f"only {reads} ({basis.rule[1]})")
+        if basis.selected == ChosenBy.ACCOUNTED:
+            covers.append("choosing its hyper-parameters: an accounted private selection (Papernot & Steinke) on the "
+                          "private val split")
+        elif basis.selected == ChosenBy.VAL:
+            not_covered.append("choosing its hyper-parameters on the private val split's labels (the paper's protocol)")
+        if basis.cells > 1:
+            not_covered.append(f"choosing this cell among the model's {basis.cells} (method, k, ε) cells, where that "
+                               "choice looked at val or test accuracies")
+        if choice := basis.public_choice:
+            (covers if choice.released else not_covered).append(
+                f"choosing the public data: {choice.note}" if choice.released else choice.note)
+        if not (premises := basis.premises):  # a statement written before premises were recorded: nothing of them
+            return covers, not_covered, []
+        return covers, not_covered + premises.not_covered(), premises.rests_on()
 
 
 ROW, PERSON, AUTO = "row", "person", "auto"

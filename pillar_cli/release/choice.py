@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.artifacts.chosen import ChosenBy, SelectedCell
+from pillar_cli.artifacts.chosen import SelectedCell
 from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.model import RunRecord, run_rows, stored_runs
 from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
+from pillar_cli.privacy.basis import ChosenBy
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 from pillar_cli.release.statement import privacy_statement
 

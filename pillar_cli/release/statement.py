@@ -13,40 +13,42 @@ from __future__ import annotations
 from pillar_cli.artifacts import Artifact
 from pillar_cli.artifacts.model import RunRecord
 from pillar_cli.artifacts.model_record import ModelRecord
-from pillar_cli.artifacts.statement import Statement, statement_summary, statement_words
+from pillar_cli.artifacts.statement import Statement, statement_summary
 from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy import event_from_dict
+from pillar_cli.privacy.basis import ChosenBy, ProjectionRelease, PublicChoiceNote, StatementBasis
 from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.guarantee import Guarantee
 from pillar_cli.privacy.risk import risk_of
 
 
-def privacy_statement(model: Artifact, run: RunRecord, selected: str, cells: int) -> Statement:
+def privacy_statement(model: Artifact, run: RunRecord, selected: ChosenBy, cells: int) -> Statement:
     """What the released head's ε is and covers; `selected`: how the model chose the run (methods.selection);
     `cells`: how many (method, k, ε) cells the model held. Its words come from its `basis` (artifacts/statement.py),
     which every reader regenerates them from."""
     header = ModelRecord.of(model)
-    ledger, choice = header.ledger, header.public_choice
+    ledger, choice, projection = header.ledger, header.public_choice, header.projection_release
     count = _count_read(model, header, run)
-    basis = {"trained_on": list(header.trained_on), "rule": header.default_rule, "selected": str(selected),
-             "cells": cells, "public_choice": None if choice is None else {"released": choice.released,
-                                                                           "note": choice.note},
-             "premises": header.premises.to_attrs()}
-    if header.projection_release is not None:  # a DP-PCA: the projection read the private rows, inside ε
-        basis["projection"] = {"mechanism": header.projection_release["mechanism"],
-                               "epsilon": header.projection_release["epsilon"],
-                               "delta": header.projection_release["delta"]}
+    rule = header.default_rule
+    basis = StatementBasis(
+        trained_on=header.trained_on, mechanism=header.mechanisms.get(run.key.method, ""),
+        rule=None if rule is None else (tuple(rule["fields"]), rule["rule"]), selected=ChosenBy(selected),
+        cells=cells, public_choice=None if choice is None else PublicChoiceNote(choice.released, choice.note),
+        projection=None if projection is None else  # a DP-PCA: the projection read the private rows, inside ε
+        ProjectionRelease(projection["mechanism"], projection["epsilon"], projection["delta"]),
+        premises=header.premises)
     statement = {
         "epsilon": run.epsilon_spent, "delta": header.delta_total, "epsilon_target": run.key.epsilon,
         "accountant": ledger.accountant, "accountant_description": ledger.accountant_description,
         "epsilon_is_upper_bound": ledger.epsilon_is_upper_bound, "clip": ledger.clip,
         "neighbouring": header.unit.neighbouring, "unit": header.unit.to_attrs(), "event": run.event,
-        "steps": run.key.steps,
-        "mechanism": header.mechanisms.get(run.key.method, ""), "basis": basis, "noise": header.noise,
+        "steps": run.key.steps, "mechanism": basis.mechanism, "basis": basis.to_attrs(), "noise": header.noise,
         **({} if count is None else {"count": count.to_dict()}),
         **({} if header.risk_target is None else {"risk_target": header.risk_target}),
     }
     statement["risk"] = risk_of(event_from_dict(run.event)).to_attrs()  # the whole tree's: count and releases in it
-    statement["covers"], statement["not_covered"], rests_on = statement_words(statement)
+    guarantee = Guarantee(header.unit, count, ledger.accountant, header.delta_total)
+    statement["covers"], statement["not_covered"], rests_on = guarantee.words(basis)
     if rests_on:
         statement["rests_on"] = rests_on
     statement["summary"] = statement_summary(statement)

@@ -5,9 +5,9 @@ side by side, with the ε each spent and whether the choice of its run is in it.
 
 from __future__ import annotations
 
-from pillar_cli.artifacts.chosen import ChosenBy
 from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.errors import UsageError
+from pillar_cli.privacy.basis import ChosenBy
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 from pillar_cli.reporting.families import best_per_method, family_order, table_order
 from pillar_cli.reporting.tables import mean_and_std

@@ -16,13 +16,11 @@ import math
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
 from pillar_cli.artifacts.classifier import Classifier, head_digest
-from pillar_cli.artifacts.evaluation import Evaluation
-from pillar_cli.privacy import event_from_dict
 from pillar_cli.artifacts.core import Artifact
+from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.errors import UsageError
+from pillar_cli.privacy import event_from_dict
 from pillar_cli.privacy.risk import FPRS, Risk, audit_points, risk_of
 from pillar_cli.version import PROGRAM
 
@@ -75,7 +73,7 @@ def page_document(release: Classifier, trust_line: str, evaluation: Evaluation |
     """Every number the page shows: the statement, the risk, the accuracy (from the evaluation's row of the released
     head, if given), the audit's points, the provenance, the signature."""
     statement = release.privacy
-    risk = risk_of(statement.event)
+    risk, premises = risk_of(statement.event), statement.basis.premises
     document = {"statement": {"epsilon": statement.epsilon, "delta": statement.delta, "accountant": statement.accountant,
                               "unit": statement.unit.described, "neighbouring": statement.neighbouring,
                               "covers": list(statement.covers), "not_covered": list(statement.not_covered),
@@ -85,7 +83,7 @@ def page_document(release: Classifier, trust_line: str, evaluation: Evaluation |
                 "provenance": {"backbone": release.features.backbone, "weights": release.features.weights,
                                "preprocessing": release.features.preprocessing,
                                "feature_dim": release.features.feature_dim, "release_hash": release.content_hash,
-                               "premises": (statement.basis or {}).get("premises")},
+                               "premises": premises and premises.to_attrs()},
                 "signature": trust_line}
     if row is not None and evaluation is not None:
         per_class = [value for value in row.get("per_class_accuracy") or [] if value is not None]

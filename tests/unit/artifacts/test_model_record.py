@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from pillar_cli.artifacts import Artifact, FeatureRecipe
-from pillar_cli.artifacts.chosen import ChosenBy, SelectedCell
+from pillar_cli.artifacts.chosen import SelectedCell
 from pillar_cli.artifacts.model_record import ModelLedger, ModelRecord, PublicChoice
 from pillar_cli.artifacts.schema import attribute_tables, validate
 from pillar_cli.artifacts.stored import stored_keys
 from pillar_cli.errors import ArtifactError
+from pillar_cli.privacy.basis import ChosenBy
 from pillar_cli.privacy.guarantee import PrivacyUnit
 
 CHOICE = PublicChoice(gsd={"path": "gsd.h5"}, candidate="other.h5:public", gsd_distance=0.25,
