@@ -24,8 +24,8 @@ from pillar_cli.privacy.risk import risk_of
 
 def privacy_statement(model: Artifact, run: RunRecord, selected: ChosenBy, cells: int) -> Statement:
     """What the released head's ε is and covers; `selected`: how the model chose the run (methods.selection);
-    `cells`: how many (method, k, ε) cells the model held. Its words come from its `basis` (artifacts/statement.py),
-    which every reader regenerates them from."""
+    `cells`: how many (method, k, ε) cells the model held. Its guarantee makes its words from its `basis`
+    (`Guarantee.words`), as every reader makes them again."""
     header = ModelRecord.of(model)
     ledger, choice, projection = header.ledger, header.public_choice, header.projection_release
     count = _count_read(model, header, run)
