@@ -101,13 +101,39 @@ def risk_of(event: Event) -> Risk:
 
 
 def trade_off(alphas: np.ndarray, epsilons: np.ndarray, deltas: np.ndarray) -> np.ndarray:
-    """β(α): the upper envelope over the (ε, δ(ε)) pairs of max(0, 1 − δ − e^ε·α, e^{−ε}·(1 − δ − α))."""
-    betas = np.zeros(len(alphas))
-    for start in range(0, len(epsilons), 2000):  # blocks of ε: memory stays at 2,000 × len(α)
-        eps, delta = epsilons[start:start + 2000, None], deltas[start:start + 2000, None]
-        lines = np.maximum(1 - delta - np.exp(eps) * alphas[None, :], np.exp(-eps) * (1 - delta - alphas[None, :]))
-        betas = np.maximum(betas, lines.max(axis=0))
+    """β(α): the upper envelope over the (ε, δ(ε)) pairs of max(0, 1 − δ − e^ε·α, e^{−ε}·(1 − δ − α)), in [0, 1].
+
+    Each pair gives two lines in α, and 0 is a line too: their upper envelope is convex, so it is built once from the
+    lines in order of slope and walked along the sorted α — O(pairs + α), where every line at every α took 0.4 s a
+    curve (30,000 lines × 1,200 α)."""
+    slopes = np.concatenate([-np.exp(epsilons), -np.exp(-epsilons), [0.0]])
+    intercepts = np.concatenate([1 - deltas, np.exp(-epsilons) * (1 - deltas), [0.0]])
+    order = np.lexsort((intercepts, slopes))  # by slope, the highest intercept of equal slopes last
+    hull: list[tuple[float, float]] = []  # (intercept, slope) of the envelope's lines, slopes increasing
+    for a, b in zip(intercepts[order].tolist(), slopes[order].tolist()):
+        if hull and hull[-1][1] == b:
+            hull.pop()  # a parallel line below this one
+        while len(hull) >= 2 and _hidden(hull[-2], hull[-1], (a, b)):
+            hull.pop()
+        hull.append((a, b))
+    betas, line = np.empty(len(alphas)), 0
+    for i in np.argsort(alphas, kind="stable").tolist():
+        at = float(alphas[i])
+        while line + 1 < len(hull) and _value(hull[line + 1], at) >= _value(hull[line], at):
+            line += 1  # the envelope's next line has taken over by this α
+        betas[i] = _value(hull[line], at)
     return np.clip(betas, 0.0, 1.0)
+
+
+def _value(line: tuple[float, float], at: float) -> float:
+    return line[0] + line[1] * at
+
+
+def _hidden(first: tuple[float, float], middle: tuple[float, float], last: tuple[float, float]) -> bool:
+    """Whether the middle line (slopes increasing) is nowhere above both others: where it would take over from the
+    first lies at or beyond where the last does."""
+    (a1, b1), (a2, b2), (a3, b3) = first, middle, last
+    return (a1 - a3) * (b2 - b1) <= (a1 - a2) * (b3 - b1)
 
 
 def delta_curve(event: Event):

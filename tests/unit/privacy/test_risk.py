@@ -10,7 +10,7 @@ from scipy.stats import norm
 from pillar_cli import DPLinearClassifier, sweep
 from pillar_cli.errors import UsageError
 from pillar_cli.privacy.events import ExponentialEvent, GaussianEvent, composed, dp_sgd_event
-from pillar_cli.privacy.risk import FPRS, PLD_INTERVAL, _rdp_delta, delta_curve, risk_of, risk_words
+from pillar_cli.privacy.risk import FPRS, PLD_INTERVAL, _rdp_delta, delta_curve, risk_of, risk_words, trade_off
 from pillar_cli.privacy.risk_target import RELATIVE_TOLERANCE, RiskTarget
 
 
@@ -24,11 +24,24 @@ def test_a_gaussian_mechanisms_curve_is_the_closed_form(sigma):
     assert set(FPRS) <= set(risk.fprs)  # the quoted rates are sampled, not interpolated
 
 
+@pytest.mark.parametrize("curve", ["gaussian", "staircase"])
+def test_the_envelope_is_every_lines_maximum(curve):
+    """β(α) from the envelope walked along α equals the maximum of every (ε, δ) pair's two lines and 0 at every α,
+    for a Gaussian's δ(ε) and for a random non-increasing δ(ε) with δ = 1 stretches (lines that never count)."""
+    rng = np.random.default_rng(7)
+    epsilons = np.linspace(0.0, 30.0, 3001)
+    deltas = (np.minimum(delta_curve(GaussianEvent(0.7))(epsilons), 1.0) if curve == "gaussian" else
+              np.where(rng.random(3001) < 0.3, 1.0, np.sort(rng.random(3001))[::-1] * 0.5))
+    alphas = np.concatenate([[0.0, 1.0], np.geomspace(1e-7, 1.0, 300), rng.random(200)])
+    e, d, a = epsilons[:, None], deltas[:, None], alphas[None, :]
+    direct = np.maximum(np.maximum(1 - d - np.exp(e) * a, np.exp(-e) * (1 - d - a)).max(axis=0), 0.0)
+    np.testing.assert_allclose(trade_off(alphas, epsilons, deltas), np.clip(direct, 0.0, 1.0), rtol=0, atol=1e-15)
+
+
 @pytest.mark.parametrize("sigma, rate, steps", [(2.0, 0.05, 500), (8.0, 0.2, 100)])
 def test_a_subsampled_gaussian_run_agrees_with_riskcal(sigma, rate, steps):
     riskcal = pytest.importorskip("riskcal")
     from dp_accounting.pld import privacy_loss_distribution as pld
-
     from riskcal.analysis import get_advantage_from_pld, get_beta_from_pld
 
     distribution = pld.from_gaussian_mechanism(sigma, sampling_prob=rate, pessimistic_estimate=True,
