@@ -64,18 +64,35 @@ def _rdp_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
 
 @functools.cache
 def _fast_prv_accountant() -> type:
-    """opacus' PRV accountant on a domain widened to an FFT-friendly size.
+    """opacus' PRV accountant on a domain widened to an FFT-friendly size, its PRVs' means integrated in floats.
 
     opacus composes a PRV with itself T times as `irfft(rfft(pmf) ** T)` over its safe domain, whose size is
     whatever the mesh gives: 8,115,062 = 2·37·109,663 points at ε = 0.1 and 40,000 steps, an FFT pocketfft can only
     do by Bluestein's algorithm (3.3 s each way, 0.15 s at a 5-smooth size). The domain is widened at the top to the
     next even 5-smooth size with the same mesh and the same alignment (t_min = −(size/2 − 1)·dt, which the circular
-    composition's roll assumes): a wider truncation only lowers the mass cut off, so the bound still holds."""
+    composition's roll assumes): a wider truncation only lowers the mass cut off, so the bound still holds.
+
+    Each truncated PRV's mean (which its discretisation is shifted to keep) is opacus' quadrature of its CDF, called
+    a thousand times or more a PRV with one float at a time: opacus evaluates the CDF's formula as numpy expressions
+    on 0-d arrays (about 25 µs a call, a tenth of every ε), `_FloatMeanPRV` the same formula with math's functions."""
     from opacus.accountants import PRVAccountant
+    from opacus.accountants.analysis.prv import (
+        PoissonSubsampledGaussianPRV,
+        compose_heterogeneous,
+        discretize,
+    )
     from opacus.accountants.analysis.prv.domain import Domain
     from scipy.fft import next_fast_len
 
     class FastLengthPRVAccountant(PRVAccountant):
+        def _get_dprv(self, eps_error: float, delta_error: float):
+            prvs = [PoissonSubsampledGaussianPRV(q, sigma) for sigma, q, _ in self.history]
+            steps = [steps for _, _, steps in self.history]
+            domain = self._get_domain(prvs=prvs, num_self_compositions=steps, eps_error=eps_error,
+                                      delta_error=delta_error)
+            return compose_heterogeneous(dprvs=[discretize(_float_mean_prv()(prv, domain.t_min, domain.t_max), domain)
+                                                for prv in prvs], num_self_compositions=steps)
+
         def _get_domain(self, *args, **kwargs) -> Domain:
             safe = super()._get_domain(*args, **kwargs)
             size = next_fast_len(safe.size, real=True)
@@ -85,6 +102,43 @@ def _fast_prv_accountant() -> type:
             return Domain(t_min=-half * safe.dt, t_max=(half + 1) * safe.dt, size=size)
 
     return FastLengthPRVAccountant
+
+
+@functools.cache
+def _float_mean_prv() -> type:
+    """opacus' truncated Poisson-subsampled Gaussian PRV whose CDF, asked for one float (as `mean`'s quadrature
+    asks), is computed in floats: ½·(2 − q·erfc((2zσ² − 1)/(2√2σ)) − (1 − q)·erfc((2zσ² + 1)/(2√2σ))) at
+    z = log((eᵗ + q − 1)/q) for t > log(1 − q), else 0 (Gopi et al., proposition B4), renormalised to [t_min, t_max)."""
+    from opacus.accountants.analysis.prv.prvs import TruncatedPrivacyRandomVariable
+
+    class FloatMeanPRV(TruncatedPrivacyRandomVariable):
+        def __init__(self, prv, t_min: float, t_max: float) -> None:
+            super().__init__(prv, t_min, t_max)
+            self._below = float(prv.cdf(t_min))  # numpy's, as opacus renormalises by it
+
+        def cdf(self, t):
+            if not isinstance(t, float):
+                return super().cdf(t)
+            if t < self.t_min:
+                return 0.0
+            if t >= self.t_max:
+                return 1.0
+            return (self._untruncated(t) - self._below) / self._remaining_mass
+
+        def _untruncated(self, t: float) -> float:
+            q, sigma = self._prv.sample_rate, self._prv.noise_multiplier
+            if q < 1 and t <= math.log(1 - q):
+                return 0.0
+            if t > 700:  # eᵗ overflows a float; the CDF is 1 there to double precision
+                return 1.0
+            if (ratio := (math.exp(t) + q - 1) / q) <= 0:  # eᵗ lost in rounding at q = 1: z = −∞, the CDF 0
+                return 0.0
+            z = math.log(ratio)
+            scale = 2 * math.sqrt(2) * sigma
+            return (-q * math.erfc((2 * z * sigma**2 - 1) / scale) / 2
+                    - (1 - q) * math.erfc((2 * z * sigma**2 + 1) / scale) / 2 + 1.0)
+
+    return FloatMeanPRV
 
 
 def _prv_epsilon(segments: tuple[Segment, ...], delta: float) -> float:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import warnings
 
+import numpy as np
 import pytest
 
 from pillar_cli.errors import PrivacyError, UsageError
@@ -55,6 +57,25 @@ def test_prv_on_an_fft_friendly_domain_equals_opacus_prv_accountant(sigma, rate,
             size //= prime
     assert size == 1 and fast.size % 2 == 0 and opacus.size <= fast.size < 1.1 * opacus.size
     assert fast.dt == pytest.approx(opacus.dt, rel=1e-12) and fast.t_min == pytest.approx(-(fast.size / 2 - 1) * fast.dt)
+
+
+@pytest.mark.parametrize("rate, sigma", [(0.02, 1.0), (Q, 15.7), (0.23, 0.8), (1.0, 40.0)])
+def test_a_prvs_cdf_in_floats_and_its_mean_are_opacus_own(rate, sigma):
+    """The CDF asked for one float (as the mean's quadrature asks) is opacus' formula to 1e-14 at every t, within the
+    domain and outside it; the truncated mean opacus shifts the discretisation by agrees to 1e-9 of itself."""
+    from opacus.accountants.analysis.prv import PoissonSubsampledGaussianPRV
+    from opacus.accountants.analysis.prv.prvs import TruncatedPrivacyRandomVariable
+
+    from pillar_cli.privacy.accountants import _float_mean_prv
+
+    prv = PoissonSubsampledGaussianPRV(rate, sigma)
+    theirs, ours = TruncatedPrivacyRandomVariable(prv, -12.0, 30.0), _float_mean_prv()(prv, -12.0, 30.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # opacus' log(1 − q) at q = 1
+        for t in np.concatenate([np.linspace(-13.0, 31.0, 881), np.geomspace(1e-6, 1.0, 60), [-12.0, 30.0]]):
+            assert ours.cdf(float(t)) == pytest.approx(float(theirs.cdf(t)), abs=1e-14), t
+        assert ours.mean() == pytest.approx(theirs.mean(), rel=1e-9)
+        assert ours.cdf(np.array([-1.0, 0.5])) == pytest.approx(theirs.cdf(np.array([-1.0, 0.5])), abs=0)  # arrays
 
 
 def test_rdp_is_looser_than_prv_and_pld_tighter_than_prv_for_the_same_sigma():
