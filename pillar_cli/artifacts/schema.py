@@ -123,6 +123,8 @@ def _projection_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | No
         return f"has components {arrays['components'].shape} and scale {arrays['scale'].shape} for {dim} dimensions"
     if "private_release" in attrs and not PrivacyUnit.readable(attrs["private_release"].get("unit")):
         return "has a DP-PCA release whose unit is neither a row nor a person"
+    if not PrivacyUnit.readable(((attrs.get("public_choice") or {}).get("release") or {}).get("unit")):
+        return "has a public choice whose DP release's unit is neither a row nor a person"
     return _unusable_numbers(arrays, ("mean", "components", "eigenvalues")) or _rows_recorded(arrays, attrs, ("public",))
 
 
@@ -267,6 +269,8 @@ def _gsd_ranking(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
     if not attrs["ranking"] or len(arrays["distance"]) != len(attrs["ranking"]) or \
             not np.isfinite(arrays["distance"]).all():
         return "has an empty ranking or distances that do not match it"
+    if isinstance(attrs.get("ledger"), dict) and not PrivacyUnit.readable(attrs["ledger"].get("unit")):
+        return "has a DP release whose unit is neither a row nor a person"
     return None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from checks import assert_clean_failure
+from checks import assert_clean_failure, edited_copy
 from dp_accounting import dp_event, pld
 
 from pillar_cli import artifacts
@@ -68,3 +68,23 @@ def test_choices_that_would_leak_are_refused(pillar, digits, tmp_path):
                                 "--k", "5", "-o", model, expect=None), 4,
                          f"the projection's public split was chosen by a GSD on another private split "
                          f"({digits['emb']}:private), not {tmp_path / 'small.h5'}:private", model)
+
+
+def test_a_gsd_release_naming_a_unit_pillar_does_not_know_is_refused_in_one_line(pillar, digits, tmp_path):
+    """A DP-GSD ledger re-hashed to name another unit (a household): once read as a row, or a ValueError at training
+    time; the GSD file and a projection that carries the release are both refused on read."""
+    forged, pca = tmp_path / "forged.h5", tmp_path / "pca.h5"
+    with edited_copy(digits["root"] / "dp.h5", forged) as h5:
+        h5.attrs["ledger"] = json.dumps(json.loads(h5.attrs["ledger"]) | {"unit": {"unit": "household"}})
+    assert_clean_failure(pillar("inspect", forged, expect=None), 3,
+                         f"{forged}: gsd artifact has a DP release whose unit is neither a row nor a person")
+    pillar("fit-pca", "--public-from", digits["root"] / "dp.h5", "--k-max", "20", "-o", pca)
+    carried = tmp_path / "carried.h5"
+    with edited_copy(pca, carried) as h5:
+        choice = json.loads(h5.attrs["public_choice"])
+        h5.attrs["public_choice"] = json.dumps(choice | {"release": choice["release"] | {"unit": {"unit": "household"}}})
+    model = tmp_path / "m.h5"
+    assert_clean_failure(pillar("train-private", digits["emb"], "-p", carried, "--eps", "1", "--delta", "1e-4",
+                                "-o", model, expect=None), 3,
+                         f"{carried}: projection artifact has a public choice whose DP release's unit is neither a "
+                         "row nor a person", model)
