@@ -13,6 +13,7 @@ from pillar_cli.privacy.events import Event, event_from_dict, headline
 from pillar_cli.privacy.guarantee import Guarantee, PrivacyUnit
 from pillar_cli.privacy.ledger import Ledger
 from pillar_cli.privacy.risk import risk_words
+from pillar_cli.privacy.risk_target import RiskTarget
 
 BASIS = {"trained_on": list, "rule": (dict, type(None)), "selected": str, "cells": int,
          "public_choice": (dict, type(None))}  # what a statement records of its head's training ("projection",
@@ -77,7 +78,7 @@ class Statement:
     # statement written before units were recorded names none)
     rests_on: tuple[str, ...] = ()  # what it assumes of the public side (privacy/premises.py), in words
     risk: dict | None = None  # what it allows an attacker (privacy/risk.py Risk.to_attrs); None: not recorded
-    risk_target: dict | None = None  # the risk its ε was calibrated to (privacy/risk_target.py); None: ε was given
+    risk_target: RiskTarget | None = None  # the risk its ε was calibrated to; None: ε was given
 
     @property
     def risk_sentence(self) -> str | None:
@@ -86,19 +87,20 @@ class Statement:
             return None
         said = risk_words(self.risk["tpr_at_fpr"], self.risk["advantage"], self.unit.noun)
         if self.risk_target:
-            said += (f"; ε was calibrated to keep the TPR at or below {100 * self.risk_target['max_tpr']:.3g} % at a "
-                     f"{100 * self.risk_target['at_fpr']:.3g} % false-positive rate")
+            said += (f"; ε was calibrated to keep the TPR at or below {100 * self.risk_target.max_tpr:.3g} % at a "
+                     f"{100 * self.risk_target.at_fpr:.3g} % false-positive rate")
         return said
 
     @classmethod
     def from_attrs(cls, attrs: dict) -> Statement:
         known = {f.name for f in fields(cls)}
         values = {key: value for key, value in attrs.items() if key in known}
-        count = attrs.get("count")
+        count, target = attrs.get("count"), attrs.get("risk_target")
         return cls(**values | {"covers": tuple(attrs["covers"]), "not_covered": tuple(attrs["not_covered"]),
                                "rests_on": tuple(attrs.get("rests_on") or ()), "event": event_from_dict(attrs["event"]),
                                "count": None if count is None else RowCount.from_dict(count),
                                "basis": StatementBasis.of(attrs),
+                               "risk_target": target and RiskTarget.from_attrs(target),
                                "unit": PrivacyUnit.from_attrs(attrs.get("unit"))})
 
     def to_attrs(self) -> dict:
@@ -106,7 +108,8 @@ class Statement:
         return attrs | {"covers": list(self.covers), "not_covered": list(self.not_covered),
                         "event": self.event.to_dict(), "unit": self.unit.to_attrs(), "basis": self.basis.to_attrs()} | \
             ({"rests_on": list(self.rests_on)} if self.rests_on else {}) | \
-            ({} if self.count is None else {"count": self.count.to_dict()})
+            ({} if self.count is None else {"count": self.count.to_dict()}) | \
+            ({} if self.risk_target is None else {"risk_target": self.risk_target.to_attrs()})
 
     def ledger(self) -> Ledger:
         """The ledger a loaded release shows as `ledger_` (privacy/ledger.py)."""

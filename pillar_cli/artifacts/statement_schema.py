@@ -10,6 +10,7 @@ import json
 from pillar_cli.artifacts.statement import statement_summary, words_problem
 from pillar_cli.errors import PillarError
 from pillar_cli.privacy.guarantee import PrivacyUnit
+from pillar_cli.privacy.risk_target import RiskTarget
 
 STATEMENT = {"epsilon": (int, float), "delta": (int, float), "epsilon_target": (int, float), "accountant": str,
              "clip": (int, float), "neighbouring": str, "event": dict, "steps": int, "covers": list,
@@ -40,11 +41,8 @@ def statement_problem(statement: dict) -> str | None:
     if wrong or not all(isinstance(text, str) for key in ("covers", "not_covered") for text in statement[key]):
         return f"has a privacy statement whose {', '.join(wrong) or 'covers'} {'is' if len(wrong) < 2 else 'are'} " \
                "not of its type"
-    target = statement.get("risk_target")
-    if target is not None and not (isinstance(target, dict) and all(
-            isinstance(target.get(key), (int, float)) and not isinstance(target.get(key), bool)
-            and 0 < target[key] < 1 for key in ("max_tpr", "at_fpr"))):
-        return "has a privacy statement whose risk_target is not a TPR and an FPR in (0, 1)"
+    if (target := statement.get("risk_target")) is not None and not RiskTarget.readable(target):
+        return "has a privacy statement whose risk_target is not a TPR above an FPR, both in (0, 1)"
     if "risk" in statement and not risk_record(statement["risk"]):
         return "has a privacy statement whose risk is not a record of TPRs in [0, 1] and an advantage"
     if not PrivacyUnit.readable(statement.get("unit")):

@@ -81,9 +81,9 @@ def _risk(statement: Statement) -> Check:
     if any(value is None or value < again - RISK_TOLERANCE for value, again in zip(stated, made)):
         return Check("risk", FAIL, f"the statement claims less risk than its event tree allows: {sentence}")
     if (target := statement.risk_target) is not None:  # ε was calibrated to it: the tree must meet it
-        reached = risk_of(statement.event).tpr_at(target["at_fpr"])
-        met = f"TPR {reached:.4g} at FPR {target['at_fpr']:g} against its target {target['max_tpr']:g}"
-        if reached > target["max_tpr"] + RISK_TOLERANCE:
+        reached = risk_of(statement.event).tpr_at(target.at_fpr)
+        met = f"TPR {reached:.4g} at FPR {target.at_fpr:g} against its target {target.max_tpr:g}"
+        if reached > target.max_tpr + RISK_TOLERANCE:
             return Check("risk", FAIL, f"its event tree does not meet the risk target it states: {met}")
         sentence += f"; {met}"
     return Check("risk", OK, sentence)

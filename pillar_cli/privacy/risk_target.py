@@ -29,6 +29,7 @@ class RiskTarget:
 
     max_tpr: float
     at_fpr: float = 0.01
+    KEYS = ("max_tpr", "at_fpr")  # as files store it
 
     def __post_init__(self) -> None:
         if not 0 < self.at_fpr < 1:
@@ -77,6 +78,22 @@ class RiskTarget:
 
     def to_attrs(self) -> dict:
         return {"max_tpr": self.max_tpr, "at_fpr": self.at_fpr}
+
+    @classmethod
+    def from_attrs(cls, attrs: dict) -> RiskTarget:
+        return cls(float(attrs["max_tpr"]), float(attrs["at_fpr"]))
+
+    @classmethod
+    def readable(cls, attrs: object) -> bool:
+        """Whether a file's record of a target is one `from_attrs` reads: numbers, a TPR above an FPR in (0, 1)."""
+        if not isinstance(attrs, dict) or any(isinstance(attrs.get(key), bool) or
+                                              not isinstance(attrs.get(key), (int, float)) for key in cls.KEYS):
+            return False
+        try:
+            cls.from_attrs(attrs)
+        except UsageError:
+            return False
+        return True
 
 
 def _closed(excess: Callable[[float], float], low: tuple[float, float], high: tuple[float, float]) -> float:

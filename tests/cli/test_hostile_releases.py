@@ -64,8 +64,10 @@ def _words_edit(change):
      "has a privacy statement without a readable record of how its head was trained (its basis)"),
     (_attrs_edit("privacy", lambda p: p["unit"].update(unit="household")),
      "has a privacy statement whose unit is neither a row nor a person"),
+    (_attrs_edit("privacy", lambda p: p.update(risk_target={"max_tpr": 0.01, "at_fpr": 0.05})),  # once read as stated
+     "has a privacy statement whose risk_target is not a TPR above an FPR, both in (0, 1)"),
 ], ids=["epsilon-a-string", "no-feature-dim", "delta-half", "same-class-names", "summary-edited", "list-emptied",
-        "words-and-summary-edited", "covers-added", "no-basis", "unit-unknown"])
+        "words-and-summary-edited", "covers-added", "no-basis", "unit-unknown", "risk-target-below-chance"])
 def test_an_edited_release_is_refused_in_one_line_by_predict(pillar, mnist, release, tmp_path, edit, problem):
     forged, out = tmp_path / "forged.h5", tmp_path / "p.csv"
     with edited_copy(release, forged) as h5:
