@@ -15,6 +15,7 @@ from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.stored import stored, stored_fields_of, stored_keys, to_attrs
 from pillar_cli.privacy.guarantee import PrivacyUnit, total_delta
 from pillar_cli.privacy.premises import Premises
+from pillar_cli.privacy.risk_target import RiskTarget
 
 NUMBER = (int, float)
 
@@ -124,7 +125,8 @@ class ModelRecord:
     source: str | None = stored(str, default=None)  # the source its rows came from, in words (a fine-tuned network's)
     source_fingerprint: str | None = stored(str, default=None)  # what names the source's rows (Split)
     projection_release: dict | None = stored(dict, default=None)  # the DP release of a DP-PCA projection
-    risk_target: dict | None = stored(dict, default=None)  # the membership risk its runs' ε was calibrated to
+    risk_target: RiskTarget | None = stored(dict, default=None, encode=RiskTarget.to_attrs,
+                                            decode=RiskTarget.from_attrs)  # the risk its runs' ε was calibrated to
     persons: dict | None = stored(dict, default=None)  # where the persons of `persons/<split>` came from
     max_physical_batch: int | None = stored(int, default=None)  # a fine-tuned network's memory bound
     pretrained_from: dict | None = stored(dict, default=None)  # the public pre-training a network started from

@@ -16,6 +16,7 @@ from pillar_cli.artifacts.stored import attribute_types
 from pillar_cli.errors import ArtifactError
 from pillar_cli.privacy.count import readable_count
 from pillar_cli.privacy.guarantee import PrivacyUnit, total_delta
+from pillar_cli.privacy.risk_target import RiskTarget
 
 NUMBER, INTEGER, TEXT, BOOLEAN = "fiu", "iu", "U", "b"
 REQUIRED = object()
@@ -168,6 +169,8 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
         return "has a row count that is not one pillar reads"
     if not PrivacyUnit.readable(attrs.get("privacy_unit")):
         return "has a privacy unit that is neither a row nor a person"
+    if attrs.get("risk_target") is not None and not RiskTarget.readable(attrs["risk_target"]):
+        return "has a risk target that is not a TPR above an FPR, both in (0, 1)"
     if np.isnan(arrays["runs/epsilon_spent"]).any() or (arrays["runs/epsilon_spent"] < 0).any():
         return "has an epsilon_spent that is not a number ≥ 0"
     releases = [(attrs.get("public_choice") or {}).get("release") or {}, attrs.get("projection_release") or {}]

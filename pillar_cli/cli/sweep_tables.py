@@ -30,7 +30,7 @@ def print_model(out: Path, runs: int, artifact: artifacts.Artifact, as_json: boo
         cells = [{**cell.to_attrs(), "epsilon_spent": float(max(spent[i] for i in cell.run_ids))}
                  for cell in header.selection]
         return print_json({"output": str(out), "selection": cells, "note": header.selection_note,
-                           "whole_file_epsilon": header.whole_file["epsilon"], "risk_target": header.risk_target})
+                           "whole_file_epsilon": header.whole_file["epsilon"], "risk_target": header.risk_target and header.risk_target.to_attrs()})
     how = ("private cells: accounted selection, inside ε" if header.accounted
            else "one configuration per cell: nothing selected" if all(
                cell.selected == ChosenBy.NOTHING for cell in header.selection)
@@ -39,7 +39,7 @@ def print_model(out: Path, runs: int, artifact: artifacts.Artifact, as_json: boo
                 [cell.to_attrs() for cell in header.selection],
                 ["method", "k", "epsilon", "lr", "steps", "batch_size", "val_accuracy_mean", "selected"],
                 {"val_accuracy_mean": ".3f", "lr": ".4g"})
-    if header.risk_target:
+    if target := header.risk_target:
         stderr.print(f"ε calibrated to a risk target: no membership attack on one unit above "
-                     f"{header.risk_target['max_tpr']:g} TPR at {header.risk_target['at_fpr']:g} FPR "
+                     f"{target.max_tpr:g} TPR at {target.at_fpr:g} FPR "
                      f"(ε = {header.selection[0].epsilon:.4g} per head)")

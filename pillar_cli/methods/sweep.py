@@ -158,8 +158,7 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
                       for key, value in method.model_attrs(options.of(method)).items()},
         selection=result.selection, selection_mode="accounted" if result.accounted else "val",
         selection_note=selection_note(result.selection, result.accounted), unit=privacy.unit,
-        risk_target=None if result.plan is None or result.plan.risk_target is None else
-        result.plan.risk_target.to_attrs(),  # what every run's ε target was calibrated to
+        risk_target=None if result.plan is None else result.plan.risk_target,  # what every run's ε was calibrated to
         count=None if result.count is None else {**result.count.to_dict(), "read_by": sorted(result.plan.readers)},
         noise=noise, whole_file=_whole_file(result, privacy, releases, noise["reproducible"]),
         selection_ledger=_selection_ledger(result) if result.accounted else None,

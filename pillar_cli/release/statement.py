@@ -44,7 +44,7 @@ def privacy_statement(model: Artifact, run: RunRecord, selected: ChosenBy, cells
         "neighbouring": header.unit.neighbouring, "unit": header.unit.to_attrs(), "event": run.event,
         "steps": run.key.steps, "mechanism": basis.mechanism, "basis": basis.to_attrs(), "noise": header.noise,
         **({} if count is None else {"count": count.to_dict()}),
-        **({} if header.risk_target is None else {"risk_target": header.risk_target}),
+        **({} if header.risk_target is None else {"risk_target": header.risk_target.to_attrs()}),
     }
     statement["risk"] = risk_of(event_from_dict(run.event)).to_attrs()  # the whole tree's: count and releases in it
     guarantee = Guarantee(header.unit, count, ledger.accountant, header.delta_total)

@@ -103,7 +103,16 @@ FORGERIES = {  # what a buggy writer could leave, re-hashed so that only the sch
     "unit of an unknown kind": ("model", lambda h5: h5.attrs.__setitem__("privacy_unit", json.dumps(
         json.loads(h5.attrs["privacy_unit"]) | {"unit": "household"})),  # once read as a row
         "has a privacy unit that is neither a row nor a person"),
+    "risk target below chance": ("model", lambda h5: _add_json_attribute(h5, "risk_target", {
+        "max_tpr": 0.01, "at_fpr": 0.05}),  # once printed as the target its ε was calibrated to
+        "has a risk target that is not a TPR above an FPR, both in (0, 1)"),
 }
+
+
+def _add_json_attribute(h5, key: str, value: dict) -> None:
+    """An attribute the file did not hold, stored as the writer stores a dict (JSON, named in json_attrs)."""
+    h5.attrs[key] = json.dumps(value)
+    h5.attrs["json_attrs"] = json.dumps(json.loads(h5.attrs["json_attrs"]) + [key])
 
 
 @pytest.mark.parametrize("forgery", sorted(FORGERIES))
