@@ -17,9 +17,10 @@ import time
 
 import numpy as np
 
-from pillar_cli.privacy.accountants import _fast_prv_accountant, _remember_rdp_terms
+from pillar_cli.privacy.accountants import _fast_prv_accountant
 from pillar_cli.privacy.calibration import _bracket_guess, solve_noise
 from pillar_cli.privacy.events import GaussianEvent, composed, dp_sgd_event
+from pillar_cli.privacy.rdp_series import remember_rdp_terms
 from pillar_cli.privacy.risk import EPSILONS, delta_curve, trade_off
 
 DELTA = 1e-5
@@ -84,7 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     repeats = parser.parse_args().repeats
-    _remember_rdp_terms()  # as every PRV ε pillar computes
+    remember_rdp_terms()  # as every PRV ε pillar computes
     print(f"{'kernel':<52} {'before s':>9} {'now s':>8} {'ratio':>6} {'max |difference|':>17}")
     for name, event in CURVES.items():
         deltas = np.minimum(delta_curve(event)(EPSILONS), 1.0)

@@ -28,6 +28,7 @@ from pillar_cli.privacy.cache import NumberCache
 from pillar_cli.privacy.events import Event, Segment, gaussian_segments, is_private, pure_parts
 from pillar_cli.privacy.gaussian import full_batch, gaussian_epsilon
 from pillar_cli.privacy.rdp import epsilon_of, event_rdp
+from pillar_cli.privacy.rdp_series import remember_rdp_terms
 from pillar_cli.privacy.relation import ACCOUNTED
 
 # opacus' default RDP orders top out at 63, too small for ε ≈ 0.1 (the optimum sits near 100-200). Extend them
@@ -37,23 +38,10 @@ RDP_ORDERS = np.array(sorted({1 + x / 10.0 for x in range(1, 100)} | set(range(1
                              | {int(a) for a in np.geomspace(64, 1024, 30)}), dtype=float)
 
 
-def _remember_rdp_terms() -> None:
-    """Keep opacus' RDP of one subsampled Gaussian at one order, a pure function of (q, σ, α), once computed.
-
-    PRV's safe domain (Gopi et al., remark 5.6) is found with opacus' RDP accountant at its default orders, twice per
-    ε (the whole history, then each segment alone), and an ε at small error evaluates it twice more: the same terms,
-    each a series summed in Python at fractional orders, were 86 % of a calibration (62 of 72 s fitting digits at
-    ε = 1). Remembered, every value is the very number opacus computes."""
-    from opacus.accountants.analysis import rdp
-
-    if not hasattr(rdp._compute_rdp, "cache_info"):
-        rdp._compute_rdp = functools.lru_cache(maxsize=2**17)(rdp._compute_rdp)
-
-
 def _rdp_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
     from opacus.accountants.analysis.rdp import compute_rdp, get_privacy_spent
 
-    _remember_rdp_terms()
+    remember_rdp_terms()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rdp = sum(compute_rdp(q=q, noise_multiplier=sigma, steps=steps, orders=RDP_ORDERS)
@@ -142,7 +130,7 @@ def _float_mean_prv() -> type:
 
 
 def _prv_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
-    _remember_rdp_terms()
+    remember_rdp_terms()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         accountant = _fast_prv_accountant()()

@@ -22,6 +22,7 @@ import numpy as np
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy.events import (ComposedEvent, Event, OneOfEvent, RepeatAndSelectEvent, SelfComposedEvent,
                                        gaussian_segments)
+from pillar_cli.privacy.rdp_series import remember_rdp_terms
 
 # 64 orders: opacus' series costs ~0.1 ms per order and the search below evaluates thousands of curves; the optimum
 # for ε ∈ [0.05, 10] lies between 2 and 1,000 and Theorem 2's λ̂ among the same orders.
@@ -100,6 +101,7 @@ def _one_step_rdp(noise_multiplier: float, sample_rate: float) -> np.ndarray:
         return gaussian_rdp(noise_multiplier)
     from opacus.accountants.analysis.rdp import compute_rdp
 
+    remember_rdp_terms()  # as every accountant: the same values whichever runs first in a process
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rdp = np.asarray(compute_rdp(q=sample_rate, noise_multiplier=noise_multiplier, steps=1, orders=ORDERS))
