@@ -14,9 +14,9 @@ Run: python benchmarks/bench_accounting.py [--repeats 3]
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from timing import timed
 
 from pillar_cli.privacy.accountants import _fast_prv_accountant
 from pillar_cli.privacy.calibration import _bracket_guess, solve_noise
@@ -71,16 +71,6 @@ def calibrated(epsilon: float, opacus_mean: bool) -> float:
     rate, steps = 256 / 1100, 300
     return solve_noise(lambda sigma: prv_epsilon(((sigma, rate, steps), COUNT), opacus_mean), epsilon,
                        lambda goal: _bracket_guess(goal, rate, steps, DELTA, (COUNT,)))
-
-
-def timed(run, repeats: int) -> tuple[float, object]:
-    """(the fastest of `repeats` runs in seconds, its result)."""
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = run()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def main() -> None:

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
+from timing import timed
 
 from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.data.dataset import Dataset, no_labels
@@ -43,16 +43,6 @@ def random_classifier(recipe: dict, dim: int, k: int, classes: int, rng: np.rand
                       (basis @ rng.standard_normal((k, classes))).astype(np.float32),
                       rng.standard_normal(classes).astype(np.float32), None, [str(c) for c in range(classes)], head,
                       recipe | {"feature_dim": dim}, privacy)
-
-
-def timed(run, repeats: int = 3) -> tuple[float, np.ndarray]:
-    """Best wall-clock seconds of `repeats` runs, and the result."""
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = run()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def onnx_session(classifier: Classifier, path: Path, features_only: bool):
