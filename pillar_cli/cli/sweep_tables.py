@@ -30,7 +30,8 @@ def print_model(out: Path, runs: int, artifact: artifacts.Artifact, as_json: boo
         cells = [{**cell.to_attrs(), "epsilon_spent": float(max(spent[i] for i in cell.run_ids))}
                  for cell in header.selection]
         return print_json({"output": str(out), "selection": cells, "note": header.selection_note,
-                           "whole_file_epsilon": header.whole_file["epsilon"], "risk_target": header.risk_target and header.risk_target.to_attrs()})
+                           "whole_file_epsilon": header.whole_file["epsilon"],
+                           "risk_target": header.risk_target and header.risk_target.to_attrs()})
     how = ("private cells: accounted selection, inside ε" if header.accounted
            else "one configuration per cell: nothing selected" if all(
                cell.selected == ChosenBy.NOTHING for cell in header.selection)

@@ -82,7 +82,8 @@ def test_a_gsd_release_naming_a_unit_pillar_does_not_know_is_refused_in_one_line
     carried = tmp_path / "carried.h5"
     with edited_copy(pca, carried) as h5:
         choice = json.loads(h5.attrs["public_choice"])
-        h5.attrs["public_choice"] = json.dumps(choice | {"release": choice["release"] | {"unit": {"unit": "household"}}})
+        release = choice["release"] | {"unit": {"unit": "household"}}
+        h5.attrs["public_choice"] = json.dumps(choice | {"release": release})
     model = tmp_path / "m.h5"
     assert_clean_failure(pillar("train-private", digits["emb"], "-p", carried, "--eps", "1", "--delta", "1e-4",
                                 "-o", model, expect=None), 3,
