@@ -9,7 +9,7 @@ import shlex
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from pillar_cli.methods.inputs import SweepSources
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.projection.fitting import ProjectionRecipe
 from pillar_cli.version import PROGRAM
+
+if TYPE_CHECKING:
+    from pillar_cli.embedding.features import Embedder
 
 
 def check_neighbours(embeddings: str, train: str, fit_pca: str, export: str, runs: int,
@@ -100,12 +103,16 @@ def _embedding_again(embeddings: Path) -> Callable[[np.ndarray, Path], None]:
         raise UsageError(f"{embeddings} records no one embed run to repeat (made by merging shards, or by another "
                          "tool)", hint="embed the source in one run (pillar embed ... -o FILE) and check that file")
     request = EmbedRequest.from_options(options, parse_params(options.get("param") or []))
+    embedders: dict[tuple[int, ...], Embedder] = {}  # one frozen backbone, built once, embeds both sides
 
     def embed(removed: np.ndarray, target: Path) -> None:
         dataset = request.dataset(removed)
         job = EmbeddingJob.of(dataset, request.plan)
         stderr.print(f"[dim]{target.parent.name}: pillar embed (the source less {len(removed)} record(s))[/dim]")
-        job.run(request.embedder(job.dataset.inputs.shape[1:]), target, options,
+        shape = tuple(job.dataset.inputs.shape[1:])
+        if shape not in embedders:
+            embedders[shape] = request.embedder(shape)
+        job.run(embedders[shape], target, options,
                 lambda artifact: artifacts.write(target, artifact, config=options, command=provenance.command,
                                                  force=True))
 
