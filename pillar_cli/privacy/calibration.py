@@ -97,8 +97,8 @@ def _secant(eps_of: Callable[[float], float], goal: float, band: tuple[float, fl
 
 
 def _bracket_guess(goal: float, q: float, steps: int, delta: float, fixed: tuple[Segment, ...] = ()) -> float:
-    """σ by the (fast, approximate) GDP accountant, the `fixed` segments composed in; 1.0 where it fails (it cannot
-    represent ε above 500). Full batches alone are exactly Gaussian: T releases at σ are √T/σ-GDP (Dong, Roth and Su),
+    """σ by the (fast, approximate) GDP accountant, the `fixed` segments composed in; 1.0 where no σ in its bracket
+    reaches the goal. Full batches alone are exactly Gaussian: T releases at σ are √T/σ-GDP (Dong, Roth and Su),
     which the subsampling CLT approximates slowly (seconds an evaluation at σ near 1)."""
     from scipy.optimize import brentq
 

@@ -23,9 +23,13 @@ def full_batch(segments: tuple[Segment, ...]) -> bool:
 
 def gaussian_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
     """ε at δ of full-batch Gaussian segments (σ, 1, steps) composed."""
+    return gdp_epsilon(math.sqrt(sum(steps / sigma**2 for sigma, _, steps in segments)), delta)
+
+
+def gdp_epsilon(mu: float, delta: float) -> float:
+    """The smallest ε at which μ-GDP is (ε, δ)-DP (0 where δ(0) ≤ δ already)."""
     from scipy.optimize import brentq  # scipy costs 0.4 s to import; `pillar inspect` never calls this
 
-    mu = math.sqrt(sum(steps / sigma**2 for sigma, _, steps in segments))
     if _delta_of(0.0, mu) <= delta:
         return 0.0
     high = 1.0
