@@ -1,11 +1,11 @@
-"""opacus' Rényi DP of a Poisson-subsampled Gaussian at a fractional order, its series summed as arrays.
+"""opacus' Rényi DP of a Poisson-subsampled Gaussian, its series summed as arrays.
 
-At a fractional order α, log A_α is a series (Mironov, Talwar and Zhang 2019, section 3.3) that opacus sums one term
-at a time in Python until both parts of a term fall below e^−30: at σ = 15.7 and q = 0.0014 that is some 1,600
-terms an order, over the 99 fractional orders of its default list, for every new σ a PRV's safe domain is bounded
-with — most of a calibration's time. Here the same terms (the same expressions, the same stopping rule) are made as
-arrays, a block of terms at a time, and summed by sign in log space; tests/unit/privacy/test_privacy.py holds them
-equal to opacus' to 1e-12.
+log A_α is a series (Mironov, Talwar and Zhang 2019, section 3.3) that opacus sums one term at a time in Python: at
+an integer order its α + 1 terms, at a fractional order until both parts of a term fall below e^−30 (0.12–0.19 s
+over the 99 fractional orders of its default list at q = 0.23 and σ ≤ 1.1) — for every new σ a PRV's safe domain is
+bounded with, most of a calibration's time, and for every RDP curve up to order 1,024. Here the same terms (the same
+expressions, the same stopping rule) are made as arrays and summed in log space (by sign where signs alternate);
+tests/unit/privacy/test_privacy.py holds them equal to opacus' to 1e-12.
 """
 
 from __future__ import annotations
@@ -46,6 +46,16 @@ def fractional_log_a(q: float, sigma: float, alpha: float) -> float:
     return float(np.logaddexp(_signed_sum(log_s0, positive), _signed_sum(log_s1, positive)))
 
 
+def integer_log_a(q: float, sigma: float, alpha: int) -> float:
+    """log A_α of the subsampled Gaussian (0 < q < 1, σ > 0) at an integer order α ≥ 2: its α + 1 terms, as opacus'
+    `_compute_log_a_for_int_alpha` sums them."""
+    from scipy import special
+
+    i = np.arange(alpha + 1, dtype=np.float64)
+    log_coef = np.log(special.binom(alpha, i)) + i * math.log(q) + (alpha - i) * math.log(1 - q)
+    return float(np.logaddexp.reduce(log_coef + (i * i - i) / (2 * (sigma**2))))
+
+
 def _log_erfc(x: np.ndarray) -> np.ndarray:
     """log erfc(x), accurate for large x (opacus' expression)."""
     from scipy import special
@@ -64,8 +74,8 @@ def _signed_sum(log_terms: np.ndarray, positive: np.ndarray) -> float:
 
 
 def remember_rdp_terms() -> None:
-    """Make opacus' RDP of one subsampled Gaussian at one order, `_compute_rdp(q, σ, α)`, sum its fractional-order
-    series as arrays and keep every value once computed (a pure function of (q, σ, α)), before any of its accountants
+    """Make opacus' RDP of one subsampled Gaussian at one order, `_compute_rdp(q, σ, α)`, sum its series as arrays
+    and keep every value once computed (a pure function of (q, σ, α)), before any of its accountants
     runs in this process.
 
     A PRV's safe domain (Gopi et al., remark 5.6) is bounded with opacus' RDP accountant at its default orders, twice
@@ -78,8 +88,10 @@ def remember_rdp_terms() -> None:
     original = rdp._compute_rdp
 
     def compute_rdp(q: float, sigma: float, alpha: float) -> float:
-        if 0 < q < 1 and sigma > 0 and math.isfinite(alpha) and not float(alpha).is_integer():
-            return fractional_log_a(q, sigma, alpha) / (alpha - 1)
-        return original(q, sigma, alpha)
+        if not (0 < q < 1 and sigma > 0 and math.isfinite(alpha) and alpha > 1):
+            return original(q, sigma, alpha)
+        if float(alpha).is_integer():
+            return integer_log_a(q, sigma, int(alpha)) / (alpha - 1)
+        return fractional_log_a(q, sigma, alpha) / (alpha - 1)
 
     rdp._compute_rdp = functools.lru_cache(maxsize=2**17)(compute_rdp)

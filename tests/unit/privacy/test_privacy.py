@@ -79,19 +79,21 @@ def test_a_prvs_cdf_in_floats_and_its_mean_are_opacus_own(rate, sigma):
 
 
 @pytest.mark.parametrize("rate", [1e-4, 0.0014, 0.02, Q, 0.5, 0.999])
-def test_the_fractional_order_series_summed_as_arrays_is_opacus_own(rate):
-    """log A_α at opacus' fractional orders, for σ from 0.3 to 200: its series term by term in Python (opacus) and
-    as arrays agree to 1e-12 (absolute below 1, relative above)."""
+def test_the_rdp_series_summed_as_arrays_is_opacus_own(rate):
+    """log A_α at fractional orders and at integer orders up to 1,024, for σ from 0.3 to 200: its series term by term
+    in Python (opacus) and as arrays agree to 1e-12 (absolute below 1, relative above)."""
     from opacus.accountants.analysis import rdp
 
-    from pillar_cli.privacy.rdp_series import fractional_log_a
+    from pillar_cli.privacy.rdp_series import fractional_log_a, integer_log_a
 
     for sigma in (0.3, 0.6, 1.1, 3.0, 15.7, 200.0):
-        for alpha in (1.1, 1.5, 2.3, 4.7, 7.9, 10.9):
+        for alpha in (1.1, 1.5, 2.3, 4.7, 7.9, 10.9, 2, 12, 63, 1024):
+            ours, opacus_series = ((fractional_log_a, rdp._compute_log_a_for_frac_alpha) if alpha % 1 else
+                                   (integer_log_a, rdp._compute_log_a_for_int_alpha))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                theirs = rdp._compute_log_a_for_frac_alpha(rate, sigma, alpha)
-            assert abs(fractional_log_a(rate, sigma, alpha) - theirs) <= 1e-12 * max(1.0, abs(theirs)), (sigma, alpha)
+                theirs = opacus_series(rate, sigma, alpha)
+            assert abs(ours(rate, sigma, alpha) - theirs) <= 1e-12 * max(1.0, abs(theirs)), (sigma, alpha)
 
 
 def test_rdp_is_looser_than_prv_and_pld_tighter_than_prv_for_the_same_sigma():
