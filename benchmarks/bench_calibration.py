@@ -13,13 +13,19 @@ import time
 
 from pillar_cli.privacy import calibration
 from pillar_cli.privacy.accountants import get_accountant
+from pillar_cli.privacy.rdp_series import remember_rdp_terms
 
 DELTA = 1e-5
 RUNS = ((1024 / 45000, 500), (256 / 1100, 300))
 
 
 def calibrate_counted(accountant: str, epsilon: float, rate: float, steps: int) -> tuple[int, float]:
-    """(accountant evaluations, seconds) of one uncached calibration; its σ checked against the band."""
+    """(accountant evaluations, seconds) of one uncached calibration — no σ, and none of opacus' RDP terms
+    (privacy/rdp_series.py remembers them) left from a calibration before; its σ checked against the band."""
+    from opacus.accountants.analysis import rdp
+
+    remember_rdp_terms()
+    rdp._compute_rdp.cache_clear()
     evaluations = [0]
 
     def eps_of(sigma: float) -> float:
