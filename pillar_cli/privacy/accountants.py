@@ -100,6 +100,9 @@ def _float_mean_prv() -> type:
         def __init__(self, prv, t_min: float, t_max: float) -> None:
             super().__init__(prv, t_min, t_max)
             self._below = float(prv.cdf(t_min))  # numpy's, as opacus renormalises by it
+            q = prv.sample_rate  # what every call reads, computed once a PRV
+            self._zero_below = math.log(1 - q) if q < 1 else -math.inf
+            self._scale = 2 * math.sqrt(2) * prv.noise_multiplier
 
         def cdf(self, t):
             if not isinstance(t, float):
@@ -111,15 +114,14 @@ def _float_mean_prv() -> type:
             return (self._untruncated(t) - self._below) / self._remaining_mass
 
         def _untruncated(self, t: float) -> float:
-            q, sigma = self._prv.sample_rate, self._prv.noise_multiplier
-            if q < 1 and t <= math.log(1 - q):
+            q, sigma, scale = self._prv.sample_rate, self._prv.noise_multiplier, self._scale
+            if t <= self._zero_below:
                 return 0.0
             if t > 700:  # eᵗ overflows a float; the CDF is 1 there to double precision
                 return 1.0
             if (ratio := (math.exp(t) + q - 1) / q) <= 0:  # eᵗ lost in rounding at q = 1: z = −∞, the CDF 0
                 return 0.0
             z = math.log(ratio)
-            scale = 2 * math.sqrt(2) * sigma
             return (-q * math.erfc((2 * z * sigma**2 - 1) / scale) / 2
                     - (1 - q) * math.erfc((2 * z * sigma**2 + 1) / scale) / 2 + 1.0)
 

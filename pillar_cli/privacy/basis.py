@@ -23,7 +23,9 @@ class ChosenBy(str, Enum):
 
 @dataclass(frozen=True)
 class ProjectionRelease:
-    """The DP-PCA a head's projection came from (fitted on the private rows), as a statement names it."""
+    """The DP-PCA a head's projection came from (fitted on the private rows), as a statement names it: the words'
+    part of a `DPRelease` (privacy/guarantee.py, which makes the words from this module's values and so is not
+    imported here)."""
 
     mechanism: str
     epsilon: float
