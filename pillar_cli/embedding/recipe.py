@@ -11,6 +11,7 @@ from pillar_cli.embedding.backbones import build_embedder
 from pillar_cli.embedding.features import Embedder
 from pillar_cli.errors import DataError, UsageError, param
 
+
 def at_depth(info: dict[str, Any], depth: int | None) -> dict[str, Any]:
     """An embedder's record for images of `depth` bits a channel (None: vector data, nothing added): the depth, and
     the preprocessing's scaling to [0, 1] as it is done (/65535 at 16 bits)."""
@@ -21,9 +22,10 @@ def at_depth(info: dict[str, Any], depth: int | None) -> dict[str, Any]:
 
 
 def embedder_for(recipe: FeatureRecipe, *, weights: Path | None = None, device: str = "auto",
-                 trust_checkpoint: bool = False) -> Embedder:
+                 trust_checkpoint: bool = False, runtime: str = "auto") -> Embedder:
     """Rebuild the recipe's embedder; refused (one line naming the difference) when the rebuilt embedder would make
-    other features: another weights file, another timm version's preprocessing, another feature dimension."""
+    other features: another weights file, another timm version's preprocessing, another feature dimension.
+    `runtime` as build_embedder's (torch where only the module is wanted: no ONNX Runtime session is built)."""
     if recipe.transform is None and recipe.backbone != "network":
         raise DataError("the classifier's feature recipe records no transform, so its embedder cannot be rebuilt",
                         hint="embed the new inputs as its training rows were and pass FILE:SPLIT")
@@ -35,7 +37,8 @@ def embedder_for(recipe: FeatureRecipe, *, weights: Path | None = None, device: 
     embedder = build_embedder(
         recipe.backbone, recipe.shape, weights=weights, pretrained=not recorded.startswith("random-init:"),
         resize=transform.get("resize"), crop=transform.get("crop"), device=device, trust_checkpoint=trust_checkpoint,
-        seed=_random_init_seed(recorded), precision="bf16" if recipe.precision == "bf16 autocast" else "fp32")
+        seed=_random_init_seed(recorded), precision="bf16" if recipe.precision == "bf16 autocast" else "fp32",
+        runtime=runtime)
     built = FeatureRecipe.from_attrs(at_depth(embedder.info(), recipe.depth) | {"feature_dim": embedder.feature_dim})
     if key := recipe.first_difference(built, ignore=("image_shape",), unrecorded_differs=True):
         raise DataError(f"{weights if key == 'weights' and weights else 'the rebuilt backbone'} gives {key} "

@@ -111,8 +111,8 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
     shape = None if features_only or fmt in ("safetensors", "hf") else image_shape(classifier)
     features = None
     if shape is not None:
-        features = embedder_for(classifier.features, weights=weights, device="cpu",
-                                trust_checkpoint=trust_checkpoint).module()
+        features = embedder_for(classifier.features, weights=weights, device="cpu", trust_checkpoint=trust_checkpoint,
+                                runtime="torch").module()  # the module alone: no ONNX Runtime session
     if out.suffix.lower() not in SUFFIXES[fmt]:
         raise UsageError(f"{out}: an hf export is a folder, named without a suffix" if fmt == "hf" else
                          f"{out}: a {fmt} file is named {' or '.join(SUFFIXES[fmt])}, so that readers know its format")
