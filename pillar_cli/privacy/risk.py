@@ -165,12 +165,14 @@ def _pld_delta(segments: tuple[Segment, ...]):
     (add/remove adjacency, the larger of both directions' δ)."""
     from dp_accounting.pld import privacy_loss_distribution as pld
 
+    from pillar_cli.privacy.pld_delta import delta_for_epsilons
+
     distribution = None
     for sigma, rate, steps in segments:
         part = pld.from_gaussian_mechanism(sigma, sensitivity=1.0, sampling_prob=rate, pessimistic_estimate=True,
                                            value_discretization_interval=PLD_INTERVAL).self_compose(steps)
         distribution = part if distribution is None else distribution.compose(part)
-    return lambda eps: np.asarray(distribution.get_delta_for_epsilon(np.asarray(eps)), dtype=np.float64)
+    return lambda eps: delta_for_epsilons(distribution, eps)
 
 
 def _rdp_delta(event: Event):
