@@ -191,13 +191,13 @@ def embedded_batches(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batc
 
 
 def _started(loader: torch.utils.data.DataLoader) -> Iterator[_Read]:
-    """The loader's iterator, its workers forked from a heap without garbage. An object left in a reference cycle
-    (an ONNX Runtime session of earlier work in a notebook) would otherwise be destroyed by a worker's garbage
-    collector, in a process where the threads its destructor waits for do not exist: the worker hung for good. The
-    garbage is collected here first, and what remains is frozen, out of the workers' collections."""
+    """The loader's iterator, its workers forked with this process's objects frozen out of their garbage collection.
+    An object left in a reference cycle (an ONNX Runtime session of earlier work in a notebook) would otherwise be
+    destroyed by a worker's collector, in a process where the threads its destructor waits for do not exist: the
+    worker hung for good. Frozen, it is left to this process's collector, which runs again once they have forked
+    (collecting first took 0.4-0.5 s a loader in a process as large as the test suite's)."""
     if not loader.num_workers:
         return iter(loader)
-    gc.collect()
     gc.freeze()
     try:
         return iter(loader)
