@@ -34,7 +34,7 @@ demo: $(STAMP)
 TEST_THREADS := $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 3 ? n / 2 : 1 )))
 test: $(STAMP)
 	OMP_NUM_THREADS=$(TEST_THREADS) MKL_NUM_THREADS=$(TEST_THREADS) OPENBLAS_NUM_THREADS=$(TEST_THREADS) \
-		$(PYTHON) -m pytest -n 2 --dist loadfile --durations=15
+		$(PYTHON) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 test-fast: $(STAMP)
 	$(PYTHON) -m pytest -m "not slow"
