@@ -80,11 +80,20 @@ class EmbedRequest:
         return dataset.skipping_bad() if self.skip_bad else dataset
 
     def embedder(self, input_shape: tuple[int, ...], device: str = "auto") -> Embedder:
-        """The backbone for inputs of `input_shape` (one row's), on `device`."""
-        return build_embedder(self.backbone, input_shape, weights=self.weights,
-                              pretrained=self.pretrained, resize=self.resize, crop=self.crop, device=device,
-                              trust_checkpoint=self.trust_checkpoint, precision=self.precision, seed=self.plan.seed,
-                              runtime=self.runtime)
+        """The backbone for inputs of `input_shape` (one row's), on `device`. A resize below the centre crop is
+        refused: the short side would be resized to the crop instead, not to the size asked for."""
+        embedder = build_embedder(self.backbone, input_shape, weights=self.weights,
+                                  pretrained=self.pretrained, resize=self.resize, crop=self.crop, device=device,
+                                  trust_checkpoint=self.trust_checkpoint, precision=self.precision,
+                                  seed=self.plan.seed, runtime=self.runtime)
+        crop = (embedder.info().get("transform") or {}).get("crop")
+        if self.resize is not None and crop is not None and self.resize < crop:
+            whose = "" if self.crop is not None else f" ({self.backbone}'s input size)"
+            raise UsageError(f"{param('resize')} {self.resize} is below the centre crop {crop}{whose}: the images "
+                             f"would be resized to {crop} px, not {self.resize}",
+                             hint=f"pass {param('crop')} {self.resize} (or less) for {self.resize} px inputs, or "
+                                  f"{param('resize')} {crop} or more")
+        return embedder
 
 
 def _path(value: object) -> Path | None:

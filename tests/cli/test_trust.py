@@ -105,6 +105,14 @@ def test_resize_applies_to_pixels_and_a_missing_public_split_is_asked_for(pillar
     result = pillar("embed", "--source", "synthetic-gmm", "--backbone", "pixels", "--resize", "28", "-o",
                     tmp_path / "v.h5", expect=None)
     assert_clean_failure(result, 2, "--resize and --crop apply to images; this source holds vectors", tmp_path / "v.h5")
+    for crop, whose in (("12", ""), (None, " (resnet18's input size)")):
+        result = pillar("embed", "--source", "digits", "--backbone", "resnet18", "--no-pretrained", "--resize", "10",
+                        *(["--crop", crop] if crop else []), "-o", tmp_path / "r.h5", expect=None)
+        size = crop or "224"
+        assert result.stderr == f"error: --resize 10 is below the centre crop {size}{whose}: the images would be " \
+                                f"resized to {size} px, not 10\nhint: pass --crop 10 (or less) for 10 px inputs, or " \
+                                f"--resize {size} or more\n"
+        assert result.exit_code == 2 and not (tmp_path / "r.h5").exists()
     result = pillar("embed", "--source", "digits", "--public-fraction", "0", "-o", tmp_path / "e.h5", expect=None)
     assert_clean_failure(result, 2, "these fractions leave no public split (--public-fraction 0.0, --test-fraction "
                                     "0.2): nothing could be fitted without private data", tmp_path / "e.h5")
