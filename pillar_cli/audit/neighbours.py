@@ -38,7 +38,7 @@ from pillar_cli.projection.fitting import ProjectionRecipe, fit_projection
 from pillar_cli.release.choice import release_classifier
 from pillar_cli.release.exported import EXPORT_FORMATS
 
-CLOCK = {"created_at"}  # when a file was written: never a function of the data
+CLOCK = {"attrs/created_at"}  # when a file was written (as stored_values addresses it): never a function of the data
 CONFIRMING_RUNS = 3  # runs added a side to confirm what the first ones found
 RUN_FOLDER = ".pillar-neighbours-run"  # where every run works, beside the sides' folders
 Embedder = Callable[[np.ndarray, Path], None]  # embeds the source less the given source rows into a file

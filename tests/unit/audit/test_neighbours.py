@@ -16,10 +16,11 @@ from pillar_cli.errors import UsageError
 
 
 def test_only_values_fixed_on_each_side_and_different_between_them_are_reported():
-    with_row = [{"q": "0.1422", "noise": "0.31", "k": "19", "created_at": "10:00"},
-                {"q": "0.1422", "noise": "-1.2", "k": "19", "created_at": "10:01"}]
-    without_row = [{"q": "0.1423", "noise": "0.07", "k": "19", "created_at": "10:00"},
-                   {"q": "0.1423", "noise": "2.5", "k": "19", "created_at": "10:00"}]
+    # each side's runs written within one second, the sides in different seconds: the clock is not the data's
+    with_row = [{"q": "0.1422", "noise": "0.31", "k": "19", "attrs/created_at": "10:00:00"},
+                {"q": "0.1422", "noise": "-1.2", "k": "19", "attrs/created_at": "10:00:00"}]
+    without_row = [{"q": "0.1423", "noise": "0.07", "k": "19", "attrs/created_at": "10:00:01"},
+                   {"q": "0.1423", "noise": "2.5", "k": "19", "attrs/created_at": "10:00:01"}]
     (finding,) = deterministic_differences("rel.h5", with_row, without_row)
     assert (finding.file, finding.value, finding.with_row, finding.without_row) == ("rel.h5", "q", "0.1422", "0.1423")
     shifting = [{"k": "19"}, {"k": "20"}]  # a coarse DP output that repeats on one side only: not reported
