@@ -1,11 +1,13 @@
-"""Two accounting kernels every release and calibration runs, side by side with the computation they replace:
+"""Accounting kernels every release and calibration runs, side by side with the computation they replace:
 
 - a guarantee's trade-off curve (privacy/risk.py `trade_off`): the upper envelope of the (ε, δ(ε)) pairs' lines,
   built once and walked along the sorted FPRs, against every line evaluated at every FPR (the direct formula);
 - a PRV ε (privacy/accountants.py): each truncated PRV's mean integrated over its CDF in floats and its CDF
   evaluated once at the cells' edges, against opacus' own truncated PRV (whose quadrature evaluates the CDF as numpy
   expressions on 0-d arrays) and discretisation (the CDF at both ends of every cell) — the same accountant on the
-  same FFT-friendly domain otherwise.
+  same FFT-friendly domain otherwise;
+- δ(ε) of a privacy loss distribution at the risk view's ε (privacy/pld_delta.py): two cumulative sums in numpy,
+  against dp-accounting's `get_delta_for_epsilon` on the same distribution (one Python loop).
 
 Each row prints both times, their ratio and the largest difference of the results.
 Run: python benchmarks/bench_accounting.py [--repeats 3]
@@ -21,8 +23,9 @@ from timing import timed
 from pillar_cli.privacy.accountants import _fast_prv_accountant
 from pillar_cli.privacy.calibration import _bracket_guess, solve_noise
 from pillar_cli.privacy.events import GaussianEvent, composed, dp_sgd_event
+from pillar_cli.privacy.pld_delta import delta_for_epsilons
 from pillar_cli.privacy.rdp_series import remember_rdp_terms
-from pillar_cli.privacy.risk import EPSILONS, delta_curve, trade_off
+from pillar_cli.privacy.risk import EPSILONS, PLD_INTERVAL, delta_curve, trade_off
 
 DELTA = 1e-5
 FPRS = np.unique(np.concatenate([[0.0, 0.001, 0.01, 0.1], np.geomspace(1e-6, 1.0, 1000), np.linspace(0, 1, 201)]))
@@ -34,6 +37,7 @@ PRVS = {"σ = 1.1, q = 0.23, 300 steps": ((1.1, 256 / 1100, 300),),
         "σ = 15.7, q = 64/45,000, 40,000 steps": ((15.7, 64 / 45000, 40000),)}
 CALIBRATIONS = {f"σ for ε = {epsilon:g}, q = 0.23, 300 steps + a count": epsilon for epsilon in (0.1, 1.0)}
 COUNT = (40.0, 1.0, 1)  # the noisy row count's release, composed into every head that reads it
+PLDS = {"σ = 1.1, q = 0.23, 300 steps": (1.1, 256 / 1100, 300), "σ = 1, q = 0.01, 1,000 steps": (1.0, 0.01, 1000)}
 
 
 def every_line(alphas: np.ndarray, epsilons: np.ndarray, deltas: np.ndarray) -> np.ndarray:
@@ -90,6 +94,16 @@ def main() -> None:
         before, reference = timed(lambda: prv_epsilon(segments, True), repeats)
         now, floats = timed(lambda: prv_epsilon(segments, False), repeats)
         print(f"{'PRV ε, ' + name:<52} {before:9.3f} {now:8.3f} {before / now:6.1f} {abs(reference - floats):17.2e}")
+    for name, (sigma, rate, steps) in PLDS.items():
+        from dp_accounting.pld import privacy_loss_distribution as pld
+
+        distribution = pld.from_gaussian_mechanism(sigma, sampling_prob=rate, pessimistic_estimate=True,
+                                                   value_discretization_interval=PLD_INTERVAL).self_compose(steps)
+        epsilons = np.sort(EPSILONS)  # dp-accounting takes them sorted
+        before, reference = timed(lambda: np.asarray(distribution.get_delta_for_epsilon(epsilons)), repeats)
+        now, sums = timed(lambda: delta_for_epsilons(distribution, epsilons), repeats)
+        print(f"{'PLD δ(ε), ' + name:<52} {before:9.3f} {now:8.3f} {before / now:6.1f} "
+              f"{np.abs(reference - sums).max():17.2e}")
     for name, epsilon in CALIBRATIONS.items():
         before, reference = timed(lambda: calibrated(epsilon, True), 1)
         now, floats = timed(lambda: calibrated(epsilon, False), 1)
