@@ -22,15 +22,11 @@ demo: $(STAMP)
 
 # Two workers, a test file each at a time (a file's fixtures are built once), each with half the cores for BLAS and
 # torch threads (left to their defaults, each library in each worker starts one thread a core: on 2 cores the gsd,
-# api and engine tests took 121 s that way, 67 s with one thread a worker). 6 min 57 s for 881 items on 2 cores
-# (2026-11-27, `CI=true pytest -n 2 --dist loadfile --durations=0`, nothing else running: 874 passed, 7 CUDA skips;
-# the same machine gave 9 min 28 s for 856 items that morning, before the accounting kernels of
-# benchmarks/bench_accounting.py; 12 min 25 s for 836 before each file was hashed once a process). Its longest test,
-# about 2.5 minutes on one worker, runs the README's command block as a script (conftest.py starts it first); then
-# the Ray Data pipeline (26 s), the packaged ImageNet features (20 s), the Ray actor killed mid-run (16 s) and
-# torchrun shards (14 s). All test durations sum to 736 s: the README block 153 s, the embed-shards file 62 s, the
-# accountant tests 32 s. It ends by naming its 15 slowest tests. Three workers on 2 cores took as long (552 s) and slowed the Ray
-# tests under contention (33 s → 256 s).
+# api and engine tests took 121 s that way, 67 s with one thread a worker). The files go out in conftest.py's order
+# (--no-loadscope-reorder): the README's command block first (about 2.5 minutes on one worker), then the files with
+# slow tests. 5 min 35 s for 885 items on a clean clone, 2 quiet cores (2026-11-27, `CI=true bash .ci/run`: 878
+# passed, 7 CUDA skips); its --durations=15 output and where the time goes: docs/benchmarks.md, "How long does
+# `make test` take?". Three workers on 2 cores took as long and slowed the Ray tests under contention (33 s → 256 s).
 TEST_THREADS := $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 3 ? n / 2 : 1 )))
 test: $(STAMP)
 	OMP_NUM_THREADS=$(TEST_THREADS) MKL_NUM_THREADS=$(TEST_THREADS) OPENBLAS_NUM_THREADS=$(TEST_THREADS) \
