@@ -33,7 +33,7 @@ from pillar_cli.data.groups import Groups
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 
 LARGEST = 30  # rows of the largest person
 AUDITED = {"pillar": RunConfig(2.0, 300, 256, 0), "dp-newton": RunConfig(0.0, 3, 0, 0)}

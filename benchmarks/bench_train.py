@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from pillar_cli.linear.engine import RunConfig, train_linear_heads
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 from pillar_cli.randomness import SECRET, NoiseSource
 
 N_PRIVATE, SIGMA, CLIP, LR = 45_000, 2.0, 1.0, 0.1

@@ -157,7 +157,7 @@ def test_no_mechanism_spells_its_neighbouring_relation_by_hand():
     """Mechanisms state a `Relation` value; only privacy/guarantee.py and privacy/relation.py turn one into words,
     so that no description can claim a relation its mechanism does not declare."""
     spelled = re.compile(r"add/remove|add or remove|replace-one|replace one", re.IGNORECASE)
-    owners = {PACKAGE / "privacy" / "guarantee.py", PACKAGE / "privacy" / "relation.py"}
+    owners = {PACKAGE / "privacy" / "unit.py", PACKAGE / "privacy" / "relation.py"}
     found = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in sorted(PACKAGE.rglob("*.py"))
              if path not in owners
              for node in _texts_outside_docstrings(ast.parse(path.read_text())) if spelled.search(node.value)]
@@ -194,6 +194,6 @@ def test_the_training_domains_read_the_privacy_unit_as_units_not_as_an_optional_
                           r"|\b(private_persons|persons_from|val_persons)\b")
     domains = ("methods", "linear", "audit", "projection", "privacy")
     found = [f"{path.relative_to(PACKAGE)}:{number}" for domain in domains
-             for path in sorted((PACKAGE / domain).rglob("*.py")) if path != PACKAGE / "privacy" / "guarantee.py"
+             for path in sorted((PACKAGE / domain).rglob("*.py")) if path != PACKAGE / "privacy" / "unit.py"
              for number, line in enumerate(path.read_text().splitlines(), 1) if optional.search(line)]
     assert found == []

@@ -14,7 +14,7 @@ from pillar_cli.artifacts.core import Artifact, InputRef, read
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.stored_rows import StoredRows, all_finite, non_finite_rows
 from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 from pillar_cli.privacy.premises import Premises
 from pillar_cli.randomness import keyed_draws
 

@@ -13,7 +13,8 @@ from pillar_cli.artifacts.artifact import Artifact
 from pillar_cli.artifacts.chosen import SelectedCell
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.stored import stored, stored_fields_of, stored_keys, to_attrs
-from pillar_cli.privacy.guarantee import PrivacyUnit, total_delta
+from pillar_cli.privacy.guarantee import total_delta
+from pillar_cli.privacy.unit import PrivacyUnit
 from pillar_cli.privacy.premises import Premises
 from pillar_cli.privacy.risk_target import RiskTarget
 

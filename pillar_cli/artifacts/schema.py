@@ -15,7 +15,8 @@ from pillar_cli.artifacts.statement_schema import claims_that_fail, statement_pr
 from pillar_cli.artifacts.stored import attribute_types
 from pillar_cli.errors import ArtifactError
 from pillar_cli.privacy.count import readable_count
-from pillar_cli.privacy.guarantee import PrivacyUnit, total_delta
+from pillar_cli.privacy.guarantee import total_delta
+from pillar_cli.privacy.unit import PrivacyUnit
 from pillar_cli.privacy.risk_target import RiskTarget
 
 NUMBER, INTEGER, TEXT, BOOLEAN = "fiu", "iu", "U", "b"

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field, fields
 from pillar_cli.privacy.basis import StatementBasis
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import Event, event_from_dict, headline
-from pillar_cli.privacy.guarantee import Guarantee, PrivacyUnit
+from pillar_cli.privacy.guarantee import Guarantee
+from pillar_cli.privacy.unit import PrivacyUnit
 from pillar_cli.privacy.ledger import Ledger
 from pillar_cli.privacy.risk import risk_words
 from pillar_cli.privacy.risk_target import RiskTarget

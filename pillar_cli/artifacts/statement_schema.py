@@ -9,7 +9,7 @@ import json
 
 from pillar_cli.artifacts.statement import statement_summary, words_problem
 from pillar_cli.errors import PillarError
-from pillar_cli.privacy.guarantee import PrivacyUnit
+from pillar_cli.privacy.unit import PrivacyUnit
 from pillar_cli.privacy.risk_target import RiskTarget
 
 STATEMENT = {"epsilon": (int, float), "delta": (int, float), "epsilon_target": (int, float), "accountant": str,

@@ -31,7 +31,7 @@ from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
 from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, spent_epsilon, validate_budget
 from pillar_cli.privacy.count import RowCount
-from pillar_cli.privacy.guarantee import PERSON, ROW, PrivacyUnit, Units
+from pillar_cli.privacy.unit import PERSON, ROW, PrivacyUnit, Units
 from pillar_cli.privacy.risk import audit_points, risk_of
 from pillar_cli.projection import LinearMap, project
 

@@ -28,7 +28,7 @@ from pillar_cli.cli.common import (
 )
 from pillar_cli.errors import MissingSplitError, UsageError
 from pillar_cli.privacy.count import Counted
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 from pillar_cli.projection import PublicPCA
 from pillar_cli.reporting.figures import spectrum, xi_vs_k
 from pillar_cli.theory.diagnostics import Diagnosis, diagnose_split

@@ -31,7 +31,8 @@ from pillar_cli.lazy import torch
 from pillar_cli.privacy import event_from_dict, get_accountant, require_public_start, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
 from pillar_cli.privacy.file_guarantee import ReleasedHead, whole_file
-from pillar_cli.privacy.guarantee import ROW_RELATIONS, adjacency
+from pillar_cli.privacy.unit import adjacency
+from pillar_cli.privacy.relation import ROW_RELATIONS
 
 
 @dataclass(frozen=True)

@@ -4,5 +4,5 @@ exact engine (eager on the CPU, CUDA graphs on a GPU; persons.py: the person as 
 Methods and GSD build on it.
 
 May import: `devices`, `lazy`, `randomness`, `privacy.count` (the row count a sampling rate and a step's scale read),
-`privacy.guarantee` (the training rows' units: rows, or persons drawn and clipped together).
+`privacy.unit` (the training rows' units: rows, or persons drawn and clipped together).
 """

@@ -33,7 +33,7 @@ from pillar_cli.linear.persons import PersonBatch, PersonLayout, clip_persons
 from pillar_cli.linear.rows import PrivateRows
 from pillar_cli.linear.sampling import PoissonSampler
 from pillar_cli.privacy.count import RowCount
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 from pillar_cli.randomness import SECRET, NoiseSource
 
 SAMPLING_CHUNK_STEPS = 32  # Poisson batches drawn this many steps at a time

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pillar_cli.lazy import torch
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 
 ROWS_A_BLOCK = 16_384  # rows whose products are formed at once (a copy of that many feature rows)
 

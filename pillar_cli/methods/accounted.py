@@ -20,7 +20,8 @@ from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import Cell, Method, Run
 from pillar_cli.privacy.rdp import TrialCount
 from pillar_cli.privacy.selection import SelectionPlan, plan_selection
-from pillar_cli.privacy.guarantee import PERSON, ROW_RELATIONS, PrivacyUnit, adjacency
+from pillar_cli.privacy.unit import PERSON, PrivacyUnit, adjacency
+from pillar_cli.privacy.relation import ROW_RELATIONS
 
 SCORE = f"correct predictions on the val split, plus Gaussian noise (sensitivity 1 under {adjacency(ROW_RELATIONS)})"
 PERSON_SCORE = ("correct predictions on the val split, each weighted by 1/(its person's val rows), plus Gaussian noise "

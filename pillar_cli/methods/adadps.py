@@ -32,7 +32,7 @@ from pillar_cli.methods.base import Cell, Run, each_run, option
 from pillar_cli.methods.projected import ProjectedDPSGD
 from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.privacy.count import RowCount
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 from pillar_cli.projection import project
 from pillar_cli.randomness import SECRET, NoiseSource
 

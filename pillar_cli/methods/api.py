@@ -12,7 +12,7 @@ from pillar_cli.methods.plan import val_role
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import SweepResult, run_sweep
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 from pillar_cli.projection import PublicPCA
 
 

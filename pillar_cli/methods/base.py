@@ -24,7 +24,8 @@ from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.privacy import Event, calibrate_noise, spent_epsilon
 from pillar_cli.privacy.count import COUNT_SHARE, RowCount
 from pillar_cli.privacy.file_guarantee import ReleasedHead
-from pillar_cli.privacy.guarantee import ROW_RELATIONS, PrivacyUnit, Relation, Units
+from pillar_cli.privacy.unit import PrivacyUnit, Units
+from pillar_cli.privacy.relation import ROW_RELATIONS, Relation
 from pillar_cli.projection import LinearMap, PublicPCA, project
 from pillar_cli.randomness import SECRET, NoiseSource
 

@@ -36,7 +36,7 @@ from pillar_cli.methods.base import Cell, Method, Run, each_run
 from pillar_cli.privacy import GaussianEvent
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.symmetric import symmetric_noise
-from pillar_cli.privacy.guarantee import WEIGHTED_PERSON_BOUND
+from pillar_cli.privacy.unit import WEIGHTED_PERSON_BOUND
 
 
 class ClosedFormHead(Method):

@@ -28,7 +28,7 @@ from pillar_cli.methods.base import Cell, Method, SweepData, Run, each_run, opti
 from pillar_cli.privacy import ExponentialEvent, spent_epsilon
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.exponential import exponential_mechanism
-from pillar_cli.privacy.guarantee import Relation
+from pillar_cli.privacy.relation import Relation
 from pillar_cli.projection.components import PublicComponents, check_boolean_rows
 
 SENSITIVITY = 1.0

@@ -31,7 +31,7 @@ from pillar_cli.methods.sweep import run_sweep
 from pillar_cli.privacy import get_accountant, headline
 from pillar_cli.privacy.count import PUBLIC
 from pillar_cli.privacy.ledger import Ledger
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 from pillar_cli.projection import PublicPCA, StoredMap
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 

@@ -28,7 +28,7 @@ from pillar_cli.linear.persons import person_ordered
 from pillar_cli.methods.base import Cell, each_run
 from pillar_cli.methods.projected import ProjectedDPSGD
 from pillar_cli.privacy.count import RowCount
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 from pillar_cli.projection import PublicPCA, project
 from pillar_cli.randomness import NoiseSource
 

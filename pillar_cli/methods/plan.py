@@ -34,7 +34,8 @@ from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.rules import ruled_grids
 from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, require_disjoint, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
-from pillar_cli.privacy.guarantee import DPRelease, Guarantee, PrivacyUnit
+from pillar_cli.privacy.guarantee import DPRelease, Guarantee
+from pillar_cli.privacy.unit import PrivacyUnit
 from pillar_cli.privacy.risk_target import RiskTarget
 from pillar_cli.projection.private_pca import require_unit_covered
 

@@ -13,7 +13,7 @@ from pillar_cli.linear.engine import LinearHead, RunConfig, train_linear_heads
 from pillar_cli.linear.opacus_reference import train_with_opacus
 from pillar_cli.methods.base import Cell, Method, Run
 from pillar_cli.privacy import dp_sgd_event
-from pillar_cli.privacy.guarantee import DP_SGD_PERSON_BOUND
+from pillar_cli.privacy.unit import DP_SGD_PERSON_BOUND
 from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
 
 

@@ -23,7 +23,7 @@ from pillar_cli.methods.base import Method, PrivacySettings
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
 from pillar_cli.privacy.count import COUNT_SHARE
-from pillar_cli.privacy.guarantee import UNITS
+from pillar_cli.privacy.unit import UNITS
 from pillar_cli.privacy.risk_target import RiskTarget
 from pillar_cli.randomness import NoiseSource
 

@@ -44,7 +44,7 @@ from pillar_cli.methods.closed_form import augmented, augmented_head, check_ridg
 from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.symmetric import symmetric_noise
-from pillar_cli.privacy.guarantee import WEIGHTED_PERSON_BOUND
+from pillar_cli.privacy.unit import WEIGHTED_PERSON_BOUND
 
 DEFAULT_STEPS = 10  # full-batch steps of a run that gives none
 GRADIENT_SENSITIVITY = math.sqrt(2.0)

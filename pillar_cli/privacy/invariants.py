@@ -9,7 +9,7 @@ import numpy as np
 
 from pillar_cli.errors import PrivacyError, UsageError, param
 from pillar_cli.privacy.count import RowCount
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 
 
 def validate_budget(epsilon: float, delta: float, rows: RowCount | int | None = None,

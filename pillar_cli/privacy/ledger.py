@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import Event
-from pillar_cli.privacy.guarantee import PrivacyUnit
+from pillar_cli.privacy.unit import PrivacyUnit
 
 
 @dataclass(frozen=True)

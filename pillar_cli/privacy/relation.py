@@ -25,3 +25,4 @@ class Relation(enum.Enum):
 
 
 ACCOUNTED = Relation.ADD_OR_REMOVE_ONE  # the relation every event's ε is accounted under (privacy/events.py)
+ROW_RELATIONS = (ACCOUNTED,)  # what every row-level mechanism in pillar is analysed under

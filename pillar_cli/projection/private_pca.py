@@ -29,15 +29,9 @@ from pillar_cli.artifacts.given_rows import given_rows
 from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon, validate_budget
-from pillar_cli.privacy.guarantee import (
-    PERSON,
-    ROW,
-    ROW_RELATIONS,
-    WEIGHTED_PERSON_BOUND,
-    DPRelease,
-    PrivacyUnit,
-    Units,
-)
+from pillar_cli.privacy.guarantee import DPRelease
+from pillar_cli.privacy.unit import PERSON, ROW, WEIGHTED_PERSON_BOUND, PrivacyUnit, Units
+from pillar_cli.privacy.relation import ROW_RELATIONS
 from pillar_cli.privacy.symmetric import symmetric_noise
 from pillar_cli.projection.pca import CHUNK_ROWS, PublicPCA, l2_normalized_rows
 from pillar_cli.randomness import NoiseSource

@@ -15,7 +15,7 @@ from pillar_cli import artifacts
 from pillar_cli.audit.stored_values import stored_values
 from pillar_cli.methods.rules import rule_k
 from pillar_cli.privacy.count import RowCount
-from pillar_cli.privacy.guarantee import PrivacyUnit
+from pillar_cli.privacy.unit import PrivacyUnit
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 

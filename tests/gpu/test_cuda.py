@@ -19,7 +19,7 @@ from pillar_cli.embedding.backbones import build_embedder
 from pillar_cli.embedding.extraction import FeatureStore, stream_split
 from pillar_cli.errors import UsageError
 from pillar_cli.linear.engine import RunConfig, clipped_gradient_sum, train_linear_heads
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 from pillar_cli.randomness import NoiseSource
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -12,7 +12,7 @@ from pillar_cli.artifacts.schema import attribute_tables, validate
 from pillar_cli.artifacts.stored import stored_keys
 from pillar_cli.errors import ArtifactError
 from pillar_cli.privacy.basis import ChosenBy
-from pillar_cli.privacy.guarantee import PrivacyUnit
+from pillar_cli.privacy.unit import PrivacyUnit
 
 CHOICE = PublicChoice(gsd={"path": "gsd.h5"}, candidate="other.h5:public", gsd_distance=0.25,
                       private_input={"path": "emb.h5", "split": "private"},

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pillar_cli.linear.engine import RunConfig, _clipped_sums, train_linear_heads
 from pillar_cli.linear.persons import PersonLayout
 from pillar_cli.linear.rows import PrivateRows
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 from pillar_cli.randomness import NoiseSource
 
 

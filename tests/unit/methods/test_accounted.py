@@ -21,7 +21,7 @@ from pillar_cli.privacy import event_from_dict, gaussian_segments
 from pillar_cli.privacy.rdp import ORDERS, TrialCount
 from pillar_cli.privacy.count import release_count
 from pillar_cli.privacy.selection import plan_selection, recorded_selection_epsilon
-from pillar_cli.privacy.guarantee import person_weights
+from pillar_cli.privacy.unit import person_weights
 from pillar_cli.randomness import NoiseSource
 
 

@@ -13,7 +13,7 @@ from pillar_cli import PublicPCA, UsageError, sweep
 from pillar_cli.linear.engine import RunConfig, train_linear_heads
 from pillar_cli.methods.adadps import AdaDPSOptions, preconditioned_clipped_sum, preconditioned_person_sum, train_adadps
 from pillar_cli.privacy import dp_sgd_event, gaussian_segments, spent_epsilon
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 
 
 def test_preconditioned_clipped_sum_equals_a_per_sample_loop():

@@ -13,7 +13,7 @@ from pillar_cli.linear.engine import RunConfig
 from pillar_cli.linear.gradients import per_sample_gradients
 from pillar_cli.methods.gep import GepSettings, _anchor, _augmented, _clipped, train_gep
 from pillar_cli.privacy.count import RowCount
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 from pillar_cli.randomness import NoiseSource
 
 

@@ -18,7 +18,7 @@ from pillar_cli.errors import DataError, UsageError
 from pillar_cli.methods.base import PrivacySettings
 from pillar_cli.methods.catalog import bounding_persons
 from pillar_cli.methods.sweep import sweep_artifact
-from pillar_cli.privacy.guarantee import PERSON, PrivacyUnit, adjacency
+from pillar_cli.privacy.unit import PERSON, PrivacyUnit, adjacency
 from pillar_cli.privacy.relation import Relation
 from pillar_cli.projection import PublicPCA
 from pillar_cli.projection.components import PublicComponents

@@ -16,7 +16,7 @@ from pillar_cli.methods.second_order import (
     WeightedRows,
     probabilities,
 )
-from pillar_cli.privacy.guarantee import person_weights
+from pillar_cli.privacy.unit import person_weights
 
 WEIGHTED_HEADS = ["public-lda", "dp-ls", "dp-newton", "dp-fc", "public-fc"]
 

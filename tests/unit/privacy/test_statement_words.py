@@ -8,7 +8,8 @@ import pytest
 from pillar_cli.artifacts.statement import statement_words
 from pillar_cli.privacy.basis import ChosenBy, ProjectionRelease, PublicChoiceNote, StatementBasis
 from pillar_cli.privacy.count import NOISY, Counted, RowCount
-from pillar_cli.privacy.guarantee import Guarantee, PrivacyUnit
+from pillar_cli.privacy.guarantee import Guarantee
+from pillar_cli.privacy.unit import PrivacyUnit
 from pillar_cli.privacy.premises import Premises
 
 NOISY_COUNT = RowCount(1000.4, NOISY, 12.5, 0.05, (1.0, 1e-5))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pillar_cli.errors import DataError, UsageError
-from pillar_cli.privacy.guarantee import PERSON, ROW, PrivacyUnit, Units
+from pillar_cli.privacy.unit import PERSON, ROW, PrivacyUnit, Units
 
 
 def test_rows_are_each_their_own_unit_and_persons_weigh_one_row_together():

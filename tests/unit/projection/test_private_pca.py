@@ -12,7 +12,7 @@ from sklearn.datasets import load_digits
 
 from pillar_cli import DPLinearClassifier, PublicPCA, UsageError, sweep
 from pillar_cli.privacy.events import to_dp_accounting
-from pillar_cli.privacy.guarantee import Units
+from pillar_cli.privacy.unit import Units
 from pillar_cli.projection.private_pca import fit_private_pca
 from pillar_cli.randomness import SECRET
 
