@@ -9,8 +9,17 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 
 from pillar_cli.artifacts.core import Artifact
-from pillar_cli.artifacts.model_record import ModelLedger
 from pillar_cli.privacy.count import RowCount
+
+
+@dataclass(frozen=True, kw_only=True)
+class Accounting:
+    """How the evaluated models' runs were accounted, as tables and figures qualify them: the accountant, the δ their
+    ε holds at (their guarantee's total) and the clip norm."""
+
+    accountant: str
+    delta: float
+    clip: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,7 +39,7 @@ class Evaluation:
     dataset: str | None
     count: RowCount | None = None
     private_fraction: float
-    ledger: ModelLedger  # how the models' runs were accounted (accountant, δ, clip)
+    ledger: Accounting  # how the models' runs were accounted (accountant, δ, clip)
     overlap_rows: int = 0
     public: dict | None = None
     feature_dim: int | None = None
@@ -41,7 +50,9 @@ class Evaluation:
         attrs = artifact.attrs
         values = {f.name: attrs[f.name] for f in fields(cls) if f.name in attrs}
         count = attrs.get("count")
-        return cls(**values | {"ledger": ModelLedger.from_attrs(attrs["ledger"]),
+        ledger = attrs["ledger"]
+        accounting = Accounting(accountant=ledger["accountant"], delta=float(ledger["delta"]), clip=float(ledger["clip"]))
+        return cls(**values | {"ledger": accounting,
                                "count": None if count is None else RowCount.from_dict(count)}, path=artifact.path)
 
     def artifact(self) -> Artifact:

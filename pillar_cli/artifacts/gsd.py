@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pillar_cli.artifacts.core import Artifact
+from pillar_cli.privacy.release import DPRelease, Released
 
 
 def gsd_artifact(distances: list[float], candidates: list[str], ranking: list[dict], settings: dict,
@@ -25,11 +26,13 @@ class GsdRanking:
 
     candidates: list[str]
     ranking: list[dict]  # {"candidate", "gsd", ...}, closest first
-    release: dict | None
+    release: DPRelease | None
 
     @classmethod
     def of(cls, gsd: Artifact) -> GsdRanking:
-        return cls(list(gsd.attrs["candidates"]), list(gsd.attrs["ranking"]), gsd.attrs.get("ledger"))
+        ledger = gsd.attrs.get("ledger")
+        return cls(list(gsd.attrs["candidates"]), list(gsd.attrs["ranking"]),
+                   None if ledger is None else DPRelease.from_attrs(ledger, Released.PUBLIC_CHOICE))
 
     @property
     def closest(self) -> str:

@@ -165,7 +165,7 @@ def stored_runs(models: list[Artifact]) -> list[RunRecord]:
     """All runs of one or more model artifacts (sweep shards), checked to come from one compatible sweep."""
     first = models[0]
     for other in models[1:]:
-        if other.attrs["ledger"] != first.attrs["ledger"]:
+        if _accounted_as(other) != _accounted_as(first):
             raise ArtifactError(f"{other.path} and {first.path} use different privacy settings; they are not shards "
                                 "of one sweep")
         if not np.array_equal(other.array("mean"), first.array("mean")) or \
@@ -183,6 +183,12 @@ def stored_runs(models: list[Artifact]) -> list[RunRecord]:
                                               f"{param('seed')} values")
         where[run.key] = run.model.path
     return runs
+
+
+def _accounted_as(model: Artifact) -> tuple:
+    """What runs evaluated together must share: the clip, the accountant and the δ their ε is stated at."""
+    guarantee = model.attrs["guarantee"]
+    return model.attrs["ledger"], guarantee["accountant"], guarantee["delta_total"]
 
 
 def _describe(key: RunKey) -> str:

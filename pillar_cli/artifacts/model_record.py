@@ -1,5 +1,6 @@
-"""What a model artifact states about all its runs together, as one typed record: the ledger every run was accounted
-under, the public data and how it was chosen, the row count, the noise, the selection, the whole file's guarantee.
+"""What a model artifact states about all its runs together, as one typed record: the guarantee every run is of (the
+plan's one record: unit, relation, row count, accountant, δ, upstream releases), how the runs were clipped and
+accounted, the public data and how it was chosen, the noise, the selection, the whole file's guarantee.
 Every writer (a sweep, fine-tuning) builds a `ModelRecord` and stores `to_attrs()`; every stage reads
 `ModelRecord.of(model)`; the schema's table of a model's attributes is made from its fields (artifacts/stored.py),
 so that writer, reader and validator cannot disagree.
@@ -7,27 +8,27 @@ so that writer, reader and validator cannot disagree.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from pillar_cli.artifacts.artifact import Artifact
 from pillar_cli.artifacts.chosen import SelectedCell
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.stored import stored, stored_fields_of, stored_keys, to_attrs
-from pillar_cli.privacy.guarantee import total_delta
-from pillar_cli.privacy.unit import PrivacyUnit
+from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.guarantee import Guarantee
 from pillar_cli.privacy.premises import Premises
+from pillar_cli.privacy.release import DPRelease, Released
 from pillar_cli.privacy.risk_target import RiskTarget
+from pillar_cli.privacy.unit import PrivacyUnit
 
 NUMBER = (int, float)
 
 
 @dataclass(frozen=True, kw_only=True)
 class ModelLedger:
-    """How every run of the model was accounted: the accountant, δ, the clipping norm C, and what each run's ε
-    covers."""
+    """How every run of the model was clipped and accounted beyond its guarantee: the clipping norm C, the
+    accountant in words, and where each run's ε is stored."""
 
-    accountant: str = stored(str)
-    delta: float = stored(NUMBER, decode=float)
     clip: float = stored(NUMBER, decode=float)
     accountant_description: str = stored(str, default="")
     epsilon_is_upper_bound: bool = stored(bool, default=True)
@@ -46,23 +47,24 @@ class ModelLedger:
 @dataclass(frozen=True, kw_only=True)
 class PublicChoice:
     """A projection's public split chosen from a GSD ranking: which GSD, which candidate, the private split it read,
-    and its DP release (None: it read the private split without DP). On a model: the δ the runs' composed ε holds
-    at (the runs' δ plus the release's)."""
+    and its DP release (None: it read the private split without DP), which every model trained on the projection
+    composes as an upstream release of its guarantee."""
 
     gsd: dict  # the GSD artifact's InputRef
     candidate: str
     gsd_distance: float
     private_input: dict  # the InputRef of the private split the GSD read
-    release: dict | None  # the DP-GSD release's ledger (mechanism, epsilon, delta, noise)
+    release: DPRelease | None
     note: str
-    delta_total: float | None = None
-    composition: str | None = None
 
     @classmethod
     def from_attrs(cls, record: dict | None) -> PublicChoice | None:
         if record is None:
             return None
-        return cls(**{name: record.get(name) for name in cls.__dataclass_fields__})
+        release = record.get("release")
+        return cls(gsd=record["gsd"], candidate=record["candidate"], gsd_distance=record["gsd_distance"],
+                   private_input=record["private_input"], note=record["note"],
+                   release=None if release is None else DPRelease.from_attrs(release, Released.PUBLIC_CHOICE))
 
     @classmethod
     def of(cls, artifact: Artifact) -> PublicChoice | None:
@@ -70,19 +72,14 @@ class PublicChoice:
         return cls.from_attrs(artifact.attrs.get("public_choice"))
 
     def to_attrs(self) -> dict:
-        return asdict(self)
+        return {"gsd": self.gsd, "candidate": self.candidate, "gsd_distance": self.gsd_distance,
+                "private_input": self.private_input, "note": self.note,
+                "release": None if self.release is None else self.release.to_attrs()}
 
     @property
     def released(self) -> bool:
         """The choice was a DP release (its ε composes into every run's)."""
         return self.release is not None
-
-    def on_model(self, delta: float) -> PublicChoice:
-        """As a model trained on the projection records it: with the δ its runs' composed ε holds at."""
-        released = [self.release] if self.release else []
-        return PublicChoice(**{**asdict(self), "delta_total": total_delta(delta, released),
-                               "composition": None if self.release is None else
-                               "each run's event tree composed with the release's, accounted at delta_total"})
 
 
 def _cells(cells: list[SelectedCell]) -> list[dict]:
@@ -101,13 +98,12 @@ class ModelRecord:
 
     num_classes: int = stored(int)
     n_private: int = stored(int)
+    guarantee: Guarantee = stored(dict, encode=Guarantee.to_attrs, decode=Guarantee.from_attrs)  # the plan's
     ledger: ModelLedger = stored(dict, encode=ModelLedger.to_attrs, decode=ModelLedger.from_attrs)
     selection_note: str = stored(str)
     selection: list[SelectedCell] = stored(list, factory=list, encode=_cells, decode=_read_cells)  # per cell
     selection_mode: str = stored(str, default="val")  # or "accounted": private cells hold what they released
     selection_ledger: dict | None = stored(dict, default=None)  # each accounted selection's DP events
-    unit: PrivacyUnit = stored(dict, key="privacy_unit", default=PrivacyUnit(), encode=PrivacyUnit.to_attrs,
-                               decode=PrivacyUnit.from_attrs)  # what neighbouring datasets differ by
     trained_on: tuple[str, ...] = stored(list, default=("private",), encode=list, decode=tuple)
     row_l2_normalised: bool = stored(bool, default=False)
     private_fraction: float = stored(NUMBER, default=1.0)
@@ -115,9 +111,10 @@ class ModelRecord:
     feature_space: str | None = stored(str, default=None)  # what a head's weights multiply, in words
     max_epsilon_spent: float | None = stored(NUMBER, default=None)
     mechanisms: dict[str, str] = stored(dict, factory=dict)  # per method, its mechanism in words
-    public_choice: PublicChoice | None = stored(dict, default=None, encode=asdict, decode=PublicChoice.from_attrs)
+    public_choice: PublicChoice | None = stored(dict, default=None, encode=PublicChoice.to_attrs,
+                                                decode=PublicChoice.from_attrs)
     public_data: dict | None = stored(dict, default=None)  # what the projection was fitted on (public_data_of)
-    count: dict | None = stored(dict, default=None)  # the row count the runs read (privacy/count.RowCount), readers
+    count_read_by: tuple[str, ...] = stored(list, default=(), encode=list, decode=tuple)  # methods that read it
     noise: dict = stored(dict, factory=dict)  # where the noise came from (randomness.NoiseSource.describe)
     whole_file: dict | None = stored(dict, default=None)  # every head together: kind, ε, δ, composition, statement
     features: dict = stored(dict, factory=dict)  # how the features were made, and the class names
@@ -125,7 +122,6 @@ class ModelRecord:
     default_rule: dict | None = stored(dict, default=None)  # the default rule a ruled cell followed
     source: str | None = stored(str, default=None)  # the source its rows came from, in words (a fine-tuned network's)
     source_fingerprint: str | None = stored(str, default=None)  # what names the source's rows (Split)
-    projection_release: dict | None = stored(dict, default=None)  # the DP release of a DP-PCA projection
     risk_target: RiskTarget | None = stored(dict, default=None, encode=RiskTarget.to_attrs,
                                             decode=RiskTarget.from_attrs)  # the risk its runs' ε was calibrated to
     persons: dict | None = stored(dict, default=None)  # where the persons of `persons/<split>` came from
@@ -148,9 +144,22 @@ class ModelRecord:
 
     @property
     def delta_total(self) -> float:
-        """The δ every run's recorded ε holds at: the ledger's, plus a DP public choice's and a DP-PCA's."""
-        choice = None if self.public_choice is None else self.public_choice.release
-        return total_delta(self.ledger.delta, [release for release in (choice, self.projection_release) if release])
+        """The δ every run's recorded ε holds at: the guarantee's, its upstream releases' included."""
+        return self.guarantee.delta_total
+
+    @property
+    def unit(self) -> PrivacyUnit:
+        """What neighbouring datasets differ by: a row, or a person."""
+        return self.guarantee.unit
+
+    @property
+    def count(self) -> RowCount | None:
+        """The row count the runs read, as the plan released it (or took as exact)."""
+        return self.guarantee.count
+
+    @property
+    def accountant(self) -> str:
+        return self.guarantee.accountant
 
     @property
     def accounted(self) -> bool:
@@ -177,5 +186,5 @@ class ModelRecord:
         choice = self.public_choice
         return [*([self.public_data["note"]] if self.public_data else []),
                 *([] if choice is None else
-                  [choice.note + ("" if not choice.released else f", at total δ = {choice.delta_total:g}")]),
-                *([self.count["note"]] if self.count else [])]
+                  [choice.note + ("" if not choice.released else f", at total δ = {self.delta_total:g}")]),
+                *([self.count.describe()] if self.count else [])]

@@ -11,13 +11,13 @@ from typing import Any
 import numpy as np
 
 from pillar_cli.artifacts.model_record import ModelLedger, ModelRecord
-from pillar_cli.artifacts.statement_schema import claims_that_fail, statement_problem
+from pillar_cli.artifacts.statement_schema import claims_that_fail, guarantee_of, statement_problem
 from pillar_cli.artifacts.stored import attribute_types
 from pillar_cli.errors import ArtifactError
 from pillar_cli.privacy.count import readable_count
-from pillar_cli.privacy.guarantee import total_delta
-from pillar_cli.privacy.unit import PrivacyUnit
+from pillar_cli.privacy.release import DPRelease, Released
 from pillar_cli.privacy.risk_target import RiskTarget
+from pillar_cli.version import __version__
 
 NUMBER, INTEGER, TEXT, BOOLEAN = "fiu", "iu", "U", "b"
 REQUIRED = object()
@@ -66,6 +66,7 @@ _OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "evaluation": {"overlap_rows": int, "public": dict, "feature_dim": int, "count": dict},
 }
 LEDGER = attribute_types(ModelLedger)[0]
+ACCOUNTING = {"accountant": str, "delta": (int, float), "clip": (int, float)}  # an evaluation's ledger
 EVALUATION_ROW = {"method": str, "k": (int, str), "epsilon": (int, float), "accuracy_mean": (int, float),
                   "accuracy_std": (int, float, type(None)), "val_accuracy": (int, float)}
 
@@ -89,6 +90,9 @@ def validate(kind: str, arrays: dict[str, np.ndarray], attrs: dict[str, Any], pa
                             hint="the file may come from another tool or be damaged; recreate it")
 
     required, optional = (table.get(kind, {}) for table in attribute_tables())
+    if kind == "model" and "guarantee" not in attrs:
+        raise ArtifactError(f"{path}: model artifact written before a model stored its guarantee as one record "
+                            f"(pillar {__version__} reads only those)", hint="train it again with this version")
     for name, expected in {**required, **optional}.items():
         value = attrs.get(name)
         if name not in attrs and name in optional:
@@ -123,10 +127,11 @@ def _projection_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | No
     dim = len(arrays["mean"])
     if len(arrays["scale"]) != dim or arrays["components"].shape != (attrs["k_max"], dim):
         return f"has components {arrays['components'].shape} and scale {arrays['scale'].shape} for {dim} dimensions"
-    if "private_release" in attrs and not PrivacyUnit.readable(attrs["private_release"].get("unit")):
-        return "has a DP-PCA release whose unit is neither a row nor a person"
-    if not PrivacyUnit.readable(((attrs.get("public_choice") or {}).get("release") or {}).get("unit")):
-        return "has a public choice whose DP release's unit is neither a row nor a person"
+    if "private_release" in attrs and not DPRelease.readable(attrs["private_release"], Released.PROJECTION):
+        return "has a DP-PCA release pillar does not read (its event, unit, ε or δ)"
+    if (release := (attrs.get("public_choice") or {}).get("release")) is not None and \
+            not DPRelease.readable(release, Released.PUBLIC_CHOICE):
+        return "has a public choice whose DP release pillar does not read (its event, unit, ε or δ)"
     return _unusable_numbers(arrays, ("mean", "components", "eigenvalues")) or _rows_recorded(arrays, attrs, ("public",))
 
 
@@ -165,20 +170,16 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
     if len(arrays["scale"]) != dim:
         return f"has a scale of {len(arrays['scale'])} dimensions for a mean of {dim}"
     if not all(isinstance(attrs["ledger"].get(key), kind) for key, kind in LEDGER.items()):
-        return "has a ledger without accountant, delta and clip"
-    if attrs.get("count") is not None and not readable_count(attrs["count"]):
-        return "has a row count that is not one pillar reads"
-    if not PrivacyUnit.readable(attrs.get("privacy_unit")):
-        return "has a privacy unit that is neither a row nor a person"
+        return "has a ledger without its clip norm"
+    if (guarantee := guarantee_of(attrs["guarantee"])) is None:
+        return "has a guarantee that is not one pillar reads (a unit, relation, count or release)"
     if attrs.get("risk_target") is not None and not RiskTarget.readable(attrs["risk_target"]):
         return "has a risk target that is not a TPR above an FPR, both in (0, 1)"
     if np.isnan(arrays["runs/epsilon_spent"]).any() or (arrays["runs/epsilon_spent"] < 0).any():
         return "has an epsilon_spent that is not a number ≥ 0"
-    releases = [(attrs.get("public_choice") or {}).get("release") or {}, attrs.get("projection_release") or {}]
-    delta = total_delta(attrs["ledger"]["delta"], releases)
     claims = zip(arrays["runs/event"].tolist(), arrays["runs/epsilon_spent"].tolist())
-    problem = claims_that_fail([(str(event), claimed) for event, claimed in claims], attrs["ledger"]["accountant"],
-                                delta)
+    problem = claims_that_fail([(str(event), claimed) for event, claimed in claims], guarantee.accountant,
+                                guarantee.delta_total)
     if problem:
         return problem
     problem = _unusable_numbers(arrays, ("mean",) + tuple(n for n in arrays if n.endswith(("/weights", "/bias"))))
@@ -207,7 +208,7 @@ def _evaluation_rows(arrays: dict, attrs: dict, splits: list[str]) -> str | None
                for row in attrs["rows"]):
         return "has malformed result rows"
     if not all(isinstance(note, str) for note in attrs["notes"]) or \
-            not all(isinstance(attrs["ledger"].get(key), kind) for key, kind in LEDGER.items()):
+            not all(isinstance(attrs["ledger"].get(key), kind) for key, kind in ACCOUNTING.items()):
         return "has malformed notes or ledger"
     if attrs.get("count") is not None and not readable_count(attrs["count"]):
         return "has a row count that is not one pillar reads"
@@ -273,8 +274,8 @@ def _gsd_ranking(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
     if not attrs["ranking"] or len(arrays["distance"]) != len(attrs["ranking"]) or \
             not np.isfinite(arrays["distance"]).all():
         return "has an empty ranking or distances that do not match it"
-    if isinstance(attrs.get("ledger"), dict) and not PrivacyUnit.readable(attrs["ledger"].get("unit")):
-        return "has a DP release whose unit is neither a row nor a person"
+    if "ledger" in attrs and not DPRelease.readable(attrs["ledger"], Released.PUBLIC_CHOICE):
+        return "has a DP release pillar does not read (its event, unit, ε or δ: a DP-GSD names its unit)"
     return None
 
 

@@ -1,34 +1,35 @@
-"""A release's privacy statement in words: what its ε covers and what it does not, generated from what the statement
-records of how its head was trained (`basis`) when it is released and again on every read, so that an edit of the
-words alone cannot make them say more than the record; the one-line summary of its numbers and words; and the
-statement as one typed record, read and written here."""
+"""A release's privacy statement: its guarantee (the plan's one record, for the head released), its ε and the DP
+event tree it is recomputed from, and in words what ε covers and what it does not — words generated from the
+guarantee and what the statement records of how its head was trained (`basis`) when it is released and again on
+every read, so that an edit of the words alone cannot make them say more than the record; the one-line summary of
+its numbers and words; and the statement as one typed record, made by `make_statement` (a release, and the Python
+API's `ledger_`), read and written here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
+from pillar_cli.privacy.accountants import get_accountant
 from pillar_cli.privacy.basis import StatementBasis
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import Event, event_from_dict, headline
 from pillar_cli.privacy.guarantee import Guarantee
-from pillar_cli.privacy.unit import PrivacyUnit
 from pillar_cli.privacy.ledger import Ledger
-from pillar_cli.privacy.risk import risk_words
+from pillar_cli.privacy.risk import risk_of, risk_words
 from pillar_cli.privacy.risk_target import RiskTarget
+from pillar_cli.privacy.unit import PrivacyUnit
+from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 
 BASIS = {"trained_on": list, "rule": (dict, type(None)), "selected": str, "cells": int,
-         "public_choice": (dict, type(None))}  # what a statement records of its head's training ("projection",
-# the DP-PCA release its projection came from, only where there is one; "premises", how its embeddings fixed their
-# class set and splits, where they record it)
+         "public_choice": (str, type(None))}  # what a statement records of its head's training ("premises", how its
+# embeddings fixed their class set and splits, where they record it)
+SAID = ("delta", "accountant", "neighbouring", "unit", "count")  # what a statement also states of its guarantee, flat,
+# for readers outside pillar: each must say what the guarantee says
 
 
 def statement_words(statement: dict) -> tuple[list[str], list[str], list[str]]:
-    """(covers, not_covered, rests_on) of a statement: made by its guarantee (its unit, the row count it read, if
-    any) from its basis and mechanism."""
-    count = RowCount.from_dict(statement["count"]) if "count" in statement else None
-    guarantee = Guarantee(PrivacyUnit.from_attrs(statement.get("unit")), count, statement["accountant"],
-                          float(statement["delta"]))
-    return guarantee.words(StatementBasis.of(statement))
+    """(covers, not_covered, rests_on) of a statement: made by its guarantee from its basis and mechanism."""
+    return Guarantee.from_attrs(statement["guarantee"]).words(StatementBasis.of(statement))
 
 
 def statement_summary(statement: dict) -> str:
@@ -37,6 +38,13 @@ def statement_summary(statement: dict) -> str:
     return (f"(ε = {statement['epsilon']:.4g}, δ = {statement['delta']:g})-DP ({statement['accountant']}) for "
             f"{statement['neighbouring']}; covers: {'; '.join(statement['covers'])}; does not cover: "
             f"{'; '.join(statement['not_covered'])}" + (f"; rests on: {'; '.join(rests_on)}" if rests_on else ""))
+
+
+def said_of(guarantee: Guarantee) -> dict:
+    """The flat fields a statement states of its guarantee."""
+    return {"delta": guarantee.delta_total, "accountant": guarantee.accountant,
+            "neighbouring": guarantee.unit.neighbouring, "unit": guarantee.unit.to_attrs(),
+            **({} if guarantee.count is None else {"count": guarantee.count.to_dict()})}
 
 
 def words_problem(statement: dict) -> str | None:
@@ -56,15 +64,13 @@ def words_problem(statement: dict) -> str | None:
 @dataclass(frozen=True, kw_only=True)
 class Statement:
     """A released head's privacy statement (a classifier's `privacy` attribute, an export's metadata) as its readers
-    use it; stored as the dict `to_attrs` gives, checked by artifacts/schema.py before it is read."""
+    use it; stored as the dict `to_attrs` gives, checked by artifacts/statement_schema.py before it is read."""
 
+    guarantee: Guarantee  # the plan's, for this head: its unit and relation, the count it read, δ, upstream releases
     epsilon: float
-    delta: float
     epsilon_target: float
-    accountant: str
     clip: float
-    neighbouring: str
-    event: Event  # the DP event tree its ε is recomputed from
+    event: Event  # the DP event tree its ε is recomputed from (the count and the upstream releases in it)
     steps: int
     covers: tuple[str, ...]
     not_covered: tuple[str, ...]
@@ -74,12 +80,32 @@ class Statement:
     mechanism: str = ""
     basis: StatementBasis  # how the head was trained, which the words are made from
     noise: dict | None = None  # where its noise came from
-    count: RowCount | None = None  # the row count it read; None: none
-    unit: PrivacyUnit = field(default_factory=PrivacyUnit)  # what neighbouring datasets differ by (a row where a
-    # statement written before units were recorded names none)
     rests_on: tuple[str, ...] = ()  # what it assumes of the public side (privacy/premises.py), in words
     risk: dict | None = None  # what it allows an attacker (privacy/risk.py Risk.to_attrs); None: not recorded
     risk_target: RiskTarget | None = None  # the risk its ε was calibrated to; None: ε was given
+
+    @property
+    def delta(self) -> float:
+        """The δ its ε holds at: its guarantee's total (the runs' and every upstream release's)."""
+        return self.guarantee.delta_total
+
+    @property
+    def accountant(self) -> str:
+        return self.guarantee.accountant
+
+    @property
+    def unit(self) -> PrivacyUnit:
+        """What neighbouring datasets differ by."""
+        return self.guarantee.unit
+
+    @property
+    def count(self) -> RowCount | None:
+        """The row count the head read; None: none."""
+        return self.guarantee.count
+
+    @property
+    def neighbouring(self) -> str:
+        return self.guarantee.unit.neighbouring
 
     @property
     def risk_sentence(self) -> str | None:
@@ -96,26 +122,43 @@ class Statement:
     def from_attrs(cls, attrs: dict) -> Statement:
         known = {f.name for f in fields(cls)}
         values = {key: value for key, value in attrs.items() if key in known}
-        count, target = attrs.get("count"), attrs.get("risk_target")
+        target = attrs.get("risk_target")
         return cls(**values | {"covers": tuple(attrs["covers"]), "not_covered": tuple(attrs["not_covered"]),
                                "rests_on": tuple(attrs.get("rests_on") or ()), "event": event_from_dict(attrs["event"]),
-                               "count": None if count is None else RowCount.from_dict(count),
+                               "guarantee": Guarantee.from_attrs(attrs["guarantee"]),
                                "basis": StatementBasis.of(attrs),
-                               "risk_target": target and RiskTarget.from_attrs(target),
-                               "unit": PrivacyUnit.from_attrs(attrs.get("unit"))})
+                               "risk_target": target and RiskTarget.from_attrs(target)})
 
     def to_attrs(self) -> dict:
         attrs = {f.name: value for f in fields(self) if (value := getattr(self, f.name)) is not None and value != ()}
-        return attrs | {"covers": list(self.covers), "not_covered": list(self.not_covered),
-                        "event": self.event.to_dict(), "unit": self.unit.to_attrs(), "basis": self.basis.to_attrs()} | \
+        return attrs | said_of(self.guarantee) | {
+            "guarantee": self.guarantee.to_attrs(), "covers": list(self.covers), "not_covered": list(self.not_covered),
+            "event": self.event.to_dict(), "basis": self.basis.to_attrs()} | \
             ({"rests_on": list(self.rests_on)} if self.rests_on else {}) | \
-            ({} if self.count is None else {"count": self.count.to_dict()}) | \
             ({} if self.risk_target is None else {"risk_target": self.risk_target.to_attrs()})
 
     def ledger(self) -> Ledger:
-        """The ledger a loaded release shows as `ledger_` (privacy/ledger.py)."""
-        count = self.count
-        training = self.event if count is None else count.without_count(self.event)
+        """The ledger a loaded release or a fit shows as `ledger_` (privacy/ledger.py)."""
+        count, reproducible = self.count, noise_is_reproducible({"noise": self.noise})
+        training = self.guarantee.own(self.event)
+        not_covered = [*self.not_covered, *([NOT_PRIVATE_NOTE] if reproducible else [])]  # a fit's: a release refuses it
         return Ledger(self.accountant, self.epsilon_target, self.epsilon, self.delta, *headline(training), self.steps,
-                      self.clip, self.event, self.epsilon_is_upper_bound, "; ".join(self.covers), False,
-                      "; ".join(self.not_covered), count, self.unit)
+                      self.clip, self.event, self.epsilon_is_upper_bound, "; ".join(self.covers), reproducible,
+                      "; ".join(not_covered), count, self.unit, self.guarantee)
+
+
+def make_statement(*, guarantee: Guarantee, event: Event, epsilon: float, epsilon_target: float, steps: int,
+                   clip: float, basis: StatementBasis, noise: dict | None,
+                   risk_target: RiskTarget | None = None) -> Statement:
+    """One head's statement under `guarantee` (the plan's, for that head): its event tree and ε, how it was trained
+    (`basis`), its words and the risk its whole tree allows — for a release and for a fit alike."""
+    accountant = get_accountant(guarantee.accountant)
+    covers, not_covered, rests_on = guarantee.words(basis)
+    attrs = {"epsilon": epsilon, "epsilon_target": epsilon_target, "clip": clip, "event": event.to_dict(),
+             "steps": steps, "covers": covers, "not_covered": not_covered, "rests_on": rests_on,
+             "accountant_description": accountant.description, "epsilon_is_upper_bound": accountant.upper_bound,
+             "mechanism": basis.mechanism, "basis": basis.to_attrs(), "noise": noise,
+             "risk": risk_of(event).to_attrs(), "guarantee": guarantee.to_attrs(), **said_of(guarantee),
+             **({} if risk_target is None else {"risk_target": risk_target.to_attrs()})}
+    attrs["summary"] = statement_summary(attrs)
+    return Statement.from_attrs(attrs)

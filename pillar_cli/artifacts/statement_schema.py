@@ -1,20 +1,22 @@
-"""What a release's privacy statement must hold to be read: fields of their types, a δ below 1/ñ of the count it
-read, an ε no smaller than its DP event spends, a risk record in [0, 1], and a summary that says what its numbers
-say. Classifier artifacts and exports (artifacts/schema.py) both check their statement here.
+"""What a release's privacy statement must hold to be read: its guarantee record, fields of their types that say what
+the guarantee says, a δ below 1/ñ of the count it read, an ε no smaller than its DP event spends, a risk record in
+[0, 1], and a summary that says what its numbers say. Classifier artifacts and exports (artifacts/schema.py) both
+check their statement here.
 """
 
 from __future__ import annotations
 
 import json
 
-from pillar_cli.artifacts.statement import statement_summary, words_problem
+from pillar_cli.artifacts.statement import SAID, said_of, statement_summary, words_problem
 from pillar_cli.errors import PillarError
-from pillar_cli.privacy.unit import PrivacyUnit
+from pillar_cli.privacy.guarantee import Guarantee
 from pillar_cli.privacy.risk_target import RiskTarget
+from pillar_cli.version import __version__
 
 STATEMENT = {"epsilon": (int, float), "delta": (int, float), "epsilon_target": (int, float), "accountant": str,
              "clip": (int, float), "neighbouring": str, "event": dict, "steps": int, "covers": list,
-             "not_covered": list, "summary": str}  # a release's privacy statement
+             "not_covered": list, "summary": str, "guarantee": dict}  # a release's privacy statement
 
 
 def claims_that_fail(claims: list[tuple[str, float]], accountant: str, delta: float) -> str | None:
@@ -36,6 +38,9 @@ def claims_that_fail(claims: list[tuple[str, float]], accountant: str, delta: fl
 def statement_problem(statement: dict) -> str | None:
     """A statement whose fields are not of their types, whose δ is not below 1/ñ of the count it read, or whose ε is
     below what its DP event spends (privacy/claims.py)."""
+    if "guarantee" not in statement:
+        return (f"has a privacy statement written before a statement held its guarantee as one record (pillar "
+                f"{__version__} reads only those): release it again from a model trained with this version")
     wrong = [key for key, kind in STATEMENT.items() if not isinstance(statement.get(key), kind)
              or isinstance(statement.get(key), bool)]
     if wrong or not all(isinstance(text, str) for key in ("covers", "not_covered") for text in statement[key]):
@@ -45,8 +50,12 @@ def statement_problem(statement: dict) -> str | None:
         return "has a privacy statement whose risk_target is not a TPR above an FPR, both in (0, 1)"
     if "risk" in statement and not risk_record(statement["risk"]):
         return "has a privacy statement whose risk is not a record of TPRs in [0, 1] and an advantage"
-    if not PrivacyUnit.readable(statement.get("unit")):
-        return "has a privacy statement whose unit is neither a row nor a person"
+    guarantee = guarantee_of(statement["guarantee"])
+    if guarantee is None:
+        return "has a privacy statement whose guarantee is not one pillar reads (a unit, relation, count or release)"
+    if {key: statement.get(key) for key in SAID if key in statement or key == "count"} != \
+            {key: said_of(guarantee).get(key) for key in SAID}:
+        return "has a privacy statement whose δ, accountant, unit or count is not what its guarantee says"
     rows = (statement.get("count") or {}).get("value")
     if not 0 < statement["delta"] < (1 / rows if isinstance(rows, (int, float)) and rows >= 1 else 1):
         return f"states δ = {statement['delta']:g}, not below 1/ñ of the count of training rows it read"
@@ -68,3 +77,11 @@ def risk_record(risk: object) -> bool:
     numbers = [*risk["tpr_at_fpr"].values(), risk.get("advantage")]
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in numbers) and \
         set(risk["tpr_at_fpr"]) >= {"0.001", "0.01", "0.1"}
+
+
+def guarantee_of(record: object) -> Guarantee | None:
+    """The guarantee a file records, or None where pillar does not read it."""
+    try:
+        return Guarantee.from_attrs(record)  # type: ignore[arg-type]
+    except (KeyError, TypeError, ValueError, AttributeError, PillarError):
+        return None

@@ -6,6 +6,7 @@ Anything that needs every row at once (`np.asarray(rows)`) still gets them, read
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -97,6 +98,17 @@ def all_finite(rows: np.ndarray | StoredRows) -> bool:
     """Whether every value is finite, summed a block at a time in float64 (NaN and Inf carry through a sum): no
     n × d mask, and rows on disk stay there."""
     return all(np.isfinite(np.sum(block, dtype=np.float64)) for _, block in row_blocks(rows))
+
+
+def data_digest(rows: np.ndarray | StoredRows, *columns: np.ndarray) -> str:
+    """A sha256 naming rows (a block at a time) and per-row columns (labels, persons): what names a dataset's content
+    where no file does."""
+    digest = hashlib.sha256()
+    for _, block in row_blocks(rows):
+        digest.update(np.ascontiguousarray(block, dtype=np.float32))
+    for column in columns:
+        digest.update(np.ascontiguousarray(column, dtype=np.int64))
+    return digest.hexdigest()
 
 
 def non_finite_rows(rows: np.ndarray | StoredRows) -> int:

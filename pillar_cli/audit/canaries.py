@@ -124,7 +124,7 @@ def run_audit(method: Method, data: SweepData, k: int | None, epsilon: float, co
     planted = replace(privacy, clip=privacy.clip * settings.clip_scale)  # noise σ·clip: σ scaled down to match
     cell = Cell(audited, mapping, mapping.width(), epsilon, [config], planted, "fast", device,
                 method.options_or_defaults(options),
-                noise=lambda rate, steps: settings.noise_scale * sigma / settings.clip_scale, count=units)
+                noise=lambda rate, steps: settings.noise_scale * sigma / settings.clip_scale)
     (run,) = method.train_cell(cell)
     rows = method.features(mapping, canary_rows, mapping.width())
     scores = _losses(run.head, np.zeros_like(rows), labels) - _losses(run.head, rows, labels)

@@ -34,6 +34,7 @@ from pillar_cli.methods.inputs import SweepSources, read_sweep_inputs
 from pillar_cli.methods.plan import plan_sweep
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import run_plan
+from pillar_cli.privacy.count import independent_counts
 from pillar_cli.projection.fitting import ProjectionRecipe, fit_projection
 from pillar_cli.release.choice import release_classifier
 from pillar_cli.release.exported import EXPORT_FORMATS
@@ -174,8 +175,10 @@ def _pipeline(directory: Path, plan: NeighbourPlan, number: int) -> dict[str, di
     fitted = fit_projection(f"{here / 'emb.h5'}:{split}", plan.projection)
     artifacts.write(here / "pca.h5", fitted.artifact, inputs=fitted.inputs)
     inputs = read_sweep_inputs(plan.train, str(here / "emb.h5"), here / "pca.h5", plan.sources)
-    artifacts.write(here / "model.h5", inputs.model(run_plan(inputs.data, plan_sweep(inputs.data, plan.train))),
-                    inputs=inputs.refs)
+    with independent_counts():  # each run its own draw of the count, as another data holder's run would be (a
+        # holder's later runs reuse theirs: privacy/count.py)
+        planned = plan_sweep(inputs.data, plan.train)
+    artifacts.write(here / "model.h5", inputs.model(run_plan(inputs.data, planned)), inputs=inputs.refs)
     model = artifacts.read(here / "model.h5", "model")
     shipped, seen = [], {}
     for cell in ModelRecord.of(model).selection:

@@ -38,6 +38,7 @@ from pillar_cli.errors import UsageError
 from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
+from pillar_cli.methods.plan import guarantee_of
 from pillar_cli.privacy import event_from_dict, validate_budget
 from pillar_cli.privacy.file_guarantee import ReleasedHead, joint_epsilon, whole_file
 from pillar_cli.randomness import SECRET, NoiseSource
@@ -134,7 +135,8 @@ def _model_file(method: Method, canaries: Canaries, epsilons: list[float], confi
             heads.append(ReleasedHead(run.event, run.epsilon_spent, run.batches and (width, epsilon, *run.batches),
                                       delta=privacy.delta))
     record = ModelRecord(num_classes=canaries.data.num_classes, n_private=len(canaries.data.private_x),
-                         ledger=ModelLedger(accountant=privacy.accountant, clip=privacy.clip, delta=privacy.delta),
+                         guarantee=guarantee_of(privacy.unit, privacy.accountant, privacy.delta),
+                         ledger=ModelLedger(clip=privacy.clip),
                          selection_note="", noise=privacy.noise.describe(),
                          whole_file=whole_file(heads, privacy.delta, privacy.noise.reproducible))
     return model_artifact(records, {}, np.zeros(width, np.float32), np.ones(width, np.float32), record)

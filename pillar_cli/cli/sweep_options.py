@@ -27,7 +27,8 @@ MAX_TPR = typer.Option(None, help="Instead of --eps: calibrate ε so that no mem
                        "a true-positive rate above this at --at-fpr (the trade-off curve of each head's DP tree, "
                        "privacy/risk_target.py). E.g. 0.05")
 AT_FPR = typer.Option(0.01, help="The false-positive rate --max-tpr holds at.")
-DELTA = typer.Option(1e-5, help="Target δ; must be below 1/ñ, ñ the released count of training rows.")
+DELTA = typer.Option("auto", help="Target δ, below 1/ñ (ñ the released count of training rows); auto = 1e-5, or "
+                     "0.1/ñ where that is smaller.")
 LR = typer.Option("auto", help="Learning rates, comma-separated; auto = the default rule, n·ε/(32·steps) "
                   "(about ε·B/512, B the batch size; 0.1 without privacy).")
 STEPS = typer.Option("auto", help="Numbers of DP-SGD steps, comma-separated; auto = the default rule, "
@@ -89,7 +90,8 @@ def sweep_request(params: dict[str, Any]) -> SweepRequest:
         ridge=tuple(None if r == AUTO else r for r in float_or_auto_list(params["ridge"], "--ridge")),
         select=_selection(params["select"], params["trials"], params["trials_shape"], params["score_share"]),
         shard=parse_shard(params["shard"]), method_options=options_by_method(params),
-        **{name: params[name] for name in ("momentum", "weight_decay", "ema", "delta", "clip", "accountant",
+        delta=float_or_auto_list(params["delta"], "--delta")[0],
+        **{name: params[name] for name in ("momentum", "weight_decay", "ema", "clip", "accountant",
                                            "noise_seed", "n_public", "val", "engine", "device", "privacy_unit",
                                            "max_tpr", "at_fpr")})
 

@@ -41,7 +41,7 @@ def train_private(
     eps: str = EPS,
     max_tpr: Optional[float] = MAX_TPR,
     at_fpr: float = AT_FPR,
-    delta: float = DELTA,
+    delta: str = DELTA,
     n_public: bool = NPublicOption,
     privacy_unit: str = PRIVACY_UNIT,
     lr: str = LR,

@@ -6,7 +6,7 @@ linear head's.
 
 May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `gsd.probes` (the pixel-row layout),
 `embedding.networks`, `embedding.weights` (the networks, checkpoint loading), `methods.estimator` (the softmax
-classifier a released network is, and its class labels).
+classifier a released network is, and its class labels), `methods.plan` (where a guarantee is made).
 """
 
 from pillar_cli.finetune.runs import METHODS, Pretrained, check_disjoint, network_spec, networks_artifact, \

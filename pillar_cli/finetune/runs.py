@@ -26,12 +26,13 @@ from pillar_cli.embedding.networks import (
 )
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.finetune.training import FinetuneConfig, finetune
+from pillar_cli.methods.plan import guarantee_of
 from pillar_cli.gsd.probes import stored_image_shape
 from pillar_cli.lazy import torch
 from pillar_cli.privacy import event_from_dict, get_accountant, require_public_start, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
 from pillar_cli.privacy.file_guarantee import ReleasedHead, whole_file
-from pillar_cli.privacy.unit import adjacency
+from pillar_cli.privacy.unit import PrivacyUnit, adjacency
 from pillar_cli.privacy.relation import ROW_RELATIONS
 
 
@@ -136,8 +137,7 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
     private = records[0].key.method != "pretrain"
     accountant = get_accountant(config.accountant)
     ledger = ModelLedger(
-        accountant=config.accountant, delta=config.delta, clip=config.clip,
-        accountant_description=accountant.description, epsilon_is_upper_bound=accountant.upper_bound,
+        clip=config.clip, accountant_description=accountant.description, epsilon_is_upper_bound=accountant.upper_bound,
         mechanism=(f"DP-SGD on every weight through opacus ({config.grad_sample_mode} clipping), Poisson sampling, "
                    f"Gaussian noise σ·clip; {adjacency(ROW_RELATIONS)}") if private else
         "none: non-private training on public labelled rows",
@@ -148,6 +148,7 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
              for r in records] if private else []  # each network drew its own batches and noise
     record = ModelRecord(
         num_classes=spec.num_classes, n_private=len(train.features) if private else 0, ledger=ledger,
+        guarantee=guarantee_of(PrivacyUnit(), config.accountant, config.delta, count=count if private else None),
         feature_space="flattened pixels (HWC, /255); the network reads them as NCHW images",
         max_epsilon_spent=max(r.epsilon_spent for r in records),
         mechanisms={method: METHODS[method].description for method in sorted({r.key.method for r in records})},
@@ -158,7 +159,7 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
         noise=config.noise.describe() if private else {},
         whole_file=whole_file(heads, config.delta, config.noise.reproducible, count=count.segments) if private
         else None,
-        count={**count.to_dict(), "read_by": sorted({r.key.method for r in records})} if private else None)
+        count_read_by=tuple(sorted({r.key.method for r in records})) if private else ())
     artifact = network_artifact(records, states, train.features.shape[1], record)
     artifact.arrays.update({f"rows/{name}": ids for name, ids in rows.items()})
     return artifact

@@ -7,6 +7,7 @@ subspace, and the projection metric between two subspaces, sqrt(1 − ‖V₁ᵀ
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -16,6 +17,7 @@ from pillar_cli.errors import DataError, param
 from pillar_cli.gsd.probes import Probe
 from pillar_cli.gsd.releases import DPSettings, DPSubspaceResult, dp_gradient_subspace
 from pillar_cli.gsd.subspace import GradientMatrix, Subspace, top_right_singular_vectors
+from pillar_cli.privacy.unit import Units
 
 
 def projection_metric(v1: np.ndarray, v2: np.ndarray) -> float:
@@ -23,6 +25,15 @@ def projection_metric(v1: np.ndarray, v2: np.ndarray) -> float:
     k = v1.shape[1]
     overlap = float(np.linalg.norm(v1.T @ v2) ** 2) / k
     return float(np.sqrt(np.clip(1.0 - overlap, 0.0, 1.0)))
+
+
+def row_labels(inputs: np.ndarray, num_classes: int, seed: int) -> np.ndarray:
+    """A random label for every row drawn from the row itself (blake2b of its bytes, keyed by the seed): deleting one
+    row leaves every other row's label as it was, which labels by position would not (the DP-GSD's neighbours)."""
+    key = seed.to_bytes(8, "little", signed=True)
+    return np.array([int.from_bytes(hashlib.blake2b(np.ascontiguousarray(row).tobytes(), digest_size=8,
+                                                    key=key).digest(), "little") % num_classes
+                     for row in inputs], dtype=np.int64)
 
 
 def random_rows_and_labels(n: int, max_samples: int, num_classes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -63,6 +74,7 @@ class GSDPlan:
     private: GradientMatrix
     candidates: list[GradientMatrix]
     settings: GSDSettings
+    units: Units | None = None  # the private rows' units, which a DP release bounds (None: each row its own)
 
     @property
     def gradient_rows(self) -> int:
@@ -79,7 +91,7 @@ class GSDPlan:
             private = top_right_singular_vectors(self.private, k, seed)
             reference = private.basis
         else:
-            released = dp_gradient_subspace(self.private, k, self.settings.dp)
+            released = dp_gradient_subspace(self.private, k, self.settings.dp, self.units)
             reference = released.basis
         candidates = [top_right_singular_vectors(matrix, k, seed + 1 + i) for i, matrix in enumerate(self.candidates)]
         distances = [projection_metric(reference, subspace.basis) for subspace in candidates]
@@ -95,10 +107,17 @@ class GSDResult:
 
 
 def plan_gsd(private: tuple[np.ndarray, Probe], candidates: list[tuple[np.ndarray, Probe]],
-             settings: GSDSettings) -> GSDPlan:
-    """GSD between the private inputs and each candidate, each read by its copy of the same probe."""
+             settings: GSDSettings, units: Units | None = None) -> GSDPlan:
+    """GSD between the private inputs and each candidate, each read by its copy of the same probe; with DP, every
+    private row, labelled from its own content, and `units` (the private rows' persons, where they name them)."""
     inputs, probe = private
-    rows = len(inputs) if settings.dp is not None else None
-    return GSDPlan(gradient_matrix(probe, inputs, settings, settings.seed, max_samples=rows),
-                   [gradient_matrix(p, x, settings, settings.seed + 1 + i) for i, (x, p) in enumerate(candidates)],
-                   settings)
+    if settings.dp is None:
+        matrix = gradient_matrix(probe, inputs, settings, settings.seed)
+    else:
+        if len(inputs) < settings.k:
+            raise DataError(f"a GSD input has {len(inputs)} rows, fewer than {param('k')} {settings.k}")
+        rows = np.asarray(inputs)
+        matrix = GradientMatrix(probe, rows, row_labels(rows, settings.num_classes, settings.seed),
+                                normalize_rows=settings.normalize_rows)
+    return GSDPlan(matrix, [gradient_matrix(p, x, settings, settings.seed + 1 + i)
+                            for i, (x, p) in enumerate(candidates)], settings, units)

@@ -89,13 +89,13 @@ def prepare(private: Split, candidates: list[Split], names: list[str], probe: Pr
     if dp is not None:
         if not np.isfinite(dp.epsilon):
             raise UsageError(f"{param('epsilon')} must be finite (got {dp.epsilon}); omit it for non-private GSD")
-        validate_budget(dp.epsilon, dp.delta, len(private.features), non_private_allowed=False)
+        validate_budget(dp.epsilon, dp.delta, private.units.count, non_private_allowed=False)
     model = probe.build(private.features.shape[1], private.recipe, num_classes, seed)
     probed = [(c.features, model.for_dataset(c.features.shape[1], c.recipe, f"candidate {name}"))
               for c, name in zip(candidates, names)]
     settings = GSDSettings(k, num_classes, seed, max_samples, dp, normalize_rows)
-    return GSDJob(plan_gsd((private.features, model), probed, settings), names, model.description, settings,
-                  private.name, private_candidates)
+    return GSDJob(plan_gsd((private.features, model), probed, settings, private.units), names, model.description,
+                  settings, private.name, private_candidates)
 
 
 def gradient_subspace_distance(private: np.ndarray, public: np.ndarray, *, num_classes: int, k: int = 8,

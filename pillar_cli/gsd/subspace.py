@@ -192,12 +192,15 @@ def _orthonormal(basis: np.ndarray) -> np.ndarray:
     return basis @ np.linalg.inv(np.linalg.cholesky(basis.T @ basis)).T  # Cholesky QR
 
 
-def clipped_gram(matrix: GradientMatrix, clip: float) -> np.ndarray:
-    """Σ_i g̃_i g̃_iᵀ over rows clipped to norm ≤ `clip`: one row changes it by at most clip² (Frobenius)."""
+def clipped_gram(matrix: GradientMatrix, clip: float, weights: np.ndarray | None = None) -> np.ndarray:
+    """Σ_i w_i g̃_i g̃_iᵀ over rows clipped to norm ≤ `clip`, with each row's weight w_i ≤ 1 (None: 1): one row, or
+    a group of rows whose weights sum to 1, changes it by at most clip² (Frobenius)."""
     gram = np.zeros((matrix.dim, matrix.dim))
-    for _, gradients in matrix.blocks():
+    for rows, gradients in matrix.blocks():
         gradients = gradients.astype(np.float64)
         norms = np.linalg.norm(gradients, axis=1, keepdims=True)
         clipped = gradients * np.minimum(1.0, clip / np.maximum(norms, 1e-12))
+        if weights is not None:
+            clipped *= np.sqrt(weights[rows])[:, None]
         gram += clipped.T @ clipped
     return gram

@@ -18,6 +18,7 @@ import numpy as np
 from pillar_cli.errors import UsageError, param
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import Cell, Method, Run
+from pillar_cli.privacy import Event, composed, dp_sgd_event
 from pillar_cli.privacy.rdp import TrialCount
 from pillar_cli.privacy.selection import SelectionPlan, plan_selection
 from pillar_cli.privacy.unit import PERSON, PrivacyUnit, adjacency
@@ -66,7 +67,8 @@ def select_privately(method: Method, cell: Cell, val_z: np.ndarray, val_y: np.nd
     privacy = cell.privacy
     count = selection.count(len(next(iter(by_seed.values()))))
     mechanisms = {method.mechanism(c, cell.rows) for c in cell.configs}
-    plan = plan_selection(cell.epsilon, privacy.delta, count, selection.score_share, mechanisms, cell.rows.event)
+    epsilon, delta, prior = _budget(cell)
+    plan = plan_selection(epsilon, delta, count, selection.score_share, mechanisms, prior)
     trials = {seed: _draw_trials(cell.randomness.child("trials", seed).numpy(), candidates, count)
               for seed, candidates in by_seed.items()}
     noise = plan.training
@@ -87,6 +89,17 @@ def select_privately(method: Method, cell: Cell, val_z: np.ndarray, val_y: np.nd
                                      replace(run, event=plan.event, epsilon_spent=plan.epsilon), score))
         records.append(_record(cell, method, seed, by_seed[seed], plan, count, len(val_y)))
     return released, records
+
+
+def _budget(cell: Cell) -> tuple[float, float, Event | None]:
+    """(ε, δ) a cell's selection is planned at, and the Gaussian releases it composes with: those of what its heads
+    rest on (the count they read, upstream Gaussian releases) at δ_total, a pure-ε upstream release taken off ε."""
+    if cell.guarantee is None:
+        return cell.epsilon, cell.privacy.delta, None
+    segments, pure = cell.guarantee.fixed()
+    cell.guarantee.own_budget(cell.epsilon)  # refuses where the upstream releases leave nothing
+    prior = composed(*(dp_sgd_event(*segment) for segment in segments)) if segments else None
+    return cell.epsilon - pure, cell.guarantee.delta_total, prior
 
 
 def _draw_trials(rng: np.random.Generator, candidates: list[RunConfig], count: TrialCount) -> list[tuple]:
@@ -116,7 +129,8 @@ def _record(cell: Cell, method: Method, seed: int, candidates: list[RunConfig], 
                       "candidates": configurations,
                       "score": {"statistic": PERSON_SCORE if cell.privacy.unit.is_person else SCORE,
                                 "n_val": n_val}},
-            "event": cell.rows.with_count(plan.event).to_dict(),
+            "event": cell.compose(plan.event).to_dict(),
             "trial_training_epsilon": plan.training_epsilon, "score_share_order": plan.reference_order,
-            "epsilon": plan.epsilon, "delta": cell.privacy.delta}
+            "epsilon": cell.spent_epsilon(plan.event) if cell.guarantee else plan.epsilon,
+            "delta": cell.privacy.delta if cell.guarantee is None else cell.guarantee.delta_total}
 

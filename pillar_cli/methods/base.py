@@ -22,8 +22,10 @@ from pillar_cli.artifacts.model import RunKey
 from pillar_cli.errors import DataError
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.privacy import Event, calibrate_noise, spent_epsilon
-from pillar_cli.privacy.count import COUNT_SHARE, RowCount
+from pillar_cli.privacy.count import COUNT_SHARE, DEFAULT_DELTA, RowCount
 from pillar_cli.privacy.file_guarantee import ReleasedHead
+from pillar_cli.privacy.guarantee import Guarantee
+from pillar_cli.privacy.release import DPRelease
 from pillar_cli.privacy.unit import PrivacyUnit, Units
 from pillar_cli.privacy.relation import ROW_RELATIONS, Relation
 from pillar_cli.projection import LinearMap, PublicPCA, project
@@ -54,7 +56,7 @@ class OptionSpec:
 
 @dataclass(frozen=True)
 class PrivacySettings:
-    delta: float = 1e-5
+    delta: float = DEFAULT_DELTA  # resolved: the plan sets the default (privacy/count.py default_delta)
     clip: float = 1.0
     accountant: str = "prv"
     noise: NoiseSource = SECRET  # where every private draw comes from (seeded only for experiments: NOT DP)
@@ -81,7 +83,8 @@ class SweepData:
     public_labelled: tuple[np.ndarray, np.ndarray] | None = None  # labelled public rows (AdaDPS's preconditioner)
     units: Units = None  # type: ignore[assignment]  # each training row's unit (left out: each row its own)
     val_units: Units | None = None  # each val row's unit, where there are val rows (left out: each row its own)
-    public_choice: dict | None = None  # the record of the DP-GSD release that chose the public data, where one did
+    public_choice: DPRelease | None = None  # the DP-GSD release that chose the public data, where one did
+    rows_named: str | None = None  # a digest naming the training rows' content (None: hashed when the count is drawn)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "units", self.units or Units.rows(len(self.private_x)))
@@ -110,13 +113,15 @@ class Cell:
     options: Any = None  # the method's options (an instance of its `options` dataclass; None: it has none)
     on_steps: Callable[[int], None] = lambda n: None  # hears of steps done, summed over configurations
     noise: Callable[[float, int], float] | None = None  # σ by (sample rate, steps) when a private selection sets it
-    count: RowCount | None = None  # what values derived from n read (None: the exact number of private rows)
+    guarantee: Guarantee | None = None  # the plan's, as this cell's heads rest on it (None: a run alone, as an audit
+    # trains it: nothing upstream, the exact count)
 
     @property
     def rows(self) -> RowCount:
         """The count of units (rows, or persons) this cell's mechanisms read: the sweep's noisy count when the
         method reads one."""
-        return self.count or RowCount.exact(self.units.count, of=self.privacy.unit.counted)
+        count = None if self.guarantee is None else self.guarantee.count
+        return count or RowCount.exact(self.units.count, of=self.privacy.unit.counted)
 
     @functools.cached_property
     def units(self) -> Units:
@@ -136,15 +141,26 @@ class Cell:
             return self.noise(sample_rate, steps)
         if math.isinf(self.epsilon):
             return 0.0
-        return calibrate_noise(self.privacy.accountant, self.epsilon, self.privacy.delta, sample_rate, steps,
-                               fixed=self.rows.segments)
+        if self.guarantee is None:
+            return calibrate_noise(self.privacy.accountant, self.epsilon, self.privacy.delta, sample_rate, steps)
+        return self.guarantee.noise(self.epsilon, sample_rate, steps)
+
+    def own_budget(self) -> float:
+        """The ε a head's own pure-ε mechanism may spend: the cell's, less what the head rests on."""
+        return self.epsilon if self.guarantee is None else self.guarantee.own_budget(self.epsilon)
+
+    def compose(self, event: Event) -> Event:
+        """A run's tree with everything it rests on: the row count it read and the upstream releases."""
+        return event if self.guarantee is None else self.guarantee.compose(event)
 
     def spent_epsilon(self, event: Event) -> float:
-        """A run's ε by the cell's accountant, the row count's release composed in; NaN for a trial of a private
-        selection, whose ε is the selection's."""
+        """A run's ε by the cell's accountant, everything it rests on composed in (at δ_total); NaN for a trial of a
+        private selection, whose ε is the selection's."""
         if self.noise is not None:
             return math.nan
-        return spent_epsilon(self.privacy.accountant, self.rows.with_count(event), self.privacy.delta)
+        if self.guarantee is None:
+            return spent_epsilon(self.privacy.accountant, event, self.privacy.delta)
+        return self.guarantee.epsilon(self.guarantee.compose(event))
 
 
 @dataclass(frozen=True, kw_only=True)

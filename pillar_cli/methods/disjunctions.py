@@ -25,7 +25,7 @@ import numpy as np
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, SweepData, Run, each_run, option
-from pillar_cli.privacy import ExponentialEvent, spent_epsilon
+from pillar_cli.privacy import ExponentialEvent
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.exponential import exponential_mechanism
 from pillar_cli.privacy.relation import Relation
@@ -86,8 +86,8 @@ class ExponentialMechanismDisjunctions(Method):
         raise NotImplementedError
 
     def train_cell(self, cell: Cell) -> list[Run]:
-        event = ExponentialEvent(cell.epsilon)  # pure ε whatever the number of candidates
-        spent = spent_epsilon(cell.privacy.accountant, event, cell.privacy.delta)
+        event = ExponentialEvent(cell.own_budget())  # pure ε whatever the number of candidates
+        spent = cell.spent_epsilon(event)
         return [each_run(cell, config, lambda config=config: self._run(cell, config, event, spent))
                 for config in cell.configs]
 
@@ -103,7 +103,7 @@ class ExponentialMechanismDisjunctions(Method):
                 yield -counter.errors(chunk).astype(np.float64)
 
         rng = cell.randomness.child("exponential", config).numpy()
-        chosen, _ = exponential_mechanism(scores(), cell.epsilon, SENSITIVITY, rng)
+        chosen, _ = exponential_mechanism(scores(), event.epsilon, SENSITIVITY, rng)
         members = np.concatenate(kept)[chosen]
         variables = groups[members[members >= 0]].sum(axis=0) > 0
         return Run(head=disjunction_head(variables, steps_run=1), event=event, epsilon_spent=spent)

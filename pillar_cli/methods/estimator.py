@@ -28,12 +28,12 @@ from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows, refuse_privately_scaled
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import run_sweep
-from pillar_cli.privacy import get_accountant, headline
-from pillar_cli.privacy.count import PUBLIC
-from pillar_cli.privacy.ledger import Ledger
+from pillar_cli.artifacts.statement import make_statement
+from pillar_cli.methods.rules import rule_record
+from pillar_cli.privacy.basis import ChosenBy, StatementBasis
 from pillar_cli.privacy.unit import Units
 from pillar_cli.projection import PublicPCA, StoredMap
-from pillar_cli.randomness import NOT_PRIVATE_NOTE
+from pillar_cli.randomness import NoiseSource
 
 
 class PrivacyWarning(UserWarning):
@@ -134,22 +134,16 @@ class DPLinearClassifier(SoftmaxClassifier):
         self.normalises_rows_ = method.normalises_rows  # the head reads its k-dimensional rows at unit norm
         self.mapping_ = method.linear_map(self.projection_)
         self.head_ = run.head
-        accountant = get_accountant(self.accountant)
-        count = result.count if result.count_read or result.count.kind == PUBLIC else None
-        released = [f"the projection: {release['mechanism']} (ε = {release['epsilon']:.4g}, δ = {release['delta']:g})"
-                    for release in result.releases]
-        self.ledger_ = Ledger(self.accountant, run.key.epsilon, run.epsilon_spent,
-                              result.plan.guarantee.delta_total,
-                              *headline(run.released.event), run.key.steps, self.clip, run.event,
-                              accountant.upper_bound,
-                              method.mechanism_words(result.plan.unit)
-                              + ", on the private rows; "
-                              + ("; ".join(released) if released else "the projection used public rows only")
-                              + (f"; {count.describe()}" if count is not None and count.noisy else "")
-                              + ("" if self.noise_seed is None else f"; {NOT_PRIVATE_NOTE}"),
-                              self.noise_seed is not None,
-                              count.describe() if count is not None and not count.noisy else "", count,
-                              result.plan.unit)
+        plan = result.plan
+        rule = rule_record(plan.request.grid())
+        basis = StatementBasis(trained_on=("private",), mechanism=method.mechanism_words(plan.unit),
+                               rule=None if rule is None else (tuple(rule["fields"]), rule["rule"]),
+                               selected=ChosenBy.NOTHING, cells=1)
+        self.statement_ = make_statement(
+            guarantee=plan.guarantee.for_head(self.method in plan.readers), event=run.event,
+            epsilon=run.epsilon_spent, epsilon_target=run.key.epsilon, steps=run.key.steps, clip=self.clip,
+            basis=basis, noise=_noise_of(self.noise_seed), risk_target=plan.risk_target)
+        self.ledger_ = self.statement_.ledger()  # the statement a release of this head would carry
         return self
 
     def __sklearn_clone__(self) -> DPLinearClassifier:
@@ -236,3 +230,8 @@ def _inside_model_selection() -> bool:
 def _listed(value: object) -> object:
     """One value of the estimator as the grid's list of one; "auto" and None (the method's steps) as they are."""
     return value if value is None or isinstance(value, str) else [value]
+
+
+def _noise_of(noise_seed: int | None) -> dict:
+    """Where a fit's noise came from, as a statement records it (never a secret seed)."""
+    return NoiseSource(noise_seed).describe()

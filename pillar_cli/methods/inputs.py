@@ -4,6 +4,7 @@ and where its public data came from, a warm start, a labelled public split; and 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,6 @@ from pillar_cli.methods.warm_start import warm_start_weights
 from pillar_cli.privacy import require_disjoint, require_persons_apart
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.projection.components import read_projection
-from pillar_cli.projection.private_pca import private_release_of
 from pillar_cli.projection.public_choice import labelled_public_split, public_data_of
 
 
@@ -85,18 +85,27 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
                      validation and validation.labels, private.num_classes,
                      public.features if uses_public else None, initial, training.index, public.index, path,
                      labelled and (labelled.features, labelled.labels), units=training.units,
-                     val_units=validation and validation.units, public_choice=choice and choice.release)
+                     val_units=validation and validation.units, public_choice=choice and choice.release,
+                     rows_named=_rows_named(training))
     rows = {"private": training.index, **({"val": validation.index} if validation else {}),
             **({"public_labelled": labelled.index} if labelled and labelled.same_source(private) else {})}
     persons = {"private": training.units.ids, **({"val": validation.units.ids} if validation else {})} \
         if training.units.grouped else None
     recorded = {"persons": private.grouping if persons else None, "source_fingerprint": private.source_fingerprint,
                 "public_choice": choice, "public_data": public_data, "features": private.carried,
-                "projection_release": private_release_of(projection_artifact),
                 "trained_on": tuple(training.name.split("+")), "private_fraction": sources.private_fraction}
     refs = [private.ref, *([val.ref] if val else []), projection_artifact.ref(), *([labelled.ref] if labelled else [])]
     overridden = request.grid().for_rows(RowCount.exact(len(training.features))).overridden_rules()
     return SweepInputs(data, refs, rows, persons, recorded, overridden)
+
+
+def _rows_named(training: artifacts.Split) -> str:
+    """What names the training rows for their released count: their source and row ids (the same rows embedded by
+    another backbone read the same count), or the file's content where it names no source."""
+    digest = hashlib.sha256(f"{training.source_fingerprint or training.ref.content_hash}|{training.name}".encode())
+    for column in (training.index, *((training.units.ids,) if training.units.grouped else ())):
+        digest.update(np.ascontiguousarray(column, dtype=np.int64))
+    return digest.hexdigest()
 
 
 def validation_split(path: str, configurations: int, required: bool = False,

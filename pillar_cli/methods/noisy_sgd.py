@@ -19,14 +19,15 @@ loss ℓ(w; x, y) = max(0, 1 − y⟨w, x⟩/ζ) is L = 1/ζ Lipschitz and takes
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Callable
 
 import numpy as np
 
 from pillar_cli.errors import UsageError, check_positive, check_probability
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.base import Cell, Method, Run, each_run, option
-from pillar_cli.privacy import Event, ExponentialEvent, calibrate_noise, composed, dp_sgd_event, spent_epsilon
+from pillar_cli.privacy import Event, ExponentialEvent, composed, dp_sgd_event
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import SelfComposedEvent
 from pillar_cli.projection import project
@@ -53,26 +54,26 @@ class NoisySGDResult:
     head: LinearHead
     event: Event  # the m runs composed with the exponential mechanism that chose among them
     runs: int
-    epsilon_spent: float  # of the event with the row count's release composed in
+    epsilon_spent: float  # of the event with what it rests on composed in (the count, upstream releases)
 
 
 def train_noisy_sgd(features: np.ndarray, labels: np.ndarray, steps: int, rng: np.random.Generator, epsilon: float,
-                    delta: float, accountant: str, options: NoisySGDOptions, count: RowCount | None = None
-                    ) -> NoisySGDResult:
+                    options: NoisySGDOptions, count: RowCount, noise: Callable[[float, float, int], float],
+                    spent_epsilon: Callable[[Event], float]) -> NoisySGDResult:
     """Algorithms 1–2: boosted noisy SGD runs and an exponential-mechanism choice among them; `rng` is secret
-    (every sample, noise draw and the choice); `count`: what n the run reads (None: the exact number of rows)."""
+    (every sample, noise draw and the choice); `count`: what n the run reads; `noise(ε, rate, steps)`: σ of the
+    Gaussian steps whose composition with what the head rests on spends ε (the exponential mechanism takes the other
+    half); `spent_epsilon`: the ε of an event with what it rests on."""
     classes = np.unique(labels)
     if len(classes) > 2 or set(classes) - {0, 1}:
         raise UsageError(f"method 'noisy-sgd' is the theory variant for binary tasks; these labels have "
                          f"{len(classes)} classes")
-    count = count or RowCount.exact(len(features))
     n, rate = count.value, count.sample_rate(1)
     x = features / np.maximum(np.linalg.norm(features, axis=1, keepdims=True), 1e-12)
     y = 2.0 * labels - 1.0
     runs, lipschitz = math.ceil(math.log(1 / options.beta)), 1.0 / options.zeta
     private = not math.isinf(epsilon)
-    multiplier = calibrate_noise(accountant, epsilon / 2, delta, rate, runs * steps,
-                                 fixed=count.segments) if private else 0.0
+    multiplier = noise(epsilon / 2, rate, runs * steps) if private else 0.0
     event = composed(SelfComposedEvent(dp_sgd_event(multiplier, rate, steps), runs), ExponentialEvent(epsilon / 2))
     weights = _noisy_sgd(x, y, steps, multiplier * n * lipschitz, runs, options.zeta, rng, count)
     losses = _losses(weights, x, y, options.zeta)
@@ -81,8 +82,7 @@ def train_noisy_sgd(features: np.ndarray, labels: np.ndarray, steps: int, rng: n
     scores = -(epsilon / 2) * losses / (2 * (1 + lipschitz))
     probabilities = np.exp(scores - scores.max())
     chosen = rng.choice(runs, p=probabilities / probabilities.sum())
-    spent = spent_epsilon(accountant, count.with_count(event), delta)
-    return NoisySGDResult(_as_head(weights[chosen]), event, runs, spent)
+    return NoisySGDResult(_as_head(weights[chosen]), event, runs, spent_epsilon(event))
 
 
 def _noisy_sgd(x: np.ndarray, y: np.ndarray, steps: int, sigma: float, runs: int, zeta: float,
@@ -175,10 +175,13 @@ class NoisySGD(Method):
 
     def train_cell(self, cell: Cell) -> list[Run]:
         train_z = project(cell.mapping, cell.data.private_x, cell.k)
+        def noise(epsilon: float, rate: float, steps: int) -> float:
+            return replace(cell, epsilon=epsilon).noise_multiplier(rate, steps)
+
         trained = [each_run(cell, c, lambda c=c: train_noisy_sgd(train_z, cell.data.private_y, c.steps,
                                                                  cell.randomness.child("run", c).numpy(),
-                                                                 cell.epsilon, cell.privacy.delta,
-                                                                 cell.privacy.accountant, cell.options, cell.rows))
+                                                                 cell.epsilon, cell.options, cell.rows, noise,
+                                                                 cell.spent_epsilon))
                    for c in cell.configs]
         return [Run(head=t.head, event=t.event, epsilon_spent=t.epsilon_spent) for t in trained]
 

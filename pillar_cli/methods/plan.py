@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from pillar_cli.artifacts.stored_rows import all_finite
+from pillar_cli.artifacts.stored_rows import all_finite, data_digest
 from pillar_cli.devices import resolve_device
 from pillar_cli.errors import DataError, UsageError, check_positive, param
 from pillar_cli.memory import return_large_buffers
@@ -32,12 +32,12 @@ from pillar_cli.methods.catalog import bounding_persons, get_method
 from pillar_cli.methods.grid import SweepGrid, check_grid
 from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.rules import ruled_grids
-from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, require_disjoint, validate_budget
-from pillar_cli.privacy.count import RowCount, count_for
-from pillar_cli.privacy.guarantee import DPRelease, Guarantee
+from pillar_cli.privacy import Event, dp_sgd_event, require_disjoint, validate_budget
+from pillar_cli.privacy.count import RowCount, count_for, default_delta
+from pillar_cli.privacy.guarantee import Guarantee
+from pillar_cli.privacy.release import DPRelease
 from pillar_cli.privacy.unit import PrivacyUnit
 from pillar_cli.privacy.risk_target import RiskTarget
-from pillar_cli.projection.private_pca import require_unit_covered
 
 MAX_LR = 1e4  # above it a clipped step moves a logit by more than float32 resolves next to the others
 
@@ -72,26 +72,22 @@ class SweepPlan:
     def options(self) -> SweepOptions:
         return self.request.options()
 
-    def count_of(self, method: str) -> RowCount | None:
-        """The count a cell of `method` reads: the plan's, or None (the method derives nothing from n)."""
-        return self.count if method in self.readers else None
-
     def total_steps(self) -> int:
         """DP-SGD steps of the runs of the request's shard."""
         return sum(grid.total_steps(self.request.shard) for grid in self.grids)
 
     def runs(self) -> list[dict]:
         """Every run of the request's shard as the plan sets it: method, k, ε, lr, steps, batch size, the sampling
-        rate q and, for the Gaussian methods calibrated as DP-SGD, the noise multiplier σ (with the count's release
-        where the cell reads it); NaN where a method draws its own (a boosted or exponential mechanism)."""
+        rate q and, for the Gaussian methods calibrated as DP-SGD, the noise multiplier σ (for the whole tree the run
+        rests on: the count's release where the cell reads it, the upstream releases); NaN where a method draws its
+        own (a boosted or exponential mechanism)."""
         rows = []
         for grid in self.grids:
             for (method, k, epsilon), config in grid.points(self.request.shard):
-                read = self.count_of(method)
-                rate, releases = get_method(method).mechanism(config, read or self.count)
+                head = self.guarantee.for_head(method in self.readers)
+                rate, steps = get_method(method).mechanism(config, head.count or self.count)
                 own = get_method(method).own_selection or not math.isfinite(epsilon)
-                sigma = math.nan if own else calibrate_noise(self.request.accountant, epsilon, self.request.delta,
-                                                             rate, releases, fixed=read.segments if read else ())
+                sigma = math.nan if own else head.noise(epsilon, rate, steps)
                 rows.append({"method": method, "k": "full" if k is None else k, "epsilon": epsilon, "lr": config.lr,
                              "steps": config.steps, "batch_size": config.batch_size, "sample_rate": rate,
                              "noise_multiplier": 0.0 if math.isinf(epsilon) else sigma})
@@ -134,58 +130,76 @@ def configurations_per_cell(grid: SweepGrid, k_max: int) -> int:
 
 
 def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) -> SweepPlan:
-    """Check the request against the data, release the row count where a private cell reads it, and set the grids
-    for it. `preview`: release nothing; plan with the exact n, for the data holder to read (the plan never trains)."""
+    """Check the request against the data (everything that needs no private value first), release the row count
+    where a private cell reads it — once per dataset, reused by every later run — and set the grids and δ for it;
+    build the guarantee every run is of. `preview`: release nothing; plan with the exact n, for the data holder to
+    read (the plan never trains)."""
     target = request.risk_target
     if target is not None:  # provisionally at the Gaussian curve's ε: the count's share, the rule's values
-        request = replace(request, epsilon=(target.gaussian_epsilon(request.delta),), max_tpr=None)
+        request = replace(request, epsilon=(target.gaussian_epsilon(request.planning_delta),), max_tpr=None)
     grid, privacy, options = request.grid(), request.privacy(), request.options()
     resolve_device(options.device)
     return_large_buffers()  # the accountants' FFTs and the projection's blocks: no heap high-water mark
     for epsilon in grid.epsilons:
         validate_budget(epsilon, privacy.delta)
     unit = privacy_unit(data, request, grid)
+    provisional = guarantee_of(unit, request.accountant, privacy.delta, upstream_releases(data))  # refuses what it
+    # cannot account before any private value is drawn
+    check_data(data, grid, options)
     readers = frozenset(name for name in grid.methods if reads_count(get_method(name), grid))
     count = count_for(data.units.bounded_by(unit).count, grid.epsilons if readers else [], privacy.delta, privacy.noise,
-                      privacy.n_public, privacy.count_share, preview, unit.counted)
+                      privacy.n_public, privacy.count_share, preview, unit.counted, rows_named(data, unit))
+    delta = request.delta if request.delta_given else default_delta(count)
+    guarantee = replace(provisional, count=count, delta=delta)
+    request = replace(request, delta=delta)
     grids = ruled_grids(grid.for_rows(count), len(data.pca.components_))
     if target is not None:
-        request = replace(request, epsilon=(risk_epsilon(target, grids, count, readers, request),))
+        request = replace(request, epsilon=(risk_epsilon(target, grids, guarantee, readers, request),))
         grid = request.grid()
         grids = ruled_grids(grid.for_rows(count), len(data.pca.components_))
     for planned in grids:
-        check_sweep(data, planned, privacy, options, count, set_by_rule=grid.rules)
-    guarantee = Guarantee(unit, count, request.accountant, request.delta, upstream_releases(data))
+        check_sweep(data, planned, replace(privacy, delta=delta), count, set_by_rule=grid.rules)
     return SweepPlan(grids, guarantee, readers, request, preview, target)
+
+
+def guarantee_of(unit: PrivacyUnit, accountant: str, delta: float, upstream: tuple[DPRelease, ...] = (),
+                 count: RowCount | None = None) -> Guarantee:
+    """The guarantee runs are of — a sweep's, a fine-tuning's, an audit's file —, made here only: it refuses a
+    composition it cannot account (a release per row under a person unit, a relation the accountants do not)."""
+    return Guarantee(unit=unit, count=count, accountant=accountant, delta=delta, upstream=upstream)
 
 
 def upstream_releases(data: SweepData) -> tuple[DPRelease, ...]:
     """The DP releases of private data the runs rest on: the DP-GSD that chose the public data, the projection's
     (a DP-PCA of the private rows)."""
-    choice = () if data.public_choice is None else (DPRelease.of(data.public_choice),)
+    choice = () if data.public_choice is None else (data.public_choice,)
     return choice + (() if data.pca.release_ is None else (data.pca.release_,))
 
 
-def risk_epsilon(target: RiskTarget, grids: list[SweepGrid], count: RowCount, readers: frozenset[str],
+def rows_named(data: SweepData, unit: PrivacyUnit) -> str:
+    """A digest of the training rows' content and units, which names the count released for them: the rows a file
+    records by its own digest, rows given as arrays by their bytes."""
+    named = data.rows_named or data_digest(data.private_x, data.private_y, data.units.ids)
+    return f"{named}|{unit.kind}"
+
+
+def risk_epsilon(target: RiskTarget, grids: list[SweepGrid], guarantee: Guarantee, readers: frozenset[str],
                  request: SweepRequest) -> float:
-    """The largest ε at which every planned head's tree (its calibrated noise, the count's release where it reads
-    the count) meets the risk target (privacy/risk_target.py)."""
+    """The largest ε at which every planned head's whole tree (its noise calibrated for that ε, the count's release
+    where it reads the count, every upstream release) meets the risk target (privacy/risk_target.py)."""
     if own := [name for name in grids[0].methods if get_method(name).own_selection]:
         raise UsageError(f"method '{own[0]}' draws its own mechanism, which a risk target cannot calibrate",
                          hint=f"give it {param('epsilon')} instead of {param('max_tpr')}")
     shapes = set()
     for grid in grids:
         for (method, _, _), config in grid.points(request.shard):
-            read = count if method in readers else None
-            shapes.add((*get_method(method).mechanism(config, read or count), read))
+            head = guarantee.for_head(method in readers)
+            shapes.add((*get_method(method).mechanism(config, head.count or guarantee.count), head))
     start = grids[0].epsilons[0]
 
-    def meets(rate: float, steps: int, read: RowCount | None) -> float:
+    def meets(rate: float, steps: int, head: Guarantee) -> float:
         def event_at(epsilon: float) -> Event:
-            sigma = calibrate_noise(request.accountant, epsilon, request.delta, rate, steps,
-                                    fixed=read.segments if read else ())
-            head = dp_sgd_event(sigma, rate, steps)
-            return read.with_count(head) if read else head
+            return head.compose(dp_sgd_event(head.noise(epsilon, rate, steps), rate, steps))
         return target.largest_epsilon(event_at, start)
 
     return min(meets(*shape) for shape in sorted(shapes, key=lambda shape: shape[:2]))
@@ -194,7 +208,6 @@ def risk_epsilon(target: RiskTarget, grids: list[SweepGrid], count: RowCount, re
 def privacy_unit(data: SweepData, request: SweepRequest, grid: SweepGrid) -> PrivacyUnit:
     """The unit the request asks for on these rows; with the person, every method and the engine must bound one."""
     unit = PrivacyUnit.resolve(request.privacy_unit, data.units.named_by)
-    require_unit_covered(data.pca.release_, unit)
     if unit.is_person:
         if unbounded := [name for name in grid.methods if get_method(name).person_bound is None]:
             raise UsageError(f"method '{unbounded[0]}' bounds one row's contribution, not one person's: with the "
@@ -209,22 +222,10 @@ def privacy_unit(data: SweepData, request: SweepRequest, grid: SweepGrid) -> Pri
     return unit
 
 
-def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, options: SweepOptions,
-                count: RowCount, set_by_rule: frozenset[str] = frozenset()) -> None:
-    """Everything that must hold before any private row is touched by a mechanism (`set_by_rule`: the fields the
-    default rule set, which a refusal names as the rule's, not the user's)."""
+def check_data(data: SweepData, grid: SweepGrid, options: SweepOptions) -> None:
+    """Everything that must hold before any private value is drawn: the k asked for, the rows (finite, two classes,
+    disjoint from the public ones), each method's data, an accounted selection's inputs."""
     check_grid(grid, data.pca, data.num_classes)
-    for epsilon in grid.epsilons:
-        validate_budget(epsilon, privacy.delta, count)
-    for lr in grid.lrs:
-        check_positive("lr", lr)
-        if lr > MAX_LR and "lr" in set_by_rule:  # not the user's value: say who set it
-            raise UsageError(f"the default rule sets {param('lr')} {lr:g} for these rows and ε, above {MAX_LR:,.0f}: "
-                             "steps that large leave the head's float32 logits no precision",
-                             hint=f"give {param('lr')} (and {param('steps')}), or a smaller {param('epsilon')}")
-        if lr > MAX_LR:
-            raise UsageError(f"{param('lr')} must be at most {MAX_LR:,.0f} (got {lr:g}): steps that large leave "
-                             "the head's float32 logits no precision")
     if grid.ema and (without := [m for m in grid.methods if not get_method(m).averages_iterates]):
         raise UsageError(f"{param('ema')} averages DP-SGD iterates; method '{without[0]}' has none to average")
     if not all_finite(data.private_x):  # a block at a time: no N × D mask, rows on disk stay there
@@ -242,8 +243,33 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, opti
             raise UsageError(f"method '{name}' needs a labelled public split for its preconditioner",
                              hint=f"pass {param('public_labelled')} FILE:SPLIT (a separately embedded labelled public "
                                   "set)")
-    if options.selection is not None:
-        check_accounted(data, grid, options)
+    for lr in grid.lrs:  # given values (the rule's are checked once it has set them)
+        check_lr(lr, set_by_rule=False)
+    if options.selection is not None:  # how many configurations a cell holds does not depend on n
+        for ruled in ruled_grids(grid.for_rows(RowCount.exact(1)), len(data.pca.components_)):
+            check_accounted(data, ruled, options)
+
+
+def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, count: RowCount,
+                set_by_rule: frozenset[str] = frozenset()) -> None:
+    """What the grid the rule set for the released count must satisfy (`set_by_rule`: the fields the default rule
+    set, which a refusal names as the rule's, not the user's); no refusal shows the count."""
+    check_grid(grid, data.pca, data.num_classes)
+    for epsilon in grid.epsilons:
+        validate_budget(epsilon, privacy.delta, count)
+    for lr in grid.lrs:
+        check_lr(lr, "lr" in set_by_rule)
+
+
+def check_lr(lr: float, set_by_rule: bool) -> None:
+    check_positive("lr", lr)
+    if lr > MAX_LR and set_by_rule:  # not the user's value: say who set it
+        raise UsageError(f"the default rule sets {param('lr')} {lr:g} for these rows and ε, above {MAX_LR:,.0f}: "
+                         "steps that large leave the head's float32 logits no precision",
+                         hint=f"give {param('lr')} (and {param('steps')}), or a smaller {param('epsilon')}")
+    if lr > MAX_LR:
+        raise UsageError(f"{param('lr')} must be at most {MAX_LR:,.0f} (got {lr:g}): steps that large leave "
+                         "the head's float32 logits no precision")
 
 
 def check_accounted(data: SweepData, grid: SweepGrid, options: SweepOptions) -> None:

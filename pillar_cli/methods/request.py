@@ -22,7 +22,7 @@ from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.base import Method, PrivacySettings
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
-from pillar_cli.privacy.count import COUNT_SHARE
+from pillar_cli.privacy.count import COUNT_SHARE, DEFAULT_DELTA
 from pillar_cli.privacy.unit import UNITS
 from pillar_cli.privacy.risk_target import RiskTarget
 from pillar_cli.randomness import NoiseSource
@@ -40,7 +40,15 @@ def _selection(name: str, value: object) -> None:
         check_one_of(SELECTIONS)(name, value)
 
 
-CONSTRAINTS = {"clip": check_positive, "weight_decay": check_non_negative, "momentum": check_fraction,
+def _delta(name: str, value: object) -> None:
+    """A finite number (checked against the count by the plan), or auto."""
+    if isinstance(value, str) and value != AUTO:
+        raise UsageError(f"{param(name)} takes a number or '{AUTO}'; got '{value}'")
+    if not isinstance(value, str) and not math.isfinite(value):
+        raise UsageError(f"{param(name)} must be a finite number (got {value})")
+
+
+CONSTRAINTS = {"delta": _delta, "clip": check_positive, "weight_decay": check_non_negative, "momentum": check_fraction,
                "ema": check_fraction, "engine": check_one_of(ENGINES), "val": check_one_of(VAL_ROLES),
                "select": _selection, "privacy_unit": check_one_of(UNITS)}  # each field's checker: refuses a value in one line naming the field
 
@@ -78,7 +86,7 @@ class SweepRequest:
     method: tuple[str, ...] = (DEFAULT_METHOD,)
     k: tuple[int | None, ...] | str = AUTO
     epsilon: tuple[float, ...] = (1.0,)
-    delta: float = 1e-5
+    delta: float | str = AUTO  # auto: DEFAULT_DELTA, or DELTA_SHARE/ñ where smaller (privacy/count.py default_delta)
     accountant: str = "prv"
     clip: float = 1.0
     lr: tuple[float, ...] | str = AUTO
@@ -147,9 +155,20 @@ class SweepRequest:
                                    batch_sizes=list(self.batch_size), ridges=self.ridge, momentum=self.momentum,
                                    weight_decay=self.weight_decay, ema=self.ema, **listed)
 
+    @property
+    def delta_given(self) -> bool:
+        """Whether δ was given (else the plan sets it from the released count)."""
+        return not isinstance(self.delta, str)
+
+    @property
+    def planning_delta(self) -> float:
+        """The δ the checks and the count's noise are planned at before δ is set: the one given, else the default's
+        largest value (the default never exceeds it)."""
+        return float(self.delta) if self.delta_given else DEFAULT_DELTA
+
     def privacy(self) -> PrivacySettings:
-        return PrivacySettings(self.delta, self.clip, self.accountant, NoiseSource(self.noise_seed), self.n_public,
-                               self.count_share)
+        return PrivacySettings(self.planning_delta, self.clip, self.accountant, NoiseSource(self.noise_seed),
+                               self.n_public, self.count_share)
 
     @property
     def selection(self) -> AccountedSelection | None:

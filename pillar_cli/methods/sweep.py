@@ -34,6 +34,7 @@ from pillar_cli.methods.selection import select_on_val, selection_note
 from pillar_cli.privacy import ExponentialEvent, gaussian_segments, get_accountant
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.file_guarantee import ReleasedHead, whole_file
+from pillar_cli.privacy.release import DPRelease
 from pillar_cli.privacy.rdp import ORDERS
 from pillar_cli.projection import PublicPCA
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
@@ -48,9 +49,9 @@ class SweepResult:
     plan: SweepPlan | None = None  # what was run: the grids, the guarantee (the count, upstream releases), readers
 
     @property
-    def releases(self) -> list[dict]:
-        """The upstream DP releases composed into every run (a DP-GSD choice's, a DP-PCA's), as records."""
-        return [] if self.plan is None else [release.record for release in self.plan.guarantee.upstream]
+    def releases(self) -> tuple[DPRelease, ...]:
+        """The upstream DP releases composed into every run (a DP-GSD choice's, a DP-PCA's)."""
+        return () if self.plan is None else self.plan.guarantee.upstream
 
     @property
     def count(self) -> RowCount | None:
@@ -84,8 +85,7 @@ def run_plan(data: SweepData, plan: SweepPlan, on_steps: Callable[[int], None] =
     result = SweepResult(accounted=options.selection is not None, plan=plan)
     for planned in plan.grids:
         part = _run_grid(data, planned, privacy, options, on_steps, plan)
-        result.runs += [replace(run, event=event, epsilon_spent=spent) for run in part.runs
-                        for event, spent in [plan.guarantee.compose(run.event, run.epsilon_spent)]]
+        result.runs += part.runs
         result.bases.update(part.bases)
         result.selection_ledger += part.selection_ledger
     return result
@@ -105,7 +105,7 @@ def _run_grid(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
             result.bases[(name, k)] = mapping.basis(k)
         val_z = None if data.val_x is None else method.features(mapping, data.val_x, k)
         cell = Cell(data, mapping, k, epsilon, configs, privacy, options.engine, options.device,
-                    options.of(method), on_steps, count=plan.count_of(name))
+                    options.of(method), on_steps, guarantee=plan.guarantee.for_head(name in plan.readers))
         selected = options.selects_privately(epsilon, configs)
         if selected:
             released, records = select_privately(method, cell, val_z, data.val_y, options.selection)
@@ -115,14 +115,15 @@ def _run_grid(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, option
             chosen = [(config, run, math.nan if val_z is None else run.head.accuracy(val_z, data.val_y))
                       for config, run in zip(configs, method.train_cell(cell))]
         for config, run, val_accuracy in chosen:
-            spent = cell.spent_epsilon(run.event)  # recomputed from the tree recorded: the count's release included
+            spent = cell.spent_epsilon(run.event)  # recomputed from the whole tree: the count and upstream releases
             joint = len(gaussian_segments(run.event) or ()) == 1  # one Gaussian segment: composes with its stream
+            pure = isinstance(cell.compose(run.event), ExponentialEvent)  # no Gaussian part: no δ
             draws = ReleasedHead(run.event, spent, run.batches and (name, k, epsilon, *run.batches),
-                                 joint, 0.0 if isinstance(run.event, ExponentialEvent) else privacy.delta)
-            if spent > epsilon * (1 + 1e-9):
+                                 joint, 0.0 if pure else cell.guarantee.delta_total)
+            if spent > epsilon * (1 + 1e-9) and cell.guarantee.private:
                 raise PrivacyError(f"run spent ε = {spent:.4g} above its target {epsilon:g}; refusing to write it")
             key = RunKey(name, k, epsilon, config.lr, config.steps, config.batch_size, config.seed, config.ridge or 0.0)
-            result.runs.append(replace(run, key=key, event=cell.rows.with_count(run.event), epsilon_spent=spent,
+            result.runs.append(replace(run, key=key, event=cell.compose(run.event), epsilon_spent=spent,
                                        val_accuracy=val_accuracy, released=draws))
     return result
 
@@ -131,25 +132,24 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
                    n_private: int, options: SweepOptions = SweepOptions(),
                    rows: dict[str, np.ndarray] | None = None, person_ids: dict[str, np.ndarray] | None = None,
                    **recorded: Any) -> Artifact:
-    """Every run's head and ledger row, the bases that map heads back to the standardised space, the selection;
-    `rows`: the source row ids trained on (`private`) and selected on (`val`), so that no stage tests on them;
-    `person_ids`: the persons of those rows where they name them (and `recorded["persons"]` where they came from), so
-    that no stage tests on a training person's other rows; `recorded`: what the model records of its inputs, as
-    `ModelRecord` fields (the public data and a GSD's choice of it, whose DP release is composed into every run's ε
-    as a DP-PCA's `projection_release` is; how the features were made; the source; the private fraction)."""
-    runs, releases = result.runs, result.releases  # each run's event and ε composed with the releases (run_plan)
+    """Every run's head and ledger row, the bases that map heads back to the standardised space, the selection, and
+    the plan's guarantee, stored as it is; `rows`: the source row ids trained on (`private`) and selected on (`val`),
+    so that no stage tests on them; `person_ids`: the persons of those rows where they name them (and
+    `recorded["persons"]` where they came from), so that no stage tests on a training person's other rows;
+    `recorded`: what the model records of its inputs, as `ModelRecord` fields (the public data and a GSD's choice of
+    it; how the features were made; the source; the private fraction)."""
+    runs, guarantee = result.runs, result.plan.guarantee  # each run's event and ε composed through it (_run_grid)
     records = [RunRecord(key=r.key, event=r.event.to_dict(), epsilon_spent=r.epsilon_spent,
                          val_accuracy=r.val_accuracy, row_normalised=get_method(r.key.method).normalises_rows,
                          steps_run=r.head.steps_run, weights=r.head.weights, bias=r.head.bias,
                          **RunRecord.headline_of(r.released.event)) for r in runs]
     methods = [get_method(name) for name in sorted({r.key.method for r in runs})]
-    choice = recorded.pop("public_choice", None)
-    noise = _noise(privacy, releases)
+    noise = _noise(privacy, guarantee.upstream)
     record = ModelRecord(
-        num_classes=num_classes, n_private=n_private, row_l2_normalised=pca.second_moment, shard=options.shard,
+        num_classes=num_classes, n_private=n_private, guarantee=guarantee, row_l2_normalised=pca.second_moment,
+        shard=options.shard,
         feature_space="standardised with the public mean/scale; full-space weights = bases/<method>/<k> · weights",
-        ledger=ModelLedger(accountant=privacy.accountant, delta=privacy.delta, clip=privacy.clip,
-                           accountant_description=get_accountant(privacy.accountant).description,
+        ledger=ModelLedger(clip=privacy.clip, accountant_description=get_accountant(privacy.accountant).description,
                            epsilon_is_upper_bound=get_accountant(privacy.accountant).upper_bound,
                            protected_split="private", per_run=PER_RUN),
         max_epsilon_spent=max((r.epsilon_spent for r in runs), default=0.0),
@@ -157,12 +157,11 @@ def sweep_artifact(result: SweepResult, pca: PublicPCA, privacy: PrivacySettings
         method_notes={key: value for method in methods
                       for key, value in method.model_attrs(options.of(method)).items()},
         selection=result.selection, selection_mode="accounted" if result.accounted else "val",
-        selection_note=selection_note(result.selection, result.accounted), unit=privacy.unit,
-        risk_target=None if result.plan is None else result.plan.risk_target,  # what every run's ε was calibrated to
-        count=None if result.count is None else {**result.count.to_dict(), "read_by": sorted(result.plan.readers)},
-        noise=noise, whole_file=_whole_file(result, privacy, releases, noise["reproducible"]),
-        selection_ledger=_selection_ledger(result) if result.accounted else None,
-        public_choice=None if choice is None else choice.on_model(privacy.delta), **recorded)
+        selection_note=selection_note(result.selection, result.accounted),
+        risk_target=result.plan.risk_target,  # what every run's ε was calibrated to
+        count_read_by=tuple(sorted(result.plan.readers)),
+        noise=noise, whole_file=_whole_file(result, privacy, noise["reproducible"]),
+        selection_ledger=_selection_ledger(result) if result.accounted else None, **recorded)
     artifact = model_artifact(records, result.bases, pca.mean_, pca.scale_, record)
     artifact.arrays.update({f"rows/{name}": ids for name, ids in (rows or {}).items()})
     artifact.arrays.update({f"persons/{name}": ids for name, ids in (person_ids or {}).items()})
@@ -180,19 +179,22 @@ def _selection_ledger(result: SweepResult) -> dict:
             "orders": ORDERS.tolist(), "selections": result.selection_ledger}
 
 
-def _noise(privacy: PrivacySettings, releases: list[dict]) -> dict:
+def _noise(privacy: PrivacySettings, releases: tuple[DPRelease, ...]) -> dict:
     """Where the file's noise came from; a release the runs rest on (the DP-GSD that chose the public data, a DP-PCA)
     with reproducible noise makes the whole file reproducible too."""
     for release in releases:
-        if not privacy.noise.reproducible and (release.get("noise") or {}).get("reproducible"):
-            return {**release["noise"], "note": f"{NOT_PRIVATE_NOTE} (a DP release the runs rest on: "
-                                                f"{release['mechanism']})"}
+        if not privacy.noise.reproducible and release.reproducible:
+            return {"source": "seeded", "reproducible": True,
+                    "note": f"{NOT_PRIVATE_NOTE} (a DP release the runs rest on: {release.mechanism})"}
     return privacy.noise.describe()
 
 
-def _whole_file(result: SweepResult, privacy: PrivacySettings, releases: list[dict], reproducible: bool) -> dict:
-    """What the file is and the guarantee of all its heads together, the releases they rest on included."""
-    others = [(float(release["epsilon"]), float(release.get("delta", 0.0))) for release in releases]
+def _whole_file(result: SweepResult, privacy: PrivacySettings, reproducible: bool) -> dict:
+    """What the file is and the guarantee of all its heads together, composed with the count and the upstream
+    releases as each run is."""
     scored = any(not math.isnan(run.val_accuracy) for run in result.runs)
-    count = result.count.segments if result.count_read else ()
-    return whole_file([run.released for run in result.runs], privacy.delta, reproducible, others, scored, count)
+    guarantee = result.plan.guarantee
+    count = guarantee.count.segments if result.count_read else ()
+    upstream = tuple(release.event for release in guarantee.upstream)
+    return whole_file([run.released for run in result.runs], guarantee.delta_total, reproducible, scored, count,
+                      upstream)

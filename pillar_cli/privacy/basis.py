@@ -21,63 +21,40 @@ class ChosenBy(str, Enum):
         return self.value
 
 
-@dataclass(frozen=True)
-class ProjectionRelease:
-    """The DP-PCA a head's projection came from (fitted on the private rows), as a statement names it: the words'
-    part of a `DPRelease` (privacy/guarantee.py, which makes the words from this module's values and so is not
-    imported here)."""
-
-    mechanism: str
-    epsilon: float
-    delta: float
-
-
-@dataclass(frozen=True)
-class PublicChoiceNote:
-    """How the public data was chosen from a GSD ranking: by a DP release (in ε) or not, and the choice's note."""
-
-    released: bool
-    note: str
-
-
 @dataclass(frozen=True, kw_only=True)
 class StatementBasis:
     """What a statement records of how its head was trained: the splits, its mechanism in words, the default rule
-    it followed (its fields and the rule), what chose its run among how many cells, how the public data was chosen,
-    the DP-PCA its projection came from (None: fitted on public data) and how its embeddings fixed their class set
-    and splits (None: a statement written before they were recorded)."""
+    it followed (its fields and the rule), what chose its run among how many cells, the note of a public choice
+    made with non-private access to the private split (allowed explicitly; a DP choice is an upstream release of the
+    guarantee) and how its embeddings fixed their class set and splits (None: a statement written before they were
+    recorded)."""
 
     trained_on: tuple[str, ...]
     mechanism: str
     rule: tuple[tuple[str, ...], str] | None
     selected: ChosenBy
     cells: int
-    public_choice: PublicChoiceNote | None = None
-    projection: ProjectionRelease | None = None
+    public_choice: str | None = None
     premises: Premises | None = None
 
     @classmethod
     def of(cls, statement: dict) -> StatementBasis:
         """From a statement's record: its `basis` and its `mechanism`."""
-        basis, rule, choice = statement["basis"], statement["basis"]["rule"], statement["basis"]["public_choice"]
-        projection, premises = basis.get("projection"), basis.get("premises")
+        basis, rule, premises = statement["basis"], statement["basis"]["rule"], statement["basis"].get("premises")
+        choice = basis["public_choice"]
+        if choice is not None and not isinstance(choice, str):
+            raise ValueError("a statement's public choice is the note of a choice made outside ε, or none")
         return cls(trained_on=tuple(basis["trained_on"]), mechanism=statement["mechanism"],
                    rule=None if not rule else (tuple(rule["fields"]), rule["rule"]),
-                   selected=ChosenBy(basis["selected"]), cells=basis["cells"],
-                   public_choice=None if not choice else PublicChoiceNote(bool(choice["released"]), choice["note"]),
-                   projection=None if not projection else ProjectionRelease(
-                       projection["mechanism"], float(projection["epsilon"]), float(projection["delta"])),
+                   selected=ChosenBy(basis["selected"]), cells=basis["cells"], public_choice=choice,
                    premises=None if premises is None else Premises.from_attrs(premises))
 
     def to_attrs(self) -> dict:
         """The `basis` a statement stores (its mechanism is a field of its own)."""
-        rule, choice, projection = self.rule, self.public_choice, self.projection
+        rule = self.rule
         return {"trained_on": list(self.trained_on), "rule": None if rule is None else
                 {"fields": list(rule[0]), "rule": rule[1]}, "selected": str(self.selected), "cells": self.cells,
-                "public_choice": None if choice is None else {"released": choice.released, "note": choice.note},
-                **({} if projection is None else {"projection": {"mechanism": projection.mechanism,
-                                                                 "epsilon": projection.epsilon,
-                                                                 "delta": projection.delta}}),
+                "public_choice": self.public_choice,
                 **({} if self.premises is None else {"premises": self.premises.to_attrs()})}
 
     @property

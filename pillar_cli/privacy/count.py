@@ -12,22 +12,35 @@ smallest private target (ε, δ) allows (under Gaussian DP, composition adds μ�
 heads' own noise is then calibrated for their mechanism and the count together. The count changes nothing of the
 guarantee but the budget it takes: a sampler at rate B/ñ is exactly Poisson sampling at that rate, whatever n is.
 
+The count is released once per dataset: the same rows (by a digest of their content) and the same noise scale read
+the ñ drawn first, kept in the local cache (counts.json beside the calibrations; never in a file that is shared), so
+that running again — a refused run above all — tells nothing new: averaging m fresh draws would shrink the noise by
+√m. The default δ follows it (`default_delta`): 1e-5, or 0.1/ñ where that is smaller, so a large dataset needs no
+flag.
+
 A user whose n is public knowledge (a published cohort size) declares it (`declared_public`): the count is then
 exact, costs nothing, and every statement says in words that the guarantee assumes n known.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from enum import Enum
 
 from pillar_cli.errors import UsageError, param
+from pillar_cli.privacy.cache import NumberCache
 from pillar_cli.privacy.events import ComposedEvent, Event, GaussianEvent, Segment, composed
 from pillar_cli.privacy.gaussian import gdp_mu
 from pillar_cli.randomness import NoiseSource
 
 COUNT_SHARE = 0.05  # of the smallest private target's μ² (docs/privacy.md: measured against 0.02 and 0.1)
+DEFAULT_DELTA = 1e-5  # δ where none is given, or DELTA_SHARE/ñ where that is smaller
+DELTA_SHARE = 0.1  # the default δ never exceeds this share of 1/ñ
+_forgetting: list[dict[str, float]] = []  # while non-empty, counts are drawn into its last dict (independent_counts)
 
 
 class CountKind(str, Enum):
@@ -168,15 +181,54 @@ def release_count(n: int, epsilon: float, delta: float, noise: NoiseSource, shar
     return RowCount(max(1.0, value), NOISY, sigma, share, (epsilon, delta), of)
 
 
+def released_once(rows: str | None, n: int, epsilon: float, delta: float, noise: NoiseSource,
+                  share: float = COUNT_SHARE, of: Counted = Counted.ROWS) -> RowCount:
+    """The count of the rows that `rows` names (a digest of their content), released once for that content and noise
+    scale and reused by every later run; None names no rows: drawn afresh. Reproducible noise (experiments, NOT
+    private) is drawn each time: its seed regenerates it anyway."""
+    sigma = count_noise(epsilon, delta, share)
+    if rows is None or noise.reproducible:
+        return release_count(n, epsilon, delta, noise, share, of)
+    key = hashlib.sha256(f"count-v1|{rows}|{of.value}|{sigma!r}".encode()).hexdigest()
+    store = _forgetting[-1] if _forgetting else None
+    value = store.get(key) if store is not None else NumberCache("counts.json").get(key)
+    if value is None:
+        value = release_count(n, epsilon, delta, noise, share, of).value
+        if store is not None:
+            store[key] = value
+        else:
+            NumberCache("counts.json").put(key, value)
+    return RowCount(float(value), NOISY, sigma, share, (epsilon, delta), of)
+
+
+@contextlib.contextmanager
+def independent_counts() -> Iterator[None]:
+    """Inside, every count is drawn afresh and forgotten on leaving: for a check that needs independent draws of the
+    whole pipeline, as different data holders would make them (audit/neighbours.py)."""
+    _forgetting.append({})
+    try:
+        yield
+    finally:
+        _forgetting.pop()
+
+
 def count_for(n: int, epsilons: list[float], delta: float, noise: NoiseSource, declared_public: bool = False,
-              share: float = COUNT_SHARE, preview: bool = False, of: Counted = Counted.ROWS) -> RowCount:
-    """The count a training run with these target ε reads: released once, planned for the smallest finite ε; exact
-    when n is declared public or no target is private (nothing private reads it). `preview`: NOT a release — the
-    planned count with ñ = n, for printing a plan to the data holder only (a plan made with it never trains)."""
+              share: float = COUNT_SHARE, preview: bool = False, of: Counted = Counted.ROWS,
+              rows: str | None = None) -> RowCount:
+    """The count a training run with these target ε reads: released once for the rows `rows` names (a digest of
+    their content; None: drawn afresh), planned for the smallest finite ε; exact when n is declared public or no
+    target is private (nothing private reads it). `preview`: NOT a release — the planned count with ñ = n, for
+    printing a plan to the data holder only (a plan made with it never trains)."""
     private = [epsilon for epsilon in epsilons if math.isfinite(epsilon)]
     if declared_public or not private:
         return RowCount.exact(n, declared_public, of)
     if preview:
         epsilon = min(private)
         return RowCount(float(n), NOISY, count_noise(epsilon, delta, share), share, (epsilon, delta), of)
-    return release_count(n, min(private), delta, noise, share, of)
+    return released_once(rows, n, min(private), delta, noise, share, of)
+
+
+def default_delta(count: RowCount) -> float:
+    """δ when none is given: DEFAULT_DELTA, or DELTA_SHARE/ñ where that is smaller, for a count released with noise
+    or declared public; a count no mechanism released leaves DEFAULT_DELTA (a δ read off the exact n would tell it)."""
+    return min(DEFAULT_DELTA, DELTA_SHARE / count.value) if count.released else DEFAULT_DELTA

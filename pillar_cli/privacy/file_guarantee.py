@@ -11,10 +11,10 @@ file holds all of them, so the file's guarantee is their composition, accounted 
 - Every other Gaussian head (its own batches) is its own event sequence. All of these compose at the file's δ
   under dp-accounting's PLD accountant (pessimistic discretisation) and its RDP accountant; the smaller of the two
   upper bounds is the file's ε. A file of one head has that head's own ε.
-- The row count the heads read (privacy/count.py) was released once: its Gaussian joins the composition once.
+- The row count the heads read (privacy/count.py) was released once, and so was every upstream release they rest on
+  (a DP-PCA, the DP-GSD that chose the public data): each joins the composition once, as it joins each run's tree.
 - Heads whose ε is not one Gaussian event sequence (an accounted selection's released head, noisy-sgd's boosted
-  runs, the exponential mechanism) and a DP release that chose the public data add their (ε, δ) by basic
-  composition.
+  runs, the exponential mechanism) add their own ε (which composes everything they rest on) by basic composition.
 - A non-private head (ε = inf) leaves the file without any guarantee.
 """
 
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from pillar_cli.privacy.accountants import RDP_ORDERS
 from pillar_cli.privacy.events import Event, Segment, composed, dp_sgd_event, gaussian_segments, is_private, \
-    to_dp_accounting
-from pillar_cli.privacy.guarantee import DPRelease, total_delta
+    pure_parts, to_dp_accounting
+from pillar_cli.privacy.guarantee import total_delta
 from pillar_cli.privacy.relation import ACCOUNTED
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
@@ -46,49 +46,54 @@ class ReleasedHead:
     delta: float = 0.0  # the head's own δ, for basic composition
 
 
-def whole_file(heads: list[ReleasedHead], delta: float, reproducible: bool,
-               others: list[tuple[float, float]] = (), val_scores: bool = True, count: tuple[Segment, ...] = ()) -> dict:
+def whole_file(heads: list[ReleasedHead], delta: float, reproducible: bool, val_scores: bool = True,
+               count: tuple[Segment, ...] = (), upstream: tuple[Event, ...] = ()) -> dict:
     """The `whole_file` record of a model artifact: what it is (`val_scores`: it holds the heads' val accuracies),
     how many heads, their joint guarantee (`reproducible`: its noise can be regenerated from a recorded seed, so it
-    has none; `count`: the released row count the heads read, as Gaussian segments)."""
+    has none; `delta`: the heads' guarantee's δ total; `count`: the released row count the heads read, as Gaussian
+    segments; `upstream`: the events of the releases every head rests on)."""
     if reproducible:
         guarantee = {"epsilon": math.inf, "delta": delta, "composition": NOT_PRIVATE_NOTE}
     else:
-        guarantee = joint_epsilon(heads, delta, others, count)
+        guarantee = joint_epsilon(heads, delta, count, upstream)
     together = "its one head" if len(heads) == 1 else f"all {len(heads)} heads"
     kind = f"{WORKING_FILE_NOTE}, {VAL_SCORES_NOTE}" if val_scores else WORKING_FILE_NOTE
     statement = f"{kind}; {together} together: ε = {guarantee['epsilon']:.4g} at δ = {guarantee['delta']:g}"
     return {"kind": kind, "heads": len(heads), **guarantee, "statement": statement}
 
 
-def joint_epsilon(heads: list[ReleasedHead], delta: float, others: list[tuple[float, float]] = (),
-                  count: tuple[Segment, ...] = ()) -> dict:
-    """{"epsilon", "delta", "composition"} of releasing every head together (plus `others`: further (ε, δ) releases
-    the file's heads rest on; `count`: the row count's release, in each head's own ε already, composed once here)."""
-    if any(math.isinf(head.epsilon) or not is_private(head.event) for head in heads):
+def joint_epsilon(heads: list[ReleasedHead], delta: float, count: tuple[Segment, ...] = (),
+                  upstream: tuple[Event, ...] = ()) -> dict:
+    """{"epsilon", "delta", "composition"} of releasing every head together, the heads' streams accounted at `delta`
+    (their guarantee's δ total); `count`: the row count's release and `upstream`: the releases the heads rest on, in
+    each head's own ε already, composed once here."""
+    if any(math.isinf(head.epsilon) or not is_private(head.event) for head in heads) or \
+            not all(is_private(event) for event in upstream):
         return {"epsilon": math.inf, "delta": delta,
                 "composition": "the file holds non-private heads (ε = inf): it has no guarantee as a whole"}
-    basic = [DPRelease(head.epsilon, head.delta) for head in heads if not head.joint] + \
-        [DPRelease(epsilon, delta_other) for epsilon, delta_other in others]
+    basic = [head for head in heads if not head.joint]
     streams: dict[object, list[Segment]] = defaultdict(list)
     for index, head in enumerate(heads):
         if head.joint:
             (segment,) = gaussian_segments(head.event)
             streams[head.batches if head.batches is not None else ("own", index)].append(segment)
     joint = [head for head in heads if head.joint]
+    at = delta if streams else 0.0
     if len(joint) == 1:
         epsilon = joint[0].epsilon
     elif streams:
         released = [dp_sgd_event(*segment) for segment in count]
-        epsilon = _tightest_epsilon(composed(*released, streams_event(list(streams.values()))), delta)
+        pure, rest = pure_parts(composed(*released, *upstream, streams_event(list(streams.values()))))
+        epsilon = pure + _tightest_epsilon(rest, at)
     else:
         epsilon = 0.0
-    total = epsilon + sum(release.epsilon for release in basic)
-    return {"epsilon": total, "delta": total_delta(delta if streams else 0.0, basic),
+    total = epsilon + sum(head.epsilon for head in basic)
+    return {"epsilon": total, "delta": total_delta(at, basic),
             "composition": f"{len(streams)} independent Gaussian stream(s) (heads sharing Poisson batches as one "
-                           f"Gaussian mechanism per step)" + (" and the row count's release" if count else "") +
+                           f"Gaussian mechanism per step)" + (" and the row count's release" if count else "")
+                           + (f" and {len(upstream)} upstream release(s)" if upstream else "") +
                            " composed by PLD and RDP (dp-accounting), the smaller bound"
-                           + (f", plus {len(basic)} release(s) by basic composition" if basic else "")}
+                           + (f", plus {len(basic)} head(s) by basic composition" if basic else "")}
 
 
 def stream_segments(heads: list[Segment]) -> list[Segment]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from pillar_cli.errors import PrivacyError, UsageError, param
-from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.count import PUBLIC, RowCount
 from pillar_cli.privacy.unit import Units
 
 
@@ -24,10 +24,12 @@ def validate_budget(epsilon: float, delta: float, rows: RowCount | int | None = 
         raise UsageError(f"{param('delta')} must be in (0, 1) (got {delta})")
     count = RowCount.exact(rows) if isinstance(rows, int) else rows
     if count is not None and delta >= 1.0 / count.value:
-        of = (f"1/ñ = {1.0 / count.value:.3g} for the released noisy count ñ = {count.value:,.1f} of training rows"
-              if count.noisy else f"1/n = {1.0 / count.value:.3g} for n = {count.value:.0f} private rows")
+        of = (f"1/n = {1.0 / count.value:.3g} for the declared-public n = {count.value:.0f}"
+              if count.kind == PUBLIC else "1/ñ of the count of training rows released with noise" if count.noisy
+              else "1/n of the private rows read")  # no private value in a refusal: repeating it tells nothing
         raise PrivacyError(f"{param('delta')} {delta:g} is not below {of}: such a δ permits releasing individual "
-                           "records", hint=f"use a smaller {param('delta')}")
+                           "records", hint=f"use a smaller {param('delta')}, or leave it out: the default follows "
+                                       "the released count")
 
 
 def require_disjoint(private_index: np.ndarray, public_index: np.ndarray, source: str) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import Event
+from pillar_cli.privacy.guarantee import Guarantee
 from pillar_cli.privacy.unit import PrivacyUnit
 
 
@@ -29,6 +30,7 @@ class Ledger:
     not_covered: str = ""  # what the ε does not cover (a release says: e.g. a choice made on val labels)
     count: RowCount | None = None  # the row count the sampling rate and the rule read (noisy, or declared public)
     unit: PrivacyUnit = PrivacyUnit()  # what neighbouring datasets differ by: a row, or a person
+    guarantee: Guarantee | None = None  # the one record it is a statement of (privacy/guarantee.py)
 
     def risk(self):
         """What the guarantee allows an attacker (privacy/risk.py): the highest TPR of any membership-inference

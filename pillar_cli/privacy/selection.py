@@ -18,7 +18,7 @@ import numpy as np
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy.calibration import calibrate, solve_noise
 from pillar_cli.privacy.events import (Event, GaussianEvent, OneOfEvent, RepeatAndSelectEvent, composed, dp_sgd_event,
-                                       event_from_dict)
+                                       event_from_dict, pure_parts)
 from pillar_cli.privacy.rdp import ORDERS, TrialCount, epsilon_of, event_rdp, subsampled_gaussian_rdp
 
 Mechanism = tuple[float, int]  # (sample rate, steps) of a candidate's training; (1.0, 1): one Gaussian release
@@ -33,8 +33,11 @@ def selection_event(training: dict[Mechanism, float], score_sigma: float, count:
 
 
 def recorded_selection_epsilon(record: dict) -> float:
-    """ε of a selection recomputed from its ledger record alone (its event tree and δ)."""
-    return epsilon_of(event_rdp(event_from_dict(record["event"])), float(record["delta"]))
+    """ε of a selection recomputed from its ledger record alone (its event tree and δ; a pure-ε release it rests on
+    adds its ε)."""
+    pure, rest = pure_parts(event_from_dict(record["event"]))
+    at = float(record["delta"])
+    return pure + epsilon_of(event_rdp(rest), at)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import numpy as np
 from pillar_cli.artifacts import Artifact, Split
 from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
-from pillar_cli.privacy.guarantee import DPRelease
+from pillar_cli.privacy.release import DPRelease, Released
 
 
 def l2_normalized_rows(x: np.ndarray) -> np.ndarray:
@@ -268,7 +268,7 @@ class PublicPCA:
         pca.rank_, pca.n_public_ = header.rank, header.n_public
         pca.row_digests_ = np.zeros(0, np.uint64)  # an artifact records its input split's row ids instead
         if header.private_release is not None:  # a DP-PCA: every model trained on it composes its release
-            pca.release_ = DPRelease.of(header.private_release)
+            pca.release_ = DPRelease.from_attrs(header.private_release, Released.PROJECTION)
         return pca
 
 

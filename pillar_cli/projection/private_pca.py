@@ -29,7 +29,7 @@ from pillar_cli.artifacts.given_rows import given_rows
 from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon, validate_budget
-from pillar_cli.privacy.guarantee import DPRelease
+from pillar_cli.privacy.release import DPRelease, Released
 from pillar_cli.privacy.unit import PERSON, ROW, WEIGHTED_PERSON_BOUND, PrivacyUnit, Units
 from pillar_cli.privacy.relation import ROW_RELATIONS
 from pillar_cli.privacy.symmetric import symmetric_noise
@@ -77,10 +77,11 @@ def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, del
     event = GaussianEvent(sigma)
     spent = math.inf if sigma == 0 else spent_epsilon(accountant, event, delta)
     unit = PrivacyUnit(PERSON, units.named_by) if units.grouped else PrivacyUnit(ROW)
-    record = {"mechanism": unit.mechanism(MECHANISM, ROW_RELATIONS, WEIGHTED_PERSON_BOUND), "epsilon": spent,
+    record = {"released": Released.PROJECTION.value,
+              "mechanism": unit.mechanism(MECHANISM, ROW_RELATIONS, WEIGHTED_PERSON_BOUND), "epsilon": spent,
               "epsilon_target": epsilon, "delta": delta, "accountant": accountant, "event": event.to_dict(),
               "noise": noise.describe(), "unit": unit.to_attrs()}
-    pca.release_ = DPRelease.of(record)
+    pca.release_ = DPRelease.from_attrs(record)
     return pca, record
 
 
@@ -116,20 +117,8 @@ class DPPCA(PublicPCA):
                                          self.accountant, NoiseSource(self.noise_seed), units)
         for name in ("mean_", "scale_", "components_", "eigenvalues_", "rank_", "n_public_", "row_digests_"):
             setattr(self, name, getattr(fitted, name))
-        self.release_ = DPRelease.of(record)
+        self.release_ = DPRelease.from_attrs(record)
         return self
-
-
-def require_unit_covered(release: DPRelease | None, unit: PrivacyUnit) -> None:
-    """A model whose heads protect a person may rest only on a projection whose release protects one too: a DP-PCA
-    fitted per row (on rows without persons) would leave each person protected at about their rows·ε."""
-    if release is None or not unit.is_person:
-        return
-    if not release.unit.is_person:
-        raise UsageError("the projection's DP-PCA release protects one row, and these rows name their persons: "
-                         "heads protecting a person cannot rest on it",
-                         hint=f"refit the DP-PCA on the embeddings that name the persons, or pass "
-                              f"{param('privacy_unit')} row")
 
 
 def private_projection_artifact(pca: PublicPCA, split: Split, release: dict) -> Artifact:
@@ -139,6 +128,3 @@ def private_projection_artifact(pca: PublicPCA, split: Split, release: dict) -> 
     return artifact
 
 
-def private_release_of(projection: Artifact) -> dict | None:
-    """The DP release a projection fitted on private rows records; None for a projection of public data."""
-    return ProjectionHeader.of(projection).private_release

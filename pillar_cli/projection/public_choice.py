@@ -19,6 +19,7 @@ from pillar_cli.artifacts.gsd import GsdRanking
 from pillar_cli.artifacts.model_record import PublicChoice
 from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
+from pillar_cli.privacy.release import DPRelease, Released
 
 NONPRIVATE_NOTE = "public data chosen with non-private access to the private split (a GSD without DP): NOT in ε"
 
@@ -51,8 +52,7 @@ def public_choice(gsd: Artifact, candidate: str, public: Split, allow_nonprivate
     return PublicChoice(gsd=gsd.ref().to_dict(), candidate=candidate, gsd_distance=ranking.distance(candidate),
                         private_input=private_input.to_dict(), release=release,
                         note=NONPRIVATE_NOTE if release is None else
-                        f"public data chosen by a DP-GSD release ({release['mechanism']}, ε = {release['epsilon']:g}, "
-                        f"δ = {release['delta']:g}): composed into every run's ε")
+                        f"public data chosen by a DP-GSD release ({release.words}): composed into every run's ε")
 
 
 def require_chosen_for(projection: Artifact, private: Split) -> None:
@@ -71,13 +71,14 @@ def public_data_of(projection: Artifact, private: Split, other_public: bool) -> 
     embedded with the same backbone that holds none of the private rows (Table 2(a) of the paper)."""
     header = ProjectionHeader.of(projection)
     fitted_on, origin = header.fitted_on or {}, header.origin
-    if (release := header.private_release) is not None:
+    if header.private_release is not None:
+        release = DPRelease.from_attrs(header.private_release, Released.PROJECTION)
         if (fitted_on.get("content_hash"), fitted_on.get("split")) != (private.ref.content_hash, private.ref.split):
             raise DataError(f"{projection.path} is a DP-PCA of {origin}, not of {private.ref.path}:{private.name}: "
                             "its release covers the rows it read, not these")
         return {"fitted_on": origin, "rows": None, "kind": "DP-PCA of the private split", "public_share": None,
-                "note": f"projection fitted on the private rows of {origin} by a DP release ({release['mechanism']}, "
-                        f"ε = {release['epsilon']:.4g}, δ = {release['delta']:g}): composed into every run's ε"}
+                "note": f"projection fitted on the private rows of {origin} by a DP release ({release.words}): "
+                        "composed into every run's ε"}
     if header.public_choice is not None:
         require_chosen_for(projection, private)
         kind = "chosen by a GSD ranking"

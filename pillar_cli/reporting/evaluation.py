@@ -5,7 +5,7 @@ was selected)."""
 from __future__ import annotations
 
 from pillar_cli.artifacts import Artifact, Split, shared_rows
-from pillar_cli.artifacts.evaluation import Evaluation, rows_as_released
+from pillar_cli.artifacts.evaluation import Accounting, Evaluation, rows_as_released
 from pillar_cli.artifacts.model import run_rows
 from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.errors import DataError, param
@@ -26,7 +26,8 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
                         hint=f"evaluate on held-out rows, or pass {param('allow_overlap', True)} (recorded and printed)")
     rows = selected_metrics(models, split.features, split.labels)
     first, headers = models[0], [ModelRecord.of(model) for model in models]
-    header, ledger = headers[0], headers[0].ledger
+    header = headers[0]
+    ledger = Accounting(accountant=header.accountant, delta=header.delta_total, clip=header.ledger.clip)
     count = released_count(header)
     said = rows_as_released(count)
     seeds = sorted({row.key.seed for model in models for row in run_rows(model)})
@@ -50,5 +51,5 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
 def released_count(header: ModelRecord) -> RowCount | None:
     """The row count the models' runs read, as released: a noisy count, or one declared public; None where no
     private mechanism read one (its exact n stays in the model's working file)."""
-    count = None if header.count is None else RowCount.from_dict(header.count)
+    count = header.count if header.count_read_by else None
     return count if count is not None and count.released else None

@@ -34,8 +34,8 @@ def test_the_default_path_chooses_nothing_on_private_labels(mnist, pillar, tmp_p
                        model.array("runs/steps")))
     # n = the private and val rows, private itself: the rule reads the count ñ released inside ε,
     # k = round(√(ñ·ε)), steps = ⌈16·ñ/512⌉, lr = ñ·ε/(32·steps)
-    count = model.attrs["count"]["value"]
-    assert model.attrs["n_private"] == n and model.attrs["count"]["kind"] == "noisy" and cells == [
+    count = model.attrs["guarantee"]["count"]["value"]
+    assert model.attrs["n_private"] == n and model.attrs["guarantee"]["count"]["kind"] == "noisy" and cells == [
         (0.1, rule_k(count, 0.1, 100), pytest.approx(rule_lr(count, 0.1, 512)), rule_steps(count, 512))] * 2 + [
         (1.0, rule_k(count, 1.0, 100), pytest.approx(rule_lr(count, 1.0, 512)), rule_steps(count, 512))] * 2
     assert model.attrs["default_rule"]["fields"] == ["k", "lr", "steps"]
@@ -72,7 +72,7 @@ def test_the_val_split_can_be_held_out_and_cannot_train_and_choose(mnist, pillar
     out = tmp_path / "model.h5"
     pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--val", "hold-out", "-o", out)
     model = artifacts.read(out, "model")
-    count = model.attrs["count"]["value"]  # the rule reads the count of the private rows released inside ε
+    count = model.attrs["guarantee"]["count"]["value"]  # the rule reads the count of the private rows released inside ε
     private, val = mnist["rows"]["private"], mnist["rows"]["val"]
     assert (model.attrs["n_private"], model.attrs["trained_on"], model.array("runs/k").tolist()) == \
         (private, ["private"], [rule_k(count, 1.0, 100)]) and abs(count - private) < 6 * 16.7
@@ -124,7 +124,7 @@ def test_given_values_replace_the_rule_field_by_field(mnist, pillar, tmp_path):
     out = tmp_path / "model.h5"
     pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--k", "10", "--lr", "0.5", "-o", out)
     model = artifacts.read(out, "model")
-    count = model.attrs["count"]["value"]  # the rule's steps for the rows (private and val train), read as ñ
+    count = model.attrs["guarantee"]["count"]["value"]  # the rule's steps for the rows (private and val train), read as ñ
     n = mnist["rows"]["private"] + mnist["rows"]["val"]
     assert (model.array("runs/k").tolist(), model.array("runs/lr").tolist(), model.array("runs/steps").tolist()) == \
         ([10], [0.5], [rule_steps(count, 512)]) and abs(count - n) < 6 * 16.7

@@ -94,19 +94,28 @@ FORGERIES = {  # what a buggy writer could leave, re-hashed so that only the sch
         [{key: value for key, value in cell.items() if key != "run_ids"}
          for cell in json.loads(h5.attrs["selection"])])),  # once KeyError: 'run_ids' in evaluate
         "has a selection whose cells are not (method, k, epsilon, run ids of its runs, what chose them)"),
-    "count of an unknown kind": ("model", lambda h5: h5.attrs.__setitem__("count", json.dumps(
-        json.loads(h5.attrs["count"]) | {"kind": "estimated"})),  # once a traceback in release and evaluate
-        "has a row count that is not one pillar reads"),
-    "count of households": ("model", lambda h5: h5.attrs.__setitem__("count", json.dumps(
-        json.loads(h5.attrs["count"]) | {"of": "households"})),  # once read and said as it was stored
-        "has a row count that is not one pillar reads"),
-    "unit of an unknown kind": ("model", lambda h5: h5.attrs.__setitem__("privacy_unit", json.dumps(
-        json.loads(h5.attrs["privacy_unit"]) | {"unit": "household"})),  # once read as a row
-        "has a privacy unit that is neither a row nor a person"),
+    "count of an unknown kind": ("model", lambda h5: _edit_guarantee(h5, "count", {"kind": "estimated"}),  # once a
+        # traceback in release and evaluate
+        "has a guarantee that is not one pillar reads (a unit, relation, count or release)"),
+    "count of households": ("model", lambda h5: _edit_guarantee(h5, "count", {"of": "households"}),  # once read and
+        # said as it was stored
+        "has a guarantee that is not one pillar reads (a unit, relation, count or release)"),
+    "unit of an unknown kind": ("model", lambda h5: _edit_guarantee(h5, "unit", {"unit": "household"}),  # once read
+        # as a row
+        "has a guarantee that is not one pillar reads (a unit, relation, count or release)"),
+    "relation pillar does not account": ("model", lambda h5: h5.attrs.__setitem__("guarantee", json.dumps(
+        json.loads(h5.attrs["guarantee"]) | {"relation": "REPLACE_ONE"})),
+        "has a guarantee that is not one pillar reads (a unit, relation, count or release)"),
     "risk target below chance": ("model", lambda h5: _add_json_attribute(h5, "risk_target", {
         "max_tpr": 0.01, "at_fpr": 0.05}),  # once printed as the target its ε was calibrated to
         "has a risk target that is not a TPR above an FPR, both in (0, 1)"),
 }
+
+
+def _edit_guarantee(h5, part: str, change: dict) -> None:
+    """The model's guarantee with one part's record changed."""
+    guarantee = json.loads(h5.attrs["guarantee"])
+    h5.attrs["guarantee"] = json.dumps(guarantee | {part: guarantee[part] | change})
 
 
 def _add_json_attribute(h5, key: str, value: dict) -> None:
@@ -141,7 +150,7 @@ def test_an_epsilon_edited_down_is_refused_on_read(pillar, mnist, tmp_path, shar
     honest = artifacts.read(model, "model")
     claimed = float(honest.array("runs/epsilon_spent")[0])
     event = event_from_dict(json.loads(str(honest.array("runs/event")[0])))
-    delta = honest.attrs["ledger"]["delta"]
+    delta = honest.attrs["guarantee"]["delta"]
     spent = computed_epsilon("prv", event, delta)  # what the claim is checked against, computed afresh
     assert spent == pytest.approx(claimed, rel=1e-12)
     for source, kind, edit in ((model, "model", lambda h5, value: h5["runs/epsilon_spent"].__setitem__(0, value)),

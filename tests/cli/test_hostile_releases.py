@@ -49,6 +49,8 @@ def _words_edit(change):
     (_attrs_edit("features", lambda f: f.pop("feature_dim")),
      "records a feature recipe whose feature_dim is not its scaler's 784"),
     (_attrs_edit("privacy", lambda p: p.update(delta=0.5)),
+     "has a privacy statement whose δ, accountant, unit or count is not what its guarantee says"),
+    (_attrs_edit("privacy", lambda p: (p.update(delta=0.5), p["guarantee"].update(delta=0.5, delta_total=0.5))),
      "states δ = 0.5, not below 1/ñ of the count of training rows it read"),
     (lambda h5: h5.attrs.__setitem__("class_names", json.dumps(["0"] * 10)),
      "has class names that are not two or more distinct texts"),
@@ -63,11 +65,17 @@ def _words_edit(change):
     (_attrs_edit("privacy", lambda p: p.pop("basis")),
      "has a privacy statement without a readable record of how its head was trained (its basis)"),
     (_attrs_edit("privacy", lambda p: p["unit"].update(unit="household")),
-     "has a privacy statement whose unit is neither a row nor a person"),
+     "has a privacy statement whose δ, accountant, unit or count is not what its guarantee says"),
+    (_attrs_edit("privacy", lambda p: (p["unit"].update(unit="household"), p["guarantee"]["unit"].update(
+        unit="household"))),
+     "has a privacy statement whose guarantee is not one pillar reads (a unit, relation, count or release)"),
+    (_attrs_edit("privacy", lambda p: p.pop("guarantee")),  # a statement written by pillar 0.1
+     "has a privacy statement written before a statement held its guarantee as one record"),
     (_attrs_edit("privacy", lambda p: p.update(risk_target={"max_tpr": 0.01, "at_fpr": 0.05})),  # once read as stated
      "has a privacy statement whose risk_target is not a TPR above an FPR, both in (0, 1)"),
-], ids=["epsilon-a-string", "no-feature-dim", "delta-half", "same-class-names", "summary-edited", "list-emptied",
-        "words-and-summary-edited", "covers-added", "no-basis", "unit-unknown", "risk-target-below-chance"])
+], ids=["epsilon-a-string", "no-feature-dim", "delta-half", "delta-half-everywhere", "same-class-names",
+        "summary-edited", "list-emptied", "words-and-summary-edited", "covers-added", "no-basis", "unit-unknown",
+        "unit-unknown-everywhere", "no-guarantee", "risk-target-below-chance"])
 def test_an_edited_release_is_refused_in_one_line_by_predict(pillar, mnist, release, tmp_path, edit, problem):
     forged, out = tmp_path / "forged.h5", tmp_path / "p.csv"
     with edited_copy(release, forged) as h5:

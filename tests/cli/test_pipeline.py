@@ -48,18 +48,18 @@ def test_artifact_kinds_and_provenance_chain(mnist, trained):
 
 def test_ledger_epsilon_recomputed_by_the_accountant_is_within_target(trained):
     model = artifacts.read(trained[0], "model")
-    ledger = model.attrs["ledger"]
-    assert ledger["accountant"] == "prv" and ledger["clip"] == 1.0 and ledger["delta"] == 1e-5
+    ledger, guarantee = model.attrs["ledger"], model.attrs["guarantee"]
+    assert guarantee["accountant"] == "prv" and ledger["clip"] == 1.0 and guarantee["delta"] == 1e-5  # n < 10⁴
     targets, recorded = model.array("runs/epsilon_target"), model.array("runs/epsilon_spent")
     private = np.flatnonzero(np.isfinite(targets))
     assert len(private) == 24  # 4 k × 2 lr × 3 seeds at ε = 0.1
-    count = RowCount.from_dict(model.attrs["count"])  # n = 3,200 is private: the sampling rate reads ñ
+    count = RowCount.from_dict(model.attrs["guarantee"]["count"])  # n = 3,200 is private: the sampling rate reads ñ
     assert count.noisy and count.planned_for == (0.1, 1e-5)
     for i in private:
         event = event_from_dict(json.loads(model.array("runs/event")[i]))
         assert event == count.with_count(dp_sgd_event(float(model.array("runs/noise_multiplier")[i]),
                                                       512 / count.value, int(model.array("runs/steps")[i])))
-        recomputed = computed_epsilon("prv", event, ledger["delta"])
+        recomputed = computed_epsilon("prv", event, guarantee["delta"])
         assert recomputed <= targets[i] and recomputed == pytest.approx(recorded[i], rel=1e-6)
     assert np.isinf(recorded[~np.isfinite(targets)]).all()
     assert "NOT accounted" in model.attrs["selection_note"]

@@ -54,8 +54,8 @@ def test_splits_are_drawn_over_persons_and_the_default_unit_is_the_person(person
     assert splits["private"].grouping["source"] == "array groups"
     pillar("train-private", persons / "emb.h5", "-p", persons / "pca.h5", "--eps", "1", "-o", tmp_path / "m.h5")
     model = artifacts.read(tmp_path / "m.h5", "model")
-    unit = PrivacyUnit.from_attrs(model.attrs["privacy_unit"])
-    count = RowCount.from_dict(model.attrs["count"])
+    unit = PrivacyUnit.from_attrs(model.attrs["guarantee"]["unit"])
+    count = RowCount.from_dict(model.attrs["guarantee"]["count"])
     assert unit.is_person and unit.persons == "array groups" and count.of == "persons" and count.noisy
     trained_persons = len(owners["private"] | owners["val"])
     assert abs(count.value - trained_persons) < 6 * count.noise_multiplier  # persons counted, not rows
@@ -77,7 +77,7 @@ def test_the_row_unit_stays_one_flag_away_and_a_person_unit_without_persons_is_r
                                                                                        tmp_path):
     pillar("train-private", persons / "emb.h5", "-p", persons / "pca.h5", "--eps", "1", "--privacy-unit", "row",
            "-o", tmp_path / "row.h5")
-    assert not PrivacyUnit.from_attrs(artifacts.read(tmp_path / "row.h5", "model").attrs["privacy_unit"]).is_person
+    assert not PrivacyUnit.from_attrs(artifacts.read(tmp_path / "row.h5", "model").attrs["guarantee"]["unit"]).is_person
     refused = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--privacy-unit", "person", "-o",
                      tmp_path / "none.h5", expect=2)
     assert refused.stderr.splitlines()[0] == ("error: --privacy-unit person needs each training row's person, which "
@@ -94,7 +94,7 @@ def test_a_one_release_head_weights_each_persons_rows_and_says_so(persons, pilla
     pillar("train-private", persons / "emb.h5", "-p", persons / "pca.h5", "--method", "dp-ls", "--eps", "1",
            "-o", tmp_path / "ls.h5")
     model = artifacts.read(tmp_path / "ls.h5", "model")
-    assert PrivacyUnit.from_attrs(model.attrs["privacy_unit"]).is_person
+    assert PrivacyUnit.from_attrs(model.attrs["guarantee"]["unit"]).is_person
     assert model.attrs["mechanisms"]["dp-ls"].endswith("; per person: each row weighted by 1/(its person's rows) in "
                                                        "every released sum, so that a person moves a release at "
                                                        "most as one row does")
@@ -107,7 +107,7 @@ def test_an_accounted_selection_scores_val_persons(persons, pillar, tmp_path):
     (record,) = model.attrs["selection_ledger"]["selections"]
     assert record["trial"]["score"]["statistic"].startswith("correct predictions on the val split, each weighted by "
                                                              "1/(its person's val rows)")
-    assert PrivacyUnit.from_attrs(model.attrs["privacy_unit"]).is_person and record["epsilon"] <= 1.0
+    assert PrivacyUnit.from_attrs(model.attrs["guarantee"]["unit"]).is_person and record["epsilon"] <= 1.0
 
 
 def test_a_split_sharing_a_training_persons_rows_is_no_test_split(persons, pillar, tmp_path):

@@ -45,7 +45,7 @@ def _train(mnist, pillar, out, *extra: str):
 
 def _noise_in_units(model, i: int, gradient_sum: np.ndarray) -> np.ndarray:
     """σC·Z of head i, recovered exactly from its weights and the private rows: −W·ñ/lr − G, divided by σ (C = 1)."""
-    count = model.attrs["count"]["value"]  # a full batch's expected size: the released count, not n
+    count = model.attrs["guarantee"]["count"]["value"]  # a full batch's expected size: the released count, not n
     update = -np.vstack([model.array(f"runs/{i}/weights"), model.array(f"runs/{i}/bias")[None]]) * count / LR
     return (update - gradient_sum) / float(model.array("runs/noise_multiplier")[i])
 

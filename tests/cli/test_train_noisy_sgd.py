@@ -34,7 +34,7 @@ def test_noisy_sgd_on_few_public_components_beats_many_and_its_ledger_adds_up(pi
     stored = artifacts.read(model, "model")
     ledger = stored.attrs["noisy_sgd"]
     assert ledger["boosted_runs"] == math.ceil(math.log(1 / 0.05)) == 3 and ledger["zeta"] == 0.1
-    count = RowCount.from_dict(stored.attrs["count"])  # n = 1,440 private rows, private: the rate 1/n reads ñ
+    count = RowCount.from_dict(stored.attrs["guarantee"]["count"])  # n = 1,440 private rows, private: the rate 1/n reads ñ
     for row in run_rows(stored):
         spent = row.epsilon_spent
         # the row count's release, three runs, then the exponential mechanism at ε/2

@@ -8,6 +8,8 @@ import pytest
 from pillar_cli import artifacts
 from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact, run_rows, stored_runs
 from pillar_cli.artifacts.model_record import ModelLedger, ModelRecord
+from pillar_cli.privacy.guarantee import Guarantee
+from pillar_cli.privacy.unit import PrivacyUnit
 from pillar_cli.artifacts.schema import RUN_COLUMNS
 from pillar_cli.errors import ArtifactError
 from pillar_cli.privacy import GaussianEvent
@@ -25,8 +27,8 @@ def _records() -> list[RunRecord]:
 
 
 def _model(records: list[RunRecord]):
-    record = ModelRecord(num_classes=2, n_private=10, selection_note="",
-                         ledger=ModelLedger(accountant="rdp", delta=1e-5, clip=1.0))
+    record = ModelRecord(num_classes=2, n_private=10, selection_note="", ledger=ModelLedger(clip=1.0),
+                         guarantee=Guarantee(unit=PrivacyUnit(), count=None, accountant="rdp", delta=1e-5))
     return model_artifact(records, {("public-lda", 3): np.eye(5)[:, :3]}, np.zeros(5), np.ones(5), record)
 
 

@@ -101,7 +101,7 @@ def test_a_method_bounds_a_person_or_refuses_with_the_registrys_list(name, tasks
     task, result = trained(name, tasks, by_person=True)
     model = stored(result, task, tmp_path)
     unit = PrivacyUnit(PERSON, "the groups given")
-    assert result.plan.unit == unit and model.attrs["privacy_unit"]["unit"] == PERSON
+    assert result.plan.unit == unit and model.attrs["guarantee"]["unit"]["unit"] == PERSON
     assert model.attrs["mechanisms"][name] == method.mechanism_words(unit)
     assert model.attrs["mechanisms"][name].endswith(f"of one person; per person: {method.person_bound}")
     assert [check.problems for check in check_ledger(model)] == [[]]

@@ -8,7 +8,7 @@ import pytest
 from dp_accounting import dp_event, pld
 from dp_accounting.rdp import RdpAccountant
 
-from pillar_cli.privacy import dp_sgd_event
+from pillar_cli.privacy import ExponentialEvent, GaussianEvent, dp_sgd_event
 from pillar_cli.privacy.file_guarantee import ReleasedHead, joint_epsilon, stream_segments, whole_file
 from pillar_cli.randomness import SECRET, NoiseSource
 
@@ -50,11 +50,16 @@ def test_heads_with_their_own_batches_compose_as_independent_mechanisms_and_cost
     assert independent < shared
 
 
-def test_one_head_is_its_own_guarantee_and_other_releases_add_by_basic_composition():
+def test_one_head_is_its_own_guarantee_and_an_upstream_release_composes_once_into_many():
     head = _head(2.0, 100, ("b",))
     assert joint_epsilon([head], DELTA) | {"composition": ""} == {"epsilon": 1.0, "delta": DELTA, "composition": ""}
-    with_choice = joint_epsilon([head], DELTA, others=[(0.5, 0.0)])
-    assert with_choice["epsilon"] == 1.5 and "basic composition" in with_choice["composition"]
+    heads = [_head(2.0, 100, None), _head(2.0, 100, None)]
+    with_pca = joint_epsilon(heads, DELTA, upstream=(GaussianEvent(6.0),))
+    assert with_pca["epsilon"] == pytest.approx(_pld([(_sampled(0.1, 2.0), 200), (dp_event.GaussianDpEvent(6.0), 1)]),
+                                                rel=0.01)
+    assert with_pca["epsilon"] > joint_epsilon(heads, DELTA)["epsilon"] and "1 upstream" in with_pca["composition"]
+    with_gsd = joint_epsilon(heads, DELTA, upstream=(ExponentialEvent(0.25),))
+    assert with_gsd["epsilon"] == pytest.approx(joint_epsilon(heads, DELTA)["epsilon"] + 0.25)
 
 
 def test_a_non_private_head_or_reproducible_noise_leaves_the_file_without_a_guarantee():

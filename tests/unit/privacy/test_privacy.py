@@ -8,6 +8,8 @@ import warnings
 import numpy as np
 import pytest
 
+from pillar_cli.privacy.count import NOISY, RowCount
+
 from pillar_cli.errors import PrivacyError, UsageError
 from pillar_cli.privacy import ACCOUNTANTS, calibrate_noise, dp_sgd_event, spent_epsilon, validate_budget
 
@@ -112,8 +114,14 @@ def test_budget_validation_messages():
         validate_budget(0.0, 1e-5, 1000)
     with pytest.raises(UsageError, match=r"^delta must be in \(0, 1\)"):
         validate_budget(1.0, 1.0, 1000)
-    with pytest.raises(PrivacyError, match=r"^delta 0.01 is not below 1/n = 0.001 for n = 1000"):
+    with pytest.raises(PrivacyError, match=r"^delta 0.01 is not below 1/n of the private rows read: such a δ permits "
+                                           r"releasing individual records$"):  # no private n in a refusal
         validate_budget(1.0, 0.01, 1000)
+    with pytest.raises(PrivacyError, match=r"^delta 0.01 is not below 1/ñ of the count of training rows released with "
+                                           r"noise: such a δ"):  # nor the count: a repeated refusal tells nothing new
+        validate_budget(1.0, 0.01, RowCount(100.7, NOISY, 10.0, 0.05, (1.0, 1e-5)))
+    with pytest.raises(PrivacyError, match=r"^delta 0.01 is not below 1/n = 0.001 for the declared-public n = 1000"):
+        validate_budget(1.0, 0.01, RowCount.exact(1000, declared_public=True))
     validate_budget(math.inf, 1e-5, 1000)
 
 

@@ -10,8 +10,9 @@ import pytest
 from dp_accounting import dp_event, pld
 from sklearn.datasets import load_digits
 
-from pillar_cli import DPLinearClassifier, PublicPCA, UsageError, sweep
+from pillar_cli import DPLinearClassifier, PrivacyError, PublicPCA, UsageError, sweep
 from pillar_cli.privacy.events import to_dp_accounting
+from pillar_cli.privacy.release import DPRelease, Released
 from pillar_cli.privacy.unit import Units
 from pillar_cli.projection.private_pca import fit_private_pca
 from pillar_cli.randomness import SECRET
@@ -60,20 +61,26 @@ def test_bad_budgets_and_sizes_are_refused(rows):
 
 
 def test_the_python_api_composes_a_dp_pca_into_the_heads_epsilon(rows):
-    """DPLinearClassifier and sweep() on a DP-PCA object: the ledger's ε is dp-accounting's for the whole tree (the
-    row count, the training, the projection's release) at δ plus the release's, and says what it covers."""
+    """DPLinearClassifier and sweep() on a DP-PCA object: the ε target is met by the whole tree (the row count, the
+    training, the projection's release) at δ plus the release's — dp-accounting's ε of that tree — and the ledger says
+    what it covers; the head's own noise is larger than it would be on a public projection."""
     labels = load_digits().target
     pca, release = fit_private_pca(rows[:1400], 20, 0.5, 1e-5, "pld", SECRET)
-    clf = DPLinearClassifier(k=10, epsilon=1.0, accountant="pld", projection=pca, lr=0.5, steps=100, batch_size=256,
-                             device="cpu").fit(rows[:1400], labels[:1400])
+    settings = {"k": 10, "epsilon": 1.0, "accountant": "pld", "lr": 0.5, "steps": 100, "batch_size": 256,
+                "device": "cpu", "delta": 1e-5}
+    clf = DPLinearClassifier(projection=pca, **settings).fit(rows[:1400], labels[:1400])
     accountant = pld.PLDAccountant(value_discretization_interval=1e-5)
     accountant.compose(to_dp_accounting(clf.ledger_.event))
-    assert clf.ledger_.delta == pytest.approx(2e-5) and clf.ledger_.epsilon_spent > 1.0
+    assert clf.ledger_.delta == pytest.approx(2e-5) and 0.98 <= clf.ledger_.epsilon_spent <= 1.0
     assert clf.ledger_.epsilon_spent == pytest.approx(accountant.get_epsilon(2e-5), rel=2e-3)
-    assert "the projection: Analyze Gauss" in clf.ledger_.covers
+    assert "fitting the projection on the private rows (Analyze Gauss" in clf.ledger_.covers
+    assert clf.ledger_.guarantee.upstream == (pca.release_,) and pca.release_.event == clf.ledger_.event.events[-1]
+    public = DPLinearClassifier(projection=PublicPCA(20).fit(rows[1400:]), **settings).fit(rows[:1400], labels[:1400])
+    assert clf.ledger_.noise_multiplier > public.ledger_.noise_multiplier  # the release takes part of the budget
     result = sweep(rows[:1400], labels[:1400], projection=pca, k=[10], epsilon=[1.0], accountant="pld", lr=[0.5],
                    steps=[100], batch_size=[256], device="cpu")
-    assert result.releases == [release] and result.runs[0].epsilon_spent > 1.0
+    assert result.releases == (pca.release_,) and result.runs[0].epsilon_spent <= 1.0
+    assert pca.release_ == DPRelease.from_attrs(release)
 
 
 def test_with_persons_each_row_weighs_one_over_its_persons_rows_and_the_release_names_the_unit(rows):
@@ -97,7 +104,7 @@ def test_heads_protecting_a_person_cannot_rest_on_a_projection_released_per_row(
     labels = load_digits().target
     projection, _ = fit_private_pca(rows[:1000], 20, 1.0, 1e-5, "prv", SECRET)  # per row: no persons
     groups = np.arange(len(rows) - 1000) // 4
-    with pytest.raises(UsageError, match="^the projection's DP-PCA release protects one row, and these rows name"):
+    with pytest.raises(PrivacyError, match="^the projection's DP release protects one row, and these rows name"):
         DPLinearClassifier(projection=projection, epsilon=1.0, delta=1e-4).fit(rows[1000:], labels[1000:],
                                                                                groups=groups)
     per_row = DPLinearClassifier(projection=projection, epsilon=1.0, delta=1e-4, privacy_unit="row")
@@ -111,7 +118,6 @@ def test_the_dp_pca_estimator_is_the_release_with_a_typed_record_and_scikit_lear
 
     from pillar_cli import DPPCA
     from pillar_cli.privacy import GaussianEvent
-    from pillar_cli.privacy.guarantee import DPRelease
 
     exact, _ = fit_private_pca(rows, 10, math.inf, 1e-5, "prv", SECRET)
     np.testing.assert_array_equal(DPPCA(10, epsilon=math.inf).fit(rows).components_, exact.components_)
@@ -119,7 +125,8 @@ def test_the_dp_pca_estimator_is_the_release_with_a_typed_record_and_scikit_lear
     release = fitted.release_
     assert isinstance(release, DPRelease) and isinstance(release.event, GaussianEvent)
     assert release.epsilon <= 0.5 and release.delta == 1e-5 and not release.unit.is_person
-    assert release == DPRelease.of(release.record) and release.mechanism.startswith("Analyze Gauss")
+    assert release.released == Released.PROJECTION and release.mechanism.startswith("Analyze Gauss")
+    assert DPRelease.from_attrs(release.to_attrs()) == release
     assert clone(fitted).get_params() == {"k_max": 20, "epsilon": 0.5, "delta": 1e-5, "accountant": "pld",
                                           "noise_seed": None}
     persons = DPPCA(10, epsilon=1.0).fit(rows, groups=np.arange(len(rows)) // 3).release_
@@ -127,4 +134,4 @@ def test_the_dp_pca_estimator_is_the_release_with_a_typed_record_and_scikit_lear
     labels = load_digits().target
     result = sweep(rows[:1400], labels[:1400], projection=fitted, k=[10], epsilon=[1.0], accountant="pld",
                    lr=[0.5], steps=[100], batch_size=[256], device="cpu")
-    assert result.releases == [fitted.release_.record] and result.runs[0].epsilon_spent > 1.0
+    assert result.releases == (fitted.release_,) and result.runs[0].epsilon_spent <= 1.0
