@@ -60,7 +60,8 @@ _ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
 }
 # attributes a kind may omit, but whose type is fixed when present
 _OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "embeddings": {"split_roles": dict, "source_fingerprint": str, "splits": list, "persons": dict, "premises": dict},
+    "embeddings": {"split_roles": dict, "source_fingerprint": str, "splits": list, "persons": dict, "premises": dict,
+                   "public_fraction": (int, float), "val_fraction": (int, float)},
     "projection": {"row_l2_normalised": bool, "source_fingerprint": str, "public_choice": dict, "private_release": dict,
                    "persons": dict, "public_share": float, "fitted_on": dict},
     "evaluation": {"overlap_rows": int, "public": dict, "feature_dim": int, "count": dict},
@@ -111,6 +112,13 @@ def validate(kind: str, arrays: dict[str, np.ndarray], attrs: dict[str, Any], pa
         problem = check(arrays, attrs, splits)
         if problem:
             refuse(problem)
+
+
+def _split_names(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
+    """The split names an embeddings file records are texts (the readers join and compare them)."""
+    if "splits" in attrs and not all(isinstance(name, str) for name in attrs["splits"]):
+        return "has split names that are not texts"
+    return None
 
 
 def _rows_agree(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
@@ -279,5 +287,6 @@ def _gsd_ranking(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
     return None
 
 
-_CONSISTENCY = {"embedding-shard": (_rows_agree,), "projection": (_projection_shapes,), "model": (_model_shapes,),
-                "evaluation": (_evaluation_rows,), "classifier": (_classifier_shapes,), "gsd": (_gsd_ranking,)}  # embeddings: read_split checks each split's lengths
+_CONSISTENCY = {"embeddings": (_split_names,), "embedding-shard": (_rows_agree,), "projection": (_projection_shapes,), "model": (_model_shapes,),
+                "evaluation": (_evaluation_rows,), "classifier": (_classifier_shapes,), "gsd": (_gsd_ranking,)}  # embeddings: read_split checks each split's
+# lengths

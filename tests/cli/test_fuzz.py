@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from checks import fuzz_examples
+from checks import assert_clean_failure, edited_copy, fuzz_examples
 from corruption import HOW, corrupt, values
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -54,3 +54,17 @@ def test_corrupted_artifacts_end_in_one_line(pillar, originals, tmp_path, kind, 
             first, *rest = result.stderr.splitlines()
             assert first.startswith("error: ") and len(rest) <= 1, (argv, how, result.stderr)
             assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("key, value, problem", [
+    ("splits", "[1, 2]", "has split names that are not texts"),  # once TypeError: sequence item 0: expected str
+    ("public_fraction", "", "has no valid attribute 'public_fraction'"),  # once TypeError: can't multiply sequence
+], ids=["split-names-numbers", "public-fraction-text"])
+def test_embeddings_attributes_the_randomised_runs_found_end_in_one_line(pillar, originals, tmp_path, key, value,
+                                                                          problem):
+    """Cases the randomised test above found on a fresh clone (an attribute of the wrong type, re-hashed), pinned."""
+    corrupted, out = tmp_path / "c.h5", tmp_path / "o.h5"
+    with edited_copy(originals["embeddings"], corrupted) as h5:
+        h5.attrs[key] = value
+    assert_clean_failure(pillar("fit-pca", f"{corrupted}:public", "-o", out, expect=None), 3,
+                         f"{corrupted}: embeddings artifact {problem}", out)
