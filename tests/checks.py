@@ -113,8 +113,10 @@ def assert_embeds_like_npz(pillar, tmp_path: Path, images: dict, source: str, pa
     named = {} if groups is None else {"groups": groups["train"], "groups_test": groups["test"]}
     np.savez(tmp_path / "same.npz", x=x, y=y, x_test=x_test, y_test=y_test, class_names=np.array(classes), **named)
     written = tmp_path / f"{source}.h5"
-    pillar("embed", "--source", source, "--path", path, "--backbone", "pixels", *options, "-o", written)
-    pillar("embed", "--source", "npz", "--path", tmp_path / "same.npz", "--backbone", "pixels", "-o", tmp_path / "n.h5")
+    public = ("--public-fraction", "0.1")  # persons draw a public split only when asked: the same one in both
+    pillar("embed", "--source", source, "--path", path, "--backbone", "pixels", *public, *options, "-o", written)
+    pillar("embed", "--source", "npz", "--path", tmp_path / "same.npz", "--backbone", "pixels", *public, "-o",
+           tmp_path / "n.h5")
     rows = {}
     for name in (written, tmp_path / "n.h5"):
         splits = [artifacts.read_split(f"{name}:{split}") for split in ("private", "public", "val", "test")]

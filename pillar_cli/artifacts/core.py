@@ -34,6 +34,7 @@ from pillar_cli.artifacts.layout import (
     write_array,
 )
 from pillar_cli.artifacts.schema import validate
+from pillar_cli.artifacts.sharing import SHAREABLE_KINDS, shared_input
 from pillar_cli.artifacts.stored_rows import StoredRows
 from pillar_cli.errors import ArtifactError, LibraryStateError, first_line, param
 from pillar_cli.version import __version__
@@ -62,7 +63,7 @@ def write(path: str | Path, artifact: Artifact, *, inputs: list[InputRef] | tupl
             created_at=_created_at(),
             command=list(command if command is not None else sys.argv),
             config=dict(config or {}),
-            inputs=list(inputs),
+            inputs=[shared_input(ref) for ref in inputs] if artifact.kind in SHAREABLE_KINDS else list(inputs),
             content_hash=content_hash(artifact.arrays, artifact.attrs),
         )
         handle = -1

@@ -15,6 +15,7 @@ from pillar_cli.artifacts.crash_guard import known_or_passes_in_child
 from pillar_cli.artifacts.embeddings import Split
 from pillar_cli.artifacts.guarantee import guarantee_notes
 from pillar_cli.artifacts.integrity import modified_part
+from pillar_cli.artifacts.sharing import WITHHELD, sharing_note
 from pillar_cli.errors import ArtifactError
 
 
@@ -55,7 +56,8 @@ class ChainLink:
 
     depth: int
     ref: InputRef
-    status: str  # "ok", "changed" (another content hash), "modified" (edited since written; verify only), "missing"
+    status: str  # "ok", "changed" (another content hash), "modified" (edited since written; verify only), "missing",
+    # "withheld" (a shareable file names the input without its hash: nothing to check it against)
     command: list[str] | None
 
 
@@ -74,7 +76,8 @@ def provenance_chain(artifact: Artifact, max_depth: int = 8, verify: bool = Fals
             except ArtifactError:
                 links.append(ChainLink(depth, ref, "missing", None))
                 continue
-            status = "ok" if parent.content_hash == ref.content_hash else "changed"
+            status = "withheld" if ref.content_hash == WITHHELD else \
+                "ok" if parent.content_hash == ref.content_hash else "changed"
             if verify and status == "ok" and not content_matches(ref.path):
                 status = "modified"
             links.append(ChainLink(depth, ref, status, parent.command))
@@ -108,7 +111,8 @@ def describe(artifact: Artifact, verify: bool = False) -> dict:
     return {"path": str(artifact.path), "kind": artifact.kind, "schema_version": SCHEMA_VERSION,
             "pillar_version": provenance.pillar_version, "created_at": provenance.created_at,
             "content_hash": provenance.content_hash, "command": provenance.command, "config": provenance.config,
-            "inputs": [ref.to_dict() for ref in provenance.inputs], "guarantee": guarantee_notes(artifact.attrs),
+            "inputs": [ref.to_dict() for ref in provenance.inputs], "sharing": sharing_note(artifact.kind),
+            "guarantee": guarantee_notes(artifact.attrs),
             "attrs": artifact.attrs, "datasets": datasets,
             "chain": [{"depth": link.depth, **link.ref.to_dict(), "status": link.status, "command": link.command}
                       for link in provenance_chain(artifact, verify=verify)], "verified": verify}

@@ -6,5 +6,6 @@ Only the CLI imports it.
 
 May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `projection`, `linear.engine` (the configurations it
 trains), `methods` (the methods it audits, and the sweep the neighbours check reruns), `release` (the releases and
-exports it reruns and reads: formats, signatures, cards).
+exports it reruns and reads: formats, signatures, cards), `reporting` (the evaluation, tables, figure and page the
+neighbours check publishes of each run).
 """

@@ -27,9 +27,10 @@ import numpy as np
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.classifier_file import read_classifier
+from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.audit.stored_values import stored_values
-from pillar_cli.errors import UsageError, param
+from pillar_cli.errors import MissingSplitError, UsageError, param
 from pillar_cli.methods.inputs import SweepSources, read_sweep_inputs
 from pillar_cli.methods.plan import plan_sweep
 from pillar_cli.methods.request import SweepRequest
@@ -64,6 +65,7 @@ class Comparison:
     files: list[str]
     removed: Removed
     runs: int
+    dismissed: list[Finding] = field(default_factory=list)  # what the first runs found that more runs did not repeat
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ def neighbours(embeddings: Path, plan: NeighbourPlan, workdir: Path, embed: Embe
         directory.mkdir(parents=True, exist_ok=True)
         embed(np.asarray(removed.source_rows if side == "without" else [], dtype=np.int64), directory / "emb.h5")
     shipped: dict[str, list[dict[str, dict[str, str]]]] = {side: [] for side in sides}
+    first: list[Finding] = []
     for runs in (plan.runs, plan.runs + CONFIRMING_RUNS):
         for side, directory in sides.items():
             for number in range(len(shipped[side]), runs):
@@ -116,7 +119,8 @@ def neighbours(embeddings: Path, plan: NeighbourPlan, workdir: Path, embed: Embe
             name, [files.get(name) for files in shipped["with"]], [files.get(name) for files in shipped["without"]])]
         if not findings:
             break
-    return Comparison(findings, names, removed, runs)
+        first = first or findings
+    return Comparison(findings, names, removed, runs, [found for found in first if found not in findings])
 
 
 def records_to_remove(artifact: artifacts.Artifact, private_row: int | None, whole_person: bool) -> Removed:
@@ -196,10 +200,39 @@ def _pipeline(directory: Path, plan: NeighbourPlan, number: int) -> dict[str, di
             export_classifier(read_classifier(str(here / f"{name}.h5")), fmt, here / target,
                               inputs=[here / f"{name}.h5"])
             shipped.append(target)
+    shipped += _published(here, model, [name for name in shipped if name.endswith(".h5")])
     values = {name: stored_values(here / name) for name in shipped}
     shutil.rmtree(directory / f"run{number}", ignore_errors=True)
     here.rename(directory / f"run{number}")
     return values
+
+
+def _published(here: Path, model: artifacts.Artifact, releases: list[str]) -> list[str]:
+    """What a user publishes of the model besides its releases, made in `here` as the commands make them: the
+    evaluation on the test split, its tables and figure, and the page of the first release with it."""
+    from pillar_cli.release.signing import trust_of
+    from pillar_cli.reporting.evaluation import evaluate_models
+    from pillar_cli.reporting.figures import accuracy_vs_k
+    from pillar_cli.reporting.page import release_page
+    from pillar_cli.reporting.tables import rows_to_csv, rows_to_markdown
+
+    try:
+        split = artifacts.read_split(f"{here / 'emb.h5'}:test", on_disk=True)
+    except MissingSplitError:  # embeddings without a test split publish no evaluation
+        return []
+    evaluation = evaluate_models([model], split)
+    artifacts.write(here / "eval.h5", evaluation.artifact(), inputs=[model.ref(), split.ref])
+    (here / "table.md").write_text(rows_to_markdown(evaluation.rows, evaluation.title, evaluation.notes))
+    (here / "table.csv").write_text(rows_to_csv(evaluation.rows))
+    accuracy_vs_k(evaluation.rows, here / "figure.png", evaluation.title, evaluation.feature_dim)
+    made = ["eval.h5", "table.md", "table.csv", "figure.png"]
+    if releases:
+        page = here / f"{Path(releases[0]).stem}.html"
+        released = read_classifier(str(here / releases[0]))
+        page.write_text(release_page(released, trust_of(here / releases[0], None).line,
+                                     Evaluation.of(artifacts.read(here / "eval.h5", "evaluation")), None)[1])
+        made.append(page.name)
+    return made
 
 
 _SUFFIX = {"onnx": "onnx", "torchscript": "pt", "safetensors": "safetensors", "hf": ""}  # by export format

@@ -1,7 +1,8 @@
 """Every value a shipped file stores, by address: HDF5 attributes (parsed down to JSON leaves) and datasets; ONNX
 metadata, initializers and node attributes; TorchScript archive members and its extra files; safetensors metadata and
-tensors; an hf folder's weights, config.json and card. Arrays and opaque members are compared by digest. What the
-neighbours check (audit/neighbours.py) compares between runs."""
+tensors; an hf folder's weights, config.json and card; a page's text and attributes; a table's lines; a figure's
+pixels and text chunks. Arrays and opaque members are compared by digest. What the neighbours check
+(audit/neighbours.py) compares between runs."""
 
 from __future__ import annotations
 
@@ -28,6 +29,12 @@ def stored_values(path: Path) -> dict[str, str]:
         return _onnx_values(path)
     if suffix == ".safetensors":
         return _safetensors_values(path)
+    if suffix in (".html", ".htm"):
+        return _html_values(path)
+    if suffix in (".md", ".csv"):
+        return {f"lines/{number}": repr(line) for number, line in enumerate(path.read_text().splitlines())}
+    if suffix == ".png":
+        return _png_values(path)
     if zipfile.is_zipfile(path):
         return _zip_values(path)
     raise UsageError(f"{path}: not a file the neighbours check can read")
@@ -107,6 +114,33 @@ def _hf_values(folder: Path) -> dict[str, str]:
     values |= _leaves("README.md/front", front_matter_of(card) or {})
     values["README.md/text"] = hashlib.sha256(card.encode()).hexdigest()[:16]
     return values
+
+
+def _html_values(path: Path) -> dict[str, str]:
+    """A page: every text node and attribute value, in document order (an inline figure's drawing among them)."""
+    from html.parser import HTMLParser
+
+    found: list[str] = []
+
+    class Collect(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list) -> None:
+            found.extend(f"{tag}@{name}={value}" for name, value in attrs)
+
+        def handle_data(self, data: str) -> None:
+            if data.strip():
+                found.append(data.strip())
+
+    Collect().feed(path.read_text(encoding="utf-8"))
+    return {f"html/{index}": repr(value) for index, value in enumerate(found)}
+
+
+def _png_values(path: Path) -> dict[str, str]:
+    """A figure: its pixels by digest and its text chunks."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        values = {f"text/{key}": repr(value) for key, value in image.info.items() if isinstance(value, str)}
+        return values | {"pixels": _digest(np.asarray(image))}
 
 
 def _zip_values(path: Path) -> dict[str, str]:

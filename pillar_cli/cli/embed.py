@@ -19,6 +19,7 @@ from pillar_cli.cli.common import (
     print_json,
     print_table,
     save,
+    warn,
 )
 from pillar_cli.cli.progress import progress_bar
 from pillar_cli.cli.sources import default_workers, parse_params
@@ -56,7 +57,9 @@ def embed(
     pretrained: bool = typer.Option(True, help="Use the backbone's pretrained weights (--no-pretrained: random)."),
     resize: Optional[int] = typer.Option(None, help="Resize the short side to this (default: backbone's config)."),
     crop: Optional[int] = typer.Option(None, help="Centre-crop size (default: backbone's input size)."),
-    public_fraction: float = typer.Option(0.1, help="Fraction of the train part used as PUBLIC unlabelled data."),
+    public_fraction: Optional[float] = typer.Option(None, help="Fraction of the train part used as PUBLIC unlabelled "
+                                                    "data, without protection (default 0.1; a source naming persons: "
+                                                    "only when given)."),
     val_fraction: float = typer.Option(0.1, help="Fraction of the train part held out for validation."),
     test_fraction: float = typer.Option(0.2, help="Test fraction, for sources without their own test split."),
     no_public_split: bool = typer.Option(False, "--no-public-split", help="Allow an artifact without public rows "
@@ -168,9 +171,13 @@ def _list(registry: dict, what: str, as_json: bool) -> None:
 def _report(target: Path, job: EmbeddingJob, source: str, backbone: str, dim: int, as_json: bool) -> None:
     rows = [{"split": name, "rows": len(ids), "labelled": name != "public", "dim": dim}
             for name, ids in job.rows.items()]
+    public = len(job.splits.get("public", ()))  # public: each row's draw is its own (or its person's)
+    if public:
+        warn(f"{public:,} records of your own source make the public split: they are used without protection "
+             "(every statement made from this file says so)")
     if as_json:
         return print_json({"output": str(target), "backbone": backbone, "source": source, "splits": rows,
-                           "shard": list(job.shard)})
+                           "shard": list(job.shard), "unprotected_public_records": public})
     what = f"{target}" if job.shard[1] == 1 else f"{target} (shard {job.shard[0]}/{job.shard[1]})"
     print_table(f"{what}: {source} embedded with {backbone}", rows, ["split", "rows", "labelled", "dim"])
 

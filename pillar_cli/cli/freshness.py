@@ -88,6 +88,8 @@ def _against_provenance(command: click.Command, argv: list[str], out: Path) -> t
     if json.loads(json.dumps(options, default=str)) != provenance.config:
         return RERUN, f"{out} was written with other options"
     for ref in provenance.inputs:
+        if not ref.content_hash:  # named without its hash (a shareable file's private input): cannot vouch
+            return RUN, ""
         if _content_hash(ref.path) != ref.content_hash:
             return RERUN, f"its input {ref.path} changed since {out} was written"
     return SKIP, f"{out} is up to date (same options, inputs unchanged)"
@@ -133,16 +135,23 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+WORKING_FILE = ("working file: the size, modification time and sha256 of every file each step read and wrote, your "
+                "data among them; keep it beside your data: do not share or commit it")
+
+
 class RunLock:
     """What each step of a pipeline read and wrote when it last ran, by pipeline and command line: a JSON file in
-    the pipeline's working directory (its `workdir` variable), else beside the pipelines file."""
+    the pipeline's working directory (its `workdir` variable), else beside the pipelines file. It is a working file
+    (`about` says so in the file): the hashes and sizes of a private source tell its content."""
 
     def __init__(self, path: Path, pipeline: str):
         self.path, self.pipeline = path, pipeline
         try:
-            self.entries = json.loads(path.read_text()).get(pipeline, {})
+            entries = json.loads(path.read_text()).get(pipeline, {})
         except (OSError, ValueError, AttributeError):
-            self.entries = {}
+            entries = {}
+        self.entries = {argv: entry for argv, entry in entries.items() if _readable(entry)} \
+            if isinstance(entries, dict) else {}  # an entry of another shape (edited by hand) is as if not recorded
 
     def get(self, argv: list[str]) -> dict | None:
         return self.entries.get(" ".join(argv))
@@ -156,10 +165,17 @@ class RunLock:
         except (OSError, ValueError):
             document = {}
         document = document if isinstance(document, dict) else {}
-        document[self.pipeline] = self.entries
+        document["about"], document[self.pipeline] = WORKING_FILE, self.entries
         partial = self.path.with_name(f".{self.path.name}.{os.getpid()}.partial")
         try:
             partial.write_text(json.dumps(document, indent=1))
             os.replace(partial, self.path)
         except OSError:
             partial.unlink(missing_ok=True)  # a lock that cannot be written only costs reruns
+
+
+def _readable(entry: object) -> bool:
+    """A step's record as `record` writes it: inputs and outputs, each a mapping of paths to file states."""
+    return isinstance(entry, dict) and all(
+        isinstance(entry.get(role), dict) and all(isinstance(state, dict) for state in entry[role].values())
+        for role in ("inputs", "outputs"))

@@ -91,16 +91,18 @@ def _tree(document: dict) -> Tree:
                                              .risk_sentence):
         tree.add(f"what it means: {sentence}")
     tree.add("command: " + " ".join(document["command"]))
+    tree.add(("[yellow]{}[/yellow]" if document["sharing"].startswith("working") else "{}").format(document["sharing"]))
     for note in document["guarantee"]:
         tree.add(_GUARANTEE_STYLE[note["level"]].format(note["text"]))
     parents = {0: tree.add("provenance chain (inputs, their inputs, …)")}
     flag = {"ok": " [green]verified[/green]" if document["verified"] else "",
             "changed": " [red]CHANGED since consumed[/red]", "modified": " [red]MODIFIED after it was written[/red]",
-            "missing": " [yellow]missing[/yellow]"}
+            "missing": " [yellow]missing[/yellow]", "withheld": ""}
     for link in document["chain"]:
         parents[link["depth"]] = parents[link["depth"] - 1].add(
             f"{link['path']}{':' + link['split'] if link['split'] else ''} ({link['kind']}, "
-            f"{link['content_hash'][:16]}…){flag[link['status']]}"
+            + (f"{link['content_hash'][:16]}…" if link["content_hash"] else "no hash: it holds private rows")
+            + f"){flag[link['status']]}"
             + (f"\n  made by: {' '.join(link['command'])}" if link["command"] else ""))
     attrs = tree.add("attributes")
     for key, value in document["attrs"].items():

@@ -47,7 +47,8 @@ def check_neighbours(embeddings: str, train: str, fit_pca: str, export: str, run
             shutil.rmtree(folder, ignore_errors=True)
     rows, removed = [vars(finding) for finding in found.findings], found.removed
     if as_json:
-        print_json({"files": found.files, "runs_per_side": found.runs, "removed": vars(removed), "findings": rows})
+        print_json({"files": found.files, "runs_per_side": found.runs, "removed": vars(removed), "findings": rows,
+                    "dismissed": [vars(finding) for finding in found.dismissed]})
     elif rows:
         print_table(f"{len(rows)} stored value(s) follow the private rows deterministically (in {found.runs} runs a "
                     "side)", rows, ["file", "value", "with_row", "without_row"])

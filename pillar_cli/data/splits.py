@@ -9,7 +9,7 @@ one record or one person from the source moves no other row: the fractions are m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -23,15 +23,34 @@ SPLIT_ROLES = {
     "val": "labelled, drawn from the private pool: hyper-parameter selection (not accounted in ε)",
     "test": "labelled, held out: final evaluation only",
 }
+DEFAULT_PUBLIC_FRACTION = 0.1  # of the train part, where the source names no persons
 
 
 @dataclass(frozen=True)
 class SplitPlan:
-    public_fraction: float = 0.1
+    public_fraction: float | None = None  # None: DEFAULT_PUBLIC_FRACTION, where the source names no persons (for_source)
     val_fraction: float = 0.1
     test_fraction: float = 0.2
     seed: int = 0
     no_public_split: bool = False  # an artifact without public rows (an evaluation-only set) is asked for explicitly
+
+    def for_source(self, dataset: Dataset) -> SplitPlan:
+        """The plan with its public fraction set: as given; DEFAULT_PUBLIC_FRACTION where the rows name no persons;
+        none with --no-public-split. Where they name persons it is drawn only when asked: the public split is one
+        person in ten of the holder's own source, used without protection."""
+        if self.public_fraction is not None:
+            return self
+        if self.no_public_split:
+            return replace(self, public_fraction=0.0)
+        if dataset.groups is not None:
+            raise UsageError(f"source '{dataset.name}' names each row's person ({dataset.groups.source}): a public split "
+                             f"drawn from it would use about one person in {round(1 / DEFAULT_PUBLIC_FRACTION)} of your "
+                             "own source without protection",
+                             hint=f"pass {param('public_fraction')} F to draw one anyway (every statement then says how "
+                                  f"many of your records it used), or {param('no_public_split', True)} and fit the "
+                                  f"projection on a separate public source (train-private "
+                                  f"{param('other_public', True)})")
+        return replace(self, public_fraction=DEFAULT_PUBLIC_FRACTION)
 
     def validate(self) -> None:
         for name in ("public_fraction", "val_fraction", "test_fraction"):
@@ -46,6 +65,7 @@ class SplitPlan:
 
 def make_splits(dataset: Dataset, plan: SplitPlan) -> dict[str, np.ndarray]:
     """Sorted source row ids per split; test ids are offset by the train part's size when the source has its own."""
+    plan = plan.for_source(dataset)
     plan.validate()
     n_train, n_test = dataset.part_sizes[0], sum(dataset.part_sizes[1:])
     draws = split_draws(dataset, plan.seed)[:n_train]

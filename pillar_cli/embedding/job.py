@@ -31,6 +31,7 @@ class EmbeddingJob:
 
     @classmethod
     def of(cls, dataset: Dataset, plan: SplitPlan, shard: tuple[int, int] = (0, 1)) -> EmbeddingJob:
+        plan = plan.for_source(dataset)  # the public fraction set: persons make it one to ask for
         splits = make_splits(dataset, plan)
         probe = splits["public"][0] if "public" in splits else 0
         return cls(dataset.read_as(int(probe)), plan, shard, splits, shard_splits(splits, shard))

@@ -48,7 +48,7 @@ def embed_on_ray(request: EmbedRequest, job: EmbeddingJob, options: dict[str, An
     store = FeatureStore(sibling(out, ".partial"), options, sizes, dim, resume=False)
     try:
         write_batches(pipeline.iter_batches(batch_size=None, batch_format="numpy"), store, sizes, on_rows)
-        artifact = save(assembled(job.dataset, job.splits, recipe, dim, request.plan, store))
+        artifact = save(assembled(job.dataset, job.splits, recipe, dim, job.plan, store))
     finally:
         store.finish()
     return artifact

@@ -42,7 +42,7 @@ class EmbedRequest:
     def from_options(cls, options: dict[str, Any], params: dict[str, str]) -> EmbedRequest:
         """The request of `pillar embed`'s resolved options (as an embeddings file records them in its config) and
         its parsed --param items."""
-        plan = SplitPlan(options.get("public_fraction", 0.1), options.get("val_fraction", 0.1),
+        plan = SplitPlan(options.get("public_fraction"), options.get("val_fraction", 0.1),
                          options.get("test_fraction", 0.2), options.get("seed", 0),
                          bool(options.get("no_public_split", False)))
         classes = options.get("classes")

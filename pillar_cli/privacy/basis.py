@@ -36,6 +36,7 @@ class StatementBasis:
     cells: int
     public_choice: str | None = None
     premises: Premises | None = None
+    own_public: int | None = None  # records of the private rows' own source the projection was fitted on
 
     @classmethod
     def of(cls, statement: dict) -> StatementBasis:
@@ -47,7 +48,8 @@ class StatementBasis:
         return cls(trained_on=tuple(basis["trained_on"]), mechanism=statement["mechanism"],
                    rule=None if not rule else (tuple(rule["fields"]), rule["rule"]),
                    selected=ChosenBy(basis["selected"]), cells=basis["cells"], public_choice=choice,
-                   premises=None if premises is None else Premises.from_attrs(premises))
+                   premises=None if premises is None else Premises.from_attrs(premises),
+                   own_public=None if basis.get("own_public") is None else int(basis["own_public"]))
 
     def to_attrs(self) -> dict:
         """The `basis` a statement stores (its mechanism is a field of its own)."""
@@ -55,7 +57,8 @@ class StatementBasis:
         return {"trained_on": list(self.trained_on), "rule": None if rule is None else
                 {"fields": list(rule[0]), "rule": rule[1]}, "selected": str(self.selected), "cells": self.cells,
                 "public_choice": self.public_choice,
-                **({} if self.premises is None else {"premises": self.premises.to_attrs()})}
+                **({} if self.premises is None else {"premises": self.premises.to_attrs()}),
+                **({} if self.own_public is None else {"own_public": self.own_public})}
 
     @property
     def trained(self) -> str:

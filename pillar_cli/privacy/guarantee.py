@@ -150,6 +150,9 @@ class Guarantee:
         count, covers, not_covered = self.count, [basis.trained], []
         if projection := self.release(Released.PROJECTION):  # a DP-PCA fitted on the private rows
             covers.append(f"fitting the projection on the private rows ({projection.words}, composed in)")
+        elif basis.own_public:
+            not_covered.append(f"{basis.own_public:,} records of your own source were used without protection as "
+                               "public data: the projection was fitted on them")
         else:
             not_covered.append("the public data the projection was fitted on (public: not protected)")
         if count is not None:

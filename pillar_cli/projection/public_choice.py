@@ -92,8 +92,10 @@ def public_data_of(projection: Artifact, private: Split, other_public: bool) -> 
     else:
         _require_compatible(projection, private)
         kind = "another public dataset"
+    own = projection.attrs.get("source_fingerprint") == private.source_fingerprint is not None
     return {"fitted_on": origin, "rows": header.n_public, "kind": kind, "public_share": header.public_share,
-            "note": f"projection fitted on {header.n_public} public rows of {origin} ({kind})"}
+            "own_source": own, "note": f"projection fitted on {header.n_public} public rows of {origin} ({kind}"
+                                       + (", records of the private rows' own source, unprotected)" if own else ")")}
 
 
 def _require_compatible(projection: Artifact, private: Split) -> None:

@@ -55,11 +55,14 @@ def hf_config(carried: dict) -> str:
 
 
 def hf_folder_problem(folder: Path, carried: dict) -> str | None:
-    """What in an hf folder says other than its weights' metadata: a card whose front matter, or a config.json,
-    differs from the one the statement gives, or a file the export did not write; None when nothing does."""
+    """What in an hf folder says other than its weights' metadata: a card (front matter or text) or a config.json
+    other than the ones the statement gives — each made again from it and compared whole, since hashes a forger can
+    recompute prove nothing —, or a file the export did not write; None when nothing does."""
     card = (folder / "README.md").read_text(errors="replace") if (folder / "README.md").is_file() else ""
     if front_matter_of(card) != card_front_matter(carried, carried.get(METRICS_KEY)):
         return "its model card's front matter says other than the statement in its weights' metadata"
+    if card != model_card(carried, carried.get(METRICS_KEY)):
+        return "its model card's text says other than the statement in its weights' metadata"
     try:
         config = json.loads((folder / "config.json").read_text())
     except (OSError, ValueError):
@@ -106,9 +109,10 @@ def model_card(carried: dict, metrics: dict | None = None) -> str:
              f"classes: {', '.join(carried['class_names'])}.", "",
              "## Evaluation", "", _evaluation_text(metrics), "",
              "## Checking this file", "",
-             "`pillar verify FOLDER --key SIGNER.pub.pem` checks the folder's signature (FOLDER.sig, over every file "
-             "in it, this card included), the metadata hash and statement in model.safetensors, and recomputes ε "
-             "from its DP event tree with dp-accounting.", ""]
+             f"`pillar verify FOLDER --key SIGNER.pub.pem` checks the folder's signature ({HF_SIGNATURE} in the folder, "
+             "over every other file in it, this card included), the metadata hash and statement in "
+             f"{HF_WEIGHTS}, makes this card again from that statement and compares it, and recomputes ε from the DP "
+             "event tree with dp-accounting.", ""]
     return "\n".join(lines)
 
 

@@ -109,7 +109,9 @@ def page_html(release: Classifier, document: dict, audit: AuditPoints | None = N
     audited = None if audit is None else risk_of(event_from_dict(audit.event))
     parts = [f"<h1>A differentially private classifier: ({_number(statement['epsilon'])}, "
              f"{statement['delta']:g})-DP</h1>",
-             f"<p class='note' id='signature'>{_text(document['signature'])}</p>",
+             f"<p class='note' id='signature'>The release: {_text(document['signature'])}. This page itself is not "
+             "signed: it says what the release said when the page was made, and an edited copy would look the same; "
+             "<code>pillar verify</code> checks the release.</p>",
              "<h2>The guarantee</h2>",
              f"<p class='words'>Differential privacy with ε = <span id='epsilon'>{_number(statement['epsilon'])}</span>"
              f" and δ = <span id='delta'>{statement['delta']:g}</span> ({_text(statement['accountant'])} accountant) "

@@ -92,7 +92,13 @@ def test_the_neighbours_check_reruns_a_dp_pca_pipeline_and_finds_nothing_determi
     result = pillar("audit", "neighbours", digits["emb"], "--fit-pca", "--dp-eps 1 --k-max 10", "--train",
                     "--eps 1 --k 10", "--runs", "2", "--export", "safetensors", "--workdir", tmp_path / "nb", "--json")
     found = json.loads(result.stdout)
-    assert found["findings"] == [] and found["runs_per_side"] == 2  # k fixed: nothing for more runs to confirm
-    assert found["files"] == ["pillar-eps1-0.h5", "pillar-eps1-0.safetensors"]
+    assert found["findings"] == []
+    # k fixed: the releases hold nothing coarse; the published evaluation's confusion counts (0 or 1 in a cell, and
+    # the page's copy of them) can repeat by chance in 2 runs a side, which the confirming runs then dismiss
+    coarse = ("attrs/rows/0/confusion_per_seed/", "attrs/rows/0/confusion_summed_over_seeds/", "html/")
+    assert found["runs_per_side"] == (5 if found["dismissed"] else 2)
+    assert all(finding["value"].startswith(coarse) for finding in found["dismissed"]), found["dismissed"]
+    assert found["files"] == ["eval.h5", "figure.png", "pillar-eps1-0.h5", "pillar-eps1-0.html",
+                              "pillar-eps1-0.safetensors", "table.csv", "table.md"]
     projection = artifacts.read(tmp_path / "nb" / "with" / "run1" / "pca.h5", "projection")
     assert projection.attrs["fitted_on"]["split"] == "private" and projection.attrs["private_release"]["epsilon"] <= 1

@@ -42,7 +42,8 @@ def grouped_mnist(path, seed: int = 0) -> int:
 def persons(tmp_path_factory, pillar):
     root = tmp_path_factory.mktemp("persons")
     grouped_mnist(root / "persons.npz")
-    pillar("embed", "--source", "npz", "--path", root / "persons.npz", "--backbone", "pixels", "-o", root / "emb.h5")
+    pillar("embed", "--source", "npz", "--path", root / "persons.npz", "--backbone", "pixels", "--public-fraction", "0.1",
+           "-o", root / "emb.h5")
     pillar("fit-pca", f"{root / 'emb.h5'}:public", "--k-max", "60", "-o", root / "pca.h5")
     return root
 
@@ -116,7 +117,7 @@ def test_a_split_sharing_a_training_persons_rows_is_no_test_split(persons, pilla
     pillar("train-private", persons / "emb.h5", "-p", persons / "pca.h5", "--eps", "1", "--private-fraction", "0.5",
            "-o", tmp_path / "m.h5")
     pillar("embed", "--source", "npz", "--path", persons / "persons.npz", "--backbone", "pixels", "--seed", "1",
-           "-o", tmp_path / "other.h5")
+           "--public-fraction", "0.1", "-o", tmp_path / "other.h5")
     test = artifacts.read_split(f"{tmp_path / 'other.h5'}:test")
     model = artifacts.read(tmp_path / "m.h5", "model")
     trained = model.array("persons/private")  # the private and val rows' persons: on the default path both train

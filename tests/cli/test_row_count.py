@@ -5,6 +5,7 @@ check on the data and the data less one row, and the ledger recomputed with dp-a
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -37,6 +38,10 @@ def _ship(pillar, mnist, folder, *options: str) -> dict:
     return {"model": artifacts.read(folder / "m.h5", "model"), "statement": statement, "count_event": count,
             "rate": rate, "values": {name: stored_values(path) for name, path in shipped.items()},
             "table": (folder / "table.md").read_text()}
+
+
+PUBLISHED = ["eval.h5", "figure.png", "pillar-eps1-0.html", "table.csv", "table.md"]  # what the check publishes of
+# each run besides the releases and exports: the evaluation, its tables and figure, the first release's page
 
 
 def training_rows(mnist) -> int:
@@ -74,7 +79,7 @@ def test_a_count_declared_public_is_read_exactly_and_the_statement_says_so(pilla
     assert any(line.startswith(f"the number of training rows, n = {n}, is declared public knowledge")
                for line in shipped["statement"]["not_covered"])
     inspected = pillar("inspect", tmp_path / "public" / "rel.h5").stdout
-    assert "declared public knowledge" in " ".join(inspected.split())
+    assert "declared public knowledge" in " ".join(re.sub("[│├└─]", " ", inspected).split())  # the tree's wrapping
 
 
 def _ship_public(pillar, mnist, tmp_path) -> dict:
@@ -104,7 +109,8 @@ def test_the_neighbours_check_finds_nothing_on_the_default_path_and_the_planted_
     quiet = pillar("audit", "neighbours", emb, "--train", "--eps 1", "--export", "safetensors", "--runs", "2",
                    "--json")
     report = json.loads(quiet.stdout)
-    assert report["findings"] == [] and report["files"] == ["pillar-eps1-0.h5", "pillar-eps1-0.safetensors"]
+    assert report["findings"] == [] and report["files"] == sorted(PUBLISHED + ["pillar-eps1-0.h5",
+                                                                                  "pillar-eps1-0.safetensors"])
     leaked = pillar("audit", "neighbours", emb, "--train", "--eps 1 --n-public", "--export", "safetensors",
                     "--runs", "2", "--json", expect=5)
     report = json.loads(leaked.stdout)
@@ -114,4 +120,5 @@ def test_the_neighbours_check_finds_nothing_on_the_default_path_and_the_planted_
                                                                     "metadata/pillar_privacy/")):
         assert {(file, prefix + "event/event/sample_rate"), (file, prefix + "event/event/event/noise_multiplier"),
                 (file, prefix + "count/value")} <= found
+    assert ("eval.h5", "attrs/count/value") in found  # the published evaluation is compared as well
     assert "error: " in leaked.stderr and "deterministic function of the private rows" in leaked.stderr

@@ -75,8 +75,9 @@ def test_a_rare_private_label_is_no_membership_test_on_the_default_path(pillar, 
     result = pillar("audit", "neighbours", emb, "--train", "--eps 1", "--runs", "2", "--json")
     report = json.loads(result.stdout)
     assert report["removed"]["label"] == "rare" and report["removed"]["source_rows"] == [rare["row"]]
-    assert report["files"] == ["pillar-eps1-0-hf", "pillar-eps1-0.h5", "pillar-eps1-0.onnx", "pillar-eps1-0.pt",
-                               "pillar-eps1-0.safetensors"]
+    assert report["files"] == ["eval.h5", "figure.png", "pillar-eps1-0-hf", "pillar-eps1-0.h5", "pillar-eps1-0.html",
+                               "pillar-eps1-0.onnx", "pillar-eps1-0.pt", "pillar-eps1-0.safetensors", "table.csv",
+                               "table.md"]  # the evaluation, its tables and figure and the page are published too
     assert report["findings"] == []
     release = tmp_path / "rel.h5"
     pillar("train-private", emb, "-p", _pca(pillar, emb), "--eps", "1", "-o", tmp_path / "m.h5")
@@ -103,8 +104,10 @@ def test_classes_read_off_the_labels_are_named_not_covered_and_the_neighbours_ch
             ("pillar-eps1-0-hf", "config.json/class_names/10", "'rare'", "(absent)")} <= found
     pillar("train-private", emb, "-p", _pca(pillar, emb), "--eps", "1", "-o", tmp_path / "m.h5")
     said = " ".join(pillar("release", tmp_path / "m.h5", "-o", tmp_path / "rel.h5").stdout.split())
-    assert "does not cover: the public data the projection was fitted on (public: not protected); the class set, " \
-           "read from the labels of every row (--classes-from-labels" in said
+    public = len(artifacts.read_split(f"{emb}:public").index)  # the holder's own records, said as such
+    assert f"does not cover: {public:,} records of your own source were used without protection as public data: " \
+           "the projection was fitted on them; the class set, read from the labels of every row (--classes-from-labels" \
+           in said
 
 
 def test_declared_classes_map_the_labels_and_a_label_outside_them_is_one_line(pillar, rare, tmp_path):

@@ -52,7 +52,7 @@ def test_deleting_one_person_moves_no_other_persons_rows():
 
 def test_a_person_in_both_the_train_and_the_test_part_is_refused():
     with pytest.raises(DataError, match="^2 persons have rows in both the source's train and test parts"):
-        make_splits(_rows_of_persons(np.array([0, 1, 2, 3, 0, 1, 7]), n_test=3), SplitPlan())
+        make_splits(_rows_of_persons(np.array([0, 1, 2, 3, 0, 1, 7]), n_test=3), SplitPlan(0.1))
 
 
 def test_array_sources_name_persons_by_a_groups_array(tmp_path):
