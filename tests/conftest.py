@@ -83,7 +83,8 @@ def mnist(tmp_path_factory: pytest.TempPathFactory, pillar: Pillar) -> dict[str,
 @pytest.fixture(scope="session", autouse=True)
 def _records_round_trip():
     """Every model and classifier the suite writes reads back, through its typed record, as exactly the attributes
-    it stored (as stored: JSON): the record is the one description of those attributes."""
+    it stored (as stored: JSON): the record is the one description of those attributes. And every release's
+    statement holds its model's guarantee, for its head: the one record, copied."""
     core, original = artifacts_core, artifacts_core._write_root_attrs
 
     def checked(h5, artifact, provenance):
@@ -92,8 +93,25 @@ def _records_round_trip():
             again = ModelRecord.from_attrs(stored).to_attrs() if artifact.kind == "model" else \
                 to_attrs(classifier_of(Artifact("classifier", artifact.arrays, stored)))
             assert json.loads(json.dumps(again, default=json_default)) == stored, artifact.kind
+        if artifact.kind == "classifier":
+            _copies_its_models_guarantee(artifact, provenance)
         return original(h5, artifact, provenance)
 
     core._write_root_attrs = checked
     yield
     core._write_root_attrs = original
+
+
+def _copies_its_models_guarantee(release: Artifact, provenance) -> None:
+    """A release's statement holds the guarantee of the model it was released from, for its head (the count only
+    where the head's method read it)."""
+    from pillar_cli.artifacts import read
+    from pillar_cli.privacy.guarantee import Guarantee
+
+    models = [ref.path for ref in provenance.inputs if ref.kind == "model" and Path(ref.path).exists()]
+    if not models:
+        return
+    header = ModelRecord.of(read(models[0], "model"))
+    method = release.attrs["head"].get("method")
+    statement = Guarantee.from_attrs(json.loads(json.dumps(release.attrs["privacy"]["guarantee"], default=json_default)))
+    assert statement == header.guarantee.for_head(method in header.count_read_by), (models[0], method)

@@ -197,3 +197,12 @@ def test_the_training_domains_read_the_privacy_unit_as_units_not_as_an_optional_
              for path in sorted((PACKAGE / domain).rglob("*.py")) if path != PACKAGE / "privacy" / "unit.py"
              for number, line in enumerate(path.read_text().splitlines(), 1) if optional.search(line)]
     assert found == []
+
+
+def test_a_guarantee_is_made_in_one_place():
+    """The plan's `guarantee_of` is where a Guarantee is made (sweeps, fine-tuning, an audit's file); everything else
+    reads one from a file or copies the plan's for a head."""
+    made = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in sorted(PACKAGE.rglob("*.py"))
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "Guarantee"]
+    assert len(made) == 1 and made[0].startswith("methods/plan.py:")

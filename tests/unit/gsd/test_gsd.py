@@ -61,3 +61,30 @@ def test_dp_gsd_agrees_at_large_epsilon_and_is_noisier_at_small_epsilon():
     loose, tight = distance(DPSettings(200.0, 1e-5, 10.0)), distance(DPSettings(0.5, 1e-5, 10.0))
     assert np.mean(errors) <= 0.03
     assert tight > loose + 0.05
+
+
+def test_the_dp_gsd_bounds_a_person_and_deleting_a_row_moves_no_other_rows_label():
+    """Per person, each row weighs 1/(its person's rows) in the clipped Gram matrix: deleting a whole person moves it
+    by at most clip² (Frobenius), where the unweighted sum moves by their rows · clip². The random labels are drawn
+    from each row's own content, so the neighbour's matrix is the data's less that person's terms."""
+    from pillar_cli.gsd.distance import row_labels
+    from pillar_cli.gsd.subspace import GradientMatrix, clipped_gram
+    from pillar_cli.privacy.unit import Units
+
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((60, 6)).astype(np.float32) * 4
+    persons = np.repeat(np.arange(15), 4)
+    probe, clip = LinearProbe(6, 3, seed=0), 0.5
+    labels = row_labels(rows, 3, seed=0)
+    kept = persons != 7
+    assert np.array_equal(row_labels(rows[kept], 3, seed=0), labels[kept])  # no label moves when a person goes
+    assert not np.array_equal(row_labels(rows, 3, seed=1), labels)  # the seed draws them
+
+    def gram(mask: np.ndarray, weighted: bool) -> np.ndarray:
+        units = Units.of(persons[mask], int(mask.sum()), "column id")
+        return clipped_gram(GradientMatrix(probe, rows[mask], labels[mask]), clip, units.weights if weighted else None)
+
+    everyone = np.ones(len(rows), bool)
+    moved = np.linalg.norm(gram(everyone, True) - gram(kept, True))
+    unweighted = np.linalg.norm(gram(everyone, False) - gram(kept, False))
+    assert moved <= clip**2 * (1 + 1e-9) < unweighted
