@@ -24,7 +24,8 @@ from pillar_cli import PublicPCA, read
 from pillar_cli.audit.canaries import AuditSettings, run_audit
 from pillar_cli.audit.white_box import SharedNoise, run_white_box_audit
 from pillar_cli.linear.engine import RunConfig
-from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
+from pillar_cli.methods.base import Cell
+from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.randomness import NoiseSource
 

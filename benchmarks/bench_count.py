@@ -19,7 +19,7 @@ import numpy as np
 from bench_heads import demo_splits
 from bench_honest import Bench, digits_splits
 
-from pillar_cli.methods.base import SweepData
+from pillar_cli.methods.data import SweepData
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import run_sweep
 

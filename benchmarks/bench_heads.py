@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from pillar_cli import AccountedSelection, PublicPCA, read, sweep
-from pillar_cli.methods.base import SweepData
+from pillar_cli.methods.data import SweepData
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import run_sweep
 

@@ -21,7 +21,7 @@ import numpy as np
 from bench_heads import demo_splits  # the demo's MNIST-5k splits, as `pillar embed` writes them
 
 from pillar_cli import PublicPCA
-from pillar_cli.methods.base import SweepData
+from pillar_cli.methods.data import SweepData
 from pillar_cli.methods.grid import AUTO
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.rules import RULE_FIELDS, rule_k

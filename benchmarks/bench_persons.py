@@ -31,7 +31,7 @@ from pillar_cli.audit.canaries import AuditSettings, run_audit
 from pillar_cli.data import Dataset, SplitPlan, make_splits
 from pillar_cli.data.groups import Groups
 from pillar_cli.linear.engine import RunConfig
-from pillar_cli.methods.base import PrivacySettings, SweepData
+from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.privacy.unit import Units
 

@@ -111,23 +111,34 @@ def test_no_import_cycles_between_modules():
     assert cycles == []
 
 
+def statements(nodes: list[ast.AST]) -> int:
+    """The statements in `nodes`, at any depth: the size of code whatever the width of its lines."""
+    return sum(isinstance(node, ast.stmt) for top in nodes for node in ast.walk(top))
+
+
 def command_bodies() -> dict[str, int]:
-    """Lines of each CLI command's body: the statements after its docstring (options are its signature)."""
+    """Statements of each CLI command's body: those after its docstring (options are its signature)."""
     sizes = {}
     for path in (PACKAGE / "cli").glob("*.py"):
         for node in ast.parse(path.read_text()).body:
             decorated = isinstance(node, ast.FunctionDef) and any(
                 "cli_errors" in ast.unparse(d) for d in node.decorator_list)
             if decorated:
-                body = node.body[1:] if ast.get_docstring(node) else node.body
-                sizes[f"{path.stem}.{node.name}"] = body[-1].end_lineno - body[0].lineno + 1
+                sizes[f"{path.stem}.{node.name}"] = statements(node.body[1:] if ast.get_docstring(node) else node.body)
     return sizes
 
 
+MAX_STATEMENTS = 200  # a module's statements at any depth: about 300 lines as the code was written before it was
+# formatted; counted so, a module stays small by its structure, not by the width of its lines
+
+
+MAX_COMMAND_STATEMENTS = 22  # a command's body: about 25 lines as written before formatting
+
+
 def test_cli_commands_are_thin_and_modules_small():
-    assert {name: lines for name, lines in command_bodies().items() if lines > 25} == {}
+    assert {name: size for name, size in command_bodies().items() if size > MAX_COMMAND_STATEMENTS} == {}
     assert {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
-            if (n := len(p.read_text().splitlines())) > 300} == {}
+            if (n := statements([ast.parse(p.read_text())])) > MAX_STATEMENTS} == {}
 
 
 def test_no_module_names_a_method_but_its_own_and_the_registry():

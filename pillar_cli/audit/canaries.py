@@ -28,7 +28,8 @@ from pillar_cli.artifacts import Artifact
 from pillar_cli.audit.bound import epsilon_lower_bound
 from pillar_cli.errors import UsageError, check_one_of, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
+from pillar_cli.methods.base import Cell, Method
+from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, spent_epsilon, validate_budget
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.unit import PERSON, ROW, PrivacyUnit, Units

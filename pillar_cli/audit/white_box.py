@@ -37,7 +37,8 @@ from pillar_cli.audit.canaries import CANARY_KIND, AuditSettings, Canaries, corr
 from pillar_cli.errors import UsageError
 from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import RunConfig
-from pillar_cli.methods.base import Cell, Method, PrivacySettings, SweepData
+from pillar_cli.methods.base import Cell, Method
+from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.plan import guarantee_of
 from pillar_cli.privacy import event_from_dict, validate_budget
 from pillar_cli.privacy.file_guarantee import ReleasedHead, joint_epsilon, whole_file

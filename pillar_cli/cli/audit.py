@@ -32,7 +32,7 @@ from pillar_cli.cli.common import (
 from pillar_cli.cli.help import PanelledCommand
 from pillar_cli.cli.neighbours import check_neighbours
 from pillar_cli.errors import PrivacyError, UsageError
-from pillar_cli.methods.base import SweepData
+from pillar_cli.methods.data import SweepData
 from pillar_cli.projection.components import read_projection
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 

@@ -17,7 +17,8 @@ from pillar_cli.cli.help import PanelledCommand
 from pillar_cli.cli.method_flags import method_flags
 from pillar_cli.errors import UsageError
 from pillar_cli.linear.engine import RunConfig
-from pillar_cli.methods.base import Method, PrivacySettings
+from pillar_cli.methods.base import Method
+from pillar_cli.methods.data import PrivacySettings
 from pillar_cli.methods.catalog import DEFAULT_METHOD, auditable, get_method
 from pillar_cli.randomness import NoiseSource
 

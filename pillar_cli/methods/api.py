@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from pillar_cli.errors import DataError, UsageError, param
-from pillar_cli.methods.base import SweepData
+from pillar_cli.methods.data import SweepData
 from pillar_cli.methods.plan import val_role
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.request import SweepRequest

@@ -24,7 +24,8 @@ import numpy as np
 
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.base import Cell, Method, SweepData, Run, each_run, option
+from pillar_cli.methods.base import Cell, Method, Run, each_run, option
+from pillar_cli.methods.data import SweepData
 from pillar_cli.privacy import ExponentialEvent
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.exponential import exponential_mechanism

@@ -22,7 +22,8 @@ from pillar_cli.artifacts.embeddings import Split
 from pillar_cli.artifacts.given_rows import given_rows
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.linear.engine import LinearHead
-from pillar_cli.methods.base import SweepData, head_rows
+from pillar_cli.methods.base import head_rows
+from pillar_cli.methods.data import SweepData
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows, refuse_privately_scaled

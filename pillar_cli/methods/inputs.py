@@ -14,7 +14,7 @@ import numpy as np
 from pillar_cli import artifacts
 from pillar_cli.artifacts.model_record import PublicChoice
 from pillar_cli.errors import MissingSplitError, UsageError, param
-from pillar_cli.methods.base import SweepData
+from pillar_cli.methods.data import SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.plan import configurations_per_cell, val_role
 from pillar_cli.methods.request import SweepRequest

@@ -27,7 +27,8 @@ from pillar_cli.artifacts.stored_rows import all_finite, data_digest
 from pillar_cli.devices import resolve_device
 from pillar_cli.errors import DataError, UsageError, check_positive, param
 from pillar_cli.memory import return_large_buffers
-from pillar_cli.methods.base import Method, PrivacySettings, SweepData
+from pillar_cli.methods.base import Method
+from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import bounding_persons, get_method
 from pillar_cli.methods.grid import SweepGrid, check_grid
 from pillar_cli.methods.request import SweepOptions, SweepRequest

@@ -19,7 +19,8 @@ from pillar_cli.errors import (
 )
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.accounted import AccountedSelection
-from pillar_cli.methods.base import Method, PrivacySettings
+from pillar_cli.methods.base import Method
+from pillar_cli.methods.data import PrivacySettings
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
 from pillar_cli.privacy.count import COUNT_SHARE, DEFAULT_DELTA

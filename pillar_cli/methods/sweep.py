@@ -25,7 +25,8 @@ from pillar_cli.artifacts.model_record import ModelLedger, ModelRecord
 from pillar_cli.errors import PrivacyError
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.accounted import select_privately
-from pillar_cli.methods.base import Cell, PrivacySettings, Run, SweepData
+from pillar_cli.methods.base import Cell, Run
+from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.grid import SweepGrid
 from pillar_cli.methods.plan import SweepPlan, plan_sweep

@@ -16,7 +16,7 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from pillar_cli import DPLinearClassifier, PublicPCA, sweep
 from pillar_cli.artifacts import Artifact
-from pillar_cli.methods.base import PrivacySettings
+from pillar_cli.methods.data import PrivacySettings
 from pillar_cli.methods.estimator import class_labels
 from pillar_cli.methods.sweep import sweep_artifact
 from pillar_cli.release import release_classifier

@@ -17,7 +17,7 @@ from pillar_cli.artifacts.embeddings import embeddings_artifact
 from pillar_cli.artifacts.model import stored_runs
 from pillar_cli.artifacts.stored_rows import StoredRows, all_finite, non_finite_rows
 from pillar_cli.errors import ArtifactError
-from pillar_cli.methods.base import PrivacySettings, SweepData
+from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import run_sweep, sweep_artifact
 from pillar_cli.projection import PublicPCA, project

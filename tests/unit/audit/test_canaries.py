@@ -10,7 +10,7 @@ from sklearn.datasets import load_digits
 from pillar_cli import PublicPCA, UsageError
 from pillar_cli.audit.canaries import AuditSettings, CanaryMap, run_audit
 from pillar_cli.linear.engine import RunConfig
-from pillar_cli.methods.base import PrivacySettings, SweepData
+from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
 
 

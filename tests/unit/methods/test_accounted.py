@@ -15,7 +15,8 @@ from sklearn.datasets import load_digits
 from pillar_cli import AccountedSelection, PublicPCA, UsageError, sweep
 from pillar_cli.linear.engine import RunConfig, train_linear_heads
 from pillar_cli.methods.accounted import PERSON_SCORE, _draw_trials
-from pillar_cli.methods.base import Cell, PrivacySettings, SweepData
+from pillar_cli.methods.base import Cell
+from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.sweep import sweep_artifact
 from pillar_cli.privacy import event_from_dict, gaussian_segments
 from pillar_cli.privacy.rdp import ORDERS, TrialCount

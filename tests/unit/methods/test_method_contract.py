@@ -15,7 +15,7 @@ from pillar_cli.artifacts import read, write
 from pillar_cli.audit.ledger import check_ledger
 from pillar_cli.data.disjunctions import DisjunctionFamily
 from pillar_cli.errors import DataError, UsageError
-from pillar_cli.methods.base import PrivacySettings
+from pillar_cli.methods.data import PrivacySettings
 from pillar_cli.methods.catalog import bounding_persons
 from pillar_cli.methods.sweep import sweep_artifact
 from pillar_cli.privacy.unit import PERSON, PrivacyUnit, adjacency

@@ -9,7 +9,7 @@ from sklearn.datasets import load_digits
 
 from pillar_cli import PublicPCA
 from pillar_cli.errors import UsageError
-from pillar_cli.methods.base import SweepData
+from pillar_cli.methods.data import SweepData
 from pillar_cli.methods.plan import plan_sweep
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import run_plan

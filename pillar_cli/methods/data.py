@@ -1,0 +1,60 @@
+"""What a sweep trains on and under which privacy settings: the rows (raw embeddings; each method applies the public
+scaler itself), their units, the val rows, the public rows some methods read, and the DP-GSD release that chose the
+public data; δ, clip, accountant, the noise source, the count's share, the unit (set by the plan)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pillar_cli.errors import DataError
+from pillar_cli.privacy.count import COUNT_SHARE, DEFAULT_DELTA
+from pillar_cli.privacy.release import DPRelease
+from pillar_cli.privacy.unit import PrivacyUnit, Units
+from pillar_cli.projection import PublicPCA
+from pillar_cli.randomness import SECRET, NoiseSource
+
+
+@dataclass(frozen=True)
+class PrivacySettings:
+    delta: float = DEFAULT_DELTA  # resolved: the plan sets the default (privacy/count.py default_delta)
+    clip: float = 1.0
+    accountant: str = "prv"
+    noise: NoiseSource = SECRET  # where every private draw comes from (seeded only for experiments: NOT DP)
+    n_public: bool = False  # the number of training rows is public knowledge: read exactly, no noisy count
+    count_share: float = COUNT_SHARE  # the noisy count's share of the smallest target's μ² (privacy/count.py)
+    unit: PrivacyUnit = PrivacyUnit()  # what neighbouring datasets differ by (set by the plan)
+
+
+@dataclass(frozen=True)
+class SweepData:
+    """Everything a sweep trains on. Features are raw embeddings; the public scaler is applied per method."""
+
+    pca: PublicPCA
+    private_x: np.ndarray
+    private_y: np.ndarray
+    val_x: np.ndarray | None  # None: no val split, allowed when each cell has a single configuration
+    val_y: np.ndarray | None
+    num_classes: int
+    public_x: np.ndarray | None = None  # unlabelled public rows (GEP's anchor subspace)
+    warm_start: tuple[np.ndarray, np.ndarray] | None = None  # (W (D, C), b) in the standardised space
+    private_index: np.ndarray | None = None  # source row ids, when known: public and private must be disjoint
+    public_index: np.ndarray | None = None
+    source: str | None = None  # the embeddings file the rows come from, for messages (None: rows given as arrays)
+    public_labelled: tuple[np.ndarray, np.ndarray] | None = None  # labelled public rows (AdaDPS's preconditioner)
+    units: Units = None  # type: ignore[assignment]  # each training row's unit (left out: each row its own)
+    val_units: Units | None = None  # each val row's unit, where there are val rows (left out: each row its own)
+    public_choice: DPRelease | None = None  # the DP-GSD release that chose the public data, where one did
+    rows_named: str | None = None  # a digest naming the training rows' content (None: hashed when the count is drawn)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "units", self.units or Units.rows(len(self.private_x)))
+        if len(self.units) != len(self.private_x):
+            raise DataError(f"{self.name}: {len(self.units)} persons for {len(self.private_x)} rows")
+        if self.val_x is not None:
+            object.__setattr__(self, "val_units", self.val_units or Units.rows(len(self.val_x)))
+
+    @property
+    def name(self) -> str:
+        return "the private split" if self.source is None else f"{self.source}:private"
