@@ -33,8 +33,9 @@ def calibrate_counted(accountant: str, epsilon: float, rate: float, steps: int) 
         return get_accountant(accountant).epsilon(((sigma, rate, steps),), DELTA)
 
     start = time.perf_counter()
-    sigma = calibration.solve_noise(eps_of, epsilon,
-                                    lambda goal: calibration._bracket_guess(goal, rate, steps, DELTA))
+    sigma = calibration.solve_noise(
+        eps_of, epsilon, lambda goal: calibration._bracket_guess(goal, rate, steps, DELTA)
+    )
     seconds = time.perf_counter() - start
     spent = get_accountant(accountant).epsilon(((sigma, rate, steps),), DELTA)
     assert 0.99 * epsilon <= spent <= epsilon, (accountant, epsilon, rate, steps, sigma, spent)
@@ -46,14 +47,19 @@ def main() -> None:
     parser.add_argument("--accountants", default="prv,rdp,pld")
     parser.add_argument("--eps", default="0.1,0.7,1,2,8")
     args = parser.parse_args()
-    cases = [(a, float(e), q, t) for a in args.accountants.split(",") for e in args.eps.split(",") for q, t in RUNS]
+    cases = [
+        (a, float(e), q, t) for a in args.accountants.split(",") for e in args.eps.split(",") for q, t in RUNS
+    ]
     totals = {}
     for name, secant_steps in (("secant, then Brent", calibration.SECANT_STEPS), ("Brent alone", 0)):
         calibration.SECANT_STEPS = secant_steps
         counted = [calibrate_counted(*case) for case in cases]
         totals[name] = (sum(n for n, _ in counted), sum(s for _, s in counted))
-        print(f"{name:>20}: {totals[name][0]} evaluations, {totals[name][1]:.1f} s over {len(cases)} calibrations "
-              f"(at most {max(n for n, _ in counted)} evaluations in one)", flush=True)
+        print(
+            f"{name:>20}: {totals[name][0]} evaluations, {totals[name][1]:.1f} s over {len(cases)} calibrations "
+            f"(at most {max(n for n, _ in counted)} evaluations in one)",
+            flush=True,
+        )
     (fast, fast_s), (slow, slow_s) = totals["secant, then Brent"], totals["Brent alone"]
     print(f"ratio: {slow / fast:.2f}x fewer evaluations, {slow_s / fast_s:.2f}x less time")
 

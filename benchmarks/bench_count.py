@@ -27,22 +27,33 @@ from pillar_cli.methods.sweep import run_sweep
 def default_path(bench: Bench, epsilon: float, seed: int, count: dict) -> tuple[float, float]:
     """(test accuracy, the count the run read) of the default path's one head for one repetition."""
     (x, y), (x_val, y_val) = bench.splits["private"], bench.splits["val"]
-    data = SweepData(bench.pca, np.concatenate([x, x_val]), np.concatenate([y, y_val]), None, None, 10,
-                     bench.splits["public"][0])
+    data = SweepData(
+        bench.pca,
+        np.concatenate([x, x_val]),
+        np.concatenate([y, y_val]),
+        None,
+        None,
+        10,
+        bench.splits["public"][0],
+    )
     result = run_sweep(data, SweepRequest(epsilon=[epsilon], seed=[seed], device="cpu", **count))
     (accuracy,) = bench.test_accuracies(result, result.selection[0])
     return accuracy, result.count.value
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--eps", default="0.1,1")
     parser.add_argument("--dataset", default="mnist,digits")
     parser.add_argument("--shares", default="0.02,0.05,0.1")
     args = parser.parse_args()
     variants = [("exact n (declared public)", {"n_public": True})] + [
-        (f"noisy count, share {share:g}", {"count_share": share}) for share in map(float, args.shares.split(","))]
+        (f"noisy count, share {share:g}", {"count_share": share})
+        for share in map(float, args.shares.split(","))
+    ]
     print("| dataset | ε | count | test accuracy (mean ± std) | ñ − n (mean ± std) |")
     print("|---|---|---|---|---|")
     for dataset in args.dataset.split(","):
@@ -56,8 +67,11 @@ def main() -> None:
             for name, privacy in variants:
                 runs = np.array([default_path(bench, epsilon, seed, privacy) for seed in range(args.seeds)])
                 accuracy, error = runs[:, 0], runs[:, 1] - n
-                print(f"| {dataset} | {epsilon:g} | {name} | {accuracy.mean():.3f} ± {accuracy.std(ddof=1):.3f} | "
-                      f"{error.mean():+.1f} ± {error.std(ddof=1):.1f} |", flush=True)
+                print(
+                    f"| {dataset} | {epsilon:g} | {name} | {accuracy.mean():.3f} ± {accuracy.std(ddof=1):.3f} | "
+                    f"{error.mean():+.1f} ± {error.std(ddof=1):.1f} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

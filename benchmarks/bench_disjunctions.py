@@ -30,20 +30,40 @@ PRIVATE_ROWS = (10, 20, 40, 80, 160)
 PUBLIC_FAMILIES = ((40, 5, 0.1), (100, 10, 0.05), (400, 10, 0.02))
 
 
-def test_error(method: str, family: DisjunctionFamily, graph: PublicComponents, n: int, seed: int,
-               test: tuple[np.ndarray, np.ndarray]) -> float:
+def test_error(
+    method: str,
+    family: DisjunctionFamily,
+    graph: PublicComponents,
+    n: int,
+    seed: int,
+    test: tuple[np.ndarray, np.ndarray],
+) -> float:
     x, y = family.sample(n, np.random.default_rng([seed, n, family.d]))
     if len(np.unique(y)) < 2:
-        return float((y[0] != test[1]).mean())  # one class drawn: the learners cannot run; count a constant guess
+        return float(
+            (y[0] != test[1]).mean()
+        )  # one class drawn: the learners cannot run; count a constant guess
     options = dict(lr=[1.0], steps=[100], batch_size=[n], delta=1 / (10 * n)) if method == "dpsgd" else {}
-    result = sweep(x, y, projection=graph, method=[method], k=[None], epsilon=[EPSILON], seed=[seed],
-                   method_options={"em-disjunctions": DisjunctionOptions(LITERALS)}, **options)
+    result = sweep(
+        x,
+        y,
+        projection=graph,
+        method=[method],
+        k=[None],
+        epsilon=[EPSILON],
+        seed=[seed],
+        method_options={"em-disjunctions": DisjunctionOptions(LITERALS)},
+        **options,
+    )
     return 1.0 - result.runs[0].head.accuracy(*test)
 
 
 def private_part(seeds: int) -> None:
-    print("| d | method | candidates | bound n (β = 0.05) | " + " | ".join(f"n = {n}" for n in PRIVATE_ROWS)
-          + " | n for error ≤ 0.05 | s |")
+    print(
+        "| d | method | candidates | bound n (β = 0.05) | "
+        + " | ".join(f"n = {n}" for n in PRIVATE_ROWS)
+        + " | n for error ≤ 0.05 | s |"
+    )
     print("|---" * (len(PRIVATE_ROWS) + 6) + "|")
     for d in DIMENSIONS:
         family = DisjunctionFamily(d, LITERALS, 0.8, seed=0)
@@ -52,14 +72,22 @@ def private_part(seeds: int) -> None:
         test = family.sample(2000, rng)
         for method in ("em-components", "em-disjunctions", "dpsgd"):
             start = time.perf_counter()
-            errors = [np.mean([test_error(method, family, graph, n, s, test) for s in range(seeds)])
-                      for n in PRIVATE_ROWS]
+            errors = [
+                np.mean([test_error(method, family, graph, n, s, test) for s in range(seeds)])
+                for n in PRIVATE_ROWS
+            ]
             needed = next((n for n, e in zip(PRIVATE_ROWS, errors) if e <= ALPHA), None)
-            count = {"em-components": 2 ** len(graph.components_),
-                     "em-disjunctions": baseline_candidates(d, LITERALS)}.get(method)
+            count = {
+                "em-components": 2 ** len(graph.components_),
+                "em-disjunctions": baseline_candidates(d, LITERALS),
+            }.get(method)
             bound = private_rows_bound(count, EPSILON, ALPHA, 0.05) if count else "–"
-            print(f"| {d} | {method} | {count or '–'} | {bound} | " + " | ".join(f"{e:.3f}" for e in errors)
-                  + f" | {needed or f'> {PRIVATE_ROWS[-1]}'} | {time.perf_counter() - start:.0f} |", flush=True)
+            print(
+                f"| {d} | {method} | {count or '–'} | {bound} | "
+                + " | ".join(f"{e:.3f}" for e in errors)
+                + f" | {needed or f'> {PRIVATE_ROWS[-1]}'} | {time.perf_counter() - start:.0f} |",
+                flush=True,
+            )
 
 
 def recovered(family: DisjunctionFamily, n_public: int, seed: int) -> bool:
@@ -67,12 +95,16 @@ def recovered(family: DisjunctionFamily, n_public: int, seed: int) -> bool:
     graph = PublicComponents().fit(rows.astype(np.float32))
     positive = family.positive_variables
     truth = {tuple(positive), tuple(np.setdiff1d(np.arange(family.d), positive))}
-    return not graph.unseen_ and {tuple(g) for g in graph.groups()} == truth  # every variable seen, two components
+    return (
+        not graph.unseen_ and {tuple(g) for g in graph.groups()} == truth
+    )  # every variable seen, two components
 
 
 def public_part(seeds: int) -> None:
-    print("| d | k | p | union bound n_pub (β = 0.05) | smallest n_pub with ≥ 95 % recovered | recovery at n_pub: "
-          "share of seeds |")
+    print(
+        "| d | k | p | union bound n_pub (β = 0.05) | smallest n_pub with ≥ 95 % recovered | recovery at n_pub: "
+        "share of seeds |"
+    )
     print("|---|---|---|---|---|---|")
     for d, k, p in PUBLIC_FAMILIES:
         family = DisjunctionFamily(d, k, p, seed=0)
@@ -80,8 +112,12 @@ def public_part(seeds: int) -> None:
         sizes = sorted({max(2, int(bound * f)) for f in (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)})
         shares = [np.mean([recovered(family, n, s) for s in range(seeds)]) for n in sizes]
         needed = next((n for n, share in zip(sizes, shares) if share >= 0.95), None)
-        print(f"| {d} | {k} | {p} | {bound} | {needed} | " + ", ".join(f"{n}: {s:.2f}" for n, s in zip(sizes, shares))
-              + " |", flush=True)
+        print(
+            f"| {d} | {k} | {p} | {bound} | {needed} | "
+            + ", ".join(f"{n}: {s:.2f}" for n, s in zip(sizes, shares))
+            + " |",
+            flush=True,
+        )
 
 
 def main() -> None:

@@ -25,8 +25,9 @@ SPLITS = {0.1: (0.05, 0.092), 1.0: (0.5, 0.9)}  # total ε: (the DP-PCA's ε, th
 
 
 def pillar(*args: object) -> dict:
-    done = subprocess.run([sys.executable, "-m", "pillar_cli", *map(str, args), "--json"], capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pillar_cli", *map(str, args), "--json"], capture_output=True, text=True
+    )
     if done.returncode:
         sys.exit(f"pillar {args[0]} failed: {done.stderr.strip().splitlines()[-1]}")
     return json.loads(done.stdout) if done.stdout.strip() else {}
@@ -39,7 +40,9 @@ def accuracy(model: Path, emb: Path, work: Path) -> list[tuple[float, float, str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--real", type=Path, default=Path("runs/real/fashion-lite0.h5"))
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--workdir", type=Path, default=Path("runs/dp-pca"))
@@ -50,7 +53,17 @@ def main() -> None:
     for source in ("mnist5k", "digits"):
         datasets[f"{source} pixels"] = work / f"{source}.h5"
         if not datasets[f"{source} pixels"].exists():
-            pillar("embed", "--source", source, "--backbone", "pixels", "--seed", "0", "-o", work / f"{source}.h5")
+            pillar(
+                "embed",
+                "--source",
+                source,
+                "--backbone",
+                "pixels",
+                "--seed",
+                "0",
+                "-o",
+                work / f"{source}.h5",
+            )
     seeds = ",".join(map(str, range(args.seeds)))
     print("| data | total ε | DP-SGD, all features | PILLAR, public PCA | PILLAR, DP-PCA (no public data) |")
     print("|---|---|---|---|---|")
@@ -61,14 +74,38 @@ def main() -> None:
         for total, (pca_eps, head_eps) in SPLITS.items():
             cells = []
             for method in ("dpsgd", "pillar"):
-                pillar("train-private", emb, "-p", work / "pca.h5", "--method", method, "--eps", total, "--seed", seeds,
-                       "-o", work / "model.h5", "--force")
+                pillar(
+                    "train-private",
+                    emb,
+                    "-p",
+                    work / "pca.h5",
+                    "--method",
+                    method,
+                    "--eps",
+                    total,
+                    "--seed",
+                    seeds,
+                    "-o",
+                    work / "model.h5",
+                    "--force",
+                )
                 cells.append(accuracy(work / "model.h5", emb, work))
             private = []
             for seed in range(args.seeds):
                 pillar("fit-pca", f"{emb}:private", "--dp-eps", pca_eps, "-o", work / "dppca.h5", "--force")
-                pillar("train-private", emb, "-p", work / "dppca.h5", "--eps", head_eps, "--seed", seed,
-                       "-o", work / "model.h5", "--force")
+                pillar(
+                    "train-private",
+                    emb,
+                    "-p",
+                    work / "dppca.h5",
+                    "--eps",
+                    head_eps,
+                    "--seed",
+                    seed,
+                    "-o",
+                    work / "model.h5",
+                    "--force",
+                )
                 private += accuracy(work / "model.h5", emb, work)
             cells.append(private)
             print(f"| {name} | {total:g} | " + " | ".join(_cell(c) for c in cells) + " |", flush=True)
@@ -77,8 +114,10 @@ def main() -> None:
 def _cell(runs: list[tuple[float, float, str]]) -> str:
     scores = [a for a, _, _ in runs]
     ks = sorted({k for _, _, k in runs})
-    return (f"{np.mean(scores):.3f} ± {np.std(scores, ddof=1):.3f} (ε {max(e for _, e, _ in runs):.3g}, "
-            f"k {'/'.join(ks)})")
+    return (
+        f"{np.mean(scores):.3f} ± {np.std(scores, ddof=1):.3f} (ε {max(e for _, e, _ in runs):.3g}, "
+        f"k {'/'.join(ks)})"
+    )
 
 
 if __name__ == "__main__":

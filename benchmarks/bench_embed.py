@@ -36,17 +36,22 @@ from pillar_cli.embedding.backbones import build_embedder
 from pillar_cli.embedding.extraction import FeatureStore, stream_split
 
 
-def naive_loop(model: torch.nn.Module, images: np.ndarray, size: int, crop: int, device: torch.device) -> np.ndarray:
+def naive_loop(
+    model: torch.nn.Module, images: np.ndarray, size: int, crop: int, device: torch.device
+) -> np.ndarray:
     mean = torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1)
     std = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1)
     features = []
     with torch.no_grad():
         for start in range(0, len(images), 32):
             batch = []
-            for image in images[start:start + 32]:
+            for image in images[start : start + 32]:
                 resized = Image.fromarray(image).resize((size, size), Image.BILINEAR)
                 offset = (size - crop) // 2
-                array = np.asarray(resized, dtype=np.float32)[offset:offset + crop, offset:offset + crop] / 255.0
+                array = (
+                    np.asarray(resized, dtype=np.float32)[offset : offset + crop, offset : offset + crop]
+                    / 255.0
+                )
                 batch.append((torch.from_numpy(array).permute(2, 0, 1) - mean) / std)
             features.append(model(torch.stack(batch).to(device)).cpu().numpy())
     return np.concatenate(features)
@@ -56,7 +61,9 @@ def pillar_path(embedder, dataset: Dataset, batch: int, workers: int = 0) -> np.
     """What `pillar embed` runs per split: batches streamed into the scratch HDF5 store."""
     ids = np.arange(len(dataset.inputs))
     with tempfile.TemporaryDirectory() as directory:
-        store = FeatureStore(Path(directory) / "bench.partial", {}, {"all": len(ids)}, embedder.feature_dim, False)
+        store = FeatureStore(
+            Path(directory) / "bench.partial", {}, {"all": len(ids)}, embedder.feature_dim, False
+        )
         stream_split(embedder, dataset, ids, batch, store, "all", workers=workers)
         features = store.features("all")
         store.finish()
@@ -93,8 +100,10 @@ class Clock:
 def agreement(reference: np.ndarray, other: np.ndarray) -> str:
     error = np.linalg.norm(other - reference, axis=1) / np.linalg.norm(reference, axis=1)
     cosine = (other * reference).sum(1) / (np.linalg.norm(other, axis=1) * np.linalg.norm(reference, axis=1))
-    return (f"relative L2 error per row: median {np.median(error):.2e}, max {error.max():.2e}; "
-            f"cosine similarity min {cosine.min():.6f}")
+    return (
+        f"relative L2 error per row: median {np.median(error):.2e}, max {error.max():.2e}; "
+        f"cosine similarity min {cosine.min():.6f}"
+    )
 
 
 def where_time_goes(embedder, images: np.ndarray, batch: int, clock: Clock) -> dict[str, float]:
@@ -126,10 +135,14 @@ def where_time_goes(embedder, images: np.ndarray, batch: int, clock: Clock) -> d
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--model", default="resnet18")
     parser.add_argument("--images", type=int, default=512)
-    parser.add_argument("--naive-images", type=int, default=None, help="images for the naive loop (default: all)")
+    parser.add_argument(
+        "--naive-images", type=int, default=None, help="images for the naive loop (default: all)"
+    )
     parser.add_argument("--side", type=int, default=32, help="side of the source images (uint8, square, RGB)")
     parser.add_argument("--size", type=int, default=128, help="resize before the centre crop")
     parser.add_argument("--crop", type=int, default=112)
@@ -163,24 +176,61 @@ def main() -> None:
         on_disk = read_pcam(Path(directory))
         seconds, _ = clock(lambda: pillar_path(fast, on_disk, args.batch, args.workers))
         rows.append((f"pillar bf16 (HDF5 on disk, {args.workers} workers)", len(images) / seconds))
-        command = [sys.executable, "-m", "pillar_cli", "embed", "--source", "pcam", "--path", directory,
-                   "--backbone", args.model, "--no-pretrained", "--resize", str(args.size), "--crop", str(args.crop),
-                   "--device", args.device, "--precision", "bf16", "--batch-size", str(args.batch),
-                   "--workers", str(args.workers), "--val-fraction", "0", "-o", str(Path(directory) / "emb.h5")]
+        command = [
+            sys.executable,
+            "-m",
+            "pillar_cli",
+            "embed",
+            "--source",
+            "pcam",
+            "--path",
+            directory,
+            "--backbone",
+            args.model,
+            "--no-pretrained",
+            "--resize",
+            str(args.size),
+            "--crop",
+            str(args.crop),
+            "--device",
+            args.device,
+            "--precision",
+            "bf16",
+            "--batch-size",
+            str(args.batch),
+            "--workers",
+            str(args.workers),
+            "--val-fraction",
+            "0",
+            "-o",
+            str(Path(directory) / "emb.h5"),
+        ]
         start = time.perf_counter()
         launched = subprocess.run(command, capture_output=True, text=True)
         if launched.returncode:
             sys.exit(f"pillar embed failed:\n{launched.stderr}")
-        rows.append((f"pillar CLI end to end (HDF5 on disk, {args.workers} workers)",
-                     (len(images) + 256) / (time.perf_counter() - start)))
+        rows.append(
+            (
+                f"pillar CLI end to end (HDF5 on disk, {args.workers} workers)",
+                (len(images) + 256) / (time.perf_counter() - start),
+            )
+        )
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "pillar_cli", "embed", "--help"], capture_output=True, check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pillar_cli", "embed", "--help"], capture_output=True, check=True
+        )
         startup = time.perf_counter() - start
 
-    device = torch.cuda.get_device_name() if embedder.device.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
-    print(f"{args.model}, {args.side}px uint8 images resized to {args.size} and cropped to {args.crop}, batch "
-          f"{args.batch}, on {device} (torch {torch.__version__}); {len(images)} images "
-          f"({len(naive_images)} for the naive loop)")
+    device = (
+        torch.cuda.get_device_name()
+        if embedder.device.type == "cuda"
+        else f"CPU, {torch.get_num_threads()} threads"
+    )
+    print(
+        f"{args.model}, {args.side}px uint8 images resized to {args.size} and cropped to {args.crop}, batch "
+        f"{args.batch}, on {device} (torch {torch.__version__}); {len(images)} images "
+        f"({len(naive_images)} for the naive loop)"
+    )
     naive_rate = rows[0][1]
     for name, rate in rows:
         print(f"  {name:<58} {rate:9.1f} img/s  {rate / naive_rate:6.2f}x naive")

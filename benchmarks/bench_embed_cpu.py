@@ -46,7 +46,9 @@ def throughput(run, images: int, repeats: int) -> float:
 def embed(embedder, dataset: Dataset) -> np.ndarray:
     ids = np.arange(len(dataset.inputs))
     with tempfile.TemporaryDirectory() as directory:
-        store = FeatureStore(Path(directory) / "bench.partial", {}, {"all": len(ids)}, embedder.feature_dim, False)
+        store = FeatureStore(
+            Path(directory) / "bench.partial", {}, {"all": len(ids)}, embedder.feature_dim, False
+        )
         stream_split(embedder, dataset, ids, BATCH, store, "all")
         features = np.asarray(store.features("all")[:])
         store.finish()
@@ -54,24 +56,31 @@ def embed(embedder, dataset: Dataset) -> np.ndarray:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--images", type=int, default=512)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--backbones", default="efficientnet-lite0,resnet50")
     args = parser.parse_args()
     images = np.random.default_rng(0).integers(0, 256, (args.images, 28, 28, 1), dtype=np.uint8)
     dataset = Dataset("random", images, np.zeros(len(images), np.int64), ["0"])
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.images} images of 28×28 → 224 px")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.images} images of 28×28 → 224 px"
+    )
     print("| backbone | path | images/s | of ONNX Runtime model only |")
     print("|---|---|---|---|")
     for name in args.backbones.split(","):
         pretrained = name == "efficientnet-lite0"
-        torch_path = build_embedder(name, (28, 28, 1), resize=224, device="cpu", runtime="torch",
-                                    pretrained=pretrained)
+        torch_path = build_embedder(
+            name, (28, 28, 1), resize=224, device="cpu", runtime="torch", pretrained=pretrained
+        )
         auto = build_embedder(name, (28, 28, 1), resize=224, device="cpu", pretrained=pretrained)
         with torch.inference_mode():
-            batches = [torch_path.preprocessing.apply(torch.from_numpy(images[i:i + BATCH]))
-                       for i in range(0, len(images), BATCH)]
+            batches = [
+                torch_path.preprocessing.apply(torch.from_numpy(images[i : i + BATCH]))
+                for i in range(0, len(images), BATCH)
+            ]
         channels_last = [batch.contiguous(memory_format=torch.channels_last) for batch in batches]
 
         def torch_model() -> None:
@@ -79,20 +88,32 @@ def main() -> None:
                 for batch in channels_last:
                     torch_path.model(batch)
 
-        session = onnxruntime.InferenceSession(exported(torch_path.model, 224), providers=["CPUExecutionProvider"])
+        session = onnxruntime.InferenceSession(
+            exported(torch_path.model, 224), providers=["CPUExecutionProvider"]
+        )
         arrays = [batch.contiguous().numpy() for batch in batches]
-        reference = throughput(lambda: [session.run(None, {"images": batch}) for batch in arrays], len(images),
-                               args.repeats)
-        rows = [("onnxruntime model only", reference),
-                ("torch model only", throughput(torch_model, len(images), args.repeats)),
-                ("pillar embed, torch", throughput(lambda: embed(torch_path, dataset), len(images), args.repeats)),
-                (f"pillar embed, auto ({auto.runtime})", throughput(lambda: embed(auto, dataset), len(images),
-                                                                     args.repeats))]
+        reference = throughput(
+            lambda: [session.run(None, {"images": batch}) for batch in arrays], len(images), args.repeats
+        )
+        rows = [
+            ("onnxruntime model only", reference),
+            ("torch model only", throughput(torch_model, len(images), args.repeats)),
+            (
+                "pillar embed, torch",
+                throughput(lambda: embed(torch_path, dataset), len(images), args.repeats),
+            ),
+            (
+                f"pillar embed, auto ({auto.runtime})",
+                throughput(lambda: embed(auto, dataset), len(images), args.repeats),
+            ),
+        ]
         for path, speed in rows:
             print(f"| {name} | {path} | {speed:.1f} | {speed / reference:.2f} |", flush=True)
         ours, theirs = embed(auto, dataset), embed(torch_path, dataset)
-        print(f"| {name} | largest |Δ| / largest |feature| between the runtimes | "
-              f"{np.abs(ours - theirs).max() / np.abs(theirs).max():.1e} | |")
+        print(
+            f"| {name} | largest |Δ| / largest |feature| between the runtimes | "
+            f"{np.abs(ours - theirs).max() / np.abs(theirs).max():.1e} | |"
+        )
 
 
 if __name__ == "__main__":

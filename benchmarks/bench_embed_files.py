@@ -61,7 +61,9 @@ def generate(root: Path, count: int) -> Path:
         (folder / f"class{name}").mkdir(parents=True, exist_ok=True)
     for i in range(count):
         colours = rng.integers(0, 255, (2, 3)).astype(np.float32)
-        image = colours[0] * ramp[:, None, None] + colours[1] * ramp[None, :, None] * (1 - ramp[:, None, None])
+        image = colours[0] * ramp[:, None, None] + colours[1] * ramp[None, :, None] * (
+            1 - ramp[:, None, None]
+        )
         image = np.clip(image + grain[i % 16], 0, 255).astype(np.uint8)
         Image.fromarray(image).save(folder / f"class{i % 10}" / f"{i:06d}.jpg", quality=85)
     (folder / "done").touch()
@@ -70,13 +72,17 @@ def generate(root: Path, count: int) -> Path:
 
 def measure(command: list[str]) -> tuple[float, float]:
     """(seconds, peak RSS in MiB) of `command` run to completion in a fresh wrapper process."""
-    result = subprocess.run([sys.executable, "-c", MEASURE, *command], check=True, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", MEASURE, *command], check=True, capture_output=True, text=True
+    )
     seconds, kib = result.stdout.split()
     return float(seconds), int(kib) / 1024
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--images", default="20000,60000")
     parser.add_argument("--backbones", default="pixels,resnet18")
     parser.add_argument("--root", type=Path, default=Path(tempfile.gettempdir()) / "pillar-bench-jpegs")
@@ -86,22 +92,57 @@ def main() -> None:
         folder = generate(args.root, count)
         for backbone in args.backbones.split(","):
             with tempfile.TemporaryDirectory() as work:
-                embed = [sys.executable, "-m", "pillar_cli", "embed", "--source", "image-folder", "--path",
-                         str(folder), "--param", "size=64", "--backbone", backbone, "--no-pretrained", "--resize", "64",
-                         "--crop", "64", "--force"]
-                paths = {"load all, serial": [sys.executable, "-c", LOAD_ALL, str(folder), backbone,
-                                              f"{work}/all.h5"],
-                         "streamed, 1 worker": [*embed, "--workers", "1", "-o", f"{work}/w1.h5"],
-                         "streamed, 2 workers": [*embed, "--workers", "2", "-o", f"{work}/w2.h5"]}
+                embed = [
+                    sys.executable,
+                    "-m",
+                    "pillar_cli",
+                    "embed",
+                    "--source",
+                    "image-folder",
+                    "--path",
+                    str(folder),
+                    "--param",
+                    "size=64",
+                    "--backbone",
+                    backbone,
+                    "--no-pretrained",
+                    "--resize",
+                    "64",
+                    "--crop",
+                    "64",
+                    "--force",
+                ]
+                paths = {
+                    "load all, serial": [
+                        sys.executable,
+                        "-c",
+                        LOAD_ALL,
+                        str(folder),
+                        backbone,
+                        f"{work}/all.h5",
+                    ],
+                    "streamed, 1 worker": [*embed, "--workers", "1", "-o", f"{work}/w1.h5"],
+                    "streamed, 2 workers": [*embed, "--workers", "2", "-o", f"{work}/w2.h5"],
+                }
                 for path, command in paths.items():
                     seconds, peak = measure(command)
-                    rows.append({"images": count, "backbone": backbone, "path": path, "seconds": round(seconds, 1),
-                                 "images_per_s": round(count / seconds), "peak_rss_mib": round(peak)})
+                    rows.append(
+                        {
+                            "images": count,
+                            "backbone": backbone,
+                            "path": path,
+                            "seconds": round(seconds, 1),
+                            "images_per_s": round(count / seconds),
+                            "peak_rss_mib": round(peak),
+                        }
+                    )
                     print(json.dumps(rows[-1]), flush=True)
     print("\n| images | backbone | path | s | images/s | peak RSS (MiB) |\n|---|---|---|---|---|---|")
     for row in rows:
-        print(f"| {row['images']:,} | {row['backbone']} | {row['path']} | {row['seconds']} | {row['images_per_s']} | "
-              f"{row['peak_rss_mib']} |")
+        print(
+            f"| {row['images']:,} | {row['backbone']} | {row['path']} | {row['seconds']} | {row['images_per_s']} | "
+            f"{row['peak_rss_mib']} |"
+        )
 
 
 if __name__ == "__main__":

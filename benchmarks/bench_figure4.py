@@ -42,7 +42,9 @@ def synthetic_features(path: Path, classes: int, seed: int = 0) -> None:
 
     x, y = part(n_train)
     x_test, y_test = part(n_test)
-    np.savez(path, x=x, y=y, x_test=x_test, y_test=y_test, class_names=np.array([str(c) for c in range(classes)]))
+    np.savez(
+        path, x=x, y=y, x_test=x_test, y_test=y_test, class_names=np.array([str(c) for c in range(classes)])
+    )
 
 
 class StageClock:
@@ -71,9 +73,13 @@ class StageClock:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--device", default="auto", help="train-private --device for every run")
-    parser.add_argument("--workdir", type=Path, default=None, help="where the artifacts go (default: a temp dir)")
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="where the artifacts go (default: a temp dir)"
+    )
     parser.add_argument("--pipeline", default="cifar10-sl-figure4")
     parser.add_argument("--max-steps", type=int, default=None, help="cap each run's steps (smoke run)")
     args = parser.parse_args()
@@ -89,7 +95,7 @@ def capped(argv: list[str], max_steps: int | None) -> list[str]:
     if max_steps is None or "--steps" not in argv:
         return argv
     at = argv.index("--steps") + 1
-    return argv[:at] + [str(min(int(argv[at]), max_steps))] + argv[at + 1:]
+    return argv[:at] + [str(min(int(argv[at]), max_steps))] + argv[at + 1 :]
 
 
 def run(workdir: Path, scratch: Path, pipeline_name: str, device: str, max_steps: int | None) -> None:
@@ -105,11 +111,24 @@ def run(workdir: Path, scratch: Path, pipeline_name: str, device: str, max_steps
     start = time.perf_counter()
     synthetic_features(scratch / "features.npz", classes)
     clock.add("synthetic features", time.perf_counter() - start)
-    embed = ["embed", "--source", "npz", "--path", str(scratch / "features.npz"), "--public-fraction", "0.1",
-             "--val-fraction", "0", "-o", str(workdir / "emb.h5")]
+    embed = [
+        "embed",
+        "--source",
+        "npz",
+        "--path",
+        str(scratch / "features.npz"),
+        "--public-fraction",
+        "0.1",
+        "--val-fraction",
+        "0",
+        "-o",
+        str(workdir / "emb.h5"),
+    ]
     assert pipeline.steps[0][0] == "embed", "the pipeline's first step embeds the images"
-    steps = [embed] + [capped(step, max_steps) + (["--device", device] if step[0] == "train-private" else [])
-                       for step in pipeline.steps[1:]]
+    steps = [embed] + [
+        capped(step, max_steps) + (["--device", device] if step[0] == "train-private" else [])
+        for step in pipeline.steps[1:]
+    ]
     grid_start = None
     for number, argv in enumerate(steps):
         if number == 1:
@@ -124,10 +143,12 @@ def run(workdir: Path, scratch: Path, pipeline_name: str, device: str, max_steps
     total = time.perf_counter() - grid_start
     name = torch.cuda.get_device_name() if device != "cpu" and torch.cuda.is_available() else "CPU"
     runs = sum(step[0] == "train-private" for step in steps)
-    print(f"\n{pipeline_name} grid ({runs} train-private runs + fit-pca + evaluate) on synthetic 45,000 x 2,048 "
-          f"private features, {classes} classes, train-private --device {device} ({name}, torch {torch.__version__}):"
-          f" {total:.1f} s end to end (embed of the synthetic features before it: {clock.seconds['embed']:.1f} s)"
-          + ("" if max_steps is None else f"; SMOKE RUN, steps capped at {max_steps}"))
+    print(
+        f"\n{pipeline_name} grid ({runs} train-private runs + fit-pca + evaluate) on synthetic 45,000 x 2,048 "
+        f"private features, {classes} classes, train-private --device {device} ({name}, torch {torch.__version__}):"
+        f" {total:.1f} s end to end (embed of the synthetic features before it: {clock.seconds['embed']:.1f} s)"
+        + ("" if max_steps is None else f"; SMOKE RUN, steps capped at {max_steps}")
+    )
     for label in ("fit-pca", "train-private", "noise calibration", "ε recomputation", "evaluate"):
         print(f"  {label:<20} {clock.seconds[label]:8.1f} s over {clock.count[label]} calls")
     report = workdir / "figure4.md"

@@ -24,19 +24,37 @@ def cases(device: str) -> list[tuple[str, str, torch.Tensor, np.ndarray]]:
 
     pixels, labels = mnist_data()
     mnist = torch.tensor(pixels.reshape(-1, 1, 28, 28) / 255.0, dtype=torch.float32)
-    return [(architecture, "MNIST-5k 28×28×1", mnist, labels) for architecture in ("cnn", "cnn:4", "resnet10t")]
+    return [
+        (architecture, "MNIST-5k 28×28×1", mnist, labels) for architecture in ("cnn", "cnn:4", "resnet10t")
+    ]
 
 
-def seconds_per_step(architecture: str, images: torch.Tensor, labels: np.ndarray, mode: str, steps: int,
-                     rounds: int, device: str) -> float:
+def seconds_per_step(
+    architecture: str,
+    images: torch.Tensor,
+    labels: np.ndarray,
+    mode: str,
+    steps: int,
+    rounds: int,
+    device: str,
+) -> float:
     best = float("inf")
     for _ in range(rounds):
         model = network(NetworkSpec(architecture, (*images.shape[2:], images.shape[1]), 10))
-        config = FinetuneConfig(epsilon=8.0, steps=1, batch_size=256, grad_sample_mode=mode, max_physical_batch=128)
+        config = FinetuneConfig(
+            epsilon=8.0, steps=1, batch_size=256, grad_sample_mode=mode, max_physical_batch=128
+        )
         finetune(model, images, labels, config, device)  # warm-up (and calibration, cached)
         start = time.perf_counter()
-        finetune(model, images, labels, FinetuneConfig(epsilon=8.0, steps=steps, batch_size=256,
-                                                       grad_sample_mode=mode, max_physical_batch=128), device)
+        finetune(
+            model,
+            images,
+            labels,
+            FinetuneConfig(
+                epsilon=8.0, steps=steps, batch_size=256, grad_sample_mode=mode, max_physical_batch=128
+            ),
+            device,
+        )
         best = min(best, (time.perf_counter() - start) / steps)
     return best
 
@@ -50,8 +68,10 @@ def main() -> None:
     print("| network | data | hooks s/step | ghost s/step | hooks / ghost |")
     print("|---|---|---|---|---|")
     for architecture, data, images, labels in cases(args.device):
-        hooks, ghost = (seconds_per_step(architecture, images, labels, mode, args.steps, args.rounds, args.device)
-                        for mode in ("hooks", "ghost"))
+        hooks, ghost = (
+            seconds_per_step(architecture, images, labels, mode, args.steps, args.rounds, args.device)
+            for mode in ("hooks", "ghost")
+        )
         print(f"| {architecture} | {data} | {hooks:.3f} | {ghost:.3f} | {hooks / ghost:.2f}× |", flush=True)
 
 

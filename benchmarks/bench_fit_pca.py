@@ -22,19 +22,27 @@ def covariance_eigh(x: np.ndarray) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=8000)
     parser.add_argument("--dim", type=int, default=2048)
     parser.add_argument("--k-max", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    rng = np.random.default_rng(0)  # a concentrated spectrum, as pre-trained features have: 64 strong directions
-    x = (rng.standard_normal((args.rows, 64)) @ rng.standard_normal((64, args.dim))
-         + 0.1 * rng.standard_normal((args.rows, args.dim))).astype(np.float32)
+    rng = np.random.default_rng(
+        0
+    )  # a concentrated spectrum, as pre-trained features have: 64 strong directions
+    x = (
+        rng.standard_normal((args.rows, 64)) @ rng.standard_normal((64, args.dim))
+        + 0.1 * rng.standard_normal((args.rows, args.dim))
+    ).astype(np.float32)
     times = {"PublicPCA.fit": [], "covariance + eigh": []}
     for _ in range(args.rounds):
-        for name, run in (("PublicPCA.fit", lambda: PublicPCA(args.k_max).fit(x)),
-                          ("covariance + eigh", lambda: covariance_eigh(x))):
+        for name, run in (
+            ("PublicPCA.fit", lambda: PublicPCA(args.k_max).fit(x)),
+            ("covariance + eigh", lambda: covariance_eigh(x)),
+        ):
             start = time.perf_counter()
             run()
             times[name].append(time.perf_counter() - start)
@@ -43,7 +51,9 @@ def main() -> None:
     print(f"{args.rows} × {args.dim} float32 ({x.nbytes / 2**20:.0f} MiB), best of {args.rounds}:")
     for name, seconds in best.items():
         print(f"  {name}: {seconds:.2f} s")
-    print(f"  ratio: {best['PublicPCA.fit'] / best['covariance + eigh']:.2f}×; process peak RSS {peak:.0f} MiB")
+    print(
+        f"  ratio: {best['PublicPCA.fit'] / best['covariance + eigh']:.2f}×; process peak RSS {peak:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

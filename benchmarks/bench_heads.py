@@ -32,12 +32,32 @@ GRID = {"lr": [0.1, 0.5, 2.0], "steps": [100, 500], "batch_size": [512]}
 def demo_splits(directory: Path) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
     """The splits `pillar embed --source mnist5k --backbone pixels --seed 0` writes."""
     path = directory / "emb.h5"
-    subprocess.run([sys.executable, "-m", "pillar_cli", "embed", "--source", "mnist5k", "--backbone", "pixels",
-                    "--seed", "0", "-o", str(path)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pillar_cli",
+            "embed",
+            "--source",
+            "mnist5k",
+            "--backbone",
+            "pixels",
+            "--seed",
+            "0",
+            "-o",
+            str(path),
+        ],
+        check=True,
+        capture_output=True,
+    )
     embeddings = read(path, "embeddings")
-    return {name: (embeddings.array(f"splits/{name}/features"),
-                   embeddings.array(f"splits/{name}/labels") if name != "public" else None)
-            for name in ("private", "public", "val", "test")}
+    return {
+        name: (
+            embeddings.array(f"splits/{name}/features"),
+            embeddings.array(f"splits/{name}/labels") if name != "public" else None,
+        )
+        for name in ("private", "public", "val", "test")
+    }
 
 
 def test_accuracy(result, pca: PublicPCA, test: tuple[np.ndarray, np.ndarray], k: int) -> tuple[float, float]:
@@ -61,7 +81,9 @@ def timed(function) -> tuple[float, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cost-only", action="store_true", help="skip the accuracy table")
@@ -75,20 +97,42 @@ def main() -> None:
         return cost(pca, splits, args.rounds)
 
     def run(method: str, k: int, epsilon: float, select: str = "val", seed: list[int] = seeds, **grid):
-        return sweep(*private, *val, projection=pca, public=splits["public"][0], method=[method], k=[k],
-                     epsilon=[epsilon], seed=seed, select=select, device="cpu", **grid)
+        return sweep(
+            *private,
+            *val,
+            projection=pca,
+            public=splits["public"][0],
+            method=[method],
+            k=[k],
+            epsilon=[epsilon],
+            seed=seed,
+            select=select,
+            device="cpu",
+            **grid,
+        )
 
     print("| total ε | method | k | selection | test accuracy (mean ± std over seeds) | ε spent |")
     print("|---|---|---|---|---|---|")
     for epsilon in (0.1, 1.0):
-        for method, k, select, grid in (("pillar", 10, "val", GRID), ("pillar", 40, "val", GRID),
-                                        ("pillar", 10, "accounted", GRID), ("pillar", 40, "accounted", GRID),
-                                        ("public-lda", 10, "val", {}), ("public-lda", 40, "val", {}),
-                                        ("dp-ls", 10, "val", {}), ("dp-ls", 40, "val", {})):
+        for method, k, select, grid in (
+            ("pillar", 10, "val", GRID),
+            ("pillar", 40, "val", GRID),
+            ("pillar", 10, "accounted", GRID),
+            ("pillar", 40, "accounted", GRID),
+            ("public-lda", 10, "val", {}),
+            ("public-lda", 40, "val", {}),
+            ("dp-ls", 10, "val", {}),
+            ("dp-ls", 40, "val", {}),
+        ):
             result = run(method, k, epsilon, select, **grid)
             mean, std = test_accuracy(result, pca, test, k)
-            how = ("in ε" if select == "accounted" else "none (one configuration)" if not grid
-                   else "on val, outside ε")
+            how = (
+                "in ε"
+                if select == "accounted"
+                else "none (one configuration)"
+                if not grid
+                else "on val, outside ε"
+            )
             spent = max(r.epsilon_spent for r in result.runs)
             print(f"| {epsilon:g} | {method} | {k} | {how} | {mean:.4f} ± {std:.4f} | {spent:.4g} |")
 
@@ -103,13 +147,25 @@ def cost(pca: PublicPCA, splits: dict, rounds: int) -> None:
     seeds = list(range(10))
 
     def cell(method: str, grid: dict, selection: AccountedSelection | None = None):
-        request = SweepRequest(method=[method], k=[40], epsilon=[1.0], lr=grid.get("lr", [0.1]), seed=seeds,
-                               steps=grid.get("steps", [1]), batch_size=grid.get("batch_size", [1]), device="cpu",
-                               select=selection or "val")
+        request = SweepRequest(
+            method=[method],
+            k=[40],
+            epsilon=[1.0],
+            lr=grid.get("lr", [0.1]),
+            seed=seeds,
+            steps=grid.get("steps", [1]),
+            batch_size=grid.get("batch_size", [1]),
+            device="cpu",
+            select=selection or "val",
+        )
         return lambda: run_sweep(data, request)
 
-    cases = {"public-lda": cell("public-lda", {}), "dp-ls": cell("dp-ls", {}),
-             "DP-SGD grid": cell("pillar", GRID), "accounted selection": cell("pillar", GRID, AccountedSelection())}
+    cases = {
+        "public-lda": cell("public-lda", {}),
+        "dp-ls": cell("dp-ls", {}),
+        "DP-SGD grid": cell("pillar", GRID),
+        "accounted selection": cell("pillar", GRID, AccountedSelection()),
+    }
     for case in cases.values():
         case()  # calibrations cached, imports done
     times: dict[str, list[float]] = {name: [] for name in cases}
@@ -125,9 +181,11 @@ def cost(pca: PublicPCA, splits: dict, rounds: int) -> None:
         print(f"  {name} vs the DP-SGD grid: {best['DP-SGD grid'] / best[name]:.0f}x faster")
     drawn = sum(record["trials_drawn"] for record in result.selection_ledger)
     ratio = best["accounted selection"] / best["DP-SGD grid"]
-    print(f"  accounted selection / the grid's sweep: {ratio:.2f}x with {drawn} trials drawn against the grid's "
-          f"{6 * len(seeds)} runs; per run {ratio * 6 * len(seeds) / drawn:.2f}x, so {ratio * 6 * len(seeds) / drawn:.2f}x "
-          "in expectation (6 trials per seed)")
+    print(
+        f"  accounted selection / the grid's sweep: {ratio:.2f}x with {drawn} trials drawn against the grid's "
+        f"{6 * len(seeds)} runs; per run {ratio * 6 * len(seeds) / drawn:.2f}x, so {ratio * 6 * len(seeds) / drawn:.2f}x "
+        "in expectation (6 trials per seed)"
+    )
 
 
 if __name__ == "__main__":

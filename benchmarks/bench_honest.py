@@ -36,8 +36,12 @@ def digits_splits() -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
     x, y = load_digits(return_X_y=True)
     order = np.random.default_rng(0).permutation(len(x))
     x, y = x[order].astype(np.float32), y[order]
-    return {"public": (x[:400], None), "private": (x[400:1400], y[400:1400]), "val": (x[1400:1600], y[1400:1600]),
-            "test": (x[1600:], y[1600:])}
+    return {
+        "public": (x[:400], None),
+        "private": (x[400:1400], y[400:1400]),
+        "val": (x[1400:1600], y[1400:1600]),
+        "test": (x[1600:], y[1600:]),
+    }
 
 
 class Bench:
@@ -47,8 +51,16 @@ class Bench:
         self.splits, self.seeds = splits, seeds
         self.pca = PublicPCA(k_max).fit(splits["public"][0])
 
-    def sweep(self, epsilon: float, method: str = "pillar", rules: tuple[str, ...] = (), ks=(40,), lrs=(0.1,),
-              steps=(500,), val: str = "select"):
+    def sweep(
+        self,
+        epsilon: float,
+        method: str = "pillar",
+        rules: tuple[str, ...] = (),
+        ks=(40,),
+        lrs=(0.1,),
+        steps=(500,),
+        val: str = "select",
+    ):
         """`val`: what the val rows do, as train-private's --val: select (choose and score), train, or hold-out."""
         (x, y), (x_val, y_val) = self.splits["private"], self.splits["val"]
         if val == "train":
@@ -57,7 +69,9 @@ class Bench:
         data = SweepData(self.pca, x, y, *validation, 10, self.splits["public"][0])
         given = {"k": list(ks), "lr": list(lrs), "steps": list(steps)}
         ruled = {name: AUTO if name in rules else values for name, values in given.items()}
-        return run_sweep(data, SweepRequest(method=[method], epsilon=[epsilon], seed=self.seeds, device="cpu", **ruled))
+        return run_sweep(
+            data, SweepRequest(method=[method], epsilon=[epsilon], seed=self.seeds, device="cpu", **ruled)
+        )
 
     def test_accuracies(self, result, cell: dict) -> list[float]:
         x, y = self.splits["test"]
@@ -81,22 +95,43 @@ def rows(bench: Bench, epsilon: float) -> list[tuple[str, str, object]]:
     n = len(bench.splits["private"][0]) + len(bench.splits["val"][0])
     k_rule = rule_k(n, epsilon, len(bench.pca.components_))
     return [
-        ("default: rule's k, lr, steps; val rows train", "everything", bench.sweep(epsilon, rules=RULE_FIELDS,
-                                                                                    val="train")),
-        ("paper: val over k × lr × steps", "training only (choice on val, outside ε)",
-         bench.sweep(epsilon, ks=PAPER_GRID["ks"], lrs=PAPER_GRID["lrs"], steps=PAPER_GRID["steps"])),
-        ("rule's k, lr, steps; val held out", "everything", bench.sweep(epsilon, rules=RULE_FIELDS, val="hold-out")),
-        ("rule's k only (lr 0.1, 500 steps); val rows train", "everything",
-         bench.sweep(epsilon, rules=("k",), val="train")),
-        ("rule's lr, steps only (k = 40); val rows train", "everything",
-         bench.sweep(epsilon, rules=("lr", "steps"), val="train")),
-        (f"public-lda at the rule's k = {k_rule}; val rows train", "everything",
-         bench.sweep(epsilon, method="public-lda", ks=(k_rule,), val="train")),
+        (
+            "default: rule's k, lr, steps; val rows train",
+            "everything",
+            bench.sweep(epsilon, rules=RULE_FIELDS, val="train"),
+        ),
+        (
+            "paper: val over k × lr × steps",
+            "training only (choice on val, outside ε)",
+            bench.sweep(epsilon, ks=PAPER_GRID["ks"], lrs=PAPER_GRID["lrs"], steps=PAPER_GRID["steps"]),
+        ),
+        (
+            "rule's k, lr, steps; val held out",
+            "everything",
+            bench.sweep(epsilon, rules=RULE_FIELDS, val="hold-out"),
+        ),
+        (
+            "rule's k only (lr 0.1, 500 steps); val rows train",
+            "everything",
+            bench.sweep(epsilon, rules=("k",), val="train"),
+        ),
+        (
+            "rule's lr, steps only (k = 40); val rows train",
+            "everything",
+            bench.sweep(epsilon, rules=("lr", "steps"), val="train"),
+        ),
+        (
+            f"public-lda at the rule's k = {k_rule}; val rows train",
+            "everything",
+            bench.sweep(epsilon, method="public-lda", ks=(k_rule,), val="train"),
+        ),
     ]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--eps", default="0.1,1")
     parser.add_argument("--dataset", default="mnist,digits")
@@ -113,8 +148,11 @@ def main() -> None:
         for epsilon in map(float, args.eps.split(",")):
             for name, covers, result in rows(bench, epsilon):
                 accuracies, cell = bench.released(result)
-                print(f"| {dataset} | {epsilon:g} | {name} | {covers} | {cell['k']} | {cell['lr']:.3g} | {cell['steps']} "
-                      f"| {np.mean(accuracies):.3f} ± {np.std(accuracies, ddof=1):.3f} |", flush=True)
+                print(
+                    f"| {dataset} | {epsilon:g} | {name} | {covers} | {cell['k']} | {cell['lr']:.3g} | {cell['steps']} "
+                    f"| {np.mean(accuracies):.3f} ± {np.std(accuracies, ddof=1):.3f} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

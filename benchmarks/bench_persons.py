@@ -50,13 +50,15 @@ def grouped_mnist(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         start = 0
         while start < len(rows):
             size = int(rng.integers(1, LARGEST + 1))
-            persons[rows[start:start + size]] = person
+            persons[rows[start : start + size]] = person
             person, start = person + 1, start + size
     return (x / 255.0).astype(np.float32), y.astype(np.int64), persons
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--eps", default="0.1,1")
     parser.add_argument("--audits", type=int, default=5)
@@ -66,51 +68,95 @@ def main() -> None:
     parser.add_argument("--lr", default="auto", help="lr for every fit (default: the rule's)")
     parser.add_argument("--steps", default="auto", help="steps for every fit (default: the rule's)")
     args = parser.parse_args()
-    overrides = {name: value if value == "auto" else float(value) if name == "lr" else int(value)
-                 for name, value in (("k", args.k), ("lr", args.lr), ("steps", args.steps))}
+    overrides = {
+        name: value if value == "auto" else float(value) if name == "lr" else int(value)
+        for name, value in (("k", args.k), ("lr", args.lr), ("steps", args.steps))
+    }
     x, y, persons = grouped_mnist()
-    grouped = Dataset("mnist5k", x, y, [str(c) for c in range(10)], groups=Groups.of(persons.astype(str), "", ""))
+    grouped = Dataset(
+        "mnist5k", x, y, [str(c) for c in range(10)], groups=Groups.of(persons.astype(str), "", "")
+    )
     splits = make_splits(grouped, SplitPlan(0.1, 0.1, 0.2, 0))
     train = np.concatenate([splits["private"], splits["val"]])
     pca = PublicPCA(100).fit(x[splits["public"]])
     test = splits["test"]
     sizes = np.bincount(persons[train])
-    print(f"{len(x)} rows, {persons.max() + 1} persons; training on {len(train)} rows of {np.count_nonzero(sizes)} "
-          f"persons (rows a person: median {np.median(sizes[sizes > 0]):.0f}, largest {sizes.max()}); "
-          f"test {len(test)} rows\n")
+    print(
+        f"{len(x)} rows, {persons.max() + 1} persons; training on {len(train)} rows of {np.count_nonzero(sizes)} "
+        f"persons (rows a person: median {np.median(sizes[sizes > 0]):.0f}, largest {sizes.max()}); "
+        f"test {len(test)} rows\n"
+    )
     print("| ε | unit | what the printed ε protects | test accuracy | k | steps |")
     print("|---|---|---|---|---|---|")
     for epsilon in map(float, args.eps.split(",")):
         for name, target, unit, protects in (
-                ("person", epsilon, "person", f"a person: (ε, δ) = ({epsilon:g}, 1e-5)"),
-                ("row", epsilon, "row", f"a row; a person of {LARGEST} rows only at ({LARGEST * epsilon:g}, "
-                                        f"{LARGEST * np.exp((LARGEST - 1) * epsilon):.2g}·δ)"),
-                (f"row at ε/{LARGEST}", epsilon / LARGEST, "row", f"a person by group privacy: ({epsilon:g}, "
-                                                                 f"{LARGEST * np.exp(epsilon):.2g}·δ)")):
+            ("person", epsilon, "person", f"a person: (ε, δ) = ({epsilon:g}, 1e-5)"),
+            (
+                "row",
+                epsilon,
+                "row",
+                f"a row; a person of {LARGEST} rows only at ({LARGEST * epsilon:g}, "
+                f"{LARGEST * np.exp((LARGEST - 1) * epsilon):.2g}·δ)",
+            ),
+            (
+                f"row at ε/{LARGEST}",
+                epsilon / LARGEST,
+                "row",
+                f"a person by group privacy: ({epsilon:g}, {LARGEST * np.exp(epsilon):.2g}·δ)",
+            ),
+        ):
             accuracies = []
             for _ in range(args.seeds):
-                clf = DPLinearClassifier(method=args.method, epsilon=target, delta=1e-5, projection=pca,
-                                         privacy_unit=unit, **overrides)
+                clf = DPLinearClassifier(
+                    method=args.method,
+                    epsilon=target,
+                    delta=1e-5,
+                    projection=pca,
+                    privacy_unit=unit,
+                    **overrides,
+                )
                 clf.fit(x[train], y[train], groups=persons[train])
                 accuracies.append(clf.score(x[test], y[test]))
-            print(f"| {epsilon:g} | {name} | {protects} | {np.mean(accuracies):.3f} ± {np.std(accuracies, ddof=1):.3f} "
-                  f"| {clf.k_} | {clf.ledger_.steps} |", flush=True)
+            print(
+                f"| {epsilon:g} | {name} | {protects} | {np.mean(accuracies):.3f} ± {np.std(accuracies, ddof=1):.3f} "
+                f"| {clf.k_} | {clf.ledger_.steps} |",
+                flush=True,
+            )
     if args.audits == 0 or args.method not in AUDITED:
         return
-    private = SweepData(PublicPCA(30).fit(x[splits["public"]]), x[train], y[train], None, None, 10,
-                        units=Units.of(persons[train], len(train), "synthetic persons"))
-    print("\n| audited unit | canaries | claimed ε | ε_lb (median, max over runs) | correct guesses (of 80) |")
+    private = SweepData(
+        PublicPCA(30).fit(x[splits["public"]]),
+        x[train],
+        y[train],
+        None,
+        None,
+        10,
+        units=Units.of(persons[train], len(train), "synthetic persons"),
+    )
+    print(
+        "\n| audited unit | canaries | claimed ε | ε_lb (median, max over runs) | correct guesses (of 80) |"
+    )
     print("|---|---|---|---|---|")
     for unit in ("person", "row"):
-        results = [run_audit(get_method(args.method), private, 20, 2.0, AUDITED[args.method],
-                             PrivacySettings(delta=1e-5),
-                             AuditSettings(canaries=400, guesses=40, rows_per_canary=args.canary_rows, unit=unit))
-                   for _ in range(args.audits)]
+        results = [
+            run_audit(
+                get_method(args.method),
+                private,
+                20,
+                2.0,
+                AUDITED[args.method],
+                PrivacySettings(delta=1e-5),
+                AuditSettings(canaries=400, guesses=40, rows_per_canary=args.canary_rows, unit=unit),
+            )
+            for _ in range(args.audits)
+        ]
         bounds = [r.epsilon_lower_bound for r in results]
-        print(f"| {unit} | 400 persons of {args.canary_rows} rows | {results[0].epsilon_claimed:.3f} | "
-              f"{np.median(bounds):.3f}, "
-              f"{max(bounds):.3f} | {min(r.correct for r in results)}–{max(r.correct for r in results)} |",
-              flush=True)
+        print(
+            f"| {unit} | 400 persons of {args.canary_rows} rows | {results[0].epsilon_claimed:.3f} | "
+            f"{np.median(bounds):.3f}, "
+            f"{max(bounds):.3f} | {min(r.correct for r in results)}–{max(r.correct for r in results)} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -34,7 +34,9 @@ def pillar(*args: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--workdir", type=Path, default=Path("runs/real"))
     parser.add_argument("--rows", type=int, default=20000)
     parser.add_argument("--seeds", type=int, default=5)
@@ -45,42 +47,131 @@ def main() -> None:
     emb, pca = work / "fashion-lite0.h5", work / "pca.h5"
     started = time.perf_counter()
     if not emb.exists():
-        pillar("embed", "--source", "fashion-mnist", "--backbone", "efficientnet-lite0", "--resize", "224",
-               "--limit", str(args.rows), "-o", str(emb), "--json")
+        pillar(
+            "embed",
+            "--source",
+            "fashion-mnist",
+            "--backbone",
+            "efficientnet-lite0",
+            "--resize",
+            "224",
+            "--limit",
+            str(args.rows),
+            "-o",
+            str(emb),
+            "--json",
+        )
     embedded = time.perf_counter()
     pillar("fit-pca", f"{emb}:public", "--k-max", "200", "-o", str(pca), "--force", "--json")
-    pillar("train-private", str(emb), "-p", str(pca), "--k", KS, "--eps", EPSILONS, "--lr", "0.1,0.5,2",
-           "--steps", "100,500", "--seed", seeds, "-o", str(work / "paper.h5"), "--force", "--json")
-    pillar("train-private", str(emb), "-p", str(pca), "--eps", "0.1,0.7,1", "--seed", seeds,
-           "-o", str(work / "default.h5"), "--force", "--json")
-    paper = json.loads(pillar("evaluate", str(work / "paper.h5"), "-e", f"{emb}:test", "--plot", str(args.plot),
-                              "-o", str(work / "paper-eval.h5"), "--force", "--json"))["rows"]
-    default = json.loads(pillar("evaluate", str(work / "default.h5"), "-e", f"{emb}:test",
-                                "-o", str(work / "default-eval.h5"), "--force", "--json"))["rows"]
-    advice = {eps: json.loads(pillar("check-assumptions", f"{emb}:val", "-p", str(pca), "--k", KS.replace(",full", ""),
-                                     "--eps", eps, "-o", str(work / f"assumptions-{eps}.h5"), "--force", "--json"))
-              for eps in ("0.1", "0.7", "1")}
+    pillar(
+        "train-private",
+        str(emb),
+        "-p",
+        str(pca),
+        "--k",
+        KS,
+        "--eps",
+        EPSILONS,
+        "--lr",
+        "0.1,0.5,2",
+        "--steps",
+        "100,500",
+        "--seed",
+        seeds,
+        "-o",
+        str(work / "paper.h5"),
+        "--force",
+        "--json",
+    )
+    pillar(
+        "train-private",
+        str(emb),
+        "-p",
+        str(pca),
+        "--eps",
+        "0.1,0.7,1",
+        "--seed",
+        seeds,
+        "-o",
+        str(work / "default.h5"),
+        "--force",
+        "--json",
+    )
+    paper = json.loads(
+        pillar(
+            "evaluate",
+            str(work / "paper.h5"),
+            "-e",
+            f"{emb}:test",
+            "--plot",
+            str(args.plot),
+            "-o",
+            str(work / "paper-eval.h5"),
+            "--force",
+            "--json",
+        )
+    )["rows"]
+    default = json.loads(
+        pillar(
+            "evaluate",
+            str(work / "default.h5"),
+            "-e",
+            f"{emb}:test",
+            "-o",
+            str(work / "default-eval.h5"),
+            "--force",
+            "--json",
+        )
+    )["rows"]
+    advice = {
+        eps: json.loads(
+            pillar(
+                "check-assumptions",
+                f"{emb}:val",
+                "-p",
+                str(pca),
+                "--k",
+                KS.replace(",full", ""),
+                "--eps",
+                eps,
+                "-o",
+                str(work / f"assumptions-{eps}.h5"),
+                "--force",
+                "--json",
+            )
+        )
+        for eps in ("0.1", "0.7", "1")
+    }
     print(f"embedding {embedded - started:.0f} s, the rest {time.perf_counter() - embedded:.0f} s")
     print("| k | " + " | ".join(f"ε = {e}" for e in EPSILONS.replace("inf", "∞").split(",")) + " |")
     print("|---|" + "---|" * len(EPSILONS.split(",")))
     for k in KS.split(","):
-        cells = [next((r for r in paper if str(r["k"]) == k and _same(r["epsilon"], e)), None)
-                 for e in EPSILONS.split(",")]
+        cells = [
+            next((r for r in paper if str(r["k"]) == k and _same(r["epsilon"], e)), None)
+            for e in EPSILONS.split(",")
+        ]
         print(f"| {k} | " + " | ".join(_accuracy(r) for r in cells) + " |")
-    print("| default path (k by the rule) | " + " | ".join(
-        f"{_accuracy(r)} (k {r['k']})" for r in sorted(default, key=lambda r: r["epsilon"])) + " | — |")
+    print(
+        "| default path (k by the rule) | "
+        + " | ".join(f"{_accuracy(r)} (k {r['k']})" for r in sorted(default, key=lambda r: r["epsilon"]))
+        + " | — |"
+    )
     for eps, found in advice.items():
         private = [r for r in paper if _same(r["epsilon"], eps) and r["k"] != "full"]
         best = max(private, key=lambda r: r["accuracy_mean"])
         full = next(r for r in paper if _same(r["epsilon"], eps) and r["k"] == "full")
-        print(f"ε = {eps}: best k {best['k']} ({best['accuracy_mean']:.3f}) − full ({full['accuracy_mean']:.3f}) = "
-              f"{best['accuracy_mean'] - full['accuracy_mean']:+.3f}; check-assumptions recommends k = "
-              f"{found.get('recommended_k_private')} ({found.get('recommended_k_private_how')}); ξ-threshold k "
-              f"{found['recommended_k']}, Theorem 1's k {found.get('recommended_k_theorem')}")
+        print(
+            f"ε = {eps}: best k {best['k']} ({best['accuracy_mean']:.3f}) − full ({full['accuracy_mean']:.3f}) = "
+            f"{best['accuracy_mean'] - full['accuracy_mean']:+.3f}; check-assumptions recommends k = "
+            f"{found.get('recommended_k_private')} ({found.get('recommended_k_private_how')}); ξ-threshold k "
+            f"{found['recommended_k']}, Theorem 1's k {found.get('recommended_k_theorem')}"
+        )
 
 
 def _same(value, text: str) -> bool:
-    return (value is None and text == "inf") or (value is not None and text != "inf" and abs(value - float(text)) < 1e-9)
+    return (value is None and text == "inf") or (
+        value is not None and text != "inf" and abs(value - float(text)) < 1e-9
+    )
 
 
 def _accuracy(row: dict | None) -> str:

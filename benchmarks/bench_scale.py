@@ -21,8 +21,10 @@ import numpy as np
 from pillar_cli.artifacts import write
 from pillar_cli.artifacts.embeddings import embeddings_artifact
 
-WRAPPER = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, "
-           "stderr=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+WRAPPER = (
+    "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, "
+    "stderr=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
 SHARES = {"private": 0.9, "public": 0.0625, "test": 0.0375}  # bench_memory.py's embed fractions
 BLOCK = 65_536
 
@@ -30,7 +32,9 @@ BLOCK = 65_536
 def measured(argv: list[str]) -> tuple[float, float]:
     """(seconds, peak RSS in MiB) of one command, run under a fresh wrapper whose only child it is."""
     start = time.perf_counter()
-    peak = subprocess.run([sys.executable, "-c", WRAPPER, *argv], check=True, capture_output=True, text=True).stdout
+    peak = subprocess.run(
+        [sys.executable, "-c", WRAPPER, *argv], check=True, capture_output=True, text=True
+    ).stdout
     return time.perf_counter() - start, int(peak) / 1024
 
 
@@ -46,19 +50,24 @@ def synthetic_embeddings(path: Path, rows: int, dim: int, classes: int) -> dict[
             features = h5.create_dataset(name, (size, dim), np.float32, chunks=(max(1, 2**20 // dim), dim))
             labels = rng.integers(0, classes, size)
             for start in range(0, size, BLOCK):
-                y = labels[start:start + BLOCK]
+                y = labels[start : start + BLOCK]
                 z = means[y] + rng.standard_normal((len(y), 64))
-                features[start:start + len(y)] = (z @ basis + 0.1 * rng.standard_normal((len(y), dim))).astype(
-                    np.float32)
+                features[start : start + len(y)] = (
+                    z @ basis + 0.1 * rng.standard_normal((len(y), dim))
+                ).astype(np.float32)
             splits[name] = (features, first + np.arange(size), None if name == "public" else labels, None)
             first += size
-        write(path, embeddings_artifact(splits, {"class_names": [f"c{c}" for c in range(classes)]}), force=True)
+        write(
+            path, embeddings_artifact(splits, {"class_names": [f"c{c}" for c in range(classes)]}), force=True
+        )
     scratch.unlink()
     return sizes
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", default="160000,320000,640000,1280000")
     parser.add_argument("--dim", type=int, default=2048)
     parser.add_argument("--classes", type=int, default=1000)
@@ -78,8 +87,20 @@ def main() -> None:
         delta = f"{10 ** -np.ceil(np.log10(sizes['private'])):g}"  # below 1/n
         stages = [
             [*pillar, "fit-pca", f"{emb}:public", "--k-max", "200", "-o", str(pca), "--force"],
-            [*pillar, "train-private", str(emb), "-p", str(pca), "--eps", "1", "--delta", delta, "-o", str(model),
-             "--force"],
+            [
+                *pillar,
+                "train-private",
+                str(emb),
+                "-p",
+                str(pca),
+                "--eps",
+                "1",
+                "--delta",
+                delta,
+                "-o",
+                str(model),
+                "--force",
+            ],
             [*pillar, "evaluate", str(model), "-e", f"{emb}:test", "-o", str(work / "eval.h5"), "--force"],
         ]
         cells = [f"{seconds:.1f} / {peak:,.0f}" for seconds, peak in map(measured, stages)]

@@ -25,45 +25,88 @@ from pillar_cli import PublicPCA, read, sweep
 from pillar_cli.methods.catalog import get_method
 
 EPSILONS = (0.1, 1.0)
-HEADS = [("default path", "pillar", {"k": "auto", "lr": "auto", "steps": "auto"}),
-         ("dp-ls", "dp-ls", {"k": "auto"}), ("public-lda", "public-lda", {"k": "auto"}),
-         ("dp-newton", "dp-newton", {"k": "auto"}), ("dp-fc", "dp-fc", {"k": "auto"}),
-         ("public-fc", "public-fc", {"k": "auto"}), ("dp-fc, all features", "dp-fc", {"k": [None]})]
+HEADS = [
+    ("default path", "pillar", {"k": "auto", "lr": "auto", "steps": "auto"}),
+    ("dp-ls", "dp-ls", {"k": "auto"}),
+    ("public-lda", "public-lda", {"k": "auto"}),
+    ("dp-newton", "dp-newton", {"k": "auto"}),
+    ("dp-fc", "dp-fc", {"k": "auto"}),
+    ("public-fc", "public-fc", {"k": "auto"}),
+    ("dp-fc, all features", "dp-fc", {"k": [None]}),
+]
 
 
 def splits(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
     embeddings = read(path, "embeddings")
-    return {name: (embeddings.array(f"splits/{name}/features"),
-                   embeddings.array(f"splits/{name}/labels") if name != "public" else None)
-            for name in ("private", "public", "val", "test")}
+    return {
+        name: (
+            embeddings.array(f"splits/{name}/features"),
+            embeddings.array(f"splits/{name}/labels") if name != "public" else None,
+        )
+        for name in ("private", "public", "val", "test")
+    }
 
 
 def embedded(source: str, directory: Path) -> Path:
     path = directory / f"{source}.h5"
-    subprocess.run([sys.executable, "-m", "pillar_cli", "embed", "--source", source, "--backbone", "pixels", "--seed",
-                    "0", "-o", str(path)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pillar_cli",
+            "embed",
+            "--source",
+            source,
+            "--backbone",
+            "pixels",
+            "--seed",
+            "0",
+            "-o",
+            str(path),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return path
 
 
 def accuracies(data: dict, pca: PublicPCA, method: str, epsilon: float, seeds: int, fields: dict) -> tuple:
     """Test accuracy of each seed's head, the largest ε spent and the k the cell trained at."""
     (x, y), (x_val, y_val), (x_test, y_test) = data["private"], data["val"], data["test"]
-    result = sweep(x, y, x_val, y_val, projection=pca, public=data["public"][0], method=[method], epsilon=[epsilon],
-                   seed=list(range(seeds)), delta=1e-5, device="cpu", **fields)
+    result = sweep(
+        x,
+        y,
+        x_val,
+        y_val,
+        projection=pca,
+        public=data["public"][0],
+        method=[method],
+        epsilon=[epsilon],
+        seed=list(range(seeds)),
+        delta=1e-5,
+        device="cpu",
+        **fields,
+    )
     mapping = get_method(method).linear_map(pca)
-    scores = [run.head.accuracy(get_method(method).features(mapping, x_test, run.key.k), y_test)
-              for run in result.runs]
+    scores = [
+        run.head.accuracy(get_method(method).features(mapping, x_test, run.key.k), y_test)
+        for run in result.runs
+    ]
     return scores, max(run.epsilon_spent for run in result.runs), result.runs[0].key.k
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--real", type=Path, default=Path("runs/real/fashion-lite0.h5"))
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        datasets = {"Fashion-MNIST, Lite0 features": args.real,
-                    **{f"{source} pixels": embedded(source, Path(tmp)) for source in ("mnist5k", "digits")}}
+        datasets = {
+            "Fashion-MNIST, Lite0 features": args.real,
+            **{f"{source} pixels": embedded(source, Path(tmp)) for source in ("mnist5k", "digits")},
+        }
         print("| data | head | k | ε = 0.1 | ε = 1 |\n|---|---|---|---|---|")
         for name, path in datasets.items():
             data = splits(path)
@@ -74,8 +117,11 @@ def main() -> None:
                     scores, spent, k = accuracies(data, pca, method, epsilon, args.seeds, fields)
                     cells.append(f"{np.mean(scores):.3f} ± {np.std(scores, ddof=1):.3f} (ε {spent:.3g})")
                     ks.append("full" if k is None else str(k))
-                print(f"| {name} | {label} | {' / '.join(ks)} | {' | '.join(cells)} |  <!-- "
-                      f"{time.perf_counter() - started:.0f} s -->", flush=True)
+                print(
+                    f"| {name} | {label} | {' / '.join(ks)} | {' | '.join(cells)} |  <!-- "
+                    f"{time.perf_counter() - started:.0f} s -->",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -33,18 +33,30 @@ def median_seconds(argv: list[str], repeats: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args()
     pillar = [sys.executable, "-m", "pillar_cli"]
     with tempfile.TemporaryDirectory() as scratch:
         projection = Path(scratch) / "pca.h5"
-        arrays = {"mean": np.zeros(64), "scale": np.ones(64), "components": np.eye(8, 64), "eigenvalues": np.ones(64)}
-        artifacts.write(projection, Artifact("projection", arrays, {"k_max": 8, "standardized": True, "rank": 8,
-                                                                   "n_public": 100}))
-        rows = {"python -c pass": [sys.executable, "-c", "pass"], "pillar --help": [*pillar, "--help"],
-                **{f"pillar {name} --help": [*pillar, name, "--help"] for name in COMMANDS},
-                "pillar inspect pca.h5": [*pillar, "inspect", str(projection)]}
+        arrays = {
+            "mean": np.zeros(64),
+            "scale": np.ones(64),
+            "components": np.eye(8, 64),
+            "eigenvalues": np.ones(64),
+        }
+        artifacts.write(
+            projection,
+            Artifact("projection", arrays, {"k_max": 8, "standardized": True, "rank": 8, "n_public": 100}),
+        )
+        rows = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "pillar --help": [*pillar, "--help"],
+            **{f"pillar {name} --help": [*pillar, name, "--help"] for name in COMMANDS},
+            "pillar inspect pca.h5": [*pillar, "inspect", str(projection)],
+        }
         baseline = None
         print(f"| command | median of {args.repeats} (s) | minus the interpreter (s) |\n|---|---|---|")
         for label, argv in rows.items():

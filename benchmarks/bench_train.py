@@ -47,8 +47,11 @@ def _poisson_batches(n: int, batch: int, steps: int, seed: int):
 
 
 def time_fast(x, y, classes, batch, steps):
-    seconds, _ = _timed(lambda: train_linear_heads(x, y, classes, [RunConfig(LR, steps, batch, 0)], [SIGMA], CLIP,
-                                                    device=str(DEVICE)))
+    seconds, _ = _timed(
+        lambda: train_linear_heads(
+            x, y, classes, [RunConfig(LR, steps, batch, 0)], [SIGMA], CLIP, device=str(DEVICE)
+        )
+    )
     return steps / seconds
 
 
@@ -69,8 +72,12 @@ def time_hooks(x, y, classes, batch, steps):
     from opacus.optimizers import DPOptimizer
 
     model = GradSampleModule(torch.nn.Linear(x.shape[1], classes).to(DEVICE))
-    optimizer = DPOptimizer(torch.optim.SGD(model.parameters(), lr=LR), noise_multiplier=SIGMA, max_grad_norm=CLIP,
-                            expected_batch_size=batch)
+    optimizer = DPOptimizer(
+        torch.optim.SGD(model.parameters(), lr=LR),
+        noise_multiplier=SIGMA,
+        max_grad_norm=CLIP,
+        expected_batch_size=batch,
+    )
 
     def step(xb, yb):
         torch.nn.functional.cross_entropy(model(xb), yb).backward()
@@ -85,10 +92,19 @@ def time_ghost(x, y, classes, batch, steps):
     from opacus.optimizers import DPOptimizerFastGradientClipping
     from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
 
-    model = GradSampleModuleFastGradientClipping(torch.nn.Linear(x.shape[1], classes).to(DEVICE), max_grad_norm=CLIP,
-                                                 use_ghost_clipping=True, loss_reduction="mean")
-    optimizer = DPOptimizerFastGradientClipping(torch.optim.SGD(model.parameters(), lr=LR), noise_multiplier=SIGMA,
-                                                max_grad_norm=CLIP, expected_batch_size=batch, loss_reduction="mean")
+    model = GradSampleModuleFastGradientClipping(
+        torch.nn.Linear(x.shape[1], classes).to(DEVICE),
+        max_grad_norm=CLIP,
+        use_ghost_clipping=True,
+        loss_reduction="mean",
+    )
+    optimizer = DPOptimizerFastGradientClipping(
+        torch.optim.SGD(model.parameters(), lr=LR),
+        noise_multiplier=SIGMA,
+        max_grad_norm=CLIP,
+        expected_batch_size=batch,
+        loss_reduction="mean",
+    )
     criterion = DPLossFastGradientClipping(model, optimizer, torch.nn.CrossEntropyLoss(), "mean")
 
     def step(xb, yb):
@@ -112,23 +128,35 @@ def time_sgd(x, y, classes, batch, steps):
 
 
 def engines_table(steps: int, rounds: int = 3) -> None:
-    print(f"\nDP-SGD steps/s, linear head, n = {N_PRIVATE}, Poisson batches, {steps} steps each, best of {rounds} "
-          f"interleaved rounds (hooks: one round) "
-          f"(torch {torch.__version__}, {_device_name()})")
-    print(f"{'(d, C, B)':>18} {'fast':>8} {'hooks':>8} {'ghost':>8} {'sgd':>8} {'fast/hooks':>11} {'fast/ghost':>11} "
-          f"{'sgd/fast':>9}")
+    print(
+        f"\nDP-SGD steps/s, linear head, n = {N_PRIVATE}, Poisson batches, {steps} steps each, best of {rounds} "
+        f"interleaved rounds (hooks: one round) "
+        f"(torch {torch.__version__}, {_device_name()})"
+    )
+    print(
+        f"{'(d, C, B)':>18} {'fast':>8} {'hooks':>8} {'ghost':>8} {'sgd':>8} {'fast/hooks':>11} {'fast/ghost':>11} "
+        f"{'sgd/fast':>9}"
+    )
     for dim, classes, batch in [(2048, 10, 1024), (2048, 100, 1024), (40, 100, 1024)]:
         generator = torch.Generator().manual_seed(0)
         x = torch.randn(N_PRIVATE, dim, generator=generator).to(DEVICE)
         y = torch.randint(0, classes, (N_PRIVATE,), generator=generator).to(DEVICE)
-        time_fast(x, y, classes, batch, 5), time_ghost(x, y, classes, batch, 5), time_sgd(x, y, classes, batch, 5)
+        (
+            time_fast(x, y, classes, batch, 5),
+            time_ghost(x, y, classes, batch, 5),
+            time_sgd(x, y, classes, batch, 5),
+        )
         rates = {"hooks": time_hooks(x, y, classes, batch, steps)}  # one round: ~80 s at (2048, 100, 1024)
-        for _ in range(rounds):  # interleaved rounds, best of each: a slow spell of the machine hits all columns
+        for _ in range(
+            rounds
+        ):  # interleaved rounds, best of each: a slow spell of the machine hits all columns
             for name, fn in (("fast", time_fast), ("ghost", time_ghost), ("sgd", time_sgd)):
                 rates[name] = max(rates.get(name, 0.0), fn(x, y, classes, batch, steps))
-        print(f"{str((dim, classes, batch)):>18} {rates['fast']:8.1f} {rates['hooks']:8.1f} {rates['ghost']:8.1f} "
-              f"{rates['sgd']:8.1f} {rates['fast'] / rates['hooks']:10.1f}x {rates['fast'] / rates['ghost']:10.2f}x "
-              f"{rates['sgd'] / rates['fast']:8.2f}x")
+        print(
+            f"{str((dim, classes, batch)):>18} {rates['fast']:8.1f} {rates['hooks']:8.1f} {rates['ghost']:8.1f} "
+            f"{rates['sgd']:8.1f} {rates['fast'] / rates['hooks']:10.1f}x {rates['fast'] / rates['ghost']:10.2f}x "
+            f"{rates['sgd'] / rates['fast']:8.2f}x"
+        )
 
 
 def sweep_table(step_counts: list[int], rounds: int = 5) -> None:
@@ -136,17 +164,24 @@ def sweep_table(step_counts: list[int], rounds: int = 5) -> None:
     rng = np.random.default_rng(0)
     x = torch.from_numpy(rng.standard_normal((N_PRIVATE, 40)).astype(np.float32)).to(DEVICE)
     y = torch.from_numpy(rng.integers(0, 10, N_PRIVATE)).to(DEVICE)
-    configs = [RunConfig(lr, t, b, 0) for lr, t, b in itertools.product((0.01, 0.1, 1.0), step_counts, (256, 512, 1024))]
+    configs = [
+        RunConfig(lr, t, b, 0)
+        for lr, t, b in itertools.product((0.01, 0.1, 1.0), step_counts, (256, 512, 1024))
+    ]
     sigmas = [3.0] * len(configs)
 
-    seeded = NoiseSource(0)  # noise reproducible per configuration, so both columns must give the same weights
+    seeded = NoiseSource(
+        0
+    )  # noise reproducible per configuration, so both columns must give the same weights
 
     def batched():
         return train_linear_heads(x, y, 10, configs, sigmas, CLIP, device=str(DEVICE), noise=seeded)
 
     def one_at_a_time():
-        return [train_linear_heads(x, y, 10, [c], [s], CLIP, device=str(DEVICE), noise=seeded)[0]
-                for c, s in zip(configs, sigmas)]
+        return [
+            train_linear_heads(x, y, 10, [c], [s], CLIP, device=str(DEVICE), noise=seeded)[0]
+            for c, s in zip(configs, sigmas)
+        ]
 
     timings = {batched: [], one_at_a_time: []}
     results = {}
@@ -156,18 +191,24 @@ def sweep_table(step_counts: list[int], rounds: int = 5) -> None:
             timings[run].append(seconds)
     batched_s, alone_s = min(timings[batched]), min(timings[one_at_a_time])
     per_round = sorted(a / b for a, b in zip(timings[one_at_a_time], timings[batched]))
-    worst = max(float(np.abs(a.weights - b.weights).max()) for a, b in zip(results[batched], results[one_at_a_time]))
-    print(f"\nsweep of {len(configs)} configurations (steps {step_counts}, batch 256/512/1024, k = 40, C = 10, "
-          f"n = {N_PRIVATE}, {_device_name()}; best of {rounds} interleaved rounds): batched {batched_s:.2f} s, one at a time "
-          f"{alone_s:.2f} s, speed-up {alone_s / batched_s:.1f}x (per round {per_round[0]:.1f}x to "
-          f"{per_round[-1]:.1f}x), max |Δw| {worst:.1e}")
+    worst = max(
+        float(np.abs(a.weights - b.weights).max()) for a, b in zip(results[batched], results[one_at_a_time])
+    )
+    print(
+        f"\nsweep of {len(configs)} configurations (steps {step_counts}, batch 256/512/1024, k = 40, C = 10, "
+        f"n = {N_PRIVATE}, {_device_name()}; best of {rounds} interleaved rounds): batched {batched_s:.2f} s, one at a time "
+        f"{alone_s:.2f} s, speed-up {alone_s / batched_s:.1f}x (per round {per_round[0]:.1f}x to "
+        f"{per_round[-1]:.1f}x), max |Δw| {worst:.1e}"
+    )
 
 
 def noise_table(rounds: int = 5, repeats: int = 200) -> None:
     """What independent noise per head costs a step: one draw per head from its own generator (the engine) against
     one draw of the whole (G, C, d + 1) buffer from one generator (shared state across heads)."""
-    print(f"\nnoise per step, G heads of (C, d + 1) normals ({_device_name()}; best of {rounds} rounds of {repeats} "
-          f"steps)")
+    print(
+        f"\nnoise per step, G heads of (C, d + 1) normals ({_device_name()}; best of {rounds} rounds of {repeats} "
+        f"steps)"
+    )
     print(f"{'(G, C, d)':>18} {'per head ms':>12} {'one draw ms':>12} {'ratio':>7}")
     for heads, classes, dim in [(45, 10, 40), (45, 10, 1024), (45, 100, 1024), (1, 100, 2048)]:
         buffer = torch.empty(heads, classes, dim + 1, device=DEVICE)
@@ -185,15 +226,19 @@ def noise_table(rounds: int = 5, repeats: int = 200) -> None:
             for name, draw in (("per head", per_head), ("one draw", one_draw)):
                 seconds, _ = _timed(lambda: [draw() for _ in range(repeats)])
                 best[name] = min(best.get(name, float("inf")), 1e3 * seconds / repeats)
-        print(f"{str((heads, classes, dim)):>18} {best['per head']:12.3f} {best['one draw']:12.3f} "
-              f"{best['per head'] / best['one draw']:6.2f}x")
+        print(
+            f"{str((heads, classes, dim)):>18} {best['per head']:12.3f} {best['one draw']:12.3f} "
+            f"{best['per head'] / best['one draw']:6.2f}x"
+        )
 
 
 def persons_table(steps: int = 200, rounds: int = 3) -> None:
     """Steps/s with the person as the unit (persons of 1..30 rows, each person's gradient sum clipped again: the
     eager path on every device) against the row (on CUDA: the graphed path), at an expected batch of 1,024 rows."""
-    print(f"\nperson as the unit vs the row, n = {N_PRIVATE} rows in persons of 1..30 rows, 1,024 rows a batch on "
-          f"average, {steps} steps, best of {rounds} rounds ({_device_name()})")
+    print(
+        f"\nperson as the unit vs the row, n = {N_PRIVATE} rows in persons of 1..30 rows, 1,024 rows a batch on "
+        f"average, {steps} steps, best of {rounds} rounds ({_device_name()})"
+    )
     print(f"{'(d, C)':>12} {'rows':>9} {'persons':>9} {'ratio':>7}")
     generator = torch.Generator().manual_seed(0)
     persons = np.repeat(np.arange(N_PRIVATE), np.random.default_rng(0).integers(1, 31, N_PRIVATE))[:N_PRIVATE]
@@ -203,13 +248,28 @@ def persons_table(steps: int = 200, rounds: int = 3) -> None:
         y = torch.randint(0, classes, (N_PRIVATE,), generator=generator).to(DEVICE)
         best = {}
         for _ in range(rounds):
-            for name, batch, units in (("rows", 1024, Units.rows(N_PRIVATE)),
-                                       ("persons", per_batch, Units.of(persons, N_PRIVATE, "synthetic persons"))):
-                seconds, _ = _timed(lambda: train_linear_heads(x, y, classes, [RunConfig(LR, steps, batch, 0)],
-                                                               [SIGMA], CLIP, device=str(DEVICE), units=units))
+            for name, batch, units in (
+                ("rows", 1024, Units.rows(N_PRIVATE)),
+                ("persons", per_batch, Units.of(persons, N_PRIVATE, "synthetic persons")),
+            ):
+                seconds, _ = _timed(
+                    lambda: train_linear_heads(
+                        x,
+                        y,
+                        classes,
+                        [RunConfig(LR, steps, batch, 0)],
+                        [SIGMA],
+                        CLIP,
+                        device=str(DEVICE),
+                        units=units,
+                    )
+                )
                 best[name] = max(best.get(name, 0.0), steps / seconds)
-        print(f"{str((dim, classes)):>12} {best['rows']:9.1f} {best['persons']:9.1f} "
-              f"{best['persons'] / best['rows']:6.2f}x", flush=True)
+        print(
+            f"{str((dim, classes)):>12} {best['rows']:9.1f} {best['persons']:9.1f} "
+            f"{best['persons'] / best['rows']:6.2f}x",
+            flush=True,
+        )
 
 
 def profile_fast(dim: int = 2048, classes: int = 10, batch: int = 1024, steps: int = 200) -> None:
@@ -229,11 +289,17 @@ def profile_fast(dim: int = 2048, classes: int = 10, batch: int = 1024, steps: i
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="fewer steps (a smoke run, noisier numbers)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda: where every column runs")
-    parser.add_argument("--profile", action="store_true", help="also print a profile of the fast engine's steps")
-    parser.add_argument("--steps", type=int, default=None, help="steps per engines-table run (default 100; 20 quick)")
+    parser.add_argument(
+        "--profile", action="store_true", help="also print a profile of the fast engine's steps"
+    )
+    parser.add_argument(
+        "--steps", type=int, default=None, help="steps per engines-table run (default 100; 20 quick)"
+    )
     parser.add_argument("--persons", action="store_true", help="only the person-unit table")
     args = parser.parse_args()
     global DEVICE

@@ -30,16 +30,24 @@ from pillar_cli.projection import fit_public_split
 
 def embeddings(directory: Path) -> Path:
     rng = np.random.default_rng(0)
-    parts = {name: (rng.standard_normal((rows, 2048), dtype=np.float32), np.arange(start, start + rows),
-                    None if name == "public" else rng.integers(0, 10, rows), None)
-             for name, rows, start in (("private", 45_000, 0), ("public", 5_000, 45_000), ("test", 10_000, 50_000))}
+    parts = {
+        name: (
+            rng.standard_normal((rows, 2048), dtype=np.float32),
+            np.arange(start, start + rows),
+            None if name == "public" else rng.integers(0, 10, rows),
+            None,
+        )
+        for name, rows, start in (("private", 45_000, 0), ("public", 5_000, 45_000), ("test", 10_000, 50_000))
+    }
     path = directory / "emb.h5"
     artifacts.write(path, artifacts.embeddings_artifact(parts, {"class_names": [str(i) for i in range(10)]}))
     return path
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
@@ -56,16 +64,22 @@ def main() -> None:
             timings["fit-pca"].append(time.perf_counter() - start)
         verify, fit = min(timings["verify"]), min(timings["fit-pca"])
         size = path.stat().st_size / 2**20
-        print(f"embeddings file of {size:.0f} MiB (45,000 + 5,000 + 10,000 rows × 2,048 float32), best of "
-              f"{args.rounds} interleaved rounds: verifying its content hash {verify:.2f} s "
-              f"({size / verify:.0f} MiB/s); fit-pca on its public split {fit:.2f} s, verification included; "
-              f"verification = {100 * verify / fit:.1f} % of fit-pca")
+        print(
+            f"embeddings file of {size:.0f} MiB (45,000 + 5,000 + 10,000 rows × 2,048 float32), best of "
+            f"{args.rounds} interleaved rounds: verifying its content hash {verify:.2f} s "
+            f"({size / verify:.0f} MiB/s); fit-pca on its public split {fit:.2f} s, verification included; "
+            f"verification = {100 * verify / fit:.1f} % of fit-pca"
+        )
         pca_path = Path(scratch) / "pca0.h5"
-        for label, read in (("public split (5,000 × 2,048)", lambda: artifacts.read_split(f"{path}:public")),
-                            ("projection (200 × 2,048)", lambda: artifacts.read(pca_path, "projection"))):
+        for label, read in (
+            ("public split (5,000 × 2,048)", lambda: artifacts.read_split(f"{path}:public")),
+            ("projection (200 × 2,048)", lambda: artifacts.read(pca_path, "projection")),
+        ):
             guarded, in_process = guard_cost(read, args.rounds)
-            print(f"reading the {label}: {guarded * 1e3:.1f} ms with the forked first reading, "
-                  f"{in_process * 1e3:.1f} ms in process only ({guarded / in_process:.2f}×)")
+            print(
+                f"reading the {label}: {guarded * 1e3:.1f} ms with the forked first reading, "
+                f"{in_process * 1e3:.1f} ms in process only ({guarded / in_process:.2f}×)"
+            )
 
 
 def guard_cost(read, rounds: int) -> tuple[float, float]:

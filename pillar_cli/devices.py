@@ -20,8 +20,10 @@ def resolve_device(name: str) -> torch.device:
     if device.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0 or (device.index or 0) >= count:
-            raise UsageError(f"device '{name}' is not available: this machine has {count} CUDA device(s)",
-                             hint=f"use {param('device')} cpu (or auto)")
+            raise UsageError(
+                f"device '{name}' is not available: this machine has {count} CUDA device(s)",
+                hint=f"use {param('device')} cpu (or auto)",
+            )
     elif device.type != "cpu":
         raise UsageError(f"unsupported device '{name}' (use auto, cpu, cuda or cuda:N)")
     return device

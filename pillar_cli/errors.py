@@ -40,6 +40,7 @@ class PillarError(Exception):
 
     def render(self, name: Callable[[str, str | None], str] = python_names) -> tuple[str, str | None]:
         """(message, hint) with every parameter shown by `name(parameter, value or None)`."""
+
         def substitute(text: str) -> str:
             return _MARK.sub(lambda match: name(match.group(1), match.group(2)), text)
 
@@ -116,9 +117,11 @@ def check_fraction(name: str, value: float) -> None:
 
 def check_one_of(known: tuple[str, ...]) -> Callable[[str, object], None]:
     """A checker of a word among `known`, e.g. check_one_of(("fast", "opacus"))("engine", value)."""
+
     def check(name: str, value: object) -> None:
         if value not in known:
             raise UsageError(f"unknown {param(name)} '{value}' (known: {', '.join(known)})")
+
     return check
 
 

@@ -32,12 +32,16 @@ import numpy as np
 def keyed_draws(keys: Iterable[bytes], seed: int, purpose: str) -> np.ndarray:
     """(n,) float64 in [0, 1): blake2b of each key, keyed by the public seed and the purpose."""
     secret = f"pillar|{purpose}|{int(seed)}".encode()[:64]
-    values = [int.from_bytes(hashlib.blake2b(key, digest_size=8, key=secret).digest(), "little") for key in keys]
+    values = [
+        int.from_bytes(hashlib.blake2b(key, digest_size=8, key=secret).digest(), "little") for key in keys
+    ]
     return np.asarray(values, dtype=np.float64) / 2.0**64
 
 
-SECRET_NOTE = ("noise, sampling and private choices drawn from fresh OS entropy per mechanism and per head; no seed "
-               "of them is stored")
+SECRET_NOTE = (
+    "noise, sampling and private choices drawn from fresh OS entropy per mechanism and per head; no seed "
+    "of them is stored"
+)
 NOT_PRIVATE_NOTE = "noise reproducible from the recorded seed: NOT differentially private"
 
 
@@ -79,7 +83,7 @@ class NoiseSource:
         if self.seed is None:
             return secrets.randbits(bits)
         digest = hashlib.sha256(repr((self.seed,) + self.path).encode()).digest()
-        return int.from_bytes(digest[:bits // 8], "little")
+        return int.from_bytes(digest[: bits // 8], "little")
 
 
 SECRET = NoiseSource()

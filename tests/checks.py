@@ -36,7 +36,9 @@ def kept_by_fraction(features: np.ndarray, fraction: float) -> np.ndarray:
         digest = hashlib.sha256(np.ascontiguousarray(row).tobytes()).digest()
         seen[digest] = seen.get(digest, -1) + 1
         key = digest + seen[digest].to_bytes(8, "little")
-        draws.append(int.from_bytes(hashlib.blake2b(key, digest_size=8, key=secret).digest(), "little") / 2**64)
+        draws.append(
+            int.from_bytes(hashlib.blake2b(key, digest_size=8, key=secret).digest(), "little") / 2**64
+        )
     return np.flatnonzero(np.asarray(draws) < fraction)
 
 
@@ -47,7 +49,9 @@ def fuzz_examples(default: int) -> int:
 
 def snapshot(directory: Path) -> dict[str, bytes]:
     """Every file below `directory` by relative path, with its bytes (to prove nothing was touched)."""
-    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()
+    }
 
 
 @contextmanager
@@ -62,7 +66,11 @@ def edited_copy(source: Path, target: Path, restamp: bool = True):
             try:
                 h5.attrs["content_hash"] = file_content_hash(h5)
                 h5.attrs["record_hash"] = record_hash(stored_record(h5))
-            except (TypeError, ValueError, KeyError):  # the edit broke what the hash reads: the file stays unstamped
+            except (
+                TypeError,
+                ValueError,
+                KeyError,
+            ):  # the edit broke what the hash reads: the file stays unstamped
                 pass
 
 
@@ -79,7 +87,12 @@ def read_predictions(path: Path) -> tuple[list[str], list[str], list[str], np.nd
     """(header, row names, predicted class names, probabilities) of a predictions CSV."""
     with open(path, newline="") as handle:
         header, *body = list(csv.reader(handle))
-    return header, [r[0] for r in body], [r[1] for r in body], np.array([[float(v) for v in r[2:]] for r in body])
+    return (
+        header,
+        [r[0] for r in body],
+        [r[1] for r in body],
+        np.array([[float(v) for v in r[2:]] for r in body]),
+    )
 
 
 def exported_probabilities(path: Path, images: np.ndarray) -> np.ndarray:
@@ -98,12 +111,22 @@ def random_image_parts(side: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """A train and a test part of random uint8 RGB images (60 and 20) with labels of three classes, for the readers
     of image formats to be written and read back."""
     rng = np.random.default_rng(0)
-    return {part: (rng.integers(0, 256, (n, side, side, 3), dtype=np.uint8), rng.integers(0, 3, n))
-            for part, n in (("train", 60), ("test", 20))}
+    return {
+        part: (rng.integers(0, 256, (n, side, side, 3), dtype=np.uint8), rng.integers(0, 3, n))
+        for part, n in (("train", 60), ("test", 20))
+    }
 
 
-def assert_embeds_like_npz(pillar, tmp_path: Path, images: dict, source: str, path: Path, *options: str,
-                           groups: dict | None = None, classes: tuple[str, ...] = ("0", "1", "2")) -> Path:
+def assert_embeds_like_npz(
+    pillar,
+    tmp_path: Path,
+    images: dict,
+    source: str,
+    path: Path,
+    *options: str,
+    groups: dict | None = None,
+    classes: tuple[str, ...] = ("0", "1", "2"),
+) -> Path:
     """`pillar embed --source SOURCE --path PATH [OPTIONS]` gives, row id for row id, the features and labels of the
     same images and labels embedded from an npz declaring `classes` — and with `groups` (part → group ids) the same
     persons as the npz's arrays groups and groups_test, drawn to the same splits; returns the embeddings it wrote.
@@ -111,22 +134,44 @@ def assert_embeds_like_npz(pillar, tmp_path: Path, images: dict, source: str, pa
     bytes. Persons key their splits alike in every format.)"""
     (x, y), (x_test, y_test) = images["train"], images["test"]
     named = {} if groups is None else {"groups": groups["train"], "groups_test": groups["test"]}
-    np.savez(tmp_path / "same.npz", x=x, y=y, x_test=x_test, y_test=y_test, class_names=np.array(classes), **named)
+    np.savez(
+        tmp_path / "same.npz", x=x, y=y, x_test=x_test, y_test=y_test, class_names=np.array(classes), **named
+    )
     written = tmp_path / f"{source}.h5"
     public = ("--public-fraction", "0.1")  # persons draw a public split only when asked: the same one in both
-    pillar("embed", "--source", source, "--path", path, "--backbone", "pixels", *public, *options, "-o", written)
-    pillar("embed", "--source", "npz", "--path", tmp_path / "same.npz", "--backbone", "pixels", *public, "-o",
-           tmp_path / "n.h5")
+    pillar(
+        "embed", "--source", source, "--path", path, "--backbone", "pixels", *public, *options, "-o", written
+    )
+    pillar(
+        "embed",
+        "--source",
+        "npz",
+        "--path",
+        tmp_path / "same.npz",
+        "--backbone",
+        "pixels",
+        *public,
+        "-o",
+        tmp_path / "n.h5",
+    )
     rows = {}
     for name in (written, tmp_path / "n.h5"):
         splits = [artifacts.read_split(f"{name}:{split}") for split in ("private", "public", "val", "test")]
         assert splits[3].class_names == list(classes)
         order = np.argsort(np.concatenate([split.index for split in splits]))
-        rows[name] = [np.concatenate(column)[order] for column in (
-            [split.index for split in splits], [split.features for split in splits],
-            [np.full(len(split.index), -1) if split.labels is None else split.labels for split in splits],
-            [np.full(len(split.index), index) for index, split in enumerate(splits)],
-            [np.full(len(split.index), -1) if split.persons is None else split.persons for split in splits])]
+        rows[name] = [
+            np.concatenate(column)[order]
+            for column in (
+                [split.index for split in splits],
+                [split.features for split in splits],
+                [np.full(len(split.index), -1) if split.labels is None else split.labels for split in splits],
+                [np.full(len(split.index), index) for index, split in enumerate(splits)],
+                [
+                    np.full(len(split.index), -1) if split.persons is None else split.persons
+                    for split in splits
+                ],
+            )
+        ]
     (ids, features, labels, split_of, persons), npz = rows[written], rows[tmp_path / "n.h5"]
     assert np.array_equal(ids, npz[0]) and np.array_equal(ids, np.arange(len(x) + len(x_test)))
     assert np.array_equal(features, npz[1])

@@ -31,7 +31,9 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
-LONGEST = Path(__file__).parent / "test_readme.py"  # the README's command block: about 3 minutes on one worker
+LONGEST = (
+    Path(__file__).parent / "test_readme.py"
+)  # the README's command block: about 3 minutes on one worker
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -57,8 +59,10 @@ class Pillar:
     def __call__(self, *args: str | Path, expect: int | None = 0):
         result = self.runner.invoke(app, [str(a) for a in args])
         if expect is not None and result.exit_code != expect:
-            raise AssertionError(f"pillar {' '.join(map(str, args))} exited {result.exit_code}, expected {expect}\n"
-                                 f"stdout: {result.stdout}\nstderr: {result.stderr}\n{result.exception!r}")
+            raise AssertionError(
+                f"pillar {' '.join(map(str, args))} exited {result.exit_code}, expected {expect}\n"
+                f"stdout: {result.stdout}\nstderr: {result.stderr}\n{result.exception!r}"
+            )
         return result
 
 
@@ -90,8 +94,11 @@ def _records_round_trip():
     def checked(h5, artifact, provenance):
         if artifact.kind in ("model", "classifier"):
             stored = json.loads(json.dumps(artifact.attrs, default=json_default))
-            again = ModelRecord.from_attrs(stored).to_attrs() if artifact.kind == "model" else \
-                to_attrs(classifier_of(Artifact("classifier", artifact.arrays, stored)))
+            again = (
+                ModelRecord.from_attrs(stored).to_attrs()
+                if artifact.kind == "model"
+                else to_attrs(classifier_of(Artifact("classifier", artifact.arrays, stored)))
+            )
             assert json.loads(json.dumps(again, default=json_default)) == stored, artifact.kind
         if artifact.kind == "classifier":
             _copies_its_models_guarantee(artifact, provenance)
@@ -113,5 +120,7 @@ def _copies_its_models_guarantee(release: Artifact, provenance) -> None:
         return
     header = ModelRecord.of(read(models[0], "model"))
     method = release.attrs["head"].get("method")
-    statement = Guarantee.from_attrs(json.loads(json.dumps(release.attrs["privacy"]["guarantee"], default=json_default)))
+    statement = Guarantee.from_attrs(
+        json.loads(json.dumps(release.attrs["privacy"]["guarantee"], default=json_default))
+    )
     assert statement == header.guarantee.for_head(method in header.count_read_by), (models[0], method)

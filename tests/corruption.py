@@ -14,8 +14,16 @@ import numpy as np
 from checks import edited_copy
 from hypothesis import strategies as st
 
-HOW = ("flip", "truncate", "drop-dataset", "reshape-dataset", "retype-dataset", "drop-attribute", "set-attribute",
-       "set-field")
+HOW = (
+    "flip",
+    "truncate",
+    "drop-dataset",
+    "reshape-dataset",
+    "retype-dataset",
+    "drop-attribute",
+    "set-attribute",
+    "set-field",
+)
 EXPORT_HOW = ("flip", "truncate", "set-field", "set-field-rehashed")
 
 
@@ -54,9 +62,12 @@ def corrupt(source: Path, target: Path, how: str, choice: int, value) -> None:
                 h5.attrs[key] = value if not isinstance(value, type) else str(value)
 
 
-values = st.one_of(st.integers(-3, 10**6), st.text(st.characters(exclude_characters="\x00"), max_size=8),
-                   st.floats(allow_nan=True),
-                   st.sampled_from([np.float16, np.int64, np.bool_, np.uint8, "[1, 2]", "{}", "null", "drop"]))
+values = st.one_of(
+    st.integers(-3, 10**6),
+    st.text(st.characters(exclude_characters="\x00"), max_size=8),
+    st.floats(allow_nan=True),
+    st.sampled_from([np.float16, np.int64, np.bool_, np.uint8, "[1, 2]", "{}", "null", "drop"]),
+)
 
 
 def corrupt_bytes(source: Path, target: Path, how: str, choice: int) -> bool:
@@ -66,7 +77,7 @@ def corrupt_bytes(source: Path, target: Path, how: str, choice: int) -> bool:
         for offset in range(choice % 7 + 1):
             data[(choice * 7919 + offset * 104729) % len(data)] ^= 0xFF
     elif how == "truncate":
-        data = data[:choice % len(data)]
+        data = data[: choice % len(data)]
     else:
         return False
     target.write_bytes(bytes(data))
@@ -79,7 +90,9 @@ def set_field(document: dict, choice: int, value) -> dict:
     leaves: list[tuple] = []
 
     def walk(node, path):
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else None
+        items = (
+            node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else None
+        )
         if items is None or not node:
             leaves.append(path)
             return

@@ -67,11 +67,21 @@ def test_domains_import_exactly_what_their_docstrings_declare():
         source = domain(module)
         for target in targets:
             destination = domain(target)
-            if destination == source or source in ("cli", "__main__") or (source == "api" and destination != "cli"):
+            if (
+                destination == source
+                or source in ("cli", "__main__")
+                or (source == "api" and destination != "cli")
+            ):
                 continue
             named = target.removeprefix("pillar_cli.")
-            entry = destination if destination in rules.get(source, ()) else next(
-                (rule for rule in rules.get(source, ()) if named == rule or named.startswith(rule + ".")), None)
+            entry = (
+                destination
+                if destination in rules.get(source, ())
+                else next(
+                    (rule for rule in rules.get(source, ()) if named == rule or named.startswith(rule + ".")),
+                    None,
+                )
+            )
             if entry is None:
                 violations.append(f"{module} imports {target}, which its domain's docstring does not declare")
             used.setdefault(source, set()).add(entry)
@@ -122,13 +132,18 @@ def command_bodies() -> dict[str, int]:
     for path in (PACKAGE / "cli").glob("*.py"):
         for node in ast.parse(path.read_text()).body:
             decorated = isinstance(node, ast.FunctionDef) and any(
-                "cli_errors" in ast.unparse(d) for d in node.decorator_list)
+                "cli_errors" in ast.unparse(d) for d in node.decorator_list
+            )
             if decorated:
-                sizes[f"{path.stem}.{node.name}"] = statements(node.body[1:] if ast.get_docstring(node) else node.body)
+                sizes[f"{path.stem}.{node.name}"] = statements(
+                    node.body[1:] if ast.get_docstring(node) else node.body
+                )
     return sizes
 
 
-MAX_STATEMENTS = 200  # a module's statements at any depth: about 300 lines as the code was written before it was
+MAX_STATEMENTS = (
+    200  # a module's statements at any depth: about 300 lines as the code was written before it was
+)
 # formatted; counted so, a module stays small by its structure, not by the width of its lines
 
 
@@ -137,8 +152,11 @@ MAX_COMMAND_STATEMENTS = 22  # a command's body: about 25 lines as written befor
 
 def test_cli_commands_are_thin_and_modules_small():
     assert {name: size for name, size in command_bodies().items() if size > MAX_COMMAND_STATEMENTS} == {}
-    assert {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
-            if (n := statements([ast.parse(p.read_text())])) > MAX_STATEMENTS} == {}
+    assert {
+        str(p.relative_to(PACKAGE)): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := statements([ast.parse(p.read_text())])) > MAX_STATEMENTS
+    } == {}
 
 
 def test_no_module_names_a_method_but_its_own_and_the_registry():
@@ -146,22 +164,37 @@ def test_no_module_names_a_method_but_its_own_and_the_registry():
     to change when a method is added, renamed or removed (the program's name is `version.PROGRAM`)."""
     from pillar_cli.methods.catalog import METHODS
 
-    homes = {name: Path(sys.modules[type(method).__module__].__file__).resolve() for name, method in METHODS.items()}
+    homes = {
+        name: Path(sys.modules[type(method).__module__].__file__).resolve()
+        for name, method in METHODS.items()
+    }
     allowed = {PACKAGE / "methods" / "catalog.py", PACKAGE / "version.py"}  # the registry; the program's name
-    named = [f"{path.relative_to(PACKAGE)}:{node.lineno} names method '{node.value}'"
-             for path in sorted(PACKAGE.rglob("*.py")) for node in ast.walk(ast.parse(path.read_text()))
-             if isinstance(node, ast.Constant) and node.value in homes
-             and path.resolve() not in {homes[node.value], *allowed}]
+    named = [
+        f"{path.relative_to(PACKAGE)}:{node.lineno} names method '{node.value}'"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant)
+        and node.value in homes
+        and path.resolve() not in {homes[node.value], *allowed}
+    ]
     assert named == []
 
 
 def _texts_outside_docstrings(tree: ast.AST) -> list[ast.Constant]:
     """Every string constant of a module that is not a docstring (a module's, a class's or a function's)."""
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-    return [node for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
 
 
 def test_no_mechanism_spells_its_neighbouring_relation_by_hand():
@@ -169,28 +202,42 @@ def test_no_mechanism_spells_its_neighbouring_relation_by_hand():
     so that no description can claim a relation its mechanism does not declare."""
     spelled = re.compile(r"add/remove|add or remove|replace-one|replace one", re.IGNORECASE)
     owners = {PACKAGE / "privacy" / "unit.py", PACKAGE / "privacy" / "relation.py"}
-    found = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in sorted(PACKAGE.rglob("*.py"))
-             if path not in owners
-             for node in _texts_outside_docstrings(ast.parse(path.read_text())) if spelled.search(node.value)]
+    found = [
+        f"{path.relative_to(PACKAGE)}:{node.lineno}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path not in owners
+        for node in _texts_outside_docstrings(ast.parse(path.read_text()))
+        if spelled.search(node.value)
+    ]
     assert found == []
 
 
 def test_deltas_are_summed_in_one_function():
     """δ_total (a run's δ plus each upstream release's) is privacy/guarantee.py's `total_delta`: a sum or an addition
     reading a `delta` key or attribute anywhere else would be a second, possibly different, composition."""
+
     def reads_delta(node: ast.AST) -> bool:
         if isinstance(node, (ast.JoinedStr, ast.List, ast.ListComp)):  # text, or lists concatenated
             return False
-        return any((isinstance(sub, ast.Constant) and sub.value == "delta")
-                   or (isinstance(sub, ast.Attribute) and sub.attr == "delta") for sub in ast.walk(node))
+        return any(
+            (isinstance(sub, ast.Constant) and sub.value == "delta")
+            or (isinstance(sub, ast.Attribute) and sub.attr == "delta")
+            for sub in ast.walk(node)
+        )
 
     found = set()
     for path in sorted(PACKAGE.rglob("*.py")):
         for function in ast.walk(ast.parse(path.read_text())):
             for node in ast.walk(function) if isinstance(function, (ast.FunctionDef, ast.Lambda)) else ():
-                summed = [node.left, node.right] if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) \
-                    else [node.value] if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) \
-                    else node.args if isinstance(node, ast.Call) and ast.unparse(node.func) == "sum" else []
+                summed = (
+                    [node.left, node.right]
+                    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)
+                    else [node.value]
+                    if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add)
+                    else node.args
+                    if isinstance(node, ast.Call) and ast.unparse(node.func) == "sum"
+                    else []
+                )
                 if any(map(reads_delta, summed)):
                     found.add(f"{path.relative_to(PACKAGE)}:{getattr(function, 'name', 'lambda')}")
     assert found == {"privacy/guarantee.py:total_delta"}
@@ -201,19 +248,29 @@ def test_the_training_domains_read_the_privacy_unit_as_units_not_as_an_optional_
     value (privacy/guarantee.py): `Units.rows(n)` where each row is its own, never a person array that None means
     "rows" — which every consumer had to branch on. Sources and files keep the column they may or may not record;
     their `units` turns it into the value."""
-    optional = re.compile(r"\b(persons|unit|units)\s+is\s+(not\s+)?None\b"
-                          r"|\b(private_persons|persons_from|val_persons)\b")
+    optional = re.compile(
+        r"\b(persons|unit|units)\s+is\s+(not\s+)?None\b"
+        r"|\b(private_persons|persons_from|val_persons)\b"
+    )
     domains = ("methods", "linear", "audit", "projection", "privacy")
-    found = [f"{path.relative_to(PACKAGE)}:{number}" for domain in domains
-             for path in sorted((PACKAGE / domain).rglob("*.py")) if path != PACKAGE / "privacy" / "unit.py"
-             for number, line in enumerate(path.read_text().splitlines(), 1) if optional.search(line)]
+    found = [
+        f"{path.relative_to(PACKAGE)}:{number}"
+        for domain in domains
+        for path in sorted((PACKAGE / domain).rglob("*.py"))
+        if path != PACKAGE / "privacy" / "unit.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if optional.search(line)
+    ]
     assert found == []
 
 
 def test_a_guarantee_is_made_in_one_place():
     """The plan's `guarantee_of` is where a Guarantee is made (sweeps, fine-tuning, an audit's file); everything else
     reads one from a file or copies the plan's for a head."""
-    made = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in sorted(PACKAGE.rglob("*.py"))
-            for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, ast.Call) and ast.unparse(node.func) == "Guarantee"]
+    made = [
+        f"{path.relative_to(PACKAGE)}:{node.lineno}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "Guarantee"
+    ]
     assert len(made) == 1 and made[0].startswith("methods/plan.py:")

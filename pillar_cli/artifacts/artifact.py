@@ -54,6 +54,8 @@ class Artifact:
 
     def array(self, name: str) -> np.ndarray:
         if name not in self.arrays:
-            raise ArtifactError(f"{self.path}: {self.kind} artifact has no dataset '/{name}'",
-                                hint="the file may come from another tool or be damaged; recreate it")
+            raise ArtifactError(
+                f"{self.path}: {self.kind} artifact has no dataset '/{name}'",
+                hint="the file may come from another tool or be damaged; recreate it",
+            )
         return self.arrays[name]

@@ -8,8 +8,24 @@ import numpy as np
 from pillar_cli.artifacts.core import Artifact
 
 
-def assumptions_artifact(ks: list[int], xi: np.ndarray, margin_full: np.ndarray, margin_projected: np.ndarray,
-                         eigengap: np.ndarray, summary: dict, labels_used: str, mode: str) -> Artifact:
-    return Artifact("assumptions", {"k": np.array(ks), "xi": xi, "margin_full": margin_full,
-                                    "margin_projected": margin_projected, "eigengap": eigengap},
-                    {"summary": summary, "labels_used": labels_used, "mode": mode})
+def assumptions_artifact(
+    ks: list[int],
+    xi: np.ndarray,
+    margin_full: np.ndarray,
+    margin_projected: np.ndarray,
+    eigengap: np.ndarray,
+    summary: dict,
+    labels_used: str,
+    mode: str,
+) -> Artifact:
+    return Artifact(
+        "assumptions",
+        {
+            "k": np.array(ks),
+            "xi": xi,
+            "margin_full": margin_full,
+            "margin_projected": margin_projected,
+            "eigengap": eigengap,
+        },
+        {"summary": summary, "labels_used": labels_used, "mode": mode},
+    )

@@ -27,8 +27,13 @@ class SelectedCell:
 
     @classmethod
     def from_attrs(cls, record: dict) -> SelectedCell:
-        return cls(**{**{name: record[name] for name in cls.__dataclass_fields__ if name in record},
-                      "run_ids": [int(i) for i in record["run_ids"]], "selected": ChosenBy(record["selected"])})
+        return cls(
+            **{
+                **{name: record[name] for name in cls.__dataclass_fields__ if name in record},
+                "run_ids": [int(i) for i in record["run_ids"]],
+                "selected": ChosenBy(record["selected"]),
+            }
+        )
 
     def to_attrs(self) -> dict:
         return {**asdict(self), "selected": self.selected.value}
@@ -40,5 +45,8 @@ class SelectedCell:
 
     def matches(self, wanted: dict) -> bool:
         """Whether `wanted` (some of method, k, eps) names this cell."""
-        return (wanted.get("method", self.method) == self.method and wanted.get("k", str(self.k)) == str(self.k)
-                and math.isclose(wanted.get("eps", self.epsilon), self.epsilon, rel_tol=1e-9))
+        return (
+            wanted.get("method", self.method) == self.method
+            and wanted.get("k", str(self.k)) == str(self.k)
+            and math.isclose(wanted.get("eps", self.epsilon), self.epsilon, rel_tol=1e-9)
+        )

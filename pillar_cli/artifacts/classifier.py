@@ -36,11 +36,16 @@ class Classifier:
     scale: np.ndarray  # (D,)
     weights: np.ndarray | None  # (D, C), or (k, C) with a basis; None for a network
     bias: np.ndarray | None  # (C,)
-    basis: np.ndarray | None  # (D, k) for a head on unit-norm projected rows; None: the head reads all D features
+    basis: (
+        np.ndarray | None
+    )  # (D, k) for a head on unit-norm projected rows; None: the head reads all D features
     class_names: list[str] = stored(list, decode=lambda names: [str(name) for name in names])
-    head: dict = stored(dict)  # method, k, row_l2_normalised, unit_rows; a network's: `network` (its NetworkSpec)
-    features: FeatureRecipe = stored(dict, encode=FeatureRecipe.to_attrs,
-                                     decode=FeatureRecipe.from_attrs)  # how the rows it reads were embedded
+    head: dict = stored(
+        dict
+    )  # method, k, row_l2_normalised, unit_rows; a network's: `network` (its NetworkSpec)
+    features: FeatureRecipe = stored(
+        dict, encode=FeatureRecipe.to_attrs, decode=FeatureRecipe.from_attrs
+    )  # how the rows it reads were embedded
     privacy: Statement = stored(dict, encode=Statement.to_attrs, decode=Statement.from_attrs)
     network: dict[str, np.ndarray] | None = None  # a fine-tuned network's weights by name
     content_hash: str | None = None  # of the artifact it was read from (None before it is written)
@@ -82,8 +87,18 @@ def head_digest(arrays: dict[str, np.ndarray]) -> str:
 def classifier_of(artifact: Artifact) -> Classifier:
     """The classifier a classifier artifact holds (read and checked)."""
     arrays, attrs = artifact.arrays, artifact.attrs
-    network = {name[len(NETWORK_PREFIX):]: array for name, array in arrays.items() if name.startswith(NETWORK_PREFIX)}
-    return Classifier(arrays["mean"], arrays["scale"], arrays.get("weights"), arrays.get("bias"), arrays.get("basis"),
-                      **stored_fields_of(Classifier, attrs), network=network or None,
-                      content_hash=artifact.provenance and artifact.provenance.content_hash)
-
+    network = {
+        name[len(NETWORK_PREFIX) :]: array
+        for name, array in arrays.items()
+        if name.startswith(NETWORK_PREFIX)
+    }
+    return Classifier(
+        arrays["mean"],
+        arrays["scale"],
+        arrays.get("weights"),
+        arrays.get("bias"),
+        arrays.get("basis"),
+        **stored_fields_of(Classifier, attrs),
+        network=network or None,
+        content_hash=artifact.provenance and artifact.provenance.content_hash,
+    )

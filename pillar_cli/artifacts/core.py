@@ -40,18 +40,39 @@ from pillar_cli.errors import ArtifactError, LibraryStateError, first_line, para
 from pillar_cli.version import __version__
 
 SCHEMA_VERSION = 2
-KINDS = ("embeddings", "embedding-shard", "projection", "assumptions", "model", "gsd", "evaluation", "audit",
-         "classifier")
+KINDS = (
+    "embeddings",
+    "embedding-shard",
+    "projection",
+    "assumptions",
+    "model",
+    "gsd",
+    "evaluation",
+    "audit",
+    "classifier",
+)
+
 
 def _created_at() -> str:
     """Now, or SOURCE_DATE_EPOCH when set (reproducible artifacts: same inputs, same bytes)."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    moment = _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch else _dt.datetime.now(_dt.timezone.utc)
+    moment = (
+        _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc)
+        if epoch
+        else _dt.datetime.now(_dt.timezone.utc)
+    )
     return moment.isoformat(timespec="seconds")
 
 
-def write(path: str | Path, artifact: Artifact, *, inputs: list[InputRef] | tuple[InputRef, ...] = (),
-          config: dict[str, Any] | None = None, command: list[str] | None = None, force: bool = False) -> Artifact:
+def write(
+    path: str | Path,
+    artifact: Artifact,
+    *,
+    inputs: list[InputRef] | tuple[InputRef, ...] = (),
+    config: dict[str, Any] | None = None,
+    command: list[str] | None = None,
+    force: bool = False,
+) -> Artifact:
     """Atomically write `artifact` to `path` (an existing file only with `force`); returns it with its path and
     provenance filled in."""
     if artifact.kind not in KINDS:
@@ -63,7 +84,9 @@ def write(path: str | Path, artifact: Artifact, *, inputs: list[InputRef] | tupl
             created_at=_created_at(),
             command=list(command if command is not None else sys.argv),
             config=dict(config or {}),
-            inputs=[shared_input(ref) for ref in inputs] if artifact.kind in SHAREABLE_KINDS else list(inputs),
+            inputs=[shared_input(ref) for ref in inputs]
+            if artifact.kind in SHAREABLE_KINDS
+            else list(inputs),
             content_hash=content_hash(artifact.arrays, artifact.attrs),
         )
         handle = -1
@@ -73,8 +96,12 @@ def write(path: str | Path, artifact: Artifact, *, inputs: list[InputRef] | tupl
                     _write_root_attrs(h5, artifact, provenance)
                     for name, array in artifact.arrays.items():  # an h5py dataset is copied by blocks of rows
                         write_array(h5, name, array if isinstance(array, h5py.Dataset) else np.asarray(array))
-                handle = os.open(tmp, os.O_RDONLY)  # the file written, followed through its rename onto `path`
-            remember_intact(identity(handle))  # this process's own bytes: reading them needs no child, no rehash
+                handle = os.open(
+                    tmp, os.O_RDONLY
+                )  # the file written, followed through its rename onto `path`
+            remember_intact(
+                identity(handle)
+            )  # this process's own bytes: reading them needs no child, no rehash
         finally:
             if handle >= 0:
                 os.close(handle)
@@ -92,16 +119,23 @@ _HDF5_WRITE_FAILURE = re.compile(r"file write failed:.*?error message = '([^']*)
 
 def _stored_size(artifact: Artifact) -> int:
     """Bytes the artifact takes on disk, about: its arrays, plus attributes and HDF5's structures."""
-    arrays = sum(int(np.prod(a.shape, dtype=np.int64)) * np.dtype(a.dtype).itemsize for a in artifact.arrays.values())
+    arrays = sum(
+        int(np.prod(a.shape, dtype=np.int64)) * np.dtype(a.dtype).itemsize for a in artifact.arrays.values()
+    )
     return arrays + len(json.dumps(artifact.attrs, default=json_default)) + (64 << 10)
 
 
 def _write_root_attrs(h5: h5py.File, artifact: Artifact, provenance: Provenance) -> None:
-    record = {"pillar_kind": artifact.kind, "schema_version": SCHEMA_VERSION,
-              "pillar_version": provenance.pillar_version, "created_at": provenance.created_at,
-              "content_hash": provenance.content_hash, "command": json.dumps(provenance.command),
-              "config": json.dumps(provenance.config, default=str),
-              "inputs": json.dumps([ref.to_dict() for ref in provenance.inputs])}
+    record = {
+        "pillar_kind": artifact.kind,
+        "schema_version": SCHEMA_VERSION,
+        "pillar_version": provenance.pillar_version,
+        "created_at": provenance.created_at,
+        "content_hash": provenance.content_hash,
+        "command": json.dumps(provenance.command),
+        "config": json.dumps(provenance.config, default=str),
+        "inputs": json.dumps([ref.to_dict() for ref in provenance.inputs]),
+    }
     for key, value in record.items():
         h5.attrs[key] = value
     h5.attrs["record_hash"] = record_hash(record)
@@ -117,8 +151,14 @@ def _write_root_attrs(h5: h5py.File, artifact: Artifact, provenance: Provenance)
     h5.attrs["json_attrs"] = json.dumps(json_attrs)
 
 
-def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = None,
-         check_schema: bool = True, on_disk: frozenset[str] = frozenset()) -> Artifact:
+def read(
+    path: str | Path,
+    kind: str | tuple[str, ...],
+    *,
+    under: str | None = None,
+    check_schema: bool = True,
+    on_disk: frozenset[str] = frozenset(),
+) -> Artifact:
     """Read an artifact, refusing the wrong kind, an unknown schema version or content that no longer matches its
     hashes (every array of the file is hashed, also when only one group is loaded). The file is first read in a
     forked child (crash_guard.py): a corrupted file that crashes libhdf5 is one error, not a dead interpreter.
@@ -133,8 +173,15 @@ def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = N
         raise ArtifactError(f"artifact not found: {path}")
     try:
         before = identity(path)
-        verified = known_or_passes_in_child(path, lambda h5: (_kind_checked(h5, path, expected), verify(h5, path),
-                                                               read_kind_attrs(h5), _read_provenance(h5)))
+        verified = known_or_passes_in_child(
+            path,
+            lambda h5: (
+                _kind_checked(h5, path, expected),
+                verify(h5, path),
+                read_kind_attrs(h5),
+                _read_provenance(h5),
+            ),
+        )
         with h5py.File(path, "r") as h5:
             found = _kind_checked(h5, path, expected)
             verify(h5, path, rehash=not verified)
@@ -142,7 +189,9 @@ def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = N
             arrays |= {name: StoredRows.of(path, h5[name], before) for name in on_disk if name in h5}
             artifact = Artifact(found, arrays, read_kind_attrs(h5), str(path), _read_provenance(h5))
         if verified and identity(path) != before:
-            raise ArtifactError(f"{path} changed while it was read", hint="read it again once nothing writes it")
+            raise ArtifactError(
+                f"{path} changed while it was read", hint="read it again once nothing writes it"
+            )
         if verified:
             remember_intact(before)
         if check_schema:
@@ -150,8 +199,9 @@ def read(path: str | Path, kind: str | tuple[str, ...], *, under: str | None = N
     except ArtifactError:
         raise
     except (OSError, KeyError, ValueError, TypeError, RuntimeError) as err:
-        raise ArtifactError(f"{path} is not a readable pillar artifact ({first_line(err)})",
-                            hint=CORRUPT_HINT) from err
+        raise ArtifactError(
+            f"{path} is not a readable pillar artifact ({first_line(err)})", hint=CORRUPT_HINT
+        ) from err
     return artifact
 
 
@@ -161,12 +211,16 @@ def _kind_checked(h5: h5py.File, path: Path, expected: tuple[str, ...]) -> str:
     if found is None:
         raise ArtifactError(f"{path} is not a pillar artifact (no 'pillar_kind' attribute)")
     if found not in expected:
-        hint = f"merge all shards first (embed's {param('merge', True)})" if found == "embedding-shard" else None
+        hint = (
+            f"merge all shards first (embed's {param('merge', True)})" if found == "embedding-shard" else None
+        )
         raise ArtifactError(f"{path} is a {found} artifact, expected {' or '.join(expected)}", hint=hint)
     version = read_attr(h5, "schema_version")
     if version != SCHEMA_VERSION:
-        raise ArtifactError(f"{path} has schema version {version!r}; this pillar reads version {SCHEMA_VERSION}",
-                            hint="upgrade pillar or recreate the artifact")
+        raise ArtifactError(
+            f"{path} has schema version {version!r}; this pillar reads version {SCHEMA_VERSION}",
+            hint="upgrade pillar or recreate the artifact",
+        )
     return found
 
 
@@ -174,14 +228,27 @@ def _read_provenance(h5: h5py.File) -> Provenance:
     """The provenance attributes, refusing any of the wrong shape (what `inspect` and the overlap checks walk)."""
     command, config, inputs = (json.loads(read_attr(h5, key)) for key in ("command", "config", "inputs"))
     texts = [read_attr(h5, key) for key in ("pillar_version", "created_at", "content_hash")]
-    problem = ("'command' is not a list of strings" if not _strings(command) else
-               "'config' is not a mapping" if not isinstance(config, dict) else
-               "'inputs' is not a list of input references" if not _input_refs(inputs) else
-               "'pillar_version', 'created_at' or 'content_hash' is not text" if not _strings(texts) else None)
+    problem = (
+        "'command' is not a list of strings"
+        if not _strings(command)
+        else "'config' is not a mapping"
+        if not isinstance(config, dict)
+        else "'inputs' is not a list of input references"
+        if not _input_refs(inputs)
+        else "'pillar_version', 'created_at' or 'content_hash' is not text"
+        if not _strings(texts)
+        else None
+    )
     if problem:
         raise ArtifactError(f"{h5.filename} has a malformed provenance: {problem}", hint=CORRUPT_HINT)
-    return Provenance(pillar_version=texts[0], created_at=texts[1], command=command, config=config,
-                      inputs=[InputRef(**ref) for ref in inputs], content_hash=texts[2])
+    return Provenance(
+        pillar_version=texts[0],
+        created_at=texts[1],
+        command=command,
+        config=config,
+        inputs=[InputRef(**ref) for ref in inputs],
+        content_hash=texts[2],
+    )
 
 
 def _strings(values: Any) -> bool:
@@ -190,9 +257,12 @@ def _strings(values: Any) -> bool:
 
 def _input_refs(refs: Any) -> bool:
     return isinstance(refs, list) and all(
-        isinstance(ref, dict) and set(ref) == {"path", "kind", "content_hash", "split"}
-        and _strings([ref["path"], ref["kind"], ref["content_hash"]]) and isinstance(ref["split"], (str, type(None)))
-        for ref in refs)
+        isinstance(ref, dict)
+        and set(ref) == {"path", "kind", "content_hash", "split"}
+        and _strings([ref["path"], ref["kind"], ref["content_hash"]])
+        and isinstance(ref["split"], (str, type(None)))
+        for ref in refs
+    )
 
 
 def read_provenance(path: str | Path) -> tuple[str, Provenance]:

@@ -66,12 +66,17 @@ def passes_in_child(path: str | Path, check: Callable[[h5py.File], object]) -> b
         os.close(ended)
     if status is None:
         _kill(pid)
-        raise ArtifactError(f"{path} is not a readable pillar artifact (the HDF5 library did not finish reading it "
-                            f"in {limit:.0f} s)", hint=CORRUPT_HINT)
+        raise ArtifactError(
+            f"{path} is not a readable pillar artifact (the HDF5 library did not finish reading it "
+            f"in {limit:.0f} s)",
+            hint=CORRUPT_HINT,
+        )
     if os.WIFSIGNALED(status):
         crash = signal.Signals(os.WTERMSIG(status)).name
-        raise ArtifactError(f"{path} is not a readable pillar artifact (the HDF5 library crashed reading it: {crash})",
-                            hint=CORRUPT_HINT)
+        raise ArtifactError(
+            f"{path} is not a readable pillar artifact (the HDF5 library crashed reading it: {crash})",
+            hint=CORRUPT_HINT,
+        )
     return os.WEXITSTATUS(status) == 0
 
 
@@ -101,7 +106,9 @@ def identity(path: str | Path | int) -> tuple[int, ...]:
     return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
 
 
-_found_intact: set[tuple[int, ...]] = set()  # identities of the files found intact, or written, by this process
+_found_intact: set[tuple[int, ...]] = (
+    set()
+)  # identities of the files found intact, or written, by this process
 
 
 def remember_intact(file_identity: tuple[int, ...]) -> None:

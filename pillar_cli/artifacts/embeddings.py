@@ -19,8 +19,10 @@ from pillar_cli.privacy.premises import Premises
 from pillar_cli.randomness import keyed_draws
 
 
-def embeddings_artifact(splits: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]],
-                        attrs: dict[str, Any]) -> Artifact:
+def embeddings_artifact(
+    splits: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]],
+    attrs: dict[str, Any],
+) -> Artifact:
     """An embeddings artifact from (features, row ids, labels or None, persons or None) per split name."""
     arrays: dict[str, np.ndarray] = {}
     for name, (features, index, labels, persons) in splits.items():
@@ -71,7 +73,11 @@ class Split:
     def carried(self) -> dict[str, Any]:
         """What a model or classifier trained on this split carries of it: how its features were made, its class
         names and the premises they rest on."""
-        return {**self.recipe.to_attrs(), "class_names": self.class_names, "premises": self.premises.to_attrs()}
+        return {
+            **self.recipe.to_attrs(),
+            "class_names": self.class_names,
+            "premises": self.premises.to_attrs(),
+        }
 
     @property
     def drawn_share(self) -> float | None:
@@ -123,8 +129,11 @@ class Split:
 
     def same_persons(self, other_grouping: dict | None) -> bool:
         """This split and a file recording `other_grouping` number one source's persons alike."""
-        return (self.grouping is not None and other_grouping is not None
-                and self.grouping.get("fingerprint") == other_grouping.get("fingerprint"))
+        return (
+            self.grouping is not None
+            and other_grouping is not None
+            and self.grouping.get("fingerprint") == other_grouping.get("fingerprint")
+        )
 
     def rows_sharing_persons(self, other: Split) -> int:
         """Rows of this split whose person has rows in `other` too (same source and grouping; 0 otherwise)."""
@@ -152,31 +161,49 @@ class Split:
         if len(rows) < 2:
             raise UsageError(f"{param(option)} {fraction} leaves {len(rows)} {self.name} rows")
         labels = None if self.labels is None else self.labels[rows]
-        return replace(self, features=self.features[rows], labels=labels, index=self.index[rows],
-                       persons=None if self.persons is None else self.persons[rows])
+        return replace(
+            self,
+            features=self.features[rows],
+            labels=labels,
+            index=self.index[rows],
+            persons=None if self.persons is None else self.persons[rows],
+        )
 
     def joined(self, other: Split) -> Split:
         """This split's rows followed by another labelled split's of the same file (the private rows and the val rows
         that train the heads together); a row in both would be one person counted twice, so they must be disjoint."""
         shared = np.intersect1d(self.index, other.index)
         if len(shared):
-            raise PrivacyError(f"{self.ref.path}: {len(shared)} rows of the {other.name} split also appear in the "
-                               f"{self.name} split: trained on together, one person would count twice",
-                               hint="re-embed: the splits of one source must be disjoint")
+            raise PrivacyError(
+                f"{self.ref.path}: {len(shared)} rows of the {other.name} split also appear in the "
+                f"{self.name} split: trained on together, one person would count twice",
+                hint="re-embed: the splits of one source must be disjoint",
+            )
         if (self.persons is None) != (other.persons is None):
-            raise ArtifactError(f"{self.ref.path}: the {self.name} and {other.name} splits do not both name their "
-                                "rows' persons", hint="the file may come from another tool or be damaged; recreate it")
+            raise ArtifactError(
+                f"{self.ref.path}: the {self.name} and {other.name} splits do not both name their "
+                "rows' persons",
+                hint="the file may come from another tool or be damaged; recreate it",
+            )
         if self.features.shape[1:] != other.features.shape[1:]:
-            raise ArtifactError(f"{self.ref.path}: the {self.name} and {other.name} splits hold features of different "
-                                f"dimensions ({self.features.shape[1:]} and {other.features.shape[1:]})",
-                                hint="the file may come from another tool or be damaged; recreate it")
+            raise ArtifactError(
+                f"{self.ref.path}: the {self.name} and {other.name} splits hold features of different "
+                f"dimensions ({self.features.shape[1:]} and {other.features.shape[1:]})",
+                hint="the file may come from another tool or be damaged; recreate it",
+            )
         if self.labels is None or other.labels is None:
-            raise DataError(f"{self.ref.path}: the {other.name if other.labels is None else self.name} split has no "
-                            "labels to train on")
-        return replace(self, name=f"{self.name}+{other.name}", features=_rows_joined(self.features, other.features),
-                       labels=np.concatenate([self.labels, other.labels]),
-                       index=np.concatenate([self.index, other.index]),
-                       persons=None if self.persons is None else np.concatenate([self.persons, other.persons]))
+            raise DataError(
+                f"{self.ref.path}: the {other.name if other.labels is None else self.name} split has no "
+                "labels to train on"
+            )
+        return replace(
+            self,
+            name=f"{self.name}+{other.name}",
+            features=_rows_joined(self.features, other.features),
+            labels=np.concatenate([self.labels, other.labels]),
+            index=np.concatenate([self.index, other.index]),
+            persons=None if self.persons is None else np.concatenate([self.persons, other.persons]),
+        )
 
 
 def _rows_joined(rows: np.ndarray | StoredRows, more: np.ndarray | StoredRows) -> np.ndarray | StoredRows:
@@ -192,18 +219,26 @@ def read_split(text: str, default_split: str | None = None, *, on_disk: bool = F
     path, split = parse_ref(text, default_split)
     if split is None:
         raise ArtifactError(f"no split named in '{text}'", hint="write FILE:SPLIT, e.g. emb.h5:private")
-    artifact = read(path, "embeddings", under=f"splits/{split}",
-                    on_disk=frozenset({f"splits/{split}/features"}) if on_disk else frozenset())
+    artifact = read(
+        path,
+        "embeddings",
+        under=f"splits/{split}",
+        on_disk=frozenset({f"splits/{split}/features"}) if on_disk else frozenset(),
+    )
     recorded = artifact.attrs.get("splits")  # guards go by split names: only the names written (hashed) count
     if recorded is not None and split not in recorded:
-        raise ArtifactError(f"{path} has a group 'splits/{split}' that is not one of its splits "
-                            f"({', '.join(recorded)})", hint="recreate it with pillar embed")
+        raise ArtifactError(
+            f"{path} has a group 'splits/{split}' that is not one of its splits ({', '.join(recorded)})",
+            hint="recreate it with pillar embed",
+        )
     prefix = f"splits/{split}"
     features = artifact.array(f"{prefix}/features")
     if not all_finite(features):
         bad = non_finite_rows(features)
-        raise ArtifactError(f"{path}:{split} has {bad} rows with NaN or Inf features",
-                            hint="fix the embedding run or drop those rows before training")
+        raise ArtifactError(
+            f"{path}:{split} has {bad} rows with NaN or Inf features",
+            hint="fix the embedding run or drop those rows before training",
+        )
     labels, index = artifact.arrays.get(f"{prefix}/labels"), artifact.array(f"{prefix}/index")
     persons = artifact.arrays.get(f"{prefix}/persons")
     if labels is not None and len(labels) != len(features):
@@ -212,9 +247,18 @@ def read_split(text: str, default_split: str | None = None, *, on_disk: bool = F
         raise ArtifactError(f"{path}:{split} has {len(index)} row ids for {len(features)} feature rows")
     classes = len(artifact.attrs["class_names"])
     if labels is not None and len(labels) and (labels.min() < 0 or labels.max() >= classes):
-        raise ArtifactError(f"{path}:{split} has labels outside 0..{classes - 1} (its {classes} class names)",
-                            hint="recreate it with pillar embed")
+        raise ArtifactError(
+            f"{path}:{split} has labels outside 0..{classes - 1} (its {classes} class names)",
+            hint="recreate it with pillar embed",
+        )
     if persons is not None and len(persons) != len(features):
         raise ArtifactError(f"{path}:{split} has {len(persons)} persons for {len(features)} feature rows")
-    return Split(split, features, labels, artifact.array(f"{prefix}/index"), artifact.ref(split), artifact.attrs,
-                 persons)
+    return Split(
+        split,
+        features,
+        labels,
+        artifact.array(f"{prefix}/index"),
+        artifact.ref(split),
+        artifact.attrs,
+        persons,
+    )

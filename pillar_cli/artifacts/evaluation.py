@@ -51,17 +51,25 @@ class Evaluation:
         values = {f.name: attrs[f.name] for f in fields(cls) if f.name in attrs}
         count = attrs.get("count")
         ledger = attrs["ledger"]
-        accounting = Accounting(accountant=ledger["accountant"], delta=float(ledger["delta"]), clip=float(ledger["clip"]))
-        return cls(**values | {"ledger": accounting,
-                               "count": None if count is None else RowCount.from_dict(count)}, path=artifact.path)
+        accounting = Accounting(
+            accountant=ledger["accountant"], delta=float(ledger["delta"]), clip=float(ledger["clip"])
+        )
+        return cls(
+            **values | {"ledger": accounting, "count": None if count is None else RowCount.from_dict(count)},
+            path=artifact.path,
+        )
 
     def artifact(self) -> Artifact:
         attrs = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "path"} | {
-            "ledger": asdict(self.ledger), "count": None if self.count is None else self.count.to_dict()}
+            "ledger": asdict(self.ledger),
+            "count": None if self.count is None else self.count.to_dict(),
+        }
         for optional in ("public", "feature_dim", "count"):
             if attrs[optional] is None:
                 del attrs[optional]
-        return Artifact("evaluation", {"accuracy_mean": np.array([r["accuracy_mean"] for r in self.rows])}, attrs)
+        return Artifact(
+            "evaluation", {"accuracy_mean": np.array([r["accuracy_mean"] for r in self.rows])}, attrs
+        )
 
     @property
     def private_rows(self) -> str:
@@ -74,8 +82,14 @@ class Evaluation:
 
     def cell(self, method: str, k: int | str, epsilon: float) -> dict | None:
         """The row of the (method, k, ε) cell, or None if the evaluation holds none."""
-        return next((row for row in self.rows if row["method"] == method and row["k"] == k
-                     and float(row["epsilon"]) == epsilon), None)
+        return next(
+            (
+                row
+                for row in self.rows
+                if row["method"] == method and row["k"] == k and float(row["epsilon"]) == epsilon
+            ),
+            None,
+        )
 
 
 def rows_as_released(count: RowCount | None) -> str:

@@ -18,7 +18,9 @@ TEXTS = ("backbone", "timm_id", "weights", "precision", "preprocessing")
 def _well_formed(name: str, value: Any) -> bool:
     """A recipe field of the type its readers compute with (shapes of positive whole numbers, depth 8 or 16, …)."""
     if name in SHAPES:
-        return isinstance(value, list) and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in value)
+        return isinstance(value, list) and all(
+            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in value
+        )
     if name == "pixel_depth":
         return value in (8, 16) and not isinstance(value, bool)
     if name == "feature_dim":
@@ -49,11 +51,15 @@ class FeatureRecipe:
     def from_attrs(cls, attrs: Mapping[str, Any]) -> FeatureRecipe:
         """The recipe among an artifact's attributes (other keys, e.g. class names, are not the recipe's); a field
         of the wrong type (an edited or foreign file) is one line."""
-        values = json.loads(json.dumps({f.name: attrs[f.name] for f in fields(cls) if attrs.get(f.name) is not None}))
+        values = json.loads(
+            json.dumps({f.name: attrs[f.name] for f in fields(cls) if attrs.get(f.name) is not None})
+        )
         for name, value in values.items():
             if not _well_formed(name, value):
-                raise ArtifactError(f"the file's feature recipe has a malformed {name} ({json.dumps(value)[:60]})",
-                                    hint="the file may come from another tool or be damaged; recreate it")
+                raise ArtifactError(
+                    f"the file's feature recipe has a malformed {name} ({json.dumps(value)[:60]})",
+                    hint="the file may come from another tool or be damaged; recreate it",
+                )
         for name in SHAPES:
             if name in values:
                 values[name] = tuple(values[name])
@@ -61,8 +67,11 @@ class FeatureRecipe:
 
     def to_attrs(self) -> dict[str, Any]:
         """The recorded fields as an artifact stores them (shapes as lists)."""
-        return {f.name: list(value) if f.name in SHAPES else value for f in fields(self)
-                if (value := getattr(self, f.name)) is not None}
+        return {
+            f.name: list(value) if f.name in SHAPES else value
+            for f in fields(self)
+            if (value := getattr(self, f.name)) is not None
+        }
 
     def with_dim(self, feature_dim: int) -> FeatureRecipe:
         """The recipe with its feature dimension (a file that recorded none: the dimension of its rows)."""
@@ -83,10 +92,19 @@ class FeatureRecipe:
         vector data."""
         return (self.pixel_depth or 8) if self.reads_images else None
 
-    def first_difference(self, other: FeatureRecipe, ignore: tuple[str, ...] = (), *,
-                         unrecorded_differs: bool = False) -> str | None:
+    def first_difference(
+        self, other: FeatureRecipe, ignore: tuple[str, ...] = (), *, unrecorded_differs: bool = False
+    ) -> str | None:
         """The first field this recipe records that `other` records otherwise — or, with `unrecorded_differs`,
         does not record at all (None: they agree)."""
         mine, theirs = self.to_attrs(), other.to_attrs()
-        return next((name for name in mine if name not in ignore and (name in theirs or unrecorded_differs)
-                     and mine[name] != theirs.get(name)), None)
+        return next(
+            (
+                name
+                for name in mine
+                if name not in ignore
+                and (name in theirs or unrecorded_differs)
+                and mine[name] != theirs.get(name)
+            ),
+            None,
+        )

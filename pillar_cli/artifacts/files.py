@@ -27,8 +27,10 @@ def refuse_existing(path: Path, force: bool) -> None:
     """Refuse an output whose name no file system takes, or that exists (a link too, dangling or not) unless
     `force`."""
     if len(path.name.encode()) > NAME_MAX:
-        raise UsageError(f"output name {path.name[:40]}… is {len(path.name.encode())} bytes long; file names "
-                         f"hold at most {NAME_MAX}")
+        raise UsageError(
+            f"output name {path.name[:40]}… is {len(path.name.encode())} bytes long; file names "
+            f"hold at most {NAME_MAX}"
+        )
     if (path.exists() or path.is_symlink()) and not force:
         raise UsageError(f"output {path} exists; pass {param('force', True)} to replace it")
 
@@ -49,9 +51,11 @@ def require_space(directory: Path, size: int, what: str) -> None:
     """Refuse to start writing `size` bytes where the file system has less room (plus a margin)."""
     free = shutil.disk_usage(directory).free
     if size + SPACE_MARGIN > free:
-        raise ArtifactError(f"{what} needs about {_mib(size + SPACE_MARGIN)} in {os.path.abspath(directory)}; "
-                            f"{_mib(free)} free there",
-                            hint="free some space or write elsewhere")
+        raise ArtifactError(
+            f"{what} needs about {_mib(size + SPACE_MARGIN)} in {os.path.abspath(directory)}; "
+            f"{_mib(free)} free there",
+            hint="free some space or write elsewhere",
+        )
 
 
 def _mib(size: int) -> str:
@@ -77,8 +81,10 @@ def replacing(path: Path, force: bool = False, size: int | None = None) -> Itera
         os.chmod(name, 0o666 & ~_umask())
         yield Path(name)
         if not force and (path.exists() or path.is_symlink()):  # another writer's, made while this one ran
-            raise UsageError(f"output {path} appeared while this command ran (another writer?); nothing was replaced",
-                             hint=f"write another output, or pass {param('force', True)} to replace it")
+            raise UsageError(
+                f"output {path} appeared while this command ran (another writer?); nothing was replaced",
+                hint=f"write another output, or pass {param('force', True)} to replace it",
+            )
         os.replace(name, path)
     finally:
         Path(name).unlink(missing_ok=True)

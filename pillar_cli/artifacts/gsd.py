@@ -11,8 +11,9 @@ from pillar_cli.artifacts.core import Artifact
 from pillar_cli.privacy.release import DPRelease, Released
 
 
-def gsd_artifact(distances: list[float], candidates: list[str], ranking: list[dict], settings: dict,
-                 ledger: dict | None) -> Artifact:
+def gsd_artifact(
+    distances: list[float], candidates: list[str], ranking: list[dict], settings: dict, ledger: dict | None
+) -> Artifact:
     attrs = {"candidates": candidates, "ranking": ranking, "settings": settings}
     if ledger is not None:
         attrs["ledger"] = ledger
@@ -31,8 +32,11 @@ class GsdRanking:
     @classmethod
     def of(cls, gsd: Artifact) -> GsdRanking:
         ledger = gsd.attrs.get("ledger")
-        return cls(list(gsd.attrs["candidates"]), list(gsd.attrs["ranking"]),
-                   None if ledger is None else DPRelease.from_attrs(ledger, Released.PUBLIC_CHOICE))
+        return cls(
+            list(gsd.attrs["candidates"]),
+            list(gsd.attrs["ranking"]),
+            None if ledger is None else DPRelease.from_attrs(ledger, Released.PUBLIC_CHOICE),
+        )
 
     @property
     def closest(self) -> str:

@@ -72,8 +72,11 @@ def file_content_hash(h5: h5py.File) -> str:
 def _blocks(name: str, node: h5py.Dataset):
     """(the name-dtype-shape header before the first block, or b"", a C-contiguous block of the dataset's rows)."""
     if node.dtype.kind == "O" or node.ndim == 0:  # strings (read back as str arrays) and scalars: whole
-        array = np.asarray(node[()]) if node.dtype.kind != "O" else \
-            np.array([v.decode() if isinstance(v, bytes) else v for v in node[()]], dtype=str)
+        array = (
+            np.asarray(node[()])
+            if node.dtype.kind != "O"
+            else np.array([v.decode() if isinstance(v, bytes) else v for v in node[()]], dtype=str)
+        )
         yield f"{name}|{array.dtype.str}|{array.shape}".encode(), np.ascontiguousarray(array)
         return
     header = f"{name}|{node.dtype.str}|{node.shape}".encode()
@@ -83,8 +86,16 @@ def _blocks(name: str, node: h5py.Dataset):
         yield (header if start == 0 else b""), block
 
 
-RECORD_ATTRS = ("pillar_kind", "schema_version", "pillar_version", "created_at", "command", "config", "inputs",
-                "content_hash")
+RECORD_ATTRS = (
+    "pillar_kind",
+    "schema_version",
+    "pillar_version",
+    "created_at",
+    "command",
+    "config",
+    "inputs",
+    "content_hash",
+)
 
 
 def record_hash(record: dict[str, Any]) -> str:
@@ -112,8 +123,10 @@ def verify(h5: h5py.File, path: str | Path, rehash: bool = True) -> None:
     part = modified_part(h5) if rehash else None
     if part is not None:
         hash_name = "content hash" if part == "content" else "record hash"
-        raise ArtifactError(f"{path} was modified after it was written: its {part} no longer matches its {hash_name}",
-                            hint="recreate it with the stage that wrote it")
+        raise ArtifactError(
+            f"{path} was modified after it was written: its {part} no longer matches its {hash_name}",
+            hint="recreate it with the stage that wrote it",
+        )
 
 
 def refuse_links(h5: h5py.File, path: str | Path) -> None:
@@ -126,12 +139,16 @@ def refuse_links(h5: h5py.File, path: str | Path) -> None:
             where, link = f"{prefix}/{name}", group.get(name, getlink=True)
             if not isinstance(link, h5py.HardLink):
                 kind = "a soft" if isinstance(link, h5py.SoftLink) else "an external"
-                raise ArtifactError(f"{path} holds {kind} link at {where}: a pillar artifact holds no links",
-                                    hint="recreate it with the stage that wrote it")
+                raise ArtifactError(
+                    f"{path} holds {kind} link at {where}: a pillar artifact holds no links",
+                    hint="recreate it with the stage that wrote it",
+                )
             node = group[name]
             if (count := h5py.h5o.get_info(node.id).rc) != 1:
-                raise ArtifactError(f"{path} reaches {where} by {count} hard links: a pillar artifact holds no links",
-                                    hint="recreate it with the stage that wrote it")
+                raise ArtifactError(
+                    f"{path} reaches {where} by {count} hard links: a pillar artifact holds no links",
+                    hint="recreate it with the stage that wrote it",
+                )
             if isinstance(node, h5py.Group):
                 walk(node, where)
 

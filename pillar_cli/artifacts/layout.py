@@ -15,8 +15,18 @@ from pillar_cli.errors import ArtifactError, MissingSplitError, first_line
 BLOCK_BYTES = 64 * 2**20  # rows of a dataset copied or hashed at a time
 CHUNK_VALUES = 2**20  # values in one stored chunk of a large array (4 MiB of float32)
 CORRUPT_HINT = "the file may be truncated or corrupt; recreate it"
-RESERVED_ATTRS = ("pillar_kind", "schema_version", "pillar_version", "created_at", "command", "config",
-                  "inputs", "content_hash", "record_hash", "json_attrs")
+RESERVED_ATTRS = (
+    "pillar_kind",
+    "schema_version",
+    "pillar_version",
+    "created_at",
+    "command",
+    "config",
+    "inputs",
+    "content_hash",
+    "record_hash",
+    "json_attrs",
+)
 
 
 def json_default(value: Any) -> Any:
@@ -25,7 +35,6 @@ def json_default(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
     raise TypeError(f"cannot store {type(value).__name__} as an artifact attribute")
-
 
 
 def stored_in_chunks(shape: tuple[int, ...]) -> dict[str, Any]:
@@ -53,7 +62,7 @@ def _copy_rows(h5: h5py.File, name: str, source: h5py.Dataset) -> None:
     """A dataset of another open file copied a block of rows at a time (memory bounded by the block)."""
     target = h5.create_dataset(name, shape=source.shape, dtype=source.dtype, **stored_in_chunks(source.shape))
     for start, block in row_blocks(source):
-        target[start:start + len(block)] = block
+        target[start : start + len(block)] = block
 
 
 def row_blocks(node: h5py.Dataset | np.ndarray | Any):
@@ -64,12 +73,15 @@ def row_blocks(node: h5py.Dataset | np.ndarray | Any):
     step = max(1, BLOCK_BYTES // row_bytes)
     for start in range(0, node.shape[0], step):
         try:
-            yield start, np.ascontiguousarray(node[start:start + step])
+            yield start, np.ascontiguousarray(node[start : start + step])
         except (OSError, ValueError) as err:
             if not isinstance(node, h5py.Dataset):
                 raise
-            raise ArtifactError(f"{node.file.filename}: cannot read rows {start}–{min(start + step, len(node)) - 1} "
-                                f"of {node.name} ({first_line(err)})", hint=CORRUPT_HINT) from err
+            raise ArtifactError(
+                f"{node.file.filename}: cannot read rows {start}–{min(start + step, len(node)) - 1} "
+                f"of {node.name} ({first_line(err)})",
+                hint=CORRUPT_HINT,
+            ) from err
 
 
 def read_attr(h5: h5py.File, key: str) -> Any:
@@ -96,8 +108,9 @@ def read_kind_attrs(h5: h5py.File) -> dict[str, Any]:
     return attrs
 
 
-def read_arrays(h5: h5py.File, path: Path, under: str | None,
-                skip: frozenset[str] = frozenset()) -> dict[str, np.ndarray]:
+def read_arrays(
+    h5: h5py.File, path: Path, under: str | None, skip: frozenset[str] = frozenset()
+) -> dict[str, np.ndarray]:
     """The datasets of the file (under one group), read whole; those named in `skip` are left out."""
     root = h5
     if under is not None:

@@ -35,7 +35,9 @@ class RunKey:
     steps: int
     batch_size: int
     seed: int
-    ridge: float = 0.0  # closed-form heads' λ as asked for (0: the method's default rule; and for DP-SGD runs)
+    ridge: float = (
+        0.0  # closed-form heads' λ as asked for (0: the method's default rule; and for DP-SGD runs)
+    )
 
     @property
     def cell(self) -> tuple[str, int | None, float]:
@@ -55,11 +57,15 @@ class RunRecord:
     event: dict  # the run's DP event tree (privacy/events.py), as `Event.to_dict` wrote it
     epsilon_spent: float
     val_accuracy: float
-    noise_multiplier: float = math.nan  # for tables: of a head that is one Poisson-subsampled Gaussian segment
+    noise_multiplier: float = (
+        math.nan
+    )  # for tables: of a head that is one Poisson-subsampled Gaussian segment
     sample_rate: float = math.nan
     row_normalised: bool = False  # the head reads its k-dimensional rows scaled to unit norm
     steps_run: int | None = None  # the steps (releases) the method counted as it ran them; None: not counted
-    weights: np.ndarray | None = field(default=None, compare=False)  # (k, C), or (D, C) for an unprojected run
+    weights: np.ndarray | None = field(
+        default=None, compare=False
+    )  # (k, C), or (D, C) for an unprojected run
     bias: np.ndarray | None = field(default=None, compare=False)  # (C,)
     model: Artifact | None = field(default=None, compare=False, repr=False)  # the file it was read from
     local_id: int | None = field(default=None, compare=False)  # its index in that file's run table
@@ -94,8 +100,10 @@ class RunRecord:
     def full_weights(self) -> tuple[np.ndarray, np.ndarray]:
         """The head mapped back to the standardised feature space: (A_k · w, b); linear heads only."""
         if self.row_normalised:
-            raise ArtifactError(f"run {self.local_id} of {self.model.path} reads unit-norm rows: it has no weights "
-                                "on the standardised features (a closed-form head cannot warm-start DP-SGD)")
+            raise ArtifactError(
+                f"run {self.local_id} of {self.model.path} reads unit-norm rows: it has no weights "
+                "on the standardised features (a closed-form head cannot warm-start DP-SGD)"
+            )
         return self._mapped_back
 
     @functools.cached_property
@@ -123,7 +131,9 @@ def _run_columns(rows: list[RunRecord], dim: int) -> dict[str, np.ndarray]:
         "val_accuracy": np.array([r.val_accuracy for r in rows], dtype=np.float64),
         "ridge": np.array([k.ridge for k in keys], dtype=np.float64),
         "row_normalised": np.array([r.row_normalised for r in rows], dtype=bool),
-        "steps_run": np.array([UNCOUNTED if r.steps_run is None else r.steps_run for r in rows], dtype=np.int64),
+        "steps_run": np.array(
+            [UNCOUNTED if r.steps_run is None else r.steps_run for r in rows], dtype=np.int64
+        ),
     }
 
 
@@ -131,25 +141,49 @@ def run_rows(model: Artifact) -> list[RunRecord]:
     """The runs of a model artifact, row by row with their heads (columns an older model lacks take their schema
     defaults)."""
     count = len(model.array("runs/k"))
-    table = {name: model.array(f"runs/{name}") if f"runs/{name}" in model.arrays else np.full(count, default)
-             for name, (_, default) in RUN_COLUMNS.items()}
+    table = {
+        name: model.array(f"runs/{name}") if f"runs/{name}" in model.arrays else np.full(count, default)
+        for name, (_, default) in RUN_COLUMNS.items()
+    }
     rows = []
     for i in range(count):
-        key = RunKey(str(table["method"][i]), int(table["k"][i]) if table["projected"][i] else None,
-                     float(table["epsilon_target"][i]), float(table["lr"][i]), int(table["steps"][i]),
-                     int(table["batch_size"][i]), int(table["seed"][i]), float(table["ridge"][i]))
+        key = RunKey(
+            str(table["method"][i]),
+            int(table["k"][i]) if table["projected"][i] else None,
+            float(table["epsilon_target"][i]),
+            float(table["lr"][i]),
+            int(table["steps"][i]),
+            int(table["batch_size"][i]),
+            int(table["seed"][i]),
+            float(table["ridge"][i]),
+        )
         steps_run = int(table["steps_run"][i])
-        rows.append(RunRecord(
-            key=key, event=json.loads(str(table["event"][i])), epsilon_spent=float(table["epsilon_spent"][i]),
-            val_accuracy=float(table["val_accuracy"][i]), noise_multiplier=float(table["noise_multiplier"][i]),
-            sample_rate=float(table["sample_rate"][i]), row_normalised=bool(table["row_normalised"][i]),
-            steps_run=None if steps_run == UNCOUNTED else steps_run, weights=model.arrays.get(f"runs/{i}/weights"),
-            bias=model.arrays.get(f"runs/{i}/bias"), model=model, local_id=i))
+        rows.append(
+            RunRecord(
+                key=key,
+                event=json.loads(str(table["event"][i])),
+                epsilon_spent=float(table["epsilon_spent"][i]),
+                val_accuracy=float(table["val_accuracy"][i]),
+                noise_multiplier=float(table["noise_multiplier"][i]),
+                sample_rate=float(table["sample_rate"][i]),
+                row_normalised=bool(table["row_normalised"][i]),
+                steps_run=None if steps_run == UNCOUNTED else steps_run,
+                weights=model.arrays.get(f"runs/{i}/weights"),
+                bias=model.arrays.get(f"runs/{i}/bias"),
+                model=model,
+                local_id=i,
+            )
+        )
     return rows
 
 
-def model_artifact(runs: list[RunRecord], bases: dict[tuple[str, int], np.ndarray], mean: np.ndarray,
-                   scale: np.ndarray, record: ModelRecord) -> Artifact:
+def model_artifact(
+    runs: list[RunRecord],
+    bases: dict[tuple[str, int], np.ndarray],
+    mean: np.ndarray,
+    scale: np.ndarray,
+    record: ModelRecord,
+) -> Artifact:
     arrays: dict[str, np.ndarray] = {"mean": mean.astype(np.float32), "scale": scale.astype(np.float32)}
     arrays |= {f"runs/{name}": column for name, column in _run_columns(runs, len(mean)).items()}
     for run_id, run in enumerate(runs):
@@ -166,21 +200,27 @@ def stored_runs(models: list[Artifact]) -> list[RunRecord]:
     first = models[0]
     for other in models[1:]:
         if _accounted_as(other) != _accounted_as(first):
-            raise ArtifactError(f"{other.path} and {first.path} use different privacy settings; they are not shards "
-                                "of one sweep")
-        if not np.array_equal(other.array("mean"), first.array("mean")) or \
-                not np.array_equal(other.array("scale"), first.array("scale")):
+            raise ArtifactError(
+                f"{other.path} and {first.path} use different privacy settings; they are not shards "
+                "of one sweep"
+            )
+        if not np.array_equal(other.array("mean"), first.array("mean")) or not np.array_equal(
+            other.array("scale"), first.array("scale")
+        ):
             raise ArtifactError(f"{other.path} and {first.path} were trained on different projections")
     runs = [run for model in models for run in run_rows(model)]
     where: dict[RunKey, str] = {}
     for run in runs:  # a file given twice (or a copy) would count its runs as more seeds
         if run.key in where:
-            problem = f"{run.model.path} is given twice (its run {_describe(run.key)} would count twice)" \
-                if where[run.key] == run.model.path else \
-                f"{run.model.path} and {where[run.key]} both hold the run {_describe(run.key)}: the shards of one " \
+            problem = (
+                f"{run.model.path} is given twice (its run {_describe(run.key)} would count twice)"
+                if where[run.key] == run.model.path
+                else f"{run.model.path} and {where[run.key]} both hold the run {_describe(run.key)}: the shards of one "
                 "sweep hold each run once"
-            raise ArtifactError(problem, hint=f"give each model file once; repetitions need different "
-                                              f"{param('seed')} values")
+            )
+            raise ArtifactError(
+                problem, hint=f"give each model file once; repetitions need different {param('seed')} values"
+            )
         where[run.key] = run.model.path
     return runs
 
@@ -192,5 +232,7 @@ def _accounted_as(model: Artifact) -> tuple:
 
 
 def _describe(key: RunKey) -> str:
-    return (f"{key.method} k={'full' if key.k is None else key.k} ε={key.epsilon:g} lr={key.lr:g} "
-            f"steps={key.steps} batch={key.batch_size} seed={key.seed}")
+    return (
+        f"{key.method} k={'full' if key.k is None else key.k} ε={key.epsilon:g} lr={key.lr:g} "
+        f"steps={key.steps} batch={key.batch_size} seed={key.seed}"
+    )

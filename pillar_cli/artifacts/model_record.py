@@ -32,7 +32,9 @@ class ModelLedger:
     clip: float = stored(NUMBER, decode=float)
     accountant_description: str = stored(str, default="")
     epsilon_is_upper_bound: bool = stored(bool, default=True)
-    protected_split: str | None = stored(str, default=None)  # None: no split was protected (public pre-training)
+    protected_split: str | None = stored(
+        str, default=None
+    )  # None: no split was protected (public pre-training)
     mechanism: str | None = stored(str, default=None)  # a fine-tuned network's; a sweep's are per method
     per_run: str | None = stored(str, default=None)  # where each run's event and ε are stored
 
@@ -62,9 +64,14 @@ class PublicChoice:
         if record is None:
             return None
         release = record.get("release")
-        return cls(gsd=record["gsd"], candidate=record["candidate"], gsd_distance=record["gsd_distance"],
-                   private_input=record["private_input"], note=record["note"],
-                   release=None if release is None else DPRelease.from_attrs(release, Released.PUBLIC_CHOICE))
+        return cls(
+            gsd=record["gsd"],
+            candidate=record["candidate"],
+            gsd_distance=record["gsd_distance"],
+            private_input=record["private_input"],
+            note=record["note"],
+            release=None if release is None else DPRelease.from_attrs(release, Released.PUBLIC_CHOICE),
+        )
 
     @classmethod
     def of(cls, artifact: Artifact) -> PublicChoice | None:
@@ -72,9 +79,14 @@ class PublicChoice:
         return cls.from_attrs(artifact.attrs.get("public_choice"))
 
     def to_attrs(self) -> dict:
-        return {"gsd": self.gsd, "candidate": self.candidate, "gsd_distance": self.gsd_distance,
-                "private_input": self.private_input, "note": self.note,
-                "release": None if self.release is None else self.release.to_attrs()}
+        return {
+            "gsd": self.gsd,
+            "candidate": self.candidate,
+            "gsd_distance": self.gsd_distance,
+            "private_input": self.private_input,
+            "note": self.note,
+            "release": None if self.release is None else self.release.to_attrs(),
+        }
 
     @property
     def released(self) -> bool:
@@ -107,33 +119,49 @@ class ModelRecord:
     trained_on: tuple[str, ...] = stored(list, default=("private",), encode=list, decode=tuple)
     row_l2_normalised: bool = stored(bool, default=False)
     private_fraction: float = stored(NUMBER, default=1.0)
-    shard: tuple[int, int] = stored(list, default=(0, 1), encode=list, decode=tuple)  # (i, n): the grid's i-th of n
+    shard: tuple[int, int] = stored(
+        list, default=(0, 1), encode=list, decode=tuple
+    )  # (i, n): the grid's i-th of n
     feature_space: str | None = stored(str, default=None)  # what a head's weights multiply, in words
     max_epsilon_spent: float | None = stored(NUMBER, default=None)
     mechanisms: dict[str, str] = stored(dict, factory=dict)  # per method, its mechanism in words
-    public_choice: PublicChoice | None = stored(dict, default=None, encode=PublicChoice.to_attrs,
-                                                decode=PublicChoice.from_attrs)
-    public_data: dict | None = stored(dict, default=None)  # what the projection was fitted on (public_data_of)
-    count_read_by: tuple[str, ...] = stored(list, default=(), encode=list, decode=tuple)  # methods that read it
+    public_choice: PublicChoice | None = stored(
+        dict, default=None, encode=PublicChoice.to_attrs, decode=PublicChoice.from_attrs
+    )
+    public_data: dict | None = stored(
+        dict, default=None
+    )  # what the projection was fitted on (public_data_of)
+    count_read_by: tuple[str, ...] = stored(
+        list, default=(), encode=list, decode=tuple
+    )  # methods that read it
     noise: dict = stored(dict, factory=dict)  # where the noise came from (randomness.NoiseSource.describe)
-    whole_file: dict | None = stored(dict, default=None)  # every head together: kind, ε, δ, composition, statement
+    whole_file: dict | None = stored(
+        dict, default=None
+    )  # every head together: kind, ε, δ, composition, statement
     features: dict = stored(dict, factory=dict)  # how the features were made, and the class names
     network: dict | None = stored(dict, default=None)  # a fine-tuned network's architecture (NetworkSpec)
     default_rule: dict | None = stored(dict, default=None)  # the default rule a ruled cell followed
-    source: str | None = stored(str, default=None)  # the source its rows came from, in words (a fine-tuned network's)
+    source: str | None = stored(
+        str, default=None
+    )  # the source its rows came from, in words (a fine-tuned network's)
     source_fingerprint: str | None = stored(str, default=None)  # what names the source's rows (Split)
-    risk_target: RiskTarget | None = stored(dict, default=None, encode=RiskTarget.to_attrs,
-                                            decode=RiskTarget.from_attrs)  # the risk its runs' ε was calibrated to
+    risk_target: RiskTarget | None = stored(
+        dict, default=None, encode=RiskTarget.to_attrs, decode=RiskTarget.from_attrs
+    )  # the risk its runs' ε was calibrated to
     persons: dict | None = stored(dict, default=None)  # where the persons of `persons/<split>` came from
     max_physical_batch: int | None = stored(int, default=None)  # a fine-tuned network's memory bound
-    pretrained_from: dict | None = stored(dict, default=None)  # the public pre-training a network started from
+    pretrained_from: dict | None = stored(
+        dict, default=None
+    )  # the public pre-training a network started from
     method_notes: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
     def from_attrs(cls, attrs: dict) -> ModelRecord:
         keys = stored_keys(cls)
-        return cls(**stored_fields_of(cls, attrs),
-                   method_notes={key: value for key, value in attrs.items() if key not in keys})
+        return cls(
+            **stored_fields_of(cls, attrs),
+            method_notes={key: value for key, value in attrs.items() if key not in keys},
+        )
 
     @classmethod
     def of(cls, model: Artifact) -> ModelRecord:
@@ -184,7 +212,12 @@ class ModelRecord:
     def notes(self) -> list[str]:
         """What the runs rest on, in words: the public data, how it was chosen, the row count."""
         choice = self.public_choice
-        return [*([self.public_data["note"]] if self.public_data else []),
-                *([] if choice is None else
-                  [choice.note + ("" if not choice.released else f", at total δ = {self.delta_total:g}")]),
-                *([self.count.describe()] if self.count else [])]
+        return [
+            *([self.public_data["note"]] if self.public_data else []),
+            *(
+                []
+                if choice is None
+                else [choice.note + ("" if not choice.released else f", at total δ = {self.delta_total:g}")]
+            ),
+            *([self.count.describe()] if self.count else []),
+        ]

@@ -18,8 +18,9 @@ from pillar_cli.errors import ArtifactError
 PREFIX = "runs/{}/network/"
 
 
-def network_artifact(runs: list[RunRecord], states: list[dict[str, np.ndarray]], feature_dim: int,
-                     record: ModelRecord) -> Artifact:
+def network_artifact(
+    runs: list[RunRecord], states: list[dict[str, np.ndarray]], feature_dim: int, record: ModelRecord
+) -> Artifact:
     """`runs` carry no head (weights None); `states[i]` is run i's network, `record.network` its architecture."""
     artifact = model_artifact(runs, {}, np.zeros(feature_dim), np.ones(feature_dim), record)
     for run_id, state in enumerate(states):
@@ -34,7 +35,9 @@ def is_network(model: Artifact) -> bool:
 def stored_state(model: Artifact, run_id: int) -> dict[str, np.ndarray]:
     """Run `run_id`'s network weights by name."""
     prefix = PREFIX.format(run_id)
-    state = {name[len(prefix):]: array for name, array in model.arrays.items() if name.startswith(prefix)}
+    state = {name[len(prefix) :]: array for name, array in model.arrays.items() if name.startswith(prefix)}
     if not state:
-        raise ArtifactError(f"{model.path}: run {run_id} stores no network", hint="recreate it with pillar finetune")
+        raise ArtifactError(
+            f"{model.path}: run {run_id} stores no network", hint="recreate it with pillar finetune"
+        )
     return state

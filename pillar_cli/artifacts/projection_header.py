@@ -20,20 +20,29 @@ class ProjectionHeader:
     unseen_group: bool = False  # components: a group for the variables no public row holds
     fitted_on: dict | None = None  # the InputRef of the split it was fitted on
     backbone: str | None = None
-    public_share: float | None = None  # of the source's train part, as the split recipe and --fraction draw it
+    public_share: float | None = (
+        None  # of the source's train part, as the split recipe and --fraction draw it
+    )
     public_choice: PublicChoice | None = None
     private_release: dict | None = None  # a DP-PCA's release: mechanism, ε, δ, event, noise
 
     @classmethod
     def of(cls, projection: Artifact) -> ProjectionHeader:
         attrs = projection.attrs
-        return cls(method=str(attrs.get("method", "pca")), k_max=int(attrs["k_max"]),
-                   standardized=bool(attrs["standardized"]), row_l2_normalised=bool(attrs.get("row_l2_normalised",
-                                                                                               False)),
-                   rank=int(attrs["rank"]), n_public=int(attrs["n_public"]),
-                   unseen_group=bool(attrs.get("unseen_group", False)), fitted_on=attrs.get("fitted_on"),
-                   backbone=attrs.get("backbone"), public_share=attrs.get("public_share"),
-                   public_choice=PublicChoice.of(projection), private_release=attrs.get("private_release"))
+        return cls(
+            method=str(attrs.get("method", "pca")),
+            k_max=int(attrs["k_max"]),
+            standardized=bool(attrs["standardized"]),
+            row_l2_normalised=bool(attrs.get("row_l2_normalised", False)),
+            rank=int(attrs["rank"]),
+            n_public=int(attrs["n_public"]),
+            unseen_group=bool(attrs.get("unseen_group", False)),
+            fitted_on=attrs.get("fitted_on"),
+            backbone=attrs.get("backbone"),
+            public_share=attrs.get("public_share"),
+            public_choice=PublicChoice.of(projection),
+            private_release=attrs.get("private_release"),
+        )
 
     @property
     def origin(self) -> str:

@@ -28,9 +28,13 @@ def derived_from(artifact: Artifact, source: InputRef) -> bool:
 def require_derived_from(artifact: Artifact, source: InputRef) -> None:
     """Fail unless `artifact` was computed from the file content `source` refers to (by content hash)."""
     if not derived_from(artifact, source):
-        origins = ", ".join(ref.path for ref in artifact.provenance.inputs) if artifact.provenance else "unknown"
-        raise ArtifactError(f"{artifact.path} was fitted on other data ({origins}) than {source.path}",
-                            hint="refit the projection on these embeddings' public split")
+        origins = (
+            ", ".join(ref.path for ref in artifact.provenance.inputs) if artifact.provenance else "unknown"
+        )
+        raise ArtifactError(
+            f"{artifact.path} was fitted on other data ({origins}) than {source.path}",
+            hint="refit the projection on these embeddings' public split",
+        )
 
 
 def shared_rows(split: Split, artifact: Artifact, groups: tuple[str, ...]) -> int:
@@ -44,7 +48,9 @@ def shared_rows(split: Split, artifact: Artifact, groups: tuple[str, ...]) -> in
     used = [artifact.arrays[f"rows/{group}"] for group in groups if f"rows/{group}" in artifact.arrays]
     if used:
         shared |= np.isin(split.index, np.concatenate(used))
-    people = [artifact.arrays[f"persons/{group}"] for group in groups if f"persons/{group}" in artifact.arrays]
+    people = [
+        artifact.arrays[f"persons/{group}"] for group in groups if f"persons/{group}" in artifact.arrays
+    ]
     if people and split.same_persons(artifact.attrs.get("persons")):
         shared |= np.isin(split.persons, np.concatenate(people))
     return int(shared.sum())
@@ -76,8 +82,13 @@ def provenance_chain(artifact: Artifact, max_depth: int = 8, verify: bool = Fals
             except ArtifactError:
                 links.append(ChainLink(depth, ref, "missing", None))
                 continue
-            status = "withheld" if ref.content_hash == WITHHELD else \
-                "ok" if parent.content_hash == ref.content_hash else "changed"
+            status = (
+                "withheld"
+                if ref.content_hash == WITHHELD
+                else "ok"
+                if parent.content_hash == ref.content_hash
+                else "changed"
+            )
             if verify and status == "ok" and not content_matches(ref.path):
                 status = "modified"
             links.append(ChainLink(depth, ref, status, parent.command))
@@ -107,12 +118,27 @@ def describe(artifact: Artifact, verify: bool = False) -> dict:
     """Everything `inspect` shows, as plain data: kind, provenance, the checked chain (`verify`: with every
     ancestor's content rehashed), attributes, datasets."""
     provenance = artifact.provenance
-    datasets = {name: {"shape": list(array.shape), "dtype": str(array.dtype)} for name, array in artifact.arrays.items()}
-    return {"path": str(artifact.path), "kind": artifact.kind, "schema_version": SCHEMA_VERSION,
-            "pillar_version": provenance.pillar_version, "created_at": provenance.created_at,
-            "content_hash": provenance.content_hash, "command": provenance.command, "config": provenance.config,
-            "inputs": [ref.to_dict() for ref in provenance.inputs], "sharing": sharing_note(artifact.kind),
-            "guarantee": guarantee_notes(artifact.attrs),
-            "attrs": artifact.attrs, "datasets": datasets,
-            "chain": [{"depth": link.depth, **link.ref.to_dict(), "status": link.status, "command": link.command}
-                      for link in provenance_chain(artifact, verify=verify)], "verified": verify}
+    datasets = {
+        name: {"shape": list(array.shape), "dtype": str(array.dtype)}
+        for name, array in artifact.arrays.items()
+    }
+    return {
+        "path": str(artifact.path),
+        "kind": artifact.kind,
+        "schema_version": SCHEMA_VERSION,
+        "pillar_version": provenance.pillar_version,
+        "created_at": provenance.created_at,
+        "content_hash": provenance.content_hash,
+        "command": provenance.command,
+        "config": provenance.config,
+        "inputs": [ref.to_dict() for ref in provenance.inputs],
+        "sharing": sharing_note(artifact.kind),
+        "guarantee": guarantee_notes(artifact.attrs),
+        "attrs": artifact.attrs,
+        "datasets": datasets,
+        "chain": [
+            {"depth": link.depth, **link.ref.to_dict(), "status": link.status, "command": link.command}
+            for link in provenance_chain(artifact, verify=verify)
+        ],
+        "verified": verify,
+    }

@@ -15,12 +15,14 @@ from dataclasses import replace
 
 from pillar_cli.artifacts.artifact import InputRef
 
-SHAREABLE_KINDS = frozenset({"classifier", "evaluation"})  # a release of one head; the metrics of released heads
+SHAREABLE_KINDS = frozenset(
+    {"classifier", "evaluation"}
+)  # a release of one head; the metrics of released heads
 WORKING = {  # what a working file holds that must not leave the data holder
     "embeddings": "the features, labels and row ids of every split, and the source's fingerprint",
     "embedding-shard": "one shard's features, labels and row ids",
     "projection": "the content hash of the embeddings it was fitted on and the source's fingerprint (its public "
-                  "scaler and basis ship in a release)",
+    "scaler and basis ship in a release)",
     "model": "every head of the grid, the exact number of training rows, private row ids and val accuracies",
     "gsd": "the content hash of the private split it read",
     "assumptions": "statistics of labelled rows read without DP",
@@ -38,6 +40,8 @@ def shared_input(ref: InputRef) -> InputRef:
 def sharing_note(kind: str) -> str:
     """What `inspect` says of a file of this kind: shareable, or a working file and what it holds."""
     if kind in SHAREABLE_KINDS:
-        return ("shareable: DP outputs and public facts only; no hash, size or count of a file holding private rows "
-                "(its inputs are named without their content hashes)")
+        return (
+            "shareable: DP outputs and public facts only; no hash, size or count of a file holding private rows "
+            "(its inputs are named without their content hashes)"
+        )
     return f"working file, not to be shared: it holds {WORKING[kind]}"

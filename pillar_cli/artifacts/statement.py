@@ -20,10 +20,21 @@ from pillar_cli.privacy.risk_target import RiskTarget
 from pillar_cli.privacy.unit import PrivacyUnit
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 
-BASIS = {"trained_on": list, "rule": (dict, type(None)), "selected": str, "cells": int,
-         "public_choice": (str, type(None))}  # what a statement records of its head's training ("premises", how its
+BASIS = {
+    "trained_on": list,
+    "rule": (dict, type(None)),
+    "selected": str,
+    "cells": int,
+    "public_choice": (str, type(None)),
+}  # what a statement records of its head's training ("premises", how its
 # embeddings fixed their class set and splits, where they record it)
-SAID = ("delta", "accountant", "neighbouring", "unit", "count")  # what a statement also states of its guarantee, flat,
+SAID = (
+    "delta",
+    "accountant",
+    "neighbouring",
+    "unit",
+    "count",
+)  # what a statement also states of its guarantee, flat,
 # for readers outside pillar: each must say what the guarantee says
 
 
@@ -35,22 +46,30 @@ def statement_words(statement: dict) -> tuple[list[str], list[str], list[str]]:
 def statement_summary(statement: dict) -> str:
     """The one-line summary a statement shows, made from its numbers and lists (never stored prose alone)."""
     rests_on = statement.get("rests_on") or []
-    return (f"(ε = {statement['epsilon']:.4g}, δ = {statement['delta']:g})-DP ({statement['accountant']}) for "
-            f"{statement['neighbouring']}; covers: {'; '.join(statement['covers'])}; does not cover: "
-            f"{'; '.join(statement['not_covered'])}" + (f"; rests on: {'; '.join(rests_on)}" if rests_on else ""))
+    return (
+        f"(ε = {statement['epsilon']:.4g}, δ = {statement['delta']:g})-DP ({statement['accountant']}) for "
+        f"{statement['neighbouring']}; covers: {'; '.join(statement['covers'])}; does not cover: "
+        f"{'; '.join(statement['not_covered'])}" + (f"; rests on: {'; '.join(rests_on)}" if rests_on else "")
+    )
 
 
 def said_of(guarantee: Guarantee) -> dict:
     """The flat fields a statement states of its guarantee."""
-    return {"delta": guarantee.delta_total, "accountant": guarantee.accountant,
-            "neighbouring": guarantee.unit.neighbouring, "unit": guarantee.unit.to_attrs(),
-            **({} if guarantee.count is None else {"count": guarantee.count.to_dict()})}
+    return {
+        "delta": guarantee.delta_total,
+        "accountant": guarantee.accountant,
+        "neighbouring": guarantee.unit.neighbouring,
+        "unit": guarantee.unit.to_attrs(),
+        **({} if guarantee.count is None else {"count": guarantee.count.to_dict()}),
+    }
 
 
 def words_problem(statement: dict) -> str | None:
     """What is wrong with a statement's words: lists its record of the training does not give; None if nothing."""
     basis = statement.get("basis")
-    if not isinstance(basis, dict) or any(not isinstance(basis.get(key), kind) for key, kind in BASIS.items()):
+    if not isinstance(basis, dict) or any(
+        not isinstance(basis.get(key), kind) for key, kind in BASIS.items()
+    ):
         return "has a privacy statement without a readable record of how its head was trained (its basis)"
     try:
         words = statement_words(statement)
@@ -66,7 +85,9 @@ class Statement:
     """A released head's privacy statement (a classifier's `privacy` attribute, an export's metadata) as its readers
     use it; stored as the dict `to_attrs` gives, checked by artifacts/statement_schema.py before it is read."""
 
-    guarantee: Guarantee  # the plan's, for this head: its unit and relation, the count it read, δ, upstream releases
+    guarantee: (
+        Guarantee  # the plan's, for this head: its unit and relation, the count it read, δ, upstream releases
+    )
     epsilon: float
     epsilon_target: float
     clip: float
@@ -114,8 +135,10 @@ class Statement:
             return None
         said = risk_words(self.risk["tpr_at_fpr"], self.risk["advantage"], self.unit.noun)
         if self.risk_target:
-            said += (f"; ε was calibrated to keep the TPR at or below {100 * self.risk_target.max_tpr:.3g} % at a "
-                     f"{100 * self.risk_target.at_fpr:.3g} % false-positive rate")
+            said += (
+                f"; ε was calibrated to keep the TPR at or below {100 * self.risk_target.max_tpr:.3g} % at a "
+                f"{100 * self.risk_target.at_fpr:.3g} % false-positive rate"
+            )
         return said
 
     @classmethod
@@ -123,42 +146,100 @@ class Statement:
         known = {f.name for f in fields(cls)}
         values = {key: value for key, value in attrs.items() if key in known}
         target = attrs.get("risk_target")
-        return cls(**values | {"covers": tuple(attrs["covers"]), "not_covered": tuple(attrs["not_covered"]),
-                               "rests_on": tuple(attrs.get("rests_on") or ()), "event": event_from_dict(attrs["event"]),
-                               "guarantee": Guarantee.from_attrs(attrs["guarantee"]),
-                               "basis": StatementBasis.of(attrs),
-                               "risk_target": target and RiskTarget.from_attrs(target)})
+        return cls(
+            **values
+            | {
+                "covers": tuple(attrs["covers"]),
+                "not_covered": tuple(attrs["not_covered"]),
+                "rests_on": tuple(attrs.get("rests_on") or ()),
+                "event": event_from_dict(attrs["event"]),
+                "guarantee": Guarantee.from_attrs(attrs["guarantee"]),
+                "basis": StatementBasis.of(attrs),
+                "risk_target": target and RiskTarget.from_attrs(target),
+            }
+        )
 
     def to_attrs(self) -> dict:
-        attrs = {f.name: value for f in fields(self) if (value := getattr(self, f.name)) is not None and value != ()}
-        return attrs | said_of(self.guarantee) | {
-            "guarantee": self.guarantee.to_attrs(), "covers": list(self.covers), "not_covered": list(self.not_covered),
-            "event": self.event.to_dict(), "basis": self.basis.to_attrs()} | \
-            ({"rests_on": list(self.rests_on)} if self.rests_on else {}) | \
-            ({} if self.risk_target is None else {"risk_target": self.risk_target.to_attrs()})
+        attrs = {
+            f.name: value
+            for f in fields(self)
+            if (value := getattr(self, f.name)) is not None and value != ()
+        }
+        return (
+            attrs
+            | said_of(self.guarantee)
+            | {
+                "guarantee": self.guarantee.to_attrs(),
+                "covers": list(self.covers),
+                "not_covered": list(self.not_covered),
+                "event": self.event.to_dict(),
+                "basis": self.basis.to_attrs(),
+            }
+            | ({"rests_on": list(self.rests_on)} if self.rests_on else {})
+            | ({} if self.risk_target is None else {"risk_target": self.risk_target.to_attrs()})
+        )
 
     def ledger(self) -> Ledger:
         """The ledger a loaded release or a fit shows as `ledger_` (privacy/ledger.py)."""
         count, reproducible = self.count, noise_is_reproducible({"noise": self.noise})
         training = self.guarantee.own(self.event)
-        not_covered = [*self.not_covered, *([NOT_PRIVATE_NOTE] if reproducible else [])]  # a fit's: a release refuses it
-        return Ledger(self.accountant, self.epsilon_target, self.epsilon, self.delta, *headline(training), self.steps,
-                      self.clip, self.event, self.epsilon_is_upper_bound, "; ".join(self.covers), reproducible,
-                      "; ".join(not_covered), count, self.unit, self.guarantee)
+        not_covered = [
+            *self.not_covered,
+            *([NOT_PRIVATE_NOTE] if reproducible else []),
+        ]  # a fit's: a release refuses it
+        return Ledger(
+            self.accountant,
+            self.epsilon_target,
+            self.epsilon,
+            self.delta,
+            *headline(training),
+            self.steps,
+            self.clip,
+            self.event,
+            self.epsilon_is_upper_bound,
+            "; ".join(self.covers),
+            reproducible,
+            "; ".join(not_covered),
+            count,
+            self.unit,
+            self.guarantee,
+        )
 
 
-def make_statement(*, guarantee: Guarantee, event: Event, epsilon: float, epsilon_target: float, steps: int,
-                   clip: float, basis: StatementBasis, noise: dict | None,
-                   risk_target: RiskTarget | None = None) -> Statement:
+def make_statement(
+    *,
+    guarantee: Guarantee,
+    event: Event,
+    epsilon: float,
+    epsilon_target: float,
+    steps: int,
+    clip: float,
+    basis: StatementBasis,
+    noise: dict | None,
+    risk_target: RiskTarget | None = None,
+) -> Statement:
     """One head's statement under `guarantee` (the plan's, for that head): its event tree and ε, how it was trained
     (`basis`), its words and the risk its whole tree allows — for a release and for a fit alike."""
     accountant = get_accountant(guarantee.accountant)
     covers, not_covered, rests_on = guarantee.words(basis)
-    attrs = {"epsilon": epsilon, "epsilon_target": epsilon_target, "clip": clip, "event": event.to_dict(),
-             "steps": steps, "covers": covers, "not_covered": not_covered, "rests_on": rests_on,
-             "accountant_description": accountant.description, "epsilon_is_upper_bound": accountant.upper_bound,
-             "mechanism": basis.mechanism, "basis": basis.to_attrs(), "noise": noise,
-             "risk": risk_of(event).to_attrs(), "guarantee": guarantee.to_attrs(), **said_of(guarantee),
-             **({} if risk_target is None else {"risk_target": risk_target.to_attrs()})}
+    attrs = {
+        "epsilon": epsilon,
+        "epsilon_target": epsilon_target,
+        "clip": clip,
+        "event": event.to_dict(),
+        "steps": steps,
+        "covers": covers,
+        "not_covered": not_covered,
+        "rests_on": rests_on,
+        "accountant_description": accountant.description,
+        "epsilon_is_upper_bound": accountant.upper_bound,
+        "mechanism": basis.mechanism,
+        "basis": basis.to_attrs(),
+        "noise": noise,
+        "risk": risk_of(event).to_attrs(),
+        "guarantee": guarantee.to_attrs(),
+        **said_of(guarantee),
+        **({} if risk_target is None else {"risk_target": risk_target.to_attrs()}),
+    }
     attrs["summary"] = statement_summary(attrs)
     return Statement.from_attrs(attrs)

@@ -14,9 +14,20 @@ from pillar_cli.privacy.guarantee import Guarantee
 from pillar_cli.privacy.risk_target import RiskTarget
 from pillar_cli.version import __version__
 
-STATEMENT = {"epsilon": (int, float), "delta": (int, float), "epsilon_target": (int, float), "accountant": str,
-             "clip": (int, float), "neighbouring": str, "event": dict, "steps": int, "covers": list,
-             "not_covered": list, "summary": str, "guarantee": dict}  # a release's privacy statement
+STATEMENT = {
+    "epsilon": (int, float),
+    "delta": (int, float),
+    "epsilon_target": (int, float),
+    "accountant": str,
+    "clip": (int, float),
+    "neighbouring": str,
+    "event": dict,
+    "steps": int,
+    "covers": list,
+    "not_covered": list,
+    "summary": str,
+    "guarantee": dict,
+}  # a release's privacy statement
 
 
 def claims_that_fail(claims: list[tuple[str, float]], accountant: str, delta: float) -> str | None:
@@ -39,13 +50,22 @@ def statement_problem(statement: dict) -> str | None:
     """A statement whose fields are not of their types, whose δ is not below 1/ñ of the count it read, or whose ε is
     below what its DP event spends (privacy/claims.py)."""
     if "guarantee" not in statement:
-        return (f"has a privacy statement written before a statement held its guarantee as one record (pillar "
-                f"{__version__} reads only those): release it again from a model trained with this version")
-    wrong = [key for key, kind in STATEMENT.items() if not isinstance(statement.get(key), kind)
-             or isinstance(statement.get(key), bool)]
-    if wrong or not all(isinstance(text, str) for key in ("covers", "not_covered") for text in statement[key]):
-        return f"has a privacy statement whose {', '.join(wrong) or 'covers'} {'is' if len(wrong) < 2 else 'are'} " \
-               "not of its type"
+        return (
+            f"has a privacy statement written before a statement held its guarantee as one record (pillar "
+            f"{__version__} reads only those): release it again from a model trained with this version"
+        )
+    wrong = [
+        key
+        for key, kind in STATEMENT.items()
+        if not isinstance(statement.get(key), kind) or isinstance(statement.get(key), bool)
+    ]
+    if wrong or not all(
+        isinstance(text, str) for key in ("covers", "not_covered") for text in statement[key]
+    ):
+        return (
+            f"has a privacy statement whose {', '.join(wrong) or 'covers'} {'is' if len(wrong) < 2 else 'are'} "
+            "not of its type"
+        )
     if (target := statement.get("risk_target")) is not None and not RiskTarget.readable(target):
         return "has a privacy statement whose risk_target is not a TPR above an FPR, both in (0, 1)"
     if "risk" in statement and not risk_record(statement["risk"]):
@@ -53,8 +73,9 @@ def statement_problem(statement: dict) -> str | None:
     guarantee = guarantee_of(statement["guarantee"])
     if guarantee is None:
         return "has a privacy statement whose guarantee is not one pillar reads (a unit, relation, count or release)"
-    if {key: statement.get(key) for key in SAID if key in statement or key == "count"} != \
-            {key: said_of(guarantee).get(key) for key in SAID}:
+    if {key: statement.get(key) for key in SAID if key in statement or key == "count"} != {
+        key: said_of(guarantee).get(key) for key in SAID
+    }:
         return "has a privacy statement whose δ, accountant, unit or count is not what its guarantee says"
     rows = (statement.get("count") or {}).get("value")
     if not 0 < statement["delta"] < (1 / rows if isinstance(rows, (int, float)) and rows >= 1 else 1):
@@ -75,8 +96,9 @@ def risk_record(risk: object) -> bool:
     if not isinstance(risk, dict) or not isinstance(risk.get("tpr_at_fpr"), dict):
         return False
     numbers = [*risk["tpr_at_fpr"].values(), risk.get("advantage")]
-    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in numbers) and \
-        set(risk["tpr_at_fpr"]) >= {"0.001", "0.01", "0.1"}
+    return all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in numbers
+    ) and set(risk["tpr_at_fpr"]) >= {"0.001", "0.01", "0.1"}
 
 
 def guarantee_of(record: object) -> Guarantee | None:

@@ -23,9 +23,15 @@ class StoredAs:
     decode: Callable[[Any], Any] | None = None
 
 
-def stored(kinds: type | tuple[type, ...], *, key: str | None = None, default: Any = MISSING,
-           factory: Callable[[], Any] | None = None, encode: Callable | None = None,
-           decode: Callable | None = None) -> Any:
+def stored(
+    kinds: type | tuple[type, ...],
+    *,
+    key: str | None = None,
+    default: Any = MISSING,
+    factory: Callable[[], Any] | None = None,
+    encode: Callable | None = None,
+    decode: Callable | None = None,
+) -> Any:
     """A dataclass field stored as an attribute of `kinds` under `key` (the field's name unless given)."""
     metadata = {"stored": StoredAs(kinds, key, encode, decode)}
     if factory is not None:
@@ -34,8 +40,11 @@ def stored(kinds: type | tuple[type, ...], *, key: str | None = None, default: A
 
 
 def _stored_fields(cls: type) -> list[tuple[dataclasses.Field, StoredAs, str]]:
-    return [(f, f.metadata["stored"], f.metadata["stored"].key or f.name)
-            for f in dataclasses.fields(cls) if "stored" in f.metadata]
+    return [
+        (f, f.metadata["stored"], f.metadata["stored"].key or f.name)
+        for f in dataclasses.fields(cls)
+        if "stored" in f.metadata
+    ]
 
 
 def _required(f: dataclasses.Field) -> bool:

@@ -22,8 +22,14 @@ class StoredRows:
     """2-d datasets of one artifact file, one after another (a split, or the private and val splits trained on
     together), as rows read on demand: `len`, `shape`, `dtype`, slices and blocks."""
 
-    def __init__(self, path: str | Path, segments: tuple[tuple[str, int], ...], width: tuple[int, ...],
-                 dtype: np.dtype, file_identity: tuple[int, ...] | None = None):
+    def __init__(
+        self,
+        path: str | Path,
+        segments: tuple[tuple[str, int], ...],
+        width: tuple[int, ...],
+        dtype: np.dtype,
+        file_identity: tuple[int, ...] | None = None,
+    ):
         self.path, self.segments, self.dtype = str(path), tuple(segments), np.dtype(dtype)
         self.shape = (sum(rows for _, rows in self.segments), *width)
         self.identity = file_identity or identity(path)  # the file as it was when read and hashed
@@ -37,10 +43,16 @@ class StoredRows:
 
     def joined(self, other: StoredRows) -> StoredRows | None:
         """These rows followed by `other`'s, still on disk; None where they are not rows of one file alike."""
-        if (other.path, other.identity, other.shape[1:], other.dtype) != \
-                (self.path, self.identity, self.shape[1:], self.dtype):
+        if (other.path, other.identity, other.shape[1:], other.dtype) != (
+            self.path,
+            self.identity,
+            self.shape[1:],
+            self.dtype,
+        ):
             return None
-        return StoredRows(self.path, self.segments + other.segments, self.shape[1:], self.dtype, self.identity)
+        return StoredRows(
+            self.path, self.segments + other.segments, self.shape[1:], self.dtype, self.identity
+        )
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -73,22 +85,26 @@ class StoredRows:
     def _read(self, rows: np.ndarray) -> np.ndarray:
         """Rows at increasing positions: a run of consecutive rows as one slice of each dataset, others picked."""
         if identity(self.path) != self.identity:
-            raise ArtifactError(f"{self.path} changed while it was read", hint="read it again once nothing writes it")
+            raise ArtifactError(
+                f"{self.path} changed while it was read", hint="read it again once nothing writes it"
+            )
         parts, offset = [], 0
         try:
             with h5py.File(self.path, "r") as h5:
                 for name, count in self.segments:  # the rows each dataset holds
                     local = rows[(rows >= offset) & (rows < offset + count)] - offset
                     if len(local) and local[-1] - local[0] + 1 == len(local):
-                        parts.append(h5[name][local[0]:local[-1] + 1])
+                        parts.append(h5[name][local[0] : local[-1] + 1])
                     elif len(local):
                         parts.append(h5[name][local])
                     offset += count
         except (OSError, KeyError, ValueError) as err:
             first, last = (int(rows[0]), int(rows[-1])) if len(rows) else (0, -1)
-            raise ArtifactError(f"{self.path}: cannot read rows {first}–{last} of "
-                                f"{' + '.join(f'/{name}' for name, _ in self.segments)} ({first_line(err)})",
-                                hint=CORRUPT_HINT) from err
+            raise ArtifactError(
+                f"{self.path}: cannot read rows {first}–{last} of "
+                f"{' + '.join(f'/{name}' for name, _ in self.segments)} ({first_line(err)})",
+                hint=CORRUPT_HINT,
+            ) from err
         if not parts:
             return np.empty((0, *self.shape[1:]), dtype=self.dtype)
         return np.ascontiguousarray(parts[0] if len(parts) == 1 else np.concatenate(parts))

@@ -37,8 +37,10 @@ from pillar_cli.privacy.risk import audit_points, risk_of
 from pillar_cli.projection import LinearMap, project
 
 CANARY_VALUE = 10.0  # the canary's coordinate: its clipped gradient is 99.5 % in that coordinate, 10 % bias
-CANARY_KIND = ("input: one feature coordinate of its own (zero for every real row), a random label; scored by its "
-               "loss under the trained head below that of its label on an all-zero row")
+CANARY_KIND = (
+    "input: one feature coordinate of its own (zero for every real row), a random label; scored by its "
+    "loss under the trained head below that of its label on an all-zero row"
+)
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,9 @@ class AuditSettings:
         if not 0 < self.confidence < 1:
             raise UsageError(f"{param('confidence')} must be in (0, 1) (got {self.confidence})")
         if not 1 <= self.per_side <= self.canaries // 2:
-            raise UsageError(f"{param('guesses')} must be between 1 and half the canaries (got {self.per_side})")
+            raise UsageError(
+                f"{param('guesses')} must be between 1 and half the canaries (got {self.per_side})"
+            )
 
     @property
     def per_side(self) -> int:
@@ -89,8 +93,8 @@ class CanaryMap:
         self.dim = inner.dim + canaries
 
     def standardized(self, x: np.ndarray) -> np.ndarray:
-        base = project(self.inner, x[:, :self.inner.dim], self.k)
-        return np.hstack([base, x[:, self.inner.dim:]]).astype(np.float32)
+        base = project(self.inner, x[:, : self.inner.dim], self.k)
+        return np.hstack([base, x[:, self.inner.dim :]]).astype(np.float32)
 
     def basis(self, k: int) -> np.ndarray:
         return np.eye(k, dtype=np.float32)
@@ -99,33 +103,60 @@ class CanaryMap:
         return (self.inner.dim if self.k is None else self.k) + self.canaries
 
 
-def run_audit(method: Method, data: SweepData, k: int | None, epsilon: float, config: RunConfig,
-              privacy: PrivacySettings, settings: AuditSettings, device: str = "cpu",
-              options: Any = None) -> AuditResult:
+def run_audit(
+    method: Method,
+    data: SweepData,
+    k: int | None,
+    epsilon: float,
+    config: RunConfig,
+    privacy: PrivacySettings,
+    settings: AuditSettings,
+    device: str = "cpu",
+    options: Any = None,
+) -> AuditResult:
     """Train the configuration once with canaries and bound ε from how well their scores tell who was in; `options`:
     the method's options (None: its defaults)."""
     if method.not_auditable:
-        raise UsageError(f"method '{method.name}' cannot be audited with input canaries: {method.not_auditable}")
+        raise UsageError(
+            f"method '{method.name}' cannot be audited with input canaries: {method.not_auditable}"
+        )
     if not math.isfinite(epsilon):
         raise UsageError(f"an audit needs a private configuration: {param('epsilon')} must be finite")
     validate_budget(epsilon, privacy.delta, len(data.private_x))
     canaries = Canaries.plant(method, data, k, settings)
     privacy = replace(privacy, unit=PrivacyUnit.resolve(settings.unit, canaries.data.units.named_by))
     if privacy.unit.is_person and method.person_bound is None:
-        raise UsageError(f"method '{method.name}' bounds one row's contribution, not one person's: audit it with "
-                         f"{param('privacy_unit')} row")
+        raise UsageError(
+            f"method '{method.name}' bounds one row's contribution, not one person's: audit it with "
+            f"{param('privacy_unit')} row"
+        )
     audited, mapping, canary_rows = canaries.data, canaries.mapping, canaries.rows
-    config, included, labels, m = canaries.scaled(config, privacy.unit), canaries.included, canaries.labels, \
-        settings.canaries
+    config, included, labels, m = (
+        canaries.scaled(config, privacy.unit),
+        canaries.included,
+        canaries.labels,
+        settings.canaries,
+    )
     units = RowCount.exact(audited.units.bounded_by(privacy.unit).count)  # the auditor's own rows or persons
     rate, steps = method.mechanism(config, units)
     sigma = calibrate_noise(privacy.accountant, epsilon, privacy.delta, rate, steps)
     if settings.clip_scale != 1 and method.normalises_rows:
         raise UsageError(f"method '{method.name}' scales its rows to unit norm: it has no clipping to skip")
-    planted = replace(privacy, clip=privacy.clip * settings.clip_scale)  # noise σ·clip: σ scaled down to match
-    cell = Cell(audited, mapping, mapping.width(), epsilon, [config], planted, "fast", device,
-                method.options_or_defaults(options),
-                noise=lambda rate, steps: settings.noise_scale * sigma / settings.clip_scale)
+    planted = replace(
+        privacy, clip=privacy.clip * settings.clip_scale
+    )  # noise σ·clip: σ scaled down to match
+    cell = Cell(
+        audited,
+        mapping,
+        mapping.width(),
+        epsilon,
+        [config],
+        planted,
+        "fast",
+        device,
+        method.options_or_defaults(options),
+        noise=lambda rate, steps: settings.noise_scale * sigma / settings.clip_scale,
+    )
     (run,) = method.train_cell(cell)
     rows = method.features(mapping, canary_rows, mapping.width())
     scores = _losses(run.head, np.zeros_like(rows), labels) - _losses(run.head, rows, labels)
@@ -168,12 +199,24 @@ class Canaries:
         real = data.units.ids
         persons = np.concatenate([real, real.max(initial=-1) + 1 + np.repeat(np.arange(len(inside)), r)])
         grouped = settings.unit == PERSON or r > 1 or data.units.grouped
-        units = Units.of(persons, len(persons), f"the private rows' persons and {r} rows a canary") if grouped else \
-            Units.rows(len(persons))
-        audited = SweepData(data.pca, private, np.concatenate([data.private_y, np.repeat(labels[inside], r)]), None,
-                            None, num_classes, None if data.public_x is None else _pad(data.public_x, m),
-                            units=units)
-        return cls(audited, CanaryMap(data.pca, k if method.projects else None, m), rows, included, labels, data)
+        units = (
+            Units.of(persons, len(persons), f"the private rows' persons and {r} rows a canary")
+            if grouped
+            else Units.rows(len(persons))
+        )
+        audited = SweepData(
+            data.pca,
+            private,
+            np.concatenate([data.private_y, np.repeat(labels[inside], r)]),
+            None,
+            None,
+            num_classes,
+            None if data.public_x is None else _pad(data.public_x, m),
+            units=units,
+        )
+        return cls(
+            audited, CanaryMap(data.pca, k if method.projects else None, m), rows, included, labels, data
+        )
 
 
 def _pad(rows: np.ndarray, canaries: int) -> np.ndarray:
@@ -192,29 +235,44 @@ def correct_guesses(scores: np.ndarray, included: np.ndarray, per_side: int) -> 
     return int(included[order[:per_side]].sum() + (~included[order[-per_side:]]).sum())
 
 
-
-def audit_summary(result: AuditResult, settings: AuditSettings, method: str, delta: float,
-                  planted: str | None = None) -> str:
+def audit_summary(
+    result: AuditResult, settings: AuditSettings, method: str, delta: float, planted: str | None = None
+) -> str:
     """The audit in one line: what was audited, how many guesses were right, and the lower bound against the claim."""
     flag = "" if planted is None else f" [PLANTED BUG: {planted}]"
-    return (f"{method} at claimed ε = {result.epsilon_claimed:.4g} (δ = {delta:g}){flag}: {result.correct} of "
-            f"{result.guesses} guesses right over {settings.canaries} canaries → ε ≥ {result.epsilon_lower_bound:.3f} "
-            f"at {settings.confidence:.0%} confidence ({result.epsilon_lower_bound / result.epsilon_claimed:.2f} of "
-            "the claim)")
+    return (
+        f"{method} at claimed ε = {result.epsilon_claimed:.4g} (δ = {delta:g}){flag}: {result.correct} of "
+        f"{result.guesses} guesses right over {settings.canaries} canaries → ε ≥ {result.epsilon_lower_bound:.3f} "
+        f"at {settings.confidence:.0%} confidence ({result.epsilon_lower_bound / result.epsilon_claimed:.2f} of "
+        "the claim)"
+    )
 
 
-def audit_artifact(result: AuditResult, settings: AuditSettings, configuration: dict,
-                   planted: str | None = None) -> Artifact:
+def audit_artifact(
+    result: AuditResult, settings: AuditSettings, configuration: dict, planted: str | None = None
+) -> Artifact:
     """The canaries (who was in, their labels and scores), the guesses and the bound, what was audited, and its tests
     on the axes of the claimed guarantee's trade-off curve (`points`, privacy/risk.py)."""
     ratio = result.epsilon_lower_bound / result.epsilon_claimed
     points = audit_points(result.scores, result.included, risk_of(result.event), settings.confidence)
-    attrs = {"canaries": settings.canaries, "guesses": result.guesses, "correct": result.correct,
-             "confidence": settings.confidence, "epsilon_lower_bound": result.epsilon_lower_bound,
-             "epsilon_claimed": result.epsilon_claimed, "ratio": ratio, "configuration": configuration,
-             "event": result.event.to_dict(), "canary_kind": CANARY_KIND,
-             "bound": "Steinke, Nasr & Jagielski (NeurIPS 2023), Theorem 5.2, δ included",
-             "planted_bug": planted or "none", "points": points}
-    arrays = {"canaries/included": result.included, "canaries/labels": result.labels.astype(np.int64),
-              "canaries/scores": result.scores}
+    attrs = {
+        "canaries": settings.canaries,
+        "guesses": result.guesses,
+        "correct": result.correct,
+        "confidence": settings.confidence,
+        "epsilon_lower_bound": result.epsilon_lower_bound,
+        "epsilon_claimed": result.epsilon_claimed,
+        "ratio": ratio,
+        "configuration": configuration,
+        "event": result.event.to_dict(),
+        "canary_kind": CANARY_KIND,
+        "bound": "Steinke, Nasr & Jagielski (NeurIPS 2023), Theorem 5.2, δ included",
+        "planted_bug": planted or "none",
+        "points": points,
+    }
+    arrays = {
+        "canaries/included": result.included,
+        "canaries/labels": result.labels.astype(np.int64),
+        "canaries/scores": result.scores,
+    }
     return Artifact("audit", arrays, attrs)

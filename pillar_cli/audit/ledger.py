@@ -27,8 +27,14 @@ from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.artifacts.classifier import classifier_of
 from pillar_cli.artifacts.statement import Statement
 from pillar_cli.privacy import Event, GaussianEvent, event_from_dict
-from pillar_cli.privacy.events import ComposedEvent, OneOfEvent, RepeatAndSelectEvent, is_private, pure_parts, \
-    to_dp_accounting
+from pillar_cli.privacy.events import (
+    ComposedEvent,
+    OneOfEvent,
+    RepeatAndSelectEvent,
+    is_private,
+    pure_parts,
+    to_dp_accounting,
+)
 from pillar_cli.privacy.rdp import ORDERS
 from pillar_cli.privacy.relation import ACCOUNTED
 
@@ -69,16 +75,37 @@ def check_ledger(model: Artifact) -> list[LedgerCheck]:
     for i, row in enumerate(run_rows(model)):
         key = row.key
         recomputed, how = recomputed_epsilon(event_from_dict(row.event), delta_total)
-        checks.append(LedgerCheck(i, key.method, "full" if key.k is None else str(key.k), key.epsilon, key.seed,
-                                  row.epsilon_spent, recomputed, how, key.steps,
-                                  UNCOUNTED if row.steps_run is None else row.steps_run))
+        checks.append(
+            LedgerCheck(
+                i,
+                key.method,
+                "full" if key.k is None else str(key.k),
+                key.epsilon,
+                key.seed,
+                row.epsilon_spent,
+                recomputed,
+                how,
+                key.steps,
+                UNCOUNTED if row.steps_run is None else row.steps_run,
+            )
+        )
     return checks
 
 
 def _check_statement(statement: Statement, head: dict) -> LedgerCheck:
     recomputed, how = recomputed_epsilon(statement.event, statement.delta)
-    return LedgerCheck(0, head["method"], str(head["k"]), statement.epsilon_target, None, statement.epsilon,
-                       recomputed, how, statement.steps, UNCOUNTED)
+    return LedgerCheck(
+        0,
+        head["method"],
+        str(head["k"]),
+        statement.epsilon_target,
+        None,
+        statement.epsilon,
+        recomputed,
+        how,
+        statement.steps,
+        UNCOUNTED,
+    )
 
 
 def recomputed_epsilon(event: Event, delta: float) -> tuple[float, str]:
@@ -92,8 +119,10 @@ def recomputed_epsilon(event: Event, delta: float) -> tuple[float, str]:
     if _holds(event, RepeatAndSelectEvent):
         trial = _dominant(event)
         if trial is None:
-            return (pure + _rdp_with_maximum(event, delta),
-                    "dp-accounting RDP, repeat-and-select of the candidates' maximum" + plus)
+            return (
+                pure + _rdp_with_maximum(event, delta),
+                "dp-accounting RDP, repeat-and-select of the candidates' maximum" + plus,
+            )
         return pure + _rdp(to_dp_accounting(trial), delta), "dp-accounting RDP, repeat-and-select" + plus
     return pure + _pld(event, delta), "dp-accounting PLD" + plus
 
@@ -115,7 +144,9 @@ def _dominant(event: Event) -> Event | None:
     if isinstance(event, OneOfEvent):
         curves = [_curve(to_dp_accounting(candidate)) for candidate in event.events]
         top = np.max(curves, axis=0)
-        return next((candidate for candidate, curve in zip(event.events, curves) if np.array_equal(curve, top)), None)
+        return next(
+            (candidate for candidate, curve in zip(event.events, curves) if np.array_equal(curve, top)), None
+        )
     children = _children(event)
     if not children:
         return event

@@ -40,7 +40,9 @@ from pillar_cli.projection.fitting import ProjectionRecipe, fit_projection
 from pillar_cli.release.choice import release_classifier
 from pillar_cli.release.exported import EXPORT_FORMATS
 
-CLOCK = {"attrs/created_at"}  # when a file was written (as stored_values addresses it): never a function of the data
+CLOCK = {
+    "attrs/created_at"
+}  # when a file was written (as stored_values addresses it): never a function of the data
 CONFIRMING_RUNS = 3  # runs added a side to confirm what the first ones found
 RUN_FOLDER = ".pillar-neighbours-run"  # where every run works, beside the sides' folders
 Embedder = Callable[[np.ndarray, Path], None]  # embeds the source less the given source rows into a file
@@ -65,7 +67,9 @@ class Comparison:
     files: list[str]
     removed: Removed
     runs: int
-    dismissed: list[Finding] = field(default_factory=list)  # what the first runs found that more runs did not repeat
+    dismissed: list[Finding] = field(
+        default_factory=list
+    )  # what the first runs found that more runs did not repeat
 
 
 @dataclass(frozen=True)
@@ -85,8 +89,10 @@ class NeighbourPlan:
         if unknown := sorted(set(self.formats) - set(EXPORT_FORMATS)):
             raise UsageError(f"unknown export format '{unknown[0]}' (known: {', '.join(EXPORT_FORMATS)})")
         if self.runs < 2:
-            raise UsageError(f"{param('runs')} must be at least 2: a value is deterministic when it repeats (got "
-                             f"{self.runs})")
+            raise UsageError(
+                f"{param('runs')} must be at least 2: a value is deterministic when it repeats (got "
+                f"{self.runs})"
+            )
 
 
 @dataclass(frozen=True)
@@ -98,15 +104,24 @@ class Removed:
     why: str
 
 
-def neighbours(embeddings: Path, plan: NeighbourPlan, workdir: Path, embed: Embedder,
-               say: Callable[[str], None] = lambda line: None) -> Comparison:
+def neighbours(
+    embeddings: Path,
+    plan: NeighbourPlan,
+    workdir: Path,
+    embed: Embedder,
+    say: Callable[[str], None] = lambda line: None,
+) -> Comparison:
     """Run the plan on both sides and compare, confirming any finding with more runs. `embed` embeds the source as
     `embeddings` was, less some of its rows; `say` hears of each run as it starts."""
-    removed = records_to_remove(artifacts.read(embeddings, "embeddings"), plan.removed_row, plan.remove_person)
+    removed = records_to_remove(
+        artifacts.read(embeddings, "embeddings"), plan.removed_row, plan.remove_person
+    )
     sides = {"with": workdir / "with", "without": workdir / "without"}
     for side, directory in sides.items():
         directory.mkdir(parents=True, exist_ok=True)
-        embed(np.asarray(removed.source_rows if side == "without" else [], dtype=np.int64), directory / "emb.h5")
+        embed(
+            np.asarray(removed.source_rows if side == "without" else [], dtype=np.int64), directory / "emb.h5"
+        )
     shipped: dict[str, list[dict[str, dict[str, str]]]] = {side: [] for side in sides}
     first: list[Finding] = []
     for runs in (plan.runs, plan.runs + CONFIRMING_RUNS):
@@ -115,8 +130,15 @@ def neighbours(embeddings: Path, plan: NeighbourPlan, workdir: Path, embed: Embe
                 say(f"{side}/run{number}: fit-pca, train-private, release and export")
                 shipped[side].append(_pipeline(directory, plan, number))
         names = sorted(set().union(*(files for made in shipped.values() for files in made)))
-        findings = [finding for name in names for finding in deterministic_differences(
-            name, [files.get(name) for files in shipped["with"]], [files.get(name) for files in shipped["without"]])]
+        findings = [
+            finding
+            for name in names
+            for finding in deterministic_differences(
+                name,
+                [files.get(name) for files in shipped["with"]],
+                [files.get(name) for files in shipped["without"]],
+            )
+        ]
         if not findings:
             break
         first = first or findings
@@ -130,12 +152,20 @@ def records_to_remove(artifact: artifacts.Artifact, private_row: int | None, who
     labels = np.asarray(artifact.arrays["splits/private/labels"])
     names = list(artifact.attrs["class_names"])
     if private_row is None:
-        counts = np.bincount(np.concatenate([np.asarray(artifact.arrays[name]) for name in artifact.arrays
-                                             if name.endswith("/labels")]), minlength=len(names))
-        private_row = int(np.argmin(np.where(np.bincount(labels, minlength=len(names)) > 0, counts, np.inf)[labels]))
+        counts = np.bincount(
+            np.concatenate(
+                [np.asarray(artifact.arrays[name]) for name in artifact.arrays if name.endswith("/labels")]
+            ),
+            minlength=len(names),
+        )
+        private_row = int(
+            np.argmin(np.where(np.bincount(labels, minlength=len(names)) > 0, counts, np.inf)[labels])
+        )
         why = f"the private record of the rarest label ({counts[labels[private_row]]} rows hold it)"
     elif not 0 <= private_row < len(index):
-        raise UsageError(f"{param('remove_row')} {private_row} is not a row of the private split (0..{len(index) - 1})")
+        raise UsageError(
+            f"{param('remove_row')} {private_row} is not a row of the private split (0..{len(index) - 1})"
+        )
     else:
         why = f"private row {private_row}"
     rows = [private_row]
@@ -148,14 +178,18 @@ def records_to_remove(artifact: artifacts.Artifact, private_row: int | None, who
     return Removed(sorted(int(i) for i in index[rows]), names[int(labels[private_row])], why)
 
 
-def deterministic_differences(name: str, with_row: list[dict | None], without_row: list[dict | None]
-                              ) -> list[Finding]:
+def deterministic_differences(
+    name: str, with_row: list[dict | None], without_row: list[dict | None]
+) -> list[Finding]:
     """The values (or the file's presence) equal in every run of each side and different between the sides."""
     if any(values is None for values in with_row + without_row):  # a file made on some runs only
         present = [values is not None for values in with_row], [values is not None for values in without_row]
         same = all(present[0]) == any(present[0]) and all(present[1]) == any(present[1])
-        return [Finding(name, "(the file itself)", str(present[0][0]), str(present[1][0]))] \
-            if same and present[0][0] != present[1][0] else []
+        return (
+            [Finding(name, "(the file itself)", str(present[0][0]), str(present[1][0]))]
+            if same and present[0][0] != present[1][0]
+            else []
+        )
     keys = set().union(*with_row, *without_row) - CLOCK
     found = []
     for key in sorted(keys):
@@ -192,13 +226,16 @@ def _pipeline(directory: Path, plan: NeighbourPlan, number: int) -> dict[str, di
         key = (cell.method, cell.epsilon)
         seen[key] = seen.get(key, -1) + 1
         name = f"{cell.method}-eps{cell.epsilon:g}-{seen[key]}"
-        released, _ = release_classifier(model, {"method": cell.method, "k": str(cell.k), "eps": cell.epsilon}, None)
+        released, _ = release_classifier(
+            model, {"method": cell.method, "k": str(cell.k), "eps": cell.epsilon}, None
+        )
         artifacts.write(here / f"{name}.h5", released.to_artifact())
         shipped.append(f"{name}.h5")
         for fmt in plan.formats:
             target = f"{name}.{_SUFFIX[fmt]}" if _SUFFIX[fmt] else f"{name}-hf"
-            export_classifier(read_classifier(str(here / f"{name}.h5")), fmt, here / target,
-                              inputs=[here / f"{name}.h5"])
+            export_classifier(
+                read_classifier(str(here / f"{name}.h5")), fmt, here / target, inputs=[here / f"{name}.h5"]
+            )
             shipped.append(target)
     shipped += _published(here, model, [name for name in shipped if name.endswith(".h5")])
     values = {name: stored_values(here / name) for name in shipped}
@@ -229,8 +266,14 @@ def _published(here: Path, model: artifacts.Artifact, releases: list[str]) -> li
     if releases:
         page = here / f"{Path(releases[0]).stem}.html"
         released = read_classifier(str(here / releases[0]))
-        page.write_text(release_page(released, trust_of(here / releases[0], None).line,
-                                     Evaluation.of(artifacts.read(here / "eval.h5", "evaluation")), None)[1])
+        page.write_text(
+            release_page(
+                released,
+                trust_of(here / releases[0], None).line,
+                Evaluation.of(artifacts.read(here / "eval.h5", "evaluation")),
+                None,
+            )[1]
+        )
         made.append(page.name)
     return made
 
@@ -240,4 +283,4 @@ _SUFFIX = {"onnx": "onnx", "torchscript": "pt", "safetensors": "safetensors", "h
 
 def _short(text: str | None, limit: int = 80) -> str:
     text = "(absent)" if text is None else text
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -63,8 +63,14 @@ def _hdf5_values(path: Path) -> dict[str, str]:
     values: dict[str, str] = {}
     with h5py.File(path, "r") as h5:
         for key, value in h5.attrs.items():
-            values |= _leaves(f"attrs/{key}", value.decode() if isinstance(value, bytes) else
-                              value.item() if isinstance(value, np.generic) else value)
+            values |= _leaves(
+                f"attrs/{key}",
+                value.decode()
+                if isinstance(value, bytes)
+                else value.item()
+                if isinstance(value, np.generic)
+                else value,
+            )
 
         def visit(name: str, node: object) -> None:
             if isinstance(node, h5py.Dataset):

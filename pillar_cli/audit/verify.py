@@ -40,9 +40,12 @@ def verify_file(path: Path, public_key: Path | None = None, signature: Path | No
     try:
         statement, what = _statement(path)
     except PillarError as err:
-        return [*checks, Check("hashes and statement", FAIL, str(err)),
-                Check("epsilon", SKIP, "not recomputed from a file that does not read"),
-                Check("risk", SKIP, "not made again from a file that does not read")]
+        return [
+            *checks,
+            Check("hashes and statement", FAIL, str(err)),
+            Check("epsilon", SKIP, "not recomputed from a file that does not read"),
+            Check("risk", SKIP, "not made again from a file that does not read"),
+        ]
     return [*checks, Check("hashes and statement", OK, what), _epsilon(statement), _risk(statement)]
 
 
@@ -50,12 +53,24 @@ def _signature(path: Path, public_key: Path | None, signature: Path | None) -> C
     bundle = signature or signature_path(path)
     if public_key is None:
         if bundle.exists():
-            return Check("signature", FAIL, f"signed ({bundle}) but not checked: pass --key with the signer's public "
-                                            "key (a signature nobody checks proves nothing)")
-        return Check("signature", SKIP, "not signed: nothing proves who wrote this file (its hashes can be "
-                                        "recomputed by anyone who edits it)")
+            return Check(
+                "signature",
+                FAIL,
+                f"signed ({bundle}) but not checked: pass --key with the signer's public "
+                "key (a signature nobody checks proves nothing)",
+            )
+        return Check(
+            "signature",
+            SKIP,
+            "not signed: nothing proves who wrote this file (its hashes can be "
+            "recomputed by anyone who edits it)",
+        )
     problem = signature_problem(path, public_key, signature)
-    return Check("signature", FAIL, problem) if problem else Check("signature", OK, f"{bundle} holds for {public_key}")
+    return (
+        Check("signature", FAIL, problem)
+        if problem
+        else Check("signature", OK, f"{bundle} holds for {public_key}")
+    )
 
 
 def _statement(path: Path) -> tuple[Statement, str]:
@@ -67,7 +82,9 @@ def _statement(path: Path) -> tuple[Statement, str]:
     if fmt == "hf" and (problem := hf_folder_problem(path, carried)) is not None:
         raise ArtifactError(f"{path}: {problem}")
     covered = "its weights, card and config.json" if fmt == "hf" else "its weights and graph"
-    return Statement.from_attrs(carried["privacy"]), f"the export's hashes match ({covered}); its statement reads"
+    return Statement.from_attrs(
+        carried["privacy"]
+    ), f"the export's hashes match ({covered}); its statement reads"
 
 
 def _risk(statement: Statement) -> Check:
@@ -76,7 +93,10 @@ def _risk(statement: Statement) -> Check:
     sentence = risk_words(recomputed["tpr_at_fpr"], recomputed["advantage"], statement.unit.noun)
     if statement.risk is None:
         return Check("risk", SKIP, f"the statement records none; from its event tree: {sentence}")
-    stated = [statement.risk["advantage"], *(statement.risk["tpr_at_fpr"].get(f) for f in recomputed["tpr_at_fpr"])]
+    stated = [
+        statement.risk["advantage"],
+        *(statement.risk["tpr_at_fpr"].get(f) for f in recomputed["tpr_at_fpr"]),
+    ]
     made = [recomputed["advantage"], *recomputed["tpr_at_fpr"].values()]
     if any(value is None or value < again - RISK_TOLERANCE for value, again in zip(stated, made)):
         return Check("risk", FAIL, f"the statement claims less risk than its event tree allows: {sentence}")

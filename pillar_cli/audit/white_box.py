@@ -77,69 +77,134 @@ def _ratio(attack: Attack) -> float:
     return attack.epsilon_lower_bound / attack.epsilon_claimed
 
 
-def run_white_box_audit(method: Method, data: SweepData, k: int | None, epsilons: list[float],
-                        configs: list[RunConfig], privacy: PrivacySettings, settings: AuditSettings,
-                        options: Any = None) -> WhiteBoxResult:
+def run_white_box_audit(
+    method: Method,
+    data: SweepData,
+    k: int | None,
+    epsilons: list[float],
+    configs: list[RunConfig],
+    privacy: PrivacySettings,
+    settings: AuditSettings,
+    options: Any = None,
+) -> WhiteBoxResult:
     """Train the configurations at every ε with canaries into one model file, attack the file, bound ε; `options`:
     the method's options (None: its defaults)."""
     if method.not_auditable or method.normalises_rows or not method.averages_iterates:
-        raise UsageError(f"the white-box audit attacks DP-SGD heads on unnormalised rows; not method '{method.name}'")
+        raise UsageError(
+            f"the white-box audit attacks DP-SGD heads on unnormalised rows; not method '{method.name}'"
+        )
     for epsilon in epsilons:
         validate_budget(epsilon, privacy.delta, len(data.private_x))
     canaries = Canaries.plant(method, data, k, settings)
-    model = _model_file(method, canaries, epsilons, [canaries.scaled(config, privacy.unit) for config in configs], privacy,
-                        method.options_or_defaults(options))
+    model = _model_file(
+        method,
+        canaries,
+        epsilons,
+        [canaries.scaled(config, privacy.unit) for config in configs],
+        privacy,
+        method.options_or_defaults(options),
+    )
     rules = list(_attacks(model, canaries))
     level = 1 - (1 - settings.confidence) / len(rules)
     released, attacks, scored = _released(model), [], []
     for name, heads, scores in rules:
         correct = correct_guesses(scores, canaries.included, settings.per_side)
         bound = epsilon_lower_bound(settings.canaries, 2 * settings.per_side, correct, privacy.delta, level)
-        claimed = released[heads[0]].epsilon if len(heads) == 1 else \
-            joint_epsilon([released[i] for i in heads], privacy.delta)["epsilon"]
+        claimed = (
+            released[heads[0]].epsilon
+            if len(heads) == 1
+            else joint_epsilon([released[i] for i in heads], privacy.delta)["epsilon"]
+        )
         attacks.append(Attack(name, correct, bound, claimed))
         scored.append(scores)
     claim = joint_epsilon(released, privacy.delta)
     _, scores = max(zip(attacks, scored), key=lambda pair: _ratio(pair[0]))
-    return WhiteBoxResult(attacks, canaries.included, canaries.labels, scores, 2 * settings.per_side,
-                          claim["epsilon"], claim["delta"], privacy.noise.reproducible)
+    return WhiteBoxResult(
+        attacks,
+        canaries.included,
+        canaries.labels,
+        scores,
+        2 * settings.per_side,
+        claim["epsilon"],
+        claim["delta"],
+        privacy.noise.reproducible,
+    )
 
 
 def white_box_artifact(result: WhiteBoxResult, settings: AuditSettings, configuration: dict) -> Artifact:
     """The audit artifact: the strongest rule's guesses and bound in the audit's fields, every rule listed."""
     strongest = result.strongest
-    attrs = {"canaries": settings.canaries, "guesses": result.guesses, "correct": strongest.correct,
-             "confidence": settings.confidence, "epsilon_lower_bound": strongest.epsilon_lower_bound,
-             "epsilon_claimed": strongest.epsilon_claimed, "ratio": strongest.epsilon_lower_bound /
-             strongest.epsilon_claimed, "configuration": configuration, "canary_kind": CANARY_KIND,
-             "bound": "Steinke, Nasr & Jagielski (NeurIPS 2023), Theorem 5.2, δ included; Bonferroni over the rules",
-             "white_box": {"attacks": [vars(attack) | {"breaks": attack.breaks} for attack in result.attacks],
-                           "strongest": strongest.name, "epsilon_all_heads": result.epsilon_claimed,
-                           "delta_all_heads": result.delta_claimed, "noise_reproducible": result.reproducible},
-             "planted_bug": configuration.get("plant", "none")}
-    arrays = {"canaries/included": result.included, "canaries/labels": result.labels.astype(np.int64),
-              "canaries/scores": result.scores}
+    attrs = {
+        "canaries": settings.canaries,
+        "guesses": result.guesses,
+        "correct": strongest.correct,
+        "confidence": settings.confidence,
+        "epsilon_lower_bound": strongest.epsilon_lower_bound,
+        "epsilon_claimed": strongest.epsilon_claimed,
+        "ratio": strongest.epsilon_lower_bound / strongest.epsilon_claimed,
+        "configuration": configuration,
+        "canary_kind": CANARY_KIND,
+        "bound": "Steinke, Nasr & Jagielski (NeurIPS 2023), Theorem 5.2, δ included; Bonferroni over the rules",
+        "white_box": {
+            "attacks": [vars(attack) | {"breaks": attack.breaks} for attack in result.attacks],
+            "strongest": strongest.name,
+            "epsilon_all_heads": result.epsilon_claimed,
+            "delta_all_heads": result.delta_claimed,
+            "noise_reproducible": result.reproducible,
+        },
+        "planted_bug": configuration.get("plant", "none"),
+    }
+    arrays = {
+        "canaries/included": result.included,
+        "canaries/labels": result.labels.astype(np.int64),
+        "canaries/scores": result.scores,
+    }
     return Artifact("audit", arrays, attrs)
 
 
-def _model_file(method: Method, canaries: Canaries, epsilons: list[float], configs: list[RunConfig],
-                privacy: PrivacySettings, options: Any) -> Artifact:
+def _model_file(
+    method: Method,
+    canaries: Canaries,
+    epsilons: list[float],
+    configs: list[RunConfig],
+    privacy: PrivacySettings,
+    options: Any,
+) -> Artifact:
     """What train-private writes for these cells: every head, its hyper-parameters and ledger, n, the noise."""
     records, heads, width = [], [], canaries.mapping.width()
     for epsilon in epsilons:
         cell = Cell(canaries.data, canaries.mapping, width, epsilon, configs, privacy, "fast", "cpu", options)
         for config, run in zip(configs, method.train_cell(cell)):
             key = RunKey(method.name, width, epsilon, config.lr, config.steps, config.batch_size, config.seed)
-            records.append(RunRecord(key=key, event=run.event.to_dict(), epsilon_spent=run.epsilon_spent,
-                                     val_accuracy=np.nan, steps_run=run.head.steps_run, weights=run.head.weights,
-                                     bias=run.head.bias, **RunRecord.headline_of(run.event)))
-            heads.append(ReleasedHead(run.event, run.epsilon_spent, run.batches and (width, epsilon, *run.batches),
-                                      delta=privacy.delta))
-    record = ModelRecord(num_classes=canaries.data.num_classes, n_private=len(canaries.data.private_x),
-                         guarantee=guarantee_of(privacy.unit, privacy.accountant, privacy.delta),
-                         ledger=ModelLedger(clip=privacy.clip),
-                         selection_note="", noise=privacy.noise.describe(),
-                         whole_file=whole_file(heads, privacy.delta, privacy.noise.reproducible))
+            records.append(
+                RunRecord(
+                    key=key,
+                    event=run.event.to_dict(),
+                    epsilon_spent=run.epsilon_spent,
+                    val_accuracy=np.nan,
+                    steps_run=run.head.steps_run,
+                    weights=run.head.weights,
+                    bias=run.head.bias,
+                    **RunRecord.headline_of(run.event),
+                )
+            )
+            heads.append(
+                ReleasedHead(
+                    run.event,
+                    run.epsilon_spent,
+                    run.batches and (width, epsilon, *run.batches),
+                    delta=privacy.delta,
+                )
+            )
+    record = ModelRecord(
+        num_classes=canaries.data.num_classes,
+        n_private=len(canaries.data.private_x),
+        guarantee=guarantee_of(privacy.unit, privacy.accountant, privacy.delta),
+        ledger=ModelLedger(clip=privacy.clip),
+        selection_note="",
+        noise=privacy.noise.describe(),
+        whole_file=whole_file(heads, privacy.delta, privacy.noise.reproducible),
+    )
     return model_artifact(records, {}, np.zeros(width, np.float32), np.ones(width, np.float32), record)
 
 
@@ -162,8 +227,10 @@ class SharedNoise(NoiseSource):
 
 def _released(model: Artifact) -> list[ReleasedHead]:
     """The file's heads as its ledger states them: one Poisson batch sequence per (seed, batch size)."""
-    return [ReleasedHead(event_from_dict(run["event"]), run["spent"], (run["seed"], run["batch_size"]))
-            for run in _heads(model)]
+    return [
+        ReleasedHead(event_from_dict(run["event"]), run["spent"], (run["seed"], run["batch_size"]))
+        for run in _heads(model)
+    ]
 
 
 def _attacks(model: Artifact, canaries: Canaries):
@@ -180,8 +247,11 @@ def _attacks(model: Artifact, canaries: Canaries):
     for i, j in itertools.combinations(by_noise, 2):
         a, b = runs[i], runs[j]
         if (a["seed"], a["batch_size"], a["steps"]) == (b["seed"], b["batch_size"], b["steps"]):
-            yield (f"cancel {_name(a)} − {_name(b)}", [i, j],
-                   _margins(_unit_noise(a, model) - _unit_noise(b, model), canaries))
+            yield (
+                f"cancel {_name(a)} − {_name(b)}",
+                [i, j],
+                _margins(_unit_noise(a, model) - _unit_noise(b, model), canaries),
+            )
 
 
 def _name(run: dict) -> str:
@@ -190,10 +260,22 @@ def _name(run: dict) -> str:
 
 def _heads(model: Artifact) -> list[dict]:
     """Each head as the attacks read it: its run's row and its weights."""
-    return [{"epsilon": row.key.epsilon, "spent": row.epsilon_spent, "sigma": row.noise_multiplier,
-             "rate": row.sample_rate, "lr": row.key.lr, "steps": row.key.steps, "batch_size": row.key.batch_size,
-             "seed": row.key.seed, "k": row.key.k, "event": row.event,
-             "weights": row.weights.astype(np.float64)} for row in run_rows(model)]
+    return [
+        {
+            "epsilon": row.key.epsilon,
+            "spent": row.epsilon_spent,
+            "sigma": row.noise_multiplier,
+            "rate": row.sample_rate,
+            "lr": row.key.lr,
+            "steps": row.key.steps,
+            "batch_size": row.key.batch_size,
+            "seed": row.key.seed,
+            "k": row.key.k,
+            "event": row.event,
+            "weights": row.weights.astype(np.float64),
+        }
+        for row in run_rows(model)
+    ]
 
 
 def _step(run: dict, model: Artifact) -> float:

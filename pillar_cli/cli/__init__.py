@@ -21,25 +21,54 @@ from pillar_cli.version import PROGRAM, __version__
 # name → (module of pillar_cli.cli, function, the line `pillar --help` lists it with). A command's module, and the
 # libraries it needs (torch, scikit-learn, timm, opacus), are imported only when it runs or shows its own help.
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "embed": ("embed", "embed", "Embed a dataset with a frozen backbone into private / public / val / test features."),
-    "fit-pca": ("fit_pca", "fit_pca", "Fit the scaler and principal components on PUBLIC unlabelled embeddings."),
-    "check-assumptions": ("check", "check_assumptions", "Measure ξ_k, margins and eigengaps of the top-k public "
-                          "subspace; recommend k."),
-    "train-private": ("train", "train_private", "Train DP linear classifiers for every (method, k, ε) and "
-                      "hyper-parameter; choose one run per cell."),
+    "embed": (
+        "embed",
+        "embed",
+        "Embed a dataset with a frozen backbone into private / public / val / test features.",
+    ),
+    "fit-pca": (
+        "fit_pca",
+        "fit_pca",
+        "Fit the scaler and principal components on PUBLIC unlabelled embeddings.",
+    ),
+    "check-assumptions": (
+        "check",
+        "check_assumptions",
+        "Measure ξ_k, margins and eigengaps of the top-k public subspace; recommend k.",
+    ),
+    "train-private": (
+        "train",
+        "train_private",
+        "Train DP linear classifiers for every (method, k, ε) and hyper-parameter; choose one run per cell.",
+    ),
     "pretrain": ("finetune", "pretrain", "Train a network WITHOUT privacy on a public labelled split."),
     "finetune": ("finetune", "finetune", "DP-SGD on every weight of a network, for every ε and seed."),
     "gsd": ("gsd", "gsd", "Rank candidate public datasets by GSD to the private data: smaller is closer."),
-    "evaluate": ("evaluate", "evaluate", "Metrics of the model selected per (method, k, ε) on a labelled split."),
-    "report": ("report", "report", "Tables and figures across evaluations: one row per method, one column per "
-               "evaluation and ε."),
+    "evaluate": (
+        "evaluate",
+        "evaluate",
+        "Metrics of the model selected per (method, k, ε) on a labelled split.",
+    ),
+    "report": (
+        "report",
+        "report",
+        "Tables and figures across evaluations: one row per method, one column per evaluation and ε.",
+    ),
     "release": ("release", "release", "Write ONE classifier of a model with its privacy statement."),
     "predict": ("predict", "predict", "Classify new rows or raw inputs with a released classifier."),
     "export": ("export", "export", "Write a released classifier as ONNX, TorchScript or safetensors."),
-    "audit": ("audit", "audit", "Check a guarantee: ledger, canaries, white-box or neighbours (sub-commands)."),
+    "audit": (
+        "audit",
+        "audit",
+        "Check a guarantee: ledger, canaries, white-box or neighbours (sub-commands).",
+    ),
     "inspect": ("inspect", "inspect", "Show an artifact's kind, provenance chain, attributes and datasets."),
     "verify": ("verify", "verify", "Check a release or export: signature, hashes, statement, ε recomputed."),
-    "page": ("page", "page", "One self-contained HTML page of a release: its guarantee, what it means, its accuracy."),
+    "page": (
+        "page",
+        "page",
+        "One self-contained HTML page of a release: its guarantee, what it means, its accuracy.",
+    ),
     "run": ("run", "run", "Run a named pipeline of examples.yaml (or another file)."),
 }
 
@@ -99,10 +128,10 @@ def runnable_commands() -> dict[str, click.Command]:
 app = typer.Typer(
     name=PROGRAM,
     help="Semi-private learning: PILLAR (DP-SGD on public low-rank projections) and Gradient Subspace Distance.\n\n"
-         "Stages exchange HDF5 artifacts: embed → fit-pca → check-assumptions / train-private → evaluate; gsd ranks "
-         "candidate public datasets; pretrain → finetune trains whole networks (the linear probe's comparison); release "
-         "writes one private classifier with its privacy statement, predict applies it to new rows, export writes it "
-         "as ONNX, TorchScript or safetensors.",
+    "Stages exchange HDF5 artifacts: embed → fit-pca → check-assumptions / train-private → evaluate; gsd ranks "
+    "candidate public datasets; pretrain → finetune trains whole networks (the linear probe's comparison); release "
+    "writes one private classifier with its privacy statement, predict applies it to new rows, export writes it "
+    "as ONNX, TorchScript or safetensors.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -118,11 +147,18 @@ def _print_version(asked: bool) -> None:
 
 
 @app.callback()
-def _pillar(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
-                                         help="Print the version and exit."),
-            quiet: bool = typer.Option(False, "--quiet", "-q", envvar="PILLAR_QUIET",
-                                       help="Print results, warnings and errors only: no progress, no notes "
-                                            "(also PILLAR_QUIET=1).")) -> None:
+def _pillar(
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+    ),
+    quiet: bool = typer.Option(
+        False,
+        "--quiet",
+        "-q",
+        envvar="PILLAR_QUIET",
+        help="Print results, warnings and errors only: no progress, no notes (also PILLAR_QUIET=1).",
+    ),
+) -> None:
     """The group's own options (--version, --quiet, --help); its commands come from COMMANDS."""
     from pillar_cli.cli.common import stderr
 

@@ -22,10 +22,12 @@ from pillar_cli.methods.data import PrivacySettings
 from pillar_cli.methods.catalog import DEFAULT_METHOD, auditable, get_method
 from pillar_cli.randomness import NoiseSource
 
-TRAIN_HELP = ("The configuration audited, quoted, in train-private's flags: --method, --k (40), --eps (1), --lr (0.1), "
-              "--steps (500), --batch-size (512; all: every row in every step), --clip (1), --delta (1e-5), "
-              "--accountant (prv), --seed (0), --privacy-unit (row) and the method's own flags; "
-              "--train=--help lists them.")
+TRAIN_HELP = (
+    "The configuration audited, quoted, in train-private's flags: --method, --k (40), --eps (1), --lr (0.1), "
+    "--steps (500), --batch-size (512; all: every row in every step), --clip (1), --delta (1e-5), "
+    "--accountant (prv), --seed (0), --privacy-unit (row) and the method's own flags; "
+    "--train=--help lists them."
+)
 
 
 def show_flags(ctx: typer.Context, value: str) -> str:
@@ -62,8 +64,12 @@ class AuditedConfiguration:
 
     def recorded(self, rows: int) -> dict:
         """What an audit artifact records of the configuration (its batch size resolved)."""
-        return {"method": self.method.name, **({"options": dataclasses.asdict(self.options)} if self.options else {}),
-                **self.flags, "batch_size": self.batch_size or rows}
+        return {
+            "method": self.method.name,
+            **({"options": dataclasses.asdict(self.options)} if self.options else {}),
+            **self.flags,
+            "batch_size": self.batch_size or rows,
+        }
 
 
 @method_flags(auditable())
@@ -75,22 +81,49 @@ def _configuration(
     accountant: str = typer.Option("prv", help="Its accountant."),
     lr: str = typer.Option("0.1", help="Its learning rate (white-box: a comma list: one head per ε and lr)."),
     steps: int = typer.Option(500, help="Its DP-SGD steps."),
-    batch_size: str = typer.Option("512", help="Its expected batch size (scaled with the canaries, so that the "
-                                   "sampling rate stays); all = every row in every step."),
+    batch_size: str = typer.Option(
+        "512",
+        help="Its expected batch size (scaled with the canaries, so that the "
+        "sampling rate stays); all = every row in every step.",
+    ),
     clip: float = typer.Option(1.0, help="Its clipping norm."),
     seed: int = typer.Option(0, help="Seed of the training run and of the canaries."),
-    privacy_unit: str = typer.Option("row", help="The unit it protects: row or person (each person's gradient sum "
-                                     "clipped; the canaries are persons)."),
+    privacy_unit: str = typer.Option(
+        "row",
+        help="The unit it protects: row or person (each person's gradient sum "
+        "clipped; the canaries are persons).",
+    ),
     **method_options: Any,
 ) -> AuditedConfiguration:
     """The configuration an audit trains."""
     audited = get_method(method)
     (k_value,) = int_list(k, "--k", allow_full=True)
     (batch,) = int_list(batch_size, "--batch-size", allow_full=True, word="all")
-    return AuditedConfiguration(audited, audited.make_options(method_options), k_value, float_list(eps, "--eps"),
-                                float_list(lr, "--lr"), steps, batch, delta, accountant, clip, seed, privacy_unit,
-                                {"k": k, "epsilon": eps, "delta": delta, "accountant": accountant, "lr": lr,
-                                 "steps": steps, "clip": clip, "seed": seed, "privacy_unit": privacy_unit})
+    return AuditedConfiguration(
+        audited,
+        audited.make_options(method_options),
+        k_value,
+        float_list(eps, "--eps"),
+        float_list(lr, "--lr"),
+        steps,
+        batch,
+        delta,
+        accountant,
+        clip,
+        seed,
+        privacy_unit,
+        {
+            "k": k,
+            "epsilon": eps,
+            "delta": delta,
+            "accountant": accountant,
+            "lr": lr,
+            "steps": steps,
+            "clip": clip,
+            "seed": seed,
+            "privacy_unit": privacy_unit,
+        },
+    )
 
 
 def audited_configuration(train: str) -> AuditedConfiguration:
@@ -98,8 +131,9 @@ def audited_configuration(train: str) -> AuditedConfiguration:
     single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     single.command("--train", cls=PanelledCommand)(_configuration)
     try:
-        parsed = typer.main.get_command(single).main(shlex.split(train), prog_name="pillar audit … --train",
-                                                     standalone_mode=False)
+        parsed = typer.main.get_command(single).main(
+            shlex.split(train), prog_name="pillar audit … --train", standalone_mode=False
+        )
     except ClickError as err:
         raise UsageError(f"--train: {err.format_message()}", hint="--train=--help lists its flags") from err
     except ValueError as err:  # an unbalanced quote

@@ -40,7 +40,9 @@ class _JsonOutput:
 JSON_OUTPUT = _JsonOutput()
 
 
-INTERRUPTED = threading.Event()  # Ctrl-C or SIGTERM arrived during the running command, even where Python dropped it
+INTERRUPTED = (
+    threading.Event()
+)  # Ctrl-C or SIGTERM arrived during the running command, even where Python dropped it
 
 
 def interrupt(signum: int, frame: object) -> None:
@@ -88,10 +90,15 @@ def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None 
                 _report(f"{where}{err.strerror or err}", None, 3, kwargs.get("as_json"))
                 raise typer.Exit(3) from None
             except KeyboardInterrupt:
-                print("error: interrupted; no artifact was written (existing files are unchanged)", file=sys.stderr)
+                print(
+                    "error: interrupted; no artifact was written (existing files are unchanged)",
+                    file=sys.stderr,
+                )
                 raise typer.Exit(130) from None
             if INTERRUPTED.is_set():  # dropped where it arrived, and no progress step came after it
-                print("error: interrupted as the command finished: what it wrote is complete", file=sys.stderr)
+                print(
+                    "error: interrupted as the command finished: what it wrote is complete", file=sys.stderr
+                )
                 raise typer.Exit(130)
             return result
 
@@ -119,7 +126,6 @@ def _check_number(name: str, value: Any) -> None:
         raise UsageError(f"{param(name)} must be below 2**63 (got {value})")
 
 
-
 # click's base error, from typer's own classes: typer ≥ 0.29 carries its own copy of click
 ClickError = next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == "ClickException")
 
@@ -138,8 +144,12 @@ class OneLineUsageErrors(TyperGroup):
                 sys.exit(err.exit_code)
             ctx = getattr(err, "ctx", None)
             words = kwargs.get("args") or (args[0] if args else None) or sys.argv[1:]
-            _report(err.format_message(), f"see {ctx.command_path} --help" if ctx is not None else None,
-                    err.exit_code, "--json" in words)  # a parser error is one JSON document too under --json
+            _report(
+                err.format_message(),
+                f"see {ctx.command_path} --help" if ctx is not None else None,
+                err.exit_code,
+                "--json" in words,
+            )  # a parser error is one JSON document too under --json
             code = err.exit_code
         except typer.Abort:
             print("error: aborted", file=sys.stderr)

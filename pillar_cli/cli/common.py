@@ -30,13 +30,22 @@ def warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
 
-NoiseSeedOption = typer.Option(None, "--noise-seed", min=0, help="EXPERIMENTS ONLY: draw the noise, sampling "
-                               "and private choices from this seed, so runs repeat exactly. Anyone who reads the "
-                               "seed can remove the noise: the output is labelled NOT differentially private. "
-                               "Default: fresh OS entropy, never stored.")
-NPublicOption = typer.Option(False, "--n-public", help="The number of training rows is public knowledge (a published "
-                             "cohort size): read exactly instead of a noisy count released inside ε; every "
-                             "statement then says the guarantee assumes n known.")
+NoiseSeedOption = typer.Option(
+    None,
+    "--noise-seed",
+    min=0,
+    help="EXPERIMENTS ONLY: draw the noise, sampling "
+    "and private choices from this seed, so runs repeat exactly. Anyone who reads the "
+    "seed can remove the noise: the output is labelled NOT differentially private. "
+    "Default: fresh OS entropy, never stored.",
+)
+NPublicOption = typer.Option(
+    False,
+    "--n-public",
+    help="The number of training rows is public knowledge (a published "
+    "cohort size): read exactly instead of a noisy count released inside ε; every "
+    "statement then says the guarantee assumes n known.",
+)
 
 
 def noise_source(noise_seed: int | None) -> NoiseSource:
@@ -63,7 +72,10 @@ def load_config(ctx: typer.Context, _param: typer.CallbackParam, value: str | No
             close = difflib.get_close_matches(str(key).replace("-", "_"), sorted(known), n=1)
             also = f" (did you mean '{close[0].replace('_', '-')}'?)" if close else ""
             raise typer.BadParameter(f"{value} sets '{key}', which is not an option of this command{also}")
-    ctx.default_map = {**(ctx.default_map or {}), **{k.replace("-", "_"): _as_cli_value(v) for k, v in options.items()}}
+    ctx.default_map = {
+        **(ctx.default_map or {}),
+        **{k.replace("-", "_"): _as_cli_value(v) for k, v in options.items()},
+    }
     return value
 
 
@@ -71,13 +83,24 @@ def _as_cli_value(value: Any) -> Any:
     return ",".join(str(v) for v in value) if isinstance(value, list) else value
 
 
-ConfigOption = typer.Option(None, "--config", help="YAML file of option defaults; explicit flags win.",
-                            is_eager=True, callback=load_config, expose_value=True)
+ConfigOption = typer.Option(
+    None,
+    "--config",
+    help="YAML file of option defaults; explicit flags win.",
+    is_eager=True,
+    callback=load_config,
+    expose_value=True,
+)
 JsonOption = typer.Option(False, "--json", help="Print one JSON document to stdout instead of a table.")
-ForceOption = typer.Option(False, "--force", help="Replace output files that exist (atomically); without it they are "
-                           "refused.")
-SignOption = typer.Option(None, "--sign", help="Sign the output with this elliptic-curve PRIVATE key (PEM; OpenSSF "
-                          "model-signing): the signature is written beside it as OUT.sig; pillar verify --key checks it.")
+ForceOption = typer.Option(
+    False, "--force", help="Replace output files that exist (atomically); without it they are refused."
+)
+SignOption = typer.Option(
+    None,
+    "--sign",
+    help="Sign the output with this elliptic-curve PRIVATE key (PEM; OpenSSF "
+    "model-signing): the signature is written beside it as OUT.sig; pillar verify --key checks it.",
+)
 
 
 def signed_output(out: Path, key: Path | None, inputs: list[str], force: bool, folder: bool = False) -> None:
@@ -106,7 +129,10 @@ def split_list(text: str, option: str) -> list[str]:
 
 def float_list(text: str, option: str) -> list[float]:
     try:
-        return [math.inf if item.lower() in ("inf", "infinity") else float(item) for item in split_list(text, option)]
+        return [
+            math.inf if item.lower() in ("inf", "infinity") else float(item)
+            for item in split_list(text, option)
+        ]
     except ValueError:
         raise UsageError(f"{option} takes comma-separated numbers (or 'inf'); got '{text}'") from None
 
@@ -119,8 +145,9 @@ def float_or_auto_list(text: str, option: str) -> list[str | float]:
         raise UsageError(f"{option} takes comma-separated numbers or 'auto'; got '{text}'") from None
 
 
-def int_list(text: str, option: str, allow_full: bool = False, minimum: int = 1,
-             word: str = "full") -> list[int | None]:
+def int_list(
+    text: str, option: str, allow_full: bool = False, minimum: int = 1, word: str = "full"
+) -> list[int | None]:
     """Comma-separated integers; with `allow_full`, `word` stands for None (e.g. k = full, batch size = all)."""
     values: list[int | None] = []
     for item in split_list(text, option):
@@ -176,7 +203,9 @@ def print_json(document: Any) -> None:
     JSON_OUTPUT.written = True
 
 
-def print_table(title: str, rows: list[dict], columns: list[str], formats: dict[str, str] | None = None) -> None:
+def print_table(
+    title: str, rows: list[dict], columns: list[str], formats: dict[str, str] | None = None
+) -> None:
     """The title goes on its own line: as a table title rich would wrap it to the width of a narrow table. No cell is
     ever cut: piped output (logs, CI, `| less`) gets the whole table whatever its width; a terminal too narrow for it
     gets the rows as lists of `column: value` lines."""
@@ -195,8 +224,12 @@ def print_table(title: str, rows: list[dict], columns: list[str], formats: dict[
         return stdout.print(heading, table)
     stdout.print(heading)
     for number, row in enumerate(cells, start=1):
-        stdout.print(Text.assemble((f"{number}. ", "bold"), "; ".join(f"{column}: {value}"
-                                                                    for column, value in zip(columns, row))))
+        stdout.print(
+            Text.assemble(
+                (f"{number}. ", "bold"),
+                "; ".join(f"{column}: {value}" for column, value in zip(columns, row)),
+            )
+        )
 
 
 def _cell(value: Any, fmt: str | None) -> str:
@@ -220,7 +253,9 @@ def invocation(ctx: typer.Context) -> tuple[list[str], dict[str, Any]]:
     argv, options = ctx.command_path.split(), {}
     for option in ctx.command.params:
         value = ctx.params.get(option.name)
-        if option.name in ("config", "as_json", "resume", "workers", "force", "sign", "key") or value is None:  # no
+        if (
+            option.name in ("config", "as_json", "resume", "workers", "force", "sign", "key") or value is None
+        ):  # no
             # effect on the result (a signing key's path is never written into a file)
             continue
         options[option.name] = _plain(value)
@@ -244,9 +279,16 @@ def parse_shard(text: str) -> tuple[int, int]:
     return int(index), int(count)
 
 
-def save(ctx: typer.Context, out: Path, artifact: artifacts.Artifact,
-         inputs: list[artifacts.InputRef] = ()) -> artifacts.Artifact:
+def save(
+    ctx: typer.Context, out: Path, artifact: artifacts.Artifact, inputs: list[artifacts.InputRef] = ()
+) -> artifacts.Artifact:
     """Write an artifact with this invocation's command line and resolved options as provenance."""
     command, options = invocation(ctx)
-    return artifacts.write(out, artifact, inputs=list(inputs), config=options, command=command,
-                           force=bool(ctx.params.get("force")))
+    return artifacts.write(
+        out,
+        artifact,
+        inputs=list(inputs),
+        config=options,
+        command=command,
+        force=bool(ctx.params.get("force")),
+    )

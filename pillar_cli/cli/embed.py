@@ -40,56 +40,112 @@ def embed(
     source: str = typer.Option("mnist5k", help="Dataset source (see --list-sources)."),
     path: Optional[Path] = typer.Option(None, help="Data on disk, for sources that read files."),
     param: list[str] = typer.Option([], help="Source parameter KEY=VALUE (repeatable), e.g. d=100."),
-    classes: Optional[str] = typer.Option(None, help="The class set, declared: names comma-separated (labels name "
-                                          "them by their text) or a file of one a line. Needed where the source "
-                                          "declares none (npz/h5 without class_names, csv, manifest, webdataset)."),
-    classes_from_labels: bool = typer.Option(False, "--classes-from-labels", help="Read the class set off the labels "
-                                             "of every row: a label only private rows hold then shows in every head "
-                                             "(its statement lists it as not covered)."),
-    limit: Optional[int] = typer.Option(None, min=1, help="Use at most this many rows of each part (those of the "
-                                        "smallest keyed draws: deleting a record may let another in)."),
-    fraction: Optional[float] = typer.Option(None, help="Use this fraction of each part (each row by its own keyed "
-                                             "draw; PCAM: 0.125)."),
+    classes: Optional[str] = typer.Option(
+        None,
+        help="The class set, declared: names comma-separated (labels name "
+        "them by their text) or a file of one a line. Needed where the source "
+        "declares none (npz/h5 without class_names, csv, manifest, webdataset).",
+    ),
+    classes_from_labels: bool = typer.Option(
+        False,
+        "--classes-from-labels",
+        help="Read the class set off the labels "
+        "of every row: a label only private rows hold then shows in every head "
+        "(its statement lists it as not covered).",
+    ),
+    limit: Optional[int] = typer.Option(
+        None,
+        min=1,
+        help="Use at most this many rows of each part (those of the "
+        "smallest keyed draws: deleting a record may let another in).",
+    ),
+    fraction: Optional[float] = typer.Option(
+        None, help="Use this fraction of each part (each row by its own keyed draw; PCAM: 0.125)."
+    ),
     backbone: str = typer.Option("pixels", help="Registered backbone or any timm model name."),
-    weights: Optional[Path] = typer.Option(None, help="Local state dict, checkpoint or .safetensors for the backbone."),
-    trust_checkpoint: bool = typer.Option(False, "--trust-checkpoint", help="Allow full unpickling of --weights "
-                                          "(Lightning checkpoints may need it; runs code from the file: trusted only)."),
-    pretrained: bool = typer.Option(True, help="Use the backbone's pretrained weights (--no-pretrained: random)."),
-    resize: Optional[int] = typer.Option(None, help="Resize the short side to this (default: backbone's config)."),
+    weights: Optional[Path] = typer.Option(
+        None, help="Local state dict, checkpoint or .safetensors for the backbone."
+    ),
+    trust_checkpoint: bool = typer.Option(
+        False,
+        "--trust-checkpoint",
+        help="Allow full unpickling of --weights "
+        "(Lightning checkpoints may need it; runs code from the file: trusted only).",
+    ),
+    pretrained: bool = typer.Option(
+        True, help="Use the backbone's pretrained weights (--no-pretrained: random)."
+    ),
+    resize: Optional[int] = typer.Option(
+        None, help="Resize the short side to this (default: backbone's config)."
+    ),
     crop: Optional[int] = typer.Option(None, help="Centre-crop size (default: backbone's input size)."),
-    public_fraction: Optional[float] = typer.Option(None, help="Fraction of the train part used as PUBLIC unlabelled "
-                                                    "data, without protection (default 0.1; a source naming persons: "
-                                                    "only when given)."),
+    public_fraction: Optional[float] = typer.Option(
+        None,
+        help="Fraction of the train part used as PUBLIC unlabelled "
+        "data, without protection (default 0.1; a source naming persons: "
+        "only when given).",
+    ),
     val_fraction: float = typer.Option(0.1, help="Fraction of the train part held out for validation."),
     test_fraction: float = typer.Option(0.2, help="Test fraction, for sources without their own test split."),
-    no_public_split: bool = typer.Option(False, "--no-public-split", help="Allow an artifact without public rows "
-                                         "(an evaluation-only set, e.g. --test-fraction 1)."),
-    seed: int = typer.Option(0, help="Public seed of the split, keying each row's draw (and of synthetic sources)."),
+    no_public_split: bool = typer.Option(
+        False,
+        "--no-public-split",
+        help="Allow an artifact without public rows (an evaluation-only set, e.g. --test-fraction 1).",
+    ),
+    seed: int = typer.Option(
+        0, help="Public seed of the split, keying each row's draw (and of synthetic sources)."
+    ),
     batch_size: int = typer.Option(256, min=1, help="Images per forward pass."),
-    workers: Optional[int] = typer.Option(None, min=0, help="DataLoader worker processes decoding images ahead of "
-                                          "the model (default: one per core for image files and lazily read "
-                                          "sources, 0 for arrays in memory). The artifact does not depend on it."),
+    workers: Optional[int] = typer.Option(
+        None,
+        min=0,
+        help="DataLoader worker processes decoding images ahead of "
+        "the model (default: one per core for image files and lazily read "
+        "sources, 0 for arrays in memory). The artifact does not depend on it.",
+    ),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUT.partial."),
     device: str = typer.Option("auto", help="auto, cpu, cuda, cuda:1, ..."),
     precision: str = typer.Option("auto", help="auto (bf16 autocast on CUDA, fp32 on CPU), fp32 or bf16."),
-    runtime: str = typer.Option("auto", help="What runs a timm backbone: auto (ONNX Runtime for fp32 on the CPU when "
-                                "onnxruntime is installed: the same features, 1.6-3x faster; else torch), torch, or "
-                                "onnxruntime."),
-    shard: str = typer.Option("0/1", help="Embed only shard i of n (i/n); merge the shard files with --merge. "
-                                          "Under torchrun every rank takes its shard and rank 0 merges."),
+    runtime: str = typer.Option(
+        "auto",
+        help="What runs a timm backbone: auto (ONNX Runtime for fp32 on the CPU when "
+        "onnxruntime is installed: the same features, 1.6-3x faster; else torch), torch, or "
+        "onnxruntime.",
+    ),
+    shard: str = typer.Option(
+        "0/1",
+        help="Embed only shard i of n (i/n); merge the shard files with --merge. "
+        "Under torchrun every rank takes its shard and rank 0 merges.",
+    ),
     merge: bool = typer.Option(False, "--merge", help="Merge the shard files given as arguments into --out."),
-    engine: str = typer.Option("local", help="local (this process; torchrun ranks) or ray: a Ray Data pipeline on a "
-                               "cluster (images decoded by CPU tasks, the backbone in a pool of actors, a GPU each "
-                               "where it has GPUs), the features written into --out here."),
-    address: Optional[str] = typer.Option(None, help="With --engine ray: the cluster (ray://HOST:10001 or HOST:6379; "
-                                          "default: a local Ray instance)."),
-    actors: Optional[int] = typer.Option(None, min=1, help="With --engine ray: backbone actors (default: one a GPU of "
-                                         "the cluster, else one a CPU but one, left to decoding)."),
-    shard_files: Optional[list[Path]] = typer.Argument(None, help="With --merge: the shard files to merge.",
-                                                       show_default=False),
-    skip_bad: bool = typer.Option(False, "--skip-bad", help="Drop image files that cannot be decoded (listed in the "
-                                  "artifact as skipped_files) instead of stopping at the first."),
-    list_backbones: bool = typer.Option(False, "--list-backbones", help="Show the backbone registry and exit."),
+    engine: str = typer.Option(
+        "local",
+        help="local (this process; torchrun ranks) or ray: a Ray Data pipeline on a "
+        "cluster (images decoded by CPU tasks, the backbone in a pool of actors, a GPU each "
+        "where it has GPUs), the features written into --out here.",
+    ),
+    address: Optional[str] = typer.Option(
+        None,
+        help="With --engine ray: the cluster (ray://HOST:10001 or HOST:6379; default: a local Ray instance).",
+    ),
+    actors: Optional[int] = typer.Option(
+        None,
+        min=1,
+        help="With --engine ray: backbone actors (default: one a GPU of "
+        "the cluster, else one a CPU but one, left to decoding).",
+    ),
+    shard_files: Optional[list[Path]] = typer.Argument(
+        None, help="With --merge: the shard files to merge.", show_default=False
+    ),
+    skip_bad: bool = typer.Option(
+        False,
+        "--skip-bad",
+        help="Drop image files that cannot be decoded (listed in the "
+        "artifact as skipped_files) instead of stopping at the first.",
+    ),
+    list_backbones: bool = typer.Option(
+        False, "--list-backbones", help="Show the backbone registry and exit."
+    ),
     list_sources: bool = typer.Option(False, "--list-sources", help="Show the dataset sources and exit."),
     config: Optional[str] = ConfigOption,
     force: bool = ForceOption,
@@ -105,7 +161,9 @@ def embed(
     --address ray://head:10001 -o emb.h5
     """
     if list_backbones or list_sources:
-        return _list(BACKBONES if list_backbones else SOURCES, "backbones" if list_backbones else "sources", as_json)
+        return _list(
+            BACKBONES if list_backbones else SOURCES, "backbones" if list_backbones else "sources", as_json
+        )
     if out is None:
         raise UsageError("missing -o/--out: where to write the embeddings artifact")
     if merge or shard_files:
@@ -114,16 +172,27 @@ def embed(
         return _embed_on_ray(ctx, out, engine, address, actors)
     distributed, shard_spec, target = _placement(out, shard, force)
     if skip_bad and shard_spec[1] > 1:
-        raise UsageError("--skip-bad drops rows from the splits, which shards of one embedding must not do",
-                         hint="embed without --shard (or torchrun), or without --skip-bad")
+        raise UsageError(
+            "--skip-bad drops rows from the splits, which shards of one embedding must not do",
+            hint="embed without --shard (or torchrun), or without --skip-bad",
+        )
     request = EmbedRequest.from_options(ctx.params, parse_params(param))
     dataset = request.dataset()
     job = EmbeddingJob.of(dataset, request.plan, shard_spec)
     embedder = request.embedder(job.dataset.inputs.shape[1:], rank_device(device, distributed))
-    with progress_bar(f"embedding with {backbone}", sum(len(ids) for ids in job.rows.values()), "images") as advance:
-        job.run(embedder, target, invocation(ctx)[1], lambda artifact: save(ctx, target, artifact),
-                batch_size=batch_size, workers=default_workers(dataset) if workers is None else workers,
-                resume=resume, on_batch=advance)
+    with progress_bar(
+        f"embedding with {backbone}", sum(len(ids) for ids in job.rows.values()), "images"
+    ) as advance:
+        job.run(
+            embedder,
+            target,
+            invocation(ctx)[1],
+            lambda artifact: save(ctx, target, artifact),
+            batch_size=batch_size,
+            workers=default_workers(dataset) if workers is None else workers,
+            resume=resume,
+            on_batch=advance,
+        )
     if distributed is not None:  # rank 0 merges the ranks' files and reports the merged artifact
         if not merge_ranks(out, *distributed, lambda path, merged: save(ctx, path, merged)):
             return
@@ -131,23 +200,37 @@ def embed(
     _report(target, job, source, backbone, embedder.feature_dim, as_json)
 
 
-def _embed_on_ray(ctx: typer.Context, out: Path, engine: str, address: str | None, actors: int | None) -> None:
+def _embed_on_ray(
+    ctx: typer.Context, out: Path, engine: str, address: str | None, actors: int | None
+) -> None:
     """--engine ray: the rows embedded by a Ray Data pipeline, written here (embedding/ray_engine.py)."""
     options = ctx.params
     if engine != "ray":
         raise UsageError(f"--engine takes local or ray; got '{engine}'")
     if torchrun_shard() or options["shard"] != "0/1" or options["resume"] or options["skip_bad"]:
-        raise UsageError("--engine ray embeds every row in one pipeline: without --shard, --resume, --skip-bad or "
-                         "torchrun")
+        raise UsageError(
+            "--engine ray embeds every row in one pipeline: without --shard, --resume, --skip-bad or torchrun"
+        )
     check_output(out, force=options["force"])
     from pillar_cli.embedding.ray_engine import embed_on_ray  # Ray: only to run on it
 
     request = EmbedRequest.from_options(options, parse_params(options["param"]))
     job = EmbeddingJob.of(request.dataset(), request.plan)
-    with progress_bar(f"embedding with {request.backbone} on Ray", sum(map(len, job.rows.values())), "images") as seen:
-        written = embed_on_ray(request, job, invocation(ctx)[1], out, lambda artifact: save(ctx, out, artifact),
-                               address=address, actors=actors, device=options["device"],
-                               batch_size=options["batch_size"], on_rows=seen)
+    with progress_bar(
+        f"embedding with {request.backbone} on Ray", sum(map(len, job.rows.values())), "images"
+    ) as seen:
+        written = embed_on_ray(
+            request,
+            job,
+            invocation(ctx)[1],
+            out,
+            lambda artifact: save(ctx, out, artifact),
+            address=address,
+            actors=actors,
+            device=options["device"],
+            batch_size=options["batch_size"],
+            on_rows=seen,
+        )
     _report(out, job, request.source, request.backbone, written.attrs["feature_dim"], options["as_json"])
 
 
@@ -169,29 +252,52 @@ def _list(registry: dict, what: str, as_json: bool) -> None:
 
 
 def _report(target: Path, job: EmbeddingJob, source: str, backbone: str, dim: int, as_json: bool) -> None:
-    rows = [{"split": name, "rows": len(ids), "labelled": name != "public", "dim": dim}
-            for name, ids in job.rows.items()]
+    rows = [
+        {"split": name, "rows": len(ids), "labelled": name != "public", "dim": dim}
+        for name, ids in job.rows.items()
+    ]
     public = len(job.splits.get("public", ()))  # public: each row's draw is its own (or its person's)
     if public:
-        warn(f"{public:,} records of your own source make the public split: they are used without protection "
-             "(every statement made from this file says so)")
+        warn(
+            f"{public:,} records of your own source make the public split: they are used without protection "
+            "(every statement made from this file says so)"
+        )
     if as_json:
-        return print_json({"output": str(target), "backbone": backbone, "source": source, "splits": rows,
-                           "shard": list(job.shard), "unprotected_public_records": public})
+        return print_json(
+            {
+                "output": str(target),
+                "backbone": backbone,
+                "source": source,
+                "splits": rows,
+                "shard": list(job.shard),
+                "unprotected_public_records": public,
+            }
+        )
     what = f"{target}" if job.shard[1] == 1 else f"{target} (shard {job.shard[0]}/{job.shard[1]})"
     print_table(f"{what}: {source} embedded with {backbone}", rows, ["split", "rows", "labelled", "dim"])
 
 
 def _merge(out: Path, shard_files: list[Path], merge: bool, force: bool, as_json: bool) -> None:
     if not (merge and shard_files):
-        raise UsageError("--merge takes the shard files as arguments: pillar embed --merge part*.h5 -o emb.h5")
+        raise UsageError(
+            "--merge takes the shard files as arguments: pillar embed --merge part*.h5 -o emb.h5"
+        )
     check_output(out, shard_files, force=force)
     shards = [artifacts.read(path, SHARD_KIND) for path in shard_files]
     command = [PROGRAM, "embed", "--merge", *map(str, shard_files), "--out", str(out)]
-    artifacts.write(out, merge_shards(shards), inputs=[shard.ref() for shard in shards],
-                    config={"merge": [str(p) for p in shard_files]}, command=command, force=force)
+    artifacts.write(
+        out,
+        merge_shards(shards),
+        inputs=[shard.ref() for shard in shards],
+        config={"merge": [str(p) for p in shard_files]},
+        command=command,
+        force=force,
+    )
     sizes = ShardHeader.of(shards[0]).split_sizes
     if as_json:
         return print_json({"output": str(out), "shards": [str(p) for p in shard_files], "split_sizes": sizes})
-    print_table(f"{out}: {len(shards)} shards merged", [{"split": k, "rows": v} for k, v in sizes.items()],
-                ["split", "rows"])
+    print_table(
+        f"{out}: {len(shards)} shards merged",
+        [{"split": k, "rows": v} for k, v in sizes.items()],
+        ["split", "rows"],
+    )

@@ -28,15 +28,23 @@ from pillar_cli.reporting.tables import mean_and_std, rows_to_csv, rows_to_markd
 @cli_errors
 def evaluate(
     ctx: typer.Context,
-    models: list[Path] = typer.Argument(..., help="Model artifact(s) from train-private; several = shards, merged."),
-    embeddings: str = typer.Option(..., "--embeddings", "-e", help="Embeddings FILE:SPLIT (default split: test)."),
+    models: list[Path] = typer.Argument(
+        ..., help="Model artifact(s) from train-private; several = shards, merged."
+    ),
+    embeddings: str = typer.Option(
+        ..., "--embeddings", "-e", help="Embeddings FILE:SPLIT (default split: test)."
+    ),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Evaluation artifact to write."),
     plot: Optional[Path] = typer.Option(None, help="PNG: accuracy vs k, one line per (method, ε)."),
     csv: Optional[Path] = typer.Option(None, "--csv", help="CSV table, one row per (method, k, ε)."),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Markdown report."),
-    allow_overlap: bool = typer.Option(False, "--allow-overlap", help="Evaluate on a split that shares rows with "
-                                       "what the model was trained or selected on (recorded, and printed in every "
-                                       "table)."),
+    allow_overlap: bool = typer.Option(
+        False,
+        "--allow-overlap",
+        help="Evaluate on a split that shares rows with "
+        "what the model was trained or selected on (recorded, and printed in every "
+        "table).",
+    ),
     force: bool = ForceOption,
     as_json: bool = JsonOption,
     config: Optional[str] = ConfigOption,
@@ -71,10 +79,26 @@ def _write_outputs(result: Evaluation, csv: Path | None, markdown: Path | None, 
 
 def _report(result: Evaluation, as_json: bool) -> None:
     if as_json:
-        return print_json({"rows": result.rows, "split": result.split, "title": result.title, "notes": result.notes})
+        return print_json(
+            {"rows": result.rows, "split": result.split, "title": result.title, "notes": result.notes}
+        )
     table = [dict(r, accuracy=mean_and_std(r, "accuracy")) for r in result.rows]
-    columns = ["method", "k", "epsilon", "accuracy", "balanced_accuracy_mean", "macro_f1_mean", "seeds", "epsilon_spent"]
+    columns = [
+        "method",
+        "k",
+        "epsilon",
+        "accuracy",
+        "balanced_accuracy_mean",
+        "macro_f1_mean",
+        "seeds",
+        "epsilon_spent",
+    ]
     if any(r["roc_auc_mean"] is not None for r in result.rows):
         columns.insert(6, "roc_auc_mean")
-    print_table(result.title, table, columns, {c: ".4f" for c in ("balanced_accuracy_mean", "macro_f1_mean",
-                                                                  "roc_auc_mean")} | {"epsilon_spent": ".4g"})
+    print_table(
+        result.title,
+        table,
+        columns,
+        {c: ".4f" for c in ("balanced_accuracy_mean", "macro_f1_mean", "roc_auc_mean")}
+        | {"epsilon_spent": ".4g"},
+    )

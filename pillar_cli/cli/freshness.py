@@ -24,8 +24,18 @@ from pillar_cli.cli.common import invocation
 from pillar_cli.errors import PillarError
 
 RUN, SKIP, RERUN = "run", "skip", "rerun"
-OUTPUTS = ("out", "plot", "csv", "markdown", "plot_xi", "plot_spectrum", "methods_plot", "fraction_plot",
-           "public_plot", "dimension_plot")  # the parameters that name what a command writes
+OUTPUTS = (
+    "out",
+    "plot",
+    "csv",
+    "markdown",
+    "plot_xi",
+    "plot_spectrum",
+    "methods_plot",
+    "fraction_plot",
+    "public_plot",
+    "dimension_plot",
+)  # the parameters that name what a command writes
 
 
 def step_files(command: click.Command, argv: list[str]) -> tuple[list[Path], list[Path]] | None:
@@ -66,8 +76,10 @@ def step_state(command: click.Command, argv: list[str], recorded: dict | None = 
 
 
 def _against_lock(recorded: dict, inputs: list[Path], outputs: list[Path]) -> tuple[str, str]:
-    for role, paths, what in (("outputs", outputs, "its output {} was changed since it was written"),
-                              ("inputs", inputs, "its input {} changed since it last ran")):
+    for role, paths, what in (
+        ("outputs", outputs, "its output {} was changed since it was written"),
+        ("inputs", inputs, "its input {} changed since it last ran"),
+    ):
         known = recorded.get(role, {})
         for path in paths:
             if str(path) not in known or not same_file(path, known[str(path)]):
@@ -135,8 +147,10 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-WORKING_FILE = ("working file: the size, modification time and sha256 of every file each step read and wrote, your "
-                "data among them; keep it beside your data: do not share or commit it")
+WORKING_FILE = (
+    "working file: the size, modification time and sha256 of every file each step read and wrote, your "
+    "data among them; keep it beside your data: do not share or commit it"
+)
 
 
 class RunLock:
@@ -150,16 +164,21 @@ class RunLock:
             entries = json.loads(path.read_text()).get(pipeline, {})
         except (OSError, ValueError, AttributeError):
             entries = {}
-        self.entries = {argv: entry for argv, entry in entries.items() if _readable(entry)} \
-            if isinstance(entries, dict) else {}  # an entry of another shape (edited by hand) is as if not recorded
+        self.entries = (
+            {argv: entry for argv, entry in entries.items() if _readable(entry)}
+            if isinstance(entries, dict)
+            else {}
+        )  # an entry of another shape (edited by hand) is as if not recorded
 
     def get(self, argv: list[str]) -> dict | None:
         return self.entries.get(" ".join(argv))
 
     def record(self, argv: list[str], inputs: list[Path], outputs: list[Path]) -> None:
         """The step's files as they are now, written at once (a later failing step keeps what ran)."""
-        self.entries[" ".join(argv)] = {"inputs": {str(p): file_state(p) for p in inputs if p.exists()},
-                                        "outputs": {str(p): file_state(p) for p in outputs if p.exists()}}
+        self.entries[" ".join(argv)] = {
+            "inputs": {str(p): file_state(p) for p in inputs if p.exists()},
+            "outputs": {str(p): file_state(p) for p in outputs if p.exists()},
+        }
         try:
             document = json.loads(self.path.read_text()) if self.path.exists() else {}
         except (OSError, ValueError):
@@ -178,4 +197,5 @@ def _readable(entry: object) -> bool:
     """A step's record as `record` writes it: inputs and outputs, each a mapping of paths to file states."""
     return isinstance(entry, dict) and all(
         isinstance(entry.get(role), dict) and all(isinstance(state, dict) for state in entry[role].values())
-        for role in ("inputs", "outputs"))
+        for role in ("inputs", "outputs")
+    )

@@ -14,31 +14,159 @@ import inspect
 
 from typer.core import TyperCommand
 
-PANEL_ORDER = ("Arguments", "Inputs", "Model", "Privacy", "Training", "Selection", "Method options", "Running",
-               "Output")
+PANEL_ORDER = (
+    "Arguments",
+    "Inputs",
+    "Model",
+    "Privacy",
+    "Training",
+    "Selection",
+    "Method options",
+    "Running",
+    "Output",
+)
 
 _PANEL_OF_NAME = {
-    "Inputs": ("config", "source", "path", "param", "param_", "classes", "classes_from_labels", "limit", "fraction",
-               "public_fraction", "val_fraction",
-               "test_fraction", "no_public_split", "projection", "public_from", "allow_nonprivate_choice",
-               "weights", "trust_checkpoint", "pretrained", "warm_start", "public_labelled", "other_public",
-               "private_fraction", "embeddings", "allow_overlap", "ledger", "private", "public", "probe_weights",
-               "var", "key", "signature", "evaluation", "audit"),
-    "Model": ("backbone", "resize", "crop", "precision", "method", "k", "k_max", "ridge", "standardize",
-              "second_moment", "components", "arch", "probe", "trainable", "probe_size", "probe_bias",
-              "normalize_rows", "max_samples", "mode", "pairs", "xi_threshold", "fmt", "features_only"),
-    "Privacy": ("eps", "max_tpr", "at_fpr", "delta", "n_public", "accountant", "clip", "noise_seed", "dp_eps",
-                "dp_delta", "dp_mechanism",
-                "gibbs_sweeps", "allow_private_labels", "alpha", "beta", "canaries", "guesses", "confidence",
-                "white_box", "plant", "neighbours", "train", "fit_pca", "export", "runs", "remove_row", "privacy_unit",
-                "canary_rows", "remove_person"),
-    "Training": ("lr", "steps", "batch_size", "momentum", "weight_decay", "ema", "seed", "engine",
-                 "grad_sample_mode", "max_physical_batch"),
+    "Inputs": (
+        "config",
+        "source",
+        "path",
+        "param",
+        "param_",
+        "classes",
+        "classes_from_labels",
+        "limit",
+        "fraction",
+        "public_fraction",
+        "val_fraction",
+        "test_fraction",
+        "no_public_split",
+        "projection",
+        "public_from",
+        "allow_nonprivate_choice",
+        "weights",
+        "trust_checkpoint",
+        "pretrained",
+        "warm_start",
+        "public_labelled",
+        "other_public",
+        "private_fraction",
+        "embeddings",
+        "allow_overlap",
+        "ledger",
+        "private",
+        "public",
+        "probe_weights",
+        "var",
+        "key",
+        "signature",
+        "evaluation",
+        "audit",
+    ),
+    "Model": (
+        "backbone",
+        "resize",
+        "crop",
+        "precision",
+        "method",
+        "k",
+        "k_max",
+        "ridge",
+        "standardize",
+        "second_moment",
+        "components",
+        "arch",
+        "probe",
+        "trainable",
+        "probe_size",
+        "probe_bias",
+        "normalize_rows",
+        "max_samples",
+        "mode",
+        "pairs",
+        "xi_threshold",
+        "fmt",
+        "features_only",
+    ),
+    "Privacy": (
+        "eps",
+        "max_tpr",
+        "at_fpr",
+        "delta",
+        "n_public",
+        "accountant",
+        "clip",
+        "noise_seed",
+        "dp_eps",
+        "dp_delta",
+        "dp_mechanism",
+        "gibbs_sweeps",
+        "allow_private_labels",
+        "alpha",
+        "beta",
+        "canaries",
+        "guesses",
+        "confidence",
+        "white_box",
+        "plant",
+        "neighbours",
+        "train",
+        "fit_pca",
+        "export",
+        "runs",
+        "remove_row",
+        "privacy_unit",
+        "canary_rows",
+        "remove_person",
+    ),
+    "Training": (
+        "lr",
+        "steps",
+        "batch_size",
+        "momentum",
+        "weight_decay",
+        "ema",
+        "seed",
+        "engine",
+        "grad_sample_mode",
+        "max_physical_batch",
+    ),
     "Selection": ("select", "trials", "trials_shape", "score_share", "val", "cell"),
-    "Running": ("device", "workers", "shard", "merge", "engine", "address", "actors", "resume", "skip_bad", "verify",
-                "list_backbones", "list_sources", "workdir", "runtime", "list_pipelines", "dry_run"),
-    "Output": ("out", "force", "as_json", "plot", "csv", "markdown", "plot_xi", "plot_spectrum", "methods_plot",
-               "fraction_plot", "public_plot", "dimension_plot", "by_cell", "help", "sign"),
+    "Running": (
+        "device",
+        "workers",
+        "shard",
+        "merge",
+        "engine",
+        "address",
+        "actors",
+        "resume",
+        "skip_bad",
+        "verify",
+        "list_backbones",
+        "list_sources",
+        "workdir",
+        "runtime",
+        "list_pipelines",
+        "dry_run",
+    ),
+    "Output": (
+        "out",
+        "force",
+        "as_json",
+        "plot",
+        "csv",
+        "markdown",
+        "plot_xi",
+        "plot_spectrum",
+        "methods_plot",
+        "fraction_plot",
+        "public_plot",
+        "dimension_plot",
+        "by_cell",
+        "help",
+        "sign",
+    ),
 }
 PANEL_OF = {name: panel for panel, names in _PANEL_OF_NAME.items() for name in names}
 
@@ -58,7 +186,9 @@ class PanelledCommand(TyperCommand):
 
     def format_help_text(self, ctx, formatter) -> None:
         paragraphs = inspect.cleandoc(self.help or "").partition("\f")[0].split("\n\n")
-        width = max(formatter.width - formatter.current_indent - 2, 40)  # inside the indentation written below
+        width = max(
+            formatter.width - formatter.current_indent - 2, 40
+        )  # inside the indentation written below
         text = "\n\n".join(shell_lines(p, width) if p.startswith("Example:") else p for p in paragraphs)
         if text:
             formatter.write_paragraph()
@@ -71,7 +201,9 @@ class PanelledCommand(TyperCommand):
             record = parameter.get_help_record(ctx)
             if record is not None:
                 panels.setdefault(panel_of(parameter) or "Options", []).append(record)
-        for panel in sorted(panels, key=lambda p: PANEL_ORDER.index(p) if p in PANEL_ORDER else len(PANEL_ORDER)):
+        for panel in sorted(
+            panels, key=lambda p: PANEL_ORDER.index(p) if p in PANEL_ORDER else len(PANEL_ORDER)
+        ):
             with formatter.section(panel):
                 formatter.write_dl(panels[panel])
 

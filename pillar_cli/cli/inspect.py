@@ -22,15 +22,24 @@ from pillar_cli.release.exported import exported_format, read_export_metadata
 from pillar_cli.release.signing import Trust, trust_of
 
 _LONG = 300
-_GUARANTEE_STYLE = {NOT_PRIVATE: "[bold red]{}[/bold red]", NOISE: "{}", WHOLE_FILE: "[yellow]{}[/yellow]", COUNT: "{}",
-                     RELEASE: "[green]{}[/green]"}
+_GUARANTEE_STYLE = {
+    NOT_PRIVATE: "[bold red]{}[/bold red]",
+    NOISE: "{}",
+    WHOLE_FILE: "[yellow]{}[/yellow]",
+    COUNT: "{}",
+    RELEASE: "[green]{}[/green]",
+}
 
 
 @cli_errors
 def inspect(
     path: Path = typer.Argument(..., help="Any pillar artifact, or a classifier exported by pillar export."),
-    verify: bool = typer.Option(False, "--verify", help="Also rehash every ancestor's arrays (reads them whole): "
-                                "flags files edited after they were written."),
+    verify: bool = typer.Option(
+        False,
+        "--verify",
+        help="Also rehash every ancestor's arrays (reads them whole): "
+        "flags files edited after they were written.",
+    ),
     key: Optional[Path] = KeyOption,
     as_json: bool = JsonOption,
     config: Optional[str] = ConfigOption,
@@ -54,9 +63,14 @@ def inspect(
     if artifact.kind == "classifier":
         document["signature"] = _signature(trust_of(path, key))
     if "selection_ledger" in artifact.attrs:
-        document["selection_check"] = [{**_cell(record), "epsilon": record["epsilon"],
-                                        "recomputed_epsilon": recorded_selection_epsilon(record)}
-                                       for record in artifact.attrs["selection_ledger"]["selections"]]
+        document["selection_check"] = [
+            {
+                **_cell(record),
+                "epsilon": record["epsilon"],
+                "recomputed_epsilon": recorded_selection_epsilon(record),
+            }
+            for record in artifact.attrs["selection_ledger"]["selections"]
+        ]
     if as_json:
         return print_json(document)
     stdout.print(_tree(document))
@@ -82,28 +96,40 @@ def _exported(path: Path, fmt: str, trust: Trust, as_json: bool) -> None:
 
 
 def _tree(document: dict) -> Tree:
-    tree = Tree(f"[bold]{document['path']}[/bold]: {document['kind']} (schema {document['schema_version']}, pillar "
-                f"{document['pillar_version']}, {document['created_at']})")
+    tree = Tree(
+        f"[bold]{document['path']}[/bold]: {document['kind']} (schema {document['schema_version']}, pillar "
+        f"{document['pillar_version']}, {document['created_at']})"
+    )
     tree.add(f"content hash {document['content_hash'][:16]}…")
     if "signature" in document:
         tree.add(_trust_text(Trust(**document["signature"])))
-    if document["kind"] == "classifier" and (sentence := Statement.from_attrs(document["attrs"]["privacy"])
-                                             .risk_sentence):
+    if document["kind"] == "classifier" and (
+        sentence := Statement.from_attrs(document["attrs"]["privacy"]).risk_sentence
+    ):
         tree.add(f"what it means: {sentence}")
     tree.add("command: " + " ".join(document["command"]))
-    tree.add(("[yellow]{}[/yellow]" if document["sharing"].startswith("working") else "{}").format(document["sharing"]))
+    tree.add(
+        ("[yellow]{}[/yellow]" if document["sharing"].startswith("working") else "{}").format(
+            document["sharing"]
+        )
+    )
     for note in document["guarantee"]:
         tree.add(_GUARANTEE_STYLE[note["level"]].format(note["text"]))
     parents = {0: tree.add("provenance chain (inputs, their inputs, …)")}
-    flag = {"ok": " [green]verified[/green]" if document["verified"] else "",
-            "changed": " [red]CHANGED since consumed[/red]", "modified": " [red]MODIFIED after it was written[/red]",
-            "missing": " [yellow]missing[/yellow]", "withheld": ""}
+    flag = {
+        "ok": " [green]verified[/green]" if document["verified"] else "",
+        "changed": " [red]CHANGED since consumed[/red]",
+        "modified": " [red]MODIFIED after it was written[/red]",
+        "missing": " [yellow]missing[/yellow]",
+        "withheld": "",
+    }
     for link in document["chain"]:
         parents[link["depth"]] = parents[link["depth"] - 1].add(
             f"{link['path']}{':' + link['split'] if link['split'] else ''} ({link['kind']}, "
             + (f"{link['content_hash'][:16]}…" if link["content_hash"] else "no hash: it holds private rows")
             + f"){flag[link['status']]}"
-            + (f"\n  made by: {' '.join(link['command'])}" if link["command"] else ""))
+            + (f"\n  made by: {' '.join(link['command'])}" if link["command"] else "")
+        )
     attrs = tree.add("attributes")
     for key, value in document["attrs"].items():
         text = str(value)
@@ -131,23 +157,37 @@ def _cell(record: dict) -> dict:
 def _ledger(tree: Tree, document: dict) -> None:
     """Every accounted selection's DP events, and its ε recomputed from them alone."""
     ledger = tree.add("privacy ledger: accounted selections (ε recomputed from the recorded events)")
-    for record, check in zip(document["attrs"]["selection_ledger"]["selections"], document["selection_check"]):
+    for record, check in zip(
+        document["attrs"]["selection_ledger"]["selections"], document["selection_check"]
+    ):
         count, trial = record["trial_count"], record["trial"]
         ok = math.isclose(check["recomputed_epsilon"], record["epsilon"], rel_tol=1e-6)
-        node = ledger.add(f"{record['method']} k={record['k']} ε={record['epsilon_target']:g} seed {record['seed']}: "
-                          f"ε = {record['epsilon']:.4g} at δ = {record['delta']:g}, recomputed "
-                          f"{check['recomputed_epsilon']:.4g} " + ("[green]✓[/green]" if ok else "[red]MISMATCH[/red]"))
-        node.add(f"trials: {count['distribution']} of mean {count['mean']:g} (how many ran is secret, not recorded)")
+        node = ledger.add(
+            f"{record['method']} k={record['k']} ε={record['epsilon_target']:g} seed {record['seed']}: "
+            f"ε = {record['epsilon']:.4g} at δ = {record['delta']:g}, recomputed "
+            f"{check['recomputed_epsilon']:.4g} " + ("[green]✓[/green]" if ok else "[red]MISMATCH[/red]")
+        )
+        node.add(
+            f"trials: {count['distribution']} of mean {count['mean']:g} (how many ran is secret, not recorded)"
+        )
         for candidate in trial["candidates"]:
-            node.add(f"candidate lr {candidate['lr']:g} steps {candidate['steps']} batch {candidate['batch_size']}"
-                     f"{'' if candidate['ridge'] is None else ' ridge ' + format(candidate['ridge'], 'g')}")
-        event = event_from_dict(record["event"])  # repeat-and-select of (one of, score), after the row count's
-        *counted, selection = event.events if isinstance(event, ComposedEvent) else (event,)  # release if it read one
+            node.add(
+                f"candidate lr {candidate['lr']:g} steps {candidate['steps']} batch {candidate['batch_size']}"
+                f"{'' if candidate['ridge'] is None else ' ridge ' + format(candidate['ridge'], 'g')}"
+            )
+        event = event_from_dict(
+            record["event"]
+        )  # repeat-and-select of (one of, score), after the row count's
+        *counted, selection = (
+            event.events if isinstance(event, ComposedEvent) else (event,)
+        )  # release if it read one
         for released in counted:
             node.add(f"the released count of training rows: Gaussian σ {released.noise_multiplier:.4g}")
         one_of, score = selection.event.events
         for mechanism in one_of.events:
             ((sigma, rate, steps),) = gaussian_segments(mechanism)
             node.add(f"candidate mechanism: σ {sigma:.4g}, q {rate:.4g}, {steps} compositions")
-        node.add(f"score: {trial['score']['statistic']}, σ {score.noise_multiplier:.4g} on "
-                 f"{trial['score']['n_val']} rows")
+        node.add(
+            f"score: {trial['score']['statistic']}, σ {score.noise_multiplier:.4g} on "
+            f"{trial['score']['n_val']} rows"
+        )

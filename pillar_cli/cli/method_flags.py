@@ -25,11 +25,19 @@ def method_flags(methods: Iterable[str]) -> Callable[[Callable], Callable]:
         for name in methods:
             for spec in METHODS[name].option_specs():
                 if spec.name in taken:
-                    raise ValueError(f"method '{name}' declares option {spec.flag}, which {command.__name__} "
-                                     "already has")
-                flags.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, annotation=spec.type,
-                                               default=typer.Option(spec.default, help=f"{name}: {spec.help}",
-                                                                    rich_help_panel="Method options")))
+                    raise ValueError(
+                        f"method '{name}' declares option {spec.flag}, which {command.__name__} already has"
+                    )
+                flags.append(
+                    inspect.Parameter(
+                        spec.name,
+                        inspect.Parameter.KEYWORD_ONLY,
+                        annotation=spec.type,
+                        default=typer.Option(
+                            spec.default, help=f"{name}: {spec.help}", rich_help_panel="Method options"
+                        ),
+                    )
+                )
         command.__signature__ = signature.replace(parameters=[*own, *flags])
         return command
 

@@ -29,37 +29,72 @@ if TYPE_CHECKING:
     from pillar_cli.embedding.features import Embedder
 
 
-def check_neighbours(embeddings: str, train: str, fit_pca: str, export: str, runs: int,
-                     removed_row: int | None, remove_person: bool, workdir: Path | None, as_json: bool) -> None:
+def check_neighbours(
+    embeddings: str,
+    train: str,
+    fit_pca: str,
+    export: str,
+    runs: int,
+    removed_row: int | None,
+    remove_person: bool,
+    workdir: Path | None,
+    as_json: bool,
+) -> None:
     """Run the check of the pipeline embed (as `embeddings` was made, from its source) → fit-pca → train-private
     (options `train`, quoted as on a command line) → release → export (the comma-separated formats `export`) in
     `workdir` (kept) or a temporary folder; print what it found; exit 5 if anything."""
     formats = [name.strip() for name in export.split(",") if name.strip()]
-    plan = NeighbourPlan(_recipe(shlex.split(fit_pca)), *_request(shlex.split(train)), formats, runs, removed_row,
-                         remove_person)
+    plan = NeighbourPlan(
+        _recipe(shlex.split(fit_pca)),
+        *_request(shlex.split(train)),
+        formats,
+        runs,
+        removed_row,
+        remove_person,
+    )
     embed = _embedding_again(Path(embeddings))
     folder = workdir or Path(tempfile.mkdtemp(prefix="pillar-neighbours-"))
     try:
-        found = neighbours(Path(embeddings).resolve(), plan, folder.resolve(), embed,
-                           lambda line: stderr.print(f"[dim]{line}[/dim]"))
+        found = neighbours(
+            Path(embeddings).resolve(),
+            plan,
+            folder.resolve(),
+            embed,
+            lambda line: stderr.print(f"[dim]{line}[/dim]"),
+        )
     finally:
         if workdir is None:
             shutil.rmtree(folder, ignore_errors=True)
     rows, removed = [vars(finding) for finding in found.findings], found.removed
     if as_json:
-        print_json({"files": found.files, "runs_per_side": found.runs, "removed": vars(removed), "findings": rows,
-                    "dismissed": [vars(finding) for finding in found.dismissed]})
+        print_json(
+            {
+                "files": found.files,
+                "runs_per_side": found.runs,
+                "removed": vars(removed),
+                "findings": rows,
+                "dismissed": [vars(finding) for finding in found.dismissed],
+            }
+        )
     elif rows:
-        print_table(f"{len(rows)} stored value(s) follow the private rows deterministically (in {found.runs} runs a "
-                    "side)", rows, ["file", "value", "with_row", "without_row"])
+        print_table(
+            f"{len(rows)} stored value(s) follow the private rows deterministically (in {found.runs} runs a "
+            "side)",
+            rows,
+            ["file", "value", "with_row", "without_row"],
+        )
     else:
-        stderr.print(f"{len(found.files)} shipped files, {found.runs} runs of the source with and without "
-                     f"{removed.why} (label {removed.label}): no stored value follows the private rows "
-                     "deterministically")
+        stderr.print(
+            f"{len(found.files)} shipped files, {found.runs} runs of the source with and without "
+            f"{removed.why} (label {removed.label}): no stored value follows the private rows "
+            "deterministically"
+        )
     if rows:
         first = found.findings[0]
-        raise PrivacyError(f"{len(rows)} stored value(s) of the shipped files are a deterministic function of the "
-                           f"private rows in {found.runs} runs a side (first: {first.file} {first.value})")
+        raise PrivacyError(
+            f"{len(rows)} stored value(s) of the shipped files are a deterministic function of the "
+            f"private rows in {found.runs} runs a side (first: {first.file} {first.value})"
+        )
 
 
 def _recipe(options: list[str]) -> ProjectionRecipe:
@@ -68,10 +103,20 @@ def _recipe(options: list[str]) -> ProjectionRecipe:
     params = _parsed(["fit-pca", "emb.h5:public", *options, "-o", "pca.h5"], "--fit-pca")
     for flag, name in (("--public-from", "public_from"), ("--noise-seed", "noise_seed")):
         if params[name] is not None:
-            raise UsageError(f"--fit-pca: each run fits its projection on its own embeddings with fresh noise, not "
-                             f"with {flag}")
-    return ProjectionRecipe(params["k_max"], params["fraction"], params["standardize"], params["second_moment"],
-                            params["components"], params["dp_eps"], params["dp_delta"], params["accountant"])
+            raise UsageError(
+                f"--fit-pca: each run fits its projection on its own embeddings with fresh noise, not "
+                f"with {flag}"
+            )
+    return ProjectionRecipe(
+        params["k_max"],
+        params["fraction"],
+        params["standardize"],
+        params["second_moment"],
+        params["components"],
+        params["dp_eps"],
+        params["dp_delta"],
+        params["accountant"],
+    )
 
 
 def _request(options: list[str]) -> tuple[SweepRequest, SweepSources]:
@@ -88,8 +133,9 @@ def _parsed(line: list[str], option: str) -> dict[str, Any]:
     try:
         return command.make_context(f"{PROGRAM} {line[0]}", rest).params
     except ClickError as err:
-        raise UsageError(f"{option}: {err.format_message()}",
-                         hint=f"{option} takes `{PROGRAM} {line[0]}`'s options") from err
+        raise UsageError(
+            f"{option}: {err.format_message()}", hint=f"{option} takes `{PROGRAM} {line[0]}`'s options"
+        ) from err
 
 
 def _embedding_again(embeddings: Path) -> Callable[[np.ndarray, Path], None]:
@@ -101,20 +147,29 @@ def _embedding_again(embeddings: Path) -> Callable[[np.ndarray, Path], None]:
     provenance = artifacts.read(embeddings, "embeddings").provenance
     options = provenance.config or {}
     if options.get("merge") or "source" not in options:
-        raise UsageError(f"{embeddings} records no one embed run to repeat (made by merging shards, or by another "
-                         "tool)", hint="embed the source in one run (pillar embed ... -o FILE) and check that file")
+        raise UsageError(
+            f"{embeddings} records no one embed run to repeat (made by merging shards, or by another tool)",
+            hint="embed the source in one run (pillar embed ... -o FILE) and check that file",
+        )
     request = EmbedRequest.from_options(options, parse_params(options.get("param") or []))
     embedders: dict[tuple[int, ...], Embedder] = {}  # one frozen backbone, built once, embeds both sides
 
     def embed(removed: np.ndarray, target: Path) -> None:
         dataset = request.dataset(removed)
         job = EmbeddingJob.of(dataset, request.plan)
-        stderr.print(f"[dim]{target.parent.name}: pillar embed (the source less {len(removed)} record(s))[/dim]")
+        stderr.print(
+            f"[dim]{target.parent.name}: pillar embed (the source less {len(removed)} record(s))[/dim]"
+        )
         shape = tuple(job.dataset.inputs.shape[1:])
         if shape not in embedders:
             embedders[shape] = request.embedder(shape)
-        job.run(embedders[shape], target, options,
-                lambda artifact: artifacts.write(target, artifact, config=options, command=provenance.command,
-                                                 force=True))
+        job.run(
+            embedders[shape],
+            target,
+            options,
+            lambda artifact: artifacts.write(
+                target, artifact, config=options, command=provenance.command, force=True
+            ),
+        )
 
     return embed

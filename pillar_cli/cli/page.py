@@ -22,10 +22,17 @@ from pillar_cli.errors import UsageError
 def page(
     classifier: Path = typer.Argument(..., help="A release (pillar release)."),
     out: Path = typer.Option(..., "-o", "--out", help="The page to write (.html)."),
-    evaluation: Optional[Path] = typer.Option(None, "--evaluation", help="An evaluation (pillar evaluate) of the model "
-                                              "released: the page shows the released head's test accuracy."),
-    audit: Optional[Path] = typer.Option(None, "--audit", help="A canary audit (pillar audit -o): its tests are "
-                                         "drawn on the trade-off curve's axes."),
+    evaluation: Optional[Path] = typer.Option(
+        None,
+        "--evaluation",
+        help="An evaluation (pillar evaluate) of the model "
+        "released: the page shows the released head's test accuracy.",
+    ),
+    audit: Optional[Path] = typer.Option(
+        None,
+        "--audit",
+        help="A canary audit (pillar audit -o): its tests are drawn on the trade-off curve's axes.",
+    ),
     key: Optional[Path] = KeyOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
@@ -45,9 +52,12 @@ def page(
     if out.suffix.lower() not in (".html", ".htm"):
         raise UsageError(f"{out}: a page is named .html, so that a browser knows what it is")
     released = read_classifier(str(classifier))
-    document, text = release_page(released, trust_of(classifier, key).line,
-                                  evaluation and Evaluation.of(artifacts.read(evaluation, "evaluation")),
-                                  audit and artifacts.read(audit, "audit"))
+    document, text = release_page(
+        released,
+        trust_of(classifier, key).line,
+        evaluation and Evaluation.of(artifacts.read(evaluation, "evaluation")),
+        audit and artifacts.read(audit, "audit"),
+    )
     with replacing(out, force) as tmp:
         tmp.write_text(text, encoding="utf-8")
     if as_json:

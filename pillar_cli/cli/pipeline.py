@@ -49,21 +49,32 @@ def _pipelines(path: Path) -> dict:
 def load_pipeline(path: Path, name: str, overrides: dict[str, str] | None = None) -> Pipeline:
     pipelines = _pipelines(path)
     if name not in pipelines:
-        raise UsageError(f"no pipeline '{name}' in {path} (available: {', '.join(map(str, pipelines)) or 'none'})")
+        raise UsageError(
+            f"no pipeline '{name}' in {path} (available: {', '.join(map(str, pipelines)) or 'none'})"
+        )
     spec = pipelines[name]
-    if not isinstance(spec, dict) or not isinstance(spec.get("vars") or {}, dict) or \
-            not isinstance(spec.get("description", ""), str):
-        raise UsageError(f"pipeline '{name}' in {path} is not a mapping of description (text), vars and steps")
+    if (
+        not isinstance(spec, dict)
+        or not isinstance(spec.get("vars") or {}, dict)
+        or not isinstance(spec.get("description", ""), str)
+    ):
+        raise UsageError(
+            f"pipeline '{name}' in {path} is not a mapping of description (text), vars and steps"
+        )
     variables = {key: str(value) for key, value in (spec.get("vars") or {}).items()}
     unknown = sorted(set(overrides or {}) - set(variables))
     if unknown:
-        raise UsageError(f"pipeline '{name}' has no variable '{unknown[0]}' (its variables: "
-                         f"{', '.join(variables) or 'none'})")
+        raise UsageError(
+            f"pipeline '{name}' has no variable '{unknown[0]}' (its variables: "
+            f"{', '.join(variables) or 'none'})"
+        )
     variables |= overrides or {}
     raw_steps = spec.get("steps", [])
     if not isinstance(raw_steps, list) or not all(isinstance(step, str) for step in raw_steps):
-        raise UsageError(f"pipeline '{name}' in {path}: steps must be a list of pillar command lines (got "
-                         f"{type(raw_steps).__name__})")
+        raise UsageError(
+            f"pipeline '{name}' in {path}: steps must be a list of pillar command lines (got "
+            f"{type(raw_steps).__name__})"
+        )
     steps = [_step(name, number, step, variables) for number, step in enumerate(raw_steps, start=1)]
     if not steps:
         raise UsageError(f"pipeline '{name}' has no steps")
@@ -74,9 +85,12 @@ def load_pipeline(path: Path, name: str, overrides: dict[str, str] | None = None
 def _step(pipeline: str, number: int, text: str, variables: dict[str, str]) -> list[str]:
     """One step's argv: its variables replaced, split as a shell would; refused in one line when it names an
     undefined variable, does not split, is empty, runs a pipeline or asks for help."""
+
     def value(match: re.Match) -> str:
         if match.group(1) not in variables:
-            raise UsageError(f"pipeline '{pipeline}' uses undefined variable '{match.group(1)}' (step {number})")
+            raise UsageError(
+                f"pipeline '{pipeline}' uses undefined variable '{match.group(1)}' (step {number})"
+            )
         return variables[match.group(1)]
 
     replaced = VARIABLE.sub(value, text)

@@ -34,8 +34,15 @@ def progress_bar(description: str, total: int, unit: str = "items") -> Iterator[
         with _progress_lines(description, total, unit, every) as advance:
             yield advance
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _RateColumn(unit),
-                  TimeRemainingColumn(), console=stderr, transient=True) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        _RateColumn(unit),
+        TimeRemainingColumn(),
+        console=stderr,
+        transient=True,
+    ) as progress:
         task = progress.add_task(description, total=total)
 
         def advance(n: int = 1) -> None:
@@ -55,7 +62,9 @@ class _RateColumn(ProgressColumn):
 
 
 @contextmanager
-def _progress_lines(description: str, total: int, unit: str, every: float = 10.0) -> Iterator[Callable[[int], None]]:
+def _progress_lines(
+    description: str, total: int, unit: str, every: float = 10.0
+) -> Iterator[Callable[[int], None]]:
     start = last = time.monotonic()
     done = 0
 
@@ -68,7 +77,11 @@ def _progress_lines(description: str, total: int, unit: str, every: float = 10.0
             last = now
             rate = done / (now - start)
             left = f", {(total - done) / rate:,.0f} s left" if rate > 0 and total > done else ""
-            print(f"{description}: {done:,}/{total:,} {unit} ({100 * done / max(total, 1):.0f} %), "
-                  f"{rate:,.0f} {unit}/s{left}", file=sys.stderr, flush=True)
+            print(
+                f"{description}: {done:,}/{total:,} {unit} ({100 * done / max(total, 1):.0f} %), "
+                f"{rate:,.0f} {unit}/s{left}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     yield advance

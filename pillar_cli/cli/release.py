@@ -10,8 +10,17 @@ import typer
 from pillar_cli import artifacts
 from pillar_cli.artifacts.files import written_together
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, SignOption, outputs_of, print_json, save,
-                                   signed_output, stdout)
+from pillar_cli.cli.common import (
+    ConfigOption,
+    ForceOption,
+    JsonOption,
+    SignOption,
+    outputs_of,
+    print_json,
+    save,
+    signed_output,
+    stdout,
+)
 from pillar_cli.release import parse_cell, release_classifier
 from pillar_cli.release.signing import sign_file
 
@@ -20,11 +29,21 @@ from pillar_cli.release.signing import sign_file
 def release(
     ctx: typer.Context,
     model: Path = typer.Argument(..., help="Model artifact from train-private (a working file: every head)."),
-    out: Path = typer.Option(..., "-o", "--out", help="Classifier artifact to write (one head and its statement)."),
-    cell: Optional[str] = typer.Option(None, "--cell", help="The (method, k, ε) cell: method=NAME,k=K,eps=E, any of "
-                                       "them; needed when the model holds several cells."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="The repetition (train-private --seed) to release; "
-                                       "default: the lowest (a choice that looks at nothing private)."),
+    out: Path = typer.Option(
+        ..., "-o", "--out", help="Classifier artifact to write (one head and its statement)."
+    ),
+    cell: Optional[str] = typer.Option(
+        None,
+        "--cell",
+        help="The (method, k, ε) cell: method=NAME,k=K,eps=E, any of "
+        "them; needed when the model holds several cells.",
+    ),
+    seed: Optional[int] = typer.Option(
+        None,
+        "--seed",
+        help="The repetition (train-private --seed) to release; "
+        "default: the lowest (a choice that looks at nothing private).",
+    ),
     sign: Optional[Path] = SignOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
@@ -51,10 +70,14 @@ def release(
     statement = classifier.privacy
     if as_json:
         return print_json({"output": str(out), **chosen, "privacy": statement.to_attrs()})
-    stdout.print(f"{out}: cell {chosen['cell']}, seed {chosen['seed']} (of {', '.join(map(str, chosen['seeds']))}), "
-                 f"hyper-parameters chosen {chosen['selected']}")
-    stdout.print(f"ε = {statement.epsilon:.4g}, δ = {statement.delta:g} ({statement.accountant}) for "
-                 f"{statement.neighbouring}")
+    stdout.print(
+        f"{out}: cell {chosen['cell']}, seed {chosen['seed']} (of {', '.join(map(str, chosen['seeds']))}), "
+        f"hyper-parameters chosen {chosen['selected']}"
+    )
+    stdout.print(
+        f"ε = {statement.epsilon:.4g}, δ = {statement.delta:g} ({statement.accountant}) for "
+        f"{statement.neighbouring}"
+    )
     stdout.print("covers: " + "; ".join(statement.covers))
     stdout.print("does not cover: " + "; ".join(statement.not_covered))
     if statement.rests_on:

@@ -11,29 +11,57 @@ from pillar_cli import artifacts
 from pillar_cli.artifacts.evaluation import Evaluation
 from pillar_cli.artifacts.files import replacing_together
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, check_outputs, print_json,
-                                   print_table)
+from pillar_cli.cli.common import (
+    ConfigOption,
+    ForceOption,
+    JsonOption,
+    check_outputs,
+    print_json,
+    print_table,
+)
 from pillar_cli.errors import UsageError
 from pillar_cli.reporting.comparison import cells, compare, method_table
-from pillar_cli.reporting.figures import (accuracy_vs_dimension, accuracy_vs_private_fraction,
-                                          accuracy_vs_public_share, methods_by_dataset)
+from pillar_cli.reporting.figures import (
+    accuracy_vs_dimension,
+    accuracy_vs_private_fraction,
+    accuracy_vs_public_share,
+    methods_by_dataset,
+)
 from pillar_cli.reporting.tables import markdown_table
 
 
 @cli_errors
 def report(
-    evaluations: list[Path] = typer.Argument(..., help="Evaluation artifacts from `pillar evaluate -o`; each is "
-                                             "named by its file name (cifar10-sl.h5 → cifar10-sl)."),
-    methods_plot: Optional[Path] = typer.Option(None, help="PNG: each method per evaluation and ε (Figure 5, "
-                                                "Table 1)."),
-    fraction_plot: Optional[Path] = typer.Option(None, help="PNG: accuracy vs fraction of private data (Figure 7)."),
-    public_plot: Optional[Path] = typer.Option(None, help="PNG: accuracy vs the public rows the projection was "
-                                               "fitted on, as % of the data set (Table 2(b))."),
-    dimension_plot: Optional[Path] = typer.Option(None, help="PNG: accuracy vs the feature dimension d (Example 1: "
-                                                  "PILLAR at fixed k against DP-SGD on all d)."),
-    markdown: Optional[Path] = typer.Option(None, "--markdown", help="The method table as a Markdown report."),
-    by_cell: bool = typer.Option(False, "--cells", help="Instead: every (method, k, ε) cell of every evaluation, "
-                                 "with the ε it spent and whether the choice of its run is inside that ε."),
+    evaluations: list[Path] = typer.Argument(
+        ...,
+        help="Evaluation artifacts from `pillar evaluate -o`; each is "
+        "named by its file name (cifar10-sl.h5 → cifar10-sl).",
+    ),
+    methods_plot: Optional[Path] = typer.Option(
+        None, help="PNG: each method per evaluation and ε (Figure 5, Table 1)."
+    ),
+    fraction_plot: Optional[Path] = typer.Option(
+        None, help="PNG: accuracy vs fraction of private data (Figure 7)."
+    ),
+    public_plot: Optional[Path] = typer.Option(
+        None,
+        help="PNG: accuracy vs the public rows the projection was "
+        "fitted on, as % of the data set (Table 2(b)).",
+    ),
+    dimension_plot: Optional[Path] = typer.Option(
+        None,
+        help="PNG: accuracy vs the feature dimension d (Example 1: "
+        "PILLAR at fixed k against DP-SGD on all d).",
+    ),
+    markdown: Optional[Path] = typer.Option(
+        None, "--markdown", help="The method table as a Markdown report."
+    ),
+    by_cell: bool = typer.Option(
+        False,
+        "--cells",
+        help="Instead: every (method, k, ε) cell of every evaluation, "
+        "with the ε it spent and whether the choice of its run is inside that ε.",
+    ),
     force: bool = ForceOption,
     as_json: bool = JsonOption,
     config: Optional[str] = ConfigOption,
@@ -48,7 +76,12 @@ def report(
 
     Example: pillar report d64.h5 d256.h5 d1024.h5 d4096.h5 --dimension-plot example1.png
     """
-    plots = {"methods": methods_plot, "fraction": fraction_plot, "public": public_plot, "dimension": dimension_plot}
+    plots = {
+        "methods": methods_plot,
+        "fraction": fraction_plot,
+        "public": public_plot,
+        "dimension": dimension_plot,
+    }
     check_outputs([*plots.values(), markdown], [str(e) for e in evaluations], force=force)
     loaded = [Evaluation.of(artifacts.read(e, "evaluation")) for e in evaluations]
     names = [e.stem for e in evaluations]
@@ -62,19 +95,32 @@ def report(
     print_table(title, table, columns)
 
 
-def _write_outputs(loaded: list[Evaluation], names: list[str], title: str, table: tuple[list[dict], list[str]],
-                   targets: dict[str, Path | None], force: bool) -> None:
+def _write_outputs(
+    loaded: list[Evaluation],
+    names: list[str],
+    title: str,
+    table: tuple[list[dict], list[str]],
+    targets: dict[str, Path | None],
+    force: bool,
+) -> None:
     notes = sorted({note for e in loaded for note in e.notes})
     if targets["public"] is not None:
-        _require_recorded([e.public_share for e in loaded], names,
-                          "the share of the source their projection's rows were drawn at")
+        _require_recorded(
+            [e.public_share for e in loaded],
+            names,
+            "the share of the source their projection's rows were drawn at",
+        )
     if targets["dimension"] is not None:
-        _require_recorded([e.feature_dim for e in loaded], names, "the dimension of the features their models read")
-    draw = {"methods": lambda tmp: methods_by_dataset(loaded, tmp, title, names),
-            "fraction": lambda tmp: accuracy_vs_private_fraction(loaded, tmp, title),
-            "public": lambda tmp: accuracy_vs_public_share(loaded, tmp, title),
-            "dimension": lambda tmp: accuracy_vs_dimension(loaded, tmp, title),
-            "markdown": lambda tmp: tmp.write_text(markdown_table(title, notes, *table))}
+        _require_recorded(
+            [e.feature_dim for e in loaded], names, "the dimension of the features their models read"
+        )
+    draw = {
+        "methods": lambda tmp: methods_by_dataset(loaded, tmp, title, names),
+        "fraction": lambda tmp: accuracy_vs_private_fraction(loaded, tmp, title),
+        "public": lambda tmp: accuracy_vs_public_share(loaded, tmp, title),
+        "dimension": lambda tmp: accuracy_vs_dimension(loaded, tmp, title),
+        "markdown": lambda tmp: tmp.write_text(markdown_table(title, notes, *table)),
+    }
     with replacing_together(list(targets.values()), force) as temps:
         for name, tmp in zip(targets, temps):
             if tmp is not None:
@@ -85,13 +131,28 @@ def _require_recorded(values: list, names: list[str], what: str) -> None:
     """A plot over a recorded quantity needs every evaluation to record it."""
     missing = [name for name, value in zip(names, values) if value is None]
     if missing:
-        raise UsageError(f"{', '.join(missing)} do not record {what}",
-                         hint="re-run fit-pca, train-private and evaluate with this version")
+        raise UsageError(
+            f"{', '.join(missing)} do not record {what}",
+            hint="re-run fit-pca, train-private and evaluate with this version",
+        )
 
 
 def _print_cells(rows: list[dict], as_json: bool) -> None:
     if as_json:
         return print_json({"rows": rows})
-    print_table("test accuracy per cell; ε spent covers the choice of the run only where selection is 'in ε'", rows,
-                ["evaluation", "method", "k", "epsilon", "epsilon_spent", "selection", "accuracy_mean", "accuracy_std",
-                 "seeds"], {"epsilon_spent": ".3g", "accuracy_mean": ".4f", "accuracy_std": ".4f"})
+    print_table(
+        "test accuracy per cell; ε spent covers the choice of the run only where selection is 'in ε'",
+        rows,
+        [
+            "evaluation",
+            "method",
+            "k",
+            "epsilon",
+            "epsilon_spent",
+            "selection",
+            "accuracy_mean",
+            "accuracy_std",
+            "seeds",
+        ],
+        {"epsilon_spent": ".3g", "accuracy_mean": ".4f", "accuracy_std": ".4f"},
+    )

@@ -21,11 +21,18 @@ def run(
     file: Path = typer.Argument(..., help="Pipelines file, e.g. examples.yaml."),
     name: Optional[str] = typer.Argument(None, help="Pipeline name (--list shows them)."),
     var: list[str] = typer.Option([], "--var", help="Override a pipeline variable: NAME=VALUE (repeatable)."),
-    list_pipelines: bool = typer.Option(False, "--list", help="List the file's pipelines and their steps; run none."),
-    force: bool = typer.Option(False, "--force", help="Run every step, passing --force to those that write outputs "
-                               "(without it a step whose output is up to date is skipped)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Say what each step would do (run, run again, skip) and "
-                                 "why; run none."),
+    list_pipelines: bool = typer.Option(
+        False, "--list", help="List the file's pipelines and their steps; run none."
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Run every step, passing --force to those that write outputs "
+        "(without it a step whose output is up to date is skipped).",
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Say what each step would do (run, run again, skip) and why; run none."
+    ),
 ) -> None:
     """Run a named pipeline: each step is a pillar command line; the first failing step stops it. A step whose outputs
     the same command line wrote from inputs that have not changed since (source files and folders included) is
@@ -47,7 +54,9 @@ def run(
         pipeline.workdir.mkdir(parents=True, exist_ok=True)
     lock = RunLock((pipeline.workdir or file.parent) / ".pillar-run.json", name)
     for number, argv in enumerate(pipeline.steps, start=1):
-        stderr.print(f"[bold]\\[{number}/{len(pipeline.steps)}][/bold] pillar {' '.join(argv)}", soft_wrap=True)
+        stderr.print(
+            f"[bold]\\[{number}/{len(pipeline.steps)}][/bold] pillar {' '.join(argv)}", soft_wrap=True
+        )
         command = pillar.get_command(ctx, argv[0]) if argv else None
         recorded = lock.get(argv)
         state, why = (RUN, "") if force or command is None else step_state(command, argv, recorded)
@@ -55,8 +64,14 @@ def run(
         if dry_run:
             continue
         if state != SKIP:
-            _run_step(pillar, argv + _force(command, argv, force or state == RERUN), f"pipeline '{name}'", number)
-        if command is not None and (state != SKIP or recorded is None) and (files := step_files(command, argv)):
+            _run_step(
+                pillar, argv + _force(command, argv, force or state == RERUN), f"pipeline '{name}'", number
+            )
+        if (
+            command is not None
+            and (state != SKIP or recorded is None)
+            and (files := step_files(command, argv))
+        ):
             lock.record(argv, *files)
 
 
@@ -85,8 +100,10 @@ def _list(file: Path, listed: bool) -> None:
     if not pipelines:
         raise UsageError(f"{file} holds no pipelines")
     if not listed:
-        raise UsageError(f"name a pipeline of {file} to run (available: {', '.join(p.name for p in pipelines)})",
-                         hint=f"pillar run {file} --list")
+        raise UsageError(
+            f"name a pipeline of {file} to run (available: {', '.join(p.name for p in pipelines)})",
+            hint=f"pillar run {file} --list",
+        )
     width = max(len(p.name) for p in pipelines)
     for pipeline in pipelines:
         first = " ".join(pipeline.description.split()).split(". ")[0].split(": ")[0]

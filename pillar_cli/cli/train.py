@@ -9,15 +9,52 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.cli.boundary import cli_errors
-from pillar_cli.cli.common import (ConfigOption, ForceOption, JsonOption, NoiseSeedOption, NPublicOption, check_output,
-                                   save, warn)
+from pillar_cli.cli.common import (
+    ConfigOption,
+    ForceOption,
+    JsonOption,
+    NoiseSeedOption,
+    NPublicOption,
+    check_output,
+    save,
+    warn,
+)
 from pillar_cli.cli.method_flags import method_flags
 from pillar_cli.cli.progress import progress_bar
-from pillar_cli.cli.sweep_options import (ACCOUNTANT, AT_FPR, BATCH_SIZE, CLIP, DELTA, DEVICE, DRY_RUN, EMA, ENGINE,
-                                          EPS, LR, MAX_TPR, METHOD, MOMENTUM, OTHER_PUBLIC, PRIVACY_UNIT,
-                                          PRIVATE_FRACTION, PUBLIC_LABELLED, RIDGE, SCORE_SHARE, SEED, SELECT, SHARD,
-                                          STEPS, TRIALS, TRIALS_SHAPE, VAL, WARM_START, WEIGHT_DECAY, K, sweep_request,
-                                          sweep_sources)
+from pillar_cli.cli.sweep_options import (
+    ACCOUNTANT,
+    AT_FPR,
+    BATCH_SIZE,
+    CLIP,
+    DELTA,
+    DEVICE,
+    DRY_RUN,
+    EMA,
+    ENGINE,
+    EPS,
+    LR,
+    MAX_TPR,
+    METHOD,
+    MOMENTUM,
+    OTHER_PUBLIC,
+    PRIVACY_UNIT,
+    PRIVATE_FRACTION,
+    PUBLIC_LABELLED,
+    RIDGE,
+    SCORE_SHARE,
+    SEED,
+    SELECT,
+    SHARD,
+    STEPS,
+    TRIALS,
+    TRIALS_SHAPE,
+    VAL,
+    WARM_START,
+    WEIGHT_DECAY,
+    K,
+    sweep_request,
+    sweep_sources,
+)
 from pillar_cli.cli.sweep_tables import print_model, print_plan
 from pillar_cli.methods.catalog import METHODS
 from pillar_cli.methods.inputs import SweepInputs, SweepSources, read_sweep_inputs

@@ -10,8 +10,12 @@ import typer
 
 from pillar_cli.cli.common import stderr
 
-KeyOption = typer.Option(None, "--key", help="The signer's PUBLIC key (PEM): check the file's signature before using "
-                         "it (without it, the file is said to be unsigned or unverified).")
+KeyOption = typer.Option(
+    None,
+    "--key",
+    help="The signer's PUBLIC key (PEM): check the file's signature before using "
+    "it (without it, the file is said to be unsigned or unverified).",
+)
 
 
 def checked_trust(path: Path, key: Path | None) -> Callable[[], None]:

@@ -15,8 +15,12 @@ from pillar_cli.errors import ArtifactError, PrivacyError
 @cli_errors
 def verify(
     path: Path = typer.Argument(..., help="A release (pillar release) or an export of one (pillar export)."),
-    key: Optional[Path] = typer.Option(None, "--key", help="The signer's PUBLIC key (PEM): check the signature."),
-    signature: Optional[Path] = typer.Option(None, "--signature", help="The signature bundle; default FILE.sig."),
+    key: Optional[Path] = typer.Option(
+        None, "--key", help="The signer's PUBLIC key (PEM): check the signature."
+    ),
+    signature: Optional[Path] = typer.Option(
+        None, "--signature", help="The signature bundle; default FILE.sig."
+    ),
     as_json: bool = JsonOption,
     config: Optional[str] = ConfigOption,
 ) -> None:
@@ -29,7 +33,10 @@ def verify(
 
     Example: pillar verify classifier.onnx --key signer.pub.pem --signature classifier.onnx.sig
     """
-    from pillar_cli.audit.verify import FAIL, verify_file  # dp-accounting and model-signing: to run, not for --help
+    from pillar_cli.audit.verify import (
+        FAIL,
+        verify_file,
+    )  # dp-accounting and model-signing: to run, not for --help
 
     checks = verify_file(path, key, signature)
     if as_json:

@@ -32,16 +32,31 @@ def read_flowers102(root: Path, size: int) -> Dataset:
         raise DataError(f"cannot read the Flowers-102 labels and splits in {folder}: {err}") from err
     if any(part.min() < 1 or part.max() > len(labels) for part in numbers):
         raise DataError(f"{folder / 'setid.mat'} names images beyond the {len(labels)} of imagelabels.mat")
-    images = [ImageFiles(existing_files([folder / "jpg" / f"image_{n:05d}.jpg" for n in part.tolist()]), size)
-              for part in numbers]
-    names = [str(number) for number in range(1, 103)]  # the dataset's 102 classes, numbered as it numbers them
-    train_labels, test_labels = encode_declared(str(folder / "imagelabels.mat"), names,
-                                                *(labels[part - 1] for part in numbers))
-    fingerprint = "|".join(part.fingerprint(folder, part_labels)
-                           for part, part_labels in zip(images, (train_labels, test_labels)))
-    return Dataset("flowers102", images[0], train_labels, names, images[1], test_labels,
-                   fingerprint_hint=fingerprint, keys=file_keys(images[0].files + images[1].files, folder),
-                   class_source=ClassSource.SOURCE)
+    images = [
+        ImageFiles(existing_files([folder / "jpg" / f"image_{n:05d}.jpg" for n in part.tolist()]), size)
+        for part in numbers
+    ]
+    names = [
+        str(number) for number in range(1, 103)
+    ]  # the dataset's 102 classes, numbered as it numbers them
+    train_labels, test_labels = encode_declared(
+        str(folder / "imagelabels.mat"), names, *(labels[part - 1] for part in numbers)
+    )
+    fingerprint = "|".join(
+        part.fingerprint(folder, part_labels)
+        for part, part_labels in zip(images, (train_labels, test_labels))
+    )
+    return Dataset(
+        "flowers102",
+        images[0],
+        train_labels,
+        names,
+        images[1],
+        test_labels,
+        fingerprint_hint=fingerprint,
+        keys=file_keys(images[0].files + images[1].files, folder),
+        class_source=ClassSource.SOURCE,
+    )
 
 
 def read_gtsrb(root: Path, size: int) -> Dataset:
@@ -73,18 +88,38 @@ def _gtsrb_torchvision(root: Path, size: int) -> Dataset:
     except (RuntimeError, OSError) as err:
         raise DataError(f"cannot read the torchvision GTSRB layout in {root}: {err}") from err
     files, labels = zip(*train)
-    return _gtsrb(root, names, ImageFiles(existing_files([Path(f) for f in files]), size),
-                  np.asarray(labels, dtype=np.int64), [(Path(f), c) for f, c in test], size)
+    return _gtsrb(
+        root,
+        names,
+        ImageFiles(existing_files([Path(f) for f in files]), size),
+        np.asarray(labels, dtype=np.int64),
+        [(Path(f), c) for f, c in test],
+        size,
+    )
 
 
-def _gtsrb(root: Path, names: list[str], train: ImageFiles, train_labels: np.ndarray,
-           test_rows: list[tuple[Path, int]], size: int) -> Dataset:
+def _gtsrb(
+    root: Path,
+    names: list[str],
+    train: ImageFiles,
+    train_labels: np.ndarray,
+    test_rows: list[tuple[Path, int]],
+    size: int,
+) -> Dataset:
     """The test rows' class ids mapped to the training folders' names (a test class without a folder is an error)."""
     unknown = sorted({f"{class_id:05d}" for _, class_id in test_rows} - set(names))
     if unknown:
         raise DataError(f"GTSRB test rows of classes without a training folder: {', '.join(unknown)}")
     test = ImageFiles(existing_files([file for file, _ in test_rows]), size)
     test_labels = np.array([names.index(f"{class_id:05d}") for _, class_id in test_rows], dtype=np.int64)
-    return Dataset("gtsrb", train, train_labels, names, test, test_labels,
-                   fingerprint_hint=f"{train.fingerprint(root, train_labels)}|{test.fingerprint(root, test_labels)}",
-                   keys=file_keys(train.files + test.files, root), class_source=ClassSource.SOURCE)
+    return Dataset(
+        "gtsrb",
+        train,
+        train_labels,
+        names,
+        test,
+        test_labels,
+        fingerprint_hint=f"{train.fingerprint(root, train_labels)}|{test.fingerprint(root, test_labels)}",
+        keys=file_keys(train.files + test.files, root),
+        class_source=ClassSource.SOURCE,
+    )

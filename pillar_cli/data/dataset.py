@@ -63,21 +63,30 @@ class Dataset:
         label must name one), else the source's own declaration; reading the classes off the labels must be asked
         for (`from_labels`) and is recorded as such."""
         if names is not None and from_labels:
-            raise UsageError(f"{param('classes')} declares the classes; {param('classes_from_labels', True)} would "
-                             "read them from the labels: pass one")
+            raise UsageError(
+                f"{param('classes')} declares the classes; {param('classes_from_labels', True)} would "
+                "read them from the labels: pass one"
+            )
         if names is not None:
             known = np.asarray(self.class_names, dtype=object)
             parts = [known[part] for part in (self.labels, self.test_labels) if part is not None]
             labels, *test = encode_declared(f"source '{self.name}'", names, *parts)
-            return replace(self, labels=labels, test_labels=test[0] if test else None, class_names=list(names),
-                           class_source=ClassSource.USER)
+            return replace(
+                self,
+                labels=labels,
+                test_labels=test[0] if test else None,
+                class_names=list(names),
+                class_source=ClassSource.USER,
+            )
         if self.class_source == ClassSource.SOURCE or from_labels:
             return self
-        raise DataError(f"source '{self.name}' does not declare its classes, and classes read from the labels would "
-                        "follow the private rows: a label only they hold would add a class to every head",
-                        hint=f"declare them with {param('classes')} A,B,… (or a file of one a line), give the file a "
-                             f"class_names array, or pass {param('classes_from_labels', True)} to read them from the "
-                             "labels (the statement then lists it as not covered)")
+        raise DataError(
+            f"source '{self.name}' does not declare its classes, and classes read from the labels would "
+            "follow the private rows: a label only they hold would add a class to every head",
+            hint=f"declare them with {param('classes')} A,B,… (or a file of one a line), give the file a "
+            f"class_names array, or pass {param('classes_from_labels', True)} to read them from the "
+            "labels (the statement then lists it as not covered)",
+        )
 
     def reopened(self) -> Dataset:
         """This dataset with freshly opened files (lazy sources); in-memory data is returned as is."""
@@ -117,13 +126,17 @@ class Dataset:
         if not hasattr(self.inputs, "read_as"):
             return self
         inputs = self.inputs.read_as(row)
-        test = None if self.test_inputs is None else self.test_inputs.read_like(inputs.shape[1:], inputs.depth)
+        test = (
+            None if self.test_inputs is None else self.test_inputs.read_like(inputs.shape[1:], inputs.depth)
+        )
         return replace(self, inputs=inputs, test_inputs=test)
 
     def skipping_bad(self) -> Dataset:
         """This dataset with undecodable image files read as zeros and listed (embed --skip-bad)."""
         if not hasattr(self.inputs, "skipping_bad"):
-            raise UsageError(f"{param('skip_bad', True)} applies to sources of image files; '{self.name}' holds arrays")
+            raise UsageError(
+                f"{param('skip_bad', True)} applies to sources of image files; '{self.name}' holds arrays"
+            )
         test = None if self.test_inputs is None else self.test_inputs.skipping_bad()
         return replace(self, inputs=self.inputs.skipping_bad(), test_inputs=test)
 
@@ -146,7 +159,9 @@ class Dataset:
         """Each row's key (train part, then test part): its name, else the hash of its input bytes."""
         if self.keys is not None:
             return named_keys(self.keys)
-        return [key for part in (self.inputs, self.test_inputs) if part is not None for key in content_keys(part)]
+        return [
+            key for part in (self.inputs, self.test_inputs) if part is not None for key in content_keys(part)
+        ]
 
     def subsample(self, limit: int | None, fraction: float | None, seed: int) -> Dataset:
         """A subset of each part, decided by each row's keyed draw (data/keys.py): with `fraction`, the rows whose
@@ -168,14 +183,22 @@ class Dataset:
 
         sizes = self.part_sizes
         train = keep(np.arange(sizes[0]))
-        subset = replace(self, inputs=_take(self.inputs, train), labels=self.labels[train], reopen=None,
-                         fingerprint_hint=None if self.fingerprint_hint is None else
-                         f"{self.fingerprint_hint}|subset:{limit}:{fraction}:{seed}",
-                         rows_kept="fraction" if limit is None else "limit")
+        subset = replace(
+            self,
+            inputs=_take(self.inputs, train),
+            labels=self.labels[train],
+            reopen=None,
+            fingerprint_hint=None
+            if self.fingerprint_hint is None
+            else f"{self.fingerprint_hint}|subset:{limit}:{fraction}:{seed}",
+            rows_kept="fraction" if limit is None else "limit",
+        )
         kept = train
         if self.test_inputs is not None:
             test = keep(np.arange(sizes[0], sizes[0] + sizes[1])) - sizes[0]
-            subset = replace(subset, test_inputs=_take(self.test_inputs, test), test_labels=self.test_labels[test])
+            subset = replace(
+                subset, test_inputs=_take(self.test_inputs, test), test_labels=self.test_labels[test]
+            )
             kept = np.concatenate([train, sizes[0] + test])
         return subset.taking(kept)
 
@@ -185,28 +208,47 @@ class Dataset:
         that remain."""
         sizes, gone = self.part_sizes, np.asarray(ids, dtype=np.int64)
         train = np.setdiff1d(np.arange(sizes[0]), gone)
-        subset = replace(self, inputs=_take(self.inputs, train), labels=self.labels[train], reopen=None,
-                         fingerprint_hint=None if self.fingerprint_hint is None else
-                         f"{self.fingerprint_hint}|without:{hashlib.sha256(gone.tobytes()).hexdigest()[:16]}")
+        subset = replace(
+            self,
+            inputs=_take(self.inputs, train),
+            labels=self.labels[train],
+            reopen=None,
+            fingerprint_hint=None
+            if self.fingerprint_hint is None
+            else f"{self.fingerprint_hint}|without:{hashlib.sha256(gone.tobytes()).hexdigest()[:16]}",
+        )
         kept = train
         if self.test_inputs is not None:
             test = np.setdiff1d(np.arange(sizes[0], sizes[0] + sizes[1]), gone) - sizes[0]
-            subset = replace(subset, test_inputs=_take(self.test_inputs, test), test_labels=self.test_labels[test])
+            subset = replace(
+                subset, test_inputs=_take(self.test_inputs, test), test_labels=self.test_labels[test]
+            )
             kept = np.concatenate([train, sizes[0] + test])
-        return subset.taking(kept)._classes_left() if self.class_source == ClassSource.LABELS else subset.taking(kept)
+        return (
+            subset.taking(kept)._classes_left()
+            if self.class_source == ClassSource.LABELS
+            else subset.taking(kept)
+        )
 
     def _classes_left(self) -> Dataset:
         """The classes some row still holds, in their order (a class read off the labels goes with its last row)."""
         parts = [part for part in (self.labels, self.test_labels) if part is not None]
         used = np.unique(np.concatenate(parts))
         relabel = [np.searchsorted(used, part).astype(np.int64) for part in parts]
-        return replace(self, labels=relabel[0], test_labels=relabel[1] if len(relabel) > 1 else None,
-                       class_names=[self.class_names[i] for i in used])
+        return replace(
+            self,
+            labels=relabel[0],
+            test_labels=relabel[1] if len(relabel) > 1 else None,
+            class_names=[self.class_names[i] for i in used],
+        )
 
     def taking(self, kept: np.ndarray) -> Dataset:
         """The row-wise records (persons, keys) of the rows kept, by their old source row ids."""
-        return replace(self, groups=None if self.groups is None else self.groups.take(kept),
-                       keys=None if self.keys is None else self.keys[kept])
+        return replace(
+            self,
+            groups=None if self.groups is None else self.groups.take(kept),
+            keys=None if self.keys is None else self.keys[kept],
+        )
 
 
 def _take(inputs: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -221,4 +263,4 @@ def read_rows(inputs: np.ndarray, ids: np.ndarray) -> np.ndarray:
     if isinstance(inputs, np.ndarray) or len(ids) == 0:
         return np.asarray(inputs[ids])
     runs = np.split(ids, np.flatnonzero(np.diff(ids) != 1) + 1)
-    return np.concatenate([inputs[int(run[0]):int(run[-1]) + 1] for run in runs])
+    return np.concatenate([inputs[int(run[0]) : int(run[-1]) + 1] for run in runs])

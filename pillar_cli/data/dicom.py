@@ -39,20 +39,27 @@ def _bits_stored(dataset, name: str, default: int) -> int:
         return default
     value = dataset.BitsStored
     if value in (None, "") or not 1 <= int(value) <= 32:
-        raise DataError(f"{name} records BitsStored {'empty' if value in (None, '') else value}: the range of its "
-                        "pixels is unknown")
+        raise DataError(
+            f"{name} records BitsStored {'empty' if value in (None, '') else value}: the range of its "
+            "pixels is unknown"
+        )
     return int(value)
 
 
 def patient_ids(files: list[str]) -> list[str] | None:
     """Each file's PatientID (headers read, not pixels); None when no file records one. A file without one among
     files with one is refused: its person would be unknown."""
-    ids = [str(getattr(_read(file, file, stop_before_pixels=True), "PatientID", "") or "").strip() for file in files]
+    ids = [
+        str(getattr(_read(file, file, stop_before_pixels=True), "PatientID", "") or "").strip()
+        for file in files
+    ]
     if not any(ids):
         return None
     if not all(ids):
-        raise DataError(f"{files[ids.index('')]} records no PatientID, other files do: every file needs its patient",
-                        hint="add it, or map files to persons with param groups=FILE.csv")
+        raise DataError(
+            f"{files[ids.index('')]} records no PatientID, other files do: every file needs its patient",
+            hint="add it, or map files to persons with param groups=FILE.csv",
+        )
     return ids
 
 
@@ -60,10 +67,14 @@ def _read(file: str | BinaryIO, name: str, **options):
     try:
         import pydicom
     except ImportError:
-        raise DataError(f"reading DICOM ({name}) needs pydicom: pip install pydicom (or the 'medical' extra)") from None
+        raise DataError(
+            f"reading DICOM ({name}) needs pydicom: pip install pydicom (or the 'medical' extra)"
+        ) from None
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # pydicom warns of each oddity it reads past: the checks below decide
+            warnings.simplefilter(
+                "ignore"
+            )  # pydicom warns of each oddity it reads past: the checks below decide
             return pydicom.dcmread(file, **options)
     except Exception as err:  # pydicom raises its own kinds on a damaged or foreign file
         raise DataError(f"cannot read DICOM file {name}: {_said(err)}") from None
@@ -81,31 +92,44 @@ def dicom_image(file: str | BinaryIO, name: str):
     dataset = _read(file, name)
     from PIL import Image
     from pydicom.pixels import apply_modality_lut
+
     frames = int(getattr(dataset, "NumberOfFrames", 1) or 1)
     if frames > 1:
         raise DataError(f"{name} is a multi-frame DICOM ({frames} frames); embed one frame per file")
     bits = _bits_stored(dataset, name, int(getattr(dataset, "BitsAllocated", 16) or 16))
-    if "RescaleSlope" in dataset and dataset.RescaleSlope not in (None, "") and float(dataset.RescaleSlope) == 0:
+    if (
+        "RescaleSlope" in dataset
+        and dataset.RescaleSlope not in (None, "")
+        and float(dataset.RescaleSlope) == 0
+    ):
         raise DataError(f"{name} records RescaleSlope 0: every pixel would read as one grey level")
     quiet = logging.getLogger("pydicom")
-    was, quiet.disabled = quiet.disabled, True  # its decoders log each failure: the error below is the one line
+    was, quiet.disabled = (
+        quiet.disabled,
+        True,
+    )  # its decoders log each failure: the error below is the one line
     try:
         pixels = dataset.pixel_array
     except Exception as err:  # no handler for its transfer syntax, or no pixel data
         syntax = getattr(dataset.file_meta, "TransferSyntaxUID", None)
         compressed = bool(syntax is not None and getattr(syntax, "is_compressed", False))
-        raise DataError(f"cannot decode the pixels of {name} (transfer syntax {syntax or 'unknown'}"
-                        f"{f', {syntax.name}' if compressed else ''}): {_said(err)}",
-                        hint="install a handler for it: pip install pylibjpeg pylibjpeg-libjpeg pylibjpeg-openjpeg"
-                        if compressed else None) from None
+        raise DataError(
+            f"cannot decode the pixels of {name} (transfer syntax {syntax or 'unknown'}"
+            f"{f', {syntax.name}' if compressed else ''}): {_said(err)}",
+            hint="install a handler for it: pip install pylibjpeg pylibjpeg-libjpeg pylibjpeg-openjpeg"
+            if compressed
+            else None,
+        ) from None
     finally:
         quiet.disabled = was
     photometric = str(getattr(dataset, "PhotometricInterpretation", "MONOCHROME2"))
     if photometric == "RGB" and pixels.dtype == np.uint8 and pixels.ndim == 3:
         return Image.fromarray(pixels, mode="RGB"), 8
     if photometric not in ("MONOCHROME1", "MONOCHROME2") or pixels.ndim != 2:
-        raise DataError(f"{name} holds {photometric} pixels of shape {pixels.shape}; greyscale (MONOCHROME1/2) and "
-                        "8-bit RGB are read")
+        raise DataError(
+            f"{name} holds {photometric} pixels of shape {pixels.shape}; greyscale (MONOCHROME1/2) and "
+            "8-bit RGB are read"
+        )
     return _grey_levels(dataset, pixels, bits, apply_modality_lut), 16 if bits > 8 else 8
 
 

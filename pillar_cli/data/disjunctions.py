@@ -70,11 +70,19 @@ def disjunction_dataset(family: DisjunctionFamily, n: int) -> Dataset:
         raise UsageError(f"the disjunction family needs n >= 4 rows (got {n})")
     rng = np.random.default_rng([family.seed, 0xDA7A])
     rows, labels = _sample_in_blocks(family, n, rng)
-    return Dataset(f"disjunctions-d{family.d}-k{family.k}", rows.astype(np.float32), labels, ["-1", "+1"],
-                   class_source=ClassSource.SOURCE, keys=generated_keys(n))
+    return Dataset(
+        f"disjunctions-d{family.d}-k{family.k}",
+        rows.astype(np.float32),
+        labels,
+        ["-1", "+1"],
+        class_source=ClassSource.SOURCE,
+        keys=generated_keys(n),
+    )
 
 
-def _sample_in_blocks(family: DisjunctionFamily, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _sample_in_blocks(
+    family: DisjunctionFamily, n: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows drawn a block at a time, so the (block, m, m) edge draws stay within ~64 MB whatever n and d."""
     block = max(1, 2**23 // (family.d * family.d))
     parts = [family.sample(min(block, n - start), rng) for start in range(0, n, block)]
@@ -93,7 +101,9 @@ def read_csv_rows(path: Path, labelled: bool = True) -> Dataset:
     if lines and not _is_number(lines[0][0]):
         lines = lines[1:]
     if not lines or len({len(row) for row in lines}) != 1 or len(lines[0]) < 1 + labelled:
-        raise DataError(f"{path} needs rows of equal length: features" + (", then the label" if labelled else ""))
+        raise DataError(
+            f"{path} needs rows of equal length: features" + (", then the label" if labelled else "")
+        )
     try:
         features = np.array([row[:-1] if labelled else row for row in lines], dtype=np.float64)
     except ValueError as err:

@@ -31,18 +31,27 @@ class Groups:
 
     @classmethod
     def of(cls, ids: list | np.ndarray, source: str, where: str) -> Groups:
-        if np.asarray(ids).dtype.kind == "O" and (missing := [i for i, value in enumerate(ids) if value is None]):
-            raise DataError(f"{where}: row {missing[0]} has no group id; every row needs its person")  # a null
-        values = np.asarray([value.decode() if isinstance(value, bytes) else value for value in ids]
-                            if np.asarray(ids).dtype.kind in "OS" else ids)
+        if np.asarray(ids).dtype.kind == "O" and (
+            missing := [i for i, value in enumerate(ids) if value is None]
+        ):
+            raise DataError(
+                f"{where}: row {missing[0]} has no group id; every row needs its person"
+            )  # a null
+        values = np.asarray(
+            [value.decode() if isinstance(value, bytes) else value for value in ids]
+            if np.asarray(ids).dtype.kind in "OS"
+            else ids
+        )
         if values.ndim != 1:
             raise DataError(f"{where}: the group ids must be one per row (got shape {values.shape})")
         if values.dtype.kind == "f" and not np.isfinite(values).all():
             raise DataError(f"{where}: a group id is NaN or infinite; every row needs its person")
         text = values.astype(str)
         if (np.char.strip(text) == "").any():
-            raise DataError(f"{where}: row {int(np.flatnonzero(np.char.strip(text) == '')[0])} has an empty group "
-                            "id; every row needs its person")
+            raise DataError(
+                f"{where}: row {int(np.flatnonzero(np.char.strip(text) == '')[0])} has an empty group "
+                "id; every row needs its person"
+            )
         return cls(text, source)
 
     def __len__(self) -> int:
@@ -80,8 +89,10 @@ def groups_of_files(mapping: Path, files: list[str], root: Path) -> Groups:
     for row in rows:
         path, group = os.path.normpath(row[0].strip()), row[1].strip()
         if by_path.setdefault(path, group) != group:  # one file, two persons: which is it?
-            raise DataError(f"{mapping} names {path} twice, as {by_path[path]} and as {group}: a file is one "
-                            "person's", hint="keep one row a file")
+            raise DataError(
+                f"{mapping} names {path} twice, as {by_path[path]} and as {group}: a file is one person's",
+                hint="keep one row a file",
+            )
     by_name = {}
     for path, group in by_path.items():
         by_name.setdefault(os.path.basename(path), []).append(group)
@@ -92,7 +103,9 @@ def groups_of_files(mapping: Path, files: list[str], root: Path) -> Groups:
         if found is None and len(by_name.get(os.path.basename(file), [])) == 1:
             found = by_name[os.path.basename(file)][0]
         if found is None:
-            raise DataError(f"{mapping} names no group for {relative}", hint="every image file needs its person")
+            raise DataError(
+                f"{mapping} names no group for {relative}", hint="every image file needs its person"
+            )
         ids.append(found)
     return Groups.of(ids, f"file {mapping.name}", str(mapping))
 
@@ -118,7 +131,9 @@ def array_groups(path: Path, arrays: dict[str, np.ndarray], n_train: int, n_test
         parts.append(("groups_test", arrays["groups_test"], n_test))
     for name, ids, rows in parts:
         if np.ndim(ids) != 1 or len(ids) != rows:
-            raise DataError(f"{path}: '{name}' holds {np.shape(ids)} ids for {rows} rows; one group id per row")
+            raise DataError(
+                f"{path}: '{name}' holds {np.shape(ids)} ids for {rows} rows; one group id per row"
+            )
     return Groups.of(np.concatenate([ids for _, ids, _ in parts]), "array groups", str(path))
 
 
@@ -131,15 +146,17 @@ def file_groups(files: list[str], root: Path, mapping: Path | None) -> Groups | 
     return None
 
 
-def manifest_groups(path: Path, rows: list[list[str]], header: list[str] | None, files: list[str],
-                    mapping: Path | None) -> Groups | None:
+def manifest_groups(
+    path: Path, rows: list[list[str]], header: list[str] | None, files: list[str], mapping: Path | None
+) -> Groups | None:
     """A manifest's persons: its third column (its header names it: path,label,PatientID), else a CSV mapping or
     DICOM files' PatientID."""
     if not any(len(row) > 2 for row in rows):
         return file_groups(files, path.parent, mapping)
     if mapping is not None:
-        raise UsageError(f"{path} names each row's person in a column; {param('params')} groups= would name them "
-                         "twice")
+        raise UsageError(
+            f"{path} names each row's person in a column; {param('params')} groups= would name them twice"
+        )
     if any(len(row) < 3 for row in rows):
         raise DataError(f"{path}: every row needs its person when one row names one (path,label,group)")
     column = f"column {header[2]}" if header and len(header) > 2 else "column 3"

@@ -37,12 +37,16 @@ def hf_splits(root: Path) -> dict[str, list[Path]]:
         return {"train": _arrow_files(root)}
     splits: dict[str, list[Path]] = {}
     for file in sorted(root.rglob("*.parquet")):
-        name = file.parent.name if file.parent != root and file.parent.name in SPLIT_PREFIXES else \
-            file.name.split("-")[0].split(".")[0]
+        name = (
+            file.parent.name
+            if file.parent != root and file.parent.name in SPLIT_PREFIXES
+            else file.name.split("-")[0].split(".")[0]
+        )
         splits.setdefault(name, []).append(file)
     if not splits:
-        raise DataError(f"{root} holds neither a save_to_disk dataset (dataset_dict.json, state.json) nor Parquet "
-                        "files")
+        raise DataError(
+            f"{root} holds neither a save_to_disk dataset (dataset_dict.json, state.json) nor Parquet files"
+        )
     return splits
 
 
@@ -59,7 +63,9 @@ def features_of(files: list[Path]) -> dict:
     import pyarrow.parquet as pq
 
     schema = pq.read_schema(first)
-    described = json.loads((schema.metadata or {}).get(b"huggingface", b"{}")).get("info", {}).get("features", {})
+    described = (
+        json.loads((schema.metadata or {}).get(b"huggingface", b"{}")).get("info", {}).get("features", {})
+    )
     return {name: described.get(name, {}) for name in schema.names}  # Parquet from other tools: no types
 
 
@@ -69,10 +75,16 @@ def column_of(features: dict, kind: str, given: str | None, what: str) -> str | 
         if given not in features:
             raise UsageError(f"no column '{given}' for the {what} (columns: {', '.join(features)})")
         return given
-    found = [name for name, feature in features.items() if isinstance(feature, dict) and feature.get("_type") == kind]
+    found = [
+        name
+        for name, feature in features.items()
+        if isinstance(feature, dict) and feature.get("_type") == kind
+    ]
     if len(found) > 1:
-        raise UsageError(f"several {kind} columns ({', '.join(found)}): name the {what} with {param('params')} "
-                         f"{'image' if kind == 'Image' else 'label'}=COLUMN")
+        raise UsageError(
+            f"several {kind} columns ({', '.join(found)}): name the {what} with {param('params')} "
+            f"{'image' if kind == 'Image' else 'label'}=COLUMN"
+        )
     return found[0] if found else None
 
 
@@ -80,8 +92,14 @@ class EncodedImages(EncodedRows):
     """An (N, H, W, 3) uint8 array-like over the encoded images of an `Image` column, decoded when rows are read.
     Pickles without its open tables (a worker reopens them)."""
 
-    def __init__(self, files: list[Path], column: str, size: int | None, rows: np.ndarray | None = None,
-                 image_shape: tuple[int, ...] | None = None):
+    def __init__(
+        self,
+        files: list[Path],
+        column: str,
+        size: int | None,
+        rows: np.ndarray | None = None,
+        image_shape: tuple[int, ...] | None = None,
+    ):
         self.data_files, self.column, self.size = [str(f) for f in files], column, size
         self.starts = np.cumsum([0, *(_row_count(Path(f)) for f in self.data_files)])
         self.rows = np.arange(self.starts[-1]) if rows is None else rows
@@ -124,7 +142,10 @@ class EncodedImages(EncodedRows):
         if self._open.get(file, (None,))[0] != group:
             import pyarrow.parquet as pq
 
-            self._open[file] = (group, pq.ParquetFile(path).read_row_group(group, columns=[self.column]).column(0))
+            self._open[file] = (
+                group,
+                pq.ParquetFile(path).read_row_group(group, columns=[self.column]).column(0),
+            )
         return self._open[file][1][local - int(starts[group])]["bytes"].as_py()
 
     def fingerprint(self, labels: np.ndarray) -> str:
@@ -180,8 +201,16 @@ def arrow_errors(what: str) -> Iterator[None]:
         raise DataError(f"{what}: {str(err).splitlines()[0]}") from None
 
 
-def read_hf(root: Path, size: int | None, image: str | None = None, label: str | None = None, train: str = "train",
-            test: str = "test", group: str | None = None, id: str | None = None) -> Dataset:
+def read_hf(
+    root: Path,
+    size: int | None,
+    image: str | None = None,
+    label: str | None = None,
+    train: str = "train",
+    test: str = "test",
+    group: str | None = None,
+    id: str | None = None,
+) -> Dataset:
     """The `train` split (and `test`, when there is one) of a Hugging Face dataset on disk; without a label column
     (none of type ClassLabel, none named `label` or given) its rows are unlabelled, to classify. `group`: the column
     naming each row's person; `id`: a column naming each row (else rows are named by their encoded image's bytes)."""
@@ -189,33 +218,72 @@ def read_hf(root: Path, size: int | None, image: str | None = None, label: str |
         return _read_hf(root, size, image, label, train, test, group, id)
 
 
-def _read_hf(root: Path, size: int | None, image: str | None, label: str | None, train: str, test: str,
-             group: str | None, id: str | None) -> Dataset:
+def _read_hf(
+    root: Path,
+    size: int | None,
+    image: str | None,
+    label: str | None,
+    train: str,
+    test: str,
+    group: str | None,
+    id: str | None,
+) -> Dataset:
     splits = hf_splits(root)
     if train not in splits:
-        raise DataError(f"{root} has no split '{train}' (its splits: {', '.join(splits)})",
-                        hint=f"name the training split with {param('params')} train=SPLIT")
+        raise DataError(
+            f"{root} has no split '{train}' (its splits: {', '.join(splits)})",
+            hint=f"name the training split with {param('params')} train=SPLIT",
+        )
     parts = [splits[train], *([splits[test]] if test in splits else [])]
     features = features_of(parts[0])
     image_column = column_of(features, "Image", image, "images")
     if image_column is None:
         raise UsageError(f"{root} has no column of type Image: name it with {param('params')} image=COLUMN")
-    label_column = column_of(features, "ClassLabel", label, "labels") or ("label" if "label" in features else None)
+    label_column = column_of(features, "ClassLabel", label, "labels") or (
+        "label" if "label" in features else None
+    )
     inputs = [EncodedImages(files, image_column, size) for files in parts]
     if label_column is None:
         labels, names = [no_labels(len(part)) for part in inputs], []
     elif (features.get(label_column) or {}).get("names"):
-        labels, names = [column_values(files, label_column).astype(np.int64) for files in parts], \
-            list(features[label_column]["names"])
+        labels, names = (
+            [column_values(files, label_column).astype(np.int64) for files in parts],
+            list(features[label_column]["names"]),
+        )
     else:
-        labels, names = encode_labels(f"{root}:{label_column}", *(column_values(f, label_column) for f in parts))
-    groups = None if group is None else Groups.of(
-        np.concatenate([column_values(files, column_of(features, "", group, "persons")) for files in parts]),
-        f"column {group}", str(root))
+        labels, names = encode_labels(
+            f"{root}:{label_column}", *(column_values(f, label_column) for f in parts)
+        )
+    groups = (
+        None
+        if group is None
+        else Groups.of(
+            np.concatenate(
+                [column_values(files, column_of(features, "", group, "persons")) for files in parts]
+            ),
+            f"column {group}",
+            str(root),
+        )
+    )
     fingerprint = "|".join(part.fingerprint(part_labels) for part, part_labels in zip(inputs, labels))
     test_inputs, test_labels = (inputs[1], labels[1]) if len(inputs) > 1 else (None, None)
-    keys = None if id is None else np.concatenate(
-        [column_values(files, column_of(features, "", id, "row ids")) for files in parts]).astype(str).astype(object)
+    keys = (
+        None
+        if id is None
+        else np.concatenate([column_values(files, column_of(features, "", id, "row ids")) for files in parts])
+        .astype(str)
+        .astype(object)
+    )
     declared = label_column is not None and bool((features.get(label_column) or {}).get("names"))
-    return Dataset("hf", inputs[0], labels[0], names, test_inputs, test_labels, fingerprint_hint=fingerprint,
-                   groups=groups, keys=keys, class_source=ClassSource.SOURCE if declared else ClassSource.LABELS)
+    return Dataset(
+        "hf",
+        inputs[0],
+        labels[0],
+        names,
+        test_inputs,
+        test_labels,
+        fingerprint_hint=fingerprint,
+        groups=groups,
+        keys=keys,
+        class_source=ClassSource.SOURCE if declared else ClassSource.LABELS,
+    )

@@ -25,8 +25,10 @@ IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".ppm", ".tif", ".tif
 def require_shape(image: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
     """The image, if it has the shape of the others; a resize is the fix otherwise."""
     if image.shape != tuple(shape):
-        raise DataError(f"{name} is {image.shape[1]} × {image.shape[0]}, the other images {shape[1]} × {shape[0]}",
-                        hint=f"pass {param('param')} size=N to resize all of them to N × N")
+        raise DataError(
+            f"{name} is {image.shape[1]} × {image.shape[0]}, the other images {shape[1]} × {shape[0]}",
+            hint=f"pass {param('param')} size=N to resize all of them to N × N",
+        )
     return image
 
 
@@ -36,16 +38,32 @@ class ImageFiles:
     every image must have the first one's size; a file of another size is an error naming it. With `skip_bad`, a file that cannot be decoded reads as zeros and
     is listed in `skipped` (the embedding stage drops its row)."""
 
-    def __init__(self, files: list[str], size: int | None = None, image_shape: tuple[int, ...] | None = None,
-                 skip_bad: bool = False, channels: int = 3, depth: int | None = None, *,
-                 read_depth: int | None = None):
+    def __init__(
+        self,
+        files: list[str],
+        size: int | None = None,
+        image_shape: tuple[int, ...] | None = None,
+        skip_bad: bool = False,
+        channels: int = 3,
+        depth: int | None = None,
+        *,
+        read_depth: int | None = None,
+    ):
         if not files:
             raise DataError("no image files to read")
-        self.files, self.size, self.skip_bad, self.skipped, self.channels = files, size, skip_bad, [], channels
+        self.files, self.size, self.skip_bad, self.skipped, self.channels = (
+            files,
+            size,
+            skip_bad,
+            [],
+            channels,
+        )
         self.declared_depth = depth
         depth = read_depth or depth or image_depth(files[0])
         if image_shape is None:
-            image_shape = (size, size, channels) if size else decode_image(files[0], None, channels=channels).shape
+            image_shape = (
+                (size, size, channels) if size else decode_image(files[0], None, channels=channels).shape
+            )
         self.depth, self.dtype = depth, PIXEL_TYPES[depth]
         self.shape = (len(files), *image_shape)
 
@@ -56,8 +74,11 @@ class ImageFiles:
         if isinstance(index, (int, np.integer)):
             return self._decode(self.files[int(index)])
         positions = range(len(self.files))[index] if isinstance(index, slice) else np.asarray(index).tolist()
-        return np.stack([self._decode(self.files[i]) for i in positions]) if len(positions) else \
-            np.empty((0, *self.shape[1:]), self.dtype)
+        return (
+            np.stack([self._decode(self.files[i]) for i in positions])
+            if len(positions)
+            else np.empty((0, *self.shape[1:]), self.dtype)
+        )
 
     def _decode(self, file: str) -> np.ndarray:
         try:
@@ -71,12 +92,26 @@ class ImageFiles:
 
     def subset(self, ids: np.ndarray) -> ImageFiles:
         """The files at sorted row ids, still undecoded."""
-        return ImageFiles([self.files[i] for i in ids.tolist()], self.size, self.shape[1:], self.skip_bad,
-                          self.channels, self.declared_depth, read_depth=self.depth)
+        return ImageFiles(
+            [self.files[i] for i in ids.tolist()],
+            self.size,
+            self.shape[1:],
+            self.skip_bad,
+            self.channels,
+            self.declared_depth,
+            read_depth=self.depth,
+        )
 
     def skipping_bad(self) -> ImageFiles:
-        return ImageFiles(self.files, self.size, self.shape[1:], True, self.channels, self.declared_depth,
-                          read_depth=self.depth)
+        return ImageFiles(
+            self.files,
+            self.size,
+            self.shape[1:],
+            True,
+            self.channels,
+            self.declared_depth,
+            read_depth=self.depth,
+        )
 
     def read_as(self, position: int) -> ImageFiles:
         """These files read at the size (where no size is given) and the bit depth (where none is declared) of the
@@ -87,8 +122,15 @@ class ImageFiles:
 
     def read_like(self, shape: tuple[int, ...], depth: int) -> ImageFiles:
         """These files read at the given image shape and bit depth (a test part read as its train part is)."""
-        return ImageFiles(self.files, self.size, tuple(shape), self.skip_bad, self.channels, self.declared_depth,
-                          read_depth=depth)
+        return ImageFiles(
+            self.files,
+            self.size,
+            tuple(shape),
+            self.skip_bad,
+            self.channels,
+            self.declared_depth,
+            read_depth=depth,
+        )
 
     def positions_of(self, files: set[str]) -> list[int]:
         return [i for i, file in enumerate(self.files) if file in files]
@@ -143,8 +185,11 @@ class EncodedRows:
         if isinstance(index, (int, np.integer)):
             return self._decode(int(self.rows[int(index)]))
         picked = self.rows[index]
-        return np.stack([self._decode(int(row)) for row in picked]) if len(picked) else \
-            np.empty((0, *self.shape[1:]), np.uint8)
+        return (
+            np.stack([self._decode(int(row)) for row in picked])
+            if len(picked)
+            else np.empty((0, *self.shape[1:]), np.uint8)
+        )
 
 
 def file_keys(files: list[str], root: Path) -> np.ndarray:
@@ -154,4 +199,8 @@ def file_keys(files: list[str], root: Path) -> np.ndarray:
 
 def image_files_in(folder: Path) -> list[str]:
     """The image files directly in `folder`, sorted by name."""
-    return sorted(str(p) for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES) if folder.is_dir() else []
+    return (
+        sorted(str(p) for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+        if folder.is_dir()
+        else []
+    )

@@ -42,6 +42,6 @@ def content_keys(inputs: Sequence) -> list[bytes]:
     block = max(_BLOCK_BYTES // row_bytes, 1)
     keys = []
     for start in range(0, len(inputs), block):
-        rows = np.ascontiguousarray(inputs[start:start + block])
+        rows = np.ascontiguousarray(inputs[start : start + block])
         keys += [hashlib.sha256(row.tobytes()).digest() for row in rows]
     return keys

@@ -42,8 +42,12 @@ def encode_labels(origin: str, *parts: np.ndarray) -> tuple[list[np.ndarray], li
 
 def _as_values(origin: str, labels: np.ndarray) -> np.ndarray:
     """Labels as one sortable kind: str for text, int64 for numbers (integral floats included)."""
-    if labels.dtype.kind in "US" or (labels.dtype.kind == "O" and all(isinstance(v, (str, bytes)) for v in labels)):
-        text = np.array([v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in labels], dtype=str)
+    if labels.dtype.kind in "US" or (
+        labels.dtype.kind == "O" and all(isinstance(v, (str, bytes)) for v in labels)
+    ):
+        text = np.array(
+            [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in labels], dtype=str
+        )
         numbers = _numbers(text)
         return text if numbers is None else _as_values(origin, numbers)
     if labels.dtype.kind in "biu":
@@ -51,7 +55,9 @@ def _as_values(origin: str, labels: np.ndarray) -> np.ndarray:
     if labels.dtype.kind == "f":
         bad = np.flatnonzero(~np.isfinite(labels) | (labels != np.round(labels)))
         if len(bad):
-            raise DataError(f"labels of {origin} must be integers or strings: row {bad[0]} holds {labels[bad[0]]:g}")
+            raise DataError(
+                f"labels of {origin} must be integers or strings: row {bad[0]} holds {labels[bad[0]]:g}"
+            )
         return labels.astype(np.int64)
     raise DataError(f"labels of {origin} must be integers or strings, not {labels.dtype}")
 
@@ -80,7 +86,9 @@ def encode_declared(origin: str, names: list[str], *parts: np.ndarray) -> list[n
         for part in values:
             if len(part) and (part.min() < 0 or part.max() >= len(names)):
                 bad = int(part[(part < 0) | (part >= len(names))][0])
-                raise DataError(f"{origin}: label {bad} is no position among the {len(names)} declared classes")
+                raise DataError(
+                    f"{origin}: label {bad} is no position among the {len(names)} declared classes"
+                )
         return [part.astype(np.int64) for part in values]
     index = {_canonical(name): i for i, name in enumerate(names)}
     encoded = []
@@ -88,9 +96,11 @@ def encode_declared(origin: str, names: list[str], *parts: np.ndarray) -> list[n
         texts = [_canonical(value) for value in part.tolist()]
         unknown = next((text for text in texts if text not in index), None)
         if unknown is not None:
-            raise DataError(f"{origin}: label '{unknown}' is not one of the {len(names)} declared classes "
-                            f"({_preview(names)})", hint=f"declare every class with {param('classes')}, or correct "
-                            "the label")
+            raise DataError(
+                f"{origin}: label '{unknown}' is not one of the {len(names)} declared classes "
+                f"({_preview(names)})",
+                hint=f"declare every class with {param('classes')}, or correct the label",
+            )
         encoded.append(np.asarray([index[text] for text in texts], dtype=np.int64))
     return encoded
 
@@ -100,7 +110,9 @@ def declared_names(path: object, arrays: dict[str, np.ndarray]) -> list[str] | N
     if "class_names" not in arrays:
         return None
     names = arrays["class_names"]
-    texts = [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in np.asarray(names).ravel()]
+    texts = [
+        v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in np.asarray(names).ravel()
+    ]
     if np.ndim(names) != 1 or len(texts) < 2 or len(set(texts)) != len(texts):
         raise DataError(f"{path}: 'class_names' must list two or more distinct class names")
     return texts
@@ -116,8 +128,10 @@ def parse_class_names(text: str) -> list[str]:
     else:
         names = [name.strip() for name in text.split(",") if name.strip()]
     if len(names) < 2 or len({_canonical(name) for name in names}) != len(names):
-        raise UsageError(f"{param('classes')} needs two or more distinct class names (comma-separated, or a file of "
-                         f"one a line); got {text!r}")
+        raise UsageError(
+            f"{param('classes')} needs two or more distinct class names (comma-separated, or a file of "
+            f"one a line); got {text!r}"
+        )
     return names
 
 

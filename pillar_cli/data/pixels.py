@@ -34,8 +34,9 @@ def pixel_depth(rows: object) -> int:
     raise DataError(f"images are uint8 or uint16 rows; these are {dtype}")
 
 
-def decode_image(file: str | BinaryIO, size: int | None, name: str | None = None, channels: int = 3,
-                 depth: int | None = 8) -> np.ndarray:
+def decode_image(
+    file: str | BinaryIO, size: int | None, name: str | None = None, channels: int = 3, depth: int | None = 8
+) -> np.ndarray:
     """One image (a file, or its bytes in a file object called `name`) as (H, W, channels) rows at `depth` bits
     (None: the file's own depth)."""
     from PIL import Image, UnidentifiedImageError
@@ -81,7 +82,9 @@ def _read(file: str | BinaryIO, where: str):
             return read
     with Image.open(file) as opened:
         if (frames := getattr(opened, "n_frames", 1)) > 1:  # GIF, APNG, WebP, multi-page TIFF read by Pillow
-            raise DataError(f"{where} is an animated or multi-page image ({frames} frames); embed one frame per file")
+            raise DataError(
+                f"{where} is an animated or multi-page image ({frames} frames); embed one frame per file"
+            )
         image = ImageOps.exif_transpose(opened)
         image.load()
     if image.mode.startswith("I"):
@@ -105,16 +108,22 @@ def _tiff(file: str | BinaryIO, where: str):
     tifffile = _tifffile()
     with tifffile.TiffFile(file) as tiff:
         if len(tiff.pages) > 1:
-            raise DataError(f"{where} is a multi-page TIFF ({len(tiff.pages)} pages); embed one page per file")
+            raise DataError(
+                f"{where} is a multi-page TIFF ({len(tiff.pages)} pages); embed one page per file"
+            )
         page = tiff.pages[0]
         if page.bitspersample <= 8:
             pixels = None
         elif page.photometric not in (tifffile.PHOTOMETRIC.MINISBLACK, tifffile.PHOTOMETRIC.RGB):
-            raise DataError(f"{where} holds {page.bitspersample}-bit {page.photometric.name} pixels; greyscale and RGB "
-                            "images are read")
+            raise DataError(
+                f"{where} holds {page.bitspersample}-bit {page.photometric.name} pixels; greyscale and RGB "
+                "images are read"
+            )
         else:
             orientation = page.tags.get(274)  # TIFF Orientation
-            pixels = _upright(_interleaved(page.asarray(), page.axes), 1 if orientation is None else orientation.value)
+            pixels = _upright(
+                _interleaved(page.asarray(), page.axes), 1 if orientation is None else orientation.value
+            )
     if pixels is None:
         if hasattr(file, "seek"):
             file.seek(0)  # Pillow reads it from the start
@@ -135,9 +144,16 @@ def _interleaved(pixels: np.ndarray, axes: str) -> np.ndarray:
 def _upright(pixels: np.ndarray, orientation: int) -> np.ndarray:
     """The TIFF orientation tag applied (as Pillow's exif_transpose does for 8-bit files): rows and columns as a
     viewer shows them."""
-    turned = {1: pixels, 2: pixels[:, ::-1], 3: pixels[::-1, ::-1], 4: pixels[::-1],
-              5: np.swapaxes(pixels, 0, 1), 6: np.swapaxes(pixels, 0, 1)[:, ::-1],
-              7: np.swapaxes(pixels, 0, 1)[::-1, ::-1], 8: np.swapaxes(pixels, 0, 1)[::-1]}
+    turned = {
+        1: pixels,
+        2: pixels[:, ::-1],
+        3: pixels[::-1, ::-1],
+        4: pixels[::-1],
+        5: np.swapaxes(pixels, 0, 1),
+        6: np.swapaxes(pixels, 0, 1)[:, ::-1],
+        7: np.swapaxes(pixels, 0, 1)[::-1, ::-1],
+        8: np.swapaxes(pixels, 0, 1)[::-1],
+    }
     return np.ascontiguousarray(turned.get(int(orientation), pixels))
 
 
@@ -145,11 +161,15 @@ def _check_range(pixels: np.ndarray, where: str) -> None:
     """Refuse what the levels below would silently misread: negative values (signed samples), and float samples
     all within [0, 1] (read as 0..255 levels, they would be black)."""
     if pixels.dtype.kind in "if" and pixels.size and float(pixels.min()) < 0:
-        raise DataError(f"{where} holds negative pixel values ({pixels.dtype}, down to {pixels.min():g}); pillar "
-                        "reads unsigned levels: shift or window them to 0..65,535 (or 0..255) first")
+        raise DataError(
+            f"{where} holds negative pixel values ({pixels.dtype}, down to {pixels.min():g}); pillar "
+            "reads unsigned levels: shift or window them to 0..65,535 (or 0..255) first"
+        )
     if pixels.dtype.kind == "f" and pixels.size and float(pixels.max()) <= 1:
-        raise DataError(f"{where} holds float pixels within [0, 1]; pillar reads float images as 0..255 levels: "
-                        "scale them to 0..255, or save integers")
+        raise DataError(
+            f"{where} holds float pixels within [0, 1]; pillar reads float images as 0..255 levels: "
+            "scale them to 0..255, or save integers"
+        )
 
 
 def _unit_levels(values: np.ndarray) -> np.ndarray:
@@ -186,6 +206,10 @@ def _sized(levels: np.ndarray, size: int | None) -> np.ndarray:
 
     if not size:
         return levels
-    resized = [np.asarray(Image.fromarray(levels[..., c].astype(np.float32), mode="F").resize(
-        (size, size), Image.BILINEAR)) for c in range(levels.shape[2])]
+    resized = [
+        np.asarray(
+            Image.fromarray(levels[..., c].astype(np.float32), mode="F").resize((size, size), Image.BILINEAR)
+        )
+        for c in range(levels.shape[2])
+    ]
     return np.stack(resized, axis=2).astype(np.float64)

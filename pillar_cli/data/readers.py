@@ -18,8 +18,12 @@ from pillar_cli.errors import DataError
 
 CHUNK_CACHE_BYTES = 64 * 2**20  # per open image file of a lazy source
 CHUNK_CACHE_SLOTS = 100_003  # a prime, well above the number of chunks the cache holds (HDF5's advice)
-_ARRAY_NAMES = {"x": ("x", "X", "features", "images"), "y": ("y", "Y", "labels", "targets"),
-                "x_test": ("x_test", "X_test"), "y_test": ("y_test", "Y_test")}
+_ARRAY_NAMES = {
+    "x": ("x", "X", "features", "images"),
+    "y": ("y", "Y", "labels", "targets"),
+    "x_test": ("x_test", "X_test"),
+    "y_test": ("y_test", "Y_test"),
+}
 
 
 def load_npz(path: Path) -> dict[str, np.ndarray]:
@@ -41,7 +45,9 @@ def load_h5(path: Path) -> dict[str, np.ndarray]:
 def read_array_file(path: Path, arrays: dict[str, np.ndarray]) -> Dataset:
     """Arrays named x/y (aliases allowed), optional x_test/y_test. 2-D x is vectors; 3/4-D uint8 is images. Without
     any labels the rows (x, then x_test) are unlabelled inputs. `groups` (`groups_test`) name persons (data/groups.py)."""
-    found = {role: next((arrays[n] for n in names if n in arrays), None) for role, names in _ARRAY_NAMES.items()}
+    found = {
+        role: next((arrays[n] for n in names if n in arrays), None) for role, names in _ARRAY_NAMES.items()
+    }
     if found["x"] is None:
         raise DataError(f"{path} needs arrays 'x' and 'y' (found: {', '.join(sorted(arrays)) or 'none'})")
     if found["y"] is None and found["y_test"] is None:  # inputs to classify (pillar predict)
@@ -56,16 +62,25 @@ def read_array_file(path: Path, arrays: dict[str, np.ndarray]) -> Dataset:
     if found["x_test"] is not None:
         test_inputs = _as_inputs(path, found["x_test"])
         if test_inputs.shape[1:] != inputs.shape[1:]:
-            raise DataError(f"{path}: x_test rows have shape {test_inputs.shape[1:]}, x rows {inputs.shape[1:]}")
+            raise DataError(
+                f"{path}: x_test rows have shape {test_inputs.shape[1:]}, x rows {inputs.shape[1:]}"
+            )
     label_parts = [found["y"]] if found["y_test"] is None else [found["y"], found["y_test"]]
     declared = declared_names(path, arrays)
     if declared is None:
         (labels, *test_labels), names = encode_labels(str(path), *label_parts)
     else:
         (labels, *test_labels), names = encode_declared(str(path), declared, *label_parts), declared
-    return Dataset(path.stem, inputs, labels, names, test_inputs, test_labels[0] if test_labels else None,
-                   groups=array_groups(path, arrays, len(inputs), 0 if test_inputs is None else len(test_inputs)),
-                   class_source=ClassSource.LABELS if declared is None else ClassSource.SOURCE)
+    return Dataset(
+        path.stem,
+        inputs,
+        labels,
+        names,
+        test_inputs,
+        test_labels[0] if test_labels else None,
+        groups=array_groups(path, arrays, len(inputs), 0 if test_inputs is None else len(test_inputs)),
+        class_source=ClassSource.LABELS if declared is None else ClassSource.SOURCE,
+    )
 
 
 def _as_inputs(path: Path, x: np.ndarray) -> np.ndarray:
@@ -73,11 +88,14 @@ def _as_inputs(path: Path, x: np.ndarray) -> np.ndarray:
         return x.astype(np.float32, copy=False)  # float32 vectors as read: no second copy of a large file
     if x.ndim in (3, 4) and x.dtype in (np.uint8, np.uint16):
         return x[..., None] if x.ndim == 3 else x
-    raise DataError(f"{path}: x must be 2-D vectors or uint8/uint16 images (N,H,W[,C]); got {x.dtype} {x.shape}")
+    raise DataError(
+        f"{path}: x must be 2-D vectors or uint8/uint16 images (N,H,W[,C]); got {x.dtype} {x.shape}"
+    )
 
 
-def read_image_folder(root: Path, size: int | None, channels: int = 3, depth: int | None = None,
-                      groups: Path | None = None) -> Dataset:
+def read_image_folder(
+    root: Path, size: int | None, channels: int = 3, depth: int | None = None, groups: Path | None = None
+) -> Dataset:
     """One sub-folder per class, the `torchvision.datasets.ImageFolder` layout (read by torchvision's own indexer,
     files in nested folders included); `root/train` + `root/test` of that layout give an own test split. The files
     are indexed, not decoded (the first, for its size and bit depth, aside); `depth` None: the first file's;
@@ -85,22 +103,44 @@ def read_image_folder(root: Path, size: int | None, channels: int = 3, depth: in
     if (root / "train").is_dir() and (root / "test").is_dir():
         class_names = class_folders(root / "train")
         train, train_labels = index_class_folders(root / "train", class_names, size, None, channels, depth)
-        test, test_labels = index_class_folders(root / "test", class_names, size, train.shape[1:], channels,
-                                                 train.depth)
-        return Dataset(root.name, train, train_labels, class_names, test, test_labels,
-                       fingerprint_hint=f"{train.fingerprint(root, train_labels)}|{test.fingerprint(root, test_labels)}",
-                       groups=file_groups(train.files + test.files, root, groups),
-                       keys=file_keys(train.files + test.files, root), class_source=ClassSource.SOURCE)
+        test, test_labels = index_class_folders(
+            root / "test", class_names, size, train.shape[1:], channels, train.depth
+        )
+        return Dataset(
+            root.name,
+            train,
+            train_labels,
+            class_names,
+            test,
+            test_labels,
+            fingerprint_hint=f"{train.fingerprint(root, train_labels)}|{test.fingerprint(root, test_labels)}",
+            groups=file_groups(train.files + test.files, root, groups),
+            keys=file_keys(train.files + test.files, root),
+            class_source=ClassSource.SOURCE,
+        )
     if root.is_dir() and image_files_in(root) and not class_folders(root, required=False):
         images = ImageFiles(image_files_in(root), size, channels=channels, depth=depth)  # inputs to classify
         labels = no_labels(len(images))
-        return Dataset(root.name, images, labels, [], fingerprint_hint=images.fingerprint(root, labels),
-                       keys=file_keys(images.files, root))
+        return Dataset(
+            root.name,
+            images,
+            labels,
+            [],
+            fingerprint_hint=images.fingerprint(root, labels),
+            keys=file_keys(images.files, root),
+        )
     class_names = class_folders(root)
     images, labels = index_class_folders(root, class_names, size, None, channels, depth)
-    return Dataset(root.name, images, labels, class_names, fingerprint_hint=images.fingerprint(root, labels),
-                   groups=file_groups(images.files, root, groups), keys=file_keys(images.files, root),
-                   class_source=ClassSource.SOURCE)
+    return Dataset(
+        root.name,
+        images,
+        labels,
+        class_names,
+        fingerprint_hint=images.fingerprint(root, labels),
+        groups=file_groups(images.files, root, groups),
+        keys=file_keys(images.files, root),
+        class_source=ClassSource.SOURCE,
+    )
 
 
 def class_folders(root: Path, required: bool = True) -> list[str]:
@@ -112,17 +152,25 @@ def class_folders(root: Path, required: bool = True) -> list[str]:
     return names
 
 
-def index_class_folders(root: Path, class_names: list[str], size: int | None,
-                         image_shape: tuple[int, ...] | None = None, channels: int = 3,
-                         depth: int | None = None) -> tuple[ImageFiles, np.ndarray]:
+def index_class_folders(
+    root: Path,
+    class_names: list[str],
+    size: int | None,
+    image_shape: tuple[int, ...] | None = None,
+    channels: int = 3,
+    depth: int | None = None,
+) -> tuple[ImageFiles, np.ndarray]:
     from torchvision.datasets.folder import make_dataset
 
-    samples = make_dataset(root, {name: i for i, name in enumerate(class_names)}, tuple(IMAGE_SUFFIXES),
-                           allow_empty=True)
+    samples = make_dataset(
+        root, {name: i for i, name in enumerate(class_names)}, tuple(IMAGE_SUFFIXES), allow_empty=True
+    )
     if not samples:
         raise DataError(f"{root} holds no images ({', '.join(sorted(IMAGE_SUFFIXES))})")
     files, labels = zip(*samples)
-    return ImageFiles(list(files), size, image_shape, channels=channels, depth=depth), np.asarray(labels, np.int64)
+    return ImageFiles(list(files), size, image_shape, channels=channels, depth=depth), np.asarray(
+        labels, np.int64
+    )
 
 
 def read_cifar(root: Path) -> Dataset:
@@ -132,7 +180,11 @@ def read_cifar(root: Path) -> Dataset:
         if (root / folder).is_dir():
             root = root / folder
     if (root / "data_batch_1").exists():
-        train_files, test_file, label_key = [root / f"data_batch_{i}" for i in range(1, 6)], root / "test_batch", b"labels"
+        train_files, test_file, label_key = (
+            [root / f"data_batch_{i}" for i in range(1, 6)],
+            root / "test_batch",
+            b"labels",
+        )
         names = _unpickle(root / "batches.meta")[b"label_names"]
     elif (root / "train").exists():
         train_files, test_file, label_key = [root / "train"], root / "test", b"fine_labels"
@@ -141,10 +193,15 @@ def read_cifar(root: Path) -> Dataset:
         raise DataError(f"{root} is not a CIFAR python folder (no data_batch_1 or train file)")
     train = [_unpickle(f) for f in train_files]
     test = _unpickle(test_file)
-    return Dataset(root.name, np.concatenate([_cifar_images(b) for b in train]),
-                   np.concatenate([np.asarray(b[label_key], dtype=np.int64) for b in train]),
-                   [n.decode() for n in names], _cifar_images(test), np.asarray(test[label_key], dtype=np.int64),
-                   class_source=ClassSource.SOURCE)
+    return Dataset(
+        root.name,
+        np.concatenate([_cifar_images(b) for b in train]),
+        np.concatenate([np.asarray(b[label_key], dtype=np.int64) for b in train]),
+        [n.decode() for n in names],
+        _cifar_images(test),
+        np.asarray(test[label_key], dtype=np.int64),
+        class_source=ClassSource.SOURCE,
+    )
 
 
 def _unpickle(path: Path) -> dict:
@@ -200,16 +257,26 @@ def read_pcam(root: Path) -> Dataset:
             raise DataError(f"cannot read PCAM part '{part}' in {root}: {err}") from err
     fingerprint = "|".join(f"{p}:{parts[p][0].shape}:{hash_head(parts[p][1])}" for p in parts)
     (train, train_y), (test, test_y) = parts["train"], parts["test"]
-    return Dataset("pcam", train, train_y, ["normal", "tumour"], test, test_y, fingerprint_hint=fingerprint,
-                   reopen=lambda: read_pcam(root), class_source=ClassSource.SOURCE)
+    return Dataset(
+        "pcam",
+        train,
+        train_y,
+        ["normal", "tumour"],
+        test,
+        test_y,
+        fingerprint_hint=fingerprint,
+        reopen=lambda: read_pcam(root),
+        class_source=ClassSource.SOURCE,
+    )
 
 
 def hash_head(array: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
 
 
-def read_manifest(path: Path, size: int | None, channels: int = 3, depth: int | None = None,
-                  groups: Path | None = None) -> Dataset:
+def read_manifest(
+    path: Path, size: int | None, channels: int = 3, depth: int | None = None, groups: Path | None = None
+) -> Dataset:
     """A CSV manifest of `path,label` rows (header optional; paths relative to the manifest); labels by name; a third
     column, or `groups`, names persons (data/groups.py). The files are indexed, not decoded. A manifest of paths
     alone lists unlabelled inputs."""
@@ -218,19 +285,33 @@ def read_manifest(path: Path, size: int | None, channels: int = 3, depth: int | 
     header = rows[0] if rows and rows[0][:2] in (["path", "label"], ["path"]) else None
     rows = rows[1:] if header else rows
     if rows and all(len(row) == 1 for row in rows):  # inputs to classify (pillar predict)
-        images = ImageFiles(existing_files([path.parent / row[0] for row in rows]), size, channels=channels,
-                            depth=depth)
+        images = ImageFiles(
+            existing_files([path.parent / row[0] for row in rows]), size, channels=channels, depth=depth
+        )
         labels = no_labels(len(rows))
-        return Dataset(path.stem, images, labels, [], fingerprint_hint=images.fingerprint(path.parent, labels),
-                       keys=file_keys(images.files, path.parent))
+        return Dataset(
+            path.stem,
+            images,
+            labels,
+            [],
+            fingerprint_hint=images.fingerprint(path.parent, labels),
+            keys=file_keys(images.files, path.parent),
+        )
     if not rows or any(len(row) < 2 for row in rows):
         raise DataError(f"{path} must hold 'path,label' rows (or 'path' rows of inputs to classify)")
     class_names = sorted({row[1] for row in rows})
     files = existing_files([path.parent / row[0] for row in rows])
     labels = np.array([class_names.index(row[1]) for row in rows], dtype=np.int64)
     images = ImageFiles(files, size, channels=channels, depth=depth)
-    return Dataset(path.stem, images, labels, class_names, fingerprint_hint=images.fingerprint(path.parent, labels),
-                   groups=manifest_groups(path, rows, header, files, groups), keys=file_keys(files, path.parent))
+    return Dataset(
+        path.stem,
+        images,
+        labels,
+        class_names,
+        fingerprint_hint=images.fingerprint(path.parent, labels),
+        groups=manifest_groups(path, rows, header, files, groups),
+        keys=file_keys(files, path.parent),
+    )
 
 
 def existing_files(files: list[Path]) -> list[str]:

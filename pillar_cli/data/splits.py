@@ -28,11 +28,15 @@ DEFAULT_PUBLIC_FRACTION = 0.1  # of the train part, where the source names no pe
 
 @dataclass(frozen=True)
 class SplitPlan:
-    public_fraction: float | None = None  # None: DEFAULT_PUBLIC_FRACTION, where the source names no persons (for_source)
+    public_fraction: float | None = (
+        None  # None: DEFAULT_PUBLIC_FRACTION, where the source names no persons (for_source)
+    )
     val_fraction: float = 0.1
     test_fraction: float = 0.2
     seed: int = 0
-    no_public_split: bool = False  # an artifact without public rows (an evaluation-only set) is asked for explicitly
+    no_public_split: bool = (
+        False  # an artifact without public rows (an evaluation-only set) is asked for explicitly
+    )
 
     def for_source(self, dataset: Dataset) -> SplitPlan:
         """The plan with its public fraction set: as given; DEFAULT_PUBLIC_FRACTION where the rows name no persons;
@@ -43,24 +47,31 @@ class SplitPlan:
         if self.no_public_split:
             return replace(self, public_fraction=0.0)
         if dataset.groups is not None:
-            raise UsageError(f"source '{dataset.name}' names each row's person ({dataset.groups.source}): a public split "
-                             f"drawn from it would use about one person in {round(1 / DEFAULT_PUBLIC_FRACTION)} of your "
-                             "own source without protection",
-                             hint=f"pass {param('public_fraction')} F to draw one anyway (every statement then says how "
-                                  f"many of your records it used), or {param('no_public_split', True)} and fit the "
-                                  f"projection on a separate public source (train-private "
-                                  f"{param('other_public', True)})")
+            raise UsageError(
+                f"source '{dataset.name}' names each row's person ({dataset.groups.source}): a public split "
+                f"drawn from it would use about one person in {round(1 / DEFAULT_PUBLIC_FRACTION)} of your "
+                "own source without protection",
+                hint=f"pass {param('public_fraction')} F to draw one anyway (every statement then says how "
+                f"many of your records it used), or {param('no_public_split', True)} and fit the "
+                f"projection on a separate public source (train-private "
+                f"{param('other_public', True)})",
+            )
         return replace(self, public_fraction=DEFAULT_PUBLIC_FRACTION)
 
     def validate(self) -> None:
         for name in ("public_fraction", "val_fraction", "test_fraction"):
             value = getattr(self, name)
-            upper_ok = value <= 1.0 if name == "test_fraction" else value < 1.0  # all-test: an evaluation-only set
+            upper_ok = (
+                value <= 1.0 if name == "test_fraction" else value < 1.0
+            )  # all-test: an evaluation-only set
             if not (0.0 <= value and upper_ok):
-                raise UsageError(f"{param(name)} must be in [0, 1{']' if name == 'test_fraction' else ')'}"
-                                 f"; got {value}")
+                raise UsageError(
+                    f"{param(name)} must be in [0, 1{']' if name == 'test_fraction' else ')'}; got {value}"
+                )
         if self.public_fraction + self.val_fraction >= 1.0:
-            raise UsageError(f"{param('public_fraction')} + {param('val_fraction')} must leave rows for the private split")
+            raise UsageError(
+                f"{param('public_fraction')} + {param('val_fraction')} must leave rows for the private split"
+            )
 
 
 def make_splits(dataset: Dataset, plan: SplitPlan) -> dict[str, np.ndarray]:
@@ -80,15 +91,21 @@ def make_splits(dataset: Dataset, plan: SplitPlan) -> dict[str, np.ndarray]:
     splits = {"private": rows[rest & ~public & ~val], "public": rows[public], "val": rows[val], "test": test}
     if not len(splits["public"]) and not plan.no_public_split and dataset.groups is not None:
         persons = len(np.unique(dataset.groups.ids[:n_train]))
-        raise UsageError(f"none of the {persons} persons the source names drew the public split (each person's rows "
-                         f"go to one split, drawn at {param('public_fraction')} {plan.public_fraction}): nothing could "
-                         "be fitted without private data", hint=f"embed a source of more persons, raise "
-                         f"{param('public_fraction')}, or pass {param('no_public_split', True)} for an evaluation-only "
-                         "set")
+        raise UsageError(
+            f"none of the {persons} persons the source names drew the public split (each person's rows "
+            f"go to one split, drawn at {param('public_fraction')} {plan.public_fraction}): nothing could "
+            "be fitted without private data",
+            hint=f"embed a source of more persons, raise "
+            f"{param('public_fraction')}, or pass {param('no_public_split', True)} for an evaluation-only "
+            "set",
+        )
     if not len(splits["public"]) and not plan.no_public_split:
-        raise UsageError(f"these fractions leave no public split ({param('public_fraction')} {plan.public_fraction}, "
-                         f"{param('test_fraction')} {plan.test_fraction}): nothing could be fitted without private "
-                         "data", hint=f"pass {param('no_public_split', True)} for an evaluation-only set")
+        raise UsageError(
+            f"these fractions leave no public split ({param('public_fraction')} {plan.public_fraction}, "
+            f"{param('test_fraction')} {plan.test_fraction}): nothing could be fitted without private "
+            "data",
+            hint=f"pass {param('no_public_split', True)} for an evaluation-only set",
+        )
     return {name: ids.astype(np.int64) for name, ids in splits.items() if len(ids)}
 
 
@@ -98,7 +115,10 @@ def split_draws(dataset: Dataset, seed: int) -> np.ndarray:
         return keyed_draws(dataset.row_keys(), seed, SPLIT)
     n_train, ids = dataset.part_sizes[0], dataset.groups.ids
     if len(dataset.part_sizes) > 1 and (both := np.intersect1d(ids[:n_train], ids[n_train:])).size:
-        raise DataError(f"{both.size} persons have rows in both the source's train and test parts: a person's "
-                        "rows must all be on one side", hint="regroup the source, or move those rows")
+        raise DataError(
+            f"{both.size} persons have rows in both the source's train and test parts: a person's "
+            "rows must all be on one side",
+            hint="regroup the source, or move those rows",
+        )
     persons, row_person = np.unique(ids, return_inverse=True)
     return keyed_draws(named_keys(persons.tolist()), seed, SPLIT)[row_person]

@@ -35,13 +35,17 @@ def tar_splits(root: Path) -> dict[str, list[Path]]:
     .tar files of a `<split>/` folder."""
     if root.is_file():
         if root.name.endswith(COMPRESSED):
-            raise DataError(f"{root} is compressed; its members cannot be read by seeking",
-                            hint="store WebDataset shards as plain .tar (as webdataset writes them)")
+            raise DataError(
+                f"{root} is compressed; its members cannot be read by seeking",
+                hint="store WebDataset shards as plain .tar (as webdataset writes them)",
+            )
         return {"train": [root]}
     compressed = [p for suffix in COMPRESSED for p in root.rglob(f"*{suffix}")]
     if compressed:
-        raise DataError(f"{compressed[0]} is compressed; its members cannot be read by seeking",
-                        hint="store WebDataset shards as plain .tar (as webdataset writes them)")
+        raise DataError(
+            f"{compressed[0]} is compressed; its members cannot be read by seeking",
+            hint="store WebDataset shards as plain .tar (as webdataset writes them)",
+        )
     splits: dict[str, list[Path]] = {}
     for shard in sorted(root.rglob("*.tar")):
         name = shard.parent.name if shard.parent != root else shard.name.split("-")[0].split(".")[0]
@@ -76,11 +80,18 @@ def index_samples(shards: list[Path], image: str | None, label: str, group: str 
         for key, by_extension in members.items():
             found = [e for e in ((image,) if image else IMAGE_EXTENSIONS) if e in by_extension]
             if not found:
-                raise DataError(f"sample '{key}' of {shard} has no image member "
-                                f"({'.' + image if image else ', '.join('.' + e for e in IMAGE_EXTENSIONS)})",
-                                hint=f"name the image extension with {param('params')} image=EXT")
+                raise DataError(
+                    f"sample '{key}' of {shard} has no image member "
+                    f"({'.' + image if image else ', '.join('.' + e for e in IMAGE_EXTENSIONS)})",
+                    hint=f"name the image extension with {param('params')} image=EXT",
+                )
             member = by_extension[found[0]]
-            shard_of.append(number), offsets.append(member.offset_data), sizes.append(member.size), keys.append(key)
+            (
+                shard_of.append(number),
+                offsets.append(member.offset_data),
+                sizes.append(member.size),
+                keys.append(key),
+            )
             label_members.append(by_extension.get(label))
             group_members.append(group and by_extension.get(group))
     if not keys:
@@ -88,10 +99,19 @@ def index_samples(shards: list[Path], image: str | None, label: str, group: str 
     texts = _member_texts(shards, shard_of, label_members, label, "a label, or none (to classify)")
     groups = None if group is None else _member_texts(shards, shard_of, group_members, group, "its person")
     if group is not None and groups is None:
-        raise DataError(f"no sample of {shards[0].parent} has a .{group} member to name its person",
-                        hint=f"name the extension of the members holding group ids with {param('params')} group=EXT")
-    return Samples([str(s) for s in shards], np.asarray(shard_of), np.asarray(offsets, np.int64),
-                   np.asarray(sizes, np.int64), texts, keys, groups)
+        raise DataError(
+            f"no sample of {shards[0].parent} has a .{group} member to name its person",
+            hint=f"name the extension of the members holding group ids with {param('params')} group=EXT",
+        )
+    return Samples(
+        [str(s) for s in shards],
+        np.asarray(shard_of),
+        np.asarray(offsets, np.int64),
+        np.asarray(sizes, np.int64),
+        texts,
+        keys,
+        groups,
+    )
 
 
 def _members(shard: Path) -> dict[str, dict[str, tarfile.TarInfo]]:
@@ -106,36 +126,48 @@ def _members(shard: Path) -> dict[str, dict[str, tarfile.TarInfo]]:
             if not member.isfile():
                 continue
             if member.offset_data + member.size > size:
-                raise DataError(f"{shard} is cut short: member {member.name} needs {member.size} bytes at offset "
-                                f"{member.offset_data}, the file ends at {size}")
+                raise DataError(
+                    f"{shard} is cut short: member {member.name} needs {member.size} bytes at offset "
+                    f"{member.offset_data}, the file ends at {size}"
+                )
             folder, _, name = member.name.rpartition("/")
             stem, dot, extension = name.partition(".")
             if dot:
                 key, extension = (f"{folder}/{stem}" if folder else stem), extension.lower()
                 if extension in samples.setdefault(key, {}):
-                    raise DataError(f"sample '{key}' of {shard} has two .{extension} members: a WebDataset key "
-                                    "names one sample", hint="give every sample a key of its own")
+                    raise DataError(
+                        f"sample '{key}' of {shard} has two .{extension} members: a WebDataset key "
+                        "names one sample",
+                        hint="give every sample a key of its own",
+                    )
                 samples[key][extension] = member
     with open(shard, "rb") as file:
         file.seek(end)
         if file.read(1024) != bytes(1024):
-            raise DataError(f"{shard} ends without tar's end-of-archive blocks after its last member: it was cut "
-                            "short")
+            raise DataError(
+                f"{shard} ends without tar's end-of-archive blocks after its last member: it was cut short"
+            )
     return samples
 
 
-def _member_texts(shards: list[Path], shard_of: list[int], members: list, extension: str,
-                  needed: str) -> list[str] | None:
+def _member_texts(
+    shards: list[Path], shard_of: list[int], members: list, extension: str, needed: str
+) -> list[str] | None:
     """The members' contents as text; None when no sample has one, an error when only some do (every sample
     needs `needed`)."""
     present = [m is not None for m in members]
     if not any(present):
         return None
     if not all(present):
-        raise DataError(f"{present.count(False)} samples of {shards[0].parent} have no .{extension} member and "
-                        f"{present.count(True)} have one", hint=f"every sample needs {needed}")
+        raise DataError(
+            f"{present.count(False)} samples of {shards[0].parent} have no .{extension} member and "
+            f"{present.count(True)} have one",
+            hint=f"every sample needs {needed}",
+        )
     texts = []
-    for number, samples in itertools.groupby(zip(shard_of, members), key=lambda pair: pair[0]):  # in shard order
+    for number, samples in itertools.groupby(
+        zip(shard_of, members), key=lambda pair: pair[0]
+    ):  # in shard order
         with open(shards[number], "rb") as file:
             for _, member in samples:
                 file.seek(member.offset_data)
@@ -146,8 +178,13 @@ def _member_texts(shards: list[Path], shard_of: list[int], members: list, extens
 class TarImages(EncodedRows):
     """An (N, H, W, 3) uint8 array-like over the encoded images of tar shards, decoded when rows are read."""
 
-    def __init__(self, samples: Samples, size: int | None, rows: np.ndarray | None = None,
-                 image_shape: tuple[int, ...] | None = None):
+    def __init__(
+        self,
+        samples: Samples,
+        size: int | None,
+        rows: np.ndarray | None = None,
+        image_shape: tuple[int, ...] | None = None,
+    ):
         self.samples, self.size = samples, size
         self.rows = np.arange(len(samples.keys)) if rows is None else rows
         if image_shape is None:
@@ -177,28 +214,55 @@ class TarImages(EncodedRows):
         return digest.hexdigest()
 
 
-def read_webdataset(root: Path, size: int | None, image: str | None = None, label: str = "cls",
-                    train: str = "train", test: str = "test", group: str | None = None) -> Dataset:
+def read_webdataset(
+    root: Path,
+    size: int | None,
+    image: str | None = None,
+    label: str = "cls",
+    train: str = "train",
+    test: str = "test",
+    group: str | None = None,
+) -> Dataset:
     """The `train` split (and `test`, when there is one) of WebDataset shards; samples without label members are
     unlabelled rows, to classify. `group`: the extension of the members naming each sample's person."""
     splits = tar_splits(root)
     if train not in splits:
-        raise DataError(f"{root} has no split '{train}' (its splits: {', '.join(splits)})",
-                        hint=f"name the training split with {param('params')} train=SPLIT")
+        raise DataError(
+            f"{root} has no split '{train}' (its splits: {', '.join(splits)})",
+            hint=f"name the training split with {param('params')} train=SPLIT",
+        )
     group = None if group is None else group.lstrip(".").lower()
-    parts = [index_samples(splits[name], image, label.lstrip(".").lower(), group)
-             for name in (train, test) if name in splits]
+    parts = [
+        index_samples(splits[name], image, label.lstrip(".").lower(), group)
+        for name in (train, test)
+        if name in splits
+    ]
     inputs = [TarImages(samples, size) for samples in parts]
     if all(samples.labels is None for samples in parts):
         labels, names = [no_labels(len(part)) for part in inputs], []
     elif any(samples.labels is None for samples in parts):
-        raise DataError(f"the {train} split of {root} has .{label} members and the {test} split none, or the other "
-                        "way round", hint="every sample needs a label, or none (to classify)")
+        raise DataError(
+            f"the {train} split of {root} has .{label} members and the {test} split none, or the other "
+            "way round",
+            hint="every sample needs a label, or none (to classify)",
+        )
     else:
         labels, names = encode_labels(f"{root}:.{label}", *(np.asarray(samples.labels) for samples in parts))
-    groups = None if group is None else Groups.of([g for samples in parts for g in samples.groups], f"member .{group}",
-                                                  str(root))
+    groups = (
+        None
+        if group is None
+        else Groups.of([g for samples in parts for g in samples.groups], f"member .{group}", str(root))
+    )
     fingerprint = "|".join(part.fingerprint(part_labels) for part, part_labels in zip(inputs, labels))
     test_inputs, test_labels = (inputs[1], labels[1]) if len(inputs) > 1 else (None, None)
-    return Dataset("webdataset", inputs[0], labels[0], names, test_inputs, test_labels, fingerprint_hint=fingerprint,
-                   groups=groups, keys=np.asarray([key for samples in parts for key in samples.keys], dtype=object))
+    return Dataset(
+        "webdataset",
+        inputs[0],
+        labels[0],
+        names,
+        test_inputs,
+        test_labels,
+        fingerprint_hint=fingerprint,
+        groups=groups,
+        keys=np.asarray([key for samples in parts for key in samples.keys], dtype=object),
+    )

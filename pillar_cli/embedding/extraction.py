@@ -53,10 +53,14 @@ class FeatureStore:
         key = options_digest(options)
         if path.exists() and not resume:
             if _being_written(path):
-                raise UsageError(f"{path} is being written by another embed run right now",
-                                 hint="wait for it to finish, or write another output")
-            raise UsageError(f"an interrupted run left {path}", hint=f"pass {param('resume', True)} to continue it, or "
-                             "delete it")
+                raise UsageError(
+                    f"{path} is being written by another embed run right now",
+                    hint="wait for it to finish, or write another output",
+                )
+            raise UsageError(
+                f"an interrupted run left {path}",
+                hint=f"pass {param('resume', True)} to continue it, or delete it",
+            )
         if resume and not path.exists():
             raise UsageError(f"nothing to resume: {path} does not exist")
         try:
@@ -65,13 +69,16 @@ class FeatureStore:
             raise ArtifactError(f"cannot open {path}: {err}") from err
         if resume and self.h5.attrs.get("resume_key") != key:
             self.h5.close()
-            raise UsageError(f"{path} was started with other options; it cannot be resumed with these",
-                             hint="rerun with the original options, or delete the partial file")
+            raise UsageError(
+                f"{path} was started with other options; it cannot be resumed with these",
+                hint="rerun with the original options, or delete the partial file",
+            )
         self.h5.attrs["resume_key"] = key
         for split, size in sizes.items():
             if split not in self.h5:
-                self.h5.create_dataset(split, shape=(size, dim), dtype=np.float32,
-                                       **stored_in_chunks((size, dim)))
+                self.h5.create_dataset(
+                    split, shape=(size, dim), dtype=np.float32, **stored_in_chunks((size, dim))
+                )
                 self.h5[split].attrs["done"] = 0
         to_come = sum(size - self.done(split) for split, size in sizes.items())
         try:  # the rows still to embed go into this file, then all of them into the artifact beside it
@@ -86,16 +93,20 @@ class FeatureStore:
         return int(self.h5[split].attrs["done"])
 
     def write(self, split: str, start: int, rows: np.ndarray) -> None:
-        require_space(self.path.parent, rows.nbytes, f"the scratch file {self.path}")  # the disk filled meanwhile
-        self.h5[split][start:start + len(rows)] = rows
+        require_space(
+            self.path.parent, rows.nbytes, f"the scratch file {self.path}"
+        )  # the disk filled meanwhile
+        self.h5[split][start : start + len(rows)] = rows
         self.h5[split].attrs["done"] = start + len(rows)
         self.h5.flush()
 
     def write_at(self, split: str, positions: np.ndarray, rows: np.ndarray) -> None:
         """Rows at their positions of the split (increasing), in whatever order batches arrive (no resume)."""
-        require_space(self.path.parent, rows.nbytes, f"the scratch file {self.path}")  # the disk filled meanwhile
+        require_space(
+            self.path.parent, rows.nbytes, f"the scratch file {self.path}"
+        )  # the disk filled meanwhile
         if len(positions) and positions[-1] - positions[0] == len(positions) - 1:
-            self.h5[split][positions[0]:positions[-1] + 1] = rows
+            self.h5[split][positions[0] : positions[-1] + 1] = rows
         else:
             self.h5[split][positions] = rows
 
@@ -104,12 +115,13 @@ class FeatureStore:
         them by blocks of rows."""
         if keep is None or keep.all():
             return self.h5[split]
-        kept = self.h5.require_dataset(f"{split}.kept", shape=(int(keep.sum()), self.h5[split].shape[1]),
-                                       dtype=np.float32)
+        kept = self.h5.require_dataset(
+            f"{split}.kept", shape=(int(keep.sum()), self.h5[split].shape[1]), dtype=np.float32
+        )
         done = 0
         for start, block in row_blocks(self.h5[split]):
-            rows = block[keep[start:start + len(block)]]
-            kept[done:done + len(rows)] = rows
+            rows = block[keep[start : start + len(block)]]
+            kept[done : done + len(rows)] = rows
             done += len(rows)
         return kept
 
@@ -162,19 +174,27 @@ def _reopen_in_worker(_: int) -> None:
     batches.dataset = batches.dataset.reopened()
 
 
-def embedded_batches(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batch_size: int, workers: int = 0,
-                     on_skipped: Callable[[list[str]], None] = lambda files: None
-                     ) -> Iterator[tuple[int, np.ndarray]]:
+def embedded_batches(
+    embedder: Embedder,
+    dataset: Dataset,
+    ids: np.ndarray,
+    batch_size: int,
+    workers: int = 0,
+    on_skipped: Callable[[list[str]], None] = lambda files: None,
+) -> Iterator[tuple[int, np.ndarray]]:
     """(offset into `ids`, features) of each batch of the rows `ids`, in order; `workers` processes read ahead, and
     the files they skip (`--skip-bad`) are handed to `on_skipped`.
 
     One batch is in flight while the previous one is handed on: on a GPU the next batch is queued before waiting
     for the last, so the device does not idle while the caller stores features and the loader fetches images."""
-    chunks = [ids[begin:begin + batch_size] for begin in range(0, len(ids), batch_size)]
-    loader = torch.utils.data.DataLoader(_Batches(dataset, chunks), batch_size=None, num_workers=workers,
-                                         pin_memory=isinstance(embedder, TimmEmbedder)
-                                         and embedder.device.type == "cuda",
-                                         worker_init_fn=_reopen_in_worker if workers else None)
+    chunks = [ids[begin : begin + batch_size] for begin in range(0, len(ids), batch_size)]
+    loader = torch.utils.data.DataLoader(
+        _Batches(dataset, chunks),
+        batch_size=None,
+        num_workers=workers,
+        pin_memory=isinstance(embedder, TimmEmbedder) and embedder.device.type == "cuda",
+        worker_init_fn=_reopen_in_worker if workers else None,
+    )
     begin, previous = 0, None
     for read in _started(loader):
         if read.error is not None:
@@ -205,19 +225,36 @@ def _started(loader: torch.utils.data.DataLoader) -> Iterator[_Read]:
         gc.unfreeze()
 
 
-def stream_split(embedder: Embedder, dataset: Dataset, ids: np.ndarray, batch_size: int, store: FeatureStore,
-                 split: str, on_batch: Callable[[int], None] = lambda n: None, workers: int = 0) -> None:
+def stream_split(
+    embedder: Embedder,
+    dataset: Dataset,
+    ids: np.ndarray,
+    batch_size: int,
+    store: FeatureStore,
+    split: str,
+    on_batch: Callable[[int], None] = lambda n: None,
+    workers: int = 0,
+) -> None:
     """Features of one split into the store, from where a previous run stopped."""
     start = store.done(split)
     on_batch(start)
-    for begin, rows in embedded_batches(embedder, dataset, ids[start:], batch_size, workers, store.add_skipped):
+    for begin, rows in embedded_batches(
+        embedder, dataset, ids[start:], batch_size, workers, store.add_skipped
+    ):
         store.write(split, start + begin, rows)
         on_batch(len(rows))
 
 
-def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embedder, plan: SplitPlan,
-                 batch_size: int, store: FeatureStore, on_batch: Callable[[int], None] = lambda n: None,
-                 workers: int = 0) -> Artifact:
+def embed_splits(
+    dataset: Dataset,
+    splits: dict[str, np.ndarray],
+    embedder: Embedder,
+    plan: SplitPlan,
+    batch_size: int,
+    store: FeatureStore,
+    on_batch: Callable[[int], None] = lambda n: None,
+    workers: int = 0,
+) -> Artifact:
     """Features per split; the public split is stored without labels (it is the unlabelled public set). The rows of
     image files skipped as undecodable (embed --skip-bad) are dropped from their splits and listed."""
     for name, ids in splits.items():
@@ -225,8 +262,14 @@ def embed_splits(dataset: Dataset, splits: dict[str, np.ndarray], embedder: Embe
     return assembled(dataset, splits, embedder.info(), embedder.feature_dim, plan, store)
 
 
-def assembled(dataset: Dataset, splits: dict[str, np.ndarray], recipe: dict[str, Any], feature_dim: int,
-              plan: SplitPlan, store: FeatureStore) -> Artifact:
+def assembled(
+    dataset: Dataset,
+    splits: dict[str, np.ndarray],
+    recipe: dict[str, Any],
+    feature_dim: int,
+    plan: SplitPlan,
+    store: FeatureStore,
+) -> Artifact:
     """The embeddings artifact of the features in `store`, made by an embedder described by `recipe` (its info);
     the rows of files skipped as undecodable are dropped from their splits and listed."""
     skipped = store.skipped()
@@ -234,50 +277,82 @@ def assembled(dataset: Dataset, splits: dict[str, np.ndarray], recipe: dict[str,
     parts, persons = {}, None if dataset.groups is None else dataset.groups.persons
     for name, ids in splits.items():
         keep = ~np.isin(ids, bad)
-        parts[name] = (store.features(name, keep), ids[keep], None if name == "public" else dataset.labels_of(ids[keep]),
-                       None if persons is None else persons[ids[keep]])
+        parts[name] = (
+            store.features(name, keep),
+            ids[keep],
+            None if name == "public" else dataset.labels_of(ids[keep]),
+            None if persons is None else persons[ids[keep]],
+        )
     images = len(dataset.inputs.shape) == 4
     attrs = {
         **at_depth(recipe, pixel_depth(dataset.inputs) if images else None),
         "source": dataset.name,
         "source_fingerprint": dataset.fingerprint,
         "class_names": dataset.class_names,
-        "premises": Premises(classes=dataset.class_source.value, splits=KEYED, kept=dataset.rows_kept).to_attrs(),
+        "premises": Premises(
+            classes=dataset.class_source.value, splits=KEYED, kept=dataset.rows_kept
+        ).to_attrs(),
         "splits": list(splits),
         "split_roles": {name: SPLIT_ROLES[name] for name in splits},
         "split_seed": plan.seed,
         "public_fraction": plan.public_fraction,
         "val_fraction": plan.val_fraction,
-        "test_from": "source test part" if dataset.test_inputs is not None else f"keyed fraction {plan.test_fraction}",
+        "test_from": "source test part"
+        if dataset.test_inputs is not None
+        else f"keyed fraction {plan.test_fraction}",
         "feature_dim": feature_dim,
         **({"image_shape": list(dataset.inputs.shape[1:])} if images else {}),
         **({"skipped_files": skipped} if skipped else {}),
-        **({} if dataset.groups is None else {"persons": {"source": dataset.groups.source,
-                                                           "fingerprint": dataset.groups.fingerprint}}),
+        **(
+            {}
+            if dataset.groups is None
+            else {"persons": {"source": dataset.groups.source, "fingerprint": dataset.groups.fingerprint}}
+        ),
     }
     return embeddings_artifact(parts, attrs)
 
 
-def embed_resumably(target: Path, options: dict[str, Any], dataset: Dataset, splits: dict[str, np.ndarray],
-                    embedder: Embedder, plan: SplitPlan, batch_size: int, workers: int, resume: bool,
-                    save: Callable[[Artifact], Artifact], on_batch: Callable[[int], None] = lambda n: None) -> Artifact:
+def embed_resumably(
+    target: Path,
+    options: dict[str, Any],
+    dataset: Dataset,
+    splits: dict[str, np.ndarray],
+    embedder: Embedder,
+    plan: SplitPlan,
+    batch_size: int,
+    workers: int,
+    resume: bool,
+    save: Callable[[Artifact], Artifact],
+    on_batch: Callable[[int], None] = lambda n: None,
+) -> Artifact:
     """Features streamed to TARGET.partial, kept on Ctrl-C for a resumed run with the same `options`; `save` writes
     the artifact while its features still lie in the scratch file (so they are never all in memory), which is
     removed once it is written."""
     return_large_buffers()
-    store = FeatureStore(sibling(target, ".partial"), options,
-                         {k: len(v) for k, v in splits.items()}, embedder.feature_dim, resume)
+    store = FeatureStore(
+        sibling(target, ".partial"),
+        options,
+        {k: len(v) for k, v in splits.items()},
+        embedder.feature_dim,
+        resume,
+    )
     try:
         artifact = save(embed_splits(dataset, splits, embedder, plan, batch_size, store, on_batch, workers))
     except KeyboardInterrupt:
         store.close()
-        raise Interrupted(f"interrupted; the rows done so far are kept in {store.path}",
-                          hint=f"rerun the same command with {param('resume', True)} to continue") from None
+        raise Interrupted(
+            f"interrupted; the rows done so far are kept in {store.path}",
+            hint=f"rerun the same command with {param('resume', True)} to continue",
+        ) from None
     except DataError as err:  # e.g. an undecodable image: the rows done are kept for a resumed run
         store.close()
         kept = f"the rows done so far are kept in {store.path} for {param('resume', True)}"
-        raise DataError(err.message, hint=f"{err.hint}; {kept}" if err.hint else
-                        f"fix or remove the file and resume ({kept}), or pass {param('skip_bad', True)}") from None
+        raise DataError(
+            err.message,
+            hint=f"{err.hint}; {kept}"
+            if err.hint
+            else f"fix or remove the file and resume ({kept}), or pass {param('skip_bad', True)}",
+        ) from None
     except BaseException:
         store.close()
         raise

@@ -40,11 +40,14 @@ def resize(images: torch.Tensor, size: tuple[int, int], mode: str = "bilinear") 
 def normalise(images: torch.Tensor, mean: Sequence[float], std: Sequence[float]) -> torch.Tensor:
     """(x − mean) / std per channel (one value broadcasts over all channels)."""
     shape = (1, -1, 1, 1)
-    return (images - torch.tensor(mean, device=images.device).view(shape)) / \
-        torch.tensor(std, device=images.device).view(shape)
+    return (images - torch.tensor(mean, device=images.device).view(shape)) / torch.tensor(
+        std, device=images.device
+    ).view(shape)
 
 
-def resize_and_crop(images: torch.Tensor, short_side: int, crop: int | None, mode: str = "bilinear") -> torch.Tensor:
+def resize_and_crop(
+    images: torch.Tensor, short_side: int, crop: int | None, mode: str = "bilinear"
+) -> torch.Tensor:
     """Resize NCHW images so that their short side is `short_side`, then centre-crop `crop` × `crop` (None: keep the
     resized image whole)."""
     height, width = (int(n) for n in images.shape[-2:])  # plain ints, also while traced for an export
@@ -55,4 +58,4 @@ def resize_and_crop(images: torch.Tensor, short_side: int, crop: int | None, mod
     if crop is None:
         return images
     top, left = (size[0] - crop) // 2, (size[1] - crop) // 2
-    return images[..., top:top + crop, left:left + crop]
+    return images[..., top : top + crop, left : left + crop]

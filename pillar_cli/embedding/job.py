@@ -41,9 +41,18 @@ class EmbeddingJob:
         """The source row ids this shard embeds, per split."""
         return {name: ids[self.positions[name]] for name, ids in self.splits.items()}
 
-    def run(self, embedder: Embedder, target: Path, options: dict[str, Any], save: Callable[[Artifact], Artifact], *,
-            batch_size: int = 256, workers: int = 0, resume: bool = False,
-            on_batch: Callable[[int], None] = lambda n: None) -> Artifact:
+    def run(
+        self,
+        embedder: Embedder,
+        target: Path,
+        options: dict[str, Any],
+        save: Callable[[Artifact], Artifact],
+        *,
+        batch_size: int = 256,
+        workers: int = 0,
+        resume: bool = False,
+        on_batch: Callable[[int], None] = lambda n: None,
+    ) -> Artifact:
         """Embed this shard's rows, resumably (scratch file TARGET.partial), and `save` the artifact (a shard
         artifact for a shard of n > 1). `options` identify the run: a resumed run or a sibling shard must give
         the same."""
@@ -54,5 +63,16 @@ class EmbeddingJob:
                 return save(artifact)
             return save(as_shard(artifact, self.shard, self.positions, sizes, shard_key(options)))
 
-        return embed_resumably(target, options, self.dataset, self.rows, embedder, self.plan, batch_size, workers,
-                               resume, as_artifact, on_batch)
+        return embed_resumably(
+            target,
+            options,
+            self.dataset,
+            self.rows,
+            embedder,
+            self.plan,
+            batch_size,
+            workers,
+            resume,
+            as_artifact,
+            on_batch,
+        )

@@ -7,8 +7,14 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from pillar_cli.embedding.images import (match_channels, normalise, resize, resize_and_crop, top_level,
-                                         unit_pixels)
+from pillar_cli.embedding.images import (
+    match_channels,
+    normalise,
+    resize,
+    resize_and_crop,
+    top_level,
+    unit_pixels,
+)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,9 @@ class NetworkSpec:
 
     @classmethod
     def from_attrs(cls, attrs: dict) -> NetworkSpec:
-        return cls(str(attrs["architecture"]), tuple(int(n) for n in attrs["input_shape"]), int(attrs["num_classes"]))
+        return cls(
+            str(attrs["architecture"]), tuple(int(n) for n in attrs["input_shape"]), int(attrs["num_classes"])
+        )
 
 
 def small_cnn(channels: int, num_classes: int, seed: int, width: int = 1) -> torch.nn.Module:
@@ -45,10 +47,17 @@ def small_cnn(channels: int, num_classes: int, seed: int, width: int = 1) -> tor
     average pool, linear."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return torch.nn.Sequential(OrderedDict(
-            conv1=torch.nn.Conv2d(channels, 8 * width, 3, stride=2, padding=1), relu1=torch.nn.ReLU(),
-            conv2=torch.nn.Conv2d(8 * width, 16 * width, 3, stride=2, padding=1), relu2=torch.nn.ReLU(),
-            pool=torch.nn.AdaptiveAvgPool2d(1), flatten=torch.nn.Flatten(), fc=torch.nn.Linear(16 * width, num_classes)))
+        return torch.nn.Sequential(
+            OrderedDict(
+                conv1=torch.nn.Conv2d(channels, 8 * width, 3, stride=2, padding=1),
+                relu1=torch.nn.ReLU(),
+                conv2=torch.nn.Conv2d(8 * width, 16 * width, 3, stride=2, padding=1),
+                relu2=torch.nn.ReLU(),
+                pool=torch.nn.AdaptiveAvgPool2d(1),
+                flatten=torch.nn.Flatten(),
+                fc=torch.nn.Linear(16 * width, num_classes),
+            )
+        )
 
 
 def build_network(spec: NetworkSpec, seed: int = 0) -> torch.nn.Module:
@@ -59,7 +68,9 @@ def build_network(spec: NetworkSpec, seed: int = 0) -> torch.nn.Module:
     name, _, width = spec.architecture.partition(":")
     if name == "cnn":
         if width and not (width.isdigit() and int(width) > 0):
-            raise UsageError(f"{param('arch')} cnn:WIDTH needs a positive integer width; got '{spec.architecture}'")
+            raise UsageError(
+                f"{param('arch')} cnn:WIDTH needs a positive integer width; got '{spec.architecture}'"
+            )
         return small_cnn(channels, spec.num_classes, seed, int(width or 1))
     import timm
     from opacus.validators import ModuleValidator
@@ -67,11 +78,16 @@ def build_network(spec: NetworkSpec, seed: int = 0) -> torch.nn.Module:
     from pillar_cli.embedding.modules import Fresh
 
     if not timm.is_model(spec.architecture):
-        raise UsageError(f"unknown {param('arch')} '{spec.architecture}': cnn, cnn:WIDTH or a timm model name")
+        raise UsageError(
+            f"unknown {param('arch')} '{spec.architecture}': cnn, cnn:WIDTH or a timm model name"
+        )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = ModuleValidator.fix(timm.create_model(spec.architecture, pretrained=False,
-                                                      num_classes=spec.num_classes, in_chans=channels))
+        model = ModuleValidator.fix(
+            timm.create_model(
+                spec.architecture, pretrained=False, num_classes=spec.num_classes, in_chans=channels
+            )
+        )
     for layer in list(model.modules()):
         if hasattr(layer, "inplace"):
             layer.inplace = False
@@ -86,9 +102,12 @@ def pretrained_network(model: Artifact) -> tuple[NetworkSpec, dict[str, np.ndarr
     carries an ε that whatever starts from it, or embeds with it, does not account."""
     methods = sorted(set(model.array("runs/method").tolist())) if is_network(model) else []
     if methods != ["pretrain"]:
-        raise DataError(f"{model.path} holds no network pre-trained on public data (methods: "
-                        f"{', '.join(methods) or 'none'}); a network trained on private rows carries an ε that "
-                        "nothing built on it accounts", hint="use a pillar pretrain artifact")
+        raise DataError(
+            f"{model.path} holds no network pre-trained on public data (methods: "
+            f"{', '.join(methods) or 'none'}); a network trained on private rows carries an ε that "
+            "nothing built on it accounts",
+            hint="use a pillar pretrain artifact",
+        )
     if (count := len(model.array("runs/method"))) != 1:
         raise DataError(f"{model.path} holds {count} pre-trained networks; pre-train with one seed")
     return NetworkSpec.from_attrs(ModelRecord.of(model).network), stored_state(model, 0)
@@ -96,7 +115,9 @@ def pretrained_network(model: Artifact) -> tuple[NetworkSpec, dict[str, np.ndarr
 
 def state_arrays(model: torch.nn.Module) -> dict[str, np.ndarray]:
     """The weights as float32 arrays, by parameter name (how a model artifact stores a network)."""
-    return {name: tensor.detach().cpu().numpy().astype(np.float32) for name, tensor in model.state_dict().items()}
+    return {
+        name: tensor.detach().cpu().numpy().astype(np.float32) for name, tensor in model.state_dict().items()
+    }
 
 
 def load_state(model: torch.nn.Module, state: dict[str, np.ndarray], what: str) -> torch.nn.Module:
@@ -104,8 +125,9 @@ def load_state(model: torch.nn.Module, state: dict[str, np.ndarray], what: str) 
     try:
         model.load_state_dict({name: torch.as_tensor(array) for name, array in state.items()}, strict=True)
     except RuntimeError as err:
-        raise DataError(f"{what} does not fit the network: {str(err).splitlines()[1 if ':' in str(err) else 0].strip()}"
-                        ) from None
+        raise DataError(
+            f"{what} does not fit the network: {str(err).splitlines()[1 if ':' in str(err) else 0].strip()}"
+        ) from None
     return model
 
 
@@ -115,12 +137,16 @@ def as_images(rows: np.ndarray | torch.Tensor, spec: NetworkSpec) -> torch.Tenso
     return torch.as_tensor(rows, dtype=torch.float32).reshape(-1, height, width, channels).permute(0, 3, 1, 2)
 
 
-def network_logits(model: torch.nn.Module, rows: np.ndarray, spec: NetworkSpec, batch: int = 1024) -> np.ndarray:
+def network_logits(
+    model: torch.nn.Module, rows: np.ndarray, spec: NetworkSpec, batch: int = 1024
+) -> np.ndarray:
     """The network's logits on flattened pixel rows, in batches."""
     model.eval()
     with torch.no_grad():
-        return np.concatenate([model(as_images(rows[i:i + batch], spec)).numpy() for i in range(0, len(rows), batch)]
-                              or [np.zeros((0, spec.num_classes), np.float32)])
+        return np.concatenate(
+            [model(as_images(rows[i : i + batch], spec)).numpy() for i in range(0, len(rows), batch)]
+            or [np.zeros((0, spec.num_classes), np.float32)]
+        )
 
 
 def feature_extractor(model: torch.nn.Module) -> torch.nn.Module:
@@ -140,13 +166,18 @@ class NetworkEmbedder:
         self.spec, self.weights_id, self.device = spec, weights_id, device
         self._features = NetworkFeatures(feature_extractor(model), spec.input_shape).eval().to(device)
         with torch.no_grad():
-            self.feature_dim = int(self._features(torch.zeros(1, *spec.input_shape, dtype=torch.uint8,
-                                                              device=device)).shape[1])
+            self.feature_dim = int(
+                self._features(torch.zeros(1, *spec.input_shape, dtype=torch.uint8, device=device)).shape[1]
+            )
 
     def info(self) -> dict[str, Any]:
         height, width, _ = self.spec.input_shape
-        return {"backbone": "network", "weights": self.weights_id, "network": self.spec.to_attrs(),
-                "preprocessing": f"resize {height}×{width} (bilinear, antialiased), /255; penultimate features"}
+        return {
+            "backbone": "network",
+            "weights": self.weights_id,
+            "network": self.spec.to_attrs(),
+            "preprocessing": f"resize {height}×{width} (bilinear, antialiased), /255; penultimate features",
+        }
 
     def module(self) -> torch.nn.Module:
         """uint8 NHWC images → the features (what an export carries); moves the network to the CPU."""

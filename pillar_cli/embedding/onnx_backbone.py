@@ -39,9 +39,16 @@ def exported(model: torch.nn.Module, size: int) -> bytes:
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # the exporter's deprecation and tracer warnings
         try:
-            torch.onnx.export(model.to(memory_format=torch.contiguous_format).eval(), (example,), graph,
-                              input_names=["images"], output_names=["features"], opset_version=17,
-                              dynamic_axes={"images": {0: "batch"}, "features": {0: "batch"}}, dynamo=False)
+            torch.onnx.export(
+                model.to(memory_format=torch.contiguous_format).eval(),
+                (example,),
+                graph,
+                input_names=["images"],
+                output_names=["features"],
+                opset_version=17,
+                dynamic_axes={"images": {0: "batch"}, "features": {0: "batch"}},
+                dynamo=False,
+            )
         finally:
             model.to(memory_format=torch.channels_last)  # as torch runs it
     return graph.getvalue()
@@ -58,11 +65,18 @@ class OnnxBackbone:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.log_severity_level = 3
-        self.session = onnxruntime.InferenceSession(exported(model, size), options,
-                                                    providers=["CPUExecutionProvider"])
+        self.session = onnxruntime.InferenceSession(
+            exported(model, size), options, providers=["CPUExecutionProvider"]
+        )
 
     def __call__(self, images: torch.Tensor) -> torch.Tensor:
         """float32 NCHW images → float32 features, on the CPU."""
         batch = np.ascontiguousarray(images.detach().cpu().numpy(), dtype=np.float32)
-        return torch.from_numpy(np.concatenate([self.session.run(None, {"images": batch[start:start + CHUNK]})[0]
-                                                for start in range(0, len(batch), CHUNK)]))
+        return torch.from_numpy(
+            np.concatenate(
+                [
+                    self.session.run(None, {"images": batch[start : start + CHUNK]})[0]
+                    for start in range(0, len(batch), CHUNK)
+                ]
+            )
+        )

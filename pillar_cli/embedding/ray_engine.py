@@ -26,9 +26,19 @@ from pillar_cli.errors import DataError, UsageError, param
 _JOBS: dict[str, "_WorkerJob"] = {}  # per worker process: a request's job, read once
 
 
-def embed_on_ray(request: EmbedRequest, job: EmbeddingJob, options: dict[str, Any], out: Path,
-                 save: Callable[[Artifact], Artifact], *, address: str | None, actors: int | None, device: str,
-                 batch_size: int, on_rows: Callable[[int], None] = lambda rows: None) -> Artifact:
+def embed_on_ray(
+    request: EmbedRequest,
+    job: EmbeddingJob,
+    options: dict[str, Any],
+    out: Path,
+    save: Callable[[Artifact], Artifact],
+    *,
+    address: str | None,
+    actors: int | None,
+    device: str,
+    batch_size: int,
+    on_rows: Callable[[int], None] = lambda rows: None,
+) -> Artifact:
     """Embed every split of `job` (the driver's reading of `request`) on the cluster at `address` (None: a Ray
     instance this process started or starts on this machine) with `actors` backbones (None: one a GPU of the
     cluster, else one a CPU but one, left to decoding) and `save` the artifact. `on_rows` hears each batch's rows."""
@@ -39,8 +49,10 @@ def embed_on_ray(request: EmbedRequest, job: EmbeddingJob, options: dict[str, An
     gpus, cpus = int(resources.get("GPU", 0)), int(resources.get("CPU", 1))
     actors = actors or gpus or max(1, cpus - 1)
     if not gpus and actors >= cpus:
-        raise UsageError(f"{param('actors')} {actors} leaves none of the cluster's {cpus} CPUs to decode images",
-                         hint=f"pass at most {param('actors')} {max(1, cpus - 1)}")
+        raise UsageError(
+            f"{param('actors')} {actors} leaves none of the cluster's {cpus} CPUs to decode images",
+            hint=f"pass at most {param('actors')} {max(1, cpus - 1)}",
+        )
     needs = {"num_gpus": 1} if gpus else {"num_cpus": 1}
     recipe, dim = ray.get(ray.remote(**needs)(_recipe).remote(request, job.dataset.inputs.shape[1:], device))
     sizes = {name: len(ids) for name, ids in job.splits.items()}
@@ -54,8 +66,12 @@ def embed_on_ray(request: EmbedRequest, job: EmbeddingJob, options: dict[str, An
     return artifact
 
 
-def write_batches(batches: Iterable[dict[str, np.ndarray]], store: FeatureStore, sizes: dict[str, int],
-                  on_rows: Callable[[int], None] = lambda rows: None) -> None:
+def write_batches(
+    batches: Iterable[dict[str, np.ndarray]],
+    store: FeatureStore,
+    sizes: dict[str, int],
+    on_rows: Callable[[int], None] = lambda rows: None,
+) -> None:
     """Each batch's features (`id`: row numbers over the splits in order, `features`, `error`) at their rows'
     positions. A row that arrives again (from a task Ray ran again) keeps its first features; a batch that carries a
     read error, or a run that leaves a row without features, is refused."""
@@ -77,23 +93,37 @@ def write_batches(batches: Iterable[dict[str, np.ndarray]], store: FeatureStore,
         raise DataError(f"Ray returned no features for {int((~seen).sum())} of {len(seen)} rows")
 
 
-def _pipeline(request: EmbedRequest, job: EmbeddingJob, actors: int, needs: dict[str, int], device: str,
-              batch_size: int):
+def _pipeline(
+    request: EmbedRequest, job: EmbeddingJob, actors: int, needs: dict[str, int], device: str, batch_size: int
+):
     """Row numbers (split after split) → decoded images (tasks, a CPU each) → features (the actor pool)."""
     import ray.data
 
     shape = job.dataset.inputs.shape[1:]
     context = ray.data.DataContext.get_current()
-    for name in ("ray", "ray.data"):  # the run reports through pillar's progress line, errors as pillar's one line
+    for name in (
+        "ray",
+        "ray.data",
+    ):  # the run reports through pillar's progress line, errors as pillar's one line
         logging.getLogger(name).setLevel(logging.CRITICAL)
     context.enable_progress_bars = context.print_on_execution_start = False
-    return (ray.data.range(sum(map(len, job.splits.values())))
-            # a decoding task reserves the memory of its batch's images: Ray Data fuses operators whose resources
-            # agree, and these stay tasks of their own, on the CPUs the actors leave
-            .map_batches(_decoder(request, job.dataset.fingerprint), num_cpus=1,
-                         memory=batch_size * int(np.prod(shape)) + 2**20, batch_size=batch_size)
-            .map_batches(_backbone(request, shape, device), compute=ray.data.ActorPoolStrategy(size=actors),
-                         batch_size=batch_size, **needs))
+    return (
+        ray.data.range(sum(map(len, job.splits.values())))
+        # a decoding task reserves the memory of its batch's images: Ray Data fuses operators whose resources
+        # agree, and these stay tasks of their own, on the CPUs the actors leave
+        .map_batches(
+            _decoder(request, job.dataset.fingerprint),
+            num_cpus=1,
+            memory=batch_size * int(np.prod(shape)) + 2**20,
+            batch_size=batch_size,
+        )
+        .map_batches(
+            _backbone(request, shape, device),
+            compute=ray.data.ActorPoolStrategy(size=actors),
+            batch_size=batch_size,
+            **needs,
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -119,8 +149,12 @@ def _job(request: EmbedRequest) -> _WorkerJob:
     key = repr(request)
     if key not in _JOBS:
         job = EmbeddingJob.of(request.dataset(), request.plan)
-        _JOBS[key] = _WorkerJob(job, np.concatenate(list(job.splits.values())),
-                                _starts(map(len, job.splits.values())), job.dataset.fingerprint)
+        _JOBS[key] = _WorkerJob(
+            job,
+            np.concatenate(list(job.splits.values())),
+            _starts(map(len, job.splits.values())),
+            job.dataset.fingerprint,
+        )
     return _JOBS[key]
 
 
@@ -130,7 +164,9 @@ def _starts(sizes: Iterable[int]) -> np.ndarray:
     return np.cumsum([0, *sizes])
 
 
-def _decoder(request: EmbedRequest, fingerprint: str) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+def _decoder(
+    request: EmbedRequest, fingerprint: str
+) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
     """The task that decodes a batch of row numbers into images; a file that cannot be read, or a source that reads
     otherwise on the worker's node than here (`fingerprint`: the driver's), comes back as its error (message, hint).
     The request travels inside the function (as the actor's does inside its class)."""
@@ -139,14 +175,19 @@ def _decoder(request: EmbedRequest, fingerprint: str) -> Callable[[dict[str, np.
         worker = _job(request)
         try:
             if worker.fingerprint != fingerprint:
-                raise DataError(f"the source reads otherwise on a Ray worker's node than on this machine (fingerprint "
-                                f"{worker.fingerprint[:12]}, here {fingerprint[:12]})",
-                                hint="every node must read the same source at the same path")
+                raise DataError(
+                    f"the source reads otherwise on a Ray worker's node than on this machine (fingerprint "
+                    f"{worker.fingerprint[:12]}, here {fingerprint[:12]})",
+                    hint="every node must read the same source at the same path",
+                )
             images = np.ascontiguousarray(worker.images(batch["id"]))
         except DataError as err:
             text = err.message if err.hint is None else f"{err.message}\n{err.hint}"
-            return {"id": batch["id"][:1], "images": np.zeros((1, *worker.job.dataset.inputs.shape[1:]), np.uint8),
-                    "error": np.array([text], dtype=object)}
+            return {
+                "id": batch["id"][:1],
+                "images": np.zeros((1, *worker.job.dataset.inputs.shape[1:]), np.uint8),
+                "error": np.array([text], dtype=object),
+            }
         return {"id": batch["id"], "images": images, "error": np.full(len(images), "", dtype=object)}
 
     return decoded
@@ -161,8 +202,11 @@ def _backbone(request: EmbedRequest, shape: tuple[int, ...], device: str) -> typ
             self.embedder = request.embedder(shape, device)
 
         def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-            features = np.zeros((len(batch["id"]), self.embedder.feature_dim), np.float32) if batch["error"][0] \
+            features = (
+                np.zeros((len(batch["id"]), self.embedder.feature_dim), np.float32)
+                if batch["error"][0]
                 else self.embedder(batch["images"])
+            )
             return {"id": batch["id"], "features": features, "error": batch["error"]}
 
     return Backbone
@@ -179,5 +223,7 @@ def _ray():
     try:
         import ray
     except ImportError as err:
-        raise UsageError("embedding on Ray needs the ray package", hint="pip install 'pillar-cli[ray]'") from err
+        raise UsageError(
+            "embedding on Ray needs the ray package", hint="pip install 'pillar-cli[ray]'"
+        ) from err
     return ray

@@ -18,36 +18,60 @@ def at_depth(info: dict[str, Any], depth: int | None) -> dict[str, Any]:
     if depth is None:
         return info
     steps = info.get("preprocessing", "")
-    return info | {"pixel_depth": depth, "preprocessing": steps.replace("/255", "/65535") if depth == 16 else steps}
+    return info | {
+        "pixel_depth": depth,
+        "preprocessing": steps.replace("/255", "/65535") if depth == 16 else steps,
+    }
 
 
-def embedder_for(recipe: FeatureRecipe, *, weights: Path | None = None, device: str = "auto",
-                 trust_checkpoint: bool = False, runtime: str = "auto") -> Embedder:
+def embedder_for(
+    recipe: FeatureRecipe,
+    *,
+    weights: Path | None = None,
+    device: str = "auto",
+    trust_checkpoint: bool = False,
+    runtime: str = "auto",
+) -> Embedder:
     """Rebuild the recipe's embedder; refused (one line naming the difference) when the rebuilt embedder would make
     other features: another weights file, another timm version's preprocessing, another feature dimension.
     `runtime` as build_embedder's (torch where only the module is wanted: no ONNX Runtime session is built)."""
     if recipe.transform is None and recipe.backbone != "network":
-        raise DataError("the classifier's feature recipe records no transform, so its embedder cannot be rebuilt",
-                        hint="embed the new inputs as its training rows were and pass FILE:SPLIT")
+        raise DataError(
+            "the classifier's feature recipe records no transform, so its embedder cannot be rebuilt",
+            hint="embed the new inputs as its training rows were and pass FILE:SPLIT",
+        )
     recorded = recipe.weights or "none"
     if recorded.startswith(("file:", "artifact:")) and weights is None:
-        raise UsageError(f"the classifier's backbone weights came from a file ({recorded}): pass {param('weights')} "
-                         "FILE, the same file")
+        raise UsageError(
+            f"the classifier's backbone weights came from a file ({recorded}): pass {param('weights')} "
+            "FILE, the same file"
+        )
     transform = recipe.transform or {}
     embedder = build_embedder(
-        recipe.backbone, recipe.shape, weights=weights, pretrained=not recorded.startswith("random-init:"),
-        resize=transform.get("resize"), crop=transform.get("crop"), device=device, trust_checkpoint=trust_checkpoint,
-        seed=_random_init_seed(recorded), precision="bf16" if recipe.precision == "bf16 autocast" else "fp32",
-        runtime=runtime)
-    built = FeatureRecipe.from_attrs(at_depth(embedder.info(), recipe.depth) | {"feature_dim": embedder.feature_dim})
+        recipe.backbone,
+        recipe.shape,
+        weights=weights,
+        pretrained=not recorded.startswith("random-init:"),
+        resize=transform.get("resize"),
+        crop=transform.get("crop"),
+        device=device,
+        trust_checkpoint=trust_checkpoint,
+        seed=_random_init_seed(recorded),
+        precision="bf16" if recipe.precision == "bf16 autocast" else "fp32",
+        runtime=runtime,
+    )
+    built = FeatureRecipe.from_attrs(
+        at_depth(embedder.info(), recipe.depth) | {"feature_dim": embedder.feature_dim}
+    )
     if key := recipe.first_difference(built, ignore=("image_shape",), unrecorded_differs=True):
-        raise DataError(f"{weights if key == 'weights' and weights else 'the rebuilt backbone'} gives {key} "
-                        f"{built.to_attrs().get(key)!r}; the classifier's rows were embedded with "
-                        f"{recipe.to_attrs()[key]!r}")
+        raise DataError(
+            f"{weights if key == 'weights' and weights else 'the rebuilt backbone'} gives {key} "
+            f"{built.to_attrs().get(key)!r}; the classifier's rows were embedded with "
+            f"{recipe.to_attrs()[key]!r}"
+        )
     return embedder
 
 
 def _random_init_seed(weights: str) -> int:
     """The seed of randomly initialised weights ('random-init:seed=S'; public randomness, recorded as such)."""
     return int(weights.rpartition("=")[2]) if weights.startswith("random-init:seed=") else 0
-

@@ -42,20 +42,33 @@ class EmbedRequest:
     def from_options(cls, options: dict[str, Any], params: dict[str, str]) -> EmbedRequest:
         """The request of `pillar embed`'s resolved options (as an embeddings file records them in its config) and
         its parsed --param items."""
-        plan = SplitPlan(options.get("public_fraction"), options.get("val_fraction", 0.1),
-                         options.get("test_fraction", 0.2), options.get("seed", 0),
-                         bool(options.get("no_public_split", False)))
+        plan = SplitPlan(
+            options.get("public_fraction"),
+            options.get("val_fraction", 0.1),
+            options.get("test_fraction", 0.2),
+            options.get("seed", 0),
+            bool(options.get("no_public_split", False)),
+        )
         classes = options.get("classes")
-        return cls(source=options.get("source", "mnist5k"), path=_path(options.get("path")), params=params,
-                   classes=None if classes is None else parse_class_names(classes),
-                   classes_from_labels=bool(options.get("classes_from_labels", False)),
-                   limit=options.get("limit"), fraction=options.get("fraction"),
-                   skip_bad=bool(options.get("skip_bad", False)), plan=plan,
-                   backbone=options.get("backbone", "pixels"), weights=_path(options.get("weights")),
-                   trust_checkpoint=bool(options.get("trust_checkpoint", False)),
-                   pretrained=bool(options.get("pretrained", True)), resize=options.get("resize"),
-                   crop=options.get("crop"), precision=options.get("precision", "auto"),
-                   runtime=options.get("runtime", "auto"))
+        return cls(
+            source=options.get("source", "mnist5k"),
+            path=_path(options.get("path")),
+            params=params,
+            classes=None if classes is None else parse_class_names(classes),
+            classes_from_labels=bool(options.get("classes_from_labels", False)),
+            limit=options.get("limit"),
+            fraction=options.get("fraction"),
+            skip_bad=bool(options.get("skip_bad", False)),
+            plan=plan,
+            backbone=options.get("backbone", "pixels"),
+            weights=_path(options.get("weights")),
+            trust_checkpoint=bool(options.get("trust_checkpoint", False)),
+            pretrained=bool(options.get("pretrained", True)),
+            resize=options.get("resize"),
+            crop=options.get("crop"),
+            precision=options.get("precision", "auto"),
+            runtime=options.get("runtime", "auto"),
+        )
 
     def dataset(self, without: np.ndarray | None = None) -> Dataset:
         """The source's labelled rows over a declared class set, the rows --limit or --fraction keep, and with
@@ -71,10 +84,12 @@ class EmbedRequest:
 
     def _read(self, dataset: Dataset) -> Dataset:
         if not dataset.labelled:
-            raise DataError(f"source '{self.source}' read {len(dataset.inputs)} rows without labels: embed needs "
-                            "labelled rows for the private, val and test splits",
-                            hint=f"to classify unlabelled inputs: pillar predict CLASSIFIER {param('source')} ... "
-                                 f"{param('path')} ...")
+            raise DataError(
+                f"source '{self.source}' read {len(dataset.inputs)} rows without labels: embed needs "
+                "labelled rows for the private, val and test splits",
+                hint=f"to classify unlabelled inputs: pillar predict CLASSIFIER {param('source')} ... "
+                f"{param('path')} ...",
+            )
         dataset = dataset.with_declared_classes(self.classes, self.classes_from_labels)
         dataset = dataset.subsample(self.limit, self.fraction, self.plan.seed)
         return dataset.skipping_bad() if self.skip_bad else dataset
@@ -82,17 +97,28 @@ class EmbedRequest:
     def embedder(self, input_shape: tuple[int, ...], device: str = "auto") -> Embedder:
         """The backbone for inputs of `input_shape` (one row's), on `device`. A resize below the centre crop is
         refused: the short side would be resized to the crop instead, not to the size asked for."""
-        embedder = build_embedder(self.backbone, input_shape, weights=self.weights,
-                                  pretrained=self.pretrained, resize=self.resize, crop=self.crop, device=device,
-                                  trust_checkpoint=self.trust_checkpoint, precision=self.precision,
-                                  seed=self.plan.seed, runtime=self.runtime)
+        embedder = build_embedder(
+            self.backbone,
+            input_shape,
+            weights=self.weights,
+            pretrained=self.pretrained,
+            resize=self.resize,
+            crop=self.crop,
+            device=device,
+            trust_checkpoint=self.trust_checkpoint,
+            precision=self.precision,
+            seed=self.plan.seed,
+            runtime=self.runtime,
+        )
         crop = (embedder.info().get("transform") or {}).get("crop")
         if self.resize is not None and crop is not None and self.resize < crop:
             whose = "" if self.crop is not None else f" ({self.backbone}'s input size)"
-            raise UsageError(f"{param('resize')} {self.resize} is below the centre crop {crop}{whose}: the images "
-                             f"would be resized to {crop} px, not {self.resize}",
-                             hint=f"pass {param('crop')} {self.resize} (or less) for {self.resize} px inputs, or "
-                                  f"{param('resize')} {crop} or more")
+            raise UsageError(
+                f"{param('resize')} {self.resize} is below the centre crop {crop}{whose}: the images "
+                f"would be resized to {crop} px, not {self.resize}",
+                hint=f"pass {param('crop')} {self.resize} (or less) for {self.resize} px inputs, or "
+                f"{param('resize')} {crop} or more",
+            )
         return embedder
 
 

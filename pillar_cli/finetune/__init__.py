@@ -9,9 +9,27 @@ May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `gsd.probes`
 classifier a released network is, and its class labels), `methods.plan` (where a guarantee is made).
 """
 
-from pillar_cli.finetune.runs import METHODS, Pretrained, check_disjoint, network_spec, networks_artifact, \
-    pretrained, train_networks
+from pillar_cli.finetune.runs import (
+    METHODS,
+    Pretrained,
+    check_disjoint,
+    network_spec,
+    networks_artifact,
+    pretrained,
+    train_networks,
+)
 from pillar_cli.finetune.training import FinetuneConfig, FinetuneResult, finetune, network
 
-__all__ = ["METHODS", "FinetuneConfig", "FinetuneResult", "Pretrained", "check_disjoint", "finetune", "network",
-           "network_spec", "networks_artifact", "pretrained", "train_networks"]
+__all__ = [
+    "METHODS",
+    "FinetuneConfig",
+    "FinetuneResult",
+    "Pretrained",
+    "check_disjoint",
+    "finetune",
+    "network",
+    "network_spec",
+    "networks_artifact",
+    "pretrained",
+    "train_networks",
+]

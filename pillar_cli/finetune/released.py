@@ -18,8 +18,9 @@ class NetworkClassifier(SoftmaxClassifier):
     `pixels` embedding holds them) and is fitted only by `pillar finetune`."""
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> NetworkClassifier:
-        raise UsageError("a NetworkClassifier is a released network: train one with pillar finetune, then pillar "
-                         "release")
+        raise UsageError(
+            "a NetworkClassifier is a released network: train one with pillar finetune, then pillar release"
+        )
 
     @classmethod
     def from_classifier(cls, released: Classifier) -> NetworkClassifier:

@@ -42,12 +42,17 @@ class NetworkMethod:
     family: str  # its row in the result tables
 
 
-METHODS = {"finetune": NetworkMethod("DP-SGD on every weight of a network pre-trained on public data", "fine-tune"),
-           "scratch": NetworkMethod("DP-SGD on every weight of a randomly initialised network", "from scratch"),
-           "pretrain": NetworkMethod("non-private training on a public labelled split (no private row)",
-                                     "public pre-training")}
-SELECTION_NOTE = ("one configuration per (method, ε): no run was selected, nothing outside DP training read the "
-                  "private labels; val accuracy is reported only")
+METHODS = {
+    "finetune": NetworkMethod("DP-SGD on every weight of a network pre-trained on public data", "fine-tune"),
+    "scratch": NetworkMethod("DP-SGD on every weight of a randomly initialised network", "from scratch"),
+    "pretrain": NetworkMethod(
+        "non-private training on a public labelled split (no private row)", "public pre-training"
+    ),
+}
+SELECTION_NOTE = (
+    "one configuration per (method, ε): no run was selected, nothing outside DP training read the "
+    "private labels; val accuracy is reported only"
+)
 
 
 @dataclass(frozen=True)
@@ -66,9 +71,13 @@ class Pretrained:
     @property
     def origin(self) -> dict:
         """What a fine-tuned model records of where its training started."""
-        return {"path": self.model.path, "content_hash": self.model.provenance.content_hash,
-                "architecture": self.spec.architecture, "source": ModelRecord.of(self.model).source,
-                "rows": int(len(self.rows))}
+        return {
+            "path": self.model.path,
+            "content_hash": self.model.provenance.content_hash,
+            "architecture": self.spec.architecture,
+            "source": ModelRecord.of(self.model).source,
+            "rows": int(len(self.rows)),
+        }
 
     def rows_of_source(self, split: Split) -> np.ndarray | None:
         """Its training rows if they come from `split`'s source (so that no stage tests on them), else None."""
@@ -84,14 +93,24 @@ def pretrained(model: Artifact) -> Pretrained:
 def check_disjoint(start: Pretrained, private: Split) -> None:
     """Refuse a pre-trained network that saw rows of the private split (same source, same row ids)."""
     overlap = shared_rows(private, start.model, ("public_labelled",))
-    require_public_start(f"the pre-trained network {start.model.path}",
-                         overlap and f"was trained on {overlap} rows of the private split")
+    require_public_start(
+        f"the pre-trained network {start.model.path}",
+        overlap and f"was trained on {overlap} rows of the private split",
+    )
 
 
-def train_networks(spec: NetworkSpec, start: Pretrained | None, train: Split, val: Split | None,
-                   epsilons: list[float], seeds: list[int], config: FinetuneConfig, device: str = "cpu",
-                   method: str | None = None, on_step: Callable[[int], None] | None = None
-                   ) -> tuple[list[RunRecord], list[dict[str, np.ndarray]], RowCount]:
+def train_networks(
+    spec: NetworkSpec,
+    start: Pretrained | None,
+    train: Split,
+    val: Split | None,
+    epsilons: list[float],
+    seeds: list[int],
+    config: FinetuneConfig,
+    device: str = "cpu",
+    method: str | None = None,
+    on_step: Callable[[int], None] | None = None,
+) -> tuple[list[RunRecord], list[dict[str, np.ndarray]], RowCount]:
     """One network per (ε, seed), each trained from `start` (or its seeded random init) on `train`; their run
     records (val accuracy NaN without a val split; each event with the row count's release it read), weights, and
     the row count every network read, released once (privacy/count.py)."""
@@ -100,9 +119,11 @@ def train_networks(spec: NetworkSpec, start: Pretrained | None, train: Split, va
         raise UsageError(f"unknown network method '{method}' (known: {', '.join(METHODS)})")
     images = _images(train, spec)
     if start is not None and start.spec != spec:
-        raise DataError(f"the pre-trained network reads {start.spec.input_shape} images into "
-                        f"{start.spec.num_classes} classes ({start.spec.architecture}); this split needs "
-                        f"{spec.input_shape} into {spec.num_classes} ({spec.architecture})")
+        raise DataError(
+            f"the pre-trained network reads {start.spec.input_shape} images into "
+            f"{start.spec.num_classes} classes ({start.spec.architecture}); this split needs "
+            f"{spec.input_shape} into {spec.num_classes} ({spec.architecture})"
+        )
     for epsilon in epsilons:
         validate_budget(epsilon, config.delta)
     count = count_for(len(train.labels), epsilons, config.delta, config.noise, config.n_public)
@@ -116,9 +137,16 @@ def train_networks(spec: NetworkSpec, start: Pretrained | None, train: Split, va
             result = finetune(model, images, train.labels, run, device, on_step, count)
             key = RunKey(method, None, epsilon, run.lr, run.steps, run.batch_size, seed)
             accuracy = _accuracy(result.model.cpu(), val, spec)
-            records.append(RunRecord(key=key, event=count.with_count(result.event).to_dict(),
-                                     epsilon_spent=result.epsilon_spent, val_accuracy=accuracy,
-                                     steps_run=result.steps_run, **RunRecord.headline_of(result.event)))
+            records.append(
+                RunRecord(
+                    key=key,
+                    event=count.with_count(result.event).to_dict(),
+                    epsilon_spent=result.epsilon_spent,
+                    val_accuracy=accuracy,
+                    steps_run=result.steps_run,
+                    **RunRecord.headline_of(result.event),
+                )
+            )
             states.append(state_arrays(result.model))
     return records, states, count
 
@@ -129,37 +157,68 @@ def network_spec(architecture: str, split: Split) -> NetworkSpec:
     return NetworkSpec(architecture, shape, split.num_classes or int(split.labels.max()) + 1)
 
 
-def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarray]], spec: NetworkSpec,
-                      train: Split, config: FinetuneConfig, rows: dict[str, np.ndarray],
-                      start: Pretrained | None, count: RowCount, private_fraction: float = 1.0) -> Artifact:
+def networks_artifact(
+    records: list[RunRecord],
+    states: list[dict[str, np.ndarray]],
+    spec: NetworkSpec,
+    train: Split,
+    config: FinetuneConfig,
+    rows: dict[str, np.ndarray],
+    start: Pretrained | None,
+    count: RowCount,
+    private_fraction: float = 1.0,
+) -> Artifact:
     """The model artifact: runs, networks, the ledger (what it covers), the row count they read, the rows read,
     where training started."""
     private = records[0].key.method != "pretrain"
     accountant = get_accountant(config.accountant)
     ledger = ModelLedger(
-        clip=config.clip, accountant_description=accountant.description, epsilon_is_upper_bound=accountant.upper_bound,
-        mechanism=(f"DP-SGD on every weight through opacus ({config.grad_sample_mode} clipping), Poisson sampling, "
-                   f"Gaussian noise σ·clip; {adjacency(ROW_RELATIONS)}") if private else
-        "none: non-private training on public labelled rows",
+        clip=config.clip,
+        accountant_description=accountant.description,
+        epsilon_is_upper_bound=accountant.upper_bound,
+        mechanism=(
+            f"DP-SGD on every weight through opacus ({config.grad_sample_mode} clipping), Poisson sampling, "
+            f"Gaussian noise σ·clip; {adjacency(ROW_RELATIONS)}"
+        )
+        if private
+        else "none: non-private training on public labelled rows",
         protected_split="private" if private else None,
         per_run="runs/event (the DP event tree, JSON) and runs/epsilon_spent, the accountant's ε of it; "
-                "runs/steps_run: the optimizer steps taken")
-    heads = [ReleasedHead(count.without_count(event_from_dict(r.event)), r.epsilon_spent)
-             for r in records] if private else []  # each network drew its own batches and noise
+        "runs/steps_run: the optimizer steps taken",
+    )
+    heads = (
+        [ReleasedHead(count.without_count(event_from_dict(r.event)), r.epsilon_spent) for r in records]
+        if private
+        else []
+    )  # each network drew its own batches and noise
     record = ModelRecord(
-        num_classes=spec.num_classes, n_private=len(train.features) if private else 0, ledger=ledger,
-        guarantee=guarantee_of(PrivacyUnit(), config.accountant, config.delta, count=count if private else None),
+        num_classes=spec.num_classes,
+        n_private=len(train.features) if private else 0,
+        ledger=ledger,
+        guarantee=guarantee_of(
+            PrivacyUnit(), config.accountant, config.delta, count=count if private else None
+        ),
         feature_space="flattened pixels (HWC, /255); the network reads them as NCHW images",
         max_epsilon_spent=max(r.epsilon_spent for r in records),
-        mechanisms={method: METHODS[method].description for method in sorted({r.key.method for r in records})},
-        selection_mode="val", selection_note=SELECTION_NOTE, trained_on=(train.name,),
-        private_fraction=private_fraction, source=train.source, max_physical_batch=config.max_physical_batch,
-        features=train.carried, network=spec.to_attrs(), source_fingerprint=train.source_fingerprint,
+        mechanisms={
+            method: METHODS[method].description for method in sorted({r.key.method for r in records})
+        },
+        selection_mode="val",
+        selection_note=SELECTION_NOTE,
+        trained_on=(train.name,),
+        private_fraction=private_fraction,
+        source=train.source,
+        max_physical_batch=config.max_physical_batch,
+        features=train.carried,
+        network=spec.to_attrs(),
+        source_fingerprint=train.source_fingerprint,
         pretrained_from=None if start is None else start.origin,
         noise=config.noise.describe() if private else {},
-        whole_file=whole_file(heads, config.delta, config.noise.reproducible, count=count.segments) if private
+        whole_file=whole_file(heads, config.delta, config.noise.reproducible, count=count.segments)
+        if private
         else None,
-        count_read_by=tuple(sorted({r.key.method for r in records})) if private else ())
+        count_read_by=tuple(sorted({r.key.method for r in records})) if private else (),
+    )
     artifact = network_artifact(records, states, train.features.shape[1], record)
     artifact.arrays.update({f"rows/{name}": ids for name, ids in rows.items()})
     return artifact
@@ -168,8 +227,10 @@ def networks_artifact(records: list[RunRecord], states: list[dict[str, np.ndarra
 def _images(split: Split, spec: NetworkSpec) -> torch.Tensor:
     shape = network_spec(spec.architecture, split).input_shape
     if shape != spec.input_shape:
-        raise DataError(f"{split.ref.path}:{split.name} holds {shape} images; the network reads {spec.input_shape}",
-                        hint=f"embed the images at the network's size (embed's {param('resize')})")
+        raise DataError(
+            f"{split.ref.path}:{split.name} holds {shape} images; the network reads {spec.input_shape}",
+            hint=f"embed the images at the network's size (embed's {param('resize')})",
+        )
     return as_images(split.features, spec)
 
 

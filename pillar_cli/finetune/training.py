@@ -43,7 +43,9 @@ class FinetuneConfig:
     accountant: str = "prv"
     grad_sample_mode: str = "hooks"
     max_physical_batch: int = 128
-    noise: NoiseSource = SECRET  # batches and noise (seeded only for experiments: NOT DP); `seed` sets the init
+    noise: NoiseSource = (
+        SECRET  # batches and noise (seeded only for experiments: NOT DP); `seed` sets the init
+    )
     n_public: bool = False  # the number of training rows is public knowledge: read exactly, no noisy count
 
 
@@ -56,9 +58,15 @@ class FinetuneResult:
     count: RowCount
 
 
-def finetune(model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, config: FinetuneConfig,
-             device: str = "cpu", on_step: Callable[[int], None] | None = None,
-             count: RowCount | None = None) -> FinetuneResult:
+def finetune(
+    model: torch.nn.Module,
+    images: torch.Tensor,
+    labels: np.ndarray,
+    config: FinetuneConfig,
+    device: str = "cpu",
+    on_step: Callable[[int], None] | None = None,
+    count: RowCount | None = None,
+) -> FinetuneResult:
     """Train every parameter of `model` (in place) with DP-SGD on (images, labels); `count`: the row count already
     released for this training (None: released here for this run alone)."""
     from opacus.data_loader import DPDataLoader
@@ -73,10 +81,16 @@ def finetune(model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, c
     # The batches are drawn by the sampler alone, from a generator of its own: the DataLoader would otherwise draw
     # its workers' base seed from the same generator, and the batches would depend on loader internals.
     loader.batch_sampler.generator = config.noise.child("batches", config.seed, config.epsilon).torch()
-    module, optimizer, criterion = _private(model.to(device), config, sigma, count.expected_batch(config.batch_size))
+    module, optimizer, criterion = _private(
+        model.to(device), config, sigma, count.expected_batch(config.batch_size)
+    )
     steps_run = 0
-    with warnings.catch_warnings(), BatchMemoryManager(data_loader=loader, optimizer=optimizer,
-                                                       max_physical_batch_size=config.max_physical_batch) as batches:
+    with (
+        warnings.catch_warnings(),
+        BatchMemoryManager(
+            data_loader=loader, optimizer=optimizer, max_physical_batch_size=config.max_physical_batch
+        ) as batches,
+    ):
         warnings.simplefilter("ignore")  # opacus warns about secure RNG and empty batches on every run
         while steps_run < config.steps:
             for inputs, targets in batches:
@@ -91,8 +105,13 @@ def finetune(model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, c
                     break
     event = dp_sgd_event(sigma, rate, config.steps)
     epsilon = spent_epsilon(config.accountant, count.with_count(event), config.delta)
-    return FinetuneResult(module.to_standard_module() if hasattr(module, "to_standard_module") else model, event,
-                          epsilon, steps_run, count)
+    return FinetuneResult(
+        module.to_standard_module() if hasattr(module, "to_standard_module") else model,
+        event,
+        epsilon,
+        steps_run,
+        count,
+    )
 
 
 def _check_budget(config: FinetuneConfig) -> None:
@@ -101,8 +120,9 @@ def _check_budget(config: FinetuneConfig) -> None:
         validate_budget(config.epsilon, config.delta)
 
 
-def _check(model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, config: FinetuneConfig,
-           count: RowCount) -> float:
+def _check(
+    model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, config: FinetuneConfig, count: RowCount
+) -> float:
     """Refuse what cannot train, before any private row is read; σ for the run (0 without privacy)."""
     if math.isfinite(config.epsilon):
         validate_budget(config.epsilon, config.delta, count)
@@ -111,22 +131,36 @@ def _check(model: torch.nn.Module, images: torch.Tensor, labels: np.ndarray, con
     if not config.clip > 0:
         raise UsageError(f"{param('clip')} must be positive (got {config.clip})")
     if config.grad_sample_mode not in MODES:
-        raise UsageError(f"unknown {param('grad_sample_mode')} '{config.grad_sample_mode}' (known: hooks, ghost)")
+        raise UsageError(
+            f"unknown {param('grad_sample_mode')} '{config.grad_sample_mode}' (known: hooks, ghost)"
+        )
     if math.isinf(config.clip) and math.isfinite(config.epsilon):
-        raise UsageError(f"{param('clip')} inf leaves the sensitivity unbounded: only non-private runs may skip it")
+        raise UsageError(
+            f"{param('clip')} inf leaves the sensitivity unbounded: only non-private runs may skip it"
+        )
     try:
         with torch.no_grad():
             out = model.eval()(images[:2])
     except RuntimeError as err:
-        raise DataError(f"the network cannot take images of shape {tuple(images.shape[1:])}: {err}".splitlines()[0],
-                        hint=f"embed the images at a size the network accepts (embed's {param('resize')})") from None
+        raise DataError(
+            f"the network cannot take images of shape {tuple(images.shape[1:])}: {err}".splitlines()[0],
+            hint=f"embed the images at a size the network accepts (embed's {param('resize')})",
+        ) from None
     if out.ndim != 2 or out.shape[1] <= int(labels.max()):
-        raise DataError(f"the network outputs {tuple(out.shape[1:])} per image; the labels need "
-                        f"{int(labels.max()) + 1} classes")
+        raise DataError(
+            f"the network outputs {tuple(out.shape[1:])} per image; the labels need "
+            f"{int(labels.max()) + 1} classes"
+        )
     if math.isinf(config.epsilon):
         return 0.0
-    return calibrate_noise(config.accountant, config.epsilon, config.delta, count.sample_rate(config.batch_size),
-                           config.steps, fixed=count.segments)
+    return calibrate_noise(
+        config.accountant,
+        config.epsilon,
+        config.delta,
+        count.sample_rate(config.batch_size),
+        config.steps,
+        fixed=count.segments,
+    )
 
 
 def _private(model: torch.nn.Module, config: FinetuneConfig, sigma: float, expected_batch: float):
@@ -141,8 +175,13 @@ def _private(model: torch.nn.Module, config: FinetuneConfig, sigma: float, expec
     sgd = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
     noise = config.noise.child("noise", config.seed, config.epsilon).torch()
     clip = 1e30 if math.isinf(config.clip) else config.clip
-    options = dict(noise_multiplier=sigma, max_grad_norm=clip, expected_batch_size=expected_batch,
-                   generator=noise, loss_reduction="mean")
+    options = dict(
+        noise_multiplier=sigma,
+        max_grad_norm=clip,
+        expected_batch_size=expected_batch,
+        generator=noise,
+        loss_reduction="mean",
+    )
     if config.grad_sample_mode == "hooks":
         return GradSampleModule(model), DPOptimizer(sgd, **options), torch.nn.CrossEntropyLoss()
     module = GradSampleModuleFastGradientClipping(model, max_grad_norm=clip, use_ghost_clipping=True)
@@ -158,6 +197,7 @@ def network(spec: NetworkSpec, seed: int = 0, weights: Path | None = None) -> to
         try:
             load_weights_file(model, weights)
         except RuntimeError as err:
-            raise DataError(f"checkpoint {weights} does not fit network '{spec.architecture}': "
-                            f"{str(err).splitlines()[0]}") from None
+            raise DataError(
+                f"checkpoint {weights} does not fit network '{spec.architecture}': {str(err).splitlines()[0]}"
+            ) from None
     return model

@@ -46,8 +46,9 @@ def _envelope_parameter(concentrations: np.ndarray) -> float:
     return float(dim) if excess(dim) >= 0 else scipy_optimize.brentq(excess, 1.0, float(dim), xtol=1e-10)
 
 
-def sample_matrix_bingham(matrix: np.ndarray, k: int, eta: float, rng: np.random.Generator,
-                          sweeps: int) -> np.ndarray:
+def sample_matrix_bingham(
+    matrix: np.ndarray, k: int, eta: float, rng: np.random.Generator, sweeps: int
+) -> np.ndarray:
     """Orthonormal (p, k) V with density ∝ exp(η·tr(Vᵀ·matrix·V)): exact for k = 1, `sweeps` Gibbs sweeps else."""
     dim = len(matrix)
     if k == 1:
@@ -56,7 +57,7 @@ def sample_matrix_bingham(matrix: np.ndarray, k: int, eta: float, rng: np.random
     for _ in range(sweeps):
         for column in range(k):
             others = np.delete(basis, column, axis=1)
-            complement = np.linalg.qr(others, mode="complete")[0][:, k - 1:]
+            complement = np.linalg.qr(others, mode="complete")[0][:, k - 1 :]
             restricted = complement.T @ matrix @ complement
             basis[:, column] = complement @ sample_vector_bingham((restricted + restricted.T) / 2, eta, rng)
     return basis

@@ -31,12 +31,22 @@ def row_labels(inputs: np.ndarray, num_classes: int, seed: int) -> np.ndarray:
     """A random label for every row drawn from the row itself (blake2b of its bytes, keyed by the seed): deleting one
     row leaves every other row's label as it was, which labels by position would not (the DP-GSD's neighbours)."""
     key = seed.to_bytes(8, "little", signed=True)
-    return np.array([int.from_bytes(hashlib.blake2b(np.ascontiguousarray(row).tobytes(), digest_size=8,
-                                                    key=key).digest(), "little") % num_classes
-                     for row in inputs], dtype=np.int64)
+    return np.array(
+        [
+            int.from_bytes(
+                hashlib.blake2b(np.ascontiguousarray(row).tobytes(), digest_size=8, key=key).digest(),
+                "little",
+            )
+            % num_classes
+            for row in inputs
+        ],
+        dtype=np.int64,
+    )
 
 
-def random_rows_and_labels(n: int, max_samples: int, num_classes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def random_rows_and_labels(
+    n: int, max_samples: int, num_classes: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """A seeded subsample of at most `max_samples` rows (all rows, in order, when n ≤ max_samples) and labels."""
     rng = np.random.default_rng(seed)
     rows = np.sort(rng.choice(n, min(max_samples, n), replace=False))
@@ -53,13 +63,15 @@ class GSDSettings:
     normalize_rows: bool = False  # unit-norm gradient rows before the SVD (the authors' released script)
 
 
-def gradient_matrix(probe: Probe, inputs: np.ndarray, settings: GSDSettings, seed: int,
-                    max_samples: int | None = None) -> GradientMatrix:
+def gradient_matrix(
+    probe: Probe, inputs: np.ndarray, settings: GSDSettings, seed: int, max_samples: int | None = None
+) -> GradientMatrix:
     """Per-sample gradients on a seeded subsample of at most `max_samples` rows, with seeded random labels."""
     if len(inputs) < settings.k:
         raise DataError(f"a GSD input has {len(inputs)} rows, fewer than {param('k')} {settings.k}")
-    rows, labels = random_rows_and_labels(len(inputs), max_samples or settings.max_samples, settings.num_classes,
-                                          seed)
+    rows, labels = random_rows_and_labels(
+        len(inputs), max_samples or settings.max_samples, settings.num_classes, seed
+    )
     return GradientMatrix(probe, inputs[rows], labels, normalize_rows=settings.normalize_rows)
 
 
@@ -93,7 +105,9 @@ class GSDPlan:
         else:
             released = dp_gradient_subspace(self.private, k, self.settings.dp, self.units)
             reference = released.basis
-        candidates = [top_right_singular_vectors(matrix, k, seed + 1 + i) for i, matrix in enumerate(self.candidates)]
+        candidates = [
+            top_right_singular_vectors(matrix, k, seed + 1 + i) for i, matrix in enumerate(self.candidates)
+        ]
         distances = [projection_metric(reference, subspace.basis) for subspace in candidates]
         return GSDResult(distances, released, private, candidates)
 
@@ -106,8 +120,12 @@ class GSDResult:
     candidates: list[Subspace]
 
 
-def plan_gsd(private: tuple[np.ndarray, Probe], candidates: list[tuple[np.ndarray, Probe]],
-             settings: GSDSettings, units: Units | None = None) -> GSDPlan:
+def plan_gsd(
+    private: tuple[np.ndarray, Probe],
+    candidates: list[tuple[np.ndarray, Probe]],
+    settings: GSDSettings,
+    units: Units | None = None,
+) -> GSDPlan:
     """GSD between the private inputs and each candidate, each read by its copy of the same probe; with DP, every
     private row, labelled from its own content, and `units` (the private rows' persons, where they name them)."""
     inputs, probe = private
@@ -117,7 +135,15 @@ def plan_gsd(private: tuple[np.ndarray, Probe], candidates: list[tuple[np.ndarra
         if len(inputs) < settings.k:
             raise DataError(f"a GSD input has {len(inputs)} rows, fewer than {param('k')} {settings.k}")
         rows = np.asarray(inputs)
-        matrix = GradientMatrix(probe, rows, row_labels(rows, settings.num_classes, settings.seed),
-                                normalize_rows=settings.normalize_rows)
-    return GSDPlan(matrix, [gradient_matrix(p, x, settings, settings.seed + 1 + i)
-                            for i, (x, p) in enumerate(candidates)], settings, units)
+        matrix = GradientMatrix(
+            probe,
+            rows,
+            row_labels(rows, settings.num_classes, settings.seed),
+            normalize_rows=settings.normalize_rows,
+        )
+    return GSDPlan(
+        matrix,
+        [gradient_matrix(p, x, settings, settings.seed + 1 + i) for i, (x, p) in enumerate(candidates)],
+        settings,
+        units,
+    )

@@ -43,25 +43,32 @@ class LinearProbe:
 
     def __init__(self, feature_dim: int, num_classes: int, seed: int, trainable_bias: bool = True):
         rng = np.random.default_rng(seed)
-        self.weights = (rng.standard_normal((feature_dim, num_classes)) / np.sqrt(feature_dim)).astype(np.float32)
+        self.weights = (rng.standard_normal((feature_dim, num_classes)) / np.sqrt(feature_dim)).astype(
+            np.float32
+        )
         self.bias = np.zeros(num_classes, np.float32)
         self.feature_dim, self.trainable_bias = feature_dim, trainable_bias
         self.dim = (feature_dim + trainable_bias) * num_classes
-        self.description = (f"linear softmax on {feature_dim}-d features ({self.dim} parameters"
-                            f"{'' if trainable_bias else ', bias frozen'}), fixed init")
+        self.description = (
+            f"linear softmax on {feature_dim}-d features ({self.dim} parameters"
+            f"{'' if trainable_bias else ', bias frozen'}), fixed init"
+        )
 
     def gradients(self, inputs: np.ndarray, labels: np.ndarray) -> np.ndarray:
         def as_float64(array: np.ndarray) -> torch.Tensor:
             return torch.as_tensor(array, dtype=torch.float64)
 
-        gradients = per_sample_gradients(as_float64(inputs), torch.as_tensor(labels), as_float64(self.weights),
-                                         as_float64(self.bias)).numpy()
-        return gradients if self.trainable_bias else gradients[:, :self.dim]  # the bias's columns come last
+        gradients = per_sample_gradients(
+            as_float64(inputs), torch.as_tensor(labels), as_float64(self.weights), as_float64(self.bias)
+        ).numpy()
+        return gradients if self.trainable_bias else gradients[:, : self.dim]  # the bias's columns come last
 
     def for_dataset(self, feature_dim: int, recipe: FeatureRecipe, what: str) -> LinearProbe:
         if feature_dim != self.feature_dim:
-            raise DataError(f"the private features have {self.feature_dim} dimensions, {what} {feature_dim}",
-                            hint="embed all sets with the same backbone")
+            raise DataError(
+                f"the private features have {self.feature_dim} dimensions, {what} {feature_dim}",
+                hint="embed all sets with the same backbone",
+            )
         return self
 
 
@@ -98,7 +105,9 @@ class TorchProbe:
         self._frozen = {name: p.detach() for name, p in params.items() if name not in self._trainable}
         self._buffers = dict(model.named_buffers())
         self.dim = sum(p.numel() for p in self._trainable.values())
-        self.description = f"{description}; trainable {', '.join(trainable)} ({self.dim} parameters), fixed init"
+        self.description = (
+            f"{description}; trainable {', '.join(trainable)} ({self.dim} parameters), fixed init"
+        )
 
     def for_dataset(self, feature_dim: int, recipe: FeatureRecipe, what: str) -> TorchProbe:
         """Images of another size or channel count are resized and converted to the private set's layout."""
@@ -109,12 +118,15 @@ class TorchProbe:
     def gradients(self, inputs: np.ndarray, labels: np.ndarray) -> np.ndarray:
         from torch.func import functional_call, grad, vmap
 
-        def loss(trainable: dict[str, torch.Tensor], image: torch.Tensor, label: torch.Tensor) -> torch.Tensor:
+        def loss(
+            trainable: dict[str, torch.Tensor], image: torch.Tensor, label: torch.Tensor
+        ) -> torch.Tensor:
             logits = functional_call(self.model, (trainable, self._frozen, self._buffers), (image[None],))
             return torch.nn.functional.cross_entropy(logits, label[None])
 
-        per_sample = vmap(grad(loss), in_dims=(None, 0, 0))(self._trainable, self.layout.images(inputs),
-                                                            torch.as_tensor(labels, dtype=torch.long))
+        per_sample = vmap(grad(loss), in_dims=(None, 0, 0))(
+            self._trainable, self.layout.images(inputs), torch.as_tensor(labels, dtype=torch.long)
+        )
         return torch.cat([g.reshape(len(inputs), -1) for g in per_sample.values()], dim=1).numpy()
 
 
@@ -122,13 +134,19 @@ def select_trainable(names: list[str], patterns: list[str]) -> list[str]:
     """Parameters named by a pattern: the name itself, anything under it (`fc` → `fc.weight`), or a glob."""
 
     def matches(name: str, pattern: str) -> bool:
-        return name == pattern or name.startswith(pattern + ".") or fnmatch(name, pattern) \
+        return (
+            name == pattern
+            or name.startswith(pattern + ".")
+            or fnmatch(name, pattern)
             or fnmatch(name, pattern + ".*")
+        )
 
     for pattern in patterns:
         if not any(matches(name, pattern) for name in names):
-            raise UsageError(f"{param('trainable')} '{pattern}' matches no parameter of the probe",
-                             hint=f"parameter names look like {', '.join(names[:2])}, ..., {names[-1]}")
+            raise UsageError(
+                f"{param('trainable')} '{pattern}' matches no parameter of the probe",
+                hint=f"parameter names look like {', '.join(names[:2])}, ..., {names[-1]}",
+            )
     return [name for name in names if any(matches(name, pattern) for pattern in patterns)]
 
 
@@ -136,8 +154,10 @@ def stored_image_shape(recipe: FeatureRecipe, feature_dim: int, what: str) -> tu
     """The (H, W, C) of a pixel artifact's rows, or a DataError saying how to produce one."""
     shape = recipe.input_shape
     if recipe.backbone != "pixels" or shape is None or len(shape) != 3 or int(np.prod(shape)) != feature_dim:
-        raise DataError(f"{what} holds no images: image probes need pixel embeddings of an image source",
-                        hint=f"embed it with {param('backbone')} pixels (features are then flattened HWC pixels)")
+        raise DataError(
+            f"{what} holds no images: image probes need pixel embeddings of an image source",
+            hint=f"embed it with {param('backbone')} pixels (features are then flattened HWC pixels)",
+        )
     return tuple(int(n) for n in shape)
 
 
@@ -152,17 +172,25 @@ class ProbeSpec:
     trainable_bias: bool = True  # the GSD authors' released script freezes biases
 
     @classmethod
-    def parse(cls, text: str, trainable: list[str], weights: Path | None, image_size: int | None) -> ProbeSpec:
+    def parse(
+        cls, text: str, trainable: list[str], weights: Path | None, image_size: int | None
+    ) -> ProbeSpec:
         if text not in ("linear", "cnn") and not text.startswith("timm:"):
             raise UsageError(f"{param('probe')} must be linear, cnn or timm:NAME; got '{text}'")
         if text == "linear" and (trainable or weights or image_size):
-            raise UsageError(f"{param('trainable')}, {param('probe_weights')} and {param('probe_size')} apply to image "
-                             "probes (cnn, timm:NAME)")
+            raise UsageError(
+                f"{param('trainable')}, {param('probe_weights')} and {param('probe_size')} apply to image "
+                "probes (cnn, timm:NAME)"
+            )
         if text == "cnn" and weights is not None:
-            raise UsageError(f"{param('probe_weights')} applies to timm probes; the cnn probe is always at its seeded init")
+            raise UsageError(
+                f"{param('probe_weights')} applies to timm probes; the cnn probe is always at its seeded init"
+            )
         return cls(text, tuple(trainable), weights, image_size)
 
-    def build(self, feature_dim: int, recipe: FeatureRecipe, num_classes: int, seed: int) -> LinearProbe | TorchProbe:
+    def build(
+        self, feature_dim: int, recipe: FeatureRecipe, num_classes: int, seed: int
+    ) -> LinearProbe | TorchProbe:
         """The probe for the private split, whose rows `recipe` says how were made."""
         if self.family == "linear":
             return LinearProbe(feature_dim, num_classes, seed, self.trainable_bias)
@@ -174,8 +202,9 @@ class ProbeSpec:
             default_trainable = [name for name, _ in model.named_parameters()]
             description = f"small CNN on {size[0]}×{size[1]}×{stored[2]} images"
         else:
-            model, layout, default_trainable = _timm_probe(self.family.removeprefix("timm:"), stored, size,
-                                                           num_classes, seed, self.weights)
+            model, layout, default_trainable = _timm_probe(
+                self.family.removeprefix("timm:"), stored, size, num_classes, seed, self.weights
+            )
             description = f"{self.family} on {size[0]}×{size[1]} images ({_weights_note(self.weights, seed)})"
         names = [name for name, _ in model.named_parameters()]
         trainable = select_trainable(names, list(self.trainable)) if self.trainable else default_trainable
@@ -184,8 +213,14 @@ class ProbeSpec:
         return TorchProbe(model, trainable, layout, description)
 
 
-def _timm_probe(name: str, stored: tuple[int, int, int], size: tuple[int, int], num_classes: int, seed: int,
-                weights: Path | None) -> tuple[torch.nn.Module, ImageLayout, list[str]]:
+def _timm_probe(
+    name: str,
+    stored: tuple[int, int, int],
+    size: tuple[int, int],
+    num_classes: int,
+    seed: int,
+    weights: Path | None,
+) -> tuple[torch.nn.Module, ImageLayout, list[str]]:
     """A timm model with a fresh seeded `num_classes` head; its backbone from `weights` or its seeded init."""
     import timm
 

@@ -56,42 +56,64 @@ class DPSubspaceResult:
     @property
     def summary(self) -> str:
         ledger = self.ledger
-        budget = f"(ε={ledger['epsilon']:g}, δ={ledger['delta']:g})" if ledger["delta"] else f"ε={ledger['epsilon']:g}"
+        budget = (
+            f"(ε={ledger['epsilon']:g}, δ={ledger['delta']:g})"
+            if ledger["delta"]
+            else f"ε={ledger['epsilon']:g}"
+        )
         return f"{budget}-DP private subspace: {ledger['mechanism']} over all private rows, {ledger['note']}"
 
 
-def dp_gradient_subspace(matrix: GradientMatrix, k: int, dp: DPSettings, units: Units | None = None
-                         ) -> DPSubspaceResult:
+def dp_gradient_subspace(
+    matrix: GradientMatrix, k: int, dp: DPSettings, units: Units | None = None
+) -> DPSubspaceResult:
     """The private subspace released by `dp.mechanism`; `units` (left out: each row its own): where they are
     persons, each row is weighted so that the release bounds a person, and it records the person as its unit."""
     if dp.mechanism not in MAX_DIM:
         raise UsageError(f"{param('mechanism')} must be one of {', '.join(MAX_DIM)}; got '{dp.mechanism}'")
     if matrix.dim > MAX_DIM[dp.mechanism]:
-        raise UsageError(f"DP-GSD with {dp.mechanism} forms a {matrix.dim}×{matrix.dim} matrix; at most "
-                         f"{MAX_DIM[dp.mechanism]} is supported",
-                         hint=f"use fewer features or {param('trainable')} parameters, or {param('mechanism')} gauss")
+        raise UsageError(
+            f"DP-GSD with {dp.mechanism} forms a {matrix.dim}×{matrix.dim} matrix; at most "
+            f"{MAX_DIM[dp.mechanism]} is supported",
+            hint=f"use fewer features or {param('trainable')} parameters, or {param('mechanism')} gauss",
+        )
     units = units or Units.rows(matrix.rows)
     gram = clipped_gram(matrix, dp.clip, units.weights if units.grouped else None)
     rng = dp.noise.child("gsd", dp.mechanism, k).numpy()
     unit = PrivacyUnit(PERSON, units.named_by) if units.grouped else PrivacyUnit()
-    ledger: dict[str, Any] = {"released": Released.PUBLIC_CHOICE.value, "epsilon": dp.epsilon, "clip": dp.clip,
-                              "unit": unit.to_attrs()}
+    ledger: dict[str, Any] = {
+        "released": Released.PUBLIC_CHOICE.value,
+        "epsilon": dp.epsilon,
+        "clip": dp.clip,
+        "unit": unit.to_attrs(),
+    }
     if dp.mechanism == "gauss":
         multiplier = calibrate_noise("pld", dp.epsilon, dp.delta, 1.0, 1)
         std = multiplier * dp.clip**2
         gram += symmetric_noise(rng.standard_normal, len(gram), std)
         basis = scipy_sparse_linalg.eigsh(gram, k=k, which="LA")[1][:, ::-1]
-        ledger |= {"mechanism": unit.mechanism("Analyze-Gauss (symmetric Gaussian on GᵀG)", ROW_RELATIONS,
-                                               WEIGHTED_PERSON_BOUND), "delta": dp.delta,
-                   "event": GaussianEvent(multiplier).to_dict(),
-                   "noise_multiplier": multiplier, "noise_std": std, "accountant": "pld",
-                   "note": f"clip {dp.clip:g}, noise σ={std:.4g} (multiplier {multiplier:.4g}, PLD)"}
+        ledger |= {
+            "mechanism": unit.mechanism(
+                "Analyze-Gauss (symmetric Gaussian on GᵀG)", ROW_RELATIONS, WEIGHTED_PERSON_BOUND
+            ),
+            "delta": dp.delta,
+            "event": GaussianEvent(multiplier).to_dict(),
+            "noise_multiplier": multiplier,
+            "noise_std": std,
+            "accountant": "pld",
+            "note": f"clip {dp.clip:g}, noise σ={std:.4g} (multiplier {multiplier:.4g}, PLD)",
+        }
     else:
         eta = dp.epsilon / (2 * dp.clip**2)
         basis = sample_matrix_bingham(gram, k, eta, rng, dp.sweeps)
         sampler = "exact rejection sampler" if k == 1 else f"Gibbs sampler, {dp.sweeps} sweeps (approximate)"
-        ledger |= {"mechanism": unit.mechanism("exponential mechanism (matrix Bingham)", ROW_RELATIONS,
-                                               WEIGHTED_PERSON_BOUND), "delta": 0.0, "sampler": sampler,
-                   "event": ExponentialEvent(dp.epsilon).to_dict(),
-                   "note": f"clip {dp.clip:g}, utility tr(VᵀGᵀGV) with sensitivity clip², {sampler}"}
+        ledger |= {
+            "mechanism": unit.mechanism(
+                "exponential mechanism (matrix Bingham)", ROW_RELATIONS, WEIGHTED_PERSON_BOUND
+            ),
+            "delta": 0.0,
+            "sampler": sampler,
+            "event": ExponentialEvent(dp.epsilon).to_dict(),
+            "note": f"clip {dp.clip:g}, utility tr(VᵀGᵀGV) with sensitivity clip², {sampler}",
+        }
     return DPSubspaceResult(basis, matrix.rows, ledger)

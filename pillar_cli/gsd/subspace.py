@@ -30,19 +30,29 @@ class GradientMatrix:
     """The (rows, p) per-sample gradients of `probe` on `inputs` with `labels`, produced in blocks of rows (each
     scaled to unit norm with `normalize_rows`)."""
 
-    def __init__(self, probe: Probe, inputs: np.ndarray, labels: np.ndarray, cache_bytes: int = 4 * 2**30,
-                 normalize_rows: bool = False):
+    def __init__(
+        self,
+        probe: Probe,
+        inputs: np.ndarray,
+        labels: np.ndarray,
+        cache_bytes: int = 4 * 2**30,
+        normalize_rows: bool = False,
+    ):
         self.probe, self.inputs, self.labels, self.normalize_rows = probe, inputs, labels, normalize_rows
         self.rows, self.dim = len(inputs), probe.dim
         self.block = int(np.clip(BLOCK_BYTES // (8 * self.dim), 1, 256))
         self.cached = self.rows * self.dim * 4 <= cache_bytes
         self._cache: np.ndarray | None = None  # all rows (float32), once a pass has completed
-        self._gram_eigen: tuple[np.ndarray, np.ndarray] | None = None  # the largest eigenpairs asked for so far
+        self._gram_eigen: tuple[np.ndarray, np.ndarray] | None = (
+            None  # the largest eigenpairs asked for so far
+        )
         self.on_rows: Callable[[int], None] = lambda n: None  # called as gradient rows are computed
 
     def passes(self, subspace: bool) -> int:
         """How often each row's gradient is computed: for the top-k subspace, or for one `clipped_gram`."""
-        return 1 if self.cached or not subspace else 2 * MAX_ITERATIONS + 1  # at most: it stops when converged
+        return (
+            1 if self.cached or not subspace else 2 * MAX_ITERATIONS + 1
+        )  # at most: it stops when converged
 
     def blocks(self) -> Iterator[tuple[slice, np.ndarray]]:
         """(row slice, float32 gradients of those rows), in row order."""
@@ -52,7 +62,9 @@ class GradientMatrix:
             return
         filling = np.empty((self.rows, self.dim), np.float32) if self.cached else None
         for rows in starts:
-            gradients = np.asarray(self.probe.gradients(self.inputs[rows], self.labels[rows]), dtype=np.float32)
+            gradients = np.asarray(
+                self.probe.gradients(self.inputs[rows], self.labels[rows]), dtype=np.float32
+            )
             if self.normalize_rows:  # the GSD authors' released variant: every gradient scaled to unit norm
                 gradients /= np.maximum(np.linalg.norm(gradients, axis=1, keepdims=True), 1e-12)
             self.on_rows(len(gradients))
@@ -72,7 +84,7 @@ class GradientMatrix:
             gradients, count = self.all_rows(), min(count, self.rows)
             gram = np.zeros((self.rows, self.rows))
             for start in range(0, self.dim, GRAM_COLUMNS):
-                block = gradients[:, start:start + GRAM_COLUMNS].astype(np.float64)
+                block = gradients[:, start : start + GRAM_COLUMNS].astype(np.float64)
                 gram += block @ block.T
             values, vectors = eigh(gram, subset_by_index=[self.rows - count, self.rows - 1], driver="evr")
             self._gram_eigen = values[::-1], vectors[:, ::-1]
@@ -118,15 +130,22 @@ class Subspace:
     iterations: int | None = None
 
     def record(self) -> dict:
-        return {"method": self.method, "gap": self.gap, "tolerance": self.tolerance, "iterations": self.iterations}
+        return {
+            "method": self.method,
+            "gap": self.gap,
+            "tolerance": self.tolerance,
+            "iterations": self.iterations,
+        }
 
 
 def top_right_singular_vectors(matrix: GradientMatrix, k: int, seed: int) -> Subspace:
     """G's top-k right singular subspace: exact (the eigendecomposition of the rows × rows Gram matrix) when G fits
     in memory, else a randomized range finder iterated until the subspace stops moving."""
     if not 1 <= k <= min(matrix.rows, matrix.dim):
-        raise UsageError(f"{param('k')} {k} must be between 1 and min(samples, gradient dimension) = "
-                         f"{min(matrix.rows, matrix.dim)}")
+        raise UsageError(
+            f"{param('k')} {k} must be between 1 and min(samples, gradient dimension) = "
+            f"{min(matrix.rows, matrix.dim)}"
+        )
     if matrix.cached:
         return _exact(matrix, k)
     return _randomized(matrix, k, seed)
@@ -148,7 +167,9 @@ def _randomized(matrix: GradientMatrix, k: int, seed: int) -> Subspace:
     sketch = matrix.times(np.random.default_rng(seed).standard_normal((matrix.dim, width)))
     previous, moves, remaining = None, [], np.inf
     for iteration in range(1, MAX_ITERATIONS + 1):
-        projected = matrix.transpose_times(np.linalg.qr(sketch.astype(np.float64))[0]).astype(np.float64)  # GᵀQ
+        projected = matrix.transpose_times(np.linalg.qr(sketch.astype(np.float64))[0]).astype(
+            np.float64
+        )  # GᵀQ
         values, vectors = np.linalg.eigh(projected.T @ projected)
         values, vectors = values[::-1], vectors[:, ::-1]
         _check_rank(values, k)
@@ -175,10 +196,13 @@ def _remaining(moves: list[float]) -> float:
 def _check_rank(values: np.ndarray, k: int) -> None:
     rank = int(np.sum(values > RANK_TOLERANCE * max(values[0], 0.0)))
     if rank < k:
-        raise DataError(f"the per-sample gradients have rank {rank} < {param('k')} {k}: the probe cannot tell this "
-                        "data apart", hint="zero-initialised layers have zero gradients (e.g. the last conv of a "
-                        f"random-init ResNet block): pick other {param('trainable')} parameters, "
-                        f"{param('probe_weights')} or a smaller {param('k')}")
+        raise DataError(
+            f"the per-sample gradients have rank {rank} < {param('k')} {k}: the probe cannot tell this "
+            "data apart",
+            hint="zero-initialised layers have zero gradients (e.g. the last conv of a "
+            f"random-init ResNet block): pick other {param('trainable')} parameters, "
+            f"{param('probe_weights')} or a smaller {param('k')}",
+        )
 
 
 def _gap(values: np.ndarray, k: int) -> float:

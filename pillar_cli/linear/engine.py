@@ -48,7 +48,9 @@ class RunConfig:
     momentum: float = 0.0
     weight_decay: float = 0.0
     ridge: float | None = None  # closed-form heads' regularisation λ (None: the method's default)
-    ema: float = 0.0  # decay β of an exponential moving average of the iterates, released instead of the last one
+    ema: float = (
+        0.0  # decay β of an exponential moving average of the iterates, released instead of the last one
+    )
 
     @classmethod
     def one_release(cls, seed: int, ridge: float | None = None) -> RunConfig:
@@ -81,12 +83,19 @@ class LinearHead:
         return float((self.logits(features).argmax(axis=1) == labels).mean())
 
 
-def clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,
-                         clip: float | None) -> tuple[torch.Tensor, torch.Tensor]:
+def clipped_gradient_sum(
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    clip: float | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Σ_i clip(∇_(W,b) CE(x_i, y_i)) for one batch, (d, C) and (C,), by the kernel every training step uses."""
     rows = PrivateRows(features, labels, clip, features.device)
     heads = torch.cat([weights.T, bias[:, None]], dim=1)[None, :, None, :].contiguous()
-    sums = _clipped_sums(heads, rows, [torch.arange(len(labels), device=features.device)], [len(labels)])[0, :, 0]
+    sums = _clipped_sums(heads, rows, [torch.arange(len(labels), device=features.device)], [len(labels)])[
+        0, :, 0
+    ]
     return sums[:, :-1].T, sums[:, -1]
 
 
@@ -107,25 +116,51 @@ class _Stream:
     ema: torch.Tensor  # (G,) β of the iterates' moving average (0: the last iterate)
 
     @classmethod
-    def build(cls, configs: list[RunConfig], sigmas: list[float], clip: float | None, n: int, count: RowCount,
-              device: torch.device, noise: NoiseSource):
+    def build(
+        cls,
+        configs: list[RunConfig],
+        sigmas: list[float],
+        clip: float | None,
+        n: int,
+        count: RowCount,
+        device: torch.device,
+        noise: NoiseSource,
+    ):
         def column(values: list[float]) -> torch.Tensor:
             return torch.tensor(values, dtype=torch.float32, device=device)
 
         batch_size = configs[0].batch_size
-        sampler = PoissonSampler(n, count.sample_rate(batch_size), noise.child(*configs[0].batches_label).torch())
+        sampler = PoissonSampler(
+            n, count.sample_rate(batch_size), noise.child(*configs[0].batches_label).torch()
+        )
         expected = count.expected_batch(batch_size)
-        return cls(configs, sampler, [noise.child(*config.noise_label).torch(device) for config in configs],
-                   column([s * (clip or 1.0) for s in sigmas]), column([c.lr / expected for c in configs]),
-                   column([c.momentum for c in configs]), column([c.weight_decay * expected for c in configs]),
-                   column([c.ema for c in configs]))
+        return cls(
+            configs,
+            sampler,
+            [noise.child(*config.noise_label).torch(device) for config in configs],
+            column([s * (clip or 1.0) for s in sigmas]),
+            column([c.lr / expected for c in configs]),
+            column([c.momentum for c in configs]),
+            column([c.weight_decay * expected for c in configs]),
+            column([c.ema for c in configs]),
+        )
 
 
-def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: int, configs: list[RunConfig],
-                       noise_multipliers: list[float], clip: float | None, *, device: str = "cpu",
-                       init: tuple[np.ndarray, np.ndarray] | None = None,
-                       on_steps: Callable[[int], None] = lambda n: None, noise: NoiseSource = SECRET,
-                       count: RowCount | None = None, units: Units | None = None) -> list[LinearHead]:
+def train_linear_heads(
+    features: np.ndarray,
+    labels: np.ndarray,
+    num_classes: int,
+    configs: list[RunConfig],
+    noise_multipliers: list[float],
+    clip: float | None,
+    *,
+    device: str = "cpu",
+    init: tuple[np.ndarray, np.ndarray] | None = None,
+    on_steps: Callable[[int], None] = lambda n: None,
+    noise: NoiseSource = SECRET,
+    count: RowCount | None = None,
+    units: Units | None = None,
+) -> list[LinearHead]:
     """Train one linear head per configuration with Poisson-sampled, clipped, noised SGD (σ = 0: no noise);
     `device` is cpu, cuda[:N] or auto; `on_steps(n)` hears of n more steps done (summed over configurations);
     `noise` hands out the batches' and every head's generators (secret unless seeded for an experiment); `count`
@@ -138,16 +173,34 @@ def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: in
     units = units or Units.rows(len(features))
     graphed = dev.type == "cuda" and not any(c.ema for c in configs) and not units.grouped
     layout = PersonLayout(units.ids) if units.grouped else None
-    rows = PaddedRows(features, labels, clip, dev) if graphed else PrivateRows(features, labels, clip, dev, layout)
-    members_of: dict[tuple[int, ...], list[list[int]]] = {}  # stream members, keyed by the stream's step schedule
+    rows = (
+        PaddedRows(features, labels, clip, dev)
+        if graphed
+        else PrivateRows(features, labels, clip, dev, layout)
+    )
+    members_of: dict[
+        tuple[int, ...], list[list[int]]
+    ] = {}  # stream members, keyed by the stream's step schedule
     for seed, batch_size in sorted({(c.seed, c.batch_size) for c in configs}):
-        members = sorted((g for g, c in enumerate(configs) if (c.seed, c.batch_size) == (seed, batch_size)),
-                         key=lambda g: -configs[g].steps)
+        members = sorted(
+            (g for g, c in enumerate(configs) if (c.seed, c.batch_size) == (seed, batch_size)),
+            key=lambda g: -configs[g].steps,
+        )
         members_of.setdefault(tuple(configs[g].steps for g in members), []).append(members)
     heads: list[LinearHead | None] = [None] * len(configs)
     for group in members_of.values():  # a grid's streams share one schedule: they step together
-        streams = [_Stream.build([configs[g] for g in members], [noise_multipliers[g] for g in members], clip,
-                                 len(rows), count or RowCount.exact(len(rows)), dev, noise) for members in group]
+        streams = [
+            _Stream.build(
+                [configs[g] for g in members],
+                [noise_multipliers[g] for g in members],
+                clip,
+                len(rows),
+                count or RowCount.exact(len(rows)),
+                dev,
+                noise,
+            )
+            for members in group
+        ]
         train = _train_streams if isinstance(rows, PrivateRows) else _train_streams_graphed
         for members, trained in zip(group, train(streams, rows, num_classes, init, on_steps)):
             for g, head in zip(members, trained):
@@ -155,27 +208,42 @@ def train_linear_heads(features: np.ndarray, labels: np.ndarray, num_classes: in
     return heads
 
 
-def _train_streams_graphed(streams: list[_Stream], rows: PaddedRows, num_classes: int,
-                           init: tuple[np.ndarray, np.ndarray] | None,
-                           on_steps: Callable[[int], None]) -> list[list[LinearHead]]:
+def _train_streams_graphed(
+    streams: list[_Stream],
+    rows: PaddedRows,
+    num_classes: int,
+    init: tuple[np.ndarray, np.ndarray] | None,
+    on_steps: Callable[[int], None],
+) -> list[list[LinearHead]]:
     """The GPU path (graphed.py): the same runs with static shapes, replayed as CUDA graphs."""
     lockstep = GraphedLockstep(streams, rows, num_classes, init, SAMPLING_CHUNK_STEPS)
     heads = lockstep.train(on_steps)
-    weights, bias = heads[..., :rows.dim].cpu(), heads[..., rows.dim].cpu()  # (S, G, C, d), (S, G, C)
+    weights, bias = heads[..., : rows.dim].cpu(), heads[..., rows.dim].cpu()  # (S, G, C, d), (S, G, C)
     taken = lockstep.steps_taken.round().long().cpu()
-    return [[LinearHead(weights[s, g].T.numpy(), bias[s, g].numpy(), int(taken[s, g])) for g in range(heads.shape[1])]
-            for s in range(len(streams))]
+    return [
+        [
+            LinearHead(weights[s, g].T.numpy(), bias[s, g].numpy(), int(taken[s, g]))
+            for g in range(heads.shape[1])
+        ]
+        for s in range(len(streams))
+    ]
 
 
-def _train_streams(streams: list[_Stream], rows: PrivateRows, num_classes: int,
-                   init: tuple[np.ndarray, np.ndarray] | None,
-                   on_steps: Callable[[int], None]) -> list[list[LinearHead]]:
+def _train_streams(
+    streams: list[_Stream],
+    rows: PrivateRows,
+    num_classes: int,
+    init: tuple[np.ndarray, np.ndarray] | None,
+    on_steps: Callable[[int], None],
+) -> list[list[LinearHead]]:
     """Streams with one step schedule (the same step counts, so the same number of active heads at every step),
     stepped together; configurations that are done leave after their last step."""
     schedule = streams[0].configs  # sorted by decreasing steps: the active configurations are a prefix
     group = _Lockstep(streams, rows, num_classes, init)
     for start in range(0, schedule[0].steps, SAMPLING_CHUNK_STEPS):
-        chunk = [stream.sampler.batches(min(SAMPLING_CHUNK_STEPS, schedule[0].steps - start)) for stream in streams]
+        chunk = [
+            stream.sampler.batches(min(SAMPLING_CHUNK_STEPS, schedule[0].steps - start)) for stream in streams
+        ]
         widths = [(batches < len(rows)).sum(1).tolist() for batches in chunk]  # valid indices are a prefix
         if rows.layout is None:  # batches of persons are expanded into rows on the host
             chunk = [batches.to(rows.x.device) for batches in chunk]
@@ -183,7 +251,9 @@ def _train_streams(streams: list[_Stream], rows: PrivateRows, num_classes: int,
             step = start + offset
             if schedule[group.active - 1].steps <= step:
                 group.retire(sum(c.steps > step for c in schedule))
-            group.step([batches[offset, :width] for batches, width in zip(chunk, step_widths)], list(step_widths))
+            group.step(
+                [batches[offset, :width] for batches, width in zip(chunk, step_widths)], list(step_widths)
+            )
         on_steps(len(streams) * steps_between(schedule, start, start + SAMPLING_CHUNK_STEPS))
     group.retire(0)
     return [[group.finished[s, g] for g in range(len(schedule))] for s in range(len(streams))]
@@ -193,8 +263,13 @@ class _Lockstep:
     """The training state of streams stepped together: heads laid out (S, C, G, d+1), so that per-row work runs once
     over all streams' batches and the per-class reductions run over a leading, contiguous dimension."""
 
-    def __init__(self, streams: list[_Stream], rows: PrivateRows, num_classes: int,
-                 init: tuple[np.ndarray, np.ndarray] | None):
+    def __init__(
+        self,
+        streams: list[_Stream],
+        rows: PrivateRows,
+        num_classes: int,
+        init: tuple[np.ndarray, np.ndarray] | None,
+    ):
         self.streams, self.rows, self.active = streams, rows, len(streams[0].configs)
         dim, dev = rows.x.shape[1] + 1, rows.x.device
         self.heads = torch.zeros(len(streams), num_classes, self.active, dim, device=dev)
@@ -203,10 +278,14 @@ class _Lockstep:
             self.heads[..., -1] = torch.as_tensor(init[1], device=dev)[None, :, None]
         self.velocity = torch.zeros_like(self.heads)
         # (S, 1, G, 1): one value per stream and head, sliced to the active heads when some leave
-        self.columns = {name: torch.stack([getattr(stream, name) for stream in streams])[:, None, :, None]
-                        for name in ("step_size", "noise_std", "momentum", "decay", "ema")}
+        self.columns = {
+            name: torch.stack([getattr(stream, name) for stream in streams])[:, None, :, None]
+            for name in ("step_size", "noise_std", "momentum", "decay", "ema")
+        }
         self.active_columns = self.columns
-        self.uses = {name: bool((self.columns[name] > 0).any()) for name in ("noise_std", "momentum", "decay", "ema")}
+        self.uses = {
+            name: bool((self.columns[name] > 0).any()) for name in ("noise_std", "momentum", "decay", "ema")
+        }
         self.average = self.heads.clone() if self.uses["ema"] else self.heads  # what a head releases
         self.steps_taken = torch.zeros(len(streams), self.active, dtype=torch.int64)  # counted, not derived
         # one (C, d+1) draw per head, contiguous (adding a transposed draw cost 8x the contiguous add at d = 2048),
@@ -217,8 +296,11 @@ class _Lockstep:
 
     def retire(self, now: int) -> None:
         """Heads now..active are done: keep them, and keep the rest contiguous."""
-        self.finished.update(((s, g), _head(self.average[s], g, int(self.steps_taken[s, g])))
-                             for s in range(len(self.streams)) for g in range(now, self.active))
+        self.finished.update(
+            ((s, g), _head(self.average[s], g, int(self.steps_taken[s, g])))
+            for s in range(len(self.streams))
+            for g in range(now, self.active)
+        )
         self.active = now
         self.heads = self.heads[:, :, :now].contiguous()
         self.velocity = self.velocity[:, :, :now].contiguous()
@@ -228,17 +310,19 @@ class _Lockstep:
     def step(self, batches: list[torch.Tensor], widths: list[int]) -> None:
         columns = self.active_columns
         grad = _clipped_sums(self.heads, self.rows, batches, widths)
-        if self.uses["noise_std"]:  # one (C, d+1) draw per active head and step, each from the head's generator
+        if self.uses[
+            "noise_std"
+        ]:  # one (C, d+1) draw per active head and step, each from the head's generator
             for draws in self.draws:
-                for generator, draw in draws[:self.active]:
+                for generator, draw in draws[: self.active]:
                     torch.randn(draw.shape, generator=generator, out=draw)
-            grad.addcmul_(self.noise[:, :self.active].permute(0, 2, 1, 3), columns["noise_std"])
+            grad.addcmul_(self.noise[:, : self.active].permute(0, 2, 1, 3), columns["noise_std"])
         if self.uses["decay"]:  # the bias (last column) is not decayed
             grad[..., :-1].addcmul_(self.heads[..., :-1], columns["decay"])
         if self.uses["momentum"]:
             grad = self.velocity.mul_(columns["momentum"]).add_(grad)
         self.heads.addcmul_(grad, columns["step_size"], value=-1.0)
-        self.steps_taken[:, :self.active] += 1
+        self.steps_taken[:, : self.active] += 1
         if self.uses["ema"]:  # average ← β·average + (1 − β)·heads: post-processing of the private iterates
             self.average.sub_(self.heads).mul_(columns["ema"]).add_(self.heads)
 
@@ -248,8 +332,9 @@ def _head(heads: torch.Tensor, g: int, steps_run: int) -> LinearHead:
     return LinearHead(heads[:, g, :-1].T.cpu().numpy(), heads[:, g, -1].cpu().numpy(), steps_run)
 
 
-def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Tensor],
-                  widths: list[int]) -> torch.Tensor:
+def _clipped_sums(
+    heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Tensor], widths: list[int]
+) -> torch.Tensor:
     """Clipped gradient sums of S streams' G heads ((S, C, G, d+1), bias last), stream s on the widths[s] row
     indices batches[s]: (S, C, G, d+1).
 
@@ -261,8 +346,11 @@ def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Te
     person_batch = None
     if rows.layout is not None:  # batches of persons: their rows, each person's gradient clipped below
         expanded = [rows.layout.expand(b.numpy(), rows.x.device) for b in batches]
-        batches, widths, person_batch = [e.rows for e in expanded], [len(e.rows) for e in expanded], \
-            PersonBatch.joined(expanded)
+        batches, widths, person_batch = (
+            [e.rows for e in expanded],
+            [len(e.rows) for e in expanded],
+            PersonBatch.joined(expanded),
+        )
     batch = batches[0] if streams == 1 else torch.cat(batches)
     total = sum(widths)
     xb = rows.gather(batch, total)
@@ -277,13 +365,15 @@ def _clipped_sums(heads: torch.Tensor, rows: PrivateRows, batches: list[torch.Te
     residuals = torch.softmax(logits.view(classes, count, total), dim=0)
     one_hot = torch.zeros(classes, 1, total, device=xb.device)
     one_hot.scatter_(0, torch.index_select(rows.y, 0, batch).view(1, 1, total), 1.0)
-    residuals.sub_(one_hot)  # p − e_y: a broadcast (C, 1, B) one-hot is cheaper than indexing the (C, G, B) tensor
+    residuals.sub_(
+        one_hot
+    )  # p − e_y: a broadcast (C, 1, B) one-hot is cheaper than indexing the (C, G, B) tensor
     if rows.clip_scale is not None:
         scales = torch.index_select(rows.clip_scale, 0, batch)
         squared_norms = torch.linalg.vecdot(residuals, residuals, dim=0)
         residuals.mul_(squared_norms.mul_(scales).clamp_min_(1.0).rsqrt_())
         if person_batch is not None:  # ‖x̃_i‖² = clip_scale_i·C²
-            clip_persons(residuals, scales.mul_(rows.clip ** 2), person_batch, rows.clip)
+            clip_persons(residuals, scales.mul_(rows.clip**2), person_batch, rows.clip)
     flat = residuals.view(classes * count, total)
     if streams == 1:
         return (flat @ xb).view(1, classes, count, dim)

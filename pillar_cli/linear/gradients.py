@@ -8,8 +8,9 @@ from __future__ import annotations
 from pillar_cli.lazy import torch
 
 
-def per_sample_gradients(x: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor,
-                         bias: torch.Tensor) -> torch.Tensor:
+def per_sample_gradients(
+    x: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor, bias: torch.Tensor
+) -> torch.Tensor:
     """(n, (d+1)·C) materialised per-sample gradients vec([x_i, 1] ⊗ (softmax(x_i W + b) − e_{y_i})), in x's dtype.
 
     For consumers that need the vectors themselves (GEP's anchor, GSD); DP-SGD only needs their clipped sum."""

@@ -40,14 +40,19 @@ def steps_between(configs: list, start: int, stop: int) -> int:
 class PaddedRows:
     """The private rows as [x, 1, 0...] of an aligned width, with an all-zero row n that padded slots point at."""
 
-    def __init__(self, features: np.ndarray | torch.Tensor, labels: np.ndarray | torch.Tensor, clip: float | None,
-                 device: torch.device):
+    def __init__(
+        self,
+        features: np.ndarray | torch.Tensor,
+        labels: np.ndarray | torch.Tensor,
+        clip: float | None,
+        device: torch.device,
+    ):
         x = torch.as_tensor(features, dtype=torch.float32)
         n, self.dim = x.shape
         self.n = n
         self.width = math.ceil((self.dim + 1) / ROW_ALIGNMENT) * ROW_ALIGNMENT
         self.x = torch.zeros(n + 1, self.width, device=device)
-        self.x[:n, :self.dim] = x.to(device)
+        self.x[:n, : self.dim] = x.to(device)
         self.x[:n, self.dim] = 1.0
         self.y = torch.zeros(n + 1, dtype=torch.int64, device=device)
         self.y[:n] = torch.as_tensor(labels, dtype=torch.int64).to(device)
@@ -62,34 +67,58 @@ class ChunkInputs:
     """What one chunk of steps reads, in fixed buffers a captured graph points at: row indices (steps, S, W), noise
     (steps, S, G, C, width) and step sizes (steps, S, G, 1, 1)."""
 
-    def __init__(self, steps: int, streams: int, width: int, classes: int, heads: int, row_width: int,
-                 device: torch.device):
+    def __init__(
+        self,
+        steps: int,
+        streams: int,
+        width: int,
+        classes: int,
+        heads: int,
+        row_width: int,
+        device: torch.device,
+    ):
         self.index = torch.empty(steps, streams, width, dtype=torch.int64, device=device)
         self.noise = torch.zeros(steps, streams, heads, classes, row_width, device=device)
-        self.draws = [[torch.empty(steps, classes, row_width, device=device) for _ in range(heads)]
-                      for _ in range(streams)]
+        self.draws = [
+            [torch.empty(steps, classes, row_width, device=device) for _ in range(heads)]
+            for _ in range(streams)
+        ]
         self.step_size = torch.zeros(steps, streams, heads, 1, 1, device=device)
 
 
 class GraphedLockstep:
     """Streams with one step schedule (the `_Stream`s of engine.py), stepped `chunk` steps at a time."""
 
-    def __init__(self, streams: list, rows: PaddedRows, num_classes: int,
-                 init: tuple[np.ndarray, np.ndarray] | None, chunk: int):
+    def __init__(
+        self,
+        streams: list,
+        rows: PaddedRows,
+        num_classes: int,
+        init: tuple[np.ndarray, np.ndarray] | None,
+        chunk: int,
+    ):
         self.streams, self.rows, self.chunk = streams, rows, chunk
         device, count = rows.x.device, len(streams[0].configs)
         self.longest = max(c.steps for c in streams[0].configs)
-        self.steps = torch.tensor([c.steps for c in streams[0].configs], device=device)  # (G,), as in every stream
+        self.steps = torch.tensor(
+            [c.steps for c in streams[0].configs], device=device
+        )  # (G,), as in every stream
         self.offsets = torch.arange(chunk, device=device)
         self.heads = torch.zeros(len(streams), count, num_classes, rows.width, device=device)
         if init is not None:
-            self.heads[..., :rows.dim] = torch.as_tensor(init[0], device=device).T
+            self.heads[..., : rows.dim] = torch.as_tensor(init[0], device=device).T
             self.heads[..., rows.dim] = torch.as_tensor(init[1], device=device)
         self.velocity = torch.zeros_like(self.heads)
-        self.steps_taken = torch.zeros(len(streams), count, device=device)  # updates applied, counted on the device
-        self.columns = {name: torch.stack([getattr(s, name) for s in streams])[:, :, None, None]
-                        for name in ("step_size", "noise_std", "momentum", "decay")}
-        self.uses = {name: bool((self.columns[name] > 0).any()) for name in ("noise_std", "momentum", "decay")}
+        self.steps_taken = torch.zeros(
+            len(streams), count, device=device
+        )  # updates applied, counted on the device
+        self.columns = {
+            name: torch.stack([getattr(s, name) for s in streams])[:, :, None, None]
+            for name in ("step_size", "noise_std", "momentum", "decay")
+        }
+        self.uses = {
+            name: bool((self.columns[name] > 0).any()) for name in ("noise_std", "momentum", "decay")
+        }
         self.use_graphs = device.type == "cuda"
         self.inputs: dict[int, ChunkInputs] = {}
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
@@ -114,7 +143,9 @@ class GraphedLockstep:
             index[:steps, s, :used] = b[:, :used]  # a batch's indices are a prefix, padded with n
         inputs = self._inputs(width)
         inputs.index.copy_(index.pin_memory() if self.use_graphs else index, non_blocking=True)
-        active = (self.offsets[:, None] + start < self.steps[None, :]).float()  # (chunk, G): 0 once a run is done
+        active = (
+            self.offsets[:, None] + start < self.steps[None, :]
+        ).float()  # (chunk, G): 0 once a run is done
         torch.mul(self.columns["step_size"][None], active[:, None, :, None, None], out=inputs.step_size)
         if self.uses["noise_std"]:
             for s, stream in enumerate(self.streams):  # each head's chunk of draws from its own generator
@@ -129,7 +160,9 @@ class GraphedLockstep:
     def _inputs(self, width: int) -> ChunkInputs:
         if width not in self.inputs:
             streams, count, classes, row_width = self.heads.shape
-            self.inputs[width] = ChunkInputs(self.chunk, streams, width, classes, count, row_width, self.heads.device)
+            self.inputs[width] = ChunkInputs(
+                self.chunk, streams, width, classes, count, row_width, self.heads.device
+            )
         return self.inputs[width]
 
     def _graph(self, width: int) -> torch.cuda.CUDAGraph:
@@ -147,13 +180,20 @@ class GraphedLockstep:
             self.graphs[width] = graph
         return self.graphs[width]
 
-    def _steps(self, inputs: ChunkInputs, heads: torch.Tensor, velocity: torch.Tensor,
-               steps: int | None = None) -> None:
+    def _steps(
+        self, inputs: ChunkInputs, heads: torch.Tensor, velocity: torch.Tensor, steps: int | None = None
+    ) -> None:
         for t in range(steps or self.chunk):
             self._step(heads, velocity, inputs.index[t], inputs.noise[t], inputs.step_size[t])
 
-    def _step(self, heads: torch.Tensor, velocity: torch.Tensor, index: torch.Tensor, noise: torch.Tensor,
-              step_size: torch.Tensor) -> None:
+    def _step(
+        self,
+        heads: torch.Tensor,
+        velocity: torch.Tensor,
+        index: torch.Tensor,
+        noise: torch.Tensor,
+        step_size: torch.Tensor,
+    ) -> None:
         """One DP-SGD step of every head in place: heads (S, G, C, width), index (S, W), noise (S, G, C, width)."""
         streams, count, classes, width = heads.shape
         rows, flat_index = self.rows, index.view(-1)
@@ -161,7 +201,9 @@ class GraphedLockstep:
         logits = torch.bmm(xb, heads.view(streams, count * classes, width).transpose(1, 2))  # (S, W, G·C)
         residuals = torch.softmax(logits.view(streams, -1, count, classes), dim=-1)
         labels = rows.y.index_select(0, flat_index).view(streams, -1, 1, 1).expand(-1, -1, count, 1)
-        residuals.scatter_add_(-1, labels, torch.full((1, 1, 1, 1), -1.0, device=heads.device).expand_as(labels))
+        residuals.scatter_add_(
+            -1, labels, torch.full((1, 1, 1, 1), -1.0, device=heads.device).expand_as(labels)
+        )
         if rows.clip_scale is not None:  # clip factor rsqrt(max(1, ‖p − e_y‖²·(‖x‖² + 1)/C²))
             squared = torch.linalg.vecdot(residuals, residuals, dim=-1)[..., None]  # (S, W, G, 1)
             scale = rows.clip_scale.index_select(0, flat_index).view(streams, -1, 1, 1)
@@ -170,7 +212,7 @@ class GraphedLockstep:
         if self.uses["noise_std"]:
             grad.addcmul_(noise, self.columns["noise_std"])
         if self.uses["decay"]:  # the bias (column d) and the padding are not decayed
-            grad[..., :rows.dim].addcmul_(heads[..., :rows.dim], self.columns["decay"])
+            grad[..., : rows.dim].addcmul_(heads[..., : rows.dim], self.columns["decay"])
         if self.uses["momentum"]:
             grad = velocity.mul_(self.columns["momentum"]).add_(grad)
         heads.addcmul_(grad, step_size, value=-1.0)

@@ -18,8 +18,9 @@ from pillar_cli.privacy.count import RowCount
 from pillar_cli.randomness import SECRET, NoiseSource
 
 
-def opacus_clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, features: torch.Tensor,
-                                labels: torch.Tensor, clip: float) -> tuple[torch.Tensor, torch.Tensor]:
+def opacus_clipped_gradient_sum(
+    weights: torch.Tensor, bias: torch.Tensor, features: torch.Tensor, labels: torch.Tensor, clip: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Σ_i clip(∇ CE(x_i, y_i)) for a linear head (d, C) + (C,), computed by opacus."""
     from opacus import GradSampleModule
 
@@ -38,10 +39,18 @@ def opacus_clipped_gradient_sum(weights: torch.Tensor, bias: torch.Tensor, featu
     return torch.einsum("i,icd->dc", factors, per_sample_w), factors @ per_sample_b
 
 
-def train_with_opacus(features: np.ndarray, labels: np.ndarray, num_classes: int, config: RunConfig, sigma: float,
-                      clip: float | None, init: tuple[np.ndarray, np.ndarray] | None = None,
-                      noise: NoiseSource = SECRET, count: RowCount | None = None,
-                      on_steps: Callable[[int], None] = lambda n: None) -> LinearHead:
+def train_with_opacus(
+    features: np.ndarray,
+    labels: np.ndarray,
+    num_classes: int,
+    config: RunConfig,
+    sigma: float,
+    clip: float | None,
+    init: tuple[np.ndarray, np.ndarray] | None = None,
+    noise: NoiseSource = SECRET,
+    count: RowCount | None = None,
+    on_steps: Callable[[int], None] = lambda n: None,
+) -> LinearHead:
     """One run through opacus (GradSampleModule + DPOptimizer) on the fast engine's Poisson batches; `on_steps(1)`
     hears of each step.
 
@@ -56,16 +65,35 @@ def train_with_opacus(features: np.ndarray, labels: np.ndarray, num_classes: int
     y = torch.as_tensor(labels, dtype=torch.int64)
     linear = torch.nn.Linear(x.shape[1], num_classes)
     with torch.no_grad():
-        linear.weight.copy_(torch.as_tensor(init[0]).T if init is not None else torch.zeros_like(linear.weight))
+        linear.weight.copy_(
+            torch.as_tensor(init[0]).T if init is not None else torch.zeros_like(linear.weight)
+        )
         linear.bias.copy_(torch.as_tensor(init[1]) if init is not None else torch.zeros_like(linear.bias))
-    sgd = torch.optim.SGD([{"params": [linear.weight], "weight_decay": config.weight_decay},  # bias: no decay
-                           {"params": [linear.bias], "weight_decay": 0.0}], lr=config.lr, momentum=config.momentum)
+    sgd = torch.optim.SGD(
+        [
+            {"params": [linear.weight], "weight_decay": config.weight_decay},  # bias: no decay
+            {"params": [linear.bias], "weight_decay": 0.0},
+        ],
+        lr=config.lr,
+        momentum=config.momentum,
+    )
     private, count = clip is not None, count or RowCount.exact(len(x))
     expected = count.expected_batch(config.batch_size)
     model = GradSampleModule(linear) if private else linear
-    optimizer = DPOptimizer(sgd, noise_multiplier=sigma, max_grad_norm=clip, expected_batch_size=expected,
-                            generator=noise.child(*config.noise_label).torch()) if private else sgd
-    sampler = PoissonSampler(len(x), count.sample_rate(config.batch_size), noise.child(*config.batches_label).torch())
+    optimizer = (
+        DPOptimizer(
+            sgd,
+            noise_multiplier=sigma,
+            max_grad_norm=clip,
+            expected_batch_size=expected,
+            generator=noise.child(*config.noise_label).torch(),
+        )
+        if private
+        else sgd
+    )
+    sampler = PoissonSampler(
+        len(x), count.sample_rate(config.batch_size), noise.child(*config.batches_label).torch()
+    )
     average = [linear.weight.detach().clone(), linear.bias.detach().clone()]
     for start in range(0, config.steps, SAMPLING_CHUNK_STEPS):
         for index in sampler.batches(min(SAMPLING_CHUNK_STEPS, config.steps - start)):

@@ -47,11 +47,14 @@ class PersonBatch:
             return batches[0]
         row_offsets = np.cumsum([0] + [len(b.rows) for b in batches[:-1]]).tolist()
         person_offsets = np.cumsum([0] + [b.persons for b in batches[:-1]]).tolist()
-        return cls(torch.cat([b.rows for b in batches]),
-                   torch.cat([b.person + offset for b, offset in zip(batches, person_offsets)]),
-                   torch.cat([b.first + offset for b, offset in zip(batches, row_offsets)]),
-                   torch.cat([b.second + offset for b, offset in zip(batches, row_offsets)]),
-                   torch.cat([b.products for b in batches]), sum(b.persons for b in batches))
+        return cls(
+            torch.cat([b.rows for b in batches]),
+            torch.cat([b.person + offset for b, offset in zip(batches, person_offsets)]),
+            torch.cat([b.first + offset for b, offset in zip(batches, row_offsets)]),
+            torch.cat([b.second + offset for b, offset in zip(batches, row_offsets)]),
+            torch.cat([b.products for b in batches]),
+            sum(b.persons for b in batches),
+        )
 
 
 class PersonLayout:
@@ -61,7 +64,9 @@ class PersonLayout:
 
     def __init__(self, person_of_row: np.ndarray):
         self.order = np.argsort(person_of_row, kind="stable")
-        _, self.starts, self.counts = np.unique(person_of_row[self.order], return_index=True, return_counts=True)
+        _, self.starts, self.counts = np.unique(
+            person_of_row[self.order], return_index=True, return_counts=True
+        )
         pairs = self.counts * (self.counts - 1) // 2
         self.pair_starts = np.concatenate([[0], np.cumsum(pairs)[:-1]]).astype(np.int64)
         self._pairs = {int(c): np.triu_indices(int(c), 1) for c in np.unique(self.counts) if c > 1}
@@ -72,12 +77,18 @@ class PersonLayout:
 
     def attach(self, x: torch.Tensor) -> None:
         """Compute x̃_i·x̃_j = x_i·x_j + 1 for every pair of rows of one person, from the person-ordered rows `x`."""
-        total = int(self.pair_starts[-1] + self.counts[-1] * (self.counts[-1] - 1) // 2) if len(self.counts) else 0
+        total = (
+            int(self.pair_starts[-1] + self.counts[-1] * (self.counts[-1] - 1) // 2)
+            if len(self.counts)
+            else 0
+        )
         self.products = torch.zeros(total, device=x.device)
         for count, (a, b) in self._pairs.items():
             upper = torch.from_numpy(a).to(x.device), torch.from_numpy(b).to(x.device)
             same = np.flatnonzero(self.counts == count)
-            for persons in np.array_split(same, max(1, len(same) * count // ROWS_A_BLOCK)):  # a block of rows at once
+            for persons in np.array_split(
+                same, max(1, len(same) * count // ROWS_A_BLOCK)
+            ):  # a block of rows at once
                 blocks = x[torch.from_numpy(self.starts[persons][:, None] + np.arange(count)).to(x.device)]
                 grams = torch.bmm(blocks, blocks.transpose(1, 2))[:, upper[0], upper[1]] + 1.0  # (P, pairs)
                 slots = torch.from_numpy(self.pair_starts[persons][:, None] + np.arange(len(a))).to(x.device)
@@ -107,18 +118,28 @@ class PersonLayout:
             joined = np.concatenate(values) if isinstance(values, list) else values
             return torch.from_numpy(np.ascontiguousarray(joined, dtype=np.int64)).to(device)
 
-        return PersonBatch(tensor(rows), tensor(person), tensor(first), tensor(second),
-                           self.products[tensor(slots)], len(persons))
+        return PersonBatch(
+            tensor(rows),
+            tensor(person),
+            tensor(first),
+            tensor(second),
+            self.products[tensor(slots)],
+            len(persons),
+        )
 
 
-def person_ordered(features: np.ndarray, labels: np.ndarray, units: Units | None
-                   ) -> tuple[torch.Tensor, torch.Tensor, PersonLayout | None]:
+def person_ordered(
+    features: np.ndarray, labels: np.ndarray, units: Units | None
+) -> tuple[torch.Tensor, torch.Tensor, PersonLayout | None]:
     """Rows (float32) and labels (int64) as tensors for a training loop of its own (AdaDPS, GEP): laid out person by
     person, with the layout that draws them, where the units are persons; as given otherwise (and where left out)."""
     layout = PersonLayout(units.ids) if units and units.grouped else None
     order = slice(None) if layout is None else layout.order
-    return (torch.as_tensor(features[order], dtype=torch.float32), torch.as_tensor(labels[order], dtype=torch.int64),
-            layout)
+    return (
+        torch.as_tensor(features[order], dtype=torch.float32),
+        torch.as_tensor(labels[order], dtype=torch.int64),
+        layout,
+    )
 
 
 def clip_persons(residuals: torch.Tensor, row_norms: torch.Tensor, batch: PersonBatch, clip: float) -> None:

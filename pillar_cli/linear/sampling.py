@@ -19,7 +19,9 @@ class PoissonSampler:
     def batches(self, steps: int) -> torch.Tensor:
         """(steps, width): each row the increasing indices of one batch (size Binomial(n, q)), padded with n."""
         positions = torch.cumsum(self._gaps(steps), dim=1) - 1
-        while (short := positions[:, -1] < self.n).any():  # more successes than gaps drawn (p < 1e-20): extend
+        while (
+            short := positions[:, -1] < self.n
+        ).any():  # more successes than gaps drawn (p < 1e-20): extend
             extra = positions[:, -1:] + torch.cumsum(self._gaps(steps), dim=1)
             positions = torch.cat([positions, torch.where(short[:, None], extra, self.n)], dim=1)
         return positions.clamp_(max=self.n)

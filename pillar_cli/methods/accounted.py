@@ -25,8 +25,10 @@ from pillar_cli.privacy.unit import PERSON, PrivacyUnit, adjacency
 from pillar_cli.privacy.relation import ROW_RELATIONS
 
 SCORE = f"correct predictions on the val split, plus Gaussian noise (sensitivity 1 under {adjacency(ROW_RELATIONS)})"
-PERSON_SCORE = ("correct predictions on the val split, each weighted by 1/(its person's val rows), plus Gaussian noise "
-                f"(sensitivity 1 under {adjacency(ROW_RELATIONS, PrivacyUnit(PERSON, 'their ids'))})")
+PERSON_SCORE = (
+    "correct predictions on the val split, each weighted by 1/(its person's val rows), plus Gaussian noise "
+    f"(sensitivity 1 under {adjacency(ROW_RELATIONS, PrivacyUnit(PERSON, 'their ids'))})"
+)
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,9 @@ class AccountedSelection:
     """How a cell's selection is randomised and its budget split; `trials` None: as many as candidates."""
 
     trials: float | None = None
-    shape: float = 1.0  # geometric: never zero trials; Poisson (inf) is ~10 % tighter but releases nothing w.p. e^-μ
+    shape: float = (
+        1.0  # geometric: never zero trials; Poisson (inf) is ~10 % tighter but releases nothing w.p. e^-μ
+    )
     score_share: float = 0.3
 
     def __post_init__(self) -> None:
@@ -55,12 +59,15 @@ class Released:
     score: float
 
 
-def select_privately(method: Method, cell: Cell, val_z: np.ndarray, val_y: np.ndarray,
-                     selection: AccountedSelection) -> tuple[list[Released], list[dict]]:
+def select_privately(
+    method: Method, cell: Cell, val_z: np.ndarray, val_y: np.ndarray, selection: AccountedSelection
+) -> tuple[list[Released], list[dict]]:
     """One accounted selection per seed among `cell.configs` (the candidates, listed once per seed): the released
     runs, and per seed the ledger's record of the selection (K = 0 under Poisson releases nothing)."""
     if method.own_selection:
-        raise UsageError(f"{param('select')} accounted cannot wrap method '{method.name}': {method.own_selection}")
+        raise UsageError(
+            f"{param('select')} accounted cannot wrap method '{method.name}': {method.own_selection}"
+        )
     by_seed: dict[int, list[RunConfig]] = {}
     for config in cell.configs:
         by_seed.setdefault(config.seed, []).append(config)
@@ -69,24 +76,43 @@ def select_privately(method: Method, cell: Cell, val_z: np.ndarray, val_y: np.nd
     mechanisms = {method.mechanism(c, cell.rows) for c in cell.configs}
     epsilon, delta, prior = _budget(cell)
     plan = plan_selection(epsilon, delta, count, selection.score_share, mechanisms, prior)
-    trials = {seed: _draw_trials(cell.randomness.child("trials", seed).numpy(), candidates, count)
-              for seed, candidates in by_seed.items()}
+    trials = {
+        seed: _draw_trials(cell.randomness.child("trials", seed).numpy(), candidates, count)
+        for seed, candidates in by_seed.items()
+    }
     noise = plan.training
     val_weights = cell.data.val_units.bounded_by(privacy.unit).weights
-    runs = iter(method.train_cell(replace(cell, configs=[t for drawn in trials.values() for _, t in drawn],
-                                          noise=lambda rate, steps: noise[rate, steps])))
+    runs = iter(
+        method.train_cell(
+            replace(
+                cell,
+                configs=[t for drawn in trials.values() for _, t in drawn],
+                noise=lambda rate, steps: noise[rate, steps],
+            )
+        )
+    )
     released, records = [], []
     for seed, drawn in trials.items():
         scored = []
         for candidate, trial in drawn:
             run = next(runs)
             score_noise = cell.randomness.child("score", trial).numpy().standard_normal()
-            scored.append((_noisy_accuracy(run, val_z, val_y, val_weights, plan.score_sigma, score_noise),
-                           candidate, run))
+            scored.append(
+                (
+                    _noisy_accuracy(run, val_z, val_y, val_weights, plan.score_sigma, score_noise),
+                    candidate,
+                    run,
+                )
+            )
         if scored:
             score, candidate, run = max(scored, key=lambda item: item[0])
-            released.append(Released(replace(candidate, seed=seed),
-                                     replace(run, event=plan.event, epsilon_spent=plan.epsilon), score))
+            released.append(
+                Released(
+                    replace(candidate, seed=seed),
+                    replace(run, event=plan.event, epsilon_spent=plan.epsilon),
+                    score,
+                )
+            )
         records.append(_record(cell, method, seed, by_seed[seed], plan, count, len(val_y)))
     return released, records
 
@@ -109,28 +135,49 @@ def _draw_trials(rng: np.random.Generator, candidates: list[RunConfig], count: T
     return [(candidates[p], replace(candidates[p], seed=int(rng.integers(2**31 - 1)))) for p in picks]
 
 
-def _noisy_accuracy(run: Run, val_z: np.ndarray, val_y: np.ndarray, val_weights: np.ndarray, score_sigma: float,
-                    standard_normal: float) -> float:
+def _noisy_accuracy(
+    run: Run,
+    val_z: np.ndarray,
+    val_y: np.ndarray,
+    val_weights: np.ndarray,
+    score_sigma: float,
+    standard_normal: float,
+) -> float:
     """The weighted count of correct val predictions plus noise, over the weights' sum (val rows, or persons)."""
     correct = float(val_weights @ (run.head.logits(val_z).argmax(axis=1) == val_y))
     return (correct + score_sigma * standard_normal) / float(val_weights.sum())
 
 
-def _record(cell: Cell, method: Method, seed: int, candidates: list[RunConfig], plan: SelectionPlan,
-            count: TrialCount, n_val: int) -> dict:
+def _record(
+    cell: Cell,
+    method: Method,
+    seed: int,
+    candidates: list[RunConfig],
+    plan: SelectionPlan,
+    count: TrialCount,
+    n_val: int,
+) -> dict:
     """The selection: its DP event tree, enough to recompute its ε from the artifact alone, and its candidates and
     score for people; the number of trials drawn is not among them: the theorems hold only while K stays hidden."""
-    configurations = [{"lr": config.lr, "steps": config.steps, "batch_size": config.batch_size,
-                       "ridge": config.ridge} for config in candidates]
-    return {"method": method.name, "k": "full" if cell.k is None else cell.k, "epsilon_target": cell.epsilon,
-            "seed": seed, "trial_count": count.to_dict(),
-            "trial": {"training": "one candidate drawn uniformly; its RDP is at most the largest candidate "
-                                  "mechanism's (the one-of node of `event`)",
-                      "candidates": configurations,
-                      "score": {"statistic": PERSON_SCORE if cell.privacy.unit.is_person else SCORE,
-                                "n_val": n_val}},
-            "event": cell.compose(plan.event).to_dict(),
-            "trial_training_epsilon": plan.training_epsilon, "score_share_order": plan.reference_order,
-            "epsilon": cell.spent_epsilon(plan.event) if cell.guarantee else plan.epsilon,
-            "delta": cell.privacy.delta if cell.guarantee is None else cell.guarantee.delta_total}
-
+    configurations = [
+        {"lr": config.lr, "steps": config.steps, "batch_size": config.batch_size, "ridge": config.ridge}
+        for config in candidates
+    ]
+    return {
+        "method": method.name,
+        "k": "full" if cell.k is None else cell.k,
+        "epsilon_target": cell.epsilon,
+        "seed": seed,
+        "trial_count": count.to_dict(),
+        "trial": {
+            "training": "one candidate drawn uniformly; its RDP is at most the largest candidate "
+            "mechanism's (the one-of node of `event`)",
+            "candidates": configurations,
+            "score": {"statistic": PERSON_SCORE if cell.privacy.unit.is_person else SCORE, "n_val": n_val},
+        },
+        "event": cell.compose(plan.event).to_dict(),
+        "trial_training_epsilon": plan.training_epsilon,
+        "score_share_order": plan.reference_order,
+        "epsilon": cell.spent_epsilon(plan.event) if cell.guarantee else plan.epsilon,
+        "delta": cell.privacy.delta if cell.guarantee is None else cell.guarantee.delta_total,
+    }

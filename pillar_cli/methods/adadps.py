@@ -37,7 +37,9 @@ from pillar_cli.projection import project
 from pillar_cli.randomness import SECRET, NoiseSource
 
 PUBLIC_SEED_SALT = 0xADAD95  # public batches are drawn from their own generator
-OUTER_PRODUCT_VALUES = 2**22  # per-row gradients formed at once with the person as the unit (16 MiB of float32)
+OUTER_PRODUCT_VALUES = (
+    2**22
+)  # per-row gradients formed at once with the person as the unit (16 MiB of float32)
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,9 @@ class AdaDPSOptions:
 Preconditioner = Callable[["torch.Tensor"], "torch.Tensor"]  # weights (d+1, C) → A (d+1, C)
 
 
-def _rows_and_residuals(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _rows_and_residuals(
+    x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """x̃ = [x, 1] (B, d+1) and r = softmax(x̃W) − one-hot (B, C): row i's gradient is x̃_i ⊗ r_i."""
     augmented = torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype)], dim=1)
     residual = torch.softmax(augmented @ weights, dim=1)
@@ -64,8 +68,9 @@ def _rows_and_residuals(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor)
     return augmented, residual
 
 
-def _clipped_rows(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, scale: torch.Tensor,
-                  clip: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _clipped_rows(
+    x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, scale: torch.Tensor, clip: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(x̃, f ⊙ r): the rows and their residuals scaled by f_i = min(1, C/‖A ⊙ g_i‖), so that A ⊙ (x̃_i ⊗ f_i r_i) is
     row i's clipped preconditioned gradient."""
     augmented, residual = _rows_and_residuals(x, y, weights)
@@ -73,15 +78,23 @@ def _clipped_rows(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, scale
     return augmented, residual * torch.clamp(clip / torch.clamp(norms, min=1e-12), max=1.0)[:, None]
 
 
-def preconditioned_clipped_sum(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, scale: torch.Tensor,
-                               clip: float) -> torch.Tensor:
+def preconditioned_clipped_sum(
+    x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, scale: torch.Tensor, clip: float
+) -> torch.Tensor:
     """Σ_i min(1, C/‖A ⊙ g_i‖) A ⊙ g_i for rows x (B, d), labels y, weights (d+1, C), preconditioner A = `scale`."""
     augmented, residual = _clipped_rows(x, y, weights, scale, clip)
     return scale * (augmented.T @ residual)
 
 
-def preconditioned_person_sum(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, scale: torch.Tensor,
-                               clip: float, person: torch.Tensor, persons: int) -> torch.Tensor:
+def preconditioned_person_sum(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    weights: torch.Tensor,
+    scale: torch.Tensor,
+    clip: float,
+    person: torch.Tensor,
+    persons: int,
+) -> torch.Tensor:
     """Σ_p min(1, C/‖S_p‖) S_p, S_p = Σ_{i∈p} min(1, C/‖A ⊙ g_i‖) A ⊙ g_i: rows clipped, then each person's sum of
     them (`person`: each row's position among the batch's `persons` persons)."""
     augmented, residual = _clipped_rows(x, y, weights, scale, clip)
@@ -101,8 +114,9 @@ def mean_gradient(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor) -> to
     return augmented.T @ residual / len(x)
 
 
-def public_preconditioner(public_x: np.ndarray, public_y: np.ndarray, options: AdaDPSOptions,
-                          seed: int) -> Preconditioner:
+def public_preconditioner(
+    public_x: np.ndarray, public_y: np.ndarray, options: AdaDPSOptions, seed: int
+) -> Preconditioner:
     """RMSProp on public gradients: each call draws a public batch, updates v and returns 1 / (√v + ε_c)."""
     x, y = torch.as_tensor(public_x, dtype=torch.float32), torch.as_tensor(public_y, dtype=torch.int64)
     generator = torch.Generator().manual_seed(seed ^ PUBLIC_SEED_SALT)
@@ -118,9 +132,18 @@ def public_preconditioner(public_x: np.ndarray, public_y: np.ndarray, options: A
     return scale
 
 
-def train_adadps(features: np.ndarray, labels: np.ndarray, num_classes: int, config: RunConfig, sigma: float,
-                 clip: float, preconditioner: Preconditioner, noise: NoiseSource = SECRET,
-                 count: RowCount | None = None, units: Units | None = None) -> LinearHead:
+def train_adadps(
+    features: np.ndarray,
+    labels: np.ndarray,
+    num_classes: int,
+    config: RunConfig,
+    sigma: float,
+    clip: float,
+    preconditioner: Preconditioner,
+    noise: NoiseSource = SECRET,
+    count: RowCount | None = None,
+    units: Units | None = None,
+) -> LinearHead:
     """DP-SGD with preconditioned per-sample gradients; with A ≡ 1 it is the main engine's DP-SGD step for step
     (with one seeded `noise` source: the same Poisson batches, the same noise draws). `count`: the n that the
     sampling rate and the update's scale read (None: the exact number of units). `units` (left out: each row its own):
@@ -129,7 +152,9 @@ def train_adadps(features: np.ndarray, labels: np.ndarray, num_classes: int, con
     x, y, layout = person_ordered(features, labels, units)
     n, dim = (len(x) if layout is None else len(layout)), x.shape[1]
     count = count or RowCount.exact(n)
-    sampler = PoissonSampler(n, count.sample_rate(config.batch_size), noise.child(*config.batches_label).torch())
+    sampler = PoissonSampler(
+        n, count.sample_rate(config.batch_size), noise.child(*config.batches_label).torch()
+    )
     noise_generator = noise.child(*config.noise_label).torch()
     weights = torch.zeros(dim + 1, num_classes)
     step_size = config.lr / count.expected_batch(config.batch_size)
@@ -140,8 +165,15 @@ def train_adadps(features: np.ndarray, labels: np.ndarray, num_classes: int, con
                 total = preconditioned_clipped_sum(x[batch], y[batch], weights, preconditioner(weights), clip)
             else:
                 rows, person, _ = layout.drawn_rows(batch.numpy())
-                total = preconditioned_person_sum(x[rows], y[rows], weights, preconditioner(weights), clip,
-                                                  torch.from_numpy(person), len(batch))
+                total = preconditioned_person_sum(
+                    x[rows],
+                    y[rows],
+                    weights,
+                    preconditioner(weights),
+                    clip,
+                    torch.from_numpy(person),
+                    len(batch),
+                )
             if sigma > 0:  # drawn in the engine's (C, d+1) layout, so that both draw the same numbers
                 total += sigma * clip * torch.randn(num_classes, dim + 1, generator=noise_generator).T
             weights -= step_size * total
@@ -154,13 +186,21 @@ class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
     not_auditable = "its preconditioner reads public labelled rows the canaries' coordinates are not in"
 
     def __init__(self) -> None:
-        super().__init__("adadps", "AdaDPS", "DP-SGD on all standardised features with per-sample gradients "
-                         "preconditioned by RMSProp on PUBLIC LABELLED rows (AdaDPS)", projects=False,
-                         single_cell=True, needs_public_basis=True)
+        super().__init__(
+            "adadps",
+            "AdaDPS",
+            "DP-SGD on all standardised features with per-sample gradients "
+            "preconditioned by RMSProp on PUBLIC LABELLED rows (AdaDPS)",
+            projects=False,
+            single_cell=True,
+            needs_public_basis=True,
+        )
         self.averages_iterates = False  # its own loop releases the last iterate
-        self.person_bound = ("each row's preconditioned gradient clipped to C, then the sum of each person's clipped "
-                             "ones clipped again to C; persons, not rows, Poisson-sampled, at a rate read from the "
-                             "count of persons")
+        self.person_bound = (
+            "each row's preconditioned gradient clipped to C, then the sum of each person's clipped "
+            "ones clipped again to C; persons, not rows, Poisson-sampled, at a rate read from the "
+            "count of persons"
+        )
 
     def train_cell(self, cell: Cell) -> list[Run]:
         data = cell.data
@@ -172,16 +212,33 @@ class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
             sigma = cell.noise_multiplier(rate, config.steps)
             clip = cell.privacy.clip if sigma > 0 else math.inf
             scale = public_preconditioner(public_x, data.public_labelled[1], cell.options, config.seed)
-            head = each_run(cell, config, lambda: train_adadps(train_x, data.private_y, data.num_classes, config,
-                                                               sigma, clip, scale, cell.randomness, cell.rows,
-                                                               cell.units))
+            head = each_run(
+                cell,
+                config,
+                lambda: train_adadps(
+                    train_x,
+                    data.private_y,
+                    data.num_classes,
+                    config,
+                    sigma,
+                    clip,
+                    scale,
+                    cell.randomness,
+                    cell.rows,
+                    cell.units,
+                ),
+            )
             event = dp_sgd_event(sigma, rate, config.steps)
             runs.append(Run(head=head, event=event, epsilon_spent=cell.spent_epsilon(event)))
         return runs
 
     def model_attrs(self, options: AdaDPSOptions) -> dict:
-        return {"adadps": {**dataclasses.asdict(options),
-                           "note": "public LABELLED rows (public_labelled) set the preconditioner; not protected"}}
+        return {
+            "adadps": {
+                **dataclasses.asdict(options),
+                "note": "public LABELLED rows (public_labelled) set the preconditioner; not protected",
+            }
+        }
 
 
 ADADPS = AdaptivePreconditionedDPSGD()

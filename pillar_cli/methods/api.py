@@ -16,10 +16,19 @@ from pillar_cli.privacy.unit import Units
 from pillar_cli.projection import PublicPCA
 
 
-def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: np.ndarray | None = None, *,
-          projection: PublicPCA | None = None, public: np.ndarray | None = None,
-          public_labelled: tuple[np.ndarray, np.ndarray] | None = None, groups: Any = None, groups_val: Any = None,
-          **request: Any) -> SweepResult:
+def sweep(
+    X: np.ndarray,
+    y: np.ndarray,
+    X_val: np.ndarray | None = None,
+    y_val: np.ndarray | None = None,
+    *,
+    projection: PublicPCA | None = None,
+    public: np.ndarray | None = None,
+    public_labelled: tuple[np.ndarray, np.ndarray] | None = None,
+    groups: Any = None,
+    groups_val: Any = None,
+    **request: Any,
+) -> SweepResult:
     """Train every (method, k, ε) × (lr, steps, batch size, seed) on the private rows (X, y) and choose one run per
     (method, k, ε) and seed with (X_val, y_val). Labels are class indices 0..C−1. `public` fits the projection (or
     pass a fitted `projection`); adadps reads `public_labelled` = (X_pub, y_pub). The keyword arguments are a
@@ -56,17 +65,29 @@ def sweep(X: np.ndarray, y: np.ndarray, X_val: np.ndarray | None = None, y_val: 
         x, labels = np.concatenate([x, np.asarray(X_val, dtype=np.float32)]), np.concatenate([labels, y_val])
         if groups is not None:
             if groups_val is None:
-                raise UsageError(f"{param('groups_val')} must name the persons of the val rows, which train beside X")
+                raise UsageError(
+                    f"{param('groups_val')} must name the persons of the val rows, which train beside X"
+                )
             groups = np.concatenate([np.asarray(groups), np.asarray(groups_val)])
     units = Units.given(groups, len(x), "the groups given")
     if role != "select":
         X_val = y_val = groups_val = None
-    val_units = None if X_val is None else Units.given(groups_val, len(X_val), "the groups given", "groups_val")
+    val_units = (
+        None if X_val is None else Units.given(groups_val, len(X_val), "the groups given", "groups_val")
+    )
     num_classes = int(max(labels.max(), -1 if y_val is None else np.max(y_val))) + 1
-    data = SweepData(pca, x, labels, None if X_val is None else np.asarray(X_val, dtype=np.float32),
-                     None if y_val is None else np.asarray(y_val), num_classes,
-                     None if public is None else np.asarray(public, dtype=np.float32),
-                     public_labelled=None if public_labelled is None else
-                     (np.asarray(public_labelled[0], dtype=np.float32), np.asarray(public_labelled[1])),
-                     units=units, val_units=val_units)
+    data = SweepData(
+        pca,
+        x,
+        labels,
+        None if X_val is None else np.asarray(X_val, dtype=np.float32),
+        None if y_val is None else np.asarray(y_val),
+        num_classes,
+        None if public is None else np.asarray(public, dtype=np.float32),
+        public_labelled=None
+        if public_labelled is None
+        else (np.asarray(public_labelled[0], dtype=np.float32), np.asarray(public_labelled[1])),
+        units=units,
+        val_units=val_units,
+    )
     return run_sweep(data, asked)

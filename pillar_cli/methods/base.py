@@ -67,8 +67,12 @@ class Cell:
     device: str
     options: Any = None  # the method's options (an instance of its `options` dataclass; None: it has none)
     on_steps: Callable[[int], None] = lambda n: None  # hears of steps done, summed over configurations
-    noise: Callable[[float, int], float] | None = None  # σ by (sample rate, steps) when a private selection sets it
-    guarantee: Guarantee | None = None  # the plan's, as this cell's heads rest on it (None: a run alone, as an audit
+    noise: Callable[[float, int], float] | None = (
+        None  # σ by (sample rate, steps) when a private selection sets it
+    )
+    guarantee: Guarantee | None = (
+        None  # the plan's, as this cell's heads rest on it (None: a run alone, as an audit
+    )
     # trains it: nothing upstream, the exact count)
 
     @property
@@ -97,7 +101,9 @@ class Cell:
         if math.isinf(self.epsilon):
             return 0.0
         if self.guarantee is None:
-            return calibrate_noise(self.privacy.accountant, self.epsilon, self.privacy.delta, sample_rate, steps)
+            return calibrate_noise(
+                self.privacy.accountant, self.epsilon, self.privacy.delta, sample_rate, steps
+            )
         return self.guarantee.noise(self.epsilon, sample_rate, steps)
 
     def own_budget(self) -> float:
@@ -127,7 +133,9 @@ class Run:
     head: LinearHead  # in the cell's feature space (k projected dimensions, or all standardised features)
     event: Event  # what the run's mechanisms were, as a DP event tree
     epsilon_spent: float
-    batches: tuple | None = None  # runs of a cell with the same key drew their Poisson batches together (None: own)
+    batches: tuple | None = (
+        None  # runs of a cell with the same key drew their Poisson batches together (None: own)
+    )
     key: RunKey | None = None  # set by the sweep: the run's cell and hyper-parameters
     val_accuracy: float = math.nan  # set by the sweep (NaN: no val split)
     released: ReleasedHead | None = None  # set by the sweep
@@ -146,7 +154,9 @@ class Method:
     description: str = ""
     family: str = ""  # the name the result tables give it (the paper's, where it has one); empty: its name
     family_unprojected: str | None = None  # the family of its runs at k = full, when that is another method's
-    options: type | None = None  # its options: a frozen dataclass of `option(...)` fields, validated on creation
+    options: type | None = (
+        None  # its options: a frozen dataclass of `option(...)` fields, validated on creation
+    )
     projects: bool = True  # heads live in the span of k basis vectors (recorded as bases/<method>/<k>)
     single_cell: bool = False  # one cell at k = full whatever k the sweep lists
     needs_public_rows: str | None = None  # why the method reads the public rows (None: it does not)
@@ -157,9 +167,15 @@ class Method:
     averages_iterates: bool = False  # its DP-SGD engine can release a moving average of the iterates (ema)
     not_auditable: str | None = None  # why the input-canary audit cannot run it (None: it can)
     needs_public_labels: bool = False  # it reads a labelled public split (side information, not protected)
-    reads_count: bool = True  # it derives something from the number of private rows (a sampling rate, a scale)
-    person_bound: str | None = None  # how it bounds one person's contribution, in words (None: it bounds a row only)
-    request_fields: frozenset[str] = frozenset({"k", "lr", "steps", "batch_size"})  # what its configurations read
+    reads_count: bool = (
+        True  # it derives something from the number of private rows (a sampling rate, a scale)
+    )
+    person_bound: str | None = (
+        None  # how it bounds one person's contribution, in words (None: it bounds a row only)
+    )
+    request_fields: frozenset[str] = frozenset(
+        {"k", "lr", "steps", "batch_size"}
+    )  # what its configurations read
     mechanism_description: str = "DP-SGD: Poisson sampling, per-row clipping to C, Gaussian noise σ·C"
     relations: tuple[Relation, ...] = ROW_RELATIONS  # the neighbouring relations its analysis holds under
 
@@ -178,8 +194,10 @@ class Method:
         if self.options is None:
             return []
         types = typing.get_type_hints(self.options)
-        return [OptionSpec(f.name, types[f.name], f.default, f.metadata["help"])
-                for f in dataclasses.fields(self.options)]
+        return [
+            OptionSpec(f.name, types[f.name], f.default, f.metadata["help"])
+            for f in dataclasses.fields(self.options)
+        ]
 
     def options_or_defaults(self, given: Any) -> Any:
         """Its options as given, or (None) its defaults."""
@@ -203,12 +221,24 @@ class Method:
         if self.projects:
             self.linear_map(pca).basis(k)
 
-    def configs(self, *, lrs: list[float], steps: list[int] | None, batch_sizes: list[int], seeds: list[int],
-                momentum: float, weight_decay: float, ridges: tuple[float | None, ...], rows: int) -> list[RunConfig]:
+    def configs(
+        self,
+        *,
+        lrs: list[float],
+        steps: list[int] | None,
+        batch_sizes: list[int],
+        seeds: list[int],
+        momentum: float,
+        weight_decay: float,
+        ridges: tuple[float | None, ...],
+        rows: int,
+    ) -> list[RunConfig]:
         """The configurations of each of its cells, from a sweep request's fields (SweepGrid.configs passes them
         all by name; a method reads those it uses): steps None = its default, batch sizes for `rows` private rows."""
-        return [RunConfig(lr, t, b, s, momentum, weight_decay) for lr, t, b, s in
-                itertools.product(lrs, steps or [DEFAULT_STEPS], batch_sizes, seeds)]
+        return [
+            RunConfig(lr, t, b, s, momentum, weight_decay)
+            for lr, t, b, s in itertools.product(lrs, steps or [DEFAULT_STEPS], batch_sizes, seeds)
+        ]
 
     def features(self, mapping: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:
         """The rows the head reads: standardised, projected on k dimensions (when the method projects), and scaled to

@@ -40,8 +40,10 @@ def register(method: Method) -> Method:
     owners = {spec.name: name for name, known in METHODS.items() for spec in known.option_specs()}
     for spec in method.option_specs():
         if spec.name in owners:
-            raise ValueError(f"method '{method.name}' declares option {spec.flag}, which is already method "
-                             f"'{owners[spec.name]}''s")
+            raise ValueError(
+                f"method '{method.name}' declares option {spec.flag}, which is already method "
+                f"'{owners[spec.name]}''s"
+            )
     METHODS[method.name] = method
     return method
 
@@ -54,7 +56,9 @@ def get_method(name: str) -> Method:
 
 def options_by_method(values: dict[str, Any]) -> dict[str, Any]:
     """Each method's options (for the methods that have some) from values by option name."""
-    return {name: method.make_options(values) for name, method in METHODS.items() if method.options is not None}
+    return {
+        name: method.make_options(values) for name, method in METHODS.items() if method.options is not None
+    }
 
 
 def auditable() -> list[str]:
@@ -77,7 +81,20 @@ def _load_plugins() -> None:
             print(f"warning: method plugin '{entry.name}' ({entry.value}) not loaded: {err}", file=sys.stderr)
 
 
-for _builtin in (DPSGD, JL, ADADPS, GEP, PILLAR, PUBLIC_LDA, DP_LS, DP_NEWTON, DP_FC, PUBLIC_FC, NOISY_SGD, EM_COMPONENTS,
-                 EM_DISJUNCTIONS):
+for _builtin in (
+    DPSGD,
+    JL,
+    ADADPS,
+    GEP,
+    PILLAR,
+    PUBLIC_LDA,
+    DP_LS,
+    DP_NEWTON,
+    DP_FC,
+    PUBLIC_FC,
+    NOISY_SGD,
+    EM_COMPONENTS,
+    EM_DISJUNCTIONS,
+):
     register(_builtin)
 _load_plugins()

@@ -62,13 +62,24 @@ class ClosedFormHead(Method):
         sigma = cell.noise_multiplier(1.0, 1)
         event = GaussianEvent(sigma)
         spent = cell.spent_epsilon(event)
-        return [each_run(cell, c, lambda c=c: self._run(cell, statistics, sigma, c, event, spent))
-                for c in cell.configs]
+        return [
+            each_run(cell, c, lambda c=c: self._run(cell, statistics, sigma, c, event, spent))
+            for c in cell.configs
+        ]
 
-    def _run(self, cell: Cell, statistics: tuple, sigma: float, config: RunConfig,
-             event: GaussianEvent, spent: float) -> Run:
+    def _run(
+        self,
+        cell: Cell,
+        statistics: tuple,
+        sigma: float,
+        config: RunConfig,
+        event: GaussianEvent,
+        spent: float,
+    ) -> Run:
         noise = cell.randomness.child("release", config).numpy().standard_normal  # secret, one per release
-        head = self.solve(statistics, lambda size: sigma * self.sensitivity * noise(size), config.ridge, sigma)
+        head = self.solve(
+            statistics, lambda size: sigma * self.sensitivity * noise(size), config.ridge, sigma
+        )
         return Run(head=replace(head, steps_run=1), event=event, epsilon_spent=spent)  # one release
 
     def statistics(self, cell: Cell, rows: np.ndarray, row_weights: np.ndarray) -> tuple:
@@ -76,8 +87,9 @@ class ClosedFormHead(Method):
         term weighted by `row_weights` (Cell.units.weights)."""
         raise NotImplementedError
 
-    def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None,
-              sigma: float) -> LinearHead:
+    def solve(
+        self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None, sigma: float
+    ) -> LinearHead:
         """The head from the noisy statistics with λ = `ridge`, or (None) the method's default, set by the noise
         scale, the shapes and released values only (a run records the λ asked for, 0 for the default)."""
         raise NotImplementedError
@@ -107,16 +119,18 @@ def noise_ridge(sigma: float, sensitivity: float, dim: int) -> float:
     return max(1.0, 2.0 * sigma * sensitivity * math.sqrt(dim))
 
 
-def class_sums(rows: np.ndarray, labels: np.ndarray, num_classes: int,
-               row_weights: np.ndarray | None = None) -> np.ndarray:
+def class_sums(
+    rows: np.ndarray, labels: np.ndarray, num_classes: int, row_weights: np.ndarray | None = None
+) -> np.ndarray:
     """(C, d): the per-class sums public-lda releases, each row weighted by `row_weights` (None: 1); a unit row of
     weight ≤ 1 moves one sum by at most its weight."""
     weighted = rows if row_weights is None else rows * row_weights[:, None]
     return np.eye(num_classes)[labels].T @ weighted
 
 
-def least_squares_statistics(rows: np.ndarray, labels: np.ndarray, num_classes: int,
-                             row_weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def least_squares_statistics(
+    rows: np.ndarray, labels: np.ndarray, num_classes: int, row_weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(AᵀWA, AᵀWY) for a = [u, 1]/√2 (‖a‖ ≤ 1 for a unit row u), one-hot y and W the rows' weights (None: 1):
     what dp-ls releases."""
     rows = augmented(rows)
@@ -127,24 +141,34 @@ def least_squares_statistics(rows: np.ndarray, labels: np.ndarray, num_classes: 
 class PublicCovarianceLDA(ClosedFormHead):
     name = "public-lda"
     family = "public-LDA"
-    description = ("linear discriminant: covariance from the PUBLIC rows, one Gaussian release of the per-class sums "
-                   "of the private rows (unit norm); k components")
+    description = (
+        "linear discriminant: covariance from the PUBLIC rows, one Gaussian release of the per-class sums "
+        "of the private rows (unit norm); k components"
+    )
     needs_public_rows = "for the shared covariance"
     not_auditable = "its covariance comes from public rows, which hold nothing in the canaries' coordinates"
-    mechanism_description = ("one Gaussian release of the per-class sums of the unit-norm rows, L2 sensitivity 1; "
-                             "class sizes ñ/C from the released row count")
+    mechanism_description = (
+        "one Gaussian release of the per-class sums of the unit-norm rows, L2 sensitivity 1; "
+        "class sizes ñ/C from the released row count"
+    )
 
     def statistics(self, cell: Cell, rows: np.ndarray, row_weights: np.ndarray) -> tuple:
         data = cell.data
         public = self.features(cell.mapping, data.public_x, cell.k)
         if len(public) <= public.shape[1]:
-            raise DataError(f"{len(public)} public rows cannot estimate a {public.shape[1]}-dimensional covariance",
-                            hint=f"use a smaller {param('k')} or more public rows")
-        return (class_sums(rows, data.private_y, data.num_classes, row_weights), cell.rows.value,
-                public_covariance(public))
+            raise DataError(
+                f"{len(public)} public rows cannot estimate a {public.shape[1]}-dimensional covariance",
+                hint=f"use a smaller {param('k')} or more public rows",
+            )
+        return (
+            class_sums(rows, data.private_y, data.num_classes, row_weights),
+            cell.rows.value,
+            public_covariance(public),
+        )
 
-    def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None,
-              sigma: float) -> LinearHead:
+    def solve(
+        self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None, sigma: float
+    ) -> LinearHead:
         """Means from the noisy sums over ñ/C, ñ the released row count (at least one row per class); default λ =
         k·(σΔC/ñ)², the expected squared norm of a noisy class mean's noise."""
         sums, released_count, covariance = statistics
@@ -173,25 +197,32 @@ def discriminant(means: np.ndarray, covariance: np.ndarray) -> LinearHead:
 class DPLeastSquares(ClosedFormHead):
     name = "dp-ls"
     family = "DP-LS"
-    description = ("DP least squares: one Gaussian release of [AᵀA | AᵀY] for the private rows (unit norm, bias "
-                   "included), a ridge solve; k components")
+    description = (
+        "DP least squares: one Gaussian release of [AᵀA | AᵀY] for the private rows (unit norm, bias "
+        "included), a ridge solve; k components"
+    )
     sensitivity = math.sqrt(2.0)
     reads_count = False
-    mechanism_description = ("one Gaussian release of [AᵀA | AᵀY] for unit-norm rows [a, 1]/√2 and one-hot labels, "
-                             "L2 sensitivity √2")
+    mechanism_description = (
+        "one Gaussian release of [AᵀA | AᵀY] for unit-norm rows [a, 1]/√2 and one-hot labels, "
+        "L2 sensitivity √2"
+    )
 
     def statistics(self, cell: Cell, rows: np.ndarray, row_weights: np.ndarray) -> tuple:
         return least_squares_statistics(rows, cell.data.private_y, cell.data.num_classes, row_weights)
 
-    def solve(self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None,
-              sigma: float) -> LinearHead:
+    def solve(
+        self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None, sigma: float
+    ) -> LinearHead:
         """Default λ: the spectral scale of the Gram matrix's noise, 2σΔ√(d + 1), so the noisy Gram stays positive
         definite; 1 without noise."""
         gram, cross = statistics
         if ridge is None:
             ridge = noise_ridge(sigma, self.sensitivity, len(gram))
         gram = gram + symmetric_noise(noise, len(gram), 1.0)  # `noise` is scaled to the release already
-        return augmented_head(np.linalg.solve(gram + ridge * np.eye(len(gram)), cross + noise(cross.shape)), 1)
+        return augmented_head(
+            np.linalg.solve(gram + ridge * np.eye(len(gram)), cross + noise(cross.shape)), 1
+        )
 
 
 PUBLIC_LDA = PublicCovarianceLDA()

@@ -41,12 +41,20 @@ class SweepData:
     warm_start: tuple[np.ndarray, np.ndarray] | None = None  # (W (D, C), b) in the standardised space
     private_index: np.ndarray | None = None  # source row ids, when known: public and private must be disjoint
     public_index: np.ndarray | None = None
-    source: str | None = None  # the embeddings file the rows come from, for messages (None: rows given as arrays)
-    public_labelled: tuple[np.ndarray, np.ndarray] | None = None  # labelled public rows (AdaDPS's preconditioner)
+    source: str | None = (
+        None  # the embeddings file the rows come from, for messages (None: rows given as arrays)
+    )
+    public_labelled: tuple[np.ndarray, np.ndarray] | None = (
+        None  # labelled public rows (AdaDPS's preconditioner)
+    )
     units: Units = None  # type: ignore[assignment]  # each training row's unit (left out: each row its own)
-    val_units: Units | None = None  # each val row's unit, where there are val rows (left out: each row its own)
+    val_units: Units | None = (
+        None  # each val row's unit, where there are val rows (left out: each row its own)
+    )
     public_choice: DPRelease | None = None  # the DP-GSD release that chose the public data, where one did
-    rows_named: str | None = None  # a digest naming the training rows' content (None: hashed when the count is drawn)
+    rows_named: str | None = (
+        None  # a digest naming the training rows' content (None: hashed when the count is drawn)
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "units", self.units or Units.rows(len(self.private_x)))

@@ -33,7 +33,9 @@ from pillar_cli.privacy.relation import Relation
 from pillar_cli.projection.components import PublicComponents, check_boolean_rows
 
 SENSITIVITY = 1.0
-MAX_CANDIDATES = 2 * 10**8  # scoring is ~0.1 µs per candidate and private row / 64: beyond this, minutes per seed
+MAX_CANDIDATES = (
+    2 * 10**8
+)  # scoring is ~0.1 µs per candidate and private row / 64: beyond this, minutes per seed
 CHUNK_BYTES = 2**26
 
 
@@ -55,8 +57,10 @@ class ExponentialMechanismDisjunctions(Method):
     reads_count = False  # its score counts errors: nothing in it is a function of n
     request_fields = frozenset()  # one mechanism per seed: no k, lr, steps or batch
     not_auditable = "its head is a disjunction chosen by the exponential mechanism, not trained by gradients"
-    mechanism_description = ("the exponential mechanism over the candidates, score minus the errors on the private "
-                             "rows (sensitivity 1): pure ε-DP")
+    mechanism_description = (
+        "the exponential mechanism over the candidates, score minus the errors on the private "
+        "rows (sensitivity 1): pure ε-DP"
+    )
     relations = (Relation.ADD_OR_REMOVE_ONE, Relation.REPLACE_ONE)
 
     def configs(self, *, seeds: list[int], **_: object) -> list[RunConfig]:
@@ -68,11 +72,14 @@ class ExponentialMechanismDisjunctions(Method):
 
     def check_data(self, data: SweepData, options: DisjunctionOptions | None) -> None:
         if data.num_classes != 2:
-            raise DataError(f"method '{self.name}' learns a disjunction: it needs two classes (found "
-                            f"{data.num_classes})")
+            raise DataError(
+                f"method '{self.name}' learns a disjunction: it needs two classes (found {data.num_classes})"
+            )
         if np.any(data.pca.mean_ != 0) or np.any(data.pca.scale_ != 1):
-            raise UsageError(f"method '{self.name}' reads the raw 0/1 rows, but the projection standardises them",
-                             hint=f"fit the public structure as components (fit-pca's {param('components', True)})")
+            raise UsageError(
+                f"method '{self.name}' reads the raw 0/1 rows, but the projection standardises them",
+                hint=f"fit the public structure as components (fit-pca's {param('components', True)})",
+            )
         check_boolean_rows(np.asarray(data.private_x), data.name)  # rows left on disk are read whole here
         if data.val_x is not None:
             check_boolean_rows(np.asarray(data.val_x), "the val split")
@@ -89,8 +96,10 @@ class ExponentialMechanismDisjunctions(Method):
     def train_cell(self, cell: Cell) -> list[Run]:
         event = ExponentialEvent(cell.own_budget())  # pure ε whatever the number of candidates
         spent = cell.spent_epsilon(event)
-        return [each_run(cell, config, lambda config=config: self._run(cell, config, event, spent))
-                for config in cell.configs]
+        return [
+            each_run(cell, config, lambda config=config: self._run(cell, config, event, spent))
+            for config in cell.configs
+        ]
 
     def _run(self, cell: Cell, config: RunConfig, event: ExponentialEvent, spent: float) -> Run:
         groups, chunks = self.candidates(cell)
@@ -110,10 +119,15 @@ class ExponentialMechanismDisjunctions(Method):
         return Run(head=disjunction_head(variables, steps_run=1), event=event, epsilon_spent=spent)
 
     def model_attrs(self, options: DisjunctionOptions | None) -> dict:
-        return {"exponential_mechanism": {
-            "methods": ["em-components", "em-disjunctions"], "score": "minus the errors on the private rows",
-            "sensitivity": SENSITIVITY, "epsilon": "runs/event: one exponential mechanism at ε, δ = 0",
-            **({} if options is None else {"literals": options.literals})}}
+        return {
+            "exponential_mechanism": {
+                "methods": ["em-components", "em-disjunctions"],
+                "score": "minus the errors on the private rows",
+                "sensitivity": SENSITIVITY,
+                "epsilon": "runs/event: one exponential mechanism at ε, δ = 0",
+                **({} if options is None else {"literals": options.literals}),
+            }
+        }
 
 
 def disjunction_head(variables: np.ndarray, steps_run: int | None = None) -> LinearHead:
@@ -127,7 +141,9 @@ class ErrorCounter:
     """Errors of disjunctions of variable groups on labelled rows, from one bitset per group."""
 
     def __init__(self, active: np.ndarray, labels: np.ndarray):
-        bits = _bitsets(np.vstack([active.T, np.zeros((1, len(labels)), bool)]))  # last row: padding, never active
+        bits = _bitsets(
+            np.vstack([active.T, np.zeros((1, len(labels)), bool)])
+        )  # last row: padding, never active
         self.bits, self.padding = bits, len(bits) - 1
         masks = _bitsets(np.vstack([labels == 1, labels == 0]))
         self.positive, self.negative = masks[0], masks[1]
@@ -144,7 +160,7 @@ def _bitsets(indicators: np.ndarray) -> np.ndarray:
     """(m, n) bool → (m, ⌈n/64⌉) uint64, bit j of row i set iff indicators[i, j]."""
     packed = np.packbits(indicators, axis=1, bitorder="little")
     padded = np.zeros((len(packed), -(-packed.shape[1] // 8) * 8), np.uint8)
-    padded[:, :packed.shape[1]] = packed
+    padded[:, : packed.shape[1]] = packed
     return padded.view(np.uint64)
 
 
@@ -167,8 +183,8 @@ def _combination_chunks(dim: int, literals: int, rows: int) -> Iterator[np.ndarr
 def _subset_chunks(groups: int, rows: int) -> Iterator[np.ndarray]:
     """Every subset of `groups` groups (bit i of the subset's number: group i), in chunks of at most `rows`."""
     positions = np.arange(max(groups, 1))
-    for start in range(0, 2 ** groups, rows):
-        masks = np.arange(start, min(start + rows, 2 ** groups), dtype=np.int64)
+    for start in range(0, 2**groups, rows):
+        masks = np.arange(start, min(start + rows, 2**groups), dtype=np.int64)
         yield np.where((masks[:, None] >> positions) & 1, positions, -1)
 
 
@@ -178,18 +194,24 @@ def _rows_per_chunk(width: int, n: int) -> int:
 
 class ComponentDisjunctions(ExponentialMechanismDisjunctions):
     name = "em-components"
-    description = ("exponential mechanism over the unions of the PUBLIC split's connected components (2^Z "
-                   "candidates; fit-pca --components)")
+    description = (
+        "exponential mechanism over the unions of the PUBLIC split's connected components (2^Z "
+        "candidates; fit-pca --components)"
+    )
 
     def candidate_count(self, data: SweepData, options: None) -> int:
         if not isinstance(data.pca, PublicComponents):
-            raise UsageError(f"method '{self.name}' needs the public component graph as its projection",
-                             hint=f"fit it on the public split with fit-pca's {param('components', True)}")
+            raise UsageError(
+                f"method '{self.name}' needs the public component graph as its projection",
+                hint=f"fit it on the public split with fit-pca's {param('components', True)}",
+            )
         count = 2 ** len(data.pca.components_)
         if count > MAX_CANDIDATES:
-            raise DataError(f"the public rows split the variables into {len(data.pca.components_)} components: "
-                            f"2^{len(data.pca.components_)} candidates are too many to score",
-                            hint="more public rows join components; or use a denser public split")
+            raise DataError(
+                f"the public rows split the variables into {len(data.pca.components_)} components: "
+                f"2^{len(data.pca.components_)} candidates are too many to score",
+                hint="more public rows join components; or use a denser public split",
+            )
         return count
 
     def candidates(self, cell: Cell) -> tuple[np.ndarray, Iterator[np.ndarray]]:
@@ -200,8 +222,10 @@ class ComponentDisjunctions(ExponentialMechanismDisjunctions):
 class AllDisjunctions(ExponentialMechanismDisjunctions):
     name = "em-disjunctions"
     options = DisjunctionOptions
-    description = ("baseline: exponential mechanism over every disjunction of at most --literals variables "
-                   "(Σ C(d, j) candidates)")
+    description = (
+        "baseline: exponential mechanism over every disjunction of at most --literals variables "
+        "(Σ C(d, j) candidates)"
+    )
     needs_public_basis = False
 
     def candidate_count(self, data: SweepData, options: DisjunctionOptions) -> int:
@@ -209,13 +233,18 @@ class AllDisjunctions(ExponentialMechanismDisjunctions):
         dim = data.private_x.shape[1]
         count = sum(math.comb(dim, j) for j in range(literals + 1))
         if count > MAX_CANDIDATES:
-            raise UsageError(f"{count:.3g} disjunctions of at most {literals} of {dim} variables are too many to "
-                             f"score (limit {MAX_CANDIDATES:.0e})", hint=f"use a smaller {param('literals')}")
+            raise UsageError(
+                f"{count:.3g} disjunctions of at most {literals} of {dim} variables are too many to "
+                f"score (limit {MAX_CANDIDATES:.0e})",
+                hint=f"use a smaller {param('literals')}",
+            )
         return count
 
     def candidates(self, cell: Cell) -> tuple[np.ndarray, Iterator[np.ndarray]]:
         literals, dim = cell.options.literals, cell.data.private_x.shape[1]
-        return np.eye(dim), _combination_chunks(dim, literals, _rows_per_chunk(literals, len(cell.data.private_x)))
+        return np.eye(dim), _combination_chunks(
+            dim, literals, _rows_per_chunk(literals, len(cell.data.private_x))
+        )
 
 
 EM_COMPONENTS = ComponentDisjunctions()

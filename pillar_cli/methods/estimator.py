@@ -81,21 +81,53 @@ class DPLinearClassifier(SoftmaxClassifier):
         clf.score(X_test, y_test), clf.ledger_.epsilon_spent
     """
 
-    def __init__(self, method: str = DEFAULT_METHOD, k: int | str | None = AUTO, epsilon: float = 1.0,
-                 delta: float = 1e-5, accountant: str = "prv", clip: float = 1.0, lr: float | str = AUTO,
-                 steps: int | str | None = AUTO,
-                 batch_size: int | None = DEFAULT_BATCH, seed: int = 0, projection: PublicPCA | None = None,
-                 momentum: float = 0.0, weight_decay: float = 0.0, device: str = "cpu", ridge: float | None = None,
-                 noise_seed: int | None = None, method_options: Any = None, n_public: bool = False,
-                 privacy_unit: str = "auto", max_tpr: float | None = None, at_fpr: float = 0.01):
+    def __init__(
+        self,
+        method: str = DEFAULT_METHOD,
+        k: int | str | None = AUTO,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        accountant: str = "prv",
+        clip: float = 1.0,
+        lr: float | str = AUTO,
+        steps: int | str | None = AUTO,
+        batch_size: int | None = DEFAULT_BATCH,
+        seed: int = 0,
+        projection: PublicPCA | None = None,
+        momentum: float = 0.0,
+        weight_decay: float = 0.0,
+        device: str = "cpu",
+        ridge: float | None = None,
+        noise_seed: int | None = None,
+        method_options: Any = None,
+        n_public: bool = False,
+        privacy_unit: str = "auto",
+        max_tpr: float | None = None,
+        at_fpr: float = 0.01,
+    ):
         self.method, self.k, self.epsilon, self.delta, self.accountant = method, k, epsilon, delta, accountant
         self.clip, self.lr, self.steps, self.batch_size, self.seed = clip, lr, steps, batch_size, seed
-        self.projection, self.momentum, self.weight_decay, self.device = projection, momentum, weight_decay, device
-        self.ridge, self.noise_seed, self.method_options, self.n_public = ridge, noise_seed, method_options, n_public
+        self.projection, self.momentum, self.weight_decay, self.device = (
+            projection,
+            momentum,
+            weight_decay,
+            device,
+        )
+        self.ridge, self.noise_seed, self.method_options, self.n_public = (
+            ridge,
+            noise_seed,
+            method_options,
+            n_public,
+        )
         self.privacy_unit, self.max_tpr, self.at_fpr = privacy_unit, max_tpr, at_fpr
 
-    def fit(self, X: np.ndarray | Split, y: np.ndarray | None = None, public: np.ndarray | Split | None = None,
-            groups: Any = None) -> DPLinearClassifier:
+    def fit(
+        self,
+        X: np.ndarray | Split,
+        y: np.ndarray | None = None,
+        public: np.ndarray | Split | None = None,
+        groups: Any = None,
+    ) -> DPLinearClassifier:
         """Train on the private rows (X, y); `public`: unlabelled public rows for the projection (and GEP); `groups`:
         each row's person (a patient id per row): with privacy_unit "auto" or "person" the guarantee is then per
         person, all their rows together (privacy/guarantee.py). X may be a split read from a file
@@ -103,20 +135,27 @@ class DPLinearClassifier(SoftmaxClassifier):
         "row"). X and y are checked as scikit-learn checks them (2-D X, one label per row; a DataFrame's column
         names are kept in `feature_names_in_` and must match at predict time)."""
         if _inside_model_selection():
-            warnings.warn("choosing among DPLinearClassifier fits by their score on private labels (GridSearchCV, "
-                          "cross-validation) is outside ledger_.epsilon_spent, which covers one training; leave k, lr "
-                          "and steps 'auto' (the rule, which reads no label: inside ε), or choose lr and steps at the "
-                          "rule's k with pillar_cli.sweep(..., select='accounted') (inside ε)", PrivacyWarning,
-                          stacklevel=2)
+            warnings.warn(
+                "choosing among DPLinearClassifier fits by their score on private labels (GridSearchCV, "
+                "cross-validation) is outside ledger_.epsilon_spent, which covers one training; leave k, lr "
+                "and steps 'auto' (the rule, which reads no label: inside ε), or choose lr and steps at the "
+                "rule's k with pillar_cli.sweep(..., select='accounted') (inside ε)",
+                PrivacyWarning,
+                stacklevel=2,
+            )
         X, y, groups = given_rows(X, y, groups, self.privacy_unit)
         public = given_rows(public, None, None, labelled=False)[0]
         if y is None:
-            raise UsageError("DPLinearClassifier requires y to be passed, but the target y is None: give one label "
-                             "per row of X, or a labelled split read from a file")
+            raise UsageError(
+                "DPLinearClassifier requires y to be passed, but the target y is None: give one label "
+                "per row of X, or a labelled split read from a file"
+            )
         labels_given = np.asarray(y)
         if labels_given.dtype.kind == "f" and not np.isfinite(labels_given).all():
-            raise DataError(f"y has {int((~np.isfinite(labels_given)).sum())} NaN or infinite labels: every row needs "
-                            "a class")
+            raise DataError(
+                f"y has {int((~np.isfinite(labels_given)).sum())} NaN or infinite labels: every row needs "
+                "a class"
+            )
         x, y = validate_data(self, X, y, dtype=np.float32, ensure_all_finite=False)
         check_classification_targets(y)
         self.classes_, labels = np.unique(y, return_inverse=True)
@@ -124,9 +163,16 @@ class DPLinearClassifier(SoftmaxClassifier):
         refuse_privately_scaled(x, public)
         self.projection_ = fitted_projection(self.projection, public, [self.method], x.shape[1])
         refuse_fitted_rows(self.projection_, x)
-        data = SweepData(self.projection_, x, labels, None, None, len(self.classes_),
-                         None if public is None else np.asarray(public, dtype=np.float32),
-                         units=Units.given(groups, len(x), "the groups given to fit"))
+        data = SweepData(
+            self.projection_,
+            x,
+            labels,
+            None,
+            None,
+            len(self.classes_),
+            None if public is None else np.asarray(public, dtype=np.float32),
+            units=Units.given(groups, len(x), "the groups given to fit"),
+        )
         request = self.request()
         result = run_sweep(data, request)
         run = result.runs[0]
@@ -137,13 +183,24 @@ class DPLinearClassifier(SoftmaxClassifier):
         self.head_ = run.head
         plan = result.plan
         rule = rule_record(plan.request.grid())
-        basis = StatementBasis(trained_on=("private",), mechanism=method.mechanism_words(plan.unit),
-                               rule=None if rule is None else (tuple(rule["fields"]), rule["rule"]),
-                               selected=ChosenBy.NOTHING, cells=1)
+        basis = StatementBasis(
+            trained_on=("private",),
+            mechanism=method.mechanism_words(plan.unit),
+            rule=None if rule is None else (tuple(rule["fields"]), rule["rule"]),
+            selected=ChosenBy.NOTHING,
+            cells=1,
+        )
         self.statement_ = make_statement(
-            guarantee=plan.guarantee.for_head(self.method in plan.readers), event=run.event,
-            epsilon=run.epsilon_spent, epsilon_target=run.key.epsilon, steps=run.key.steps, clip=self.clip,
-            basis=basis, noise=_noise_of(self.noise_seed), risk_target=plan.risk_target)
+            guarantee=plan.guarantee.for_head(self.method in plan.readers),
+            event=run.event,
+            epsilon=run.epsilon_spent,
+            epsilon_target=run.key.epsilon,
+            steps=run.key.steps,
+            clip=self.clip,
+            basis=basis,
+            noise=_noise_of(self.noise_seed),
+            risk_target=plan.risk_target,
+        )
         self.ledger_ = self.statement_.ledger()  # the statement a release of this head would carry
         return self
 
@@ -152,19 +209,41 @@ class DPLinearClassifier(SoftmaxClassifier):
         public rows given beforehand, not on the rows a search or cross-validation will fit on (scikit-learn's
         clone would unfit it, and every fit of GridSearchCV would then fail)."""
         params = self.get_params(deep=False)
-        return type(self)(**{name: value if name == "projection" else clone(value, safe=False)
-                             for name, value in params.items()})
+        return type(self)(
+            **{
+                name: value if name == "projection" else clone(value, safe=False)
+                for name, value in params.items()
+            }
+        )
 
     def request(self) -> SweepRequest:
         """What `fit` asks the sweep to train: one configuration, its rows held out from nothing (no val rows)."""
-        k = None if get_method(self.method).single_cell or self.k is None else _listed(self.k)  # None: all features
-        return SweepRequest(method=[self.method], k=[k] if k is None else k, epsilon=[float(self.epsilon)],
-                            delta=self.delta, accountant=self.accountant, clip=self.clip, lr=_listed(self.lr),
-                            steps=_listed(self.steps), batch_size=[self.batch_size], seed=[self.seed],
-                            momentum=self.momentum, weight_decay=self.weight_decay, ridge=[self.ridge],
-                            device=self.device, method_options={self.method: self.method_options},
-                            noise_seed=self.noise_seed, n_public=self.n_public, val="hold-out",
-                            privacy_unit=self.privacy_unit, max_tpr=self.max_tpr, at_fpr=self.at_fpr)
+        k = (
+            None if get_method(self.method).single_cell or self.k is None else _listed(self.k)
+        )  # None: all features
+        return SweepRequest(
+            method=[self.method],
+            k=[k] if k is None else k,
+            epsilon=[float(self.epsilon)],
+            delta=self.delta,
+            accountant=self.accountant,
+            clip=self.clip,
+            lr=_listed(self.lr),
+            steps=_listed(self.steps),
+            batch_size=[self.batch_size],
+            seed=[self.seed],
+            momentum=self.momentum,
+            weight_decay=self.weight_decay,
+            ridge=[self.ridge],
+            device=self.device,
+            method_options={self.method: self.method_options},
+            noise_seed=self.noise_seed,
+            n_public=self.n_public,
+            val="hold-out",
+            privacy_unit=self.privacy_unit,
+            max_tpr=self.max_tpr,
+            at_fpr=self.at_fpr,
+        )
 
     @property
     def coef_(self) -> np.ndarray:
@@ -189,14 +268,24 @@ class DPLinearClassifier(SoftmaxClassifier):
     def from_classifier(cls, released: Classifier) -> DPLinearClassifier:
         """The estimator of a classifier artifact already read (artifacts.classifier.read_classifier)."""
         if released.is_network:
-            raise UsageError("the release holds a fine-tuned network, not a linear head: load it with pillar_cli.load")
+            raise UsageError(
+                "the release holds a fine-tuned network, not a linear head: load it with pillar_cli.load"
+            )
         head, statement = released.head, released.privacy
-        clf = cls(method=head["method"], k=head["k"], epsilon=statement.epsilon_target, delta=statement.delta,
-                  accountant=statement.accountant, clip=statement.clip)
+        clf = cls(
+            method=head["method"],
+            k=head["k"],
+            epsilon=statement.epsilon_target,
+            delta=statement.delta,
+            accountant=statement.accountant,
+            clip=statement.clip,
+        )
         clf.classes_ = class_labels(released.class_names)
         clf.k_ = None if released.basis is None else released.basis.shape[1]
         clf.normalises_rows_ = bool(head["unit_rows"])
-        clf.mapping_ = StoredMap(released.mean, released.scale, bool(head["row_l2_normalised"]), released.basis)
+        clf.mapping_ = StoredMap(
+            released.mean, released.scale, bool(head["row_l2_normalised"]), released.basis
+        )
         clf.head_ = LinearHead(released.weights, released.bias)
         clf.ledger_ = statement.ledger()
         clf.n_features_in_ = len(released.mean)

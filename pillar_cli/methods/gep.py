@@ -42,9 +42,18 @@ class GepSettings:
     refresh_every: int = 1  # steps between anchor recomputations
 
 
-def train_gep(features: np.ndarray, labels: np.ndarray, public: np.ndarray, num_classes: int, config: RunConfig,
-              sigma_effective: float, settings: GepSettings, noise: NoiseSource, count: RowCount,
-              units: Units | None = None) -> LinearHead:
+def train_gep(
+    features: np.ndarray,
+    labels: np.ndarray,
+    public: np.ndarray,
+    num_classes: int,
+    config: RunConfig,
+    sigma_effective: float,
+    settings: GepSettings,
+    noise: NoiseSource,
+    count: RowCount,
+    units: Units | None = None,
+) -> LinearHead:
     """One GEP run: the anchor's public rows and sampled labels are seeded by the run's seed (public randomness);
     its Poisson batches and noise come from `noise` (secret); its sampling rate and update scale read `count`.
     `units` (left out: each row its own): grouped into persons, the person is the unit — batches draw persons, and
@@ -53,11 +62,13 @@ def train_gep(features: np.ndarray, labels: np.ndarray, public: np.ndarray, num_
     n, dim = (len(x) if layout is None else len(layout)), x.shape[1]
     generator = torch.Generator().manual_seed(config.seed)
     noise_generator = noise.child(*config.noise_label).torch()
-    rows = torch.randperm(len(public), generator=generator)[:settings.public_rows]
+    rows = torch.randperm(len(public), generator=generator)[: settings.public_rows]
     anchor_x = torch.as_tensor(public, dtype=torch.float32)[rows]
     anchor_gram = _augmented(anchor_x) @ _augmented(anchor_x).T
     weights, bias = torch.zeros(dim, num_classes), torch.zeros(num_classes)
-    sampler = PoissonSampler(n, count.sample_rate(config.batch_size), noise.child(*config.batches_label).torch())
+    sampler = PoissonSampler(
+        n, count.sample_rate(config.batch_size), noise.child(*config.batches_label).torch()
+    )
     sigma, expected_batch = math.sqrt(2.0) * sigma_effective, count.expected_batch(config.batch_size)
     anchor = None
     for start in range(0, config.steps, SAMPLING_CHUNK_STEPS):
@@ -74,16 +85,26 @@ def train_gep(features: np.ndarray, labels: np.ndarray, public: np.ndarray, num_
             noisy_embedding = embedded.sum(0)
             noisy_residual = residual.sum(0)
             if sigma > 0:
-                noisy_embedding += sigma * settings.embedding_clip * torch.randn(anchor.shape[1], generator=noise_generator)
-                noisy_residual += sigma * settings.residual_clip * torch.randn(anchor.shape[0], generator=noise_generator)
+                noisy_embedding += (
+                    sigma * settings.embedding_clip * torch.randn(anchor.shape[1], generator=noise_generator)
+                )
+                noisy_residual += (
+                    sigma * settings.residual_clip * torch.randn(anchor.shape[0], generator=noise_generator)
+                )
             step = (anchor @ noisy_embedding + noisy_residual).view(dim + 1, num_classes) / expected_batch
             weights -= config.lr * step[:dim]
             bias -= config.lr * step[dim]
     return LinearHead(weights.numpy(), bias.numpy())
 
 
-def _anchor(public_x: torch.Tensor, public_gram: torch.Tensor, weights: torch.Tensor, bias: torch.Tensor, k: int,
-            generator: torch.Generator) -> torch.Tensor:
+def _anchor(
+    public_x: torch.Tensor,
+    public_gram: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+    k: int,
+    generator: torch.Generator,
+) -> torch.Tensor:
     """Top-k right singular vectors (p, k) of public per-sample gradients at labels drawn from the model.
 
     Each gradient is gᵢ = [xᵢ, 1] ⊗ rᵢ (rᵢ the softmax residual), so the rows × rows Gram matrix is
@@ -97,7 +118,9 @@ def _anchor(public_x: torch.Tensor, public_gram: torch.Tensor, weights: torch.Te
     top = min(k, len(public_x))
     vectors, sigma = vectors[:, -top:].flip(1), eigenvalues[-top:].flip(0).clamp_min(1e-300).sqrt()
     weighted = (vectors[:, :, None] * residual[:, None, :]).reshape(len(public_x), -1)  # (m, k·C)
-    basis = (_augmented(public_x).T @ weighted).view(-1, top, residual.shape[1])  # (d+1, k, C): X̃ᵀ diag(u_j) R
+    basis = (_augmented(public_x).T @ weighted).view(
+        -1, top, residual.shape[1]
+    )  # (d+1, k, C): X̃ᵀ diag(u_j) R
     return (basis.permute(0, 2, 1).reshape(-1, top) / sigma).float().contiguous()
 
 
@@ -116,7 +139,9 @@ def _clipped(vectors: torch.Tensor, bound: float, person: np.ndarray | None, per
     vectors = vectors * _clip_factors(vectors, bound)[:, None]
     if person is None:
         return vectors
-    sums = torch.zeros(persons, vectors.shape[1], dtype=vectors.dtype).index_add_(0, torch.from_numpy(person), vectors)
+    sums = torch.zeros(persons, vectors.shape[1], dtype=vectors.dtype).index_add_(
+        0, torch.from_numpy(person), vectors
+    )
     return sums * _clip_factors(sums, bound)[:, None]
 
 
@@ -129,25 +154,56 @@ class GradientEmbeddingPerturbation(ProjectedDPSGD):
         return None  # every GEP run draws its own batches
 
     def __init__(self) -> None:
-        super().__init__("gep", "GEP", "gradient embedding perturbation: k = anchor dimension from public "
-                         "gradients; full feature space", projects=False)
+        super().__init__(
+            "gep",
+            "GEP",
+            "gradient embedding perturbation: k = anchor dimension from public gradients; full feature space",
+            projects=False,
+        )
         self.averages_iterates = False  # its own loop releases the last iterate
-        self.person_bound = ("each row's embedding and residual clipped to C₁ and C₂, then each person's sums of them "
-                             "clipped again to C₁ and C₂; persons, not rows, Poisson-sampled, at a rate read from the "
-                             "count of persons")
-        self.not_auditable = "its anchor subspace and clipping act on gradients the canaries' coordinates change"
+        self.person_bound = (
+            "each row's embedding and residual clipped to C₁ and C₂, then each person's sums of them "
+            "clipped again to C₁ and C₂; persons, not rows, Poisson-sampled, at a rate read from the "
+            "count of persons"
+        )
+        self.not_auditable = (
+            "its anchor subspace and clipping act on gradients the canaries' coordinates change"
+        )
 
     def check_k(self, k: int, pca: PublicPCA, num_classes: int) -> None:
         if k > (pca.dim + 1) * num_classes:
-            raise UsageError(f"gep anchor dimension k={k} exceeds the gradient dimension {(pca.dim + 1) * num_classes}")
+            raise UsageError(
+                f"gep anchor dimension k={k} exceeds the gradient dimension {(pca.dim + 1) * num_classes}"
+            )
 
     def heads(self, cell: Cell, sigmas: list[float], clip: float | None) -> list[LinearHead]:
         data = cell.data
-        settings = GepSettings(anchor_dim=cell.k or 32, embedding_clip=clip or 1.0, residual_clip=(clip or 1.0) / 2)
-        train_z, public_z = project(cell.mapping, data.private_x, None), cell.mapping.standardized(data.public_x)
-        return [each_run(cell, c, lambda c=c, s=s: train_gep(train_z, data.private_y, public_z, data.num_classes, c,
-                                                                s, settings, cell.randomness, cell.rows, cell.units))
-                for c, s in zip(cell.configs, sigmas)]
+        settings = GepSettings(
+            anchor_dim=cell.k or 32, embedding_clip=clip or 1.0, residual_clip=(clip or 1.0) / 2
+        )
+        train_z, public_z = (
+            project(cell.mapping, data.private_x, None),
+            cell.mapping.standardized(data.public_x),
+        )
+        return [
+            each_run(
+                cell,
+                c,
+                lambda c=c, s=s: train_gep(
+                    train_z,
+                    data.private_y,
+                    public_z,
+                    data.num_classes,
+                    c,
+                    s,
+                    settings,
+                    cell.randomness,
+                    cell.rows,
+                    cell.units,
+                ),
+            )
+            for c, s in zip(cell.configs, sigmas)
+        ]
 
 
 GEP = GradientEmbeddingPerturbation()

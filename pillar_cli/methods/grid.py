@@ -43,51 +43,86 @@ class SweepGrid:
     momentum: float = 0.0
     weight_decay: float = 0.0
     ridges: tuple[float | None, ...] = (None,)  # closed-form heads' λ (None: the method's default)
-    ema: float = 0.0  # DP-SGD methods release the iterates' moving average of this decay (0: the last iterate)
+    ema: float = (
+        0.0  # DP-SGD methods release the iterates' moving average of this decay (0: the last iterate)
+    )
     rows: float | None = None  # the row count it is set for (by `for_rows`): ñ, or n where n is not private
-    rules: frozenset[str] = frozenset()  # of k, lr, steps: left to the default rule (methods/rules.py), set per ε
+    rules: frozenset[str] = (
+        frozenset()
+    )  # of k, lr, steps: left to the default rule (methods/rules.py), set per ε
 
     @classmethod
-    def with_auto(cls, *, ks: Sequence[int | None] | str, lrs: Sequence[float] | str,
-                  steps: Sequence[int] | str | None, **fields: Any) -> SweepGrid:
+    def with_auto(
+        cls,
+        *,
+        ks: Sequence[int | None] | str,
+        lrs: Sequence[float] | str,
+        steps: Sequence[int] | str | None,
+        **fields: Any,
+    ) -> SweepGrid:
         """The grid whose k, lr or steps given as "auto" are left to the default rule (methods/rules.py)."""
         given = {"k": ks, "lr": lrs, "steps": steps}
         for name, value in given.items():
             if isinstance(value, str) and value != AUTO:
                 raise UsageError(f"{param(name)} takes a list of values or '{AUTO}'; got '{value}'")
         rules = frozenset(name for name, value in given.items() if isinstance(value, str))
-        return cls(ks=[] if "k" in rules else list(ks), lrs=[] if "lr" in rules else list(lrs),
-                   steps=None if "steps" in rules or steps is None else list(steps), rules=rules, **fields)
+        return cls(
+            ks=[] if "k" in rules else list(ks),
+            lrs=[] if "lr" in rules else list(lrs),
+            steps=None if "steps" in rules or steps is None else list(steps),
+            rules=rules,
+            **fields,
+        )
 
     def for_rows(self, count: RowCount) -> SweepGrid:
         """The grid for the row count: batch size None becomes every row (full batch, sampling rate 1)."""
-        return replace(self, rows=count.value,
-                       batch_sizes=[count.all_rows if size is None else size for size in self.batch_sizes])
+        return replace(
+            self,
+            rows=count.value,
+            batch_sizes=[count.all_rows if size is None else size for size in self.batch_sizes],
+        )
 
     def overridden_rules(self) -> list[str]:
         """What given --steps replace: each method's own step rule, as a sentence."""
         if self.steps is None:
             return []
-        return [f"{m.name} runs --steps {','.join(map(str, self.steps))} instead of {m.steps_rule} = "
-                f"{m.default_steps(self.rows):,} steps" for m in map(get_method, self.methods) if m.steps_rule]
+        return [
+            f"{m.name} runs --steps {','.join(map(str, self.steps))} instead of {m.steps_rule} = "
+            f"{m.default_steps(self.rows):,} steps"
+            for m in map(get_method, self.methods)
+            if m.steps_rule
+        ]
 
     def configs(self, method: str) -> list[RunConfig]:
         if self.rows is None:
             raise ValueError("SweepGrid.configs needs the grid for its rows: call for_rows(count) first")
-        configs = get_method(method).configs(lrs=self.lrs, steps=self.steps, batch_sizes=self.batch_sizes,
-                                             seeds=self.seeds, momentum=self.momentum, weight_decay=self.weight_decay,
-                                             ridges=self.ridges, rows=self.rows)
+        configs = get_method(method).configs(
+            lrs=self.lrs,
+            steps=self.steps,
+            batch_sizes=self.batch_sizes,
+            seeds=self.seeds,
+            momentum=self.momentum,
+            weight_decay=self.weight_decay,
+            ridges=self.ridges,
+            rows=self.rows,
+        )
         return [replace(c, ema=self.ema) for c in configs] if self.ema else configs
 
     def cells(self) -> list[tuple[str, int | None, float]]:
         """(method, k, ε) cells; a single-cell method (dpsgd) has the one cell k = full."""
-        return [(m, k, e) for m in self.methods for k in ([None] if get_method(m).single_cell else self.ks)
-                for e in self.epsilons]
+        return [
+            (m, k, e)
+            for m in self.methods
+            for k in ([None] if get_method(m).single_cell else self.ks)
+            for e in self.epsilons
+        ]
 
     def total_steps(self, shard: tuple[int, int] = (0, 1)) -> int:
         return sum(config.steps for _, config in self.points(shard))
 
-    def points(self, shard: tuple[int, int] = (0, 1)) -> list[tuple[tuple[str, int | None, float], RunConfig]]:
+    def points(
+        self, shard: tuple[int, int] = (0, 1)
+    ) -> list[tuple[tuple[str, int | None, float], RunConfig]]:
         """Every run of the sweep, or every n-th starting at i for shard (i, n)."""
         index, count = shard
         everything = [(cell, config) for cell in self.cells() for config in self.configs(cell[0])]

@@ -34,7 +34,9 @@ class SweepSources:
     private_fraction: float = 1.0  # a seeded fraction of the training rows (Figure 7 of the paper)
     warm_start: Path | None = None  # a model trained on PUBLIC labelled data: the initial head
     public_labelled: str | None = None  # FILE:SPLIT, a labelled public split (adadps' preconditioner)
-    other_public: bool = False  # accept a projection fitted on another public dataset (Table 2(a) of the paper)
+    other_public: bool = (
+        False  # accept a projection fitted on another public dataset (Table 2(a) of the paper)
+    )
 
 
 @dataclass(frozen=True)
@@ -53,13 +55,23 @@ class SweepInputs:
     def model(self, result: SweepResult) -> artifacts.Artifact:
         """The model artifact of the sweep run on these inputs."""
         plan, data = result.plan, self.data
-        return sweep_artifact(result, data.pca, plan.privacy, data.num_classes, len(data.private_x), plan.options,
-                              self.rows, self.persons, default_rule=rule_record(plan.request.grid()),
-                              **self.recorded)
+        return sweep_artifact(
+            result,
+            data.pca,
+            plan.privacy,
+            data.num_classes,
+            len(data.private_x),
+            plan.options,
+            self.rows,
+            self.persons,
+            default_rule=rule_record(plan.request.grid()),
+            **self.recorded,
+        )
 
 
-def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
-                      sources: SweepSources = SweepSources()) -> SweepInputs:
+def read_sweep_inputs(
+    request: SweepRequest, embeddings: str, projection: Path, sources: SweepSources = SweepSources()
+) -> SweepInputs:
     """Read and check what the request trains on: the projection fitted on these embeddings' public split, a GSD's
     choice, or another public dataset if allowed; the val rows among the training rows where the plan says so."""
     path, _ = artifacts.parse_ref(embeddings)
@@ -72,29 +84,72 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
     public_data = public_data_of(projection_artifact, private, sources.other_public)
     pca, choice = read_projection(projection_artifact), PublicChoice.of(projection_artifact)
     role = val_role(request, len(pca.components_))
-    val = None if role == "none" else validation_split(
-        path, configurations_per_cell(request.grid(), len(pca.components_)), required=request.val == "train",
-        on_disk=True)
+    val = (
+        None
+        if role == "none"
+        else validation_split(
+            path,
+            configurations_per_cell(request.grid(), len(pca.components_)),
+            required=request.val == "train",
+            on_disk=True,
+        )
+    )
     validation = val if role == "select" else None
-    training = (private.joined(val) if role == "train" and val else private).subsample(sources.private_fraction)
-    initial = None if sources.warm_start is None else warm_start_weights(
-        artifacts.read(sources.warm_start, "model"), pca, private.ref)
+    training = (private.joined(val) if role == "train" and val else private).subsample(
+        sources.private_fraction
+    )
+    initial = (
+        None
+        if sources.warm_start is None
+        else warm_start_weights(artifacts.read(sources.warm_start, "model"), pca, private.ref)
+    )
     uses_public = any(get_method(m).needs_public_rows for m in request.method)
-    labelled = None if sources.public_labelled is None else labelled_public_split(sources.public_labelled, private)
-    data = SweepData(pca, training.features, training.labels, validation and validation.features,
-                     validation and validation.labels, private.num_classes,
-                     public.features if uses_public else None, initial, training.index, public.index, path,
-                     labelled and (labelled.features, labelled.labels), units=training.units,
-                     val_units=validation and validation.units, public_choice=choice and choice.release,
-                     rows_named=_rows_named(training))
-    rows = {"private": training.index, **({"val": validation.index} if validation else {}),
-            **({"public_labelled": labelled.index} if labelled and labelled.same_source(private) else {})}
-    persons = {"private": training.units.ids, **({"val": validation.units.ids} if validation else {})} \
-        if training.units.grouped else None
-    recorded = {"persons": private.grouping if persons else None, "source_fingerprint": private.source_fingerprint,
-                "public_choice": choice, "public_data": public_data, "features": private.carried,
-                "trained_on": tuple(training.name.split("+")), "private_fraction": sources.private_fraction}
-    refs = [private.ref, *([val.ref] if val else []), projection_artifact.ref(), *([labelled.ref] if labelled else [])]
+    labelled = (
+        None if sources.public_labelled is None else labelled_public_split(sources.public_labelled, private)
+    )
+    data = SweepData(
+        pca,
+        training.features,
+        training.labels,
+        validation and validation.features,
+        validation and validation.labels,
+        private.num_classes,
+        public.features if uses_public else None,
+        initial,
+        training.index,
+        public.index,
+        path,
+        labelled and (labelled.features, labelled.labels),
+        units=training.units,
+        val_units=validation and validation.units,
+        public_choice=choice and choice.release,
+        rows_named=_rows_named(training),
+    )
+    rows = {
+        "private": training.index,
+        **({"val": validation.index} if validation else {}),
+        **({"public_labelled": labelled.index} if labelled and labelled.same_source(private) else {}),
+    }
+    persons = (
+        {"private": training.units.ids, **({"val": validation.units.ids} if validation else {})}
+        if training.units.grouped
+        else None
+    )
+    recorded = {
+        "persons": private.grouping if persons else None,
+        "source_fingerprint": private.source_fingerprint,
+        "public_choice": choice,
+        "public_data": public_data,
+        "features": private.carried,
+        "trained_on": tuple(training.name.split("+")),
+        "private_fraction": sources.private_fraction,
+    }
+    refs = [
+        private.ref,
+        *([val.ref] if val else []),
+        projection_artifact.ref(),
+        *([labelled.ref] if labelled else []),
+    ]
     overridden = request.grid().for_rows(RowCount.exact(len(training.features))).overridden_rules()
     return SweepInputs(data, refs, rows, persons, recorded, overridden)
 
@@ -102,24 +157,31 @@ def read_sweep_inputs(request: SweepRequest, embeddings: str, projection: Path,
 def _rows_named(training: artifacts.Split) -> str:
     """What names the training rows for their released count: their source and row ids (the same rows embedded by
     another backbone read the same count), or the file's content where it names no source."""
-    digest = hashlib.sha256(f"{training.source_fingerprint or training.ref.content_hash}|{training.name}".encode())
+    digest = hashlib.sha256(
+        f"{training.source_fingerprint or training.ref.content_hash}|{training.name}".encode()
+    )
     for column in (training.index, *((training.units.ids,) if training.units.grouped else ())):
         digest.update(np.ascontiguousarray(column, dtype=np.int64))
     return digest.hexdigest()
 
 
-def validation_split(path: str, configurations: int, required: bool = False,
-                     on_disk: bool = False) -> artifacts.Split | None:
+def validation_split(
+    path: str, configurations: int, required: bool = False, on_disk: bool = False
+) -> artifacts.Split | None:
     """The val split; it may be absent only when there is nothing to select (one configuration per cell) and
     nothing asked it to train. `on_disk`: its features left in the file (artifacts.read_split)."""
     try:
         return artifacts.read_split(f"{path}:val", on_disk=on_disk)
     except MissingSplitError:
         if required:
-            raise UsageError(f"{path} has no val split to train on", hint=f"embed with {param('val_fraction')} > 0, "
-                             f"or drop {param('val')} train") from None
+            raise UsageError(
+                f"{path} has no val split to train on",
+                hint=f"embed with {param('val_fraction')} > 0, or drop {param('val')} train",
+            ) from None
         if configurations > 1:
-            raise UsageError(f"{path} has no val split, which selecting among {configurations} configurations per "
-                             "(method, k, ε) needs", hint=f"embed with {param('val_fraction')} > 0, or give one "
-                             "configuration")
+            raise UsageError(
+                f"{path} has no val split, which selecting among {configurations} configurations per "
+                "(method, k, ε) needs",
+                hint=f"embed with {param('val_fraction')} > 0, or give one configuration",
+            )
         return None

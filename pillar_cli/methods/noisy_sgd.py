@@ -32,8 +32,10 @@ from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import SelfComposedEvent
 from pillar_cli.projection import project
 
-MECHANISM = ("noisy-sgd: m runs of T Poisson-sampled (rate 1/n) noisy SGD steps, together at (ε/2, δ), then "
-             "exponential-mechanism selection at ε/2")
+MECHANISM = (
+    "noisy-sgd: m runs of T Poisson-sampled (rate 1/n) noisy SGD steps, together at (ε/2, δ), then "
+    "exponential-mechanism selection at ε/2"
+)
 # steps are drawn (samples, noise) in chunks of about this many noise values: 8 MiB of noise, and the padded samples
 # take that times the largest sample of the chunk (Binomial(n, 1/n): rarely above 7)
 CHUNK_VALUES = 2**20
@@ -41,7 +43,9 @@ CHUNK_VALUES = 2**20
 
 @dataclass(frozen=True)
 class NoisySGDOptions:
-    zeta: float = option(0.1, "margin scale ζ of the hinge loss (check-assumptions reports ζ = γ(1 − ξ − 0.1γ)).")
+    zeta: float = option(
+        0.1, "margin scale ζ of the hinge loss (check-assumptions reports ζ = γ(1 − ξ − 0.1γ))."
+    )
     beta: float = option(0.05, "failure probability; ⌈ln 1/β⌉ boosted runs.")
 
     def __post_init__(self) -> None:
@@ -57,24 +61,36 @@ class NoisySGDResult:
     epsilon_spent: float  # of the event with what it rests on composed in (the count, upstream releases)
 
 
-def train_noisy_sgd(features: np.ndarray, labels: np.ndarray, steps: int, rng: np.random.Generator, epsilon: float,
-                    options: NoisySGDOptions, count: RowCount, noise: Callable[[float, float, int], float],
-                    spent_epsilon: Callable[[Event], float]) -> NoisySGDResult:
+def train_noisy_sgd(
+    features: np.ndarray,
+    labels: np.ndarray,
+    steps: int,
+    rng: np.random.Generator,
+    epsilon: float,
+    options: NoisySGDOptions,
+    count: RowCount,
+    noise: Callable[[float, float, int], float],
+    spent_epsilon: Callable[[Event], float],
+) -> NoisySGDResult:
     """Algorithms 1–2: boosted noisy SGD runs and an exponential-mechanism choice among them; `rng` is secret
     (every sample, noise draw and the choice); `count`: what n the run reads; `noise(ε, rate, steps)`: σ of the
     Gaussian steps whose composition with what the head rests on spends ε (the exponential mechanism takes the other
     half); `spent_epsilon`: the ε of an event with what it rests on."""
     classes = np.unique(labels)
     if len(classes) > 2 or set(classes) - {0, 1}:
-        raise UsageError(f"method 'noisy-sgd' is the theory variant for binary tasks; these labels have "
-                         f"{len(classes)} classes")
+        raise UsageError(
+            f"method 'noisy-sgd' is the theory variant for binary tasks; these labels have "
+            f"{len(classes)} classes"
+        )
     n, rate = count.value, count.sample_rate(1)
     x = features / np.maximum(np.linalg.norm(features, axis=1, keepdims=True), 1e-12)
     y = 2.0 * labels - 1.0
     runs, lipschitz = math.ceil(math.log(1 / options.beta)), 1.0 / options.zeta
     private = not math.isinf(epsilon)
     multiplier = noise(epsilon / 2, rate, runs * steps) if private else 0.0
-    event = composed(SelfComposedEvent(dp_sgd_event(multiplier, rate, steps), runs), ExponentialEvent(epsilon / 2))
+    event = composed(
+        SelfComposedEvent(dp_sgd_event(multiplier, rate, steps), runs), ExponentialEvent(epsilon / 2)
+    )
     weights = _noisy_sgd(x, y, steps, multiplier * n * lipschitz, runs, options.zeta, rng, count)
     losses = _losses(weights, x, y, options.zeta)
     if not private:
@@ -85,8 +101,16 @@ def train_noisy_sgd(features: np.ndarray, labels: np.ndarray, steps: int, rng: n
     return NoisySGDResult(_as_head(weights[chosen]), event, runs, spent_epsilon(event))
 
 
-def _noisy_sgd(x: np.ndarray, y: np.ndarray, steps: int, sigma: float, runs: int, zeta: float,
-               rng: np.random.Generator, count: RowCount) -> np.ndarray:
+def _noisy_sgd(
+    x: np.ndarray,
+    y: np.ndarray,
+    steps: int,
+    sigma: float,
+    runs: int,
+    zeta: float,
+    rng: np.random.Generator,
+    count: RowCount,
+) -> np.ndarray:
     """(runs, p) weights of `runs` independent projected noisy SGD runs, advanced together; `count` is the n that
     the rate 1/n, the scale n and the step size read."""
     n, rate, dim = count.value, count.sample_rate(1), x.shape[1]
@@ -103,8 +127,9 @@ def _noisy_sgd(x: np.ndarray, y: np.ndarray, steps: int, sigma: float, runs: int
     return weights
 
 
-def _advance(weights: np.ndarray, signed: np.ndarray, noise: np.ndarray, rates: np.ndarray, scale: float,
-             zeta: float) -> None:
+def _advance(
+    weights: np.ndarray, signed: np.ndarray, noise: np.ndarray, rates: np.ndarray, scale: float, zeta: float
+) -> None:
     """Steps w ← Π(w − η_t (n·Σ_i ∇ℓ(w; x_i, y_i) + b_t)) in place, one per leading index of `signed` (steps, runs,
     slots, p): the y·x of each run's sampled rows, zero rows in unused slots (their margin 0 < ζ puts them inside
     the hinge, where their gradient −y·x/ζ is zero). `noise` is scratch: each step's update is built in it."""
@@ -128,7 +153,7 @@ class PoissonSamples:
         self.rows = rng.integers(0, n, len(self.group))
         while len(repeated := self._groups_with_repeats(n)):  # a collision has probability ≈ count²/2n
             for group in repeated:
-                self.rows[starts[group]:starts[group] + counts[group]] = rng.integers(0, n, counts[group])
+                self.rows[starts[group] : starts[group] + counts[group]] = rng.integers(0, n, counts[group])
 
     def padded(self, values: np.ndarray) -> np.ndarray:
         """(steps, runs, slots, …): values[row] of each sampled row, zeros in the unused slots."""
@@ -158,15 +183,21 @@ class NoisySGD(Method):
     name = "noisy-sgd"
     family = "noisy-SGD"
     options = NoisySGDOptions
-    description = ("theory variant (Algorithms 1-2): binary tasks, ζ-scaled hinge loss, boosted projected noisy SGD "
-                   "on the top-k public components")
+    description = (
+        "theory variant (Algorithms 1-2): binary tasks, ζ-scaled hinge loss, boosted projected noisy SGD "
+        "on the top-k public components"
+    )
     steps_rule = "Algorithm 1's n²"
-    request_fields = frozenset({"k", "steps"})  # its step size is the schedule's, its batch one row in expectation
+    request_fields = frozenset(
+        {"k", "steps"}
+    )  # its step size is the schedule's, its batch one row in expectation
     mechanism_description = MECHANISM
     own_selection = "it already selects among its boosted runs privately (Algorithm 2), inside its ε"
     not_auditable = "binary ζ-hinge runs with their own private selection"
 
-    def configs(self, *, steps: list[int] | None, seeds: list[int], rows: float, **_: object) -> list[RunConfig]:
+    def configs(
+        self, *, steps: list[int] | None, seeds: list[int], rows: float, **_: object
+    ) -> list[RunConfig]:
         """One example per step in expectation; the step size is the schedule's; n² steps unless given."""
         return [RunConfig(0.0, t, 1, s) for t in steps or [self.default_steps(rows)] for s in seeds]
 
@@ -175,22 +206,41 @@ class NoisySGD(Method):
 
     def train_cell(self, cell: Cell) -> list[Run]:
         train_z = project(cell.mapping, cell.data.private_x, cell.k)
+
         def noise(epsilon: float, rate: float, steps: int) -> float:
             return replace(cell, epsilon=epsilon).noise_multiplier(rate, steps)
 
-        trained = [each_run(cell, c, lambda c=c: train_noisy_sgd(train_z, cell.data.private_y, c.steps,
-                                                                 cell.randomness.child("run", c).numpy(),
-                                                                 cell.epsilon, cell.options, cell.rows, noise,
-                                                                 cell.spent_epsilon))
-                   for c in cell.configs]
+        trained = [
+            each_run(
+                cell,
+                c,
+                lambda c=c: train_noisy_sgd(
+                    train_z,
+                    cell.data.private_y,
+                    c.steps,
+                    cell.randomness.child("run", c).numpy(),
+                    cell.epsilon,
+                    cell.options,
+                    cell.rows,
+                    noise,
+                    cell.spent_epsilon,
+                ),
+            )
+            for c in cell.configs
+        ]
         return [Run(head=t.head, event=t.event, epsilon_spent=t.epsilon_spent) for t in trained]
 
     def model_attrs(self, options: NoisySGDOptions) -> dict:
-        return {"noisy_sgd": {
-            "mechanism": MECHANISM, "zeta": options.zeta, "beta": options.beta,
-            "boosted_runs": math.ceil(math.log(1 / options.beta)),
-            "per_run": "for noisy-sgd rows, runs/event composes the m boosted runs and the exponential mechanism; "
-                       "runs/epsilon_spent is its ε, selection included"}}
+        return {
+            "noisy_sgd": {
+                "mechanism": MECHANISM,
+                "zeta": options.zeta,
+                "beta": options.beta,
+                "boosted_runs": math.ceil(math.log(1 / options.beta)),
+                "per_run": "for noisy-sgd rows, runs/event composes the m boosted runs and the exponential mechanism; "
+                "runs/epsilon_spent is its ε, selection included",
+            }
+        }
 
 
 NOISY_SGD = NoisySGD()

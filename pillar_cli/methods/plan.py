@@ -89,9 +89,18 @@ class SweepPlan:
                 rate, steps = get_method(method).mechanism(config, head.count or self.count)
                 own = get_method(method).own_selection or not math.isfinite(epsilon)
                 sigma = math.nan if own else head.noise(epsilon, rate, steps)
-                rows.append({"method": method, "k": "full" if k is None else k, "epsilon": epsilon, "lr": config.lr,
-                             "steps": config.steps, "batch_size": config.batch_size, "sample_rate": rate,
-                             "noise_multiplier": 0.0 if math.isinf(epsilon) else sigma})
+                rows.append(
+                    {
+                        "method": method,
+                        "k": "full" if k is None else k,
+                        "epsilon": epsilon,
+                        "lr": config.lr,
+                        "steps": config.steps,
+                        "batch_size": config.batch_size,
+                        "sample_rate": rate,
+                        "noise_multiplier": 0.0 if math.isinf(epsilon) else sigma,
+                    }
+                )
         return rows
 
 
@@ -113,11 +122,16 @@ def val_role(request: SweepRequest, k_max: int) -> str:
     accounted = request.selection is not None
     choosing = configurations > 1 or accounted
     if choosing and asked != "auto":
-        why = (f"{param('select')} accounted scores its trials on it" if accounted else
-               f"it chooses each (method, k, ε) cell's run among {configurations} configurations")
-        raise UsageError(f"{param('val')} {asked} takes the val split away from the selection: {why}",
-                         hint=f"give one configuration per cell (leave {param('k')}, {param('lr')} and "
-                              f"{param('steps')} to the default rule), or drop {param('val')}")
+        why = (
+            f"{param('select')} accounted scores its trials on it"
+            if accounted
+            else f"it chooses each (method, k, ε) cell's run among {configurations} configurations"
+        )
+        raise UsageError(
+            f"{param('val')} {asked} takes the val split away from the selection: {why}",
+            hint=f"give one configuration per cell (leave {param('k')}, {param('lr')} and "
+            f"{param('steps')} to the default rule), or drop {param('val')}",
+        )
     if asked == "auto":
         return "train" if grid.rules and not choosing else "select"
     return "train" if asked == "train" else "none"
@@ -127,7 +141,9 @@ def configurations_per_cell(grid: SweepGrid, k_max: int) -> int:
     """The most configurations a (method, k, ε) cell of the request holds per seed: more than one means a choice,
     on val or accounted. The number does not depend on n (the rule sets one value per field and ε)."""
     rows = RowCount.exact(1)
-    return max(len(g.configs(m)) for g in ruled_grids(grid.for_rows(rows), k_max) for m in g.methods) // len(grid.seeds)
+    return max(len(g.configs(m)) for g in ruled_grids(grid.for_rows(rows), k_max) for m in g.methods) // len(
+        grid.seeds
+    )
 
 
 def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) -> SweepPlan:
@@ -144,12 +160,23 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
     for epsilon in grid.epsilons:
         validate_budget(epsilon, privacy.delta)
     unit = privacy_unit(data, request, grid)
-    provisional = guarantee_of(unit, request.accountant, privacy.delta, upstream_releases(data))  # refuses what it
+    provisional = guarantee_of(
+        unit, request.accountant, privacy.delta, upstream_releases(data)
+    )  # refuses what it
     # cannot account before any private value is drawn
     check_data(data, grid, options)
     readers = frozenset(name for name in grid.methods if reads_count(get_method(name), grid))
-    count = count_for(data.units.bounded_by(unit).count, grid.epsilons if readers else [], privacy.delta, privacy.noise,
-                      privacy.n_public, privacy.count_share, preview, unit.counted, rows_named(data, unit))
+    count = count_for(
+        data.units.bounded_by(unit).count,
+        grid.epsilons if readers else [],
+        privacy.delta,
+        privacy.noise,
+        privacy.n_public,
+        privacy.count_share,
+        preview,
+        unit.counted,
+        rows_named(data, unit),
+    )
     delta = request.delta if request.delta_given else default_delta(count)
     guarantee = replace(provisional, count=count, delta=delta)
     request = replace(request, delta=delta)
@@ -163,8 +190,13 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
     return SweepPlan(grids, guarantee, readers, request, preview, target)
 
 
-def guarantee_of(unit: PrivacyUnit, accountant: str, delta: float, upstream: tuple[DPRelease, ...] = (),
-                 count: RowCount | None = None) -> Guarantee:
+def guarantee_of(
+    unit: PrivacyUnit,
+    accountant: str,
+    delta: float,
+    upstream: tuple[DPRelease, ...] = (),
+    count: RowCount | None = None,
+) -> Guarantee:
     """The guarantee runs are of — a sweep's, a fine-tuning's, an audit's file —, made here only: it refuses a
     composition it cannot account (a release per row under a person unit, a relation the accountants do not)."""
     return Guarantee(unit=unit, count=count, accountant=accountant, delta=delta, upstream=upstream)
@@ -184,13 +216,20 @@ def rows_named(data: SweepData, unit: PrivacyUnit) -> str:
     return f"{named}|{unit.kind}"
 
 
-def risk_epsilon(target: RiskTarget, grids: list[SweepGrid], guarantee: Guarantee, readers: frozenset[str],
-                 request: SweepRequest) -> float:
+def risk_epsilon(
+    target: RiskTarget,
+    grids: list[SweepGrid],
+    guarantee: Guarantee,
+    readers: frozenset[str],
+    request: SweepRequest,
+) -> float:
     """The largest ε at which every planned head's whole tree (its noise calibrated for that ε, the count's release
     where it reads the count, every upstream release) meets the risk target (privacy/risk_target.py)."""
     if own := [name for name in grids[0].methods if get_method(name).own_selection]:
-        raise UsageError(f"method '{own[0]}' draws its own mechanism, which a risk target cannot calibrate",
-                         hint=f"give it {param('epsilon')} instead of {param('max_tpr')}")
+        raise UsageError(
+            f"method '{own[0]}' draws its own mechanism, which a risk target cannot calibrate",
+            hint=f"give it {param('epsilon')} instead of {param('max_tpr')}",
+        )
     shapes = set()
     for grid in grids:
         for (method, _, _), config in grid.points(request.shard):
@@ -201,6 +240,7 @@ def risk_epsilon(target: RiskTarget, grids: list[SweepGrid], guarantee: Guarante
     def meets(rate: float, steps: int, head: Guarantee) -> float:
         def event_at(epsilon: float) -> Event:
             return head.compose(dp_sgd_event(head.noise(epsilon, rate, steps), rate, steps))
+
         return target.largest_epsilon(event_at, start)
 
     return min(meets(*shape) for shape in sorted(shapes, key=lambda shape: shape[:2]))
@@ -211,15 +251,21 @@ def privacy_unit(data: SweepData, request: SweepRequest, grid: SweepGrid) -> Pri
     unit = PrivacyUnit.resolve(request.privacy_unit, data.units.named_by)
     if unit.is_person:
         if unbounded := [name for name in grid.methods if get_method(name).person_bound is None]:
-            raise UsageError(f"method '{unbounded[0]}' bounds one row's contribution, not one person's: with the "
-                             f"person as the privacy unit train {', '.join(bounding_persons())}",
-                             hint=f"or pass {param('privacy_unit')} row (the guarantee is then per row)")
+            raise UsageError(
+                f"method '{unbounded[0]}' bounds one row's contribution, not one person's: with the "
+                f"person as the privacy unit train {', '.join(bounding_persons())}",
+                hint=f"or pass {param('privacy_unit')} row (the guarantee is then per row)",
+            )
         if request.selection is not None and data.val_x is not None and not data.val_units.grouped:
-            raise UsageError(f"{param('select')} accounted with the person as the privacy unit weights each val row "
-                             f"by its person: {param('groups_val')} must name the val rows' persons")
+            raise UsageError(
+                f"{param('select')} accounted with the person as the privacy unit weights each val row "
+                f"by its person: {param('groups_val')} must name the val rows' persons"
+            )
         if request.engine != "fast":
-            raise UsageError(f"{param('engine')} {request.engine} clips rows, not persons: with the person as the "
-                             "privacy unit use the fast engine")
+            raise UsageError(
+                f"{param('engine')} {request.engine} clips rows, not persons: with the person as the "
+                "privacy unit use the fast engine"
+            )
     return unit
 
 
@@ -228,7 +274,9 @@ def check_data(data: SweepData, grid: SweepGrid, options: SweepOptions) -> None:
     disjoint from the public ones), each method's data, an accounted selection's inputs."""
     check_grid(grid, data.pca, data.num_classes)
     if grid.ema and (without := [m for m in grid.methods if not get_method(m).averages_iterates]):
-        raise UsageError(f"{param('ema')} averages DP-SGD iterates; method '{without[0]}' has none to average")
+        raise UsageError(
+            f"{param('ema')} averages DP-SGD iterates; method '{without[0]}' has none to average"
+        )
     if not all_finite(data.private_x):  # a block at a time: no N × D mask, rows on disk stay there
         raise DataError(f"NaN or Inf in the features of {data.name}")
     if len(np.unique(data.private_y)) < 2:
@@ -241,9 +289,11 @@ def check_data(data: SweepData, grid: SweepGrid, options: SweepOptions) -> None:
         if reason and data.public_x is None:
             raise UsageError(f"method '{name}' needs the public split {reason}")
         if get_method(name).needs_public_labels and data.public_labelled is None:
-            raise UsageError(f"method '{name}' needs a labelled public split for its preconditioner",
-                             hint=f"pass {param('public_labelled')} FILE:SPLIT (a separately embedded labelled public "
-                                  "set)")
+            raise UsageError(
+                f"method '{name}' needs a labelled public split for its preconditioner",
+                hint=f"pass {param('public_labelled')} FILE:SPLIT (a separately embedded labelled public "
+                "set)",
+            )
     for lr in grid.lrs:  # given values (the rule's are checked once it has set them)
         check_lr(lr, set_by_rule=False)
     if options.selection is not None:  # how many configurations a cell holds does not depend on n
@@ -251,8 +301,13 @@ def check_data(data: SweepData, grid: SweepGrid, options: SweepOptions) -> None:
             check_accounted(data, ruled, options)
 
 
-def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, count: RowCount,
-                set_by_rule: frozenset[str] = frozenset()) -> None:
+def check_sweep(
+    data: SweepData,
+    grid: SweepGrid,
+    privacy: PrivacySettings,
+    count: RowCount,
+    set_by_rule: frozenset[str] = frozenset(),
+) -> None:
     """What the grid the rule set for the released count must satisfy (`set_by_rule`: the fields the default rule
     set, which a refusal names as the rule's, not the user's); no refusal shows the count."""
     check_grid(grid, data.pca, data.num_classes)
@@ -265,23 +320,33 @@ def check_sweep(data: SweepData, grid: SweepGrid, privacy: PrivacySettings, coun
 def check_lr(lr: float, set_by_rule: bool) -> None:
     check_positive("lr", lr)
     if lr > MAX_LR and set_by_rule:  # not the user's value: say who set it
-        raise UsageError(f"the default rule sets {param('lr')} {lr:g} for these rows and ε, above {MAX_LR:,.0f}: "
-                         "steps that large leave the head's float32 logits no precision",
-                         hint=f"give {param('lr')} (and {param('steps')}), or a smaller {param('epsilon')}")
+        raise UsageError(
+            f"the default rule sets {param('lr')} {lr:g} for these rows and ε, above {MAX_LR:,.0f}: "
+            "steps that large leave the head's float32 logits no precision",
+            hint=f"give {param('lr')} (and {param('steps')}), or a smaller {param('epsilon')}",
+        )
     if lr > MAX_LR:
-        raise UsageError(f"{param('lr')} must be at most {MAX_LR:,.0f} (got {lr:g}): steps that large leave "
-                         "the head's float32 logits no precision")
+        raise UsageError(
+            f"{param('lr')} must be at most {MAX_LR:,.0f} (got {lr:g}): steps that large leave "
+            "the head's float32 logits no precision"
+        )
 
 
 def check_accounted(data: SweepData, grid: SweepGrid, options: SweepOptions) -> None:
-    selecting = {cell[0] for cell in grid.cells() if options.selects_privately(cell[2], grid.configs(cell[0]))}
+    selecting = {
+        cell[0] for cell in grid.cells() if options.selects_privately(cell[2], grid.configs(cell[0]))
+    }
     if not selecting:
-        raise UsageError(f"{param('select')} accounted needs a private cell with at least two configurations to "
-                         "choose from; a single configuration needs no selection")
+        raise UsageError(
+            f"{param('select')} accounted needs a private cell with at least two configurations to "
+            "choose from; a single configuration needs no selection"
+        )
     for name in sorted(selecting):
         if reason := get_method(name).own_selection:
             raise UsageError(f"{param('select')} accounted cannot wrap method '{name}': {reason}")
     if options.shard != (0, 1):
-        raise UsageError(f"{param('select')} accounted sees every configuration of a cell: it cannot be sharded")
+        raise UsageError(
+            f"{param('select')} accounted sees every configuration of a cell: it cannot be sharded"
+        )
     if data.val_x is None:
         raise UsageError(f"{param('select')} accounted scores its trials on the val split, which is missing")

@@ -20,12 +20,22 @@ from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, proj
 class ProjectedDPSGD(Method):
     """DP-SGD on the linear map's first k dimensions (all standardised features when the method does not project)."""
 
-    def __init__(self, name: str, family: str, description: str, projects: bool = True, single_cell: bool = False,
-                 needs_public_basis: bool | None = None, family_unprojected: str | None = None):
+    def __init__(
+        self,
+        name: str,
+        family: str,
+        description: str,
+        projects: bool = True,
+        single_cell: bool = False,
+        needs_public_basis: bool | None = None,
+        family_unprojected: str | None = None,
+    ):
         self.name, self.family, self.description, self.projects = name, family, description, projects
         self.single_cell, self.family_unprojected = single_cell, family_unprojected
         self.needs_public_basis = projects if needs_public_basis is None else needs_public_basis
-        self.averages_iterates = True  # the fast engine's heads (a subclass with its own training loop says otherwise)
+        self.averages_iterates = (
+            True  # the fast engine's heads (a subclass with its own training loop says otherwise)
+        )
         self.person_bound = DP_SGD_PERSON_BOUND
 
     def train_cell(self, cell: Cell) -> list[Run]:
@@ -34,8 +44,15 @@ class ProjectedDPSGD(Method):
         clip = None if math.isinf(cell.epsilon) else cell.privacy.clip
         heads = self.heads(cell, sigmas, clip)
         events = [dp_sgd_event(sigma, rate, c.steps) for c, sigma, rate in zip(cell.configs, sigmas, rates)]
-        return [Run(head=head, event=event, epsilon_spent=cell.spent_epsilon(event), batches=self.shared_batches(cell, c))
-                for c, head, event in zip(cell.configs, heads, events)]
+        return [
+            Run(
+                head=head,
+                event=event,
+                epsilon_spent=cell.spent_epsilon(event),
+                batches=self.shared_batches(cell, c),
+            )
+            for c, head, event in zip(cell.configs, heads, events)
+        ]
 
     def shared_batches(self, cell: Cell, config: RunConfig) -> tuple | None:
         """The fast engine draws one Poisson batch sequence per (seed, batch size) of a cell; opacus one per run."""
@@ -47,14 +64,42 @@ class ProjectedDPSGD(Method):
         init = None
         if data.warm_start is not None:
             full_w, full_b = data.warm_start
-            init = (full_w if projected is None else
-                    np.linalg.lstsq(cell.mapping.basis(projected), full_w, rcond=None)[0], full_b)
+            init = (
+                full_w
+                if projected is None
+                else np.linalg.lstsq(cell.mapping.basis(projected), full_w, rcond=None)[0],
+                full_b,
+            )
         if cell.engine == "opacus":
-            return [train_with_opacus(train_z, data.private_y, data.num_classes, c, s, clip, init, cell.randomness,
-                                      cell.rows, cell.on_steps) for c, s in zip(cell.configs, sigmas)]
-        return train_linear_heads(train_z, data.private_y, data.num_classes, cell.configs, sigmas, clip,
-                                  device=cell.device, init=init, on_steps=cell.on_steps, noise=cell.randomness,
-                                  count=cell.rows, units=cell.units)
+            return [
+                train_with_opacus(
+                    train_z,
+                    data.private_y,
+                    data.num_classes,
+                    c,
+                    s,
+                    clip,
+                    init,
+                    cell.randomness,
+                    cell.rows,
+                    cell.on_steps,
+                )
+                for c, s in zip(cell.configs, sigmas)
+            ]
+        return train_linear_heads(
+            train_z,
+            data.private_y,
+            data.num_classes,
+            cell.configs,
+            sigmas,
+            clip,
+            device=cell.device,
+            init=init,
+            on_steps=cell.on_steps,
+            noise=cell.randomness,
+            count=cell.rows,
+            units=cell.units,
+        )
 
 
 class RandomProjectionDPSGD(ProjectedDPSGD):
@@ -64,9 +109,19 @@ class RandomProjectionDPSGD(ProjectedDPSGD):
         return GaussianProjection(pca, seed=0)
 
 
-PILLAR = ProjectedDPSGD("pillar", "PILLAR", "top-k principal components of the PUBLIC features (the projection "
-                        "artifact)", family_unprojected="DP-SGD")  # at k = full it is DP-SGD on all features
-DPSGD = ProjectedDPSGD("dpsgd", "DP-SGD", "no projection: DP-SGD on all standardised features (the paper's main "
-                       "baseline)", projects=False, single_cell=True)
-JL = RandomProjectionDPSGD("jl", "JL", "Gaussian random projection to k dimensions (seeded; uses no data)",
-                           needs_public_basis=False)
+PILLAR = ProjectedDPSGD(
+    "pillar",
+    "PILLAR",
+    "top-k principal components of the PUBLIC features (the projection artifact)",
+    family_unprojected="DP-SGD",
+)  # at k = full it is DP-SGD on all features
+DPSGD = ProjectedDPSGD(
+    "dpsgd",
+    "DP-SGD",
+    "no projection: DP-SGD on all standardised features (the paper's main baseline)",
+    projects=False,
+    single_cell=True,
+)
+JL = RandomProjectionDPSGD(
+    "jl", "JL", "Gaussian random projection to k dimensions (seeded; uses no data)", needs_public_basis=False
+)

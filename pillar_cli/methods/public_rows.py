@@ -13,8 +13,9 @@ from pillar_cli.projection import PublicPCA
 from pillar_cli.projection.pca import row_digests
 
 
-def fitted_projection(projection: PublicPCA | None, public: np.ndarray | None, methods: list[str],
-                      dim: int) -> PublicPCA:
+def fitted_projection(
+    projection: PublicPCA | None, public: np.ndarray | None, methods: list[str], dim: int
+) -> PublicPCA:
     """A fitted projection given as is; an unfitted one (or the default PublicPCA) fitted on a copy of `public`;
     with neither, the identity for methods that need no public basis (dpsgd, jl)."""
     if projection is not None and hasattr(projection, "mean_"):
@@ -27,8 +28,10 @@ def fitted_projection(projection: PublicPCA | None, public: np.ndarray | None, m
         return copy.deepcopy(projection or PublicPCA()).fit(public)
     needing = [m for m in methods if get_method(m).needs_public_basis]
     if needing:
-        raise UsageError(f"method '{needing[0]}' projects on public components: pass {param('public')} (unlabelled "
-                         f"public rows) or a fitted {param('projection')}")
+        raise UsageError(
+            f"method '{needing[0]}' projects on public components: pass {param('public')} (unlabelled "
+            f"public rows) or a fitted {param('projection')}"
+        )
     return PublicPCA.identity(dim)
 
 
@@ -40,8 +43,10 @@ def refuse_fitted_rows(projection: PublicPCA, private: np.ndarray) -> None:
     if len(fitted):
         shared = int(np.isin(row_digests(private), fitted).sum())
         if shared:
-            raise PrivacyError(f"{shared} private rows are among the rows the projection was fitted on",
-                               hint="fit the projection on public rows only")
+            raise PrivacyError(
+                f"{shared} private rows are among the rows the projection was fitted on",
+                hint="fit the projection on public rows only",
+            )
 
 
 def refuse_privately_scaled(private: np.ndarray, public: np.ndarray | None) -> None:
@@ -54,6 +59,8 @@ def refuse_privately_scaled(private: np.ndarray, public: np.ndarray | None) -> N
     standardised = np.all(np.abs(mean) < 1e-4) and np.all((np.abs(scale - 1) < 1e-3) | (scale == 0))
     public = np.asarray(public, dtype=np.float64)
     if standardised and np.abs(public.mean(axis=0)).max() > 0.1:
-        raise PrivacyError("the private rows arrive standardised on their own statistics and the public rows do "
-                           "not: a scaler fitted on private rows ran before this estimator, outside its ε",
-                           hint="pass raw features: the estimator standardises both with public statistics")
+        raise PrivacyError(
+            "the private rows arrive standardised on their own statistics and the public rows do "
+            "not: a scaler fitted on private rows ran before this estimator, outside its ε",
+            hint="pass raw features: the estimator standardises both with public statistics",
+        )

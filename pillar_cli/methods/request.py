@@ -31,7 +31,16 @@ from pillar_cli.randomness import NoiseSource
 ENGINES = ("fast", "opacus")
 VAL_ROLES = ("auto", "train", "hold-out")
 SELECTIONS = ("val", "accounted")
-LISTS = ("method", "k", "epsilon", "lr", "steps", "batch_size", "seed", "ridge")  # one run of the grid per value
+LISTS = (
+    "method",
+    "k",
+    "epsilon",
+    "lr",
+    "steps",
+    "batch_size",
+    "seed",
+    "ridge",
+)  # one run of the grid per value
 WORDS = ("k", "lr", "steps")  # lists that also take a word for the whole list ("auto": the default rule)
 
 
@@ -49,9 +58,17 @@ def _delta(name: str, value: object) -> None:
         raise UsageError(f"{param(name)} must be a finite number (got {value})")
 
 
-CONSTRAINTS = {"delta": _delta, "clip": check_positive, "weight_decay": check_non_negative, "momentum": check_fraction,
-               "ema": check_fraction, "engine": check_one_of(ENGINES), "val": check_one_of(VAL_ROLES),
-               "select": _selection, "privacy_unit": check_one_of(UNITS)}  # each field's checker: refuses a value in one line naming the field
+CONSTRAINTS = {
+    "delta": _delta,
+    "clip": check_positive,
+    "weight_decay": check_non_negative,
+    "momentum": check_fraction,
+    "ema": check_fraction,
+    "engine": check_one_of(ENGINES),
+    "val": check_one_of(VAL_ROLES),
+    "select": _selection,
+    "privacy_unit": check_one_of(UNITS),
+}  # each field's checker: refuses a value in one line naming the field
 
 
 @dataclass(frozen=True)
@@ -71,8 +88,11 @@ class SweepOptions:
 
     def selects_privately(self, epsilon: float, configs: list[RunConfig]) -> bool:
         """A private cell with more than one candidate per seed runs an accounted selection."""
-        return (self.selection is not None and math.isfinite(epsilon)
-                and len(configs) > len({config.seed for config in configs}))
+        return (
+            self.selection is not None
+            and math.isfinite(epsilon)
+            and len(configs) > len({config.seed for config in configs})
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,7 +107,9 @@ class SweepRequest:
     method: tuple[str, ...] = (DEFAULT_METHOD,)
     k: tuple[int | None, ...] | str = AUTO
     epsilon: tuple[float, ...] = (1.0,)
-    delta: float | str = AUTO  # auto: DEFAULT_DELTA, or DELTA_SHARE/ñ where smaller (privacy/count.py default_delta)
+    delta: float | str = (
+        AUTO  # auto: DEFAULT_DELTA, or DELTA_SHARE/ñ where smaller (privacy/count.py default_delta)
+    )
     accountant: str = "prv"
     clip: float = 1.0
     lr: tuple[float, ...] | str = AUTO
@@ -108,21 +130,34 @@ class SweepRequest:
     n_public: bool = False
     count_share: float = COUNT_SHARE  # the noisy count's share of the smallest target's μ² (privacy/count.py)
     privacy_unit: str = "auto"
-    max_tpr: float | None = None  # instead of ε: calibrate to at most this TPR of any membership attack at at_fpr
+    max_tpr: float | None = (
+        None  # instead of ε: calibrate to at most this TPR of any membership attack at at_fpr
+    )
     at_fpr: float = 0.01
 
     def __post_init__(self) -> None:
-        for name in LISTS:  # any sequence given becomes a tuple, one value a tuple of one: the request is a value
+        for (
+            name
+        ) in LISTS:  # any sequence given becomes a tuple, one value a tuple of one: the request is a value
             value = getattr(self, name)
             if value is None or (isinstance(value, str) and name in WORDS):
                 continue
-            listed = isinstance(value, (list, tuple, range)) or (hasattr(value, "__iter__") and
-                                                                 not isinstance(value, (str, bytes)))
+            listed = isinstance(value, (list, tuple, range)) or (
+                hasattr(value, "__iter__") and not isinstance(value, (str, bytes))
+            )
             object.__setattr__(self, name, tuple(value) if listed else (value,))
-        given = dict(self.method_options)  # each asked method's options, at their defaults where none are given
-        object.__setattr__(self, "method_options", {
-            name: get_method(name).options_or_defaults(given.get(name)) for name in self.method
-            if get_method(name).options is not None})
+        given = dict(
+            self.method_options
+        )  # each asked method's options, at their defaults where none are given
+        object.__setattr__(
+            self,
+            "method_options",
+            {
+                name: get_method(name).options_or_defaults(given.get(name))
+                for name in self.method
+                if get_method(name).options is not None
+            },
+        )
         for name, check in CONSTRAINTS.items():
             check(name, getattr(self, name))
         for name in LISTS:
@@ -130,7 +165,9 @@ class SweepRequest:
             if not isinstance(values, tuple):
                 continue
             if repeated := sorted({str(v) for v in values if values.count(v) > 1}):
-                raise UsageError(f"{param(name)} lists {repeated[0]} twice: each value names one run of the grid")
+                raise UsageError(
+                    f"{param(name)} lists {repeated[0]} twice: each value names one run of the grid"
+                )
         if self.max_tpr is not None:
             self._check_risk_target()
 
@@ -138,10 +175,14 @@ class SweepRequest:
         """A risk target replaces the ε list, and needs one mechanism per head that ε calibrates."""
         RiskTarget(self.max_tpr, self.at_fpr)
         if self.epsilon != (1.0,):
-            raise UsageError(f"give {param('epsilon')} or {param('max_tpr')}, not both: the risk target sets ε")
+            raise UsageError(
+                f"give {param('epsilon')} or {param('max_tpr')}, not both: the risk target sets ε"
+            )
         if self.selection is not None:
-            raise UsageError(f"{param('max_tpr')} calibrates each head's own mechanism; {param('select')} accounted "
-                             "composes a selection around it: choose on val, or give ε")
+            raise UsageError(
+                f"{param('max_tpr')} calibrates each head's own mechanism; {param('select')} accounted "
+                "composes a selection around it: choose on val, or give ε"
+            )
 
     @property
     def risk_target(self) -> RiskTarget | None:
@@ -150,11 +191,21 @@ class SweepRequest:
 
     def grid(self) -> SweepGrid:
         """The grid of runs asked for (not yet set for a row count)."""
-        listed = {name: value if value is None or isinstance(value, str) else list(value)
-                  for name, value in (("ks", self.k), ("lrs", self.lr), ("steps", self.steps))}
-        return SweepGrid.with_auto(methods=list(self.method), epsilons=list(self.epsilon), seeds=list(self.seed),
-                                   batch_sizes=list(self.batch_size), ridges=self.ridge, momentum=self.momentum,
-                                   weight_decay=self.weight_decay, ema=self.ema, **listed)
+        listed = {
+            name: value if value is None or isinstance(value, str) else list(value)
+            for name, value in (("ks", self.k), ("lrs", self.lr), ("steps", self.steps))
+        }
+        return SweepGrid.with_auto(
+            methods=list(self.method),
+            epsilons=list(self.epsilon),
+            seeds=list(self.seed),
+            batch_sizes=list(self.batch_size),
+            ridges=self.ridge,
+            momentum=self.momentum,
+            weight_decay=self.weight_decay,
+            ema=self.ema,
+            **listed,
+        )
 
     @property
     def delta_given(self) -> bool:
@@ -168,8 +219,14 @@ class SweepRequest:
         return float(self.delta) if self.delta_given else DEFAULT_DELTA
 
     def privacy(self) -> PrivacySettings:
-        return PrivacySettings(self.planning_delta, self.clip, self.accountant, NoiseSource(self.noise_seed),
-                               self.n_public, self.count_share)
+        return PrivacySettings(
+            self.planning_delta,
+            self.clip,
+            self.accountant,
+            NoiseSource(self.noise_seed),
+            self.n_public,
+            self.count_share,
+        )
 
     @property
     def selection(self) -> AccountedSelection | None:

@@ -24,7 +24,9 @@ from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.grid import SweepGrid
 
 RULE_FIELDS = ("k", "lr", "steps")
-RULE = "k = round(√(n·ε)) in [2, k_max]; steps = max(100, ⌈16·n/B⌉); lr = n·ε/(32·steps) (0.1 without privacy)"
+RULE = (
+    "k = round(√(n·ε)) in [2, k_max]; steps = max(100, ⌈16·n/B⌉); lr = n·ε/(32·steps) (0.1 without privacy)"
+)
 MIN_STEPS, EPOCHS, RATE_PER_ROW, NON_PRIVATE_LR = 100, 16, 1 / 32, 0.1
 
 
@@ -57,8 +59,17 @@ def ruled_grids(grid: SweepGrid, k_max: int) -> list[SweepGrid]:
         raise ValueError("ruled_grids needs a grid set for its rows (for_rows) with one batch size")
     ruled = [m for m in grid.methods if not get_method(m).steps_rule]
     own = [m for m in grid.methods if get_method(m).steps_rule]
-    return [replace(grid, methods=methods, epsilons=[epsilon], rules=frozenset(),
-                    ks=[rule_k(n, epsilon, k_max)] if "k" in grid.rules else grid.ks,
-                    lrs=[rule_lr(n, epsilon, batch)] if "lr" in grid.rules else grid.lrs,
-                    steps=[rule_steps(n, batch)] if "steps" in grid.rules and methods is ruled else grid.steps)
-            for epsilon in grid.epsilons for methods in (ruled, own) if methods]
+    return [
+        replace(
+            grid,
+            methods=methods,
+            epsilons=[epsilon],
+            rules=frozenset(),
+            ks=[rule_k(n, epsilon, k_max)] if "k" in grid.rules else grid.ks,
+            lrs=[rule_lr(n, epsilon, batch)] if "lr" in grid.rules else grid.lrs,
+            steps=[rule_steps(n, batch)] if "steps" in grid.rules and methods is ruled else grid.steps,
+        )
+        for epsilon in grid.epsilons
+        for methods in (ruled, own)
+        if methods
+    ]

@@ -60,8 +60,13 @@ def probabilities(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return exp / exp.sum(axis=1, keepdims=True)
 
 
-def gradient_sum(rows: np.ndarray, onehot: np.ndarray, weights: np.ndarray, probs: np.ndarray | None = None,
-                 row_weights: np.ndarray | None = None) -> np.ndarray:
+def gradient_sum(
+    rows: np.ndarray,
+    onehot: np.ndarray,
+    weights: np.ndarray,
+    probs: np.ndarray | None = None,
+    row_weights: np.ndarray | None = None,
+) -> np.ndarray:
     """Σ wᵢaᵢ(pᵢ − yᵢ)ᵀ, (k+1, C): the softmax loss's gradient summed over the rows, each weighted by `row_weights`
     (None: 1; `probs`: the rows' softmax at `weights`, when the caller has it already)."""
     residuals = (probabilities(rows, weights) if probs is None else probs) - onehot
@@ -102,11 +107,16 @@ class SecondOrderHead(Method):
     request_fields = frozenset({"k", "steps"})  # one full-batch run per (steps, λ, seed): no lr or batch
     steps_rule = f"{DEFAULT_STEPS} full-batch steps"
 
-    def configs(self, *, steps: list[int] | None, ridges: tuple[float | None, ...], seeds: list[int],
-                **_: object) -> list[RunConfig]:
+    def configs(
+        self, *, steps: list[int] | None, ridges: tuple[float | None, ...], seeds: list[int], **_: object
+    ) -> list[RunConfig]:
         check_ridges(ridges)
-        return [RunConfig(0.0, t, 0, seed, ridge=ridge)
-                for t in steps or [DEFAULT_STEPS] for ridge in ridges for seed in seeds]
+        return [
+            RunConfig(0.0, t, 0, seed, ridge=ridge)
+            for t in steps or [DEFAULT_STEPS]
+            for ridge in ridges
+            for seed in seeds
+        ]
 
     def default_steps(self, n: float) -> int:
         return DEFAULT_STEPS
@@ -119,15 +129,20 @@ class SecondOrderHead(Method):
         return 1.0, self.releases(config.steps)
 
     def train_cell(self, cell: Cell) -> list[Run]:
-        rows = WeightedRows(augmented(self.features(cell.mapping, cell.data.private_x, cell.k)),
-                           np.eye(cell.data.num_classes)[cell.data.private_y], cell.units.weights)
+        rows = WeightedRows(
+            augmented(self.features(cell.mapping, cell.data.private_x, cell.k)),
+            np.eye(cell.data.num_classes)[cell.data.private_y],
+            cell.units.weights,
+        )
         prepared = self.prepare(cell, rows)
         runs = []
         for config in cell.configs:
             releases = self.releases(config.steps)
             sigma = cell.noise_multiplier(1.0, releases)
             event = dp_sgd_event(sigma, 1.0, releases)
-            noise = cell.randomness.child("release", config).numpy().standard_normal  # secret, one stream per run
+            noise = (
+                cell.randomness.child("release", config).numpy().standard_normal
+            )  # secret, one stream per run
             head = each_run(cell, config, lambda c=config: self.fit(rows, prepared, c, sigma, noise))
             runs.append(Run(head=head, event=event, epsilon_spent=cell.spent_epsilon(event)))
         return runs
@@ -140,18 +155,23 @@ class SecondOrderHead(Method):
         raise NotImplementedError
 
     @staticmethod
-    def noisy_gradient(rows: WeightedRows, weights: np.ndarray, sigma: float, noise,
-                       probs: np.ndarray | None = None) -> np.ndarray:
+    def noisy_gradient(
+        rows: WeightedRows, weights: np.ndarray, sigma: float, noise, probs: np.ndarray | None = None
+    ) -> np.ndarray:
         return rows.gradient(weights, probs) + sigma * GRADIENT_SENSITIVITY * noise(weights.shape)
 
 
 class DPNewton(SecondOrderHead):
     name = "dp-newton"
     family = "DP-Newton"
-    description = ("DP Newton: full-batch steps, each releasing the gradient and the per-class Hessians of the "
-                   "unit-norm private rows; k components")
-    mechanism_description = ("2T full-batch Gaussian releases: per step the gradient sum (L2 sensitivity √2) and the "
-                             "per-class Hessian sums of unit-norm rows [u, 1]/√2 (sensitivity ½)")
+    description = (
+        "DP Newton: full-batch steps, each releasing the gradient and the per-class Hessians of the "
+        "unit-norm private rows; k components"
+    )
+    mechanism_description = (
+        "2T full-batch Gaussian releases: per step the gradient sum (L2 sensitivity √2) and the "
+        "per-class Hessian sums of unit-norm rows [u, 1]/√2 (sensitivity ½)"
+    )
 
     def releases(self, steps: int) -> int:
         return 2 * steps
@@ -174,10 +194,14 @@ class DPNewton(SecondOrderHead):
 class DPFeatureCovariance(SecondOrderHead):
     name = "dp-fc"
     family = "DP-FC"
-    description = ("DP-FC: the private feature covariance released once preconditions full-batch steps that each "
-                   "release the gradient; k components")
-    mechanism_description = ("T + 1 full-batch Gaussian releases: the Gram matrix of the unit-norm rows [u, 1]/√2 "
-                             "once (L2 sensitivity 1), the gradient sum per step (sensitivity √2)")
+    description = (
+        "DP-FC: the private feature covariance released once preconditions full-batch steps that each "
+        "release the gradient; k components"
+    )
+    mechanism_description = (
+        "T + 1 full-batch Gaussian releases: the Gram matrix of the unit-norm rows [u, 1]/√2 "
+        "once (L2 sensitivity 1), the gradient sum per step (sensitivity √2)"
+    )
 
     def releases(self, steps: int) -> int:
         return steps + 1
@@ -206,14 +230,18 @@ class DPFeatureCovariance(SecondOrderHead):
 class PublicFeatureCovariance(DPFeatureCovariance):
     name = "public-fc"
     family = "public-FC"
-    description = ("DP-FC with the feature covariance of the PUBLIC rows (no release): full-batch steps that each "
-                   "release the gradient; k components")
+    description = (
+        "DP-FC with the feature covariance of the PUBLIC rows (no release): full-batch steps that each "
+        "release the gradient; k components"
+    )
     needs_public_rows = "for the feature covariance"
     reads_count = True
     not_auditable = "its covariance comes from public rows, which hold nothing in the canaries' coordinates"
-    mechanism_description = ("T full-batch Gaussian releases of the gradient sum of unit-norm rows [u, 1]/√2 (L2 "
-                             "sensitivity √2), preconditioned by the public rows' Gram matrix scaled to ñ/n_public "
-                             "rows (ñ the released row count)")
+    mechanism_description = (
+        "T full-batch Gaussian releases of the gradient sum of unit-norm rows [u, 1]/√2 (L2 "
+        "sensitivity √2), preconditioned by the public rows' Gram matrix scaled to ñ/n_public "
+        "rows (ñ the released row count)"
+    )
 
     def releases(self, steps: int) -> int:
         return steps
@@ -221,8 +249,10 @@ class PublicFeatureCovariance(DPFeatureCovariance):
     def prepare(self, cell: Cell, rows: WeightedRows) -> object:
         public = augmented(self.features(cell.mapping, cell.data.public_x, cell.k))
         if len(public) <= public.shape[1]:
-            raise DataError(f"{len(public)} public rows cannot estimate a {public.shape[1]}-dimensional covariance",
-                            hint=f"use a smaller {param('k')} or more public rows")
+            raise DataError(
+                f"{len(public)} public rows cannot estimate a {public.shape[1]}-dimensional covariance",
+                hint=f"use a smaller {param('k')} or more public rows",
+            )
         return public.T @ public * (cell.rows.value / len(public))
 
     def covariance(self, gram: np.ndarray, sigma: float, noise) -> np.ndarray:

@@ -18,11 +18,15 @@ from pillar_cli.artifacts.model import RunKey
 from pillar_cli.privacy.basis import ChosenBy
 
 VAL_NOTE = "hyper-parameters were selected on the val split's labels; that selection is NOT accounted in the reported ε"
-ACCOUNTED_NOTE = ("each private (method, k, ε) cell and seed released the best of a random number of trials by "
-                  "their noisy val scores (Papernot & Steinke); the reported ε covers training AND that selection "
-                  "(selection_ledger); non-private cells were selected on val")
-NOTHING_SELECTED_NOTE = ("one configuration per (method, k, ε) cell: no run was selected, so no label outside a DP "
-                         "release chose anything")
+ACCOUNTED_NOTE = (
+    "each private (method, k, ε) cell and seed released the best of a random number of trials by "
+    "their noisy val scores (Papernot & Steinke); the reported ε covers training AND that selection "
+    "(selection_ledger); non-private cells were selected on val"
+)
+NOTHING_SELECTED_NOTE = (
+    "one configuration per (method, k, ε) cell: no run was selected, so no label outside a DP "
+    "release chose anything"
+)
 
 
 def selection_note(selection: list[SelectedCell], accounted: bool) -> str:
@@ -32,7 +36,9 @@ def selection_note(selection: list[SelectedCell], accounted: bool) -> str:
     return NOTHING_SELECTED_NOTE if all(cell.selected == ChosenBy.NOTHING for cell in selection) else VAL_NOTE
 
 
-def select_on_val(keys: list[RunKey], val_accuracies: list[float], accounted: bool = False) -> list[SelectedCell]:
+def select_on_val(
+    keys: list[RunKey], val_accuracies: list[float], accounted: bool = False
+) -> list[SelectedCell]:
     """Per (method, k, ε): the (lr, steps, batch, ridge) with the highest mean val accuracy over seeds (ties: fewer
     steps); with `accounted`, a private cell's runs are its released runs, one per seed, taken as they are."""
     groups: dict[tuple, dict[tuple, list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -46,9 +52,20 @@ def select_on_val(keys: list[RunKey], val_accuracies: list[float], accounted: bo
         run_ids = by_config[best]
         chosen = [keys[i].hyper_parameters for i in run_ids]
         lr, steps, batch, ridge = (_one_or_all(values) for values in zip(*chosen))
-        selection.append(SelectedCell(method=method, k="full" if k is None else k, epsilon=epsilon, lr=lr, steps=steps,
-                                      batch_size=batch, ridge=ridge, run_ids=run_ids, val_accuracy_mean=means[best],
-                                      selected=_how(best, len(by_config))))
+        selection.append(
+            SelectedCell(
+                method=method,
+                k="full" if k is None else k,
+                epsilon=epsilon,
+                lr=lr,
+                steps=steps,
+                batch_size=batch,
+                ridge=ridge,
+                run_ids=run_ids,
+                val_accuracy_mean=means[best],
+                selected=_how(best, len(by_config)),
+            )
+        )
     return selection
 
 

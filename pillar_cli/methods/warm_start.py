@@ -20,13 +20,16 @@ def warm_start_weights(model: Artifact, pca: PublicPCA, private: InputRef) -> tu
     """(W (D, C), b) in the standardised space: the run of `model` with the best val accuracy."""
     for ref in model.provenance.inputs:
         if ref.content_hash == private.content_hash and ref.split in ("private", "val"):
-            require_public_start(f"warm-start model {model.path}", f"was trained on the {ref.split} split of "
-                                                                   f"{private.path}")
+            require_public_start(
+                f"warm-start model {model.path}", f"was trained on the {ref.split} split of {private.path}"
+            )
     if is_network(model):
         raise ArtifactError(f"warm-start model {model.path} holds networks, not a linear head on features")
     mean, scale = model.array("mean"), model.array("scale")
     if mean.shape != pca.mean_.shape or not (np.allclose(mean, pca.mean_) and np.allclose(scale, pca.scale_)):
-        raise ArtifactError(f"warm-start model {model.path} uses another feature standardisation than the projection",
-                            hint="train the warm-start head on features standardised by the same fit-pca artifact")
+        raise ArtifactError(
+            f"warm-start model {model.path} uses another feature standardisation than the projection",
+            hint="train the warm-start head on features standardised by the same fit-pca artifact",
+        )
     best = max(stored_runs([model]), key=lambda run: run.val_accuracy)
     return best.full_weights()

@@ -18,9 +18,31 @@ from pillar_cli.privacy.events import (
     gaussian_segments,
     headline,
 )
-from pillar_cli.privacy.invariants import require_disjoint, require_persons_apart, require_public_start, validate_budget
+from pillar_cli.privacy.invariants import (
+    require_disjoint,
+    require_persons_apart,
+    require_public_start,
+    validate_budget,
+)
 
-__all__ = ["ACCOUNTANTS", "RDP_ORDERS", "Accountant", "Event", "ExponentialEvent", "GaussianEvent", "calibrate",
-           "calibrate_noise", "composed", "dp_sgd_event", "event_from_dict", "gaussian_segments", "get_accountant",
-           "headline", "require_disjoint", "require_persons_apart", "require_public_start", "spent_epsilon",
-           "validate_budget"]
+__all__ = [
+    "ACCOUNTANTS",
+    "RDP_ORDERS",
+    "Accountant",
+    "Event",
+    "ExponentialEvent",
+    "GaussianEvent",
+    "calibrate",
+    "calibrate_noise",
+    "composed",
+    "dp_sgd_event",
+    "event_from_dict",
+    "gaussian_segments",
+    "get_accountant",
+    "headline",
+    "require_disjoint",
+    "require_persons_apart",
+    "require_public_start",
+    "spent_epsilon",
+    "validate_budget",
+]

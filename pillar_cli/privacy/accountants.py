@@ -34,8 +34,14 @@ from pillar_cli.privacy.relation import ACCOUNTED
 # opacus' default RDP orders top out at 63, too small for ε ≈ 0.1 (the optimum sits near 100-200). Extend them
 # with integer orders up to 1024: opacus' fractional-order series and orders above ~1100 lose precision (NaN or
 # negative values), and those are discarded rather than trusted.
-RDP_ORDERS = np.array(sorted({1 + x / 10.0 for x in range(1, 100)} | set(range(12, 64))
-                             | {int(a) for a in np.geomspace(64, 1024, 30)}), dtype=float)
+RDP_ORDERS = np.array(
+    sorted(
+        {1 + x / 10.0 for x in range(1, 100)}
+        | set(range(12, 64))
+        | {int(a) for a in np.geomspace(64, 1024, 30)}
+    ),
+    dtype=float,
+)
 
 
 def _rdp_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
@@ -44,8 +50,10 @@ def _rdp_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
     remember_rdp_terms()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rdp = sum(compute_rdp(q=q, noise_multiplier=sigma, steps=steps, orders=RDP_ORDERS)
-                  for sigma, q, steps in segments)
+        rdp = sum(
+            compute_rdp(q=q, noise_multiplier=sigma, steps=steps, orders=RDP_ORDERS)
+            for sigma, q, steps in segments
+        )
         rdp = np.where(np.isfinite(rdp) & (rdp >= 0), rdp, np.inf)
         return float(get_privacy_spent(orders=RDP_ORDERS, rdp=rdp, delta=delta)[0])
 
@@ -73,10 +81,15 @@ def _fast_prv_accountant() -> type:
         def _get_dprv(self, eps_error: float, delta_error: float):
             prvs = [PoissonSubsampledGaussianPRV(q, sigma) for sigma, q, _ in self.history]
             steps = [steps for _, _, steps in self.history]
-            domain = self._get_domain(prvs=prvs, num_self_compositions=steps, eps_error=eps_error,
-                                      delta_error=delta_error)
-            return compose_heterogeneous(dprvs=[_discretised(_float_mean_prv()(prv, domain.t_min, domain.t_max), domain)
-                                                for prv in prvs], num_self_compositions=steps)
+            domain = self._get_domain(
+                prvs=prvs, num_self_compositions=steps, eps_error=eps_error, delta_error=delta_error
+            )
+            return compose_heterogeneous(
+                dprvs=[
+                    _discretised(_float_mean_prv()(prv, domain.t_min, domain.t_max), domain) for prv in prvs
+                ],
+                num_self_compositions=steps,
+            )
 
         def _get_domain(self, *args, **kwargs) -> Domain:
             safe = super()._get_domain(*args, **kwargs)
@@ -122,8 +135,11 @@ def _float_mean_prv() -> type:
             if (ratio := (math.exp(t) + q - 1) / q) <= 0:  # eᵗ lost in rounding at q = 1: z = −∞, the CDF 0
                 return 0.0
             z = math.log(ratio)
-            return (-q * math.erfc((2 * z * sigma**2 - 1) / scale) / 2
-                    - (1 - q) * math.erfc((2 * z * sigma**2 + 1) / scale) / 2 + 1.0)
+            return (
+                -q * math.erfc((2 * z * sigma**2 - 1) / scale) / 2
+                - (1 - q) * math.erfc((2 * z * sigma**2 + 1) / scale) / 2
+                + 1.0
+            )
 
     return FloatMeanPRV
 
@@ -150,7 +166,9 @@ def _prv_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
         accountant.history = list(segments)
         # opacus' default absolute eps_error (0.01) is 10 % of ε at ε = 0.1: tighten it for small ε.
         rough = float(accountant.get_epsilon(delta, eps_error=0.01))
-        return rough if rough > 2 else float(accountant.get_epsilon(delta, eps_error=max(0.005 * rough, 1e-4)))
+        return (
+            rough if rough > 2 else float(accountant.get_epsilon(delta, eps_error=max(0.005 * rough, 1e-4)))
+        )
 
 
 def _gdp_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
@@ -159,8 +177,12 @@ def _gdp_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
     a call, and cannot go past ε = 500)."""
     from opacus.accountants.analysis.gdp import compute_mu_poisson
 
-    mu = math.hypot(*(compute_mu_poisson(steps=steps, noise_multiplier=sigma, sample_rate=q)
-                      for sigma, q, steps in segments))
+    mu = math.hypot(
+        *(
+            compute_mu_poisson(steps=steps, noise_multiplier=sigma, sample_rate=q)
+            for sigma, q, steps in segments
+        )
+    )
     return gdp_epsilon(float(mu), delta)
 
 
@@ -185,7 +207,9 @@ class Accountant:
     description: str
     compute: Callable[[tuple[Segment, ...], float], float]  # ε of Poisson-subsampled Gaussian segments at δ
     upper_bound: bool = True
-    tight: bool = False  # a numerical approximation of the exact loss distribution: full batches get the exact ε
+    tight: bool = (
+        False  # a numerical approximation of the exact loss distribution: full batches get the exact ε
+    )
 
     def epsilon(self, segments: tuple[Segment, ...], delta: float) -> float:
         """ε at δ of the segments (full-batch ones by the exact formula where the accountant is tight, see
@@ -196,22 +220,40 @@ class Accountant:
         try:
             return self.compute(segments, delta)
         except (ValueError, RuntimeError, OverflowError, MemoryError, FloatingPointError) as err:
-            steps, rate = max((steps, q) for _, q, steps in segments)  # the longest segment (not a count's release)
-            raise PrivacyError(f"the {self.name} accountant cannot account for {steps:,} steps at sampling rate "
-                               f"{rate:.3g}: {err}",
-                               hint=f"use fewer steps or another {param('accountant')}") from err
+            steps, rate = max(
+                (steps, q) for _, q, steps in segments
+            )  # the longest segment (not a count's release)
+            raise PrivacyError(
+                f"the {self.name} accountant cannot account for {steps:,} steps at sampling rate "
+                f"{rate:.3g}: {err}",
+                hint=f"use fewer steps or another {param('accountant')}",
+            ) from err
 
 
-ACCOUNTANTS: dict[str, Accountant] = {a.name: a for a in (
-    Accountant("prv", "privacy random variables (Gopi et al.), opacus; tight upper bound",
-               _prv_epsilon, tight=True),
-    Accountant("rdp", "Rényi DP (Mironov), opacus, orders extended to 1,024",
-               _rdp_epsilon),
-    Accountant("pld", "privacy loss distributions (Google dp-accounting), pessimistic discretisation; tightest",
-               _pld_epsilon, tight=True),
-    Accountant("gdp", "Gaussian DP CLT (Dong et al.), opacus; an APPROXIMATION, not an upper bound",
-               _gdp_epsilon, upper_bound=False),
-)}
+ACCOUNTANTS: dict[str, Accountant] = {
+    a.name: a
+    for a in (
+        Accountant(
+            "prv",
+            "privacy random variables (Gopi et al.), opacus; tight upper bound",
+            _prv_epsilon,
+            tight=True,
+        ),
+        Accountant("rdp", "Rényi DP (Mironov), opacus, orders extended to 1,024", _rdp_epsilon),
+        Accountant(
+            "pld",
+            "privacy loss distributions (Google dp-accounting), pessimistic discretisation; tightest",
+            _pld_epsilon,
+            tight=True,
+        ),
+        Accountant(
+            "gdp",
+            "Gaussian DP CLT (Dong et al.), opacus; an APPROXIMATION, not an upper bound",
+            _gdp_epsilon,
+            upper_bound=False,
+        ),
+    )
+}
 
 
 def get_accountant(name: str) -> Accountant:

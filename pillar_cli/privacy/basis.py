@@ -41,24 +41,37 @@ class StatementBasis:
     @classmethod
     def of(cls, statement: dict) -> StatementBasis:
         """From a statement's record: its `basis` and its `mechanism`."""
-        basis, rule, premises = statement["basis"], statement["basis"]["rule"], statement["basis"].get("premises")
+        basis, rule, premises = (
+            statement["basis"],
+            statement["basis"]["rule"],
+            statement["basis"].get("premises"),
+        )
         choice = basis["public_choice"]
         if choice is not None and not isinstance(choice, str):
             raise ValueError("a statement's public choice is the note of a choice made outside ε, or none")
-        return cls(trained_on=tuple(basis["trained_on"]), mechanism=statement["mechanism"],
-                   rule=None if not rule else (tuple(rule["fields"]), rule["rule"]),
-                   selected=ChosenBy(basis["selected"]), cells=basis["cells"], public_choice=choice,
-                   premises=None if premises is None else Premises.from_attrs(premises),
-                   own_public=None if basis.get("own_public") is None else int(basis["own_public"]))
+        return cls(
+            trained_on=tuple(basis["trained_on"]),
+            mechanism=statement["mechanism"],
+            rule=None if not rule else (tuple(rule["fields"]), rule["rule"]),
+            selected=ChosenBy(basis["selected"]),
+            cells=basis["cells"],
+            public_choice=choice,
+            premises=None if premises is None else Premises.from_attrs(premises),
+            own_public=None if basis.get("own_public") is None else int(basis["own_public"]),
+        )
 
     def to_attrs(self) -> dict:
         """The `basis` a statement stores (its mechanism is a field of its own)."""
         rule = self.rule
-        return {"trained_on": list(self.trained_on), "rule": None if rule is None else
-                {"fields": list(rule[0]), "rule": rule[1]}, "selected": str(self.selected), "cells": self.cells,
-                "public_choice": self.public_choice,
-                **({} if self.premises is None else {"premises": self.premises.to_attrs()}),
-                **({} if self.own_public is None else {"own_public": self.own_public})}
+        return {
+            "trained_on": list(self.trained_on),
+            "rule": None if rule is None else {"fields": list(rule[0]), "rule": rule[1]},
+            "selected": str(self.selected),
+            "cells": self.cells,
+            "public_choice": self.public_choice,
+            **({} if self.premises is None else {"premises": self.premises.to_attrs()}),
+            **({} if self.own_public is None else {"own_public": self.own_public}),
+        }
 
     @property
     def trained(self) -> str:

@@ -20,21 +20,44 @@ SECANT_STEPS = 6  # secant steps before Brent's method takes over
 STEP_LIMIT = math.log(4.0)  # the largest step in log σ
 
 
-def calibrate_noise(accountant: str, epsilon: float, delta: float, sample_rate: float, steps: int,
-                    rel_tol: float = 0.01, cache_dir: Path | None = None, fixed: tuple[Segment, ...] = ()) -> float:
+def calibrate_noise(
+    accountant: str,
+    epsilon: float,
+    delta: float,
+    sample_rate: float,
+    steps: int,
+    rel_tol: float = 0.01,
+    cache_dir: Path | None = None,
+    fixed: tuple[Segment, ...] = (),
+) -> float:
     """The σ whose ε (by `accountant`) for T = `steps` Poisson-sampled Gaussian steps, composed with the `fixed`
     segments already released (a noisy row count), lies in [(1 − rel_tol)·ε, ε]; cached in `cache_dir` (default:
     $PILLAR_CACHE_DIR, else ~/.cache/pillar)."""
+
     def eps_of(sigma: float) -> float:  # the accountant is looked up only on a cache miss
         return get_accountant(accountant).epsilon(((sigma, sample_rate, steps), *fixed), delta)
 
-    key = f"v3|{accountant}|{epsilon!r}|{delta!r}|{sample_rate!r}|{steps}|{rel_tol!r}" + (f"|{fixed!r}" if fixed else "")
-    return calibrate(eps_of, epsilon, key, lambda goal: _bracket_guess(goal, sample_rate, steps, delta, fixed),
-                     rel_tol, cache_dir)
+    key = f"v3|{accountant}|{epsilon!r}|{delta!r}|{sample_rate!r}|{steps}|{rel_tol!r}" + (
+        f"|{fixed!r}" if fixed else ""
+    )
+    return calibrate(
+        eps_of,
+        epsilon,
+        key,
+        lambda goal: _bracket_guess(goal, sample_rate, steps, delta, fixed),
+        rel_tol,
+        cache_dir,
+    )
 
 
-def calibrate(eps_of: Callable[[float], float], epsilon: float, key: str, guess: Callable[[float], float],
-              rel_tol: float = 0.01, cache_dir: Path | None = None) -> float:
+def calibrate(
+    eps_of: Callable[[float], float],
+    epsilon: float,
+    key: str,
+    guess: Callable[[float], float],
+    rel_tol: float = 0.01,
+    cache_dir: Path | None = None,
+) -> float:
     """The noise multiplier whose ε by `eps_of` lies in [(1 − rel_tol)·ε, ε], cached on disk under `key`.
 
     Brent's method on log σ ↦ log ε, bracketed around `guess(goal)`, then nudged up if needed so that the spent ε
@@ -49,8 +72,9 @@ def calibrate(eps_of: Callable[[float], float], epsilon: float, key: str, guess:
     return sigma
 
 
-def solve_noise(eps_of: Callable[[float], float], epsilon: float, guess: Callable[[float], float],
-                rel_tol: float = 0.01) -> float:
+def solve_noise(
+    eps_of: Callable[[float], float], epsilon: float, guess: Callable[[float], float], rel_tol: float = 0.01
+) -> float:
     """`calibrate` without the cache: the noise multiplier whose ε by `eps_of` lies in [(1 − rel_tol)·ε, ε].
 
     A secant on log σ ↦ log ε from the guess first (near the target ε(σ) is close to a power law: two or three
@@ -64,15 +88,22 @@ def solve_noise(eps_of: Callable[[float], float], epsilon: float, guess: Callabl
     if found is not None:
         return found
     low, high = _bracket(eps_of, goal, start)
-    sigma = math.exp(brentq(lambda log_s: math.log(eps_of(math.exp(log_s))) - math.log(goal), math.log(low),
-                            math.log(high), xtol=rel_tol / 20))
+    sigma = math.exp(
+        brentq(
+            lambda log_s: math.log(eps_of(math.exp(log_s))) - math.log(goal),
+            math.log(low),
+            math.log(high),
+            xtol=rel_tol / 20,
+        )
+    )
     while eps_of(sigma) > epsilon:
         sigma *= 1 + rel_tol / 10
     return sigma
 
 
-def _secant(eps_of: Callable[[float], float], goal: float, band: tuple[float, float],
-            start: float) -> float | None:
+def _secant(
+    eps_of: Callable[[float], float], goal: float, band: tuple[float, float], start: float
+) -> float | None:
     """A σ from `start` whose computed ε lies in `band`, by secant steps on log σ ↦ log ε (each step at most a
     factor of 4 in σ); None where it does not settle, or where the accountant cannot say (ε infinite)."""
     seen: dict[float, float] = {}

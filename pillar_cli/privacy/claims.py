@@ -29,6 +29,8 @@ def claim_problem(accountant: str, event: Event, delta: float, claimed: float) -
     except (RuntimeError, ValueError, ArithmeticError):  # the accountant's own failure on an edited event
         return f"has a DP event that its accountant ({accountant}) cannot evaluate"
     if claimed < spent * (1 - CLAIM_TOLERANCE):
-        return (f"claims ε = {claimed:.4g} for a DP event that spends ε = {spent:.4g} ({accountant}, δ = {delta:g}): "
-                "its ε was changed after it was written")
+        return (
+            f"claims ε = {claimed:.4g} for a DP event that spends ε = {spent:.4g} ({accountant}, δ = {delta:g}): "
+            "its ε was changed after it was written"
+        )
     return None

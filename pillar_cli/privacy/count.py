@@ -40,7 +40,9 @@ from pillar_cli.randomness import NoiseSource
 COUNT_SHARE = 0.05  # of the smallest private target's μ² (docs/privacy.md: measured against 0.02 and 0.1)
 DEFAULT_DELTA = 1e-5  # δ where none is given, or DELTA_SHARE/ñ where that is smaller
 DELTA_SHARE = 0.1  # the default δ never exceeds this share of 1/ñ
-_forgetting: list[dict[str, float]] = []  # while non-empty, counts are drawn into its last dict (independent_counts)
+_forgetting: list[
+    dict[str, float]
+] = []  # while non-empty, counts are drawn into its last dict (independent_counts)
 
 
 class CountKind(str, Enum):
@@ -135,25 +137,38 @@ class RowCount:
         """In words, for statements and reports."""
         if self.noisy:
             epsilon, delta = self.planned_for
-            return (f"the number of {self.of}, released once with Gaussian noise σ = {self.noise_multiplier:.4g} "
-                    f"(sensitivity 1; {self.share:g} of the μ² of the (ε = {epsilon:g}, δ = {delta:g}) budget), "
-                    f"ñ = {self.value:.1f}: every value derived from n reads ñ")
+            return (
+                f"the number of {self.of}, released once with Gaussian noise σ = {self.noise_multiplier:.4g} "
+                f"(sensitivity 1; {self.share:g} of the μ² of the (ε = {epsilon:g}, δ = {delta:g}) budget), "
+                f"ñ = {self.value:.1f}: every value derived from n reads ñ"
+            )
         if self.kind == PUBLIC:
-            return (f"the number of {self.of}, n = {self.value:.0f}, is declared public knowledge: values "
-                    "derived from it read it exactly, and the guarantee holds only against someone who knows n")
+            return (
+                f"the number of {self.of}, n = {self.value:.0f}, is declared public knowledge: values "
+                "derived from it read it exactly, and the guarantee holds only against someone who knows n"
+            )
         return f"the number of {self.of} is not read by any private mechanism"
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "kind": self.kind.value, "of": self.of.value,
-                "planned_for": None if self.planned_for is None else list(self.planned_for),
-                "note": self.describe()}
+        return {
+            **asdict(self),
+            "kind": self.kind.value,
+            "of": self.of.value,
+            "planned_for": None if self.planned_for is None else list(self.planned_for),
+            "note": self.describe(),
+        }
 
     @classmethod
     def from_dict(cls, record: dict) -> RowCount:
         planned = record.get("planned_for")
-        return cls(float(record["value"]), CountKind(record["kind"]), float(record["noise_multiplier"]),
-                   float(record["share"]), None if planned is None else (float(planned[0]), float(planned[1])),
-                   Counted(record.get("of", Counted.ROWS)))
+        return cls(
+            float(record["value"]),
+            CountKind(record["kind"]),
+            float(record["noise_multiplier"]),
+            float(record["share"]),
+            None if planned is None else (float(planned[0]), float(planned[1])),
+            Counted(record.get("of", Counted.ROWS)),
+        )
 
 
 def readable_count(record: object) -> bool:
@@ -173,16 +188,29 @@ def count_noise(epsilon: float, delta: float, share: float = COUNT_SHARE) -> flo
     return 1.0 / (math.sqrt(share) * gdp_mu(epsilon, delta))
 
 
-def release_count(n: int, epsilon: float, delta: float, noise: NoiseSource, share: float = COUNT_SHARE,
-                  of: Counted = Counted.ROWS) -> RowCount:
+def release_count(
+    n: int,
+    epsilon: float,
+    delta: float,
+    noise: NoiseSource,
+    share: float = COUNT_SHARE,
+    of: Counted = Counted.ROWS,
+) -> RowCount:
     """ñ = max(1, n + σ·Z), Z drawn once from the secret source `noise`, σ planned for the budget (ε, δ)."""
     sigma = count_noise(epsilon, delta, share)
     value = n + sigma * float(noise.child("count").numpy().standard_normal())
     return RowCount(max(1.0, value), NOISY, sigma, share, (epsilon, delta), of)
 
 
-def released_once(rows: str | None, n: int, epsilon: float, delta: float, noise: NoiseSource,
-                  share: float = COUNT_SHARE, of: Counted = Counted.ROWS) -> RowCount:
+def released_once(
+    rows: str | None,
+    n: int,
+    epsilon: float,
+    delta: float,
+    noise: NoiseSource,
+    share: float = COUNT_SHARE,
+    of: Counted = Counted.ROWS,
+) -> RowCount:
     """The count of the rows that `rows` names (a digest of their content), released once for that content and noise
     scale and reused by every later run; None names no rows: drawn afresh. Reproducible noise (experiments, NOT
     private) is drawn each time: its seed regenerates it anyway."""
@@ -212,9 +240,17 @@ def independent_counts() -> Iterator[None]:
         _forgetting.pop()
 
 
-def count_for(n: int, epsilons: list[float], delta: float, noise: NoiseSource, declared_public: bool = False,
-              share: float = COUNT_SHARE, preview: bool = False, of: Counted = Counted.ROWS,
-              rows: str | None = None) -> RowCount:
+def count_for(
+    n: int,
+    epsilons: list[float],
+    delta: float,
+    noise: NoiseSource,
+    declared_public: bool = False,
+    share: float = COUNT_SHARE,
+    preview: bool = False,
+    of: Counted = Counted.ROWS,
+    rows: str | None = None,
+) -> RowCount:
     """The count a training run with these target ε reads: released once for the rows `rows` names (a digest of
     their content; None: drawn afresh), planned for the smallest finite ε; exact when n is declared public or no
     target is private (nothing private reads it). `preview`: NOT a release — the planned count with ñ = n, for

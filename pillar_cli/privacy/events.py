@@ -96,9 +96,18 @@ class RepeatAndSelectEvent(Event):
     kind = "repeat-and-select"
 
 
-EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in (
-    GaussianEvent, ExponentialEvent, PoissonSampledEvent, SelfComposedEvent, ComposedEvent,
-    OneOfEvent, RepeatAndSelectEvent)}
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.kind: cls
+    for cls in (
+        GaussianEvent,
+        ExponentialEvent,
+        PoissonSampledEvent,
+        SelfComposedEvent,
+        ComposedEvent,
+        OneOfEvent,
+        RepeatAndSelectEvent,
+    )
+}
 
 
 def event_from_dict(record: dict) -> Event:
@@ -133,7 +142,9 @@ def composed(*events: Event) -> Event:
     return flat[0] if len(flat) == 1 else ComposedEvent(tuple(flat))
 
 
-Segment = tuple[float, float, int]  # (noise multiplier, sample rate, steps) of Poisson-subsampled Gaussian steps
+Segment = tuple[
+    float, float, int
+]  # (noise multiplier, sample rate, steps) of Poisson-subsampled Gaussian steps
 
 
 def gaussian_segments(event: Event) -> list[Segment] | None:

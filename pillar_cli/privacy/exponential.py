@@ -21,8 +21,9 @@ def selection_probabilities(scores: np.ndarray, epsilon: float, sensitivity: flo
     return weights / weights.sum()
 
 
-def exponential_mechanism(score_chunks: Iterable[np.ndarray], epsilon: float, sensitivity: float,
-                          rng: np.random.Generator) -> tuple[int, float]:
+def exponential_mechanism(
+    score_chunks: Iterable[np.ndarray], epsilon: float, sensitivity: float, rng: np.random.Generator
+) -> tuple[int, float]:
     """(index, score) of the candidate the mechanism picks among the concatenated chunks; ε = inf picks the best
     score (ties to the first)."""
     scale = 0.0 if math.isinf(epsilon) else 2.0 * sensitivity / epsilon

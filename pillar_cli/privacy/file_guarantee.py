@@ -25,8 +25,16 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from pillar_cli.privacy.accountants import RDP_ORDERS
-from pillar_cli.privacy.events import Event, Segment, composed, dp_sgd_event, gaussian_segments, is_private, \
-    pure_parts, to_dp_accounting
+from pillar_cli.privacy.events import (
+    Event,
+    Segment,
+    composed,
+    dp_sgd_event,
+    gaussian_segments,
+    is_private,
+    pure_parts,
+    to_dp_accounting,
+)
 from pillar_cli.privacy.guarantee import total_delta
 from pillar_cli.privacy.relation import ACCOUNTED
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
@@ -46,8 +54,14 @@ class ReleasedHead:
     delta: float = 0.0  # the head's own δ, for basic composition
 
 
-def whole_file(heads: list[ReleasedHead], delta: float, reproducible: bool, val_scores: bool = True,
-               count: tuple[Segment, ...] = (), upstream: tuple[Event, ...] = ()) -> dict:
+def whole_file(
+    heads: list[ReleasedHead],
+    delta: float,
+    reproducible: bool,
+    val_scores: bool = True,
+    count: tuple[Segment, ...] = (),
+    upstream: tuple[Event, ...] = (),
+) -> dict:
     """The `whole_file` record of a model artifact: what it is (`val_scores`: it holds the heads' val accuracies),
     how many heads, their joint guarantee (`reproducible`: its noise can be regenerated from a recorded seed, so it
     has none; `delta`: the heads' guarantee's δ total; `count`: the released row count the heads read, as Gaussian
@@ -62,15 +76,20 @@ def whole_file(heads: list[ReleasedHead], delta: float, reproducible: bool, val_
     return {"kind": kind, "heads": len(heads), **guarantee, "statement": statement}
 
 
-def joint_epsilon(heads: list[ReleasedHead], delta: float, count: tuple[Segment, ...] = (),
-                  upstream: tuple[Event, ...] = ()) -> dict:
+def joint_epsilon(
+    heads: list[ReleasedHead], delta: float, count: tuple[Segment, ...] = (), upstream: tuple[Event, ...] = ()
+) -> dict:
     """{"epsilon", "delta", "composition"} of releasing every head together, the heads' streams accounted at `delta`
     (their guarantee's δ total); `count`: the row count's release and `upstream`: the releases the heads rest on, in
     each head's own ε already, composed once here."""
-    if any(math.isinf(head.epsilon) or not is_private(head.event) for head in heads) or \
-            not all(is_private(event) for event in upstream):
-        return {"epsilon": math.inf, "delta": delta,
-                "composition": "the file holds non-private heads (ε = inf): it has no guarantee as a whole"}
+    if any(math.isinf(head.epsilon) or not is_private(head.event) for head in heads) or not all(
+        is_private(event) for event in upstream
+    ):
+        return {
+            "epsilon": math.inf,
+            "delta": delta,
+            "composition": "the file holds non-private heads (ε = inf): it has no guarantee as a whole",
+        }
     basic = [head for head in heads if not head.joint]
     streams: dict[object, list[Segment]] = defaultdict(list)
     for index, head in enumerate(heads):
@@ -88,12 +107,16 @@ def joint_epsilon(heads: list[ReleasedHead], delta: float, count: tuple[Segment,
     else:
         epsilon = 0.0
     total = epsilon + sum(head.epsilon for head in basic)
-    return {"epsilon": total, "delta": total_delta(at, basic),
-            "composition": f"{len(streams)} independent Gaussian stream(s) (heads sharing Poisson batches as one "
-                           f"Gaussian mechanism per step)" + (" and the row count's release" if count else "")
-                           + (f" and {len(upstream)} upstream release(s)" if upstream else "") +
-                           " composed by PLD and RDP (dp-accounting), the smaller bound"
-                           + (f", plus {len(basic)} head(s) by basic composition" if basic else "")}
+    return {
+        "epsilon": total,
+        "delta": total_delta(at, basic),
+        "composition": f"{len(streams)} independent Gaussian stream(s) (heads sharing Poisson batches as one "
+        f"Gaussian mechanism per step)"
+        + (" and the row count's release" if count else "")
+        + (f" and {len(upstream)} upstream release(s)" if upstream else "")
+        + " composed by PLD and RDP (dp-accounting), the smaller bound"
+        + (f", plus {len(basic)} head(s) by basic composition" if basic else ""),
+    }
 
 
 def stream_segments(heads: list[Segment]) -> list[Segment]:
@@ -127,4 +150,6 @@ def _tightest_epsilon(event: Event, delta: float) -> float:
     # converge at large q in dp-accounting's series, and are never the optimum for these budgets
     # A grid fine relative to ε keeps the pessimistic discretisation error near 0.1 % at seconds' cost.
     interval = min(1e-3, max(1e-5, 1e-4 * rdp))
-    return min(rdp, epsilon(pld.PLDAccountant(ACCOUNTED.to_dp_accounting(), value_discretization_interval=interval)))
+    return min(
+        rdp, epsilon(pld.PLDAccountant(ACCOUNTED.to_dp_accounting(), value_discretization_interval=interval))
+    )

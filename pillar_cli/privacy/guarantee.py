@@ -22,8 +22,15 @@ from pillar_cli.privacy.accountants import get_accountant, spent_epsilon
 from pillar_cli.privacy.basis import ChosenBy, StatementBasis
 from pillar_cli.privacy.calibration import calibrate_noise
 from pillar_cli.privacy.count import RowCount
-from pillar_cli.privacy.events import (ComposedEvent, Event, ExponentialEvent, Segment, composed, gaussian_segments,
-                                       is_private)
+from pillar_cli.privacy.events import (
+    ComposedEvent,
+    Event,
+    ExponentialEvent,
+    Segment,
+    composed,
+    gaussian_segments,
+    is_private,
+)
 from pillar_cli.privacy.relation import ACCOUNTED, Relation
 from pillar_cli.privacy.release import DPRelease, Released
 from pillar_cli.privacy.unit import PrivacyUnit
@@ -31,7 +38,7 @@ from pillar_cli.privacy.unit import PrivacyUnit
 FINER_UNIT = {  # a release per row under heads that protect a person: how to make it protect one
     Released.PROJECTION: "refit the DP-PCA on the embeddings that name the persons",
     Released.PUBLIC_CHOICE: "rank the candidates again with gsd --dp-eps on the embeddings that name the persons "
-                            "(a DP-GSD then bounds each person)",
+    "(a DP-GSD then bounds each person)",
 }
 
 
@@ -59,13 +66,17 @@ class Guarantee:
 
     def __post_init__(self) -> None:
         if self.relation != ACCOUNTED:
-            raise PrivacyError(f"pillar's accountants account {ACCOUNTED.value} adjacency only: a guarantee under "
-                               f"{self.relation.value} adjacency is not one they can state")
+            raise PrivacyError(
+                f"pillar's accountants account {ACCOUNTED.value} adjacency only: a guarantee under "
+                f"{self.relation.value} adjacency is not one they can state"
+            )
         for release in self.upstream:
             if self.unit.is_person and not release.unit.is_person:
-                raise PrivacyError(f"the {release.released}'s DP release protects one row, and these rows name their "
-                                   "persons: heads protecting a person cannot rest on it",
-                                   hint=f"{FINER_UNIT[release.released]}, or pass {param('privacy_unit')} row")
+                raise PrivacyError(
+                    f"the {release.released}'s DP release protects one row, and these rows name their "
+                    "persons: heads protecting a person cannot rest on it",
+                    hint=f"{FINER_UNIT[release.released]}, or pass {param('privacy_unit')} row",
+                )
 
     @property
     def delta_total(self) -> float:
@@ -98,8 +109,8 @@ class Guarantee:
         """A tree `compose` made, less what the head rests on: the head's own mechanisms."""
         parts = list(tree.events) if isinstance(tree, ComposedEvent) else [tree]
         upstream = [release.event for release in self.upstream]
-        if upstream and parts[-len(upstream):] == upstream:
-            parts = parts[:-len(upstream)]
+        if upstream and parts[-len(upstream) :] == upstream:
+            parts = parts[: -len(upstream)]
         if self.count is not None and self.count.noisy and parts[:1] == [self.count.event]:
             parts = parts[1:]
         return composed(*parts)
@@ -113,10 +124,15 @@ class Guarantee:
         """What a head's noise is calibrated together with: the Gaussian segments of the count and of every private
         upstream Gaussian release, and the summed ε of the pure-ε ones (the Bingham exponential mechanism)."""
         count = self.count.segments if self.count is not None else ()
-        gaussian = tuple(segment for release in self.upstream if is_private(release.event)
-                         and not isinstance(release.event, ExponentialEvent)
-                         for segment in gaussian_segments(release.event) or ())
-        pure = sum(release.event.epsilon for release in self.upstream if isinstance(release.event, ExponentialEvent))
+        gaussian = tuple(
+            segment
+            for release in self.upstream
+            if is_private(release.event) and not isinstance(release.event, ExponentialEvent)
+            for segment in gaussian_segments(release.event) or ()
+        )
+        pure = sum(
+            release.event.epsilon for release in self.upstream if isinstance(release.event, ExponentialEvent)
+        )
         return count + gaussian, pure
 
     def spent_before(self) -> float:
@@ -130,10 +146,11 @@ class Guarantee:
         left = epsilon - self.spent_before()
         if self.upstream and left <= 0:
             rested = "; ".join(release.words for release in self.upstream)
-            raise PrivacyError(f"the releases these heads rest on already spend ε = {epsilon - left:.4g} at δ = "
-                               f"{self.delta_total:g} ({rested}): no head fits within ε = {epsilon:g}",
-                               hint=f"give a larger {param('epsilon')} (it covers the releases too), or spend less on "
-                                    "them")
+            raise PrivacyError(
+                f"the releases these heads rest on already spend ε = {epsilon - left:.4g} at δ = "
+                f"{self.delta_total:g} ({rested}): no head fits within ε = {epsilon:g}",
+                hint=f"give a larger {param('epsilon')} (it covers the releases too), or spend less on them",
+            )
         return left
 
     def noise(self, epsilon: float, sample_rate: float, steps: int) -> float:
@@ -142,7 +159,9 @@ class Guarantee:
         fixed, pure = self.fixed()
         if self.upstream:
             self.own_budget(epsilon)  # refuses where the releases leave nothing
-        return calibrate_noise(self.accountant, epsilon - pure, self.delta_total, sample_rate, steps, fixed=fixed)
+        return calibrate_noise(
+            self.accountant, epsilon - pure, self.delta_total, sample_rate, steps, fixed=fixed
+        )
 
     def words(self, basis: StatementBasis) -> tuple[list[str], list[str], list[str]]:
         """(covers, not_covered, rests_on) of a released head trained as `basis` records, under this guarantee: the
@@ -151,37 +170,58 @@ class Guarantee:
         if projection := self.release(Released.PROJECTION):  # a DP-PCA fitted on the private rows
             covers.append(f"fitting the projection on the private rows ({projection.words}, composed in)")
         elif basis.own_public:
-            not_covered.append(f"{basis.own_public:,} records of your own source were used without protection as "
-                               "public data: the projection was fitted on them")
+            not_covered.append(
+                f"{basis.own_public:,} records of your own source were used without protection as "
+                "public data: the projection was fitted on them"
+            )
         else:
             not_covered.append("the public data the projection was fitted on (public: not protected)")
         if count is not None:
             (covers if count.noisy else not_covered).append(count.describe())
         if basis.rule:
-            reads = "the released count ñ and ε" if count is not None and count.noisy else "the declared-public n and ε"
-            covers.append(f"choosing its {', '.join(basis.rule[0])}: a rule fixed in advance that reads no label, "
-                          f"only {reads} ({basis.rule[1]})")
+            reads = (
+                "the released count ñ and ε"
+                if count is not None and count.noisy
+                else "the declared-public n and ε"
+            )
+            covers.append(
+                f"choosing its {', '.join(basis.rule[0])}: a rule fixed in advance that reads no label, "
+                f"only {reads} ({basis.rule[1]})"
+            )
         if basis.selected == ChosenBy.ACCOUNTED:
-            covers.append("choosing its hyper-parameters: an accounted private selection (Papernot & Steinke) on the "
-                          "private val split")
+            covers.append(
+                "choosing its hyper-parameters: an accounted private selection (Papernot & Steinke) on the "
+                "private val split"
+            )
         elif basis.selected == ChosenBy.VAL:
-            not_covered.append("choosing its hyper-parameters on the private val split's labels (the paper's protocol)")
+            not_covered.append(
+                "choosing its hyper-parameters on the private val split's labels (the paper's protocol)"
+            )
         if basis.cells > 1:
-            not_covered.append(f"choosing this cell among the model's {basis.cells} (method, k, ε) cells, where that "
-                               "choice looked at val or test accuracies")
+            not_covered.append(
+                f"choosing this cell among the model's {basis.cells} (method, k, ε) cells, where that "
+                "choice looked at val or test accuracies"
+            )
         if choice := self.release(Released.PUBLIC_CHOICE):
             covers.append(f"choosing the public data: a DP-GSD release ({choice.words}, composed in)")
         elif basis.public_choice is not None:  # chosen with non-private access, allowed explicitly
             not_covered.append(basis.public_choice)
-        if not (premises := basis.premises):  # a statement written before premises were recorded: nothing of them
+        if not (
+            premises := basis.premises
+        ):  # a statement written before premises were recorded: nothing of them
             return covers, not_covered, []
         return covers, not_covered + premises.not_covered(), premises.rests_on()
 
     def to_attrs(self) -> dict:
-        return {"relation": self.relation.name, "unit": self.unit.to_attrs(), "accountant": self.accountant,
-                "delta": self.delta, "delta_total": self.delta_total,
-                "count": None if self.count is None else self.count.to_dict(),
-                "upstream": [release.to_attrs() for release in self.upstream]}
+        return {
+            "relation": self.relation.name,
+            "unit": self.unit.to_attrs(),
+            "accountant": self.accountant,
+            "delta": self.delta,
+            "delta_total": self.delta_total,
+            "count": None if self.count is None else self.count.to_dict(),
+            "upstream": [release.to_attrs() for release in self.upstream],
+        }
 
     @classmethod
     def from_attrs(cls, attrs: Mapping) -> Guarantee:
@@ -190,10 +230,14 @@ class Guarantee:
         if not isinstance(attrs, Mapping) or not isinstance(attrs.get("upstream"), list):
             raise ValueError("a guarantee is a record with its upstream releases")
         count = attrs.get("count")
-        guarantee = cls(unit=PrivacyUnit.from_attrs(attrs["unit"]), accountant=str(attrs["accountant"]),
-                        count=None if count is None else RowCount.from_dict(count), delta=float(attrs["delta"]),
-                        upstream=tuple(DPRelease.from_attrs(release) for release in attrs["upstream"]),
-                        relation=Relation[attrs["relation"]])
+        guarantee = cls(
+            unit=PrivacyUnit.from_attrs(attrs["unit"]),
+            accountant=str(attrs["accountant"]),
+            count=None if count is None else RowCount.from_dict(count),
+            delta=float(attrs["delta"]),
+            upstream=tuple(DPRelease.from_attrs(release) for release in attrs["upstream"]),
+            relation=Relation[attrs["relation"]],
+        )
         if not math.isclose(float(attrs["delta_total"]), guarantee.delta_total, rel_tol=1e-12):
             raise ValueError("a guarantee whose delta_total is not its δ and its releases' summed")
         return guarantee

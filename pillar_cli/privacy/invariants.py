@@ -12,39 +12,51 @@ from pillar_cli.privacy.count import PUBLIC, RowCount
 from pillar_cli.privacy.unit import Units
 
 
-def validate_budget(epsilon: float, delta: float, rows: RowCount | int | None = None,
-                    non_private_allowed: bool = True) -> None:
+def validate_budget(
+    epsilon: float, delta: float, rows: RowCount | int | None = None, non_private_allowed: bool = True
+) -> None:
     """ε > 0 and 0 < δ < 1/n for the row count `rows` (a released noisy count is read as it is: the exact n is
     private; None: the count is not known yet); `non_private_allowed`: ε = inf (no privacy) is a valid choice here,
     which the error for ε ≤ 0 then mentions."""
     if not epsilon > 0:
-        raise UsageError(f"{param('epsilon')} must be > 0 (got {epsilon})" +
-                         ("; use 'inf' for non-private training" if non_private_allowed else ""))
+        raise UsageError(
+            f"{param('epsilon')} must be > 0 (got {epsilon})"
+            + ("; use 'inf' for non-private training" if non_private_allowed else "")
+        )
     if not 0 < delta < 1:
         raise UsageError(f"{param('delta')} must be in (0, 1) (got {delta})")
     count = RowCount.exact(rows) if isinstance(rows, int) else rows
     if count is not None and delta >= 1.0 / count.value:
-        of = (f"1/n = {1.0 / count.value:.3g} for the declared-public n = {count.value:.0f}"
-              if count.kind == PUBLIC else "1/ñ of the count of training rows released with noise" if count.noisy
-              else "1/n of the private rows read")  # no private value in a refusal: repeating it tells nothing
-        raise PrivacyError(f"{param('delta')} {delta:g} is not below {of}: such a δ permits releasing individual "
-                           "records", hint=f"use a smaller {param('delta')}, or leave it out: the default follows "
-                                       "the released count")
+        of = (
+            f"1/n = {1.0 / count.value:.3g} for the declared-public n = {count.value:.0f}"
+            if count.kind == PUBLIC
+            else "1/ñ of the count of training rows released with noise"
+            if count.noisy
+            else "1/n of the private rows read"
+        )  # no private value in a refusal: repeating it tells nothing
+        raise PrivacyError(
+            f"{param('delta')} {delta:g} is not below {of}: such a δ permits releasing individual records",
+            hint=f"use a smaller {param('delta')}, or leave it out: the default follows the released count",
+        )
 
 
 def require_disjoint(private_index: np.ndarray, public_index: np.ndarray, source: str) -> None:
     """Public rows must never be private rows: a row in both would be fitted on outside the DP guarantee."""
     shared = np.intersect1d(private_index, public_index)
     if len(shared):
-        raise PrivacyError(f"{source}: {len(shared)} rows of the public split also appear in the private split",
-                           hint="re-embed: the splits of one source must be disjoint")
+        raise PrivacyError(
+            f"{source}: {len(shared)} rows of the public split also appear in the private split",
+            hint="re-embed: the splits of one source must be disjoint",
+        )
 
 
 def require_persons_apart(private: Units, public: Units, source: str) -> None:
     """No person may have rows on both sides: their public rows would tell of their private ones."""
     if private.grouped and public.grouped and len(both := np.intersect1d(private.ids, public.ids)):
-        raise PrivacyError(f"{source}: {len(both)} persons have rows in both the public and the private split",
-                           hint="re-embed: splits drawn over persons put each person's rows in one split")
+        raise PrivacyError(
+            f"{source}: {len(both)} persons have rows in both the public and the private split",
+            hint="re-embed: splits drawn over persons put each person's rows in one split",
+        )
 
 
 def require_public_start(start: str, seen: str | None) -> None:
@@ -52,6 +64,8 @@ def require_public_start(start: str, seen: str | None) -> None:
     seen no private row: what it learnt from one is released without DP by everything built on it. `seen` says
     which private rows it saw (None: none)."""
     if seen:
-        raise PrivacyError(f"{start} {seen}: a starting point must come from public data, or the private rows it saw "
-                           "leak outside DP", hint="start from public data (another source, or rows disjoint from "
-                                                   "the private split)")
+        raise PrivacyError(
+            f"{start} {seen}: a starting point must come from public data, or the private rows it saw "
+            "leak outside DP",
+            hint="start from public data (another source, or rows disjoint from the private split)",
+        )

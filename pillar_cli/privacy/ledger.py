@@ -28,7 +28,9 @@ class Ledger:
     covers: str  # what the ε covers
     noise_reproducible: bool = False  # fitted with noise_seed: NOT differentially private
     not_covered: str = ""  # what the ε does not cover (a release says: e.g. a choice made on val labels)
-    count: RowCount | None = None  # the row count the sampling rate and the rule read (noisy, or declared public)
+    count: RowCount | None = (
+        None  # the row count the sampling rate and the rule read (noisy, or declared public)
+    )
     unit: PrivacyUnit = PrivacyUnit()  # what neighbouring datasets differ by: a row, or a person
     guarantee: Guarantee | None = None  # the one record it is a statement of (privacy/guarantee.py)
 

@@ -31,7 +31,9 @@ def _dense_delta(pmf, epsilons: np.ndarray) -> np.ndarray:
     """inf_mass + Σ_{loss > ε} p·(1 − e^{ε − loss}), as the two sums Σ p and Σ p·e^{−loss} over the losses above ε."""
     probs = np.asarray(pmf._probs, dtype=np.float64)
     losses = (np.arange(len(probs)) + pmf._lower_loss) * pmf._discretization
-    upper = np.cumsum(np.concatenate([[pmf._infinity_mass], probs[::-1]]))  # upper[m]: the m largest losses' mass
+    upper = np.cumsum(
+        np.concatenate([[pmf._infinity_mass], probs[::-1]])
+    )  # upper[m]: the m largest losses' mass
     lower = np.cumsum(np.concatenate([[0.0], (probs * np.exp(-losses))[::-1]]))
     above = len(losses) - np.searchsorted(losses, epsilons, side="right")  # how many losses exceed each ε
     deltas = upper[above] - np.exp(epsilons) * lower[above]

@@ -13,8 +13,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-SOURCE, USER, LABELS = "source", "user", "labels"  # where the class set came from (data/labels.py ClassSource)
-KEYED, PERMUTATION = "keyed", "permutation"  # each row's own keyed draw; a seeded permutation of the whole source
+SOURCE, USER, LABELS = (
+    "source",
+    "user",
+    "labels",
+)  # where the class set came from (data/labels.py ClassSource)
+KEYED, PERMUTATION = (
+    "keyed",
+    "permutation",
+)  # each row's own keyed draw; a seeded permutation of the whole source
 ALL, FRACTION, LIMIT = "all", "fraction", "limit"  # which rows of the source were embedded
 
 
@@ -30,8 +37,11 @@ class Premises:
     def from_attrs(cls, attrs: dict | None) -> Premises:
         """The record a file holds; a file written before it was recorded: classes from the labels, permuted splits."""
         record = attrs or {}
-        return cls(classes=str(record.get("classes", LABELS)),
-                   splits=str(record.get("splits", PERMUTATION)), kept=str(record.get("kept", ALL)))
+        return cls(
+            classes=str(record.get("classes", LABELS)),
+            splits=str(record.get("splits", PERMUTATION)),
+            kept=str(record.get("kept", ALL)),
+        )
 
     def to_attrs(self) -> dict[str, str]:
         return asdict(self)
@@ -43,20 +53,28 @@ class Premises:
             by = "the source" if self.classes == SOURCE else "the user (--classes)"
             said.append(f"the class set, declared by {by}, not read from the private labels")
         if self.splits == KEYED and self.kept != LIMIT:
-            said.append("the public rows: each row's split is drawn from its own key and the public seed, so "
-                        "deleting a private record moves no other row")
+            said.append(
+                "the public rows: each row's split is drawn from its own key and the public seed, so "
+                "deleting a private record moves no other row"
+            )
         return said
 
     def not_covered(self) -> list[str]:
         """What the guarantee does not cover because of how the file fixed its class set, splits or rows."""
         said = []
         if self.classes not in (SOURCE, USER):
-            said.append("the class set, read from the labels of every row (--classes-from-labels, or a file that "
-                        "records no declaration): a label only private rows hold adds a class, which every head shows")
+            said.append(
+                "the class set, read from the labels of every row (--classes-from-labels, or a file that "
+                "records no declaration): a label only private rows hold adds a class, which every head shows"
+            )
         if self.splits != KEYED:
-            said.append("the public rows: a seeded permutation of the whole source (a file that records no keyed "
-                        "split), which moves when a private record is deleted")
+            said.append(
+                "the public rows: a seeded permutation of the whole source (a file that records no keyed "
+                "split), which moves when a private record is deleted"
+            )
         elif self.kept == LIMIT:
-            said.append("the public rows: --limit kept the rows of the smallest draws, so deleting a record may let "
-                        "another in")
+            said.append(
+                "the public rows: --limit kept the rows of the smallest draws, so deleting a record may let "
+                "another in"
+            )
         return said

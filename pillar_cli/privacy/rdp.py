@@ -20,14 +20,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from pillar_cli.errors import UsageError, param
-from pillar_cli.privacy.events import (ComposedEvent, Event, OneOfEvent, RepeatAndSelectEvent, SelfComposedEvent,
-                                       gaussian_segments)
+from pillar_cli.privacy.events import (
+    ComposedEvent,
+    Event,
+    OneOfEvent,
+    RepeatAndSelectEvent,
+    SelfComposedEvent,
+    gaussian_segments,
+)
 from pillar_cli.privacy.rdp_series import remember_rdp_terms
 
 # 64 orders: opacus' series costs ~0.1 ms per order and the search below evaluates thousands of curves; the optimum
 # for ε ∈ [0.05, 10] lies between 2 and 1,000 and Theorem 2's λ̂ among the same orders.
-ORDERS = np.array(sorted({1.25, 1.5, 1.75} | set(range(2, 33)) | {int(a) for a in np.geomspace(33, 1024, 31)}),
-                  dtype=float)
+ORDERS = np.array(
+    sorted({1.25, 1.5, 1.75} | set(range(2, 33)) | {int(a) for a in np.geomspace(33, 1024, 31)}), dtype=float
+)
 
 
 @dataclass(frozen=True)
@@ -39,9 +46,13 @@ class TrialCount:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.mean) and self.mean >= 1):
-            raise UsageError(f"{param('trials')} (the mean number of trials) must be at least 1 (got {self.mean})")
+            raise UsageError(
+                f"{param('trials')} (the mean number of trials) must be at least 1 (got {self.mean})"
+            )
         if not self.shape > 0:
-            raise UsageError(f"{param('trials_shape')} must be positive, or inf for Poisson (got {self.shape})")
+            raise UsageError(
+                f"{param('trials_shape')} must be positive, or inf for Poisson (got {self.shape})"
+            )
 
     @property
     def name(self) -> str:
@@ -75,8 +86,12 @@ class TrialCount:
         return count
 
     def to_dict(self) -> dict:
-        return {"distribution": self.name, "mean": self.mean, "shape": self.shape,
-                **({} if math.isinf(self.shape) else {"gamma": self.gamma})}
+        return {
+            "distribution": self.name,
+            "mean": self.mean,
+            "shape": self.shape,
+            **({} if math.isinf(self.shape) else {"gamma": self.gamma}),
+        }
 
 
 def _tnb_mean(gamma: float, shape: float) -> float:
@@ -104,15 +119,23 @@ def _one_step_rdp(noise_multiplier: float, sample_rate: float) -> np.ndarray:
     remember_rdp_terms()  # as every accountant: the same values whichever runs first in a process
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rdp = np.asarray(compute_rdp(q=sample_rate, noise_multiplier=noise_multiplier, steps=1, orders=ORDERS))
+        rdp = np.asarray(
+            compute_rdp(q=sample_rate, noise_multiplier=noise_multiplier, steps=1, orders=ORDERS)
+        )
     return np.where(np.isfinite(rdp) & (rdp >= 0), rdp, np.inf)
 
 
 def repeat_and_select_rdp(trial: np.ndarray, count: TrialCount) -> np.ndarray:
     """The selection's RDP at every order from one trial's RDP `trial` (at ORDERS)."""
     if math.isinf(count.shape):
-        out = np.array([trial[i] + count.mean * delta_of(trial, math.log1p(1 / (order - 1)))
-                        + math.log(count.mean) / (order - 1) for i, order in enumerate(ORDERS)])
+        out = np.array(
+            [
+                trial[i]
+                + count.mean * delta_of(trial, math.log1p(1 / (order - 1)))
+                + math.log(count.mean) / (order - 1)
+                for i, order in enumerate(ORDERS)
+            ]
+        )
     else:
         constant = (1 + count.shape) * np.min((1 - 1 / ORDERS) * trial + math.log(1 / count.gamma) / ORDERS)
         out = trial + math.log(count.mean) / (ORDERS - 1) + constant

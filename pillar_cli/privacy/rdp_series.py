@@ -15,7 +15,9 @@ import math
 
 import numpy as np
 
-FIRST_BLOCK = 32  # terms made at once, doubling: most orders stop within the first, σ ≫ 1 at small q in a few more
+FIRST_BLOCK = (
+    32  # terms made at once, doubling: most orders stop within the first, σ ≫ 1 at small q in a few more
+)
 CUTOFF = -30.0  # the log of the terms the series stops at (opacus')
 
 

@@ -22,7 +22,9 @@ class Released(str, Enum):
     """What a release made known (the value is what files store)."""
 
     PROJECTION = "projection"  # a DP-PCA: components fitted on the private rows
-    PUBLIC_CHOICE = "public choice"  # a DP-GSD: the private gradient subspace that ranked candidate public data
+    PUBLIC_CHOICE = (
+        "public choice"  # a DP-GSD: the private gradient subspace that ranked candidate public data
+    )
 
     def __str__(self) -> str:
         return self.value
@@ -39,20 +41,29 @@ class DPRelease:
     delta: float
     event: Event
     unit: PrivacyUnit  # what it protects: a release per row protects a person only at about their rows·ε
-    reproducible: bool = False  # its noise can be regenerated from a recorded seed: NOT differentially private
+    reproducible: bool = (
+        False  # its noise can be regenerated from a recorded seed: NOT differentially private
+    )
 
     @classmethod
     def from_attrs(cls, attrs: Mapping, released: Released | None = None) -> DPRelease:
         """From the record a file keeps (`released`: what it released, where the record predates saying so); a
         record without its event, its unit or its (ε, δ) is a ValueError, which a file's schema turns into one line."""
-        missing = [key for key in ("mechanism", "epsilon", "delta", "event", "unit") if attrs.get(key) is None]
+        missing = [
+            key for key in ("mechanism", "epsilon", "delta", "event", "unit") if attrs.get(key) is None
+        ]
         if missing:
             raise ValueError(f"a DP release records no {', '.join(missing)}")
         noise = attrs.get("noise") or {}
-        return cls(released=Released(attrs.get("released", released)), mechanism=str(attrs["mechanism"]),
-                   epsilon=float(attrs["epsilon"]), delta=float(attrs["delta"]),
-                   event=event_from_dict(attrs["event"]), unit=PrivacyUnit.from_attrs(attrs["unit"]),
-                   reproducible=bool(attrs.get("reproducible", noise.get("reproducible", False))))
+        return cls(
+            released=Released(attrs.get("released", released)),
+            mechanism=str(attrs["mechanism"]),
+            epsilon=float(attrs["epsilon"]),
+            delta=float(attrs["delta"]),
+            event=event_from_dict(attrs["event"]),
+            unit=PrivacyUnit.from_attrs(attrs["unit"]),
+            reproducible=bool(attrs.get("reproducible", noise.get("reproducible", False))),
+        )
 
     @classmethod
     def readable(cls, attrs: object, released: Released | None = None) -> bool:
@@ -64,9 +75,15 @@ class DPRelease:
         return True
 
     def to_attrs(self) -> dict:
-        return {"released": self.released.value, "mechanism": self.mechanism, "epsilon": self.epsilon,
-                "delta": self.delta, "event": self.event.to_dict(), "unit": self.unit.to_attrs(),
-                "reproducible": self.reproducible}
+        return {
+            "released": self.released.value,
+            "mechanism": self.mechanism,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "event": self.event.to_dict(),
+            "unit": self.unit.to_attrs(),
+            "reproducible": self.reproducible,
+        }
 
     @property
     def words(self) -> str:

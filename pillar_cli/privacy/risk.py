@@ -27,10 +27,19 @@ from pillar_cli.privacy.events import Event, Segment, gaussian_segments, is_priv
 from pillar_cli.privacy.gaussian import full_batch
 
 FPRS = (0.001, 0.01, 0.1)  # the false-positive rates a statement quotes
-AUDIT_SHARES = (0.01, 0.05, 0.1, 0.25, 0.5)  # a canary audit's tests: "in" for this share of the highest scores
-EPSILONS = np.unique(np.concatenate([np.linspace(0.0, 4.0, 8001), np.linspace(4.0, 20.0, 6401),
-                                     np.linspace(20.0, 60.0, 801)]))  # the envelope's grid: 1e-6 of the exact curve
-PLD_INTERVAL = 3e-4  # dp-accounting's loss discretisation (pessimistic: coarser only raises a TPR bound, here by ~1e-6)
+AUDIT_SHARES = (
+    0.01,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+)  # a canary audit's tests: "in" for this share of the highest scores
+EPSILONS = np.unique(
+    np.concatenate([np.linspace(0.0, 4.0, 8001), np.linspace(4.0, 20.0, 6401), np.linspace(20.0, 60.0, 801)])
+)  # the envelope's grid: 1e-6 of the exact curve
+PLD_INTERVAL = (
+    3e-4  # dp-accounting's loss discretisation (pessimistic: coarser only raises a TPR bound, here by ~1e-6)
+)
 
 
 @dataclass(frozen=True)
@@ -55,13 +64,17 @@ class Risk:
 def risk_words(tpr_at_fpr: dict, advantage: float, unit: str) -> str:
     """The risk in a sentence a reader can act on; `unit` names what is protected ("training row", "person")."""
     at_one = tpr_at_fpr.get("0.01")
-    return (f"an attacker who knows everything else and accepts a 1 % false-positive rate tells whether a given "
-            f"{unit} was used with probability at most {100 * at_one:.3g} % (at 0.1 %: "
-            f"{100 * tpr_at_fpr['0.001']:.3g} %; at 10 %: {100 * tpr_at_fpr['0.1']:.3g} %); no attack does better "
-            f"than chance by more than {100 * advantage:.3g} points (its advantage)")
+    return (
+        f"an attacker who knows everything else and accepts a 1 % false-positive rate tells whether a given "
+        f"{unit} was used with probability at most {100 * at_one:.3g} % (at 0.1 %: "
+        f"{100 * tpr_at_fpr['0.001']:.3g} %; at 10 %: {100 * tpr_at_fpr['0.1']:.3g} %); no attack does better "
+        f"than chance by more than {100 * advantage:.3g} points (its advantage)"
+    )
 
 
-def audit_points(scores: np.ndarray, included: np.ndarray, curve: Risk, confidence: float = 0.95) -> list[dict]:
+def audit_points(
+    scores: np.ndarray, included: np.ndarray, curve: Risk, confidence: float = 0.95
+) -> list[dict]:
     """A canary audit on the curve's axes: the membership test "in" for the canaries whose scores are among the top
     share, at each of AUDIT_SHARES, as its FPR and TPR with Clopper–Pearson intervals at `confidence`, beside the
     curve's highest TPR at that FPR (`tpr_bound`). `above_curve`: even the TPR's lower end exceeds the bound at the
@@ -76,10 +89,12 @@ def audit_points(scores: np.ndarray, included: np.ndarray, curve: Risk, confiden
     points = []
     for share in AUDIT_SHARES:
         guessed = np.zeros(len(order), dtype=bool)
-        guessed[order[:max(1, int(round(share * len(order))))]] = True
+        guessed[order[: max(1, int(round(share * len(order))))]] = True
         point = {"share": share}
-        for name, hits, total in (("tpr", int((guessed & included).sum()), positives),
-                                  ("fpr", int((guessed & ~included).sum()), negatives)):
+        for name, hits, total in (
+            ("tpr", int((guessed & included).sum()), positives),
+            ("fpr", int((guessed & ~included).sum()), negatives),
+        ):
             point[name] = hits / total
             point[f"{name}_low"] = float(beta.ppf(tail, hits, total - hits + 1)) if hits else 0.0
             point[f"{name}_high"] = float(beta.ppf(1 - tail, hits + 1, total - hits)) if hits < total else 1.0
@@ -156,8 +171,9 @@ def _gdp_delta(mu: float):
     """δ(ε) of μ-GDP, exactly (privacy/gaussian.py), vectorised."""
     from scipy.special import log_ndtr
 
-    return lambda eps: np.maximum(np.exp(log_ndtr(-eps / mu + mu / 2)) - np.exp(eps + log_ndtr(-eps / mu - mu / 2)),
-                                  0.0)
+    return lambda eps: np.maximum(
+        np.exp(log_ndtr(-eps / mu + mu / 2)) - np.exp(eps + log_ndtr(-eps / mu - mu / 2)), 0.0
+    )
 
 
 def _pld_delta(segments: tuple[Segment, ...]):
@@ -169,8 +185,13 @@ def _pld_delta(segments: tuple[Segment, ...]):
 
     distribution = None
     for sigma, rate, steps in segments:
-        part = pld.from_gaussian_mechanism(sigma, sensitivity=1.0, sampling_prob=rate, pessimistic_estimate=True,
-                                           value_discretization_interval=PLD_INTERVAL).self_compose(steps)
+        part = pld.from_gaussian_mechanism(
+            sigma,
+            sensitivity=1.0,
+            sampling_prob=rate,
+            pessimistic_estimate=True,
+            value_discretization_interval=PLD_INTERVAL,
+        ).self_compose(steps)
         distribution = part if distribution is None else distribution.compose(part)
     return lambda eps: delta_for_epsilons(distribution, eps)
 

@@ -35,8 +35,10 @@ class RiskTarget:
         if not 0 < self.at_fpr < 1:
             raise UsageError(f"{param('at_fpr')} must be in (0, 1) (got {self.at_fpr:g})")
         if not self.at_fpr < self.max_tpr < 1:
-            raise UsageError(f"{param('max_tpr')} must be above {param('at_fpr')} ({self.at_fpr:g}: chance) and "
-                             f"below 1 (got {self.max_tpr:g})")
+            raise UsageError(
+                f"{param('max_tpr')} must be above {param('at_fpr')} ({self.at_fpr:g}: chance) and "
+                f"below 1 (got {self.max_tpr:g})"
+            )
 
     def tpr(self, event: Event) -> float:
         """The highest TPR any attack reaches at `at_fpr` against `event`."""
@@ -65,8 +67,10 @@ class RiskTarget:
         while (below := excess(low)) > 0:
             low /= 2
             if low < 1e-4:
-                raise UsageError(f"no ε meets {self.describe()}: the row count's release alone exceeds it",
-                                 hint=f"raise {param('max_tpr')}, or declare the row count public")
+                raise UsageError(
+                    f"no ε meets {self.describe()}: the row count's release alone exceeds it",
+                    hint=f"raise {param('max_tpr')}, or declare the row count public",
+                )
         while (above := excess(high)) <= 0:
             low, below, high = high, above, high * 2
             if high > 1e3:
@@ -86,8 +90,10 @@ class RiskTarget:
     @classmethod
     def readable(cls, attrs: object) -> bool:
         """Whether a file's record of a target is one `from_attrs` reads: numbers, a TPR above an FPR in (0, 1)."""
-        if not isinstance(attrs, dict) or any(isinstance(attrs.get(key), bool) or
-                                              not isinstance(attrs.get(key), (int, float)) for key in cls.KEYS):
+        if not isinstance(attrs, dict) or any(
+            isinstance(attrs.get(key), bool) or not isinstance(attrs.get(key), (int, float))
+            for key in cls.KEYS
+        ):
             return False
         try:
             cls.from_attrs(attrs)

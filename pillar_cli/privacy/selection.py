@@ -17,18 +17,29 @@ import numpy as np
 
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy.calibration import calibrate, solve_noise
-from pillar_cli.privacy.events import (Event, GaussianEvent, OneOfEvent, RepeatAndSelectEvent, composed, dp_sgd_event,
-                                       event_from_dict, pure_parts)
+from pillar_cli.privacy.events import (
+    Event,
+    GaussianEvent,
+    OneOfEvent,
+    RepeatAndSelectEvent,
+    composed,
+    dp_sgd_event,
+    event_from_dict,
+    pure_parts,
+)
 from pillar_cli.privacy.rdp import ORDERS, TrialCount, epsilon_of, event_rdp, subsampled_gaussian_rdp
 
-Mechanism = tuple[float, int]  # (sample rate, steps) of a candidate's training; (1.0, 1): one Gaussian release
+Mechanism = tuple[
+    float, int
+]  # (sample rate, steps) of a candidate's training; (1.0, 1): one Gaussian release
 
 
 def selection_event(training: dict[Mechanism, float], score_sigma: float, count: TrialCount) -> Event:
     """The selection as a DP event: repeat-and-select of one trial, which trains one candidate mechanism (σ by
     (sample rate, steps)) and releases a Gaussian score."""
-    candidates = OneOfEvent(tuple(dp_sgd_event(sigma, rate, steps)
-                                  for (rate, steps), sigma in sorted(training.items())))
+    candidates = OneOfEvent(
+        tuple(dp_sgd_event(sigma, rate, steps) for (rate, steps), sigma in sorted(training.items()))
+    )
     return RepeatAndSelectEvent(composed(candidates, GaussianEvent(score_sigma)), count.mean, count.shape)
 
 
@@ -54,15 +65,27 @@ class SelectionPlan:
     reference_order: float
 
 
-def plan_selection(epsilon: float, delta: float, count: TrialCount, score_share: float,
-                   mechanisms: set[Mechanism], released: Event | None = None) -> SelectionPlan:
+def plan_selection(
+    epsilon: float,
+    delta: float,
+    count: TrialCount,
+    score_share: float,
+    mechanisms: set[Mechanism],
+    released: Event | None = None,
+) -> SelectionPlan:
     """See `_plan`; planned once per process for the same arguments."""
     return _plan(epsilon, delta, count, score_share, frozenset(mechanisms), released)
 
 
 @functools.lru_cache(maxsize=256)
-def _plan(epsilon: float, delta: float, count: TrialCount, score_share: float,
-          mechanisms: frozenset[Mechanism], released: Event | None) -> SelectionPlan:
+def _plan(
+    epsilon: float,
+    delta: float,
+    count: TrialCount,
+    score_share: float,
+    mechanisms: frozenset[Mechanism],
+    released: Event | None,
+) -> SelectionPlan:
     """Noise such that the selection's total ε at δ, composed with the `released` event it rests on (a noisy row
     count), is at most (and within 1 % of) `epsilon`. One trial's training is calibrated to ε_t at δ; its score's
     Gaussian RDP is set to `score_share` of the trial's RDP at the order that converts the training's RDP best
@@ -74,17 +97,21 @@ def _plan(epsilon: float, delta: float, count: TrialCount, score_share: float,
 
     def plan(trial_epsilon: float, final: bool = False) -> SelectionPlan:
         training = {m: _trial_noise(m, trial_epsilon, delta, cached=final) for m in ordered}
-        trial = np.max([subsampled_gaussian_rdp(sigma, rate, steps) for (rate, steps), sigma in training.items()],
-                       axis=0)
+        trial = np.max(
+            [subsampled_gaussian_rdp(sigma, rate, steps) for (rate, steps), sigma in training.items()], axis=0
+        )
         order = _best_order(trial, delta)
         slope = score_share / (1 - score_share) * float(np.interp(order, ORDERS, trial)) / order
         score_sigma = 1 / math.sqrt(2 * slope)
         event = selection_event(training, score_sigma, count)
         total = event if released is None else composed(released, event)
-        return SelectionPlan(training, score_sigma, event, epsilon_of(event_rdp(total), delta), trial_epsilon, order)
+        return SelectionPlan(
+            training, score_sigma, event, epsilon_of(event_rdp(total), delta), trial_epsilon, order
+        )
 
     key = f"select-v1|{epsilon!r}|{delta!r}|{count.mean!r}|{count.shape!r}|{score_share!r}|{ordered!r}" + (
-        "" if released is None else f"|{released!r}")
+        "" if released is None else f"|{released!r}"
+    )
     inverse = calibrate(lambda tau: plan(1 / tau).epsilon, epsilon, key, lambda goal: 3 / goal)
     return plan(1 / inverse, final=True)
 

@@ -23,10 +23,14 @@ from pillar_cli.privacy.relation import Relation
 
 ROW, PERSON, AUTO = "row", "person", "auto"
 UNITS = (AUTO, ROW, PERSON)
-DP_SGD_PERSON_BOUND = ("each row's gradient clipped to C, then the sum of each person's clipped gradients clipped "
-                       "again to C; persons, not rows, Poisson-sampled, at a rate read from the count of persons")
-WEIGHTED_PERSON_BOUND = ("each row weighted by 1/(its person's rows) in every released sum, so that a person moves a "
-                         "release at most as one row does")
+DP_SGD_PERSON_BOUND = (
+    "each row's gradient clipped to C, then the sum of each person's clipped gradients clipped "
+    "again to C; persons, not rows, Poisson-sampled, at a rate read from the count of persons"
+)
+WEIGHTED_PERSON_BOUND = (
+    "each row weighted by 1/(its person's rows) in every released sum, so that a person moves a "
+    "release at most as one row does"
+)
 
 
 def adjacency(relations: tuple[Relation, ...], unit: PrivacyUnit | None = None) -> str:
@@ -50,9 +54,12 @@ class PrivacyUnit:
         """The unit a request asks for, given where the training rows' persons came from (None: not named). auto:
         the person where the rows name one, else the row."""
         if asked == PERSON and grouping is None:
-            raise UsageError(f"{param('privacy_unit')} person needs each training row's person, which these rows do "
-                             "not name", hint="embed a source that names them (an array 'groups', a manifest's third "
-                                              "column, param groups=FILE.csv, DICOM PatientID), or pass the groups")
+            raise UsageError(
+                f"{param('privacy_unit')} person needs each training row's person, which these rows do "
+                "not name",
+                hint="embed a source that names them (an array 'groups', a manifest's third "
+                "column, param groups=FILE.csv, DICOM PatientID), or pass the groups",
+            )
         kind = (PERSON if grouping is not None else ROW) if asked == AUTO else asked
         return cls(kind, grouping if kind == PERSON else None)
 
@@ -76,8 +83,12 @@ class PrivacyUnit:
         return True
 
     def to_attrs(self) -> dict:
-        return {"unit": self.kind, "neighbouring": self.neighbouring, "bound": self.bound,
-                **({"persons": self.persons} if self.persons else {})}
+        return {
+            "unit": self.kind,
+            "neighbouring": self.neighbouring,
+            "bound": self.bound,
+            **({"persons": self.persons} if self.persons else {}),
+        }
 
     @property
     def is_person(self) -> bool:
@@ -86,8 +97,11 @@ class PrivacyUnit:
     @property
     def neighbouring(self) -> str:
         """The neighbouring relation of a release made with this unit, in words."""
-        one = (f"person (every row of theirs; persons as named by {self.persons})" if self.is_person else
-               "training row (its features and label)")
+        one = (
+            f"person (every row of theirs; persons as named by {self.persons})"
+            if self.is_person
+            else "training row (its features and label)"
+        )
         return f"{Relation.ADD_OR_REMOVE_ONE.value} {one}"
 
     @property
@@ -106,9 +120,13 @@ class PrivacyUnit:
     def bound(self) -> str:
         """How one unit's contribution to a release is bounded (a method's own words: Method.person_bound)."""
         if not self.is_person:
-            return "each row's gradient clipped to C (DP-SGD), each row scaled to unit norm (one-release heads)"
-        return (f"{DP_SGD_PERSON_BOUND} (DP-SGD); {WEIGHTED_PERSON_BOUND} (one-release and full-batch heads, "
-                "DP-PCA)")
+            return (
+                "each row's gradient clipped to C (DP-SGD), each row scaled to unit norm (one-release heads)"
+            )
+        return (
+            f"{DP_SGD_PERSON_BOUND} (DP-SGD); {WEIGHTED_PERSON_BOUND} (one-release and full-batch heads, "
+            "DP-PCA)"
+        )
 
     def mechanism(self, description: str, relations: tuple[Relation, ...], person_bound: str | None) -> str:
         """A mechanism in words: what it releases (`description`), the relations it is analysed under, and how it
@@ -145,7 +163,9 @@ class Units:
     their rows together. It gives what a mechanism reads of the unit: how many there are (the count's subject), each
     row's weight in a released sum, and whether batches draw groups of rows (the engine's person layout)."""
 
-    ids: np.ndarray  # each row's unit: integer ids, as a file numbers its source's persons (comparable across splits)
+    ids: (
+        np.ndarray
+    )  # each row's unit: integer ids, as a file numbers its source's persons (comparable across splits)
     named_by: str | None = None  # where the persons came from, in words (e.g. 'column PatientID'); None: rows
 
     @classmethod
@@ -198,5 +218,8 @@ class Units:
         """The units of these rows followed by `other`'s (splits of one source: a person keeps their id)."""
         if self.grouped != other.grouped:
             raise DataError("rows with persons joined to rows without: every row needs its person")
-        return Units(np.concatenate([self.ids, other.ids]), self.named_by) if self.grouped else \
-            Units.rows(len(self) + len(other))
+        return (
+            Units(np.concatenate([self.ids, other.ids]), self.named_by)
+            if self.grouped
+            else Units.rows(len(self) + len(other))
+        )

@@ -7,16 +7,25 @@ May import: `errors`, `artifacts` (the projection artifact), `privacy` and `rand
 """
 
 from pillar_cli.projection.pca import (
-                                       LinearMap,
-                                       PublicPCA,
-                                       StoredMap,
-                                       fit_public_split,
-                                       l2_normalized_rows,
-                                       project,
-                                       projection_artifact,
-                                       standardize_rows,
+    LinearMap,
+    PublicPCA,
+    StoredMap,
+    fit_public_split,
+    l2_normalized_rows,
+    project,
+    projection_artifact,
+    standardize_rows,
 )
 from pillar_cli.projection.random import GaussianProjection
 
-__all__ = ["GaussianProjection", "LinearMap", "PublicPCA", "StoredMap", "fit_public_split", "l2_normalized_rows", "project",
-           "projection_artifact", "standardize_rows"]
+__all__ = [
+    "GaussianProjection",
+    "LinearMap",
+    "PublicPCA",
+    "StoredMap",
+    "fit_public_split",
+    "l2_normalized_rows",
+    "project",
+    "projection_artifact",
+    "standardize_rows",
+]

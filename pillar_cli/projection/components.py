@@ -32,7 +32,9 @@ class PublicComponents(PublicPCA):
         from scipy.sparse.csgraph import connected_components
 
         if y is not None:
-            raise DataError("the component graph is fitted on unlabelled PUBLIC rows only; it was given labels")
+            raise DataError(
+                "the component graph is fitted on unlabelled PUBLIC rows only; it was given labels"
+            )
         check_boolean_rows(public, "the public split")
         n, dim = public.shape
         active = public.astype(bool)
@@ -60,17 +62,28 @@ class PublicComponents(PublicPCA):
 
     def to_artifact(self) -> Artifact:
         artifact = super().to_artifact()
-        artifact.attrs.update(method=METHOD, unseen_group=bool(self.unseen_), centred=False,
-                              eigenvalues="component sizes (variables per component), largest first")
+        artifact.attrs.update(
+            method=METHOD,
+            unseen_group=bool(self.unseen_),
+            centred=False,
+            eigenvalues="component sizes (variables per component), largest first",
+        )
         return artifact
 
     @classmethod
     def from_artifact(cls, artifact: Artifact) -> PublicComponents:
         components = cls()
         components.mean_, components.scale_ = artifact.array("mean"), artifact.array("scale")
-        components.components_, components.eigenvalues_ = artifact.array("components"), artifact.array("eigenvalues")
+        components.components_, components.eigenvalues_ = (
+            artifact.array("components"),
+            artifact.array("eigenvalues"),
+        )
         header = ProjectionHeader.of(artifact)
-        components.rank_, components.n_public_, components.unseen_ = header.rank, header.n_public, header.unseen_group
+        components.rank_, components.n_public_, components.unseen_ = (
+            header.rank,
+            header.n_public,
+            header.unseen_group,
+        )
         components.row_digests_ = np.zeros(0, np.uint64)
         return components
 
@@ -80,8 +93,10 @@ def check_boolean_rows(features: np.ndarray, where: str) -> None:
     bad = np.argwhere((features != 0) & (features != 1))
     if len(bad):
         row, column = bad[0]
-        raise DataError(f"{where} holds non-boolean features (value {features[row, column]:g} at row {row}, column "
-                        f"{column}); the disjunction learners read 0/1 rows")
+        raise DataError(
+            f"{where} holds non-boolean features (value {features[row, column]:g} at row {row}, column "
+            f"{column}); the disjunction learners read 0/1 rows"
+        )
 
 
 def fit_public_components(split: Split) -> PublicComponents:

@@ -42,8 +42,10 @@ class ProjectionRecipe:
             if not 0 < self.dp_delta < 1:
                 raise UsageError(f"{param('dp_delta')} must be in (0, 1) (got {self.dp_delta})")
             if self.components:
-                raise UsageError(f"{param('dp_eps')} fits a DP-PCA of the private rows; "
-                                 f"{param('components', True)} fits on public rows: pass one")
+                raise UsageError(
+                    f"{param('dp_eps')} fits a DP-PCA of the private rows; "
+                    f"{param('components', True)} fits on public rows: pass one"
+                )
 
 
 @dataclass(frozen=True)
@@ -53,21 +55,31 @@ class FittedProjection:
     fitted: PublicPCA | PublicComponents
 
 
-def fit_projection(embeddings: str, recipe: ProjectionRecipe, *, gsd: artifacts.Artifact | None = None,
-                   allow_nonprivate_choice: bool = False, noise: NoiseSource = SECRET,
-                   progress: Progress | None = None) -> FittedProjection:
+def fit_projection(
+    embeddings: str,
+    recipe: ProjectionRecipe,
+    *,
+    gsd: artifacts.Artifact | None = None,
+    allow_nonprivate_choice: bool = False,
+    noise: NoiseSource = SECRET,
+    progress: Progress | None = None,
+) -> FittedProjection:
     """The projection `recipe` fits on `embeddings` (FILE or FILE:SPLIT, default split public; a DP-PCA fits on
     FILE:private), and the inputs it read. `gsd`: the GSD ranking that chose this split, recorded and checked. `noise`:
     where the DP-PCA's noise comes from (default: fresh OS entropy). `progress`: what counts the public rows
     read."""
     if recipe.dp_eps is not None:
         return _fit_private(embeddings, recipe, gsd, noise)
-    public = artifacts.read_split(embeddings, default_split="public", on_disk=True).subsample(recipe.fraction,
-                                                                                             "fraction")
+    public = artifacts.read_split(embeddings, default_split="public", on_disk=True).subsample(
+        recipe.fraction, "fraction"
+    )
     choice = None if gsd is None else public_choice(gsd, embeddings, public, allow_nonprivate_choice)
     with (progress or _uncounted)(len(public.features)) as advance:
-        fitted = fit_public_components(public) if recipe.components else \
-            fit_public_split(public, recipe.k_max, recipe.standardize, recipe.second_moment, advance)
+        fitted = (
+            fit_public_components(public)
+            if recipe.components
+            else fit_public_split(public, recipe.k_max, recipe.standardize, recipe.second_moment, advance)
+        )
     artifact = projection_artifact(fitted, public)
     if public.drawn_share is not None:
         artifact.attrs["public_share"] = recipe.fraction * public.drawn_share
@@ -76,17 +88,27 @@ def fit_projection(embeddings: str, recipe: ProjectionRecipe, *, gsd: artifacts.
     return FittedProjection(artifact, [public.ref, *([gsd.ref()] if gsd else [])], fitted)
 
 
-def _fit_private(embeddings: str, recipe: ProjectionRecipe, gsd: artifacts.Artifact | None,
-                 noise: NoiseSource) -> FittedProjection:
+def _fit_private(
+    embeddings: str, recipe: ProjectionRecipe, gsd: artifacts.Artifact | None, noise: NoiseSource
+) -> FittedProjection:
     """DP-PCA on the private split: the projection and its release's record."""
     if gsd is not None:
-        raise UsageError(f"{param('dp_eps')} fits a DP-PCA of the private rows; {param('public_from')} fits on "
-                         "public rows: pass one")
+        raise UsageError(
+            f"{param('dp_eps')} fits a DP-PCA of the private rows; {param('public_from')} fits on "
+            "public rows: pass one"
+        )
     if artifacts.parse_ref(embeddings)[1] != "private":
         raise UsageError(f"{param('dp_eps')} fits on the private split: give it as FILE:private")
     private = artifacts.read_split(embeddings)
-    pca, release = fit_private_pca(private.features, recipe.k_max, recipe.dp_eps, recipe.dp_delta,
-                                   recipe.accountant, noise, private.units)
+    pca, release = fit_private_pca(
+        private.features,
+        recipe.k_max,
+        recipe.dp_eps,
+        recipe.dp_delta,
+        recipe.accountant,
+        noise,
+        private.units,
+    )
     return FittedProjection(private_projection_artifact(pca, private, release), [private.ref], pca)
 
 

@@ -29,16 +29,17 @@ def rows_per_block(dim: int) -> int:
     return max(256, TEMPORARY_BYTES // (8 * max(dim, 1)))
 
 
-def standardize_rows(x: np.ndarray, mean: np.ndarray, scale: np.ndarray, row_normalised: bool,
-                     reader: str) -> np.ndarray:
+def standardize_rows(
+    x: np.ndarray, mean: np.ndarray, scale: np.ndarray, row_normalised: bool, reader: str
+) -> np.ndarray:
     """(x − mean) / scale, after L2-normalising rows for second-moment projections; float32. Rows of another
     dimension are refused, `reader` saying what expects len(mean) ('the model was trained on')."""
     if x.shape[1] != len(mean):
         raise DataError(f"features have {x.shape[1]} dimensions; {reader} {len(mean)}")
     out, step = np.empty(x.shape, dtype=np.float32), rows_per_block(x.shape[1])
     for start in range(0, len(x), step):  # float64 arithmetic a block of rows at a time: memory stays ~x's
-        rows = x[start:start + step]
-        out[start:start + step] = ((l2_normalized_rows(rows) if row_normalised else rows) - mean) / scale
+        rows = x[start : start + step]
+        out[start : start + step] = ((l2_normalized_rows(rows) if row_normalised else rows) - mean) / scale
     return out
 
 
@@ -83,7 +84,9 @@ def project(linear_map: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:
     basis, out = linear_map.basis(k).astype(np.float64), np.empty((len(x), k), dtype=np.float32)
     step = rows_per_block(x.shape[1])
     for start in range(0, len(x), step):  # a block of rows at a time: no standardised copy of all of x
-        out[start:start + step] = linear_map.standardized(x[start:start + step]).astype(np.float64) @ basis
+        out[start : start + step] = (
+            linear_map.standardized(x[start : start + step]).astype(np.float64) @ basis
+        )
     return out
 
 
@@ -91,17 +94,30 @@ def row_digests(x: np.ndarray) -> np.ndarray:
     """A 64-bit digest of each row's float32 bytes: equal rows, equal digests (how training spots public rows); a
     block of rows at a time, so that rows left on disk stay there."""
     step = rows_per_block(x.shape[1])
-    blocks = (np.ascontiguousarray(x[start:start + step], dtype=np.float32) for start in range(0, len(x), step))
-    return np.array([int.from_bytes(hashlib.blake2b(row.tobytes(), digest_size=8).digest(), "little")
-                     for block in blocks for row in block], dtype=np.uint64)
+    blocks = (
+        np.ascontiguousarray(x[start : start + step], dtype=np.float32) for start in range(0, len(x), step)
+    )
+    return np.array(
+        [
+            int.from_bytes(hashlib.blake2b(row.tobytes(), digest_size=8).digest(), "little")
+            for block in blocks
+            for row in block
+        ],
+        dtype=np.uint64,
+    )
 
 
 class ScaledRows:
     """Rows (n, d) as float64, L2-normalised when asked, centred and scaled, made a block at a time when sliced: a
     fit never holds a float64 copy of every row."""
 
-    def __init__(self, rows: np.ndarray, normalise: Callable[[np.ndarray], np.ndarray], mean: np.ndarray,
-                 scale: np.ndarray):
+    def __init__(
+        self,
+        rows: np.ndarray,
+        normalise: Callable[[np.ndarray], np.ndarray],
+        mean: np.ndarray,
+        scale: np.ndarray,
+    ):
         self.rows, self.normalise, self.mean, self.scale = rows, normalise, mean, scale
         self.shape = rows.shape
 
@@ -114,13 +130,14 @@ def column_moments(rows: ScaledRows) -> tuple[np.ndarray, np.ndarray]:
     first, then the squared deviations from it, as numpy's two passes do."""
     n = rows.shape[0]
     blocks = range(0, n, CHUNK_ROWS)
-    mean = sum(rows[start:start + CHUNK_ROWS].sum(axis=0) for start in blocks) / n
-    squares = sum(((rows[start:start + CHUNK_ROWS] - mean) ** 2).sum(axis=0) for start in blocks)
+    mean = sum(rows[start : start + CHUNK_ROWS].sum(axis=0) for start in blocks) / n
+    squares = sum(((rows[start : start + CHUNK_ROWS] - mean) ** 2).sum(axis=0) for start in blocks)
     return mean, np.sqrt(squares / n)
 
 
-def principal_axes(x: np.ndarray | ScaledRows,
-                   on_rows: Callable[[int], None] = lambda n: None) -> tuple[np.ndarray, np.ndarray]:
+def principal_axes(
+    x: np.ndarray | ScaledRows, on_rows: Callable[[int], None] = lambda n: None
+) -> tuple[np.ndarray, np.ndarray]:
     """The singular values of x (n, d) and its right singular vectors as rows, largest first, from the eigenvalues
     of the smaller of its two Gram matrices (d × d, or n × n with V = XᵀU/σ): a few times faster than the SVD of x
     itself, whose work the thin matrix does not need; directions of zero variance come back with σ = 0. The Gram
@@ -130,7 +147,7 @@ def principal_axes(x: np.ndarray | ScaledRows,
     if n >= dim:
         gram = np.zeros((dim, dim))
         for start in range(0, n, CHUNK_ROWS):
-            block = x[start:start + CHUNK_ROWS]
+            block = x[start : start + CHUNK_ROWS]
             gram += block.T @ block
             on_rows(len(block))
         eigenvalues, vectors = np.linalg.eigh(gram)
@@ -171,8 +188,9 @@ class PublicPCA:
     def set_params(self, **params: object) -> PublicPCA:
         unknown = sorted(set(params) - set(self.get_params()))
         if unknown:
-            raise UsageError(f"PublicPCA has no parameter {unknown[0]} (its parameters: "
-                             f"{', '.join(self.get_params())})")
+            raise UsageError(
+                f"PublicPCA has no parameter {unknown[0]} (its parameters: {', '.join(self.get_params())})"
+            )
         for name, value in params.items():
             setattr(self, name, value)
         return self
@@ -182,13 +200,17 @@ class PublicPCA:
         """Whether fit scales each feature to unit variance (never for the second-moment variant)."""
         return self.standardize and not self.second_moment
 
-    def fit(self, public: np.ndarray, y: None = None, on_rows: Callable[[int], None] = lambda n: None) -> PublicPCA:
+    def fit(
+        self, public: np.ndarray, y: None = None, on_rows: Callable[[int], None] = lambda n: None
+    ) -> PublicPCA:
         """Fit on unlabelled public rows. Labels are refused, so no pipeline can fit this on a labelled (private)
         split; the digests of the rows fitted on are kept, so a classifier can refuse to train on any of them.
         `on_rows(m)` hears of m more rows summed into the Gram matrix (progress of a long fit)."""
         if y is not None:
-            raise PrivacyError("PublicPCA is fitted on unlabelled PUBLIC rows only; it was given labels",
-                               hint="fit it on the public rows, or pass public= to DPLinearClassifier.fit")
+            raise PrivacyError(
+                "PublicPCA is fitted on unlabelled PUBLIC rows only; it was given labels",
+                hint="fit it on the public rows, or pass public= to DPLinearClassifier.fit",
+            )
         n, dim = public.shape
         if n < 2:
             raise DataError(f"the public split has {n} rows; PCA needs at least 2")
@@ -196,13 +218,20 @@ class PublicPCA:
         mean, std = column_moments(ScaledRows(public, self._normalized_rows, np.zeros(dim), np.ones(dim)))
         self.mean_ = np.zeros(dim) if self.second_moment else mean
         self.scale_ = np.where(std > 0, std, 1.0) if self.standardizes else np.ones(dim)
-        singular, vt = principal_axes(ScaledRows(public, self._normalized_rows, self.mean_, self.scale_), on_rows)
-        tolerance = singular.max(initial=0.0) ** 2 * max(n, dim) * np.finfo(np.float64).eps  # on σ², as eigh gives
+        singular, vt = principal_axes(
+            ScaledRows(public, self._normalized_rows, self.mean_, self.scale_), on_rows
+        )
+        tolerance = (
+            singular.max(initial=0.0) ** 2 * max(n, dim) * np.finfo(np.float64).eps
+        )  # on σ², as eigh gives
         self.rank_ = int((singular**2 > tolerance).sum())
         k_max = self.rank_ if self.k_max is None else self.k_max
         if k_max > self.rank_:
-            raise UsageError(f"{param('k_max')} {k_max} exceeds the rank of the public features ({self.rank_}: "
-                             f"{n} rows, {dim} dimensions)", hint="use more public data or a smaller k")
+            raise UsageError(
+                f"{param('k_max')} {k_max} exceeds the rank of the public features ({self.rank_}: "
+                f"{n} rows, {dim} dimensions)",
+                hint="use more public data or a smaller k",
+            )
         components = vt[:k_max]
         signs = np.sign(components[np.arange(k_max), np.abs(components).argmax(axis=1)])
         self.components_ = components * signs[:, None]
@@ -222,7 +251,7 @@ class PublicPCA:
     @property
     def explained_variance_(self) -> np.ndarray:
         """The public variance along each kept component."""
-        return self.eigenvalues_[:len(self.components_)]
+        return self.eigenvalues_[: len(self.components_)]
 
     @property
     def explained_variance_ratio_(self) -> np.ndarray:
@@ -237,7 +266,9 @@ class PublicPCA:
         return len(self.mean_)
 
     def standardized(self, x: np.ndarray) -> np.ndarray:
-        return standardize_rows(x, self.mean_, self.scale_, self.second_moment, "the projection was fitted on")
+        return standardize_rows(
+            x, self.mean_, self.scale_, self.second_moment, "the projection was fitted on"
+        )
 
     def transform(self, x: np.ndarray, k: int | None = None) -> np.ndarray:
         """Top-k projection of standardised features; k=None keeps all dimensions (no projection)."""
@@ -246,17 +277,29 @@ class PublicPCA:
     def basis(self, k: int) -> np.ndarray:
         """A_k: the (D, k) orthonormal basis of the top-k public components."""
         if not 1 <= k <= len(self.components_):
-            raise UsageError(f"k={k} is out of range: the projection holds {len(self.components_)} components "
-                             f"(public rank {self.rank_})",
-                             hint=f"refit with a larger {param('k_max')} or use a smaller k")
+            raise UsageError(
+                f"k={k} is out of range: the projection holds {len(self.components_)} components "
+                f"(public rank {self.rank_})",
+                hint=f"refit with a larger {param('k_max')} or use a smaller k",
+            )
         return self.components_[:k].T.astype(np.float32)
 
     def to_artifact(self) -> Artifact:
-        arrays = {"mean": self.mean_, "scale": self.scale_, "components": self.components_,
-                  "eigenvalues": self.eigenvalues_}
-        attrs = {"method": "second-moment" if self.second_moment else "pca", "standardized": self.standardizes,
-                 "centred": not self.second_moment, "row_l2_normalised": self.second_moment,
-                 "k_max": len(self.components_), "rank": self.rank_, "n_public": self.n_public_}
+        arrays = {
+            "mean": self.mean_,
+            "scale": self.scale_,
+            "components": self.components_,
+            "eigenvalues": self.eigenvalues_,
+        }
+        attrs = {
+            "method": "second-moment" if self.second_moment else "pca",
+            "standardized": self.standardizes,
+            "centred": not self.second_moment,
+            "row_l2_normalised": self.second_moment,
+            "k_max": len(self.components_),
+            "rank": self.rank_,
+            "n_public": self.n_public_,
+        }
         return Artifact("projection", arrays, attrs)
 
     @classmethod
@@ -272,8 +315,13 @@ class PublicPCA:
         return pca
 
 
-def fit_public_split(split: Split, k_max: int | None = None, standardize: bool = True,
-                     second_moment: bool = False, on_rows: Callable[[int], None] = lambda n: None) -> PublicPCA:
+def fit_public_split(
+    split: Split,
+    k_max: int | None = None,
+    standardize: bool = True,
+    second_moment: bool = False,
+    on_rows: Callable[[int], None] = lambda n: None,
+) -> PublicPCA:
     """PCA on an unlabelled (public) split; `on_rows` as PublicPCA.fit's."""
     require_unlabelled(split)
     return PublicPCA(k_max, standardize, second_moment).fit(split.features, on_rows=on_rows)
@@ -282,8 +330,11 @@ def fit_public_split(split: Split, k_max: int | None = None, standardize: bool =
 def require_unlabelled(split: Split) -> None:
     """A labelled split is refused: fitting on private rows would leak them into every model trained on the fit."""
     if split.labels is not None:
-        raise PrivacyError(f"split '{split.name}' of {split.ref.path} is labelled; fit-pca fits on the unlabelled "
-                           "public split only", hint=f"use {split.ref.path}:public")
+        raise PrivacyError(
+            f"split '{split.name}' of {split.ref.path} is labelled; fit-pca fits on the unlabelled "
+            "public split only",
+            hint=f"use {split.ref.path}:public",
+        )
 
 
 def projection_artifact(pca: PublicPCA, split: Split) -> Artifact:

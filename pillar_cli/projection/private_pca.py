@@ -37,12 +37,21 @@ from pillar_cli.projection.pca import CHUNK_ROWS, PublicPCA, l2_normalized_rows
 from pillar_cli.randomness import NoiseSource
 
 DEFAULT_K_MAX = 200
-MECHANISM = ("Analyze Gauss: one Gaussian release of the second moment Σ uuᵀ of the L2-normalised private rows "
-             "(upper triangle, L2 sensitivity 1, symmetric noise); its top eigenvectors")
+MECHANISM = (
+    "Analyze Gauss: one Gaussian release of the second moment Σ uuᵀ of the L2-normalised private rows "
+    "(upper triangle, L2 sensitivity 1, symmetric noise); its top eigenvectors"
+)
 
 
-def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, delta: float, accountant: str,
-                    noise: NoiseSource, units: Units | None = None) -> tuple[PublicPCA, dict]:
+def fit_private_pca(
+    features: np.ndarray,
+    k_max: int | None,
+    epsilon: float,
+    delta: float,
+    accountant: str,
+    noise: NoiseSource,
+    units: Units | None = None,
+) -> tuple[PublicPCA, dict]:
     """(the projection, the release's record: mechanism, ε spent, δ, event, noise source) from private rows.
     k_max None keeps min(D, 200) components (as many as a public fit's default rule reaches: directions below the
     noise still help a head, as random directions do). ε = inf releases the exact second moment (no guarantee: for tests and
@@ -57,9 +66,9 @@ def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, del
     sigma = 0.0 if math.isinf(epsilon) else calibrate_noise(accountant, epsilon, delta, 1.0, 1)
     moment = np.zeros((dim, dim))
     for start in range(0, len(features), CHUNK_ROWS):
-        rows = l2_normalized_rows(features[start:start + CHUNK_ROWS].astype(np.float64))
+        rows = l2_normalized_rows(features[start : start + CHUNK_ROWS].astype(np.float64))
         if units.grouped:
-            rows *= np.sqrt(units.weights[start:start + CHUNK_ROWS])[:, None]
+            rows *= np.sqrt(units.weights[start : start + CHUNK_ROWS])[:, None]
         moment += rows.T @ rows
     released = moment + symmetric_noise(noise.numpy().standard_normal, dim, sigma)
     values, vectors = np.linalg.eigh(released)
@@ -77,10 +86,17 @@ def fit_private_pca(features: np.ndarray, k_max: int | None, epsilon: float, del
     event = GaussianEvent(sigma)
     spent = math.inf if sigma == 0 else spent_epsilon(accountant, event, delta)
     unit = PrivacyUnit(PERSON, units.named_by) if units.grouped else PrivacyUnit(ROW)
-    record = {"released": Released.PROJECTION.value,
-              "mechanism": unit.mechanism(MECHANISM, ROW_RELATIONS, WEIGHTED_PERSON_BOUND), "epsilon": spent,
-              "epsilon_target": epsilon, "delta": delta, "accountant": accountant, "event": event.to_dict(),
-              "noise": noise.describe(), "unit": unit.to_attrs()}
+    record = {
+        "released": Released.PROJECTION.value,
+        "mechanism": unit.mechanism(MECHANISM, ROW_RELATIONS, WEIGHTED_PERSON_BOUND),
+        "epsilon": spent,
+        "epsilon_target": epsilon,
+        "delta": delta,
+        "accountant": accountant,
+        "event": event.to_dict(),
+        "noise": noise.describe(),
+        "unit": unit.to_attrs(),
+    }
     pca.release_ = DPRelease.from_attrs(record)
     return pca, record
 
@@ -97,14 +113,25 @@ class DPPCA(PublicPCA):
         DPLinearClassifier(k=20, epsilon=1.0, projection=projection).fit(X_private, y)  # ε covers both releases
     """
 
-    def __init__(self, k_max: int | None = None, epsilon: float = 1.0, delta: float = 1e-5, accountant: str = "prv",
-                 noise_seed: int | None = None):
+    def __init__(
+        self,
+        k_max: int | None = None,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        accountant: str = "prv",
+        noise_seed: int | None = None,
+    ):
         super().__init__(k_max, standardize=False, second_moment=True)
         self.epsilon, self.delta, self.accountant, self.noise_seed = epsilon, delta, accountant, noise_seed
 
     def get_params(self, deep: bool = True) -> dict:
-        return {"k_max": self.k_max, "epsilon": self.epsilon, "delta": self.delta, "accountant": self.accountant,
-                "noise_seed": self.noise_seed}
+        return {
+            "k_max": self.k_max,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "accountant": self.accountant,
+            "noise_seed": self.noise_seed,
+        }
 
     def fit(self, X: np.ndarray | Split, groups: object = None) -> DPPCA:
         """X: the private rows, or a split read from a file (its persons, where it records them, are the groups)."""
@@ -113,8 +140,15 @@ class DPPCA(PublicPCA):
         else:
             units = Units.given(groups, len(X), "the groups given")
         features = np.asarray(X, dtype=np.float32)
-        fitted, record = fit_private_pca(features, self.k_max, float(self.epsilon), float(self.delta),
-                                         self.accountant, NoiseSource(self.noise_seed), units)
+        fitted, record = fit_private_pca(
+            features,
+            self.k_max,
+            float(self.epsilon),
+            float(self.delta),
+            self.accountant,
+            NoiseSource(self.noise_seed),
+            units,
+        )
         for name in ("mean_", "scale_", "components_", "eigenvalues_", "rank_", "n_public_", "row_digests_"):
             setattr(self, name, getattr(fitted, name))
         self.release_ = DPRelease.from_attrs(record)
@@ -126,5 +160,3 @@ def private_projection_artifact(pca: PublicPCA, split: Split, release: dict) -> 
     artifact = pca.to_artifact()
     artifact.attrs.update(fitted_on=split.ref.to_dict(), backbone=split.backbone, private_release=release)
     return artifact
-
-

@@ -23,35 +23,68 @@ def card_front_matter(carried: dict, metrics: dict | None = None) -> dict:
     """The YAML front matter of the card: what a reader of model cards looks for, made from the statement."""
     statement = Statement.from_attrs(carried["privacy"])
     epsilon = statement.epsilon
-    front = {"library_name": PROGRAM, "tags": ["differential-privacy", "linear-probe", PROGRAM],
-             "differential_privacy": {
-                 "epsilon": epsilon if math.isfinite(epsilon) else None, "delta": statement.delta,
-                 "unit": statement.unit.described, "contribution_bound": statement.unit.bound,
-                 "neighbouring": statement.neighbouring, "accountant": statement.accountant,
-                 "epsilon_is_upper_bound": statement.epsilon_is_upper_bound,
-                 "covers": list(statement.covers), "not_covered": list(statement.not_covered),
-                 **({"rests_on": list(statement.rests_on)} if statement.rests_on else {}),
-                 **({"risk": statement.risk} if statement.risk else {})}}
+    front = {
+        "library_name": PROGRAM,
+        "tags": ["differential-privacy", "linear-probe", PROGRAM],
+        "differential_privacy": {
+            "epsilon": epsilon if math.isfinite(epsilon) else None,
+            "delta": statement.delta,
+            "unit": statement.unit.described,
+            "contribution_bound": statement.unit.bound,
+            "neighbouring": statement.neighbouring,
+            "accountant": statement.accountant,
+            "epsilon_is_upper_bound": statement.epsilon_is_upper_bound,
+            "covers": list(statement.covers),
+            "not_covered": list(statement.not_covered),
+            **({"rests_on": list(statement.rests_on)} if statement.rests_on else {}),
+            **({"risk": statement.risk} if statement.risk else {}),
+        },
+    }
     features = FeatureRecipe.from_attrs(carried["features"])
     task = "image-classification" if features.reads_images else "tabular-classification"
-    front |= {"license": "other", "pipeline_tag": task,
-              **({"base_model": f"timm/{features.timm_id}"} if features.timm_id else {})}
+    front |= {
+        "license": "other",
+        "pipeline_tag": task,
+        **({"base_model": f"timm/{features.timm_id}"} if features.timm_id else {}),
+    }
     if metrics is not None:  # the Hub's model-index: one result, its metrics by type
-        front |= {"datasets": [str(metrics["dataset"])], "metrics": sorted(metrics["values"]), "model-index": [{
-            "name": f"{PROGRAM}-{carried['head']['method']}-k{carried['head']['k']}", "results": [{
-                "task": {"type": task},
-                "dataset": {"name": str(metrics["dataset"]), "type": str(metrics["dataset"]),
-                            "split": metrics["split"]},
-                "metrics": [{"type": name, "value": value, "name": f"{name} ({metrics['split']}, mean of "
-                                                                    f"{metrics['seeds']})"}
-                            for name, value in metrics["values"].items()]}]}]}
+        front |= {
+            "datasets": [str(metrics["dataset"])],
+            "metrics": sorted(metrics["values"]),
+            "model-index": [
+                {
+                    "name": f"{PROGRAM}-{carried['head']['method']}-k{carried['head']['k']}",
+                    "results": [
+                        {
+                            "task": {"type": task},
+                            "dataset": {
+                                "name": str(metrics["dataset"]),
+                                "type": str(metrics["dataset"]),
+                                "split": metrics["split"],
+                            },
+                            "metrics": [
+                                {
+                                    "type": name,
+                                    "value": value,
+                                    "name": f"{name} ({metrics['split']}, mean of {metrics['seeds']})",
+                                }
+                                for name, value in metrics["values"].items()
+                            ],
+                        }
+                    ],
+                }
+            ],
+        }
     return front
 
 
 def hf_config(carried: dict) -> str:
     """An hf folder's config.json: what the export carries (its statement, classes, head and recipe)."""
-    return json.dumps({"library_name": PROGRAM, **{key: carried[key] for key in METADATA_KEYS}}, indent=2,
-                      ensure_ascii=False)
+    return json.dumps(
+        {"library_name": PROGRAM, **{key: carried[key] for key in METADATA_KEYS}},
+        indent=2,
+        ensure_ascii=False,
+    )
 
 
 def hf_folder_problem(folder: Path, carried: dict) -> str | None:
@@ -79,7 +112,7 @@ def front_matter_of(card: str) -> dict | None:
     if not lines or lines[0] != "---" or "---" not in lines[1:]:
         return None
     try:
-        front = yaml.safe_load("\n".join(lines[1:lines.index("---", 1)]))
+        front = yaml.safe_load("\n".join(lines[1 : lines.index("---", 1)]))
     except yaml.YAMLError:
         return None
     return front if isinstance(front, dict) else None
@@ -92,38 +125,73 @@ def model_card(carried: dict, metrics: dict | None = None) -> str:
     features = FeatureRecipe.from_attrs(carried["features"])
     epsilon = statement.epsilon
     front = card_front_matter(carried, metrics)
-    lines = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).strip(), "---", "",
-             "# A differentially private classifier", "",
-             f"A linear head (`{head['method']}`, k = {head['k']}) on frozen features, released by pillar with "
-             f"(ε = {epsilon:.4g}, δ = {statement.delta:g})-differential privacy ({statement.accountant} "
-             f"accountant) for {statement.neighbouring}.", "",
-             "## What ε covers", "", *[f"- {item}" for item in statement.covers], "",
-             *(["## What ε means for one " + statement.unit.noun, "", statement.risk_sentence[0].upper() +
-                statement.risk_sentence[1:] + ".", ""] if statement.risk else []),
-             "## What ε does not cover", "", *[f"- {item}" for item in statement.not_covered], "",
-             *(["## What ε rests on", "", *[f"- {item}" for item in statement.rests_on], ""] if statement.rests_on
-               else []),
-             "## Features", "",
-             f"Backbone `{features.backbone}` (weights `{features.weights}`), preprocessing "
-             f"{features.preprocessing or 'as recorded'}, {features.feature_dim} features per row; "
-             f"classes: {', '.join(carried['class_names'])}.", "",
-             "## Evaluation", "", _evaluation_text(metrics), "",
-             "## Checking this file", "",
-             f"`pillar verify FOLDER --key SIGNER.pub.pem` checks the folder's signature ({HF_SIGNATURE} in the folder, "
-             "over every other file in it, this card included), the metadata hash and statement in "
-             f"{HF_WEIGHTS}, makes this card again from that statement and compares it, and recomputes ε from the DP "
-             "event tree with dp-accounting.", ""]
+    lines = [
+        "---",
+        yaml.safe_dump(front, sort_keys=False, allow_unicode=True).strip(),
+        "---",
+        "",
+        "# A differentially private classifier",
+        "",
+        f"A linear head (`{head['method']}`, k = {head['k']}) on frozen features, released by pillar with "
+        f"(ε = {epsilon:.4g}, δ = {statement.delta:g})-differential privacy ({statement.accountant} "
+        f"accountant) for {statement.neighbouring}.",
+        "",
+        "## What ε covers",
+        "",
+        *[f"- {item}" for item in statement.covers],
+        "",
+        *(
+            [
+                "## What ε means for one " + statement.unit.noun,
+                "",
+                statement.risk_sentence[0].upper() + statement.risk_sentence[1:] + ".",
+                "",
+            ]
+            if statement.risk
+            else []
+        ),
+        "## What ε does not cover",
+        "",
+        *[f"- {item}" for item in statement.not_covered],
+        "",
+        *(
+            ["## What ε rests on", "", *[f"- {item}" for item in statement.rests_on], ""]
+            if statement.rests_on
+            else []
+        ),
+        "## Features",
+        "",
+        f"Backbone `{features.backbone}` (weights `{features.weights}`), preprocessing "
+        f"{features.preprocessing or 'as recorded'}, {features.feature_dim} features per row; "
+        f"classes: {', '.join(carried['class_names'])}.",
+        "",
+        "## Evaluation",
+        "",
+        _evaluation_text(metrics),
+        "",
+        "## Checking this file",
+        "",
+        f"`pillar verify FOLDER --key SIGNER.pub.pem` checks the folder's signature ({HF_SIGNATURE} in the folder, "
+        "over every other file in it, this card included), the metadata hash and statement in "
+        f"{HF_WEIGHTS}, makes this card again from that statement and compares it, and recomputes ε from the DP "
+        "event tree with dp-accounting.",
+        "",
+    ]
     return "\n".join(lines)
 
 
 def _evaluation_text(metrics: dict | None) -> str:
     if metrics is None:
-        return ("Not stated: a release holds no test statistics. Evaluate the model it came from with "
-                "`pillar evaluate` and export again with `--evaluation`.")
+        return (
+            "Not stated: a release holds no test statistics. Evaluate the model it came from with "
+            "`pillar evaluate` and export again with `--evaluation`."
+        )
     values = ", ".join(f"{name} {value:.4f}" for name, value in metrics["values"].items())
-    return (f"On the {metrics['split']} split of {metrics['dataset']} ({metrics['source']}): {values} — the mean "
-            f"over the {metrics['seeds']} repetition(s) of the released head's cell; the released head is one of "
-            "them.")
+    return (
+        f"On the {metrics['split']} split of {metrics['dataset']} ({metrics['source']}): {values} — the mean "
+        f"over the {metrics['seeds']} repetition(s) of the released head's cell; the released head is one of "
+        "them."
+    )
 
 
 def evaluation_metrics(evaluation: Evaluation, released: Classifier) -> dict | None:
@@ -131,10 +199,20 @@ def evaluation_metrics(evaluation: Evaluation, released: Classifier) -> dict | N
     (its digest among the row's `heads`): an evaluation of another model, or one that records no heads, gives
     None."""
     head = released.head
-    row = evaluation.cell(head["method"], "full" if head["k"] is None else head["k"], released.privacy.epsilon_target)
+    row = evaluation.cell(
+        head["method"], "full" if head["k"] is None else head["k"], released.privacy.epsilon_target
+    )
     if row is None or head_digest(released.head_arrays) not in (row.get("heads") or ()):
         return None
-    values = {name: float(row[f"{name}_mean"]) for name in ("accuracy", "balanced_accuracy", "macro_f1")
-              if row.get(f"{name}_mean") is not None}
-    return {"values": values, "split": evaluation.split, "dataset": evaluation.dataset, "seeds": int(row["seeds"]),
-            "source": evaluation.path}
+    values = {
+        name: float(row[f"{name}_mean"])
+        for name in ("accuracy", "balanced_accuracy", "macro_f1")
+        if row.get(f"{name}_mean") is not None
+    }
+    return {
+        "values": values,
+        "split": evaluation.split,
+        "dataset": evaluation.dataset,
+        "seeds": int(row["seeds"]),
+        "source": evaluation.path,
+    }

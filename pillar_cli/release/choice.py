@@ -34,7 +34,9 @@ def parse_cell(text: str | None) -> dict:
         try:
             wanted[key.strip()] = _CELL_KEYS[key.strip()](value.strip())
         except ValueError:
-            raise UsageError(f"{param('cell')}: '{value.strip()}' is not a number for {key.strip()}") from None
+            raise UsageError(
+                f"{param('cell')}: '{value.strip()}' is not a number for {key.strip()}"
+            ) from None
     return wanted
 
 
@@ -42,22 +44,30 @@ def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple
     """The classifier of the cell `wanted` names (parse_cell) and the repetition `seed` (None: the lowest), and
     what was chosen (cell, seed, selection)."""
     if noise_is_reproducible(model.attrs) or _seeded_by_provenance(model):
-        raise PrivacyError(f"{model.path} was trained with experiment-only noise ({param('noise_seed')}): anyone "
-                           "holding the seed can remove it, so it has no guarantee to release",
-                           hint=f"train again without {param('noise_seed')}")
+        raise PrivacyError(
+            f"{model.path} was trained with experiment-only noise ({param('noise_seed')}): anyone "
+            "holding the seed can remove it, so it has no guarantee to release",
+            hint=f"train again without {param('noise_seed')}",
+        )
     cells = _cells(model)
     choice = _one_cell(model, cells, wanted)
     runs = stored_runs([model])
     chosen = sorted((runs[i] for i in choice.run_ids), key=lambda run: run.key.seed)
     if not chosen:
-        raise DataError(f"cell {choice.name} of {model.path} released no run (its accounted selection ran no trial)")
+        raise DataError(
+            f"cell {choice.name} of {model.path} released no run (its accounted selection ran no trial)"
+        )
     seeds = [run.key.seed for run in chosen]
     if seed is not None and seed not in seeds:
-        raise UsageError(f"cell {choice.name} has repetitions (seeds) {', '.join(map(str, seeds))}; not {seed}")
+        raise UsageError(
+            f"cell {choice.name} has repetitions (seeds) {', '.join(map(str, seeds))}; not {seed}"
+        )
     run = chosen[seeds.index(seed) if seed is not None else 0]
     statement = privacy_statement(model, run, choice.selected, len(cells))
     chosen_as = {"cell": choice.name, "seed": run.key.seed, "seeds": seeds, "selected": choice.selected}
-    return (_network(model, run, statement) if is_network(model) else _classifier(model, run, statement)), chosen_as
+    return (
+        _network(model, run, statement) if is_network(model) else _classifier(model, run, statement)
+    ), chosen_as
 
 
 def _seeded_by_provenance(model: Artifact) -> bool:
@@ -65,8 +75,11 @@ def _seeded_by_provenance(model: Artifact) -> bool:
     command that wrote it, its resolved options, or its whole-file statement (an edit of one attribute cannot
     launder a seeded model)."""
     provenance = model.provenance
-    said = [] if provenance is None else [provenance.config.get("noise_seed") is not None,
-                                          "--noise-seed" in provenance.command]
+    said = (
+        []
+        if provenance is None
+        else [provenance.config.get("noise_seed") is not None, "--noise-seed" in provenance.command]
+    )
     whole = ModelRecord.of(model).whole_file or {}
     return any(said) or NOT_PRIVATE_NOTE in str(whole.get("composition", ""))
 
@@ -79,8 +92,10 @@ def _cells(model: Artifact) -> list[SelectedCell]:
     runs: dict[tuple, list[int]] = {}
     for run_id, row in enumerate(run_rows(model)):
         runs.setdefault((row.key.method, row.key.epsilon), []).append(run_id)
-    return [SelectedCell(method=method, k="full", epsilon=epsilon, run_ids=ids, selected=ChosenBy.NOTHING)
-            for (method, epsilon), ids in runs.items()]
+    return [
+        SelectedCell(method=method, k="full", epsilon=epsilon, run_ids=ids, selected=ChosenBy.NOTHING)
+        for (method, epsilon), ids in runs.items()
+    ]
 
 
 def _one_cell(model: Artifact, cells: list[SelectedCell], wanted: dict) -> SelectedCell:
@@ -88,19 +103,23 @@ def _one_cell(model: Artifact, cells: list[SelectedCell], wanted: dict) -> Selec
     if len(matches) != 1:
         listed = "; ".join(cell.name for cell in (matches or cells))
         if not wanted:
-            raise UsageError(f"{model.path} holds {len(cells)} cells; name one with {param('cell')}: {listed}")
+            raise UsageError(
+                f"{model.path} holds {len(cells)} cells; name one with {param('cell')}: {listed}"
+            )
         found = f"{len(matches)} cells match" if matches else "no cell matches"
         raise UsageError(f"{model.path}: {found} {param('cell')} {_cell_text(wanted)}; cells: {listed}")
     cell = matches[0]
     if not math.isfinite(cell.epsilon):
-        raise PrivacyError(f"cell {cell.name} of {model.path} is not private (ε = inf): a release holds a DP "
-                           "classifier")
+        raise PrivacyError(
+            f"cell {cell.name} of {model.path} is not private (ε = inf): a release holds a DP classifier"
+        )
     return cell
 
 
 def _cell_text(wanted: dict) -> str:
-    return ",".join(f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}"
-                    for key, value in wanted.items())
+    return ",".join(
+        f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}" for key, value in wanted.items()
+    )
 
 
 def _classifier(model: Artifact, run: RunRecord, statement: dict) -> Classifier:
@@ -109,19 +128,47 @@ def _classifier(model: Artifact, run: RunRecord, statement: dict) -> Classifier:
     key, unit_rows = run.key, run.row_normalised
     weights, bias, basis = run.released_head()
     header = ModelRecord.of(model)
-    head = {"method": key.method, "k": key.k if key.k is not None else "full", "unit_rows": unit_rows,
-            "row_l2_normalised": header.row_l2_normalised}
-    return Classifier(model.array("mean"), model.array("scale"), weights, bias, basis, header.class_names, head,
-                      _recipe(model, header), statement)
+    head = {
+        "method": key.method,
+        "k": key.k if key.k is not None else "full",
+        "unit_rows": unit_rows,
+        "row_l2_normalised": header.row_l2_normalised,
+    }
+    return Classifier(
+        model.array("mean"),
+        model.array("scale"),
+        weights,
+        bias,
+        basis,
+        header.class_names,
+        head,
+        _recipe(model, header),
+        statement,
+    )
 
 
 def _network(model: Artifact, run: RunRecord, statement: dict) -> Classifier:
     """The run's network, which reads the pixel rows its model was trained on (the identity scaler)."""
     header = ModelRecord.of(model)
-    head = {"method": run.key.method, "k": "full", "unit_rows": False, "row_l2_normalised": False,
-            "network": header.network}
-    return Classifier(model.array("mean"), model.array("scale"), None, None, None, header.class_names, head,
-                      _recipe(model, header), statement, stored_state(model, run.local_id))
+    head = {
+        "method": run.key.method,
+        "k": "full",
+        "unit_rows": False,
+        "row_l2_normalised": False,
+        "network": header.network,
+    }
+    return Classifier(
+        model.array("mean"),
+        model.array("scale"),
+        None,
+        None,
+        None,
+        header.class_names,
+        head,
+        _recipe(model, header),
+        statement,
+        stored_state(model, run.local_id),
+    )
 
 
 def _recipe(model: Artifact, header: ModelRecord) -> FeatureRecipe:

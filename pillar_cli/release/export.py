@@ -63,7 +63,9 @@ class ClassifierModule(torch.nn.Module):
             rows = rows / torch.where(norms > 0, norms, torch.ones_like(norms))
         rows = (rows - self.mean) / self.scale
         if self.has_basis:
-            rows = (rows.double() @ self.basis.double()).float()  # as pillar predict: float64 sums, rounded once
+            rows = (
+                rows.double() @ self.basis.double()
+            ).float()  # as pillar predict: float64 sums, rounded once
         if self.unit_rows:
             rows = rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-12)
         logits = (rows.double() @ self.weights.double() + self.bias.double()).float()
@@ -73,14 +75,18 @@ class ClassifierModule(torch.nn.Module):
 class NetworkModule(torch.nn.Module):
     """uint8 images (N, H, W, C) → pixel rows by the recorded embedder → the network's NCHW images → probabilities."""
 
-    def __init__(self, features: torch.nn.Module, network: torch.nn.Module, input_shape: tuple[int, int, int]):
+    def __init__(
+        self, features: torch.nn.Module, network: torch.nn.Module, input_shape: tuple[int, int, int]
+    ):
         super().__init__()
         self.features, self.network, self.input_shape = features, network, input_shape
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         height, width, channels = self.input_shape
         images = self.features(x).reshape(-1, height, width, channels).permute(0, 3, 1, 2)
-        return torch.softmax(self.network(images).double(), dim=1).float()  # as pillar predict: float64 softmax
+        return torch.softmax(
+            self.network(images).double(), dim=1
+        ).float()  # as pillar predict: float64 softmax
 
 
 def image_shape(classifier: Classifier) -> tuple[int, ...] | None:
@@ -90,13 +96,24 @@ def image_shape(classifier: Classifier) -> tuple[int, ...] | None:
         return recipe.image_shape
     if recipe.backbone == "pixels" and len(recipe.input_shape or ()) == 1:
         return None
-    raise UsageError("the classifier's feature recipe records no image shape, so an export from images cannot be "
-                     f"traced; pass {param('features_only', True)} and embed the inputs as recorded")
+    raise UsageError(
+        "the classifier's feature recipe records no image shape, so an export from images cannot be "
+        f"traced; pass {param('features_only', True)} and embed the inputs as recorded"
+    )
 
 
-def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_only: bool = False,
-                      weights: Path | None = None, trust_checkpoint: bool = False, force: bool = False,
-                      metrics: dict | None = None, inputs: Sequence[Path | str] = ()) -> str:
+def export_classifier(
+    classifier: Classifier,
+    fmt: str,
+    out: Path,
+    *,
+    features_only: bool = False,
+    weights: Path | None = None,
+    trust_checkpoint: bool = False,
+    force: bool = False,
+    metrics: dict | None = None,
+    inputs: Sequence[Path | str] = (),
+) -> str:
     """Write `classifier` as `fmt`; returns what the file's module reads ('features (N, D)' or 'uint8 images …').
     From images, the module holds the embedder rebuilt from the recipe (its weights file, if it had one, given
     as `weights`) and computes in fp32. hf: a folder of model.safetensors, config.json and a model card README.md
@@ -106,25 +123,48 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
     if fmt == "hf":
         check_folder_target(out, inputs, force)
     if classifier.is_network and features_only:
-        raise UsageError(f"the release holds a fine-tuned network, which reads the images themselves: export it from "
-                         f"images (drop {param('features_only', True)})")
+        raise UsageError(
+            f"the release holds a fine-tuned network, which reads the images themselves: export it from "
+            f"images (drop {param('features_only', True)})"
+        )
     shape = None if features_only or fmt in ("safetensors", "hf") else image_shape(classifier)
     features = None
     if shape is not None:
-        features = embedder_for(classifier.features, weights=weights, device="cpu", trust_checkpoint=trust_checkpoint,
-                                runtime="torch").module()  # the module alone: no ONNX Runtime session
+        features = embedder_for(
+            classifier.features,
+            weights=weights,
+            device="cpu",
+            trust_checkpoint=trust_checkpoint,
+            runtime="torch",
+        ).module()  # the module alone: no ONNX Runtime session
     if out.suffix.lower() not in SUFFIXES[fmt]:
-        raise UsageError(f"{out}: an hf export is a folder, named without a suffix" if fmt == "hf" else
-                         f"{out}: a {fmt} file is named {' or '.join(SUFFIXES[fmt])}, so that readers know its format")
-    carried = _metadata(classifier) | ({METRICS_KEY: metrics} if fmt == "hf" and metrics is not None else {}) | \
-        ({} if fmt in ("safetensors", "hf") else {INPUT_KEY: input_contract(classifier.features, shape,
-                                                                            len(classifier.mean))})
-    module = _network_module(classifier, features) if classifier.is_network else ClassifierModule(classifier, features)
+        raise UsageError(
+            f"{out}: an hf export is a folder, named without a suffix"
+            if fmt == "hf"
+            else f"{out}: a {fmt} file is named {' or '.join(SUFFIXES[fmt])}, so that readers know its format"
+        )
+    carried = (
+        _metadata(classifier)
+        | ({METRICS_KEY: metrics} if fmt == "hf" and metrics is not None else {})
+        | (
+            {}
+            if fmt in ("safetensors", "hf")
+            else {INPUT_KEY: input_contract(classifier.features, shape, len(classifier.mean))}
+        )
+    )
+    module = (
+        _network_module(classifier, features)
+        if classifier.is_network
+        else ClassifierModule(classifier, features)
+    )
     if module is not None:
         module.eval().requires_grad_(False)
     pixels = f"uint{classifier.features.depth or 8}"
-    example = (torch.zeros((2, *shape), dtype=getattr(torch, pixels)) if shape is not None else
-               torch.zeros((2, len(classifier.mean)), dtype=torch.float32))
+    example = (
+        torch.zeros((2, *shape), dtype=getattr(torch, pixels))
+        if shape is not None
+        else torch.zeros((2, len(classifier.mean)), dtype=torch.float32)
+    )
     if fmt == "hf":
         write_folder(out, lambda folder: _hf_folder(folder, classifier, module, carried))
         return "features (N, D) float32"
@@ -133,32 +173,49 @@ def export_classifier(classifier: Classifier, fmt: str, out: Path, *, features_o
             _write_safetensors(tmp, classifier, module, carried)
         elif fmt == "torchscript":
             with warnings.catch_warnings(), torch.no_grad():
-                warnings.simplefilter("ignore")  # TorchScript is deprecated in torch (still served); tracer warnings
+                warnings.simplefilter(
+                    "ignore"
+                )  # TorchScript is deprecated in torch (still served); tracer warnings
                 scripted = torch.jit.trace(module, example)
                 torch.jit.save(scripted, str(tmp), _extra_files={EXTRA_FILE: "{}"})  # its members, to hash
                 metadata = _with_contents(carried, contents_of(tmp, fmt))
                 torch.jit.save(scripted, str(tmp), _extra_files={EXTRA_FILE: json.dumps(metadata)})
         else:
             _export_onnx(module, example, tmp, carried)
-    return "features (N, D) float32" if shape is None else f"{pixels} images (N, {', '.join(map(str, shape))})"
+    return (
+        "features (N, D) float32" if shape is None else f"{pixels} images (N, {', '.join(map(str, shape))})"
+    )
 
 
 def _with_contents(carried: dict, contents: dict[str, str]) -> dict[str, str]:
     """The pillar metadata of an export: what it carries and the hashes of the rest of the file, each as JSON under
     "pillar_<key>", and one hash over them all."""
     full = carried | {CONTENTS_KEY: contents}
-    return {f"pillar_{key}": json.dumps(value) for key, value in full.items()} | {HASH_KEY: metadata_hash(full)}
+    return {f"pillar_{key}": json.dumps(value) for key, value in full.items()} | {
+        HASH_KEY: metadata_hash(full)
+    }
 
 
-def _write_safetensors(path: Path, classifier: Classifier, module: torch.nn.Module | None, carried: dict,
-                       files: dict[str, str] | None = None) -> None:
+def _write_safetensors(
+    path: Path,
+    classifier: Classifier,
+    module: torch.nn.Module | None,
+    carried: dict,
+    files: dict[str, str] | None = None,
+) -> None:
     """The head's tensors by name (a network's weights), with the pillar metadata: written once to hash the
     tensors, then with their hash (and the hashes of an hf folder's `files`)."""
     from safetensors.torch import save_file
 
-    tensors = {name: torch.from_numpy(np.ascontiguousarray(array)) for name, array in
-               classifier.network.items()} if classifier.is_network else \
-        {name: buffer.contiguous() for name, buffer in module.named_buffers() if name != "basis" or module.has_basis}
+    tensors = (
+        {name: torch.from_numpy(np.ascontiguousarray(array)) for name, array in classifier.network.items()}
+        if classifier.is_network
+        else {
+            name: buffer.contiguous()
+            for name, buffer in module.named_buffers()
+            if name != "basis" or module.has_basis
+        }
+    )
     save_file(tensors, str(path))
     contents = contents_of(path, "safetensors") | (files or {})
     save_file(tensors, str(path), metadata=_with_contents(carried, contents))
@@ -167,13 +224,19 @@ def _write_safetensors(path: Path, classifier: Classifier, module: torch.nn.Modu
 def _hf_folder(folder: Path, classifier: Classifier, module: torch.nn.Module | None, carried: dict) -> None:
     """A Hugging Face model folder: the card and config.json made from what the export carries, then the weights,
     whose metadata holds the hashes of both."""
-    files = {"README.md": model_card(carried, carried.get(METRICS_KEY)).encode(),
-             "config.json": hf_config(carried).encode()}
+    files = {
+        "README.md": model_card(carried, carried.get(METRICS_KEY)).encode(),
+        "config.json": hf_config(carried).encode(),
+    }
     for name, data in files.items():
         (folder / name).write_bytes(data)
-    _write_safetensors(folder / HF_WEIGHTS, classifier, module, carried,
-                       {name: hashlib.sha256(data).hexdigest() for name, data in files.items()})
-
+    _write_safetensors(
+        folder / HF_WEIGHTS,
+        classifier,
+        module,
+        carried,
+        {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
+    )
 
 
 def _network_module(classifier: Classifier, features: torch.nn.Module | None) -> torch.nn.Module | None:
@@ -187,8 +250,13 @@ def _network_module(classifier: Classifier, features: torch.nn.Module | None) ->
 
 def _metadata(classifier: Classifier) -> dict:
     """What an export carries: the statement, class names, head and recipe, and the release it came from."""
-    return {"privacy": classifier.privacy.to_attrs(), "class_names": classifier.class_names, "head": classifier.head,
-            "features": classifier.features.to_attrs(), "release": {"content_hash": classifier.content_hash}}
+    return {
+        "privacy": classifier.privacy.to_attrs(),
+        "class_names": classifier.class_names,
+        "head": classifier.head,
+        "features": classifier.features.to_attrs(),
+        "release": {"content_hash": classifier.content_hash},
+    }
 
 
 def _export_onnx(module: torch.nn.Module, example: torch.Tensor, path: Path, carried: dict) -> None:
@@ -196,14 +264,23 @@ def _export_onnx(module: torch.nn.Module, example: torch.Tensor, path: Path, car
         import onnx
         import onnxscript  # noqa: F401  (torch's dynamo exporter writes through it)
     except ImportError:
-        raise UsageError("exporting ONNX needs the onnx and onnxscript packages: pip install onnx onnxscript (or "
-                         "the package's 'export' extra)") from None
+        raise UsageError(
+            "exporting ONNX needs the onnx and onnxscript packages: pip install onnx onnxscript (or "
+            "the package's 'export' extra)"
+        ) from None
 
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
-        program = torch.onnx.export(module, (example,), input_names=["input"], output_names=["probabilities"],
-                                    dynamic_shapes=({0: torch.export.Dim("batch")},), opset_version=18,
-                                    dynamo=True, verbose=False)
+        program = torch.onnx.export(
+            module,
+            (example,),
+            input_names=["input"],
+            output_names=["probabilities"],
+            dynamic_shapes=({0: torch.export.Dim("batch")},),
+            opset_version=18,
+            dynamo=True,
+            verbose=False,
+        )
     program.save(str(path))
     model = onnx.load(str(path))
     for key, value in _with_contents(carried, contents_of(path, "onnx")).items():

@@ -24,13 +24,28 @@ from pillar_cli.errors import ArtifactError
 
 FILE_FORMATS = ("onnx", "torchscript", "safetensors")  # one file each
 EXPORT_FORMATS = (*FILE_FORMATS, "hf")
-SUFFIXES = {"onnx": (".onnx",), "torchscript": (".pt", ".pth", ".ts", ".torchscript"), "safetensors": (".safetensors",),
-            "hf": ("",)}  # hf: a folder in the Hugging Face model layout
+SUFFIXES = {
+    "onnx": (".onnx",),
+    "torchscript": (".pt", ".pth", ".ts", ".torchscript"),
+    "safetensors": (".safetensors",),
+    "hf": ("",),
+}  # hf: a folder in the Hugging Face model layout
 HF_WEIGHTS = "model.safetensors"  # an hf folder's tensors and metadata; beside it config.json and README.md
-METADATA_KEYS = ("privacy", "class_names", "head", "features", "release")  # each stored as JSON under "pillar_<key>"
-CONTENTS_KEY, METRICS_KEY = "contents", "metrics"  # the hashes of the rest of the file; an hf card's test metrics
+METADATA_KEYS = (
+    "privacy",
+    "class_names",
+    "head",
+    "features",
+    "release",
+)  # each stored as JSON under "pillar_<key>"
+CONTENTS_KEY, METRICS_KEY = (
+    "contents",
+    "metrics",
+)  # the hashes of the rest of the file; an hf card's test metrics
 INPUT_KEY = "input"  # what the graph reads and how files become it (release/input_contract.py)
-HF_SIGNATURE = "model.sig"  # a signed hf folder's signature, inside it so that an upload keeps it (not hashed)
+HF_SIGNATURE = (
+    "model.sig"  # a signed hf folder's signature, inside it so that an upload keeps it (not hashed)
+)
 HF_FILES = ("README.md", "config.json")  # an hf folder's files beside its weights, which `contents` hashes
 HASH_KEY = "pillar_content_hash"  # sha256 over the metadata above: an edit of one value without it is refused
 EXTRA_FILE = "pillar.json"  # TorchScript: one extra file holding the metadata
@@ -54,29 +69,46 @@ def read_export_metadata(path: Path) -> dict:
     try:
         raw = _raw_metadata(path, fmt)
     except Exception as err:  # each format's reader raises its own types on a foreign or damaged file
-        raise ArtifactError(f"{path} is not a readable {fmt} file ({str(err).splitlines()[0][:120]})",
-                            hint="export it again with pillar export") from err
+        raise ArtifactError(
+            f"{path} is not a readable {fmt} file ({str(err).splitlines()[0][:120]})",
+            hint="export it again with pillar export",
+        ) from err
     missing = [key for key in (*METADATA_KEYS, CONTENTS_KEY) if f"pillar_{key}" not in raw]
     if missing:
-        raise ArtifactError(f"{path} carries no pillar {missing[0]} in its metadata", hint="export it with pillar export")
+        raise ArtifactError(
+            f"{path} carries no pillar {missing[0]} in its metadata", hint="export it with pillar export"
+        )
     try:
-        carried = {key: json.loads(raw[f"pillar_{key}"])
-                   for key in (*METADATA_KEYS, CONTENTS_KEY, METRICS_KEY, INPUT_KEY) if f"pillar_{key}" in raw}
+        carried = {
+            key: json.loads(raw[f"pillar_{key}"])
+            for key in (*METADATA_KEYS, CONTENTS_KEY, METRICS_KEY, INPUT_KEY)
+            if f"pillar_{key}" in raw
+        }
     except (TypeError, ValueError):
         raise ArtifactError(f"{path}: its pillar metadata is not JSON") from None
     if raw.get(HASH_KEY) != metadata_hash(carried):
-        raise ArtifactError(f"{path}: its pillar metadata was changed after it was exported (its content hash does "
-                            "not match)", hint="export it again from its release")
+        raise ArtifactError(
+            f"{path}: its pillar metadata was changed after it was exported (its content hash does "
+            "not match)",
+            hint="export it again from its release",
+        )
     if problem := carried_problem(carried):
         raise ArtifactError(f"{path} {problem}")
     try:
         changed = changed_contents(path, fmt, carried[CONTENTS_KEY])
-    except Exception as err:  # each format's reader raises its own types on damaged weights (a zip member's CRC)
-        raise ArtifactError(f"{path} is not a readable {fmt} file ({str(err).splitlines()[0][:120]})",
-                            hint="export it again with pillar export") from err
+    except (
+        Exception
+    ) as err:  # each format's reader raises its own types on damaged weights (a zip member's CRC)
+        raise ArtifactError(
+            f"{path} is not a readable {fmt} file ({str(err).splitlines()[0][:120]})",
+            hint="export it again with pillar export",
+        ) from err
     if changed is not None:
-        raise ArtifactError(f"{path}: its {changed} changed after it was exported (the hash its metadata holds "
-                            "does not match)", hint="export it again from its release")
+        raise ArtifactError(
+            f"{path}: its {changed} changed after it was exported (the hash its metadata holds "
+            "does not match)",
+            hint="export it again from its release",
+        )
     return carried
 
 
@@ -95,13 +127,18 @@ def contents_of(path: Path, fmt: str) -> dict[str, str]:
         with zipfile.ZipFile(path) as archive:
             for member in sorted(archive.namelist(), key=lambda name: name.split("/", 1)[-1]):
                 short = member.split("/", 1)[-1]  # the archive's top folder is named after the file
-                if short not in (f"extra/{EXTRA_FILE}", ".data/serialization_id"):  # the id hashes the extra file
+                if short not in (
+                    f"extra/{EXTRA_FILE}",
+                    ".data/serialization_id",
+                ):  # the id hashes the extra file
                     digest.update(f"{short}\n".encode() + hashlib.sha256(archive.read(member)).digest())
         return {"archive": digest.hexdigest()}
     contents = {"tensors": _tensors_digest(path / HF_WEIGHTS if fmt == "hf" else path)}
     if fmt == "hf":
-        contents |= {name: hashlib.sha256((path / name).read_bytes()).hexdigest() if (path / name).is_file() else ""
-                     for name in HF_FILES}
+        contents |= {
+            name: hashlib.sha256((path / name).read_bytes()).hexdigest() if (path / name).is_file() else ""
+            for name in HF_FILES
+        }
     return contents
 
 
@@ -136,7 +173,9 @@ def _raw_metadata(path: Path, fmt: str | None) -> dict:
     if fmt == "onnx":
         import onnx
 
-        return {prop.key: prop.value for prop in onnx.load(str(path), load_external_data=False).metadata_props}
+        return {
+            prop.key: prop.value for prop in onnx.load(str(path), load_external_data=False).metadata_props
+        }
     if fmt in ("safetensors", "hf"):
         from safetensors import safe_open
 

@@ -15,7 +15,11 @@ from pathlib import Path
 from pillar_cli.errors import UsageError, param
 from pillar_cli.release.exported import HF_FILES, HF_SIGNATURE, HF_WEIGHTS
 
-WRITTEN = (HF_WEIGHTS, *HF_FILES, HF_SIGNATURE)  # every file an hf export writes (the signature where it signs)
+WRITTEN = (
+    HF_WEIGHTS,
+    *HF_FILES,
+    HF_SIGNATURE,
+)  # every file an hf export writes (the signature where it signs)
 
 
 def check_folder_target(out: Path, inputs: Sequence[Path | str], force: bool) -> None:
@@ -23,22 +27,30 @@ def check_folder_target(out: Path, inputs: Sequence[Path | str], force: bool) ->
     target = out.resolve()
     here = Path.cwd().resolve()
     if target == here or target in here.parents:
-        raise UsageError(f"{out} is the working directory or a folder above it: an hf export writes a folder of its "
-                         "own", hint=f"pass {param('out')} a new folder's name")
+        raise UsageError(
+            f"{out} is the working directory or a folder above it: an hf export writes a folder of its own",
+            hint=f"pass {param('out')} a new folder's name",
+        )
     for given in inputs:
         source = Path(given).resolve()
         if target == source or target in source.parents:
-            raise UsageError(f"{out} holds the input {given}: an hf export writes a folder of its own",
-                             hint=f"pass {param('out')} a new folder's name")
+            raise UsageError(
+                f"{out} holds the input {given}: an hf export writes a folder of its own",
+                hint=f"pass {param('out')} a new folder's name",
+            )
     if out.is_symlink() or (out.exists() and not out.is_dir()):
-        raise UsageError(f"{out} exists and is not a folder an hf export wrote", hint=f"pass {param('out')} a new "
-                         "folder's name")
+        raise UsageError(
+            f"{out} exists and is not a folder an hf export wrote",
+            hint=f"pass {param('out')} a new folder's name",
+        )
     if out.is_dir():
         others = sorted(name for name in os.listdir(out) if name not in WRITTEN)
         if others:
-            raise UsageError(f"{out} holds {others[0]}, which an hf export does not write: {param('force', True)} "
-                             "replaces only a folder an hf export wrote", hint=f"pass {param('out')} a new folder's "
-                             "name")
+            raise UsageError(
+                f"{out} holds {others[0]}, which an hf export does not write: {param('force', True)} "
+                "replaces only a folder an hf export wrote",
+                hint=f"pass {param('out')} a new folder's name",
+            )
         if not force:
             raise UsageError(f"output {out} exists; pass {param('force', True)} to replace it")
 

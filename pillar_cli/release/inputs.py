@@ -37,30 +37,45 @@ def decoded_as_recorded(classifier: Classifier, source: str, options: SourceOpti
     return replace(options, params=params)
 
 
-def input_embedder(classifier: Classifier, dataset: Dataset, *, weights: Path | None, device: str,
-                   trust_checkpoint: bool) -> Embedder:
+def input_embedder(
+    classifier: Classifier, dataset: Dataset, *, weights: Path | None, device: str, trust_checkpoint: bool
+) -> Embedder:
     """The classifier's embedder, for inputs of the shape its training rows were embedded from."""
     recipe = classifier.features
     recorded, shape, depth = recipe.shape, tuple(dataset.inputs.shape[1:]), recipe.depth
     if len(shape) == 3 and depth is not None and pixel_depth(dataset.inputs) != depth:
-        raise DataError(f"the inputs are {pixel_depth(dataset.inputs)}-bit images; the classifier's rows were embedded "
-                        f"from {depth}-bit images")
+        raise DataError(
+            f"the inputs are {pixel_depth(dataset.inputs)}-bit images; the classifier's rows were embedded "
+            f"from {depth}-bit images"
+        )
     if recipe.backbone == "pixels" and recorded is not None and shape != recorded:
-        hint = f"pass {param('param')} size=N to resize image files as they are decoded" if len(shape) == 3 else None
-        raise DataError(f"the inputs have shape {shape}; the classifier's rows were embedded from {recorded}",
-                        hint=hint)
+        hint = (
+            f"pass {param('param')} size=N to resize image files as they are decoded"
+            if len(shape) == 3
+            else None
+        )
+        raise DataError(
+            f"the inputs have shape {shape}; the classifier's rows were embedded from {recorded}", hint=hint
+        )
     return embedder_for(recipe, weights=weights, device=device, trust_checkpoint=trust_checkpoint)
 
 
-def classify_inputs(dataset: Dataset, embedder: Embedder, probabilities_of: Probabilities, *, batch_size: int,
-                    workers: int, on_batch: Callable[[int], None]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def classify_inputs(
+    dataset: Dataset,
+    embedder: Embedder,
+    probabilities_of: Probabilities,
+    *,
+    batch_size: int,
+    workers: int,
+    on_batch: Callable[[int], None],
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(row names, class probabilities) of each batch of `dataset`'s rows, its train part, then its test part: each
     batch is classified as it is embedded, and its features dropped."""
     names, start = dataset.row_names(), 0
     for size in dataset.part_sizes:
         ids = np.arange(start, start + size)
         for begin, features in embedded_batches(embedder, dataset, ids, batch_size, workers, _refuse_skipped):
-            yield names[ids[begin:begin + len(features)]], probabilities_of(features)
+            yield names[ids[begin : begin + len(features)]], probabilities_of(features)
             on_batch(len(features))
         start += size
 

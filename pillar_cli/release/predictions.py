@@ -21,7 +21,9 @@ from pillar_cli.errors import UsageError
 
 PREDICTION_FORMATS = (".csv", ".jsonl", ".parquet")
 STDOUT = Path("-")  # predictions as CSV on standard output
-Predicted = Iterator[tuple[np.ndarray, list[str], np.ndarray]]  # blocks of (row ids, class names, probabilities)
+Predicted = Iterator[
+    tuple[np.ndarray, list[str], np.ndarray]
+]  # blocks of (row ids, class names, probabilities)
 
 
 def prediction_format(path: Path) -> str:
@@ -30,19 +32,23 @@ def prediction_format(path: Path) -> str:
         return ".csv"
     suffix = path.suffix.lower()
     if suffix not in PREDICTION_FORMATS:
-        raise UsageError(f"cannot write predictions as '{suffix or path.name}': name the output "
-                         f"{', '.join('*' + s for s in PREDICTION_FORMATS)}")
+        raise UsageError(
+            f"cannot write predictions as '{suffix or path.name}': name the output "
+            f"{', '.join('*' + s for s in PREDICTION_FORMATS)}"
+        )
     if suffix == ".parquet":
         try:
             import pyarrow  # noqa: F401
         except ImportError:
-            raise UsageError("writing Parquet needs pyarrow (pip install pyarrow); or name the output *.csv or "
-                             "*.jsonl") from None
+            raise UsageError(
+                "writing Parquet needs pyarrow (pip install pyarrow); or name the output *.csv or *.jsonl"
+            ) from None
     return suffix
 
 
-def write_predictions(path: Path, blocks: Iterable[tuple[np.ndarray, np.ndarray]], class_names: list[str],
-                      force: bool = False) -> np.ndarray:
+def write_predictions(
+    path: Path, blocks: Iterable[tuple[np.ndarray, np.ndarray]], class_names: list[str], force: bool = False
+) -> np.ndarray:
     """Atomically write one prediction per row (an existing file only with `force`), from blocks of (row ids, class
     probabilities) written as they come: no block is held after it is written. Returns how many rows each class was
     predicted for."""
@@ -78,8 +84,10 @@ def _csv(handle: TextIO, blocks: Predicted, class_names: list[str], lineterminat
 def _jsonl(handle: TextIO, blocks: Predicted, class_names: list[str]) -> None:
     for rows, predicted, probabilities in blocks:
         for row, label, p in zip(rows.tolist(), predicted, probabilities.tolist()):
-            handle.write(json.dumps({"row": row, "predicted": label, "probabilities": dict(zip(class_names, p))}) +
-                         "\n")
+            handle.write(
+                json.dumps({"row": row, "predicted": label, "probabilities": dict(zip(class_names, p))})
+                + "\n"
+            )
 
 
 def _parquet(path: Path, blocks: Predicted, class_names: list[str]) -> None:
@@ -88,8 +96,13 @@ def _parquet(path: Path, blocks: Predicted, class_names: list[str]) -> None:
     import pyarrow.parquet as pq
 
     def table(rows: np.ndarray, predicted: list[str], probabilities: np.ndarray) -> pa.Table:
-        return pa.table({"row": rows, "predicted": predicted,
-                         **{f"p_{name}": probabilities[:, i] for i, name in enumerate(class_names)}})
+        return pa.table(
+            {
+                "row": rows,
+                "predicted": predicted,
+                **{f"p_{name}": probabilities[:, i] for i, name in enumerate(class_names)},
+            }
+        )
 
     writer = None
     try:

@@ -32,8 +32,9 @@ def _covering(config, path: Path):
     if not Path(path).is_dir():
         return config
     bundle = signature_path(path)
-    return config.set_hashing_config(hashing.Config().set_ignored_paths(
-        paths=[bundle, bundle.with_name(f".{bundle.name}.partial")]))
+    return config.set_hashing_config(
+        hashing.Config().set_ignored_paths(paths=[bundle, bundle.with_name(f".{bundle.name}.partial")])
+    )
 
 
 def check_signing_key(key: Path) -> None:
@@ -47,15 +48,21 @@ def check_signing_key(key: Path) -> None:
     except OSError as err:
         raise UsageError(f"cannot read the signing key {key}: {err.strerror}") from None
     except (TypeError, ValueError):
-        raise UsageError(f"{key} is not an unencrypted PEM private key",
-                         hint="make one with: openssl ecparam -name prime256v1 -genkey -noout -out key.pem") from None
+        raise UsageError(
+            f"{key} is not an unencrypted PEM private key",
+            hint="make one with: openssl ecparam -name prime256v1 -genkey -noout -out key.pem",
+        ) from None
     if not isinstance(loaded, ec.EllipticCurvePrivateKey):
-        raise UsageError(f"{key} is not an elliptic-curve private key (model-signing signs with EC keys)",
-                         hint="make one with: openssl ecparam -name prime256v1 -genkey -noout -out key.pem")
+        raise UsageError(
+            f"{key} is not an elliptic-curve private key (model-signing signs with EC keys)",
+            hint="make one with: openssl ecparam -name prime256v1 -genkey -noout -out key.pem",
+        )
     if loaded.curve.name not in SIGNING_CURVES:
-        raise UsageError(f"{key} is a key on the curve {loaded.curve.name}; model-signing signs with "
-                         f"{', '.join(SIGNING_CURVES)} keys only",
-                         hint="make one with: openssl ecparam -name prime256v1 -genkey -noout -out key.pem")
+        raise UsageError(
+            f"{key} is a key on the curve {loaded.curve.name}; model-signing signs with "
+            f"{', '.join(SIGNING_CURVES)} keys only",
+            hint="make one with: openssl ecparam -name prime256v1 -genkey -noout -out key.pem",
+        )
 
 
 def sign_file(path: Path, key: Path) -> Path:
@@ -65,7 +72,9 @@ def sign_file(path: Path, key: Path) -> Path:
     target = signature_path(path)
     partial = target.with_name(f".{target.name}.partial")
     try:
-        _covering(model_signing.signing.Config().use_elliptic_key_signer(private_key=key), path).sign(path, partial)
+        _covering(model_signing.signing.Config().use_elliptic_key_signer(private_key=key), path).sign(
+            path, partial
+        )
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
@@ -90,10 +99,18 @@ def trust_of(path: Path, public_key: Path | None = None) -> Trust:
             raise ArtifactError(f"{path}: {problem}", hint="use the file only from a signer you trust")
         return Trust(True, True, f"{path}: signed and verified ({bundle} holds for {public_key})")
     if bundle.exists():
-        return Trust(True, False, f"{path}: signed ({bundle}) but not verified: pass --key with the signer's public "
-                                  "key to know who wrote it")
-    return Trust(False, False, f"{path}: not signed: nothing proves who wrote it (its hashes and ε are checked, but "
-                               "anyone who edits it can recompute them)")
+        return Trust(
+            True,
+            False,
+            f"{path}: signed ({bundle}) but not verified: pass --key with the signer's public "
+            "key to know who wrote it",
+        )
+    return Trust(
+        False,
+        False,
+        f"{path}: not signed: nothing proves who wrote it (its hashes and ε are checked, but "
+        "anyone who edits it can recompute them)",
+    )
 
 
 def signature_problem(path: Path, public_key: Path, signature: Path | None = None) -> str | None:
@@ -105,8 +122,9 @@ def signature_problem(path: Path, public_key: Path, signature: Path | None = Non
     if not bundle.exists():
         return f"no signature at {bundle}"
     try:
-        _covering(model_signing.verifying.Config().use_elliptic_key_verifier(public_key=public_key), path).verify(
-            path, bundle)
+        _covering(
+            model_signing.verifying.Config().use_elliptic_key_verifier(public_key=public_key), path
+        ).verify(path, bundle)
     except FileNotFoundError as err:
         raise ArtifactError(f"cannot read {err.filename}") from None
     except Exception as err:  # model-signing and sigstore raise their own kinds on any mismatch

@@ -25,16 +25,32 @@ def privacy_statement(model: Artifact, run: RunRecord, selected: ChosenBy, cells
     header = ModelRecord.of(model)
     rule, choice = header.default_rule, header.public_choice
     basis = StatementBasis(
-        trained_on=header.trained_on, mechanism=header.mechanisms.get(run.key.method, ""),
-        rule=None if rule is None else (tuple(rule["fields"]), rule["rule"]), selected=ChosenBy(selected),
-        cells=cells, public_choice=None if choice is None or choice.released else choice.note,
-        premises=header.premises, own_public=_own_public_rows(header.public_data))
-    return make_statement(guarantee=header.guarantee.for_head(run.key.method in header.count_read_by),
-                          event=event_from_dict(run.event), epsilon=run.epsilon_spent, epsilon_target=run.key.epsilon,
-                          steps=run.key.steps, clip=header.ledger.clip, basis=basis, noise=header.noise,
-                          risk_target=header.risk_target)
+        trained_on=header.trained_on,
+        mechanism=header.mechanisms.get(run.key.method, ""),
+        rule=None if rule is None else (tuple(rule["fields"]), rule["rule"]),
+        selected=ChosenBy(selected),
+        cells=cells,
+        public_choice=None if choice is None or choice.released else choice.note,
+        premises=header.premises,
+        own_public=_own_public_rows(header.public_data),
+    )
+    return make_statement(
+        guarantee=header.guarantee.for_head(run.key.method in header.count_read_by),
+        event=event_from_dict(run.event),
+        epsilon=run.epsilon_spent,
+        epsilon_target=run.key.epsilon,
+        steps=run.key.steps,
+        clip=header.ledger.clip,
+        basis=basis,
+        noise=header.noise,
+        risk_target=header.risk_target,
+    )
 
 
 def _own_public_rows(public_data: dict | None) -> int | None:
     """How many records of the private rows' own source the projection was fitted on (None: none, or not known)."""
-    return public_data["rows"] if public_data and public_data.get("own_source") and public_data.get("rows") else None
+    return (
+        public_data["rows"]
+        if public_data and public_data.get("own_source") and public_data.get("rows")
+        else None
+    )

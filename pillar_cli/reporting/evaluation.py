@@ -21,9 +21,11 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
         raise DataError(f"split '{split.name}' of {split.ref.path} has no labels to evaluate against")
     overlap = max(shared_rows(split, model, ("private", "val", "public_labelled")) for model in models)
     if overlap and not allow_overlap:
-        raise DataError(f"{split.ref.path}:{split.name} shares {overlap} rows with the rows {models[0].path} was "
-                        "trained or selected on, or read labels of (same source): that would not be a test accuracy",
-                        hint=f"evaluate on held-out rows, or pass {param('allow_overlap', True)} (recorded and printed)")
+        raise DataError(
+            f"{split.ref.path}:{split.name} shares {overlap} rows with the rows {models[0].path} was "
+            "trained or selected on, or read labels of (same source): that would not be a test accuracy",
+            hint=f"evaluate on held-out rows, or pass {param('allow_overlap', True)} (recorded and printed)",
+        )
     rows = selected_metrics(models, split.features, split.labels)
     first, headers = models[0], [ModelRecord.of(model) for model in models]
     header = headers[0]
@@ -31,21 +33,42 @@ def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = 
     count = released_count(header)
     said = rows_as_released(count)
     seeds = sorted({row.key.seed for model in models for row in run_rows(model)})
-    title = (f"{split.source} / {split.backbone}: {split.name} accuracy; {said}, δ={ledger.delta:g}, "
-             f"{ledger.accountant}, seeds {','.join(map(str, seeds))}")
-    notes = [f"{said}, δ = {ledger.delta:g}, accountant {ledger.accountant}, clip "
-             f"{ledger.clip:g}", f"seeds {', '.join(map(str, seeds))}", header.selection_note,
-             f"evaluated on split '{split.name}' ({len(split.features)} rows)", *header.notes]
-    notes += [f"{model.path}: {other.whole_file['statement']}" for model, other in zip(models, headers)
-              if other.whole_file is not None]
+    title = (
+        f"{split.source} / {split.backbone}: {split.name} accuracy; {said}, δ={ledger.delta:g}, "
+        f"{ledger.accountant}, seeds {','.join(map(str, seeds))}"
+    )
+    notes = [
+        f"{said}, δ = {ledger.delta:g}, accountant {ledger.accountant}, clip {ledger.clip:g}",
+        f"seeds {', '.join(map(str, seeds))}",
+        header.selection_note,
+        f"evaluated on split '{split.name}' ({len(split.features)} rows)",
+        *header.notes,
+    ]
+    notes += [
+        f"{model.path}: {other.whole_file['statement']}"
+        for model, other in zip(models, headers)
+        if other.whole_file is not None
+    ]
     if any(noise_is_reproducible(model.attrs) for model in models):
         title, notes = f"{title} [{NOT_PRIVATE_NOTE}]", [*notes, NOT_PRIVATE_NOTE]
     if overlap:
-        warning = f"OVERLAP: {overlap} of the {len(split.features)} rows were training or validation rows (allowed)"
+        warning = (
+            f"OVERLAP: {overlap} of the {len(split.features)} rows were training or validation rows (allowed)"
+        )
         title, notes = f"{title} [{warning}]", [*notes, warning]
-    return Evaluation(rows=rows, split=split.name, title=title, notes=notes, dataset=split.source,
-                      count=count, private_fraction=header.private_fraction, ledger=ledger,
-                      overlap_rows=overlap, public=header.public_data, feature_dim=int(first.array("mean").size))
+    return Evaluation(
+        rows=rows,
+        split=split.name,
+        title=title,
+        notes=notes,
+        dataset=split.source,
+        count=count,
+        private_fraction=header.private_fraction,
+        ledger=ledger,
+        overlap_rows=overlap,
+        public=header.public_data,
+        feature_dim=int(first.array("mean").size),
+    )
 
 
 def released_count(header: ModelRecord) -> RowCount | None:

@@ -7,8 +7,14 @@ from __future__ import annotations
 from pillar_cli.finetune.runs import METHODS as NETWORK_METHODS
 from pillar_cli.methods.catalog import METHODS
 
-ORDER = list(dict.fromkeys([*(method.family_of(k) for method in METHODS.values() for k in (None, 1)),
-                            *(network.family for network in NETWORK_METHODS.values())]))
+ORDER = list(
+    dict.fromkeys(
+        [
+            *(method.family_of(k) for method in METHODS.values() for k in (None, 1)),
+            *(network.family for network in NETWORK_METHODS.values()),
+        ]
+    )
+)
 
 
 def family(row: dict) -> str:

@@ -18,7 +18,10 @@ AXIS_LABELS = {
     "accuracy_vs_k": ("k (principal components; full = no projection)", "test accuracy"),
     "methods": ("evaluation", "test accuracy (best k, selected on val)"),
     "private_fraction": ("fraction of the private data used", "test accuracy"),
-    "public_share": ("public rows the projection was fitted on (% of the train part, as drawn)", "test accuracy"),
+    "public_share": (
+        "public rows the projection was fitted on (% of the train part, as drawn)",
+        "test accuracy",
+    ),
     "dimension": ("feature dimension d", "test accuracy"),
     "xi": ("k (public components)", "ξₖ = 1 − ‖AₖAₖᵀw*‖"),
     "spectrum": ("component index", "eigenvalue of the public covariance"),
@@ -43,8 +46,15 @@ def _save(figure, axes, path: Path, kind: str, title: str) -> None:
     figure.tight_layout()
     ticks = "|".join(label.get_text() for label in axes.get_xticklabels())
     series = "|".join(text.get_text() for text in axes.get_legend().get_texts()) if axes.get_legend() else ""
-    figure.savefig(path, dpi=120, format="png", metadata={
-        "Title": title, "Description": f"figure={kind}; x={xlabel}; y={ylabel}; xticks={ticks}; series={series}"})
+    figure.savefig(
+        path,
+        dpi=120,
+        format="png",
+        metadata={
+            "Title": title,
+            "Description": f"figure={kind}; x={xlabel}; y={ylabel}; xticks={ticks}; series={series}",
+        },
+    )
     _pyplot().close(figure)
 
 
@@ -57,15 +67,23 @@ def accuracy_vs_k(rows: list[dict], path: Path, title: str, full_dim: int) -> No
     figure, axes = _pyplot().subplots(figsize=(6, 4))
     methods = {r["method"] for r in rows}
     for method, epsilon in sorted({(r["method"], r["epsilon"]) for r in rows}):
-        line = sorted((full_dim if r["k"] == "full" else r["k"], r["accuracy_mean"], r["accuracy_std"] or 0.0)
-                      for r in rows if r["epsilon"] == epsilon and r["method"] == method)
+        line = sorted(
+            (full_dim if r["k"] == "full" else r["k"], r["accuracy_mean"], r["accuracy_std"] or 0.0)
+            for r in rows
+            if r["epsilon"] == epsilon and r["method"] == method
+        )
         ks, means, stds = zip(*line)
         label = _epsilon_label(epsilon) if len(methods) == 1 else f"{method}, {_epsilon_label(epsilon)}"
         axes.errorbar(ks, means, yerr=stds, marker="o", capsize=3, label=label)
     axes.set_xscale("log")
     ks = sorted({full_dim if r["k"] == "full" else r["k"] for r in rows})
-    axes.set_xticks(ks, [f"full ({full_dim})" if k == full_dim and any(r["k"] == "full" for r in rows) else str(k)
-                         for k in ks])
+    axes.set_xticks(
+        ks,
+        [
+            f"full ({full_dim})" if k == full_dim and any(r["k"] == "full" for r in rows) else str(k)
+            for k in ks
+        ],
+    )
     axes.minorticks_off()
     _save(figure, axes, path, "accuracy_vs_k", title)
 
@@ -83,7 +101,9 @@ def methods_by_dataset(evaluations: list[Evaluation], path: Path, title: str, na
             heights.append(row["accuracy_mean"] if row else np.nan)
             errors.append((row["accuracy_std"] or 0.0) if row else 0.0)
         positions = np.arange(len(evaluations)) + (j - (len(bars) - 1) / 2) * width
-        axes.bar(positions, heights, width, yerr=errors, capsize=2, label=f"{family}, {_epsilon_label(epsilon)}")
+        axes.bar(
+            positions, heights, width, yerr=errors, capsize=2, label=f"{family}, {_epsilon_label(epsilon)}"
+        )
     axes.set_xticks(np.arange(len(evaluations)), names)
     _save(figure, axes, path, "methods", title)
 
@@ -127,7 +147,9 @@ def _lines_over(axes, evaluations: list[Evaluation], positions: list[float]) -> 
             lines.setdefault(key, []).append((x, row["accuracy_mean"], row["accuracy_std"] or 0.0))
     for (family, epsilon), points in sorted(lines.items(), key=lambda item: table_order(item[0])):
         xs, means, stds = zip(*sorted(points))
-        axes.errorbar(xs, means, yerr=stds, marker="o", capsize=3, label=f"{family}, {_epsilon_label(epsilon)}")
+        axes.errorbar(
+            xs, means, yerr=stds, marker="o", capsize=3, label=f"{family}, {_epsilon_label(epsilon)}"
+        )
 
 
 def xi_vs_k(rows: list[dict], path: Path, title: str) -> None:
@@ -145,7 +167,10 @@ def spectrum(eigenvalues: np.ndarray, path: Path, title: str) -> None:
     would stretch the axis over tens of decades."""
     figure, axes = _pyplot().subplots(figsize=(6, 4))
     kept = eigenvalues[eigenvalues > eigenvalues.max(initial=0.0) * 1e-10]
-    axes.plot(np.arange(1, len(kept) + 1), kept, label=f"public eigenvalues ({len(kept)} of {len(eigenvalues)} above "
-                                                        "1e-10 of the largest)")
+    axes.plot(
+        np.arange(1, len(kept) + 1),
+        kept,
+        label=f"public eigenvalues ({len(kept)} of {len(eigenvalues)} above 1e-10 of the largest)",
+    )
     axes.set_yscale("log")
     _save(figure, axes, path, "spectrum", title)

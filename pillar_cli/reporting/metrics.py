@@ -21,8 +21,9 @@ from pillar_cli.projection import standardize_rows
 SCALAR_METRICS = ("accuracy", "balanced_accuracy", "macro_f1", "roc_auc")
 
 
-def classification_metrics(labels: np.ndarray, predictions: np.ndarray, num_classes: int,
-                           binary_score: np.ndarray | None = None) -> dict:
+def classification_metrics(
+    labels: np.ndarray, predictions: np.ndarray, num_classes: int, binary_score: np.ndarray | None = None
+) -> dict:
     """Accuracy, balanced accuracy, macro-F1, per-class accuracy, confusion matrix; ROC-AUC for binary tasks (from
     `binary_score`, logit 1 − logit 0)."""
     from sklearn.metrics import balanced_accuracy_score, confusion_matrix, f1_score, roc_auc_score
@@ -43,26 +44,38 @@ def classification_metrics(labels: np.ndarray, predictions: np.ndarray, num_clas
     return metrics
 
 
-def selected_metrics(models: list[Artifact], features: np.ndarray | StoredRows, labels: np.ndarray) -> list[dict]:
+def selected_metrics(
+    models: list[Artifact], features: np.ndarray | StoredRows, labels: np.ndarray
+) -> list[dict]:
     """Per (method, k, ε): the selected runs (on val, or released by an accounted selection); metrics on this split,
     mean and sample std (ddof = 1; None for a single seed) over the seeds. The split is read once, a block of rows at
     a time, every selected run scoring each block: rows left on disk stay there."""
     header = ModelRecord.of(models[0])
     runs = stored_runs(models)
     choices = select_on_val([r.key for r in runs], [r.val_accuracy for r in runs], header.accounted)
-    scores = _scores(models[0], features, {run_id: runs[run_id] for c in choices for run_id in c.run_ids},
-                     header.num_classes == 2)
+    scores = _scores(
+        models[0],
+        features,
+        {run_id: runs[run_id] for c in choices for run_id in c.run_ids},
+        header.num_classes == 2,
+    )
     rows = []
     for choice in choices:
-        per_seed = [classification_metrics(labels, scores[run_id][0], header.num_classes, scores[run_id][1])
-                    for run_id in choice.run_ids]
-        row = {**{k: v for k, v in choice.to_attrs().items() if k != "run_ids"}, "seeds": len(per_seed),
-               "heads": [head_digest(_head_arrays(runs[run_id])) for run_id in choice.run_ids],
-               "epsilon_spent": max(runs[i].epsilon_spent for i in choice.run_ids),
-               "val_accuracy": choice.val_accuracy_mean, "accuracies": [m["accuracy"] for m in per_seed],
-               "confusion_per_seed": [m["confusion"] for m in per_seed],
-               "confusion_summed_over_seeds": np.sum([m["confusion"] for m in per_seed], axis=0).tolist(),
-               "per_class_accuracy": _mean_ignoring_none([m["per_class_accuracy"] for m in per_seed])}
+        per_seed = [
+            classification_metrics(labels, scores[run_id][0], header.num_classes, scores[run_id][1])
+            for run_id in choice.run_ids
+        ]
+        row = {
+            **{k: v for k, v in choice.to_attrs().items() if k != "run_ids"},
+            "seeds": len(per_seed),
+            "heads": [head_digest(_head_arrays(runs[run_id])) for run_id in choice.run_ids],
+            "epsilon_spent": max(runs[i].epsilon_spent for i in choice.run_ids),
+            "val_accuracy": choice.val_accuracy_mean,
+            "accuracies": [m["accuracy"] for m in per_seed],
+            "confusion_per_seed": [m["confusion"] for m in per_seed],
+            "confusion_summed_over_seeds": np.sum([m["confusion"] for m in per_seed], axis=0).tolist(),
+            "per_class_accuracy": _mean_ignoring_none([m["per_class_accuracy"] for m in per_seed]),
+        }
         for name in SCALAR_METRICS:
             values = [m[name] for m in per_seed if m[name] is not None]
             row[f"{name}_mean"] = float(np.mean(values)) if values else None
@@ -71,8 +84,9 @@ def selected_metrics(models: list[Artifact], features: np.ndarray | StoredRows, 
     return sorted(rows, key=lambda r: (r["method"], r["epsilon"], math.inf if r["k"] == "full" else r["k"]))
 
 
-def _scores(model: Artifact, features: np.ndarray | StoredRows, runs: dict[int, RunRecord],
-            binary: bool) -> dict[int, tuple[np.ndarray, np.ndarray | None]]:
+def _scores(
+    model: Artifact, features: np.ndarray | StoredRows, runs: dict[int, RunRecord], binary: bool
+) -> dict[int, tuple[np.ndarray, np.ndarray | None]]:
     """Each run's predicted class per row (and logit 1 − logit 0 for a binary task), one pass over the rows."""
     scorers = {run_id: _scorer(run) for run_id, run in runs.items()}
     predictions = {run_id: np.empty(len(features), dtype=np.int64) for run_id in runs}
@@ -81,9 +95,9 @@ def _scores(model: Artifact, features: np.ndarray | StoredRows, runs: dict[int, 
         z = standardize(block, model)
         for run_id, scorer in scorers.items():
             logits = scorer(z)
-            predictions[run_id][start:start + len(block)] = logits.argmax(axis=1)
+            predictions[run_id][start : start + len(block)] = logits.argmax(axis=1)
             if binary:
-                margins[run_id][start:start + len(block)] = logits[:, 1] - logits[:, 0]
+                margins[run_id][start : start + len(block)] = logits[:, 1] - logits[:, 0]
     return {run_id: (predictions[run_id], margins[run_id]) for run_id in runs}
 
 
@@ -93,14 +107,17 @@ def _scorer(run: RunRecord) -> Callable[[np.ndarray], np.ndarray]:
     if not is_network(run.model):
         return run.logits
     spec = NetworkSpec.from_attrs(ModelRecord.of(run.model).network)
-    network = load_state(build_network(spec), stored_state(run.model, run.local_id),
-                         f"run {run.local_id} of {run.model.path}")
+    network = load_state(
+        build_network(spec), stored_state(run.model, run.local_id), f"run {run.local_id} of {run.model.path}"
+    )
     return lambda z: network_logits(network, z, spec)
 
 
 def _head_arrays(run: RunRecord) -> dict[str, np.ndarray]:
     """The run's head as its release would store it (artifacts/classifier.py)."""
-    return stored_state(run.model, run.local_id) if is_network(run.model) else linear_head(*run.released_head())
+    return (
+        stored_state(run.model, run.local_id) if is_network(run.model) else linear_head(*run.released_head())
+    )
 
 
 def _mean_ignoring_none(columns: list[list[float | None]]) -> list[float | None]:
@@ -113,5 +130,10 @@ def _mean_ignoring_none(columns: list[list[float | None]]) -> list[float | None]
 
 def standardize(features: np.ndarray, model: Artifact) -> np.ndarray:
     """The model's feature space: the public scaler (and row L2-normalisation for second-moment projections)."""
-    return standardize_rows(features, model.array("mean"), model.array("scale"),
-                            ModelRecord.of(model).row_l2_normalised, "the model was trained on")
+    return standardize_rows(
+        features,
+        model.array("mean"),
+        model.array("scale"),
+        ModelRecord.of(model).row_l2_normalised,
+        "the model was trained on",
+    )

@@ -46,59 +46,97 @@ class AuditPoints:
 def audit_on_axes(audit: Artifact) -> AuditPoints:
     """A canary audit artifact's tests as points on the trade-off curve's axes (privacy/risk.py)."""
     event = audit.attrs["event"]
-    points = audit_points(audit.array("canaries/scores"), audit.array("canaries/included").astype(bool),
-                          risk_of(event_from_dict(event)), audit.attrs["confidence"])
+    points = audit_points(
+        audit.array("canaries/scores"),
+        audit.array("canaries/included").astype(bool),
+        risk_of(event_from_dict(event)),
+        audit.attrs["confidence"],
+    )
     return AuditPoints(points, event, audit.attrs["epsilon_lower_bound"], audit.attrs["epsilon_claimed"])
 
 
-def release_page(release: Classifier, trust_line: str, evaluation: Evaluation | None,
-                 audit: Artifact | None) -> tuple[dict, str]:
+def release_page(
+    release: Classifier, trust_line: str, evaluation: Evaluation | None, audit: Artifact | None
+) -> tuple[dict, str]:
     """(the page's numbers, the page) of a release, with the test accuracy of an evaluation of its head (refused
     when none of the evaluation's heads is the released one) and an audit's tests on the curve's axes."""
     row = None
     if evaluation is not None:
         head = release.head
-        row = evaluation.cell(head["method"], "full" if head["k"] is None else head["k"],
-                              release.privacy.epsilon_target)
+        row = evaluation.cell(
+            head["method"], "full" if head["k"] is None else head["k"], release.privacy.epsilon_target
+        )
         if row is None or head_digest(release.head_arrays) not in (row.get("heads") or ()):
-            raise UsageError(f"{evaluation.path} is no evaluation of the released head: none of its heads is this one",
-                             hint="evaluate the model this classifier was released from")
+            raise UsageError(
+                f"{evaluation.path} is no evaluation of the released head: none of its heads is this one",
+                hint="evaluate the model this classifier was released from",
+            )
     points = None if audit is None else audit_on_axes(audit)
     document = page_document(release, trust_line, evaluation, row, points)
     return document, page_html(release, document, points)
 
 
-def page_document(release: Classifier, trust_line: str, evaluation: Evaluation | None = None,
-                  row: dict | None = None, audit: AuditPoints | None = None) -> dict:
+def page_document(
+    release: Classifier,
+    trust_line: str,
+    evaluation: Evaluation | None = None,
+    row: dict | None = None,
+    audit: AuditPoints | None = None,
+) -> dict:
     """Every number the page shows: the statement, the risk, the accuracy (from the evaluation's row of the released
     head, if given), the audit's points, the provenance, the signature."""
     statement = release.privacy
     risk, premises = risk_of(statement.event), statement.basis.premises
-    document = {"statement": {"epsilon": statement.epsilon, "delta": statement.delta, "accountant": statement.accountant,
-                              "unit": statement.unit.described, "neighbouring": statement.neighbouring,
-                              "covers": list(statement.covers), "not_covered": list(statement.not_covered),
-                              "rests_on": list(statement.rests_on)},
-                "risk": risk.to_attrs() | {"words": statement.risk_sentence or ""},
-                "head": release.head, "classes": list(release.class_names),
-                "provenance": {"backbone": release.features.backbone, "weights": release.features.weights,
-                               "preprocessing": release.features.preprocessing,
-                               "feature_dim": release.features.feature_dim, "release_hash": release.content_hash,
-                               "premises": premises and premises.to_attrs()},
-                "signature": trust_line}
+    document = {
+        "statement": {
+            "epsilon": statement.epsilon,
+            "delta": statement.delta,
+            "accountant": statement.accountant,
+            "unit": statement.unit.described,
+            "neighbouring": statement.neighbouring,
+            "covers": list(statement.covers),
+            "not_covered": list(statement.not_covered),
+            "rests_on": list(statement.rests_on),
+        },
+        "risk": risk.to_attrs() | {"words": statement.risk_sentence or ""},
+        "head": release.head,
+        "classes": list(release.class_names),
+        "provenance": {
+            "backbone": release.features.backbone,
+            "weights": release.features.weights,
+            "preprocessing": release.features.preprocessing,
+            "feature_dim": release.features.feature_dim,
+            "release_hash": release.content_hash,
+            "premises": premises and premises.to_attrs(),
+        },
+        "signature": trust_line,
+    }
     if row is not None and evaluation is not None:
         per_class = [value for value in row.get("per_class_accuracy") or [] if value is not None]
         document["accuracy"] = {
-            "split": evaluation.split, "dataset": evaluation.dataset, "seeds": row["seeds"],
-            "accuracy": row["accuracy_mean"], "balanced_accuracy": row.get("balanced_accuracy_mean"),
+            "split": evaluation.split,
+            "dataset": evaluation.dataset,
+            "seeds": row["seeds"],
+            "accuracy": row["accuracy_mean"],
+            "balanced_accuracy": row.get("balanced_accuracy_mean"),
             "smallest_class_accuracy": min(per_class) if per_class else None,
             "per_class_accuracy": dict(zip(release.class_names, row.get("per_class_accuracy") or [])),
             "confusion": row.get("confusion_summed_over_seeds"),
-            "by_k": sorted([{"k": other["k"], "accuracy": other["accuracy_mean"]} for other in evaluation.rows
-                            if other["method"] == row["method"] and other["epsilon"] == row["epsilon"]],
-                           key=lambda entry: math.inf if entry["k"] == "full" else entry["k"])}
+            "by_k": sorted(
+                [
+                    {"k": other["k"], "accuracy": other["accuracy_mean"]}
+                    for other in evaluation.rows
+                    if other["method"] == row["method"] and other["epsilon"] == row["epsilon"]
+                ],
+                key=lambda entry: math.inf if entry["k"] == "full" else entry["k"],
+            ),
+        }
     if audit is not None:
-        document["audit"] = {"points": audit.points, "epsilon_lower_bound": audit.epsilon_lower_bound,
-                             "epsilon_claimed": audit.epsilon_claimed}
+        document["audit"] = {
+            "points": audit.points,
+            "epsilon_lower_bound": audit.epsilon_lower_bound,
+            "epsilon_claimed": audit.epsilon_claimed,
+        }
     return document
 
 
@@ -107,55 +145,79 @@ def page_html(release: Classifier, document: dict, audit: AuditPoints | None = N
     statement, risk = document["statement"], document["risk"]
     curve = risk_of(release.privacy.event)
     audited = None if audit is None else risk_of(event_from_dict(audit.event))
-    parts = [f"<h1>A differentially private classifier: ({_number(statement['epsilon'])}, "
-             f"{statement['delta']:g})-DP</h1>",
-             f"<p class='note' id='signature'>The release: {_text(document['signature'])}. This page itself is not "
-             "signed: it says what the release said when the page was made, and an edited copy would look the same; "
-             "<code>pillar verify</code> checks the release.</p>",
-             "<h2>The guarantee</h2>",
-             f"<p class='words'>Differential privacy with ε = <span id='epsilon'>{_number(statement['epsilon'])}</span>"
-             f" and δ = <span id='delta'>{statement['delta']:g}</span> ({_text(statement['accountant'])} accountant) "
-             f"for {_text(statement['neighbouring'])}.</p>",
-             _list("What ε covers", statement["covers"]), _list("What ε does not cover", statement["not_covered"]),
-             _list("What it rests on", statement["rests_on"]),
-             "<h2>What it means for one " + _text(release.privacy.unit.noun) + "</h2>",
-             f"<p class='words' id='risk-words'>{_text(risk['words'][:1].upper() + risk['words'][1:])}.</p>",
-             _table(["false-positive rate", "highest true-positive rate"],
-                    [[f"{100 * fpr:g} %", f"<span id='tpr-{fpr:g}'>{100 * risk['tpr_at_fpr'][f'{fpr:g}']:.4g}</span> %"]
-                     for fpr in FPRS], raw=True),
-             f"<p>Advantage (the most any attack beats chance by): <span id='advantage'>"
-             f"{100 * risk['advantage']:.4g}</span> points.</p>",
-             _curve_svg(curve, audit, audited),
-             "<p class='note'>The curve bounds what any test of whether one unit was used can reach, by an attacker "
-             "who knows everything else. It does not bound what public data lets anyone infer of a person's "
-             "attributes.</p>"]
+    parts = [
+        f"<h1>A differentially private classifier: ({_number(statement['epsilon'])}, "
+        f"{statement['delta']:g})-DP</h1>",
+        f"<p class='note' id='signature'>The release: {_text(document['signature'])}. This page itself is not "
+        "signed: it says what the release said when the page was made, and an edited copy would look the same; "
+        "<code>pillar verify</code> checks the release.</p>",
+        "<h2>The guarantee</h2>",
+        f"<p class='words'>Differential privacy with ε = <span id='epsilon'>{_number(statement['epsilon'])}</span>"
+        f" and δ = <span id='delta'>{statement['delta']:g}</span> ({_text(statement['accountant'])} accountant) "
+        f"for {_text(statement['neighbouring'])}.</p>",
+        _list("What ε covers", statement["covers"]),
+        _list("What ε does not cover", statement["not_covered"]),
+        _list("What it rests on", statement["rests_on"]),
+        "<h2>What it means for one " + _text(release.privacy.unit.noun) + "</h2>",
+        f"<p class='words' id='risk-words'>{_text(risk['words'][:1].upper() + risk['words'][1:])}.</p>",
+        _table(
+            ["false-positive rate", "highest true-positive rate"],
+            [
+                [
+                    f"{100 * fpr:g} %",
+                    f"<span id='tpr-{fpr:g}'>{100 * risk['tpr_at_fpr'][f'{fpr:g}']:.4g}</span> %",
+                ]
+                for fpr in FPRS
+            ],
+            raw=True,
+        ),
+        f"<p>Advantage (the most any attack beats chance by): <span id='advantage'>"
+        f"{100 * risk['advantage']:.4g}</span> points.</p>",
+        _curve_svg(curve, audit, audited),
+        "<p class='note'>The curve bounds what any test of whether one unit was used can reach, by an attacker "
+        "who knows everything else. It does not bound what public data lets anyone infer of a person's "
+        "attributes.</p>",
+    ]
     if "accuracy" in document:
         parts += _accuracy(document["accuracy"])
-    parts += ["<h2>Where it came from</h2>",
-              _table(["", ""], [[name.replace("_", " "), _text(str(value))] for name, value in
-                                document["provenance"].items()], raw=True),
-              f"<p>Head: {_text(str(document['head']))}; classes: {_text(', '.join(document['classes']))}.</p>"]
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-            f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
-            "<meta name='viewport' content='width=device-width, initial-scale=1'><link rel='icon' href='data:,'>"
-            f"<title>pillar release: ({_number(statement['epsilon'])}, {statement['delta']:g})-DP</title>"
-            f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>")
+    parts += [
+        "<h2>Where it came from</h2>",
+        _table(
+            ["", ""],
+            [[name.replace("_", " "), _text(str(value))] for name, value in document["provenance"].items()],
+            raw=True,
+        ),
+        f"<p>Head: {_text(str(document['head']))}; classes: {_text(', '.join(document['classes']))}.</p>",
+    ]
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'><link rel='icon' href='data:,'>"
+        f"<title>pillar release: ({_number(statement['epsilon'])}, {statement['delta']:g})-DP</title>"
+        f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>"
+    )
 
 
 def _accuracy(accuracy: dict) -> list[str]:
-    per_class = [[_text(name), "–" if value is None else f"{value:.4f}"]
-                 for name, value in accuracy["per_class_accuracy"].items()]
-    parts = ["<h2>How well it classifies</h2>",
-             f"<p>On the {_text(accuracy['split'])} split of {_text(str(accuracy['dataset']))} (mean over "
-             f"{accuracy['seeds']} repetition(s) of the released head's cell): accuracy <span id='accuracy'>"
-             f"{accuracy['accuracy']:.4f}</span>, balanced accuracy <span id='balanced-accuracy'>"
-             f"{_maybe(accuracy['balanced_accuracy'])}</span>, the smallest class's accuracy <span "
-             f"id='smallest-class-accuracy'>{_maybe(accuracy['smallest_class_accuracy'])}</span>.</p>",
-             _table(["class", "accuracy"], per_class, identifier="per-class")]
+    per_class = [
+        [_text(name), "–" if value is None else f"{value:.4f}"]
+        for name, value in accuracy["per_class_accuracy"].items()
+    ]
+    parts = [
+        "<h2>How well it classifies</h2>",
+        f"<p>On the {_text(accuracy['split'])} split of {_text(str(accuracy['dataset']))} (mean over "
+        f"{accuracy['seeds']} repetition(s) of the released head's cell): accuracy <span id='accuracy'>"
+        f"{accuracy['accuracy']:.4f}</span>, balanced accuracy <span id='balanced-accuracy'>"
+        f"{_maybe(accuracy['balanced_accuracy'])}</span>, the smallest class's accuracy <span "
+        f"id='smallest-class-accuracy'>{_maybe(accuracy['smallest_class_accuracy'])}</span>.</p>",
+        _table(["class", "accuracy"], per_class, identifier="per-class"),
+    ]
     if accuracy["confusion"]:
         names = list(accuracy["per_class_accuracy"])
         parts.append("<p>Confusion matrix (rows: true class; summed over repetitions):</p>")
-        parts.append(_table(["", *names], [[name, *map(str, row)] for name, row in zip(names, accuracy["confusion"])]))
+        parts.append(
+            _table(["", *names], [[name, *map(str, row)] for name, row in zip(names, accuracy["confusion"])])
+        )
     if len(accuracy["by_k"]) > 1:
         parts.append(_by_k_svg(accuracy["by_k"]))
     return parts
@@ -173,13 +235,24 @@ def _curve_svg(curve: Risk, audit: AuditPoints | None, audited: Risk | None) -> 
         if audited is not None and audited.tprs != curve.tprs:
             axes.plot(audited.fprs, audited.tprs, linestyle="--", label="the audited configuration")
         for point in audit.points:
-            axes.errorbar(point["fpr"], point["tpr"], xerr=[[point["fpr"] - point["fpr_low"]],
-                                                            [point["fpr_high"] - point["fpr"]]],
-                          yerr=[[point["tpr"] - point["tpr_low"]], [point["tpr_high"] - point["tpr"]]],
-                          fmt="o", color="black", markersize=3, capsize=2)
+            axes.errorbar(
+                point["fpr"],
+                point["tpr"],
+                xerr=[[point["fpr"] - point["fpr_low"]], [point["fpr_high"] - point["fpr"]]],
+                yerr=[[point["tpr"] - point["tpr_low"]], [point["tpr_high"] - point["tpr"]]],
+                fmt="o",
+                color="black",
+                markersize=3,
+                capsize=2,
+            )
         axes.plot([], [], "o", color="black", markersize=3, label="canary audit: its tests (95 % intervals)")
     axes.plot([0, 1], [0, 1], color="grey", linewidth=0.8, label="chance")
-    axes.set(xlabel="false-positive rate an attacker accepts", ylabel="true-positive rate", xlim=(0, 1), ylim=(0, 1))
+    axes.set(
+        xlabel="false-positive rate an attacker accepts",
+        ylabel="true-positive rate",
+        xlim=(0, 1),
+        ylim=(0, 1),
+    )
     axes.legend(loc="lower right", fontsize=8)
     return _svg(figure)
 
@@ -202,7 +275,7 @@ def _svg(figure) -> str:
         figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(figure)
     text = buffer.getvalue()
-    text = re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.DOTALL)
+    text = re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg") :], flags=re.DOTALL)
     return re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", text)  # inline SVG in HTML needs no namespace declarations
 
 

@@ -70,7 +70,8 @@ def svm_directions(features: np.ndarray, labels: np.ndarray, tasks: list[Task], 
         with warnings.catch_warnings(record=True) as caught:  # its ConvergenceWarning: counted, stated once
             warnings.simplefilter("always", ConvergenceWarning)
             svm = LinearSVC(fit_intercept=False, C=1.0, max_iter=SVM_ITERATIONS, random_state=seed).fit(
-                features[mask], sign)
+                features[mask], sign
+            )
         if any(issubclass(warning.category, ConvergenceWarning) for warning in caught):
             unconverged.append(f"{positive}-vs-{'rest' if negative is None else negative}")
         w = svm.coef_.ravel()
@@ -122,14 +123,23 @@ class AssumptionTable:
         return None
 
     def rows(self) -> list[dict]:
-        return [{"k": k, "xi_mean": float(self.xi[:, j].mean()), "xi_median": float(np.median(self.xi[:, j])),
-                 "xi_max": float(self.xi[:, j].max()), "margin_q01_median": float(np.median(self.margin_projected[:, j])),
-                 "eigengap": float(self.eigengap[j]), "explained_variance": float(self.explained[j])}
-                for j, k in enumerate(self.ks)]
+        return [
+            {
+                "k": k,
+                "xi_mean": float(self.xi[:, j].mean()),
+                "xi_median": float(np.median(self.xi[:, j])),
+                "xi_max": float(self.xi[:, j].max()),
+                "margin_q01_median": float(np.median(self.margin_projected[:, j])),
+                "eigengap": float(self.eigengap[j]),
+                "explained_variance": float(self.explained[j]),
+            }
+            for j, k in enumerate(self.ks)
+        ]
 
 
-def assess(directions: Directions, features: np.ndarray, bases: dict[int, np.ndarray],
-           eigenvalues: np.ndarray) -> AssumptionTable:
+def assess(
+    directions: Directions, features: np.ndarray, bases: dict[int, np.ndarray], eigenvalues: np.ndarray
+) -> AssumptionTable:
     ks = sorted(bases)
     total = eigenvalues.sum()
     return AssumptionTable(
@@ -152,7 +162,9 @@ def theorem_terms(table: AssumptionTable, epsilon: float, alpha: float, beta: fl
         zeta = gamma * (1 - xi_k - 0.1 * gamma)
         unlabelled = math.log(2 / beta) / (gamma**2 * gap**2) if gamma > 0 and gap > 0 else math.inf
         labelled = math.sqrt(k) / (alpha * epsilon * zeta) if gamma > 0 and zeta > 0 else math.inf
-        rows.append({"k": k, "gamma": gamma, "zeta": zeta, "unlabelled_term": unlabelled, "labelled_term": labelled})
+        rows.append(
+            {"k": k, "gamma": gamma, "zeta": zeta, "unlabelled_term": unlabelled, "labelled_term": labelled}
+        )
     return rows
 
 

@@ -45,11 +45,24 @@ class Diagnosis:
     labels_used: str
 
 
-def diagnose(features: np.ndarray, labels: np.ndarray, basis: PublicBasis, ks: list[int], *, mode: str = "pairs",
-             pairs: int = 45, seed: int = 0, xi_threshold: float = 0.2, epsilon: float | None = None,
-             alpha: float = 0.1, beta: float = 0.05, basis_description: str = "projection artifact",
-             labels_from: str = "the labels passed to diagnose", rows: int | None = None,
-             counted: str = "training rows") -> Diagnosis:
+def diagnose(
+    features: np.ndarray,
+    labels: np.ndarray,
+    basis: PublicBasis,
+    ks: list[int],
+    *,
+    mode: str = "pairs",
+    pairs: int = 45,
+    seed: int = 0,
+    xi_threshold: float = 0.2,
+    epsilon: float | None = None,
+    alpha: float = 0.1,
+    beta: float = 0.05,
+    basis_description: str = "projection artifact",
+    labels_from: str = "the labels passed to diagnose",
+    rows: int | None = None,
+    counted: str = "training rows",
+) -> Diagnosis:
     """w* per class pair (or one-vs-rest) from `labels`; ξ_k and margins per k; Δ_k from `basis`. `features` may be
     rows left on disk (StoredRows): class pairs read only the rows of their classes, one-vs-rest every row. The
     labels are whatever the caller passes (often private): the summary names them (`labels_from`). With `epsilon`
@@ -70,14 +83,21 @@ def diagnose(features: np.ndarray, labels: np.ndarray, basis: PublicBasis, ks: l
     directions = svm_directions(z, labels[read], tasks, seed)
     table = assess(directions, z, {k: basis.basis(k) for k in ks}, basis.eigenvalues_)
     label_note = f"w* fitted on {labels_from}"
-    summary = {"rows": table.rows(), "recommended_k": table.recommended_k(xi_threshold), "xi_threshold": xi_threshold,
-               "margin_q01_full_median": float(np.median(table.margin_full)), "labels_used": label_note,
-               "basis": basis_description}
+    summary = {
+        "rows": table.rows(),
+        "recommended_k": table.recommended_k(xi_threshold),
+        "xi_threshold": xi_threshold,
+        "margin_q01_full_median": float(np.median(table.margin_full)),
+        "labels_used": label_note,
+        "basis": basis_description,
+    }
     if epsilon is not None:
         summary["theorem"] = theorem_terms(table, epsilon, alpha, beta)
         summary["recommended_k_theorem"] = theorem_recommended_k(summary["theorem"])
-        summary["theorem_inputs"] = ("γ, ξ_k and ζ come from w* fitted on labelled data (" + label_note + "); "
-                                     "Δ_k from public data only")
+        summary["theorem_inputs"] = (
+            "γ, ξ_k and ζ come from w* fitted on labelled data (" + label_note + "); "
+            "Δ_k from public data only"
+        )
     if epsilon is not None and rows is not None:
         summary |= _k_for(rows, counted, epsilon, len(basis.components_), table)
     summary["recommended"] = _one_k(summary, table)
@@ -85,7 +105,8 @@ def diagnose(features: np.ndarray, labels: np.ndarray, basis: PublicBasis, ks: l
         summary["approximate_directions"] = (
             f"the SVM of {len(directions.unconverged)} of {len(directions.names)} tasks "
             f"({', '.join(directions.unconverged)}) stopped at {SVM_ITERATIONS:,} iterations without converging: "
-            "their w*, and the ξ_k and margins read from it, are approximate")
+            "their w*, and the ξ_k and margins read from it, are approximate"
+        )
     return Diagnosis(table, summary, label_note)
 
 
@@ -96,14 +117,20 @@ def _one_k(summary: dict, table: AssumptionTable) -> dict:
         return {"k": summary["recommended_k_private"], "reason": summary["recommended_k_private_how"]}
     threshold = summary["xi_threshold"]
     if summary["recommended_k"] is not None:
-        return {"k": summary["recommended_k"], "reason": f"the smallest k measured whose median ξ_k is at most "
-                f"{threshold:g}: its public subspace holds the max-margin directions (pass --eps for the k to train "
-                "with at a budget)"}
+        return {
+            "k": summary["recommended_k"],
+            "reason": f"the smallest k measured whose median ξ_k is at most "
+            f"{threshold:g}: its public subspace holds the max-margin directions (pass --eps for the k to train "
+            "with at a budget)",
+        }
     medians = np.median(table.xi, axis=0)
     best = int(np.argmin(medians))
-    return {"k": table.ks[best], "reason": f"no k measured has a median ξ_k at most {threshold:g}; the smallest, "
-            f"{medians[best]:.2f}, is at this k: the public subspace misses much of the margin (more components, "
-            "or public data closer to the private data, would help)"}
+    return {
+        "k": table.ks[best],
+        "reason": f"no k measured has a median ξ_k at most {threshold:g}; the smallest, "
+        f"{medians[best]:.2f}, is at this k: the public subspace misses much of the margin (more components, "
+        "or public data closer to the private data, would help)",
+    }
 
 
 def _k_for(rows: int, counted: str, epsilon: float, k_max: int, table: AssumptionTable) -> dict:
@@ -114,22 +141,30 @@ def _k_for(rows: int, counted: str, epsilon: float, k_max: int, table: Assumptio
     k = rule_k(rows, epsilon, k_max)
     nearest = min(range(len(table.ks)), key=lambda j: abs(table.ks[j] - k))
     xi_there = float(np.median(table.xi[:, nearest]))
-    how = (f"the default rule k = round(√(n·ε)) for n = {rows:,} {counted} at ε = {epsilon:g}: each kept "
-           f"dimension adds noise to the head, and n·ε pays for about √(n·ε) of them; median ξ at k = "
-           f"{table.ks[nearest]}: {xi_there:.2f}")
+    how = (
+        f"the default rule k = round(√(n·ε)) for n = {rows:,} {counted} at ε = {epsilon:g}: each kept "
+        f"dimension adds noise to the head, and n·ε pays for about √(n·ε) of them; median ξ at k = "
+        f"{table.ks[nearest]}: {xi_there:.2f}"
+    )
     return {"recommended_k_private": k, "recommended_k_private_how": how}
 
 
-def diagnose_split(split: Split, basis: PublicBasis, ks: list[int], allow_private_labels: bool = False,
-                   **options) -> Diagnosis:
+def diagnose_split(
+    split: Split, basis: PublicBasis, ks: list[int], allow_private_labels: bool = False, **options
+) -> Diagnosis:
     """`diagnose` on a labelled split of an embeddings artifact, naming the split (and its role) as the labels. The
     private split's labels are refused unless `allow_private_labels`, which the summary then records."""
     if split.labels is None:
-        raise DataError(f"split '{split.name}' of {split.ref.path} has no labels; margins need a labelled split")
+        raise DataError(
+            f"split '{split.name}' of {split.ref.path} has no labels; margins need a labelled split"
+        )
     if split.name == "private" and not allow_private_labels:
-        raise PrivacyError(f"{split.ref.path}:private holds the private labels; the assumption checks would read them "
-                           "outside any DP release", hint=f"use the val split (the default), or pass "
-                           f"{param('allow_private_labels', True)} (recorded in the artifact and printed)")
+        raise PrivacyError(
+            f"{split.ref.path}:private holds the private labels; the assumption checks would read them "
+            "outside any DP release",
+            hint=f"use the val split (the default), or pass "
+            f"{param('allow_private_labels', True)} (recorded in the artifact and printed)",
+        )
     role = split.role
     labels_from = f"the labels of split '{split.name}' ({role})"
     if split.name == "private":

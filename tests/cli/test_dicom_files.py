@@ -53,7 +53,9 @@ def test_an_onnx_export_states_how_stored_dicom_pixels_become_its_input(pillar, 
     write_dicom(new / "b16.dcm", rng.integers(0, 65536, (8, 8)), bits=16)
     write_dicom(new / "c-monochrome1.dcm", rng.integers(0, 4096, (8, 8)), photometric="MONOCHROME1")
     write_dicom(new / "d-rescaled.dcm", rng.integers(0, 4096, (8, 8)), slope=-2.0, intercept=1024.0)
-    emb, pca, model, released, exported = (tmp_path / n for n in ("emb.h5", "pca.h5", "m.h5", "rel.h5", "rel.onnx"))
+    emb, pca, model, released, exported = (
+        tmp_path / n for n in ("emb.h5", "pca.h5", "m.h5", "rel.h5", "rel.onnx")
+    )
     pillar("embed", "--source", "dicom", "--path", tmp_path / "train", "--public-fraction", "0.2", "-o", emb)
     pillar("fit-pca", f"{emb}:public", "--k-max", "5", "-o", pca)
     pillar("train-private", emb, "-p", pca, "--eps", "8", "--delta", "1e-3", "-o", model)
@@ -64,14 +66,30 @@ def test_an_onnx_export_states_how_stored_dicom_pixels_become_its_input(pillar, 
     metadata = {prop.key: prop.value for prop in onnx.load(str(exported)).metadata_props}
     contract = json.loads(metadata["pillar_input"])
     assert contract["tensor"] == "uint16 (N, 8, 8, 1), channels last, input name 'input'"
-    assert all(word in contract["dicom"] for word in ("BitsStored", "PixelRepresentation", "RescaleSlope",
-                                                      "MONOCHROME1", "round(level × 65535)"))
+    assert all(
+        word in contract["dicom"]
+        for word in (
+            "BitsStored",
+            "PixelRepresentation",
+            "RescaleSlope",
+            "MONOCHROME1",
+            "round(level × 65535)",
+        )
+    )
 
     def as_the_contract_says(path) -> np.ndarray:
         dataset = pydicom.dcmread(path)
         stored, bits = dataset.pixel_array.astype(np.float64), int(dataset.BitsStored)
-        low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if dataset.PixelRepresentation == 1 else (0, 2**bits - 1)
-        level = (stored - low) / (high - low) if float(dataset.RescaleSlope) > 0 else (high - stored) / (high - low)
+        low, high = (
+            (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+            if dataset.PixelRepresentation == 1
+            else (0, 2**bits - 1)
+        )
+        level = (
+            (stored - low) / (high - low)
+            if float(dataset.RescaleSlope) > 0
+            else (high - stored) / (high - low)
+        )
         level = np.clip(level, 0, 1)
         level = 1 - level if dataset.PhotometricInterpretation == "MONOCHROME1" else level
         return np.rint(level * 65535).astype(np.uint16)[..., None]
@@ -81,4 +99,6 @@ def test_an_onnx_export_states_how_stored_dicom_pixels_become_its_input(pillar, 
     (probabilities,) = session.run(None, {"input": inputs})
     np.testing.assert_allclose(probabilities, expected, atol=1e-5)
     raw = np.stack([pydicom.dcmread(new / "a12.dcm").pixel_array.astype(np.uint16)[..., None]])
-    assert np.abs(session.run(None, {"input": raw})[0] - expected[:1]).max() > 1e-3  # stored values are not levels
+    assert (
+        np.abs(session.run(None, {"input": raw})[0] - expected[:1]).max() > 1e-3
+    )  # stored values are not levels

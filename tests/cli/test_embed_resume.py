@@ -15,8 +15,22 @@ def reproducible(monkeypatch):
 
 
 def test_resumed_embed_is_byte_identical_to_an_uninterrupted_one(pillar, tmp_path, monkeypatch, reproducible):
-    command = ["embed", "--source", "digits", "--backbone", "resnet18", "--no-pretrained", "--resize", "32",
-               "--crop", "32", "--batch-size", "64", "-o", "emb.h5"]
+    command = [
+        "embed",
+        "--source",
+        "digits",
+        "--backbone",
+        "resnet18",
+        "--no-pretrained",
+        "--resize",
+        "32",
+        "--crop",
+        "32",
+        "--batch-size",
+        "64",
+        "-o",
+        "emb.h5",
+    ]
     (tmp_path / "clean").mkdir()
     monkeypatch.chdir(tmp_path / "clean")
     pillar(*command)
@@ -35,7 +49,9 @@ def test_resumed_embed_is_byte_identical_to_an_uninterrupted_one(pillar, tmp_pat
     monkeypatch.setattr(embedding.FeatureStore, "write", interrupted_write)
     stopped = pillar(*command, expect=130)
     # a slow run may print a progress line first
-    assert "error: interrupted; the rows done so far are kept in emb.h5.partial" in stopped.stderr.splitlines()
+    assert (
+        "error: interrupted; the rows done so far are kept in emb.h5.partial" in stopped.stderr.splitlines()
+    )
     assert not (tmp_path / "cut" / "emb.h5").exists() and (tmp_path / "cut" / "emb.h5.partial").exists()
     monkeypatch.setattr(embedding.FeatureStore, "write", real_write)
 
@@ -50,8 +66,20 @@ def test_resumed_embed_is_byte_identical_to_an_uninterrupted_one(pillar, tmp_pat
 
 
 def test_dataloader_workers_give_the_same_artifact(pillar, tmp_path, monkeypatch, reproducible):
-    command = ["embed", "--source", "digits", "--backbone", "resnet18", "--no-pretrained", "--resize", "32",
-               "--crop", "32", "--batch-size", "128"]
+    command = [
+        "embed",
+        "--source",
+        "digits",
+        "--backbone",
+        "resnet18",
+        "--no-pretrained",
+        "--resize",
+        "32",
+        "--crop",
+        "32",
+        "--batch-size",
+        "128",
+    ]
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -69,10 +97,23 @@ def test_lazy_pcam_is_reopened_in_each_worker(pillar, tmp_path):
 
     write_pcam(tmp_path, train=40, test=10, side=8)
     pillar("embed", "--source", "pcam", "--path", tmp_path, "--batch-size", "4", "-o", tmp_path / "a.h5")
-    pillar("embed", "--source", "pcam", "--path", tmp_path, "--batch-size", "4", "--workers", "2",
-           "-o", tmp_path / "b.h5")
+    pillar(
+        "embed",
+        "--source",
+        "pcam",
+        "--path",
+        tmp_path,
+        "--batch-size",
+        "4",
+        "--workers",
+        "2",
+        "-o",
+        tmp_path / "b.h5",
+    )
     from pillar_cli import artifacts
 
     for split in ("private", "test"):
-        np.testing.assert_array_equal(artifacts.read_split(f"{tmp_path / 'a.h5'}:{split}").features,
-                                      artifacts.read_split(f"{tmp_path / 'b.h5'}:{split}").features)
+        np.testing.assert_array_equal(
+            artifacts.read_split(f"{tmp_path / 'a.h5'}:{split}").features,
+            artifacts.read_split(f"{tmp_path / 'b.h5'}:{split}").features,
+        )

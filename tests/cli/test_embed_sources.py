@@ -16,9 +16,20 @@ def test_limit_and_fraction_subsample_each_part(pillar, tmp_path):
     pillar("embed", "--source", "digits", "--fraction", "0.5", "-o", tmp_path / "b.h5")
     from pillar_cli import artifacts
 
-    total = {name: sum(len(artifacts.read_split(f"{tmp_path / name}:{s}").index)
-                       for s in ("private", "public", "val", "test")) for name in ("a.h5", "b.h5")}
-    kept = keyed_draws(load_source("digits", SourceOptions()).row_keys(), 0, SUBSAMPLE) < 0.5  # each row's own draw
-    assert total == {"a.h5": 300, "b.h5": int(kept.sum())} and abs(kept.sum() - 1797 / 2) < 4 * np.sqrt(1797 / 4)
-    assert [artifacts.read_split(f"{tmp_path / name}:test").premises.kept for name in ("a.h5", "b.h5")] == \
-        ["limit", "fraction"]
+    total = {
+        name: sum(
+            len(artifacts.read_split(f"{tmp_path / name}:{s}").index)
+            for s in ("private", "public", "val", "test")
+        )
+        for name in ("a.h5", "b.h5")
+    }
+    kept = (
+        keyed_draws(load_source("digits", SourceOptions()).row_keys(), 0, SUBSAMPLE) < 0.5
+    )  # each row's own draw
+    assert total == {"a.h5": 300, "b.h5": int(kept.sum())} and abs(kept.sum() - 1797 / 2) < 4 * np.sqrt(
+        1797 / 4
+    )
+    assert [artifacts.read_split(f"{tmp_path / name}:test").premises.kept for name in ("a.h5", "b.h5")] == [
+        "limit",
+        "fraction",
+    ]

@@ -40,21 +40,45 @@ def write_shards(root, images, label=lambda y: {"cls": int(y)}, maxcount=25, ext
 
 def test_webdataset_shards_read_like_the_same_arrays(pillar, tmp_path, images):
     write_shards(tmp_path / "wds", images)
-    assert [p.name for p in tar_splits(tmp_path / "wds")["train"]] == [f"train-00000{i}.tar" for i in range(3)]
+    assert [p.name for p in tar_splits(tmp_path / "wds")["train"]] == [
+        f"train-00000{i}.tar" for i in range(3)
+    ]
     assert_embeds_like_npz(pillar, tmp_path, images, "webdataset", tmp_path / "wds", "--classes", "0,1,2")
 
 
 def test_a_group_member_names_persons_as_an_npz_groups_array_does(pillar, tmp_path, images):
     groups = {part: [f"{part}-patient-{i // 4}" for i in range(len(images[part][1]))] for part in images}
     write_shards(tmp_path / "wds", images, extra=lambda part, i: {"patient": groups[part][i]})
-    written = assert_embeds_like_npz(pillar, tmp_path, images, "webdataset", tmp_path / "wds", "--param",
-                                     "group=patient", "--classes", "0,1,2", groups=groups)
+    written = assert_embeds_like_npz(
+        pillar,
+        tmp_path,
+        images,
+        "webdataset",
+        tmp_path / "wds",
+        "--param",
+        "group=patient",
+        "--classes",
+        "0,1,2",
+        groups=groups,
+    )
     assert artifacts.read_split(f"{written}:private").grouping["source"] == "member .patient"
     write_shards(tmp_path / "some", images, extra=lambda part, i: {"patient": "p"} if i % 2 else {})
-    partial = pillar("embed", "--source", "webdataset", "--path", tmp_path / "some", "--param", "group=patient",
-                     "-o", tmp_path / "x.h5", expect=4)
-    assert partial.stderr.splitlines() == [f"error: 30 samples of {tmp_path / 'some'} have no .patient member and 30 "
-                                           "have one", "hint: every sample needs its person"]
+    partial = pillar(
+        "embed",
+        "--source",
+        "webdataset",
+        "--path",
+        tmp_path / "some",
+        "--param",
+        "group=patient",
+        "-o",
+        tmp_path / "x.h5",
+        expect=4,
+    )
+    assert partial.stderr.splitlines() == [
+        f"error: 30 samples of {tmp_path / 'some'} have no .patient member and 30 have one",
+        "hint: every sample needs its person",
+    ]
 
 
 def test_rows_are_read_by_offset_and_a_worker_gets_offsets_not_images(tmp_path, images):
@@ -75,7 +99,9 @@ def test_text_labels_keep_their_names_and_shards_without_labels_are_to_classify(
     write_shards(tmp_path / "named", images, label=lambda y: {"txt": CLASSES[y]})
     named = read_webdataset(tmp_path / "named", None, label="txt")
     assert named.class_names == CLASSES
-    assert np.array_equal(np.asarray(named.class_names)[named.test_labels], np.asarray(CLASSES)[images["test"][1]])
+    assert np.array_equal(
+        np.asarray(named.class_names)[named.test_labels], np.asarray(CLASSES)[images["test"][1]]
+    )
     write_shards(tmp_path / "bare", images, label=lambda y: {})
     bare = read_webdataset(tmp_path / "bare", None)
     assert not bare.labelled and bare.row_names().tolist() == list(range(80))
@@ -83,7 +109,16 @@ def test_text_labels_keep_their_names_and_shards_without_labels_are_to_classify(
 
 def test_sharded_embeddings_of_tar_shards_merge_into_the_unsharded_one(pillar, tmp_path, images):
     write_shards(tmp_path / "wds", images)
-    source = ["--source", "webdataset", "--path", tmp_path / "wds", "--backbone", "pixels", "--classes", "0,1,2"]
+    source = [
+        "--source",
+        "webdataset",
+        "--path",
+        tmp_path / "wds",
+        "--backbone",
+        "pixels",
+        "--classes",
+        "0,1,2",
+    ]
     pillar("embed", *source, "-o", tmp_path / "full.h5")
     for i in range(2):
         pillar("embed", *source, "--shard", f"{i}/2", "-o", tmp_path / f"part{i}.h5")
@@ -96,15 +131,28 @@ def test_compressed_shards_and_a_missing_split_are_one_line(pillar, tmp_path, im
     write_shards(tmp_path / "wds", images)
     with tarfile.open(tmp_path / "train.tar.gz", "w:gz") as tar:
         tar.add(tmp_path / "wds" / "train-000000.tar", arcname="x.tar")
-    cases = [(tmp_path / "train.tar.gz", [], [f"error: {tmp_path / 'train.tar.gz'} is compressed; its members cannot "
-                                              "be read by seeking",
-                                              "hint: store WebDataset shards as plain .tar (as webdataset writes them)"]),
-             (tmp_path / "wds", ["--param", "train=training"],
-              [f"error: {tmp_path / 'wds'} has no split 'training' (its splits: test, train)",
-               "hint: name the training split with --param train=SPLIT"])]
+    cases = [
+        (
+            tmp_path / "train.tar.gz",
+            [],
+            [
+                f"error: {tmp_path / 'train.tar.gz'} is compressed; its members cannot be read by seeking",
+                "hint: store WebDataset shards as plain .tar (as webdataset writes them)",
+            ],
+        ),
+        (
+            tmp_path / "wds",
+            ["--param", "train=training"],
+            [
+                f"error: {tmp_path / 'wds'} has no split 'training' (its splits: test, train)",
+                "hint: name the training split with --param train=SPLIT",
+            ],
+        ),
+    ]
     for path, extra, lines in cases:
-        result = pillar("embed", "--source", "webdataset", "--path", path, *extra, "-o", tmp_path / "e.h5",
-                        expect=None)
+        result = pillar(
+            "embed", "--source", "webdataset", "--path", path, *extra, "-o", tmp_path / "e.h5", expect=None
+        )
         assert result.exit_code == 4 and result.stderr.splitlines() == lines
         assert not (tmp_path / "e.h5").exists()
 
@@ -117,26 +165,54 @@ def test_flowers102_in_torchvisions_folder(pillar, tmp_path):
     (folder / "jpg").mkdir(parents=True)
     for number in range(1, 13):  # images of many sizes, as the real ones
         Image.fromarray(rng.integers(0, 256, (20 + number, 30, 3), dtype=np.uint8)).save(
-            folder / "jpg" / f"image_{number:05d}.jpg")
+            folder / "jpg" / f"image_{number:05d}.jpg"
+        )
     labels = np.array([3, 1, 102, 3, 1, 102, 3, 1, 102, 3, 1, 102], dtype=np.uint8)
     savemat(folder / "imagelabels.mat", {"labels": labels[None]})
-    savemat(folder / "setid.mat", {"trnid": np.array([[1, 5, 9]], np.uint16), "valid": np.array([[2, 6]], np.uint16),
-                                   "tstid": np.array([[3, 4, 7, 8, 10, 11, 12]], np.uint16)})
+    savemat(
+        folder / "setid.mat",
+        {
+            "trnid": np.array([[1, 5, 9]], np.uint16),
+            "valid": np.array([[2, 6]], np.uint16),
+            "tstid": np.array([[3, 4, 7, 8, 10, 11, 12]], np.uint16),
+        },
+    )
     dataset = load_source("flowers102", SourceOptions(tmp_path, {"size": "16"}))
     assert dataset.class_names == [str(number) for number in range(1, 103)] and dataset.part_sizes == [5, 7]
-    assert np.asarray(dataset.class_names)[dataset.labels].tolist() == ["3", "1", "1", "102", "102"]  # 1, 2, 5, 6, 9
+    assert np.asarray(dataset.class_names)[dataset.labels].tolist() == [
+        "3",
+        "1",
+        "1",
+        "102",
+        "102",
+    ]  # 1, 2, 5, 6, 9
     expected = decode_image(str(folder / "jpg" / "image_00006.jpg"), 16)
     assert np.array_equal(dataset.rows(np.array([3]))[0][0], expected)
-    pillar("embed", "--source", "flowers102", "--path", tmp_path, "--param", "size=16", "--val-fraction", "0",
-           "--public-fraction", "0.4", "-o", tmp_path / "f.h5")
+    pillar(
+        "embed",
+        "--source",
+        "flowers102",
+        "--path",
+        tmp_path,
+        "--param",
+        "size=16",
+        "--val-fraction",
+        "0",
+        "--public-fraction",
+        "0.4",
+        "-o",
+        tmp_path / "f.h5",
+    )
     assert len(artifacts.read_split(f"{tmp_path / 'f.h5'}:test").index) == 7
 
 
 def test_pcam_in_torchvisions_folder(tmp_path):
     folder, rng = tmp_path / "pcam", np.random.default_rng(2)
     folder.mkdir()
-    arrays = {part: (rng.integers(0, 256, (n, 96, 96, 3), dtype=np.uint8), rng.integers(0, 2, (n, 1, 1, 1)))
-              for part, n in (("train", 6), ("valid", 2), ("test", 4))}
+    arrays = {
+        part: (rng.integers(0, 256, (n, 96, 96, 3), dtype=np.uint8), rng.integers(0, 2, (n, 1, 1, 1)))
+        for part, n in (("train", 6), ("valid", 2), ("test", 4))
+    }
     for part, (x, y) in arrays.items():
         with h5py.File(folder / f"camelyonpatch_level_2_split_{part}_x.h5", "w") as file:
             file["x"] = x

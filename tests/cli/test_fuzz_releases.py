@@ -26,8 +26,22 @@ EXPORTS = {"onnx": ".onnx", "torchscript": ".pt", "safetensors": ".safetensors"}
 def shipped(mnist, pillar, tmp_path_factory) -> dict[str, Path]:
     """A release of one MNIST-5k head and its three exports."""
     root = tmp_path_factory.mktemp("shipped")
-    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--k", "10", "--lr", "0.5", "--steps",
-           "20", "-o", root / "m.h5")
+    pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--eps",
+        "1",
+        "--k",
+        "10",
+        "--lr",
+        "0.5",
+        "--steps",
+        "20",
+        "-o",
+        root / "m.h5",
+    )
     pillar("release", root / "m.h5", "-o", root / "release.h5")
     files = {"release": root / "release.h5"}
     for fmt, suffix in EXPORTS.items():
@@ -48,20 +62,28 @@ def assert_one_line_or_success(result, argv: list, outputs: list[Path]) -> None:
 
 
 @given(how=st.sampled_from(HOW), choice=st.integers(0, 10**6), value=values)
-@settings(max_examples=fuzz_examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=fuzz_examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 def test_a_corrupted_release_ends_in_one_line(pillar, mnist, shipped, tmp_path, how, choice, value):
     corrupted, csv, export = tmp_path / "release.h5", tmp_path / "p.csv", tmp_path / "x.safetensors"
     corrupt(shipped["release"], corrupted, how, choice, value)
-    for argv, outputs in ((["inspect", corrupted], []),
-                          (["predict", corrupted, f"{mnist['emb']}:test", "-o", csv], [csv]),
-                          (["export", corrupted, "--format", "safetensors", "-o", export], [export])):
+    for argv, outputs in (
+        (["inspect", corrupted], []),
+        (["predict", corrupted, f"{mnist['emb']}:test", "-o", csv], [csv]),
+        (["export", corrupted, "--format", "safetensors", "-o", export], [export]),
+    ):
         assert_one_line_or_success(pillar(*argv, expect=None), argv, outputs)
 
 
 @pytest.mark.parametrize("fmt", list(EXPORTS))
 @given(how=st.sampled_from(EXPORT_HOW), choice=st.integers(0, 10**6), value=values)
-@example(how="set-field-rehashed", choice=0, value=15024)  # ε = 15,024: the PRV floor's grid failed (a traceback)
-@settings(max_examples=fuzz_examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(
+    how="set-field-rehashed", choice=0, value=15024
+)  # ε = 15,024: the PRV floor's grid failed (a traceback)
+@settings(
+    max_examples=fuzz_examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 def test_a_corrupted_export_ends_in_one_line(pillar, shipped, tmp_path, fmt, how, choice, value):
     corrupted = tmp_path / f"export{EXPORTS[fmt]}"
     if not corrupt_bytes(shipped[fmt], corrupted, how, choice):
@@ -69,5 +91,7 @@ def test_a_corrupted_export_ends_in_one_line(pillar, shipped, tmp_path, fmt, how
     assert_one_line_or_success(pillar("inspect", corrupted, expect=None), ["inspect", corrupted], [])
     try:
         read_export_metadata(corrupted)
-    except PillarError as refused:  # the one kind of failure the loader may raise: a line, no exception's name
+    except (
+        PillarError
+    ) as refused:  # the one kind of failure the loader may raise: a line, no exception's name
         assert "\n" not in str(refused) and "Error:" not in str(refused), str(refused)

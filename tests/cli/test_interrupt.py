@@ -26,18 +26,46 @@ def test_a_signal_during_training_leaves_no_artifact(mnist, tmp_path, signum):
     out.write_bytes(b"previous result")
     # 100,000 opacus steps take many minutes; the signal is sent once the run's first progress line says DP-SGD has
     # stepped. --force: the existing output may be replaced, but only by a finished artifact.
-    command = [sys.executable, "-m", "pillar_cli", "train-private", str(mnist["emb"]), "-p", str(mnist["pca"]),
-               "--engine", "opacus", "--k", "full", "--eps", "inf", "--steps", "100000", "-o", str(out), "--force"]
+    command = [
+        sys.executable,
+        "-m",
+        "pillar_cli",
+        "train-private",
+        str(mnist["emb"]),
+        "-p",
+        str(mnist["pca"]),
+        "--engine",
+        "opacus",
+        "--k",
+        "full",
+        "--eps",
+        "inf",
+        "--steps",
+        "100000",
+        "-o",
+        str(out),
+        "--force",
+    ]
     # SIGINT at its default even when the suite runs as a background job (which ignores it, and so would the child)
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "PILLAR_PROGRESS_SECONDS": "0.2"},
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PILLAR_PROGRESS_SECONDS": "0.2"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     watchdog = threading.Timer(600, process.kill)  # a run that never steps must not hang the suite
     watchdog.start()
     try:
-        before = list(itertools.takewhile(lambda line: not line.startswith("DP-SGD: "),
-                                          iter(process.stderr.readline, "")))
-        assert process.poll() is None, "".join(before)  # stopped reading at a progress line: the run is training
+        before = list(
+            itertools.takewhile(
+                lambda line: not line.startswith("DP-SGD: "), iter(process.stderr.readline, "")
+            )
+        )
+        assert process.poll() is None, "".join(
+            before
+        )  # stopped reading at a progress line: the run is training
         process.send_signal(signum)
         _, stderr = process.communicate(timeout=60)
     finally:  # a failed assertion must not leave a 100,000-step run eating a core for the rest of the suite
@@ -45,7 +73,10 @@ def test_a_signal_during_training_leaves_no_artifact(mnist, tmp_path, signum):
         process.kill()
         process.wait()
     assert process.returncode == 130, stderr
-    assert stderr.strip().splitlines()[-1] == "error: interrupted; no artifact was written (existing files are unchanged)"
+    assert (
+        stderr.strip().splitlines()[-1]
+        == "error: interrupted; no artifact was written (existing files are unchanged)"
+    )
     assert out.read_bytes() == b"previous result"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.h5"]
 
@@ -65,17 +96,20 @@ def _dropping_interrupts(monkeypatch, module, name: str) -> None:
     monkeypatch.setattr(module, name, dropped)
 
 
-def test_an_interrupt_python_dropped_stops_the_command_at_its_next_progress_step(mnist, pillar, tmp_path,
-                                                                                monkeypatch):
+def test_an_interrupt_python_dropped_stops_the_command_at_its_next_progress_step(
+    mnist, pillar, tmp_path, monkeypatch
+):
     monkeypatch.setattr(projection_pca.PublicPCA, "fit", _fit_dropping(projection_pca.PublicPCA.fit))
     result = pillar("fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "pca.h5", expect=130)
-    assert result.stderr.strip().splitlines()[-1] == ("error: interrupted; no artifact was written (existing files "
-                                                      "are unchanged)")
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: interrupted; no artifact was written (existing files are unchanged)"
+    )
     assert list(tmp_path.iterdir()) == []
 
 
 def _fit_dropping(fit):
     """PublicPCA.fit whose progress callback first receives a dropped interrupt."""
+
     def fitting(self, x, on_rows=lambda n: None, **kwargs):
         def on_rows_after_a_dropped_interrupt(n: int) -> None:
             try:
@@ -83,15 +117,18 @@ def _fit_dropping(fit):
             except KeyboardInterrupt:
                 pass
             on_rows(n)
+
         return fit(self, x, on_rows=on_rows_after_a_dropped_interrupt, **kwargs)
+
     return fitting
 
 
 def test_a_command_finishing_after_a_dropped_interrupt_exits_130_not_0(mnist, pillar, tmp_path, monkeypatch):
     _dropping_interrupts(monkeypatch, fit_pca_command, "_report")
     result = pillar("fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "pca.h5", expect=130)
-    assert result.stderr.strip().splitlines()[-1] == ("error: interrupted as the command finished: what it wrote is "
-                                                      "complete")
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: interrupted as the command finished: what it wrote is complete"
+    )
     assert artifacts.read(tmp_path / "pca.h5", "projection").attrs["k_max"] > 0
 
 

@@ -34,10 +34,18 @@ def test_the_command_the_sweep_and_the_estimator_plan_and_train_alike(pillar, tm
     model = artifacts.read(out, "model")
     private, val = (artifacts.read_split(f"{emb}:{name}") for name in ("private", "val"))
     pca = PublicPCA.from_artifact(artifacts.read(pca_path, "projection"))
-    result = sweep(private.features, private.labels, val.features, val.labels, projection=pca, epsilon=[1.0],
-                   noise_seed=NOISE_SEED)
+    result = sweep(
+        private.features,
+        private.labels,
+        val.features,
+        val.labels,
+        projection=pca,
+        epsilon=[1.0],
+        noise_seed=NOISE_SEED,
+    )
     clf = DPLinearClassifier(epsilon=1.0, projection=pca, noise_seed=NOISE_SEED).fit(
-        np.concatenate([private.features, val.features]), np.concatenate([private.labels, val.labels]))
+        np.concatenate([private.features, val.features]), np.concatenate([private.labels, val.labels])
+    )
 
     # the val rows train beside the private rows everywhere (nothing is chosen on them), in the same order
     np.testing.assert_array_equal(seen["data"].private_y, np.concatenate([private.labels, val.labels]))
@@ -48,8 +56,11 @@ def test_the_command_the_sweep_and_the_estimator_plan_and_train_alike(pillar, tm
     assert (estimator_plan.grids, estimator_plan.count) == (seen["plan"].grids, seen["plan"].count)
     assert clf.ledger_.count == seen["plan"].count and seen["plan"].count.noisy
     (cli_run,) = result.runs
-    assert (clf.k_, clf.ledger_.steps) == (cli_run.key.k, cli_run.key.steps) == \
-        (int(model.array("runs/k")[0]), int(model.array("runs/steps")[0]))
+    assert (
+        (clf.k_, clf.ledger_.steps)
+        == (cli_run.key.k, cli_run.key.steps)
+        == (int(model.array("runs/k")[0]), int(model.array("runs/steps")[0]))
+    )
     assert cli_run.key.lr == pytest.approx(float(model.array("runs/lr")[0]))
     np.testing.assert_allclose(cli_run.head.weights, model.array("runs/0/weights"), rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(clf.head_.weights, cli_run.head.weights, rtol=1e-6, atol=1e-7)

@@ -20,10 +20,37 @@ pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 @pytest.fixture(scope="module")
 def trained(mnist, pillar):
     model, evaluation = mnist["root"] / "model.h5", mnist["root"] / "eval.h5"
-    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5,20,40,full", "--eps", "0.1,inf",
-           "--lr", "0.1,0.5", "--steps", "100", "--batch-size", "512", "--seed", "0,1,2", "-o", model)
-    result = pillar("evaluate", model, "-e", f"{mnist['emb']}:test", "-o", evaluation,
-                    "--plot", mnist["root"] / "acc.png", "--json")
+    pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--k",
+        "5,20,40,full",
+        "--eps",
+        "0.1,inf",
+        "--lr",
+        "0.1,0.5",
+        "--steps",
+        "100",
+        "--batch-size",
+        "512",
+        "--seed",
+        "0,1,2",
+        "-o",
+        model,
+    )
+    result = pillar(
+        "evaluate",
+        model,
+        "-e",
+        f"{mnist['emb']}:test",
+        "-o",
+        evaluation,
+        "--plot",
+        mnist["root"] / "acc.png",
+        "--json",
+    )
     return model, evaluation, json.loads(result.stdout)
 
 
@@ -36,12 +63,20 @@ def test_artifact_kinds_and_provenance_chain(mnist, trained):
     assert "splits/public/labels" not in embeddings.arrays  # public data is unlabelled
     assert embeddings.attrs["backbone"] == "pixels" and embeddings.attrs["source"] == "mnist5k"
     emb_hash = embeddings.provenance.content_hash
-    assert [(r.kind, r.split, r.content_hash) for r in projection.provenance.inputs] == [("embeddings", "public", emb_hash)]
-    assert [(r.kind, r.split) for r in model.provenance.inputs] == [("embeddings", "private"), ("embeddings", "val"),
-                                                                  ("projection", None)]
+    assert [(r.kind, r.split, r.content_hash) for r in projection.provenance.inputs] == [
+        ("embeddings", "public", emb_hash)
+    ]
+    assert [(r.kind, r.split) for r in model.provenance.inputs] == [
+        ("embeddings", "private"),
+        ("embeddings", "val"),
+        ("projection", None),
+    ]
     assert model.provenance.inputs[2].content_hash == projection.provenance.content_hash
     assert [r.kind for r in evaluation.provenance.inputs] == ["model", "embeddings"]
-    assert model.provenance.config["eps"] == "0.1,inf" and model.provenance.command[:2] == ["pillar", "train-private"]
+    assert model.provenance.config["eps"] == "0.1,inf" and model.provenance.command[:2] == [
+        "pillar",
+        "train-private",
+    ]
     assert model.provenance.command[model.provenance.command.index("--eps") + 1] == "0.1,inf"
     assert (mnist["root"] / "acc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -49,16 +84,25 @@ def test_artifact_kinds_and_provenance_chain(mnist, trained):
 def test_ledger_epsilon_recomputed_by_the_accountant_is_within_target(trained):
     model = artifacts.read(trained[0], "model")
     ledger, guarantee = model.attrs["ledger"], model.attrs["guarantee"]
-    assert guarantee["accountant"] == "prv" and ledger["clip"] == 1.0 and guarantee["delta"] == 1e-5  # n < 10⁴
+    assert (
+        guarantee["accountant"] == "prv" and ledger["clip"] == 1.0 and guarantee["delta"] == 1e-5
+    )  # n < 10⁴
     targets, recorded = model.array("runs/epsilon_target"), model.array("runs/epsilon_spent")
     private = np.flatnonzero(np.isfinite(targets))
     assert len(private) == 24  # 4 k × 2 lr × 3 seeds at ε = 0.1
-    count = RowCount.from_dict(model.attrs["guarantee"]["count"])  # n = 3,200 is private: the sampling rate reads ñ
+    count = RowCount.from_dict(
+        model.attrs["guarantee"]["count"]
+    )  # n = 3,200 is private: the sampling rate reads ñ
     assert count.noisy and count.planned_for == (0.1, 1e-5)
     for i in private:
         event = event_from_dict(json.loads(model.array("runs/event")[i]))
-        assert event == count.with_count(dp_sgd_event(float(model.array("runs/noise_multiplier")[i]),
-                                                      512 / count.value, int(model.array("runs/steps")[i])))
+        assert event == count.with_count(
+            dp_sgd_event(
+                float(model.array("runs/noise_multiplier")[i]),
+                512 / count.value,
+                int(model.array("runs/steps")[i]),
+            )
+        )
         recomputed = computed_epsilon("prv", event, guarantee["delta"])
         assert recomputed <= targets[i] and recomputed == pytest.approx(recorded[i], rel=1e-6)
     assert np.isinf(recorded[~np.isfinite(targets)]).all()
@@ -76,9 +120,21 @@ def test_projection_beats_full_dimension_at_small_epsilon_but_not_without_privac
 
 
 def test_check_assumptions_xi_decreases_with_k_on_mnist(mnist, pillar):
-    result = pillar("check-assumptions", f"{mnist['emb']}:val", "-p", mnist["pca"], "--k", "1,5,20,60",
-                    "-o", mnist["root"] / "assumptions.h5", "--json", "--plot-xi", mnist["root"] / "xi.png",
-                    "--plot-spectrum", mnist["root"] / "spectrum.png")
+    result = pillar(
+        "check-assumptions",
+        f"{mnist['emb']}:val",
+        "-p",
+        mnist["pca"],
+        "--k",
+        "1,5,20,60",
+        "-o",
+        mnist["root"] / "assumptions.h5",
+        "--json",
+        "--plot-xi",
+        mnist["root"] / "xi.png",
+        "--plot-spectrum",
+        mnist["root"] / "spectrum.png",
+    )
     summary = json.loads(result.stdout)
     medians = [row["xi_median"] for row in summary["rows"]]
     assert medians == sorted(medians, reverse=True) and medians[0] - medians[-1] > 0.3
@@ -121,11 +177,27 @@ def test_inspect_prints_provenance_as_json(mnist, pillar):
 
 def test_gsd_ranks_a_same_distribution_set_above_noise(mnist, pillar, tmp_path):
     rng = np.random.default_rng(0)
-    noise = artifacts.Artifact("embeddings", {"splits/public/features": rng.random((400, 784)).astype(np.float32),
-                                              "splits/public/index": np.arange(400)}, {"class_names": []})
+    noise = artifacts.Artifact(
+        "embeddings",
+        {
+            "splits/public/features": rng.random((400, 784)).astype(np.float32),
+            "splits/public/index": np.arange(400),
+        },
+        {"class_names": []},
+    )
     artifacts.write(tmp_path / "noise.h5", noise)
-    result = pillar("gsd", "--private", f"{mnist['emb']}:private", "--public", f"{mnist['emb']}:test",
-                    "--public", f"{tmp_path / 'noise.h5'}:public", "-o", tmp_path / "gsd.h5", "--json")
+    result = pillar(
+        "gsd",
+        "--private",
+        f"{mnist['emb']}:private",
+        "--public",
+        f"{mnist['emb']}:test",
+        "--public",
+        f"{tmp_path / 'noise.h5'}:public",
+        "-o",
+        tmp_path / "gsd.h5",
+        "--json",
+    )
     ranking = json.loads(result.stdout)["ranking"]
     assert ranking[0]["candidate"].endswith(":test") and ranking[0]["gsd"] < ranking[1]["gsd"]
     assert all(0.0 <= r["gsd"] <= 1.0 for r in ranking)
@@ -136,8 +208,26 @@ def test_pillar_beats_dpsgd_and_random_projection_at_small_epsilon(mnist, pillar
     # one seed under fresh noise (8 runs, 2026-11-24): pillar - dpsgd 0.086..0.182, pillar - jl 0.184..0.249;
     # the mean over three seeds keeps the 0.05 margin far from the spread
     model = mnist["root"] / "methods.h5"
-    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--method", "pillar,dpsgd,jl", "--k", "10,20,40",
-           "--eps", "0.1", "--lr", "0.1,0.5", "--steps", "100", "--seed", "0,1,2", "-o", model)
+    pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--method",
+        "pillar,dpsgd,jl",
+        "--k",
+        "10,20,40",
+        "--eps",
+        "0.1",
+        "--lr",
+        "0.1,0.5",
+        "--steps",
+        "100",
+        "--seed",
+        "0,1,2",
+        "-o",
+        model,
+    )
     rows = json.loads(pillar("evaluate", model, "-e", f"{mnist['emb']}:test", "--json").stdout)["rows"]
     best = {}
     for method in ("pillar", "dpsgd", "jl"):
@@ -152,30 +242,79 @@ def test_shards_merged_by_evaluate_equal_the_unsharded_sweep(mnist, pillar, tmp_
     # Private cells: their clipped steps agree to ~1e-7 whether a stream holds 8 or 16 heads. (Unclipped non-private
     # SGD at lr 0.5 grows the matmuls' rounding, which depends on how many heads share a stream, to ~1e-2 in 30
     # steps: enough to flip a test row, so exact equality of its rows is no property of sharding.)
-    common = [mnist["emb"], "-p", mnist["pca"], "--k", "5,20", "--eps", "1,4", "--lr", "0.1,0.5", "--steps", "30",
-              "--seed", "0,1", "--noise-seed", "9"]  # reproducible noise, so that the shards can equal the whole
+    common = [
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--k",
+        "5,20",
+        "--eps",
+        "1,4",
+        "--lr",
+        "0.1,0.5",
+        "--steps",
+        "30",
+        "--seed",
+        "0,1",
+        "--noise-seed",
+        "9",
+    ]  # reproducible noise, so that the shards can equal the whole
     pillar("train-private", *common, "-o", tmp_path / "all.h5")
     pillar("train-private", *common, "--shard", "0/2", "-o", tmp_path / "s0.h5")
     pillar("train-private", *common, "--shard", "1/2", "-o", tmp_path / "s1.h5")
     whole = json.loads(pillar("evaluate", tmp_path / "all.h5", "-e", f"{mnist['emb']}:test", "--json").stdout)
-    merged = json.loads(pillar("evaluate", tmp_path / "s0.h5", tmp_path / "s1.h5", "-e", f"{mnist['emb']}:test",
-                               "--json").stdout)
+    merged = json.loads(
+        pillar(
+            "evaluate", tmp_path / "s0.h5", tmp_path / "s1.h5", "-e", f"{mnist['emb']}:test", "--json"
+        ).stdout
+    )
     assert [len(artifacts.read(tmp_path / f"s{i}.h5", "model").array("runs/k")) for i in (0, 1)] == [8, 8]
     digests = [[row.pop("heads") for row in document["rows"]] for document in (whole, merged)]
-    assert whole["rows"] == merged["rows"]  # every metric; the heads' digests (their bits, ~1e-7 apart) need not
-    assert [len(heads) for heads in digests[0]] == [len(heads) for heads in digests[1]] == [2] * len(whole["rows"])
+    assert (
+        whole["rows"] == merged["rows"]
+    )  # every metric; the heads' digests (their bits, ~1e-7 apart) need not
+    assert (
+        [len(heads) for heads in digests[0]]
+        == [len(heads) for heads in digests[1]]
+        == [2] * len(whole["rows"])
+    )
 
 
 def test_gep_runs_are_accounted_and_warm_start_from_private_data_is_refused(mnist, pillar, tmp_path):
     model = tmp_path / "gep.h5"
-    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--method", "gep", "--k", "10", "--eps", "1",
-           "--lr", "0.5", "--steps", "40", "-o", model)
+    pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--method",
+        "gep",
+        "--k",
+        "10",
+        "--eps",
+        "1",
+        "--lr",
+        "0.5",
+        "--steps",
+        "40",
+        "-o",
+        model,
+    )
     stored = artifacts.read(model, "model")
     assert stored.array("runs/epsilon_spent")[0] <= 1.0 and stored.array("runs/0/weights").shape == (784, 10)
     rows = json.loads(pillar("evaluate", model, "-e", f"{mnist['emb']}:test", "--json").stdout)["rows"]
     assert rows[0]["method"] == "gep" and rows[0]["accuracy_mean"] > 0.5
-    refused = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--warm-start", model, "-o",
-                     tmp_path / "warm.h5", expect=5)
+    refused = pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--warm-start",
+        model,
+        "-o",
+        tmp_path / "warm.h5",
+        expect=5,
+    )
     assert refused.stderr.startswith(f"error: warm-start model {model} was trained on the private split of")
 
 
@@ -198,8 +337,18 @@ def test_every_bundled_pipeline_parses_into_known_commands():
 
 def test_config_file_supplies_defaults_and_flags_win(mnist, pillar, tmp_path):
     (tmp_path / "train.yaml").write_text("k: [5, 20]\neps: [inf]\nsteps: 20\nlr: 0.5\n")
-    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--config", tmp_path / "train.yaml", "--k", "10",
-           "-o", tmp_path / "m.h5")
+    pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--config",
+        tmp_path / "train.yaml",
+        "--k",
+        "10",
+        "-o",
+        tmp_path / "m.h5",
+    )
     model = artifacts.read(tmp_path / "m.h5", "model")
     assert model.provenance.config["k"] == "10" and model.provenance.config["eps"] == "inf"
     assert model.provenance.config["steps"] == "20" and model.provenance.config["lr"] == "0.5"
@@ -207,9 +356,26 @@ def test_config_file_supplies_defaults_and_flags_win(mnist, pillar, tmp_path):
 
 
 def test_gdp_is_labelled_an_approximation(mnist, pillar, tmp_path):
-    result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5", "--eps", "1", "--steps", "20",
-                    "--accountant", "gdp", "-o", tmp_path / "m.h5")
-    assert "warning: Gaussian DP CLT (Dong et al.), opacus; an APPROXIMATION, not an upper bound" in result.stderr
+    result = pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--k",
+        "5",
+        "--eps",
+        "1",
+        "--steps",
+        "20",
+        "--accountant",
+        "gdp",
+        "-o",
+        tmp_path / "m.h5",
+    )
+    assert (
+        "warning: Gaussian DP CLT (Dong et al.), opacus; an APPROXIMATION, not an upper bound"
+        in result.stderr
+    )
     ledger = artifacts.read(tmp_path / "m.h5", "model").attrs["ledger"]
     assert ledger["epsilon_is_upper_bound"] is False and "APPROXIMATION" in ledger["accountant_description"]
 
@@ -271,8 +437,11 @@ pipelines:
     def states() -> list[str]:
         """Per step: skipped, run again, or ran (nothing to say: it had not run before)."""
         lines = pillar("run", pipelines, "small").stderr.splitlines() + [""]
-        return [next((word for word in ("skipped", "run again") if after.startswith(f"  {word}: ")), "ran")
-                for line, after in zip(lines, lines[1:]) if line.startswith("[")]
+        return [
+            next((word for word in ("skipped", "run again") if after.startswith(f"  {word}: ")), "ran")
+            for line, after in zip(lines, lines[1:])
+            if line.startswith("[")
+        ]
 
     write(steps=20)
     assert states() == ["ran"] * 6
@@ -281,10 +450,15 @@ pipelines:
     assert states() == ["skipped", "skipped", "run again", "run again", "run again", "run again"]
     (tmp_path / "e.csv").unlink()
     planned = pillar("run", pipelines, "small", "--dry-run").stderr  # says what it would do, does nothing
-    assert planned.count("  would skip: ") == 5 and f"  would run again: its output {tmp_path / 'e.csv'} is " \
-        "missing" in planned and not (tmp_path / "e.csv").exists()
+    assert (
+        planned.count("  would skip: ") == 5
+        and f"  would run again: its output {tmp_path / 'e.csv'} is missing" in planned
+        and not (tmp_path / "e.csv").exists()
+    )
     assert states() == ["skipped", "skipped", "skipped", "run again", "skipped", "skipped"]
-    np.savez(tmp_path / "d.npz", x=x.astype(np.float32)[::-1], y=y[::-1], class_names=np.arange(10).astype(str))
+    np.savez(
+        tmp_path / "d.npz", x=x.astype(np.float32)[::-1], y=y[::-1], class_names=np.arange(10).astype(str)
+    )
     result = pillar("run", pipelines, "small")
     assert f"  run again: its input {tmp_path / 'd.npz'} changed since it last ran" in result.stderr
     assert result.stderr.count("  run again: ") == 6

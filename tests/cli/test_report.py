@@ -20,25 +20,65 @@ def evaluations(mnist, pillar, tmp_path_factory):
     root = tmp_path_factory.mktemp("reports")
     grid = ["--k", "5,20,full", "--eps", "0.1,inf", "--lr", "0.1,0.5", "--steps", "60", "--seed", "0,1,2"]
     pillar("train-private", mnist["emb"], "-p", mnist["pca"], *grid, "-o", root / "full.h5")
-    pillar("train-private", mnist["emb"], "-p", mnist["pca"], *grid, "--private-fraction", "0.5", "-o", root / "half.h5")
+    pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        *grid,
+        "--private-fraction",
+        "0.5",
+        "-o",
+        root / "half.h5",
+    )
     pillar("embed", "--source", "digits", "-o", root / "digits.h5")
     pillar("fit-pca", f"{root / 'digits.h5'}:public", "-o", root / "digits-pca.h5")
-    pillar("train-private", root / "digits.h5", "-p", root / "digits-pca.h5", *grid,
-           "-o", root / "digits-model.h5")
-    table = pillar("evaluate", root / "full.h5", "-e", f"{mnist['emb']}:test", "-o", root / "eval-full.h5",
-                   "--plot", root / "fig4.png", "--csv", root / "full.csv", "--markdown", root / "full.md")
+    pillar(
+        "train-private",
+        root / "digits.h5",
+        "-p",
+        root / "digits-pca.h5",
+        *grid,
+        "-o",
+        root / "digits-model.h5",
+    )
+    table = pillar(
+        "evaluate",
+        root / "full.h5",
+        "-e",
+        f"{mnist['emb']}:test",
+        "-o",
+        root / "eval-full.h5",
+        "--plot",
+        root / "fig4.png",
+        "--csv",
+        root / "full.csv",
+        "--markdown",
+        root / "full.md",
+    )
     pillar("evaluate", root / "half.h5", "-e", f"{mnist['emb']}:test", "-o", root / "eval-half.h5")
-    pillar("evaluate", root / "digits-model.h5", "-e", f"{root / 'digits.h5'}:test", "-o", root / "eval-digits.h5")
+    pillar(
+        "evaluate",
+        root / "digits-model.h5",
+        "-e",
+        f"{root / 'digits.h5'}:test",
+        "-o",
+        root / "eval-digits.h5",
+    )
     return root, table.stdout
 
 
 def test_table_reports_mean_and_std_over_three_seeds(evaluations, mnist, pillar):
     root, stdout = evaluations
     assert stdout.count("±") == 6 and "seeds 0,1,2" in stdout
-    rows = json.loads(pillar("evaluate", root / "full.h5", "-e", f"{mnist['emb']}:test", "--json").stdout)["rows"]
+    rows = json.loads(pillar("evaluate", root / "full.h5", "-e", f"{mnist['emb']}:test", "--json").stdout)[
+        "rows"
+    ]
     assert all(r["seeds"] == 3 and len(r["accuracies"]) == 3 for r in rows)
-    assert all(0 <= r["balanced_accuracy_mean"] <= 1 and 0 <= r["macro_f1_mean"] <= 1 and r["roc_auc_mean"] is None
-               for r in rows)
+    assert all(
+        0 <= r["balanced_accuracy_mean"] <= 1 and 0 <= r["macro_f1_mean"] <= 1 and r["roc_auc_mean"] is None
+        for r in rows
+    )
     test_rows = mnist["rows"]["test"]
     assert all(sum(map(sum, r["confusion_summed_over_seeds"])) == 3 * test_rows for r in rows)
     for row in rows:  # per seed, and the sample std (ddof = 1) of the three accuracies
@@ -70,22 +110,60 @@ def test_the_three_figures_are_pngs_with_their_axes(evaluations, pillar):
 
 
 def test_the_spectrum_leaves_out_numerically_zero_eigenvalues(mnist, pillar, tmp_path):
-    pillar("check-assumptions", f"{mnist['emb']}:val", "-p", mnist["pca"], "--k", "5", "--plot-spectrum",
-           tmp_path / "s.png", "-o", tmp_path / "a.h5")
+    pillar(
+        "check-assumptions",
+        f"{mnist['emb']}:val",
+        "-p",
+        mnist["pca"],
+        "--k",
+        "5",
+        "--plot-spectrum",
+        tmp_path / "s.png",
+        "-o",
+        tmp_path / "a.h5",
+    )
     eigenvalues = artifacts.read(mnist["pca"], "projection").array("eigenvalues")
     kept = int((eigenvalues > eigenvalues.max() * 1e-10).sum())
     assert kept < len(eigenvalues)  # 400 public rows of 784 pixels: many directions carry nothing
     with Image.open(tmp_path / "s.png") as image:
-        assert f"series=public eigenvalues ({kept} of {len(eigenvalues)} above 1e-10" in image.text["Description"]
+        assert (
+            f"series=public eigenvalues ({kept} of {len(eigenvalues)} above 1e-10"
+            in image.text["Description"]
+        )
 
 
 def test_binary_tasks_get_roc_auc(pillar, tmp_path):
-    pillar("embed", "--source", "synthetic-gmm", "--param", "theta=4", "--param", "sigma=0.5", "-o",  # not separable
-           tmp_path / "g.h5")
+    pillar(
+        "embed",
+        "--source",
+        "synthetic-gmm",
+        "--param",
+        "theta=4",
+        "--param",
+        "sigma=0.5",
+        "-o",  # not separable
+        tmp_path / "g.h5",
+    )
     pillar("fit-pca", f"{tmp_path / 'g.h5'}:public", "--k-max", "5", "-o", tmp_path / "p.h5")
-    pillar("train-private", tmp_path / "g.h5", "-p", tmp_path / "p.h5", "--k", "2", "--eps", "inf", "--steps", "50",
-           "--batch-size", "128", "-o", tmp_path / "m.h5")
-    rows = json.loads(pillar("evaluate", tmp_path / "m.h5", "-e", f"{tmp_path / 'g.h5'}:test", "--json").stdout)["rows"]
+    pillar(
+        "train-private",
+        tmp_path / "g.h5",
+        "-p",
+        tmp_path / "p.h5",
+        "--k",
+        "2",
+        "--eps",
+        "inf",
+        "--steps",
+        "50",
+        "--batch-size",
+        "128",
+        "-o",
+        tmp_path / "m.h5",
+    )
+    rows = json.loads(
+        pillar("evaluate", tmp_path / "m.h5", "-e", f"{tmp_path / 'g.h5'}:test", "--json").stdout
+    )["rows"]
     assert rows[0]["roc_auc_mean"] > rows[0]["accuracy_mean"] > 0.9
 
 
@@ -101,5 +179,7 @@ def test_example_1_accuracy_against_the_dimension(pillar, tmp_path):
     pillar("report", tmp_path / "d32.h5", tmp_path / "d8.h5", "--dimension-plot", tmp_path / "ex1.png")
     with Image.open(tmp_path / "ex1.png") as image:
         xlabel, ylabel = AXIS_LABELS["dimension"]
-        assert image.text["Description"] == f"figure=dimension; x={xlabel}; y={ylabel}; xticks=8|32; " \
-                                            "series=DP-SGD, ε = 1|PILLAR, ε = 1"
+        assert (
+            image.text["Description"] == f"figure=dimension; x={xlabel}; y={ylabel}; xticks=8|32; "
+            "series=DP-SGD, ε = 1|PILLAR, ε = 1"
+        )

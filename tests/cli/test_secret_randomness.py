@@ -32,26 +32,49 @@ def gradient_sum(mnist) -> np.ndarray:
     pca = PublicPCA.from_artifact(artifacts.read(mnist["pca"], "projection"))
     z = torch.as_tensor(project(pca, private.features, K), dtype=torch.float32)
     classes = int(private.labels.max()) + 1
-    weights, bias = clipped_gradient_sum(torch.zeros(K, classes), torch.zeros(classes), z,
-                                         torch.as_tensor(private.labels), 1.0)
+    weights, bias = clipped_gradient_sum(
+        torch.zeros(K, classes), torch.zeros(classes), z, torch.as_tensor(private.labels), 1.0
+    )
     return np.vstack([weights.double().numpy(), bias.double().numpy()[None]])
 
 
 def _train(mnist, pillar, out, *extra: str):
-    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", str(K), "--eps", "1,4", "--lr", str(LR),
-           "--steps", "1", "--batch-size", "all", "--seed", "0", *extra, "-o", out)
+    pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--k",
+        str(K),
+        "--eps",
+        "1,4",
+        "--lr",
+        str(LR),
+        "--steps",
+        "1",
+        "--batch-size",
+        "all",
+        "--seed",
+        "0",
+        *extra,
+        "-o",
+        out,
+    )
     return artifacts.read(out, "model")
 
 
 def _noise_in_units(model, i: int, gradient_sum: np.ndarray) -> np.ndarray:
     """σC·Z of head i, recovered exactly from its weights and the private rows: −W·ñ/lr − G, divided by σ (C = 1)."""
-    count = model.attrs["guarantee"]["count"]["value"]  # a full batch's expected size: the released count, not n
+    count = model.attrs["guarantee"]["count"][
+        "value"
+    ]  # a full batch's expected size: the released count, not n
     update = -np.vstack([model.array(f"runs/{i}/weights"), model.array(f"runs/{i}/bias")[None]]) * count / LR
     return (update - gradient_sum) / float(model.array("runs/noise_multiplier")[i])
 
 
-def test_heads_of_one_file_draw_independent_noise_that_no_seed_it_holds_regenerates(mnist, pillar, tmp_path,
-                                                                                     gradient_sum):
+def test_heads_of_one_file_draw_independent_noise_that_no_seed_it_holds_regenerates(
+    mnist, pillar, tmp_path, gradient_sum
+):
     model = _train(mnist, pillar, tmp_path / "m.h5")
     assert model.array("runs/sample_rate").tolist() == [1.0, 1.0]
     z1, z4 = (_noise_in_units(model, i, gradient_sum) for i in (0, 1))
@@ -72,15 +95,42 @@ def test_the_same_command_twice_draws_different_noise(mnist, pillar, tmp_path):
     assert not np.allclose(first.array("runs/0/weights"), second.array("runs/0/weights"))
 
 
-def test_a_noise_seed_makes_noise_reproducible_and_every_output_says_it_is_not_private(mnist, pillar, tmp_path,
-                                                                                    gradient_sum):
-    result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", str(K), "--eps", "1,4", "--lr", str(LR),
-                    "--steps", "1", "--batch-size", "all", "--seed", "0", "--noise-seed", "7", "-o", tmp_path / "a.h5")
+def test_a_noise_seed_makes_noise_reproducible_and_every_output_says_it_is_not_private(
+    mnist, pillar, tmp_path, gradient_sum
+):
+    result = pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--k",
+        str(K),
+        "--eps",
+        "1,4",
+        "--lr",
+        str(LR),
+        "--steps",
+        "1",
+        "--batch-size",
+        "all",
+        "--seed",
+        "0",
+        "--noise-seed",
+        "7",
+        "-o",
+        tmp_path / "a.h5",
+    )
     assert "NOT differentially private" in result.stderr
-    first, second = (_train(mnist, pillar, tmp_path / name, "--noise-seed", "7", "--force") for name in ("a.h5", "b.h5"))
+    first, second = (
+        _train(mnist, pillar, tmp_path / name, "--noise-seed", "7", "--force") for name in ("a.h5", "b.h5")
+    )
     assert np.array_equal(first.array("runs/0/weights"), second.array("runs/0/weights"))
-    assert first.attrs["noise"] == {"source": "seeded", "reproducible": True, "noise_seed": 7,
-                                    "note": "noise reproducible from the recorded seed: NOT differentially private"}
+    assert first.attrs["noise"] == {
+        "source": "seeded",
+        "reproducible": True,
+        "noise_seed": 7,
+        "note": "noise reproducible from the recorded seed: NOT differentially private",
+    }
     assert first.attrs["whole_file"]["epsilon"] == np.inf
     # The recorded seed removes the noise: what is left is the exact clipped gradient sum.
     z1 = _noise_in_units(first, 0, gradient_sum)
@@ -104,5 +154,7 @@ def _regenerated(model, seed: int, i: int) -> np.ndarray:
     """The (k + 1, C) normals that a source seeded with `seed` draws for head i of this grid (the transpose of the
     engine's (C, k + 1) layout)."""
     config = RunConfig(LR, 1, int(model.array("runs/batch_size")[i]), int(model.array("runs/seed")[i]))
-    source = NoiseSource(seed).child(K, float(model.array("runs/epsilon_target")[i])).child(*config.noise_label)
+    source = (
+        NoiseSource(seed).child(K, float(model.array("runs/epsilon_target")[i])).child(*config.noise_label)
+    )
     return torch.randn(10, K + 1, generator=source.torch()).double().numpy().T

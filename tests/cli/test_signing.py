@@ -23,21 +23,42 @@ def keys(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("keys")
     key = ec.generate_private_key(ec.SECP256R1())
-    (root / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                     serialization.NoEncryption()))
-    (root / "pub.pem").write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                                 serialization.PublicFormat.SubjectPublicKeyInfo))
+    (root / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    (root / "pub.pem").write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
     other = ec.generate_private_key(ec.SECP256R1()).public_key()
-    (root / "other.pem").write_bytes(other.public_bytes(serialization.Encoding.PEM,
-                                                        serialization.PublicFormat.SubjectPublicKeyInfo))
+    (root / "other.pem").write_bytes(
+        other.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
     return root
 
 
 @pytest.fixture(scope="module")
 def signed(mnist, pillar, keys, tmp_path_factory):
     root = tmp_path_factory.mktemp("signed")
-    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--k", "10", "--lr", "0.5", "--steps",
-           "20", "-o", root / "m.h5")
+    pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--eps",
+        "1",
+        "--k",
+        "10",
+        "--lr",
+        "0.5",
+        "--steps",
+        "20",
+        "-o",
+        root / "m.h5",
+    )
     pillar("release", root / "m.h5", "-o", root / "rel.h5", "--sign", keys / "key.pem")
     pillar("export", root / "rel.h5", "--format", "onnx", "-o", root / "rel.onnx", "--sign", keys / "key.pem")
     return root
@@ -52,11 +73,22 @@ def test_a_signed_release_and_export_verify(pillar, signed, keys, name):
     assert (signed / f"{name}.sig").exists()
     result = pillar("verify", signed / name, "--key", keys / "pub.pem")
     lines = result.stdout.splitlines()
-    assert [line.split(":")[0] for line in lines] == ["ok    signature", "ok    hashes and statement", "ok    epsilon",
-                                                      "ok    risk"]
+    assert [line.split(":")[0] for line in lines] == [
+        "ok    signature",
+        "ok    hashes and statement",
+        "ok    epsilon",
+        "ok    risk",
+    ]
     assert "dp-accounting PLD gives ε = " in lines[2]
-    unchecked = pillar("verify", signed / name, "--json", expect=3)  # a signature beside it that no key checks
-    assert statuses(unchecked) == {"signature": "FAIL", "hashes and statement": "ok", "epsilon": "ok", "risk": "ok"}
+    unchecked = pillar(
+        "verify", signed / name, "--json", expect=3
+    )  # a signature beside it that no key checks
+    assert statuses(unchecked) == {
+        "signature": "FAIL",
+        "hashes and statement": "ok",
+        "epsilon": "ok",
+        "risk": "ok",
+    }
     assert "but not checked: pass --key" in json.loads(unchecked.stdout)["checks"][0]["detail"]
 
 
@@ -68,16 +100,26 @@ def test_another_key_a_flipped_byte_and_a_rehashed_edit_fail(pillar, signed, key
     data[len(data) // 2] ^= 0xFF
     flipped.write_bytes(bytes(data))
     (tmp_path / "flipped.h5.sig").write_bytes((signed / "rel.h5.sig").read_bytes())
-    assert statuses(pillar("verify", flipped, "--key", keys / "pub.pem", "--json", expect=3))["signature"] == "FAIL"
+    assert (
+        statuses(pillar("verify", flipped, "--key", keys / "pub.pem", "--json", expect=3))["signature"]
+        == "FAIL"
+    )
     forged = tmp_path / "forged.h5"
-    with edited_copy(signed / "rel.h5", forged) as h5:  # a larger ε claims less privacy: every reader accepts it
+    with edited_copy(
+        signed / "rel.h5", forged
+    ) as h5:  # a larger ε claims less privacy: every reader accepts it
         statement = json.loads(h5.attrs["privacy"])
         statement["epsilon"] = 2.0
         statement["summary"] = statement_summary(statement)
         h5.attrs["privacy"] = json.dumps(statement)
     (tmp_path / "forged.h5.sig").write_bytes((signed / "rel.h5.sig").read_bytes())
     result = pillar("verify", forged, "--key", keys / "pub.pem", "--json", expect=3)
-    assert statuses(result) == {"signature": "FAIL", "hashes and statement": "ok", "epsilon": "ok", "risk": "ok"}
+    assert statuses(result) == {
+        "signature": "FAIL",
+        "hashes and statement": "ok",
+        "epsilon": "ok",
+        "risk": "ok",
+    }
     assert result.stderr.startswith(f"error: {forged} failed 1 of 4 checks: signature")
 
 
@@ -89,43 +131,83 @@ def test_a_key_that_cannot_sign_is_refused_before_anything_is_written(pillar, si
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
-    for curve in (ec.SECP256K1(), ec.BrainpoolP256R1()):  # EC keys model-signing cannot sign with: once a crash
+    for curve in (
+        ec.SECP256K1(),
+        ec.BrainpoolP256R1(),
+    ):  # EC keys model-signing cannot sign with: once a crash
         key = tmp_path / f"{curve.name}.pem"  # after the release was written, leaving it without its .sig
-        key.write_bytes(ec.generate_private_key(curve).private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+        key.write_bytes(
+            ec.generate_private_key(curve).private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
         result = pillar("release", signed / "m.h5", "-o", out, "--sign", key, expect=2)
-        assert_clean_failure(result, 2, f"{key} is a key on the curve {curve.name}; model-signing signs with "
-                                        "secp256r1, secp384r1, secp521r1 keys only", out)
+        assert_clean_failure(
+            result,
+            2,
+            f"{key} is a key on the curve {curve.name}; model-signing signs with "
+            "secp256r1, secp384r1, secp521r1 keys only",
+            out,
+        )
         assert not (tmp_path / "rel.h5.sig").exists()
 
 
-def test_a_hugging_face_folder_carries_a_model_card_that_states_the_guarantee(mnist, pillar, signed, keys, tmp_path):
+def test_a_hugging_face_folder_carries_a_model_card_that_states_the_guarantee(
+    mnist, pillar, signed, keys, tmp_path
+):
     from huggingface_hub import ModelCard
 
     evaluation, folder = tmp_path / "eval.h5", tmp_path / "classifier-hf"
     pillar("evaluate", signed / "m.h5", "-e", f"{mnist['emb']}:test", "-o", evaluation)
-    pillar("export", signed / "rel.h5", "--format", "hf", "--evaluation", evaluation, "-o", folder, "--sign",
-           keys / "key.pem")
-    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "config.json", "model.safetensors", "model.sig"]
+    pillar(
+        "export",
+        signed / "rel.h5",
+        "--format",
+        "hf",
+        "--evaluation",
+        evaluation,
+        "-o",
+        folder,
+        "--sign",
+        keys / "key.pem",
+    )
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "README.md",
+        "config.json",
+        "model.safetensors",
+        "model.sig",
+    ]
     assert not (tmp_path / "classifier-hf.sig").exists()  # inside, so that an upload of the folder keeps it
     statement = json.loads((folder / "config.json").read_text())["privacy"]
     card = ModelCard.load(folder / "README.md").data.to_dict()  # offline: a local file
     stated = card["differential_privacy"]
-    assert (stated["epsilon"], stated["delta"], stated["accountant"]) == \
-        (statement["epsilon"], statement["delta"], statement["accountant"])
+    assert (stated["epsilon"], stated["delta"], stated["accountant"]) == (
+        statement["epsilon"],
+        statement["delta"],
+        statement["accountant"],
+    )
     assert stated["covers"] == statement["covers"] and stated["not_covered"] == statement["not_covered"]
     assert stated["unit"] == "one training row (its features and label)" and card["library_name"] == "pillar"
     assert stated["risk"] == statement["risk"] and 0 < stated["risk"]["tpr_at_fpr"]["0.01"] < 1
     assert "## What ε means for one training row" in (folder / "README.md").read_text()
     row = artifacts.read(evaluation, "evaluation").attrs["rows"][0]
-    results = ModelCard.load(folder / "README.md").data.eval_results  # the Hub's model-index, parsed by its library
+    results = ModelCard.load(
+        folder / "README.md"
+    ).data.eval_results  # the Hub's model-index, parsed by its library
     accuracy = next(result for result in results if result.metric_type == "accuracy")
     assert accuracy.metric_value == pytest.approx(row["accuracy_mean"]) and accuracy.dataset_split == "test"
     assert accuracy.task_type == card["pipeline_tag"] == "image-classification" and card["license"] == "other"
-    assert statuses(pillar("verify", folder, "--key", keys / "pub.pem", "--json")) == \
-        {"signature": "ok", "hashes and statement": "ok", "epsilon": "ok", "risk": "ok"}
+    assert statuses(pillar("verify", folder, "--key", keys / "pub.pem", "--json")) == {
+        "signature": "ok",
+        "hashes and statement": "ok",
+        "epsilon": "ok",
+        "risk": "ok",
+    }
     (folder / "README.md").write_text((folder / "README.md").read_text().replace("epsilon: ", "epsilon: 0.0"))
-    assert statuses(pillar("verify", folder, "--key", keys / "pub.pem", "--json", expect=3))["signature"] == "FAIL"
+    assert (
+        statuses(pillar("verify", folder, "--key", keys / "pub.pem", "--json", expect=3))["signature"]
+        == "FAIL"
+    )
 
 
 def test_an_unsigned_export_checks_its_weights_and_card_and_says_it_is_unsigned(pillar, signed, tmp_path):
@@ -134,8 +216,15 @@ def test_an_unsigned_export_checks_its_weights_and_card_and_says_it_is_unsigned(
     for fmt, name in (("onnx", "x.onnx"), ("safetensors", "x.safetensors"), ("hf", "x-hf")):
         pillar("export", signed / "rel.h5", "--format", fmt, "-o", tmp_path / name)
         result = pillar("verify", tmp_path / name, "--json")
-        assert statuses(result) == {"signature": "skip", "hashes and statement": "ok", "epsilon": "ok", "risk": "ok"}
-        assert json.loads(result.stdout)["checks"][0]["detail"].startswith("not signed: nothing proves who wrote")
+        assert statuses(result) == {
+            "signature": "skip",
+            "hashes and statement": "ok",
+            "epsilon": "ok",
+            "risk": "ok",
+        }
+        assert json.loads(result.stdout)["checks"][0]["detail"].startswith(
+            "not signed: nothing proves who wrote"
+        )
     model = load(str(tmp_path / "x.onnx"))
     weight = max(model.graph.initializer, key=lambda tensor: numpy_helper.to_array(tensor).size)
     values = numpy_helper.to_array(weight).copy()
@@ -149,8 +238,12 @@ def test_an_unsigned_export_checks_its_weights_and_card_and_says_it_is_unsigned(
     card.write_text(card.read_text().replace("  epsilon: ", "  epsilon: 0.01 # ", 1))
     for name, part in (("y.onnx", "graph"), ("y.safetensors", "tensors"), ("x-hf", "README.md")):
         result = pillar("verify", tmp_path / name, "--json", expect=3)
-        assert statuses(result) == {"signature": "skip", "hashes and statement": "FAIL", "epsilon": "skip",
-                                    "risk": "skip"}
+        assert statuses(result) == {
+            "signature": "skip",
+            "hashes and statement": "FAIL",
+            "epsilon": "skip",
+            "risk": "skip",
+        }
         assert f"its {part} changed after it was exported" in json.loads(result.stdout)["checks"][1]["detail"]
 
 
@@ -158,27 +251,41 @@ def test_predict_says_whether_its_release_is_signed_and_verified(pillar, signed,
     unsigned = tmp_path / "unsigned.h5"
     unsigned.write_bytes((signed / "rel.h5").read_bytes())
     rows = f"{mnist['emb']}:test"
-    said = {name: pillar("predict", path, rows, "-o", tmp_path / f"{name}.csv", *extra).stderr.strip().splitlines()[-1]
-            for name, path, extra in (("unsigned", unsigned, ()), ("unchecked", signed / "rel.h5", ()),
-                                      ("checked", signed / "rel.h5", ("--key", keys / "pub.pem")))}
+    said = {
+        name: pillar("predict", path, rows, "-o", tmp_path / f"{name}.csv", *extra)
+        .stderr.strip()
+        .splitlines()[-1]
+        for name, path, extra in (
+            ("unsigned", unsigned, ()),
+            ("unchecked", signed / "rel.h5", ()),
+            ("checked", signed / "rel.h5", ("--key", keys / "pub.pem")),
+        )
+    }
     assert said == {
         "unsigned": f"{unsigned}: not signed: nothing proves who wrote it (its hashes and ε are checked, but anyone "
-                    "who edits it can recompute them)",
+        "who edits it can recompute them)",
         "unchecked": f"{signed / 'rel.h5'}: signed ({signed / 'rel.h5.sig'}) but not verified: pass --key with the "
-                     "signer's public key to know who wrote it",
-        "checked": f"{signed / 'rel.h5'}: signed and verified ({signed / 'rel.h5.sig'} holds for {keys / 'pub.pem'})"}
-    result = pillar("predict", signed / "rel.h5", rows, "-o", tmp_path / "x.csv", "--key", keys / "other.pem",
-                    expect=3)
-    assert result.stderr.startswith(f"error: {signed / 'rel.h5'}: the signature {signed / 'rel.h5.sig'} does not "
-                                    f"hold for {keys / 'other.pem'}")
+        "signer's public key to know who wrote it",
+        "checked": f"{signed / 'rel.h5'}: signed and verified ({signed / 'rel.h5.sig'} holds for {keys / 'pub.pem'})",
+    }
+    result = pillar(
+        "predict", signed / "rel.h5", rows, "-o", tmp_path / "x.csv", "--key", keys / "other.pem", expect=3
+    )
+    assert result.stderr.startswith(
+        f"error: {signed / 'rel.h5'}: the signature {signed / 'rel.h5.sig'} does not "
+        f"hold for {keys / 'other.pem'}"
+    )
     assert not (tmp_path / "x.csv").exists()
     command = artifacts.read(signed / "rel.h5", "classifier").provenance.command
-    assert "--sign" not in command and str(keys / "key.pem") not in command  # no key's path in a recorded command
+    assert (
+        "--sign" not in command and str(keys / "key.pem") not in command
+    )  # no key's path in a recorded command
 
 
 @pytest.mark.parametrize("command", ["release", "export"])
-def test_a_signal_while_signing_leaves_neither_file_and_restores_what_force_replaced(pillar, signed, keys, tmp_path,
-                                                                                    monkeypatch, command):
+def test_a_signal_while_signing_leaves_neither_file_and_restores_what_force_replaced(
+    pillar, signed, keys, tmp_path, monkeypatch, command
+):
     """Ctrl-C or SIGTERM after the file is written but before its signature is: no unsigned output stays behind
     the "interrupted" line, and the output --force was replacing, with its signature, is back as it was."""
     import pillar_cli.cli.export
@@ -188,12 +295,16 @@ def test_a_signal_while_signing_leaves_neither_file_and_restores_what_force_repl
         (path.parent / f"{path.name}.sig").write_text("half a signature")
         raise KeyboardInterrupt
 
-    argv = {"release": ["release", signed / "m.h5"], "export": ["export", signed / "rel.h5", "--format", "onnx"]}
+    argv = {
+        "release": ["release", signed / "m.h5"],
+        "export": ["export", signed / "rel.h5", "--format", "onnx"],
+    }
     out = tmp_path / ("new.h5" if command == "release" else "new.onnx")
     monkeypatch.setattr(getattr(pillar_cli.cli, command), "sign_file", interrupted_while_signing)
     result = pillar(*argv[command], "-o", out, "--sign", keys / "key.pem", expect=130)
-    assert result.stderr.strip().splitlines()[-1] == ("error: interrupted; no artifact was written (existing files "
-                                                      "are unchanged)")
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: interrupted; no artifact was written (existing files are unchanged)"
+    )
     assert list(tmp_path.iterdir()) == []
     out.write_bytes(b"previous output")
     (tmp_path / f"{out.name}.sig").write_bytes(b"previous signature")

@@ -28,21 +28,49 @@ def test_16_bit_files_keep_the_levels_8_bits_would_merge(pillar, tmp_path):
     rng = np.random.default_rng(0)
     for name, levels in LEVELS.items():
         _write(tmp_path / "train" / name, levels, 80, rng)
-    new = _write(tmp_path / "new", LEVELS["bright"], 2, rng) + [rng.integers(1029, 1080, (8, 8)).astype(np.uint16)]
+    new = _write(tmp_path / "new", LEVELS["bright"], 2, rng) + [
+        rng.integers(1029, 1080, (8, 8)).astype(np.uint16)
+    ]
     tifffile.imwrite(tmp_path / "new" / "002.tif", new[2])
     emb, pca, model, released = (tmp_path / name for name in ("emb.h5", "pca.h5", "m.h5", "rel.h5"))
-    pillar("embed", "--source", "image-folder", "--path", tmp_path / "train", "--param", "channels=1",
-           "--public-fraction", "0.2", "-o", emb)
+    pillar(
+        "embed",
+        "--source",
+        "image-folder",
+        "--path",
+        tmp_path / "train",
+        "--param",
+        "channels=1",
+        "--public-fraction",
+        "0.2",
+        "-o",
+        emb,
+    )
     recipe = artifacts.read_split(f"{emb}:private").recipe
     assert recipe.pixel_depth == 16 and recipe.preprocessing == "flatten (HWC order), /65535"
-    pillar("embed", "--source", "image-folder", "--path", tmp_path / "train", "--param", "channels=1",
-           "--param", "depth=8", "--public-fraction", "0.2", "-o", tmp_path / "eight.h5")
+    pillar(
+        "embed",
+        "--source",
+        "image-folder",
+        "--path",
+        tmp_path / "train",
+        "--param",
+        "channels=1",
+        "--param",
+        "depth=8",
+        "--public-fraction",
+        "0.2",
+        "-o",
+        tmp_path / "eight.h5",
+    )
     assert np.ptp(artifacts.read_split(f"{tmp_path / 'eight.h5'}:private").features) == 0
 
     pillar("fit-pca", f"{emb}:public", "--k-max", "5", "-o", pca)
     pillar("train-private", emb, "-p", pca, "--eps", "8", "--delta", "1e-3", "--k", "2", "-o", model)
     pillar("release", model, "-o", released)
-    pillar("predict", released, "--source", "image-folder", "--path", tmp_path / "new", "-o", tmp_path / "p.csv")
+    pillar(
+        "predict", released, "--source", "image-folder", "--path", tmp_path / "new", "-o", tmp_path / "p.csv"
+    )
     _, _, classes, probabilities = read_predictions(tmp_path / "p.csv")
     assert classes == ["bright", "bright", "dim"]
 
@@ -55,7 +83,17 @@ def test_16_bit_files_keep_the_levels_8_bits_would_merge(pillar, tmp_path):
     np.testing.assert_allclose(exported, probabilities, atol=1e-6)
 
     np.savez(tmp_path / "eight.npz", x=(np.stack(new) // 257).astype(np.uint8))
-    result = pillar("predict", released, "--source", "npz", "--path", tmp_path / "eight.npz", "-o",
-                    tmp_path / "q.csv", expect=None)
+    result = pillar(
+        "predict",
+        released,
+        "--source",
+        "npz",
+        "--path",
+        tmp_path / "eight.npz",
+        "-o",
+        tmp_path / "q.csv",
+        expect=None,
+    )
     assert result.exit_code != 0 and result.stderr.splitlines()[0] == (
-        "error: the inputs are 8-bit images; the classifier's rows were embedded from 16-bit images")
+        "error: the inputs are 8-bit images; the classifier's rows were embedded from 16-bit images"
+    )

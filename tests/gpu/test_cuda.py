@@ -27,12 +27,27 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GP
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on machines without a GPU")
 def test_asking_for_a_gpu_on_a_machine_without_one_is_a_clear_error(mnist, pillar, tmp_path):
-    with pytest.raises(UsageError, match=r"device 'cuda' is not available: this machine has 0 CUDA device\(s\)"):
+    with pytest.raises(
+        UsageError, match=r"device 'cuda' is not available: this machine has 0 CUDA device\(s\)"
+    ):
         resolve_device("cuda")
-    result = pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "inf", "--device", "cuda",
-                    "-o", tmp_path / "m.h5", expect=2)
-    assert result.stderr.splitlines() == ["error: device 'cuda' is not available: this machine has 0 CUDA device(s)",
-                                          "hint: use --device cpu (or auto)"]
+    result = pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--eps",
+        "inf",
+        "--device",
+        "cuda",
+        "-o",
+        tmp_path / "m.h5",
+        expect=2,
+    )
+    assert result.stderr.splitlines() == [
+        "error: device 'cuda' is not available: this machine has 0 CUDA device(s)",
+        "hint: use --device cpu (or auto)",
+    ]
     assert not (tmp_path / "m.h5").exists()
     assert resolve_device("auto") == torch.device("cpu")
 
@@ -61,12 +76,17 @@ def test_noise_free_training_on_cuda_follows_the_cpu_batch_for_batch():
     batches are secret: a seeded source, experiments only, makes both devices draw the same ones)."""
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((2000, 64)).astype(np.float32), rng.integers(0, 10, 2000)
-    configs = [RunConfig(lr, t, b, s, 0.5, 0.01) for lr, t, b, s in
-               itertools.product((0.1, 0.5), (20, 45), (64, 256), (0, 1))]
+    configs = [
+        RunConfig(lr, t, b, s, 0.5, 0.01)
+        for lr, t, b, s in itertools.product((0.1, 0.5), (20, 45), (64, 256), (0, 1))
+    ]
     for clip in (1.0, None):
-        on_cpu = train_linear_heads(x, y, 10, configs, [0.0] * len(configs), clip, device="cpu", noise=NoiseSource(0))
-        on_gpu = train_linear_heads(x, y, 10, configs, [0.0] * len(configs), clip, device="cuda",
-                                    noise=NoiseSource(0))
+        on_cpu = train_linear_heads(
+            x, y, 10, configs, [0.0] * len(configs), clip, device="cpu", noise=NoiseSource(0)
+        )
+        on_gpu = train_linear_heads(
+            x, y, 10, configs, [0.0] * len(configs), clip, device="cuda", noise=NoiseSource(0)
+        )
         for a, b in zip(on_cpu, on_gpu):
             np.testing.assert_allclose(b.weights, a.weights, rtol=1e-3, atol=1e-5)
             np.testing.assert_allclose(b.bias, a.bias, rtol=1e-3, atol=1e-5)
@@ -80,9 +100,20 @@ def test_person_level_training_on_cuda_follows_the_cpu():
     x, y = rng.standard_normal((3000, 64)).astype(np.float32), rng.integers(0, 10, 3000)
     persons = rng.integers(0, 400, 3000)
     configs = [RunConfig(0.5, 30, 64, 0), RunConfig(0.1, 30, 64, 0), RunConfig(0.5, 20, 128, 1)]
-    on_cpu, on_gpu = (train_linear_heads(x, y, 10, configs, [0.0] * 3, 0.5, device=device, noise=NoiseSource(4),
-                                         units=Units.of(persons, len(persons), "the test's persons"))
-                        for device in ("cpu", "cuda"))
+    on_cpu, on_gpu = (
+        train_linear_heads(
+            x,
+            y,
+            10,
+            configs,
+            [0.0] * 3,
+            0.5,
+            device=device,
+            noise=NoiseSource(4),
+            units=Units.of(persons, len(persons), "the test's persons"),
+        )
+        for device in ("cpu", "cuda")
+    )
     for a, b in zip(on_cpu, on_gpu):
         np.testing.assert_allclose(b.weights, a.weights, rtol=1e-3, atol=1e-5)
         assert a.steps_run == b.steps_run
@@ -100,20 +131,44 @@ def test_cuda_noise_has_the_calibrated_scale_and_is_reproducible():
     assert abs(draws.mean()) < 0.03 and abs(draws.std() - 1.0) < 0.02  # 20,480 standard normals
     again = train_linear_heads(x, y, classes, [config], [sigma], clip, device="cuda", noise=NoiseSource(3))[0]
     np.testing.assert_array_equal(again.weights, head.weights)
-    in_a_sweep = train_linear_heads(x, y, classes, [RunConfig(0.3, 1, batch, 7), config, RunConfig(lr, 1, 64, 7)],
-                                    [1.0, sigma, 2.0], clip, device="cuda", noise=NoiseSource(3))[1]
+    in_a_sweep = train_linear_heads(
+        x,
+        y,
+        classes,
+        [RunConfig(0.3, 1, batch, 7), config, RunConfig(lr, 1, 64, 7)],
+        [1.0, sigma, 2.0],
+        clip,
+        device="cuda",
+        noise=NoiseSource(3),
+    )[1]
     np.testing.assert_allclose(in_a_sweep.weights, head.weights, rtol=1e-5, atol=1e-7)
     secret = [train_linear_heads(x, y, classes, [config], [sigma], clip, device="cuda")[0] for _ in range(2)]
     assert not np.array_equal(secret[0].weights, secret[1].weights)
-    assert abs(np.corrcoef(secret[0].weights.ravel(), secret[1].weights.ravel())[0, 1]) < 0.05  # independent draws
+    assert (
+        abs(np.corrcoef(secret[0].weights.ravel(), secret[1].weights.ravel())[0, 1]) < 0.05
+    )  # independent draws
 
 
 @cuda
-def test_train_private_on_cuda_matches_the_cpu_without_noise_and_spends_the_same_epsilon(mnist, pillar, tmp_path):
+def test_train_private_on_cuda_matches_the_cpu_without_noise_and_spends_the_same_epsilon(
+    mnist, pillar, tmp_path
+):
     """One noise seed for both devices (experiments only): the same released count, batches and ε; without noise the
     same head."""
-    common = ["train-private", mnist["emb"], "-p", mnist["pca"], "--k", "20", "--steps", "60", "--batch-size", "256",
-              "--noise-seed", "5"]
+    common = [
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        "--k",
+        "20",
+        "--steps",
+        "60",
+        "--batch-size",
+        "256",
+        "--noise-seed",
+        "5",
+    ]
     for eps in ("inf", "1"):
         pillar(*common, "--eps", eps, "--device", "cpu", "-o", tmp_path / f"cpu-{eps}.h5")
         pillar(*common, "--eps", eps, "--device", "cuda", "-o", tmp_path / f"gpu-{eps}.h5")
@@ -121,11 +176,20 @@ def test_train_private_on_cuda_matches_the_cpu_without_noise_and_spends_the_same
         gpu = artifacts.read(tmp_path / f"gpu-{eps}.h5", "model")
         np.testing.assert_array_equal(gpu.array("runs/epsilon_spent"), cpu.array("runs/epsilon_spent"))
         if eps == "inf":
-            np.testing.assert_allclose(gpu.array("runs/0/weights"), cpu.array("runs/0/weights"), rtol=1e-3, atol=1e-5)
+            np.testing.assert_allclose(
+                gpu.array("runs/0/weights"), cpu.array("runs/0/weights"), rtol=1e-3, atol=1e-5
+            )
         else:  # other noise draws, the same guarantee: both heads are useful
             for device in ("cpu", "gpu"):
-                report = pillar("evaluate", tmp_path / f"{device}-{eps}.h5", "-e", f"{mnist['emb']}:test", "-o",
-                                tmp_path / f"{device}-eval.h5", "--json")
+                report = pillar(
+                    "evaluate",
+                    tmp_path / f"{device}-{eps}.h5",
+                    "-e",
+                    f"{mnist['emb']}:test",
+                    "-o",
+                    tmp_path / f"{device}-eval.h5",
+                    "--json",
+                )
                 assert json.loads(report.stdout)["rows"][0]["accuracies"][0] > 0.6
 
 
@@ -148,8 +212,10 @@ def test_gpu_embedder_agrees_with_the_cpu_and_bf16_with_fp32(tmp_path):
     assert bf16.bf16 and bf16.info()["precision"] == "bf16 autocast"  # auto on CUDA
     reference = _features(cpu, images, 64, tmp_path, "cpu")
     pipelined = _features(fp32, images, 64, tmp_path, "fp32")
-    np.testing.assert_allclose(pipelined, reference, rtol=1e-3, atol=1e-4)  # fp32 is fp32 (no TF32) on the GPU
-    one_batch_at_a_time = np.concatenate([fp32(images[i:i + 64]) for i in range(0, 200, 64)])
+    np.testing.assert_allclose(
+        pipelined, reference, rtol=1e-3, atol=1e-4
+    )  # fp32 is fp32 (no TF32) on the GPU
+    one_batch_at_a_time = np.concatenate([fp32(images[i : i + 64]) for i in range(0, 200, 64)])
     np.testing.assert_allclose(pipelined, one_batch_at_a_time, rtol=1e-6, atol=1e-6)
     half = _features(bf16, images, 64, tmp_path, "bf16")
     cosine = (half * pipelined).sum(1) / (np.linalg.norm(half, axis=1) * np.linalg.norm(pipelined, axis=1))
@@ -160,13 +226,45 @@ def test_gpu_embedder_agrees_with_the_cpu_and_bf16_with_fp32(tmp_path):
 @cuda
 def test_torchrun_ranks_sharing_gpus_embed_and_merge(pillar, tmp_path):
     """Two ranks per GPU when there are fewer GPUs than ranks (LOCAL_RANK modulo the device count)."""
-    args = ["embed", "--source", "digits", "--limit", "600", "--backbone", "resnet18", "--no-pretrained",
-            "--resize", "32", "--crop", "32", "--batch-size", "64", "--precision", "fp32"]
+    args = [
+        "embed",
+        "--source",
+        "digits",
+        "--limit",
+        "600",
+        "--backbone",
+        "resnet18",
+        "--no-pretrained",
+        "--resize",
+        "32",
+        "--crop",
+        "32",
+        "--batch-size",
+        "64",
+        "--precision",
+        "fp32",
+    ]
     pillar(*args, "-o", tmp_path / "single.h5")
     ranks = 2 * torch.cuda.device_count()
-    launched = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-                               str(ranks), "-m", "pillar_cli", *args, "-o", str(tmp_path / "ranks.h5")],
-                              capture_output=True, text=True, env=os.environ | {"OMP_NUM_THREADS": "1"}, timeout=300)
+    launched = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            str(ranks),
+            "-m",
+            "pillar_cli",
+            *args,
+            "-o",
+            str(tmp_path / "ranks.h5"),
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"OMP_NUM_THREADS": "1"},
+        timeout=300,
+    )
     assert launched.returncode == 0, launched.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ranks.h5", "single.h5"]
     single = artifacts.read(tmp_path / "single.h5", "embeddings")

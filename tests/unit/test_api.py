@@ -44,18 +44,28 @@ SETTINGS = dict(epsilon=1.0, delta=1e-4, lr=0.5, steps=300, batch_size=256, devi
 def test_pillar_classifier_beats_dpsgd_and_its_ledger_is_the_accountants(digits):
     # fresh noise every fit: over 40 fits (2026-11-24) 0.910 ± 0.012 against 0.779 ± 0.033, so the test compares means
     # of 8 fits (gap 0.131, std of the mean gap about 0.012)
-    fits = [(DPLinearClassifier(k=20, **SETTINGS).fit(digits["x"], digits["y"], public=digits["public"]),
-             DPLinearClassifier(method="dpsgd", **SETTINGS).fit(digits["x"], digits["y"])) for _ in range(8)]
-    pillar_scores, dpsgd_scores = ([model.score(digits["x_test"], digits["y_test"]) for model in pair]
-                                   for pair in zip(*fits))
+    fits = [
+        (
+            DPLinearClassifier(k=20, **SETTINGS).fit(digits["x"], digits["y"], public=digits["public"]),
+            DPLinearClassifier(method="dpsgd", **SETTINGS).fit(digits["x"], digits["y"]),
+        )
+        for _ in range(8)
+    ]
+    pillar_scores, dpsgd_scores = (
+        [model.score(digits["x_test"], digits["y_test"]) for model in pair] for pair in zip(*fits)
+    )
     assert np.mean(pillar_scores) >= np.mean(dpsgd_scores) + 0.08
     pillar = fits[0][0]
     ledger = pillar.ledger_
     assert ledger.epsilon_spent <= ledger.epsilon_target == 1.0 and ledger.epsilon_is_upper_bound
     assert ledger.epsilon_spent == pytest.approx(computed_epsilon("prv", ledger.event, 1e-4), rel=1e-9)
-    assert ledger.count.noisy and ledger.steps == 300  # n = 1100 is private: q reads the count released inside ε
+    assert (
+        ledger.count.noisy and ledger.steps == 300
+    )  # n = 1100 is private: q reads the count released inside ε
     assert ledger.sample_rate == pytest.approx(256 / ledger.count.value) and ledger.count.value != 1100
-    assert ledger.event.events[0] == ledger.count.event  # the count's release is in the tree ε is computed from
+    assert (
+        ledger.event.events[0] == ledger.count.event
+    )  # the count's release is in the tree ε is computed from
     assert pillar.coef_.shape == (10, 64) and list(pillar.classes_) == list(range(10))
     logits = pillar.projection_.standardized(digits["x_test"]) @ pillar.coef_.T + pillar.intercept_
     np.testing.assert_allclose(pillar.decision_function(digits["x_test"]), logits, rtol=1e-4, atol=1e-4)
@@ -63,7 +73,9 @@ def test_pillar_classifier_beats_dpsgd_and_its_ledger_is_the_accountants(digits)
 
 
 def test_a_clone_is_unfitted_and_with_a_noise_seed_refits_to_the_same_classifier(digits):
-    fitted = DPLinearClassifier(k=10, noise_seed=3, **SETTINGS).fit(digits["x"], digits["y"], public=digits["public"])
+    fitted = DPLinearClassifier(k=10, noise_seed=3, **SETTINGS).fit(
+        digits["x"], digits["y"], public=digits["public"]
+    )
     copy = clone(fitted)
     assert copy.get_params() == fitted.get_params() and not hasattr(copy, "ledger_")
     copy.fit(digits["x"], digits["y"], public=digits["public"])
@@ -73,8 +85,10 @@ def test_a_clone_is_unfitted_and_with_a_noise_seed_refits_to_the_same_classifier
 
 def test_without_a_noise_seed_two_fits_draw_different_noise(digits):
     """The seed is public: it must not fix the noise (anyone holding it could remove the noise)."""
-    one, two = (DPLinearClassifier(k=10, **SETTINGS).fit(digits["x"], digits["y"], public=digits["public"])
-                for _ in range(2))
+    one, two = (
+        DPLinearClassifier(k=10, **SETTINGS).fit(digits["x"], digits["y"], public=digits["public"])
+        for _ in range(2)
+    )
     assert not np.allclose(one.coef_, two.coef_) and not one.ledger_.noise_reproducible
 
 
@@ -84,7 +98,9 @@ def test_no_call_sequence_fits_the_projection_on_private_rows(digits):
         DPLinearClassifier(**SETTINGS).fit(x, y)
     with pytest.raises(PrivacyError, match="fitted on unlabelled PUBLIC rows only; it was given labels"):
         Pipeline([("pca", PublicPCA(20)), ("clf", DPLinearClassifier(**SETTINGS))]).fit(x, y)
-    with pytest.raises(PrivacyError, match="^1100 private rows are among the rows the projection was fitted on$"):
+    with pytest.raises(
+        PrivacyError, match="^1100 private rows are among the rows the projection was fitted on$"
+    ):
         DPLinearClassifier(**SETTINGS).fit(x, y, public=x)
     with pytest.raises(PrivacyError, match="^50 private rows are among"):
         DPLinearClassifier(projection=PublicPCA().fit(np.vstack([public, x[:50]])), **SETTINGS).fit(x, y)
@@ -95,18 +111,30 @@ def test_no_call_sequence_fits_the_projection_on_private_rows(digits):
     assert not hasattr(unfitted, "mean_") and fitted.projection_.n_public_ == 300
 
 
-@pytest.mark.parametrize("change, error, message", [
-    ({"delta": 1e-3}, PrivacyError, r"^delta 0.001 is not below 1/ñ of the count of training rows released with "
-                                    r"noise: such a δ permits releasing individual records$"),  # no ñ in a refusal
-    ({"delta": 1e-3, "n_public": True}, PrivacyError, "^delta 0.001 is not below 1/n = 0.000909 for the "
-                                                      "declared-public n = 1100"),
-    ({"epsilon": 0.0}, UsageError, r"^epsilon must be > 0 \(got 0.0\)"),
-    ({"clip": 0.0}, UsageError, r"^clip must be a positive number \(got 0.0\)$"),
-    ({"lr": math.nan}, UsageError, r"^lr must be a positive number \(got nan\)$"),
-])
+@pytest.mark.parametrize(
+    "change, error, message",
+    [
+        (
+            {"delta": 1e-3},
+            PrivacyError,
+            r"^delta 0.001 is not below 1/ñ of the count of training rows released with "
+            r"noise: such a δ permits releasing individual records$",
+        ),  # no ñ in a refusal
+        (
+            {"delta": 1e-3, "n_public": True},
+            PrivacyError,
+            "^delta 0.001 is not below 1/n = 0.000909 for the declared-public n = 1100",
+        ),
+        ({"epsilon": 0.0}, UsageError, r"^epsilon must be > 0 \(got 0.0\)"),
+        ({"clip": 0.0}, UsageError, r"^clip must be a positive number \(got 0.0\)$"),
+        ({"lr": math.nan}, UsageError, r"^lr must be a positive number \(got nan\)$"),
+    ],
+)
 def test_the_library_enforces_the_clis_invariants(digits, change, error, message):
     with pytest.raises(error, match=message):
-        DPLinearClassifier(**(SETTINGS | {"k": 10} | change)).fit(digits["x"], digits["y"], public=digits["public"])
+        DPLinearClassifier(**(SETTINGS | {"k": 10} | change)).fit(
+            digits["x"], digits["y"], public=digits["public"]
+        )
 
 
 def test_unusable_private_rows_are_refused(digits):
@@ -114,14 +142,28 @@ def test_unusable_private_rows_are_refused(digits):
     nan_rows[3, 5] = np.nan
     with pytest.raises(DataError, match="^NaN or Inf in the features of the private split$"):
         DPLinearClassifier(method="dpsgd", **SETTINGS).fit(nan_rows, digits["y"])
-    with pytest.raises(DataError, match="^the private split holds one class; a classifier needs at least two$"):
+    with pytest.raises(
+        DataError, match="^the private split holds one class; a classifier needs at least two$"
+    ):
         DPLinearClassifier(method="dpsgd", **SETTINGS).fit(digits["x"], np.zeros(len(digits["x"]), int))
 
 
 def test_sweep_selects_on_val_and_every_run_stays_within_its_budget(digits):
     x, y = digits["x"], digits["y"]
-    result = sweep(x[:900], y[:900], x[900:], y[900:], public=digits["public"], k=[5, 20], epsilon=[0.5, math.inf],
-                   lr=[0.1, 0.5], steps=[100, 300], batch_size=[256], delta=1e-4, device="cpu")
+    result = sweep(
+        x[:900],
+        y[:900],
+        x[900:],
+        y[900:],
+        public=digits["public"],
+        k=[5, 20],
+        epsilon=[0.5, math.inf],
+        lr=[0.1, 0.5],
+        steps=[100, 300],
+        batch_size=[256],
+        delta=1e-4,
+        device="cpu",
+    )
     assert len(result.runs) == 2 * 2 * 2 * 2
     for run in result.runs:
         assert run.epsilon_spent <= run.key.epsilon
@@ -149,26 +191,43 @@ def test_the_api_applies_the_clis_step_and_batch_rules(digits):
     the exact n."""
     binary = np.isin(digits["y"], [0, 1])
     x, y = digits["x"][binary][:40], digits["y"][binary][:40]
-    request = dict(public=digits["public"], method=["pillar", "noisy-sgd"], k=[5], batch_size=[None], delta=1e-3,
-                   device="cpu")
+    request = dict(
+        public=digits["public"],
+        method=["pillar", "noisy-sgd"],
+        k=[5],
+        batch_size=[None],
+        delta=1e-3,
+        device="cpu",
+    )
     result = sweep(x, y, **request)
     count = result.count.value
-    assert result.count.noisy and {run.key.method: (run.key.steps, run.key.batch_size) for run in result.runs} == {
-        "pillar": (rule_steps(count, math.ceil(count)), math.ceil(count)), "noisy-sgd": (round(count * count), 1)}
-    rates = {run.key.method: [rate for _, rate, _ in gaussian_segments(pure_parts(run.released.event)[1])]
-             for run in result.runs}  # noisy-sgd: its runs' Gaussian steps, the exponential choice set aside
+    assert result.count.noisy and {
+        run.key.method: (run.key.steps, run.key.batch_size) for run in result.runs
+    } == {
+        "pillar": (rule_steps(count, math.ceil(count)), math.ceil(count)),
+        "noisy-sgd": (round(count * count), 1),
+    }
+    rates = {
+        run.key.method: [rate for _, rate, _ in gaussian_segments(pure_parts(run.released.event)[1])]
+        for run in result.runs
+    }  # noisy-sgd: its runs' Gaussian steps, the exponential choice set aside
     assert rates["pillar"] == [1.0] and rates["noisy-sgd"] == pytest.approx([min(1.0, 1 / count)])
     public_n = sweep(x, y, n_public=True, **request)
     assert {run.key.method: (run.key.steps, run.key.batch_size) for run in public_n.runs} == {
-        "pillar": (rule_steps(40, 40), 40), "noisy-sgd": (40 * 40, 1)}
-    clf = DPLinearClassifier(method="noisy-sgd", k=5, delta=1e-3, n_public=True).fit(x, y, public=digits["public"])
+        "pillar": (rule_steps(40, 40), 40),
+        "noisy-sgd": (40 * 40, 1),
+    }
+    clf = DPLinearClassifier(method="noisy-sgd", k=5, delta=1e-3, n_public=True).fit(
+        x, y, public=digits["public"]
+    )
     assert clf.ledger_.steps == 40 * 40 and "n = 40, is declared public" in clf.ledger_.not_covered
 
 
 def test_a_batch_above_the_row_count_is_a_full_batch(digits):
     """B/ñ is capped at 1: every row in every step (refusing B > n would tell n)."""
-    clf = DPLinearClassifier(k=10, **(SETTINGS | {"batch_size": 5000})).fit(digits["x"], digits["y"],
-                                                                            public=digits["public"])
+    clf = DPLinearClassifier(k=10, **(SETTINGS | {"batch_size": 5000})).fit(
+        digits["x"], digits["y"], public=digits["public"]
+    )
     assert clf.ledger_.sample_rate == 1.0 and clf.ledger_.epsilon_spent <= 1.0
 
 
@@ -181,7 +240,9 @@ def test_python_api_pitfalls_are_refused_or_warned(digits):
     with pytest.warns(PrivacyWarning, match="outside ledger_.epsilon_spent, which covers one training"):
         GridSearchCV(DPLinearClassifier(**quick), {"lr": [0.1, 0.5]}, cv=2).fit(x, y, public=public)
     with pytest.raises(PrivacyError, match="^the private rows arrive standardised on their own statistics"):
-        Pipeline([("scale", StandardScaler()), ("clf", DPLinearClassifier(**quick))]).fit(x, y, clf__public=public)
+        Pipeline([("scale", StandardScaler()), ("clf", DPLinearClassifier(**quick))]).fit(
+            x, y, clf__public=public
+        )
     unlabelled = y.astype(float)
     unlabelled[4] = np.nan
     with pytest.raises(DataError, match="^y has 1 NaN or infinite labels: every row needs a class$"):
@@ -202,14 +263,31 @@ def test_scikit_learns_tools_keep_a_fitted_projection_and_take_scalars(digits):
     quick = SETTINGS | {"steps": 20, "k": 10, "accountant": "rdp"}
     clf = DPLinearClassifier(projection=pca, **quick)
     assert clone(clf).projection is pca and clone(clf).get_params() == clf.get_params()
-    with pytest.warns(PrivacyWarning, match="leave k, lr and steps 'auto' \\(the rule, which reads no label: inside ε"):
+    with pytest.warns(
+        PrivacyWarning, match="leave k, lr and steps 'auto' \\(the rule, which reads no label: inside ε"
+    ):
         search = GridSearchCV(clf, {"lr": [0.1, 0.5]}, cv=2).fit(x, y)
     assert search.best_estimator_.projection_ is pca and 0.3 < search.best_score_ <= 1
     with pytest.warns(PrivacyWarning):
         scores = cross_val_score(clf, x, y, cv=2)
     assert len(scores) == 2 and all(0.3 < score <= 1 for score in scores)
-    result = sweep(x, y, public=public, epsilon=1, k=10, lr=0.5, steps=20, seed=0, delta=1e-4, device="cpu",
-                   accountant="rdp")
-    assert [(run.key.epsilon, run.key.k, run.key.lr, run.key.steps) for run in result.runs] == [(1.0, 10, 0.5, 20)]
-    ruled = DPLinearClassifier(epsilon=1.0, delta=1e-4, accountant="rdp", device="cpu").fit(x, y, public=public)
+    result = sweep(
+        x,
+        y,
+        public=public,
+        epsilon=1,
+        k=10,
+        lr=0.5,
+        steps=20,
+        seed=0,
+        delta=1e-4,
+        device="cpu",
+        accountant="rdp",
+    )
+    assert [(run.key.epsilon, run.key.k, run.key.lr, run.key.steps) for run in result.runs] == [
+        (1.0, 10, 0.5, 20)
+    ]
+    ruled = DPLinearClassifier(epsilon=1.0, delta=1e-4, accountant="rdp", device="cpu").fit(
+        x, y, public=public
+    )
     assert ruled.steps_ == ruled.ledger_.steps and ruled.lr_ > 0 and ruled.k_ > 0

@@ -46,8 +46,11 @@ def test_every_command_line_shown_uses_commands_and_flags_that_exist(doc):
             wrong.append(f"{line}: no command {words[1]}")
             continue
         named, rest = command_of(words[1:])
-        unknown = [word.split("=")[0] for word in rest if word.startswith("--")
-                   and word.split("=")[0] not in flags(named)]
+        unknown = [
+            word.split("=")[0]
+            for word in rest
+            if word.startswith("--") and word.split("=")[0] not in flags(named)
+        ]
         wrong += [f"{line}: {words[1]} has no {flag}" for flag in unknown]
     assert wrong == []
 
@@ -68,14 +71,18 @@ def test_the_artifact_tables_list_every_kind_and_real_writers(doc):
 
 
 def test_the_model_row_names_every_run_column():
-    model_row = next(line for line in (ROOT / "docs/cli.md").read_text().splitlines() if line.startswith("| model |"))
+    model_row = next(
+        line for line in (ROOT / "docs/cli.md").read_text().splitlines() if line.startswith("| model |")
+    )
     columns = re.search(r"`/runs/\{([^}]*)\}`", model_row).group(1).split(",")
     assert sorted(columns) == sorted(RUN_COLUMNS)
 
 
 def test_json_and_config_are_where_the_readme_says():
-    assert "every command but `run` (which runs a pipeline of the others) has\n`--json`" in \
-        (ROOT / "README.md").read_text()
+    assert (
+        "every command but `run` (which runs a pipeline of the others) has\n`--json`"
+        in (ROOT / "README.md").read_text()
+    )
     for name, command in runnable_commands().items():
         has = {"--json", "--config"} & flags(command)
         assert has == (set() if name == "run" else {"--json", "--config"}), name

@@ -22,10 +22,14 @@ from pillar_cli.methods.sweep import sweep_artifact
 from pillar_cli.release import release_classifier
 
 
-@pytest.mark.parametrize("estimator", [
-    DPLinearClassifier(method="dpsgd", epsilon=math.inf, steps=20, batch_size=None, delta=1e-3),
-    DPLinearClassifier(method="dpsgd", epsilon=8.0, steps=20, batch_size=None, delta=1e-3, noise_seed=0),
-], ids=["non-private", "private, seeded noise"])
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        DPLinearClassifier(method="dpsgd", epsilon=math.inf, steps=20, batch_size=None, delta=1e-3),
+        DPLinearClassifier(method="dpsgd", epsilon=8.0, steps=20, batch_size=None, delta=1e-3, noise_seed=0),
+    ],
+    ids=["non-private", "private, seeded noise"],
+)
 def test_scikit_learns_estimator_checks_pass(estimator):
     """Every check of scikit-learn's check_estimator passes (array-API input is skipped unless SCIPY_ARRAY_API is
     set). The private configuration seeds its noise, as comparing two fits needs (an experiment-only switch)."""
@@ -33,8 +37,7 @@ def test_scikit_learns_estimator_checks_pass(estimator):
         warnings.simplefilter("ignore")
         results = check_estimator(estimator, on_fail=None)
     assert len(results) > 40
-    assert [(r["check_name"], repr(r["exception"])[:200]) for r in results
-            if r["status"] == "failed"] == []
+    assert [(r["check_name"], repr(r["exception"])[:200]) for r in results if r["status"] == "failed"] == []
     assert {r["check_name"] for r in results if r["status"] == "skipped"} <= {"check_array_api_input"}
 
 
@@ -59,7 +62,9 @@ def test_clone_and_set_params_do_not_warn_and_public_pca_clones(digits):
 def test_inputs_are_checked_with_scikit_learns_messages(digits):
     public, x, y = digits
     clf = DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, steps=20)
-    with pytest.raises(ValueError, match=r"^Found input variables with inconsistent numbers of samples: \[1000, 999\]"):
+    with pytest.raises(
+        ValueError, match=r"^Found input variables with inconsistent numbers of samples: \[1000, 999\]"
+    ):
         clf.fit(x, y[:-1], public=public)
     with pytest.raises(ValueError, match="^Expected 2D array, got 1D array instead"):
         clf.fit(x[:, 0], y, public=public)
@@ -84,8 +89,14 @@ def test_a_release_of_integer_labels_predicts_integers(digits):
     public, x, y = digits
     result = sweep(x, y, public=public, k=[10], epsilon=[1.0], delta=1e-4, device="cpu")
     pca = PublicPCA(40).fit(public)
-    model = sweep_artifact(result, pca, PrivacySettings(delta=1e-4), 10, len(x),
-                           features={"class_names": [str(c) for c in range(10)], "feature_dim": 64})
+    model = sweep_artifact(
+        result,
+        pca,
+        PrivacySettings(delta=1e-4),
+        10,
+        len(x),
+        features={"class_names": [str(c) for c in range(10)], "feature_dim": 64},
+    )
     model = Artifact("model", model.arrays, model.attrs, path="model.h5")
     released, _ = release_classifier(model, {}, None)
     clf = DPLinearClassifier.from_classifier(released)

@@ -24,7 +24,9 @@ def help_text(command: str, columns: int = 80) -> str:
 def examples(text: str) -> list[str]:
     """The `Example:` commands of a help text, continuation lines joined."""
     joined = text.replace(" \\\n", " ")
-    return [" ".join(line.split("Example:", 1)[1].split()) for line in joined.splitlines() if "Example:" in line]
+    return [
+        " ".join(line.split("Example:", 1)[1].split()) for line in joined.splitlines() if "Example:" in line
+    ]
 
 
 @pytest.mark.parametrize("command", list(runnable_commands()))
@@ -33,8 +35,12 @@ def test_help_fits_80_columns_and_writes_every_flag_whole(command):
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "…" not in text
     words = set(text.replace("/", " ").replace(",", " ").split())
-    flags = {flag for param in runnable_commands()[command].params if param.param_type_name == "option"
-             and not param.hidden for flag in (*param.opts, *param.secondary_opts)}
+    flags = {
+        flag
+        for param in runnable_commands()[command].params
+        if param.param_type_name == "option" and not param.hidden
+        for flag in (*param.opts, *param.secondary_opts)
+    }
     assert flags - words == set()
 
 
@@ -61,10 +67,12 @@ def test_every_example_names_a_command_and_flags_that_exist(command):
 
 
 def test_a_long_example_is_broken_at_spaces_with_backslashes():
-    lines = shell_lines("Example: pillar train-private emb.h5 -p pca.h5 --k 5,10,40,full --eps 0.1,1,inf -o m.h5",
-                        width=40).splitlines()
+    lines = shell_lines(
+        "Example: pillar train-private emb.h5 -p pca.h5 --k 5,10,40,full --eps 0.1,1,inf -o m.h5", width=40
+    ).splitlines()
     assert lines[0] == "\b"
     assert all(len(line) <= 40 for line in lines[1:])
     assert all(line.endswith(" \\") for line in lines[1:-1]) and lines[2].startswith("    ")
     assert " ".join(" ".join(lines[1:]).replace(" \\", "").split()) == (
-        "Example: pillar train-private emb.h5 -p pca.h5 --k 5,10,40,full --eps 0.1,1,inf -o m.h5")
+        "Example: pillar train-private emb.h5 -p pca.h5 --k 5,10,40,full --eps 0.1,1,inf -o m.h5"
+    )

@@ -22,27 +22,44 @@ def test_an_empty_dataset_hashes_and_hashes_differ_by_shape():
     assert len(empty) == 64
 
 
-@pytest.mark.parametrize("text, message", [
-    ("pipelines:\n  demo:\n    steps:\n      embed: x\n", "pipeline 'demo' in {path}: steps must be a list of pillar "
-                                                        "command lines (got dict)"),
-    ("pipelines:\n  demo: [embed]\n", "pipeline 'demo' in {path} is not a mapping of description (text), vars and "
-                                      "steps"),
-    ("- a list\n", "{path} holds no mapping 'pipelines' of names to pipelines"),
-    # each once a traceback (IndexError, ValueError, MemoryError, AttributeError, RecursionError) or a silent stop
-    ("pipelines:\n  demo:\n    description: [a, b]\n    steps: [embed]\n",
-     "pipeline 'demo' in {path} is not a mapping of description (text), vars and steps"),
-    ("pipelines:\n  demo:\n    steps: ['embed -o {0}']\n", None),
-    ("pipelines:\n  demo:\n    steps: ['embed -o {w:>99999999999}']\n", None),
-    ("pipelines:\n  demo:\n    steps: ['embed -o {']\n", None),
-    ("pipelines:\n  demo:\n    steps: ['embed -o {out}']\n",
-     "pipeline 'demo' uses undefined variable 'out' (step 1)"),
-    ("pipelines:\n  demo:\n    steps: ['embed -o \"open']\n",
-     "pipeline 'demo', step 1: No closing quotation in 'embed -o \"open'"),
-    ("pipelines:\n  demo:\n    steps: ['run p.yaml demo']\n", "pipeline 'demo', step 1 runs a pipeline: a step is "
-                                                              "one stage"),
-    ("pipelines:\n  demo:\n    steps: ['fit-pca --help']\n", "pipeline 'demo', step 1 asks for --help: a step "
-                                                              "runs a stage"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "pipelines:\n  demo:\n    steps:\n      embed: x\n",
+            "pipeline 'demo' in {path}: steps must be a list of pillar command lines (got dict)",
+        ),
+        (
+            "pipelines:\n  demo: [embed]\n",
+            "pipeline 'demo' in {path} is not a mapping of description (text), vars and steps",
+        ),
+        ("- a list\n", "{path} holds no mapping 'pipelines' of names to pipelines"),
+        # each once a traceback (IndexError, ValueError, MemoryError, AttributeError, RecursionError) or a silent stop
+        (
+            "pipelines:\n  demo:\n    description: [a, b]\n    steps: [embed]\n",
+            "pipeline 'demo' in {path} is not a mapping of description (text), vars and steps",
+        ),
+        ("pipelines:\n  demo:\n    steps: ['embed -o {0}']\n", None),
+        ("pipelines:\n  demo:\n    steps: ['embed -o {w:>99999999999}']\n", None),
+        ("pipelines:\n  demo:\n    steps: ['embed -o {']\n", None),
+        (
+            "pipelines:\n  demo:\n    steps: ['embed -o {out}']\n",
+            "pipeline 'demo' uses undefined variable 'out' (step 1)",
+        ),
+        (
+            "pipelines:\n  demo:\n    steps: ['embed -o \"open']\n",
+            "pipeline 'demo', step 1: No closing quotation in 'embed -o \"open'",
+        ),
+        (
+            "pipelines:\n  demo:\n    steps: ['run p.yaml demo']\n",
+            "pipeline 'demo', step 1 runs a pipeline: a step is one stage",
+        ),
+        (
+            "pipelines:\n  demo:\n    steps: ['fit-pca --help']\n",
+            "pipeline 'demo', step 1 asks for --help: a step runs a stage",
+        ),
+    ],
+)
 def test_a_malformed_pipeline_is_one_line(tmp_path, text, message):
     path = tmp_path / "p.yaml"
     path.write_text(text)
@@ -64,12 +81,20 @@ def test_a_value_given_twice_and_an_absurd_learning_rate_are_refused(digits):
     public, x, y = digits
     with pytest.raises(UsageError, match="^k lists 5 twice: each value names one run of the grid$"):
         sweep(x, y, public=public, k=[5, 5], epsilon=[1.0], delta=1e-4, device="cpu")
-    with pytest.raises(UsageError, match=r"^lr must be at most 10,000 \(got 1e\+30\): steps that large leave the "
-                                         r"head's float32 logits no precision$"):
+    with pytest.raises(
+        UsageError,
+        match=r"^lr must be at most 10,000 \(got 1e\+30\): steps that large leave the "
+        r"head's float32 logits no precision$",
+    ):
         sweep(x, y, public=public, k=[5], epsilon=[1.0], lr=[1e30], steps=[20], delta=1e-4, device="cpu")
-    with pytest.raises(UsageError, match=r"^the default rule sets lr \d+ for these rows and ε, above 10,000: steps "
-                                         r"that large leave the head's float32 logits no precision$"):
-        sweep(x, y, public=public, k=[5], epsilon=[1e6], delta=1e-4, device="cpu", n_public=True)  # lr by the rule
+    with pytest.raises(
+        UsageError,
+        match=r"^the default rule sets lr \d+ for these rows and ε, above 10,000: steps "
+        r"that large leave the head's float32 logits no precision$",
+    ):
+        sweep(
+            x, y, public=public, k=[5], epsilon=[1e6], delta=1e-4, device="cpu", n_public=True
+        )  # lr by the rule
 
 
 def test_a_decompression_bomb_is_one_line(tmp_path, monkeypatch):
@@ -77,8 +102,11 @@ def test_a_decompression_bomb_is_one_line(tmp_path, monkeypatch):
 
     Image.new("L", (100, 100)).save(tmp_path / "big.png")
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # a 100 × 100 image is a bomb at this limit
-    with pytest.raises(DataError, match=rf"^cannot decode image {tmp_path / 'big.png'}: Image size \(10000 pixels\) "
-                                        r"exceeds limit of 200 pixels"):
+    with pytest.raises(
+        DataError,
+        match=rf"^cannot decode image {tmp_path / 'big.png'}: Image size \(10000 pixels\) "
+        r"exceeds limit of 200 pixels",
+    ):
         decode_image(str(tmp_path / "big.png"), None)
 
 
@@ -103,8 +131,13 @@ def test_palette_alpha_and_cmyk_images_decode_to_the_pixels_of_their_rgb_or_grey
     rgb[3:, 4:] = (10, 250, 120)
     original = Image.fromarray(rgb, "RGB")
     grey = mode == "LA"
-    converted = original.convert("L").convert(mode) if grey else \
-        original.quantize(colors=4) if mode == "P" else original.convert(mode)
+    converted = (
+        original.convert("L").convert(mode)
+        if grey
+        else original.quantize(colors=4)
+        if mode == "P"
+        else original.convert(mode)
+    )
     path = tmp_path / f"image.{'tiff' if mode == 'CMYK' else 'png'}"
     converted.save(path)
     expected = np.asarray(original.convert("L"))[..., None] if grey else rgb

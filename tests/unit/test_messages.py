@@ -14,7 +14,11 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]*")
 
 def _text(node: ast.AST) -> str:
     """The literal text of a string expression (f-string parts joined, interpolations left out)."""
-    return "".join(part.value for part in ast.walk(node) if isinstance(part, ast.Constant) and isinstance(part.value, str))
+    return "".join(
+        part.value
+        for part in ast.walk(node)
+        if isinstance(part, ast.Constant) and isinstance(part.value, str)
+    )
 
 
 def library_messages() -> list[tuple[str, int, str]]:

@@ -22,17 +22,21 @@ def imported_after(code: str) -> list[str]:
 
 def test_the_cli_package_and_the_top_level_help_import_no_heavy_library():
     assert imported_after("import pillar_cli, pillar_cli.cli") == []
-    help_then_probe = ("from typer.testing import CliRunner\nfrom pillar_cli.cli import app\n"
-                       "assert CliRunner().invoke(app, ['--help']).exit_code == 0")
+    help_then_probe = (
+        "from typer.testing import CliRunner\nfrom pillar_cli.cli import app\n"
+        "assert CliRunner().invoke(app, ['--help']).exit_code == 0"
+    )
     assert imported_after(help_then_probe) == []
 
 
 def test_every_commands_help_imports_no_heavy_library():
     commands = list(runnable_commands())
-    each_help = ("from typer.testing import CliRunner\nfrom pillar_cli.cli import app\n"
-                 f"for name in {commands!r}:\n"
-                 "    result = CliRunner().invoke(app, [*name.split(), '--help'])\n"
-                 "    assert result.exit_code == 0 and 'Example:' in result.output, (name, result.output)")
+    each_help = (
+        "from typer.testing import CliRunner\nfrom pillar_cli.cli import app\n"
+        f"for name in {commands!r}:\n"
+        "    result = CliRunner().invoke(app, [*name.split(), '--help'])\n"
+        "    assert result.exit_code == 0 and 'Example:' in result.output, (name, result.output)"
+    )
     assert imported_after(each_help) == []
 
 

@@ -11,18 +11,29 @@ from pillar_cli.artifacts import Artifact, InputRef
 from pillar_cli.errors import ArtifactError
 
 
-SAMPLE_ATTRS = {"backbone": "pixels", "class_names": ["x", "y"], "split_roles": {"a": "test"}, "dim": 3, "ok": True}
+SAMPLE_ATTRS = {
+    "backbone": "pixels",
+    "class_names": ["x", "y"],
+    "split_roles": {"a": "test"},
+    "dim": 3,
+    "ok": True,
+}
 
 
 def _sample() -> Artifact:
-    arrays = {"splits/a/features": np.arange(12, dtype=np.float32).reshape(4, 3), "splits/a/labels": np.arange(4),
-              "splits/a/index": np.arange(4)}
+    arrays = {
+        "splits/a/features": np.arange(12, dtype=np.float32).reshape(4, 3),
+        "splits/a/labels": np.arange(4),
+        "splits/a/index": np.arange(4),
+    }
     return Artifact("embeddings", arrays, dict(SAMPLE_ATTRS))
 
 
 def test_round_trip_keeps_arrays_attrs_and_provenance(tmp_path):
     ref = InputRef("in.h5", "projection", "abc", "public")
-    written = artifacts.write(tmp_path / "e.h5", _sample(), inputs=[ref], config={"k": 5}, command=["pillar", "x"])
+    written = artifacts.write(
+        tmp_path / "e.h5", _sample(), inputs=[ref], config={"k": 5}, command=["pillar", "x"]
+    )
     back = artifacts.read(tmp_path / "e.h5", "embeddings")
     assert back.attrs == SAMPLE_ATTRS
     for name, array in _sample().arrays.items():
@@ -80,7 +91,9 @@ def test_failed_write_keeps_the_existing_file_and_leaves_no_temporary(tmp_path):
     broken = _sample()
     broken.attrs["bad"] = object()
     with pytest.raises(ArtifactError):
-        artifacts.write(path, broken, force=True)  # replacing is allowed; a failed write still replaces nothing
+        artifacts.write(
+            path, broken, force=True
+        )  # replacing is allowed; a failed write still replaces nothing
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.h5"]
 
@@ -96,8 +109,9 @@ def test_parse_ref():
 
 
 def test_strings_with_nul_characters_round_trip(tmp_path):
-    artifact = Artifact("gsd", {"distance": np.zeros(1)},
-                        {"note": "a\x00b", "ranking": [{"candidate": "a"}], "settings": {}})
+    artifact = Artifact(
+        "gsd", {"distance": np.zeros(1)}, {"note": "a\x00b", "ranking": [{"candidate": "a"}], "settings": {}}
+    )
     artifacts.write(tmp_path / "n.h5", artifact)
     assert artifacts.read(tmp_path / "n.h5", "gsd").attrs["note"] == "a\x00b"
 
@@ -109,12 +123,17 @@ def test_an_output_another_writer_makes_meanwhile_is_kept_and_the_loser_says_why
     from pillar_cli.errors import UsageError
 
     out = tmp_path / "model.h5"
-    with pytest.raises(UsageError, match=rf"^output {out} appeared while this command ran \(another writer\?\); "
-                                         r"nothing was replaced$"):
+    with pytest.raises(
+        UsageError,
+        match=rf"^output {out} appeared while this command ran \(another writer\?\); "
+        r"nothing was replaced$",
+    ):
         with replacing(out) as scratch:
             scratch.write_bytes(b"this command's result")
             out.write_bytes(b"the other writer's result")
-    assert out.read_bytes() == b"the other writer's result" and [p.name for p in tmp_path.iterdir()] == ["model.h5"]
+    assert out.read_bytes() == b"the other writer's result" and [p.name for p in tmp_path.iterdir()] == [
+        "model.h5"
+    ]
 
 
 def test_an_embed_scratch_file_another_run_is_writing_is_named_as_such(tmp_path):
@@ -128,8 +147,16 @@ def test_an_embed_scratch_file_another_run_is_writing_is_named_as_such(tmp_path)
     from pillar_cli.errors import UsageError
 
     scratch = tmp_path / "emb.h5.partial"
-    holder = subprocess.Popen([sys.executable, "-c", f"import h5py, sys, time; f = h5py.File({str(scratch)!r}, 'w'); "
-                               "print('open', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import h5py, sys, time; f = h5py.File({str(scratch)!r}, 'w'); "
+            "print('open', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "open"
         with pytest.raises(UsageError, match=rf"^{scratch} is being written by another embed run right now$"):

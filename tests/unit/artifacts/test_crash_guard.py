@@ -32,8 +32,11 @@ def projection(tmp_path):
 def test_a_segfault_while_reading_is_one_error_and_the_reader_lives_on(projection):
     with pytest.raises(ArtifactError) as caught:
         passes_in_child(projection, lambda h5: ctypes.string_at(0))  # a real segmentation fault, in the child
-    assert str(caught.value) == f"{projection} is not a readable pillar artifact (the HDF5 library crashed reading " \
-                                "it: SIGSEGV)"
+    assert (
+        str(caught.value)
+        == f"{projection} is not a readable pillar artifact (the HDF5 library crashed reading "
+        "it: SIGSEGV)"
+    )
     assert artifacts.read(projection, "projection").kind == "projection"
 
 
@@ -41,8 +44,11 @@ def test_a_reading_that_never_ends_is_stopped_and_is_one_error(projection, monke
     monkeypatch.setattr(crash_guard, "BASE_SECONDS", 1.0)
     with pytest.raises(ArtifactError) as caught:
         passes_in_child(projection, lambda h5: time.sleep(600))  # as libhdf5 looping on a damaged file
-    assert str(caught.value) == f"{projection} is not a readable pillar artifact (the HDF5 library did not finish " \
-                                "reading it in 1 s)"
+    assert (
+        str(caught.value)
+        == f"{projection} is not a readable pillar artifact (the HDF5 library did not finish "
+        "reading it in 1 s)"
+    )
 
 
 def test_the_child_says_whether_the_check_passed(projection):
@@ -70,8 +76,12 @@ def test_a_file_found_intact_is_read_again_without_a_child_until_it_changes(proj
 
     monkeypatch.setattr(crash_guard, "passes_in_child", counted)
     first, second = artifacts.read(projection, "projection"), artifacts.read(projection, "projection")
-    assert children == [projection] and np.array_equal(first.arrays["components"], second.arrays["components"])
-    with h5py.File(projection, "a") as h5:  # rewritten in place: another identity, so read in a child and rehashed
+    assert children == [projection] and np.array_equal(
+        first.arrays["components"], second.arrays["components"]
+    )
+    with h5py.File(
+        projection, "a"
+    ) as h5:  # rewritten in place: another identity, so read in a child and rehashed
         h5["components"][0, 0] = 2.0
     with pytest.raises(ArtifactError, match="its content no longer matches its content hash"):
         artifacts.read(projection, "projection")
@@ -82,7 +92,9 @@ def test_a_file_this_process_wrote_is_read_without_a_child(tmp_path, monkeypatch
     children = []
     monkeypatch.setattr(crash_guard, "passes_in_child", lambda path, check: children.append(path))
     arrays = {"mean": np.zeros(4), "scale": np.ones(4), "components": np.eye(4), "eigenvalues": np.ones(4)}
-    written = artifacts.write(tmp_path / "p.h5", Artifact("projection", arrays, {"k_max": 4, "standardized": True,
-                                                                                 "rank": 4, "n_public": 10}))
+    written = artifacts.write(
+        tmp_path / "p.h5",
+        Artifact("projection", arrays, {"k_max": 4, "standardized": True, "rank": 4, "n_public": 10}),
+    )
     assert np.array_equal(artifacts.read(written.path, "projection").arrays["components"], np.eye(4))
     assert children == []

@@ -14,21 +14,45 @@ from pillar_cli.artifacts.schema import RUN_COLUMNS
 from pillar_cli.errors import ArtifactError
 from pillar_cli.privacy import GaussianEvent
 
-EVENT = GaussianEvent(100.0).to_dict()  # ε ≈ 0.05 at δ = 1e-5: the rows' claims (0.9, 0.1) are above its floor
+EVENT = GaussianEvent(
+    100.0
+).to_dict()  # ε ≈ 0.05 at δ = 1e-5: the rows' claims (0.9, 0.1) are above its floor
 
 
 def _records() -> list[RunRecord]:
     weights, bias = np.ones((3, 2)), np.zeros(2)
-    return [RunRecord(key=RunKey("dpsgd", None, 1.0, 0.5, 100, 64, 0), event=EVENT, noise_multiplier=2.0,
-                      sample_rate=0.01, epsilon_spent=0.9, val_accuracy=0.7, steps_run=100, weights=np.ones((5, 2)),
-                      bias=bias),
-            RunRecord(key=RunKey("public-lda", 3, 0.1, 0.0, 1, 0, 1, ridge=0.25), event=EVENT, epsilon_spent=0.1,
-                      val_accuracy=0.6, row_normalised=True, weights=weights, bias=bias)]
+    return [
+        RunRecord(
+            key=RunKey("dpsgd", None, 1.0, 0.5, 100, 64, 0),
+            event=EVENT,
+            noise_multiplier=2.0,
+            sample_rate=0.01,
+            epsilon_spent=0.9,
+            val_accuracy=0.7,
+            steps_run=100,
+            weights=np.ones((5, 2)),
+            bias=bias,
+        ),
+        RunRecord(
+            key=RunKey("public-lda", 3, 0.1, 0.0, 1, 0, 1, ridge=0.25),
+            event=EVENT,
+            epsilon_spent=0.1,
+            val_accuracy=0.6,
+            row_normalised=True,
+            weights=weights,
+            bias=bias,
+        ),
+    ]
 
 
 def _model(records: list[RunRecord]):
-    record = ModelRecord(num_classes=2, n_private=10, selection_note="", ledger=ModelLedger(clip=1.0),
-                         guarantee=Guarantee(unit=PrivacyUnit(), count=None, accountant="rdp", delta=1e-5))
+    record = ModelRecord(
+        num_classes=2,
+        n_private=10,
+        selection_note="",
+        ledger=ModelLedger(clip=1.0),
+        guarantee=Guarantee(unit=PrivacyUnit(), count=None, accountant="rdp", delta=1e-5),
+    )
     return model_artifact(records, {("public-lda", 3): np.eye(5)[:, :3]}, np.zeros(5), np.ones(5), record)
 
 
@@ -37,15 +61,19 @@ def test_every_column_is_written_and_every_row_reads_back(tmp_path):
     path = tmp_path / "m.h5"
     artifacts.write(path, _model(records))
     stored = artifacts.read(path, "model")
-    assert {name.removeprefix("runs/") for name in stored.arrays if name.count("/") == 1
-            and name.startswith("runs/")} == set(RUN_COLUMNS)
+    assert {
+        name.removeprefix("runs/")
+        for name in stored.arrays
+        if name.count("/") == 1 and name.startswith("runs/")
+    } == set(RUN_COLUMNS)
     rows = run_rows(stored)
     for row, record in zip(rows, records, strict=True):
         assert row.key == record.key and row.event == record.event and row.steps_run == record.steps_run
         assert row.row_normalised == record.row_normalised
-        np.testing.assert_equal([row.noise_multiplier, row.sample_rate, row.epsilon_spent, row.val_accuracy],
-                                [record.noise_multiplier, record.sample_rate, record.epsilon_spent,
-                                 record.val_accuracy])
+        np.testing.assert_equal(
+            [row.noise_multiplier, row.sample_rate, row.epsilon_spent, row.val_accuracy],
+            [record.noise_multiplier, record.sample_rate, record.epsilon_spent, record.val_accuracy],
+        )
     assert [run.key for run in stored_runs([stored])] == [row.key for row in rows]
 
 
@@ -59,11 +87,14 @@ def test_an_older_model_without_optional_columns_reads_with_their_defaults(tmp_p
     assert (row.key.ridge, row.row_normalised, row.steps_run) == (0.0, False, None)
 
 
-@pytest.mark.parametrize(("column", "value", "message"), [
-    ("seed", None, "has no dataset '/runs/seed'"),
-    ("lr", np.array(["a"]), r"has a malformed dataset '/runs/lr' \(<U1, 1-d\)"),
-    ("steps_run", np.array([1, 2]), "has run tables of different lengths"),
-])
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("seed", None, "has no dataset '/runs/seed'"),
+        ("lr", np.array(["a"]), r"has a malformed dataset '/runs/lr' \(<U1, 1-d\)"),
+        ("steps_run", np.array([1, 2]), "has run tables of different lengths"),
+    ],
+)
 def test_a_run_table_that_breaks_the_schema_is_refused(tmp_path, column, value, message):
     model = _model(_records()[:1])
     del model.arrays[f"runs/{column}"]

@@ -30,8 +30,10 @@ def embedded(tmp_path_factory):
     x, y = load_digits(return_X_y=True)
     x = x.astype(np.float32)
     path = tmp_path_factory.mktemp("rows") / "e.h5"
-    splits = {"private": (x[:1400], np.arange(1400), y[:1400], None),
-              "public": (x[1400:], 1400 + np.arange(len(x) - 1400), None, None)}
+    splits = {
+        "private": (x[:1400], np.arange(1400), y[:1400], None),
+        "public": (x[1400:], 1400 + np.arange(len(x) - 1400), None, None),
+    }
     write(path, embeddings_artifact(splits, {"class_names": [str(c) for c in range(10)]}))
     return path
 
@@ -39,14 +41,22 @@ def embedded(tmp_path_factory):
 def test_rows_on_disk_read_as_the_rows_in_memory(embedded):
     whole, on_disk = read_split(f"{embedded}:private"), read_split(f"{embedded}:private", on_disk=True)
     rows = on_disk.features
-    assert isinstance(rows, StoredRows) and (len(rows), rows.shape, rows.dtype) == (1400, (1400, 64), np.float32)
-    assert np.array_equal(rows[100:350], whole.features[100:350]) and np.array_equal(np.asarray(rows), whole.features)
+    assert isinstance(rows, StoredRows) and (len(rows), rows.shape, rows.dtype) == (
+        1400,
+        (1400, 64),
+        np.float32,
+    )
+    assert np.array_equal(rows[100:350], whole.features[100:350]) and np.array_equal(
+        np.asarray(rows), whole.features
+    )
     assert np.array_equal(np.stack(list(rows)), whole.features)  # iterated a block at a time
     assert np.array_equal(rows[[5, 2, 9]], whole.features[[5, 2, 9]]) and rows[7:7].shape == (0, 64)
     public = read_split(f"{embedded}:public", on_disk=True)
     both = rows.joined(public.features)  # rows of two splits of one file, one after the other, still on disk
     assert isinstance(both, StoredRows) and both.shape == (1797, 64)
-    assert np.array_equal(both[1300:1500], np.concatenate([whole.features[1300:], np.asarray(public.features)[:100]]))
+    assert np.array_equal(
+        both[1300:1500], np.concatenate([whole.features[1300:], np.asarray(public.features)[:100]])
+    )
     every = np.concatenate([whole.features, np.asarray(public.features)])
     picked = np.array([[1500, 3, -1], [3, 1399, 1400]])  # any order, repeats, negative, across both datasets
     assert np.array_equal(both[picked], every[picked]) and np.array_equal(both[[1796]], every[[1796]])
@@ -62,14 +72,26 @@ def test_a_fit_on_rows_on_disk_is_the_fit_on_the_rows_in_memory_bit_for_bit(embe
     fits = [PublicPCA(20).fit(rows) for rows in (whole.features, on_disk.features)]
     for name in ("mean_", "scale_", "components_", "eigenvalues_", "row_digests_"):
         assert np.array_equal(getattr(fits[0], name), getattr(fits[1], name)), name
-    stored = write(tmp_path / "pca.h5", projection_artifact(fits[1], on_disk))  # embeddings that name no source
+    stored = write(
+        tmp_path / "pca.h5", projection_artifact(fits[1], on_disk)
+    )  # embeddings that name no source
     assert "source_fingerprint" not in read(stored.path, "projection").attrs
 
 
 def test_a_sweep_on_rows_on_disk_trains_the_same_heads_bit_for_bit(embedded):
     pca = PublicPCA(20).fit(read_split(f"{embedded}:public").features)
-    request = SweepRequest(method=["pillar", "dp-ls"], k=[10], epsilon=[1.0], delta=1e-4, steps=[40],
-                           batch_size=[256], lr=[0.5], noise_seed=3, val="hold-out", device="cpu")
+    request = SweepRequest(
+        method=["pillar", "dp-ls"],
+        k=[10],
+        epsilon=[1.0],
+        delta=1e-4,
+        steps=[40],
+        batch_size=[256],
+        lr=[0.5],
+        noise_seed=3,
+        val="hold-out",
+        device="cpu",
+    )
     heads = []
     for on_disk in (False, True):
         split = read_split(f"{embedded}:private", on_disk=on_disk)
@@ -86,13 +108,25 @@ def test_metrics_on_rows_on_disk_are_the_metrics_on_the_rows_in_memory(embedded,
     public = read_split(f"{embedded}:public").features
     pca = PublicPCA(20).fit(public)
     x, y = read_split(f"{embedded}:private").features, read_split(f"{embedded}:private").labels
-    request = SweepRequest(method=["pillar", "dp-ls"], k=[10], epsilon=[1.0], delta=1e-4, steps=[40],
-                           batch_size=[256], lr=[0.5], seed=[0, 1], val="hold-out", device="cpu")
+    request = SweepRequest(
+        method=["pillar", "dp-ls"],
+        k=[10],
+        epsilon=[1.0],
+        delta=1e-4,
+        steps=[40],
+        batch_size=[256],
+        lr=[0.5],
+        seed=[0, 1],
+        val="hold-out",
+        device="cpu",
+    )
     result = run_sweep(SweepData(pca, x, y, None, None, 10), request)
     model = sweep_artifact(result, pca, PrivacySettings(1e-4), 10, len(x))
     monkeypatch.setattr(layout, "BLOCK_BYTES", 100 * 64 * 4)
-    rows = [selected_metrics([model], features, y) for features in (x, read_split(f"{embedded}:private",
-                                                                                   on_disk=True).features)]
+    rows = [
+        selected_metrics([model], features, y)
+        for features in (x, read_split(f"{embedded}:private", on_disk=True).features)
+    ]
     assert len(rows[0]) == 2 and json.dumps(rows[0]) == json.dumps(rows[1])  # NaN (no val accuracy) included
     z = standardize(x, model)  # the stored heads on every row at once, as evaluation computed them before
     whole: dict[tuple, list[float]] = {}
@@ -112,15 +146,21 @@ def test_a_file_changed_after_it_was_read_is_refused_before_its_rows_are_used(em
 
 
 def test_a_block_that_cannot_be_read_is_one_line_naming_its_rows(embedded):
-    rows = StoredRows(embedded, (("splits/private/missing", 1400),), (64,), np.float32)  # a dataset the file lacks
-    with pytest.raises(ArtifactError, match=rf"^{embedded}: cannot read rows 512–1023 of "
-                                            r"/splits/private/missing \(\"?Unable to synchronously open object"):
+    rows = StoredRows(
+        embedded, (("splits/private/missing", 1400),), (64,), np.float32
+    )  # a dataset the file lacks
+    with pytest.raises(
+        ArtifactError,
+        match=rf"^{embedded}: cannot read rows 512–1023 of "
+        r"/splits/private/missing \(\"?Unable to synchronously open object",
+    ):
         rows[512:1024]
 
 
 @pytest.mark.parametrize("stored", ["compressed", "checksummed"])
-def test_a_damaged_chunk_in_the_middle_is_one_line_naming_the_split_and_the_block(embedded, tmp_path, monkeypatch,
-                                                                                   pillar, stored):
+def test_a_damaged_chunk_in_the_middle_is_one_line_naming_the_split_and_the_block(
+    embedded, tmp_path, monkeypatch, pillar, stored
+):
     """Damaged bytes in the middle of the private features (a bad disk sector) are found as the file is hashed on
     reading: a compressed chunk no longer decompresses; in the uncompressed file pillar writes, each chunk of a large
     array carries a checksum, so bytes that still read are refused as their block too, not only as a content hash
@@ -144,11 +184,17 @@ def test_a_damaged_chunk_in_the_middle_is_one_line_naming_the_split_and_the_bloc
         handle.write(b"\xff" * 30)
     monkeypatch.setattr(layout, "BLOCK_BYTES", 300 * 64 * 4)  # blocks of 300 rows
     reason = "(Can't synchronously read data (filter returned failure during read))"
-    with pytest.raises(ArtifactError, match=re.escape(f"{damaged}: cannot read rows 600–899 of "
-                                                      f"/splits/private/features {reason}")):
+    with pytest.raises(
+        ArtifactError,
+        match=re.escape(f"{damaged}: cannot read rows 600–899 of /splits/private/features {reason}"),
+    ):
         read_split(f"{damaged}:private")
     monkeypatch.undo()
     result = pillar("fit-pca", f"{damaged}:public", "-o", tmp_path / "pca.h5", expect=3)
-    assert_clean_failure(result, 3, f"{damaged}: cannot read rows 0–1399 of /splits/private/features {reason}",
-                         tmp_path / "pca.h5")
+    assert_clean_failure(
+        result,
+        3,
+        f"{damaged}: cannot read rows 0–1399 of /splits/private/features {reason}",
+        tmp_path / "pca.h5",
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged.h5"]

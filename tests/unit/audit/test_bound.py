@@ -20,10 +20,19 @@ def direct(m: int, r: int, v: int, epsilon: float, delta: float) -> float:
     return min(1.0, tail + 2 * m * delta * ratio)
 
 
-@pytest.mark.parametrize(("m", "r", "v", "epsilon", "delta"), [
-    (1000, 200, 150, 1.0, 1e-5), (1000, 100, 100, 3.0, 1e-5), (100, 40, 25, 0.5, 0.0), (50, 10, 3, 2.0, 1e-3)])
+@pytest.mark.parametrize(
+    ("m", "r", "v", "epsilon", "delta"),
+    [
+        (1000, 200, 150, 1.0, 1e-5),
+        (1000, 100, 100, 3.0, 1e-5),
+        (100, 40, 25, 0.5, 0.0),
+        (50, 10, 3, 2.0, 1e-3),
+    ],
+)
 def test_p_value_is_the_papers_formula(m, r, v, epsilon, delta):
-    assert p_value(m, r, v, epsilon, delta) == pytest.approx(direct(m, r, v, epsilon, delta), rel=1e-9, abs=1e-15)
+    assert p_value(m, r, v, epsilon, delta) == pytest.approx(
+        direct(m, r, v, epsilon, delta), rel=1e-9, abs=1e-15
+    )
 
 
 def test_the_bound_grows_with_correct_guesses_and_rejects_what_it_says():

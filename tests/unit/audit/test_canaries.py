@@ -19,14 +19,28 @@ def digits() -> SweepData:
     x, y = load_digits(return_X_y=True)
     order = np.random.default_rng(0).permutation(len(x))
     public, private = order[:300], order[300:]
-    return SweepData(PublicPCA(30).fit(x[public]), x[private].astype(np.float32), y[private], None, None, 10,
-                     x[public].astype(np.float32))
+    return SweepData(
+        PublicPCA(30).fit(x[public]),
+        x[private].astype(np.float32),
+        y[private],
+        None,
+        None,
+        10,
+        x[public].astype(np.float32),
+    )
 
 
 def audit(data, method="pillar", k=10, epsilon=1.0, scale=1.0, seed=0):
     config = RunConfig(0.0, 1, 0, seed) if method == "dp-ls" else RunConfig(0.5, 200, 256, seed)
-    return run_audit(get_method(method), data, k, epsilon, config, PrivacySettings(delta=1e-4),
-                     AuditSettings(canaries=400, guesses=40, seed=seed, noise_scale=scale))
+    return run_audit(
+        get_method(method),
+        data,
+        k,
+        epsilon,
+        config,
+        PrivacySettings(delta=1e-4),
+        AuditSettings(canaries=400, guesses=40, seed=seed, noise_scale=scale),
+    )
 
 
 @pytest.mark.parametrize("method, k", [("pillar", 10), ("dpsgd", None), ("dp-ls", 10)])
@@ -40,8 +54,15 @@ def test_sound_on_the_real_engines_and_caught_without_noise(digits, method, k):
 def test_noise_scaled_down_tenfold_or_clipping_skipped_is_caught_on_dp_sgd(digits):
     assert audit(digits, "pillar", 10, scale=0.1).epsilon_lower_bound > 1.0
     config = RunConfig(0.5, 200, 256, 0)
-    unclipped = run_audit(get_method("pillar"), digits, 10, 1.0, config, PrivacySettings(delta=1e-4),
-                          AuditSettings(canaries=400, guesses=40, clip_scale=1e6))
+    unclipped = run_audit(
+        get_method("pillar"),
+        digits,
+        10,
+        1.0,
+        config,
+        PrivacySettings(delta=1e-4),
+        AuditSettings(canaries=400, guesses=40, clip_scale=1e6),
+    )
     # the claim is that of the calibrated mechanism at the real clip
     assert unclipped.epsilon_lower_bound > 1.0 and 0.99 <= unclipped.epsilon_claimed <= 1.0
 

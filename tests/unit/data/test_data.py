@@ -43,13 +43,21 @@ def test_a_rows_split_is_its_own_keyed_draw():
     seed, read as a number in [0, 1) and cut at the fractions."""
     data, plan = _rows(500), SplitPlan(0.1, 0.1, 0.2, seed=7)
     secret = f"pillar|split|{plan.seed}".encode()
-    draws = [int.from_bytes(hashlib.blake2b(hashlib.sha256(row.tobytes()).digest(), digest_size=8,
-                                            key=secret).digest(), "little") / 2**64 for row in data.inputs]
+    draws = [
+        int.from_bytes(
+            hashlib.blake2b(hashlib.sha256(row.tobytes()).digest(), digest_size=8, key=secret).digest(),
+            "little",
+        )
+        / 2**64
+        for row in data.inputs
+    ]
     within = [(u - 0.2) / 0.8 for u in draws]
-    expected = {"test": [i for i, u in enumerate(draws) if u < 0.2],
-                "public": [i for i, u in enumerate(draws) if u >= 0.2 and within[i] < 0.1],
-                "val": [i for i, u in enumerate(draws) if u >= 0.2 and 0.1 <= within[i] < 0.2],
-                "private": [i for i, u in enumerate(draws) if u >= 0.2 and within[i] >= 0.2]}
+    expected = {
+        "test": [i for i, u in enumerate(draws) if u < 0.2],
+        "public": [i for i, u in enumerate(draws) if u >= 0.2 and within[i] < 0.1],
+        "val": [i for i, u in enumerate(draws) if u >= 0.2 and 0.1 <= within[i] < 0.2],
+        "private": [i for i, u in enumerate(draws) if u >= 0.2 and within[i] >= 0.2],
+    }
     assert {name: ids.tolist() for name, ids in make_splits(data, plan).items()} == expected
 
 
@@ -89,7 +97,9 @@ def test_bundled_sources_load_real_data():
 
 
 def test_synthetic_gmm_matches_example_1():
-    data = load_source("synthetic-gmm", SourceOptions(params={"n": "20000", "d": "10", "theta": "4", "sigma": "0.5"}))
+    data = load_source(
+        "synthetic-gmm", SourceOptions(params={"n": "20000", "d": "10", "theta": "4", "sigma": "0.5"})
+    )
     x, y = data.inputs.astype(np.float64), np.where(data.labels == 1, 1.0, -1.0)
     mu = (x * y[:, None]).mean(axis=0)
     centred = x - y[:, None] * mu
@@ -190,7 +200,9 @@ def test_cifar101_reader(tmp_path):
     with pytest.raises(UsageError, match=r"^these fractions leave no public split \(public_fraction 0.0, "):
         make_splits(data, SplitPlan(0.0, 0.0, 1.0))
     splits = make_splits(data, SplitPlan(0.0, 0.0, 1.0, no_public_split=True))
-    assert list(splits) == ["test"] and len(splits["test"]) == 12  # an evaluation-only set, asked for explicitly
+    assert (
+        list(splits) == ["test"] and len(splits["test"]) == 12
+    )  # an evaluation-only set, asked for explicitly
 
 
 def test_pcam_reader_is_lazy_and_reads_rows_by_id(tmp_path):
@@ -202,7 +214,9 @@ def test_pcam_reader_is_lazy_and_reads_rows_by_id(tmp_path):
     images, labels = data.rows(np.array([21, 24]))
     np.testing.assert_array_equal(images, expected)
     assert labels.tolist() == [1, 0]
-    part = data.subsample(None, 0.5, seed=0)  # each row by its own keyed draw: the rows whose draw is below 0.5
+    part = data.subsample(
+        None, 0.5, seed=0
+    )  # each row by its own keyed draw: the rows whose draw is below 0.5
     kept = keyed_draws(data.row_keys(), 0, SUBSAMPLE) < 0.5
     assert len(part.inputs) == kept[:20].sum() and len(part.test_inputs) == kept[20:].sum()
     np.testing.assert_array_equal(part.inputs[:], data.inputs[:][kept[:20]])
@@ -243,5 +257,10 @@ def test_lazy_rows_are_read_by_contiguous_runs_and_equal_in_memory_indexing(tmp_
     with h5py.File(tmp_path / "x.h5", "w") as h5:
         h5.create_dataset("x", data=images, chunks=(16, 6, 6, 3))
     with h5py.File(tmp_path / "x.h5", "r") as h5:
-        for ids in (np.array([0, 1, 2, 7, 8, 50, 299]), np.arange(40, 90), np.array([5]), np.array([], dtype=int)):
+        for ids in (
+            np.array([0, 1, 2, 7, 8, 50, 299]),
+            np.arange(40, 90),
+            np.array([5]),
+            np.array([], dtype=int),
+        ):
             np.testing.assert_array_equal(read_rows(h5["x"], ids), images[ids])

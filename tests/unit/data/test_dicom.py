@@ -16,17 +16,23 @@ from medical import write_dicom  # noqa: E402  (after the skip: it needs pydicom
 def test_greyscale_dicom_is_scaled_by_its_stored_bit_depth_through_the_rescale(tmp_path):
     stored = np.array([[0, 1024, 2048], [3072, 4095, 512]], dtype=np.uint16)
     write_dicom(tmp_path / "a.dcm", stored, slope=2.0, intercept=-1024.0)
-    expected = np.rint(stored / 4095 * 255).astype(np.uint8)  # a linear rescale keeps the proportions of the range
+    expected = np.rint(stored / 4095 * 255).astype(
+        np.uint8
+    )  # a linear rescale keeps the proportions of the range
     np.testing.assert_array_equal(decode_image(str(tmp_path / "a.dcm"), None, channels=1)[..., 0], expected)
     write_dicom(tmp_path / "b.dcm", stored, photometric="MONOCHROME1")
-    np.testing.assert_array_equal(decode_image(str(tmp_path / "b.dcm"), None, channels=1)[..., 0], 255 - expected)
+    np.testing.assert_array_equal(
+        decode_image(str(tmp_path / "b.dcm"), None, channels=1)[..., 0], 255 - expected
+    )
 
 
 def test_a_multi_frame_file_and_pixels_no_handler_decodes_are_one_line(tmp_path):
     from pydicom.uid import JPEG2000Lossless
 
     write_dicom(tmp_path / "frames.dcm", np.zeros((2, 4, 4)), frames=2)
-    with pytest.raises(DataError, match=r"frames.dcm is a multi-frame DICOM \(2 frames\); embed one frame per file$"):
+    with pytest.raises(
+        DataError, match=r"frames.dcm is a multi-frame DICOM \(2 frames\); embed one frame per file$"
+    ):
         decode_image(str(tmp_path / "frames.dcm"), None, channels=1)
     write_dicom(tmp_path / "j2k.dcm", np.zeros((4, 4)), syntax=JPEG2000Lossless)
     with pytest.raises(DataError) as refused:
@@ -35,8 +41,12 @@ def test_a_multi_frame_file_and_pixels_no_handler_decodes_are_one_line(tmp_path)
     assert str(refused.value) == (
         f"cannot decode the pixels of {tmp_path / 'j2k.dcm'} (transfer syntax 1.2.840.10008.1.2.4.90, JPEG 2000 "
         "Image Compression (Lossless Only)): Unable to decode as exceptions were raised by all available plugins: "
-        "pillow: cannot identify image file")
-    assert refused.value.hint == "install a handler for it: pip install pylibjpeg pylibjpeg-libjpeg pylibjpeg-openjpeg"
+        "pillow: cannot identify image file"
+    )
+    assert (
+        refused.value.hint
+        == "install a handler for it: pip install pylibjpeg pylibjpeg-libjpeg pylibjpeg-openjpeg"
+    )
 
 
 def test_an_empty_bits_stored_and_a_zero_rescale_slope_are_one_line(tmp_path):
@@ -47,10 +57,16 @@ def test_an_empty_bits_stored_and_a_zero_rescale_slope_are_one_line(tmp_path):
     dataset = pydicom.dcmread(tmp_path / "bits.dcm")
     dataset.BitsStored = None
     dataset.save_as(tmp_path / "bits.dcm")
-    for read in (lambda: decode_image(str(tmp_path / "bits.dcm"), None, channels=1),
-                 lambda: image_depth(str(tmp_path / "bits.dcm"))):
-        with pytest.raises(DataError, match=r"bits.dcm records BitsStored empty: the range of its pixels is unknown$"):
+    for read in (
+        lambda: decode_image(str(tmp_path / "bits.dcm"), None, channels=1),
+        lambda: image_depth(str(tmp_path / "bits.dcm")),
+    ):
+        with pytest.raises(
+            DataError, match=r"bits.dcm records BitsStored empty: the range of its pixels is unknown$"
+        ):
             read()
     write_dicom(tmp_path / "slope.dcm", np.arange(16).reshape(4, 4), slope=0.0)
-    with pytest.raises(DataError, match=r"slope.dcm records RescaleSlope 0: every pixel would read as one grey level$"):
+    with pytest.raises(
+        DataError, match=r"slope.dcm records RescaleSlope 0: every pixel would read as one grey level$"
+    ):
         decode_image(str(tmp_path / "slope.dcm"), None, channels=1)

@@ -20,7 +20,9 @@ def _rows_of_persons(persons: np.ndarray, n_test: int = 0) -> Dataset:
     x = np.random.default_rng(1).standard_normal((len(persons), 2)).astype(np.float32)
     y, n = np.arange(len(persons)) % 2, len(persons) - n_test
     test = (x[n:], y[n:]) if n_test else (None, None)
-    return Dataset("rows", x[:n], y[:n], ["a", "b"], *test, groups=Groups.of(persons.astype(str), "test", "test"))
+    return Dataset(
+        "rows", x[:n], y[:n], ["a", "b"], *test, groups=Groups.of(persons.astype(str), "test", "test")
+    )
 
 
 def test_with_persons_a_persons_rows_share_its_draw_and_no_person_has_rows_in_two_splits():
@@ -28,7 +30,9 @@ def test_with_persons_a_persons_rows_share_its_draw_and_no_person_has_rows_in_tw
     persons = rng.permutation(np.repeat(np.arange(400), rng.integers(1, 31, 400)))  # 1 to 30 rows a person
     data, plan = _rows_of_persons(persons), SplitPlan(0.1, 0.1, 0.2, seed=5)
     splits = make_splits(data, plan)
-    assert sorted(np.concatenate(list(splits.values())).tolist()) == list(range(len(persons)))  # every row, once
+    assert sorted(np.concatenate(list(splits.values())).tolist()) == list(
+        range(len(persons))
+    )  # every row, once
     owners = {name: set(persons[rows].tolist()) for name, rows in splits.items()}
     for a in owners:
         for b in owners:
@@ -36,7 +40,9 @@ def test_with_persons_a_persons_rows_share_its_draw_and_no_person_has_rows_in_tw
     test_persons = len(owners["test"])  # persons are drawn, each with probability 0.2: binomial over 400
     assert abs(test_persons - 0.2 * 400) < 4 * np.sqrt(400 * 0.2 * 0.8)
     draws = split_draws(data, plan.seed)  # a person's draw is the keyed draw of its id
-    np.testing.assert_array_equal(draws, keyed_draws(named_keys(persons.astype(str).tolist()), plan.seed, SPLIT))
+    np.testing.assert_array_equal(
+        draws, keyed_draws(named_keys(persons.astype(str).tolist()), plan.seed, SPLIT)
+    )
 
 
 def test_deleting_one_person_moves_no_other_persons_rows():
@@ -87,10 +93,16 @@ def test_a_manifest_column_or_a_csv_mapping_names_the_persons_of_image_files(tmp
     (tmp_path / "short.csv").write_text("a/1.png,p1\n")
     with pytest.raises(DataError, match="short.csv names no group for a/2.png$"):
         load_source("image-folder", SourceOptions(tmp_path, {"groups": str(tmp_path / "short.csv")}))
-    with pytest.raises(UsageError, match="names each row's person in a column; params groups= would name them twice$"):
+    with pytest.raises(
+        UsageError, match="names each row's person in a column; params groups= would name them twice$"
+    ):
         load_source("manifest", SourceOptions(tmp_path / "m.csv", {"groups": str(tmp_path / "persons.csv")}))
-    (tmp_path / "twice.csv").write_text("a/1.png,p1\na/2.png,p2\nb/3.png,p1\na/1.png,p3\n")  # once: the last row won
-    with pytest.raises(DataError, match=r"twice.csv names a/1.png twice, as p1 and as p3: a file is one person's$"):
+    (tmp_path / "twice.csv").write_text(
+        "a/1.png,p1\na/2.png,p2\nb/3.png,p1\na/1.png,p3\n"
+    )  # once: the last row won
+    with pytest.raises(
+        DataError, match=r"twice.csv names a/1.png twice, as p1 and as p3: a file is one person's$"
+    ):
         load_source("image-folder", SourceOptions(tmp_path, {"groups": str(tmp_path / "twice.csv")}))
 
 
@@ -99,19 +111,29 @@ def test_dicom_files_name_their_patient(tmp_path):
     for folder in ("x", "y"):
         (tmp_path / folder).mkdir()
     for i, patient in enumerate(["A", "B", "A", "C"]):
-        write_dicom(tmp_path / ("x" if i % 2 else "y") / f"{i}.dcm", np.full((4, 4), 100 * i), patient=patient)
+        write_dicom(
+            tmp_path / ("x" if i % 2 else "y") / f"{i}.dcm", np.full((4, 4), 100 * i), patient=patient
+        )
     dataset = load_source("dicom", SourceOptions(tmp_path))
     assert dataset.groups.source == "DICOM PatientID"
-    by_file = {file.split("/")[-1]: patient for file, patient in zip(dataset.inputs.files, dataset.groups.ids)}
+    by_file = {
+        file.split("/")[-1]: patient for file, patient in zip(dataset.inputs.files, dataset.groups.ids)
+    }
     assert by_file == {"0.dcm": "A", "1.dcm": "B", "2.dcm": "A", "3.dcm": "C"}
 
 
 def test_too_few_persons_for_a_public_split_are_named_as_the_cause_not_the_fractions():
     """Two persons of 40 rows each: whole persons are drawn, and with neither drawn public the message says so."""
     data = _rows_of_persons(np.repeat([0, 1], 40))
-    missing = [seed for seed in range(50) if "public" not in make_splits(data, SplitPlan(0.1, 0.1, 0.2, seed=seed,
-                                                                                          no_public_split=True))]
-    with pytest.raises(UsageError, match=r"^none of the 2 persons the source names drew the public split \(each "
-                                         r"person's rows go to one split, drawn at public_fraction 0.1\): nothing "
-                                         r"could be fitted without private data$"):
+    missing = [
+        seed
+        for seed in range(50)
+        if "public" not in make_splits(data, SplitPlan(0.1, 0.1, 0.2, seed=seed, no_public_split=True))
+    ]
+    with pytest.raises(
+        UsageError,
+        match=r"^none of the 2 persons the source names drew the public split \(each "
+        r"person's rows go to one split, drawn at public_fraction 0.1\): nothing "
+        r"could be fitted without private data$",
+    ):
         make_splits(data, SplitPlan(0.1, 0.1, 0.2, seed=missing[0]))

@@ -23,7 +23,9 @@ def grey16() -> np.ndarray:
 def test_a_16_bit_png_keeps_its_values_and_reads_at_8_bits_as_value_over_257(tmp_path, grey16):
     Image.fromarray(grey16).save(tmp_path / "a.png")
     assert image_depth(str(tmp_path / "a.png")) == 16
-    np.testing.assert_array_equal(decode_image(str(tmp_path / "a.png"), None, channels=1, depth=None)[..., 0], grey16)
+    np.testing.assert_array_equal(
+        decode_image(str(tmp_path / "a.png"), None, channels=1, depth=None)[..., 0], grey16
+    )
     eight = decode_image(str(tmp_path / "a.png"), None, channels=1, depth=8)
     assert eight.dtype == np.uint8
     np.testing.assert_array_equal(eight[..., 0], np.rint(grey16 / 257).astype(np.uint8))
@@ -37,19 +39,25 @@ def test_a_16_bit_colour_tiff_keeps_its_channels_and_turns_grey_by_pillows_weigh
     assert image_depth(str(tmp_path / "c.tif")) == 16
     np.testing.assert_array_equal(decode_image(str(tmp_path / "c.tif"), None, depth=16), rgb)
     grey = rgb[..., 0] * 0.299 + rgb[..., 1] * 0.587 + rgb[..., 2] * 0.114
-    np.testing.assert_array_equal(decode_image(str(tmp_path / "c.tif"), None, channels=1, depth=16)[..., 0],
-                                  np.rint(grey).astype(np.uint16))
+    np.testing.assert_array_equal(
+        decode_image(str(tmp_path / "c.tif"), None, channels=1, depth=16)[..., 0],
+        np.rint(grey).astype(np.uint16),
+    )
 
 
 def test_an_8_bit_file_reads_at_16_bits_as_value_times_257_and_a_resize_keeps_a_flat_image_flat(tmp_path):
     eight = np.random.default_rng(2).integers(0, 256, (6, 6), dtype=np.uint8)
     Image.fromarray(eight, mode="L").save(tmp_path / "e.png")
     assert image_depth(str(tmp_path / "e.png")) == 8
-    np.testing.assert_array_equal(decode_image(str(tmp_path / "e.png"), None, channels=1, depth=16)[..., 0],
-                                  eight.astype(np.uint16) * 257)
+    np.testing.assert_array_equal(
+        decode_image(str(tmp_path / "e.png"), None, channels=1, depth=16)[..., 0],
+        eight.astype(np.uint16) * 257,
+    )
     tifffile.imwrite(tmp_path / "flat.tif", np.full((9, 13), 40_001, np.uint16))
-    np.testing.assert_array_equal(decode_image(str(tmp_path / "flat.tif"), 4, channels=1, depth=16),
-                                  np.full((4, 4, 1), 40_001, np.uint16))
+    np.testing.assert_array_equal(
+        decode_image(str(tmp_path / "flat.tif"), 4, channels=1, depth=16),
+        np.full((4, 4, 1), 40_001, np.uint16),
+    )
 
 
 def test_a_folder_of_16_bit_files_is_a_uint16_array_unless_read_at_8_bits(tmp_path, grey16):
@@ -65,7 +73,9 @@ def test_a_folder_of_16_bit_files_is_a_uint16_array_unless_read_at_8_bits(tmp_pa
 
 def test_a_multi_page_tiff_is_one_line(tmp_path):
     tifffile.imwrite(tmp_path / "pages.tif", np.zeros((3, 4, 4), np.uint16), photometric="minisblack")
-    with pytest.raises(DataError, match=r"pages.tif is a multi-page TIFF \(3 pages\); embed one page per file$"):
+    with pytest.raises(
+        DataError, match=r"pages.tif is a multi-page TIFF \(3 pages\); embed one page per file$"
+    ):
         decode_image(str(tmp_path / "pages.tif"), None)
 
 
@@ -78,9 +88,12 @@ def test_dicom_of_more_than_8_bits_reads_at_16_bits_through_its_rescale(tmp_path
     write_dicom(tmp_path / "b.dcm", stored, photometric="MONOCHROME1")
     assert image_depth(str(tmp_path / "a.dcm")) == 16
     expected = np.rint(stored / 4095 * 65535).astype(np.uint16)
-    np.testing.assert_array_equal(decode_image(str(tmp_path / "a.dcm"), None, channels=1, depth=None)[..., 0], expected)
-    np.testing.assert_array_equal(decode_image(str(tmp_path / "b.dcm"), None, channels=1, depth=16)[..., 0],
-                                  65535 - expected)
+    np.testing.assert_array_equal(
+        decode_image(str(tmp_path / "a.dcm"), None, channels=1, depth=None)[..., 0], expected
+    )
+    np.testing.assert_array_equal(
+        decode_image(str(tmp_path / "b.dcm"), None, channels=1, depth=16)[..., 0], 65535 - expected
+    )
 
 
 def test_an_8_bit_colour_tiff_is_read_by_pillow_and_a_16_bit_cmyk_tiff_is_one_line(tmp_path):
@@ -89,7 +102,9 @@ def test_an_8_bit_colour_tiff_is_read_by_pillow_and_a_16_bit_cmyk_tiff_is_one_li
     assert image_depth(str(tmp_path / "rgb8.tif")) == 8
     np.testing.assert_array_equal(decode_image(str(tmp_path / "rgb8.tif"), None), rgb)
     tifffile.imwrite(tmp_path / "cmyk.tif", np.zeros((4, 4, 4), np.uint16), photometric="separated")
-    with pytest.raises(DataError, match=r"cmyk.tif holds 16-bit SEPARATED pixels; greyscale and RGB images are read$"):
+    with pytest.raises(
+        DataError, match=r"cmyk.tif holds 16-bit SEPARATED pixels; greyscale and RGB images are read$"
+    ):
         decode_image(str(tmp_path / "cmyk.tif"), None)
 
 
@@ -97,36 +112,59 @@ def test_a_16_bit_tiff_stored_in_planes_or_turned_by_its_orientation_tag_reads_a
     """Planes stored apart (PlanarConfiguration 2) at a width of 4 were once taken for RGBA; the orientation tag is
     applied at 16 bits as Pillow applies it at 8."""
     rgb = np.random.default_rng(4).integers(0, 65536, (5, 4, 3), dtype=np.uint16)
-    tifffile.imwrite(tmp_path / "planes.tif", np.moveaxis(rgb, -1, 0), photometric="rgb", planarconfig="separate")
+    tifffile.imwrite(
+        tmp_path / "planes.tif", np.moveaxis(rgb, -1, 0), photometric="rgb", planarconfig="separate"
+    )
     np.testing.assert_array_equal(decode_image(str(tmp_path / "planes.tif"), None, depth=16), rgb)
-    for orientation, upright in ((3, rgb[::-1, ::-1]), (6, np.swapaxes(rgb, 0, 1)[:, ::-1]),
-                                 (8, np.swapaxes(rgb, 0, 1)[::-1])):
-        tifffile.imwrite(tmp_path / f"o{orientation}.tif", rgb, photometric="rgb",
-                         extratags=[(274, "H", 1, orientation, True)])
-        np.testing.assert_array_equal(decode_image(str(tmp_path / f"o{orientation}.tif"), None, depth=16), upright)
+    for orientation, upright in (
+        (3, rgb[::-1, ::-1]),
+        (6, np.swapaxes(rgb, 0, 1)[:, ::-1]),
+        (8, np.swapaxes(rgb, 0, 1)[::-1]),
+    ):
+        tifffile.imwrite(
+            tmp_path / f"o{orientation}.tif",
+            rgb,
+            photometric="rgb",
+            extratags=[(274, "H", 1, orientation, True)],
+        )
+        np.testing.assert_array_equal(
+            decode_image(str(tmp_path / f"o{orientation}.tif"), None, depth=16), upright
+        )
     eight = rgb.astype(np.uint8)  # the 8-bit path (Pillow) turns the same way
     tifffile.imwrite(tmp_path / "o6-8.tif", eight, photometric="rgb", extratags=[(274, "H", 1, 6, True)])
-    np.testing.assert_array_equal(decode_image(str(tmp_path / "o6-8.tif"), None), np.swapaxes(eight, 0, 1)[:, ::-1])
+    np.testing.assert_array_equal(
+        decode_image(str(tmp_path / "o6-8.tif"), None), np.swapaxes(eight, 0, 1)[:, ::-1]
+    )
 
 
 def test_signed_and_unit_float_tiffs_and_animated_images_are_one_line(tmp_path):
     tifffile.imwrite(tmp_path / "signed.tif", np.array([[-1024, 0], [5, 3000]], np.int16))
-    with pytest.raises(DataError, match=r"signed.tif holds negative pixel values \(int16, down to -1024\); pillar "
-                                        r"reads unsigned levels: shift or window them to 0..65,535 \(or 0..255\) "
-                                        r"first$"):
+    with pytest.raises(
+        DataError,
+        match=r"signed.tif holds negative pixel values \(int16, down to -1024\); pillar "
+        r"reads unsigned levels: shift or window them to 0..65,535 \(or 0..255\) "
+        r"first$",
+    ):
         decode_image(str(tmp_path / "signed.tif"), None)
     tifffile.imwrite(tmp_path / "unit.tif", np.array([[0.0, 0.25], [0.5, 1.0]], np.float32))
-    with pytest.raises(DataError, match=r"unit.tif holds float pixels within \[0, 1\]; pillar reads float images as "
-                                        r"0..255 levels: scale them to 0..255, or save integers$"):
+    with pytest.raises(
+        DataError,
+        match=r"unit.tif holds float pixels within \[0, 1\]; pillar reads float images as "
+        r"0..255 levels: scale them to 0..255, or save integers$",
+    ):
         decode_image(str(tmp_path / "unit.tif"), None)
     tifffile.imwrite(tmp_path / "levels.tif", np.array([[0.0, 64.0], [128.0, 255.0]], np.float32))
-    np.testing.assert_array_equal(decode_image(str(tmp_path / "levels.tif"), None, channels=1)[..., 0],
-                                  [[0, 64], [128, 255]])
+    np.testing.assert_array_equal(
+        decode_image(str(tmp_path / "levels.tif"), None, channels=1)[..., 0], [[0, 64], [128, 255]]
+    )
     frames = [Image.fromarray(np.full((4, 4), value, np.uint8), mode="L") for value in (0, 255)]
     for name in ("moving.gif", "moving.png"):
         frames[0].save(tmp_path / name, save_all=True, append_images=frames[1:])
-        with pytest.raises(DataError, match=rf"{name} is an animated or multi-page image \(2 frames\); embed one "
-                                            r"frame per file$"):
+        with pytest.raises(
+            DataError,
+            match=rf"{name} is an animated or multi-page image \(2 frames\); embed one "
+            r"frame per file$",
+        ):
             decode_image(str(tmp_path / name), None)
 
 
@@ -141,9 +179,14 @@ def test_a_16_bit_colour_png_reads_at_8_bits_by_its_high_byte_as_the_docs_say(tm
 
         def chunk(kind: bytes, data: bytes) -> bytes:
             return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
         header = struct.pack(">IIBBBBB", pixels.shape[1], pixels.shape[0], 16, colour_type, 0, 0, 0)
-        path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
-                         + chunk(b"IEND", b""))
+        path.write_bytes(
+            b"\x89PNG\r\n\x1a\n"
+            + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(rows))
+            + chunk(b"IEND", b"")
+        )
 
     rgb = np.array([[[0x1280, 0x12FF, 0xFFFF], [0, 0x00FF, 0x0100]]], np.uint16)
     png(tmp_path / "rgb.png", rgb, 2)
@@ -151,5 +194,6 @@ def test_a_16_bit_colour_png_reads_at_8_bits_by_its_high_byte_as_the_docs_say(tm
     np.testing.assert_array_equal(decode_image(str(tmp_path / "rgb.png"), None), rgb // 256)
     grey_alpha = np.array([[[0x12FF, 0xFFFF], [0x8000, 0x0000]]], np.uint16)
     png(tmp_path / "la.png", grey_alpha, 4)
-    np.testing.assert_array_equal(decode_image(str(tmp_path / "la.png"), None, channels=1)[..., 0],
-                                  grey_alpha[..., 0] // 256)
+    np.testing.assert_array_equal(
+        decode_image(str(tmp_path / "la.png"), None, channels=1)[..., 0], grey_alpha[..., 0] // 256
+    )

@@ -29,7 +29,11 @@ def write_shard(path, members: list[tuple[str, bytes]]) -> None:
 
 
 def samples(count: int) -> list[tuple[str, bytes]]:
-    return [member for i in range(count) for member in ((f"s{i}.png", _png(i)), (f"s{i}.cls", str(i % 2).encode()))]
+    return [
+        member
+        for i in range(count)
+        for member in ((f"s{i}.png", _png(i)), (f"s{i}.cls", str(i % 2).encode()))
+    ]
 
 
 def test_a_well_formed_shard_reads_every_sample(tmp_path):
@@ -40,8 +44,11 @@ def test_a_well_formed_shard_reads_every_sample(tmp_path):
 
 def test_a_key_given_twice_is_refused(tmp_path):
     write_shard(tmp_path / "train-0.tar", samples(3) + [("s1.png", _png(9)), ("s1.cls", b"0")])
-    with pytest.raises(DataError, match=rf"^sample 's1' of {tmp_path / 'train-0.tar'} has two .png members: a "
-                                        "WebDataset key names one sample$"):
+    with pytest.raises(
+        DataError,
+        match=rf"^sample 's1' of {tmp_path / 'train-0.tar'} has two .png members: a "
+        "WebDataset key names one sample$",
+    ):
         read_webdataset(tmp_path, None)
 
 
@@ -52,11 +59,17 @@ def test_a_shard_cut_inside_a_member_or_at_its_end_is_refused(tmp_path):
     with tarfile.open(shard) as tar:
         *_, image, last = tar.getmembers()
     shard.write_bytes(whole[: image.offset_data + 10])  # inside the last image, its label's header lost
-    with pytest.raises(DataError, match=rf"^{shard} is cut short: member s3.png needs {image.size} bytes at offset "):
+    with pytest.raises(
+        DataError, match=rf"^{shard} is cut short: member s3.png needs {image.size} bytes at offset "
+    ):
         read_webdataset(tmp_path, None)
     shard.write_bytes(whole[: last.offset_data + 1])  # inside the last member, which tarfile notices itself
     with pytest.raises(DataError, match=rf"^cannot read the tar shard {shard}: unexpected end of data$"):
         read_webdataset(tmp_path, None)
-    shard.write_bytes(whole[: last.offset_data + 512])  # at the end of the last member: no end-of-archive blocks
-    with pytest.raises(DataError, match=rf"^{shard} ends without tar's end-of-archive blocks after its last member"):
+    shard.write_bytes(
+        whole[: last.offset_data + 512]
+    )  # at the end of the last member: no end-of-archive blocks
+    with pytest.raises(
+        DataError, match=rf"^{shard} ends without tar's end-of-archive blocks after its last member"
+    ):
         read_webdataset(tmp_path, None)

@@ -32,7 +32,9 @@ def test_remap_keeps_only_backbone_keys():
     assert list(remap_state_dict(state, wanted)) == ["conv1.weight"]
 
 
-def test_hub_weights_without_network_are_one_line_naming_why_and_the_hub_client_never_retries(monkeypatch, tmp_path):
+def test_hub_weights_without_network_are_one_line_naming_why_and_the_hub_client_never_retries(
+    monkeypatch, tmp_path
+):
     """Offline, the hub client retried for about a minute (20 retry lines) before the same refusal."""
     from huggingface_hub import constants
 
@@ -40,12 +42,16 @@ def test_hub_weights_without_network_are_one_line_naming_why_and_the_hub_client_
     from pillar_cli.errors import UsageError
 
     monkeypatch.setattr(hub, "reachable", lambda host, timeout=hub.CONNECT_SECONDS: False)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))  # an empty cache, whatever this machine holds
+    monkeypatch.setattr(
+        constants, "HF_HUB_CACHE", str(tmp_path)
+    )  # an empty cache, whatever this machine holds
     was = constants.HF_HUB_OFFLINE
     with pytest.raises(UsageError) as refused:
         build_embedder("resnet50", (32, 32, 3))
-    assert str(refused.value) == ("cannot fetch pretrained weights for 'resnet50' (huggingface.co cannot be reached "
-                                  "and they are not in the local cache)")
+    assert str(refused.value) == (
+        "cannot fetch pretrained weights for 'resnet50' (huggingface.co cannot be reached "
+        "and they are not in the local cache)"
+    )
     assert refused.value.render()[1] == "offline: download the weights elsewhere and pass weights FILE"
     assert constants.HF_HUB_OFFLINE == was
     with hub.cache_only_when_offline() as online:

@@ -32,15 +32,20 @@ class CountingEmbedder:
 def test_raw_inputs_are_classified_a_batch_at_a_time_in_row_order():
     dataset = load_source("digits", SourceOptions())
     embedder, heard = CountingEmbedder(), []
-    blocks = classify_inputs(dataset, embedder, lambda features: features / 16.0, batch_size=100, workers=0,
-                             on_batch=heard.append)
+    blocks = classify_inputs(
+        dataset, embedder, lambda features: features / 16.0, batch_size=100, workers=0, on_batch=heard.append
+    )
     rows, probabilities = next(blocks)
     assert embedder.batches == 2 and heard == []  # the second batch in flight, the first handed on
     np.testing.assert_array_equal(rows, np.arange(100))
-    np.testing.assert_array_equal(probabilities, dataset.inputs.reshape(len(dataset.inputs), -1)[:100, :2] / 16.0)
+    np.testing.assert_array_equal(
+        probabilities, dataset.inputs.reshape(len(dataset.inputs), -1)[:100, :2] / 16.0
+    )
     rest = list(blocks)
     assert embedder.batches == 18 and heard == [100] * 17 + [97] and len(rest) == 17
-    np.testing.assert_array_equal(np.concatenate([rows, *(r for r, _ in rest)]), np.arange(len(dataset.inputs)))
+    np.testing.assert_array_equal(
+        np.concatenate([rows, *(r for r, _ in rest)]), np.arange(len(dataset.inputs))
+    )
 
 
 class LeftInACycle:

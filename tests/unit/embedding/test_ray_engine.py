@@ -22,8 +22,11 @@ SIZES = {"private": 5, "public": 3, "test": 4}  # row numbers 0-4, 5-7 and 8-11
 
 def batch(ids, error=""):
     ids = np.asarray(ids, dtype=np.int64)
-    return {"id": ids, "features": np.stack([ids * 10.0, -ids]).T.astype(np.float32),
-            "error": np.full(len(ids), error, dtype=object)}
+    return {
+        "id": ids,
+        "features": np.stack([ids * 10.0, -ids]).T.astype(np.float32),
+        "error": np.full(len(ids), error, dtype=object),
+    }
 
 
 @pytest.fixture
@@ -37,7 +40,9 @@ def test_rows_land_at_their_positions_in_any_order_and_a_repeated_row_keeps_its_
     repeated = batch([3, 4, 5])
     repeated["features"][:] = -1  # a second run of rows 3-5 (say, with other float rounding) is not written
     heard = []
-    write_batches([batch([9, 8, 10, 11]), batch([5, 6, 7, 0, 1, 2, 3, 4]), repeated], store, SIZES, heard.append)
+    write_batches(
+        [batch([9, 8, 10, 11]), batch([5, 6, 7, 0, 1, 2, 3, 4]), repeated], store, SIZES, heard.append
+    )
     assert heard == [4, 8, 0]
     for name, start in (("private", 0), ("public", 5), ("test", 8)):
         rows = np.arange(start, start + SIZES[name])
@@ -48,10 +53,15 @@ def test_a_row_without_features_or_a_read_error_is_refused(store):
     with pytest.raises(DataError, match=r"^Ray returned no features for 2 of 12 rows$"):
         write_batches([batch(range(10))], store, SIZES)
     with pytest.raises(DataError) as refused:
-        write_batches([batch([0, 1]), batch([2], "cannot decode image x.png: truncated\nfix or remove the file")],
-                      store, SIZES)
-    assert (refused.value.message, refused.value.hint) == ("cannot decode image x.png: truncated",
-                                                           "fix or remove the file")
+        write_batches(
+            [batch([0, 1]), batch([2], "cannot decode image x.png: truncated\nfix or remove the file")],
+            store,
+            SIZES,
+        )
+    assert (refused.value.message, refused.value.hint) == (
+        "cannot decode image x.png: truncated",
+        "fix or remove the file",
+    )
 
 
 @pytest.mark.parametrize("source", ["digits", "fashion-mnist"])  # fashion-mnist: a train and a test part
@@ -68,6 +78,8 @@ def test_a_worker_decodes_the_rows_the_driver_numbered_or_refuses_a_source_that_
     assert list(decoded["error"]) == [""] * 100
     other = _decoder(request, "0" * 64)({"id": numbers[:2]})
     message, hint = other["error"][0].split("\n")
-    assert message == "the source reads otherwise on a Ray worker's node than on this machine (fingerprint " \
-                      f"{job.dataset.fingerprint[:12]}, here 000000000000)"
+    assert (
+        message == "the source reads otherwise on a Ray worker's node than on this machine (fingerprint "
+        f"{job.dataset.fingerprint[:12]}, here 000000000000)"
+    )
     assert hint == "every node must read the same source at the same path" and len(other["id"]) == 1

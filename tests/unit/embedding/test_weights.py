@@ -16,10 +16,27 @@ from pillar_cli.embedding.weights import PackagedWeights, load_weights_file
 from pillar_cli.errors import DataError, UsageError
 
 # timm's names of an EfficientNet's parts → EfficientNet-PyTorch's (lukemelas), written out per kind of block
-_STEM = {"conv_stem": "_conv_stem", "bn1": "_bn0", "conv_head": "_conv_head", "bn2": "_bn1", "classifier": "_fc"}
-_DEPTHWISE_SEPARABLE = {"conv_dw": "_depthwise_conv", "bn1": "_bn1", "conv_pw": "_project_conv", "bn2": "_bn2"}
-_INVERTED_RESIDUAL = {"conv_pw": "_expand_conv", "bn1": "_bn0", "conv_dw": "_depthwise_conv", "bn2": "_bn1",
-                      "conv_pwl": "_project_conv", "bn3": "_bn2"}
+_STEM = {
+    "conv_stem": "_conv_stem",
+    "bn1": "_bn0",
+    "conv_head": "_conv_head",
+    "bn2": "_bn1",
+    "classifier": "_fc",
+}
+_DEPTHWISE_SEPARABLE = {
+    "conv_dw": "_depthwise_conv",
+    "bn1": "_bn1",
+    "conv_pw": "_project_conv",
+    "bn2": "_bn2",
+}
+_INVERTED_RESIDUAL = {
+    "conv_pw": "_expand_conv",
+    "bn1": "_bn0",
+    "conv_dw": "_depthwise_conv",
+    "bn2": "_bn1",
+    "conv_pwl": "_project_conv",
+    "bn3": "_bn2",
+}
 
 
 def efficientnet_pytorch_names(model: torch.nn.Module) -> dict[str, str]:
@@ -29,8 +46,11 @@ def efficientnet_pytorch_names(model: torch.nn.Module) -> dict[str, str]:
     for key in model.state_dict():
         if match := re.fullmatch(r"blocks\.(\d+)\.(\d+)\.(\w+)\.(\w+)", key):
             stage, index, part, tensor = match.groups()
-            kind = _DEPTHWISE_SEPARABLE if "conv_pwl" not in dict(model.blocks[int(stage)][int(index)].named_children()) \
+            kind = (
+                _DEPTHWISE_SEPARABLE
+                if "conv_pwl" not in dict(model.blocks[int(stage)][int(index)].named_children())
                 else _INVERTED_RESIDUAL
+            )
             names[key] = f"_blocks.{blocks.index((int(stage), int(index)))}.{kind[part]}.{tensor}"
         else:
             part, tensor = key.split(".", 1)
@@ -41,7 +61,9 @@ def efficientnet_pytorch_names(model: torch.nn.Module) -> dict[str, str]:
 def written_in_efficientnet_pytorch_layout(model: torch.nn.Module, path) -> None:
     names = efficientnet_pytorch_names(model)
     state = model.state_dict()
-    order = sorted(state, key=lambda key: _efficientnet_pytorch_order(names[key]))  # the reference code's own order
+    order = sorted(
+        state, key=lambda key: _efficientnet_pytorch_order(names[key])
+    )  # the reference code's own order
     torch.save({names[key]: state[key] for key in order}, path)
 
 
@@ -72,15 +94,20 @@ def test_an_efficientnet_pytorch_checkpoint_loads_into_its_timm_module(tmp_path)
     with torch.no_grad():
         np.testing.assert_array_equal(target(images).numpy(), source(images).numpy())
     other = timm.create_model("tf_efficientnet_lite1", pretrained=False, num_classes=0)
-    with pytest.raises(DataError, match=r"holds 294 tensors in the EfficientNet-PyTorch layout; the backbone has "
-                                        r"\d+: it is another architecture$"):
+    with pytest.raises(
+        DataError,
+        match=r"holds 294 tensors in the EfficientNet-PyTorch layout; the backbone has "
+        r"\d+: it is another architecture$",
+    ):
         load_weights_file(other, path)
 
 
 def test_a_missing_weights_package_is_one_line():
     absent = PackagedWeights("no-such-weights", "no_such_weights_module", "model.pth", "0" * 64)
-    with pytest.raises(UsageError, match="^backbone 'x' reads its weights from the package no-such-weights, which is "
-                                         "not installed$"):
+    with pytest.raises(
+        UsageError,
+        match="^backbone 'x' reads its weights from the package no-such-weights, which is not installed$",
+    ):
         absent.path("x")
 
 
@@ -102,15 +129,26 @@ def test_the_packaged_imagenet_weights_classify_a_photograph():
 def test_onnx_runtime_gives_torchs_features_and_its_refusals_are_one_line():
     pytest.importorskip("onnxruntime")
     images = np.random.default_rng(1).integers(0, 256, (5, 20, 20, 3), dtype=np.uint8)
-    torch_path, onnx_path = (build_embedder("resnet18", (20, 20, 3), pretrained=False, resize=64, crop=64,
-                                            device="cpu", runtime=runtime) for runtime in ("torch", "onnxruntime"))
+    torch_path, onnx_path = (
+        build_embedder(
+            "resnet18", (20, 20, 3), pretrained=False, resize=64, crop=64, device="cpu", runtime=runtime
+        )
+        for runtime in ("torch", "onnxruntime")
+    )
     assert (torch_path.info()["runtime"], onnx_path.info()["runtime"]) == ("torch", "onnxruntime")
     expected, found = torch_path(images), onnx_path(images)
     assert np.abs(found - expected).max() <= 1e-4 * np.abs(expected).max()
-    assert build_embedder("resnet18", (20, 20, 3), pretrained=False, device="cpu").info()["runtime"] == "onnxruntime"
+    assert (
+        build_embedder("resnet18", (20, 20, 3), pretrained=False, device="cpu").info()["runtime"]
+        == "onnxruntime"
+    )
     with pytest.raises(UsageError, match="^runtime must be one of auto, torch, onnxruntime; got 'tvm'$"):
         build_embedder("resnet18", (20, 20, 3), pretrained=False, device="cpu", runtime="tvm")
-    with pytest.raises(UsageError, match="^runtime onnxruntime runs fp32 on the CPU and needs the onnxruntime package; "
-                                         "this run is bf16$"):
-        build_embedder("resnet18", (20, 20, 3), pretrained=False, device="cpu", precision="bf16",
-                       runtime="onnxruntime")
+    with pytest.raises(
+        UsageError,
+        match="^runtime onnxruntime runs fp32 on the CPU and needs the onnxruntime package; "
+        "this run is bf16$",
+    ):
+        build_embedder(
+            "resnet18", (20, 20, 3), pretrained=False, device="cpu", precision="bf16", runtime="onnxruntime"
+        )

@@ -36,15 +36,22 @@ def test_gsd_equals_arpacks_svd(mnist, normalize, bias, samples):
     private, public = mnist
     probe = LinearProbe(784, 10, seed=0, trainable_bias=bias)
     assert probe.dim == (785 if bias else 784) * 10
-    plan = plan_gsd((private, probe), [(public, probe)], GSDSettings(16, 10, max_samples=samples,
-                                                                      normalize_rows=normalize))
+    plan = plan_gsd(
+        (private, probe),
+        [(public, probe)],
+        GSDSettings(16, 10, max_samples=samples, normalize_rows=normalize),
+    )
     assert plan.run().private.method == "exact"
     matrices = (plan.private, plan.candidates[0])
     rows = [m.all_rows().astype(np.float64) for m in matrices]
     if normalize:  # the rows are the probe's own gradients scaled to unit norm
         raw = probe.gradients(plan.private.inputs, plan.private.labels)
-        np.testing.assert_allclose(rows[0], raw / np.linalg.norm(raw, axis=1, keepdims=True), rtol=1e-4, atol=1e-7)
+        np.testing.assert_allclose(
+            rows[0], raw / np.linalg.norm(raw, axis=1, keepdims=True), rtol=1e-4, atol=1e-7
+        )
     reference = [_top_right_singular_vectors(r, 16) for r in rows]  # rows as computed
     for k in (16, 8, 4, 1):  # the largest first: the Gram matrix's top eigenpairs are computed once
         ours = [top_right_singular_vectors(m, k, seed=0).basis for m in matrices]
-        assert projection_metric(*ours) == pytest.approx(projection_metric(*(v[:k].T for v in reference)), abs=1e-4)
+        assert projection_metric(*ours) == pytest.approx(
+            projection_metric(*(v[:k].T for v in reference)), abs=1e-4
+        )

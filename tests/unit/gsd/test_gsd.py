@@ -22,7 +22,9 @@ def test_per_sample_gradients_equal_single_sample_backward_passes():
     for i in range(6):
         wi = torch.tensor(w, requires_grad=True)
         bi = torch.tensor(b, requires_grad=True)
-        loss = torch.nn.functional.cross_entropy((torch.tensor(x[i]) @ wi + bi)[None], torch.tensor(y[i:i + 1]))
+        loss = torch.nn.functional.cross_entropy(
+            (torch.tensor(x[i]) @ wi + bi)[None], torch.tensor(y[i : i + 1])
+        )
         loss.backward()
         expected = torch.cat([wi.grad, bi.grad[None]]).numpy().ravel()
         np.testing.assert_allclose(grads[i], expected, atol=1e-12)
@@ -33,7 +35,9 @@ def test_projection_metric_properties():
     v, _ = np.linalg.qr(rng.standard_normal((20, 4)))
     rotation, _ = np.linalg.qr(rng.standard_normal((4, 4)))
     assert projection_metric(v, v) == pytest.approx(0.0, abs=1e-7)
-    assert projection_metric(v, v @ rotation) == pytest.approx(0.0, abs=1e-7)  # a basis change is the same subspace
+    assert projection_metric(v, v @ rotation) == pytest.approx(
+        0.0, abs=1e-7
+    )  # a basis change is the same subspace
     full, _ = np.linalg.qr(rng.standard_normal((20, 8)))
     assert projection_metric(full[:, :4], full[:, 4:]) == pytest.approx(1.0)
     for _ in range(20):
@@ -77,12 +81,16 @@ def test_the_dp_gsd_bounds_a_person_and_deleting_a_row_moves_no_other_rows_label
     probe, clip = LinearProbe(6, 3, seed=0), 0.5
     labels = row_labels(rows, 3, seed=0)
     kept = persons != 7
-    assert np.array_equal(row_labels(rows[kept], 3, seed=0), labels[kept])  # no label moves when a person goes
+    assert np.array_equal(
+        row_labels(rows[kept], 3, seed=0), labels[kept]
+    )  # no label moves when a person goes
     assert not np.array_equal(row_labels(rows, 3, seed=1), labels)  # the seed draws them
 
     def gram(mask: np.ndarray, weighted: bool) -> np.ndarray:
         units = Units.of(persons[mask], int(mask.sum()), "column id")
-        return clipped_gram(GradientMatrix(probe, rows[mask], labels[mask]), clip, units.weights if weighted else None)
+        return clipped_gram(
+            GradientMatrix(probe, rows[mask], labels[mask]), clip, units.weights if weighted else None
+        )
 
     everyone = np.ones(len(rows), bool)
     moved = np.linalg.norm(gram(everyone, True) - gram(kept, True))

@@ -25,17 +25,22 @@ def loop_of_single_sample_gradients(probe, pixels: np.ndarray, labels: np.ndarra
     images = probe.layout.images(pixels)
     rows = []
     for i in range(len(labels)):
-        loss = torch.nn.functional.cross_entropy(probe.model(images[i:i + 1]), torch.tensor(labels[i:i + 1]))
+        loss = torch.nn.functional.cross_entropy(
+            probe.model(images[i : i + 1]), torch.tensor(labels[i : i + 1])
+        )
         grads = torch.autograd.grad(loss, [params[n] for n in names])
         rows.append(torch.cat([g.reshape(-1) for g in grads]).numpy())
     return np.stack(rows)
 
 
-@pytest.mark.parametrize("family, trainable, size", [
-    ("cnn", [], None),
-    ("cnn", ["conv2", "fc.bias"], None),
-    ("timm:resnet18", ["fc", "layer4.*.bn2", "layer3.0.conv1"], 24),
-])
+@pytest.mark.parametrize(
+    "family, trainable, size",
+    [
+        ("cnn", [], None),
+        ("cnn", ["conv2", "fc.bias"], None),
+        ("timm:resnet18", ["fc", "layer4.*.bn2", "layer3.0.conv1"], 24),
+    ],
+)
 def test_torch_func_per_sample_gradients_equal_single_sample_backward_passes(family, trainable, size):
     rng = np.random.default_rng(0)
     pixels, labels = rng.uniform(0, 1, (5, 144)).astype(np.float32), rng.integers(0, 3, 5)
@@ -48,17 +53,29 @@ def test_torch_func_per_sample_gradients_equal_single_sample_backward_passes(fam
 
 
 def test_trainable_patterns_select_names_prefixes_and_globs():
-    names = ["conv1.weight", "conv1.bias", "layer4.0.conv3.weight", "layer4.1.conv3.weight", "fc.weight", "fc.bias"]
+    names = [
+        "conv1.weight",
+        "conv1.bias",
+        "layer4.0.conv3.weight",
+        "layer4.1.conv3.weight",
+        "fc.weight",
+        "fc.bias",
+    ]
     assert select_trainable(names, ["fc"]) == ["fc.weight", "fc.bias"]
     assert select_trainable(names, ["layer4.*.conv3", "conv1.bias"]) == [
-        "conv1.bias", "layer4.0.conv3.weight", "layer4.1.conv3.weight"]
+        "conv1.bias",
+        "layer4.0.conv3.weight",
+        "layer4.1.conv3.weight",
+    ]
     with pytest.raises(UsageError, match="^trainable 'layer9' matches no parameter of the probe$"):
         select_trainable(names, ["layer9"])
 
 
 def test_image_probes_refuse_feature_embeddings():
     with pytest.raises(DataError, match="^the private split holds no images"):
-        ProbeSpec.parse("cnn", [], None, None).build(2048, FeatureRecipe(backbone="sl", feature_dim=2048), 10, 0)
+        ProbeSpec.parse("cnn", [], None, None).build(
+            2048, FeatureRecipe(backbone="sl", feature_dim=2048), 10, 0
+        )
 
 
 class MatrixProbe:
@@ -104,11 +121,14 @@ def test_a_clustered_spectrum_is_exact_by_default_and_flagged():
     matrix = (left * spectrum) @ right.T
     exact = np.linalg.svd(matrix, full_matrices=False)[2][:8].T
     rows = np.arange(400)[:, None]
-    kept = top_right_singular_vectors(GradientMatrix(MatrixProbe(matrix), rows, np.zeros(400, int)), 8, seed=0)
+    kept = top_right_singular_vectors(
+        GradientMatrix(MatrixProbe(matrix), rows, np.zeros(400, int)), 8, seed=0
+    )
     assert kept.method == "exact" and projection_metric(kept.basis, exact) < 1e-4
     assert kept.gap == pytest.approx(1.01, rel=1e-6)
-    streamed = top_right_singular_vectors(GradientMatrix(MatrixProbe(matrix), rows, np.zeros(400, int),
-                                                         cache_bytes=0), 8, seed=0)
+    streamed = top_right_singular_vectors(
+        GradientMatrix(MatrixProbe(matrix), rows, np.zeros(400, int), cache_bytes=0), 8, seed=0
+    )
     assert streamed.method == "randomized" and streamed.tolerance <= TOLERANCE
     assert projection_metric(streamed.basis, exact) <= TOLERANCE  # within the recorded certificate
 
@@ -154,7 +174,14 @@ def test_dp_gsd_exponential_mechanism_tracks_the_exact_subspace_at_large_epsilon
     labels = np.random.default_rng(0).integers(0, 3, 1000)
     gradients = GradientMatrix(probe, x[:1000], labels)
     exact = top_right_singular_vectors(gradients, 2, seed=0).basis
-    distance = {eps: projection_metric(exact, dp_gradient_subspace(gradients, 2, DPSettings(
-        eps, 0.0, 5.0, "bingham", sweeps=10, noise=NoiseSource(0))).basis) for eps in (0.1, 1000.0)}
+    distance = {
+        eps: projection_metric(
+            exact,
+            dp_gradient_subspace(
+                gradients, 2, DPSettings(eps, 0.0, 5.0, "bingham", sweeps=10, noise=NoiseSource(0))
+            ).basis,
+        )
+        for eps in (0.1, 1000.0)
+    }
     assert distance[1000.0] < 0.05
     assert distance[0.1] > distance[1000.0] + 0.3

@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from pillar_cli.gsd.distance import projection_metric
 
 
-@given(st.integers(2, 30).flatmap(lambda p: st.tuples(st.just(p), st.integers(1, p))), st.integers(0, 2**31 - 1))
+@given(
+    st.integers(2, 30).flatmap(lambda p: st.tuples(st.just(p), st.integers(1, p))), st.integers(0, 2**31 - 1)
+)
 @settings(max_examples=60, deadline=None)
 def test_projection_metric_is_a_normalised_symmetric_distance(shape, seed):
     p, k = shape

@@ -68,9 +68,20 @@ def test_every_clipped_per_sample_gradient_respects_the_bound():
 def test_batched_configurations_equal_one_at_a_time():
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((300, 8)).astype(np.float32), rng.integers(0, 3, 300)
-    configs = [RunConfig(0.5, 30, 40, 1), RunConfig(0.1, 50, 100, 2), RunConfig(1.0, 10, 20, 3),
-               RunConfig(0.2, 70, 40, 1), RunConfig(0.3, 37, 40, 1, momentum=0.9, weight_decay=0.01)]
-    sigmas = [2.0, 0.7, 0.0, 1.5, 3.0]  # configurations 0, 3 and 4 share a seed and a batch size: common streams
+    configs = [
+        RunConfig(0.5, 30, 40, 1),
+        RunConfig(0.1, 50, 100, 2),
+        RunConfig(1.0, 10, 20, 3),
+        RunConfig(0.2, 70, 40, 1),
+        RunConfig(0.3, 37, 40, 1, momentum=0.9, weight_decay=0.01),
+    ]
+    sigmas = [
+        2.0,
+        0.7,
+        0.0,
+        1.5,
+        3.0,
+    ]  # configurations 0, 3 and 4 share a seed and a batch size: common streams
     _assert_together_equals_alone(x, y, configs, sigmas, clip=1.0)
 
 
@@ -86,8 +97,10 @@ def test_a_grid_steps_its_streams_together_and_equals_one_at_a_time():
     """Four (seed, batch size) streams with one schedule run side by side in one residual tensor."""
     rng = np.random.default_rng(3)
     x, y = rng.standard_normal((400, 6)).astype(np.float32), rng.integers(0, 3, 400)
-    configs = [RunConfig(lr, t, b, s, 0.5, 0.01) for lr, t, b, s in
-               itertools.product((0.1, 0.7), (15, 40), (25, 60), (0, 1))]
+    configs = [
+        RunConfig(lr, t, b, s, 0.5, 0.01)
+        for lr, t, b, s in itertools.product((0.1, 0.7), (15, 40), (25, 60), (0, 1))
+    ]
     _assert_together_equals_alone(x, y, configs, np.linspace(0.5, 2.0, len(configs)).tolist(), clip=0.8)
 
 
@@ -107,8 +120,10 @@ def test_non_private_training_learns_a_separable_problem():
     assert head.accuracy(x, y) > 0.97
 
 
-@pytest.mark.parametrize("clip, momentum, decay, ema", [(1.0, 0.0, 0.0, 0.0), (0.3, 0.9, 0.01, 0.0),
-                                                        (None, 0.5, 0.0, 0.0), (1.0, 0.0, 0.0, 0.9)])
+@pytest.mark.parametrize(
+    "clip, momentum, decay, ema",
+    [(1.0, 0.0, 0.0, 0.0), (0.3, 0.9, 0.01, 0.0), (None, 0.5, 0.0, 0.0), (1.0, 0.0, 0.0, 0.9)],
+)
 def test_opacus_engine_follows_the_fast_engine_when_noise_is_off(clip, momentum, decay, ema):
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((500, 12)).astype(np.float32), rng.integers(0, 4, 500)
@@ -126,7 +141,9 @@ def test_poisson_sampler_selects_each_row_with_probability_q():
     batches = sampler.batches(2000)
     counts = np.bincount(batches[batches < 1000].numpy(), minlength=1000) / 2000
     sizes = (batches < 1000).sum(1).numpy()
-    assert abs(counts.mean() - 0.05) < 0.001 and counts.std() < 0.01  # Binomial(2000, 0.05)/2000 has sd 0.0049
+    assert (
+        abs(counts.mean() - 0.05) < 0.001 and counts.std() < 0.01
+    )  # Binomial(2000, 0.05)/2000 has sd 0.0049
     assert abs(sizes.mean() - 50) < 0.5 and abs(sizes.std() - np.sqrt(1000 * 0.05 * 0.95)) < 0.5
     assert all(np.all(np.diff(b[b < 1000].numpy()) > 0) for b in batches[:20])  # distinct, increasing
 
@@ -149,13 +166,22 @@ def _graphed_on_cpu(x, y, classes, configs, sigmas, clip):
 
     rows = PaddedRows(x, y, clip, torch.device("cpu"))
     keys = sorted({(c.seed, c.batch_size) for c in configs})
-    streams = [_Stream.build([c for c in configs if (c.seed, c.batch_size) == key],
-                             [s for c, s in zip(configs, sigmas) if (c.seed, c.batch_size) == key], clip, len(x),
-                             RowCount.exact(len(x)), torch.device("cpu"), SEEDED) for key in keys]
+    streams = [
+        _Stream.build(
+            [c for c in configs if (c.seed, c.batch_size) == key],
+            [s for c, s in zip(configs, sigmas) if (c.seed, c.batch_size) == key],
+            clip,
+            len(x),
+            RowCount.exact(len(x)),
+            torch.device("cpu"),
+            SEEDED,
+        )
+        for key in keys
+    ]
     lockstep = GraphedLockstep(streams, rows, classes, None, SAMPLING_CHUNK_STEPS)
     heads = lockstep.train()
     _graphed_on_cpu.steps_taken = lockstep.steps_taken
-    return streams, heads[..., :x.shape[1]], heads[..., x.shape[1]]
+    return streams, heads[..., : x.shape[1]], heads[..., x.shape[1]]
 
 
 def test_static_shape_steps_of_the_gpu_path_equal_the_eager_engine_without_noise():
@@ -163,14 +189,20 @@ def test_static_shape_steps_of_the_gpu_path_equal_the_eager_engine_without_noise
     rng = np.random.default_rng(5)
     x, y = rng.standard_normal((700, 10)).astype(np.float32), rng.integers(0, 4, 700)
     for clip in (0.7, None):
-        configs = [RunConfig(lr, t, b, 0, m, wd) for lr, t, b, (m, wd) in
-                   itertools.product((0.2, 0.9), (30, 75), (50, 90), ((0.0, 0.0), (0.6, 0.02)))]
+        configs = [
+            RunConfig(lr, t, b, 0, m, wd)
+            for lr, t, b, (m, wd) in itertools.product(
+                (0.2, 0.9), (30, 75), (50, 90), ((0.0, 0.0), (0.6, 0.02))
+            )
+        ]
         configs = sorted(configs, key=lambda c: -c.steps)
         streams, weights, bias = _graphed_on_cpu(x, y, 4, configs, [0.0] * len(configs), clip)
         for s, stream in enumerate(streams):
             for g, config in enumerate(stream.configs):
                 eager = train_linear_heads(x, y, 4, [config], [0.0], clip, noise=SEEDED)[0]
-                assert eager.steps_run == _graphed_on_cpu.steps_taken[s, g] == config.steps  # counted, both paths
+                assert (
+                    eager.steps_run == _graphed_on_cpu.steps_taken[s, g] == config.steps
+                )  # counted, both paths
                 np.testing.assert_allclose(weights[s, g].T.numpy(), eager.weights, rtol=1e-4, atol=1e-6)
                 np.testing.assert_allclose(bias[s, g].numpy(), eager.bias, rtol=1e-4, atol=1e-6)
 
@@ -189,12 +221,21 @@ def test_ema_releases_the_moving_average_of_the_iterates():
     rng = np.random.default_rng(1)
     x, y = rng.standard_normal((300, 6)).astype(np.float32), rng.integers(0, 3, 300)
     beta, steps = 0.8, 12
-    iterates = [train_linear_heads(x, y, 3, [RunConfig(0.3, t, 50, 5)], [0.5], 1.0, noise=SEEDED)[0]
-                for t in range(1, steps + 1)]
+    iterates = [
+        train_linear_heads(x, y, 3, [RunConfig(0.3, t, 50, 5)], [0.5], 1.0, noise=SEEDED)[0]
+        for t in range(1, steps + 1)
+    ]
     average = np.zeros((6, 3))
     for head in iterates:
         average = beta * average + (1 - beta) * head.weights
-    averaged, last = train_linear_heads(x, y, 3, [RunConfig(0.3, steps, 50, 5, ema=beta), RunConfig(0.3, steps, 50, 5)],
-                                        [0.5, 0.5], 1.0, noise=SEEDED)
+    averaged, last = train_linear_heads(
+        x,
+        y,
+        3,
+        [RunConfig(0.3, steps, 50, 5, ema=beta), RunConfig(0.3, steps, 50, 5)],
+        [0.5, 0.5],
+        1.0,
+        noise=SEEDED,
+    )
     np.testing.assert_allclose(averaged.weights, average, atol=1e-5)
     np.testing.assert_allclose(last.weights, iterates[-1].weights, atol=1e-6)

@@ -36,8 +36,19 @@ def digits():
 
 def run(digits, **options):
     pca, public, x, y, xv, yv = digits
-    defaults = {"projection": pca, "public": public, "k": [10], "epsilon": [1.0], "delta": 1e-4, "lr": [0.5, 2.0],
-                "steps": [50], "batch_size": [200], "seed": [0, 1], "device": "cpu", "select": "accounted"}
+    defaults = {
+        "projection": pca,
+        "public": public,
+        "k": [10],
+        "epsilon": [1.0],
+        "delta": 1e-4,
+        "lr": [0.5, 2.0],
+        "steps": [50],
+        "batch_size": [200],
+        "seed": [0, 1],
+        "device": "cpu",
+        "select": "accounted",
+    }
     return sweep(x, y, xv, yv, **{**defaults, **options})
 
 
@@ -51,12 +62,23 @@ def test_one_trial_releases_the_plain_run(digits):
     cell = Cell(data, pca, 10, 1.0, candidates, PrivacySettings(1e-4, noise=NoiseSource(5)), "fast", "cpu")
     rng = cell.randomness.child("trials", 3).numpy()
     ((candidate, trial),) = _draw_trials(rng, candidates, TrialCount(1.0, 1.0))
-    count = release_count(len(x), 1.0, 1e-4, NoiseSource(5))  # the sweep's count, from the same (seeded) source
+    count = release_count(
+        len(x), 1.0, 1e-4, NoiseSource(5)
+    )  # the sweep's count, from the same (seeded) source
     assert result.count == count and count.value != len(x)
     rate = count.sample_rate(200)
     plan = plan_selection(1.0, 1e-4, TrialCount(1.0, 1.0), 0.3, {(rate, 50)}, count.event)
-    (head,) = train_linear_heads(pca.transform(x.astype(np.float32), 10), y, 10, [trial], [plan.training[rate, 50]],
-                                 1.0, device="cpu", noise=cell.randomness, count=count)
+    (head,) = train_linear_heads(
+        pca.transform(x.astype(np.float32), 10),
+        y,
+        10,
+        [trial],
+        [plan.training[rate, 50]],
+        1.0,
+        device="cpu",
+        noise=cell.randomness,
+        count=count,
+    )
     np.testing.assert_array_equal(released.head.weights, head.weights)
     assert (released.key.lr, released.key.seed) == (candidate.lr, 3)
     assert released.event == count.with_count(plan.event) and released.epsilon_spent == plan.epsilon <= 1.0
@@ -71,15 +93,21 @@ def test_only_released_runs_are_kept_and_their_epsilon_is_dp_accountings(digits)
     ledger = artifact.attrs["selection_ledger"]
     assert ledger["orders"] == ORDERS.tolist() and len(ledger["selections"]) == 2
     for record, released in zip(ledger["selections"], private):
-        counted, selection = event_from_dict(record["event"]).events  # the row count's release, then the selection
+        counted, selection = event_from_dict(
+            record["event"]
+        ).events  # the row count's release, then the selection
         one_of, score = selection.event.events  # repeat-and-select of (one of, score)
         (mechanism,) = one_of.events  # the candidates differ in lr only
         ((sigma, rate, steps),) = gaussian_segments(mechanism)
         assert counted == result.count.event and (rate, steps) == (200 / result.count.value, 50)
-        trial = dp_event.ComposedDpEvent([
-            dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)),
-                                         steps),
-            dp_event.GaussianDpEvent(score.noise_multiplier)])
+        trial = dp_event.ComposedDpEvent(
+            [
+                dp_event.SelfComposedDpEvent(
+                    dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)), steps
+                ),
+                dp_event.GaussianDpEvent(score.noise_multiplier),
+            ]
+        )
         accountant = RdpAccountant(orders=ledger["orders"])
         accountant.compose(dp_event.GaussianDpEvent(counted.noise_multiplier))
         count = record["trial_count"]
@@ -105,14 +133,27 @@ def test_selection_spends_less_per_trial_than_a_plain_run(digits):
 
 
 def test_what_cannot_be_selected_privately_is_refused(digits):
-    with pytest.raises(UsageError, match="^select accounted needs a private cell with at least two configurations"):
+    with pytest.raises(
+        UsageError, match="^select accounted needs a private cell with at least two configurations"
+    ):
         run(digits, lr=[0.5])
     with pytest.raises(UsageError, match="^select accounted cannot wrap method 'noisy-sgd'"):
         run(digits, method=["noisy-sgd"], steps=[100, 200])
     pca, _, x, y, _, _ = digits
-    with pytest.raises(UsageError, match="^select accounted scores its trials on the val split, which is missing$"):
-        sweep(x, y, projection=pca, k=[10], lr=[0.5, 2.0], steps=[50], batch_size=[200], delta=1e-4,
-              select="accounted")
+    with pytest.raises(
+        UsageError, match="^select accounted scores its trials on the val split, which is missing$"
+    ):
+        sweep(
+            x,
+            y,
+            projection=pca,
+            k=[10],
+            lr=[0.5, 2.0],
+            steps=[50],
+            batch_size=[200],
+            delta=1e-4,
+            select="accounted",
+        )
     with pytest.raises(UsageError, match=r"^score_share must be in \(0, 1\) \(got 0.0\)$"):
         AccountedSelection(score_share=0.0)
     with pytest.raises(UsageError, match="^unknown select 'best' "):
@@ -123,7 +164,9 @@ def test_what_cannot_be_selected_privately_is_refused(digits):
 def test_poisson_with_no_trial_releases_nothing(digits):
     """Poisson(1) trials: a seed draws none with probability 1/e; its selection is in the ledger, no run is released,
     and no record says how many trials any selection drew."""
-    result = run(digits, select=AccountedSelection(trials=1.0, shape=math.inf), seed=list(range(8)), noise_seed=1)
+    result = run(
+        digits, select=AccountedSelection(trials=1.0, shape=math.inf), seed=list(range(8)), noise_seed=1
+    )
     assert len(result.selection_ledger) == 8 and 0 < len(result.runs) < 8
     assert not any("trials_drawn" in record for record in result.selection_ledger)
 
@@ -142,8 +185,11 @@ def test_per_person_each_val_person_weighs_one_and_a_person_of_one_row_is_a_row(
     grouped = run(digits, seed=[3], groups=np.arange(len(x)) // 4, groups_val=np.arange(len(xv)) // 4)
     (record,) = grouped.selection_ledger
     assert record["trial"]["score"]["statistic"] == PERSON_SCORE and grouped.runs[0].epsilon_spent <= 1.0
-    with pytest.raises(UsageError, match="^select accounted with the person as the privacy unit weights each val row "
-                                         "by its person: groups_val must name the val rows' persons$"):
+    with pytest.raises(
+        UsageError,
+        match="^select accounted with the person as the privacy unit weights each val row "
+        "by its person: groups_val must name the val rows' persons$",
+    ):
         run(digits, groups=np.arange(len(x)) // 4)
 
 

@@ -29,8 +29,11 @@ def unit(rows: np.ndarray) -> np.ndarray:
     return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
 
 
-rows_strategy = hnp.arrays(np.float64, st.tuples(st.integers(1, 12), st.just(4)),
-                           elements=st.floats(-1e12, 1e12, allow_nan=False) | st.just(0.0))
+rows_strategy = hnp.arrays(
+    np.float64,
+    st.tuples(st.integers(1, 12), st.just(4)),
+    elements=st.floats(-1e12, 1e12, allow_nan=False) | st.just(0.0),
+)
 
 
 @given(rows_strategy, st.data())
@@ -44,8 +47,10 @@ def test_one_row_moves_each_release_by_at_most_its_sensitivity(rows, data):
     labels_more = np.append(labels, label)
     change = class_sums(more, labels_more, 3) - class_sums(rows, labels, 3)
     assert np.linalg.norm(change) <= PUBLIC_LDA.sensitivity * (1 + 1e-9)
-    (gram_a, cross_a), (gram_b, cross_b) = least_squares_statistics(rows, labels, 3), \
-        least_squares_statistics(more, labels_more, 3)
+    (gram_a, cross_a), (gram_b, cross_b) = (
+        least_squares_statistics(rows, labels, 3),
+        least_squares_statistics(more, labels_more, 3),
+    )
     released = np.concatenate([np.triu(gram_b - gram_a)[np.triu_indices(5)], (cross_b - cross_a).ravel()])
     assert np.linalg.norm(released) <= DP_LS.sensitivity * (1 + 1e-9)
 
@@ -76,8 +81,17 @@ def test_without_noise_dp_ls_is_ridge_and_public_lda_a_direct_discriminant(digit
     pca, public, x, y = digits
     k, ridge = 12, 3.0
     rows, public_rows = unit(pca.transform(x, k)), unit(pca.transform(public, k))
-    result = sweep(x, y, projection=pca, public=public, method=["dp-ls", "public-lda"], k=[k], epsilon=[math.inf],
-                   ridge=[ridge], device="cpu")
+    result = sweep(
+        x,
+        y,
+        projection=pca,
+        public=public,
+        method=["dp-ls", "public-lda"],
+        k=[k],
+        epsilon=[math.inf],
+        ridge=[ridge],
+        device="cpu",
+    )
     heads = {run.key.method: run.head for run in result.runs}
     augmented = np.hstack([rows, np.ones((len(rows), 1))]) / math.sqrt(2.0)
     reference = Ridge(alpha=ridge, fit_intercept=False).fit(augmented, np.eye(10)[y]).coef_.T / math.sqrt(2.0)
@@ -87,13 +101,27 @@ def test_without_noise_dp_ls_is_ridge_and_public_lda_a_direct_discriminant(digit
     covariance = ledoit_wolf_by_hand(public_rows) + ridge * np.eye(k)
     direct = np.linalg.inv(covariance) @ means.T
     np.testing.assert_allclose(heads["public-lda"].weights, direct, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(heads["public-lda"].bias, -0.5 * np.einsum("ck,kc->c", means, direct), rtol=1e-4)
+    np.testing.assert_allclose(
+        heads["public-lda"].bias, -0.5 * np.einsum("ck,kc->c", means, direct), rtol=1e-4
+    )
     assert discriminant(means, covariance).weights.shape == (k, 10)
 
 
 def test_closed_form_inputs_that_cannot_work_are_refused(digits):
     pca, public, x, y = digits
     with pytest.raises(UsageError, match=r"^ridge must be a positive number \(got 0.0\)$"):
-        sweep(x, y, projection=pca, public=public, method=["dp-ls"], k=[5], epsilon=[1.0], delta=1e-4, ridge=[0.0])
+        sweep(
+            x,
+            y,
+            projection=pca,
+            public=public,
+            method=["dp-ls"],
+            k=[5],
+            epsilon=[1.0],
+            delta=1e-4,
+            ridge=[0.0],
+        )
     with pytest.raises(DataError, match="^10 public rows cannot estimate a 20-dimensional covariance$"):
-        sweep(x, y, projection=pca, public=public[:10], method=["public-lda"], k=[20], epsilon=[1.0], delta=1e-4)
+        sweep(
+            x, y, projection=pca, public=public[:10], method=["public-lda"], k=[20], epsilon=[1.0], delta=1e-4
+        )

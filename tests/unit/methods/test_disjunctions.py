@@ -15,11 +15,11 @@ from pillar_cli import sweep
 from pillar_cli.data.disjunctions import DisjunctionFamily
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.methods.disjunctions import (
-                                             DisjunctionOptions,
-                                             ErrorCounter,
-                                             _combination_chunks,
-                                             _subset_chunks,
-                                             disjunction_head,
+    DisjunctionOptions,
+    ErrorCounter,
+    _combination_chunks,
+    _subset_chunks,
+    disjunction_head,
 )
 from pillar_cli.privacy import ExponentialEvent, spent_epsilon
 from pillar_cli.privacy.exponential import exponential_mechanism, selection_probabilities
@@ -33,16 +33,23 @@ def test_exponential_mechanism_matches_its_closed_form_on_three_candidates():
     expected = np.exp(epsilon * scores / 2) / np.exp(epsilon * scores / 2).sum()
     np.testing.assert_allclose(selection_probabilities(scores, epsilon, 1.0), expected, rtol=1e-12)
     rng, draws = np.random.default_rng(0), 30_000
-    picks = [exponential_mechanism(iter([scores[:1], scores[1:]]), epsilon, 1.0, rng)[0] for _ in range(draws)]
+    picks = [
+        exponential_mechanism(iter([scores[:1], scores[1:]]), epsilon, 1.0, rng)[0] for _ in range(draws)
+    ]
     frequencies = np.bincount(picks, minlength=3) / draws
-    assert np.all(np.abs(frequencies - expected) < 4 * np.sqrt(expected * (1 - expected) / draws)), frequencies
+    assert np.all(np.abs(frequencies - expected) < 4 * np.sqrt(expected * (1 - expected) / draws)), (
+        frequencies
+    )
 
 
 def test_exponential_mechanism_event_spends_epsilon_by_every_accountant():
     event = ExponentialEvent(0.3)
     assert [spent_epsilon(name, event, 1e-5) for name in ("prv", "rdp", "pld", "gdp")] == [0.3] * 4
     assert spent_epsilon("prv", ExponentialEvent(math.inf), 1e-5) == math.inf
-    assert exponential_mechanism([np.array([-2.0, -1.0, -1.0])], math.inf, 1.0, np.random.default_rng(0)) == (1, -1.0)
+    assert exponential_mechanism([np.array([-2.0, -1.0, -1.0])], math.inf, 1.0, np.random.default_rng(0)) == (
+        1,
+        -1.0,
+    )
 
 
 def test_error_counts_equal_a_direct_count():
@@ -85,7 +92,9 @@ def test_public_components_recover_the_true_split_above_the_bound():
     truth = {tuple(family.positive_variables), tuple(np.setdiff1d(np.arange(40), family.positive_variables))}
     hits = 0
     for seed in range(40):
-        graph = PublicComponents().fit(family.sample(n_public, np.random.default_rng(seed))[0].astype(np.float32))
+        graph = PublicComponents().fit(
+            family.sample(n_public, np.random.default_rng(seed))[0].astype(np.float32)
+        )
         hits += not graph.unseen_ and {tuple(g) for g in graph.groups()} == truth
     assert hits >= 38
 
@@ -104,8 +113,16 @@ def test_component_learner_stays_accurate_as_d_grows_while_the_baseline_degrades
         graph = PublicComponents().fit(family.sample(300, rng)[0].astype(np.float32))
         test = family.sample(2000, rng)
         x, y = family.sample(40, rng)
-        result = sweep(x, y, projection=graph, method=["em-components", "em-disjunctions"], k=[None], epsilon=[1.0],
-                       seed=list(range(6)), method_options={"em-disjunctions": DisjunctionOptions(3)})
+        result = sweep(
+            x,
+            y,
+            projection=graph,
+            method=["em-components", "em-disjunctions"],
+            k=[None],
+            epsilon=[1.0],
+            seed=list(range(6)),
+            method_options={"em-disjunctions": DisjunctionOptions(3)},
+        )
         for run in result.runs:
             errors.setdefault((run.key.method, d), []).append(1 - run.head.accuracy(*test))
     accurate = {d: sum(error <= 0.05 for error in errors[("em-components", d)]) for d in (40, 200)}
@@ -116,22 +133,37 @@ def test_component_learner_stays_accurate_as_d_grows_while_the_baseline_degrades
 
 def test_disjunction_learners_refuse_what_they_cannot_read():
     family = DisjunctionFamily(20, 3, 0.8)
-    public, (x, y) = family.sample(100, np.random.default_rng(0))[0].astype(np.float32), \
-        family.sample(50, np.random.default_rng(1))
+    public, (x, y) = (
+        family.sample(100, np.random.default_rng(0))[0].astype(np.float32),
+        family.sample(50, np.random.default_rng(1)),
+    )
     graph = PublicComponents().fit(public)
-    with pytest.raises(DataError, match=r"^the private split holds non-boolean features \(value 0.5 at row 2, "
-                                        r"column 7\); the disjunction learners read 0/1 rows$"):
+    with pytest.raises(
+        DataError,
+        match=r"^the private split holds non-boolean features \(value 0.5 at row 2, "
+        r"column 7\); the disjunction learners read 0/1 rows$",
+    ):
         bad = x.astype(np.float32)
         bad[2, 7] = 0.5
         sweep(bad, y, projection=graph, method=["em-components"], k=[None])
-    with pytest.raises(UsageError, match="^method 'em-components' reads the raw 0/1 rows, but the projection "
-                                         "standardises them$"):
+    with pytest.raises(
+        UsageError,
+        match="^method 'em-components' reads the raw 0/1 rows, but the projection standardises them$",
+    ):
         sweep(x, y, projection=PublicPCA(2).fit(public + 0.01), method=["em-components"], k=[None])
     wide = DisjunctionFamily(60, 3, 0.8).sample(50, np.random.default_rng(2))
     count = baseline_candidates(60, 7)
-    with pytest.raises(UsageError, match=rf"^{re.escape(f'{count:.3g}')} disjunctions of at most 7 of 60 variables are too many to "
-                                         r"score \(limit 2e\+08\)$"):
-        sweep(*wide, projection=PublicPCA.identity(60), method=["em-disjunctions"], k=[None],
-              method_options={"em-disjunctions": DisjunctionOptions(7)})
+    with pytest.raises(
+        UsageError,
+        match=rf"^{re.escape(f'{count:.3g}')} disjunctions of at most 7 of 60 variables are too many to "
+        r"score \(limit 2e\+08\)$",
+    ):
+        sweep(
+            *wide,
+            projection=PublicPCA.identity(60),
+            method=["em-disjunctions"],
+            k=[None],
+            method_options={"em-disjunctions": DisjunctionOptions(7)},
+        )
     with pytest.raises(DataError, match="^the public split holds non-boolean features"):
         PublicComponents().fit(public * 2)

@@ -40,7 +40,9 @@ def test_per_person_each_persons_clipped_sum_is_clipped_again_and_one_person_mov
     for p in range(8):
         rows = vectors[torch.from_numpy(person == p)]
         total = (rows * torch.clamp(0.5 / rows.norm(dim=1), max=1.0)[:, None]).sum(0)
-        np.testing.assert_allclose(clipped[p], total * min(1.0, 0.5 / max(float(total.norm()), 1e-12)), atol=1e-12)
+        np.testing.assert_allclose(
+            clipped[p], total * min(1.0, 0.5 / max(float(total.norm()), 1e-12)), atol=1e-12
+        )
         kept = person != p
         change = clipped.sum(0) - _clipped(vectors[torch.from_numpy(kept)], 0.5, person[kept], 8).sum(0)
         assert float(change.norm()) <= 0.5 * (1 + 1e-9)
@@ -52,17 +54,31 @@ def test_per_person_with_persons_of_one_row_it_is_gep_per_row():
     rng = np.random.default_rng(2)
     x, y, public = rng.standard_normal((400, 6)), rng.integers(0, 3, 400), rng.standard_normal((200, 6))
     config, settings = RunConfig(0.5, 40, 64, 3), GepSettings(anchor_dim=5)
-    heads = [train_gep(x, y, public, 3, config, 1.1, settings, NoiseSource(4), RowCount.exact(400), persons)
-             for persons in (Units.rows(400), Units.of(np.arange(400), 400, "persons of one row"))]
+    heads = [
+        train_gep(x, y, public, 3, config, 1.1, settings, NoiseSource(4), RowCount.exact(400), persons)
+        for persons in (Units.rows(400), Units.of(np.arange(400), 400, "persons of one row"))
+    ]
     np.testing.assert_allclose(heads[0].weights, heads[1].weights, atol=1e-5)
 
 
 def test_gep_trains_per_person_in_a_sweep():
     x, y = load_digits(return_X_y=True)
     pca = PublicPCA(20).fit(x[:300])
-    result = sweep(x[300:], y[300:], projection=pca, public=x[:300], method=["gep"], k=[8], epsilon=[2.0],
-                   delta=1e-4, lr=[0.5], steps=[100], batch_size=[50], device="cpu",
-                   groups=np.arange(len(x) - 300) // 4)
+    result = sweep(
+        x[300:],
+        y[300:],
+        projection=pca,
+        public=x[:300],
+        method=["gep"],
+        k=[8],
+        epsilon=[2.0],
+        delta=1e-4,
+        lr=[0.5],
+        steps=[100],
+        batch_size=[50],
+        device="cpu",
+        groups=np.arange(len(x) - 300) // 4,
+    )
     (run,) = result.runs
     assert result.plan.unit.is_person and run.epsilon_spent <= 2.0
     assert run.head.accuracy(pca.transform(x[300:].astype(np.float32), None), y[300:]) > 0.5

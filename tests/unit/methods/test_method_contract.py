@@ -32,9 +32,14 @@ def digits(binary: bool) -> dict:
     if binary:
         x, y = x[y < 2], y[y < 2]
     order = np.random.default_rng(0).permutation(len(x))
-    public, private = order[:len(x) // 3], order[len(x) // 3:][:600]
-    return {"X": x[private], "y": y[private], "projection": PublicPCA(20).fit(x[public]), "public": x[public],
-            "public_labelled": (x[public], y[public])}
+    public, private = order[: len(x) // 3], order[len(x) // 3 :][:600]
+    return {
+        "X": x[private],
+        "y": y[private],
+        "projection": PublicPCA(20).fit(x[public]),
+        "public": x[public],
+        "public_labelled": (x[public], y[public]),
+    }
 
 
 def disjunctions() -> dict:
@@ -42,8 +47,11 @@ def disjunctions() -> dict:
     family = DisjunctionFamily(20, 3, 0.8, seed=0)
     rng = np.random.default_rng(0)
     x, y = family.sample(300, rng)
-    return {"X": x.astype(np.float32), "y": y, "projection": PublicComponents().fit(
-        family.sample(200, rng)[0].astype(np.float32))}
+    return {
+        "X": x.astype(np.float32),
+        "y": y,
+        "projection": PublicComponents().fit(family.sample(200, rng)[0].astype(np.float32)),
+    }
 
 
 TASKS = {"digits": lambda: digits(False), "binary digits": lambda: digits(True), "disjunctions": disjunctions}
@@ -61,8 +69,16 @@ def trained(name: str, tasks: dict, by_person: bool = False) -> tuple[dict, obje
     for task_name, task in tasks.items():
         persons = {"groups": np.arange(len(task["X"])) // 3, "privacy_unit": PERSON} if by_person else {}
         try:
-            return task, sweep(**task, method=[name], k=[None if task_name == "disjunctions" else 10],
-                               epsilon=[1.0], delta=DELTA, steps=[20], device="cpu", **persons)
+            return task, sweep(
+                **task,
+                method=[name],
+                k=[None if task_name == "disjunctions" else 10],
+                epsilon=[1.0],
+                delta=DELTA,
+                steps=[20],
+                device="cpu",
+                **persons,
+            )
         except (DataError, UsageError) as refused:
             if "person" in str(refused):
                 raise
@@ -72,8 +88,13 @@ def trained(name: str, tasks: dict, by_person: bool = False) -> tuple[dict, obje
 
 def stored(result, task: dict, tmp_path) -> object:
     """The model file the sweep makes, written and read back."""
-    model = sweep_artifact(result, task["projection"], PrivacySettings(DELTA, unit=result.plan.unit),
-                           int(task["y"].max()) + 1, len(task["X"]))
+    model = sweep_artifact(
+        result,
+        task["projection"],
+        PrivacySettings(DELTA, unit=result.plan.unit),
+        int(task["y"].max()) + 1,
+        len(task["X"]),
+    )
     return read(write(tmp_path / "model.h5", model).path, "model")
 
 
@@ -95,8 +116,10 @@ def test_a_method_bounds_a_person_or_refuses_with_the_registrys_list(name, tasks
     if method.person_bound is None:
         with pytest.raises(UsageError) as refused:
             trained(name, tasks, by_person=True)
-        assert str(refused.value) == (f"method '{name}' bounds one row's contribution, not one person's: with the "
-                                      f"person as the privacy unit train {', '.join(bounding_persons())}")
+        assert str(refused.value) == (
+            f"method '{name}' bounds one row's contribution, not one person's: with the "
+            f"person as the privacy unit train {', '.join(bounding_persons())}"
+        )
         return
     task, result = trained(name, tasks, by_person=True)
     model = stored(result, task, tmp_path)

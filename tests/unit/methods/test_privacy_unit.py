@@ -16,7 +16,9 @@ def test_groups_make_the_person_the_unit_and_the_count_one_of_persons(digits):
     assert clf.ledger_.unit.is_person and clf.ledger_.unit.persons == "the groups given to fit"
     assert "per person: each row's gradient clipped to C, then the sum of each person's" in clf.ledger_.covers
     count = clf.ledger_.count
-    assert count.of == "persons" and count.noisy and abs(count.value - len(x) / 5) < 6 * count.noise_multiplier
+    assert (
+        count.of == "persons" and count.noisy and abs(count.value - len(x) / 5) < 6 * count.noise_multiplier
+    )
     per_row = DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, steps=50).fit(x, y, public=public)
     assert not per_row.ledger_.unit.is_person and per_row.ledger_.count.of == "training rows"
     with pytest.raises(UsageError, match="^privacy_unit person needs each training row's person"):
@@ -30,8 +32,17 @@ def test_val_rows_that_train_need_their_persons(digits):
     val_x, val_y, x, y = x[:100], y[:100], x[100:], y[100:]
     with pytest.raises(UsageError, match="^groups_val must name the persons of the val rows"):
         sweep(x, y, val_x, val_y, projection=pca, epsilon=[1.0], delta=1e-4, groups=np.arange(len(x)) // 4)
-    result = sweep(x, y, val_x, val_y, projection=pca, epsilon=[1.0], delta=1e-4, groups=np.arange(len(x)) // 4,
-                   groups_val=1000 + np.arange(100) // 4)
+    result = sweep(
+        x,
+        y,
+        val_x,
+        val_y,
+        projection=pca,
+        epsilon=[1.0],
+        delta=1e-4,
+        groups=np.arange(len(x)) // 4,
+        groups_val=1000 + np.arange(100) // 4,
+    )
     assert result.plan.unit.is_person and result.count.of == "persons"
 
 
@@ -43,18 +54,27 @@ def test_a_split_read_from_a_file_brings_its_persons_and_row_must_be_asked_for_b
 
     _, public, x, y = digits
     persons = np.arange(len(x)) // 5
-    splits = {"private": (x, np.arange(len(x)), y, persons),
-              "public": (public, len(x) + np.arange(len(public)), None, None)}
+    splits = {
+        "private": (x, np.arange(len(x)), y, persons),
+        "public": (public, len(x) + np.arange(len(public)), None, None),
+    }
     write(tmp_path / "e.h5", embeddings_artifact(splits, {"class_names": [str(c) for c in range(10)]}))
-    private, public_split = read_split(f"{tmp_path / 'e.h5'}:private"), read_split(f"{tmp_path / 'e.h5'}:public")
+    private, public_split = (
+        read_split(f"{tmp_path / 'e.h5'}:private"),
+        read_split(f"{tmp_path / 'e.h5'}:public"),
+    )
     clf = DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, steps=50).fit(private, public=public_split)
     assert clf.ledger_.unit.is_person and clf.ledger_.count.of == "persons"
-    per_row = DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, steps=50, privacy_unit="row").fit(private,
-                                                                                                 public=public)
+    per_row = DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, steps=50, privacy_unit="row").fit(
+        private, public=public
+    )
     assert not per_row.ledger_.unit.is_person and per_row.ledger_.count.of == "training rows"
     assert DPPCA(k_max=10, epsilon=1.0, delta=1e-4).fit(private).release_.unit.is_person
-    with pytest.raises(UsageError, match=r"^groups given with a split \(private\): the split brings its own labels "
-                                         r"and persons$"):
+    with pytest.raises(
+        UsageError,
+        match=r"^groups given with a split \(private\): the split brings its own labels "
+        r"and persons$",
+    ):
         DPLinearClassifier(k=10, epsilon=1.0).fit(private, groups=persons, public=public)
     with pytest.raises(UsageError, match=r"^the split public holds no labels: train on a labelled split"):
         DPLinearClassifier(k=10, epsilon=1.0).fit(public_split, public=public)

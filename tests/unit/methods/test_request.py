@@ -15,15 +15,18 @@ from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import run_plan
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("clip", 0.0, "clip must be a positive number (got 0.0)"),
-    ("momentum", 1.0, "momentum must be in [0, 1) (got 1.0)"),
-    ("weight_decay", -1.0, "weight_decay must be a number ≥ 0 (got -1.0)"),
-    ("engine", "jax", "unknown engine 'jax' (known: fast, opacus)"),
-    ("val", "maybe", "unknown val 'maybe' (known: auto, train, hold-out)"),
-    ("select", "best", "unknown select 'best' (known: val, accounted)"),
-    ("seed", [1, 1], "seed lists 1 twice: each value names one run of the grid"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("clip", 0.0, "clip must be a positive number (got 0.0)"),
+        ("momentum", 1.0, "momentum must be in [0, 1) (got 1.0)"),
+        ("weight_decay", -1.0, "weight_decay must be a number ≥ 0 (got -1.0)"),
+        ("engine", "jax", "unknown engine 'jax' (known: fast, opacus)"),
+        ("val", "maybe", "unknown val 'maybe' (known: auto, train, hold-out)"),
+        ("select", "best", "unknown select 'best' (known: val, accounted)"),
+        ("seed", [1, 1], "seed lists 1 twice: each value names one run of the grid"),
+    ],
+)
 def test_a_request_breaking_a_declared_constraint_is_refused_when_built(field, value, message):
     with pytest.raises(UsageError) as refused:
         SweepRequest(**{field: value})

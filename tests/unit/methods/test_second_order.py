@@ -33,8 +33,18 @@ def unit(rows: np.ndarray) -> np.ndarray:
 
 def _heads(digits, steps: int, methods: list[str]) -> dict:
     pca, public, x, y = digits
-    result = sweep(x, y, projection=pca, public=public, method=methods, k=[12], epsilon=[math.inf], steps=[steps],
-                   ridge=[2.0], device="cpu")
+    result = sweep(
+        x,
+        y,
+        projection=pca,
+        public=public,
+        method=methods,
+        k=[12],
+        epsilon=[math.inf],
+        steps=[steps],
+        ridge=[2.0],
+        device="cpu",
+    )
     return {run.key.method: run.head for run in result.runs}
 
 
@@ -57,8 +67,13 @@ def test_without_noise_two_steps_are_the_direct_newton_and_preconditioned_steps(
         fc = fc - 2.0 * np.linalg.solve(gram + ridge * eye, a.T @ (probabilities(a, fc) - onehot))
         p = probabilities(a, newton)
         gradient = a.T @ (p - onehot)
-        newton = newton - np.stack([np.linalg.solve((a * (p[:, c] * (1 - p[:, c]))[:, None]).T @ a + ridge * eye,
-                                                    gradient[:, c]) for c in range(10)], axis=1)
+        newton = newton - np.stack(
+            [
+                np.linalg.solve((a * (p[:, c] * (1 - p[:, c]))[:, None]).T @ a + ridge * eye, gradient[:, c])
+                for c in range(10)
+            ],
+            axis=1,
+        )
     heads = _heads(digits, 2, ["dp-fc", "dp-newton", "public-fc"])
     for name, weights in (("dp-fc", fc), ("dp-newton", newton)):
         expected_w, expected_b = _as_unit_head(weights)
@@ -72,8 +87,11 @@ def test_without_noise_two_steps_are_the_direct_newton_and_preconditioned_steps(
     np.testing.assert_allclose(heads["public-fc"].weights, _as_unit_head(step)[0], rtol=1e-4, atol=1e-5)
 
 
-@given(hnp.arrays(np.float64, 4, elements=st.floats(-1e12, 1e12, allow_nan=False)),
-       hnp.arrays(np.float64, (5, 3), elements=st.floats(-50, 50)), st.integers(0, 2))
+@given(
+    hnp.arrays(np.float64, 4, elements=st.floats(-1e12, 1e12, allow_nan=False)),
+    hnp.arrays(np.float64, (5, 3), elements=st.floats(-50, 50)),
+    st.integers(0, 2),
+)
 @settings(max_examples=100, deadline=None)
 def test_one_row_moves_each_release_by_at_most_its_sensitivity(features, weights, label):
     """Every release is a sum over rows, so adding one row moves it by that row's term: for any features (huge,
@@ -89,8 +107,20 @@ def test_one_row_moves_each_release_by_at_most_its_sensitivity(features, weights
 
 def test_a_run_spends_what_dp_accounting_says_for_its_releases(digits):
     pca, public, x, y = digits
-    result = sweep(x, y, projection=pca, public=public, method=["dp-fc", "dp-newton"], k=[12], epsilon=[1.0],
-                   steps=[3], delta=1e-5, accountant="rdp", n_public=True, device="cpu")
+    result = sweep(
+        x,
+        y,
+        projection=pca,
+        public=public,
+        method=["dp-fc", "dp-newton"],
+        k=[12],
+        epsilon=[1.0],
+        steps=[3],
+        delta=1e-5,
+        accountant="rdp",
+        n_public=True,
+        device="cpu",
+    )
     for run in result.runs:
         releases = DP_FC.releases(3) if run.key.method == "dp-fc" else DP_NEWTON.releases(3)
         ((sigma, rate, steps),) = gaussian_segments(run.released.event)

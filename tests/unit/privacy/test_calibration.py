@@ -18,7 +18,7 @@ class Counted:
 
     def __call__(self, sigma: float) -> float:
         self.calls += 1
-        return self.a * sigma ** -self.b + self.c
+        return self.a * sigma**-self.b + self.c
 
 
 @pytest.mark.parametrize("off_by", [0.2, 0.7, 1.0, 1.5, 5.0])
@@ -39,6 +39,7 @@ def test_where_the_secant_does_not_settle_brents_method_still_meets_the_band(mon
 
 def test_an_accountant_that_cannot_say_hands_over_to_the_bracket():
     """An infinite ε (an accountant past what it can represent) ends the secant; the bracket widens from there."""
+
     def eps_of(sigma: float) -> float:
         return math.inf if sigma < 2.0 else 4.0 / sigma
 

@@ -38,7 +38,9 @@ def test_a_release_is_n_plus_gaussian_noise_from_secret_randomness():
     assert len(np.unique(draws)) == len(draws)  # fresh entropy each time
     seeded = [release_count(3600, 0.1, DELTA, NoiseSource(7)).value for _ in range(2)]
     assert seeded[0] == seeded[1] != 3600  # experiments only: the same seed repeats the draw
-    assert release_count(5, 0.1, DELTA, NoiseSource(1)).value >= 1.0  # post-processing keeps it a usable count
+    assert (
+        release_count(5, 0.1, DELTA, NoiseSource(1)).value >= 1.0
+    )  # post-processing keeps it a usable count
 
 
 def test_what_is_derived_from_the_count():

@@ -16,8 +16,9 @@ def dp_accounting_epsilon(segments, delta: float) -> float:
     return accountant.get_epsilon(delta)
 
 
-@pytest.mark.parametrize("segments", [((1.0, 1.0, 1),), ((5.0, 1.0, 20),), ((0.5, 1.0, 3),),
-                                      ((20.0, 1.0, 100), (3.0, 1.0, 2))])
+@pytest.mark.parametrize(
+    "segments", [((1.0, 1.0, 1),), ((5.0, 1.0, 20),), ((0.5, 1.0, 3),), ((20.0, 1.0, 100), (3.0, 1.0, 2))]
+)
 @pytest.mark.parametrize("delta", [1e-5, 1e-3])
 def test_the_exact_formula_is_what_dp_accounting_approximates_from_above(segments, delta):
     exact, reference = gaussian_epsilon(segments, delta), dp_accounting_epsilon(segments, delta)

@@ -13,8 +13,13 @@ from pillar_cli.privacy.risk import EPSILONS, PLD_INTERVAL
 
 @pytest.mark.parametrize("sigma,rate,steps", [(1.0, 0.01, 1000), (0.8, 0.23, 300), (5.0, 1.0, 10)])
 def test_dense_distributions_give_dp_accountings_deltas_bit_for_bit(sigma, rate, steps):
-    distribution = pld.from_gaussian_mechanism(sigma, sensitivity=1.0, sampling_prob=rate, pessimistic_estimate=True,
-                                               value_discretization_interval=PLD_INTERVAL).self_compose(steps)
+    distribution = pld.from_gaussian_mechanism(
+        sigma,
+        sensitivity=1.0,
+        sampling_prob=rate,
+        pessimistic_estimate=True,
+        value_discretization_interval=PLD_INTERVAL,
+    ).self_compose(steps)
     epsilons = np.concatenate([np.sort(EPSILONS), [np.inf]])
     expected = np.asarray(distribution.get_delta_for_epsilon(epsilons))
     np.testing.assert_array_equal(delta_for_epsilons(distribution, epsilons), expected)

@@ -18,9 +18,13 @@ Q, STEPS, DELTA = 1024 / 45000, 500, 1e-5
 
 # Every accountant × ε at 500 and 40,000 steps; PRV at 40,000 steps costs ~30 s a calibration, so it is checked
 # at the two ends of the ε range only (and left to `make test`: marked slow).
-CALIBRATION_CASES = [pytest.param(a, e, t, r, marks=[pytest.mark.slow] if (a, t) == ("prv", 40_000) else [])
-                     for a in sorted(ACCOUNTANTS) for e in (0.1, 0.7, 1.0, 2.0, 8.0)
-                     for t, r in ((500, Q), (40_000, 64 / 45000)) if not (a == "prv" and t == 40_000 and e in (0.7, 1, 2))]
+CALIBRATION_CASES = [
+    pytest.param(a, e, t, r, marks=[pytest.mark.slow] if (a, t) == ("prv", 40_000) else [])
+    for a in sorted(ACCOUNTANTS)
+    for e in (0.1, 0.7, 1.0, 2.0, 8.0)
+    for t, r in ((500, Q), (40_000, 64 / 45000))
+    if not (a == "prv" and t == 40_000 and e in (0.7, 1, 2))
+]
 
 
 @pytest.mark.parametrize("accountant, epsilon, steps, rate", CALIBRATION_CASES)
@@ -48,17 +52,26 @@ def test_prv_on_an_fft_friendly_domain_equals_opacus_prv_accountant(sigma, rate,
         rough = accountant.get_epsilon(DELTA, eps_error=0.01)
         return rough if rough > 2 else accountant.get_epsilon(DELTA, eps_error=max(0.005 * rough, 1e-4))
 
-    assert ACCOUNTANTS["prv"].epsilon(((sigma, rate, steps),), DELTA) == pytest.approx(prv_epsilon(PRVAccountant()),
-                                                                                       rel=1e-6)
-    fast, opacus = (accountant._get_domain(prvs=[PoissonSubsampledGaussianPRV(rate, sigma)],
-                                           num_self_compositions=[steps], eps_error=1e-3, delta_error=DELTA / 1000)
-                    for accountant in (_fast_prv_accountant()(), PRVAccountant()))
+    assert ACCOUNTANTS["prv"].epsilon(((sigma, rate, steps),), DELTA) == pytest.approx(
+        prv_epsilon(PRVAccountant()), rel=1e-6
+    )
+    fast, opacus = (
+        accountant._get_domain(
+            prvs=[PoissonSubsampledGaussianPRV(rate, sigma)],
+            num_self_compositions=[steps],
+            eps_error=1e-3,
+            delta_error=DELTA / 1000,
+        )
+        for accountant in (_fast_prv_accountant()(), PRVAccountant())
+    )
     size = fast.size
     for prime in (2, 3, 5):
         while size % prime == 0:
             size //= prime
     assert size == 1 and fast.size % 2 == 0 and opacus.size <= fast.size < 1.1 * opacus.size
-    assert fast.dt == pytest.approx(opacus.dt, rel=1e-12) and fast.t_min == pytest.approx(-(fast.size / 2 - 1) * fast.dt)
+    assert fast.dt == pytest.approx(opacus.dt, rel=1e-12) and fast.t_min == pytest.approx(
+        -(fast.size / 2 - 1) * fast.dt
+    )
 
 
 @pytest.mark.parametrize("rate, sigma", [(0.02, 1.0), (Q, 15.7), (0.23, 0.8), (1.0, 40.0)])
@@ -77,7 +90,9 @@ def test_a_prvs_cdf_in_floats_and_its_mean_are_opacus_own(rate, sigma):
         for t in np.concatenate([np.linspace(-13.0, 31.0, 881), np.geomspace(1e-6, 1.0, 60), [-12.0, 30.0]]):
             assert ours.cdf(float(t)) == pytest.approx(float(theirs.cdf(t)), abs=1e-14), t
         assert ours.mean() == pytest.approx(theirs.mean(), rel=1e-9)
-        assert ours.cdf(np.array([-1.0, 0.5])) == pytest.approx(theirs.cdf(np.array([-1.0, 0.5])), abs=0)  # arrays
+        assert ours.cdf(np.array([-1.0, 0.5])) == pytest.approx(
+            theirs.cdf(np.array([-1.0, 0.5])), abs=0
+        )  # arrays
 
 
 @pytest.mark.parametrize("rate", [1e-4, 0.0014, 0.02, Q, 0.5, 0.999])
@@ -90,8 +105,11 @@ def test_the_rdp_series_summed_as_arrays_is_opacus_own(rate):
 
     for sigma in (0.3, 0.6, 1.1, 3.0, 15.7, 200.0):
         for alpha in (1.1, 1.5, 2.3, 4.7, 7.9, 10.9, 2, 12, 63, 1024):
-            ours, opacus_series = ((fractional_log_a, rdp._compute_log_a_for_frac_alpha) if alpha % 1 else
-                                   (integer_log_a, rdp._compute_log_a_for_int_alpha))
+            ours, opacus_series = (
+                (fractional_log_a, rdp._compute_log_a_for_frac_alpha)
+                if alpha % 1
+                else (integer_log_a, rdp._compute_log_a_for_int_alpha)
+            )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 theirs = opacus_series(rate, sigma, alpha)
@@ -110,17 +128,27 @@ def test_rdp_is_looser_than_prv_and_pld_tighter_than_prv_for_the_same_sigma():
 
 
 def test_budget_validation_messages():
-    with pytest.raises(UsageError, match=r"^epsilon must be > 0 \(got 0.0\); use 'inf' for non-private training$"):
+    with pytest.raises(
+        UsageError, match=r"^epsilon must be > 0 \(got 0.0\); use 'inf' for non-private training$"
+    ):
         validate_budget(0.0, 1e-5, 1000)
     with pytest.raises(UsageError, match=r"^delta must be in \(0, 1\)"):
         validate_budget(1.0, 1.0, 1000)
-    with pytest.raises(PrivacyError, match=r"^delta 0.01 is not below 1/n of the private rows read: such a δ permits "
-                                           r"releasing individual records$"):  # no private n in a refusal
+    with pytest.raises(
+        PrivacyError,
+        match=r"^delta 0.01 is not below 1/n of the private rows read: such a δ permits "
+        r"releasing individual records$",
+    ):  # no private n in a refusal
         validate_budget(1.0, 0.01, 1000)
-    with pytest.raises(PrivacyError, match=r"^delta 0.01 is not below 1/ñ of the count of training rows released with "
-                                           r"noise: such a δ"):  # nor the count: a repeated refusal tells nothing new
+    with pytest.raises(
+        PrivacyError,
+        match=r"^delta 0.01 is not below 1/ñ of the count of training rows released with "
+        r"noise: such a δ",
+    ):  # nor the count: a repeated refusal tells nothing new
         validate_budget(1.0, 0.01, RowCount(100.7, NOISY, 10.0, 0.05, (1.0, 1e-5)))
-    with pytest.raises(PrivacyError, match=r"^delta 0.01 is not below 1/n = 0.001 for the declared-public n = 1000"):
+    with pytest.raises(
+        PrivacyError, match=r"^delta 0.01 is not below 1/n = 0.001 for the declared-public n = 1000"
+    ):
         validate_budget(1.0, 0.01, RowCount.exact(1000, declared_public=True))
     validate_budget(math.inf, 1e-5, 1000)
 

@@ -10,7 +10,15 @@ from scipy.stats import norm
 from pillar_cli import DPLinearClassifier, sweep
 from pillar_cli.errors import UsageError
 from pillar_cli.privacy.events import ExponentialEvent, GaussianEvent, composed, dp_sgd_event
-from pillar_cli.privacy.risk import FPRS, PLD_INTERVAL, _rdp_delta, delta_curve, risk_of, risk_words, trade_off
+from pillar_cli.privacy.risk import (
+    FPRS,
+    PLD_INTERVAL,
+    _rdp_delta,
+    delta_curve,
+    risk_of,
+    risk_words,
+    trade_off,
+)
 from pillar_cli.privacy.risk_target import RELATIVE_TOLERANCE, RiskTarget
 
 
@@ -30,12 +38,17 @@ def test_the_envelope_is_every_lines_maximum(curve):
     for a Gaussian's δ(ε) and for a random non-increasing δ(ε) with δ = 1 stretches (lines that never count)."""
     rng = np.random.default_rng(7)
     epsilons = np.linspace(0.0, 30.0, 3001)
-    deltas = (np.minimum(delta_curve(GaussianEvent(0.7))(epsilons), 1.0) if curve == "gaussian" else
-              np.where(rng.random(3001) < 0.3, 1.0, np.sort(rng.random(3001))[::-1] * 0.5))
+    deltas = (
+        np.minimum(delta_curve(GaussianEvent(0.7))(epsilons), 1.0)
+        if curve == "gaussian"
+        else np.where(rng.random(3001) < 0.3, 1.0, np.sort(rng.random(3001))[::-1] * 0.5)
+    )
     alphas = np.concatenate([[0.0, 1.0], np.geomspace(1e-7, 1.0, 300), rng.random(200)])
     e, d, a = epsilons[:, None], deltas[:, None], alphas[None, :]
     direct = np.maximum(np.maximum(1 - d - np.exp(e) * a, np.exp(-e) * (1 - d - a)).max(axis=0), 0.0)
-    np.testing.assert_allclose(trade_off(alphas, epsilons, deltas), np.clip(direct, 0.0, 1.0), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(
+        trade_off(alphas, epsilons, deltas), np.clip(direct, 0.0, 1.0), rtol=0, atol=1e-15
+    )
 
 
 @pytest.mark.parametrize("sigma, rate, steps", [(2.0, 0.05, 500), (8.0, 0.2, 100)])
@@ -44,8 +57,9 @@ def test_a_subsampled_gaussian_run_agrees_with_riskcal(sigma, rate, steps):
     from dp_accounting.pld import privacy_loss_distribution as pld
     from riskcal.analysis import get_advantage_from_pld, get_beta_from_pld
 
-    distribution = pld.from_gaussian_mechanism(sigma, sampling_prob=rate, pessimistic_estimate=True,
-                                               value_discretization_interval=PLD_INTERVAL).self_compose(steps)
+    distribution = pld.from_gaussian_mechanism(
+        sigma, sampling_prob=rate, pessimistic_estimate=True, value_discretization_interval=PLD_INTERVAL
+    ).self_compose(steps)
     ours = risk_of(dp_sgd_event(sigma, rate, steps))
     alphas = np.array([*FPRS, 0.3, 0.5])
     theirs = 1 - get_beta_from_pld(distribution, alpha=alphas)
@@ -61,17 +75,22 @@ def test_bounds_by_renyi_dp_and_pure_parts_lie_on_the_safe_side():
     epsilons = np.linspace(0, 6, 200)
     exact, renyi = delta_curve(run)(epsilons), _rdp_delta(run)(epsilons)
     assert np.all(renyi >= exact - 1e-9)  # the Rényi conversion bounds δ(ε) from above: a looser, valid curve
-    with_choice = composed(ExponentialEvent(0.5), GaussianEvent(4.0))  # a pure ε composed on top shifts every ε
-    np.testing.assert_allclose(delta_curve(with_choice)(np.array([0.5, 1.5])), delta_curve(GaussianEvent(4.0))(
-        np.array([0.0, 1.0])))
+    with_choice = composed(
+        ExponentialEvent(0.5), GaussianEvent(4.0)
+    )  # a pure ε composed on top shifts every ε
+    np.testing.assert_allclose(
+        delta_curve(with_choice)(np.array([0.5, 1.5])), delta_curve(GaussianEvent(4.0))(np.array([0.0, 1.0]))
+    )
     assert risk_of(with_choice).tpr_at(0.01) > risk_of(GaussianEvent(4.0)).tpr_at(0.01)
 
 
 def test_the_risk_in_words_names_the_unit():
     said = risk_words({"0.001": 0.002, "0.01": 0.0196, "0.1": 0.155}, 0.105, "person")
-    assert said == ("an attacker who knows everything else and accepts a 1 % false-positive rate tells whether a "
-                    "given person was used with probability at most 1.96 % (at 0.1 %: 0.2 %; at 10 %: 15.5 %); no "
-                    "attack does better than chance by more than 10.5 points (its advantage)")
+    assert said == (
+        "an attacker who knows everything else and accepts a 1 % false-positive rate tells whether a "
+        "given person was used with probability at most 1.96 % (at 0.1 %: 0.2 %; at 10 %: 15.5 %); no "
+        "attack does better than chance by more than 10.5 points (its advantage)"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -93,26 +112,37 @@ def test_a_risk_target_calibrates_epsilon_tightly(digits, target):
     (run,) = result.runs
     reached = risk_of(run.event).tpr_at(at_fpr)
     assert 0.95 * max_tpr <= reached <= max_tpr
-    assert result.plan.risk_target == RiskTarget(max_tpr, at_fpr) and run.key.epsilon == result.plan.request.epsilon[0]
+    assert (
+        result.plan.risk_target == RiskTarget(max_tpr, at_fpr)
+        and run.key.epsilon == result.plan.request.epsilon[0]
+    )
     assert result.count.noisy and run.epsilon_spent <= run.key.epsilon
-    clf = DPLinearClassifier(method="dp-ls", max_tpr=max_tpr, at_fpr=at_fpr, delta=1e-4).fit(x, y, public=public)
+    clf = DPLinearClassifier(method="dp-ls", max_tpr=max_tpr, at_fpr=at_fpr, delta=1e-4).fit(
+        x, y, public=public
+    )
     assert 0.95 * max_tpr <= risk_of(clf.ledger_.event).tpr_at(at_fpr) <= max_tpr
     assert clf.ledger_.epsilon_target == pytest.approx(run.key.epsilon, rel=0.05)
 
 
 def test_a_risk_target_is_refused_where_it_cannot_hold(digits):
     public, x, y = digits
-    with pytest.raises(UsageError, match=r"^max_tpr must be above at_fpr \(0.1: chance\) and below 1 \(got 0.05\)$"):
+    with pytest.raises(
+        UsageError, match=r"^max_tpr must be above at_fpr \(0.1: chance\) and below 1 \(got 0.05\)$"
+    ):
         sweep(x, y, public=public, max_tpr=0.05, at_fpr=0.1)
     with pytest.raises(UsageError, match=r"^give epsilon or max_tpr, not both: the risk target sets ε$"):
         sweep(x, y, public=public, epsilon=[0.5], max_tpr=0.05)
-    with pytest.raises(UsageError, match=r"^method 'noisy-sgd' draws its own mechanism, which a risk target cannot "
-                                         r"calibrate$"):
+    with pytest.raises(
+        UsageError,
+        match=r"^method 'noisy-sgd' draws its own mechanism, which a risk target cannot "
+        r"calibrate$",
+    ):
         sweep(x, (y > 4).astype(int), public=public, method=["noisy-sgd"], max_tpr=0.05)
 
 
-@pytest.mark.parametrize(("max_tpr", "at_fpr", "scale"), [(0.05, 0.01, 0.3), (0.2, 0.01, 7.0), (0.5, 0.1, 2.0),
-                                                          (0.03, 0.01, 2.0)])
+@pytest.mark.parametrize(
+    ("max_tpr", "at_fpr", "scale"), [(0.05, 0.01, 0.3), (0.2, 0.01, 7.0), (0.5, 0.1, 2.0), (0.03, 0.01, 2.0)]
+)
 def test_the_largest_epsilon_meeting_a_target_is_the_closed_form_one(max_tpr, at_fpr, scale):
     """With σ = scale / ε, TPR(α) = Φ(ε / scale + Φ⁻¹(α)): the largest ε meeting the target is scale · (Φ⁻¹(max_tpr)
     − Φ⁻¹(α)). The search finds it from below to its tolerance, in at most 13 calibrations (bisection: 12 to 16)."""

@@ -13,7 +13,13 @@ from dp_accounting.rdp import RdpAccountant
 
 from pillar_cli import UsageError
 from pillar_cli.privacy import event_from_dict, spent_epsilon
-from pillar_cli.privacy.rdp import ORDERS, TrialCount, gaussian_rdp, repeat_and_select_rdp, subsampled_gaussian_rdp
+from pillar_cli.privacy.rdp import (
+    ORDERS,
+    TrialCount,
+    gaussian_rdp,
+    repeat_and_select_rdp,
+    subsampled_gaussian_rdp,
+)
 from pillar_cli.privacy.selection import plan_selection, selection_event
 
 
@@ -21,9 +27,14 @@ from pillar_cli.privacy.selection import plan_selection, selection_event
 def test_selection_epsilon_equals_dp_accounting(shape):
     """One candidate mechanism: dp-accounting's RDP accountant on RepeatAndSelect(training ∘ score) at our orders."""
     rate, steps, sigma, score_sigma, mean, delta = 0.16, 200, 20.0, 15.0, 6.0, 1e-5
-    trial = dp_event.ComposedDpEvent([
-        dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)), steps),
-        dp_event.GaussianDpEvent(score_sigma)])
+    trial = dp_event.ComposedDpEvent(
+        [
+            dp_event.SelfComposedDpEvent(
+                dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)), steps
+            ),
+            dp_event.GaussianDpEvent(score_sigma),
+        ]
+    )
     accountant = RdpAccountant(orders=list(ORDERS))
     accountant.compose(dp_event.RepeatAndSelectDpEvent(trial, mean, shape))
     event = selection_event({(rate, steps): sigma}, score_sigma, TrialCount(mean, shape))
@@ -51,13 +62,19 @@ def test_truncated_negative_binomial_bound_by_hand():
     count = TrialCount(mean, eta)
     assert count.gamma == pytest.approx(gamma, rel=1e-9) and count.gamma <= gamma
     minimum = min((1 - 1 / lh) * lh / (2 * sigma**2) + math.log(1 / gamma) / lh for lh in ORDERS)
-    by_hand = np.array([lam / (2 * sigma**2) + (1 + eta) * minimum + math.log(mean) / (lam - 1) for lam in ORDERS])
-    np.testing.assert_allclose(repeat_and_select_rdp(gaussian_rdp(sigma), count), _monotone(by_hand), rtol=1e-8)
+    by_hand = np.array(
+        [lam / (2 * sigma**2) + (1 + eta) * minimum + math.log(mean) / (lam - 1) for lam in ORDERS]
+    )
+    np.testing.assert_allclose(
+        repeat_and_select_rdp(gaussian_rdp(sigma), count), _monotone(by_hand), rtol=1e-8
+    )
 
 
 def test_subsampled_rdp_composes_linearly_and_at_rate_one_is_the_gaussian():
     np.testing.assert_allclose(subsampled_gaussian_rdp(4.0, 1.0, 1), ORDERS / 32)
-    np.testing.assert_allclose(subsampled_gaussian_rdp(2.0, 0.1, 300), 300 * subsampled_gaussian_rdp(2.0, 0.1, 1))
+    np.testing.assert_allclose(
+        subsampled_gaussian_rdp(2.0, 0.1, 300), 300 * subsampled_gaussian_rdp(2.0, 0.1, 1)
+    )
 
 
 @pytest.mark.parametrize("shape", [1.0, 0.5, 4.0, math.inf])
@@ -83,7 +100,9 @@ def test_plan_meets_the_budget_and_states_its_split(epsilon):
 
 
 def test_bad_selection_parameters():
-    with pytest.raises(UsageError, match=r"trials \(the mean number of trials\) must be at least 1 \(got 0.5\)"):
+    with pytest.raises(
+        UsageError, match=r"trials \(the mean number of trials\) must be at least 1 \(got 0.5\)"
+    ):
         TrialCount(0.5)
     with pytest.raises(UsageError, match="trials_shape must be positive, or inf for Poisson"):
         TrialCount(3.0, 0.0)

@@ -33,7 +33,9 @@ def test_rows_taken_and_splits_joined_keep_each_persons_id():
     assert joined.ids.tolist() == [4, 4, 9, 4, 2] and joined.count == 3
     assert private.take(np.array([2, 0])).ids.tolist() == [9, 4]
     assert Units.rows(2).joined(Units.rows(3)).count == 5
-    with pytest.raises(DataError, match="^rows with persons joined to rows without: every row needs its person$"):
+    with pytest.raises(
+        DataError, match="^rows with persons joined to rows without: every row needs its person$"
+    ):
         private.joined(Units.rows(2))
 
 
@@ -57,16 +59,27 @@ def test_the_guarantee_composes_the_upstream_releases_once_at_one_delta_total():
     from pillar_cli.privacy.release import DPRelease, Released
 
     head = dp_sgd_event(2.0, 0.01, 300)
-    pca = DPRelease(released=Released.PROJECTION, mechanism="DP-PCA", epsilon=0.5, delta=1e-6,
-                    event=GaussianEvent(8.0), unit=PrivacyUnit())
+    pca = DPRelease(
+        released=Released.PROJECTION,
+        mechanism="DP-PCA",
+        epsilon=0.5,
+        delta=1e-6,
+        event=GaussianEvent(8.0),
+        unit=PrivacyUnit(),
+    )
     alone = Guarantee(unit=PrivacyUnit(), count=RowCount.exact(1000), accountant="pld", delta=1e-5)
     assert alone.compose(head) == head and alone.delta_total == 1e-5
     assert alone.epsilon(head) == spent_epsilon("pld", head, 1e-5)
-    with_pca = Guarantee(unit=PrivacyUnit(), count=RowCount.exact(1000), accountant="pld", delta=1e-5, upstream=(pca,))
+    with_pca = Guarantee(
+        unit=PrivacyUnit(), count=RowCount.exact(1000), accountant="pld", delta=1e-5, upstream=(pca,)
+    )
     assert with_pca.delta_total == pytest.approx(1.1e-5)
     assert with_pca.compose(head).to_dict() == composed(head, GaussianEvent(8.0)).to_dict()
-    assert with_pca.epsilon(with_pca.compose(head)) == spent_epsilon("pld", composed(head, GaussianEvent(8.0)),
-                                                                     1.1e-5) > alone.epsilon(head)
+    assert (
+        with_pca.epsilon(with_pca.compose(head))
+        == spent_epsilon("pld", composed(head, GaussianEvent(8.0)), 1.1e-5)
+        > alone.epsilon(head)
+    )
 
 
 def test_a_target_is_met_by_the_whole_composition_and_a_release_that_leaves_nothing_is_refused():
@@ -81,10 +94,22 @@ def test_a_target_is_met_by_the_whole_composition_and_a_release_that_leaves_noth
     from pillar_cli.privacy.release import DPRelease, Released
 
     count = RowCount(3000.2, NOISY, 40.0, 0.05, (1.0, 1e-5))
-    pca = DPRelease(released=Released.PROJECTION, mechanism="DP-PCA", epsilon=0.3, delta=1e-6,
-                    event=GaussianEvent(12.0), unit=PrivacyUnit())
-    gsd = DPRelease(released=Released.PUBLIC_CHOICE, mechanism="Bingham", epsilon=0.2, delta=0.0,
-                    event=ExponentialEvent(0.2), unit=PrivacyUnit())
+    pca = DPRelease(
+        released=Released.PROJECTION,
+        mechanism="DP-PCA",
+        epsilon=0.3,
+        delta=1e-6,
+        event=GaussianEvent(12.0),
+        unit=PrivacyUnit(),
+    )
+    gsd = DPRelease(
+        released=Released.PUBLIC_CHOICE,
+        mechanism="Bingham",
+        epsilon=0.2,
+        delta=0.0,
+        event=ExponentialEvent(0.2),
+        unit=PrivacyUnit(),
+    )
     guarantee = Guarantee(unit=PrivacyUnit(), count=count, accountant="pld", delta=1e-5, upstream=(pca, gsd))
     sigma = guarantee.noise(1.0, 0.05, 200)
     tree = guarantee.compose(dp_sgd_event(sigma, 0.05, 200))
@@ -93,10 +118,15 @@ def test_a_target_is_met_by_the_whole_composition_and_a_release_that_leaves_noth
     accountant.compose(dp_event.GaussianDpEvent(40.0))
     accountant.compose(dp_event.PoissonSampledDpEvent(0.05, dp_event.GaussianDpEvent(sigma)), 200)
     accountant.compose(dp_event.GaussianDpEvent(12.0))
-    assert 0.2 + accountant.get_epsilon(guarantee.delta_total) == pytest.approx(guarantee.epsilon(tree), rel=2e-3)
-    with pytest.raises(PrivacyError, match=r"^the releases these heads rest on already spend ε = 0\.49\d* at δ = "
-                                          r"1\.1e-05 \(DP-PCA; ε = 0\.3, δ = 1e-06; Bingham; ε = 0\.2, δ = 0\): no "
-                                          r"head fits within ε = 0\.4$"):
+    assert 0.2 + accountant.get_epsilon(guarantee.delta_total) == pytest.approx(
+        guarantee.epsilon(tree), rel=2e-3
+    )
+    with pytest.raises(
+        PrivacyError,
+        match=r"^the releases these heads rest on already spend ε = 0\.49\d* at δ = "
+        r"1\.1e-05 \(DP-PCA; ε = 0\.3, δ = 1e-06; Bingham; ε = 0\.2, δ = 0\): no "
+        r"head fits within ε = 0\.4$",
+    ):
         guarantee.noise(0.4, 0.05, 200)
 
 
@@ -107,12 +137,21 @@ def test_a_release_per_row_under_a_person_unit_and_an_unaccounted_relation_are_r
     from pillar_cli.privacy.relation import Relation
     from pillar_cli.privacy.release import DPRelease, Released
 
-    gsd = DPRelease(released=Released.PUBLIC_CHOICE, mechanism="Analyze-Gauss", epsilon=1.0, delta=1e-5,
-                    event=GaussianEvent(4.0), unit=PrivacyUnit())
-    with pytest.raises(PrivacyError, match="^the public choice's DP release protects one row, and these rows name their "
-                                           "persons: heads protecting a person cannot rest on it$"):
-        Guarantee(unit=PrivacyUnit(PERSON, "column id"), count=None, accountant="prv", delta=1e-5, upstream=(gsd,))
+    gsd = DPRelease(
+        released=Released.PUBLIC_CHOICE,
+        mechanism="Analyze-Gauss",
+        epsilon=1.0,
+        delta=1e-5,
+        event=GaussianEvent(4.0),
+        unit=PrivacyUnit(),
+    )
+    with pytest.raises(
+        PrivacyError,
+        match="^the public choice's DP release protects one row, and these rows name their "
+        "persons: heads protecting a person cannot rest on it$",
+    ):
+        Guarantee(
+            unit=PrivacyUnit(PERSON, "column id"), count=None, accountant="prv", delta=1e-5, upstream=(gsd,)
+        )
     with pytest.raises(PrivacyError, match="^pillar's accountants account add or remove one adjacency only"):
         Guarantee(unit=PrivacyUnit(), count=None, accountant="prv", delta=1e-5, relation=Relation.REPLACE_ONE)
-
-

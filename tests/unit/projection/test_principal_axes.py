@@ -16,11 +16,15 @@ def test_principal_axes_equal_the_svd(shape):
     _, expected, vt = np.linalg.svd(x, full_matrices=False)
     kept = min(shape)
     np.testing.assert_allclose(singular[:kept], expected, rtol=1e-9)
-    np.testing.assert_allclose(np.abs(np.sum(axes[:kept] * vt, axis=1)), 1.0, atol=1e-9)  # same axes up to sign
+    np.testing.assert_allclose(
+        np.abs(np.sum(axes[:kept] * vt, axis=1)), 1.0, atol=1e-9
+    )  # same axes up to sign
 
 
 def test_a_rank_deficient_public_split_keeps_its_rank():
     rng = np.random.default_rng(1)
     low_rank = rng.standard_normal((500, 20)) @ rng.standard_normal((20, 60))
     assert PublicPCA(None, standardize=False).fit(low_rank).rank_ == 20
-    assert PublicPCA(None).fit(rng.standard_normal((100, 784)).astype(np.float32)).rank_ == 99  # centred: n − 1
+    assert (
+        PublicPCA(None).fit(rng.standard_normal((100, 784)).astype(np.float32)).rank_ == 99
+    )  # centred: n − 1

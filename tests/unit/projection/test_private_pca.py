@@ -38,9 +38,17 @@ def test_without_noise_it_is_the_exact_second_moment_pca(rows):
 
 def test_its_subspace_closes_in_on_the_exact_one_as_epsilon_grows(rows):
     exact = PublicPCA(10, standardize=False, second_moment=True).fit(rows).components_
-    distance = {epsilon: np.mean([_subspace_distance(fit_private_pca(rows, 10, epsilon, 1e-5, "prv", SECRET)[0]
-                                                     .components_, exact) for _ in range(5)])
-                for epsilon in (0.1, 1.0, 10.0)}
+    distance = {
+        epsilon: np.mean(
+            [
+                _subspace_distance(
+                    fit_private_pca(rows, 10, epsilon, 1e-5, "prv", SECRET)[0].components_, exact
+                )
+                for _ in range(5)
+            ]
+        )
+        for epsilon in (0.1, 1.0, 10.0)
+    }
     assert distance[0.1] > distance[1.0] > distance[10.0] and distance[10.0] < 0.2, distance
 
 
@@ -55,9 +63,10 @@ def test_the_release_spends_what_dp_accounting_says(rows):
 def test_bad_budgets_and_sizes_are_refused(rows):
     with pytest.raises(UsageError, match=r"^epsilon must be > 0 \(got 0.0\)"):
         fit_private_pca(rows, 5, 0.0, 1e-5, "prv", SECRET)
-    with pytest.raises(UsageError, match=r"^k_max must be between 1 and the feature dimension 64 \(got 65\)$"):
+    with pytest.raises(
+        UsageError, match=r"^k_max must be between 1 and the feature dimension 64 \(got 65\)$"
+    ):
         fit_private_pca(rows, 65, 1.0, 1e-5, "prv", SECRET)
-
 
 
 def test_the_python_api_composes_a_dp_pca_into_the_heads_epsilon(rows):
@@ -66,27 +75,53 @@ def test_the_python_api_composes_a_dp_pca_into_the_heads_epsilon(rows):
     what it covers; the head's own noise is larger than it would be on a public projection."""
     labels = load_digits().target
     pca, release = fit_private_pca(rows[:1400], 20, 0.5, 1e-5, "pld", SECRET)
-    settings = {"k": 10, "epsilon": 1.0, "accountant": "pld", "lr": 0.5, "steps": 100, "batch_size": 256,
-                "device": "cpu", "delta": 1e-5}
+    settings = {
+        "k": 10,
+        "epsilon": 1.0,
+        "accountant": "pld",
+        "lr": 0.5,
+        "steps": 100,
+        "batch_size": 256,
+        "device": "cpu",
+        "delta": 1e-5,
+    }
     clf = DPLinearClassifier(projection=pca, **settings).fit(rows[:1400], labels[:1400])
     accountant = pld.PLDAccountant(value_discretization_interval=1e-5)
     accountant.compose(to_dp_accounting(clf.ledger_.event))
     assert clf.ledger_.delta == pytest.approx(2e-5) and 0.98 <= clf.ledger_.epsilon_spent <= 1.0
     assert clf.ledger_.epsilon_spent == pytest.approx(accountant.get_epsilon(2e-5), rel=2e-3)
     assert "fitting the projection on the private rows (Analyze Gauss" in clf.ledger_.covers
-    assert clf.ledger_.guarantee.upstream == (pca.release_,) and pca.release_.event == clf.ledger_.event.events[-1]
-    public = DPLinearClassifier(projection=PublicPCA(20).fit(rows[1400:]), **settings).fit(rows[:1400], labels[:1400])
-    assert clf.ledger_.noise_multiplier > public.ledger_.noise_multiplier  # the release takes part of the budget
-    result = sweep(rows[:1400], labels[:1400], projection=pca, k=[10], epsilon=[1.0], accountant="pld", lr=[0.5],
-                   steps=[100], batch_size=[256], device="cpu")
+    assert (
+        clf.ledger_.guarantee.upstream == (pca.release_,)
+        and pca.release_.event == clf.ledger_.event.events[-1]
+    )
+    public = DPLinearClassifier(projection=PublicPCA(20).fit(rows[1400:]), **settings).fit(
+        rows[:1400], labels[:1400]
+    )
+    assert (
+        clf.ledger_.noise_multiplier > public.ledger_.noise_multiplier
+    )  # the release takes part of the budget
+    result = sweep(
+        rows[:1400],
+        labels[:1400],
+        projection=pca,
+        k=[10],
+        epsilon=[1.0],
+        accountant="pld",
+        lr=[0.5],
+        steps=[100],
+        batch_size=[256],
+        device="cpu",
+    )
     assert result.releases == (pca.release_,) and result.runs[0].epsilon_spent <= 1.0
     assert pca.release_ == DPRelease.from_attrs(release)
 
 
 def test_with_persons_each_row_weighs_one_over_its_persons_rows_and_the_release_names_the_unit(rows):
     persons = np.random.default_rng(0).integers(0, 60, len(rows))
-    private, release = fit_private_pca(rows, 10, math.inf, 1e-5, "prv", SECRET,
-                                       Units.of(persons, len(rows), "column PatientID"))
+    private, release = fit_private_pca(
+        rows, 10, math.inf, 1e-5, "prv", SECRET, Units.of(persons, len(rows), "column PatientID")
+    )
     units = rows / np.linalg.norm(rows, axis=1, keepdims=True)
     weights = 1.0 / np.bincount(persons)[persons]
     values, vectors = np.linalg.eigh((units * weights[:, None]).T @ units)
@@ -104,9 +139,12 @@ def test_heads_protecting_a_person_cannot_rest_on_a_projection_released_per_row(
     labels = load_digits().target
     projection, _ = fit_private_pca(rows[:1000], 20, 1.0, 1e-5, "prv", SECRET)  # per row: no persons
     groups = np.arange(len(rows) - 1000) // 4
-    with pytest.raises(PrivacyError, match="^the projection's DP release protects one row, and these rows name"):
-        DPLinearClassifier(projection=projection, epsilon=1.0, delta=1e-4).fit(rows[1000:], labels[1000:],
-                                                                               groups=groups)
+    with pytest.raises(
+        PrivacyError, match="^the projection's DP release protects one row, and these rows name"
+    ):
+        DPLinearClassifier(projection=projection, epsilon=1.0, delta=1e-4).fit(
+            rows[1000:], labels[1000:], groups=groups
+        )
     per_row = DPLinearClassifier(projection=projection, epsilon=1.0, delta=1e-4, privacy_unit="row")
     assert not per_row.fit(rows[1000:], labels[1000:], groups=groups).ledger_.unit.is_person
 
@@ -127,11 +165,26 @@ def test_the_dp_pca_estimator_is_the_release_with_a_typed_record_and_scikit_lear
     assert release.epsilon <= 0.5 and release.delta == 1e-5 and not release.unit.is_person
     assert release.released == Released.PROJECTION and release.mechanism.startswith("Analyze Gauss")
     assert DPRelease.from_attrs(release.to_attrs()) == release
-    assert clone(fitted).get_params() == {"k_max": 20, "epsilon": 0.5, "delta": 1e-5, "accountant": "pld",
-                                          "noise_seed": None}
+    assert clone(fitted).get_params() == {
+        "k_max": 20,
+        "epsilon": 0.5,
+        "delta": 1e-5,
+        "accountant": "pld",
+        "noise_seed": None,
+    }
     persons = DPPCA(10, epsilon=1.0).fit(rows, groups=np.arange(len(rows)) // 3).release_
     assert persons.unit.is_person and persons.unit.persons == "the groups given"
     labels = load_digits().target
-    result = sweep(rows[:1400], labels[:1400], projection=fitted, k=[10], epsilon=[1.0], accountant="pld",
-                   lr=[0.5], steps=[100], batch_size=[256], device="cpu")
+    result = sweep(
+        rows[:1400],
+        labels[:1400],
+        projection=fitted,
+        k=[10],
+        epsilon=[1.0],
+        accountant="pld",
+        lr=[0.5],
+        steps=[100],
+        batch_size=[256],
+        device="cpu",
+    )
     assert result.releases == (fitted.release_,) and result.runs[0].epsilon_spent <= 1.0

@@ -13,7 +13,9 @@ from pillar_cli.projection import PublicPCA
 
 def _data(n=200, d=30, seed=0):
     rng = np.random.default_rng(seed)
-    return (rng.standard_normal((n, 5)) @ rng.standard_normal((5, d)) * 3 + rng.standard_normal((n, d))).astype(np.float32)
+    return (
+        rng.standard_normal((n, 5)) @ rng.standard_normal((5, d)) * 3 + rng.standard_normal((n, d))
+    ).astype(np.float32)
 
 
 def test_matches_sklearn_standard_scaler_and_pca():
@@ -23,8 +25,11 @@ def test_matches_sklearn_standard_scaler_and_pca():
     np.testing.assert_allclose(pca.eigenvalues_[:10], reference.explained_variance_, rtol=1e-5)
     overlap = np.abs(np.sum(pca.components_ * reference.components_, axis=1))
     np.testing.assert_allclose(overlap, 1.0, atol=1e-5)
-    np.testing.assert_allclose(np.abs(pca.transform(x, 10)), np.abs(reference.transform(StandardScaler().fit_transform(x))),
-                               atol=1e-3)
+    np.testing.assert_allclose(
+        np.abs(pca.transform(x, 10)),
+        np.abs(reference.transform(StandardScaler().fit_transform(x))),
+        atol=1e-3,
+    )
 
 
 def test_components_are_orthonormal_with_positive_largest_entry():

@@ -27,9 +27,14 @@ def test_xi_matches_a_direct_projection():
 
 
 def test_theorem_terms_follow_their_formulas():
-    table = AssumptionTable(ks=[2, 8], xi=np.array([[0.1, 0.05]]), margin_full=np.array([0.5]),
-                            margin_projected=np.array([[0.4, 0.45]]), eigengap=np.array([0.2, 0.01]),
-                            explained=np.array([0.5, 0.9]))
+    table = AssumptionTable(
+        ks=[2, 8],
+        xi=np.array([[0.1, 0.05]]),
+        margin_full=np.array([0.5]),
+        margin_projected=np.array([[0.4, 0.45]]),
+        eigengap=np.array([0.2, 0.01]),
+        explained=np.array([0.5, 0.9]),
+    )
     rows = theorem_terms(table, epsilon=0.5, alpha=0.1, beta=0.05)
     zeta = 0.5 * (1 - 0.1 - 0.05)
     assert math.isclose(rows[0]["zeta"], zeta)
@@ -54,7 +59,8 @@ def test_an_svm_stopped_at_its_iteration_cap_is_named_once_not_warned_by_scikit_
     summary = diagnose(features, labels, basis, [2, 5]).summary
     assert summary["approximate_directions"] == (
         "the SVM of 3 of 3 tasks (0-vs-1, 0-vs-2, 1-vs-2) stopped at 1 iterations without converging: their w*, "
-        "and the ξ_k and margins read from it, are approximate")
+        "and the ξ_k and margins read from it, are approximate"
+    )
     assert not [w for w in recwarn if "converge" in str(w.message)]
     monkeypatch.undo()
     assert "approximate_directions" not in diagnose(features, labels, basis, [2, 5]).summary
@@ -100,4 +106,6 @@ def test_class_pairs_read_only_their_classes_rows_and_give_what_the_whole_split_
     assert on_disk.summary == in_memory.summary
     ovr = _CountedRows(x[:1000])
     diagnose(ovr, y[:1000], basis, [5], mode="ovr")
-    np.testing.assert_array_equal(np.concatenate(ovr.read), np.arange(1000))  # one class against the rest: all
+    np.testing.assert_array_equal(
+        np.concatenate(ovr.read), np.arange(1000)
+    )  # one class against the rest: all
