@@ -1,13 +1,14 @@
 """Accounting kernels every release and calibration runs, side by side with the computation they replace:
 
-- a guarantee's trade-off curve (privacy/risk.py `trade_off`): the upper envelope of the (ε, δ(ε)) pairs' lines,
-  built once and walked along the sorted FPRs, against every line evaluated at every FPR (the direct formula);
+- a guarantee's trade-off curve (privacy/risk.py `trade_off`): the upper envelope of the (ε, δ(ε)) pairs'
+  lines, built once and walked along the sorted FPRs, against every line evaluated at every FPR (the direct
+  formula);
 - a PRV ε (privacy/accountants.py): each truncated PRV's mean integrated over its CDF in floats and its CDF
-  evaluated once at the cells' edges, against opacus' own truncated PRV (whose quadrature evaluates the CDF as numpy
-  expressions on 0-d arrays) and discretisation (the CDF at both ends of every cell) — the same accountant on the
-  same FFT-friendly domain otherwise;
-- δ(ε) of a privacy loss distribution at the risk view's ε (privacy/pld_delta.py): two cumulative sums in numpy,
-  against dp-accounting's `get_delta_for_epsilon` on the same distribution (one Python loop).
+  evaluated once at the cells' edges, against opacus' own truncated PRV (whose quadrature evaluates the CDF as
+  numpy expressions on 0-d arrays) and discretisation (the CDF at both ends of every cell) — the same
+  accountant on the same FFT-friendly domain otherwise;
+- δ(ε) of a privacy loss distribution at the risk view's ε (privacy/pld_delta.py): two cumulative sums in
+  numpy, against dp-accounting's `get_delta_for_epsilon` on the same distribution (one Python loop).
 
 Each row prints both times, their ratio and the largest difference of the results.
 Run: python benchmarks/bench_accounting.py [--repeats 3]
@@ -62,7 +63,8 @@ def every_line(alphas: np.ndarray, epsilons: np.ndarray, deltas: np.ndarray) -> 
 
 
 def prv_epsilon(segments: tuple, opacus_mean: bool) -> float:
-    """ε at DELTA as accountants.py asks (a rough ε, then an error of 0.5 % of it), with either truncated PRV."""
+    """ε at DELTA as accountants.py asks (a rough ε, then an error of 0.5 % of it), with either truncated
+    PRV."""
     from opacus.accountants import PRVAccountant
 
     accountant = _fast_prv_accountant()()
@@ -81,8 +83,8 @@ def prv_epsilon(segments: tuple, opacus_mean: bool) -> float:
 
 
 def calibrated(epsilon: float, opacus_mean: bool) -> float:
-    """σ for ε at q = 256/1100 over 300 steps with the count composed in, by calibration.py's solver, uncached: no
-    σ nor any of opacus' RDP terms (accountants.py remembers them) left from a run before."""
+    """σ for ε at q = 256/1100 over 300 steps with the count composed in, by calibration.py's solver,
+    uncached: no σ nor any of opacus' RDP terms (accountants.py remembers them) left from a run before."""
     from opacus.accountants.analysis import rdp
 
     rdp._compute_rdp.cache_clear()
@@ -109,13 +111,13 @@ def main() -> None:
             f"{np.abs(reference - envelope).max():17.2e}"
         )
     for name, segments in PRVS.items():
-        prv_epsilon(
-            segments, False
-        )  # opacus' RDP terms of these segments remembered for both (accountants.py)
+        # opacus' RDP terms of these segments remembered for both (accountants.py)
+        prv_epsilon(segments, False)
         before, reference = timed(lambda: prv_epsilon(segments, True), repeats)
         now, floats = timed(lambda: prv_epsilon(segments, False), repeats)
         print(
-            f"{'PRV ε, ' + name:<52} {before:9.3f} {now:8.3f} {before / now:6.1f} {abs(reference - floats):17.2e}"
+            f"{'PRV ε, ' + name:<52} {before:9.3f} {now:8.3f} {before / now:6.1f} "
+            f"{abs(reference - floats):17.2e}"
         )
     for name, (sigma, rate, steps) in PLDS.items():
         from dp_accounting.pld import privacy_loss_distribution as pld

@@ -1,12 +1,12 @@
 """The one-run canary audit (pillar_cli/audit) on the demo's MNIST-5k splits: soundness over seeds on the real
 engines, power against planted bugs, tightness, and cost next to one plain training run of the configuration.
 
-Configurations: pillar (k = 10) and dpsgd (all 784 features), lr 0.5, 500 steps, batch 512, clip 1, δ = 1e-5, PRV;
-dp-ls (k = 10). m = 1,000 canaries, 100 "in" and 100 "out" guesses, 95 % confidence.
-White-box (--white-box): the file of pillar k = 10 heads at ε = 1 and 4, lr 0.5, one full-batch step, attacked with
-every rule (m = 5,000 canaries, 1,000 guesses per side): soundness over seeds with secret noise, power against a
-recorded noise seed and against noise shared between heads.
-Run: python benchmarks/bench_audit.py [--seeds 20] [--white-box]
+Configurations: pillar (k = 10) and dpsgd (all 784 features), lr 0.5, 500 steps, batch 512, clip 1, δ = 1e-5,
+PRV; dp-ls (k = 10). m = 1,000 canaries, 100 "in" and 100 "out" guesses, 95 % confidence. White-box
+(--white-box): the file of pillar k = 10 heads at ε = 1 and 4, lr 0.5, one full-batch step, attacked with
+every rule (m = 5,000 canaries, 1,000 guesses per side): soundness over seeds with secret noise, power against
+a recorded noise seed and against noise shared between heads. Run: python benchmarks/bench_audit.py [--seeds
+20] [--white-box]
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from pillar_cli.audit.canaries import AuditSettings, run_audit
 from pillar_cli.audit.white_box import SharedNoise, run_white_box_audit
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import Cell
-from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
+from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.randomness import NoiseSource
 
 CONFIGS = {
@@ -94,7 +94,8 @@ def white_box(data: SweepData, seeds: int) -> None:
         )
 
     print(
-        "White-box soundness: every rule's ε_lb ≤ its claim, over seeds (Bonferroni: all rules at 95 % at once)"
+        "White-box soundness: every rule's ε_lb ≤ its claim, over seeds (Bonferroni: all rules at 95 % at "
+        "once)"
     )
     start = time.perf_counter()
     results = [attack(seed) for seed in range(seeds)]
@@ -103,8 +104,8 @@ def white_box(data: SweepData, seeds: int) -> None:
         bounds = np.array([r.attacks[index].epsilon_lower_bound for r in results])
         claimed = results[0].attacks[index].epsilon_claimed
         print(
-            f"  {name:48s} claimed {claimed:.4g}: {int((bounds <= claimed).sum())}/{seeds} sound; ε_lb median "
-            f"{np.median(bounds):.3f}, max {bounds.max():.3f}"
+            f"  {name:48s} claimed {claimed:.4g}: {int((bounds <= claimed).sum())}/{seeds} sound; ε_lb "
+            f"median {np.median(bounds):.3f}, max {bounds.max():.3f}"
         )
     print(f"  {seconds:.1f} s per audit")
     for label, noise in (("--noise-seed 7", NoiseSource(7)), ("planted shared noise", SharedNoise())):
@@ -136,7 +137,8 @@ def main() -> None:
             bounds = np.array([r.epsilon_lower_bound for r in results])
             claimed = results[0].epsilon_claimed
             print(
-                f"  {method:6s} ε = {epsilon:g} (claimed {claimed:.4g}): {int((bounds <= claimed).sum())}/{len(bounds)}"
+                f"  {method:6s} ε = {epsilon:g} (claimed {claimed:.4g}): "
+                f"{int((bounds <= claimed).sum())}/{len(bounds)}"
                 f" sound; ε_lb median {np.median(bounds):.3f}, max {bounds.max():.3f} "
                 f"({bounds.max() / claimed:.2f} of ε)"
             )

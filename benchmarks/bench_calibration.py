@@ -1,9 +1,9 @@
-"""Noise calibration, side by side: accountant evaluations and seconds per calibration of the secant the solver
-starts with against Brent's method alone (the solver with no secant step), over every accountant × ε, for a
-ImageNet-like (q = 1024/45000, 500 steps) and an API-like (q = 256/1100, 300 steps) run, δ = 1e-5. Every σ either
-way spends within 1 % below its target (checked here as it runs). The evaluations are the cost: each is an FFT
-composition (PRV, PLD) or an RDP curve.
-Run: python benchmarks/bench_calibration.py [--accountants prv,rdp,pld] [--eps 0.1,0.7,1,2,8]
+"""Noise calibration, side by side: accountant evaluations and seconds per calibration of the secant the
+solver starts with against Brent's method alone (the solver with no secant step), over every accountant × ε,
+for a ImageNet-like (q = 1024/45000, 500 steps) and an API-like (q = 256/1100, 300 steps) run, δ = 1e-5. Every
+σ either way spends within 1 % below its target (checked here as it runs). The evaluations are the cost: each
+is an FFT composition (PRV, PLD) or an RDP curve. Run: python benchmarks/bench_calibration.py [--accountants
+prv,rdp,pld] [--eps 0.1,0.7,1,2,8]
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ def main() -> None:
         counted = [calibrate_counted(*case) for case in cases]
         totals[name] = (sum(n for n, _ in counted), sum(s for _, s in counted))
         print(
-            f"{name:>20}: {totals[name][0]} evaluations, {totals[name][1]:.1f} s over {len(cases)} calibrations "
-            f"(at most {max(n for n, _ in counted)} evaluations in one)",
+            f"{name:>20}: {totals[name][0]} evaluations, {totals[name][1]:.1f} s over {len(cases)} "
+            f"calibrations (at most {max(n for n, _ in counted)} evaluations in one)",
             flush=True,
         )
     (fast, fast_s), (slow, slow_s) = totals["secant, then Brent"], totals["Brent alone"]

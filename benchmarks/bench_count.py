@@ -1,12 +1,13 @@
-"""What the private row count costs the default path: test accuracy with the count released inside ε (shares of the
-smallest target's μ² of 0.02, 0.05 — the default — and 0.1) against the same path reading the exact n (declared
-public, n_public=True: what every release disclosed before the count was private).
+"""What the private row count costs the default path: test accuracy with the count released inside ε (shares
+of the smallest target's μ² of 0.02, 0.05 — the default — and 0.1) against the same path reading the exact n
+(declared public, n_public=True: what every release disclosed before the count was private).
 
-The default path is `pillar train-private emb.h5 -p pca.h5 --eps E`: k, lr and steps from the rule, the val rows
-training beside the private rows. Each repetition is a sweep of its own, so that each draws its own count (a sweep's
-seeds share one). Datasets and splits as benchmarks/bench_honest.py (MNIST-5k: 3,600 training rows; digits: 1,200);
-δ = 1e-5, PRV, batch 512. The noise is fresh OS entropy: a re-run gives other numbers within about the ± shown.
-Run: python benchmarks/bench_count.py [--seeds 10] [--eps 0.1,1] [--dataset mnist,digits] [--shares 0.02,0.05,0.1]
+The default path is `pillar train-private emb.h5 -p pca.h5 --eps E`: k, lr and steps from the rule, the val
+rows training beside the private rows. Each repetition is a sweep of its own, so that each draws its own count
+(a sweep's seeds share one). Datasets and splits as benchmarks/bench_honest.py (MNIST-5k: 3,600 training rows;
+digits: 1,200); δ = 1e-5, PRV, batch 512. The noise is fresh OS entropy: a re-run gives other numbers within
+about the ± shown. Run: python benchmarks/bench_count.py [--seeds 10] [--eps 0.1,1] [--dataset mnist,digits]
+[--shares 0.02,0.05,0.1]
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ def main() -> None:
                 runs = np.array([default_path(bench, epsilon, seed, privacy) for seed in range(args.seeds)])
                 accuracy, error = runs[:, 0], runs[:, 1] - n
                 print(
-                    f"| {dataset} | {epsilon:g} | {name} | {accuracy.mean():.3f} ± {accuracy.std(ddof=1):.3f} | "
-                    f"{error.mean():+.1f} ± {error.std(ddof=1):.1f} |",
+                    f"| {dataset} | {epsilon:g} | {name} | {accuracy.mean():.3f} ± "
+                    f"{accuracy.std(ddof=1):.3f} | {error.mean():+.1f} ± {error.std(ddof=1):.1f} |",
                     flush=True,
                 )
 

@@ -1,14 +1,15 @@
-"""The semi-private disjunction learner on D_{f,p} (§3.1 of Hu, Pinto, Yang, Sanyal): private rows needed as d grows,
-and public rows needed to recover the components, each next to its bound (pillar_cli/theory/disjunctions.py).
+"""The semi-private disjunction learner on D_{f,p} (§3.1 of Hu, Pinto, Yang, Sanyal): private rows needed as d
+grows, and public rows needed to recover the components, each next to its bound
+(pillar_cli/theory/disjunctions.py).
 
-1. Private rows. f: a 3-disjunction, p = 0.8 (Bayes error 0.4 %), 500 public rows (the component graph), 2,000 test
-   rows, ε = 1 (pure, δ = 0). For each d and number n of private rows, `--seeds` draws of the private rows; the
-   methods: em-components (4 candidates), em-disjunctions (all disjunctions of ≤ 3 variables) and DP-SGD on the raw
-   bits (one fixed configuration: full batch, 100 steps, lr 1, clip 1, δ = 1/(10n); nothing selected). Reported:
-   mean test error, and per method the smallest n whose mean error is ≤ α = 0.05.
-2. Public rows. For each (d, k, p), the share of `--seeds` public draws of n_pub rows whose empirical components are
-   exactly V⁺ and V⁻; the smallest n_pub with a share ≥ 95 %, next to the union bound at β = 0.05.
-Run: python benchmarks/bench_disjunctions.py [--seeds 10] [--part private|public|both]
+1. Private rows. f: a 3-disjunction, p = 0.8 (Bayes error 0.4 %), 500 public rows (the component graph), 2,000
+   test rows, ε = 1 (pure, δ = 0). For each d and number n of private rows, `--seeds` draws of the private
+   rows; the methods: em-components (4 candidates), em-disjunctions (all disjunctions of ≤ 3 variables) and
+   DP-SGD on the raw bits (one fixed configuration: full batch, 100 steps, lr 1, clip 1, δ = 1/(10n); nothing
+   selected). Reported: mean test error, and per method the smallest n whose mean error is ≤ α = 0.05.
+2. Public rows. For each (d, k, p), the share of `--seeds` public draws of n_pub rows whose empirical
+   components are exactly V⁺ and V⁻; the smallest n_pub with a share ≥ 95 %, next to the union bound at β =
+   0.05. Run: python benchmarks/bench_disjunctions.py [--seeds 10] [--part private|public|both]
 """
 
 from __future__ import annotations
@@ -40,10 +41,11 @@ def test_error(
 ) -> float:
     x, y = family.sample(n, np.random.default_rng([seed, n, family.d]))
     if len(np.unique(y)) < 2:
-        return float(
-            (y[0] != test[1]).mean()
-        )  # one class drawn: the learners cannot run; count a constant guess
-    options = dict(lr=[1.0], steps=[100], batch_size=[n], delta=1 / (10 * n)) if method == "dpsgd" else {}
+        # one class drawn: the learners cannot run; count a constant guess
+        return float((y[0] != test[1]).mean())
+    options = (
+        {"lr": [1.0], "steps": [100], "batch_size": [n], "delta": 1 / (10 * n)} if method == "dpsgd" else {}
+    )
     result = sweep(
         x,
         y,
@@ -95,15 +97,14 @@ def recovered(family: DisjunctionFamily, n_public: int, seed: int) -> bool:
     graph = PublicComponents().fit(rows.astype(np.float32))
     positive = family.positive_variables
     truth = {tuple(positive), tuple(np.setdiff1d(np.arange(family.d), positive))}
-    return (
-        not graph.unseen_ and {tuple(g) for g in graph.groups()} == truth
-    )  # every variable seen, two components
+    # every variable seen, two components
+    return not graph.unseen_ and {tuple(g) for g in graph.groups()} == truth
 
 
 def public_part(seeds: int) -> None:
     print(
-        "| d | k | p | union bound n_pub (β = 0.05) | smallest n_pub with ≥ 95 % recovered | recovery at n_pub: "
-        "share of seeds |"
+        "| d | k | p | union bound n_pub (β = 0.05) | smallest n_pub with ≥ 95 % recovered | recovery at "
+        "n_pub: share of seeds |"
     )
     print("|---|---|---|---|---|---|")
     for d, k, p in PUBLIC_FAMILIES:

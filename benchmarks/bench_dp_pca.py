@@ -1,14 +1,15 @@
-"""PILLAR without public data: the default path on a DP-PCA of the private split (`fit-pca FILE:private --dp-eps`)
-against the default path on the public split's PCA and against full-dimensional DP-SGD (`--method dpsgd`), at a
-total ε of 0.1 and 1 that covers everything (the DP-PCA's release is composed into every run's ε by train-private).
+"""PILLAR without public data: the default path on a DP-PCA of the private split (`fit-pca FILE:private
+--dp-eps`) against the default path on the public split's PCA and against full-dimensional DP-SGD (`--method
+dpsgd`), at a total ε of 0.1 and 1 that covers everything (the DP-PCA's release is composed into every run's ε
+by train-private).
 
-The DP-PCA takes half the total ε; the head's target is set so that the composition stays within the total (two
-Gaussian releases compose in quadrature: at a total of 1 the head keeps 0.9, at 0.1 it keeps 0.092; δ = 1e-5
-each, 2e-5 together). Each seed refits the DP-PCA with fresh noise (its default: 200 components,
-or all for digits); the head's k is the default rule's. Data as benchmarks/bench_second_order.py:
-Fashion-MNIST through the ImageNet EfficientNet-Lite0 (the embeddings of benchmarks/bench_real.py), MNIST-5k and
-digits pixels. Each stage is the pillar command a user runs.
-Run: python benchmarks/bench_dp_pca.py [--real runs/real/fashion-lite0.h5] [--seeds 5] [--workdir runs/dp-pca]
+The DP-PCA takes half the total ε; the head's target is set so that the composition stays within the total
+(two Gaussian releases compose in quadrature: at a total of 1 the head keeps 0.9, at 0.1 it keeps 0.092; δ =
+1e-5 each, 2e-5 together). Each seed refits the DP-PCA with fresh noise (its default: 200 components, or all
+for digits); the head's k is the default rule's. Data as benchmarks/bench_second_order.py: Fashion-MNIST
+through the ImageNet EfficientNet-Lite0 (the embeddings of benchmarks/bench_real.py), MNIST-5k and digits
+pixels. Each stage is the pillar command a user runs. Run: python benchmarks/bench_dp_pca.py [--real
+runs/real/fashion-lite0.h5] [--seeds 5] [--workdir runs/dp-pca]
 """
 
 from __future__ import annotations

@@ -1,18 +1,17 @@
 """images/s of `pillar embed`'s extraction path against a naive loop, on the same images and model.
 
 Rows of the table (one model, random weights, the same preprocessing: resize the short side, centre crop):
-  naive fp32         each image resized on the CPU with PIL, batches of 32, no DataLoader workers, torch.no_grad
-  pillar fp32        pillar_cli.embedding.extraction.stream_split with the backbone's TimmEmbedder (batched uint8 transfer,
-                     resize and crop as one tensor op on the device, channels_last, inference_mode, one batch in
-                     flight while the previous is stored), fp32
-  pillar bf16        the same with bf16 autocast (`--precision bf16`; the default on CUDA)
-  pillar bf16, disk  the same, images read lazily from a PatchCamelyon-layout HDF5 file by --workers processes
-  pillar CLI, disk   `python -m pillar_cli embed --source pcam ...` as a user runs it: start-up, model build, split,
-                     artifact write and hashing included
-and, to say where the time goes on a GPU: the model alone on device-resident preprocessed batches (compute bound),
-the preprocessing alone, and the host-to-device copy alone. bf16 features are compared with fp32 features of the
-same images (relative L2 error per row, cosine similarity).
-Run: python benchmarks/bench_embed.py [--model resnet50] [--images 8192] [--side 32] [--device cuda]
+naive fp32         each image resized on the CPU with PIL, batches of 32, no DataLoader workers, torch.no_grad
+pillar fp32        pillar_cli.embedding.extraction.stream_split with the backbone's TimmEmbedder (batched
+uint8 transfer, resize and crop as one tensor op on the device, channels_last, inference_mode, one batch in
+flight while the previous is stored), fp32 pillar bf16        the same with bf16 autocast (`--precision bf16`;
+the default on CUDA) pillar bf16, disk  the same, images read lazily from a PatchCamelyon-layout HDF5 file by
+--workers processes pillar CLI, disk   `python -m pillar_cli embed --source pcam ...` as a user runs it:
+start-up, model build, split, artifact write and hashing included and, to say where the time goes on a GPU:
+the model alone on device-resident preprocessed batches (compute bound), the preprocessing alone, and the
+host-to-device copy alone. bf16 features are compared with fp32 features of the same images (relative L2 error
+per row, cosine similarity). Run: python benchmarks/bench_embed.py [--model resnet50] [--images 8192] [--side
+32] [--device cuda]
 """
 
 from __future__ import annotations
@@ -151,7 +150,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
     images = np.random.default_rng(0).integers(0, 255, (args.images, args.side, args.side, 3), dtype=np.uint8)
-    common = dict(pretrained=False, resize=args.size, crop=args.crop, device=args.device)
+    common = {"pretrained": False, "resize": args.size, "crop": args.crop, "device": args.device}
     embedder = build_embedder(args.model, images.shape[1:], precision="fp32", **common)
     fast = build_embedder(args.model, images.shape[1:], precision="bf16", **common)
     clock = Clock(embedder.device)

@@ -1,16 +1,16 @@
 """CPU embedding against the best CPU runtime: images/s of `pillar embed`'s extraction path (stream_split, the
-embedder `build_embedder` makes) beside ONNX Runtime's and torch's model-only throughput of the same backbone, on the
-same images and cores, in one run; and the largest relative difference between the features of the two runtimes.
+embedder `build_embedder` makes) beside ONNX Runtime's and torch's model-only throughput of the same backbone,
+on the same images and cores, in one run; and the largest relative difference between the features of the two
+runtimes.
 
-Rows, per backbone (28×28 grey images resized to 224 px, batches of 64):
-  onnxruntime model only   the backbone exported to ONNX, run by a default ONNX Runtime session (its own threads and
-                           memory arena) on preprocessed float32 batches of 64
-  torch model only         the timm module, channels_last, inference_mode, fp32, on the same batches
-  pillar embed, torch      stream_split with --runtime torch (uint8 batches in, preprocessing included)
-  pillar embed, auto       stream_split with the default runtime (ONNX Runtime for fp32 on the CPU)
-Backbones: efficientnet-lite0 (its packaged ImageNet weights) and resnet50 (random weights: the speed is the same).
-Throughputs are medians of --repeats timed passes after one warm-up pass.
-Run: python benchmarks/bench_embed_cpu.py [--images 512] [--repeats 3] [--backbones efficientnet-lite0,resnet50]
+Rows, per backbone (28×28 grey images resized to 224 px, batches of 64): onnxruntime model only   the backbone
+exported to ONNX, run by a default ONNX Runtime session (its own threads and memory arena) on preprocessed
+float32 batches of 64 torch model only         the timm module, channels_last, inference_mode, fp32, on the
+same batches pillar embed, torch      stream_split with --runtime torch (uint8 batches in, preprocessing
+included) pillar embed, auto       stream_split with the default runtime (ONNX Runtime for fp32 on the CPU)
+Backbones: efficientnet-lite0 (its packaged ImageNet weights) and resnet50 (random weights: the speed is the
+same). Throughputs are medians of --repeats timed passes after one warm-up pass. Run: python
+benchmarks/bench_embed_cpu.py [--images 512] [--repeats 3] [--backbones efficientnet-lite0,resnet50]
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ def main() -> None:
     images = np.random.default_rng(0).integers(0, 256, (args.images, 28, 28, 1), dtype=np.uint8)
     dataset = Dataset("random", images, np.zeros(len(images), np.int64), ["0"])
     print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.images} images of 28×28 → 224 px"
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.images} images of 28×28 → 224 "
+        "px"
     )
     print("| backbone | path | images/s | of ONNX Runtime model only |")
     print("|---|---|---|---|")

@@ -1,6 +1,6 @@
-"""images/s and peak memory of `pillar embed` on a folder of JPEGs: streamed (files decoded in DataLoader workers,
-features copied into the artifact by blocks) against loading every image first (decode all, serially, into one
-array, then embed it: how image sources were read before they were streamed).
+"""images/s and peak memory of `pillar embed` on a folder of JPEGs: streamed (files decoded in DataLoader
+workers, features copied into the artifact by blocks) against loading every image first (decode all, serially,
+into one array, then embed it: how image sources were read before they were streamed).
 
 Each row is one child process embedding the whole folder (`--source image-folder --param size=64`, all splits,
 the backbone at 64 × 64 with random weights);
@@ -36,9 +36,11 @@ from pillar_cli.embedding.job import EmbeddingJob
 from pillar_cli import artifacts
 root, backbone, out = sys.argv[1:4]
 lazy = load_source("image-folder", SourceOptions(Path(root), {"size": "64"}))
-dataset = Dataset(lazy.name, lazy.inputs[np.arange(len(lazy.inputs))], lazy.labels, lazy.class_names)  # decode all
+images = lazy.inputs[np.arange(len(lazy.inputs))]  # decode all
+dataset = Dataset(lazy.name, images, lazy.labels, lazy.class_names)
 embedder = build_embedder(backbone, dataset.inputs.shape[1:], pretrained=False, resize=64, crop=64, seed=0)
-EmbeddingJob.of(dataset, SplitPlan()).run(embedder, Path(out), {}, lambda a: artifacts.write(out, a), workers=0)
+job = EmbeddingJob.of(dataset, SplitPlan())
+job.run(embedder, Path(out), {}, lambda a: artifacts.write(out, a), workers=0)
 """
 
 MEASURE = """
@@ -140,8 +142,8 @@ def main() -> None:
     print("\n| images | backbone | path | s | images/s | peak RSS (MiB) |\n|---|---|---|---|---|---|")
     for row in rows:
         print(
-            f"| {row['images']:,} | {row['backbone']} | {row['path']} | {row['seconds']} | {row['images_per_s']} | "
-            f"{row['peak_rss_mib']} |"
+            f"| {row['images']:,} | {row['backbone']} | {row['path']} | {row['seconds']} | "
+            f"{row['images_per_s']} | {row['peak_rss_mib']} |"
         )
 
 

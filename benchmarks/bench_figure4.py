@@ -1,13 +1,13 @@
 """End-to-end time of the PILLAR paper's whole Figure 4 grid on CIFAR-sized synthetic features.
 
-The grid is examples.yaml's `cifar10-sl-figure4` pipeline exactly as shipped (36 train-private runs, every (k, ε)
-cell with its official lr, steps, batch size and seed, then fit-pca before and evaluate after), run in one process
-like `pillar run`. Only its first step (embedding CIFAR-10 with a ResNet-50) is replaced: the features are
-synthetic, 50,000 train rows (10 % public, 45,000 private) and 10,000 test rows of dimension 2,048 in 10 classes
-whose means and spiked covariance live in a low-dimensional subspace, written by `pillar embed --source npz`.
-Calibration runs against an empty cache, so the time includes every accountant evaluation a first run pays.
-Run: python benchmarks/bench_figure4.py [--device auto|cpu|cuda] [--workdir DIR] [--pipeline cifar10-sl-figure4]
-     [--max-steps N: cap every run's steps, a smoke run that is not the paper's grid]
+The grid is examples.yaml's `cifar10-sl-figure4` pipeline exactly as shipped (36 train-private runs, every (k,
+ε) cell with its official lr, steps, batch size and seed, then fit-pca before and evaluate after), run in one
+process like `pillar run`. Only its first step (embedding CIFAR-10 with a ResNet-50) is replaced: the features
+are synthetic, 50,000 train rows (10 % public, 45,000 private) and 10,000 test rows of dimension 2,048 in 10
+classes whose means and spiked covariance live in a low-dimensional subspace, written by `pillar embed
+--source npz`. Calibration runs against an empty cache, so the time includes every accountant evaluation a
+first run pays. Run: python benchmarks/bench_figure4.py [--device auto|cpu|cuda] [--workdir DIR] [--pipeline
+cifar10-sl-figure4] [--max-steps N: cap every run's steps, a smoke run that is not the paper's grid]
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from pillar_cli.cli.pipeline import load_pipeline
 
 
 def synthetic_features(path: Path, classes: int, seed: int = 0) -> None:
-    """CIFAR-sized features with PILLAR's structure: class means and most variance in a 64-dimensional subspace."""
+    """CIFAR-sized features with PILLAR's structure: class means and most variance in a 64-dimensional
+    subspace."""
     rng = np.random.default_rng(seed)
     dim, rank, n_train, n_test = 2048, 64, 50_000, 10_000
     basis, _ = np.linalg.qr(rng.standard_normal((dim, rank)))
@@ -95,13 +96,12 @@ def capped(argv: list[str], max_steps: int | None) -> list[str]:
     if max_steps is None or "--steps" not in argv:
         return argv
     at = argv.index("--steps") + 1
-    return argv[:at] + [str(min(int(argv[at]), max_steps))] + argv[at + 1 :]
+    return [*argv[:at], str(min(int(argv[at]), max_steps)), *argv[at + 1 :]]
 
 
 def run(workdir: Path, scratch: Path, pipeline_name: str, device: str, max_steps: int | None) -> None:
-    from pillar_cli.training import sweep
-
     from pillar_cli.cli import app
+    from pillar_cli.training import sweep
 
     pipeline = load_pipeline(Path("examples.yaml"), pipeline_name, {"workdir": str(workdir)})
     classes = 100 if "cifar100" in pipeline_name else 10
@@ -144,10 +144,11 @@ def run(workdir: Path, scratch: Path, pipeline_name: str, device: str, max_steps
     name = torch.cuda.get_device_name() if device != "cpu" and torch.cuda.is_available() else "CPU"
     runs = sum(step[0] == "train-private" for step in steps)
     print(
-        f"\n{pipeline_name} grid ({runs} train-private runs + fit-pca + evaluate) on synthetic 45,000 x 2,048 "
-        f"private features, {classes} classes, train-private --device {device} ({name}, torch {torch.__version__}):"
-        f" {total:.1f} s end to end (embed of the synthetic features before it: {clock.seconds['embed']:.1f} s)"
-        + ("" if max_steps is None else f"; SMOKE RUN, steps capped at {max_steps}")
+        f"\n{pipeline_name} grid ({runs} train-private runs + fit-pca + evaluate) on synthetic 45,000 x "
+        f"2,048 private features, {classes} classes, train-private --device {device} ({name}, torch "
+        f"{torch.__version__}):"
+        f" {total:.1f} s end to end (embed of the synthetic features before it: {clock.seconds['embed']:.1f} "
+        "s)" + ("" if max_steps is None else f"; SMOKE RUN, steps capped at {max_steps}")
     )
     for label in ("fit-pca", "train-private", "noise calibration", "ε recomputation", "evaluate"):
         print(f"  {label:<20} {clock.seconds[label]:8.1f} s over {clock.count[label]} calls")

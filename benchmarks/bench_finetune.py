@@ -1,10 +1,10 @@
 """Opacus ghost clipping against per-sample-gradient hooks on the fine-tuning step, side by side in one run.
 
 Networks on MNIST-5k (28 × 28 × 1): the GSD paper's small CNN, the same at width 4 (cnn:4, the network of the
-mnist-figure2 pipeline) and timm's resnet10t (GroupNorm; 4.9 M parameters). Poisson batches of 256 expected rows
-split into physical batches of 128, ε = 8, clip 1. Reported: seconds per logical step (best of `--rounds`, after one
-warm-up step).
-Run: python benchmarks/bench_finetune.py [--steps 10] [--rounds 2] [--device cpu|cuda]
+mnist-figure2 pipeline) and timm's resnet10t (GroupNorm; 4.9 M parameters). Poisson batches of 256 expected
+rows split into physical batches of 128, ε = 8, clip 1. Reported: seconds per logical step (best of
+`--rounds`, after one warm-up step). Run: python benchmarks/bench_finetune.py [--steps 10] [--rounds 2]
+[--device cpu|cuda]
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""fit-pca's fit against the least it must do: `PublicPCA.fit` (standardise, axes, row digests) beside centring,
-scaling and `eigh` of the covariance on the same rows, in one process, interleaved; and the peak RSS of each.
+"""fit-pca's fit against the least it must do: `PublicPCA.fit` (standardise, axes, row digests) beside
+centring, scaling and `eigh` of the covariance on the same rows, in one process, interleaved; and the peak RSS
+of each.
 
     python benchmarks/bench_fit_pca.py --rows 8000 --dim 2048 --rounds 5
 """
@@ -30,9 +31,8 @@ def main() -> None:
     parser.add_argument("--k-max", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    rng = np.random.default_rng(
-        0
-    )  # a concentrated spectrum, as pre-trained features have: 64 strong directions
+    # a concentrated spectrum, as pre-trained features have: 64 strong directions
+    rng = np.random.default_rng(0)
     x = (
         rng.standard_normal((args.rows, 64)) @ rng.standard_normal((64, args.dim))
         + 0.1 * rng.standard_normal((args.rows, args.dim))

@@ -1,12 +1,12 @@
-"""The strongest private heads on the demo's MNIST-5k splits, side by side in one run: accuracy at a total ε that
-covers everything (selection included), the cost of a closed-form head next to the DP-SGD grid of the same cell,
-and the cost of accounted selection next to the unaccounted sweep.
+"""The strongest private heads on the demo's MNIST-5k splits, side by side in one run: accuracy at a total ε
+that covers everything (selection included), the cost of a closed-form head next to the DP-SGD grid of the
+same cell, and the cost of accounted selection next to the unaccounted sweep.
 
-Splits: `pillar embed --source mnist5k --backbone pixels --seed 0` (3,200 private, 400 public, 400 val, 1,000 test
-rows), PCA on the public split. DP-SGD grid: the demo's lr {0.1, 0.5, 2} × steps {100, 500}, batch 512. Times are
-the best of `--rounds` interleaved rounds with the noise calibrations cached (the first sweep of a new grid also
-calibrates: seconds, once).
-Run: python benchmarks/bench_heads.py [--seeds 5] [--rounds 3] [--cost-only]
+Splits: `pillar embed --source mnist5k --backbone pixels --seed 0` (3,200 private, 400 public, 400 val, 1,000
+test rows), PCA on the public split. DP-SGD grid: the demo's lr {0.1, 0.5, 2} × steps {100, 500}, batch 512.
+Times are the best of `--rounds` interleaved rounds with the noise calibrations cached (the first sweep of a
+new grid also calibrates: seconds, once). Run: python benchmarks/bench_heads.py [--seeds 5] [--rounds 3]
+[--cost-only]
 """
 
 from __future__ import annotations
@@ -140,9 +140,10 @@ def main() -> None:
 
 
 def cost(pca: PublicPCA, splits: dict, rounds: int) -> None:
-    """One (k = 40, ε = 1) cell of the demo, seeds 0–9, through the library's sweep (what train-private runs after
-    reading its inputs): each closed-form head, the DP-SGD grid (6 configurations × 10 seeds = 60 runs), and the
-    accounted selection over the same grid (one selection per seed, 6 trials per seed in expectation)."""
+    """One (k = 40, ε = 1) cell of the demo, seeds 0–9, through the library's sweep (what train-private runs
+    after reading its inputs): each closed-form head, the DP-SGD grid (6 configurations × 10 seeds = 60 runs),
+    and the accounted selection over the same grid (one selection per seed, 6 trials per seed in
+    expectation)."""
     data = SweepData(pca, *splits["private"], *splits["val"], 10, splits["public"][0])
     seeds = list(range(10))
 
@@ -182,9 +183,9 @@ def cost(pca: PublicPCA, splits: dict, rounds: int) -> None:
     drawn = sum(record["trials_drawn"] for record in result.selection_ledger)
     ratio = best["accounted selection"] / best["DP-SGD grid"]
     print(
-        f"  accounted selection / the grid's sweep: {ratio:.2f}x with {drawn} trials drawn against the grid's "
-        f"{6 * len(seeds)} runs; per run {ratio * 6 * len(seeds) / drawn:.2f}x, so {ratio * 6 * len(seeds) / drawn:.2f}x "
-        "in expectation (6 trials per seed)"
+        f"  accounted selection / the grid's sweep: {ratio:.2f}x with {drawn} trials drawn against the "
+        f"grid's {6 * len(seeds)} runs; per run {ratio * 6 * len(seeds) / drawn:.2f}x, so "
+        f"{ratio * 6 * len(seeds) / drawn:.2f}x in expectation (6 trials per seed)"
     )
 
 

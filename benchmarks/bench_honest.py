@@ -1,14 +1,14 @@
 """The default path against the paper's protocol: test accuracy of the one classifier per (ε, repetition) that
-`pillar train-private emb.h5 -p pca.h5 --eps E` trains with nothing given (k, lr and steps from the default rule of
-methods/rules.py; nothing is chosen on val, so the val rows train the heads beside the private rows: no label is
-read outside ε), beside val-selected PILLAR DP-SGD over the demo grid with k also chosen on val (the paper's
-protocol: that choice is outside ε), and each ingredient of the default alone.
+`pillar train-private emb.h5 -p pca.h5 --eps E` trains with nothing given (k, lr and steps from the default
+rule of methods/rules.py; nothing is chosen on val, so the val rows train the heads beside the private rows:
+no label is read outside ε), beside val-selected PILLAR DP-SGD over the demo grid with k also chosen on val
+(the paper's protocol: that choice is outside ε), and each ingredient of the default alone.
 
-Datasets: the demo's MNIST-5k splits (`pillar embed --source mnist5k --backbone pixels --seed 0`: 3,200 private,
-400 public, 400 val, 1,000 test rows; PCA on the public split, k_max 100), and scikit-learn's digits (1,797 rows of
-64 pixels, shuffled with seed 0: 400 public, 1,000 private, 200 val, 197 test; k_max 56), on which the rule's
-constants were not set. δ = 1e-5, PRV, batch 512, clip 1.
-Run: python benchmarks/bench_honest.py [--seeds 5] [--eps 0.1,1] [--dataset mnist,digits]
+Datasets: the demo's MNIST-5k splits (`pillar embed --source mnist5k --backbone pixels --seed 0`: 3,200
+private, 400 public, 400 val, 1,000 test rows; PCA on the public split, k_max 100), and scikit-learn's digits
+(1,797 rows of 64 pixels, shuffled with seed 0: 400 public, 1,000 private, 200 val, 197 test; k_max 56), on
+which the rule's constants were not set. δ = 1e-5, PRV, batch 512, clip 1. Run: python
+benchmarks/bench_honest.py [--seeds 5] [--eps 0.1,1] [--dataset mnist,digits]
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ class Bench:
         steps=(500,),
         val: str = "select",
     ):
-        """`val`: what the val rows do, as train-private's --val: select (choose and score), train, or hold-out."""
+        """`val`: what the val rows do, as train-private's --val: select (choose and score), train, or
+        hold-out."""
         (x, y), (x_val, y_val) = self.splits["private"], self.splits["val"]
         if val == "train":
             x, y = np.concatenate([x, x_val]), np.concatenate([y, y_val])
@@ -85,7 +86,8 @@ class Bench:
         return accuracies
 
     def released(self, result) -> tuple[list[float], dict]:
-        """The one cell's runs (a single configuration), or the cell with the best mean val accuracy (the paper)."""
+        """The one cell's runs (a single configuration), or the cell with the best mean val accuracy (the
+        paper)."""
         cell = max(result.selection, key=lambda c: c["val_accuracy_mean"] if len(result.selection) > 1 else 0)
         return self.test_accuracies(result, cell), cell
 
@@ -149,8 +151,8 @@ def main() -> None:
             for name, covers, result in rows(bench, epsilon):
                 accuracies, cell = bench.released(result)
                 print(
-                    f"| {dataset} | {epsilon:g} | {name} | {covers} | {cell['k']} | {cell['lr']:.3g} | {cell['steps']} "
-                    f"| {np.mean(accuracies):.3f} ± {np.std(accuracies, ddof=1):.3f} |",
+                    f"| {dataset} | {epsilon:g} | {name} | {covers} | {cell['k']} | {cell['lr']:.3g} | "
+                    f"{cell['steps']} | {np.mean(accuracies):.3f} ± {np.std(accuracies, ddof=1):.3f} |",
                     flush=True,
                 )
 

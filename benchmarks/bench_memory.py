@@ -1,10 +1,10 @@
 """Peak memory and time of the stages on features of CIFAR size: `embed --source npz` (vectors), `fit-pca` and
-`train-private --eps 1` (the default path) on N × D float32 features, each a child process measured by its peak RSS
-(the `ru_maxrss` of a wrapper's only child), beside a default fit of a digits head from Python and processes that
-only import what they import (their floors).
+`train-private --eps 1` (the default path) on N × D float32 features, each a child process measured by its
+peak RSS (the `ru_maxrss` of a wrapper's only child), beside a default fit of a digits head from Python and
+processes that only import what they import (their floors).
 
-    python benchmarks/bench_memory.py --rows 80000 --dim 2048 --workdir runs/memory
-    python benchmarks/bench_memory.py --rows 320000 --dim 2048 --stages-only   # the stages alone, at a larger n
+    python benchmarks/bench_memory.py --rows 80000 --dim 2048 --workdir runs/memory python
+    benchmarks/bench_memory.py --rows 320000 --dim 2048 --stages-only   # the stages alone, at a larger n
 """
 
 from __future__ import annotations

@@ -1,22 +1,21 @@
 """The person as the privacy unit: what it costs, against the guarantees a user could have before.
 
-Data: MNIST-5k (784 pixels) grouped into synthetic persons of 1 to 30 rows (uniform), a person's rows one class and
-alike (neighbours along a random direction of pixel space, the way one patient's images resemble each other), split
-by person (seeded: 10 % public, 10 % val, 20 % test, the rest private; the public rows fit the PCA, unlabelled). The
-default path (k, lr, steps by the rule; the val rows training beside the private rows) at each ε with:
-  person          the person as the unit (groups given): persons sampled, each person's gradient sum clipped to C,
-                  the count of persons released inside ε — (ε, δ)-DP for one person, all their rows;
-  row             the row as the unit on the same rows — (ε, δ)-DP for one row, a person of m rows protected only at
-                  group privacy's (m·ε, m·e^{(m−1)ε}·δ);
-  row at ε/30     what a careful user does today for a person guarantee: the row unit at ε divided by the largest
-                  person's rows (30), which group privacy turns into (ε, ~30·e^ε·δ) for a person.
-Test accuracy, mean ± std over the repetitions (fresh noise each; the splits fixed). Then the one-run audit with
-canaries that are persons of 8 identical rows (400 canaries, 40 guesses a side, the ε = 2 configuration of
-tests/unit/audit: k 20, lr 2, 300 steps, batch 256): ε_lb against the claimed ε, per unit.
-`--method` trains another head than pillar's DP-SGD (dp-ls, dp-newton: rows weighted by 1/(their person's rows));
-the audit runs for pillar (as above) and dp-newton (k 20, 3 full-batch steps), with canaries of `--canary-rows` rows.
-`--k`, `--lr`, `--steps` fix what the rule would set, for every fit.
-Run: python benchmarks/bench_persons.py [--seeds 5] [--eps 0.1,1] [--audits 5] [--method pillar] [--canary-rows 8]
+Data: MNIST-5k (784 pixels) grouped into synthetic persons of 1 to 30 rows (uniform), a person's rows one
+class and alike (neighbours along a random direction of pixel space, the way one patient's images resemble
+each other), split by person (seeded: 10 % public, 10 % val, 20 % test, the rest private; the public rows fit
+the PCA, unlabelled). The default path (k, lr, steps by the rule; the val rows training beside the private
+rows) at each ε with: person          the person as the unit (groups given): persons sampled, each person's
+gradient sum clipped to C, the count of persons released inside ε — (ε, δ)-DP for one person, all their rows;
+row             the row as the unit on the same rows — (ε, δ)-DP for one row, a person of m rows protected
+only at group privacy's (m·ε, m·e^{(m−1)ε}·δ); row at ε/30     what a careful user does today for a person
+guarantee: the row unit at ε divided by the largest person's rows (30), which group privacy turns into (ε,
+~30·e^ε·δ) for a person. Test accuracy, mean ± std over the repetitions (fresh noise each; the splits fixed).
+Then the one-run audit with canaries that are persons of 8 identical rows (400 canaries, 40 guesses a side,
+the ε = 2 configuration of tests/unit/audit: k 20, lr 2, 300 steps, batch 256): ε_lb against the claimed ε,
+per unit. `--method` trains another head than pillar's DP-SGD (dp-ls, dp-newton: rows weighted by 1/(their
+person's rows)); the audit runs for pillar (as above) and dp-newton (k 20, 3 full-batch steps), with canaries
+of `--canary-rows` rows. `--k`, `--lr`, `--steps` fix what the rule would set, for every fit. Run: python
+benchmarks/bench_persons.py [--seeds 5] [--eps 0.1,1] [--audits 5] [--method pillar] [--canary-rows 8]
 """
 
 from __future__ import annotations
@@ -31,8 +30,8 @@ from pillar_cli.audit.canaries import AuditSettings, run_audit
 from pillar_cli.data import Dataset, SplitPlan, make_splits
 from pillar_cli.data.groups import Groups
 from pillar_cli.linear.engine import RunConfig
-from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
+from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.privacy.unit import Units
 
 LARGEST = 30  # rows of the largest person
@@ -82,7 +81,8 @@ def main() -> None:
     test = splits["test"]
     sizes = np.bincount(persons[train])
     print(
-        f"{len(x)} rows, {persons.max() + 1} persons; training on {len(train)} rows of {np.count_nonzero(sizes)} "
+        f"{len(x)} rows, {persons.max() + 1} persons; training on {len(train)} rows of "
+        f"{np.count_nonzero(sizes)} "
         f"persons (rows a person: median {np.median(sizes[sizes > 0]):.0f}, largest {sizes.max()}); "
         f"test {len(test)} rows\n"
     )
@@ -118,8 +118,8 @@ def main() -> None:
                 clf.fit(x[train], y[train], groups=persons[train])
                 accuracies.append(clf.score(x[test], y[test]))
             print(
-                f"| {epsilon:g} | {name} | {protects} | {np.mean(accuracies):.3f} ± {np.std(accuracies, ddof=1):.3f} "
-                f"| {clf.k_} | {clf.ledger_.steps} |",
+                f"| {epsilon:g} | {name} | {protects} | {np.mean(accuracies):.3f} ± "
+                f"{np.std(accuracies, ddof=1):.3f} | {clf.k_} | {clf.ledger_.steps} |",
                 flush=True,
             )
     if args.audits == 0 or args.method not in AUDITED:

@@ -1,16 +1,16 @@
-"""rows/s of applying a released classifier: `pillar predict`'s paths against its exported modules, same batch.
+"""rows/s of applying a released classifier: `pillar predict`'s paths against its exported modules, same
+batch.
 
 Rows of the table (a random head on a random-weight backbone; the arithmetic, not the accuracy, is measured):
-  features: predict           DPLinearClassifier.from_classifier(...).predict_proba on embedded features (numpy)
-  features: torch module      the export's module (--features-only) in torch, inference_mode
-  features: onnxruntime       the same module exported as ONNX, run by onnxruntime (CPU provider)
-  images: predict             pillar_cli.release.inputs.classify_inputs on uint8 images (the rebuilt embedder,
-                              streamed in batches, as `pillar predict --source` runs it), then the head
-  images: torch module        the export's module from uint8 images (backbone inside), inference_mode
-  images: onnxruntime         that module as ONNX under onnxruntime
-with the largest |Δp| of each against predict. onnxruntime runs on the CPU here whatever the device.
-Run: python benchmarks/bench_predict.py [--model resnet18] [--side 64] [--images 1024] [--rows 100000]
-     [--device cpu|cuda]
+features: predict           DPLinearClassifier.from_classifier(...).predict_proba on embedded features (numpy)
+features: torch module      the export's module (--features-only) in torch, inference_mode features:
+onnxruntime       the same module exported as ONNX, run by onnxruntime (CPU provider) images: predict
+pillar_cli.release.inputs.classify_inputs on uint8 images (the rebuilt embedder, streamed in batches, as
+`pillar predict --source` runs it), then the head images: torch module        the export's module from uint8
+images (backbone inside), inference_mode images: onnxruntime         that module as ONNX under onnxruntime
+with the largest |Δp| of each against predict. onnxruntime runs on the CPU here whatever the device. Run:
+python benchmarks/bench_predict.py [--model resnet18] [--side 64] [--images 1024] [--rows 100000] [--device
+cpu|cuda]
 """
 
 from __future__ import annotations

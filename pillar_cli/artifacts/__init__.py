@@ -1,10 +1,10 @@
 """HDF5 artifacts, schema version 2: the only way stages exchange data.
 
-Owns the artifact core (atomic write, kind and schema checks, content hashes, provenance) and, per kind, the schema
-of what is stored. Every domain may use it; it uses no domain.
+Owns the artifact core (atomic write, kind and schema checks, content hashes, provenance) and, per kind, the
+schema of what is stored. Every domain may use it; it uses no domain.
 
-May import: `errors`, `version`, `privacy` (a claimed ε, recomputed from its event tree on read), `randomness` (whether a
-file's noise is reproducible).
+May import: `errors`, `version`, `privacy` (a claimed ε, recomputed from its event tree on read), `randomness`
+(whether a file's noise is reproducible).
 """
 
 from pillar_cli.artifacts.core import (

@@ -46,6 +46,13 @@ class Artifact:
     path: str | None = None
     provenance: Provenance | None = None
 
+    @property
+    def written(self) -> Provenance:
+        """Its provenance, which writing or reading the file gives it."""
+        if self.provenance is None:
+            raise ArtifactError(f"{self.kind} artifact has not been written yet: it has no provenance")
+        return self.provenance
+
     def ref(self, split: str | None = None) -> InputRef:
         """The reference a downstream stage records when it consumes this artifact."""
         if self.path is None or self.provenance is None:

@@ -11,8 +11,9 @@ from pillar_cli.privacy.basis import ChosenBy
 
 @dataclass(frozen=True, kw_only=True)
 class SelectedCell:
-    """One (method, k, ε) cell of a model's selection: the runs reported for it (one per seed), the hyper-parameters
-    they share (a list where the seeds' choices differ), their mean val accuracy and what chose them."""
+    """One (method, k, ε) cell of a model's selection: the runs reported for it (one per seed), the
+    hyper-parameters they share (a list where the seeds' choices differ), their mean val accuracy and what
+    chose them."""
 
     method: str
     k: int | str  # "full": all features

@@ -2,9 +2,9 @@
 
 Invariants: an artifact is written to a temporary file beside its destination and renamed on success, so a
 reader never sees half a file and a failed write never destroys an existing one; reading checks the kind and
-the schema version; every artifact carries its provenance (command, resolved config, input content hashes)
-and a content hash over its logical content (arrays and attributes, not file bytes, which hold timestamps), and
-a record hash binding that provenance to the content.
+the schema version; every artifact carries its provenance (command, resolved config, input content hashes) and
+a content hash over its logical content (arrays and attributes, not file bytes, which hold timestamps), and a
+record hash binding that provenance to the content.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ def write(
     command: list[str] | None = None,
     force: bool = False,
 ) -> Artifact:
-    """Atomically write `artifact` to `path` (an existing file only with `force`); returns it with its path and
-    provenance filled in."""
+    """Atomically write `artifact` to `path` (an existing file only with `force`); returns it with its path
+    and provenance filled in."""
     if artifact.kind not in KINDS:
         raise ArtifactError(f"unknown artifact kind '{artifact.kind}' (known: {', '.join(KINDS)})")
     path = Path(path)
@@ -96,12 +96,10 @@ def write(
                     _write_root_attrs(h5, artifact, provenance)
                     for name, array in artifact.arrays.items():  # an h5py dataset is copied by blocks of rows
                         write_array(h5, name, array if isinstance(array, h5py.Dataset) else np.asarray(array))
-                handle = os.open(
-                    tmp, os.O_RDONLY
-                )  # the file written, followed through its rename onto `path`
-            remember_intact(
-                identity(handle)
-            )  # this process's own bytes: reading them needs no child, no rehash
+                # the file written, followed through its rename onto `path`
+                handle = os.open(tmp, os.O_RDONLY)
+            # this process's own bytes: reading them needs no child, no rehash
+            remember_intact(identity(handle))
         finally:
             if handle >= 0:
                 os.close(handle)
@@ -159,13 +157,14 @@ def read(
     check_schema: bool = True,
     on_disk: frozenset[str] = frozenset(),
 ) -> Artifact:
-    """Read an artifact, refusing the wrong kind, an unknown schema version or content that no longer matches its
-    hashes (every array of the file is hashed, also when only one group is loaded). The file is first read in a
-    forked child (crash_guard.py): a corrupted file that crashes libhdf5 is one error, not a dead interpreter.
+    """Read an artifact, refusing the wrong kind, an unknown schema version or content that no longer matches
+    its hashes (every array of the file is hashed, also when only one group is loaded). The file is first read
+    in a forked child (crash_guard.py): a corrupted file that crashes libhdf5 is one error, not a dead
+    interpreter.
 
-    `under` restricts the arrays loaded to one group (e.g. one split of an embeddings file). `check_schema`: refuse
-    arrays and attributes that the stages reading this kind could not use (schema.py). `on_disk`: datasets left in
-    the file, read a block at a time where they are used (artifacts/stored_rows.py).
+    `under` restricts the arrays loaded to one group (e.g. one split of an embeddings file). `check_schema`:
+    refuse arrays and attributes that the stages reading this kind could not use (schema.py). `on_disk`:
+    datasets left in the file, read a block at a time where they are used (artifacts/stored_rows.py).
     """
     expected = (kind,) if isinstance(kind, str) else kind
     path = Path(path)
@@ -173,19 +172,11 @@ def read(
         raise ArtifactError(f"artifact not found: {path}")
     try:
         before = identity(path)
-        verified = known_or_passes_in_child(
-            path,
-            lambda h5: (
-                _kind_checked(h5, path, expected),
-                verify(h5, path),
-                read_kind_attrs(h5),
-                _read_provenance(h5),
-            ),
-        )
+        verified = known_or_passes_in_child(path, lambda h5: _checked_in_child(h5, path, expected))
         with h5py.File(path, "r") as h5:
             found = _kind_checked(h5, path, expected)
             verify(h5, path, rehash=not verified)
-            arrays = read_arrays(h5, path, under, skip=on_disk)
+            arrays: dict[str, Any] = read_arrays(h5, path, under, skip=on_disk)
             arrays |= {name: StoredRows.of(path, h5[name], before) for name in on_disk if name in h5}
             artifact = Artifact(found, arrays, read_kind_attrs(h5), str(path), _read_provenance(h5))
         if verified and identity(path) != before:
@@ -203,6 +194,15 @@ def read(
             f"{path} is not a readable pillar artifact ({first_line(err)})", hint=CORRUPT_HINT
         ) from err
     return artifact
+
+
+def _checked_in_child(h5: h5py.File, path: Path, expected: tuple[str, ...]) -> None:
+    """What `read` checks of a file in a forked child: its kind, its hashes, and that its attributes and
+    provenance read."""
+    _kind_checked(h5, path, expected)
+    verify(h5, path)
+    read_kind_attrs(h5)
+    _read_provenance(h5)
 
 
 def _kind_checked(h5: h5py.File, path: Path, expected: tuple[str, ...]) -> str:
@@ -225,7 +225,8 @@ def _kind_checked(h5: h5py.File, path: Path, expected: tuple[str, ...]) -> str:
 
 
 def _read_provenance(h5: h5py.File) -> Provenance:
-    """The provenance attributes, refusing any of the wrong shape (what `inspect` and the overlap checks walk)."""
+    """The provenance attributes, refusing any of the wrong shape (what `inspect` and the overlap checks
+    walk)."""
     command, config, inputs = (json.loads(read_attr(h5, key)) for key in ("command", "config", "inputs"))
     texts = [read_attr(h5, key) for key in ("pillar_version", "created_at", "content_hash")]
     problem = (

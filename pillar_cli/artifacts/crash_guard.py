@@ -1,17 +1,17 @@
 """A first reading of an untrusted HDF5 file in a forked child.
 
 libhdf5 can crash the interpreter (a segmentation fault) or loop forever on a corrupted file, and no exception
-handler catches either. So every artifact is first read in a child process forked for it: the child walks what the
-read will touch (attributes, links, every dataset's bytes for the content hash); a crash there, or a reading that
-outlasts any honest one of a file that size, becomes one error line in the parent, and a file the child verified
-is not hashed a second time. Forking shares the parent's imports, so the
-child costs milliseconds on top of the hashing it takes over. Where `os.fork` does not exist the file is read in
-process only, as before.
+handler catches either. So every artifact is first read in a child process forked for it: the child walks what
+the read will touch (attributes, links, every dataset's bytes for the content hash); a crash there, or a
+reading that outlasts any honest one of a file that size, becomes one error line in the parent, and a file the
+child verified is not hashed a second time. Forking shares the parent's imports, so the child costs
+milliseconds on top of the hashing it takes over. Where `os.fork` does not exist the file is read in process
+only, as before.
 
-A file a child has read whole and found intact, or that this process wrote itself (artifacts.write), is remembered
-for the life of the process by its identity (device, inode, size, modification and change times): reading it again
-(another split of the same embeddings, the next stage of a pipeline run in one process) needs neither a child nor a
-rehash, while any rewrite gives it another identity.
+A file a child has read whole and found intact, or that this process wrote itself (artifacts.write), is
+remembered for the life of the process by its identity (device, inode, size, modification and change times):
+reading it again (another split of the same embeddings, the next stage of a pipeline run in one process) needs
+neither a child nor a rehash, while any rewrite gives it another identity.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ def reading_limit(path: str | Path) -> float:
 
 
 def passes_in_child(path: str | Path, check: Callable[[h5py.File], object]) -> bool:
-    """Whether `check` ran without error on the open file in a forked child. False when it raised (the caller's
-    own read raises that error in process) or when the platform cannot fork; a crash of the child, or a reading
-    past `reading_limit`, is an ArtifactError."""
+    """Whether `check` ran without error on the open file in a forked child. False when it raised (the
+    caller's own read raises that error in process) or when the platform cannot fork; a crash of the child, or
+    a reading past `reading_limit`, is an ArtifactError."""
     if not hasattr(os, "fork"):
         return False
     limit = reading_limit(path)
@@ -81,9 +81,9 @@ def passes_in_child(path: str | Path, check: Callable[[h5py.File], object]) -> b
 
 
 def _exit_status(pid: int, ended: int, limit: float) -> int | None:
-    """The child's wait status as soon as it exits (its end of the pipe closes: `ended` reads end-of-file), or None
-    once `limit` seconds have passed. Every tenth of a second the child is also asked directly: a process another
-    thread forked in the instant the pipe was open holds its end too."""
+    """The child's wait status as soon as it exits (its end of the pipe closes: `ended` reads end-of-file), or
+    None once `limit` seconds have passed. Every tenth of a second the child is also asked directly: a process
+    another thread forked in the instant the pipe was open holds its end too."""
     deadline = time.monotonic() + limit
     while (left := deadline - time.monotonic()) > 0:
         if select.select([ended], [], [], min(left, 0.1))[0]:  # end of file: the child is exiting
@@ -100,15 +100,14 @@ def _kill(pid: int) -> None:
 
 
 def identity(path: str | Path | int) -> tuple[int, ...]:
-    """What changes when a file (a path, or an open descriptor) is replaced or rewritten between the child's reading
-    and the parent's."""
+    """What changes when a file (a path, or an open descriptor) is replaced or rewritten between the child's
+    reading and the parent's."""
     stat = os.stat(path)
     return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
 
 
-_found_intact: set[tuple[int, ...]] = (
-    set()
-)  # identities of the files found intact, or written, by this process
+# identities of the files found intact, or written, by this process
+_found_intact: set[tuple[int, ...]] = set()
 
 
 def remember_intact(file_identity: tuple[int, ...]) -> None:
@@ -117,6 +116,6 @@ def remember_intact(file_identity: tuple[int, ...]) -> None:
 
 
 def known_or_passes_in_child(path: str | Path, check: Callable[[h5py.File], object]) -> bool:
-    """Whether the file needs no rehash: this process found it intact (or wrote it) as it is now, or `check` ran
-    without error on it in a forked child (`passes_in_child`, whose errors it raises)."""
+    """Whether the file needs no rehash: this process found it intact (or wrote it) as it is now, or `check`
+    ran without error on it in a forked child (`passes_in_child`, whose errors it raises)."""
     return identity(path) in _found_intact or passes_in_child(path, check)

@@ -14,8 +14,8 @@ from pillar_cli.artifacts.core import Artifact, InputRef, read
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
 from pillar_cli.artifacts.stored_rows import StoredRows, all_finite, non_finite_rows
 from pillar_cli.errors import ArtifactError, DataError, PrivacyError, UsageError, param
-from pillar_cli.privacy.unit import Units
 from pillar_cli.privacy.premises import Premises
+from pillar_cli.privacy.unit import Units
 from pillar_cli.randomness import keyed_draws
 
 
@@ -45,8 +45,8 @@ def parse_ref(text: str, default_split: str | None = None) -> tuple[str, str | N
 
 @dataclass(frozen=True)
 class Split:
-    """One split of an embeddings artifact: features, labels (None when unlabelled), source row ids and, where the
-    source names them, each row's person (None: each row is its own person)."""
+    """One split of an embeddings artifact: features, labels (None when unlabelled), source row ids and, where
+    the source names them, each row's person (None: each row is its own person)."""
 
     name: str
     features: np.ndarray | StoredRows  # StoredRows: left in the file (read_split's on_disk)
@@ -71,8 +71,8 @@ class Split:
 
     @property
     def carried(self) -> dict[str, Any]:
-        """What a model or classifier trained on this split carries of it: how its features were made, its class
-        names and the premises they rest on."""
+        """What a model or classifier trained on this split carries of it: how its features were made, its
+        class names and the premises they rest on."""
         return {
             **self.recipe.to_attrs(),
             "class_names": self.class_names,
@@ -81,9 +81,9 @@ class Split:
 
     @property
     def drawn_share(self) -> float | None:
-        """The share of the source's train part the split recipe draws into this split (its public_fraction for the
-        public split; None for another split or a file that does not record it). Public, unlike a share counted
-        over the file's rows, which moves with every private record deleted from the source."""
+        """The share of the source's train part the split recipe draws into this split (its public_fraction
+        for the public split; None for another split or a file that does not record it). Public, unlike a
+        share counted over the file's rows, which moves with every private record deleted from the source."""
         return self.attrs.get("public_fraction") if self.name == "public" else None
 
     @property
@@ -107,8 +107,8 @@ class Split:
 
     @property
     def recipe(self) -> FeatureRecipe:
-        """How its features were made: what a classifier trained on them records, and what new features must have
-        been made by to be read by it."""
+        """How its features were made: what a classifier trained on them records, and what new features must
+        have been made by to be read by it."""
         return FeatureRecipe.from_attrs(self.attrs)
 
     def same_source(self, other: Split) -> bool:
@@ -117,14 +117,15 @@ class Split:
 
     @property
     def units(self) -> Units:
-        """Each row's unit of privacy: the persons the file records (named by their source), else each row its own."""
+        """Each row's unit of privacy: the persons the file records (named by their source), else each row its
+        own."""
         grouping = self.grouping or {}
         return Units.of(self.persons, len(self.features), grouping.get("source"))
 
     @property
     def grouping(self) -> dict[str, str] | None:
-        """Where the persons came from and what names the grouping ({"source", "fingerprint"}); None: a person a
-        row."""
+        """Where the persons came from and what names the grouping ({"source", "fingerprint"}); None: a person
+        a row."""
         return self.attrs.get("persons") if self.persons is not None else None
 
     def same_persons(self, other_grouping: dict | None) -> bool:
@@ -139,14 +140,16 @@ class Split:
         """Rows of this split whose person has rows in `other` too (same source and grouping; 0 otherwise)."""
         if not (self.same_source(other) and self.same_persons(other.grouping)):
             return 0
+        if self.persons is None or other.persons is None:
+            return 0
         return int(np.isin(self.persons, other.persons).sum())
 
     def subsample(self, fraction: float, option: str = "private_fraction") -> Split:
-        """The rows whose keyed draw (seed 0; randomness.keyed_draws) lies below `fraction`, each keyed by the sha256
-        of its features and its place among the rows equal to it: a row is kept or not by itself, so deleting one
-        keeps or drops no other row but, at most, one equal to it; the whole split when fraction is 1 (Figure 7 of
-        the paper: private rows; Table 2(b): public rows). `option` names the command-line option that asked for
-        it."""
+        """The rows whose keyed draw (seed 0; randomness.keyed_draws) lies below `fraction`, each keyed by the
+        sha256 of its features and its place among the rows equal to it: a row is kept or not by itself, so
+        deleting one keeps or drops no other row but, at most, one equal to it; the whole split when fraction
+        is 1 (Figure 7 of the paper: private rows; Table 2(b): public rows). `option` names the command-line
+        option that asked for it."""
         if not 0 < fraction <= 1:
             raise UsageError(f"{param(option)} must be in (0, 1] (got {fraction})")
         if fraction == 1.0:
@@ -170,8 +173,9 @@ class Split:
         )
 
     def joined(self, other: Split) -> Split:
-        """This split's rows followed by another labelled split's of the same file (the private rows and the val rows
-        that train the heads together); a row in both would be one person counted twice, so they must be disjoint."""
+        """This split's rows followed by another labelled split's of the same file (the private rows and the
+        val rows that train the heads together); a row in both would be one person counted twice, so they must
+        be disjoint."""
         shared = np.intersect1d(self.index, other.index)
         if len(shared):
             raise PrivacyError(
@@ -213,8 +217,8 @@ def _rows_joined(rows: np.ndarray | StoredRows, more: np.ndarray | StoredRows) -
 
 
 def read_split(text: str, default_split: str | None = None, *, on_disk: bool = False) -> Split:
-    """Read one split ('emb.h5:private') of an embeddings artifact, checking its features are finite a block at a
-    time. `on_disk`: its features stay in the file, read a block at a time where they are used
+    """Read one split ('emb.h5:private') of an embeddings artifact, checking its features are finite a block
+    at a time. `on_disk`: its features stay in the file, read a block at a time where they are used
     (artifacts/stored_rows.py): a stage that projects them holds n × k rows, not n × d."""
     path, split = parse_ref(text, default_split)
     if split is None:

@@ -14,8 +14,8 @@ from pillar_cli.privacy.count import RowCount
 
 @dataclass(frozen=True, kw_only=True)
 class Accounting:
-    """How the evaluated models' runs were accounted, as tables and figures qualify them: the accountant, the δ their
-    ε holds at (their guarantee's total) and the clip norm."""
+    """How the evaluated models' runs were accounted, as tables and figures qualify them: the accountant, the
+    δ their ε holds at (their guarantee's total) and the clip norm."""
 
     accountant: str
     delta: float
@@ -24,13 +24,13 @@ class Accounting:
 
 @dataclass(frozen=True, kw_only=True)
 class Evaluation:
-    """`rows`: one per (method, k, ε) cell, its metrics' means and stds over seeds; `count`: the training row count
-    the models' runs read as it was released (noisy, or declared public; None where no mechanism released one: an
-    evaluation, which is what gets published, never copies the exact n of a model's working file); `overlap_rows`:
-    evaluated rows that were training or validation rows, allowed explicitly (0 otherwise); `public`: what the
-    models' projection was fitted on (Table 2 of the paper compares public data); `feature_dim`: the dimension of
-    the features the models read (Example 1 of the paper varies it). Files written before `count` stated the exact n
-    as `n_private`, which is no longer read."""
+    """`rows`: one per (method, k, ε) cell, its metrics' means and stds over seeds; `count`: the training row
+    count the models' runs read as it was released (noisy, or declared public; None where no mechanism
+    released one: an evaluation, which is what gets published, never copies the exact n of a model's working
+    file); `overlap_rows`: evaluated rows that were training or validation rows, allowed explicitly (0
+    otherwise); `public`: what the models' projection was fitted on (Table 2 of the paper compares public
+    data); `feature_dim`: the dimension of the features the models read (Example 1 of the paper varies it).
+    Files written before `count` stated the exact n as `n_private`, which is no longer read."""
 
     rows: list[dict]
     split: str

@@ -1,6 +1,6 @@
-"""How a split's features were made — backbone, weights, preprocessing, the shape and bit depth of the images, the
-feature dimension — as one typed record: what an embeddings file records, what a model and a classifier trained on
-its rows carry, and what new rows must have been made by for that classifier to read them."""
+"""How a split's features were made — backbone, weights, preprocessing, the shape and bit depth of the images,
+the feature dimension — as one typed record: what an embeddings file records, what a model and a classifier
+trained on its rows carry, and what new rows must have been made by for that classifier to read them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ TEXTS = ("backbone", "timm_id", "weights", "precision", "preprocessing")
 
 
 def _well_formed(name: str, value: Any) -> bool:
-    """A recipe field of the type its readers compute with (shapes of positive whole numbers, depth 8 or 16, …)."""
+    """A recipe field of the type its readers compute with (shapes of positive whole numbers, depth 8 or 16,
+    …)."""
     if name in SHAPES:
         return isinstance(value, list) and all(
             isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in value
@@ -32,8 +33,8 @@ def _well_formed(name: str, value: Any) -> bool:
 
 @dataclass(frozen=True, kw_only=True)
 class FeatureRecipe:
-    """Every field is optional: a file records what its embedder knew (vector data has no transform or depth, an
-    older file no depth). Stored as the dict `to_attrs` gives, inside an artifact's attributes."""
+    """Every field is optional: a file records what its embedder knew (vector data has no transform or depth,
+    an older file no depth). Stored as the dict `to_attrs` gives, inside an artifact's attributes."""
 
     backbone: str | None = None
     timm_id: str | None = None
@@ -49,8 +50,8 @@ class FeatureRecipe:
 
     @classmethod
     def from_attrs(cls, attrs: Mapping[str, Any]) -> FeatureRecipe:
-        """The recipe among an artifact's attributes (other keys, e.g. class names, are not the recipe's); a field
-        of the wrong type (an edited or foreign file) is one line."""
+        """The recipe among an artifact's attributes (other keys, e.g. class names, are not the recipe's); a
+        field of the wrong type (an edited or foreign file) is one line."""
         values = json.loads(
             json.dumps({f.name: attrs[f.name] for f in fields(cls) if attrs.get(f.name) is not None})
         )
@@ -88,8 +89,8 @@ class FeatureRecipe:
 
     @property
     def depth(self) -> int | None:
-        """The bit depth of the images the rows were embedded from (8 where an older file records none); None for
-        vector data."""
+        """The bit depth of the images the rows were embedded from (8 where an older file records none); None
+        for vector data."""
         return (self.pixel_depth or 8) if self.reads_images else None
 
     def first_difference(

@@ -1,10 +1,10 @@
 """Output files written whole or not at all, never over an existing file unless asked.
 
-Every output (artifacts, figures, tables) is written to a temporary file beside its destination and renamed onto
-it on success, so no reader sees half a file and a failure leaves what was there. The file gets the permissions a
-plain `open` would give under the process umask (0644 under 022), not mkstemp's 0600. A write whose size is known
-is refused before it starts when its file system lacks the room: libhdf5 cannot recover from a write that fails
-for want of space (the process then dies at exit).
+Every output (artifacts, figures, tables) is written to a temporary file beside its destination and renamed
+onto it on success, so no reader sees half a file and a failure leaves what was there. The file gets the
+permissions a plain `open` would give under the process umask (0644 under 022), not mkstemp's 0600. A write
+whose size is known is refused before it starts when its file system lacks the room: libhdf5 cannot recover
+from a write that fails for want of space (the process then dies at exit).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from pillar_cli.errors import ArtifactError, UsageError, param
 
@@ -36,8 +36,9 @@ def refuse_existing(path: Path, force: bool) -> None:
 
 
 def sibling(path: Path, suffix: str, reserve: int = 0) -> Path:
-    """`path` with `suffix` appended to its name (a scratch or temporary file beside it), cut to a name the file
-    system takes: a long name keeps its start and a digest of the whole, so each destination has its own."""
+    """`path` with `suffix` appended to its name (a scratch or temporary file beside it), cut to a name the
+    file system takes: a long name keeps its start and a digest of the whole, so each destination has its
+    own."""
     name = path.name + suffix
     if len(name.encode()) + reserve <= NAME_MAX:
         return path.with_name(name)
@@ -99,17 +100,18 @@ def _umask() -> int:
 @contextmanager
 def replacing_together(paths: Sequence[Path | None], force: bool = False) -> Iterator[list[Path | None]]:
     """Temporary paths for the several outputs of one command (None stays None), all renamed onto their
-    destinations only when the whole block succeeds: a failure (of any of them, or of an artifact written inside
-    the block) leaves none of them behind."""
+    destinations only when the whole block succeeds: a failure (of any of them, or of an artifact written
+    inside the block) leaves none of them behind."""
     with ExitStack() as stack:
         yield [None if path is None else stack.enter_context(replacing(path, force)) for path in paths]
 
 
 @contextmanager
 def written_together(paths: Sequence[Path]) -> Iterator[None]:
-    """Outputs a command writes one after another (a release, then its signature): if the block does not finish —
-    an error, Ctrl-C, SIGTERM — each is put back as it was: removed where it did not exist, and the file or folder
-    --force was replacing restored. The previous outputs wait beside their places until the block ends."""
+    """Outputs a command writes one after another (a release, then its signature): if the block does not
+    finish — an error, Ctrl-C, SIGTERM — each is put back as it was: removed where it did not exist, and the
+    file or folder --force was replacing restored. The previous outputs wait beside their places until the
+    block ends."""
     kept: dict[Path, Path] = {}  # an output that existed → where it waits
     owned: list[Path] = []  # the outputs this block answers for: absent before it, or moved aside
     try:

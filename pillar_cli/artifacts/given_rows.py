@@ -1,7 +1,7 @@
 """A split read from a file (`pillar_cli.read_split`) given to the Python API where arrays are expected.
 
-Its `features` alone would drop the persons the file records, and a fit on them would protect each row where the
-data holder's unit is the person: a split's features, labels and persons travel together instead."""
+Its `features` alone would drop the persons the file records, and a fit on them would protect each row where
+the data holder's unit is the person: a split's features, labels and persons travel together instead."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The GSD artifact: the distance of every candidate to the private split, the ranking, the settings and, for a
-DP release, its ledger."""
+"""The GSD artifact: the distance of every candidate to the private split, the ranking, the settings and, for
+a DP release, its ledger."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def gsd_artifact(
 
 @dataclass(frozen=True)
 class GsdRanking:
-    """A GSD artifact as it is read: the candidates in the order given, the ranking (closest first) and, for a DP
-    release, its ledger (None: the distances read the private split without DP)."""
+    """A GSD artifact as it is read: the candidates in the order given, the ranking (closest first) and, for a
+    DP release, its ledger (None: the distances read the private split without DP)."""
 
     candidates: list[str]
     ranking: list[dict]  # {"candidate", "gsd", ...}, closest first

@@ -1,6 +1,6 @@
-"""What a file says of its own guarantee, as notes `inspect` prints above its attributes: whether its noise can be
-regenerated (then nothing in it is private), where its noise came from, the ε of everything it holds together, the
-row count its heads read, and a release's statement."""
+"""What a file says of its own guarantee, as notes `inspect` prints above its attributes: whether its noise
+can be regenerated (then nothing in it is private), where its noise came from, the ε of everything it holds
+together, the row count its heads read, and a release's statement."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ NOT_PRIVATE, NOISE, WHOLE_FILE, COUNT, RELEASE = "not-private", "noise", "whole-
 
 
 def guarantee_notes(attrs: dict[str, Any]) -> list[dict[str, str]]:
-    """[{"level": …, "text": …}] for the guarantee-bearing attributes an artifact records (none: an empty list)."""
+    """[{"level": …, "text": …}] for the guarantee-bearing attributes an artifact records (none: an empty
+    list)."""
     notes = []
     noise = attrs.get("noise") or {}
     if noise_is_reproducible(attrs):

@@ -1,11 +1,11 @@
 """Content hashes: sha256 over an artifact's arrays (names, dtypes, shapes, bytes) and its attributes; record
 hashes: sha256 over the content hash and the provenance stored beside it (command, config, inputs).
 
-`write` stores both; every `read` recomputes them from the file, streaming the arrays block by block, and refuses
-a file whose content or provenance no longer matches: an artifact edited after it was written is never used
-silently. The content hash leaves out the write time and command, so that equal content hashes equally; the record
-hash binds the provenance to that content. Both detect edits, not forgeries: anyone can re-hash a file, so no check
-that guards private data relies on provenance alone.
+`write` stores both; every `read` recomputes them from the file, streaming the arrays block by block, and
+refuses a file whose content or provenance no longer matches: an artifact edited after it was written is never
+used silently. The content hash leaves out the write time and command, so that equal content hashes equally;
+the record hash binds the provenance to that content. Both detect edits, not forgeries: anyone can re-hash a
+file, so no check that guards private data relies on provenance alone.
 """
 
 from __future__ import annotations
@@ -29,14 +29,15 @@ def normalized(attrs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _bytes(array: np.ndarray) -> memoryview:
-    """The array's bytes in memory order, without a copy when it is contiguous (a zero-length axis included, which
-    memoryview.cast refuses)."""
-    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+    """The array's bytes in memory order, without a copy when it is contiguous (a zero-length axis included,
+    which memoryview.cast refuses)."""
+    return np.ascontiguousarray(array).reshape(-1).view(np.uint8).data
 
 
 def content_hash(arrays: dict[str, np.ndarray | h5py.Dataset], attrs: dict[str, Any]) -> str:
-    """sha256 over array names, dtypes, shapes and bytes plus the sorted attributes. An array may be an h5py dataset
-    of another open file (features streamed to a scratch file): it is read block by block, never whole."""
+    """sha256 over array names, dtypes, shapes and bytes plus the sorted attributes. An array may be an h5py
+    dataset of another open file (features streamed to a scratch file): it is read block by block, never
+    whole."""
     digest = hashlib.sha256()
     for name in sorted(arrays):
         if isinstance(arrays[name], h5py.Dataset):
@@ -52,8 +53,8 @@ def content_hash(arrays: dict[str, np.ndarray | h5py.Dataset], attrs: dict[str, 
 
 
 def file_content_hash(h5: h5py.File) -> str:
-    """`content_hash` of an open artifact file, reading each dataset in blocks of rows; a thread hashes one block
-    while the next is read (hashlib releases the GIL), so reading costs little on top of sha256."""
+    """`content_hash` of an open artifact file, reading each dataset in blocks of rows; a thread hashes one
+    block while the next is read (hashlib releases the GIL), so reading costs little on top of sha256."""
     digest = hashlib.sha256()
     names: list[str] = []
     h5.visititems(lambda name, node: names.append(name) if isinstance(node, h5py.Dataset) else None)
@@ -70,7 +71,8 @@ def file_content_hash(h5: h5py.File) -> str:
 
 
 def _blocks(name: str, node: h5py.Dataset):
-    """(the name-dtype-shape header before the first block, or b"", a C-contiguous block of the dataset's rows)."""
+    """(the name-dtype-shape header before the first block, or b"", a C-contiguous block of the dataset's
+    rows)."""
     if node.dtype.kind == "O" or node.ndim == 0:  # strings (read back as str arrays) and scalars: whole
         array = (
             np.asarray(node[()])
@@ -108,7 +110,8 @@ def stored_record(h5: h5py.File) -> dict[str, Any]:
 
 
 def modified_part(h5: h5py.File) -> str | None:
-    """'content' or 'provenance' when that part of the file no longer matches the hash stored with it, else None."""
+    """'content' or 'provenance' when that part of the file no longer matches the hash stored with it, else
+    None."""
     if file_content_hash(h5) != read_attr(h5, "content_hash"):
         return "content"
     if record_hash(stored_record(h5)) != read_attr(h5, "record_hash"):
@@ -117,8 +120,8 @@ def modified_part(h5: h5py.File) -> str | None:
 
 
 def verify(h5: h5py.File, path: str | Path, rehash: bool = True) -> None:
-    """Refuse a file that holds links or (`rehash`: unless already verified) whose arrays, attributes or provenance
-    no longer match the hashes stored when it was written."""
+    """Refuse a file that holds links or (`rehash`: unless already verified) whose arrays, attributes or
+    provenance no longer match the hashes stored when it was written."""
     refuse_links(h5, path)
     part = modified_part(h5) if rehash else None
     if part is not None:
@@ -130,9 +133,9 @@ def verify(h5: h5py.File, path: str | Path, rehash: bool = True) -> None:
 
 
 def refuse_links(h5: h5py.File, path: str | Path) -> None:
-    """Every object of an artifact is reached by exactly one hard link. A soft or external link, or a second hard
-    link, would let one group pass for another (a link `splits/val2` to `splits/private`) while the content hash,
-    which visits each object once and follows no link, stays the same."""
+    """Every object of an artifact is reached by exactly one hard link. A soft or external link, or a second
+    hard link, would let one group pass for another (a link `splits/val2` to `splits/private`) while the
+    content hash, which visits each object once and follows no link, stays the same."""
 
     def walk(group: h5py.Group, prefix: str) -> None:
         for name in group:

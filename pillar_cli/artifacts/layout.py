@@ -1,5 +1,5 @@
-"""How an artifact sits in an HDF5 file: arrays as datasets (strings as variable-length UTF-8), attributes as HDF5
-attributes (anything else as JSON, listed in `json_attrs`)."""
+"""How an artifact sits in an HDF5 file: arrays as datasets (strings as variable-length UTF-8), attributes as
+HDF5 attributes (anything else as JSON, listed in `json_attrs`)."""
 
 from __future__ import annotations
 
@@ -38,10 +38,10 @@ def json_default(value: Any) -> Any:
 
 
 def stored_in_chunks(shape: tuple[int, ...]) -> dict[str, Any]:
-    """How an array of `shape` is stored: a large one in chunks of whole rows, about CHUNK_VALUES values each, each
-    with a Fletcher-32 checksum that the HDF5 library checks on reading — damaged bytes in the middle of a file are
-    then refused as the block of rows that holds them, not only as a content hash that no longer matches; a small
-    one contiguous."""
+    """How an array of `shape` is stored: a large one in chunks of whole rows, about CHUNK_VALUES values each,
+    each with a Fletcher-32 checksum that the HDF5 library checks on reading — damaged bytes in the middle of
+    a file are then refused as the block of rows that holds them, not only as a content hash that no longer
+    matches; a small one contiguous."""
     size = int(np.prod(shape, dtype=np.int64))
     if not shape or size <= 65536:
         return {}
@@ -66,9 +66,9 @@ def _copy_rows(h5: h5py.File, name: str, source: h5py.Dataset) -> None:
 
 
 def row_blocks(node: h5py.Dataset | np.ndarray | Any):
-    """(start row, C-contiguous rows) of a dataset, BLOCK_BYTES at a time (of any rows that slice: an array, or
-    rows left on disk). A dataset's block that cannot be read (a damaged chunk, a failing disk) is one line naming
-    the file, the dataset and the rows."""
+    """(start row, C-contiguous rows) of a dataset, BLOCK_BYTES at a time (of any rows that slice: an array,
+    or rows left on disk). A dataset's block that cannot be read (a damaged chunk, a failing disk) is one line
+    naming the file, the dataset and the rows."""
     row_bytes = max(1, node.dtype.itemsize * int(np.prod(node.shape[1:], dtype=np.int64)))
     step = max(1, BLOCK_BYTES // row_bytes)
     for start in range(0, node.shape[0], step):
@@ -85,8 +85,8 @@ def row_blocks(node: h5py.Dataset | np.ndarray | Any):
 
 
 def read_attr(h5: h5py.File, key: str) -> Any:
-    """An attribute as a Python value; text that is not valid UTF-8 (h5py hands it over surrogate-escaped) raises
-    UnicodeError, so that a damaged file is refused rather than printed."""
+    """An attribute as a Python value; text that is not valid UTF-8 (h5py hands it over surrogate-escaped)
+    raises UnicodeError, so that a damaged file is refused rather than printed."""
     if key not in h5.attrs:
         return None
     value = h5.attrs[key]

@@ -1,9 +1,10 @@
 """The model artifact: every run of a sweep (its head, its DP event, its val accuracy) and the bases that map
 projected heads back to the standardised feature space; read back run by run for selection and evaluation.
 
-Arrays: `mean`, `scale` (the public scaler), `runs/<column>` (the run table, schema.RUN_COLUMNS, one entry per run;
-`runs/event` holds each run's DP event tree as JSON, from which every ε is recomputed), `runs/<i>/weights` and
-`runs/<i>/bias`, `bases/<method>/<k>`. Attributes: the caller's `ModelRecord` (artifacts/model_record.py).
+Arrays: `mean`, `scale` (the public scaler), `runs/<column>` (the run table, schema.RUN_COLUMNS, one entry per
+run; `runs/event` holds each run's DP event tree as JSON, from which every ε is recomputed),
+`runs/<i>/weights` and `runs/<i>/bias`, `bases/<method>/<k>`. Attributes: the caller's `ModelRecord`
+(artifacts/model_record.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import functools
 import json
 import math
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 import numpy as np
 
@@ -26,7 +28,8 @@ UNCOUNTED = RUN_COLUMNS["steps_run"][1]  # runs/steps_run of a run whose method 
 
 @dataclass(frozen=True)
 class RunKey:
-    """What identifies a run for selection: its cell (method, k, ε) and its hyper-parameters; k None = full."""
+    """What identifies a run for selection: its cell (method, k, ε) and its hyper-parameters; k None =
+    full."""
 
     method: str
     k: int | None
@@ -35,9 +38,8 @@ class RunKey:
     steps: int
     batch_size: int
     seed: int
-    ridge: float = (
-        0.0  # closed-form heads' λ as asked for (0: the method's default rule; and for DP-SGD runs)
-    )
+    # closed-form heads' λ as asked for (0: the method's default rule; and for DP-SGD runs)
+    ridge: float = 0.0
 
     @property
     def cell(self) -> tuple[str, int | None, float]:
@@ -48,30 +50,37 @@ class RunKey:
         return self.lr, self.steps, self.batch_size, self.ridge
 
 
+class Headline(TypedDict):
+    """A run table's columns of a head's own event (NaN unless it is one Poisson-subsampled Gaussian
+    segment)."""
+
+    noise_multiplier: float
+    sample_rate: float
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunRecord:
-    """One run, as trained and as a model artifact stores it: its key, what it spent, how it did on val, its head
-    (in its own k-dimensional space; None for a network's run) and, once read back, the file it came from."""
+    """One run, as trained and as a model artifact stores it: its key, what it spent, how it did on val, its
+    head (in its own k-dimensional space; None for a network's run) and, once read back, the file it came
+    from."""
 
     key: RunKey
     event: dict  # the run's DP event tree (privacy/events.py), as `Event.to_dict` wrote it
     epsilon_spent: float
     val_accuracy: float
-    noise_multiplier: float = (
-        math.nan
-    )  # for tables: of a head that is one Poisson-subsampled Gaussian segment
+    # for tables: of a head that is one Poisson-subsampled Gaussian segment
+    noise_multiplier: float = math.nan
     sample_rate: float = math.nan
     row_normalised: bool = False  # the head reads its k-dimensional rows scaled to unit norm
     steps_run: int | None = None  # the steps (releases) the method counted as it ran them; None: not counted
-    weights: np.ndarray | None = field(
-        default=None, compare=False
-    )  # (k, C), or (D, C) for an unprojected run
+    # (k, C), or (D, C) for an unprojected run
+    weights: np.ndarray | None = field(default=None, compare=False)
     bias: np.ndarray | None = field(default=None, compare=False)  # (C,)
     model: Artifact | None = field(default=None, compare=False, repr=False)  # the file it was read from
     local_id: int | None = field(default=None, compare=False)  # its index in that file's run table
 
     @staticmethod
-    def headline_of(event: Event) -> dict[str, float]:
+    def headline_of(event: Event) -> Headline:
         """The table columns of a head's own event: its noise multiplier and sample rate (NaN unless it is one
         Poisson-subsampled Gaussian segment)."""
         noise_multiplier, sample_rate = headline(event)
@@ -83,25 +92,38 @@ class RunRecord:
         return None if self.model is None else self.model.arrays.get(f"bases/{self.key.method}/{self.key.k}")
 
     def logits(self, standardised: np.ndarray) -> np.ndarray:
-        """The head on standardised features: a linear head as its full-space weights; a head on unit-norm rows
-        through its basis, rows scaled to unit norm."""
+        """The head on standardised features: a linear head as its full-space weights; a head on unit-norm
+        rows through its basis, rows scaled to unit norm."""
         if not self.row_normalised:
             weights, bias = self.full_weights()
             return standardised @ weights + bias
         rows = standardised if self.basis is None else standardised @ self.basis
         rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
-        return rows @ self.weights + self.bias
+        weights, bias = self.head
+        return rows @ weights + bias
+
+    @property
+    def head(self) -> tuple[np.ndarray, np.ndarray]:
+        """(weights, bias) of a linear head, in its own k dimensions (a network's run has none)."""
+        if self.weights is None or self.bias is None:
+            raise ArtifactError(f"run {self.local_id} of {self.source} is a network's: it has no linear head")
+        return self.weights, self.bias
+
+    @property
+    def source(self) -> str:
+        """The file the run was read from, in words."""
+        return "a model not yet written" if self.model is None else str(self.model.path)
 
     def released_head(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """(weights, bias, basis) as a release of this run holds them: a head on unit-norm rows with its basis,
-        else mapped back to the standardised features (basis None); linear heads only."""
-        return (self.weights, self.bias, self.basis) if self.row_normalised else (*self.full_weights(), None)
+        """(weights, bias, basis) as a release of this run holds them: a head on unit-norm rows with its
+        basis, else mapped back to the standardised features (basis None); linear heads only."""
+        return (*self.head, self.basis) if self.row_normalised else (*self.full_weights(), None)
 
     def full_weights(self) -> tuple[np.ndarray, np.ndarray]:
         """The head mapped back to the standardised feature space: (A_k · w, b); linear heads only."""
         if self.row_normalised:
             raise ArtifactError(
-                f"run {self.local_id} of {self.model.path} reads unit-norm rows: it has no weights "
+                f"run {self.local_id} of {self.source} reads unit-norm rows: it has no weights "
                 "on the standardised features (a closed-form head cannot warm-start DP-SGD)"
             )
         return self._mapped_back
@@ -109,7 +131,8 @@ class RunRecord:
     @functools.cached_property
     def _mapped_back(self) -> tuple[np.ndarray, np.ndarray]:
         """(A_k · w, b), made once a run: evaluation applies it to every block of rows."""
-        return (self.weights if self.basis is None else self.basis @ self.weights), self.bias
+        weights, bias = self.head
+        return (weights if self.basis is None else self.basis @ weights), bias
 
 
 def _run_columns(rows: list[RunRecord], dim: int) -> dict[str, np.ndarray]:
@@ -138,8 +161,8 @@ def _run_columns(rows: list[RunRecord], dim: int) -> dict[str, np.ndarray]:
 
 
 def run_rows(model: Artifact) -> list[RunRecord]:
-    """The runs of a model artifact, row by row with their heads (columns an older model lacks take their schema
-    defaults)."""
+    """The runs of a model artifact, row by row with their heads (columns an older model lacks take their
+    schema defaults)."""
     count = len(model.array("runs/k"))
     table = {
         name: model.array(f"runs/{name}") if f"runs/{name}" in model.arrays else np.full(count, default)
@@ -188,8 +211,9 @@ def model_artifact(
     arrays |= {f"runs/{name}": column for name, column in _run_columns(runs, len(mean)).items()}
     for run_id, run in enumerate(runs):
         if run.weights is not None:  # a network's run has no linear head (artifacts/network.py)
-            arrays[f"runs/{run_id}/weights"] = run.weights.astype(np.float32)
-            arrays[f"runs/{run_id}/bias"] = run.bias.astype(np.float32)
+            weights, bias = run.head
+            arrays[f"runs/{run_id}/weights"] = weights.astype(np.float32)
+            arrays[f"runs/{run_id}/bias"] = bias.astype(np.float32)
     for (method, k), basis in bases.items():
         arrays[f"bases/{method}/{k}"] = basis.astype(np.float32)
     return Artifact("model", arrays, record.to_attrs())
@@ -213,15 +237,15 @@ def stored_runs(models: list[Artifact]) -> list[RunRecord]:
     for run in runs:  # a file given twice (or a copy) would count its runs as more seeds
         if run.key in where:
             problem = (
-                f"{run.model.path} is given twice (its run {_describe(run.key)} would count twice)"
-                if where[run.key] == run.model.path
-                else f"{run.model.path} and {where[run.key]} both hold the run {_describe(run.key)}: the shards of one "
-                "sweep hold each run once"
+                f"{run.source} is given twice (its run {_describe(run.key)} would count twice)"
+                if where[run.key] == run.source
+                else f"{run.source} and {where[run.key]} both hold the run {_describe(run.key)}: the "
+                "shards of one sweep hold each run once"
             )
             raise ArtifactError(
                 problem, hint=f"give each model file once; repetitions need different {param('seed')} values"
             )
-        where[run.key] = run.model.path
+        where[run.key] = run.source
     return runs
 
 

@@ -1,9 +1,9 @@
-"""What a model artifact states about all its runs together, as one typed record: the guarantee every run is of (the
-plan's one record: unit, relation, row count, accountant, δ, upstream releases), how the runs were clipped and
-accounted, the public data and how it was chosen, the noise, the selection, the whole file's guarantee.
-Every writer (a sweep, fine-tuning) builds a `ModelRecord` and stores `to_attrs()`; every stage reads
-`ModelRecord.of(model)`; the schema's table of a model's attributes is made from its fields (artifacts/stored.py),
-so that writer, reader and validator cannot disagree.
+"""What a model artifact states about all its runs together, as one typed record: the guarantee every run is
+of (the plan's one record: unit, relation, row count, accountant, δ, upstream releases), how the runs were
+clipped and accounted, the public data and how it was chosen, the noise, the selection, the whole file's
+guarantee. Every writer (a sweep, fine-tuning) builds a `ModelRecord` and stores `to_attrs()`; every stage
+reads `ModelRecord.of(model)`; the schema's table of a model's attributes is made from its fields
+(artifacts/stored.py), so that writer, reader and validator cannot disagree.
 """
 
 from __future__ import annotations
@@ -32,9 +32,8 @@ class ModelLedger:
     clip: float = stored(NUMBER, decode=float)
     accountant_description: str = stored(str, default="")
     epsilon_is_upper_bound: bool = stored(bool, default=True)
-    protected_split: str | None = stored(
-        str, default=None
-    )  # None: no split was protected (public pre-training)
+    # None: no split was protected (public pre-training)
+    protected_split: str | None = stored(str, default=None)
     mechanism: str | None = stored(str, default=None)  # a fine-tuned network's; a sweep's are per method
     per_run: str | None = stored(str, default=None)  # where each run's event and ε are stored
 
@@ -48,9 +47,9 @@ class ModelLedger:
 
 @dataclass(frozen=True, kw_only=True)
 class PublicChoice:
-    """A projection's public split chosen from a GSD ranking: which GSD, which candidate, the private split it read,
-    and its DP release (None: it read the private split without DP), which every model trained on the projection
-    composes as an upstream release of its guarantee."""
+    """A projection's public split chosen from a GSD ranking: which GSD, which candidate, the private split it
+    read, and its DP release (None: it read the private split without DP), which every model trained on the
+    projection composes as an upstream release of its guarantee."""
 
     gsd: dict  # the GSD artifact's InputRef
     candidate: str
@@ -75,7 +74,8 @@ class PublicChoice:
 
     @classmethod
     def of(cls, artifact: Artifact) -> PublicChoice | None:
-        """The choice a projection (or a model trained on one) records; None: its public data was not chosen."""
+        """The choice a projection (or a model trained on one) records; None: its public data was not
+        chosen."""
         return cls.from_attrs(artifact.attrs.get("public_choice"))
 
     def to_attrs(self) -> dict:
@@ -105,8 +105,8 @@ def _read_cells(cells: list[dict]) -> list[SelectedCell]:
 @dataclass(frozen=True, kw_only=True)
 class ModelRecord:
     """A model artifact's attributes that hold for all its runs (the run table and heads are arrays:
-    artifacts/model.py). Method-specific notes (`method_notes`, e.g. noisy-sgd's boosting) are stored at the top
-    level under each method's key."""
+    artifacts/model.py). Method-specific notes (`method_notes`, e.g. noisy-sgd's boosting) are stored at the
+    top level under each method's key."""
 
     num_classes: int = stored(int)
     n_private: int = stored(int)
@@ -119,40 +119,34 @@ class ModelRecord:
     trained_on: tuple[str, ...] = stored(list, default=("private",), encode=list, decode=tuple)
     row_l2_normalised: bool = stored(bool, default=False)
     private_fraction: float = stored(NUMBER, default=1.0)
-    shard: tuple[int, int] = stored(
-        list, default=(0, 1), encode=list, decode=tuple
-    )  # (i, n): the grid's i-th of n
+    # (i, n): the grid's i-th of n
+    shard: tuple[int, int] = stored(list, default=(0, 1), encode=list, decode=tuple)
     feature_space: str | None = stored(str, default=None)  # what a head's weights multiply, in words
     max_epsilon_spent: float | None = stored(NUMBER, default=None)
     mechanisms: dict[str, str] = stored(dict, factory=dict)  # per method, its mechanism in words
     public_choice: PublicChoice | None = stored(
         dict, default=None, encode=PublicChoice.to_attrs, decode=PublicChoice.from_attrs
     )
-    public_data: dict | None = stored(
-        dict, default=None
-    )  # what the projection was fitted on (public_data_of)
-    count_read_by: tuple[str, ...] = stored(
-        list, default=(), encode=list, decode=tuple
-    )  # methods that read it
+    # what the projection was fitted on (public_data_of)
+    public_data: dict | None = stored(dict, default=None)
+    # methods that read it
+    count_read_by: tuple[str, ...] = stored(list, default=(), encode=list, decode=tuple)
     noise: dict = stored(dict, factory=dict)  # where the noise came from (randomness.NoiseSource.describe)
-    whole_file: dict | None = stored(
-        dict, default=None
-    )  # every head together: kind, ε, δ, composition, statement
+    # every head together: kind, ε, δ, composition, statement
+    whole_file: dict | None = stored(dict, default=None)
     features: dict = stored(dict, factory=dict)  # how the features were made, and the class names
     network: dict | None = stored(dict, default=None)  # a fine-tuned network's architecture (NetworkSpec)
     default_rule: dict | None = stored(dict, default=None)  # the default rule a ruled cell followed
-    source: str | None = stored(
-        str, default=None
-    )  # the source its rows came from, in words (a fine-tuned network's)
+    # the source its rows came from, in words (a fine-tuned network's)
+    source: str | None = stored(str, default=None)
     source_fingerprint: str | None = stored(str, default=None)  # what names the source's rows (Split)
     risk_target: RiskTarget | None = stored(
         dict, default=None, encode=RiskTarget.to_attrs, decode=RiskTarget.from_attrs
     )  # the risk its runs' ε was calibrated to
     persons: dict | None = stored(dict, default=None)  # where the persons of `persons/<split>` came from
     max_physical_batch: int | None = stored(int, default=None)  # a fine-tuned network's memory bound
-    pretrained_from: dict | None = stored(
-        dict, default=None
-    )  # the public pre-training a network started from
+    # the public pre-training a network started from
+    pretrained_from: dict | None = stored(dict, default=None)
     method_notes: dict[str, dict] = field(default_factory=dict)
 
     @classmethod

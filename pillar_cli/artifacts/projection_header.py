@@ -1,5 +1,5 @@
-"""What a projection artifact states beside its arrays, as one typed record read here only: how it was fitted, on
-what, and the DP releases it rests on (a GSD's choice of its public data, or a DP-PCA of private rows)."""
+"""What a projection artifact states beside its arrays, as one typed record read here only: how it was fitted,
+on what, and the DP releases it rests on (a GSD's choice of its public data, or a DP-PCA of private rows)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,8 @@ class ProjectionHeader:
     unseen_group: bool = False  # components: a group for the variables no public row holds
     fitted_on: dict | None = None  # the InputRef of the split it was fitted on
     backbone: str | None = None
-    public_share: float | None = (
-        None  # of the source's train part, as the split recipe and --fraction draw it
-    )
+    # of the source's train part, as the split recipe and --fraction draw it
+    public_share: float | None = None
     public_choice: PublicChoice | None = None
     private_release: dict | None = None  # a DP-PCA's release: mechanism, ε, δ, event, noise
 

@@ -1,5 +1,5 @@
-"""Provenance across artifacts: whether an artifact was derived from given content, and its chain of ancestors,
-each checked against the file on disk now.
+"""Provenance across artifacts: whether an artifact was derived from given content, and its chain of
+ancestors, each checked against the file on disk now.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def require_derived_from(artifact: Artifact, source: InputRef) -> None:
 
 def shared_rows(split: Split, artifact: Artifact, groups: tuple[str, ...]) -> int:
     """How many of the split's source rows are among the rows `artifact` was fitted or selected on (its
-    `rows/<group>` arrays), or belong to a person who had rows there (its `persons/<group>`, where both name persons
-    alike); rows of different sources (fingerprints) never count as shared."""
+    `rows/<group>` arrays), or belong to a person who had rows there (its `persons/<group>`, where both name
+    persons alike); rows of different sources (fingerprints) never count as shared."""
     fingerprint = artifact.attrs.get("source_fingerprint")
     if fingerprint is None or fingerprint != split.source_fingerprint:
         return 0
@@ -51,19 +51,21 @@ def shared_rows(split: Split, artifact: Artifact, groups: tuple[str, ...]) -> in
     people = [
         artifact.arrays[f"persons/{group}"] for group in groups if f"persons/{group}" in artifact.arrays
     ]
-    if people and split.same_persons(artifact.attrs.get("persons")):
+    if people and split.persons is not None and split.same_persons(artifact.attrs.get("persons")):
         shared |= np.isin(split.persons, np.concatenate(people))
     return int(shared.sum())
 
 
 @dataclass(frozen=True)
 class ChainLink:
-    """One input in an artifact's ancestry: where it sits, and whether the file still holds what was consumed."""
+    """One input in an artifact's ancestry: where it sits, and whether the file still holds what was
+    consumed."""
 
     depth: int
     ref: InputRef
-    status: str  # "ok", "changed" (another content hash), "modified" (edited since written; verify only), "missing",
+    # "ok", "changed" (another content hash), "modified" (edited since written; verify only), "missing",
     # "withheld" (a shareable file names the input without its hash: nothing to check it against)
+    status: str
     command: list[str] | None
 
 
@@ -117,7 +119,7 @@ def _require_unmodified(h5: h5py.File) -> None:
 def describe(artifact: Artifact, verify: bool = False) -> dict:
     """Everything `inspect` shows, as plain data: kind, provenance, the checked chain (`verify`: with every
     ancestor's content rehashed), attributes, datasets."""
-    provenance = artifact.provenance
+    provenance = artifact.written
     datasets = {
         name: {"shape": list(array.shape), "dtype": str(array.dtype)}
         for name, array in artifact.arrays.items()

@@ -1,6 +1,6 @@
-"""What each kind of artifact must hold for the stages that read it: arrays of the right kinds, ranks and matching
-lengths, attributes of the right types. A file that passes its content hash can still come from another tool or
-a buggy writer; it is refused here with one line rather than failing somewhere downstream.
+"""What each kind of artifact must hold for the stages that read it: arrays of the right kinds, ranks and
+matching lengths, attributes of the right types. A file that passes its content hash can still come from
+another tool or a buggy writer; it is refused here with one line rather than failing somewhere downstream.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from pillar_cli.version import __version__
 
 NUMBER, INTEGER, TEXT, BOOLEAN = "fiu", "iu", "U", "b"
 REQUIRED = object()
-# a model's run table, `runs/<column>`, one entry per run: column → (dtype kinds, value where an older model lacks it)
+# a model's run table, `runs/<column>`, one entry per run: column → (dtype kinds, value where an older model
+# lacks it)
 RUN_COLUMNS: dict[str, tuple[str, Any]] = {
     "method": (TEXT, REQUIRED),
     "k": (INTEGER, REQUIRED),
@@ -75,7 +76,8 @@ ARRAYS: dict[str, dict[str, tuple[str, int]]] = {
         "canaries/scores": (NUMBER, 1),
     },
 }
-# per kind: attribute → its JSON type(s); a model's and a classifier's are made from their records (attribute_tables)
+# per kind: attribute → its JSON type(s); a model's and a classifier's are made from their records
+# (attribute_tables)
 _ATTRS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "embeddings": {"class_names": list},
     "embedding-shard": {"class_names": list, "shard": list, "shard_key": str, "split_sizes": dict},
@@ -124,8 +126,12 @@ _OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {
     "evaluation": {"overlap_rows": int, "public": dict, "feature_dim": int, "count": dict},
 }
 LEDGER = attribute_types(ModelLedger)[0]
-ACCOUNTING = {"accountant": str, "delta": (int, float), "clip": (int, float)}  # an evaluation's ledger
-EVALUATION_ROW = {
+ACCOUNTING: dict[str, type | tuple[type, ...]] = {
+    "accountant": str,
+    "delta": (int, float),
+    "clip": (int, float),
+}  # an evaluation's ledger
+EVALUATION_ROW: dict[str, type | tuple[type, ...]] = {
     "method": str,
     "k": (int, str),
     "epsilon": (int, float),
@@ -211,7 +217,10 @@ def _rows_agree(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
 def _projection_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
     dim = len(arrays["mean"])
     if len(arrays["scale"]) != dim or arrays["components"].shape != (attrs["k_max"], dim):
-        return f"has components {arrays['components'].shape} and scale {arrays['scale'].shape} for {dim} dimensions"
+        return (
+            f"has components {arrays['components'].shape} and scale {arrays['scale'].shape} for {dim} "
+            "dimensions"
+        )
     if "private_release" in attrs and not DPRelease.readable(attrs["private_release"], Released.PROJECTION):
         return "has a DP-PCA release pillar does not read (its event, unit, ε or δ)"
     if (release := (attrs.get("public_choice") or {}).get("release")) is not None and not DPRelease.readable(
@@ -224,7 +233,8 @@ def _projection_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | No
 
 
 def _unusable_numbers(arrays: dict, names: tuple[str, ...]) -> str | None:
-    """Non-finite values where every stage multiplies by them, or a scale it divides by that is not positive."""
+    """Non-finite values where every stage multiplies by them, or a scale it divides by that is not
+    positive."""
     bad = [name for name in names if name in arrays and not np.isfinite(arrays[name]).all()]
     if bad:
         return f"has NaN or Inf in '/{bad[0]}'"
@@ -274,7 +284,7 @@ def _model_shapes(arrays: dict, attrs: dict, splits: list[str]) -> str | None:
     if problem:
         return problem
     problem = _unusable_numbers(
-        arrays, ("mean",) + tuple(n for n in arrays if n.endswith(("/weights", "/bias")))
+        arrays, ("mean", *tuple(n for n in arrays if n.endswith(("/weights", "/bias"))))
     )
     if (
         problem is None and "network" not in attrs

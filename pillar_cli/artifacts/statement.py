@@ -1,9 +1,9 @@
-"""A release's privacy statement: its guarantee (the plan's one record, for the head released), its ε and the DP
-event tree it is recomputed from, and in words what ε covers and what it does not — words generated from the
-guarantee and what the statement records of how its head was trained (`basis`) when it is released and again on
-every read, so that an edit of the words alone cannot make them say more than the record; the one-line summary of
-its numbers and words; and the statement as one typed record, made by `make_statement` (a release, and the Python
-API's `ledger_`), read and written here."""
+"""A release's privacy statement: its guarantee (the plan's one record, for the head released), its ε and the
+DP event tree it is recomputed from, and in words what ε covers and what it does not — words generated from
+the guarantee and what the statement records of how its head was trained (`basis`) when it is released and
+again on every read, so that an edit of the words alone cannot make them say more than the record; the
+one-line summary of its numbers and words; and the statement as one typed record, made by `make_statement` (a
+release, and the Python API's `ledger_`), read and written here."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pillar_cli.privacy.risk_target import RiskTarget
 from pillar_cli.privacy.unit import PrivacyUnit
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 
-BASIS = {
+BASIS: dict[str, type | tuple[type, ...]] = {
     "trained_on": list,
     "rule": (dict, type(None)),
     "selected": str,
@@ -65,7 +65,8 @@ def said_of(guarantee: Guarantee) -> dict:
 
 
 def words_problem(statement: dict) -> str | None:
-    """What is wrong with a statement's words: lists its record of the training does not give; None if nothing."""
+    """What is wrong with a statement's words: lists its record of the training does not give; None if
+    nothing."""
     basis = statement.get("basis")
     if not isinstance(basis, dict) or any(
         not isinstance(basis.get(key), kind) for key, kind in BASIS.items()
@@ -76,18 +77,21 @@ def words_problem(statement: dict) -> str | None:
     except (KeyError, TypeError, ValueError, AttributeError):
         return "has a privacy statement whose record of how its head was trained is not one pillar reads"
     if words != (statement["covers"], statement["not_covered"], list(statement.get("rests_on") or [])):
-        return "has covers, not_covered and rests_on lists that its record of how the head was trained does not give"
+        return (
+            "has covers, not_covered and rests_on lists that its record of how the head was trained does not "
+            "give"
+        )
     return None
 
 
 @dataclass(frozen=True, kw_only=True)
 class Statement:
-    """A released head's privacy statement (a classifier's `privacy` attribute, an export's metadata) as its readers
-    use it; stored as the dict `to_attrs` gives, checked by artifacts/statement_schema.py before it is read."""
+    """A released head's privacy statement (a classifier's `privacy` attribute, an export's metadata) as its
+    readers use it; stored as the dict `to_attrs` gives, checked by artifacts/statement_schema.py before it is
+    read."""
 
-    guarantee: (
-        Guarantee  # the plan's, for this head: its unit and relation, the count it read, δ, upstream releases
-    )
+    # the plan's, for this head: its unit and relation, the count it read, δ, upstream releases
+    guarantee: Guarantee
     epsilon: float
     epsilon_target: float
     clip: float
@@ -218,8 +222,8 @@ def make_statement(
     noise: dict | None,
     risk_target: RiskTarget | None = None,
 ) -> Statement:
-    """One head's statement under `guarantee` (the plan's, for that head): its event tree and ε, how it was trained
-    (`basis`), its words and the risk its whole tree allows — for a release and for a fit alike."""
+    """One head's statement under `guarantee` (the plan's, for that head): its event tree and ε, how it was
+    trained (`basis`), its words and the risk its whole tree allows — for a release and for a fit alike."""
     accountant = get_accountant(guarantee.accountant)
     covers, not_covered, rests_on = guarantee.words(basis)
     attrs = {

@@ -1,7 +1,7 @@
-"""What a release's privacy statement must hold to be read: its guarantee record, fields of their types that say what
-the guarantee says, a δ below 1/ñ of the count it read, an ε no smaller than its DP event spends, a risk record in
-[0, 1], and a summary that says what its numbers say. Classifier artifacts and exports (artifacts/schema.py) both
-check their statement here.
+"""What a release's privacy statement must hold to be read: its guarantee record, fields of their types that
+say what the guarantee says, a δ below 1/ñ of the count it read, an ε no smaller than its DP event spends, a
+risk record in [0, 1], and a summary that says what its numbers say. Classifier artifacts and exports
+(artifacts/schema.py) both check their statement here.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pillar_cli.privacy.guarantee import Guarantee
 from pillar_cli.privacy.risk_target import RiskTarget
 from pillar_cli.version import __version__
 
-STATEMENT = {
+STATEMENT: dict[str, type | tuple[type, ...]] = {
     "epsilon": (int, float),
     "delta": (int, float),
     "epsilon_target": (int, float),
@@ -47,8 +47,8 @@ def claims_that_fail(claims: list[tuple[str, float]], accountant: str, delta: fl
 
 
 def statement_problem(statement: dict) -> str | None:
-    """A statement whose fields are not of their types, whose δ is not below 1/ñ of the count it read, or whose ε is
-    below what its DP event spends (privacy/claims.py)."""
+    """A statement whose fields are not of their types, whose δ is not below 1/ñ of the count it read, or
+    whose ε is below what its DP event spends (privacy/claims.py)."""
     if "guarantee" not in statement:
         return (
             f"has a privacy statement written before a statement held its guarantee as one record (pillar "
@@ -63,8 +63,8 @@ def statement_problem(statement: dict) -> str | None:
         isinstance(text, str) for key in ("covers", "not_covered") for text in statement[key]
     ):
         return (
-            f"has a privacy statement whose {', '.join(wrong) or 'covers'} {'is' if len(wrong) < 2 else 'are'} "
-            "not of its type"
+            f"has a privacy statement whose {', '.join(wrong) or 'covers'} "
+            f"{'is' if len(wrong) < 2 else 'are'} not of its type"
         )
     if (target := statement.get("risk_target")) is not None and not RiskTarget.readable(target):
         return "has a privacy statement whose risk_target is not a TPR above an FPR, both in (0, 1)"
@@ -72,7 +72,10 @@ def statement_problem(statement: dict) -> str | None:
         return "has a privacy statement whose risk is not a record of TPRs in [0, 1] and an advantage"
     guarantee = guarantee_of(statement["guarantee"])
     if guarantee is None:
-        return "has a privacy statement whose guarantee is not one pillar reads (a unit, relation, count or release)"
+        return (
+            "has a privacy statement whose guarantee is not one pillar reads (a unit, relation, count or "
+            "release)"
+        )
     if {key: statement.get(key) for key in SAID if key in statement or key == "count"} != {
         key: said_of(guarantee).get(key) for key in SAID
     }:
@@ -92,7 +95,8 @@ def statement_problem(statement: dict) -> str | None:
 
 
 def risk_record(risk: object) -> bool:
-    """A statement's risk as privacy/risk.py writes it: the TPR at each quoted FPR and the advantage, in [0, 1]."""
+    """A statement's risk as privacy/risk.py writes it: the TPR at each quoted FPR and the advantage, in [0,
+    1]."""
     if not isinstance(risk, dict) or not isinstance(risk.get("tpr_at_fpr"), dict):
         return False
     numbers = [*risk["tpr_at_fpr"].values(), risk.get("advantage")]

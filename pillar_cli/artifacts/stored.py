@@ -1,16 +1,17 @@
-"""Typed records stored as an artifact's attributes. Each field declares the key it is stored under and the JSON
-type it is stored as, so that one declaration makes the writer (`to_attrs`), the reader (`from_attrs`) and the
-schema's table of the kind's attributes (`attribute_types`): the three cannot disagree.
+"""Typed records stored as an artifact's attributes. Each field declares the key it is stored under and the
+JSON type it is stored as, so that one declaration makes the writer (`to_attrs`), the reader (`from_attrs`)
+and the schema's table of the kind's attributes (`attribute_types`): the three cannot disagree.
 
-A field without a default is required; a field whose value is None is not written, and a key a file lacks reads
-as the field's default, which is what a file means by its absence.
+A field without a default is required; a field whose value is None is not written, and a key a file lacks
+reads as the field's default, which is what a file means by its absence.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ def _required(f: dataclasses.Field) -> bool:
 
 
 def attribute_types(cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The schema's tables of a record: the keys a file must hold and those it may omit, each with its JSON type."""
+    """The schema's tables of a record: the keys a file must hold and those it may omit, each with its JSON
+    type."""
     required = {key: how.kinds for f, how, key in _stored_fields(cls) if _required(f)}
     optional = {key: how.kinds for f, how, key in _stored_fields(cls) if not _required(f)}
     return required, optional

@@ -1,14 +1,15 @@
-"""The rows of an artifact's dataset left on disk: a stage that reads them a block at a time (standardising and
-projecting them, checking that they are finite) never holds all n × d of them. Each read opens the file afresh and
-refuses one that changed after it was read and hashed, and a damaged block is one line naming the rows it holds.
-Anything that needs every row at once (`np.asarray(rows)`) still gets them, read whole.
+"""The rows of an artifact's dataset left on disk: a stage that reads them a block at a time (standardising
+and projecting them, checking that they are finite) never holds all n × d of them. Each read opens the file
+afresh and refuses one that changed after it was read and hashed, and a damaged block is one line naming the
+rows it holds. Anything that needs every row at once (`np.asarray(rows)`) still gets them, read whole.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Union
 
 import h5py
 import numpy as np
@@ -36,7 +37,8 @@ class StoredRows:
 
     @classmethod
     def of(cls, path: str | Path, node: h5py.Dataset, file_identity: tuple[int, ...]) -> StoredRows:
-        """A dataset of the file `path` as it was when read and hashed (`file_identity`, crash_guard.identity)."""
+        """A dataset of the file `path` as it was when read and hashed (`file_identity`,
+        crash_guard.identity)."""
         return cls(path, ((node.name.lstrip("/"), node.shape[0]),), node.shape[1:], node.dtype, file_identity)
 
     ndim = property(lambda self: len(self.shape))
@@ -74,8 +76,8 @@ class StoredRows:
         return rows if dtype is None else rows.astype(dtype, copy=False)
 
     def _take(self, index: np.ndarray) -> np.ndarray:
-        """The rows at integer positions (any order, repeats and negative positions allowed), only those read: a
-        sample of a split never reads all of it."""
+        """The rows at integer positions (any order, repeats and negative positions allowed), only those read:
+        a sample of a split never reads all of it."""
         index = np.where(index < 0, index + len(self), index)
         if index.size and (index.min() < 0 or index.max() >= len(self)):
             raise IndexError(f"row index out of range for {len(self)} rows")
@@ -83,7 +85,8 @@ class StoredRows:
         return self._read(wanted)[back.reshape(index.shape)]
 
     def _read(self, rows: np.ndarray) -> np.ndarray:
-        """Rows at increasing positions: a run of consecutive rows as one slice of each dataset, others picked."""
+        """Rows at increasing positions: a run of consecutive rows as one slice of each dataset, others
+        picked."""
         if identity(self.path) != self.identity:
             raise ArtifactError(
                 f"{self.path} changed while it was read", hint="read it again once nothing writes it"
@@ -110,20 +113,23 @@ class StoredRows:
         return np.ascontiguousarray(parts[0] if len(parts) == 1 else np.concatenate(parts))
 
 
+Rows = Union[np.ndarray, "StoredRows"]  # rows in memory, or left in their file and read a block at a time
+
+
 def all_finite(rows: np.ndarray | StoredRows) -> bool:
-    """Whether every value is finite, summed a block at a time in float64 (NaN and Inf carry through a sum): no
-    n × d mask, and rows on disk stay there."""
+    """Whether every value is finite, summed a block at a time in float64 (NaN and Inf carry through a sum):
+    no n × d mask, and rows on disk stay there."""
     return all(np.isfinite(np.sum(block, dtype=np.float64)) for _, block in row_blocks(rows))
 
 
 def data_digest(rows: np.ndarray | StoredRows, *columns: np.ndarray) -> str:
-    """A sha256 naming rows (a block at a time) and per-row columns (labels, persons): what names a dataset's content
-    where no file does."""
+    """A sha256 naming rows (a block at a time) and per-row columns (labels, persons): what names a dataset's
+    content where no file does."""
     digest = hashlib.sha256()
     for _, block in row_blocks(rows):
-        digest.update(np.ascontiguousarray(block, dtype=np.float32))
+        digest.update(np.ascontiguousarray(block, dtype=np.float32).data)
     for column in columns:
-        digest.update(np.ascontiguousarray(column, dtype=np.int64))
+        digest.update(np.ascontiguousarray(column, dtype=np.int64).data)
     return digest.hexdigest()
 
 

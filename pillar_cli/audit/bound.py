@@ -1,13 +1,13 @@
-"""The one-run audit's statistics (Steinke, Nasr & Jagielski, "Privacy auditing with one (1) training run", NeurIPS
-2023, Theorem 5.2): m canaries, each included independently with probability ½; an auditor that makes r guesses
-(in or out) and gets v right. Under (ε, δ)-DP,
+"""The one-run audit's statistics (Steinke, Nasr & Jagielski, "Privacy auditing with one (1) training run",
+NeurIPS 2023, Theorem 5.2): m canaries, each included independently with probability ½; an auditor that makes
+r guesses (in or out) and gets v right. Under (ε, δ)-DP,
 
     P[v or more right] ≤ P[Binomial(r, q) ≥ v] + 2mδ · max_{1 ≤ i ≤ v} P[v − i ≤ Binomial(r, q) < v] / i,
 
-with q = e^ε / (1 + e^ε), the accuracy of ε-randomised response. ε_lb is the largest ε this rejects at the stated
-confidence: the guarantee cannot hold for any smaller ε (unless the test was unlucky, with probability ≤ 1 − c).
-The guesses must be fixed before the scores are seen (how many "in", how many "out"); choosing them afterwards
-would be a multiple test.
+with q = e^ε / (1 + e^ε), the accuracy of ε-randomised response. ε_lb is the largest ε this rejects at the
+stated confidence: the guarantee cannot hold for any smaller ε (unless the test was unlucky, with probability
+≤ 1 − c). The guesses must be fixed before the scores are seen (how many "in", how many "out"); choosing them
+afterwards would be a multiple test.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from pillar_cli.lazy import scipy_stats
 
 
 def p_value(m: int, guesses: int, correct: int, epsilon: float, delta: float) -> float:
-    """The bound above on the probability of `correct` or more right guesses out of `guesses` under (ε, δ)-DP."""
+    """The bound above on the probability of `correct` or more right guesses out of `guesses` under (ε,
+    δ)-DP."""
     q = 1 / (1 + math.exp(-epsilon))
     tail = scipy_stats.binom.sf(correct - 1, guesses, q)
     below = scipy_stats.binom.pmf(np.arange(correct - 1, -1, -1), guesses, q)  # P[Bin = v − i] for i = 1..v

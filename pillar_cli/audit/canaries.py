@@ -1,19 +1,21 @@
 """The one-run canary audit of one training configuration on real private rows.
 
-m canaries, each included in the private training set independently with probability ½ (seeded). Canary j is a row
-whose audited features are zero except one coordinate of its own, appended to the configuration's features (k
-components, or all standardised features) and zero for every real row, with a random label: an input canary whose
-every gradient (DP-SGD) or released statistic (closed-form heads) lands where nothing else does, so its influence
-on the head is the clearest one input can have. The head is trained with the configuration's own method, sampling
-rate, steps, clip and calibrated noise; each canary is scored by how much lower its loss is than that of the same
-label on an all-zero row (its label's share of the bias taken out, which would otherwise rank the labels); the
-auditor guesses "in" for the `guesses` highest scores and "out" for the `guesses` lowest (numbers fixed in
-advance), and bound.py turns the correct guesses into ε_lb. The noise can be scaled by a planted factor (tests of
-the audit's power only); the claimed ε is always that of the calibrated, unscaled noise.
+m canaries, each included in the private training set independently with probability ½ (seeded). Canary j is a
+row whose audited features are zero except one coordinate of its own, appended to the configuration's features
+(k components, or all standardised features) and zero for every real row, with a random label: an input canary
+whose every gradient (DP-SGD) or released statistic (closed-form heads) lands where nothing else does, so its
+influence on the head is the clearest one input can have. The head is trained with the configuration's own
+method, sampling rate, steps, clip and calibrated noise; each canary is scored by how much lower its loss is
+than that of the same label on an all-zero row (its label's share of the bias taken out, which would otherwise
+rank the labels); the auditor guesses "in" for the `guesses` highest scores and "out" for the `guesses` lowest
+(numbers fixed in advance), and bound.py turns the correct guesses into ε_lb. The noise can be scaled by a
+planted factor (tests of the audit's power only); the claimed ε is always that of the calibrated, unscaled
+noise.
 
-With `rows_per_canary` r > 1 every canary is a person of r identical rows, included or left out whole: with the
-person as the privacy unit the head bounds each person's contribution (linear/persons.py) and the bound must stay
-below the claim; with the row as the unit it does not, and the audit can find more than the per-row ε claims.
+With `rows_per_canary` r > 1 every canary is a person of r identical rows, included or left out whole: with
+the person as the privacy unit the head bounds each person's contribution (linear/persons.py) and the bound
+must stay below the claim; with the row as the unit it does not, and the audit can find more than the per-row
+ε claims.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from pillar_cli.methods.base import Cell, Method
 from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, spent_epsilon, validate_budget
 from pillar_cli.privacy.count import RowCount
-from pillar_cli.privacy.unit import PERSON, ROW, PrivacyUnit, Units
 from pillar_cli.privacy.risk import audit_points, risk_of
+from pillar_cli.privacy.unit import PERSON, ROW, PrivacyUnit, Units
 from pillar_cli.projection import LinearMap, project
 
 CANARY_VALUE = 10.0  # the canary's coordinate: its clipped gradient is 99.5 % in that coordinate, 10 % bias
@@ -85,8 +87,8 @@ class AuditResult:
 
 
 class CanaryMap:
-    """Rows [x | c] ↦ [the audited map of x | c]: the configuration's k features (or all standardised ones) and one
-    coordinate per canary after them; its basis at the full width is the identity."""
+    """Rows [x | c] ↦ [the audited map of x | c]: the configuration's k features (or all standardised ones)
+    and one coordinate per canary after them; its basis at the full width is the identity."""
 
     def __init__(self, inner: LinearMap, k: int | None, canaries: int):
         self.inner, self.k, self.canaries = inner, k, canaries
@@ -114,8 +116,8 @@ def run_audit(
     device: str = "cpu",
     options: Any = None,
 ) -> AuditResult:
-    """Train the configuration once with canaries and bound ε from how well their scores tell who was in; `options`:
-    the method's options (None: its defaults)."""
+    """Train the configuration once with canaries and bound ε from how well their scores tell who was in;
+    `options`: the method's options (None: its defaults)."""
     if method.not_auditable:
         raise UsageError(
             f"method '{method.name}' cannot be audited with input canaries: {method.not_auditable}"
@@ -142,9 +144,8 @@ def run_audit(
     sigma = calibrate_noise(privacy.accountant, epsilon, privacy.delta, rate, steps)
     if settings.clip_scale != 1 and method.normalises_rows:
         raise UsageError(f"method '{method.name}' scales its rows to unit norm: it has no clipping to skip")
-    planted = replace(
-        privacy, clip=privacy.clip * settings.clip_scale
-    )  # noise σ·clip: σ scaled down to match
+    # noise σ·clip: σ scaled down to match
+    planted = replace(privacy, clip=privacy.clip * settings.clip_scale)
     cell = Cell(
         audited,
         mapping,
@@ -169,8 +170,8 @@ def run_audit(
 
 @dataclass(frozen=True)
 class Canaries:
-    """The audited training set: the real private rows (padded with the canaries' coordinates) and the included
-    canaries (r rows each), and how many units (rows, or persons) there were before them."""
+    """The audited training set: the real private rows (padded with the canaries' coordinates) and the
+    included canaries (r rows each), and how many units (rows, or persons) there were before them."""
 
     data: SweepData
     mapping: CanaryMap
@@ -188,8 +189,9 @@ class Canaries:
 
     @classmethod
     def plant(cls, method: Method, data: SweepData, k: int | None, settings: AuditSettings) -> Canaries:
-        # The auditor's design, not a mechanism's draw: which canaries go in and their labels (stored in the audit
-        # artifact, as the bound needs them). The training run's batches and noise come from privacy.noise (secret).
+        # The auditor's design, not a mechanism's draw: which canaries go in and their labels (stored in the
+        # audit artifact, as the bound needs them). The training run's batches and noise come from
+        # privacy.noise (secret).
         rng = np.random.default_rng([settings.seed, 0xA0D17])
         m, num_classes = settings.canaries, data.num_classes
         included, labels = rng.random(m) < 0.5, rng.integers(num_classes, size=m)
@@ -230,7 +232,8 @@ def _losses(head: LinearHead, rows: np.ndarray, labels: np.ndarray) -> np.ndarra
 
 
 def correct_guesses(scores: np.ndarray, included: np.ndarray, per_side: int) -> int:
-    """'In' for the highest scores, 'out' for the lowest; ties broken by canary order (fixed before training)."""
+    """'In' for the highest scores, 'out' for the lowest; ties broken by canary order (fixed before
+    training)."""
     order = np.argsort(-scores, kind="stable")
     return int(included[order[:per_side]].sum() + (~included[order[-per_side:]]).sum())
 
@@ -238,21 +241,23 @@ def correct_guesses(scores: np.ndarray, included: np.ndarray, per_side: int) -> 
 def audit_summary(
     result: AuditResult, settings: AuditSettings, method: str, delta: float, planted: str | None = None
 ) -> str:
-    """The audit in one line: what was audited, how many guesses were right, and the lower bound against the claim."""
+    """The audit in one line: what was audited, how many guesses were right, and the lower bound against the
+    claim."""
     flag = "" if planted is None else f" [PLANTED BUG: {planted}]"
     return (
         f"{method} at claimed ε = {result.epsilon_claimed:.4g} (δ = {delta:g}){flag}: {result.correct} of "
-        f"{result.guesses} guesses right over {settings.canaries} canaries → ε ≥ {result.epsilon_lower_bound:.3f} "
-        f"at {settings.confidence:.0%} confidence ({result.epsilon_lower_bound / result.epsilon_claimed:.2f} of "
-        "the claim)"
+        f"{result.guesses} guesses right over {settings.canaries} canaries → ε ≥ "
+        f"{result.epsilon_lower_bound:.3f} "
+        f"at {settings.confidence:.0%} confidence ({result.epsilon_lower_bound / result.epsilon_claimed:.2f} "
+        "of the claim)"
     )
 
 
 def audit_artifact(
     result: AuditResult, settings: AuditSettings, configuration: dict, planted: str | None = None
 ) -> Artifact:
-    """The canaries (who was in, their labels and scores), the guesses and the bound, what was audited, and its tests
-    on the axes of the claimed guarantee's trade-off curve (`points`, privacy/risk.py)."""
+    """The canaries (who was in, their labels and scores), the guesses and the bound, what was audited, and
+    its tests on the axes of the claimed guarantee's trade-off curve (`points`, privacy/risk.py)."""
     ratio = result.epsilon_lower_bound / result.epsilon_claimed
     points = audit_points(result.scores, result.included, risk_of(result.event), settings.confidence)
     attrs = {

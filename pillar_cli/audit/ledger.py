@@ -1,12 +1,12 @@
-"""An independent check of a model's ledger: every run's ε recomputed from its stored DP event tree by Google's
-dp-accounting alone, through its public API (the tree converted to its own events; PLD, or its RDP accountant for a
-tree with a private selection in it), not by the accountant that calibrated it; and the steps each engine counted
-as it ran them against the steps it accounted.
+"""An independent check of a model's ledger: every run's ε recomputed from its stored DP event tree by
+Google's dp-accounting alone, through its public API (the tree converted to its own events; PLD, or its RDP
+accountant for a tree with a private selection in it), not by the accountant that calibrated it; and the steps
+each engine counted as it ran them against the steps it accounted.
 
-One step has no dp-accounting counterpart: a selection's trial runs ONE of its candidates, whose RDP is at most the
-largest candidate's at every order. Where one candidate's curve is the largest at every order, the trial is
-accounted as that candidate (public API only); otherwise the pointwise maximum goes through dp-accounting's
-repeat-and-select formula, the one private function the check calls, and the check says so.
+One step has no dp-accounting counterpart: a selection's trial runs ONE of its candidates, whose RDP is at
+most the largest candidate's at every order. Where one candidate's curve is the largest at every order, the
+trial is accounted as that candidate (public API only); otherwise the pointwise maximum goes through
+dp-accounting's repeat-and-select formula, the one private function the check calls, and the check says so.
 
 A run is flagged when the recomputed ε exceeds the claimed one by more than 1 % (the accountants' own
 discretisation and conversion errors stay below that), or when it ran more steps than it accounted.
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
+from pillar_cli.artifacts.classifier import classifier_of
 from pillar_cli.artifacts.model import UNCOUNTED, run_rows
 from pillar_cli.artifacts.model_record import ModelRecord
-from pillar_cli.artifacts.classifier import classifier_of
 from pillar_cli.artifacts.statement import Statement
 from pillar_cli.privacy import Event, GaussianEvent, event_from_dict
 from pillar_cli.privacy.events import (
@@ -65,8 +65,8 @@ class LedgerCheck:
 
 
 def check_ledger(model: Artifact) -> list[LedgerCheck]:
-    """Every run of a model artifact, its claim against an independent recomputation; a classifier (a release):
-    its statement's ε, from the event tree it holds and nothing else."""
+    """Every run of a model artifact, its claim against an independent recomputation; a classifier (a
+    release): its statement's ε, from the event tree it holds and nothing else."""
     if model.kind == "classifier":
         classifier = classifier_of(model)
         return [_check_statement(classifier.privacy, classifier.head)]
@@ -139,8 +139,8 @@ def _children(event: Event) -> tuple[Event, ...]:
 
 
 def _dominant(event: Event) -> Event | None:
-    """The tree with every one-of node replaced by its candidate whose RDP is the largest at every order; None when
-    some one-of node has no such candidate."""
+    """The tree with every one-of node replaced by its candidate whose RDP is the largest at every order; None
+    when some one-of node has no such candidate."""
     if isinstance(event, OneOfEvent):
         curves = [_curve(to_dp_accounting(candidate)) for candidate in event.events]
         top = np.max(curves, axis=0)

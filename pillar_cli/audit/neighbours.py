@@ -1,27 +1,29 @@
-"""The neighbouring-datasets check: does anything a user ships depend on the private rows other than through DP?
+"""The neighbouring-datasets check: does anything a user ships depend on the private rows other than through
+DP?
 
-Neighbours are made the way a data holder makes them: one record (or one person) deleted from the SOURCE, and the
-documented pipeline run again from the start — embed, fit-pca, train-private with the user's options, release of
-every cell, export in each format. Each side embeds its source once (embedding draws nothing at random); the rest
-runs R times a side as library calls (the very functions the commands call), every run in the same folder under the
-same file names, so that the paths the files record agree; each run's files are then kept under its side. By default
-the record deleted is the private record of the rarest label, the one a class set read off the labels would
-disclose. Every stored value of every shipped file (HDF5 attributes, parsed down to JSON leaves, and datasets; ONNX
-metadata and tensors; TorchScript archive members and its extra file; safetensors metadata and tensors; an hf
-folder's weights, card and config.json) is compared: a value that is the same in every run on one side, the same in
-every run on the other, and differs between the sides is a deterministic function of the private rows — released
-without noise. A DP output changes from run to run (fresh noise), so it never qualifies; a coarse one (a k read off
-a noisy count) can repeat by chance in R runs, so whatever the first R runs find is confirmed by CONFIRMING_RUNS
-more a side, and reported only where it repeats in all of them (a value that takes either of two values by noise
-repeats, differently on each side, in 2 runs a side up to 1 time in 8, in 5 runs 1 time in 512).
+Neighbours are made the way a data holder makes them: one record (or one person) deleted from the SOURCE, and
+the documented pipeline run again from the start — embed, fit-pca, train-private with the user's options,
+release of every cell, export in each format. Each side embeds its source once (embedding draws nothing at
+random); the rest runs R times a side as library calls (the very functions the commands call), every run in
+the same folder under the same file names, so that the paths the files record agree; each run's files are then
+kept under its side. By default the record deleted is the private record of the rarest label, the one a class
+set read off the labels would disclose. Every stored value of every shipped file (HDF5 attributes, parsed down
+to JSON leaves, and datasets; ONNX metadata and tensors; TorchScript archive members and its extra file;
+safetensors metadata and tensors; an hf folder's weights, card and config.json) is compared: a value that is
+the same in every run on one side, the same in every run on the other, and differs between the sides is a
+deterministic function of the private rows — released without noise. A DP output changes from run to run
+(fresh noise), so it never qualifies; a coarse one (a k read off a noisy count) can repeat by chance in R
+runs, so whatever the first R runs find is confirmed by CONFIRMING_RUNS more a side, and reported only where
+it repeats in all of them (a value that takes either of two values by noise repeats, differently on each side,
+in 2 runs a side up to 1 time in 8, in 5 runs 1 time in 512).
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -40,9 +42,8 @@ from pillar_cli.projection.fitting import ProjectionRecipe, fit_projection
 from pillar_cli.release.choice import release_classifier
 from pillar_cli.release.exported import EXPORT_FORMATS
 
-CLOCK = {
-    "attrs/created_at"
-}  # when a file was written (as stored_values addresses it): never a function of the data
+# when a file was written (as stored_values addresses it): never a function of the data
+CLOCK = {"attrs/created_at"}
 CONFIRMING_RUNS = 3  # runs added a side to confirm what the first ones found
 RUN_FOLDER = ".pillar-neighbours-run"  # where every run works, beside the sides' folders
 Embedder = Callable[[np.ndarray, Path], None]  # embeds the source less the given source rows into a file
@@ -60,22 +61,21 @@ class Finding:
 
 @dataclass(frozen=True)
 class Comparison:
-    """What the check found: the deterministic values, the shipped files compared, the records deleted and the runs
-    made a side (the plan's, plus CONFIRMING_RUNS where they found something)."""
+    """What the check found: the deterministic values, the shipped files compared, the records deleted and the
+    runs made a side (the plan's, plus CONFIRMING_RUNS where they found something)."""
 
     findings: list[Finding]
     files: list[str]
     removed: Removed
     runs: int
-    dismissed: list[Finding] = field(
-        default_factory=list
-    )  # what the first runs found that more runs did not repeat
+    # what the first runs found that more runs did not repeat
+    dismissed: list[Finding] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class NeighbourPlan:
-    """What the check runs: fit-pca's recipe, train-private's request and sources, which exports, how many runs a
-    side, which private row's record goes (None: the private record of the rarest label)."""
+    """What the check runs: fit-pca's recipe, train-private's request and sources, which exports, how many
+    runs a side, which private row's record goes (None: the private record of the rarest label)."""
 
     projection: ProjectionRecipe = ProjectionRecipe()
     train: SweepRequest = SweepRequest()
@@ -111,8 +111,8 @@ def neighbours(
     embed: Embedder,
     say: Callable[[str], None] = lambda line: None,
 ) -> Comparison:
-    """Run the plan on both sides and compare, confirming any finding with more runs. `embed` embeds the source as
-    `embeddings` was, less some of its rows; `say` hears of each run as it starts."""
+    """Run the plan on both sides and compare, confirming any finding with more runs. `embed` embeds the
+    source as `embeddings` was, less some of its rows; `say` hears of each run as it starts."""
     removed = records_to_remove(
         artifacts.read(embeddings, "embeddings"), plan.removed_row, plan.remove_person
     )
@@ -146,8 +146,8 @@ def neighbours(
 
 
 def records_to_remove(artifact: artifacts.Artifact, private_row: int | None, whole_person: bool) -> Removed:
-    """The source rows of one private record (`private_row` of the private split; None: the record of the rarest
-    label among the file's labelled rows) — with `whole_person`, of every record of its person."""
+    """The source rows of one private record (`private_row` of the private split; None: the record of the
+    rarest label among the file's labelled rows) — with `whole_person`, of every record of its person."""
     index = np.asarray(artifact.arrays["splits/private/index"])
     labels = np.asarray(artifact.arrays["splits/private/labels"])
     names = list(artifact.attrs["class_names"])
@@ -200,9 +200,9 @@ def deterministic_differences(
 
 
 def _pipeline(directory: Path, plan: NeighbourPlan, number: int) -> dict[str, dict[str, str]]:
-    """One run of the pipeline on the side's embeddings in `directory`; the shipped files' stored values by file
-    name. Every run of both sides works in the one folder beside the sides' (the same paths in every file), and its
-    files are then kept as the side's run`number`."""
+    """One run of the pipeline on the side's embeddings in `directory`; the shipped files' stored values by
+    file name. Every run of both sides works in the one folder beside the sides' (the same paths in every
+    file), and its files are then kept as the side's run`number`."""
     from pillar_cli.release.export import export_classifier  # torch: imported to run, not for --help
 
     here = directory.parent / RUN_FOLDER
@@ -222,7 +222,8 @@ def _pipeline(directory: Path, plan: NeighbourPlan, number: int) -> dict[str, di
     for cell in ModelRecord.of(model).selection:
         if not np.isfinite(cell.epsilon):
             continue  # a non-private cell cannot be released
-        # named by position among the cells of its (method, ε): a k the rule set from the noisy count varies by run
+        # named by position among the cells of its (method, ε): a k the rule set from the noisy count varies
+        # by run
         key = (cell.method, cell.epsilon)
         seen[key] = seen.get(key, -1) + 1
         name = f"{cell.method}-eps{cell.epsilon:g}-{seen[key]}"

@@ -1,11 +1,12 @@
-"""Every value a shipped file stores, by address: HDF5 attributes (parsed down to JSON leaves) and datasets; ONNX
-metadata, initializers and node attributes; TorchScript archive members and its extra files; safetensors metadata and
-tensors; an hf folder's weights, config.json and card; a page's text and attributes; a table's lines; a figure's
-pixels and text chunks. Arrays and opaque members are compared by digest. What the neighbours check
-(audit/neighbours.py) compares between runs."""
+"""Every value a shipped file stores, by address: HDF5 attributes (parsed down to JSON leaves) and datasets;
+ONNX metadata, initializers and node attributes; TorchScript archive members and its extra files; safetensors
+metadata and tensors; an hf folder's weights, config.json and card; a page's text and attributes; a table's
+lines; a figure's pixels and text chunks. Arrays and opaque members are compared by digest. What the
+neighbours check (audit/neighbours.py) compares between runs."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import zipfile
@@ -43,10 +44,8 @@ def stored_values(path: Path) -> dict[str, str]:
 def _leaves(prefix: str, value: object) -> dict[str, str]:
     """A JSON value as its leaves: dicts and lists by key and position, strings that hold JSON parsed too."""
     if isinstance(value, str) and value[:1] in "{[":
-        try:
+        with contextlib.suppress(ValueError):
             value = json.loads(value)
-        except ValueError:
-            pass
     if isinstance(value, dict):
         return {k: v for key, item in value.items() for k, v in _leaves(f"{prefix}/{key}", item).items()}
     if isinstance(value, list):
@@ -110,8 +109,8 @@ def _safetensors_values(path: Path) -> dict[str, str]:
 
 
 def _hf_values(folder: Path) -> dict[str, str]:
-    """An hf folder: its weights as a safetensors file, its config.json's leaves, its card's front matter leaves and
-    the digest of its text."""
+    """An hf folder: its weights as a safetensors file, its config.json's leaves, its card's front matter
+    leaves and the digest of its text."""
     from pillar_cli.release.card import front_matter_of
 
     values = {f"{HF_WEIGHTS}/{key}": value for key, value in _safetensors_values(folder / HF_WEIGHTS).items()}
@@ -123,7 +122,8 @@ def _hf_values(folder: Path) -> dict[str, str]:
 
 
 def _html_values(path: Path) -> dict[str, str]:
-    """A page: every text node and attribute value, in document order (an inline figure's drawing among them)."""
+    """A page: every text node and attribute value, in document order (an inline figure's drawing among
+    them)."""
     from html.parser import HTMLParser
 
     found: list[str] = []

@@ -1,12 +1,12 @@
-"""`pillar verify`: what a recipient checks of a file they were handed (a release, or an export of one), one check
-at a time: its signature by the key they trust, its hashes and statement as every reader checks them (an export's
-hashes cover its weights; an hf folder's card and config.json are made again from its statement and compared), and
-its ε recomputed from the statement's own DP event tree by dp-accounting, an accountant independent of the one that
-calibrated the noise.
+"""`pillar verify`: what a recipient checks of a file they were handed (a release, or an export of one), one
+check at a time: its signature by the key they trust, its hashes and statement as every reader checks them (an
+export's hashes cover its weights; an hf folder's card and config.json are made again from its statement and
+compared), and its ε recomputed from the statement's own DP event tree by dp-accounting, an accountant
+independent of the one that calibrated the noise.
 
 Hashes prove a file intact against accidents; anyone who edits it can recompute them. So verify says in words
-whether the file is signed: without a signature nothing proves who wrote it, and a signature lying beside the file
-that no key was given to check fails, as a signature nobody checked proves nothing."""
+whether the file is signed: without a signature nothing proves who wrote it, and a signature lying beside the
+file that no key was given to check fails, as a signature nobody checked proves nothing."""
 
 from __future__ import annotations
 

@@ -2,22 +2,24 @@
 
 The configuration is trained at every ε of the list, with the one-run audit's canaries among the private rows,
 into the model file that train-private writes for such a grid (the same cells, the same noise source), and the
-attacker reads that file: every head, the seeds, the counts, the ledger, where the noise came from. It then tries,
-each as a fixed scoring rule of canary j (the margin of its label in the weights of its own coordinate):
+attacker reads that file: every head, the seeds, the counts, the ledger, where the noise came from. It then
+tries, each as a fixed scoring rule of canary j (the margin of its label in the weights of its own
+coordinate):
 
 - `head`: each head as written (the black-box audit's attacker);
-- `regenerate`: for every seed the file records (the noise seed of an experiment, and every run seed, in case the
-  noise were derived from it) and every head, the head with the noise that seed would have drawn taken out: plain
-  SGD adds −(lr/B)·σC·Σ_t z_t to the weights, so an exact regeneration leaves the noise-free head;
-- `cancel`: for two heads of the same seed, batch size and steps, W_a·B/(lr_a σ_a C) − W_b·B/(lr_b σ_b C), in which
-  a noise draw shared by both (only rescaled) cancels, leaving the difference of their gradient sums.
+- `regenerate`: for every seed the file records (the noise seed of an experiment, and every run seed, in case
+  the noise were derived from it) and every head, the head with the noise that seed would have drawn taken
+  out: plain SGD adds −(lr/B)·σC·Σ_t z_t to the weights, so an exact regeneration leaves the noise-free head;
+- `cancel`: for two heads of the same seed, batch size and steps, W_a·B/(lr_a σ_a C) − W_b·B/(lr_b σ_b C), in
+  which a noise draw shared by both (only rescaled) cancels, leaving the difference of their gradient sums.
 
 Every rule guesses as the one-run audit does; the bound is taken at confidence 1 − (1 − c)/A over the A rules
-(Bonferroni), so every ε_lb holds at once. Each is compared with the ε its heads claim, as their ledgers state it
-(a head's own ε; two heads: their joint ε, privacy.file_guarantee), whatever the file says about its noise.
+(Bonferroni), so every ε_lb holds at once. Each is compared with the ε its heads claim, as their ledgers state
+it (a head's own ε; two heads: their joint ε, privacy.file_guarantee), whatever the file says about its noise.
 
-`SharedNoise` plants the bug the cancellation rule looks for (tests of the audit's power only): a secret seed, not
-recorded, from which every head's noise stream starts, so that heads of one seed and batch size draw the same normals.
+`SharedNoise` plants the bug the cancellation rule looks for (tests of the audit's power only): a secret seed,
+not recorded, from which every head's noise stream starts, so that heads of one seed and batch size draw the
+same normals.
 """
 
 from __future__ import annotations
@@ -87,8 +89,8 @@ def run_white_box_audit(
     settings: AuditSettings,
     options: Any = None,
 ) -> WhiteBoxResult:
-    """Train the configurations at every ε with canaries into one model file, attack the file, bound ε; `options`:
-    the method's options (None: its defaults)."""
+    """Train the configurations at every ε with canaries into one model file, attack the file, bound ε;
+    `options`: the method's options (None: its defaults)."""
     if method.not_auditable or method.normalises_rows or not method.averages_iterates:
         raise UsageError(
             f"the white-box audit attacks DP-SGD heads on unnormalised rows; not method '{method.name}'"
@@ -144,7 +146,8 @@ def white_box_artifact(result: WhiteBoxResult, settings: AuditSettings, configur
         "ratio": strongest.epsilon_lower_bound / strongest.epsilon_claimed,
         "configuration": configuration,
         "canary_kind": CANARY_KIND,
-        "bound": "Steinke, Nasr & Jagielski (NeurIPS 2023), Theorem 5.2, δ included; Bonferroni over the rules",
+        "bound": "Steinke, Nasr & Jagielski (NeurIPS 2023), Theorem 5.2, δ included; Bonferroni over the "
+        "rules",
         "white_box": {
             "attacks": [vars(attack) | {"breaks": attack.breaks} for attack in result.attacks],
             "strongest": strongest.name,
@@ -170,7 +173,8 @@ def _model_file(
     privacy: PrivacySettings,
     options: Any,
 ) -> Artifact:
-    """What train-private writes for these cells: every head, its hyper-parameters and ledger, n, the noise."""
+    """What train-private writes for these cells: every head, its hyper-parameters and ledger, n, the
+    noise."""
     records, heads, width = [], [], canaries.mapping.width()
     for epsilon in epsilons:
         cell = Cell(canaries.data, canaries.mapping, width, epsilon, configs, privacy, "fast", "cpu", options)
@@ -302,7 +306,8 @@ def _unit_noise(run: dict, model: Artifact) -> np.ndarray:
 
 
 def _margins(weights: np.ndarray, canaries: Canaries) -> np.ndarray:
-    """Canary j's score: in the weights of its own coordinate, its label's weight above the mean of all labels."""
+    """Canary j's score: in the weights of its own coordinate, its label's weight above the mean of all
+    labels."""
     m = len(canaries.labels)
     rows = weights[-m:]  # the canaries' coordinates come last
     return rows[np.arange(m), canaries.labels] - rows.mean(axis=1)

@@ -1,7 +1,8 @@
 """The `pillar` command line: a thin typer shell over the library, one module per stage.
 
-Commands parse options, call the library, write the artifact and render the result; they may import any domain,
-and no library module imports them. Each is imported when it runs, so that `pillar --help` starts at once.
+Commands parse options, call the library, write the artifact and render the result; they may import any
+domain, and no library module imports them. Each is imported when it runs, so that `pillar --help` starts at
+once.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from pillar_cli.cli.boundary import OneLineUsageErrors, interrupt
 from pillar_cli.cli.help import PanelledCommand
 from pillar_cli.version import PROGRAM, __version__
 
-# name → (module of pillar_cli.cli, function, the line `pillar --help` lists it with). A command's module, and the
-# libraries it needs (torch, scikit-learn, timm, opacus), are imported only when it runs or shows its own help.
+# name → (module of pillar_cli.cli, function, the line `pillar --help` lists it with). A command's module, and
+# the libraries it needs (torch, scikit-learn, timm, opacus), are imported only when it runs or shows its own
+# help.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "embed": (
         "embed",
@@ -74,7 +76,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 
 class LazyCommands(OneLineUsageErrors):
-    """The `pillar` group: lists its commands from COMMANDS and imports one only to run it or show its help."""
+    """The `pillar` group: lists its commands from COMMANDS and imports one only to run it or show its
+    help."""
 
     listing = False
 
@@ -94,7 +97,7 @@ class LazyCommands(OneLineUsageErrors):
             self.listing = False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_command(name: str) -> click.Command:
     module, function, summary = COMMANDS[name]
     command = getattr(importlib.import_module(f"pillar_cli.cli.{module}"), function)
@@ -108,7 +111,8 @@ def load_command(name: str) -> click.Command:
 
 
 def command_of(words: list[str]) -> tuple[click.Command, list[str]]:
-    """The command the words after `pillar` run (a sub-command's own, under a group) and the words after its name."""
+    """The command the words after `pillar` run (a sub-command's own, under a group) and the words after its
+    name."""
     command, rest = load_command(words[0]), list(words[1:])
     while rest and rest[0] in getattr(command, "commands", {}):  # typer's groups are not click's Group class
         command, rest = command.commands[rest[0]], rest[1:]
@@ -116,7 +120,8 @@ def command_of(words: list[str]) -> tuple[click.Command, list[str]]:
 
 
 def runnable_commands() -> dict[str, click.Command]:
-    """Every command a line can run, by the words that name it: `embed`, …, `audit ledger`, `audit canaries`."""
+    """Every command a line can run, by the words that name it: `embed`, …, `audit ledger`, `audit
+    canaries`."""
     runnable = {}
     for name in COMMANDS:
         command = load_command(name)
@@ -127,11 +132,14 @@ def runnable_commands() -> dict[str, click.Command]:
 
 app = typer.Typer(
     name=PROGRAM,
-    help="Semi-private learning: PILLAR (DP-SGD on public low-rank projections) and Gradient Subspace Distance.\n\n"
-    "Stages exchange HDF5 artifacts: embed → fit-pca → check-assumptions / train-private → evaluate; gsd ranks "
-    "candidate public datasets; pretrain → finetune trains whole networks (the linear probe's comparison); release "
-    "writes one private classifier with its privacy statement, predict applies it to new rows, export writes it "
-    "as ONNX, TorchScript or safetensors.",
+    help="Semi-private learning: PILLAR (DP-SGD on public low-rank projections) and Gradient Subspace "
+    "Distance.\n\n"
+    "Stages exchange HDF5 artifacts: embed → fit-pca → check-assumptions / train-private → evaluate; gsd "
+    "ranks "
+    "candidate public datasets; pretrain → finetune trains whole networks (the linear probe's comparison); "
+    "release "
+    "writes one private classifier with its privacy statement, predict applies it to new rows, export writes "
+    "it as ONNX, TorchScript or safetensors.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -166,8 +174,8 @@ def _pillar(
 
 
 def main() -> None:
-    """SIGINT and SIGTERM unwind alike (cli/boundary.py): temporary files are removed, an interrupted embedding keeps
-    its rows for --resume, and the command ends with one line and exit 130."""
+    """SIGINT and SIGTERM unwind alike (cli/boundary.py): temporary files are removed, an interrupted
+    embedding keeps its rows for --resume, and the command ends with one line and exit 130."""
     signal.signal(signal.SIGINT, interrupt)
     signal.signal(signal.SIGTERM, interrupt)
     app()

@@ -1,13 +1,11 @@
-"""pillar audit: four checks of a guarantee, one sub-command each. `ledger` recomputes every ε a model or release
-claims; `canaries` trains a configuration once with m canaries for a lower bound on its ε; `white-box` attacks the
-model file a configuration writes; `neighbours` reruns the pipeline on its source less one record and reports what
-the shipped files hold deterministically."""
+"""pillar audit: four checks of a guarantee, one sub-command each. `ledger` recomputes every ε a model or
+release claims; `canaries` trains a configuration once with m canaries for a lower bound on its ε; `white-box`
+attacks the model file a configuration writes; `neighbours` reruns the pipeline on its source less one record
+and reports what the shipped files hold deterministically."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -67,7 +65,7 @@ Out = typer.Option(None, "-o", "--out", help="Audit artifact to write.")
 @cli_errors
 def ledger(
     path: Path = typer.Argument(..., help="A model artifact, or a classifier (a release)."),
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Recompute every run's ε from its DP event tree with dp-accounting and compare the steps run with those
@@ -133,25 +131,26 @@ def canaries(
     projection: Path = Projection,
     train: str = Train,
     canaries: int = Canaries,
-    guesses: Optional[int] = Guesses,
+    guesses: int | None = Guesses,
     confidence: float = Confidence,
     canary_rows: int = typer.Option(
         1,
         help="Rows per canary: above 1 each canary is a person of that many identical rows, in or out whole.",
     ),
-    noise_seed: Optional[int] = NoiseSeedOption,
+    noise_seed: int | None = NoiseSeedOption,
     plant: str = typer.Option(
         "none", hidden=True, help="Test the audit itself: no-noise, noise-tenth or no-clip."
     ),
-    config: Optional[str] = ConfigOption,
-    out: Optional[Path] = Out,
+    config: str | None = ConfigOption,
+    out: Path | None = Out,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Audit a configuration's privacy with one training run and m canaries: a lower bound ε_lb on its ε at the
-    stated confidence (Steinke, Nasr & Jagielski 2023).
+    """Audit a configuration's privacy with one training run and m canaries: a lower bound ε_lb on its ε at
+    the stated confidence (Steinke, Nasr & Jagielski 2023).
 
-    Example: pillar audit canaries emb.h5 -p pca.h5 --train="--method pillar --k 10 --eps 1 --lr 0.5" -o audit.h5
+    Example: pillar audit canaries emb.h5 -p pca.h5 --train="--method pillar --k 10 --eps 1 --lr 0.5" -o
+    audit.h5
     """
     if plant not in PLANTED:
         raise UsageError(f"unknown --plant '{plant}' (known: {', '.join(PLANTED)})")
@@ -192,8 +191,8 @@ def canaries(
         return print_json(artifact.attrs)
     stdout.print(audit_summary(result, settings, audited.method.name, privacy.delta, planted))
     print_table(
-        f"its tests on the trade-off curve's axes ({settings.confidence:.0%} intervals): the guarantee allows "
-        "at most tpr_bound at each FPR",
+        f"its tests on the trade-off curve's axes ({settings.confidence:.0%} intervals): the guarantee "
+        "allows at most tpr_bound at each FPR",
         [_on_axes(point) for point in artifact.attrs["points"]],
         ["share", "fpr", "tpr", "tpr_bound", "above_curve"],
         {"share": ".0%", "tpr_bound": ".3f"},
@@ -220,20 +219,21 @@ def white_box(
     projection: Path = Projection,
     train: str = Train,
     canaries: int = Canaries,
-    guesses: Optional[int] = Guesses,
+    guesses: int | None = Guesses,
     confidence: float = Confidence,
-    noise_seed: Optional[int] = NoiseSeedOption,
+    noise_seed: int | None = NoiseSeedOption,
     plant: str = typer.Option("none", hidden=True, help="Test the audit itself: shared-noise."),
-    config: Optional[str] = ConfigOption,
-    out: Optional[Path] = Out,
+    config: str | None = ConfigOption,
+    out: Path | None = Out,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Attack the model FILE the configuration writes at every ε and lr of --train (all heads, seeds, counts, the
-    ledger): noise regenerated from any recorded seed, noise cancelled between heads; ε_lb per attack against what
-    its heads claim. Exits 5 if any attack beats its claim.
+    """Attack the model FILE the configuration writes at every ε and lr of --train (all heads, seeds, counts,
+    the ledger): noise regenerated from any recorded seed, noise cancelled between heads; ε_lb per attack
+    against what its heads claim. Exits 5 if any attack beats its claim.
 
-    Example: pillar audit white-box emb.h5 -p pca.h5 --train="--k 10 --eps 1,4 --lr 0.5 --steps 1 --batch-size all"
+    Example: pillar audit white-box emb.h5 -p pca.h5 --train="--k 10 --eps 1,4 --lr 0.5 --steps 1 --batch-size
+    all"
     """
     if plant not in ("none", "shared-noise"):
         raise UsageError(f"unknown --plant '{plant}' with white-box (known: shared-noise)")
@@ -327,27 +327,26 @@ def neighbours(
         help="Runs on each side. A value only noise moves can repeat by chance "
         "when it takes few values (a k, a step count); more runs make that rarer.",
     ),
-    remove_row: Optional[int] = typer.Option(
+    remove_row: int | None = typer.Option(
         None,
         help="The private row whose record is deleted from the "
-        "source on the neighbouring side (default: the private "
-        "record of the rarest label).",
+        "source on the neighbouring side (default: the private record of the rarest label).",
     ),
     remove_person: bool = typer.Option(
         False,
         "--remove-person",
         help="Delete every record of that row's person (the person as the privacy unit).",
     ),
-    workdir: Optional[Path] = typer.Option(
+    workdir: Path | None = typer.Option(
         None, help="Where the runs are written and kept (default: a temporary folder, removed afterwards)."
     ),
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Embed the embeddings' source again as they record it, as is and less one private record, then run fit-pca →
-    train-private → release of every private cell → export --runs times a side, and report every value of the
-    shipped files that is the same in every run of a side and differs between the sides (a deterministic function
-    of the private rows). Exits 5 if any is found.
+    """Embed the embeddings' source again as they record it, as is and less one private record, then run
+    fit-pca → train-private → release of every private cell → export --runs times a side, and report every
+    value of the shipped files that is the same in every run of a side and differs between the sides (a
+    deterministic function of the private rows). Exits 5 if any is found.
 
     Example: pillar audit neighbours emb.h5 --train="--eps 0.1,1" --export safetensors
     """

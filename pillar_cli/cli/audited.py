@@ -1,6 +1,6 @@
-"""The training configuration `pillar audit canaries` and `white-box` train, given as one quoted option in the flags
-train-private spells it with (`--train="--k 10 --eps 1 --lr 0.5"`). It is parsed by a command of its own, so that a
-wrong flag is one line naming it and `--train=--help` lists every flag with its default."""
+"""The training configuration `pillar audit canaries` and `white-box` train, given as one quoted option in the
+flags train-private spells it with (`--train="--k 10 --eps 1 --lr 0.5"`). It is parsed by a command of its
+own, so that a wrong flag is one line naming it and `--train=--help` lists every flag with its default."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from pillar_cli.cli.method_flags import method_flags
 from pillar_cli.errors import UsageError
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import Method
-from pillar_cli.methods.data import PrivacySettings
 from pillar_cli.methods.catalog import DEFAULT_METHOD, auditable, get_method
+from pillar_cli.methods.data import PrivacySettings
 from pillar_cli.randomness import NoiseSource
 
 TRAIN_HELP = (

@@ -1,8 +1,10 @@
-"""Where failures become what the user sees: one line on stderr (plus a hint), an exit code, never a traceback.
+"""Where failures become what the user sees: one line on stderr (plus a hint), an exit code, never a
+traceback.
 
 A PillarError from the library is shown with its parameters spelt as this command's flags; a refused file
 operation (a name too long, a full disk) as the system's words; a usage error found by the option parser (an
-unknown flag, a missing argument, a bad --config key) as one line pointing at --help, instead of click's framed box.
+unknown flag, a missing argument, a bad --config key) as one line pointing at --help, instead of click's
+framed box.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import math
 import os
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import typer
 from typer.core import TyperGroup
@@ -25,14 +28,15 @@ FLAG_NAMES = {"epsilon": "--eps", "params": "--param"}
 
 
 def flag_name(name: str, value: str | None, overrides: dict[str, str]) -> str:
-    """The flag a user types for a library parameter (`k_max` → --k-max; `pretrained=False` → --no-pretrained)."""
+    """The flag a user types for a library parameter (`k_max` → --k-max; `pretrained=False` →
+    --no-pretrained)."""
     flag = overrides.get(name) or FLAG_NAMES.get(name) or "--" + name.replace("_", "-")
     return flag.replace("--", "--no-", 1) if value == "False" else flag
 
 
 class _JsonOutput:
-    """Whether the running command has already printed its JSON document (then an error adds none: stdout holds
-    one document whatever happens)."""
+    """Whether the running command has already printed its JSON document (then an error adds none: stdout
+    holds one document whatever happens)."""
 
     written = False
 
@@ -40,16 +44,15 @@ class _JsonOutput:
 JSON_OUTPUT = _JsonOutput()
 
 
-INTERRUPTED = (
-    threading.Event()
-)  # Ctrl-C or SIGTERM arrived during the running command, even where Python dropped it
+# Ctrl-C or SIGTERM arrived during the running command, even where Python dropped it
+INTERRUPTED = threading.Event()
 
 
 def interrupt(signum: int, frame: object) -> None:
-    """SIGINT and SIGTERM (a scheduler's kill, a timeout): remember the signal, then unwind as Ctrl-C does. Raised
-    where Python cannot propagate it (a finaliser, a lock released by a worker) it is printed as "Exception ignored"
-    and dropped; the flag stays, the next progress step raises it again (`check_interrupted`), and a command that
-    finishes anyway exits 130, never 0."""
+    """SIGINT and SIGTERM (a scheduler's kill, a timeout): remember the signal, then unwind as Ctrl-C does.
+    Raised where Python cannot propagate it (a finaliser, a lock released by a worker) it is printed as
+    "Exception ignored" and dropped; the flag stays, the next progress step raises it again
+    (`check_interrupted`), and a command that finishes anyway exits 130, never 0."""
     INTERRUPTED.set()
     raise KeyboardInterrupt
 
@@ -62,8 +65,8 @@ def check_interrupted() -> None:
 
 def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None = None) -> Callable:
     """Turn a PillarError into one line on stderr (plus a hint) and its exit code, Ctrl-C into exit 130;
-    PILLAR_DEBUG=1 shows tracebacks. Parameters in messages are shown as this command's flags (`flags` maps the
-    library names a command spells differently, e.g. gsd's epsilon → --dp-eps)."""
+    PILLAR_DEBUG=1 shows tracebacks. Parameters in messages are shown as this command's flags (`flags` maps
+    the library names a command spells differently, e.g. gsd's epsilon → --dp-eps)."""
 
     def decorate(command: Callable) -> Callable:
         @functools.wraps(command)
@@ -108,8 +111,8 @@ def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None 
 
 
 def _report(message: str, hint: str | None, code: int, as_json: bool | None) -> None:
-    """The error on stderr as one line (and a hint); with --json also one JSON document on stdout, unless the command
-    printed its own before failing, so that a script reading stdout always gets exactly one."""
+    """The error on stderr as one line (and a hint); with --json also one JSON document on stdout, unless the
+    command printed its own before failing, so that a script reading stdout always gets exactly one."""
     print(f"error: {message}" + (f"\nhint: {hint}" if hint else ""), file=sys.stderr)
     if as_json and not JSON_OUTPUT.written:
         print(json.dumps({"error": message, "hint": hint, "exit_code": code}, ensure_ascii=False))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -42,7 +42,7 @@ def check_assumptions(
     embeddings: str = typer.Argument(
         ..., help="Embeddings FILE:SPLIT whose labels define w* (default split: val)."
     ),
-    projection: Optional[Path] = typer.Option(
+    projection: Path | None = typer.Option(
         None, "--projection", "-p", help="Projection artifact from fit-pca."
     ),
     second_moment: bool = typer.Option(
@@ -52,7 +52,7 @@ def check_assumptions(
         "second moment of L2-normalised PUBLIC features (fitted here on FILE:public).",
     ),
     out: Path = typer.Option(..., "-o", "--out", help="Assumptions artifact to write."),
-    k: Optional[str] = typer.Option(
+    k: str | None = typer.Option(
         None,
         help="k values, comma-separated (default: 1,2,5,10,20,40 up to the "
         "projection's components, and all of them where it holds fewer than 40).",
@@ -62,20 +62,20 @@ def check_assumptions(
     xi_threshold: float = typer.Option(
         0.2, help="Recommend the smallest k whose median ξ_k is at most this."
     ),
-    eps: Optional[float] = typer.Option(
+    eps: float | None = typer.Option(
         None, help="Target ε: adds Theorem 1's sample-size terms and their best k."
     ),
     alpha: float = typer.Option(0.1, help="Target excess error α of Theorem 1."),
     beta: float = typer.Option(0.05, help="Failure probability β of Theorem 1."),
     seed: int = typer.Option(0),
-    plot_xi: Optional[Path] = typer.Option(None, help="PNG: ξ_k against k (mean, median, max over tasks)."),
-    plot_spectrum: Optional[Path] = typer.Option(None, help="PNG: the public eigen-spectrum (log scale)."),
+    plot_xi: Path | None = typer.Option(None, help="PNG: ξ_k against k (mean, median, max over tasks)."),
+    plot_spectrum: Path | None = typer.Option(None, help="PNG: the public eigen-spectrum (log scale)."),
     allow_private_labels: bool = typer.Option(
         False,
         "--allow-private-labels",
         help="Fit w* on the PRIVATE split's labels (outside any DP release; recorded and printed).",
     ),
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -87,9 +87,8 @@ def check_assumptions(
     """
     path, _ = artifacts.parse_ref(embeddings)
     check_outputs([out, plot_xi, plot_spectrum], [path, str(projection)], force=force)
-    split = artifacts.read_split(
-        embeddings, default_split="val", on_disk=True
-    )  # read: the rows w* is fitted on
+    # read: the rows w* is fitted on
+    split = artifacts.read_split(embeddings, default_split="val", on_disk=True)
     ks = None if k is None else [value for value in int_list(k, "--k") if value is not None]
     pca, basis_ref = _basis(split, projection, second_moment, max(ks or DEFAULT_KS))
     ks = ks or default_ks(len(pca.components_))
@@ -147,7 +146,7 @@ def _report(out: Path, found: Diagnosis, eps: float | None, alpha: float, beta: 
         f"{out}: large-margin low-rank diagnostics",
         found.table.rows(),
         ["k", "xi_mean", "xi_median", "xi_max", "margin_q01_median", "eigengap", "explained_variance"],
-        {c: ".3f" for c in ("xi_mean", "xi_median", "xi_max", "margin_q01_median", "explained_variance")}
+        dict.fromkeys(("xi_mean", "xi_median", "xi_max", "margin_q01_median", "explained_variance"), ".3f")
         | {"eigengap": ".3g"},
     )
     recommended = summary["recommended"]
@@ -174,14 +173,12 @@ def default_ks(components: int) -> list[int]:
 
 
 def training_units(path: str) -> tuple[int, Counted]:
-    """(how many, what) train-private's default path trains on, counted in its default privacy unit: the persons
-    of the private and val splits where the rows name them, else their rows (read exactly: this advice is for the
-    data's holder, not a release)."""
+    """(how many, what) train-private's default path trains on, counted in its default privacy unit: the
+    persons of the private and val splits where the rows name them, else their rows (read exactly: this advice
+    is for the data's holder, not a release)."""
     splits = [artifacts.read_split(f"{path}:private", on_disk=True)]  # their features are not read
-    try:
+    with contextlib.suppress(MissingSplitError):
         splits.append(artifacts.read_split(f"{path}:val", on_disk=True))
-    except MissingSplitError:
-        pass
     units = functools.reduce(Units.joined, (split.units for split in splits))
     return units.count, Counted.PERSONS if units.grouped else Counted.ROWS
 
@@ -189,8 +186,8 @@ def training_units(path: str) -> tuple[int, Counted]:
 def _basis(
     split: artifacts.Split, projection: Path | None, second_moment: bool, k_max: int
 ) -> tuple[PublicPCA, InputRef]:
-    """The projection artifact (fitted on the same embeddings as the split), or (theory mode) a second-moment basis
-    fitted on their public split right here."""
+    """The projection artifact (fitted on the same embeddings as the split), or (theory mode) a second-moment
+    basis fitted on their public split right here."""
     if second_moment:
         public = artifacts.read_split(f"{split.ref.path}:public", on_disk=True)
         return PublicPCA(k_max, second_moment=True).fit(public.features), public.ref

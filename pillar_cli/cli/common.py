@@ -104,7 +104,8 @@ SignOption = typer.Option(
 
 
 def signed_output(out: Path, key: Path | None, inputs: list[str], force: bool, folder: bool = False) -> None:
-    """Before any work: the output and, when signing, its signature path are free (or --force) and the key signs."""
+    """Before any work: the output and, when signing, its signature path are free (or --force) and the key
+    signs."""
     from pillar_cli.release.signing import check_signing_key, signature_path
 
     check_outputs([out, None if key is None or folder else signature_path(out)], inputs, force=force)
@@ -113,8 +114,8 @@ def signed_output(out: Path, key: Path | None, inputs: list[str], force: bool, f
 
 
 def outputs_of(out: Path, key: Path | None, folder: bool = False) -> list[Path]:
-    """A release's or export's outputs: the file and, when signing, its signature beside it (an hf folder holds
-    its own)."""
+    """A release's or export's outputs: the file and, when signing, its signature beside it (an hf folder
+    holds its own)."""
     from pillar_cli.release.signing import signature_path
 
     return [out] if key is None or folder else [out, signature_path(out)]
@@ -148,7 +149,8 @@ def float_or_auto_list(text: str, option: str) -> list[str | float]:
 def int_list(
     text: str, option: str, allow_full: bool = False, minimum: int = 1, word: str = "full"
 ) -> list[int | None]:
-    """Comma-separated integers; with `allow_full`, `word` stands for None (e.g. k = full, batch size = all)."""
+    """Comma-separated integers; with `allow_full`, `word` stands for None (e.g. k = full, batch size =
+    all)."""
     values: list[int | None] = []
     for item in split_list(text, option):
         if allow_full and item.lower() == word:
@@ -176,8 +178,8 @@ def check_outputs(outputs: list[Path | None], inputs: list[str] = (), force: boo
 
 
 def check_output(path: Path, inputs: list[str] = (), force: bool = False) -> None:
-    """Refuse an output path that is one of the inputs, lies in a missing directory, or exists (without --force)
-    — before any work."""
+    """Refuse an output path that is one of the inputs, lies in a missing directory, or exists (without
+    --force) — before any work."""
     for source in inputs:
         if Path(source).resolve() == path.resolve():
             raise UsageError(f"output {path} would overwrite input {source}")
@@ -187,8 +189,8 @@ def check_output(path: Path, inputs: list[str] = (), force: bool = False) -> Non
 
 
 def jsonable(value: Any) -> Any:
-    """JSON numbers stay numbers: ε = ∞ (non-private) and undefined values (NaN) become null, so that strict parsers
-    (jq) accept the document and every field keeps one type."""
+    """JSON numbers stay numbers: ε = ∞ (non-private) and undefined values (NaN) become null, so that strict
+    parsers (jq) accept the document and every field keeps one type."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
@@ -206,9 +208,9 @@ def print_json(document: Any) -> None:
 def print_table(
     title: str, rows: list[dict], columns: list[str], formats: dict[str, str] | None = None
 ) -> None:
-    """The title goes on its own line: as a table title rich would wrap it to the width of a narrow table. No cell is
-    ever cut: piped output (logs, CI, `| less`) gets the whole table whatever its width; a terminal too narrow for it
-    gets the rows as lists of `column: value` lines."""
+    """The title goes on its own line: as a table title rich would wrap it to the width of a narrow table. No
+    cell is ever cut: piped output (logs, CI, `| less`) gets the whole table whatever its width; a terminal
+    too narrow for it gets the rows as lists of `column: value` lines."""
     formats = formats or {}
     table = Table()
     for column in columns:
@@ -249,7 +251,8 @@ def _plain(value: Any) -> Any:
 
 
 def invocation(ctx: typer.Context) -> tuple[list[str], dict[str, Any]]:
-    """The running command as a re-runnable argv (every option resolved, --config expanded) and its options."""
+    """The running command as a re-runnable argv (every option resolved, --config expanded) and its
+    options."""
     argv, options = ctx.command_path.split(), {}
     for option in ctx.command.params:
         value = ctx.params.get(option.name)

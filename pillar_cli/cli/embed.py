@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -36,11 +35,11 @@ from pillar_cli.version import PROGRAM
 @cli_errors
 def embed(
     ctx: typer.Context,
-    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Embeddings artifact to write (.h5)."),
+    out: Path | None = typer.Option(None, "-o", "--out", help="Embeddings artifact to write (.h5)."),
     source: str = typer.Option("mnist5k", help="Dataset source (see --list-sources)."),
-    path: Optional[Path] = typer.Option(None, help="Data on disk, for sources that read files."),
+    path: Path | None = typer.Option(None, help="Data on disk, for sources that read files."),
     param: list[str] = typer.Option([], help="Source parameter KEY=VALUE (repeatable), e.g. d=100."),
-    classes: Optional[str] = typer.Option(
+    classes: str | None = typer.Option(
         None,
         help="The class set, declared: names comma-separated (labels name "
         "them by their text) or a file of one a line. Needed where the source "
@@ -53,17 +52,17 @@ def embed(
         "of every row: a label only private rows hold then shows in every head "
         "(its statement lists it as not covered).",
     ),
-    limit: Optional[int] = typer.Option(
+    limit: int | None = typer.Option(
         None,
         min=1,
         help="Use at most this many rows of each part (those of the "
         "smallest keyed draws: deleting a record may let another in).",
     ),
-    fraction: Optional[float] = typer.Option(
+    fraction: float | None = typer.Option(
         None, help="Use this fraction of each part (each row by its own keyed draw; PCAM: 0.125)."
     ),
     backbone: str = typer.Option("pixels", help="Registered backbone or any timm model name."),
-    weights: Optional[Path] = typer.Option(
+    weights: Path | None = typer.Option(
         None, help="Local state dict, checkpoint or .safetensors for the backbone."
     ),
     trust_checkpoint: bool = typer.Option(
@@ -75,15 +74,14 @@ def embed(
     pretrained: bool = typer.Option(
         True, help="Use the backbone's pretrained weights (--no-pretrained: random)."
     ),
-    resize: Optional[int] = typer.Option(
+    resize: int | None = typer.Option(
         None, help="Resize the short side to this (default: backbone's config)."
     ),
-    crop: Optional[int] = typer.Option(None, help="Centre-crop size (default: backbone's input size)."),
-    public_fraction: Optional[float] = typer.Option(
+    crop: int | None = typer.Option(None, help="Centre-crop size (default: backbone's input size)."),
+    public_fraction: float | None = typer.Option(
         None,
         help="Fraction of the train part used as PUBLIC unlabelled "
-        "data, without protection (default 0.1; a source naming persons: "
-        "only when given).",
+        "data, without protection (default 0.1; a source naming persons: only when given).",
     ),
     val_fraction: float = typer.Option(0.1, help="Fraction of the train part held out for validation."),
     test_fraction: float = typer.Option(0.2, help="Test fraction, for sources without their own test split."),
@@ -96,7 +94,7 @@ def embed(
         0, help="Public seed of the split, keying each row's draw (and of synthetic sources)."
     ),
     batch_size: int = typer.Option(256, min=1, help="Images per forward pass."),
-    workers: Optional[int] = typer.Option(
+    workers: int | None = typer.Option(
         None,
         min=0,
         help="DataLoader worker processes decoding images ahead of "
@@ -109,8 +107,7 @@ def embed(
     runtime: str = typer.Option(
         "auto",
         help="What runs a timm backbone: auto (ONNX Runtime for fp32 on the CPU when "
-        "onnxruntime is installed: the same features, 1.6-3x faster; else torch), torch, or "
-        "onnxruntime.",
+        "onnxruntime is installed: the same features, 1.6-3x faster; else torch), torch, or onnxruntime.",
     ),
     shard: str = typer.Option(
         "0/1",
@@ -124,17 +121,17 @@ def embed(
         "cluster (images decoded by CPU tasks, the backbone in a pool of actors, a GPU each "
         "where it has GPUs), the features written into --out here.",
     ),
-    address: Optional[str] = typer.Option(
+    address: str | None = typer.Option(
         None,
         help="With --engine ray: the cluster (ray://HOST:10001 or HOST:6379; default: a local Ray instance).",
     ),
-    actors: Optional[int] = typer.Option(
+    actors: int | None = typer.Option(
         None,
         min=1,
         help="With --engine ray: backbone actors (default: one a GPU of "
         "the cluster, else one a CPU but one, left to decoding).",
     ),
-    shard_files: Optional[list[Path]] = typer.Argument(
+    shard_files: list[Path] | None = typer.Argument(
         None, help="With --merge: the shard files to merge.", show_default=False
     ),
     skip_bad: bool = typer.Option(
@@ -147,7 +144,7 @@ def embed(
         False, "--list-backbones", help="Show the backbone registry and exit."
     ),
     list_sources: bool = typer.Option(False, "--list-sources", help="Show the dataset sources and exit."),
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -157,8 +154,8 @@ def embed(
 
     Example: pillar embed --source mnist5k --backbone pixels -o emb.h5
 
-    Example (a Ray cluster): pillar embed --source image-folder --path /data/imgs --backbone resnet50 --engine ray
-    --address ray://head:10001 -o emb.h5
+    Example (a Ray cluster): pillar embed --source image-folder --path /data/imgs --backbone resnet50 --engine
+    ray --address ray://head:10001 -o emb.h5
     """
     if list_backbones or list_sources:
         return _list(
@@ -235,8 +232,8 @@ def _embed_on_ray(
 
 
 def _placement(out: Path, shard: str, force: bool) -> tuple[tuple[int, int] | None, tuple[int, int], Path]:
-    """(torchrun rank and world or None, the shard this process embeds, the file it writes): under torchrun, its
-    rank's shard into a rank file that rank 0 merges into OUT."""
+    """(torchrun rank and world or None, the shard this process embeds, the file it writes): under torchrun,
+    its rank's shard into a rank file that rank 0 merges into OUT."""
     distributed = torchrun_shard()
     if distributed and shard != "0/1":
         raise UsageError("under torchrun each rank embeds its own shard: do not pass --shard")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -34,22 +33,22 @@ def evaluate(
     embeddings: str = typer.Option(
         ..., "--embeddings", "-e", help="Embeddings FILE:SPLIT (default split: test)."
     ),
-    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Evaluation artifact to write."),
-    plot: Optional[Path] = typer.Option(None, help="PNG: accuracy vs k, one line per (method, ε)."),
-    csv: Optional[Path] = typer.Option(None, "--csv", help="CSV table, one row per (method, k, ε)."),
-    markdown: Optional[Path] = typer.Option(None, "--markdown", help="Markdown report."),
+    out: Path | None = typer.Option(None, "-o", "--out", help="Evaluation artifact to write."),
+    plot: Path | None = typer.Option(None, help="PNG: accuracy vs k, one line per (method, ε)."),
+    csv: Path | None = typer.Option(None, "--csv", help="CSV table, one row per (method, k, ε)."),
+    markdown: Path | None = typer.Option(None, "--markdown", help="Markdown report."),
     allow_overlap: bool = typer.Option(
         False,
         "--allow-overlap",
         help="Evaluate on a split that shares rows with "
-        "what the model was trained or selected on (recorded, and printed in every "
-        "table).",
+        "what the model was trained or selected on (recorded, and printed in every table).",
     ),
     force: bool = ForceOption,
     as_json: bool = JsonOption,
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
 ) -> None:
-    """Metrics of the model selected on val per (method, k, ε) on a labelled split, mean ± sample std over seeds.
+    """Metrics of the model selected on val per (method, k, ε) on a labelled split, mean ± sample std over
+    seeds.
 
     Accuracy, balanced accuracy, macro-F1, per-class accuracy, confusion matrix, and ROC-AUC for binary tasks.
     Several model files (the shards of one sweep) are merged before selection.
@@ -99,6 +98,6 @@ def _report(result: Evaluation, as_json: bool) -> None:
         result.title,
         table,
         columns,
-        {c: ".4f" for c in ("balanced_accuracy_mean", "macro_f1_mean", "roc_auc_mean")}
+        dict.fromkeys(("balanced_accuracy_mean", "macro_f1_mean", "roc_auc_mean"), ".4f")
         | {"epsilon_spent": ".4g"},
     )

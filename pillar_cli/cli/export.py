@@ -1,10 +1,9 @@
-"""pillar export: a released classifier as ONNX, TorchScript, safetensors or a Hugging Face model folder with a model
-card, its privacy statement inside."""
+"""pillar export: a released classifier as ONNX, TorchScript, safetensors or a Hugging Face model folder with
+a model card, its privacy statement inside."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -43,7 +42,7 @@ def export(
         "without it, uint8 images (N, H, W, C) (uint16 when embedded from 16-bit "
         "images) through the recorded backbone.",
     ),
-    weights: Optional[Path] = typer.Option(
+    weights: Path | None = typer.Option(
         None,
         help="The backbone's weights file, when the classifier's rows were "
         "embedded with one (its hash must match the recorded one).",
@@ -53,27 +52,27 @@ def export(
         "--trust-checkpoint",
         help="Allow full unpickling of --weights (runs code from the file: trusted files only).",
     ),
-    evaluation: Optional[Path] = typer.Option(
+    evaluation: Path | None = typer.Option(
         None,
         "--evaluation",
         help="hf: an evaluation (pillar evaluate) of "
-        "the model released, whose test metrics for the head's cell the "
-        "model card states.",
+        "the model released, whose test metrics for the head's cell the model card states.",
     ),
-    sign: Optional[Path] = SignOption,
-    key: Optional[Path] = KeyOption,
+    sign: Path | None = SignOption,
+    key: Path | None = KeyOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
 ) -> None:
-    """Write one self-contained module, uint8 images → class probabilities (the recorded preprocessing and backbone,
-    then the release's scaler, basis and head, a softmax; fp32), with the release's privacy statement, class names
-    and feature recipe inside the file; pillar inspect reads them back. safetensors holds the head's tensors by
-    name and the same metadata.
+    """Write one self-contained module, uint8 images → class probabilities (the recorded preprocessing and
+    backbone, then the release's scaler, basis and head, a softmax; fp32), with the release's privacy
+    statement, class names and feature recipe inside the file; pillar inspect reads them back. safetensors
+    holds the head's tensors by name and the same metadata.
 
     Example: pillar export classifier.h5 --format onnx -o classifier.onnx
 
-    Example: pillar export classifier.h5 --format hf --evaluation eval.h5 -o classifier-hf --sign signer.key.pem
+    Example: pillar export classifier.h5 --format hf --evaluation eval.h5 -o classifier-hf --sign
+    signer.key.pem
     """
     from pillar_cli.release.export import export_classifier  # torch: imported to run, not for --help
 

@@ -1,11 +1,10 @@
-"""pillar finetune / pillar pretrain: whole networks trained on pixel images — DP-SGD on the private split (from a
-pre-trained network or from scratch), and non-private pre-training on a public labelled split."""
+"""pillar finetune / pillar pretrain: whole networks trained on pixel images — DP-SGD on the private split
+(from a pre-trained network or from scratch), and non-private pre-training on a public labelled split."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -58,12 +57,12 @@ def finetune(
     out: Path = typer.Option(
         ..., "-o", "--out", help="Model artifact to write (one network per ε and seed)."
     ),
-    weights: Optional[Path] = typer.Option(
+    weights: Path | None = typer.Option(
         None,
         help="Start from this network pre-trained on public data (a pillar "
         "pretrain artifact): method 'finetune'. Without it: 'scratch'.",
     ),
-    arch: Optional[str] = ArchOption,
+    arch: str | None = ArchOption,
     eps: str = typer.Option("1", help="Target ε values, comma-separated; 'inf' = non-private."),
     delta: float = typer.Option(
         1e-5, help="Target δ; must be below 1/ñ, ñ the released count of training rows."
@@ -79,7 +78,7 @@ def finetune(
         help="Seeds, comma-separated: repetitions and the initialisation of scratch networks "
         "(public); never the batches or the noise.",
     ),
-    noise_seed: Optional[int] = NoiseSeedOption,
+    noise_seed: int | None = NoiseSeedOption,
     accountant: str = typer.Option("prv", help="prv (default), rdp, pld, or gdp (an approximation)."),
     grad_sample_mode: str = typer.Option(
         "hooks",
@@ -95,7 +94,7 @@ def finetune(
         "rows (Figure 2 of the paper); the ledger's n is the rows used.",
     ),
     device: str = DeviceOption,
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -147,7 +146,7 @@ def pretrain(
         ..., help="A LABELLED public split FILE:SPLIT of pixels, e.g. digits.h5:test."
     ),
     out: Path = typer.Option(..., "-o", "--out", help="Model artifact to write (one network)."),
-    arch: Optional[str] = ArchOption,
+    arch: str | None = ArchOption,
     lr: float = typer.Option(0.5, help="Learning rate (SGD)."),
     steps: int = typer.Option(300, help="SGD steps."),
     batch_size: int = typer.Option(128, help="Expected (Poisson) batch size."),
@@ -156,9 +155,10 @@ def pretrain(
     device: str = DeviceOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
 ) -> None:
-    """Train a network WITHOUT privacy on a public labelled split, to fine-tune or embed with (--backbone network).
+    """Train a network WITHOUT privacy on a public labelled split, to fine-tune or embed with (--backbone
+    network).
 
     Example: pillar pretrain digits.h5:test --arch cnn:4 --steps 500 -o pretrained.h5
     """
@@ -204,7 +204,8 @@ def pretrain(
 
 
 def _rows(private: artifacts.Split, val: artifacts.Split | None, start: Pretrained | None) -> dict:
-    """The source rows the networks read labels of: private, val, and the pre-training rows of the same source."""
+    """The source rows the networks read labels of: private, val, and the pre-training rows of the same
+    source."""
     rows = {"private": private.index, **({"val": val.index} if val is not None else {})}
     if start is not None and (pretraining := start.rows_of_source(private)) is not None:
         rows["public_labelled"] = pretraining

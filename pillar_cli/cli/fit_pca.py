@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -31,14 +30,13 @@ from pillar_cli.projection.public_choice import chosen_candidate
 @cli_errors(flags={"epsilon": "--dp-eps", "delta": "--dp-delta"})
 def fit_pca(
     ctx: typer.Context,
-    embeddings: Optional[str] = typer.Argument(
+    embeddings: str | None = typer.Argument(
         None,
         help="Embeddings artifact, optionally FILE:SPLIT (default "
-        "split: public); with --public-from, the candidate (default: the "
-        "closest).",
+        "split: public); with --public-from, the candidate (default: the closest).",
     ),
     out: Path = typer.Option(..., "-o", "--out", help="Projection artifact to write."),
-    k_max: Optional[int] = typer.Option(
+    k_max: int | None = typer.Option(
         None,
         min=1,
         help="Components to keep (default: the public rank; with --dp-eps, 200 or the feature dimension).",
@@ -50,7 +48,7 @@ def fit_pca(
         help="Theory-faithful: L2-normalised rows, "
         "uncentred second moment E[xxᵀ], no standardisation (Definition 3).",
     ),
-    public_from: Optional[Path] = typer.Option(
+    public_from: Path | None = typer.Option(
         None,
         "--public-from",
         help="GSD artifact whose ranking chose the "
@@ -61,8 +59,7 @@ def fit_pca(
         False,
         "--allow-nonprivate-choice",
         help="Accept a GSD computed "
-        "without DP (recorded; every model says its public data was chosen "
-        "outside ε).",
+        "without DP (recorded; every model says its public data was chosen outside ε).",
     ),
     components: bool = typer.Option(
         False,
@@ -76,27 +73,26 @@ def fit_pca(
         help="Fit on a seeded fraction of the public rows (Table 2(b) of the paper: "
         "how much public data the projection needs).",
     ),
-    dp_eps: Optional[float] = typer.Option(
+    dp_eps: float | None = typer.Option(
         None,
         "--dp-eps",
         help="DP-PCA when no public data exists: fit on the "
         "PRIVATE split (FILE:private) by one Gaussian release of its second "
-        "moment at this ε (Analyze Gauss), composed into the ε of every model "
-        "trained on the projection.",
+        "moment at this ε (Analyze Gauss), composed into the ε of every model trained on the projection.",
     ),
     dp_delta: float = typer.Option(1e-5, "--dp-delta", help="δ of the DP-PCA release; below 1/n_private."),
     accountant: str = typer.Option(
         "prv", "--accountant", help="Accountant that calibrates the DP-PCA release."
     ),
-    noise_seed: Optional[int] = NoiseSeedOption,
-    config: Optional[str] = ConfigOption,
+    noise_seed: int | None = NoiseSeedOption,
+    config: str | None = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Fit the scaler and principal components on PUBLIC unlabelled embeddings.
 
-    Only a split without labels is accepted: fitting on labelled (private) rows would leak them into every model
-    trained on the projection.
+    Only a split without labels is accepted: fitting on labelled (private) rows would leak them into every
+    model trained on the projection.
 
     Example: pillar fit-pca emb.h5:public -o pca.h5 --k-max 100
 

@@ -1,13 +1,14 @@
 """Whether a pipeline step needs to run.
 
-A step is up to date when every output it names exists as it was last written, the same command line wrote it, and
-every input it names — artifact or not: a source file or folder, a CSV of persons, a file of class names — is as it
-was then. `pillar run` records, per step, each input's and output's size, modification time and sha256 (a folder:
-the size and modification time of every file under it) in a lock file (`RunLock`); a file whose size and time are
-unchanged is taken as unchanged, one whose size or time moved is hashed again. Outputs of any kind are covered
-(a predictions CSV, an export, a plot), so a step whose output is not an artifact reruns when it should and is
-skipped when it may. A step the lock knows nothing of falls back on its output's provenance: the same command, the
-same resolved options, and each recorded input still holding its content hash.
+A step is up to date when every output it names exists as it was last written, the same command line wrote it,
+and every input it names — artifact or not: a source file or folder, a CSV of persons, a file of class names —
+is as it was then. `pillar run` records, per step, each input's and output's size, modification time and
+sha256 (a folder: the size and modification time of every file under it) in a lock file (`RunLock`); a file
+whose size and time are unchanged is taken as unchanged, one whose size or time moved is hashed again. Outputs
+of any kind are covered (a predictions CSV, an export, a plot), so a step whose output is not an artifact
+reruns when it should and is skipped when it may. A step the lock knows nothing of falls back on its output's
+provenance: the same command, the same resolved options, and each recorded input still holding its content
+hash.
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ OUTPUTS = (
 
 
 def step_files(command: click.Command, argv: list[str]) -> tuple[list[Path], list[Path]] | None:
-    """(the inputs, the outputs) a step names: outputs by the parameters that name them, inputs every other word of
-    its command line that is an existing file or folder (after `KEY=`, before `:SPLIT`); None when the line does
-    not parse (the step reports its own usage error)."""
+    """(the inputs, the outputs) a step names: outputs by the parameters that name them, inputs every other
+    word of its command line that is an existing file or folder (after `KEY=`, before `:SPLIT`); None when the
+    line does not parse (the step reports its own usage error)."""
     try:
         ctx = command.make_context(argv[0], list(argv[1:]))
     except click.ClickException:
@@ -58,9 +59,10 @@ def step_files(command: click.Command, argv: list[str]) -> tuple[list[Path], lis
 
 
 def step_state(command: click.Command, argv: list[str], recorded: dict | None = None) -> tuple[str, str]:
-    """(RUN, "") when the step has written nothing yet, or nothing the lock or its provenance vouch for (the step
-    itself then refuses to replace it without --force); (SKIP, why) when its outputs are up to date; (RERUN, why)
-    when an output is missing or an input or option changed since. `recorded`: what the lock holds of this step."""
+    """(RUN, "") when the step has written nothing yet, or nothing the lock or its provenance vouch for (the
+    step itself then refuses to replace it without --force); (SKIP, why) when its outputs are up to date;
+    (RERUN, why) when an output is missing or an input or option changed since. `recorded`: what the lock
+    holds of this step."""
     files = step_files(command, argv)
     if files is None:
         return RUN, ""
@@ -115,8 +117,8 @@ def _content_hash(path: str) -> str | None:
 
 
 def file_state(path: Path) -> dict:
-    """What the lock records of a file (size, modification time, sha256) or a folder (each file's relative path,
-    size and modification time, digested)."""
+    """What the lock records of a file (size, modification time, sha256) or a folder (each file's relative
+    path, size and modification time, digested)."""
     if path.is_dir():
         digest = hashlib.sha256()
         for file in sorted(p for p in path.rglob("*") if p.is_file()):
@@ -154,9 +156,9 @@ WORKING_FILE = (
 
 
 class RunLock:
-    """What each step of a pipeline read and wrote when it last ran, by pipeline and command line: a JSON file in
-    the pipeline's working directory (its `workdir` variable), else beside the pipelines file. It is a working file
-    (`about` says so in the file): the hashes and sizes of a private source tell its content."""
+    """What each step of a pipeline read and wrote when it last ran, by pipeline and command line: a JSON file
+    in the pipeline's working directory (its `workdir` variable), else beside the pipelines file. It is a
+    working file (`about` says so in the file): the hashes and sizes of a private source tell its content."""
 
     def __init__(self, path: Path, pipeline: str):
         self.path, self.pipeline = path, pipeline

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -45,20 +44,17 @@ def gsd(
         [],
         "--trainable",
         help="Image probes: differentiate only these parameters (name, prefix "
-        "such as fc or layer4.2.conv3, or glob; repeatable). Default: cnn "
-        "all, timm the classifier.",
+        "such as fc or layer4.2.conv3, or glob; repeatable). Default: cnn all, timm the classifier.",
     ),
-    probe_weights: Optional[Path] = typer.Option(
+    probe_weights: Path | None = typer.Option(
         None, "--probe-weights", help="timm probe: backbone weights file (default: seeded init)."
     ),
-    probe_size: Optional[int] = typer.Option(
+    probe_size: int | None = typer.Option(
         None, "--probe-size", min=8, help="Image probes: resize images to this square size."
     ),
     max_samples: int = typer.Option(2000, min=2, help="Rows per dataset (seeded subsample)."),
     seed: int = typer.Option(0, help="Seed of the probe initialisation, random labels and subsamples."),
-    dp_eps: Optional[float] = typer.Option(
-        None, "--dp-eps", help="DP-GSD: ε of the private subspace release."
-    ),
+    dp_eps: float | None = typer.Option(None, "--dp-eps", help="DP-GSD: ε of the private subspace release."),
     dp_delta: float = typer.Option(1e-5, "--dp-delta", help="δ of DP-GSD (gauss); below 1/n_private."),
     dp_mechanism: str = typer.Option(
         "gauss",
@@ -68,7 +64,7 @@ def gsd(
     ),
     gibbs_sweeps: int = typer.Option(20, "--gibbs-sweeps", min=1, help="bingham with k > 1: Gibbs sweeps."),
     clip: float = typer.Option(1.0, help="DP-GSD: per-row clipping norm of private gradients."),
-    noise_seed: Optional[int] = NoiseSeedOption,
+    noise_seed: int | None = NoiseSeedOption,
     allow_private_labels: bool = typer.Option(
         False, "--allow-private-labels", help="Accept a private split as a candidate (recorded and printed)."
     ),
@@ -76,15 +72,14 @@ def gsd(
         False,
         "--normalize-rows",
         help="Scale every gradient row to unit norm "
-        "before the SVD (the GSD authors' released script; the paper's text does "
-        "not).",
+        "before the SVD (the GSD authors' released script; the paper's text does not).",
     ),
     probe_bias: bool = typer.Option(
         True,
         "--probe-bias/--no-probe-bias",
         help="Differentiate the probe's biases (the authors' released script freezes them).",
     ),
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -98,9 +93,8 @@ def gsd(
     spec = dataclasses.replace(
         ProbeSpec.parse(probe, trainable, probe_weights, probe_size), trainable_bias=probe_bias
     )
-    private_split = artifacts.read_split(
-        private, default_split="private", on_disk=True
-    )  # rows read as sampled
+    # rows read as sampled
+    private_split = artifacts.read_split(private, default_split="private", on_disk=True)
     candidates = [artifacts.read_split(p, default_split="public", on_disk=True) for p in public]
     dp = (
         None

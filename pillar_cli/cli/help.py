@@ -1,11 +1,11 @@
-"""A command's --help as plain text in panels: every option under the panel of what it is about (inputs, model,
-privacy, training, selection, running, output), wrapped to the terminal's width and never cut.
+"""A command's --help as plain text in panels: every option under the panel of what it is about (inputs,
+model, privacy, training, selection, running, output), wrapped to the terminal's width and never cut.
 
-A framed table squeezes long flags (`--standardize/--no-standardize`) to fit 80 columns and cuts them with "…";
-plain text puts a long flag on a line of its own instead. An `Example:` paragraph stays a shell command that can
-be copied: broken at spaces with a trailing backslash where it is wider than the terminal. The panel is the
-option's own `rich_help_panel` if it names one (the method plugins' options do), else the panel its name belongs
-to below.
+A framed table squeezes long flags (`--standardize/--no-standardize`) to fit 80 columns and cuts them with
+"…"; plain text puts a long flag on a line of its own instead. An `Example:` paragraph stays a shell command
+that can be copied: broken at spaces with a trailing backslash where it is wider than the terminal. The panel
+is the option's own `rich_help_panel` if it names one (the method plugins' options do), else the panel its
+name belongs to below.
 """
 
 from __future__ import annotations
@@ -186,9 +186,8 @@ class PanelledCommand(TyperCommand):
 
     def format_help_text(self, ctx, formatter) -> None:
         paragraphs = inspect.cleandoc(self.help or "").partition("\f")[0].split("\n\n")
-        width = max(
-            formatter.width - formatter.current_indent - 2, 40
-        )  # inside the indentation written below
+        # inside the indentation written below
+        width = max(formatter.width - formatter.current_indent - 2, 40)
         text = "\n\n".join(shell_lines(p, width) if p.startswith("Example:") else p for p in paragraphs)
         if text:
             formatter.write_paragraph()
@@ -209,8 +208,8 @@ class PanelledCommand(TyperCommand):
 
 
 def shell_lines(paragraph: str, width: int) -> str:
-    """One command as lines of at most `width` characters, continued with a backslash, kept as they are (click's
-    \\b) rather than re-wrapped."""
+    """One command as lines of at most `width` characters, continued with a backslash, kept as they are
+    (click's \\b) rather than re-wrapped."""
     lines = [""]
     for word in paragraph.split():
         if lines[-1].strip() and len(lines[-1]) + 1 + len(word) > width - 2:

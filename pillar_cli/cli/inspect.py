@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.tree import Tree
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.guarantee import COUNT, NOISE, NOT_PRIVATE, RELEASE, WHOLE_FILE
+from pillar_cli.artifacts.statement import Statement
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import ConfigOption, JsonOption, print_json, stdout
 from pillar_cli.cli.trust import KeyOption
 from pillar_cli.privacy import event_from_dict, gaussian_segments
 from pillar_cli.privacy.events import ComposedEvent
 from pillar_cli.privacy.selection import recorded_selection_epsilon
-from pillar_cli.artifacts.statement import Statement
 from pillar_cli.release.exported import exported_format, read_export_metadata
 from pillar_cli.release.signing import Trust, trust_of
 
@@ -40,16 +39,17 @@ def inspect(
         help="Also rehash every ancestor's arrays (reads them whole): "
         "flags files edited after they were written.",
     ),
-    key: Optional[Path] = KeyOption,
+    key: Path | None = KeyOption,
     as_json: bool = JsonOption,
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
 ) -> None:
-    """Show an artifact's kind, provenance chain (the commands and input hashes that produced it, checked against
-    the files on disk now), attributes and datasets. The artifact itself is always verified against its hash.
+    """Show an artifact's kind, provenance chain (the commands and input hashes that produced it, checked
+    against the files on disk now), attributes and datasets. The artifact itself is always verified against
+    its hash.
 
-    An exported classifier (ONNX, TorchScript, safetensors, an hf folder) shows the privacy statement, class names,
-    head and feature recipe it carries. A release or an export says whether it is signed, and with --key whether
-    the signature holds.
+    An exported classifier (ONNX, TorchScript, safetensors, an hf folder) shows the privacy statement, class
+    names, head and feature recipe it carries. A release or an export says whether it is signed, and with
+    --key whether the signature holds.
 
     Example: pillar inspect model.h5 --verify
 
@@ -168,19 +168,18 @@ def _ledger(tree: Tree, document: dict) -> None:
             f"{check['recomputed_epsilon']:.4g} " + ("[green]✓[/green]" if ok else "[red]MISMATCH[/red]")
         )
         node.add(
-            f"trials: {count['distribution']} of mean {count['mean']:g} (how many ran is secret, not recorded)"
+            f"trials: {count['distribution']} of mean {count['mean']:g} (how many ran is secret, not "
+            "recorded)"
         )
         for candidate in trial["candidates"]:
             node.add(
                 f"candidate lr {candidate['lr']:g} steps {candidate['steps']} batch {candidate['batch_size']}"
                 f"{'' if candidate['ridge'] is None else ' ridge ' + format(candidate['ridge'], 'g')}"
             )
-        event = event_from_dict(
-            record["event"]
-        )  # repeat-and-select of (one of, score), after the row count's
-        *counted, selection = (
-            event.events if isinstance(event, ComposedEvent) else (event,)
-        )  # release if it read one
+        # repeat-and-select of (one of, score), after the row count's
+        event = event_from_dict(record["event"])
+        # release if it read one
+        *counted, selection = event.events if isinstance(event, ComposedEvent) else (event,)
         for released in counted:
             node.add(f"the released count of training rows: Gaussian σ {released.noise_multiplier:.4g}")
         one_of, score = selection.event.events

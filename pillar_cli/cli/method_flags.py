@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable
-from typing import Callable
+from collections.abc import Callable, Iterable
 
 import typer
 
@@ -14,8 +13,8 @@ METHOD_LIST = "; ".join(f"{name} ({method.description})" for name, method in MET
 
 
 def method_flags(methods: Iterable[str]) -> Callable[[Callable], Callable]:
-    """A decorator giving a command one flag per option these methods declare (a plugin's included), passed to it as
-    keyword arguments, under "Method options" in its help."""
+    """A decorator giving a command one flag per option these methods declare (a plugin's included), passed to
+    it as keyword arguments, under "Method options" in its help."""
 
     def decorate(command: Callable) -> Callable:
         signature = inspect.signature(command)

@@ -1,15 +1,16 @@
-"""pillar audit neighbours: fit-pca's and train-private's options parsed by those commands into the plan's typed
-recipe and request, each side's source embedded again as the embeddings file records it (less the records deleted),
-the pipeline run by library calls (audit/neighbours.py), and the report of what the shipped files hold
-deterministically."""
+"""pillar audit neighbours: fit-pca's and train-private's options parsed by those commands into the plan's
+typed recipe and request, each side's source embedded again as the embeddings file records it (less the
+records deleted), the pipeline run by library calls (audit/neighbours.py), and the report of what the shipped
+files hold deterministically."""
 
 from __future__ import annotations
 
 import shlex
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,9 +41,9 @@ def check_neighbours(
     workdir: Path | None,
     as_json: bool,
 ) -> None:
-    """Run the check of the pipeline embed (as `embeddings` was made, from its source) → fit-pca → train-private
-    (options `train`, quoted as on a command line) → release → export (the comma-separated formats `export`) in
-    `workdir` (kept) or a temporary folder; print what it found; exit 5 if anything."""
+    """Run the check of the pipeline embed (as `embeddings` was made, from its source) → fit-pca →
+    train-private (options `train`, quoted as on a command line) → release → export (the comma-separated
+    formats `export`) in `workdir` (kept) or a temporary folder; print what it found; exit 5 if anything."""
     formats = [name.strip() for name in export.split(",") if name.strip()]
     plan = NeighbourPlan(
         _recipe(shlex.split(fit_pca)),
@@ -98,8 +99,8 @@ def check_neighbours(
 
 
 def _recipe(options: list[str]) -> ProjectionRecipe:
-    """fit-pca's recipe, as its options `options` set it (parsed by the command itself: one line for a flag it does
-    not take, before anything is embedded)."""
+    """fit-pca's recipe, as its options `options` set it (parsed by the command itself: one line for a flag it
+    does not take, before anything is embedded)."""
     params = _parsed(["fit-pca", "emb.h5:public", *options, "-o", "pca.h5"], "--fit-pca")
     for flag, name in (("--public-from", "public_from"), ("--noise-seed", "noise_seed")):
         if params[name] is not None:
@@ -120,13 +121,15 @@ def _recipe(options: list[str]) -> ProjectionRecipe:
 
 
 def _request(options: list[str]) -> tuple[SweepRequest, SweepSources]:
-    """train-private's request and sources, as its options `options` set them (parsed by the command itself)."""
+    """train-private's request and sources, as its options `options` set them (parsed by the command
+    itself)."""
     params = _parsed(["train-private", "emb.h5", "-p", "pca.h5", *options, "-o", "model.h5"], "--train")
     return sweep_request(params), sweep_sources(params)
 
 
 def _parsed(line: list[str], option: str) -> dict[str, Any]:
-    """The parameters a command's parser makes of `line`; a flag it does not take is one line naming `option`."""
+    """The parameters a command's parser makes of `line`; a flag it does not take is one line naming
+    `option`."""
     from pillar_cli.cli import command_of
 
     command, rest = command_of(line)
@@ -139,8 +142,8 @@ def _parsed(line: list[str], option: str) -> dict[str, Any]:
 
 
 def _embedding_again(embeddings: Path) -> Callable[[np.ndarray, Path], None]:
-    """What embeds the source of `embeddings` again, from scratch, as its recorded options say, less some of its
-    rows: the data holder's rerun of the documented pipeline after deleting records."""
+    """What embeds the source of `embeddings` again, from scratch, as its recorded options say, less some of
+    its rows: the data holder's rerun of the documented pipeline after deleting records."""
     from pillar_cli.embedding.job import EmbeddingJob
     from pillar_cli.embedding.request import EmbedRequest
 

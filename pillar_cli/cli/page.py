@@ -1,10 +1,10 @@
-"""pillar page: one self-contained HTML page of a release — its guarantee in plain words, what that means for one
-unit (the trade-off curve, a canary audit's points), how well it classifies, where it came from, whether signed."""
+"""pillar page: one self-contained HTML page of a release — its guarantee in plain words, what that means for
+one unit (the trade-off curve, a canary audit's points), how well it classifies, where it came from, whether
+signed."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -22,26 +22,27 @@ from pillar_cli.errors import UsageError
 def page(
     classifier: Path = typer.Argument(..., help="A release (pillar release)."),
     out: Path = typer.Option(..., "-o", "--out", help="The page to write (.html)."),
-    evaluation: Optional[Path] = typer.Option(
+    evaluation: Path | None = typer.Option(
         None,
         "--evaluation",
         help="An evaluation (pillar evaluate) of the model "
         "released: the page shows the released head's test accuracy.",
     ),
-    audit: Optional[Path] = typer.Option(
+    audit: Path | None = typer.Option(
         None,
         "--audit",
         help="A canary audit (pillar audit -o): its tests are drawn on the trade-off curve's axes.",
     ),
-    key: Optional[Path] = KeyOption,
+    key: Path | None = KeyOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
 ) -> None:
-    """Write one HTML page of a release that makes no request (no script, font or image from elsewhere; figures
-    inline) and prints to PDF as it shows: the privacy statement in plain words, the trade-off curve (the highest
-    true-positive rate of any membership attack on one unit at each false-positive rate) with an audit's points,
-    test accuracy with per-class accuracy and the confusion matrix, the provenance, the signature status.
+    """Write one HTML page of a release that makes no request (no script, font or image from elsewhere;
+    figures inline) and prints to PDF as it shows: the privacy statement in plain words, the trade-off curve
+    (the highest true-positive rate of any membership attack on one unit at each false-positive rate) with an
+    audit's points, test accuracy with per-class accuracy and the confusion matrix, the provenance, the
+    signature status.
 
     Example: pillar page classifier.h5 --evaluation eval.h5 --audit audit.h5 -o classifier.html
     """

@@ -1,9 +1,9 @@
 """examples.yaml: named pipelines, each a list of pillar invocations run in order.
 
-A pipeline may declare `vars` (e.g. workdir); `{name}` in its steps is replaced by their values, which the caller
-may override (`pillar run ... --var data=/my/cifar`). Only `{name}` of an identifier is a variable: other braces stay
-as written (no format specifications). A step is one pillar command line: not `run` (a pipeline inside a pipeline),
-not `--help`.
+A pipeline may declare `vars` (e.g. workdir); `{name}` in its steps is replaced by their values, which the
+caller may override (`pillar run ... --var data=/my/cifar`). Only `{name}` of an identifier is a variable:
+other braces stay as written (no format specifications). A step is one pillar command line: not `run` (a
+pipeline inside a pipeline), not `--help`.
 """
 
 from __future__ import annotations

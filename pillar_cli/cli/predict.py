@@ -1,11 +1,11 @@
-"""pillar predict: a released classifier applied to new rows — embedded ones, or raw inputs of a dataset source
-embedded on the way by the classifier's recorded backbone — one prediction per row."""
+"""pillar predict: a released classifier applied to new rows — embedded ones, or raw inputs of a dataset
+source embedded on the way by the classifier's recorded backbone — one prediction per row."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import numpy as np
 import typer
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 @cli_errors
 def predict(
     classifier: Path = typer.Argument(..., help="Classifier artifact from pillar release."),
-    embeddings: Optional[str] = typer.Argument(
+    embeddings: str | None = typer.Argument(
         None,
         help="Embeddings FILE:SPLIT to classify (labels are not read); or give raw inputs with --source.",
     ),
@@ -53,16 +53,16 @@ def predict(
         help="Predictions: *.csv, *.jsonl or *.parquet; - writes CSV to "
         "standard output (what the command says goes to standard error).",
     ),
-    source: Optional[str] = typer.Option(
+    source: str | None = typer.Option(
         None,
         help="Raw inputs: a dataset source (image-folder, manifest, npz, "
         "h5, ...); labels are not needed, and not read.",
     ),
-    path: Optional[Path] = typer.Option(None, help="The raw inputs on disk (with --source)."),
+    path: Path | None = typer.Option(None, help="The raw inputs on disk (with --source)."),
     param_: list[str] = typer.Option(
         [], "--param", help="Source parameter KEY=VALUE (repeatable), e.g. size=32."
     ),
-    weights: Optional[Path] = typer.Option(
+    weights: Path | None = typer.Option(
         None,
         help="The backbone's weights file, when the classifier's rows were "
         "embedded with one (its hash must match the recorded one).",
@@ -73,17 +73,17 @@ def predict(
         help="Allow full unpickling of --weights (runs code from the file: trusted files only).",
     ),
     batch_size: int = typer.Option(256, min=1, help="Raw inputs per forward pass."),
-    workers: Optional[int] = typer.Option(
+    workers: int | None = typer.Option(
         None,
         min=0,
         help="Processes decoding image files ahead of the backbone "
         "(default: one per core for image files, 0 for arrays).",
     ),
     device: str = typer.Option("auto", help="Where raw inputs are embedded: auto, cpu, cuda, cuda:1, ..."),
-    key: Optional[Path] = KeyOption,
+    key: Path | None = KeyOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
 ) -> None:
     """Classify every row: its id (source row id, or file for image files), the predicted class name and the
     probability of each class. Embedded rows must have been made as the classifier's training rows were; raw
@@ -138,8 +138,8 @@ def predict(
 def _probabilities(
     estimator: DPLinearClassifier | NetworkClassifier, index: np.ndarray, features: StoredRows
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(row ids, class probabilities) a block of rows at a time: the rows stay in their file until read, and each
-    block's probabilities are written before the next is read."""
+    """(row ids, class probabilities) a block of rows at a time: the rows stay in their file until read, and
+    each block's probabilities are written before the next is read."""
     for start, block in row_blocks(features):
         yield index[start : start + len(block)], estimator.predict_proba(block)
 
@@ -156,8 +156,8 @@ def _classify_raw(
     workers: int | None,
     write: Callable[[Iterator[tuple[np.ndarray, np.ndarray]]], np.ndarray],
 ) -> np.ndarray:
-    """A source's raw inputs, embedded by the classifier's rebuilt embedder and classified a batch at a time, each
-    batch's (row names, probabilities) handed to `write` as it comes; what `write` returns."""
+    """A source's raw inputs, embedded by the classifier's rebuilt embedder and classified a batch at a time,
+    each batch's (row names, probabilities) handed to `write` as it comes; what `write` returns."""
     from pillar_cli.release.inputs import (  # torch: raw inputs
         classify_inputs,
         decoded_as_recorded,
@@ -205,8 +205,8 @@ def _report(out: Path, released: Classifier, counts: np.ndarray, where: str, as_
 
 
 def _require_same_recipe(trained: FeatureRecipe, given: FeatureRecipe, where: str) -> None:
-    """Refuse rows embedded otherwise than the classifier's training rows (only what both record is compared; the
-    shape of the images they were embedded from may differ)."""
+    """Refuse rows embedded otherwise than the classifier's training rows (only what both record is compared;
+    the shape of the images they were embedded from may differ)."""
     if given.feature_dim != trained.feature_dim:
         raise DataError(
             f"{where} has {given.feature_dim} features; the classifier reads {trained.feature_dim}"

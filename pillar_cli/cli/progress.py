@@ -1,5 +1,5 @@
-"""Progress on stderr for long work: a rich bar on a terminal, a line every PILLAR_PROGRESS_SECONDS elsewhere, nothing
-with --quiet; every step also raises an interrupt a signal left behind (cli/boundary.py)."""
+"""Progress on stderr for long work: a rich bar on a terminal, a line every PILLAR_PROGRESS_SECONDS elsewhere,
+nothing with --quiet; every step also raises an interrupt a signal left behind (cli/boundary.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 from rich.progress import (
     BarColumn,
@@ -26,8 +26,8 @@ from pillar_cli.cli.common import stderr
 
 @contextmanager
 def progress_bar(description: str, total: int, unit: str = "items") -> Iterator[Callable[[int], None]]:
-    """Progress on stderr; yields `advance(n)`, which also raises an interrupt a signal left behind. On a terminal a
-    rich bar with the rate and time left; elsewhere (a scheduler's log, a pipe) one line every
+    """Progress on stderr; yields `advance(n)`, which also raises an interrupt a signal left behind. On a
+    terminal a rich bar with the rate and time left; elsewhere (a scheduler's log, a pipe) one line every
     PILLAR_PROGRESS_SECONDS (default 10): done / total, rate, time left; with --quiet nothing."""
     if stderr.quiet or not stderr.is_terminal:
         every = math.inf if stderr.quiet else float(os.environ.get("PILLAR_PROGRESS_SECONDS", 10))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -32,28 +31,29 @@ def release(
     out: Path = typer.Option(
         ..., "-o", "--out", help="Classifier artifact to write (one head and its statement)."
     ),
-    cell: Optional[str] = typer.Option(
+    cell: str | None = typer.Option(
         None,
         "--cell",
         help="The (method, k, ε) cell: method=NAME,k=K,eps=E, any of "
         "them; needed when the model holds several cells.",
     ),
-    seed: Optional[int] = typer.Option(
+    seed: int | None = typer.Option(
         None,
         "--seed",
         help="The repetition (train-private --seed) to release; "
         "default: the lowest (a choice that looks at nothing private).",
     ),
-    sign: Optional[Path] = SignOption,
+    sign: Path | None = SignOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
 ) -> None:
-    """Write ONE classifier: the run the model's selection chose for a cell, the public scaler and basis it reads
-    through, class names, how its features were embedded, and its privacy statement (ε, δ, accountant, the DP event
-    tree, what ε covers and does not). No row ids, val or test statistics, seeds or other heads, and nothing derived
-    from the exact number of training rows: the sampling rate, σ and the rule read the count released with noise
-    inside ε (ñ, in the statement), unless train-private was told --n-public, which the statement then says.
+    """Write ONE classifier: the run the model's selection chose for a cell, the public scaler and basis it
+    reads through, class names, how its features were embedded, and its privacy statement (ε, δ, accountant,
+    the DP event tree, what ε covers and does not). No row ids, val or test statistics, seeds or other heads,
+    and nothing derived from the exact number of training rows: the sampling rate, σ and the rule read the
+    count released with noise inside ε (ñ, in the statement), unless train-private was told --n-public, which
+    the statement then says.
 
     Example: pillar release model.h5 --cell method=pillar,k=20,eps=1 -o classifier.h5
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -37,25 +36,23 @@ def report(
         help="Evaluation artifacts from `pillar evaluate -o`; each is "
         "named by its file name (cifar10-sl.h5 → cifar10-sl).",
     ),
-    methods_plot: Optional[Path] = typer.Option(
+    methods_plot: Path | None = typer.Option(
         None, help="PNG: each method per evaluation and ε (Figure 5, Table 1)."
     ),
-    fraction_plot: Optional[Path] = typer.Option(
+    fraction_plot: Path | None = typer.Option(
         None, help="PNG: accuracy vs fraction of private data (Figure 7)."
     ),
-    public_plot: Optional[Path] = typer.Option(
+    public_plot: Path | None = typer.Option(
         None,
         help="PNG: accuracy vs the public rows the projection was "
         "fitted on, as % of the data set (Table 2(b)).",
     ),
-    dimension_plot: Optional[Path] = typer.Option(
+    dimension_plot: Path | None = typer.Option(
         None,
         help="PNG: accuracy vs the feature dimension d (Example 1: "
         "PILLAR at fixed k against DP-SGD on all d).",
     ),
-    markdown: Optional[Path] = typer.Option(
-        None, "--markdown", help="The method table as a Markdown report."
-    ),
+    markdown: Path | None = typer.Option(None, "--markdown", help="The method table as a Markdown report."),
     by_cell: bool = typer.Option(
         False,
         "--cells",
@@ -64,7 +61,7 @@ def report(
     ),
     force: bool = ForceOption,
     as_json: bool = JsonOption,
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
 ) -> None:
     """One row per method (the run best on val over k and configurations), one column per evaluation and ε.
 

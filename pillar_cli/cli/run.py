@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -19,7 +18,7 @@ from pillar_cli.version import PROGRAM
 def run(
     ctx: typer.Context,
     file: Path = typer.Argument(..., help="Pipelines file, e.g. examples.yaml."),
-    name: Optional[str] = typer.Argument(None, help="Pipeline name (--list shows them)."),
+    name: str | None = typer.Argument(None, help="Pipeline name (--list shows them)."),
     var: list[str] = typer.Option([], "--var", help="Override a pipeline variable: NAME=VALUE (repeatable)."),
     list_pipelines: bool = typer.Option(
         False, "--list", help="List the file's pipelines and their steps; run none."
@@ -34,15 +33,16 @@ def run(
         False, "--dry-run", help="Say what each step would do (run, run again, skip) and why; run none."
     ),
 ) -> None:
-    """Run a named pipeline: each step is a pillar command line; the first failing step stops it. A step whose outputs
-    the same command line wrote from inputs that have not changed since (source files and folders included) is
-    skipped; one whose inputs or options changed, or an output of which is missing, is run again over its outputs;
-    each says which. What each step read and wrote is kept in .pillar-run.json of the pipeline's workdir (else
-    beside the pipelines file).
+    """Run a named pipeline: each step is a pillar command line; the first failing step stops it. A step whose
+    outputs the same command line wrote from inputs that have not changed since (source files and folders
+    included) is skipped; one whose inputs or options changed, or an output of which is missing, is run again
+    over its outputs; each says which. What each step read and wrote is kept in .pillar-run.json of the
+    pipeline's workdir (else beside the pipelines file).
 
     Example: pillar run examples.yaml --list
 
-    Example: pillar run examples.yaml cifar10-sl-figure4 --var data=/data/cifar-10-batches-py --var workdir=runs/c10
+    Example: pillar run examples.yaml cifar10-sl-figure4 --var data=/data/cifar-10-batches-py --var
+    workdir=runs/c10
 
     Example: pillar run examples.yaml mnist-demo --dry-run
     """
@@ -94,8 +94,8 @@ def _run_step(pillar, argv: list[str], pipeline: str, number: int) -> None:
 
 
 def _list(file: Path, listed: bool) -> None:
-    """With --list, each pipeline of the file (name, steps, the first sentence of its description); without a name,
-    a usage error naming them."""
+    """With --list, each pipeline of the file (name, steps, the first sentence of its description); without a
+    name, a usage error naming them."""
     pipelines = list_pipelines_in(file)
     if not pipelines:
         raise UsageError(f"{file} holds no pipelines")

@@ -83,8 +83,7 @@ SELECT = typer.Option(
     "val",
     help="How each (method, k, ε) cell chooses its run: val (best mean val "
     "accuracy; NOT accounted in ε, the paper's protocol) or accounted (private selection "
-    "of Papernot & Steinke: a random number of trials, noisy val scores, the best "
-    "released; ε covers it).",
+    "of Papernot & Steinke: a random number of trials, noisy val scores, the best released; ε covers it).",
 )
 TRIALS = typer.Option(
     "auto", help="accounted: mean number of trials per cell and seed; auto = the number of configurations."
@@ -100,15 +99,13 @@ VAL = typer.Option(
     "auto",
     help="What the labelled val split does: auto (with the default rule's one "
     "configuration per cell nothing is chosen on it, so its rows train the heads beside the "
-    "private rows, inside ε; otherwise it chooses each cell's run), train, or hold-out (not "
-    "read).",
+    "private rows, inside ε; otherwise it chooses each cell's run), train, or hold-out (not read).",
 )
 PUBLIC_LABELLED = typer.Option(
     None,
     "--public-labelled",
     help="adadps: a LABELLED public split "
-    "FILE:SPLIT (embedded separately) whose gradients set the "
-    "preconditioner; recorded, not protected.",
+    "FILE:SPLIT (embedded separately) whose gradients set the preconditioner; recorded, not protected.",
 )
 OTHER_PUBLIC = typer.Option(
     False,
@@ -127,8 +124,7 @@ PRIVACY_UNIT = typer.Option(
     help="What the guarantee protects: row (one training row), person (all of one "
     "person's rows: DP-SGD samples persons and clips each person's gradient sum to --clip, "
     "the one-release and full-batch heads weight each row by 1/(its person's rows), the "
-    "count of persons released), or auto (person where the embeddings name each row's "
-    "person, else row).",
+    "count of persons released), or auto (person where the embeddings name each row's person, else row).",
 )
 DRY_RUN = typer.Option(
     False,

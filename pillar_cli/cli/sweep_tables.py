@@ -26,8 +26,8 @@ def print_plan(plan: SweepPlan, as_json: bool) -> None:
 
 
 def print_model(out: Path, runs: int, artifact: artifacts.Artifact, as_json: bool) -> None:
-    """The model's cells: what chose each run, its val accuracy; with --json also the ε each cell spent (the largest
-    of its runs') and the whole file's."""
+    """The model's cells: what chose each run, its val accuracy; with --json also the ε each cell spent (the
+    largest of its runs') and the whole file's."""
     header = ModelRecord.of(artifact)
     if as_json:
         spent = artifact.arrays["runs/epsilon_spent"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -76,7 +76,7 @@ def train_private(
     ridge: str = RIDGE,
     k: str = K,
     eps: str = EPS,
-    max_tpr: Optional[float] = MAX_TPR,
+    max_tpr: float | None = MAX_TPR,
     at_fpr: float = AT_FPR,
     delta: str = DELTA,
     n_public: bool = NPublicOption,
@@ -85,7 +85,7 @@ def train_private(
     steps: str = STEPS,
     batch_size: str = BATCH_SIZE,
     seed: str = SEED,
-    noise_seed: Optional[int] = NoiseSeedOption,
+    noise_seed: int | None = NoiseSeedOption,
     momentum: float = MOMENTUM,
     weight_decay: float = WEIGHT_DECAY,
     ema: float = EMA,
@@ -93,26 +93,26 @@ def train_private(
     accountant: str = ACCOUNTANT,
     shard: str = SHARD,
     private_fraction: float = PRIVATE_FRACTION,
-    warm_start: Optional[Path] = WARM_START,
+    warm_start: Path | None = WARM_START,
     select: str = SELECT,
     trials: str = TRIALS,
     trials_shape: str = TRIALS_SHAPE,
     score_share: float = SCORE_SHARE,
     val: str = VAL,
-    public_labelled: Optional[str] = PUBLIC_LABELLED,
+    public_labelled: str | None = PUBLIC_LABELLED,
     other_public: bool = OTHER_PUBLIC,
     engine: str = ENGINE,
     device: str = DEVICE,
     dry_run: bool = DRY_RUN,
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
     **method_options: Any,
 ) -> None:
     """Train DP linear classifiers for every (method, k, ε) and hyper-parameter; choose one run per cell.
 
-    With nothing but --eps given, k, lr and steps follow the default rule and the val rows train the heads: the ε
-    printed covers every choice.
+    With nothing but --eps given, k, lr and steps follow the default rule and the val rows train the heads:
+    the ε printed covers every choice.
 
     Example: pillar train-private emb.h5 -p pca.h5 --eps 0.1,1 -o model.h5
 
@@ -120,8 +120,8 @@ def train_private(
 
     Example: pillar train-private emb.h5 -p pca.h5 --max-tpr 0.05 --at-fpr 0.01 -o model.h5
 
-    Example: pillar train-private emb.h5 -p pca.h5 --k 20 --eps 1 --lr 0.1,0.5,2 --steps 100,500 --select accounted
-    -o model.h5
+    Example: pillar train-private emb.h5 -p pca.h5 --k 20 --eps 1 --lr 0.1,0.5,2 --steps 100,500 --select
+    accounted -o model.h5
     """
     path, _ = artifacts.parse_ref(embeddings)
     check_output(out, [path, str(projection)], force=force)
@@ -138,8 +138,8 @@ def train_private(
 
 
 def _read(request: SweepRequest, path: str, projection: Path, sources: SweepSources) -> SweepInputs:
-    """The sweep's inputs, after warning of what weakens the printed guarantee (reproducible noise, an accountant
-    that is no upper bound) and of each method's own step rule that given --steps replace."""
+    """The sweep's inputs, after warning of what weakens the printed guarantee (reproducible noise, an
+    accountant that is no upper bound) and of each method's own step rule that given --steps replace."""
     if request.noise_seed is not None:
         warn(f"--noise-seed {request.noise_seed}: {NOT_PRIVATE_NOTE}")
     if not get_accountant(request.accountant).upper_bound:

@@ -1,10 +1,10 @@
-"""What a command that uses a release says of who wrote it: signed and verified, signed but not verified, or not
-signed (release/signing.py), checked before any work and said in one line on stderr after it."""
+"""What a command that uses a release says of who wrote it: signed and verified, signed but not verified, or
+not signed (release/signing.py), checked before any work and said in one line on stderr after it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import typer
 
@@ -19,8 +19,9 @@ KeyOption = typer.Option(
 
 
 def checked_trust(path: Path, key: Path | None) -> Callable[[], None]:
-    """Whether the file is signed and its signature verified, checked before any work (a signature that does not
-    hold for `key` stops the command); returns what says so in one line on stderr, once the work is done."""
+    """Whether the file is signed and its signature verified, checked before any work (a signature that does
+    not hold for `key` stops the command); returns what says so in one line on stderr, once the work is
+    done."""
     from pillar_cli.release.signing import trust_of
 
     line = trust_of(path, key).line

@@ -1,9 +1,9 @@
-"""pillar verify: check a release or an export as its recipient: signature, hashes and statement, ε recomputed."""
+"""pillar verify: check a release or an export as its recipient: signature, hashes and statement, ε
+recomputed."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -15,19 +15,19 @@ from pillar_cli.errors import ArtifactError, PrivacyError
 @cli_errors
 def verify(
     path: Path = typer.Argument(..., help="A release (pillar release) or an export of one (pillar export)."),
-    key: Optional[Path] = typer.Option(
+    key: Path | None = typer.Option(
         None, "--key", help="The signer's PUBLIC key (PEM): check the signature."
     ),
-    signature: Optional[Path] = typer.Option(
+    signature: Path | None = typer.Option(
         None, "--signature", help="The signature bundle; default FILE.sig."
     ),
     as_json: bool = JsonOption,
-    config: Optional[str] = ConfigOption,
+    config: str | None = ConfigOption,
 ) -> None:
-    """Check a file you were handed, one line per check: its signature by the key you trust (--key), its hashes and
-    privacy statement as every reader checks them, and its ε recomputed from the statement's DP event tree by
-    dp-accounting (not the accountant that calibrated it). Exits non-zero if any check fails. A file edited and
-    re-hashed passes the hashes, not the signature.
+    """Check a file you were handed, one line per check: its signature by the key you trust (--key), its
+    hashes and privacy statement as every reader checks them, and its ε recomputed from the statement's DP
+    event tree by dp-accounting (not the accountant that calibrated it). Exits non-zero if any check fails. A
+    file edited and re-hashed passes the hashes, not the signature.
 
     Example: pillar verify classifier.h5 --key signer.pub.pem
 

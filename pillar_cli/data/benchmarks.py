@@ -16,10 +16,11 @@ from pillar_cli.errors import DataError
 
 
 def read_flowers102(root: Path, size: int) -> Dataset:
-    """Oxford Flowers-102 as distributed and as `torchvision.datasets.Flowers102` keeps it (ROOT/flowers-102 or
-    ROOT): jpg/image_NNNNN.jpg, imagelabels.mat (the class 1..102 of every image) and setid.mat (trnid, valid and
-    tstid: 1-based image numbers). The train part is trnid and valid (2,040 images), the test part tstid (6,149);
-    classes are named by their numbers. The images have many sizes: each is resized to size × size."""
+    """Oxford Flowers-102 as distributed and as `torchvision.datasets.Flowers102` keeps it (ROOT/flowers-102
+    or ROOT): jpg/image_NNNNN.jpg, imagelabels.mat (the class 1..102 of every image) and setid.mat (trnid,
+    valid and tstid: 1-based image numbers). The train part is trnid and valid (2,040 images), the test part
+    tstid (6,149); classes are named by their numbers. The images have many sizes: each is resized to size ×
+    size."""
     from scipy.io import loadmat
 
     folder = root / "flowers-102" if (root / "flowers-102").is_dir() else root
@@ -36,9 +37,8 @@ def read_flowers102(root: Path, size: int) -> Dataset:
         ImageFiles(existing_files([folder / "jpg" / f"image_{n:05d}.jpg" for n in part.tolist()]), size)
         for part in numbers
     ]
-    names = [
-        str(number) for number in range(1, 103)
-    ]  # the dataset's 102 classes, numbered as it numbers them
+    # the dataset's 102 classes, numbered as it numbers them
+    names = [str(number) for number in range(1, 103)]
     train_labels, test_labels = encode_declared(
         str(folder / "imagelabels.mat"), names, *(labels[part - 1] for part in numbers)
     )
@@ -61,9 +61,9 @@ def read_flowers102(root: Path, size: int) -> Dataset:
 
 def read_gtsrb(root: Path, size: int) -> Dataset:
     """GTSRB as distributed (Final_Training/Images/<class>, Final_Test/Images + GT-final_test.csv) or as
-    `torchvision.datasets.GTSRB` lays it out (ROOT/gtsrb/GTSRB/Training, .../Final_Test/Images, gtsrb/GT-final_test.csv;
-    indexed through torchvision, download=False). Classes are the training folders (00000, 00001, …); the files are
-    indexed, not decoded."""
+    `torchvision.datasets.GTSRB` lays it out (ROOT/gtsrb/GTSRB/Training, .../Final_Test/Images,
+    gtsrb/GT-final_test.csv; indexed through torchvision, download=False). Classes are the training folders
+    (00000, 00001, …); the files are indexed, not decoded."""
     if (root / "gtsrb" / "GTSRB").is_dir():
         return _gtsrb_torchvision(root, size)
     training = root / "Final_Training" / "Images"
@@ -106,7 +106,8 @@ def _gtsrb(
     test_rows: list[tuple[Path, int]],
     size: int,
 ) -> Dataset:
-    """The test rows' class ids mapped to the training folders' names (a test class without a folder is an error)."""
+    """The test rows' class ids mapped to the training folders' names (a test class without a folder is an
+    error)."""
     unknown = sorted({f"{class_id:05d}" for _, class_id in test_rows} - set(names))
     if unknown:
         raise DataError(f"GTSRB test rows of classes without a training folder: {', '.join(unknown)}")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import numpy as np
 
@@ -21,12 +21,13 @@ def no_labels(n: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Dataset:
-    """Raw data of one source. `inputs` are uint8 images (N, H, W, C) or float32 vectors (N, D), as numpy arrays or
-    lazily read array-likes indexed with sorted row ids (an h5py dataset, image files decoded when read);
-    `fingerprint` is set by readers of lazy data. Inputs to classify may come without labels (no class names).
-    `groups`: the person of every row (train part, then test part), where the source names them; None: each row
-    is its own person. `keys`: each row's name where the source gives one (an image file's path under its root, a
-    sample's key), train part then test part; None: rows are named by their content (data/keys.py)."""
+    """Raw data of one source. `inputs` are uint8 images (N, H, W, C) or float32 vectors (N, D), as numpy
+    arrays or lazily read array-likes indexed with sorted row ids (an h5py dataset, image files decoded when
+    read); `fingerprint` is set by readers of lazy data. Inputs to classify may come without labels (no class
+    names). `groups`: the person of every row (train part, then test part), where the source names them; None:
+    each row is its own person. `keys`: each row's name where the source gives one (an image file's path under
+    its root, a sample's key), train part then test part; None: rows are named by their content
+    (data/keys.py)."""
 
     name: str
     inputs: np.ndarray
@@ -48,7 +49,8 @@ class Dataset:
 
     @property
     def part_sizes(self) -> list[int]:
-        """Rows of the train part, then of the test part when the source has one (source row ids run over both)."""
+        """Rows of the train part, then of the test part when the source has one (source row ids run over
+        both)."""
         return [len(part) for part in (self.inputs, self.test_inputs) if part is not None]
 
     def row_names(self) -> np.ndarray:
@@ -60,8 +62,8 @@ class Dataset:
 
     def with_declared_classes(self, names: list[str] | None, from_labels: bool = False) -> Dataset:
         """This dataset over a class set that does not depend on its rows: `names` (declared by the user; each
-        label must name one), else the source's own declaration; reading the classes off the labels must be asked
-        for (`from_labels`) and is recorded as such."""
+        label must name one), else the source's own declaration; reading the classes off the labels must be
+        asked for (`from_labels`) and is recorded as such."""
         if names is not None and from_labels:
             raise UsageError(
                 f"{param('classes')} declares the classes; {param('classes_from_labels', True)} would "
@@ -103,7 +105,8 @@ class Dataset:
         return digest.hexdigest()
 
     def rows(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Inputs and labels for sorted source row ids (train positions, then test positions offset by n_train)."""
+        """Inputs and labels for sorted source row ids (train positions, then test positions offset by
+        n_train)."""
         inputs, labels, local = self._part(ids)
         return read_rows(inputs, local), labels[local]
 
@@ -120,9 +123,9 @@ class Dataset:
         raise ValueError("a split mixes train and test rows")
 
     def read_as(self, row: int) -> Dataset:
-        """This dataset with its lazily read images read at the size (where none is given) and bit depth (where none
-        is declared) of source row `row` — a public row, so that no private file sets how every row is read; a test
-        part is read as its train part."""
+        """This dataset with its lazily read images read at the size (where none is given) and bit depth
+        (where none is declared) of source row `row` — a public row, so that no private file sets how every
+        row is read; a test part is read as its train part."""
         if not hasattr(self.inputs, "read_as"):
             return self
         inputs = self.inputs.read_as(row)
@@ -149,7 +152,8 @@ class Dataset:
         return skipped
 
     def ids_of_files(self, files: set[str]) -> np.ndarray:
-        """Source row ids of the given image files (train positions, then test positions offset by n_train)."""
+        """Source row ids of the given image files (train positions, then test positions offset by
+        n_train)."""
         ids = self.inputs.positions_of(files)
         if self.test_inputs is not None:
             ids += [len(self.inputs) + i for i in self.test_inputs.positions_of(files)]
@@ -164,9 +168,9 @@ class Dataset:
         ]
 
     def subsample(self, limit: int | None, fraction: float | None, seed: int) -> Dataset:
-        """A subset of each part, decided by each row's keyed draw (data/keys.py): with `fraction`, the rows whose
-        draw is below it — deleting one record keeps or drops no other; with `limit`, at most that many rows, those
-        of the smallest draws."""
+        """A subset of each part, decided by each row's keyed draw (data/keys.py): with `fraction`, the rows
+        whose draw is below it — deleting one record keeps or drops no other; with `limit`, at most that many
+        rows, those of the smallest draws."""
         if limit is None and fraction is None:
             return self
         if fraction is not None and not 0 < fraction <= 1:
@@ -203,9 +207,9 @@ class Dataset:
         return subset.taking(kept)
 
     def without(self, ids: np.ndarray) -> Dataset:
-        """This dataset with the rows at source row ids `ids` deleted, as their holder would delete them from the
-        source (the neighbours check's other side): where the classes were read off the labels, off the labels
-        that remain."""
+        """This dataset with the rows at source row ids `ids` deleted, as their holder would delete them from
+        the source (the neighbours check's other side): where the classes were read off the labels, off the
+        labels that remain."""
         sizes, gone = self.part_sizes, np.asarray(ids, dtype=np.int64)
         train = np.setdiff1d(np.arange(sizes[0]), gone)
         subset = replace(
@@ -231,7 +235,8 @@ class Dataset:
         )
 
     def _classes_left(self) -> Dataset:
-        """The classes some row still holds, in their order (a class read off the labels goes with its last row)."""
+        """The classes some row still holds, in their order (a class read off the labels goes with its last
+        row)."""
         parts = [part for part in (self.labels, self.test_labels) if part is not None]
         used = np.unique(np.concatenate(parts))
         relabel = [np.searchsorted(used, part).astype(np.int64) for part in parts]
@@ -257,9 +262,9 @@ def _take(inputs: np.ndarray, ids: np.ndarray) -> np.ndarray:
 
 
 def read_rows(inputs: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """inputs[ids] for sorted ids. A lazily read array (h5py) is read one contiguous run of ids at a time: h5py's
-    selection by a list of scattered rows costs milliseconds per row (100 rows/s measured at 224 px), a slice
-    per run costs one read."""
+    """inputs[ids] for sorted ids. A lazily read array (h5py) is read one contiguous run of ids at a time:
+    h5py's selection by a list of scattered rows costs milliseconds per row (100 rows/s measured at 224 px), a
+    slice per run costs one read."""
     if isinstance(inputs, np.ndarray) or len(ids) == 0:
         return np.asarray(inputs[ids])
     runs = np.split(ids, np.flatnonzero(np.diff(ids) != 1) + 1)

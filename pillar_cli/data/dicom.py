@@ -1,12 +1,12 @@
 """DICOM files as the grey levels the embedding stage reads (pydicom, imported only for them).
 
-The pixel data are mapped as a viewer maps them: the modality LUT (rescale slope and intercept) applied, then the
-range the stored bit depth can hold, through that same rescale, spread linearly over [0, 1] — so a value means the
-same grey level in every file of a series, whatever its own minimum and maximum — and MONOCHROME1 (white = low)
-inverted; a file with more than 8 bits stored is a 16-bit image (data/pixels.py writes the levels at the depth
-asked for). RGB files keep their three 8-bit channels. A multi-frame file is refused (embed one frame per file); a
-compressed transfer syntax is decoded when an installed handler can (pylibjpeg, gdcm), refused in one line
-otherwise."""
+The pixel data are mapped as a viewer maps them: the modality LUT (rescale slope and intercept) applied, then
+the range the stored bit depth can hold, through that same rescale, spread linearly over [0, 1] — so a value
+means the same grey level in every file of a series, whatever its own minimum and maximum — and MONOCHROME1
+(white = low) inverted; a file with more than 8 bits stored is a 16-bit image (data/pixels.py writes the
+levels at the depth asked for). RGB files keep their three 8-bit channels. A multi-frame file is refused
+(embed one frame per file); a compressed transfer syntax is decoded when an installed handler can (pylibjpeg,
+gdcm), refused in one line otherwise."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ def dicom_depth(file: str) -> int:
 
 
 def _bits_stored(dataset, name: str, default: int) -> int:
-    """The file's BitsStored (`default` where it records none); one recorded empty or out of range is one line."""
+    """The file's BitsStored (`default` where it records none); one recorded empty or out of range is one
+    line."""
     if "BitsStored" not in dataset:
         return default
     value = dataset.BitsStored
@@ -47,8 +48,8 @@ def _bits_stored(dataset, name: str, default: int) -> int:
 
 
 def patient_ids(files: list[str]) -> list[str] | None:
-    """Each file's PatientID (headers read, not pixels); None when no file records one. A file without one among
-    files with one is refused: its person would be unknown."""
+    """Each file's PatientID (headers read, not pixels); None when no file records one. A file without one
+    among files with one is refused: its person would be unknown."""
     ids = [
         str(getattr(_read(file, file, stop_before_pixels=True), "PatientID", "") or "").strip()
         for file in files
@@ -72,23 +73,23 @@ def _read(file: str | BinaryIO, name: str, **options):
         ) from None
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter(
-                "ignore"
-            )  # pydicom warns of each oddity it reads past: the checks below decide
+            # pydicom warns of each oddity it reads past: the checks below decide
+            warnings.simplefilter("ignore")
             return pydicom.dcmread(file, **options)
     except Exception as err:  # pydicom raises its own kinds on a damaged or foreign file
         raise DataError(f"cannot read DICOM file {name}: {_said(err)}") from None
 
 
 def _said(err: Exception) -> str:
-    """pydicom's message on one line: it lists each plugin's failure on a line of its own after a colon, and names
-    in-memory buffers by their address, which tells a reader nothing."""
+    """pydicom's message on one line: it lists each plugin's failure on a line of its own after a colon, and
+    names in-memory buffers by their address, which tells a reader nothing."""
     text = " ".join(re.sub(r"<[^<>]* at 0x[0-9a-f]+>", "", str(err)).split())
     return text if len(text) <= 240 else text[:239] + "…"
 
 
 def dicom_image(file: str | BinaryIO, name: str):
-    """The file's one frame and its bit depth: grey levels in [0, 1] (8 or 16 bits), or an 8-bit RGB PIL image."""
+    """The file's one frame and its bit depth: grey levels in [0, 1] (8 or 16 bits), or an 8-bit RGB PIL
+    image."""
     dataset = _read(file, name)
     from PIL import Image
     from pydicom.pixels import apply_modality_lut

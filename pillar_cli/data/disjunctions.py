@@ -2,10 +2,10 @@
 Sanyal, "Semi-private learning via low dimensional structures") and rows from a CSV file.
 
 D_{f,p}: f is the disjunction of k of the d variables, V⁺ = its variables, V⁻ = the others. A row draws y = ±1
-uniformly; given y, an Erdős–Rényi graph with edge probability p on V⁺ (y = +1) or V⁻ (y = −1); the vertices with
-at least one edge are active (1), every other variable is 0. The co-activation structure of the rows is therefore
-two cliques-of-cliques, V⁺ and V⁻, which public unlabelled rows reveal. A positive row whose graph has no edge is all
-zero and f(x) ≠ y: the family's Bayes error is ½(1 − p)^(k(k−1)/2).
+uniformly; given y, an Erdős–Rényi graph with edge probability p on V⁺ (y = +1) or V⁻ (y = −1); the vertices
+with at least one edge are active (1), every other variable is 0. The co-activation structure of the rows is
+therefore two cliques-of-cliques, V⁺ and V⁻, which public unlabelled rows reveal. A positive row whose graph
+has no edge is all zero and f(x) ≠ y: the family's Bayes error is ½(1 − p)^(k(k−1)/2).
 """
 
 from __future__ import annotations
@@ -91,8 +91,8 @@ def _sample_in_blocks(
 
 def read_csv_rows(path: Path, labelled: bool = True) -> Dataset:
     """Rows of numeric features with a label in the last column (a number or a class name; data/labels.py), or
-    features alone when not `labelled` (rows to classify); a header line is allowed. Labels −1/+1 are the classes
-    0/1 (the disjunction learner's convention)."""
+    features alone when not `labelled` (rows to classify); a header line is allowed. Labels −1/+1 are the
+    classes 0/1 (the disjunction learner's convention)."""
     try:
         with open(path, newline="") as handle:
             lines = [row for row in csv.reader(handle) if row]

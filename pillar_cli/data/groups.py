@@ -1,10 +1,11 @@
-"""Who each row belongs to: the person (a patient, a lesion, a slide) whose rows are protected, and split, together.
+"""Who each row belongs to: the person (a patient, a lesion, a slide) whose rows are protected, and split,
+together.
 
-A source names a row's person by a group id: an npz/h5 array `groups` (with `groups_test` for its test part), a
-manifest's third column, a CSV mapping image files to group ids (param groups=FILE.csv), a DICOM file's
+A source names a row's person by a group id: an npz/h5 array `groups` (with `groups_test` for its test part),
+a manifest's third column, a CSV mapping image files to group ids (param groups=FILE.csv), a DICOM file's
 PatientID, a Hugging Face dataset's column or a WebDataset sample's member (param group=COLUMN or group=EXT).
-Without one, each row is its own person. Persons are numbered by their position among the source's sorted group
-ids, so every split of one file, and every file of one source, numbers them alike.
+Without one, each row is its own person. Persons are numbered by their position among the source's sorted
+group ids, so every split of one file, and every file of one source, numbers them alike.
 """
 
 from __future__ import annotations
@@ -34,9 +35,8 @@ class Groups:
         if np.asarray(ids).dtype.kind == "O" and (
             missing := [i for i, value in enumerate(ids) if value is None]
         ):
-            raise DataError(
-                f"{where}: row {missing[0]} has no group id; every row needs its person"
-            )  # a null
+            # a null
+            raise DataError(f"{where}: row {missing[0]} has no group id; every row needs its person")
         values = np.asarray(
             [value.decode() if isinstance(value, bytes) else value for value in ids]
             if np.asarray(ids).dtype.kind in "OS"
@@ -75,8 +75,8 @@ class Groups:
 
 
 def groups_of_files(mapping: Path, files: list[str], root: Path) -> Groups:
-    """The group of each image file from a CSV of `file,group` rows (header optional; files relative to `root`, the
-    folder or manifest they were listed from, or by their name alone when that is unique)."""
+    """The group of each image file from a CSV of `file,group` rows (header optional; files relative to
+    `root`, the folder or manifest they were listed from, or by their name alone when that is unique)."""
     if not mapping.is_file():
         raise DataError(f"{param('params')} groups={mapping}: no such file")
     with open(mapping, newline="") as handle:
@@ -149,8 +149,8 @@ def file_groups(files: list[str], root: Path, mapping: Path | None) -> Groups | 
 def manifest_groups(
     path: Path, rows: list[list[str]], header: list[str] | None, files: list[str], mapping: Path | None
 ) -> Groups | None:
-    """A manifest's persons: its third column (its header names it: path,label,PatientID), else a CSV mapping or
-    DICOM files' PatientID."""
+    """A manifest's persons: its third column (its header names it: path,label,PatientID), else a CSV mapping
+    or DICOM files' PatientID."""
     if not any(len(row) > 2 for row in rows):
         return file_groups(files, path.parent, mapping)
     if mapping is not None:

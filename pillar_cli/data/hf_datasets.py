@@ -1,10 +1,10 @@
-"""Hugging Face `datasets` on disk, read with pyarrow alone: a directory that `save_to_disk` wrote (Arrow stream
-files per split, memory-mapped) or Parquet shards (`<split>-*.parquet` or `<split>/*.parquet` under a directory,
-as the Hub serves them). Images stay encoded (the PNG or JPEG bytes of an `Image` column) until rows are read:
-`EncodedImages` behaves like a uint8 (N, H, W, 3) array, as `ImageFiles` does for image files, so that the
-DataLoader workers of `embed --workers N` decode them; a Parquet file is read one row group at a time. Labels come
-from a `ClassLabel` column with its class names, or any column of integers or strings (labels.py); a column named by
-param group= names each row's person (groups.py).
+"""Hugging Face `datasets` on disk, read with pyarrow alone: a directory that `save_to_disk` wrote (Arrow
+stream files per split, memory-mapped) or Parquet shards (`<split>-*.parquet` or `<split>/*.parquet` under a
+directory, as the Hub serves them). Images stay encoded (the PNG or JPEG bytes of an `Image` column) until
+rows are read: `EncodedImages` behaves like a uint8 (N, H, W, 3) array, as `ImageFiles` does for image files,
+so that the DataLoader workers of `embed --workers N` decode them; a Parquet file is read one row group at a
+time. Labels come from a `ClassLabel` column with its class names, or any column of integers or strings
+(labels.py); a column named by param group= names each row's person (groups.py).
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ def column_of(features: dict, kind: str, given: str | None, what: str) -> str | 
 
 
 class EncodedImages(EncodedRows):
-    """An (N, H, W, 3) uint8 array-like over the encoded images of an `Image` column, decoded when rows are read.
-    Pickles without its open tables (a worker reopens them)."""
+    """An (N, H, W, 3) uint8 array-like over the encoded images of an `Image` column, decoded when rows are
+    read. Pickles without its open tables (a worker reopens them)."""
 
     def __init__(
         self,
@@ -180,7 +180,8 @@ def _row_count(path: Path) -> int:
 
 
 def column_values(files: list[Path], column: str) -> np.ndarray:
-    """A split's column as written (a label's class indices of a ClassLabel, integers or strings; group ids)."""
+    """A split's column as written (a label's class indices of a ClassLabel, integers or strings; group
+    ids)."""
     import pyarrow.parquet as pq
 
     values = []
@@ -211,9 +212,10 @@ def read_hf(
     group: str | None = None,
     id: str | None = None,
 ) -> Dataset:
-    """The `train` split (and `test`, when there is one) of a Hugging Face dataset on disk; without a label column
-    (none of type ClassLabel, none named `label` or given) its rows are unlabelled, to classify. `group`: the column
-    naming each row's person; `id`: a column naming each row (else rows are named by their encoded image's bytes)."""
+    """The `train` split (and `test`, when there is one) of a Hugging Face dataset on disk; without a label
+    column (none of type ClassLabel, none named `label` or given) its rows are unlabelled, to classify.
+    `group`: the column naming each row's person; `id`: a column naming each row (else rows are named by their
+    encoded image's bytes)."""
     with arrow_errors(f"cannot read the dataset in {root}"):
         return _read_hf(root, size, image, label, train, test, group, id)
 

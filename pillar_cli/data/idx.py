@@ -1,9 +1,9 @@
 """The IDX format that MNIST, Fashion-MNIST, KMNIST and EMNIST are distributed in (plain or gzip-compressed).
 
-A file is two zero bytes, a type code (0x08 uint8, 0x09 int8, 0x0B int16, 0x0C int32, 0x0D float32, 0x0E float64),
-the number of dimensions, each dimension as a big-endian uint32, then the values, big-endian. A folder holds the
-four files of a dataset under the MNIST names: train-images-idx3-ubyte, train-labels-idx1-ubyte,
-t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte (each with or without .gz).
+A file is two zero bytes, a type code (0x08 uint8, 0x09 int8, 0x0B int16, 0x0C int32, 0x0D float32, 0x0E
+float64), the number of dimensions, each dimension as a big-endian uint32, then the values, big-endian. A
+folder holds the four files of a dataset under the MNIST names: train-images-idx3-ubyte,
+train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte (each with or without .gz).
 """
 
 from __future__ import annotations

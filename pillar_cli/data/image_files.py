@@ -1,10 +1,10 @@
 """Images on disk as a lazily decoded array: an index of files built without decoding any of them.
 
-`ImageFiles` behaves like a uint8 (or, for 16-bit files, uint16) array of shape (N, H, W, C) for what the embedding
-stage does with a source (C = 3, or 1 for greyscale files read as the greyscale rows a classifier was trained on):
-its length and shape, and reading rows (a slice or sorted ids), which decodes just those files. So memory holds
-the file names, not the images, and decoding happens where the rows are read — in the DataLoader workers of
-`embed --workers N`, several files at a time.
+`ImageFiles` behaves like a uint8 (or, for 16-bit files, uint16) array of shape (N, H, W, C) for what the
+embedding stage does with a source (C = 3, or 1 for greyscale files read as the greyscale rows a classifier
+was trained on): its length and shape, and reading rows (a slice or sorted ids), which decodes just those
+files. So memory holds the file names, not the images, and decoding happens where the rows are read — in the
+DataLoader workers of `embed --workers N`, several files at a time.
 """
 
 from __future__ import annotations
@@ -33,10 +33,11 @@ def require_shape(image: np.ndarray, shape: tuple[int, ...], name: str) -> np.nd
 
 
 class ImageFiles:
-    """An (N, H, W, channels) array-like over image files, decoded row by row when read, at `depth` bits a channel
-    (uint8 or uint16; None: the first file's depth, until `read_as` names the file to read it off). Without `size`
-    every image must have the first one's size; a file of another size is an error naming it. With `skip_bad`, a file that cannot be decoded reads as zeros and
-    is listed in `skipped` (the embedding stage drops its row)."""
+    """An (N, H, W, channels) array-like over image files, decoded row by row when read, at `depth` bits a
+    channel (uint8 or uint16; None: the first file's depth, until `read_as` names the file to read it off).
+    Without `size` every image must have the first one's size; a file of another size is an error naming it.
+    With `skip_bad`, a file that cannot be decoded reads as zeros and is listed in `skipped` (the embedding
+    stage drops its row)."""
 
     def __init__(
         self,
@@ -114,8 +115,8 @@ class ImageFiles:
         )
 
     def read_as(self, position: int) -> ImageFiles:
-        """These files read at the size (where no size is given) and the bit depth (where none is declared) of the
-        file at `position`."""
+        """These files read at the size (where no size is given) and the bit depth (where none is declared) of
+        the file at `position`."""
         file = self.files[position]
         shape = self.shape[1:] if self.size else decode_image(file, None, channels=self.channels).shape
         return self.read_like(shape, self.declared_depth or image_depth(file))
@@ -145,9 +146,9 @@ class ImageFiles:
 
 
 class EncodedRows:
-    """An (N, H, W, 3) uint8 array-like over rows kept encoded until read: `rows` (the reader's own row numbers of
-    the rows in view), `shape`, `size`, `subset(ids)`, `_decode(row)` and `_raw(row)` come from the reader (a Parquet
-    column, tar shards)."""
+    """An (N, H, W, 3) uint8 array-like over rows kept encoded until read: `rows` (the reader's own row
+    numbers of the rows in view), `shape`, `size`, `subset(ids)`, `_decode(row)` and `_raw(row)` come from the
+    reader (a Parquet column, tar shards)."""
 
     dtype = np.dtype(np.uint8)
     depth = 8

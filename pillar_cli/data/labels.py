@@ -3,15 +3,15 @@ class indices 0..C-1 and class names every stage works with, or refused with one
 comes from.
 
 The class set a head predicts is declared — by the source (a dataset's fixed classes, an image folder's class
-folders, a Hugging Face ClassLabel, an array file's `class_names`) or by the user (`embed --classes`) — never read
-off the private labels: were it read off them, a label that only private rows hold would add a class, and the head's
-shape would tell whether those rows were used. Reading it off the labels is a named choice (`--classes-from-labels`)
-that every statement made from the file lists as not covered.
+folders, a Hugging Face ClassLabel, an array file's `class_names`) or by the user (`embed --classes`) — never
+read off the private labels: were it read off them, a label that only private rows hold would add a class, and
+the head's shape would tell whether those rows were used. Reading it off the labels is a named choice
+(`--classes-from-labels`) that every statement made from the file lists as not covered.
 
-Read off the labels, the classes are the distinct label values, sorted; a class's name is its value as written, so
-`{7, 1000}` is two classes named "7" and "1000", `{-1, 1}` the classes "-1" and "+1", and `cat`/`dog` keep their
-names. Against declared names, a label names its class by its text (`cat`, `7`, `+1` for "1"); integer labels are
-positions among the declared names where the names are not numbers.
+Read off the labels, the classes are the distinct label values, sorted; a class's name is its value as
+written, so `{7, 1000}` is two classes named "7" and "1000", `{-1, 1}` the classes "-1" and "+1", and
+`cat`/`dog` keep their names. Against declared names, a label names its class by its text (`cat`, `7`, `+1`
+for "1"); integer labels are positions among the declared names where the names are not numbers.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ class ClassSource(str, Enum):
 
 
 def encode_labels(origin: str, *parts: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
-    """Each part's labels as int64 class indices over the classes of all parts together, and the class names."""
+    """Each part's labels as int64 class indices over the classes of all parts together, and the class
+    names."""
     values = [_as_values(origin, np.asarray(part).ravel()) for part in parts]
     classes = np.unique(np.concatenate(values))
     if len(classes) == 0:
@@ -79,7 +80,8 @@ def _names(classes: np.ndarray) -> list[str]:
 
 
 def encode_declared(origin: str, names: list[str], *parts: np.ndarray) -> list[np.ndarray]:
-    """Each part's labels as int64 indices into the declared class `names`; a label that names none is one line."""
+    """Each part's labels as int64 indices into the declared class `names`; a label that names none is one
+    line."""
     values = [_as_values(origin, np.asarray(part).ravel()) for part in parts]
     numbered = _numbers(np.asarray(names, dtype=str)) is not None
     if values and all(part.dtype.kind == "i" for part in values) and not numbered:
@@ -106,7 +108,8 @@ def encode_declared(origin: str, names: list[str], *parts: np.ndarray) -> list[n
 
 
 def declared_names(path: object, arrays: dict[str, np.ndarray]) -> list[str] | None:
-    """The classes an array file declares (a `class_names` array of two or more distinct texts), if it does."""
+    """The classes an array file declares (a `class_names` array of two or more distinct texts), if it
+    does."""
     if "class_names" not in arrays:
         return None
     names = arrays["class_names"]

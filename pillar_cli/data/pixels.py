@@ -1,13 +1,14 @@
-"""One image file decoded to the rows the embedding stage reads: (H, W, channels) at a bit depth of 8 (uint8) or 16
-(uint16) a channel, upright (its EXIF orientation applied), resized to size × size when asked.
+"""One image file decoded to the rows the embedding stage reads: (H, W, channels) at a bit depth of 8 (uint8)
+or 16 (uint16) a channel, upright (its EXIF orientation applied), resized to size × size when asked.
 
 A file is read at its own depth: 16-bit PNG and TIFF greyscale (Pillow modes I;16*), 16-bit TIFF in any layout
-(tifffile, when installed), DICOM with more than 8 bits stored (data/dicom.py); everything else is 8 bits. It is
-then written at the depth asked for, so one folder holds one scale: a 16-bit image read at 8 bits is value / 257
-(65,535 → 255) rounded, an 8-bit image read at 16 bits is value × 257. 32-bit integer images are taken as holding
-16-bit values (clipped to 0..65,535), float images as holding 8-bit ones (clipped to 0..255); negative samples,
-float samples all within [0, 1] and animated or multi-page images are refused in one line. Pillow reads 16-bit
-colour and grey+alpha PNGs at 8 bits by their high byte (value // 256, not rounded): such files are 8-bit here.
+(tifffile, when installed), DICOM with more than 8 bits stored (data/dicom.py); everything else is 8 bits. It
+is then written at the depth asked for, so one folder holds one scale: a 16-bit image read at 8 bits is value
+/ 257 (65,535 → 255) rounded, an 8-bit image read at 16 bits is value × 257. 32-bit integer images are taken
+as holding 16-bit values (clipped to 0..65,535), float images as holding 8-bit ones (clipped to 0..255);
+negative samples, float samples all within [0, 1] and animated or multi-page images are refused in one line.
+Pillow reads 16-bit colour and grey+alpha PNGs at 8 bits by their high byte (value // 256, not rounded): such
+files are 8-bit here.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ def pixel_depth(rows: object) -> int:
 def decode_image(
     file: str | BinaryIO, size: int | None, name: str | None = None, channels: int = 3, depth: int | None = 8
 ) -> np.ndarray:
-    """One image (a file, or its bytes in a file object called `name`) as (H, W, channels) rows at `depth` bits
-    (None: the file's own depth)."""
+    """One image (a file, or its bytes in a file object called `name`) as (H, W, channels) rows at `depth`
+    bits (None: the file's own depth)."""
     from PIL import Image, UnidentifiedImageError
 
     where = name or str(file)
@@ -71,7 +72,8 @@ def image_depth(file: str) -> int:
 
 
 def _read(file: str | BinaryIO, where: str):
-    """The file's pixels and its bit depth: an 8-bit Pillow image, or levels in [0, 1] as (H, W[, 3]) floats."""
+    """The file's pixels and its bit depth: an 8-bit Pillow image, or levels in [0, 1] as (H, W[, 3])
+    floats."""
     from PIL import Image, ImageOps
 
     if is_dicom(where):
@@ -103,8 +105,8 @@ def _tifffile():
 
 
 def _tiff(file: str | BinaryIO, where: str):
-    """A TIFF of more than 8 bits a sample as its levels and depth, read by tifffile (Pillow cannot read 16-bit
-    colour); None for an 8-bit one, which Pillow reads (palette, CMYK and the rest)."""
+    """A TIFF of more than 8 bits a sample as its levels and depth, read by tifffile (Pillow cannot read
+    16-bit colour); None for an 8-bit one, which Pillow reads (palette, CMYK and the rest)."""
     tifffile = _tifffile()
     with tifffile.TiffFile(file) as tiff:
         if len(tiff.pages) > 1:
@@ -137,13 +139,14 @@ def _tiff(file: str | BinaryIO, where: str):
 
 
 def _interleaved(pixels: np.ndarray, axes: str) -> np.ndarray:
-    """(H, W[, samples]) from tifffile's array, whose samples come first where the planes are stored apart ('SYX')."""
+    """(H, W[, samples]) from tifffile's array, whose samples come first where the planes are stored apart
+    ('SYX')."""
     return np.moveaxis(pixels, 0, -1) if axes.startswith("S") and pixels.ndim == 3 else pixels
 
 
 def _upright(pixels: np.ndarray, orientation: int) -> np.ndarray:
-    """The TIFF orientation tag applied (as Pillow's exif_transpose does for 8-bit files): rows and columns as a
-    viewer shows them."""
+    """The TIFF orientation tag applied (as Pillow's exif_transpose does for 8-bit files): rows and columns as
+    a viewer shows them."""
     turned = {
         1: pixels,
         2: pixels[:, ::-1],
@@ -158,8 +161,8 @@ def _upright(pixels: np.ndarray, orientation: int) -> np.ndarray:
 
 
 def _check_range(pixels: np.ndarray, where: str) -> None:
-    """Refuse what the levels below would silently misread: negative values (signed samples), and float samples
-    all within [0, 1] (read as 0..255 levels, they would be black)."""
+    """Refuse what the levels below would silently misread: negative values (signed samples), and float
+    samples all within [0, 1] (read as 0..255 levels, they would be black)."""
     if pixels.dtype.kind in "if" and pixels.size and float(pixels.min()) < 0:
         raise DataError(
             f"{where} holds negative pixel values ({pixels.dtype}, down to {pixels.min():g}); pillar "

@@ -43,8 +43,9 @@ def load_h5(path: Path) -> dict[str, np.ndarray]:
 
 
 def read_array_file(path: Path, arrays: dict[str, np.ndarray]) -> Dataset:
-    """Arrays named x/y (aliases allowed), optional x_test/y_test. 2-D x is vectors; 3/4-D uint8 is images. Without
-    any labels the rows (x, then x_test) are unlabelled inputs. `groups` (`groups_test`) name persons (data/groups.py)."""
+    """Arrays named x/y (aliases allowed), optional x_test/y_test. 2-D x is vectors; 3/4-D uint8 is images.
+    Without any labels the rows (x, then x_test) are unlabelled inputs. `groups` (`groups_test`) name persons
+    (data/groups.py)."""
     found = {
         role: next((arrays[n] for n in names if n in arrays), None) for role, names in _ARRAY_NAMES.items()
     }
@@ -96,10 +97,10 @@ def _as_inputs(path: Path, x: np.ndarray) -> np.ndarray:
 def read_image_folder(
     root: Path, size: int | None, channels: int = 3, depth: int | None = None, groups: Path | None = None
 ) -> Dataset:
-    """One sub-folder per class, the `torchvision.datasets.ImageFolder` layout (read by torchvision's own indexer,
-    files in nested folders included); `root/train` + `root/test` of that layout give an own test split. The files
-    are indexed, not decoded (the first, for its size and bit depth, aside); `depth` None: the first file's;
-    `groups` maps files to persons (data/groups.py)."""
+    """One sub-folder per class, the `torchvision.datasets.ImageFolder` layout (read by torchvision's own
+    indexer, files in nested folders included); `root/train` + `root/test` of that layout give an own test
+    split. The files are indexed, not decoded (the first, for its size and bit depth, aside); `depth` None:
+    the first file's; `groups` maps files to persons (data/groups.py)."""
     if (root / "train").is_dir() and (root / "test").is_dir():
         class_names = class_folders(root / "train")
         train, train_labels = index_class_folders(root / "train", class_names, size, None, channels, depth)
@@ -174,8 +175,9 @@ def index_class_folders(
 
 
 def read_cifar(root: Path) -> Dataset:
-    """CIFAR-10 (data_batch_1..5, test_batch, batches.meta) or CIFAR-100 (train, test, meta); ROOT may also be the
-    folder `torchvision.datasets.CIFAR10/100` downloads into (holding cifar-10-batches-py or cifar-100-python)."""
+    """CIFAR-10 (data_batch_1..5, test_batch, batches.meta) or CIFAR-100 (train, test, meta); ROOT may also be
+    the folder `torchvision.datasets.CIFAR10/100` downloads into (holding cifar-10-batches-py or
+    cifar-100-python)."""
     for folder in ("cifar-10-batches-py", "cifar-100-python"):
         if (root / folder).is_dir():
             root = root / folder
@@ -239,9 +241,9 @@ def read_pcam(root: Path) -> Dataset:
     `torchvision.datasets.PCAM` keeps them, in ROOT/pcam), read lazily per batch.
 
     The h5py files stay open for the life of the process; nothing here forks workers, so no handle is shared
-    across processes. A split's rows are sorted but scattered over the file: the chunk cache holds whole chunks
-    (HDF5's default of 1 MiB is smaller than one chunk of 64 images at 96 px), so each chunk is read once per
-    batch rather than once per row.
+    across processes. A split's rows are sorted but scattered over the file: the chunk cache holds whole
+    chunks (HDF5's default of 1 MiB is smaller than one chunk of 64 images at 96 px), so each chunk is read
+    once per batch rather than once per row.
     """
     parts, folder = {}, root / "pcam" if (root / "pcam").is_dir() else root
     for part in ("train", "test"):
@@ -277,9 +279,9 @@ def hash_head(array: np.ndarray) -> str:
 def read_manifest(
     path: Path, size: int | None, channels: int = 3, depth: int | None = None, groups: Path | None = None
 ) -> Dataset:
-    """A CSV manifest of `path,label` rows (header optional; paths relative to the manifest); labels by name; a third
-    column, or `groups`, names persons (data/groups.py). The files are indexed, not decoded. A manifest of paths
-    alone lists unlabelled inputs."""
+    """A CSV manifest of `path,label` rows (header optional; paths relative to the manifest); labels by name;
+    a third column, or `groups`, names persons (data/groups.py). The files are indexed, not decoded. A
+    manifest of paths alone lists unlabelled inputs."""
     with open(path, newline="") as handle:
         rows = [row for row in csv.reader(handle) if row]
     header = rows[0] if rows and rows[0][:2] in (["path", "label"], ["path"]) else None

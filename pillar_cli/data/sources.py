@@ -7,9 +7,9 @@ in its own test part (offset by the train size) when it has one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -41,7 +41,8 @@ class SourceOptions:
         return self.path
 
     def channels(self, default: int = 3) -> int:
-        """Image files decoded to 1 (greyscale) or 3 (colour) channels: param channels, `default` without it."""
+        """Image files decoded to 1 (greyscale) or 3 (colour) channels: param channels, `default` without
+        it."""
         channels = self.number("channels", default)
         if channels not in (1, 3):
             raise UsageError(
@@ -306,8 +307,8 @@ def _manifest(options: SourceOptions) -> Dataset:
 @register(
     "hf",
     "a Hugging Face dataset on disk: a save_to_disk folder or Parquet shards; images decoded when read; "
-    "params image, label, group, id (columns; group names each row's person, id each row), train, test (split "
-    "names), size",
+    "params image, label, group, id (columns; group names each row's person, id each row), train, test "
+    "(split names), size",
 )
 def _hf(options: SourceOptions) -> Dataset:
     from pillar_cli.data.hf_datasets import read_hf

@@ -1,10 +1,11 @@
 """The keyed split of a source into private / public / val / test.
 
-Test comes from the source's own test part when it has one, else from a fraction of the train part. The rest of the
-train part is cut into public (stored WITHOUT labels), val and private; the three are disjoint by construction, so no
-public row can ever appear in the private split. Each row's split is decided by its own keyed draw (data/keys.py) —
-a function of the row (or, where the source names persons, of its person) and the public seed alone — so deleting
-one record or one person from the source moves no other row: the fractions are met in expectation, not exactly.
+Test comes from the source's own test part when it has one, else from a fraction of the train part. The rest
+of the train part is cut into public (stored WITHOUT labels), val and private; the three are disjoint by
+construction, so no public row can ever appear in the private split. Each row's split is decided by its own
+keyed draw (data/keys.py) — a function of the row (or, where the source names persons, of its person) and the
+public seed alone — so deleting one record or one person from the source moves no other row: the fractions are
+met in expectation, not exactly.
 """
 
 from __future__ import annotations
@@ -28,20 +29,18 @@ DEFAULT_PUBLIC_FRACTION = 0.1  # of the train part, where the source names no pe
 
 @dataclass(frozen=True)
 class SplitPlan:
-    public_fraction: float | None = (
-        None  # None: DEFAULT_PUBLIC_FRACTION, where the source names no persons (for_source)
-    )
+    # None: DEFAULT_PUBLIC_FRACTION, where the source names no persons (for_source)
+    public_fraction: float | None = None
     val_fraction: float = 0.1
     test_fraction: float = 0.2
     seed: int = 0
-    no_public_split: bool = (
-        False  # an artifact without public rows (an evaluation-only set) is asked for explicitly
-    )
+    # an artifact without public rows (an evaluation-only set) is asked for explicitly
+    no_public_split: bool = False
 
     def for_source(self, dataset: Dataset) -> SplitPlan:
-        """The plan with its public fraction set: as given; DEFAULT_PUBLIC_FRACTION where the rows name no persons;
-        none with --no-public-split. Where they name persons it is drawn only when asked: the public split is one
-        person in ten of the holder's own source, used without protection."""
+        """The plan with its public fraction set: as given; DEFAULT_PUBLIC_FRACTION where the rows name no
+        persons; none with --no-public-split. Where they name persons it is drawn only when asked: the public
+        split is one person in ten of the holder's own source, used without protection."""
         if self.public_fraction is not None:
             return self
         if self.no_public_split:
@@ -53,18 +52,16 @@ class SplitPlan:
                 "own source without protection",
                 hint=f"pass {param('public_fraction')} F to draw one anyway (every statement then says how "
                 f"many of your records it used), or {param('no_public_split', True)} and fit the "
-                f"projection on a separate public source (train-private "
-                f"{param('other_public', True)})",
+                f"projection on a separate public source (train-private {param('other_public', True)})",
             )
         return replace(self, public_fraction=DEFAULT_PUBLIC_FRACTION)
 
     def validate(self) -> None:
         for name in ("public_fraction", "val_fraction", "test_fraction"):
             value = getattr(self, name)
-            upper_ok = (
-                value <= 1.0 if name == "test_fraction" else value < 1.0
-            )  # all-test: an evaluation-only set
-            if not (0.0 <= value and upper_ok):
+            # all-test: an evaluation-only set
+            upper_ok = value <= 1.0 if name == "test_fraction" else value < 1.0
+            if not (value >= 0.0 and upper_ok):
                 raise UsageError(
                     f"{param(name)} must be in [0, 1{']' if name == 'test_fraction' else ')'}; got {value}"
                 )
@@ -75,7 +72,8 @@ class SplitPlan:
 
 
 def make_splits(dataset: Dataset, plan: SplitPlan) -> dict[str, np.ndarray]:
-    """Sorted source row ids per split; test ids are offset by the train part's size when the source has its own."""
+    """Sorted source row ids per split; test ids are offset by the train part's size when the source has its
+    own."""
     plan = plan.for_source(dataset)
     plan.validate()
     n_train, n_test = dataset.part_sizes[0], sum(dataset.part_sizes[1:])
@@ -102,8 +100,7 @@ def make_splits(dataset: Dataset, plan: SplitPlan) -> dict[str, np.ndarray]:
     if not len(splits["public"]) and not plan.no_public_split:
         raise UsageError(
             f"these fractions leave no public split ({param('public_fraction')} {plan.public_fraction}, "
-            f"{param('test_fraction')} {plan.test_fraction}): nothing could be fitted without private "
-            "data",
+            f"{param('test_fraction')} {plan.test_fraction}): nothing could be fitted without private data",
             hint=f"pass {param('no_public_split', True)} for an evaluation-only set",
         )
     return {name: ids.astype(np.int64) for name, ids in splits.items() if len(ids)}

@@ -1,11 +1,11 @@
-"""WebDataset tar shards on disk: `<split>-*.tar` (or `<split>/*.tar`) under a directory, or one `.tar` file. A
-sample is the tar members that share a key (`000017.jpg`, `000017.cls`); its image stays encoded until its row is
-read. Opening a split reads the tar headers only (one seek per member) and keeps each image's offset and size, so
-`TarImages` behaves like a uint8 (N, H, W, 3) array whose rows are read by seeking into their shard: memory holds
-the offsets, not the images, the DataLoader workers of `embed --workers N` decode them, and each rank of a
-`torchrun` embedding reads the bytes of its own rows only. Labels come from a member of one extension per sample
-(`.cls` by default: an integer, or a class name as text); a member of the extension param group= names (text)
-names each sample's person (groups.py).
+"""WebDataset tar shards on disk: `<split>-*.tar` (or `<split>/*.tar`) under a directory, or one `.tar` file.
+A sample is the tar members that share a key (`000017.jpg`, `000017.cls`); its image stays encoded until its
+row is read. Opening a split reads the tar headers only (one seek per member) and keeps each image's offset
+and size, so `TarImages` behaves like a uint8 (N, H, W, 3) array whose rows are read by seeking into their
+shard: memory holds the offsets, not the images, the DataLoader workers of `embed --workers N` decode them,
+and each rank of a `torchrun` embedding reads the bytes of its own rows only. Labels come from a member of one
+extension per sample (`.cls` by default: an integer, or a class name as text); a member of the extension param
+group= names (text) names each sample's person (groups.py).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ COMPRESSED = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
 
 
 def tar_splits(root: Path) -> dict[str, list[Path]]:
-    """Split name → its shards in order: a single .tar is the train split; in a directory, `<split>-*.tar` or the
-    .tar files of a `<split>/` folder."""
+    """Split name → its shards in order: a single .tar is the train split; in a directory, `<split>-*.tar` or
+    the .tar files of a `<split>/` folder."""
     if root.is_file():
         if root.name.endswith(COMPRESSED):
             raise DataError(
@@ -115,9 +115,10 @@ def index_samples(shards: list[Path], image: str | None, label: str, group: str 
 
 
 def _members(shard: Path) -> dict[str, dict[str, tarfile.TarInfo]]:
-    """Sample key → extension → member, in the order of the shard (WebDataset's key: the name before its first dot
-    in the last path component, with the directory). A key with two members of one extension, a member that runs
-    past the end of the file, or a shard without tar's end-of-archive blocks (cut at a member's end) is refused."""
+    """Sample key → extension → member, in the order of the shard (WebDataset's key: the name before its first
+    dot in the last path component, with the directory). A key with two members of one extension, a member
+    that runs past the end of the file, or a shard without tar's end-of-archive blocks (cut at a member's end)
+    is refused."""
     samples: dict[str, dict[str, tarfile.TarInfo]] = {}
     size, end = shard.stat().st_size, 0
     with tarfile.open(shard, mode="r:") as tar:
@@ -223,8 +224,8 @@ def read_webdataset(
     test: str = "test",
     group: str | None = None,
 ) -> Dataset:
-    """The `train` split (and `test`, when there is one) of WebDataset shards; samples without label members are
-    unlabelled rows, to classify. `group`: the extension of the members naming each sample's person."""
+    """The `train` split (and `test`, when there is one) of WebDataset shards; samples without label members
+    are unlabelled rows, to classify. `group`: the extension of the members naming each sample's person."""
     splits = tar_splits(root)
     if train not in splits:
         raise DataError(

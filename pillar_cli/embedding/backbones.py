@@ -106,8 +106,8 @@ def resolve_backbone(name: str) -> BackboneSpec:
 
 
 class PixelEmbedder:
-    """Flattened pixels in [0, 1] (images optionally resized, short side first, and centre-cropped); vector data is
-    passed through unchanged."""
+    """Flattened pixels in [0, 1] (images optionally resized, short side first, and centre-cropped); vector
+    data is passed through unchanged."""
 
     def __init__(self, input_shape: tuple[int, ...], resize: int | None = None, crop: int | None = None):
         self._is_image = len(input_shape) == 3
@@ -163,11 +163,13 @@ PRECISIONS = ("auto", "fp32", "bf16")
 
 
 class TimmEmbedder:
-    """A frozen timm backbone, channels_last, under inference mode; bf16 autocast when `bf16` (auto: on CUDA); on
-    the CPU in fp32, through ONNX Runtime when `runtime` says so (onnx_backbone.py: the same features, 1.6-3× faster).
+    """A frozen timm backbone, channels_last, under inference mode; bf16 autocast when `bf16` (auto: on CUDA);
+    on the CPU in fp32, through ONNX Runtime when `runtime` says so (onnx_backbone.py: the same features,
+    1.6-3× faster).
 
-    fp32 means fp32: cuDNN's TF32 convolutions (PyTorch's default on Ampere and later) are switched off for it,
-    so fp32 features on a GPU match the CPU's to float32 rounding rather than to TF32's 10-bit mantissa."""
+    fp32 means fp32: cuDNN's TF32 convolutions (PyTorch's default on Ampere and later) are switched off for
+    it, so fp32 features on a GPU match the CPU's to float32 rounding rather than to TF32's 10-bit
+    mantissa."""
 
     def __init__(
         self,
@@ -220,7 +222,8 @@ class TimmEmbedder:
         }
 
     def module(self) -> torch.nn.Module:
-        """uint8 NHWC images → the features in fp32 (what an export carries); moves the backbone to the CPU."""
+        """uint8 NHWC images → the features in fp32 (what an export carries); moves the backbone to the
+        CPU."""
         from pillar_cli.embedding.modules import BackboneFeatures
 
         return BackboneFeatures(
@@ -272,9 +275,9 @@ def build_embedder(
     seed: int = 0,
     runtime: str = "auto",
 ) -> Embedder:
-    """The embedder of backbone `name` for inputs of `input_shape`; `runtime` (timm backbones): auto = ONNX Runtime
-    for fp32 on the CPU when it is installed, torch otherwise. An unknown precision or runtime is refused for every
-    backbone, those that have no use for it included."""
+    """The embedder of backbone `name` for inputs of `input_shape`; `runtime` (timm backbones): auto = ONNX
+    Runtime for fp32 on the CPU when it is installed, torch otherwise. An unknown precision or runtime is
+    refused for every backbone, those that have no use for it included."""
     from pillar_cli.embedding.onnx_backbone import RUNTIMES
 
     if precision not in PRECISIONS:
@@ -326,7 +329,7 @@ def build_embedder(
     config = timm.data.resolve_model_data_config(model)
     size = crop or int(config["input_size"][-1])
     preprocessing = Preprocessing(
-        resize or int(round(size / config.get("crop_pct", 0.875))),
+        resize or round(size / config.get("crop_pct", 0.875)),
         size,
         tuple(config["mean"]),
         tuple(config["std"]),
@@ -339,8 +342,8 @@ def build_embedder(
 
 
 def _runtime(asked: str, device: torch.device, bf16: bool) -> str:
-    """What runs the backbone: torch, or ONNX Runtime for fp32 on the CPU ("onnxruntime" asked; "auto" when it is
-    installed: it falls back to torch for a backbone that cannot be exported)."""
+    """What runs the backbone: torch, or ONNX Runtime for fp32 on the CPU ("onnxruntime" asked; "auto" when it
+    is installed: it falls back to torch for a backbone that cannot be exported)."""
     from pillar_cli.embedding.onnx_backbone import onnxruntime_available
 
     usable = device.type == "cpu" and not bf16
@@ -360,7 +363,8 @@ def _runtime(asked: str, device: torch.device, bf16: bool) -> str:
 def _network_embedder(
     weights: Path | None, input_shape: tuple[int, ...], resize: int | None, device: str
 ) -> NetworkEmbedder:
-    """The penultimate features of a `pillar pretrain` network; images are resized to the size it was trained at."""
+    """The penultimate features of a `pillar pretrain` network; images are resized to the size it was trained
+    at."""
     if weights is None:
         raise UsageError(f"backbone 'network' needs {param('weights')} MODEL.h5 (a pillar pretrain artifact)")
     if len(input_shape) != 3:

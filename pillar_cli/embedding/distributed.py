@@ -1,13 +1,13 @@
-"""Embedding under torchrun: every rank embeds its shard (positions rank, rank + n, ...) into its own file, then
-rank 0 merges the files once all ranks are done. Ranks meet over gloo, only at that barrier: no tensors cross
-ranks, and NCCL would refuse two ranks on one GPU.
+"""Embedding under torchrun: every rank embeds its shard (positions rank, rank + n, ...) into its own file,
+then rank 0 merges the files once all ranks are done. Ranks meet over gloo, only at that barrier: no tensors
+cross ranks, and NCCL would refuse two ranks on one GPU.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from pillar_cli.artifacts import Artifact, read
 from pillar_cli.embedding.shards import SHARD_KIND, merge_shards
@@ -25,8 +25,8 @@ def rank_file(out: Path, rank: int, world: int) -> Path:
 
 
 def rank_device(device: str, distributed: tuple[int, int] | None) -> str:
-    """Under torchrun, `auto` means this rank's GPU: LOCAL_RANK modulo the GPUs there are (ranks share GPUs when
-    there are more ranks than GPUs)."""
+    """Under torchrun, `auto` means this rank's GPU: LOCAL_RANK modulo the GPUs there are (ranks share GPUs
+    when there are more ranks than GPUs)."""
     if distributed is None or device != "auto" or not torch.cuda.is_available():
         return device
     return f"cuda:{int(os.environ.get('LOCAL_RANK', '0')) % torch.cuda.device_count()}"

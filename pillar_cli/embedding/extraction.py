@@ -1,8 +1,9 @@
 """Embedding a split source into an embeddings artifact: batched extraction, streamed to disk, resumable.
 
-Features stream into `OUT.partial` (an HDF5 scratch file, chunked by rows) with the number of rows done per split;
-an interrupted run leaves it behind and `--resume` continues from there. Only when every split is done is the
-artifact itself written, atomically, by the same code path as an uninterrupted run — so both give the same file.
+Features stream into `OUT.partial` (an HDF5 scratch file, chunked by rows) with the number of rows done per
+split; an interrupted run leaves it behind and `--resume` continues from there. Only when every split is done
+is the artifact itself written, atomically, by the same code path as an uninterrupted run — so both give the
+same file.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 import h5py
 import numpy as np
@@ -93,26 +95,24 @@ class FeatureStore:
         return int(self.h5[split].attrs["done"])
 
     def write(self, split: str, start: int, rows: np.ndarray) -> None:
-        require_space(
-            self.path.parent, rows.nbytes, f"the scratch file {self.path}"
-        )  # the disk filled meanwhile
+        # the disk filled meanwhile
+        require_space(self.path.parent, rows.nbytes, f"the scratch file {self.path}")
         self.h5[split][start : start + len(rows)] = rows
         self.h5[split].attrs["done"] = start + len(rows)
         self.h5.flush()
 
     def write_at(self, split: str, positions: np.ndarray, rows: np.ndarray) -> None:
         """Rows at their positions of the split (increasing), in whatever order batches arrive (no resume)."""
-        require_space(
-            self.path.parent, rows.nbytes, f"the scratch file {self.path}"
-        )  # the disk filled meanwhile
+        # the disk filled meanwhile
+        require_space(self.path.parent, rows.nbytes, f"the scratch file {self.path}")
         if len(positions) and positions[-1] - positions[0] == len(positions) - 1:
             self.h5[split][positions[0] : positions[-1] + 1] = rows
         else:
             self.h5[split][positions] = rows
 
     def features(self, split: str, keep: np.ndarray | None = None) -> h5py.Dataset:
-        """The split's features (only the rows `keep` marks, when given), left on disk: writing the artifact copies
-        them by blocks of rows."""
+        """The split's features (only the rows `keep` marks, when given), left on disk: writing the artifact
+        copies them by blocks of rows."""
         if keep is None or keep.all():
             return self.h5[split]
         kept = self.h5.require_dataset(
@@ -142,7 +142,8 @@ class FeatureStore:
 
 
 class _Read(NamedTuple):
-    """What a worker hands back for one batch: the images and the files it skipped, or the error that stopped it."""
+    """What a worker hands back for one batch: the images and the files it skipped, or the error that stopped
+    it."""
 
     images: torch.Tensor | None
     skipped: list[str]
@@ -150,9 +151,9 @@ class _Read(NamedTuple):
 
 
 class _Batches:
-    """Batches of source rows for a DataLoader: each worker reads (decodes) its own batches and reopens lazy files.
-    A failure to read is handed back as its (message, hint), which the main process raises as one clean error:
-    raised in a worker it would arrive wrapped in the worker's traceback."""
+    """Batches of source rows for a DataLoader: each worker reads (decodes) its own batches and reopens lazy
+    files. A failure to read is handed back as its (message, hint), which the main process raises as one clean
+    error: raised in a worker it would arrive wrapped in the worker's traceback."""
 
     def __init__(self, dataset: Dataset, chunks: list[np.ndarray]):
         self.dataset, self.chunks = dataset, chunks
@@ -182,11 +183,12 @@ def embedded_batches(
     workers: int = 0,
     on_skipped: Callable[[list[str]], None] = lambda files: None,
 ) -> Iterator[tuple[int, np.ndarray]]:
-    """(offset into `ids`, features) of each batch of the rows `ids`, in order; `workers` processes read ahead, and
-    the files they skip (`--skip-bad`) are handed to `on_skipped`.
+    """(offset into `ids`, features) of each batch of the rows `ids`, in order; `workers` processes read
+    ahead, and the files they skip (`--skip-bad`) are handed to `on_skipped`.
 
-    One batch is in flight while the previous one is handed on: on a GPU the next batch is queued before waiting
-    for the last, so the device does not idle while the caller stores features and the loader fetches images."""
+    One batch is in flight while the previous one is handed on: on a GPU the next batch is queued before
+    waiting for the last, so the device does not idle while the caller stores features and the loader fetches
+    images."""
     chunks = [ids[begin : begin + batch_size] for begin in range(0, len(ids), batch_size)]
     loader = torch.utils.data.DataLoader(
         _Batches(dataset, chunks),
@@ -211,11 +213,12 @@ def embedded_batches(
 
 
 def _started(loader: torch.utils.data.DataLoader) -> Iterator[_Read]:
-    """The loader's iterator, its workers forked with this process's objects frozen out of their garbage collection.
-    An object left in a reference cycle (an ONNX Runtime session of earlier work in a notebook) would otherwise be
-    destroyed by a worker's collector, in a process where the threads its destructor waits for do not exist: the
-    worker hung for good. Frozen, it is left to this process's collector, which runs again once they have forked
-    (collecting first took 0.4-0.5 s a loader in a process as large as the test suite's)."""
+    """The loader's iterator, its workers forked with this process's objects frozen out of their garbage
+    collection. An object left in a reference cycle (an ONNX Runtime session of earlier work in a notebook)
+    would otherwise be destroyed by a worker's collector, in a process where the threads its destructor waits
+    for do not exist: the worker hung for good. Frozen, it is left to this process's collector, which runs
+    again once they have forked (collecting first took 0.4-0.5 s a loader in a process as large as the test
+    suite's)."""
     if not loader.num_workers:
         return iter(loader)
     gc.freeze()
@@ -255,8 +258,8 @@ def embed_splits(
     on_batch: Callable[[int], None] = lambda n: None,
     workers: int = 0,
 ) -> Artifact:
-    """Features per split; the public split is stored without labels (it is the unlabelled public set). The rows of
-    image files skipped as undecodable (embed --skip-bad) are dropped from their splits and listed."""
+    """Features per split; the public split is stored without labels (it is the unlabelled public set). The
+    rows of image files skipped as undecodable (embed --skip-bad) are dropped from their splits and listed."""
     for name, ids in splits.items():
         stream_split(embedder, dataset, ids, batch_size, store, name, on_batch, workers)
     return assembled(dataset, splits, embedder.info(), embedder.feature_dim, plan, store)
@@ -270,8 +273,8 @@ def assembled(
     plan: SplitPlan,
     store: FeatureStore,
 ) -> Artifact:
-    """The embeddings artifact of the features in `store`, made by an embedder described by `recipe` (its info);
-    the rows of files skipped as undecodable are dropped from their splits and listed."""
+    """The embeddings artifact of the features in `store`, made by an embedder described by `recipe` (its
+    info); the rows of files skipped as undecodable are dropped from their splits and listed."""
     skipped = store.skipped()
     bad = dataset.ids_of_files(set(skipped)) if skipped else np.empty(0, np.int64)
     parts, persons = {}, None if dataset.groups is None else dataset.groups.persons
@@ -325,9 +328,9 @@ def embed_resumably(
     save: Callable[[Artifact], Artifact],
     on_batch: Callable[[int], None] = lambda n: None,
 ) -> Artifact:
-    """Features streamed to TARGET.partial, kept on Ctrl-C for a resumed run with the same `options`; `save` writes
-    the artifact while its features still lie in the scratch file (so they are never all in memory), which is
-    removed once it is written."""
+    """Features streamed to TARGET.partial, kept on Ctrl-C for a resumed run with the same `options`; `save`
+    writes the artifact while its features still lie in the scratch file (so they are never all in memory),
+    which is removed once it is written."""
     return_large_buffers()
     store = FeatureStore(
         sibling(target, ".partial"),

@@ -35,8 +35,8 @@ class ReadyFeatures:
 
 
 class InFlightFeatures:
-    """Features still being computed on a GPU, copied into pinned host memory when done; `result` waits for this
-    batch alone, so the GPU can already run the next one."""
+    """Features still being computed on a GPU, copied into pinned host memory when done; `result` waits for
+    this batch alone, so the GPU can already run the next one."""
 
     def __init__(self, features: torch.Tensor):
         self.host = torch.empty(features.shape, dtype=features.dtype, pin_memory=True)

@@ -19,7 +19,8 @@ def hub_host() -> str:
 
 
 def reachable(host: str, timeout: float = CONNECT_SECONDS) -> bool:
-    """Whether a TCP connection to `host` on port 443 opens within `timeout` seconds (name resolution included)."""
+    """Whether a TCP connection to `host` on port 443 opens within `timeout` seconds (name resolution
+    included)."""
     try:
         with socket.create_connection((host, 443), timeout=timeout):
             return True
@@ -29,8 +30,8 @@ def reachable(host: str, timeout: float = CONNECT_SECONDS) -> bool:
 
 @contextlib.contextmanager
 def cache_only_when_offline(fetching: bool = True) -> Iterator[bool]:
-    """Inside: huggingface_hub reads only its local cache when the hub cannot be reached. Yields whether it can.
-    `fetching` False (random or packaged weights): the hub is not contacted at all."""
+    """Inside: huggingface_hub reads only its local cache when the hub cannot be reached. Yields whether it
+    can. `fetching` False (random or packaged weights): the hub is not contacted at all."""
     if not fetching:
         yield True
         return

@@ -48,8 +48,8 @@ def normalise(images: torch.Tensor, mean: Sequence[float], std: Sequence[float])
 def resize_and_crop(
     images: torch.Tensor, short_side: int, crop: int | None, mode: str = "bilinear"
 ) -> torch.Tensor:
-    """Resize NCHW images so that their short side is `short_side`, then centre-crop `crop` × `crop` (None: keep the
-    resized image whole)."""
+    """Resize NCHW images so that their short side is `short_side`, then centre-crop `crop` × `crop` (None:
+    keep the resized image whole)."""
     height, width = (int(n) for n in images.shape[-2:])  # plain ints, also while traced for an export
     scale = short_side / min(height, width)
     floor = crop or 1

@@ -4,9 +4,10 @@ resumable extraction that turns them into an embeddings (or embedding-shard) art
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -19,9 +20,9 @@ from pillar_cli.embedding.shards import as_shard, shard_key, shard_splits
 
 @dataclass(frozen=True)
 class EmbeddingJob:
-    """The keyed splits of a dataset and the positions of each that shard (i, n) embeds. What the embedder reads of
-    the images (their size, where no size is given, and bit depth, where none is declared) is read off the first
-    public row: nothing that shapes a release may depend on which private rows exist."""
+    """The keyed splits of a dataset and the positions of each that shard (i, n) embeds. What the embedder
+    reads of the images (their size, where no size is given, and bit depth, where none is declared) is read
+    off the first public row: nothing that shapes a release may depend on which private rows exist."""
 
     dataset: Dataset
     plan: SplitPlan

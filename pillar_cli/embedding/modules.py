@@ -1,5 +1,5 @@
-"""The embedders' arithmetic as torch modules from uint8 (or, 16-bit, uint16) NHWC images to float32 features: what
-`embed` runs and what an exported classifier carries inside, so both compute the same features."""
+"""The embedders' arithmetic as torch modules from uint8 (or, 16-bit, uint16) NHWC images to float32 features:
+what `embed` runs and what an exported classifier carries inside, so both compute the same features."""
 
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ class Preprocessing:
 
 
 class PixelFeatures(torch.nn.Module):
-    """Pixels in [0, 1] (/255, or /65,535 at 16 bits), flattened in HWC order, after an optional resize of the short
-    side and centre crop."""
+    """Pixels in [0, 1] (/255, or /65,535 at 16 bits), flattened in HWC order, after an optional resize of the
+    short side and centre crop."""
 
     def __init__(self, resize: int | None, crop: int | None):
         super().__init__()
@@ -65,7 +65,8 @@ class BackboneFeatures(torch.nn.Module):
 
 
 class NetworkFeatures(torch.nn.Module):
-    """A pre-trained network's penultimate features: pixels in [0, 1], channels matched and resized to what it reads."""
+    """A pre-trained network's penultimate features: pixels in [0, 1], channels matched and resized to what it
+    reads."""
 
     def __init__(self, model: torch.nn.Module, input_shape: tuple[int, int, int]):
         super().__init__()

@@ -3,8 +3,8 @@ trainable with per-sample gradients; a network stored in a model artifact as one
 network's penultimate features as a backbone.
 
 A network reads NCHW images in [0, 1] (a pixels-embeddings row, flattened HWC / 255, reshaped), so a network
-fine-tuned by `pillar finetune`, pre-trained by `pillar pretrain` and embedded with by `pillar embed --backbone
-network` sees the same inputs everywhere.
+fine-tuned by `pillar finetune`, pre-trained by `pillar pretrain` and embedded with by `pillar embed
+--backbone network` sees the same inputs everywhere.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from pillar_cli.lazy import torch
 
 @dataclass(frozen=True)
 class NetworkSpec:
-    """What builds a network again: its architecture (`cnn`, `cnn:WIDTH` or a timm name), the image layout it reads
-    (height, width, channels) and its number of classes."""
+    """What builds a network again: its architecture (`cnn`, `cnn:WIDTH` or a timm name), the image layout it
+    reads (height, width, channels) and its number of classes."""
 
     architecture: str
     input_shape: tuple[int, int, int]
@@ -43,8 +43,8 @@ class NetworkSpec:
 
 
 def small_cnn(channels: int, num_classes: int, seed: int, width: int = 1) -> torch.nn.Module:
-    """The probe CNN of Gu, Kamath, Wu: two stride-2 3×3 conv layers (8 and 16 channels, ×`width`; ReLU), global
-    average pool, linear."""
+    """The probe CNN of Gu, Kamath, Wu: two stride-2 3×3 conv layers (8 and 16 channels, ×`width`; ReLU),
+    global average pool, linear."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return torch.nn.Sequential(
@@ -61,9 +61,9 @@ def small_cnn(channels: int, num_classes: int, seed: int, width: int = 1) -> tor
 
 
 def build_network(spec: NetworkSpec, seed: int = 0) -> torch.nn.Module:
-    """The network of `spec`, randomly initialised (seeded). timm networks get GroupNorm for BatchNorm (no statistic
-    shared across a batch's samples, as per-sample clipping needs), no in-place activations, and a copy after each
-    normalisation layer, so opacus' hooks can record every layer."""
+    """The network of `spec`, randomly initialised (seeded). timm networks get GroupNorm for BatchNorm (no
+    statistic shared across a batch's samples, as per-sample clipping needs), no in-place activations, and a
+    copy after each normalisation layer, so opacus' hooks can record every layer."""
     channels = spec.input_shape[2]
     name, _, width = spec.architecture.partition(":")
     if name == "cnn":
@@ -98,8 +98,8 @@ def build_network(spec: NetworkSpec, seed: int = 0) -> torch.nn.Module:
 
 
 def pretrained_network(model: Artifact) -> tuple[NetworkSpec, dict[str, np.ndarray]]:
-    """The network of a `pillar pretrain` artifact. Any other model is refused: a network trained on private rows
-    carries an ε that whatever starts from it, or embeds with it, does not account."""
+    """The network of a `pillar pretrain` artifact. Any other model is refused: a network trained on private
+    rows carries an ε that whatever starts from it, or embeds with it, does not account."""
     methods = sorted(set(model.array("runs/method").tolist())) if is_network(model) else []
     if methods != ["pretrain"]:
         raise DataError(

@@ -1,9 +1,9 @@
-"""A frozen backbone run by ONNX Runtime on the CPU: 1.6-3× torch's throughput for the same module on the same cores
-(benchmarks/bench_embed_cpu.py), features equal to torch's to float32 rounding (a relative 1e-5).
+"""A frozen backbone run by ONNX Runtime on the CPU: 1.6-3× torch's throughput for the same module on the same
+cores (benchmarks/bench_embed_cpu.py), features equal to torch's to float32 rounding (a relative 1e-5).
 
-The backbone alone is exported, once per embedder, in memory (torch's TorchScript-based exporter, opset 17, a batch
-axis left free); the preprocessing (resize with antialiasing, crop, normalisation) stays in torch, which ONNX cannot
-express, and hands the exported graph float32 NCHW batches.
+The backbone alone is exported, once per embedder, in memory (torch's TorchScript-based exporter, opset 17, a
+batch axis left free); the preprocessing (resize with antialiasing, crop, normalisation) stays in torch, which
+ONNX cannot express, and hands the exported graph float32 NCHW batches.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ CHUNK = 64  # images per ONNX Runtime run
 
 
 def export_failure() -> tuple[type[Exception], ...]:
-    """What torch's exporter raises for a module it cannot express in ONNX (an operator without a symbolic)."""
+    """What torch's exporter raises for a module it cannot express in ONNX (an operator without a
+    symbolic)."""
     return (torch.onnx.errors.OnnxExporterError, torch.onnx.errors.UnsupportedOperatorError, RuntimeError)
 
 
@@ -33,7 +34,8 @@ def onnxruntime_available() -> bool:
 
 
 def exported(model: torch.nn.Module, size: int) -> bytes:
-    """`model` (input (N, 3, size, size) float32 → features (N, D)) as an ONNX graph, a batch axis left free."""
+    """`model` (input (N, 3, size, size) float32 → features (N, D)) as an ONNX graph, a batch axis left
+    free."""
     graph = io.BytesIO()
     example = torch.zeros(2, 3, size, size)
     with warnings.catch_warnings(), torch.no_grad():
@@ -55,9 +57,9 @@ def exported(model: torch.nn.Module, size: int) -> bytes:
 
 
 class OnnxBackbone:
-    """`model` as an ONNX Runtime session on the CPU, run CHUNK images at a time: as fast as larger runs, and its
-    memory arena holds the activations of CHUNK images only (a 3.0 GB peak for EfficientNet-Lite0 at 224 px, where
-    256-image runs grew it to 8 GB and torch peaks at 4.3 GB)."""
+    """`model` as an ONNX Runtime session on the CPU, run CHUNK images at a time: as fast as larger runs, and
+    its memory arena holds the activations of CHUNK images only (a 3.0 GB peak for EfficientNet-Lite0 at 224
+    px, where 256-image runs grew it to 8 GB and torch peaks at 4.3 GB)."""
 
     def __init__(self, model: torch.nn.Module, size: int, threads: int):
         import onnxruntime

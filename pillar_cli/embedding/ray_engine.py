@@ -1,18 +1,19 @@
-"""Embedding on a Ray cluster with Ray Data (`pillar embed --engine ray`): one streaming pipeline over the rows of
-every split. Ray tasks on CPU workers decode the images; a pool of actors, each holding the backbone (on a GPU each
-where the cluster has GPUs), embeds them; the features stream back to this process, which writes each row at its
-position as a one-process embed does and then writes the same artifact. Ray runs a task again where its worker or
-node dies, so a row may arrive twice: the first features of each row are kept, and a run that leaves a row without
-any is refused. Every node needs pillar installed and the source readable at the same path; nothing is written on
-the nodes.
+"""Embedding on a Ray cluster with Ray Data (`pillar embed --engine ray`): one streaming pipeline over the
+rows of every split. Ray tasks on CPU workers decode the images; a pool of actors, each holding the backbone
+(on a GPU each where the cluster has GPUs), embeds them; the features stream back to this process, which
+writes each row at its position as a one-process embed does and then writes the same artifact. Ray runs a task
+again where its worker or node dies, so a row may arrive twice: the first features of each row are kept, and a
+run that leaves a row without any is refused. Every node needs pillar installed and the source readable at the
+same path; nothing is written on the nodes.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from pillar_cli.embedding.job import EmbeddingJob
 from pillar_cli.embedding.request import EmbedRequest
 from pillar_cli.errors import DataError, UsageError, param
 
-_JOBS: dict[str, "_WorkerJob"] = {}  # per worker process: a request's job, read once
+_JOBS: dict[str, _WorkerJob] = {}  # per worker process: a request's job, read once
 
 
 def embed_on_ray(
@@ -41,7 +42,8 @@ def embed_on_ray(
 ) -> Artifact:
     """Embed every split of `job` (the driver's reading of `request`) on the cluster at `address` (None: a Ray
     instance this process started or starts on this machine) with `actors` backbones (None: one a GPU of the
-    cluster, else one a CPU but one, left to decoding) and `save` the artifact. `on_rows` hears each batch's rows."""
+    cluster, else one a CPU but one, left to decoding) and `save` the artifact. `on_rows` hears each batch's
+    rows."""
     ray = _ray()
     if not ray.is_initialized():
         ray.init(address=address, logging_level="ERROR", log_to_driver=False)
@@ -73,8 +75,8 @@ def write_batches(
     on_rows: Callable[[int], None] = lambda rows: None,
 ) -> None:
     """Each batch's features (`id`: row numbers over the splits in order, `features`, `error`) at their rows'
-    positions. A row that arrives again (from a task Ray ran again) keeps its first features; a batch that carries a
-    read error, or a run that leaves a row without features, is refused."""
+    positions. A row that arrives again (from a task Ray ran again) keeps its first features; a batch that
+    carries a read error, or a run that leaves a row without features, is refused."""
     names, starts = list(sizes), _starts(sizes.values())
     seen = np.zeros(starts[-1], dtype=bool)
     for batch in batches:
@@ -128,8 +130,9 @@ def _pipeline(
 
 @dataclass(frozen=True)
 class _WorkerJob:
-    """What a worker reads from a request: the job (the source read on its node, split as the driver split it), the
-    source row of each row number, where each split's row numbers start, and the fingerprint of what it read."""
+    """What a worker reads from a request: the job (the source read on its node, split as the driver split
+    it), the source row of each row number, where each split's row numbers start, and the fingerprint of what
+    it read."""
 
     job: EmbeddingJob
     order: np.ndarray
@@ -137,8 +140,8 @@ class _WorkerJob:
     fingerprint: str
 
     def images(self, numbers: np.ndarray) -> np.ndarray:
-        """The images of consecutive row numbers, read a split at a time (a split's source rows are sorted, and a
-        source reads sorted rows of one part: train or test)."""
+        """The images of consecutive row numbers, read a split at a time (a split's source rows are sorted,
+        and a source reads sorted rows of one part: train or test)."""
         split_of = np.searchsorted(self.starts, numbers, side="right") - 1
         pieces = np.split(numbers, np.flatnonzero(np.diff(split_of)) + 1)
         return np.concatenate([self.job.dataset.rows(self.order[piece])[0] for piece in pieces])
@@ -159,17 +162,17 @@ def _job(request: EmbedRequest) -> _WorkerJob:
 
 
 def _starts(sizes: Iterable[int]) -> np.ndarray:
-    """Where each split's row numbers start (and, last, how many rows there are): rows are numbered split after
-    split, in the job's order, alike on the driver and on the workers."""
+    """Where each split's row numbers start (and, last, how many rows there are): rows are numbered split
+    after split, in the job's order, alike on the driver and on the workers."""
     return np.cumsum([0, *sizes])
 
 
 def _decoder(
     request: EmbedRequest, fingerprint: str
 ) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
-    """The task that decodes a batch of row numbers into images; a file that cannot be read, or a source that reads
-    otherwise on the worker's node than here (`fingerprint`: the driver's), comes back as its error (message, hint).
-    The request travels inside the function (as the actor's does inside its class)."""
+    """The task that decodes a batch of row numbers into images; a file that cannot be read, or a source that
+    reads otherwise on the worker's node than here (`fingerprint`: the driver's), comes back as its error
+    (message, hint). The request travels inside the function (as the actor's does inside its class)."""
 
     def decoded(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         worker = _job(request)
@@ -194,8 +197,9 @@ def _decoder(
 
 
 def _backbone(request: EmbedRequest, shape: tuple[int, ...], device: str) -> type:
-    """The actor class holding the backbone (images → features). What it builds travels inside the class: the actor
-    takes no arguments, which Ray would keep in its object store to restart it (and warn about on stderr)."""
+    """The actor class holding the backbone (images → features). What it builds travels inside the class: the
+    actor takes no arguments, which Ray would keep in its object store to restart it (and warn about on
+    stderr)."""
 
     class Backbone:
         def __init__(self):

@@ -1,5 +1,6 @@
-"""The embedder that made a classifier's training rows, built again from its recorded feature recipe, so that new
-raw inputs are embedded exactly as those rows were (same backbone, weights, preprocessing and precision)."""
+"""The embedder that made a classifier's training rows, built again from its recorded feature recipe, so that
+new raw inputs are embedded exactly as those rows were (same backbone, weights, preprocessing and
+precision)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from pillar_cli.errors import DataError, UsageError, param
 
 
 def at_depth(info: dict[str, Any], depth: int | None) -> dict[str, Any]:
-    """An embedder's record for images of `depth` bits a channel (None: vector data, nothing added): the depth, and
-    the preprocessing's scaling to [0, 1] as it is done (/65535 at 16 bits)."""
+    """An embedder's record for images of `depth` bits a channel (None: vector data, nothing added): the
+    depth, and the preprocessing's scaling to [0, 1] as it is done (/65535 at 16 bits)."""
     if depth is None:
         return info
     steps = info.get("preprocessing", "")
@@ -32,9 +33,10 @@ def embedder_for(
     trust_checkpoint: bool = False,
     runtime: str = "auto",
 ) -> Embedder:
-    """Rebuild the recipe's embedder; refused (one line naming the difference) when the rebuilt embedder would make
-    other features: another weights file, another timm version's preprocessing, another feature dimension.
-    `runtime` as build_embedder's (torch where only the module is wanted: no ONNX Runtime session is built)."""
+    """Rebuild the recipe's embedder; refused (one line naming the difference) when the rebuilt embedder would
+    make other features: another weights file, another timm version's preprocessing, another feature
+    dimension. `runtime` as build_embedder's (torch where only the module is wanted: no ONNX Runtime session
+    is built)."""
     if recipe.transform is None and recipe.backbone != "network":
         raise DataError(
             "the classifier's feature recipe records no transform, so its embedder cannot be rebuilt",
@@ -73,5 +75,6 @@ def embedder_for(
 
 
 def _random_init_seed(weights: str) -> int:
-    """The seed of randomly initialised weights ('random-init:seed=S'; public randomness, recorded as such)."""
+    """The seed of randomly initialised weights ('random-init:seed=S'; public randomness, recorded as
+    such)."""
     return int(weights.rpartition("=")[2]) if weights.startswith("random-init:seed=") else 0

@@ -1,6 +1,7 @@
-"""One embedding run as a value: the source and how its rows are read (class set, --limit/--fraction, bad files), the
-split, and the backbone. `pillar embed` builds it from its options; the neighbours check rebuilds it from the options
-an embeddings file recorded, to embed the same source again with one record deleted, as its holder would.
+"""One embedding run as a value: the source and how its rows are read (class set, --limit/--fraction, bad
+files), the split, and the backbone. `pillar embed` builds it from its options; the neighbours check rebuilds
+it from the options an embeddings file recorded, to embed the same source again with one record deleted, as
+its holder would.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ class EmbedRequest:
 
     @classmethod
     def from_options(cls, options: dict[str, Any], params: dict[str, str]) -> EmbedRequest:
-        """The request of `pillar embed`'s resolved options (as an embeddings file records them in its config) and
-        its parsed --param items."""
+        """The request of `pillar embed`'s resolved options (as an embeddings file records them in its config)
+        and its parsed --param items."""
         plan = SplitPlan(
             options.get("public_fraction"),
             options.get("val_fraction", 0.1),
@@ -72,9 +73,9 @@ class EmbedRequest:
 
     def dataset(self, without: np.ndarray | None = None) -> Dataset:
         """The source's labelled rows over a declared class set, the rows --limit or --fraction keep, and with
-        --skip-bad undecodable files read as zeros (dropped later). `without`: rows of that dataset (source row
-        ids, as an embeddings file records them) whose records are deleted from the source first, as their holder
-        would delete them — found by their keys, so whatever --limit or --fraction kept."""
+        --skip-bad undecodable files read as zeros (dropped later). `without`: rows of that dataset (source
+        row ids, as an embeddings file records them) whose records are deleted from the source first, as their
+        holder would delete them — found by their keys, so whatever --limit or --fraction kept."""
         loaded = load_source(self.source, SourceOptions(self.path, self.params, self.plan.seed))
         if without is None or not len(without):
             return self._read(loaded)
@@ -95,8 +96,8 @@ class EmbedRequest:
         return dataset.skipping_bad() if self.skip_bad else dataset
 
     def embedder(self, input_shape: tuple[int, ...], device: str = "auto") -> Embedder:
-        """The backbone for inputs of `input_shape` (one row's), on `device`. A resize below the centre crop is
-        refused: the short side would be resized to the crop instead, not to the size asked for."""
+        """The backbone for inputs of `input_shape` (one row's), on `device`. A resize below the centre crop
+        is refused: the short side would be resized to the crop instead, not to the size asked for."""
         embedder = build_embedder(
             self.backbone,
             input_shape,

@@ -1,9 +1,10 @@
 """Scale-out of `embed`: shards embedded by separate processes (torchrun ranks or separate jobs), then merged.
 
-Shard i of n takes positions i, i+n, i+2n, ... of every split and stores those positions with its rows. Unlike a
-DistributedSampler, nothing is padded, and merging writes each row at its recorded position: a row can neither be
-duplicated nor dropped, which the merge checks (each position covered exactly once). Shards must come from one
-command (same options but the shard); the merged artifact has the unsharded artifact's content hash.
+Shard i of n takes positions i, i+n, i+2n, ... of every split and stores those positions with its rows. Unlike
+a DistributedSampler, nothing is padded, and merging writes each row at its recorded position: a row can
+neither be duplicated nor dropped, which the merge checks (each position covered exactly once). Shards must
+come from one command (same options but the shard); the merged artifact has the unsharded artifact's content
+hash.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ PER_ROW_FIELDS = ("features", "index", "labels", "persons")
 
 @dataclass(frozen=True, kw_only=True)
 class ShardHeader:
-    """What a shard artifact records of its place: shard `index` of `count`, the command it belongs to (`key`) and
-    the size of every split of the whole run."""
+    """What a shard artifact records of its place: shard `index` of `count`, the command it belongs to (`key`)
+    and the size of every split of the whole run."""
 
     index: int
     count: int

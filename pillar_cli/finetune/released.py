@@ -1,6 +1,6 @@
 """A released fine-tuned network as a fitted scikit-learn estimator, `NetworkClassifier`: `predict` and
-`predict_proba` are those of `pillar predict`, `ledger_` the release's privacy statement (release/loading.py loads
-any release)."""
+`predict_proba` are those of `pillar predict`, `ledger_` the release's privacy statement (release/loading.py
+loads any release)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pillar_cli.methods.estimator import SoftmaxClassifier, class_labels
 
 
 class NetworkClassifier(SoftmaxClassifier):
-    """A network fine-tuned with DP-SGD (pillar finetune), released: it reads pixel rows (flattened HWC / 255, as a
-    `pixels` embedding holds them) and is fitted only by `pillar finetune`."""
+    """A network fine-tuned with DP-SGD (pillar finetune), released: it reads pixel rows (flattened HWC / 255,
+    as a `pixels` embedding holds them) and is fitted only by `pillar finetune`."""
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> NetworkClassifier:
         raise UsageError(

@@ -1,13 +1,14 @@
-"""Networks trained per (ε, seed) into one model artifact: DP fine-tuning of a pre-trained network (`finetune`) or
-of a random one (`scratch`) on the private split, and non-private pre-training on a public labelled split
-(`pretrain`), whose network a fine-tuning run may start from once it is shown to hold no private row."""
+"""Networks trained per (ε, seed) into one model artifact: DP fine-tuning of a pre-trained network
+(`finetune`) or of a random one (`scratch`) on the private split, and non-private pre-training on a public
+labelled split (`pretrain`), whose network a fine-tuning run may start from once it is shown to hold no
+private row."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -26,14 +27,14 @@ from pillar_cli.embedding.networks import (
 )
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.finetune.training import FinetuneConfig, finetune
-from pillar_cli.methods.plan import guarantee_of
 from pillar_cli.gsd.probes import stored_image_shape
 from pillar_cli.lazy import torch
+from pillar_cli.methods.plan import guarantee_of
 from pillar_cli.privacy import event_from_dict, get_accountant, require_public_start, validate_budget
 from pillar_cli.privacy.count import RowCount, count_for
 from pillar_cli.privacy.file_guarantee import ReleasedHead, whole_file
-from pillar_cli.privacy.unit import PrivacyUnit, adjacency
 from pillar_cli.privacy.relation import ROW_RELATIONS
+from pillar_cli.privacy.unit import PrivacyUnit, adjacency
 
 
 @dataclass(frozen=True)
@@ -76,11 +77,12 @@ class Pretrained:
             "content_hash": self.model.provenance.content_hash,
             "architecture": self.spec.architecture,
             "source": ModelRecord.of(self.model).source,
-            "rows": int(len(self.rows)),
+            "rows": len(self.rows),
         }
 
     def rows_of_source(self, split: Split) -> np.ndarray | None:
-        """Its training rows if they come from `split`'s source (so that no stage tests on them), else None."""
+        """Its training rows if they come from `split`'s source (so that no stage tests on them), else
+        None."""
         same = ModelRecord.of(self.model).source_fingerprint == split.source_fingerprint
         return self.rows if same else None
 
@@ -112,8 +114,8 @@ def train_networks(
     on_step: Callable[[int], None] | None = None,
 ) -> tuple[list[RunRecord], list[dict[str, np.ndarray]], RowCount]:
     """One network per (ε, seed), each trained from `start` (or its seeded random init) on `train`; their run
-    records (val accuracy NaN without a val split; each event with the row count's release it read), weights, and
-    the row count every network read, released once (privacy/count.py)."""
+    records (val accuracy NaN without a val split; each event with the row count's release it read), weights,
+    and the row count every network read, released once (privacy/count.py)."""
     method = method or ("scratch" if start is None else "finetune")
     if method not in METHODS:
         raise UsageError(f"unknown network method '{method}' (known: {', '.join(METHODS)})")
@@ -168,8 +170,8 @@ def networks_artifact(
     count: RowCount,
     private_fraction: float = 1.0,
 ) -> Artifact:
-    """The model artifact: runs, networks, the ledger (what it covers), the row count they read, the rows read,
-    where training started."""
+    """The model artifact: runs, networks, the ledger (what it covers), the row count they read, the rows
+    read, where training started."""
     private = records[0].key.method != "pretrain"
     accountant = get_accountant(config.accountant)
     ledger = ModelLedger(

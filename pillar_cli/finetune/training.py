@@ -1,21 +1,22 @@
 """DP-SGD on every parameter of a torch network, through opacus.
 
-Poisson batches come from opacus' `DPDataLoader` (seeded), logical batches are split into physical ones of at most
-`max_physical_batch` rows by `BatchMemoryManager` so memory stays bounded whatever the sampling rate, and per-sample
-clipping runs either through opacus' hooks (`GradSampleModule`: per-sample gradients materialised) or its ghost
-clipping (`GradSampleModuleFastGradientClipping`: per-sample norms without the gradients, a second backward pass).
-The sampling rate B/ñ and the expected batch read the row count ñ released before training (privacy/count.py), the
-noise multiplier is calibrated by pillar's accountant for that rate, the steps and the count's release together, and
-the ε returned is recomputed from the run's DP event tree, as for every linear head.
+Poisson batches come from opacus' `DPDataLoader` (seeded), logical batches are split into physical ones of at
+most `max_physical_batch` rows by `BatchMemoryManager` so memory stays bounded whatever the sampling rate, and
+per-sample clipping runs either through opacus' hooks (`GradSampleModule`: per-sample gradients materialised)
+or its ghost clipping (`GradSampleModuleFastGradientClipping`: per-sample norms without the gradients, a
+second backward pass). The sampling rate B/ñ and the expected batch read the row count ñ released before
+training (privacy/count.py), the noise multiplier is calibrated by pillar's accountant for that rate, the
+steps and the count's release together, and the ε returned is recomputed from the run's DP event tree, as for
+every linear head.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -43,9 +44,8 @@ class FinetuneConfig:
     accountant: str = "prv"
     grad_sample_mode: str = "hooks"
     max_physical_batch: int = 128
-    noise: NoiseSource = (
-        SECRET  # batches and noise (seeded only for experiments: NOT DP); `seed` sets the init
-    )
+    # batches and noise (seeded only for experiments: NOT DP); `seed` sets the init
+    noise: NoiseSource = SECRET
     n_public: bool = False  # the number of training rows is public knowledge: read exactly, no noisy count
 
 
@@ -67,8 +67,8 @@ def finetune(
     on_step: Callable[[int], None] | None = None,
     count: RowCount | None = None,
 ) -> FinetuneResult:
-    """Train every parameter of `model` (in place) with DP-SGD on (images, labels); `count`: the row count already
-    released for this training (None: released here for this run alone)."""
+    """Train every parameter of `model` (in place) with DP-SGD on (images, labels); `count`: the row count
+    already released for this training (None: released here for this run alone)."""
     from opacus.data_loader import DPDataLoader
     from opacus.utils.batch_memory_manager import BatchMemoryManager
 
@@ -78,8 +78,8 @@ def finetune(
     rate = count.sample_rate(config.batch_size)
     dataset = torch.utils.data.TensorDataset(images, torch.as_tensor(labels, dtype=torch.int64))
     loader = DPDataLoader(dataset, sample_rate=rate)
-    # The batches are drawn by the sampler alone, from a generator of its own: the DataLoader would otherwise draw
-    # its workers' base seed from the same generator, and the batches would depend on loader internals.
+    # The batches are drawn by the sampler alone, from a generator of its own: the DataLoader would otherwise
+    # draw its workers' base seed from the same generator, and the batches would depend on loader internals.
     loader.batch_sampler.generator = config.noise.child("batches", config.seed, config.epsilon).torch()
     module, optimizer, criterion = _private(
         model.to(device), config, sigma, count.expected_batch(config.batch_size)
@@ -164,8 +164,8 @@ def _check(
 
 
 def _private(model: torch.nn.Module, config: FinetuneConfig, sigma: float, expected_batch: float):
-    """(module, optimizer, criterion) wrapped by opacus for the chosen clipping mode; the noisy gradient sums are
-    divided by `expected_batch` (q·ñ)."""
+    """(module, optimizer, criterion) wrapped by opacus for the chosen clipping mode; the noisy gradient sums
+    are divided by `expected_batch` (q·ñ)."""
     from opacus import GradSampleModule
     from opacus.grad_sample import GradSampleModuleFastGradientClipping
     from opacus.optimizers import DPOptimizer, DPOptimizerFastGradientClipping
@@ -175,13 +175,13 @@ def _private(model: torch.nn.Module, config: FinetuneConfig, sigma: float, expec
     sgd = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
     noise = config.noise.child("noise", config.seed, config.epsilon).torch()
     clip = 1e30 if math.isinf(config.clip) else config.clip
-    options = dict(
-        noise_multiplier=sigma,
-        max_grad_norm=clip,
-        expected_batch_size=expected_batch,
-        generator=noise,
-        loss_reduction="mean",
-    )
+    options = {
+        "noise_multiplier": sigma,
+        "max_grad_norm": clip,
+        "expected_batch_size": expected_batch,
+        "generator": noise,
+        "loss_reduction": "mean",
+    }
     if config.grad_sample_mode == "hooks":
         return GradSampleModule(model), DPOptimizer(sgd, **options), torch.nn.CrossEntropyLoss()
     module = GradSampleModuleFastGradientClipping(model, max_grad_norm=clip, use_ghost_clipping=True)
@@ -190,8 +190,8 @@ def _private(model: torch.nn.Module, config: FinetuneConfig, sigma: float, expec
 
 
 def network(spec: NetworkSpec, seed: int = 0, weights: Path | None = None) -> torch.nn.Module:
-    """The network of `spec`, randomly initialised (seeded) or from a checkpoint of the same network (a state dict
-    saved with torch.save; publishers' prefixes such as `module.` are stripped)."""
+    """The network of `spec`, randomly initialised (seeded) or from a checkpoint of the same network (a state
+    dict saved with torch.save; publishers' prefixes such as `module.` are stripped)."""
     model = build_network(spec, seed)
     if weights is not None:
         try:

@@ -3,6 +3,7 @@
 
 Never the training methods.
 
-May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `linear.gradients` (the softmax head's closed form),
-`embedding.images`, `embedding.weights`, `embedding.networks` (the probes' networks and weights).
+May import: `errors`, `lazy`, `randomness`, `artifacts`, `privacy`, `linear.gradients` (the softmax head's
+closed form), `embedding.images`, `embedding.weights`, `embedding.networks` (the probes' networks and
+weights).
 """

@@ -2,9 +2,9 @@
 
 The target on orthonormal (p, k) matrices V has density ∝ exp(η·tr(VᵀAV)). One column (k = 1) is sampled
 exactly by the rejection sampler of Kent, Ganeiber & Mardia (2013) with an angular central Gaussian envelope.
-For k > 1 a Gibbs sampler (Hoff 2009) redraws one column at a time from its exact conditional: a vector Bingham
-on the orthogonal complement of the other columns. The chain approaches the target as sweeps grow; the DP
-guarantee holds for the target distribution, so the sweep count is recorded with every release.
+For k > 1 a Gibbs sampler (Hoff 2009) redraws one column at a time from its exact conditional: a vector
+Bingham on the orthogonal complement of the other columns. The chain approaches the target as sweeps grow; the
+DP guarantee holds for the target distribution, so the sweep count is recorded with every release.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ def _envelope_parameter(concentrations: np.ndarray) -> float:
 def sample_matrix_bingham(
     matrix: np.ndarray, k: int, eta: float, rng: np.random.Generator, sweeps: int
 ) -> np.ndarray:
-    """Orthonormal (p, k) V with density ∝ exp(η·tr(Vᵀ·matrix·V)): exact for k = 1, `sweeps` Gibbs sweeps else."""
+    """Orthonormal (p, k) V with density ∝ exp(η·tr(Vᵀ·matrix·V)): exact for k = 1, `sweeps` Gibbs sweeps
+    else."""
     dim = len(matrix)
     if k == 1:
         return sample_vector_bingham(matrix, eta, rng)[:, None]

@@ -1,15 +1,15 @@
 """Gradient Subspace Distance (Gu, Kamath, Wu; Algorithm 1): how close a public dataset is to the private one.
 
-Per-sample gradients of one probe (see probes.py) at FIXED initial weights, shared by every dataset, with random
-labels, so no dataset's labels enter; the top-k right singular vectors of each gradient matrix span its gradient
-subspace, and the projection metric between two subspaces, sqrt(1 − ‖V₁ᵀV₂‖²_F / k), lies in [0, 1].
+Per-sample gradients of one probe (see probes.py) at FIXED initial weights, shared by every dataset, with
+random labels, so no dataset's labels enter; the top-k right singular vectors of each gradient matrix span its
+gradient subspace, and the projection metric between two subspaces, sqrt(1 − ‖V₁ᵀV₂‖²_F / k), lies in [0, 1].
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -28,8 +28,9 @@ def projection_metric(v1: np.ndarray, v2: np.ndarray) -> float:
 
 
 def row_labels(inputs: np.ndarray, num_classes: int, seed: int) -> np.ndarray:
-    """A random label for every row drawn from the row itself (blake2b of its bytes, keyed by the seed): deleting one
-    row leaves every other row's label as it was, which labels by position would not (the DP-GSD's neighbours)."""
+    """A random label for every row drawn from the row itself (blake2b of its bytes, keyed by the seed):
+    deleting one row leaves every other row's label as it was, which labels by position would not (the
+    DP-GSD's neighbours)."""
     key = seed.to_bytes(8, "little", signed=True)
     return np.array(
         [
@@ -47,7 +48,8 @@ def row_labels(inputs: np.ndarray, num_classes: int, seed: int) -> np.ndarray:
 def random_rows_and_labels(
     n: int, max_samples: int, num_classes: int, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A seeded subsample of at most `max_samples` rows (all rows, in order, when n ≤ max_samples) and labels."""
+    """A seeded subsample of at most `max_samples` rows (all rows, in order, when n ≤ max_samples) and
+    labels."""
     rng = np.random.default_rng(seed)
     rows = np.sort(rng.choice(n, min(max_samples, n), replace=False))
     return rows, rng.integers(0, num_classes, len(rows))
@@ -77,10 +79,11 @@ def gradient_matrix(
 
 @dataclass
 class GSDPlan:
-    """The gradient matrices of one GSD ranking, built before any gradient is computed (to size progress bars).
+    """The gradient matrices of one GSD ranking, built before any gradient is computed (to size progress
+    bars).
 
-    With `settings.dp`, the private subspace is released by a DP mechanism over all private rows; candidates are
-    public and probed as without DP.
+    With `settings.dp`, the private subspace is released by a DP mechanism over all private rows; candidates
+    are public and probed as without DP.
     """
 
     private: GradientMatrix
@@ -126,8 +129,9 @@ def plan_gsd(
     settings: GSDSettings,
     units: Units | None = None,
 ) -> GSDPlan:
-    """GSD between the private inputs and each candidate, each read by its copy of the same probe; with DP, every
-    private row, labelled from its own content, and `units` (the private rows' persons, where they name them)."""
+    """GSD between the private inputs and each candidate, each read by its copy of the same probe; with DP,
+    every private row, labelled from its own content, and `units` (the private rows' persons, where they name
+    them)."""
     inputs, probe = private
     if settings.dp is None:
         matrix = gradient_matrix(probe, inputs, settings, settings.seed)

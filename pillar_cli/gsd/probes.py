@@ -1,10 +1,12 @@
-"""Probe models for Gradient Subspace Distance: the models whose per-sample gradients span a dataset's subspace.
+"""Probe models for Gradient Subspace Distance: the models whose per-sample gradients span a dataset's
+subspace.
 
 Every probe sits at FIXED initial weights (a function of the seed, or a weights file) and is differentiated on
 random labels, so a dataset's gradient subspace depends on its inputs only. Three families (Gu, Kamath, Wu):
-`linear` (softmax regression on embeddings, closed-form gradients), `cnn` (a small probe CNN: two conv layers and
-a linear layer) and `timm:NAME` (a timm backbone; only the parameters named by `--trainable` are differentiated).
-Image probes read pixel artifacts (`embed --backbone pixels`), whose `input_shape` restores the HWC layout.
+`linear` (softmax regression on embeddings, closed-form gradients), `cnn` (a small probe CNN: two conv layers
+and a linear layer) and `timm:NAME` (a timm backbone; only the parameters named by `--trainable` are
+differentiated). Image probes read pixel artifacts (`embed --backbone pixels`), whose `input_shape` restores
+the HWC layout.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ class Probe(Protocol):
 
 
 class LinearProbe:
-    """Softmax regression on feature vectors; row i's gradient is vec([x_i, 1] ⊗ (softmax(x_i W + b) − e_{y_i}))."""
+    """Softmax regression on feature vectors; row i's gradient is vec([x_i, 1] ⊗ (softmax(x_i W + b) −
+    e_{y_i}))."""
 
     def __init__(self, feature_dim: int, num_classes: int, seed: int, trainable_bias: bool = True):
         rng = np.random.default_rng(seed)
@@ -91,10 +94,11 @@ class ImageLayout:
 
 
 class TorchProbe:
-    """A torch module differentiated per sample (torch.func: vmap over grad) wrt its trainable parameters only.
+    """A torch module differentiated per sample (torch.func: vmap over grad) wrt its trainable parameters
+    only.
 
-    The module runs in eval mode: batch-norm layers use their stored statistics, so one sample's gradient does not
-    depend on the others in its block.
+    The module runs in eval mode: batch-norm layers use their stored statistics, so one sample's gradient does
+    not depend on the others in its block.
     """
 
     def __init__(self, model: torch.nn.Module, trainable: list[str], layout: ImageLayout, description: str):
@@ -163,7 +167,8 @@ def stored_image_shape(recipe: FeatureRecipe, feature_dim: int, what: str) -> tu
 
 @dataclass(frozen=True)
 class ProbeSpec:
-    """What `pillar gsd` was asked to probe with: `linear`, `cnn` or `timm:NAME` (+ trainable patterns, weights)."""
+    """What `pillar gsd` was asked to probe with: `linear`, `cnn` or `timm:NAME` (+ trainable patterns,
+    weights)."""
 
     family: str
     trainable: tuple[str, ...] = ()

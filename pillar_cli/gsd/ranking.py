@@ -1,10 +1,10 @@
-"""Ranking candidate public datasets by GSD to the private split, with the private subspace released under DP or
-not (then the output says that the private split's features were used, never its labels)."""
+"""Ranking candidate public datasets by GSD to the private split, with the private subspace released under DP
+or not (then the output says that the private split's features were used, never its labels)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -12,8 +12,8 @@ from pillar_cli.artifacts import FeatureRecipe, Split
 from pillar_cli.errors import PrivacyError, UsageError, param
 from pillar_cli.gsd.distance import GSDPlan, GSDSettings, plan_gsd
 from pillar_cli.gsd.probes import LinearProbe, ProbeSpec
-from pillar_cli.gsd.subspace import TOLERANCE as SUBSPACE_TOLERANCE
 from pillar_cli.gsd.releases import DPSettings
+from pillar_cli.gsd.subspace import TOLERANCE as SUBSPACE_TOLERANCE
 from pillar_cli.privacy import validate_budget
 
 PRIVACY_NOTE = "non-private: uses the private split's features (not its labels; labels are random)"
@@ -102,8 +102,9 @@ def prepare(
     allow_private_labels: bool = False,
     normalize_rows: bool = False,
 ) -> GSDJob:
-    """Check the request, build the probe at its fixed initial weights and size every gradient matrix. A private
-    split is no public candidate: refused unless `allow_private_labels` (then stated in the settings)."""
+    """Check the request, build the probe at its fixed initial weights and size every gradient matrix. A
+    private split is no public candidate: refused unless `allow_private_labels` (then stated in the
+    settings)."""
     private_candidates = [name for name, split in zip(names, candidates) if split.name == "private"]
     if private_candidates and not allow_private_labels:
         raise PrivacyError(
@@ -151,8 +152,9 @@ def gradient_subspace_distance(
     trainable_bias: bool = True,
 ) -> float:
     """GSD between two feature matrices under the linear softmax probe (fixed seeded weights, random labels):
-    0 for the same gradient subspace, 1 for orthogonal ones. With `dp`, the private subspace is released with DP
-    over all private rows. The same seed gives the same probe, so distances of several candidates compare."""
+    0 for the same gradient subspace, 1 for orthogonal ones. With `dp`, the private subspace is released with
+    DP over all private rows. The same seed gives the same probe, so distances of several candidates
+    compare."""
     if num_classes < 2:
         raise UsageError(f"{param('num_classes')} must be at least 2; got {num_classes}")
     if dp is not None:

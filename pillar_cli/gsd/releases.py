@@ -1,13 +1,13 @@
 """Differentially private top-k subspaces of a private gradient matrix (DP-GSD, Gu, Kamath, Wu; Algorithm 2).
 
-Both mechanisms see the private rows only through Σ w g̃ g̃ᵀ with every row clipped to `clip`, so adding or removing
-one private example changes that matrix by one rank-one term of norm ≤ clip². Where the rows name their persons,
-each row is weighted by w = 1/(its person's rows), as the DP-PCA weights them: one person then moves the matrix by
-at most clip² too, and the release protects the person (the unit it records). All private rows are used, each with
-a random label drawn from its own content (distance.py): an index-based subsample, or labels by position, would not
-be a fixed function of each row, and deleting one record would move the others.
-- `gauss`: Analyze-Gauss (Dwork, Talwar, Thakurta, Zhang 2014), (ε, δ)-DP: a symmetric Gaussian matrix of
-  σ = z·clip² is added (z calibrated by the PLD accountant for one Gaussian mechanism); top-k eigenvectors.
+Both mechanisms see the private rows only through Σ w g̃ g̃ᵀ with every row clipped to `clip`, so adding or
+removing one private example changes that matrix by one rank-one term of norm ≤ clip². Where the rows name
+their persons, each row is weighted by w = 1/(its person's rows), as the DP-PCA weights them: one person then
+moves the matrix by at most clip² too, and the release protects the person (the unit it records). All private
+rows are used, each with a random label drawn from its own content (distance.py): an index-based subsample, or
+labels by position, would not be a fixed function of each row, and deleting one record would move the others.
+- `gauss`: Analyze-Gauss (Dwork, Talwar, Thakurta, Zhang 2014), (ε, δ)-DP: a symmetric Gaussian matrix of σ =
+  z·clip² is added (z calibrated by the PLD accountant for one Gaussian mechanism); top-k eigenvectors.
 - `bingham`: the exponential mechanism with utility tr(VᵀAV) (sensitivity clip²), pure ε-DP: V is drawn with
   density ∝ exp(ε·tr(VᵀAV) / (2·clip²)) (matrix Bingham; exact for k = 1, Gibbs sweeps for k > 1).
 """
@@ -68,7 +68,8 @@ def dp_gradient_subspace(
     matrix: GradientMatrix, k: int, dp: DPSettings, units: Units | None = None
 ) -> DPSubspaceResult:
     """The private subspace released by `dp.mechanism`; `units` (left out: each row its own): where they are
-    persons, each row is weighted so that the release bounds a person, and it records the person as its unit."""
+    persons, each row is weighted so that the release bounds a person, and it records the person as its
+    unit."""
     if dp.mechanism not in MAX_DIM:
         raise UsageError(f"{param('mechanism')} must be one of {', '.join(MAX_DIM)}; got '{dp.mechanism}'")
     if matrix.dim > MAX_DIM[dp.mechanism]:

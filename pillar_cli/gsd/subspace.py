@@ -1,17 +1,17 @@
 """Top-k right singular subspaces of per-sample gradient matrices, exact where they fit in memory.
 
 A `GradientMatrix` produces its rows in blocks from a probe; it keeps them (float32) when they fit in
-`cache_bytes` and recomputes them on every pass otherwise (a timm probe with a conv layer trainable has millions of
-columns). `top_right_singular_vectors` is exact for a kept matrix (the paper's SVD, through the rows × rows Gram
-matrix) and otherwise a randomized range finder with power iterations (Halko, Martinsson, Tropp 2011) that only
-ever needs the products G·Ω and Gᵀ·Q, one pass over the blocks each, run until the subspace stops moving. Both
-report the gap σ_k / σ_{k+1}.
+`cache_bytes` and recomputes them on every pass otherwise (a timm probe with a conv layer trainable has
+millions of columns). `top_right_singular_vectors` is exact for a kept matrix (the paper's SVD, through the
+rows × rows Gram matrix) and otherwise a randomized range finder with power iterations (Halko, Martinsson,
+Tropp 2011) that only ever needs the products G·Ω and Gᵀ·Q, one pass over the blocks each, run until the
+subspace stops moving. Both report the gap σ_k / σ_{k+1}.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import numpy as np
 
@@ -27,8 +27,8 @@ RANK_TOLERANCE = 1e-10  # singular values below 1e-5 of the largest count as zer
 
 
 class GradientMatrix:
-    """The (rows, p) per-sample gradients of `probe` on `inputs` with `labels`, produced in blocks of rows (each
-    scaled to unit norm with `normalize_rows`)."""
+    """The (rows, p) per-sample gradients of `probe` on `inputs` with `labels`, produced in blocks of rows
+    (each scaled to unit norm with `normalize_rows`)."""
 
     def __init__(
         self,
@@ -43,16 +43,14 @@ class GradientMatrix:
         self.block = int(np.clip(BLOCK_BYTES // (8 * self.dim), 1, 256))
         self.cached = self.rows * self.dim * 4 <= cache_bytes
         self._cache: np.ndarray | None = None  # all rows (float32), once a pass has completed
-        self._gram_eigen: tuple[np.ndarray, np.ndarray] | None = (
-            None  # the largest eigenpairs asked for so far
-        )
+        # the largest eigenpairs asked for so far
+        self._gram_eigen: tuple[np.ndarray, np.ndarray] | None = None
         self.on_rows: Callable[[int], None] = lambda n: None  # called as gradient rows are computed
 
     def passes(self, subspace: bool) -> int:
         """How often each row's gradient is computed: for the top-k subspace, or for one `clipped_gram`."""
-        return (
-            1 if self.cached or not subspace else 2 * MAX_ITERATIONS + 1
-        )  # at most: it stops when converged
+        # at most: it stops when converged
+        return 1 if self.cached or not subspace else 2 * MAX_ITERATIONS + 1
 
     def blocks(self) -> Iterator[tuple[slice, np.ndarray]]:
         """(row slice, float32 gradients of those rows), in row order."""
@@ -74,10 +72,10 @@ class GradientMatrix:
         self._cache = filling
 
     def gram_eigen(self, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """The `count` largest eigenvalues of the rows × rows Gram matrix G Gᵀ of a kept matrix (float64, summed over
-        column blocks) and their eigenvectors, largest first. LAPACK's MRRR driver computes those alone: the top 17
-        of 2,000 rows in 0.41 s where the whole decomposition took 1.19 s (4.7 s against 11.6 s at 4,000 rows; one
-        thread, 2026-11-27). Kept for any count up to this one."""
+        """The `count` largest eigenvalues of the rows × rows Gram matrix G Gᵀ of a kept matrix (float64,
+        summed over column blocks) and their eigenvectors, largest first. LAPACK's MRRR driver computes those
+        alone: the top 17 of 2,000 rows in 0.41 s where the whole decomposition took 1.19 s (4.7 s against
+        11.6 s at 4,000 rows; one thread, 2026-11-27). Kept for any count up to this one."""
         if self._gram_eigen is None or len(self._gram_eigen[0]) < min(count, self.rows):
             from scipy.linalg import eigh
 
@@ -139,8 +137,8 @@ class Subspace:
 
 
 def top_right_singular_vectors(matrix: GradientMatrix, k: int, seed: int) -> Subspace:
-    """G's top-k right singular subspace: exact (the eigendecomposition of the rows × rows Gram matrix) when G fits
-    in memory, else a randomized range finder iterated until the subspace stops moving."""
+    """G's top-k right singular subspace: exact (the eigendecomposition of the rows × rows Gram matrix) when G
+    fits in memory, else a randomized range finder iterated until the subspace stops moving."""
     if not 1 <= k <= min(matrix.rows, matrix.dim):
         raise UsageError(
             f"{param('k')} {k} must be between 1 and min(samples, gradient dimension) = "
@@ -161,15 +159,15 @@ def _exact(matrix: GradientMatrix, k: int) -> Subspace:
 
 
 def _randomized(matrix: GradientMatrix, k: int, seed: int) -> Subspace:
-    """Subspace iteration on the row side only (rows × width QRs; p can be millions) until the estimated distance to
-    the exact top-k subspace is below TOLERANCE, at least MIN_ITERATIONS and at most MAX_ITERATIONS times."""
+    """Subspace iteration on the row side only (rows × width QRs; p can be millions) until the estimated
+    distance to the exact top-k subspace is below TOLERANCE, at least MIN_ITERATIONS and at most
+    MAX_ITERATIONS times."""
     width = min(k + OVERSAMPLE, matrix.rows, matrix.dim)
     sketch = matrix.times(np.random.default_rng(seed).standard_normal((matrix.dim, width)))
     previous, moves, remaining = None, [], np.inf
     for iteration in range(1, MAX_ITERATIONS + 1):
-        projected = matrix.transpose_times(np.linalg.qr(sketch.astype(np.float64))[0]).astype(
-            np.float64
-        )  # GᵀQ
+        # GᵀQ
+        projected = matrix.transpose_times(np.linalg.qr(sketch.astype(np.float64))[0]).astype(np.float64)
         values, vectors = np.linalg.eigh(projected.T @ projected)
         values, vectors = values[::-1], vectors[:, ::-1]
         _check_rank(values, k)
@@ -185,8 +183,8 @@ def _randomized(matrix: GradientMatrix, k: int, seed: int) -> Subspace:
 
 
 def _remaining(moves: list[float]) -> float:
-    """The distance still to go, were the iterates to keep contracting at the rate of their last two moves: the
-    tail m·r/(1 − r) of a geometric series (the last move alone understates it when the gap is small)."""
+    """The distance still to go, were the iterates to keep contracting at the rate of their last two moves:
+    the tail m·r/(1 − r) of a geometric series (the last move alone understates it when the gap is small)."""
     if len(moves) < 2 or moves[-2] == 0:
         return np.inf if moves[-1] > 0 else 0.0
     rate = moves[-1] / moves[-2]
@@ -217,8 +215,8 @@ def _orthonormal(basis: np.ndarray) -> np.ndarray:
 
 
 def clipped_gram(matrix: GradientMatrix, clip: float, weights: np.ndarray | None = None) -> np.ndarray:
-    """Σ_i w_i g̃_i g̃_iᵀ over rows clipped to norm ≤ `clip`, with each row's weight w_i ≤ 1 (None: 1): one row, or
-    a group of rows whose weights sum to 1, changes it by at most clip² (Frobenius)."""
+    """Σ_i w_i g̃_i g̃_iᵀ over rows clipped to norm ≤ `clip`, with each row's weight w_i ≤ 1 (None: 1): one
+    row, or a group of rows whose weights sum to 1, changes it by at most clip² (Frobenius)."""
     gram = np.zeros((matrix.dim, matrix.dim))
     for rows, gradients in matrix.blocks():
         gradients = gradients.astype(np.float64)

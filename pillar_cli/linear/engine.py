@@ -5,24 +5,25 @@ sqrt(‖x_i‖² + 1)·‖p_i − e_{y_i}‖. Clipping therefore needs no per-sa
 residual by min(1, C / norm_i) and form the clipped sum with one matmul. The rows carry a column of ones, so a
 head's bias is its last weight and one matmul yields both gradients.
 
-Randomness is secret (pillar_cli.randomness): each stream of configurations sharing a seed and a batch size draws
-its Poisson batches (uniforms, serially on the CPU) from one generator, and every configuration its noise (one
-(C, d+1) draw per step, on the training device) from a generator of its own, so no two heads share a noise draw.
-A sweep over learning rates and step counts gathers each batch once and trains all its heads with one wide matmul;
-heads sharing a stream's batches are accounted together when a file releases them all (privacy.file_guarantee). With a
-reproducible `NoiseSource` (experiments only) a configuration trains identically alone or inside a sweep. Streams
-with the same step schedule step together, their batches side by side in one residual tensor, so per-step work
-other than the matmuls runs once per step. Poisson sampling draws geometric gaps between selected rows (an exact
-Bernoulli(q) process) in O(q·n) per step. The rate q = B/ñ and the updates' divisor q·ñ read the row count ñ a sweep
-released (privacy/count.py), never the exact n. On CUDA the same runs go through graphed.py (CUDA graphs). With the
-person as the privacy unit (persons.py) a batch draws persons, and each person's clipped gradients are summed and
-clipped again; those runs take the eager path on every device.
+Randomness is secret (pillar_cli.randomness): each stream of configurations sharing a seed and a batch size
+draws its Poisson batches (uniforms, serially on the CPU) from one generator, and every configuration its
+noise (one (C, d+1) draw per step, on the training device) from a generator of its own, so no two heads share
+a noise draw. A sweep over learning rates and step counts gathers each batch once and trains all its heads
+with one wide matmul; heads sharing a stream's batches are accounted together when a file releases them all
+(privacy.file_guarantee). With a reproducible `NoiseSource` (experiments only) a configuration trains
+identically alone or inside a sweep. Streams with the same step schedule step together, their batches side by
+side in one residual tensor, so per-step work other than the matmuls runs once per step. Poisson sampling
+draws geometric gaps between selected rows (an exact Bernoulli(q) process) in O(q·n) per step. The rate q =
+B/ñ and the updates' divisor q·ñ read the row count ñ a sweep released (privacy/count.py), never the exact n.
+On CUDA the same runs go through graphed.py (CUDA graphs). With the person as the privacy unit (persons.py) a
+batch draws persons, and each person's clipped gradients are summed and clipped again; those runs take the
+eager path on every device.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -48,9 +49,8 @@ class RunConfig:
     momentum: float = 0.0
     weight_decay: float = 0.0
     ridge: float | None = None  # closed-form heads' regularisation λ (None: the method's default)
-    ema: float = (
-        0.0  # decay β of an exponential moving average of the iterates, released instead of the last one
-    )
+    # decay β of an exponential moving average of the iterates, released instead of the last one
+    ema: float = 0.0
 
     @classmethod
     def one_release(cls, seed: int, ridge: float | None = None) -> RunConfig:
@@ -59,13 +59,14 @@ class RunConfig:
 
     @property
     def noise_label(self) -> tuple:
-        """What names the run's noise stream under a seeded (experiment-only) source: not the step count or the
-        averaging, so that a run of t steps repeats the first t steps of a longer one."""
+        """What names the run's noise stream under a seeded (experiment-only) source: not the step count or
+        the averaging, so that a run of t steps repeats the first t steps of a longer one."""
         return ("noise", self.lr, self.batch_size, self.seed, self.momentum, self.weight_decay, self.ridge)
 
     @property
     def batches_label(self) -> tuple:
-        """What names the run's Poisson batches under a seeded source: runs of one seed and batch size share them."""
+        """What names the run's Poisson batches under a seeded source: runs of one seed and batch size share
+        them."""
         return ("batches", self.seed, self.batch_size)
 
 
@@ -90,7 +91,8 @@ def clipped_gradient_sum(
     labels: torch.Tensor,
     clip: float | None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Σ_i clip(∇_(W,b) CE(x_i, y_i)) for one batch, (d, C) and (C,), by the kernel every training step uses."""
+    """Σ_i clip(∇_(W,b) CE(x_i, y_i)) for one batch, (d, C) and (C,), by the kernel every training step
+    uses."""
     rows = PrivateRows(features, labels, clip, features.device)
     heads = torch.cat([weights.T, bias[:, None]], dim=1)[None, :, None, :].contiguous()
     sums = _clipped_sums(heads, rows, [torch.arange(len(labels), device=features.device)], [len(labels)])[
@@ -103,8 +105,8 @@ def clipped_gradient_sum(
 class _Stream:
     """Configurations sharing a seed and a batch size, sorted by decreasing steps (active ones are a prefix).
 
-    Steps work on raw clipped sums: the 1/(q·n) of the update is folded into `step_size` (lr/(q·n)), and weight
-    decay is scaled by q·n to match, so a step touches the (C, G, d+1) gradient once for the update."""
+    Steps work on raw clipped sums: the 1/(q·n) of the update is folded into `step_size` (lr/(q·n)), and
+    weight decay is scaled by q·n to match, so a step touches the (C, G, d+1) gradient once for the update."""
 
     configs: list[RunConfig]
     sampler: PoissonSampler
@@ -163,12 +165,12 @@ def train_linear_heads(
 ) -> list[LinearHead]:
     """Train one linear head per configuration with Poisson-sampled, clipped, noised SGD (σ = 0: no noise);
     `device` is cpu, cuda[:N] or auto; `on_steps(n)` hears of n more steps done (summed over configurations);
-    `noise` hands out the batches' and every head's generators (secret unless seeded for an experiment); `count`
-    is the n that sampling rates and the updates' scale read (None: the exact number of rows, for references).
-    `units` (privacy/guarantee.py; left out: each row its own): grouped into persons, the person is the unit —
-    batches draw persons, and each person's gradient sum is clipped to `clip` (linear/persons.py); `count` and batch
-    sizes are then of persons. Runs that average their iterates (ema > 0) or train persons take the eager path on
-    CUDA too."""
+    `noise` hands out the batches' and every head's generators (secret unless seeded for an experiment);
+    `count` is the n that sampling rates and the updates' scale read (None: the exact number of rows, for
+    references). `units` (privacy/guarantee.py; left out: each row its own): grouped into persons, the person
+    is the unit — batches draw persons, and each person's gradient sum is clipped to `clip`
+    (linear/persons.py); `count` and batch sizes are then of persons. Runs that average their iterates (ema >
+    0) or train persons take the eager path on CUDA too."""
     dev = resolve_device(device)
     units = units or Units.rows(len(features))
     graphed = dev.type == "cuda" and not any(c.ema for c in configs) and not units.grouped
@@ -236,8 +238,8 @@ def _train_streams(
     init: tuple[np.ndarray, np.ndarray] | None,
     on_steps: Callable[[int], None],
 ) -> list[list[LinearHead]]:
-    """Streams with one step schedule (the same step counts, so the same number of active heads at every step),
-    stepped together; configurations that are done leave after their last step."""
+    """Streams with one step schedule (the same step counts, so the same number of active heads at every
+    step), stepped together; configurations that are done leave after their last step."""
     schedule = streams[0].configs  # sorted by decreasing steps: the active configurations are a prefix
     group = _Lockstep(streams, rows, num_classes, init)
     for start in range(0, schedule[0].steps, SAMPLING_CHUNK_STEPS):
@@ -260,8 +262,9 @@ def _train_streams(
 
 
 class _Lockstep:
-    """The training state of streams stepped together: heads laid out (S, C, G, d+1), so that per-row work runs once
-    over all streams' batches and the per-class reductions run over a leading, contiguous dimension."""
+    """The training state of streams stepped together: heads laid out (S, C, G, d+1), so that per-row work
+    runs once over all streams' batches and the per-class reductions run over a leading, contiguous
+    dimension."""
 
     def __init__(
         self,
@@ -288,8 +291,8 @@ class _Lockstep:
         }
         self.average = self.heads.clone() if self.uses["ema"] else self.heads  # what a head releases
         self.steps_taken = torch.zeros(len(streams), self.active, dtype=torch.int64)  # counted, not derived
-        # one (C, d+1) draw per head, contiguous (adding a transposed draw cost 8x the contiguous add at d = 2048),
-        # read in the heads' (S, C, G, d+1) layout through a permuted view
+        # one (C, d+1) draw per head, contiguous (adding a transposed draw cost 8x the contiguous add at d =
+        # 2048), read in the heads' (S, C, G, d+1) layout through a permuted view
         self.noise = torch.empty(len(streams), self.active, num_classes, dim, device=dev)
         self.draws = [list(zip(stream.noise_generators, self.noise[s])) for s, stream in enumerate(streams)]
         self.finished: dict[tuple[int, int], LinearHead] = {}
@@ -339,9 +342,10 @@ def _clipped_sums(
     indices batches[s]: (S, C, G, d+1).
 
     Row i's gradient is [x_i, 1] ⊗ (p_i − e_{y_i}); its clip factor min(1, C/‖·‖) = rsqrt(max(1, ‖p_i − e_y‖²·
-    clip_scale_i)). All streams' rows sit side by side in one (C, G, ΣB) residual tensor: each stream's matmuls
-    read and write its own column block (strided, no copies) and the softmax, one-hot and norms run once. Reductions
-    over classes run over the leading, contiguous dimension (a last dimension of C ≈ 10 does not vectorise on CPU)."""
+    clip_scale_i)). All streams' rows sit side by side in one (C, G, ΣB) residual tensor: each stream's
+    matmuls read and write its own column block (strided, no copies) and the softmax, one-hot and norms run
+    once. Reductions over classes run over the leading, contiguous dimension (a last dimension of C ≈ 10 does
+    not vectorise on CPU)."""
     streams, classes, count, dim = heads.shape
     person_batch = None
     if rows.layout is not None:  # batches of persons: their rows, each person's gradient clipped below
@@ -365,9 +369,8 @@ def _clipped_sums(
     residuals = torch.softmax(logits.view(classes, count, total), dim=0)
     one_hot = torch.zeros(classes, 1, total, device=xb.device)
     one_hot.scatter_(0, torch.index_select(rows.y, 0, batch).view(1, 1, total), 1.0)
-    residuals.sub_(
-        one_hot
-    )  # p − e_y: a broadcast (C, 1, B) one-hot is cheaper than indexing the (C, G, B) tensor
+    # p − e_y: a broadcast (C, 1, B) one-hot is cheaper than indexing the (C, G, B) tensor
+    residuals.sub_(one_hot)
     if rows.clip_scale is not None:
         scales = torch.index_select(rows.clip_scale, 0, batch)
         squared_norms = torch.linalg.vecdot(residuals, residuals, dim=0)

@@ -7,22 +7,22 @@ replays the chunk as one captured CUDA graph:
 - Rows are stored once as [x, 1, 0, ...] padded to an aligned width (cuBLAS needs aligned rows for its fast
   kernels), plus one all-zero row at index n. A Poisson batch is padded with index n up to a bucketed width; a
   padded slot's gradient is [0, 0] ⊗ r = 0 exactly, so padding changes nothing but the shape.
-- Heads that are done (fewer steps than the longest run of the group) keep stepping with a step size of 0, so the
-  number of heads never changes; their weights stay those of their last step.
+- Heads that are done (fewer steps than the longest run of the group) keep stepping with a step size of 0, so
+  the number of heads never changes; their weights stay those of their last step.
 - Every head's noise is drawn per chunk, (32, C, width) standard normals from the head's own (secret) device
   generator, whether or not the run lasts the whole chunk: no two heads share a draw, and with a seeded source
   (experiments only) a configuration draws the same noise alone or inside a sweep.
 
-Each step is the same DP-SGD step as the eager engine's: clip factor min(1, C/‖[x, 1] ⊗ (p − e_y)‖) from norms,
-one batched matmul per direction, Gaussian noise σ·C, the update divided by the expected batch size. Heads are laid
-out (S, G, C, width) so that the softmax and the norms over classes run over the innermost dimension: a softmax
-over an outer dimension of 100 classes took 64 µs of a 156 µs step on an H100.
+Each step is the same DP-SGD step as the eager engine's: clip factor min(1, C/‖[x, 1] ⊗ (p − e_y)‖) from
+norms, one batched matmul per direction, Gaussian noise σ·C, the update divided by the expected batch size.
+Heads are laid out (S, G, C, width) so that the softmax and the norms over classes run over the innermost
+dimension: a softmax over an outer dimension of 100 classes took 64 µs of a 156 µs step on an H100.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -38,7 +38,8 @@ def steps_between(configs: list, start: int, stop: int) -> int:
 
 
 class PaddedRows:
-    """The private rows as [x, 1, 0...] of an aligned width, with an all-zero row n that padded slots point at."""
+    """The private rows as [x, 1, 0...] of an aligned width, with an all-zero row n that padded slots point
+    at."""
 
     def __init__(
         self,
@@ -64,8 +65,8 @@ class PaddedRows:
 
 
 class ChunkInputs:
-    """What one chunk of steps reads, in fixed buffers a captured graph points at: row indices (steps, S, W), noise
-    (steps, S, G, C, width) and step sizes (steps, S, G, 1, 1)."""
+    """What one chunk of steps reads, in fixed buffers a captured graph points at: row indices (steps, S, W),
+    noise (steps, S, G, C, width) and step sizes (steps, S, G, 1, 1)."""
 
     def __init__(
         self,
@@ -100,18 +101,16 @@ class GraphedLockstep:
         self.streams, self.rows, self.chunk = streams, rows, chunk
         device, count = rows.x.device, len(streams[0].configs)
         self.longest = max(c.steps for c in streams[0].configs)
-        self.steps = torch.tensor(
-            [c.steps for c in streams[0].configs], device=device
-        )  # (G,), as in every stream
+        # (G,), as in every stream
+        self.steps = torch.tensor([c.steps for c in streams[0].configs], device=device)
         self.offsets = torch.arange(chunk, device=device)
         self.heads = torch.zeros(len(streams), count, num_classes, rows.width, device=device)
         if init is not None:
             self.heads[..., : rows.dim] = torch.as_tensor(init[0], device=device).T
             self.heads[..., rows.dim] = torch.as_tensor(init[1], device=device)
         self.velocity = torch.zeros_like(self.heads)
-        self.steps_taken = torch.zeros(
-            len(streams), count, device=device
-        )  # updates applied, counted on the device
+        # updates applied, counted on the device
+        self.steps_taken = torch.zeros(len(streams), count, device=device)
         self.columns = {
             name: torch.stack([getattr(s, name) for s in streams])[:, :, None, None]
             for name in ("step_size", "noise_std", "momentum", "decay")
@@ -124,15 +123,16 @@ class GraphedLockstep:
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
 
     def train(self, on_steps: Callable[[int], None] = lambda n: None) -> torch.Tensor:
-        """Every chunk of the longest run; the heads (S, G, C, width) after each run's last step. `on_steps` hears of
-        the steps queued (the device may still be running them)."""
+        """Every chunk of the longest run; the heads (S, G, C, width) after each run's last step. `on_steps`
+        hears of the steps queued (the device may still be running them)."""
         for start in range(0, self.longest, self.chunk):
             self._run_chunk(start)
             on_steps(len(self.streams) * steps_between(self.streams[0].configs, start, start + self.chunk))
         return self.heads
 
     def _run_chunk(self, start: int) -> None:
-        """Fill the chunk's input buffers without waiting for the device (the previous chunk may still run)."""
+        """Fill the chunk's input buffers without waiting for the device (the previous chunk may still
+        run)."""
         steps = min(self.chunk, self.longest - start)
         batches = [stream.sampler.batches(steps) for stream in self.streams]
         width = max(int((b < self.rows.n).sum(1).max()) for b in batches)
@@ -143,9 +143,8 @@ class GraphedLockstep:
             index[:steps, s, :used] = b[:, :used]  # a batch's indices are a prefix, padded with n
         inputs = self._inputs(width)
         inputs.index.copy_(index.pin_memory() if self.use_graphs else index, non_blocking=True)
-        active = (
-            self.offsets[:, None] + start < self.steps[None, :]
-        ).float()  # (chunk, G): 0 once a run is done
+        # (chunk, G): 0 once a run is done
+        active = (self.offsets[:, None] + start < self.steps[None, :]).float()
         torch.mul(self.columns["step_size"][None], active[:, None, :, None, None], out=inputs.step_size)
         if self.uses["noise_std"]:
             for s, stream in enumerate(self.streams):  # each head's chunk of draws from its own generator
@@ -166,7 +165,8 @@ class GraphedLockstep:
         return self.inputs[width]
 
     def _graph(self, width: int) -> torch.cuda.CUDAGraph:
-        """The chunk's steps captured once per padded width, after a warm-up on scratch copies of the state."""
+        """The chunk's steps captured once per padded width, after a warm-up on scratch copies of the
+        state."""
         if width not in self.graphs:
             inputs = self.inputs[width]
             side = torch.cuda.Stream()
@@ -194,7 +194,8 @@ class GraphedLockstep:
         noise: torch.Tensor,
         step_size: torch.Tensor,
     ) -> None:
-        """One DP-SGD step of every head in place: heads (S, G, C, width), index (S, W), noise (S, G, C, width)."""
+        """One DP-SGD step of every head in place: heads (S, G, C, width), index (S, W), noise (S, G, C,
+        width)."""
         streams, count, classes, width = heads.shape
         rows, flat_index = self.rows, index.view(-1)
         xb = rows.x.index_select(0, flat_index).view(streams, -1, width)  # (S, W, width)

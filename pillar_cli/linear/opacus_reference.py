@@ -7,7 +7,7 @@ Slow by design (it materialises one gradient per sample); it exists to check the
 from __future__ import annotations
 
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -51,12 +51,13 @@ def train_with_opacus(
     count: RowCount | None = None,
     on_steps: Callable[[int], None] = lambda n: None,
 ) -> LinearHead:
-    """One run through opacus (GradSampleModule + DPOptimizer) on the fast engine's Poisson batches; `on_steps(1)`
-    hears of each step.
+    """One run through opacus (GradSampleModule + DPOptimizer) on the fast engine's Poisson batches;
+    `on_steps(1)` hears of each step.
 
-    Batches and opacus' noise generator come from `noise` under the fast engine's labels, so with a seeded source
-    and σ = 0 both engines follow the same trajectory; opacus draws its noise its own way. `count`: the n that the
-    sampling rate and the expected batch read, as in the fast engine (None: the exact number of rows).
+    Batches and opacus' noise generator come from `noise` under the fast engine's labels, so with a seeded
+    source and σ = 0 both engines follow the same trajectory; opacus draws its noise its own way. `count`: the
+    n that the sampling rate and the expected batch read, as in the fast engine (None: the exact number of
+    rows).
     """
     from opacus import GradSampleModule
     from opacus.optimizers import DPOptimizer

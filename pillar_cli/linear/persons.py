@@ -1,17 +1,18 @@
 """The person as the privacy unit of DP-SGD: a person's rows are sampled together, and the sum of their rows'
-clipped gradients is clipped again to C, so that adding or removing one person — all their rows — moves a step's
-gradient sum by at most C, whatever their number of rows.
+clipped gradients is clipped again to C, so that adding or removing one person — all their rows — moves a
+step's gradient sum by at most C, whatever their number of rows.
 
-Why a sum clipped again rather than a cap on rows per person: it keeps every row (a cap drops rows of the persons
-with most, and needs a public cap), a person with one row is treated exactly as row-level DP-SGD treats a row, and
-the bound is C per person by construction, which the accountant then reads with the persons' sampling rate.
+Why a sum clipped again rather than a cap on rows per person: it keeps every row (a cap drops rows of the
+persons with most, and needs a public cap), a person with one row is treated exactly as row-level DP-SGD
+treats a row, and the bound is C per person by construction, which the accountant then reads with the persons'
+sampling rate.
 
-Rows are laid out person by person (`PersonLayout.order`); a Poisson batch draws persons, and `expand` turns the
-drawn persons into their rows, each row's person among them, and the pairs of rows of one person. For a linear
-softmax head a person's gradient is Σ_i r_i ⊗ x̃_i (r_i the row's clipped residual, x̃_i = [x_i, 1]), whose squared
-norm Σ_i ‖r_i‖²‖x̃_i‖² + 2 Σ_{i<j} (r_i·r_j)(x̃_i·x̃_j) needs only those pairs: no per-person gradient is formed,
-and the features' products x̃_i·x̃_j, fixed while training, are computed once (`attach`), so a step adds only the
-residuals' products over the pairs it drew.
+Rows are laid out person by person (`PersonLayout.order`); a Poisson batch draws persons, and `expand` turns
+the drawn persons into their rows, each row's person among them, and the pairs of rows of one person. For a
+linear softmax head a person's gradient is Σ_i r_i ⊗ x̃_i (r_i the row's clipped residual, x̃_i = [x_i, 1]),
+whose squared norm Σ_i ‖r_i‖²‖x̃_i‖² + 2 Σ_{i<j} (r_i·r_j)(x̃_i·x̃_j) needs only those pairs: no per-person
+gradient is formed, and the features' products x̃_i·x̃_j, fixed while training, are computed once (`attach`),
+so a step adds only the residuals' products over the pairs it drew.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ ROWS_A_BLOCK = 16_384  # rows whose products are formed at once (a copy of that 
 
 @dataclass(frozen=True)
 class PersonBatch:
-    """The rows of a batch of persons: `rows` (B,) row positions in the person-ordered layout, `person` (B,) the
-    position of each row's person in the batch, `first`/`second` the batch positions of the pairs i < j of rows of
-    one person, `products` (pairs,) their features' x̃_i·x̃_j."""
+    """The rows of a batch of persons: `rows` (B,) row positions in the person-ordered layout, `person` (B,)
+    the position of each row's person in the batch, `first`/`second` the batch positions of the pairs i < j of
+    rows of one person, `products` (pairs,) their features' x̃_i·x̃_j."""
 
     rows: torch.Tensor
     person: torch.Tensor
@@ -41,8 +42,8 @@ class PersonBatch:
 
     @classmethod
     def joined(cls, batches: list[PersonBatch]) -> PersonBatch:
-        """Batches side by side (streams stepped together): positions and persons offset, so no two streams' persons
-        meet."""
+        """Batches side by side (streams stepped together): positions and persons offset, so no two streams'
+        persons meet."""
         if len(batches) == 1:
             return batches[0]
         row_offsets = np.cumsum([0] + [len(b.rows) for b in batches[:-1]]).tolist()
@@ -58,9 +59,9 @@ class PersonBatch:
 
 
 class PersonLayout:
-    """The training rows grouped by person: `order` puts each person's rows next to each other; person p's rows are
-    then positions starts[p] .. starts[p] + counts[p] − 1, and its pairs of rows (i < j, in `np.triu_indices` order)
-    are entries pair_starts[p] .. of the products `attach` computes."""
+    """The training rows grouped by person: `order` puts each person's rows next to each other; person p's
+    rows are then positions starts[p] .. starts[p] + counts[p] − 1, and its pairs of rows (i < j, in
+    `np.triu_indices` order) are entries pair_starts[p] .. of the products `attach` computes."""
 
     def __init__(self, person_of_row: np.ndarray):
         self.order = np.argsort(person_of_row, kind="stable")
@@ -76,7 +77,8 @@ class PersonLayout:
         return len(self.counts)
 
     def attach(self, x: torch.Tensor) -> None:
-        """Compute x̃_i·x̃_j = x_i·x_j + 1 for every pair of rows of one person, from the person-ordered rows `x`."""
+        """Compute x̃_i·x̃_j = x_i·x_j + 1 for every pair of rows of one person, from the person-ordered rows
+        `x`."""
         total = (
             int(self.pair_starts[-1] + self.counts[-1] * (self.counts[-1] - 1) // 2)
             if len(self.counts)
@@ -95,15 +97,17 @@ class PersonLayout:
                 self.products[slots.reshape(-1)] = grams.reshape(-1)
 
     def drawn_rows(self, persons: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(rows, person, offsets) of the drawn persons (indices into this layout's persons): their rows' positions
-        in the layout, each row's person among the drawn, and where each drawn person's rows start."""
+        """(rows, person, offsets) of the drawn persons (indices into this layout's persons): their rows'
+        positions in the layout, each row's person among the drawn, and where each drawn person's rows
+        start."""
         counts = self.counts[persons]
         person = np.repeat(np.arange(len(persons)), counts)
         offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         return self.starts[persons][person] + np.arange(len(person)) - offsets[person], person, offsets
 
     def expand(self, persons: np.ndarray, device: torch.device) -> PersonBatch:
-        """The rows of the drawn persons (indices into this layout's persons) and their pairs (after `attach`)."""
+        """The rows of the drawn persons (indices into this layout's persons) and their pairs (after
+        `attach`)."""
         counts = self.counts[persons]
         rows, person, offsets = self.drawn_rows(persons)
         first, second, slots = [np.empty(0, np.int64)], [np.empty(0, np.int64)], [np.empty(0, np.int64)]
@@ -131,8 +135,9 @@ class PersonLayout:
 def person_ordered(
     features: np.ndarray, labels: np.ndarray, units: Units | None
 ) -> tuple[torch.Tensor, torch.Tensor, PersonLayout | None]:
-    """Rows (float32) and labels (int64) as tensors for a training loop of its own (AdaDPS, GEP): laid out person by
-    person, with the layout that draws them, where the units are persons; as given otherwise (and where left out)."""
+    """Rows (float32) and labels (int64) as tensors for a training loop of its own (AdaDPS, GEP): laid out
+    person by person, with the layout that draws them, where the units are persons; as given otherwise (and
+    where left out)."""
     layout = PersonLayout(units.ids) if units and units.grouped else None
     order = slice(None) if layout is None else layout.order
     return (
@@ -143,8 +148,8 @@ def person_ordered(
 
 
 def clip_persons(residuals: torch.Tensor, row_norms: torch.Tensor, batch: PersonBatch, clip: float) -> None:
-    """Scale the (row-clipped) residuals (C, G, B) in place so that every person's gradient Σ_i r_i ⊗ x̃_i has norm at
-    most `clip` for each of the G heads; `row_norms` (B,) are the batch's ‖x̃_i‖²."""
+    """Scale the (row-clipped) residuals (C, G, B) in place so that every person's gradient Σ_i r_i ⊗ x̃_i has
+    norm at most `clip` for each of the G heads; `row_norms` (B,) are the batch's ‖x̃_i‖²."""
     by_row = residuals.permute(2, 1, 0).contiguous()  # (B, G, C): a pair's residuals are two contiguous rows
     squared = torch.zeros(batch.persons, by_row.shape[1], device=residuals.device)
     squared.index_add_(0, batch.person, by_row.square().sum(2).mul_(row_norms[:, None]))

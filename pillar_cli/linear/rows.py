@@ -1,5 +1,6 @@
-"""The private training rows as DP-SGD's steps read them (linear/engine.py): on the training device, with each row's
-clipping scale precomputed, and — where the person is the unit — laid out person by person (linear/persons.py)."""
+"""The private training rows as DP-SGD's steps read them (linear/engine.py): on the training device, with each
+row's clipping scale precomputed, and — where the person is the unit — laid out person by person
+(linear/persons.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from pillar_cli.linear.persons import PersonLayout
 
 
 class PrivateRows:
-    """The private training rows as every step reads them: a batch comes back next to a column of ones (the bias
-    input), gathered into a reused buffer rather than from an augmented copy of the whole training set. With a
-    `layout` (linear/persons.py) the rows are ordered person by person and a batch draws persons: its length is
-    then the number of persons."""
+    """The private training rows as every step reads them: a batch comes back next to a column of ones (the
+    bias input), gathered into a reused buffer rather than from an augmented copy of the whole training set.
+    With a `layout` (linear/persons.py) the rows are ordered person by person and a batch draws persons: its
+    length is then the number of persons."""
 
     def __init__(
         self,
@@ -48,7 +49,6 @@ class PrivateRows:
                 max(size, 2 * len(self._buffer)), self.x.shape[1] + 1, device=self.x.device
             )
         rows = self._buffer[:size]
-        torch.index_select(
-            self.x, 0, batch, out=rows[:, :-1]
-        )  # index_select: ~4x faster than advanced indexing
+        # index_select: ~4x faster than advanced indexing
+        torch.index_select(self.x, 0, batch, out=rows[:, :-1])
         return rows

@@ -14,10 +14,11 @@ class PoissonSampler:
     def __init__(self, n: int, rate: float, generator: torch.Generator):
         self.n, self.rate, self.generator = n, rate, generator
         mean = n * rate
-        self.draws = int(math.ceil(mean + 10 * math.sqrt(mean * (1 - rate)) + 32))
+        self.draws = math.ceil(mean + 10 * math.sqrt(mean * (1 - rate)) + 32)
 
     def batches(self, steps: int) -> torch.Tensor:
-        """(steps, width): each row the increasing indices of one batch (size Binomial(n, q)), padded with n."""
+        """(steps, width): each row the increasing indices of one batch (size Binomial(n, q)), padded with
+        n."""
         positions = torch.cumsum(self._gaps(steps), dim=1) - 1
         while (
             short := positions[:, -1] < self.n

@@ -3,5 +3,6 @@ over (method, k, ε) × hyper-parameters with their selection.
 
 The CLI and the public API build on it.
 
-May import: `errors`, `lazy`, `memory`, `randomness`, `devices`, `artifacts`, `privacy`, `projection`, `linear`.
+May import: `errors`, `lazy`, `memory`, `randomness`, `devices`, `artifacts`, `privacy`, `projection`,
+`linear`.
 """

@@ -2,11 +2,12 @@
 selection over the cell's configurations, so that the model's ε covers training AND the choice of the model.
 
 A random number K of trials (privacy.rdp.TrialCount) is drawn from secret randomness, independently of the
-data, and never stored (Papernot–Steinke's bounds assume K stays hidden); each trial trains a
-configuration drawn uniformly from the candidates with the noise of `plan_selection` and releases its score, the
-number of correct val predictions plus Gaussian noise; only the best trial's head and noisy score are kept. Nothing
-else of the other trials is written: not their heads, scores, seeds, nor which trial won. With the person as the
-privacy unit each val row's prediction counts 1/(its person's val rows): one person moves a score by at most 1.
+data, and never stored (Papernot–Steinke's bounds assume K stays hidden); each trial trains a configuration
+drawn uniformly from the candidates with the noise of `plan_selection` and releases its score, the number of
+correct val predictions plus Gaussian noise; only the best trial's head and noisy score are kept. Nothing else
+of the other trials is written: not their heads, scores, seeds, nor which trial won. With the person as the
+privacy unit each val row's prediction counts 1/(its person's val rows): one person moves a score by at most
+1.
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.base import Cell, Method, Run
 from pillar_cli.privacy import Event, composed, dp_sgd_event
 from pillar_cli.privacy.rdp import TrialCount
-from pillar_cli.privacy.selection import SelectionPlan, plan_selection
-from pillar_cli.privacy.unit import PERSON, PrivacyUnit, adjacency
 from pillar_cli.privacy.relation import ROW_RELATIONS
+from pillar_cli.privacy.selection import SelectionPlan, plan_selection
+from pillar_cli.privacy.unit import PERSON, PrivacyUnit, Units, adjacency
 
-SCORE = f"correct predictions on the val split, plus Gaussian noise (sensitivity 1 under {adjacency(ROW_RELATIONS)})"
+SCORE = (
+    "correct predictions on the val split, plus Gaussian noise (sensitivity 1 under "
+    f"{adjacency(ROW_RELATIONS)})"
+)
 PERSON_SCORE = (
     "correct predictions on the val split, each weighted by 1/(its person's val rows), plus Gaussian noise "
     f"(sensitivity 1 under {adjacency(ROW_RELATIONS, PrivacyUnit(PERSON, 'their ids'))})"
@@ -36,9 +40,8 @@ class AccountedSelection:
     """How a cell's selection is randomised and its budget split; `trials` None: as many as candidates."""
 
     trials: float | None = None
-    shape: float = (
-        1.0  # geometric: never zero trials; Poisson (inf) is ~10 % tighter but releases nothing w.p. e^-μ
-    )
+    # geometric: never zero trials; Poisson (inf) is ~10 % tighter but releases nothing w.p. e^-μ
+    shape: float = 1.0
     score_share: float = 0.3
 
     def __post_init__(self) -> None:
@@ -62,8 +65,9 @@ class Released:
 def select_privately(
     method: Method, cell: Cell, val_z: np.ndarray, val_y: np.ndarray, selection: AccountedSelection
 ) -> tuple[list[Released], list[dict]]:
-    """One accounted selection per seed among `cell.configs` (the candidates, listed once per seed): the released
-    runs, and per seed the ledger's record of the selection (K = 0 under Poisson releases nothing)."""
+    """One accounted selection per seed among `cell.configs` (the candidates, listed once per seed): the
+    released runs, and per seed the ledger's record of the selection (K = 0 under Poisson releases
+    nothing)."""
     if method.own_selection:
         raise UsageError(
             f"{param('select')} accounted cannot wrap method '{method.name}': {method.own_selection}"
@@ -81,7 +85,8 @@ def select_privately(
         for seed, candidates in by_seed.items()
     }
     noise = plan.training
-    val_weights = cell.data.val_units.bounded_by(privacy.unit).weights
+    val_units = cell.data.val_units or Units.rows(len(val_y))
+    val_weights = val_units.bounded_by(privacy.unit).weights
     runs = iter(
         method.train_cell(
             replace(
@@ -118,8 +123,9 @@ def select_privately(
 
 
 def _budget(cell: Cell) -> tuple[float, float, Event | None]:
-    """(ε, δ) a cell's selection is planned at, and the Gaussian releases it composes with: those of what its heads
-    rest on (the count they read, upstream Gaussian releases) at δ_total, a pure-ε upstream release taken off ε."""
+    """(ε, δ) a cell's selection is planned at, and the Gaussian releases it composes with: those of what its
+    heads rest on (the count they read, upstream Gaussian releases) at δ_total, a pure-ε upstream release
+    taken off ε."""
     if cell.guarantee is None:
         return cell.epsilon, cell.privacy.delta, None
     segments, pure = cell.guarantee.fixed()
@@ -129,8 +135,9 @@ def _budget(cell: Cell) -> tuple[float, float, Event | None]:
 
 
 def _draw_trials(rng: np.random.Generator, candidates: list[RunConfig], count: TrialCount) -> list[tuple]:
-    """K trials, each a uniformly drawn candidate relabelled with a seed of its own (a label that keeps trials of the
-    same candidate apart when noise is seeded for an experiment); `rng` is secret: K and the picks are never stored."""
+    """K trials, each a uniformly drawn candidate relabelled with a seed of its own (a label that keeps trials
+    of the same candidate apart when noise is seeded for an experiment); `rng` is secret: K and the picks are
+    never stored."""
     picks = rng.integers(len(candidates), size=count.draw(rng))
     return [(candidates[p], replace(candidates[p], seed=int(rng.integers(2**31 - 1)))) for p in picks]
 
@@ -143,7 +150,8 @@ def _noisy_accuracy(
     score_sigma: float,
     standard_normal: float,
 ) -> float:
-    """The weighted count of correct val predictions plus noise, over the weights' sum (val rows, or persons)."""
+    """The weighted count of correct val predictions plus noise, over the weights' sum (val rows, or
+    persons)."""
     correct = float(val_weights @ (run.head.logits(val_z).argmax(axis=1) == val_y))
     return (correct + score_sigma * standard_normal) / float(val_weights.sum())
 
@@ -157,8 +165,9 @@ def _record(
     count: TrialCount,
     n_val: int,
 ) -> dict:
-    """The selection: its DP event tree, enough to recompute its ε from the artifact alone, and its candidates and
-    score for people; the number of trials drawn is not among them: the theorems hold only while K stays hidden."""
+    """The selection: its DP event tree, enough to recompute its ε from the artifact alone, and its candidates
+    and score for people; the number of trials drawn is not among them: the theorems hold only while K stays
+    hidden."""
     configurations = [
         {"lr": config.lr, "steps": config.steps, "batch_size": config.batch_size, "ridge": config.ridge}
         for config in candidates

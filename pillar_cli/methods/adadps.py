@@ -1,25 +1,26 @@
-"""AdaDPS (Li, Zaheer, Reddi, Smith, "Private adaptive optimization with side information", ICML 2022), the RMSProp
-variant of the PILLAR paper's Table 1: DP-SGD on all standardised features whose per-sample gradients are
-preconditioned, before clipping, by A = 1 / (√v + ε_c), where v is an exponential moving average (β) of the squared
-mean gradient of the same linear head on a batch of PUBLIC LABELLED rows at the current weights.
+"""AdaDPS (Li, Zaheer, Reddi, Smith, "Private adaptive optimization with side information", ICML 2022), the
+RMSProp variant of the PILLAR paper's Table 1: DP-SGD on all standardised features whose per-sample gradients
+are preconditioned, before clipping, by A = 1 / (√v + ε_c), where v is an exponential moving average (β) of
+the squared mean gradient of the same linear head on a batch of PUBLIC LABELLED rows at the current weights.
 
-The public labelled rows are side information: they are not protected, and the model says that public labels were
-used. The privacy is DP-SGD's: Poisson sampling, clipping of the preconditioned gradient A ⊙ g_i to C, Gaussian
-noise σC on its sum — the same DP event. For a linear head g_i = x̃_i ⊗ r_i (x̃ = [x, 1], r = softmax − one-hot), so
-‖A ⊙ g_i‖² = (x̃_i²)ᵀ A² (r_i²) and Σ_i f_i A ⊙ g_i = A ⊙ (X̃ᵀ (f ⊙ R)): the clipped sum never materialises a
-per-sample gradient, as in the main engine.
+The public labelled rows are side information: they are not protected, and the model says that public labels
+were used. The privacy is DP-SGD's: Poisson sampling, clipping of the preconditioned gradient A ⊙ g_i to C,
+Gaussian noise σC on its sum — the same DP event. For a linear head g_i = x̃_i ⊗ r_i (x̃ = [x, 1], r = softmax
+− one-hot), so ‖A ⊙ g_i‖² = (x̃_i²)ᵀ A² (r_i²) and Σ_i f_i A ⊙ g_i = A ⊙ (X̃ᵀ (f ⊙ R)): the clipped sum never
+materialises a per-sample gradient, as in the main engine.
 
-With the person as the privacy unit, batches draw persons (linear/persons.py's layout) and each person's sum of
-row-clipped preconditioned gradients is clipped again to C, as the main engine does; A mixes coordinates per class,
-so a person's sum is formed (persons × (d+1) × C per step) rather than read from pairs of rows.
+With the person as the privacy unit, batches draw persons (linear/persons.py's layout) and each person's sum
+of row-clipped preconditioned gradients is clipped again to C, as the main engine does; A mixes coordinates
+per class, so a person's sum is formed (persons × (d+1) × C per step) rather than read from pairs of rows.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -37,9 +38,8 @@ from pillar_cli.projection import project
 from pillar_cli.randomness import SECRET, NoiseSource
 
 PUBLIC_SEED_SALT = 0xADAD95  # public batches are drawn from their own generator
-OUTER_PRODUCT_VALUES = (
-    2**22
-)  # per-row gradients formed at once with the person as the unit (16 MiB of float32)
+# per-row gradients formed at once with the person as the unit (16 MiB of float32)
+OUTER_PRODUCT_VALUES = 2**22
 
 
 @dataclass(frozen=True)
@@ -71,8 +71,8 @@ def _rows_and_residuals(
 def _clipped_rows(
     x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, scale: torch.Tensor, clip: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(x̃, f ⊙ r): the rows and their residuals scaled by f_i = min(1, C/‖A ⊙ g_i‖), so that A ⊙ (x̃_i ⊗ f_i r_i) is
-    row i's clipped preconditioned gradient."""
+    """(x̃, f ⊙ r): the rows and their residuals scaled by f_i = min(1, C/‖A ⊙ g_i‖), so that A ⊙ (x̃_i ⊗ f_i
+    r_i) is row i's clipped preconditioned gradient."""
     augmented, residual = _rows_and_residuals(x, y, weights)
     norms = ((augmented.square() @ scale.square()) * residual.square()).sum(dim=1).sqrt()
     return augmented, residual * torch.clamp(clip / torch.clamp(norms, min=1e-12), max=1.0)[:, None]
@@ -81,7 +81,8 @@ def _clipped_rows(
 def preconditioned_clipped_sum(
     x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, scale: torch.Tensor, clip: float
 ) -> torch.Tensor:
-    """Σ_i min(1, C/‖A ⊙ g_i‖) A ⊙ g_i for rows x (B, d), labels y, weights (d+1, C), preconditioner A = `scale`."""
+    """Σ_i min(1, C/‖A ⊙ g_i‖) A ⊙ g_i for rows x (B, d), labels y, weights (d+1, C), preconditioner A =
+    `scale`."""
     augmented, residual = _clipped_rows(x, y, weights, scale, clip)
     return scale * (augmented.T @ residual)
 
@@ -95,8 +96,8 @@ def preconditioned_person_sum(
     person: torch.Tensor,
     persons: int,
 ) -> torch.Tensor:
-    """Σ_p min(1, C/‖S_p‖) S_p, S_p = Σ_{i∈p} min(1, C/‖A ⊙ g_i‖) A ⊙ g_i: rows clipped, then each person's sum of
-    them (`person`: each row's position among the batch's `persons` persons)."""
+    """Σ_p min(1, C/‖S_p‖) S_p, S_p = Σ_{i∈p} min(1, C/‖A ⊙ g_i‖) A ⊙ g_i: rows clipped, then each person's
+    sum of them (`person`: each row's position among the batch's `persons` persons)."""
     augmented, residual = _clipped_rows(x, y, weights, scale, clip)
     sums = torch.zeros(persons, *weights.shape, dtype=weights.dtype)
     rows_a_block = max(1, OUTER_PRODUCT_VALUES // weights.numel())
@@ -120,14 +121,15 @@ def public_preconditioner(
     """RMSProp on public gradients: each call draws a public batch, updates v and returns 1 / (√v + ε_c)."""
     x, y = torch.as_tensor(public_x, dtype=torch.float32), torch.as_tensor(public_y, dtype=torch.int64)
     generator = torch.Generator().manual_seed(seed ^ PUBLIC_SEED_SALT)
-    state = {"v": None}
+    state: dict[str, torch.Tensor] = {}
 
     def scale(weights: torch.Tensor) -> torch.Tensor:
         rows = torch.randint(len(x), (min(options.public_batch, len(x)),), generator=generator)
         squared = mean_gradient(x[rows], y[rows], weights).square()
         decay = options.average_decay
-        state["v"] = squared if state["v"] is None else decay * state["v"] + (1 - decay) * squared
-        return 1.0 / (state["v"].sqrt() + options.conditioner)
+        v = squared if "v" not in state else decay * state["v"] + (1 - decay) * squared
+        state["v"] = v
+        return 1.0 / (v.sqrt() + options.conditioner)
 
     return scale
 
@@ -144,11 +146,11 @@ def train_adadps(
     count: RowCount | None = None,
     units: Units | None = None,
 ) -> LinearHead:
-    """DP-SGD with preconditioned per-sample gradients; with A ≡ 1 it is the main engine's DP-SGD step for step
-    (with one seeded `noise` source: the same Poisson batches, the same noise draws). `count`: the n that the
-    sampling rate and the update's scale read (None: the exact number of units). `units` (left out: each row its own):
-    grouped into persons, the person is the unit — batches draw persons, and each person's clipped sum is clipped
-    again."""
+    """DP-SGD with preconditioned per-sample gradients; with A ≡ 1 it is the main engine's DP-SGD step for
+    step (with one seeded `noise` source: the same Poisson batches, the same noise draws). `count`: the n that
+    the sampling rate and the update's scale read (None: the exact number of units). `units` (left out: each
+    row its own): grouped into persons, the person is the unit — batches draw persons, and each person's
+    clipped sum is clipped again."""
     x, y, layout = person_ordered(features, labels, units)
     n, dim = (len(x) if layout is None else len(layout)), x.shape[1]
     count = count or RowCount.exact(n)
@@ -205,29 +207,28 @@ class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
     def train_cell(self, cell: Cell) -> list[Run]:
         data = cell.data
         train_x = project(cell.mapping, data.private_x, None)
-        public_x = project(cell.mapping, data.public_labelled[0], None)
+        public_rows, public_labels = data.labelled_public
+        public_x = project(cell.mapping, public_rows, None)
         runs = []
         for config in cell.configs:
             rate = cell.rows.sample_rate(config.batch_size)
             sigma = cell.noise_multiplier(rate, config.steps)
             clip = cell.privacy.clip if sigma > 0 else math.inf
-            scale = public_preconditioner(public_x, data.public_labelled[1], cell.options, config.seed)
-            head = each_run(
-                cell,
+            scale = public_preconditioner(public_x, public_labels, cell.options, config.seed)
+            train = functools.partial(
+                train_adadps,
+                train_x,
+                data.private_y,
+                data.num_classes,
                 config,
-                lambda: train_adadps(
-                    train_x,
-                    data.private_y,
-                    data.num_classes,
-                    config,
-                    sigma,
-                    clip,
-                    scale,
-                    cell.randomness,
-                    cell.rows,
-                    cell.units,
-                ),
+                sigma,
+                clip,
+                scale,
+                cell.randomness,
+                cell.rows,
+                cell.units,
             )
+            head = each_run(cell, config, train)
             event = dp_sgd_event(sigma, rate, config.steps)
             runs.append(Run(head=head, event=event, epsilon_spent=cell.spent_epsilon(event)))
         return runs

@@ -29,26 +29,27 @@ def sweep(
     groups_val: Any = None,
     **request: Any,
 ) -> SweepResult:
-    """Train every (method, k, ε) × (lr, steps, batch size, seed) on the private rows (X, y) and choose one run per
-    (method, k, ε) and seed with (X_val, y_val). Labels are class indices 0..C−1. `public` fits the projection (or
-    pass a fitted `projection`); adadps reads `public_labelled` = (X_pub, y_pub). The keyword arguments are a
-    `SweepRequest`'s (methods/request.py), train-private's options by their Python names, with its defaults:
-    method, k, epsilon, delta, accountant, clip, lr, steps, batch_size, seed, momentum, weight_decay, ridge, ema,
-    select, val, engine, device, method_options, noise_seed, n_public, privacy_unit, max_tpr, at_fpr — lists where
-    the command takes a list. `groups` (and `groups_val` for X_val) give each row's person: with privacy_unit
-    "auto" (the default) or "person" the guarantee is then per person (privacy/guarantee.py). `max_tpr` (at
-    `at_fpr`) replaces ε by a risk target: ε is calibrated so that no membership attack on one unit reaches that
-    true-positive rate at that false-positive rate (privacy/risk_target.py).
+    """Train every (method, k, ε) × (lr, steps, batch size, seed) on the private rows (X, y) and choose one
+    run per (method, k, ε) and seed with (X_val, y_val). Labels are class indices 0..C−1. `public` fits the
+    projection (or pass a fitted `projection`); adadps reads `public_labelled` = (X_pub, y_pub). The keyword
+    arguments are a `SweepRequest`'s (methods/request.py), train-private's options by their Python names, with
+    its defaults: method, k, epsilon, delta, accountant, clip, lr, steps, batch_size, seed, momentum,
+    weight_decay, ridge, ema, select, val, engine, device, method_options, noise_seed, n_public, privacy_unit,
+    max_tpr, at_fpr — lists where the command takes a list. `groups` (and `groups_val` for X_val) give each
+    row's person: with privacy_unit "auto" (the default) or "person" the guarantee is then per person
+    (privacy/guarantee.py). `max_tpr` (at `at_fpr`) replaces ε by a risk target: ε is calibrated so that no
+    membership attack on one unit reaches that true-positive rate at that false-positive rate
+    (privacy/risk_target.py).
 
-    k, lr and steps "auto" follow the default rule of methods/rules.py (from the row count, ε and the batch size; one
-    value per ε, nothing to choose on val); k None means all features. `select`: "val" (the result's `selection`
-    used the val labels, which ε does NOT account for), or "accounted" / an `AccountedSelection` (private cells run
-    the Papernot–Steinke selection; ε covers it). `val` "auto" trains on (X_val, y_val) beside (X, y) when nothing
-    is chosen on them and chooses with them otherwise; "train" and "hold-out" force it (methods/plan.py,
-    `val_role`). `seed` labels repetitions and seeds public randomness only; noise comes from fresh OS entropy
-    unless `noise_seed` is given, which makes runs repeat exactly and leaves them NOT differentially private.
-    Values derived from the number of private rows read a noisy count released inside ε (the result's `count`),
-    unless `n_public` declares that number public knowledge."""
+    k, lr and steps "auto" follow the default rule of methods/rules.py (from the row count, ε and the batch
+    size; one value per ε, nothing to choose on val); k None means all features. `select`: "val" (the result's
+    `selection` used the val labels, which ε does NOT account for), or "accounted" / an `AccountedSelection`
+    (private cells run the Papernot–Steinke selection; ε covers it). `val` "auto" trains on (X_val, y_val)
+    beside (X, y) when nothing is chosen on them and chooses with them otherwise; "train" and "hold-out" force
+    it (methods/plan.py, `val_role`). `seed` labels repetitions and seeds public randomness only; noise comes
+    from fresh OS entropy unless `noise_seed` is given, which makes runs repeat exactly and leaves them NOT
+    differentially private. Values derived from the number of private rows read a noisy count released inside
+    ε (the result's `count`), unless `n_public` declares that number public knowledge."""
     asked = SweepRequest(**request)
     x = np.asarray(X, dtype=np.float32)
     labels = np.asarray(y)

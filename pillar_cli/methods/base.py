@@ -1,9 +1,9 @@
-"""What a training method is, for a sweep: how it maps features to its k dimensions, which configurations it runs,
-and how it trains one (method, k, ε) cell into heads, each with the DP event it spent.
+"""What a training method is, for a sweep: how it maps features to its k dimensions, which configurations it
+runs, and how it trains one (method, k, ε) cell into heads, each with the DP event it spent.
 
-A method is one module holding a `Method` subclass and its registration (catalog.py for the built-in methods, a
-`pillar.methods` entry point for a plugin): it declares its options, its display family and what it reads, and the
-sweep, the CLI, the reports and the audit never ask for a method by name.
+A method is one module holding a `Method` subclass and its registration (catalog.py for the built-in methods,
+a `pillar.methods` entry point for a plugin): it declares its options, its display family and what it reads,
+and the sweep, the CLI, the reports and the audit never ask for a method by name.
 """
 
 from __future__ import annotations
@@ -13,23 +13,26 @@ import functools
 import itertools
 import math
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
 from pillar_cli.artifacts.model import RunKey
+from pillar_cli.artifacts.stored_rows import Rows
 from pillar_cli.linear.engine import LinearHead, RunConfig
+from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.privacy import Event, calibrate_noise, spent_epsilon
 from pillar_cli.privacy.count import RowCount
-from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.privacy.file_guarantee import ReleasedHead
 from pillar_cli.privacy.guarantee import Guarantee
-from pillar_cli.privacy.unit import PrivacyUnit, Units
 from pillar_cli.privacy.relation import ROW_RELATIONS, Relation
+from pillar_cli.privacy.unit import PrivacyUnit, Units
 from pillar_cli.projection import LinearMap, PublicPCA, project
 from pillar_cli.randomness import NoiseSource
 
+Trained = TypeVar("Trained")  # what a method's training of one configuration returns
 DEFAULT_STEPS = 500  # DP-SGD steps of a sweep that gives none
 
 
@@ -67,12 +70,10 @@ class Cell:
     device: str
     options: Any = None  # the method's options (an instance of its `options` dataclass; None: it has none)
     on_steps: Callable[[int], None] = lambda n: None  # hears of steps done, summed over configurations
-    noise: Callable[[float, int], float] | None = (
-        None  # σ by (sample rate, steps) when a private selection sets it
-    )
-    guarantee: Guarantee | None = (
-        None  # the plan's, as this cell's heads rest on it (None: a run alone, as an audit
-    )
+    # σ by (sample rate, steps) when a private selection sets it
+    noise: Callable[[float, int], float] | None = None
+    # the plan's, as this cell's heads rest on it (None: a run alone, as an audit
+    guarantee: Guarantee | None = None
     # trains it: nothing upstream, the exact count)
 
     @property
@@ -84,18 +85,19 @@ class Cell:
 
     @functools.cached_property
     def units(self) -> Units:
-        """The training rows' units as this cell's mechanisms bound them: the persons with the person as the privacy
-        unit, else each row (Units.weights: each row's weight in a released sum)."""
+        """The training rows' units as this cell's mechanisms bound them: the persons with the person as the
+        privacy unit, else each row (Units.weights: each row's weight in a released sum)."""
         return self.data.units.bounded_by(self.privacy.unit)
 
     @property
     def randomness(self) -> NoiseSource:
-        """The source of this cell's private draws: fresh OS entropy, or (experiments only) labelled by k and ε."""
+        """The source of this cell's private draws: fresh OS entropy, or (experiments only) labelled by k and
+        ε."""
         return self.privacy.noise.child(self.k, self.epsilon)
 
     def noise_multiplier(self, sample_rate: float, steps: int) -> float:
-        """σ of a run with this sample rate and step count: calibrated to the cell's (ε, δ) by its accountant, or
-        set by the selection the run is a trial of; 0 for ε = inf (non-private)."""
+        """σ of a run with this sample rate and step count: calibrated to the cell's (ε, δ) by its accountant,
+        or set by the selection the run is a trial of; 0 for ε = inf (non-private)."""
         if self.noise is not None:
             return self.noise(sample_rate, steps)
         if math.isinf(self.epsilon):
@@ -115,8 +117,8 @@ class Cell:
         return event if self.guarantee is None else self.guarantee.compose(event)
 
     def spent_epsilon(self, event: Event) -> float:
-        """A run's ε by the cell's accountant, everything it rests on composed in (at δ_total); NaN for a trial of a
-        private selection, whose ε is the selection's."""
+        """A run's ε by the cell's accountant, everything it rests on composed in (at δ_total); NaN for a
+        trial of a private selection, whose ε is the selection's."""
         if self.noise is not None:
             return math.nan
         if self.guarantee is None:
@@ -126,37 +128,67 @@ class Cell:
 
 @dataclass(frozen=True, kw_only=True)
 class Run:
-    """One head from training to the file: what a method's `train_cell` returns (head, event, ε, shared batches),
-    which the sweep completes with its key, its val accuracy and how its draws compose with the file's other heads
-    (`released`); artifacts.model.RunRecord is the same run as the file stores it."""
+    """One head from training to the file: what a method's `train_cell` returns (head, event, ε, shared
+    batches), which the sweep completes with its key, its val accuracy and how its draws compose with the
+    file's other heads (`released`); artifacts.model.RunRecord is the same run as the file stores it."""
 
     head: LinearHead  # in the cell's feature space (k projected dimensions, or all standardised features)
     event: Event  # what the run's mechanisms were, as a DP event tree
     epsilon_spent: float
-    batches: tuple | None = (
-        None  # runs of a cell with the same key drew their Poisson batches together (None: own)
-    )
+    # runs of a cell with the same key drew their Poisson batches together (None: own)
+    batches: tuple | None = None
     key: RunKey | None = None  # set by the sweep: the run's cell and hyper-parameters
     val_accuracy: float = math.nan  # set by the sweep (NaN: no val split)
     released: ReleasedHead | None = None  # set by the sweep
 
 
-def head_rows(mapping: LinearMap, x: np.ndarray, k: int | None, unit_rows: bool) -> np.ndarray:
+@dataclass(frozen=True, kw_only=True)
+class SweptRun(Run):
+    """A run as the sweep completes it: its key, its val accuracy (NaN: no val split), how its draws compose
+    with the file's other heads."""
+
+    key: RunKey
+    val_accuracy: float
+    released: ReleasedHead
+
+    @classmethod
+    def of(
+        cls,
+        run: Run,
+        *,
+        key: RunKey,
+        event: Event,
+        epsilon_spent: float,
+        val_accuracy: float,
+        released: ReleasedHead,
+    ) -> SweptRun:
+        return cls(
+            head=run.head,
+            event=event,
+            epsilon_spent=epsilon_spent,
+            batches=run.batches,
+            key=key,
+            val_accuracy=val_accuracy,
+            released=released,
+        )
+
+
+def head_rows(mapping: LinearMap, x: Rows, k: int | None, unit_rows: bool) -> np.ndarray:
     """Standardised, projected on k dimensions (None: all), scaled to unit norm when `unit_rows`."""
     rows = project(mapping, x, k)
     return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12) if unit_rows else rows
 
 
 class Method:
-    """A training method's defaults: DP-SGD configurations over lr × steps × batch size × seed, k components."""
+    """A training method's defaults: DP-SGD configurations over lr × steps × batch size × seed, k
+    components."""
 
     name: str = ""
     description: str = ""
     family: str = ""  # the name the result tables give it (the paper's, where it has one); empty: its name
     family_unprojected: str | None = None  # the family of its runs at k = full, when that is another method's
-    options: type | None = (
-        None  # its options: a frozen dataclass of `option(...)` fields, validated on creation
-    )
+    # its options: a frozen dataclass of `option(...)` fields, validated on creation
+    options: type | None = None
     projects: bool = True  # heads live in the span of k basis vectors (recorded as bases/<method>/<k>)
     single_cell: bool = False  # one cell at k = full whatever k the sweep lists
     needs_public_rows: str | None = None  # why the method reads the public rows (None: it does not)
@@ -167,15 +199,12 @@ class Method:
     averages_iterates: bool = False  # its DP-SGD engine can release a moving average of the iterates (ema)
     not_auditable: str | None = None  # why the input-canary audit cannot run it (None: it can)
     needs_public_labels: bool = False  # it reads a labelled public split (side information, not protected)
-    reads_count: bool = (
-        True  # it derives something from the number of private rows (a sampling rate, a scale)
-    )
-    person_bound: str | None = (
-        None  # how it bounds one person's contribution, in words (None: it bounds a row only)
-    )
-    request_fields: frozenset[str] = frozenset(
-        {"k", "lr", "steps", "batch_size"}
-    )  # what its configurations read
+    # it derives something from the number of private rows (a sampling rate, a scale)
+    reads_count: bool = True
+    # how it bounds one person's contribution, in words (None: it bounds a row only)
+    person_bound: str | None = None
+    # what its configurations read
+    request_fields: frozenset[str] = frozenset({"k", "lr", "steps", "batch_size"})
     mechanism_description: str = "DP-SGD: Poisson sampling, per-row clipping to C, Gaussian noise σ·C"
     relations: tuple[Relation, ...] = ROW_RELATIONS  # the neighbouring relations its analysis holds under
 
@@ -214,7 +243,8 @@ class Method:
         return pca
 
     def check_data(self, data: SweepData, options: Any) -> None:
-        """Fail before any training if this method cannot read these rows (beyond what every method checks)."""
+        """Fail before any training if this method cannot read these rows (beyond what every method
+        checks)."""
 
     def check_k(self, k: int, pca: PublicPCA, num_classes: int) -> None:
         """Fail before any training if this k cannot work."""
@@ -231,22 +261,24 @@ class Method:
         momentum: float,
         weight_decay: float,
         ridges: tuple[float | None, ...],
-        rows: int,
+        rows: float,
     ) -> list[RunConfig]:
-        """The configurations of each of its cells, from a sweep request's fields (SweepGrid.configs passes them
-        all by name; a method reads those it uses): steps None = its default, batch sizes for `rows` private rows."""
+        """The configurations of each of its cells, from a sweep request's fields (SweepGrid.configs passes
+        them all by name; a method reads those it uses): steps None = its default, batch sizes for `rows`
+        private rows."""
         return [
             RunConfig(lr, t, b, s, momentum, weight_decay)
             for lr, t, b, s in itertools.product(lrs, steps or [DEFAULT_STEPS], batch_sizes, seeds)
         ]
 
-    def features(self, mapping: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:
-        """The rows the head reads: standardised, projected on k dimensions (when the method projects), and scaled to
-        unit norm when the method normalises rows."""
+    def features(self, mapping: LinearMap, x: Rows, k: int | None) -> np.ndarray:
+        """The rows the head reads: standardised, projected on k dimensions (when the method projects), and
+        scaled to unit norm when the method normalises rows."""
         return head_rows(mapping, x, k if self.projects else None, self.normalises_rows)
 
     def mechanism(self, config: RunConfig, count: RowCount) -> tuple[float, int]:
-        """(sample rate, steps) of the Gaussian mechanism a configuration runs, its rate read from the row count."""
+        """(sample rate, steps) of the Gaussian mechanism a configuration runs, its rate read from the row
+        count."""
         return count.sample_rate(config.batch_size), config.steps
 
     def default_steps(self, n: float) -> int | None:
@@ -261,7 +293,7 @@ class Method:
         return {}
 
 
-def each_run(cell: Cell, config: RunConfig, train: Callable[[], object]) -> object:
+def each_run(cell: Cell, config: RunConfig, train: Callable[[], Trained]) -> Trained:
     """`train()` for one configuration of a method that trains runs one by one, its steps then reported."""
     result = train()
     cell.on_steps(config.steps)

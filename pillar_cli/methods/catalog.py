@@ -1,12 +1,13 @@
 """The training methods by name, in the order result tables list them (the paper's Table 1 first).
 
-Adding a method: one module with a `Method` subclass and one registration — here for a built-in method, or, for a
-plugin, an entry point in its package's metadata naming the `Method` instance:
+Adding a method: one module with a `Method` subclass and one registration — here for a built-in method, or,
+for a plugin, an entry point in its package's metadata naming the `Method` instance:
 
     [project.entry-points."pillar.methods"]
     centroids = "my_package.centroids:CENTROIDS"
 
-Its name, options (flags of train-private), family (its row in the reports) and audit coverage then come from it.
+Its name, options (flags of train-private), family (its row in the reports) and audit coverage then come from
+it.
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ def bounding_persons() -> list[str]:
 
 
 def _load_plugins() -> None:
-    """Register every installed plugin's method; one that fails to load is skipped with a warning, so that a broken
-    plugin does not take the built-in methods down."""
+    """Register every installed plugin's method; one that fails to load is skipped with a warning, so that a
+    broken plugin does not take the built-in methods down."""
     for entry in entry_points(group=PLUGIN_GROUP):
         try:
             register(entry.load())

@@ -1,32 +1,34 @@
 """Closed-form private heads: one Gaussian release of sufficient statistics of the private rows, then a solve
 (Mehta et al., "Differentially private image classification from features", TMLR 2023).
 
-Both read the private rows projected on the top-k public components and scaled to unit norm, so that one row moves
-a released statistic by a known amount whatever its features; the head reads test rows the same way. Their ε is
-that of the one release (a Gaussian mechanism: sampling rate 1, one step), calibrated and recomputed by the
-accountant like every other run; nothing else touches private labels.
+Both read the private rows projected on the top-k public components and scaled to unit norm, so that one row
+moves a released statistic by a known amount whatever its features; the head reads test rows the same way.
+Their ε is that of the one release (a Gaussian mechanism: sampling rate 1, one step), calibrated and
+recomputed by the accountant like every other run; nothing else touches private labels.
 
 - `public-lda`: a linear discriminant. The shared covariance comes from the PUBLIC rows (same projection, same
-  scaling; Ledoit–Wolf shrinkage, which public data alone sets) plus λ·I, by default λ = k·(σC/ñ)², the expected
-  squared norm of the noise on each released class mean. The release is the per-class sums of the private rows:
-  one row changes one sum by at most 1 (sensitivity 1). Class sizes are taken as ñ / C from the sweep's released
-  row count ñ (privacy/count.py; balanced classes assumed, and stated): nothing in the head is a function of the
-  private n, and releasing noisy per-class counts instead costs 7–16 points at ε = 0.1 on MNIST (docs/methods.md).
+  scaling; Ledoit–Wolf shrinkage, which public data alone sets) plus λ·I, by default λ = k·(σC/ñ)², the
+  expected squared norm of the noise on each released class mean. The release is the per-class sums of the
+  private rows: one row changes one sum by at most 1 (sensitivity 1). Class sizes are taken as ñ / C from the
+  sweep's released row count ñ (privacy/count.py; balanced classes assumed, and stated): nothing in the head
+  is a function of the private n, and releasing noisy per-class counts instead costs 7–16 points at ε = 0.1 on
+  MNIST (docs/methods.md).
 - `dp-ls`: DP least squares. Rows a = [u, 1]/√2 (u the unit row; ‖a‖ = 1) and one-hot labels y; the release is
-  [AᵀA | AᵀY] (the Gram matrix's upper triangle, mirrored: symmetric noise), whose change by one row is
-  [aaᵀ | ayᵀ], of Frobenius norm at most √2: sensitivity √2. The head solves (G + λI) W = B; it reads no row
-  count, so it spends none of its budget on one.
+  [AᵀA | AᵀY] (the Gram matrix's upper triangle, mirrored: symmetric noise), whose change by one row is [aaᵀ |
+  ayᵀ], of Frobenius norm at most √2: sensitivity √2. The head solves (G + λI) W = B; it reads no row count,
+  so it spends none of its budget on one.
 
-With the person as the privacy unit (privacy/guarantee.py), each row's term in a released sum is weighted by 1/(its
-person's rows): a person then moves a release at most as one row does (sensitivities unchanged), every person weighs
-the same in the fit, and public-lda's class sizes read the count of persons.
+With the person as the privacy unit (privacy/guarantee.py), each row's term in a released sum is weighted by
+1/(its person's rows): a person then moves a release at most as one row does (sensitivities unchanged), every
+person weighs the same in the fit, and public-lda's class sizes read the count of persons.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 import numpy as np
 
@@ -63,7 +65,7 @@ class ClosedFormHead(Method):
         event = GaussianEvent(sigma)
         spent = cell.spent_epsilon(event)
         return [
-            each_run(cell, c, lambda c=c: self._run(cell, statistics, sigma, c, event, spent))
+            each_run(cell, c, functools.partial(self._run, cell, statistics, sigma, c, event, spent))
             for c in cell.configs
         ]
 
@@ -90,8 +92,9 @@ class ClosedFormHead(Method):
     def solve(
         self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None, sigma: float
     ) -> LinearHead:
-        """The head from the noisy statistics with λ = `ridge`, or (None) the method's default, set by the noise
-        scale, the shapes and released values only (a run records the λ asked for, 0 for the default)."""
+        """The head from the noisy statistics with λ = `ridge`, or (None) the method's default, set by the
+        noise scale, the shapes and released values only (a run records the λ asked for, 0 for the
+        default)."""
         raise NotImplementedError
 
 
@@ -108,7 +111,8 @@ def augmented(rows: np.ndarray) -> np.ndarray:
 
 
 def augmented_head(weights: np.ndarray, steps_run: int) -> LinearHead:
-    """The head on unit rows u from weights on a = [u, 1]/√2, with the steps (releases) counted as they ran."""
+    """The head on unit rows u from weights on a = [u, 1]/√2, with the steps (releases) counted as they
+    ran."""
     weights = weights / math.sqrt(2.0)
     return LinearHead(weights[:-1].astype(np.float32), weights[-1].astype(np.float32), steps_run)
 
@@ -122,8 +126,8 @@ def noise_ridge(sigma: float, sensitivity: float, dim: int) -> float:
 def class_sums(
     rows: np.ndarray, labels: np.ndarray, num_classes: int, row_weights: np.ndarray | None = None
 ) -> np.ndarray:
-    """(C, d): the per-class sums public-lda releases, each row weighted by `row_weights` (None: 1); a unit row of
-    weight ≤ 1 moves one sum by at most its weight."""
+    """(C, d): the per-class sums public-lda releases, each row weighted by `row_weights` (None: 1); a unit
+    row of weight ≤ 1 moves one sum by at most its weight."""
     weighted = rows if row_weights is None else rows * row_weights[:, None]
     return np.eye(num_classes)[labels].T @ weighted
 
@@ -154,7 +158,7 @@ class PublicCovarianceLDA(ClosedFormHead):
 
     def statistics(self, cell: Cell, rows: np.ndarray, row_weights: np.ndarray) -> tuple:
         data = cell.data
-        public = self.features(cell.mapping, data.public_x, cell.k)
+        public = self.features(cell.mapping, data.public, cell.k)
         if len(public) <= public.shape[1]:
             raise DataError(
                 f"{len(public)} public rows cannot estimate a {public.shape[1]}-dimensional covariance",
@@ -169,8 +173,8 @@ class PublicCovarianceLDA(ClosedFormHead):
     def solve(
         self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None, sigma: float
     ) -> LinearHead:
-        """Means from the noisy sums over ñ/C, ñ the released row count (at least one row per class); default λ =
-        k·(σΔC/ñ)², the expected squared norm of a noisy class mean's noise."""
+        """Means from the noisy sums over ñ/C, ñ the released row count (at least one row per class); default
+        λ = k·(σΔC/ñ)², the expected squared norm of a noisy class mean's noise."""
         sums, released_count, covariance = statistics
         classes, dim = sums.shape
         count = max(float(classes), released_count)
@@ -181,7 +185,8 @@ class PublicCovarianceLDA(ClosedFormHead):
 
 
 def public_covariance(public: np.ndarray) -> np.ndarray:
-    """The public rows' covariance with Ledoit–Wolf shrinkage: the shrinkage is estimated from the same rows."""
+    """The public rows' covariance with Ledoit–Wolf shrinkage: the shrinkage is estimated from the same
+    rows."""
     from sklearn.covariance import ledoit_wolf
 
     return ledoit_wolf(public)[0]
@@ -214,8 +219,8 @@ class DPLeastSquares(ClosedFormHead):
     def solve(
         self, statistics: tuple, noise: Callable[[tuple], np.ndarray], ridge: float | None, sigma: float
     ) -> LinearHead:
-        """Default λ: the spectral scale of the Gram matrix's noise, 2σΔ√(d + 1), so the noisy Gram stays positive
-        definite; 1 without noise."""
+        """Default λ: the spectral scale of the Gram matrix's noise, 2σΔ√(d + 1), so the noisy Gram stays
+        positive definite; 1 without noise."""
         gram, cross = statistics
         if ridge is None:
             ridge = noise_ridge(sigma, self.sensitivity, len(gram))

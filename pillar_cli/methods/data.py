@@ -1,6 +1,7 @@
-"""What a sweep trains on and under which privacy settings: the rows (raw embeddings; each method applies the public
-scaler itself), their units, the val rows, the public rows some methods read, and the DP-GSD release that chose the
-public data; δ, clip, accountant, the noise source, the count's share, the unit (set by the plan)."""
+"""What a sweep trains on and under which privacy settings: the rows (raw embeddings; each method applies the
+public scaler itself), their units, the val rows, the public rows some methods read, and the DP-GSD release
+that chose the public data; δ, clip, accountant, the noise source, the count's share, the unit (set by the
+plan)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pillar_cli.artifacts.stored_rows import Rows
 from pillar_cli.errors import DataError
 from pillar_cli.privacy.count import COUNT_SHARE, DEFAULT_DELTA
 from pillar_cli.privacy.release import DPRelease
@@ -32,29 +34,25 @@ class SweepData:
     """Everything a sweep trains on. Features are raw embeddings; the public scaler is applied per method."""
 
     pca: PublicPCA
-    private_x: np.ndarray
+    private_x: Rows
     private_y: np.ndarray
-    val_x: np.ndarray | None  # None: no val split, allowed when each cell has a single configuration
+    val_x: Rows | None  # None: no val split, allowed when each cell has a single configuration
     val_y: np.ndarray | None
     num_classes: int
-    public_x: np.ndarray | None = None  # unlabelled public rows (GEP's anchor subspace)
+    public_x: Rows | None = None  # unlabelled public rows (GEP's anchor subspace)
     warm_start: tuple[np.ndarray, np.ndarray] | None = None  # (W (D, C), b) in the standardised space
     private_index: np.ndarray | None = None  # source row ids, when known: public and private must be disjoint
     public_index: np.ndarray | None = None
-    source: str | None = (
-        None  # the embeddings file the rows come from, for messages (None: rows given as arrays)
-    )
-    public_labelled: tuple[np.ndarray, np.ndarray] | None = (
-        None  # labelled public rows (AdaDPS's preconditioner)
-    )
+    # the embeddings file the rows come from, for messages (None: rows given as arrays)
+    source: str | None = None
+    # labelled public rows (AdaDPS's preconditioner)
+    public_labelled: tuple[Rows, np.ndarray] | None = None
     units: Units = None  # type: ignore[assignment]  # each training row's unit (left out: each row its own)
-    val_units: Units | None = (
-        None  # each val row's unit, where there are val rows (left out: each row its own)
-    )
+    # each val row's unit, where there are val rows (left out: each row its own)
+    val_units: Units | None = None
     public_choice: DPRelease | None = None  # the DP-GSD release that chose the public data, where one did
-    rows_named: str | None = (
-        None  # a digest naming the training rows' content (None: hashed when the count is drawn)
-    )
+    # a digest naming the training rows' content (None: hashed when the count is drawn)
+    rows_named: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "units", self.units or Units.rows(len(self.private_x)))
@@ -62,6 +60,21 @@ class SweepData:
             raise DataError(f"{self.name}: {len(self.units)} persons for {len(self.private_x)} rows")
         if self.val_x is not None:
             object.__setattr__(self, "val_units", self.val_units or Units.rows(len(self.val_x)))
+
+    @property
+    def public(self) -> Rows:
+        """The unlabelled public rows, for a method that reads them (the plan refuses such a method
+        without)."""
+        if self.public_x is None:
+            raise DataError(f"{self.name}: this method reads the public split, which was not given")
+        return self.public_x
+
+    @property
+    def labelled_public(self) -> tuple[Rows, np.ndarray]:
+        """The labelled public rows, for a method that reads them (the plan refuses such a method without)."""
+        if self.public_labelled is None:
+            raise DataError(f"{self.name}: this method reads a labelled public split, which was not given")
+        return self.public_labelled
 
     @property
     def name(self) -> str:

@@ -1,24 +1,25 @@
-"""Semi-private learning of disjunctions (§3.1 of Hu, Pinto, Yang, Sanyal): the exponential mechanism on the private
-empirical error, over two hypothesis classes.
+"""Semi-private learning of disjunctions (§3.1 of Hu, Pinto, Yang, Sanyal): the exponential mechanism on the
+private empirical error, over two hypothesis classes.
 
 - `em-components`: the disjunctions that are unions of the PUBLIC split's connected components (`fit-pca
   --components`): 2^Z candidates, Z the number of components, whatever the dimension d.
-- `em-disjunctions`: the baseline the theorem improves on, every disjunction of at most L variables (`--literals`):
-  Σ_{j≤L} C(d, j) candidates, which grows with d.
+- `em-disjunctions`: the baseline the theorem improves on, every disjunction of at most L variables
+  (`--literals`): Σ_{j≤L} C(d, j) candidates, which grows with d.
 
-A candidate's score is minus its number of errors on the private rows: one row changes it by at most 1 (Δ = 1), so
-one exponential mechanism is ε-DP (δ = 0). Errors are counted for millions of candidates from bitsets (one bit per
-private row and variable: a disjunction's positive rows are the OR of its variables' bits), scored in chunks and
-sampled by report-noisy-max with Gumbel noise. The chosen disjunction is a linear head on the raw 0/1 rows: class 1
-scores Σ_{i∈S} x_i, class 0 the constant ½.
+A candidate's score is minus its number of errors on the private rows: one row changes it by at most 1 (Δ =
+1), so one exponential mechanism is ε-DP (δ = 0). Errors are counted for millions of candidates from bitsets
+(one bit per private row and variable: a disjunction's positive rows are the OR of its variables' bits),
+scored in chunks and sampled by report-noisy-max with Gumbel noise. The chosen disjunction is a linear head on
+the raw 0/1 rows: class 1 scores Σ_{i∈S} x_i, class 0 the constant ½.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
@@ -33,9 +34,8 @@ from pillar_cli.privacy.relation import Relation
 from pillar_cli.projection.components import PublicComponents, check_boolean_rows
 
 SENSITIVITY = 1.0
-MAX_CANDIDATES = (
-    2 * 10**8
-)  # scoring is ~0.1 µs per candidate and private row / 64: beyond this, minutes per seed
+# scoring is ~0.1 µs per candidate and private row / 64: beyond this, minutes per seed
+MAX_CANDIDATES = 2 * 10**8
 CHUNK_BYTES = 2**26
 
 
@@ -89,15 +89,15 @@ class ExponentialMechanismDisjunctions(Method):
         raise NotImplementedError
 
     def candidates(self, cell: Cell) -> tuple[np.ndarray, Iterator[np.ndarray]]:
-        """The variable groups candidates are unions of ((m, D) 0/1) and the candidates as chunks of (N, L) group
-        indices, −1 padded."""
+        """The variable groups candidates are unions of ((m, D) 0/1) and the candidates as chunks of (N, L)
+        group indices, −1 padded."""
         raise NotImplementedError
 
     def train_cell(self, cell: Cell) -> list[Run]:
         event = ExponentialEvent(cell.own_budget())  # pure ε whatever the number of candidates
         spent = cell.spent_epsilon(event)
         return [
-            each_run(cell, config, lambda config=config: self._run(cell, config, event, spent))
+            each_run(cell, config, functools.partial(self._run, cell, config, event, spent))
             for config in cell.configs
         ]
 
@@ -131,7 +131,8 @@ class ExponentialMechanismDisjunctions(Method):
 
 
 def disjunction_head(variables: np.ndarray, steps_run: int | None = None) -> LinearHead:
-    """The disjunction of `variables` ((D,) bool) as a two-class linear head: class 1 iff some variable is 1."""
+    """The disjunction of `variables` ((D,) bool) as a two-class linear head: class 1 iff some variable is
+    1."""
     weights = np.zeros((len(variables), 2), np.float32)
     weights[variables, 1] = 1.0
     return LinearHead(weights, np.array([0.5, 0.0], np.float32), steps_run)
@@ -141,9 +142,8 @@ class ErrorCounter:
     """Errors of disjunctions of variable groups on labelled rows, from one bitset per group."""
 
     def __init__(self, active: np.ndarray, labels: np.ndarray):
-        bits = _bitsets(
-            np.vstack([active.T, np.zeros((1, len(labels)), bool)])
-        )  # last row: padding, never active
+        # last row: padding, never active
+        bits = _bitsets(np.vstack([active.T, np.zeros((1, len(labels)), bool)]))
         self.bits, self.padding = bits, len(bits) - 1
         masks = _bitsets(np.vstack([labels == 1, labels == 0]))
         self.positive, self.negative = masks[0], masks[1]
@@ -165,7 +165,8 @@ def _bitsets(indicators: np.ndarray) -> np.ndarray:
 
 
 def _combination_chunks(dim: int, literals: int, rows: int) -> Iterator[np.ndarray]:
-    """Every set of at most `literals` of `dim` variables, in chunks of at most `rows` (−1 padded to `literals`)."""
+    """Every set of at most `literals` of `dim` variables, in chunks of at most `rows` (−1 padded to
+    `literals`)."""
     for size in range(literals + 1):
         combinations = itertools.combinations(range(dim), size)
         while True:
@@ -181,7 +182,8 @@ def _combination_chunks(dim: int, literals: int, rows: int) -> Iterator[np.ndarr
 
 
 def _subset_chunks(groups: int, rows: int) -> Iterator[np.ndarray]:
-    """Every subset of `groups` groups (bit i of the subset's number: group i), in chunks of at most `rows`."""
+    """Every subset of `groups` groups (bit i of the subset's number: group i), in chunks of at most
+    `rows`."""
     positions = np.arange(max(groups, 1))
     for start in range(0, 2**groups, rows):
         masks = np.arange(start, min(start + rows, 2**groups), dtype=np.int64)
@@ -199,7 +201,7 @@ class ComponentDisjunctions(ExponentialMechanismDisjunctions):
         "candidates; fit-pca --components)"
     )
 
-    def candidate_count(self, data: SweepData, options: None) -> int:
+    def candidate_count(self, data: SweepData, options: DisjunctionOptions | None) -> int:
         if not isinstance(data.pca, PublicComponents):
             raise UsageError(
                 f"method '{self.name}' needs the public component graph as its projection",
@@ -228,8 +230,8 @@ class AllDisjunctions(ExponentialMechanismDisjunctions):
     )
     needs_public_basis = False
 
-    def candidate_count(self, data: SweepData, options: DisjunctionOptions) -> int:
-        literals = options.literals
+    def candidate_count(self, data: SweepData, options: DisjunctionOptions | None) -> int:
+        literals = (options or DisjunctionOptions()).literals
         dim = data.private_x.shape[1]
         count = sum(math.comb(dim, j) for j in range(literals + 1))
         if count > MAX_CANDIDATES:

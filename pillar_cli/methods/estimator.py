@@ -1,14 +1,16 @@
 """DPLinearClassifier: one private linear head as a scikit-learn estimator, with its privacy ledger.
 
 The projection is fitted only on the `public=` rows given to `fit`, or passed in already fitted; `fit` refuses
-private rows that are among the rows the projection was fitted on. Every check of the CLI's train-private applies
-(the same sweep code runs): ε > 0, δ < 1/n, at least two classes, finite features, clip > 0, a positive lr.
+private rows that are among the rows the projection was fitted on. Every check of the CLI's train-private
+applies (the same sweep code runs): ε > 0, δ < 1/n, at least two classes, finite features, clip > 0, a
+positive lr.
 """
 
 from __future__ import annotations
 
 import sys
 import warnings
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -20,17 +22,17 @@ from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.classifier_file import read_classifier
 from pillar_cli.artifacts.embeddings import Split
 from pillar_cli.artifacts.given_rows import given_rows
+from pillar_cli.artifacts.statement import make_statement
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.linear.engine import LinearHead
 from pillar_cli.methods.base import head_rows
-from pillar_cli.methods.data import SweepData
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
+from pillar_cli.methods.data import SweepData
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows, refuse_privately_scaled
 from pillar_cli.methods.request import SweepRequest
-from pillar_cli.methods.sweep import run_sweep
-from pillar_cli.artifacts.statement import make_statement
 from pillar_cli.methods.rules import rule_record
+from pillar_cli.methods.sweep import run_sweep
 from pillar_cli.privacy.basis import ChosenBy, StatementBasis
 from pillar_cli.privacy.unit import Units
 from pillar_cli.projection import PublicPCA, StoredMap
@@ -42,9 +44,9 @@ class PrivacyWarning(UserWarning):
 
 
 class SoftmaxClassifier(ClassifierMixin, BaseEstimator):
-    """A classifier whose probabilities are the softmax of its logits (float64), as `pillar predict` computes them;
-    `classes_` names the classes. `decision_function` follows scikit-learn: one column per class, or for two
-    classes the second's logit less the first's."""
+    """A classifier whose probabilities are the softmax of its logits (float64), as `pillar predict` computes
+    them; `classes_` names the classes. `decision_function` follows scikit-learn: one column per class, or for
+    two classes the second's logit less the first's."""
 
     def logits(self, X: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -64,17 +66,19 @@ class SoftmaxClassifier(ClassifierMixin, BaseEstimator):
 
 
 class DPLinearClassifier(SoftmaxClassifier):
-    """A linear softmax head trained with DP-SGD on the top-k public components (method="pillar") or a baseline.
+    """A linear softmax head trained with DP-SGD on the top-k public components (method="pillar") or a
+    baseline.
 
-    k, lr and steps "auto" (the defaults, as train-private's): the default rule of methods/rules.py, set from n, ε
-    and the batch size and reading no label; `steps` None: the method's default (500 DP-SGD steps; noisy-sgd: n²);
-    `batch_size` None: every row in every step. `method_options`: the method's options (e.g.
-    NoisySGDOptions(zeta=0.2); None: its defaults). `seed` seeds public randomness only; the noise is secret (fresh
-    OS entropy), so two fits differ, unless `noise_seed` is set: an experiment-only switch whose classifier is NOT
-    differentially private. Everything derived from the number of rows (the sampling rate, the rule) reads a noisy
-    count released inside ε (privacy/count.py), unless `n_public` declares that number public knowledge.
-    `max_tpr` (with `at_fpr`, default 0.01) replaces ε by a risk target: ε is calibrated so that no membership
-    attack on one unit reaches that true-positive rate at that false-positive rate (privacy/risk_target.py).
+    k, lr and steps "auto" (the defaults, as train-private's): the default rule of methods/rules.py, set from
+    n, ε and the batch size and reading no label; `steps` None: the method's default (500 DP-SGD steps;
+    noisy-sgd: n²); `batch_size` None: every row in every step. `method_options`: the method's options (e.g.
+    NoisySGDOptions(zeta=0.2); None: its defaults). `seed` seeds public randomness only; the noise is secret
+    (fresh OS entropy), so two fits differ, unless `noise_seed` is set: an experiment-only switch whose
+    classifier is NOT differentially private. Everything derived from the number of rows (the sampling rate,
+    the rule) reads a noisy count released inside ε (privacy/count.py), unless `n_public` declares that number
+    public knowledge. `max_tpr` (with `at_fpr`, default 0.01) replaces ε by a risk target: ε is calibrated so
+    that no membership attack on one unit reaches that true-positive rate at that false-positive rate
+    (privacy/risk_target.py).
 
     Example:
         clf = DPLinearClassifier(k=20, epsilon=1.0, steps=300, batch_size=256).fit(X, y, public=X_public)
@@ -128,12 +132,12 @@ class DPLinearClassifier(SoftmaxClassifier):
         public: np.ndarray | Split | None = None,
         groups: Any = None,
     ) -> DPLinearClassifier:
-        """Train on the private rows (X, y); `public`: unlabelled public rows for the projection (and GEP); `groups`:
-        each row's person (a patient id per row): with privacy_unit "auto" or "person" the guarantee is then per
-        person, all their rows together (privacy/guarantee.py). X may be a split read from a file
-        (pillar_cli.read_split): its labels and the persons it records come with it (per row only with privacy_unit
-        "row"). X and y are checked as scikit-learn checks them (2-D X, one label per row; a DataFrame's column
-        names are kept in `feature_names_in_` and must match at predict time)."""
+        """Train on the private rows (X, y); `public`: unlabelled public rows for the projection (and GEP);
+        `groups`: each row's person (a patient id per row): with privacy_unit "auto" or "person" the guarantee
+        is then per person, all their rows together (privacy/guarantee.py). X may be a split read from a file
+        (pillar_cli.read_split): its labels and the persons it records come with it (per row only with
+        privacy_unit "row"). X and y are checked as scikit-learn checks them (2-D X, one label per row; a
+        DataFrame's column names are kept in `feature_names_in_` and must match at predict time)."""
         if _inside_model_selection():
             warnings.warn(
                 "choosing among DPLinearClassifier fits by their score on private labels (GridSearchCV, "
@@ -144,7 +148,7 @@ class DPLinearClassifier(SoftmaxClassifier):
                 stacklevel=2,
             )
         X, y, groups = given_rows(X, y, groups, self.privacy_unit)
-        public = given_rows(public, None, None, labelled=False)[0]
+        public_rows: np.ndarray | None = given_rows(public, None, None, labelled=False)[0]
         if y is None:
             raise UsageError(
                 "DPLinearClassifier requires y to be passed, but the target y is None: give one label "
@@ -160,8 +164,8 @@ class DPLinearClassifier(SoftmaxClassifier):
         check_classification_targets(y)
         self.classes_, labels = np.unique(y, return_inverse=True)
         method = get_method(self.method)
-        refuse_privately_scaled(x, public)
-        self.projection_ = fitted_projection(self.projection, public, [self.method], x.shape[1])
+        refuse_privately_scaled(x, public_rows)
+        self.projection_ = fitted_projection(self.projection, public_rows, [self.method], x.shape[1])
         refuse_fitted_rows(self.projection_, x)
         data = SweepData(
             self.projection_,
@@ -170,7 +174,7 @@ class DPLinearClassifier(SoftmaxClassifier):
             None,
             None,
             len(self.classes_),
-            None if public is None else np.asarray(public, dtype=np.float32),
+            None if public_rows is None else np.asarray(public_rows, dtype=np.float32),
             units=Units.given(groups, len(x), "the groups given to fit"),
         )
         request = self.request()
@@ -205,9 +209,9 @@ class DPLinearClassifier(SoftmaxClassifier):
         return self
 
     def __sklearn_clone__(self) -> DPLinearClassifier:
-        """A copy with the same parameters, unfitted — but a fitted `projection` stays fitted: it was fitted on
-        public rows given beforehand, not on the rows a search or cross-validation will fit on (scikit-learn's
-        clone would unfit it, and every fit of GridSearchCV would then fail)."""
+        """A copy with the same parameters, unfitted — but a fitted `projection` stays fitted: it was fitted
+        on public rows given beforehand, not on the rows a search or cross-validation will fit on
+        (scikit-learn's clone would unfit it, and every fit of GridSearchCV would then fail)."""
         params = self.get_params(deep=False)
         return type(self)(
             **{
@@ -217,24 +221,23 @@ class DPLinearClassifier(SoftmaxClassifier):
         )
 
     def request(self) -> SweepRequest:
-        """What `fit` asks the sweep to train: one configuration, its rows held out from nothing (no val rows)."""
-        k = (
-            None if get_method(self.method).single_cell or self.k is None else _listed(self.k)
-        )  # None: all features
+        """What `fit` asks the sweep to train: one configuration, its rows held out from nothing (no val
+        rows)."""
+        unprojected = get_method(self.method).single_cell or self.k is None  # all features
         return SweepRequest(
-            method=[self.method],
-            k=[k] if k is None else k,
-            epsilon=[float(self.epsilon)],
+            method=(self.method,),
+            k=(None,) if unprojected else self.k if isinstance(self.k, str) else (int(self.k),),  # type: ignore[arg-type]
+            epsilon=(float(self.epsilon),),
             delta=self.delta,
             accountant=self.accountant,
             clip=self.clip,
-            lr=_listed(self.lr),
-            steps=_listed(self.steps),
-            batch_size=[self.batch_size],
-            seed=[self.seed],
+            lr=self.lr if isinstance(self.lr, str) else (float(self.lr),),
+            steps=self.steps if self.steps is None or isinstance(self.steps, str) else (int(self.steps),),
+            batch_size=(self.batch_size,),
+            seed=(self.seed,),
             momentum=self.momentum,
             weight_decay=self.weight_decay,
-            ridge=[self.ridge],
+            ridge=(self.ridge,),
             device=self.device,
             method_options={self.method: self.method_options},
             noise_seed=self.noise_seed,
@@ -249,8 +252,8 @@ class DPLinearClassifier(SoftmaxClassifier):
     def coef_(self) -> np.ndarray:
         """(n_classes, n_features): the head mapped back through the basis, (A_k · w)ᵀ, acting on standardised
         features: logits(X) = projection_.standardized(X) @ coef_.T + intercept_ for DP-SGD heads. The
-        closed-form heads (public-lda, dp-ls) read projected rows scaled to unit norm, so for them that identity holds
-        row by row up to each row's scale."""
+        closed-form heads (public-lda, dp-ls) read projected rows scaled to unit norm, so for them that
+        identity holds row by row up to each row's scale."""
         weights = self.head_.weights if self.k_ is None else self.mapping_.basis(self.k_) @ self.head_.weights
         return weights.T
 
@@ -286,7 +289,7 @@ class DPLinearClassifier(SoftmaxClassifier):
         clf.mapping_ = StoredMap(
             released.mean, released.scale, bool(head["row_l2_normalised"]), released.basis
         )
-        clf.head_ = LinearHead(released.weights, released.bias)
+        clf.head_ = LinearHead(*released.linear)
         clf.ledger_ = statement.ledger()
         clf.n_features_in_ = len(released.mean)
         return clf
@@ -300,26 +303,22 @@ class DPLinearClassifier(SoftmaxClassifier):
 
 
 def class_labels(names: list[str]) -> np.ndarray:
-    """A release's classes as labels: integers when its classes are named by their numbers 0..C−1 (the labels of
-    digits, MNIST, an integer column), so that predict returns what the labels were; their names otherwise."""
+    """A release's classes as labels: integers when its classes are named by their numbers 0..C−1 (the labels
+    of digits, MNIST, an integer column), so that predict returns what the labels were; their names
+    otherwise."""
     numbered = [str(c) for c in range(len(names))] == list(names)
     return np.arange(len(names)) if numbered else np.array(names)
 
 
 def _inside_model_selection() -> bool:
-    """Whether scikit-learn's model selection (a search, cross-validation) is fitting this estimator: it keeps or
-    scores fits by private labels, outside ε."""
-    frame = sys._getframe(2)
+    """Whether scikit-learn's model selection (a search, cross-validation) is fitting this estimator: it keeps
+    or scores fits by private labels, outside ε."""
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         if frame.f_globals.get("__name__", "").startswith("sklearn.model_selection"):
             return True
         frame = frame.f_back
     return False
-
-
-def _listed(value: object) -> object:
-    """One value of the estimator as the grid's list of one; "auto" and None (the method's steps) as they are."""
-    return value if value is None or isinstance(value, str) else [value]
 
 
 def _noise_of(noise_seed: int | None) -> dict:

@@ -2,19 +2,21 @@
 
 Each step, the top-k right singular vectors V of PUBLIC per-sample gradients form the anchor subspace. Every
 private per-sample gradient g is split into its embedding e = Vᵀg and residual r = g − Ve; e is clipped to C₁
-and r to C₂ and each sum gets Gaussian noise σ·C₁ (on k coordinates) and σ·C₂. The pair is one Gaussian mechanism
-on (Σe/C₁, Σr/C₂), whose sensitivity is √2: with both noise multipliers set to √2·σ_eff the step is exactly a
-Gaussian mechanism of noise multiplier σ_eff, which is what the accountant calibrates and the ledger records.
+and r to C₂ and each sum gets Gaussian noise σ·C₁ (on k coordinates) and σ·C₂. The pair is one Gaussian
+mechanism on (Σe/C₁, Σr/C₂), whose sensitivity is √2: with both noise multipliers set to √2·σ_eff the step is
+exactly a Gaussian mechanism of noise multiplier σ_eff, which is what the accountant calibrates and the ledger
+records.
 
 pillar's public split is unlabelled, so public gradients use labels sampled from the current head's softmax
 (seeded) — the anchor tracks the directions the model's own predictions move in.
 
-With the person as the privacy unit, batches draw persons and each person's sums of clipped embeddings and residuals
-are clipped again to C₁ and C₂: a person moves (Σe/C₁, Σr/C₂) by at most √2, as one row does.
+With the person as the privacy unit, batches draw persons and each person's sums of clipped embeddings and
+residuals are clipped again to C₁ and C₂: a person moves (Σe/C₁, Σr/C₂) by at most √2, as one row does.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -54,10 +56,11 @@ def train_gep(
     count: RowCount,
     units: Units | None = None,
 ) -> LinearHead:
-    """One GEP run: the anchor's public rows and sampled labels are seeded by the run's seed (public randomness);
-    its Poisson batches and noise come from `noise` (secret); its sampling rate and update scale read `count`.
-    `units` (left out: each row its own): grouped into persons, the person is the unit — batches draw persons, and
-    each person's sums of clipped embeddings and residuals are clipped again to C₁ and C₂."""
+    """One GEP run: the anchor's public rows and sampled labels are seeded by the run's seed (public
+    randomness); its Poisson batches and noise come from `noise` (secret); its sampling rate and update scale
+    read `count`. `units` (left out: each row its own): grouped into persons, the person is the unit — batches
+    draw persons, and each person's sums of clipped embeddings and residuals are clipped again to C₁ and
+    C₂."""
     x, y, layout = person_ordered(features, labels, units)
     n, dim = (len(x) if layout is None else len(layout)), x.shape[1]
     generator = torch.Generator().manual_seed(config.seed)
@@ -118,9 +121,8 @@ def _anchor(
     top = min(k, len(public_x))
     vectors, sigma = vectors[:, -top:].flip(1), eigenvalues[-top:].flip(0).clamp_min(1e-300).sqrt()
     weighted = (vectors[:, :, None] * residual[:, None, :]).reshape(len(public_x), -1)  # (m, k·C)
-    basis = (_augmented(public_x).T @ weighted).view(
-        -1, top, residual.shape[1]
-    )  # (d+1, k, C): X̃ᵀ diag(u_j) R
+    # (d+1, k, C): X̃ᵀ diag(u_j) R
+    basis = (_augmented(public_x).T @ weighted).view(-1, top, residual.shape[1])
     return (basis.permute(0, 2, 1).reshape(-1, top) / sigma).float().contiguous()
 
 
@@ -134,8 +136,8 @@ def _clip_factors(vectors: torch.Tensor, bound: float) -> torch.Tensor:
 
 
 def _clipped(vectors: torch.Tensor, bound: float, person: np.ndarray | None, persons: int) -> torch.Tensor:
-    """Each row's vector clipped to `bound`; with `person` (each row's position among `persons` drawn persons), then
-    each person's sum of them clipped again."""
+    """Each row's vector clipped to `bound`; with `person` (each row's position among `persons` drawn
+    persons), then each person's sum of them clipped again."""
     vectors = vectors * _clip_factors(vectors, bound)[:, None]
     if person is None:
         return vectors
@@ -183,13 +185,14 @@ class GradientEmbeddingPerturbation(ProjectedDPSGD):
         )
         train_z, public_z = (
             project(cell.mapping, data.private_x, None),
-            cell.mapping.standardized(data.public_x),
+            cell.mapping.standardized(data.public),
         )
         return [
             each_run(
                 cell,
                 c,
-                lambda c=c, s=s: train_gep(
+                functools.partial(
+                    train_gep,
                     train_z,
                     data.private_y,
                     public_z,

@@ -1,6 +1,6 @@
-"""The sweep request: which methods, k, ε and hyper-parameters to train, as the CLI and the Python API both ask for
-it (keyword-only), and the rules that need the number of private rows (all-row batches, a method's own step count),
-which read the row count a sweep releases (privacy/count.py), never the exact n."""
+"""The sweep request: which methods, k, ε and hyper-parameters to train, as the CLI and the Python API both
+ask for it (keyword-only), and the rules that need the number of private rows (all-row batches, a method's own
+step count), which read the row count a sweep releases (privacy/count.py), never the exact n."""
 
 from __future__ import annotations
 
@@ -43,13 +43,11 @@ class SweepGrid:
     momentum: float = 0.0
     weight_decay: float = 0.0
     ridges: tuple[float | None, ...] = (None,)  # closed-form heads' λ (None: the method's default)
-    ema: float = (
-        0.0  # DP-SGD methods release the iterates' moving average of this decay (0: the last iterate)
-    )
+    # DP-SGD methods release the iterates' moving average of this decay (0: the last iterate)
+    ema: float = 0.0
     rows: float | None = None  # the row count it is set for (by `for_rows`): ñ, or n where n is not private
-    rules: frozenset[str] = (
-        frozenset()
-    )  # of k, lr, steps: left to the default rule (methods/rules.py), set per ε
+    # of k, lr, steps: left to the default rule (methods/rules.py), set per ε
+    rules: frozenset[str] = frozenset()
 
     @classmethod
     def with_auto(
@@ -67,9 +65,9 @@ class SweepGrid:
                 raise UsageError(f"{param(name)} takes a list of values or '{AUTO}'; got '{value}'")
         rules = frozenset(name for name, value in given.items() if isinstance(value, str))
         return cls(
-            ks=[] if "k" in rules else list(ks),
-            lrs=[] if "lr" in rules else list(lrs),
-            steps=None if "steps" in rules or steps is None else list(steps),
+            ks=[] if isinstance(ks, str) else list(ks),
+            lrs=[] if isinstance(lrs, str) else list(lrs),
+            steps=None if isinstance(steps, str) or steps is None else list(steps),
             rules=rules,
             **fields,
         )
@@ -84,22 +82,24 @@ class SweepGrid:
 
     def overridden_rules(self) -> list[str]:
         """What given --steps replace: each method's own step rule, as a sentence."""
-        if self.steps is None:
+        if self.steps is None or self.rows is None:
             return []
+        rows = self.rows
         return [
             f"{m.name} runs --steps {','.join(map(str, self.steps))} instead of {m.steps_rule} = "
-            f"{m.default_steps(self.rows):,} steps"
+            f"{m.default_steps(rows):,} steps"
             for m in map(get_method, self.methods)
             if m.steps_rule
         ]
 
     def configs(self, method: str) -> list[RunConfig]:
-        if self.rows is None:
+        batch_sizes = [size for size in self.batch_sizes if size is not None]  # for_rows set every size
+        if self.rows is None or len(batch_sizes) != len(self.batch_sizes):
             raise ValueError("SweepGrid.configs needs the grid for its rows: call for_rows(count) first")
         configs = get_method(method).configs(
             lrs=self.lrs,
             steps=self.steps,
-            batch_sizes=self.batch_sizes,
+            batch_sizes=batch_sizes,
             seeds=self.seeds,
             momentum=self.momentum,
             weight_decay=self.weight_decay,

@@ -1,6 +1,7 @@
-"""A sweep's inputs read from artifacts, arranged for a request: the embeddings' private split (and the val split,
-which trains beside it, selects each cell's run or is held out, as the plan's `val_role` decides), the projection
-and where its public data came from, a warm start, a labelled public split; and what a model records of them."""
+"""A sweep's inputs read from artifacts, arranged for a request: the embeddings' private split (and the val
+split, which trains beside it, selects each cell's run or is held out, as the plan's `val_role` decides), the
+projection and where its public data came from, a warm start, a labelled public split; and what a model
+records of them."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import numpy as np
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.model_record import PublicChoice
-from pillar_cli.errors import MissingSplitError, UsageError, param
-from pillar_cli.methods.data import SweepData
+from pillar_cli.errors import DataError, MissingSplitError, UsageError, param
 from pillar_cli.methods.catalog import get_method
+from pillar_cli.methods.data import SweepData
 from pillar_cli.methods.plan import configurations_per_cell, val_role
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.rules import rule_record
@@ -34,16 +35,15 @@ class SweepSources:
     private_fraction: float = 1.0  # a seeded fraction of the training rows (Figure 7 of the paper)
     warm_start: Path | None = None  # a model trained on PUBLIC labelled data: the initial head
     public_labelled: str | None = None  # FILE:SPLIT, a labelled public split (adadps' preconditioner)
-    other_public: bool = (
-        False  # accept a projection fitted on another public dataset (Table 2(a) of the paper)
-    )
+    # accept a projection fitted on another public dataset (Table 2(a) of the paper)
+    other_public: bool = False
 
 
 @dataclass(frozen=True)
 class SweepInputs:
-    """The sweep's data; the input references, the rows and persons read, and what a model records of its inputs
-    (`recorded`: `ModelRecord` fields); what the request's values override (a method's own step rule, as
-    sentences)."""
+    """The sweep's data; the input references, the rows and persons read, and what a model records of its
+    inputs (`recorded`: `ModelRecord` fields); what the request's values override (a method's own step rule,
+    as sentences)."""
 
     data: SweepData
     refs: list[artifacts.InputRef]
@@ -72,8 +72,9 @@ class SweepInputs:
 def read_sweep_inputs(
     request: SweepRequest, embeddings: str, projection: Path, sources: SweepSources = SweepSources()
 ) -> SweepInputs:
-    """Read and check what the request trains on: the projection fitted on these embeddings' public split, a GSD's
-    choice, or another public dataset if allowed; the val rows among the training rows where the plan says so."""
+    """Read and check what the request trains on: the projection fitted on these embeddings' public split, a
+    GSD's choice, or another public dataset if allowed; the val rows among the training rows where the plan
+    says so."""
     path, _ = artifacts.parse_ref(embeddings)
     private = artifacts.read_split(f"{path}:private", on_disk=True)  # features projected a block at a time
     public = artifacts.read_split(f"{path}:public", on_disk=True)
@@ -107,22 +108,26 @@ def read_sweep_inputs(
     labelled = (
         None if sources.public_labelled is None else labelled_public_split(sources.public_labelled, private)
     )
+    if training.labels is None:
+        raise DataError(f"{path}: its private split holds no labels")
     data = SweepData(
-        pca,
-        training.features,
-        training.labels,
-        validation and validation.features,
-        validation and validation.labels,
-        private.num_classes,
-        public.features if uses_public else None,
-        initial,
-        training.index,
-        public.index,
-        path,
-        labelled and (labelled.features, labelled.labels),
+        pca=pca,
+        private_x=training.features,
+        private_y=training.labels,
+        val_x=None if validation is None else validation.features,
+        val_y=None if validation is None else validation.labels,
+        num_classes=private.num_classes,
+        public_x=public.features if uses_public else None,
+        warm_start=initial,
+        private_index=training.index,
+        public_index=public.index,
+        source=path,
+        public_labelled=None
+        if labelled is None or labelled.labels is None
+        else (labelled.features, labelled.labels),
         units=training.units,
-        val_units=validation and validation.units,
-        public_choice=choice and choice.release,
+        val_units=None if validation is None else validation.units,
+        public_choice=None if choice is None else choice.release,
         rows_named=_rows_named(training),
     )
     rows = {
@@ -155,13 +160,13 @@ def read_sweep_inputs(
 
 
 def _rows_named(training: artifacts.Split) -> str:
-    """What names the training rows for their released count: their source and row ids (the same rows embedded by
-    another backbone read the same count), or the file's content where it names no source."""
+    """What names the training rows for their released count: their source and row ids (the same rows embedded
+    by another backbone read the same count), or the file's content where it names no source."""
     digest = hashlib.sha256(
         f"{training.source_fingerprint or training.ref.content_hash}|{training.name}".encode()
     )
     for column in (training.index, *((training.units.ids,) if training.units.grouped else ())):
-        digest.update(np.ascontiguousarray(column, dtype=np.int64))
+        digest.update(np.ascontiguousarray(column, dtype=np.int64).data)
     return digest.hexdigest()
 
 
@@ -183,5 +188,5 @@ def validation_split(
                 f"{path} has no val split, which selecting among {configurations} configurations per "
                 "(method, k, ε) needs",
                 hint=f"embed with {param('val_fraction')} > 0, or give one configuration",
-            )
+            ) from None
         return None

@@ -2,25 +2,26 @@
 
 Labels y ∈ {−1, +1}; rows are L2-normalised (‖x‖ = 1) and weights kept in the unit ball, so the ζ-scaled hinge
 loss ℓ(w; x, y) = max(0, 1 − y⟨w, x⟩/ζ) is L = 1/ζ Lipschitz and takes values in [0, 1 + 1/ζ].
-- One run (the noisy SGD of Bassily, Smith, Thakurta 2014): T steps (n² unless `steps` says otherwise), each
-  w ← Π(w − η_t (n·Σ_{i∈S_t} ∇ℓ(w; x_i, y_i) + b_t)), b_t ~ N(0, σ²I), with the step size
-  η_t = R / √(t (n²L² + pσ²)) of their Lipschitz-convex analysis (R = 1, the ball's radius).
+- One run (the noisy SGD of Bassily, Smith, Thakurta 2014): T steps (n² unless `steps` says otherwise), each w
+  ← Π(w − η_t (n·Σ_{i∈S_t} ∇ℓ(w; x_i, y_i) + b_t)), b_t ~ N(0, σ²I), with the step size η_t = R / √(t (n²L² +
+  pσ²)) of their Lipschitz-convex analysis (R = 1, the ball's radius).
 - Deviation, for tight accounting: S_t is a Poisson sample of rate 1/n (one example in expectation) instead of
   one uniform draw, and σ = z·nL is calibrated by pillar's accountant for T Poisson-sampled Gaussian steps
   (add/remove adjacency, sensitivity nL) instead of BST's closed-form bound.
-- Every n above (the rate, T = n², the scale n·L, the step size) is the released row count ñ (privacy/count.py),
-  whose release composes into the run's ε: the exact n is private.
-- Boosting: m = ⌈ln(1/β)⌉ independent runs, whose m·T Poisson-sampled steps together are calibrated to (ε/2, δ) by
-  the accountant, then the exponential mechanism (ε/2; the summed loss changes by at most 1 + 1/ζ when one example
-  is added or removed) picks the run with the smallest private hinge loss. The run's event tree composes the two:
-  the output is (ε, δ)-DP.
+- Every n above (the rate, T = n², the scale n·L, the step size) is the released row count ñ
+  (privacy/count.py), whose release composes into the run's ε: the exact n is private.
+- Boosting: m = ⌈ln(1/β)⌉ independent runs, whose m·T Poisson-sampled steps together are calibrated to (ε/2,
+  δ) by the accountant, then the exponential mechanism (ε/2; the summed loss changes by at most 1 + 1/ζ when
+  one example is added or removed) picks the run with the smallest private hinge loss. The run's event tree
+  composes the two: the output is (ε, δ)-DP.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import numpy as np
 
@@ -36,8 +37,8 @@ MECHANISM = (
     "noisy-sgd: m runs of T Poisson-sampled (rate 1/n) noisy SGD steps, together at (ε/2, δ), then "
     "exponential-mechanism selection at ε/2"
 )
-# steps are drawn (samples, noise) in chunks of about this many noise values: 8 MiB of noise, and the padded samples
-# take that times the largest sample of the chunk (Binomial(n, 1/n): rarely above 7)
+# steps are drawn (samples, noise) in chunks of about this many noise values: 8 MiB of noise, and the padded
+# samples take that times the largest sample of the chunk (Binomial(n, 1/n): rarely above 7)
 CHUNK_VALUES = 2**20
 
 
@@ -73,9 +74,9 @@ def train_noisy_sgd(
     spent_epsilon: Callable[[Event], float],
 ) -> NoisySGDResult:
     """Algorithms 1–2: boosted noisy SGD runs and an exponential-mechanism choice among them; `rng` is secret
-    (every sample, noise draw and the choice); `count`: what n the run reads; `noise(ε, rate, steps)`: σ of the
-    Gaussian steps whose composition with what the head rests on spends ε (the exponential mechanism takes the other
-    half); `spent_epsilon`: the ε of an event with what it rests on."""
+    (every sample, noise draw and the choice); `count`: what n the run reads; `noise(ε, rate, steps)`: σ of
+    the Gaussian steps whose composition with what the head rests on spends ε (the exponential mechanism takes
+    the other half); `spent_epsilon`: the ε of an event with what it rests on."""
     classes = np.unique(labels)
     if len(classes) > 2 or set(classes) - {0, 1}:
         raise UsageError(
@@ -111,8 +112,8 @@ def _noisy_sgd(
     rng: np.random.Generator,
     count: RowCount,
 ) -> np.ndarray:
-    """(runs, p) weights of `runs` independent projected noisy SGD runs, advanced together; `count` is the n that
-    the rate 1/n, the scale n and the step size read."""
+    """(runs, p) weights of `runs` independent projected noisy SGD runs, advanced together; `count` is the n
+    that the rate 1/n, the scale n and the step size read."""
     n, rate, dim = count.value, count.sample_rate(1), x.shape[1]
     weights = np.zeros((runs, dim))
     signed_rows = y[:, None] * x  # the hinge reads a row only as y·x
@@ -130,9 +131,10 @@ def _noisy_sgd(
 def _advance(
     weights: np.ndarray, signed: np.ndarray, noise: np.ndarray, rates: np.ndarray, scale: float, zeta: float
 ) -> None:
-    """Steps w ← Π(w − η_t (n·Σ_i ∇ℓ(w; x_i, y_i) + b_t)) in place, one per leading index of `signed` (steps, runs,
-    slots, p): the y·x of each run's sampled rows, zero rows in unused slots (their margin 0 < ζ puts them inside
-    the hinge, where their gradient −y·x/ζ is zero). `noise` is scratch: each step's update is built in it."""
+    """Steps w ← Π(w − η_t (n·Σ_i ∇ℓ(w; x_i, y_i) + b_t)) in place, one per leading index of `signed` (steps,
+    runs, slots, p): the y·x of each run's sampled rows, zero rows in unused slots (their margin 0 < ζ puts
+    them inside the hinge, where their gradient −y·x/ζ is zero). `noise` is scratch: each step's update is
+    built in it."""
     for signed_rows, update, rate in zip(signed, noise, rates):
         inside = ((signed_rows @ weights[:, :, None])[..., 0] < zeta).astype(float)  # (runs, slots)
         update -= scale * (inside[:, None, :] @ signed_rows)[:, 0]  # n·Σ ∇ℓ = −(n/ζ)·Σ_inside y·x
@@ -141,8 +143,8 @@ def _advance(
 
 
 class PoissonSamples:
-    """Poisson samples of rate q of n rows for steps × runs: each a Binomial(n, q) count of distinct uniform rows
-    (a uniform subset of that size), stored flat in (step, run) order."""
+    """Poisson samples of rate q of n rows for steps × runs: each a Binomial(n, q) count of distinct uniform
+    rows (a uniform subset of that size), stored flat in (step, run) order."""
 
     def __init__(self, n: int, rate: float, steps: int, runs: int, rng: np.random.Generator):
         self.shape = (steps, runs)
@@ -158,7 +160,7 @@ class PoissonSamples:
     def padded(self, values: np.ndarray) -> np.ndarray:
         """(steps, runs, slots, …): values[row] of each sampled row, zeros in the unused slots."""
         slots = int(self.slot.max(initial=0)) + 1
-        out = np.zeros((self.shape[0] * self.shape[1], slots) + values.shape[1:])
+        out = np.zeros((self.shape[0] * self.shape[1], slots, *values.shape[1:]))
         out[self.group, self.slot] = values[self.rows]
         return out.reshape(self.shape + out.shape[1:])
 
@@ -178,7 +180,8 @@ def _as_head(w: np.ndarray) -> LinearHead:
 
 
 class NoisySGD(Method):
-    """The theory variant as a sweep method: binary tasks, its own step count (Algorithm 1: n²), no lr or batch."""
+    """The theory variant as a sweep method: binary tasks, its own step count (Algorithm 1: n²), no lr or
+    batch."""
 
     name = "noisy-sgd"
     family = "noisy-SGD"
@@ -188,9 +191,8 @@ class NoisySGD(Method):
         "on the top-k public components"
     )
     steps_rule = "Algorithm 1's n²"
-    request_fields = frozenset(
-        {"k", "steps"}
-    )  # its step size is the schedule's, its batch one row in expectation
+    # its step size is the schedule's, its batch one row in expectation
+    request_fields = frozenset({"k", "steps"})
     mechanism_description = MECHANISM
     own_selection = "it already selects among its boosted runs privately (Algorithm 2), inside its ε"
     not_auditable = "binary ζ-hinge runs with their own private selection"
@@ -214,7 +216,8 @@ class NoisySGD(Method):
             each_run(
                 cell,
                 c,
-                lambda c=c: train_noisy_sgd(
+                functools.partial(
+                    train_noisy_sgd,
                     train_z,
                     cell.data.private_y,
                     c.steps,
@@ -237,8 +240,8 @@ class NoisySGD(Method):
                 "zeta": options.zeta,
                 "beta": options.beta,
                 "boosted_runs": math.ceil(math.log(1 / options.beta)),
-                "per_run": "for noisy-sgd rows, runs/event composes the m boosted runs and the exponential mechanism; "
-                "runs/epsilon_spent is its ε, selection included",
+                "per_run": "for noisy-sgd rows, runs/event composes the m boosted runs and the exponential "
+                "mechanism; runs/epsilon_spent is its ε, selection included",
             }
         }
 

@@ -3,17 +3,19 @@ train-private, `sweep()`, `DPLinearClassifier.fit`).
 
 1. The request (methods/request.py, checked against its declared constraints) is checked against the data: the
    budget for the count, each method's k and data, the selection.
-2. The row count: where a private cell derives anything from the number of training rows — its method (a sampling
-   rate, an update's scale, class sizes) or the request (the default rule's k, lr, steps; a full batch) — the count
-   is released once with Gaussian noise for the smallest such target ε (privacy/count.py), unless the caller
-   declares n public. Cells that read it compose its release into their ε; the others never see it.
+2. The row count: where a private cell derives anything from the number of training rows — its method (a
+   sampling rate, an update's scale, class sizes) or the request (the default rule's k, lr, steps; a full
+   batch) — the count is released once with Gaussian noise for the smallest such target ε (privacy/count.py),
+   unless the caller declares n public. Cells that read it compose its release into their ε; the others never
+   see it.
 3. The grids: the request set for that count, one per ε where the default rule sets k, lr or steps; δ < 1/ñ.
 
-The privacy unit is decided first (privacy/guarantee.py): the person where the request asks for it, or by default where
-the training rows name their persons; the count is then of persons, and every method must bound a person.
+The privacy unit is decided first (privacy/guarantee.py): the person where the request asks for it, or by
+default where the training rows name their persons; the count is then of persons, and every method must bound
+a person.
 
-What the labelled val split does is decided here too (`val_role`): on the default path nothing is chosen on it, so
-its rows train the heads beside the private rows; otherwise it chooses each cell's run, or is held out.
+What the labelled val split does is decided here too (`val_role`): on the default path nothing is chosen on
+it, so its rows train the heads beside the private rows; otherwise it chooses each cell's run, or is held out.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from pillar_cli.devices import resolve_device
 from pillar_cli.errors import DataError, UsageError, check_positive, param
 from pillar_cli.memory import return_large_buffers
 from pillar_cli.methods.base import Method
-from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import bounding_persons, get_method
+from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.grid import SweepGrid, check_grid
 from pillar_cli.methods.request import SweepOptions, SweepRequest
 from pillar_cli.methods.rules import ruled_grids
@@ -37,17 +39,17 @@ from pillar_cli.privacy import Event, dp_sgd_event, require_disjoint, validate_b
 from pillar_cli.privacy.count import RowCount, count_for, default_delta
 from pillar_cli.privacy.guarantee import Guarantee
 from pillar_cli.privacy.release import DPRelease
-from pillar_cli.privacy.unit import PrivacyUnit
 from pillar_cli.privacy.risk_target import RiskTarget
+from pillar_cli.privacy.unit import PrivacyUnit
 
 MAX_LR = 1e4  # above it a clipped step moves a logit by more than float32 resolves next to the others
 
 
 @dataclass(frozen=True)
 class SweepPlan:
-    """The grids a sweep runs (one per ε where the default rule sets values), the guarantee every run is of (its
-    unit, the row count the grids were set for, the upstream releases composed in), and the methods whose cells read
-    that count (their ε covers its release)."""
+    """The grids a sweep runs (one per ε where the default rule sets values), the guarantee every run is of
+    (its unit, the row count the grids were set for, the upstream releases composed in), and the methods whose
+    cells read that count (their ε covers its release)."""
 
     grids: list[SweepGrid]
     guarantee: Guarantee
@@ -58,6 +60,9 @@ class SweepPlan:
 
     @property
     def count(self) -> RowCount:
+        """The count the plan released (or took as exact): every plan's guarantee holds one."""
+        if self.guarantee.count is None:
+            raise ValueError("a sweep plan's guarantee holds the count it released")
         return self.guarantee.count
 
     @property
@@ -78,10 +83,10 @@ class SweepPlan:
         return sum(grid.total_steps(self.request.shard) for grid in self.grids)
 
     def runs(self) -> list[dict]:
-        """Every run of the request's shard as the plan sets it: method, k, ε, lr, steps, batch size, the sampling
-        rate q and, for the Gaussian methods calibrated as DP-SGD, the noise multiplier σ (for the whole tree the run
-        rests on: the count's release where the cell reads it, the upstream releases); NaN where a method draws its
-        own (a boosted or exponential mechanism)."""
+        """Every run of the request's shard as the plan sets it: method, k, ε, lr, steps, batch size, the
+        sampling rate q and, for the Gaussian methods calibrated as DP-SGD, the noise multiplier σ (for the
+        whole tree the run rests on: the count's release where the cell reads it, the upstream releases); NaN
+        where a method draws its own (a boosted or exponential mechanism)."""
         rows = []
         for grid in self.grids:
             for (method, k, epsilon), config in grid.points(self.request.shard):
@@ -105,18 +110,19 @@ class SweepPlan:
 
 
 def reads_count(method: Method, grid: SweepGrid) -> bool:
-    """Whether a cell of `method` in the request `grid` derives anything from the number of private rows: the method
-    itself, or a field of the request it reads that n sets (the default rule's k, lr or steps; a batch of every
-    row). A single-cell method reads no k."""
+    """Whether a cell of `method` in the request `grid` derives anything from the number of private rows: the
+    method itself, or a field of the request it reads that n sets (the default rule's k, lr or steps; a batch
+    of every row). A single-cell method reads no k."""
     derived = set(grid.rules) | ({"batch_size"} if None in grid.batch_sizes else set())
     used = method.request_fields - ({"k"} if method.single_cell else set())
     return method.reads_count or bool(derived & used)
 
 
 def val_role(request: SweepRequest, k_max: int) -> str:
-    """What a sweep does with the labelled val split: 'select' (it chooses each cell's run among its configurations,
-    or scores the one), 'train' (its rows join the private rows: nothing is chosen on them) or 'none' (not read).
-    The request's `val` auto trains on the default path (the rule sets the grid, one configuration per cell)."""
+    """What a sweep does with the labelled val split: 'select' (it chooses each cell's run among its
+    configurations, or scores the one), 'train' (its rows join the private rows: nothing is chosen on them) or
+    'none' (not read). The request's `val` auto trains on the default path (the rule sets the grid, one
+    configuration per cell)."""
     asked, grid = request.val, request.grid()
     configurations = configurations_per_cell(grid, k_max)
     accounted = request.selection is not None
@@ -138,8 +144,8 @@ def val_role(request: SweepRequest, k_max: int) -> str:
 
 
 def configurations_per_cell(grid: SweepGrid, k_max: int) -> int:
-    """The most configurations a (method, k, ε) cell of the request holds per seed: more than one means a choice,
-    on val or accounted. The number does not depend on n (the rule sets one value per field and ε)."""
+    """The most configurations a (method, k, ε) cell of the request holds per seed: more than one means a
+    choice, on val or accounted. The number does not depend on n (the rule sets one value per field and ε)."""
     rows = RowCount.exact(1)
     return max(len(g.configs(m)) for g in ruled_grids(grid.for_rows(rows), k_max) for m in g.methods) // len(
         grid.seeds
@@ -147,10 +153,10 @@ def configurations_per_cell(grid: SweepGrid, k_max: int) -> int:
 
 
 def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) -> SweepPlan:
-    """Check the request against the data (everything that needs no private value first), release the row count
-    where a private cell reads it — once per dataset, reused by every later run — and set the grids and δ for it;
-    build the guarantee every run is of. `preview`: release nothing; plan with the exact n, for the data holder to
-    read (the plan never trains)."""
+    """Check the request against the data (everything that needs no private value first), release the row
+    count where a private cell reads it — once per dataset, reused by every later run — and set the grids and
+    δ for it; build the guarantee every run is of. `preview`: release nothing; plan with the exact n, for the
+    data holder to read (the plan never trains)."""
     target = request.risk_target
     if target is not None:  # provisionally at the Gaussian curve's ε: the count's share, the rule's values
         request = replace(request, epsilon=(target.gaussian_epsilon(request.planning_delta),), max_tpr=None)
@@ -160,9 +166,8 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
     for epsilon in grid.epsilons:
         validate_budget(epsilon, privacy.delta)
     unit = privacy_unit(data, request, grid)
-    provisional = guarantee_of(
-        unit, request.accountant, privacy.delta, upstream_releases(data)
-    )  # refuses what it
+    # refuses what it
+    provisional = guarantee_of(unit, request.accountant, privacy.delta, upstream_releases(data))
     # cannot account before any private value is drawn
     check_data(data, grid, options)
     readers = frozenset(name for name in grid.methods if reads_count(get_method(name), grid))
@@ -177,7 +182,7 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
         unit.counted,
         rows_named(data, unit),
     )
-    delta = request.delta if request.delta_given else default_delta(count)
+    delta = request.planning_delta if request.delta_given else default_delta(count)
     guarantee = replace(provisional, count=count, delta=delta)
     request = replace(request, delta=delta)
     grids = ruled_grids(grid.for_rows(count), len(data.pca.components_))
@@ -198,20 +203,21 @@ def guarantee_of(
     count: RowCount | None = None,
 ) -> Guarantee:
     """The guarantee runs are of — a sweep's, a fine-tuning's, an audit's file —, made here only: it refuses a
-    composition it cannot account (a release per row under a person unit, a relation the accountants do not)."""
+    composition it cannot account (a release per row under a person unit, a relation the accountants do
+    not)."""
     return Guarantee(unit=unit, count=count, accountant=accountant, delta=delta, upstream=upstream)
 
 
 def upstream_releases(data: SweepData) -> tuple[DPRelease, ...]:
-    """The DP releases of private data the runs rest on: the DP-GSD that chose the public data, the projection's
-    (a DP-PCA of the private rows)."""
+    """The DP releases of private data the runs rest on: the DP-GSD that chose the public data, the
+    projection's (a DP-PCA of the private rows)."""
     choice = () if data.public_choice is None else (data.public_choice,)
     return choice + (() if data.pca.release_ is None else (data.pca.release_,))
 
 
 def rows_named(data: SweepData, unit: PrivacyUnit) -> str:
-    """A digest of the training rows' content and units, which names the count released for them: the rows a file
-    records by its own digest, rows given as arrays by their bytes."""
+    """A digest of the training rows' content and units, which names the count released for them: the rows a
+    file records by its own digest, rows given as arrays by their bytes."""
     named = data.rows_named or data_digest(data.private_x, data.private_y, data.units.ids)
     return f"{named}|{unit.kind}"
 
@@ -223,18 +229,22 @@ def risk_epsilon(
     readers: frozenset[str],
     request: SweepRequest,
 ) -> float:
-    """The largest ε at which every planned head's whole tree (its noise calibrated for that ε, the count's release
-    where it reads the count, every upstream release) meets the risk target (privacy/risk_target.py)."""
+    """The largest ε at which every planned head's whole tree (its noise calibrated for that ε, the count's
+    release where it reads the count, every upstream release) meets the risk target
+    (privacy/risk_target.py)."""
     if own := [name for name in grids[0].methods if get_method(name).own_selection]:
         raise UsageError(
             f"method '{own[0]}' draws its own mechanism, which a risk target cannot calibrate",
             hint=f"give it {param('epsilon')} instead of {param('max_tpr')}",
         )
     shapes = set()
+    count = guarantee.count
+    if count is None:
+        raise ValueError("a risk target is calibrated for the count the plan released")
     for grid in grids:
         for (method, _, _), config in grid.points(request.shard):
             head = guarantee.for_head(method in readers)
-            shapes.add((*get_method(method).mechanism(config, head.count or guarantee.count), head))
+            shapes.add((*get_method(method).mechanism(config, head.count or count), head))
     start = grids[0].epsilons[0]
 
     def meets(rate: float, steps: int, head: Guarantee) -> float:
@@ -247,7 +257,8 @@ def risk_epsilon(
 
 
 def privacy_unit(data: SweepData, request: SweepRequest, grid: SweepGrid) -> PrivacyUnit:
-    """The unit the request asks for on these rows; with the person, every method and the engine must bound one."""
+    """The unit the request asks for on these rows; with the person, every method and the engine must bound
+    one."""
     unit = PrivacyUnit.resolve(request.privacy_unit, data.units.named_by)
     if unit.is_person:
         if unbounded := [name for name in grid.methods if get_method(name).person_bound is None]:
@@ -256,7 +267,8 @@ def privacy_unit(data: SweepData, request: SweepRequest, grid: SweepGrid) -> Pri
                 f"person as the privacy unit train {', '.join(bounding_persons())}",
                 hint=f"or pass {param('privacy_unit')} row (the guarantee is then per row)",
             )
-        if request.selection is not None and data.val_x is not None and not data.val_units.grouped:
+        val_units = data.val_units
+        if request.selection is not None and val_units is not None and not val_units.grouped:
             raise UsageError(
                 f"{param('select')} accounted with the person as the privacy unit weights each val row "
                 f"by its person: {param('groups_val')} must name the val rows' persons"
@@ -270,8 +282,8 @@ def privacy_unit(data: SweepData, request: SweepRequest, grid: SweepGrid) -> Pri
 
 
 def check_data(data: SweepData, grid: SweepGrid, options: SweepOptions) -> None:
-    """Everything that must hold before any private value is drawn: the k asked for, the rows (finite, two classes,
-    disjoint from the public ones), each method's data, an accounted selection's inputs."""
+    """Everything that must hold before any private value is drawn: the k asked for, the rows (finite, two
+    classes, disjoint from the public ones), each method's data, an accounted selection's inputs."""
     check_grid(grid, data.pca, data.num_classes)
     if grid.ema and (without := [m for m in grid.methods if not get_method(m).averages_iterates]):
         raise UsageError(
@@ -308,8 +320,8 @@ def check_sweep(
     count: RowCount,
     set_by_rule: frozenset[str] = frozenset(),
 ) -> None:
-    """What the grid the rule set for the released count must satisfy (`set_by_rule`: the fields the default rule
-    set, which a refusal names as the rule's, not the user's); no refusal shows the count."""
+    """What the grid the rule set for the released count must satisfy (`set_by_rule`: the fields the default
+    rule set, which a refusal names as the rule's, not the user's); no refusal shows the count."""
     check_grid(grid, data.pca, data.num_classes)
     for epsilon in grid.epsilons:
         validate_budget(epsilon, privacy.delta, count)

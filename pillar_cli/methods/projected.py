@@ -1,6 +1,6 @@
 """DP-SGD on linear heads over a fixed map of the features: pillar (top-k public components), dpsgd (all
-standardised features) and jl (a seeded Gaussian projection). Each configuration's noise multiplier is calibrated
-for its exact sample rate and step count; its ε is recomputed from the event after training.
+standardised features) and jl (a seeded Gaussian projection). Each configuration's noise multiplier is
+calibrated for its exact sample rate and step count; its ε is recomputed from the event after training.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, proj
 
 
 class ProjectedDPSGD(Method):
-    """DP-SGD on the linear map's first k dimensions (all standardised features when the method does not project)."""
+    """DP-SGD on the linear map's first k dimensions (all standardised features when the method does not
+    project)."""
 
     def __init__(
         self,
@@ -33,9 +34,8 @@ class ProjectedDPSGD(Method):
         self.name, self.family, self.description, self.projects = name, family, description, projects
         self.single_cell, self.family_unprojected = single_cell, family_unprojected
         self.needs_public_basis = projects if needs_public_basis is None else needs_public_basis
-        self.averages_iterates = (
-            True  # the fast engine's heads (a subclass with its own training loop says otherwise)
-        )
+        # the fast engine's heads (a subclass with its own training loop says otherwise)
+        self.averages_iterates = True
         self.person_bound = DP_SGD_PERSON_BOUND
 
     def train_cell(self, cell: Cell) -> list[Run]:
@@ -55,7 +55,8 @@ class ProjectedDPSGD(Method):
         ]
 
     def shared_batches(self, cell: Cell, config: RunConfig) -> tuple | None:
-        """The fast engine draws one Poisson batch sequence per (seed, batch size) of a cell; opacus one per run."""
+        """The fast engine draws one Poisson batch sequence per (seed, batch size) of a cell; opacus one per
+        run."""
         return config.batches_label if cell.engine == "fast" else None
 
     def heads(self, cell: Cell, sigmas: list[float], clip: float | None) -> list[LinearHead]:

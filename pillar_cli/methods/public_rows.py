@@ -1,5 +1,5 @@
-"""Where the Python API's projection comes from: fitted on the public rows it is given, or passed in fitted. It is
-never fitted on private rows, and training refuses private rows that the projection was fitted on."""
+"""Where the Python API's projection comes from: fitted on the public rows it is given, or passed in fitted.
+It is never fitted on private rows, and training refuses private rows that the projection was fitted on."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from pillar_cli.projection.pca import row_digests
 def fitted_projection(
     projection: PublicPCA | None, public: np.ndarray | None, methods: list[str], dim: int
 ) -> PublicPCA:
-    """A fitted projection given as is; an unfitted one (or the default PublicPCA) fitted on a copy of `public`;
-    with neither, the identity for methods that need no public basis (dpsgd, jl)."""
+    """A fitted projection given as is; an unfitted one (or the default PublicPCA) fitted on a copy of
+    `public`; with neither, the identity for methods that need no public basis (dpsgd, jl)."""
     if projection is not None and hasattr(projection, "mean_"):
         return projection
     if public is not None:
@@ -51,8 +51,9 @@ def refuse_fitted_rows(projection: PublicPCA, private: np.ndarray) -> None:
 
 def refuse_privately_scaled(private: np.ndarray, public: np.ndarray | None) -> None:
     """Private rows standardised column by column (means 0, scales 1, as a scaler fitted on them leaves them)
-    beside public rows that are not: the scaler read private data outside ε, and the public rows the projection
-    is fitted on bypassed it (Pipeline(StandardScaler(), DPLinearClassifier()) scores at chance)."""
+    beside public rows that are not: the scaler read private data outside ε, and the public rows the
+    projection is fitted on bypassed it (Pipeline(StandardScaler(), DPLinearClassifier()) scores at
+    chance)."""
     if public is None or len(private) < 2:
         return
     mean, scale = private.mean(axis=0, dtype=np.float64), private.std(axis=0, dtype=np.float64)

@@ -1,6 +1,7 @@
-"""What a user asks a sweep to train — train-private's options, `sweep()`'s and `DPLinearClassifier`'s arguments —
-as one frozen, keyword-only value, checked once against declared constraints (as scikit-learn declares an
-estimator's parameter constraints), whoever builds it. The plan (methods/plan.py) decides what needs the data."""
+"""What a user asks a sweep to train — train-private's options, `sweep()`'s and `DPLinearClassifier`'s
+arguments — as one frozen, keyword-only value, checked once against declared constraints (as scikit-learn
+declares an estimator's parameter constraints), whoever builds it. The plan (methods/plan.py) decides what
+needs the data."""
 
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ from pillar_cli.errors import (
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.base import Method
-from pillar_cli.methods.data import PrivacySettings
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
+from pillar_cli.methods.data import PrivacySettings
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
 from pillar_cli.privacy.count import COUNT_SHARE, DEFAULT_DELTA
-from pillar_cli.privacy.unit import UNITS
 from pillar_cli.privacy.risk_target import RiskTarget
+from pillar_cli.privacy.unit import UNITS
 from pillar_cli.randomness import NoiseSource
 
 ENGINES = ("fast", "opacus")
@@ -54,7 +55,7 @@ def _delta(name: str, value: object) -> None:
     """A finite number (checked against the count by the plan), or auto."""
     if isinstance(value, str) and value != AUTO:
         raise UsageError(f"{param(name)} takes a number or '{AUTO}'; got '{value}'")
-    if not isinstance(value, str) and not math.isfinite(value):
+    if not isinstance(value, str) and not math.isfinite(float(value)):  # type: ignore[arg-type]
         raise UsageError(f"{param(name)} must be a finite number (got {value})")
 
 
@@ -97,19 +98,19 @@ class SweepOptions:
 
 @dataclass(frozen=True, kw_only=True)
 class SweepRequest:
-    """Every (method, k, ε) × (lr, steps, batch size, seed, ridge) to train, and how. k, lr and steps "auto": the
-    default rule (methods/rules.py); k None: all features; steps None: each method's default; batch size None: every
-    row in every step. `select` "val", "accounted" or an `AccountedSelection`; `val` what the labelled val rows do
-    (methods/plan.py, `val_role`); `noise_seed` makes noise reproducible and the result NOT private; `n_public`
-    declares the number of training rows public knowledge (no noisy count); `privacy_unit` what neighbouring datasets
-    differ by: a row, a person (all their rows; privacy/guarantee.py), or auto (the person where the rows name one)."""
+    """Every (method, k, ε) × (lr, steps, batch size, seed, ridge) to train, and how. k, lr and steps "auto":
+    the default rule (methods/rules.py); k None: all features; steps None: each method's default; batch size
+    None: every row in every step. `select` "val", "accounted" or an `AccountedSelection`; `val` what the
+    labelled val rows do (methods/plan.py, `val_role`); `noise_seed` makes noise reproducible and the result
+    NOT private; `n_public` declares the number of training rows public knowledge (no noisy count);
+    `privacy_unit` what neighbouring datasets differ by: a row, a person (all their rows;
+    privacy/guarantee.py), or auto (the person where the rows name one)."""
 
     method: tuple[str, ...] = (DEFAULT_METHOD,)
     k: tuple[int | None, ...] | str = AUTO
     epsilon: tuple[float, ...] = (1.0,)
-    delta: float | str = (
-        AUTO  # auto: DEFAULT_DELTA, or DELTA_SHARE/ñ where smaller (privacy/count.py default_delta)
-    )
+    # auto: DEFAULT_DELTA, or DELTA_SHARE/ñ where smaller (privacy/count.py default_delta)
+    delta: float | str = AUTO
     accountant: str = "prv"
     clip: float = 1.0
     lr: tuple[float, ...] | str = AUTO
@@ -130,9 +131,8 @@ class SweepRequest:
     n_public: bool = False
     count_share: float = COUNT_SHARE  # the noisy count's share of the smallest target's μ² (privacy/count.py)
     privacy_unit: str = "auto"
-    max_tpr: float | None = (
-        None  # instead of ε: calibrate to at most this TPR of any membership attack at at_fpr
-    )
+    # instead of ε: calibrate to at most this TPR of any membership attack at at_fpr
+    max_tpr: float | None = None
     at_fpr: float = 0.01
 
     def __post_init__(self) -> None:
@@ -146,9 +146,8 @@ class SweepRequest:
                 hasattr(value, "__iter__") and not isinstance(value, (str, bytes))
             )
             object.__setattr__(self, name, tuple(value) if listed else (value,))
-        given = dict(
-            self.method_options
-        )  # each asked method's options, at their defaults where none are given
+        # each asked method's options, at their defaults where none are given
+        given = dict(self.method_options)
         object.__setattr__(
             self,
             "method_options",
@@ -173,7 +172,7 @@ class SweepRequest:
 
     def _check_risk_target(self) -> None:
         """A risk target replaces the ε list, and needs one mechanism per head that ε calibrates."""
-        RiskTarget(self.max_tpr, self.at_fpr)
+        self.risk_target  # noqa: B018  # made, so that a target out of range is refused here
         if self.epsilon != (1.0,):
             raise UsageError(
                 f"give {param('epsilon')} or {param('max_tpr')}, not both: the risk target sets ε"
@@ -191,11 +190,10 @@ class SweepRequest:
 
     def grid(self) -> SweepGrid:
         """The grid of runs asked for (not yet set for a row count)."""
-        listed = {
-            name: value if value is None or isinstance(value, str) else list(value)
-            for name, value in (("ks", self.k), ("lrs", self.lr), ("steps", self.steps))
-        }
         return SweepGrid.with_auto(
+            ks=self.k if isinstance(self.k, str) else list(self.k),
+            lrs=self.lr if isinstance(self.lr, str) else list(self.lr),
+            steps=self.steps if self.steps is None or isinstance(self.steps, str) else list(self.steps),
             methods=list(self.method),
             epsilons=list(self.epsilon),
             seeds=list(self.seed),
@@ -204,7 +202,6 @@ class SweepRequest:
             momentum=self.momentum,
             weight_decay=self.weight_decay,
             ema=self.ema,
-            **listed,
         )
 
     @property
@@ -214,8 +211,8 @@ class SweepRequest:
 
     @property
     def planning_delta(self) -> float:
-        """The δ the checks and the count's noise are planned at before δ is set: the one given, else the default's
-        largest value (the default never exceeds it)."""
+        """The δ the checks and the count's noise are planned at before δ is set: the one given, else the
+        default's largest value (the default never exceeds it)."""
         return float(self.delta) if self.delta_given else DEFAULT_DELTA
 
     def privacy(self) -> PrivacySettings:

@@ -1,37 +1,41 @@
-"""Second-order private heads: full-batch Newton-like steps on the softmax loss whose curvature is released once
-or every step (Mehta et al., "Differentially private image classification from features", TMLR 2023, Section 4).
+"""Second-order private heads: full-batch Newton-like steps on the softmax loss whose curvature is released
+once or every step (Mehta et al., "Differentially private image classification from features", TMLR 2023,
+Section 4).
 
-Every head reads the rows as dp-ls does: standardised, projected on k public components (k = full: all features)
-and scaled to unit norm u, then a = [u, 1]/√2, so ‖a‖ ≤ 1 and the bias is a weight. One row then moves
+Every head reads the rows as dp-ls does: standardised, projected on k public components (k = full: all
+features) and scaled to unit norm u, then a = [u, 1]/√2, so ‖a‖ ≤ 1 and the bias is a weight. One row then
+moves
 - the gradient sum Σ aᵢ(pᵢ − yᵢ)ᵀ by at most ‖p − y‖ ≤ √2 (sensitivity √2, no clipping needed),
-- the feature covariance (Gram) Σ aᵢaᵢᵀ by at most ‖aaᵀ‖_F ≤ 1 (sensitivity 1; its upper triangle is released and
-  mirrored: symmetric noise),
-- the per-class Hessian sums Σ pᵢc(1 − pᵢc) aᵢaᵢᵀ, stacked over the classes, by at most
-  ‖a‖²·(Σ_c pc²(1 − pc)²)^½ ≤ ½ (sensitivity ½).
-Each release is a Gaussian mechanism at one noise multiplier σ (scaled by its sensitivity) on all rows (sampling
-rate 1): a run of T steps is T + 1 (dp-fc) or 2T (dp-newton) of them, calibrated and recomputed as one full-batch
-Gaussian segment by the cell's accountant; they read no row count. W starts at 0.
+- the feature covariance (Gram) Σ aᵢaᵢᵀ by at most ‖aaᵀ‖_F ≤ 1 (sensitivity 1; its upper triangle is released
+  and mirrored: symmetric noise),
+- the per-class Hessian sums Σ pᵢc(1 − pᵢc) aᵢaᵢᵀ, stacked over the classes, by at most ‖a‖²·(Σ_c pc²(1 −
+  pc)²)^½ ≤ ½ (sensitivity ½). Each release is a Gaussian mechanism at one noise multiplier σ (scaled by its
+  sensitivity) on all rows (sampling rate 1): a run of T steps is T + 1 (dp-fc) or 2T (dp-newton) of them,
+  calibrated and recomputed as one full-batch Gaussian segment by the cell's accountant; they read no row
+  count. W starts at 0.
 
-- `dp-newton`: each step releases the gradient and the per-class Hessians and takes the Newton step of each class
-  column, W_c ← W_c − (Ĥ_c + λI)⁻¹ ĝ_c (the paper's per-class logistic Hessians; the cross-class blocks of the
-  softmax Hessian are left out, which keeps the release C matrices of (k+1)² rather than one of (C(k+1))²).
-- `dp-fc`: the Gram matrix is released once and preconditions every step, W ← W − 2(Ĝ + λI)⁻¹ ĝ: Böhning's bound
-  (the softmax Hessian is at most ½·G in every class direction) makes 2 the step that decreases the loss without
-  noise, where the paper tunes a learning rate.
-- `public-fc`: dp-fc with the Gram matrix of the PUBLIC rows instead (no release), scaled to ñ/n_public rows by the
-  released row count: only the gradients are released.
+- `dp-newton`: each step releases the gradient and the per-class Hessians and takes the Newton step of each
+  class column, W_c ← W_c − (Ĥ_c + λI)⁻¹ ĝ_c (the paper's per-class logistic Hessians; the cross-class blocks
+  of the softmax Hessian are left out, which keeps the release C matrices of (k+1)² rather than one of
+  (C(k+1))²).
+- `dp-fc`: the Gram matrix is released once and preconditions every step, W ← W − 2(Ĝ + λI)⁻¹ ĝ: Böhning's
+  bound (the softmax Hessian is at most ½·G in every class direction) makes 2 the step that decreases the loss
+  without noise, where the paper tunes a learning rate.
+- `public-fc`: dp-fc with the Gram matrix of the PUBLIC rows instead (no release), scaled to ñ/n_public rows
+  by the released row count: only the gradients are released.
 
-A released matrix is projected on the positive semi-definite cone (negative eigenvalues set to 0, post-processing)
-and λI added; λ defaults to the spectral scale of its noise, 2σΔ√(k+1) (at least 1), as dp-ls sets it (public-fc,
-which releases no matrix: of the gradient's noise, Δ = √2).
+A released matrix is projected on the positive semi-definite cone (negative eigenvalues set to 0,
+post-processing) and λI added; λ defaults to the spectral scale of its noise, 2σΔ√(k+1) (at least 1), as dp-ls
+sets it (public-fc, which releases no matrix: of the gradient's noise, Δ = √2).
 
-With the person as the privacy unit every row's term in every released sum is weighted by 1/(its person's rows)
-(privacy/guarantee.py): a person moves each release at most as one row does, and public-fc's scale reads the count of
-persons.
+With the person as the privacy unit every row's term in every released sum is weighted by 1/(its person's
+rows) (privacy/guarantee.py): a person moves each release at most as one row does, and public-fc's scale reads
+the count of persons.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -67,16 +71,16 @@ def gradient_sum(
     probs: np.ndarray | None = None,
     row_weights: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Σ wᵢaᵢ(pᵢ − yᵢ)ᵀ, (k+1, C): the softmax loss's gradient summed over the rows, each weighted by `row_weights`
-    (None: 1; `probs`: the rows' softmax at `weights`, when the caller has it already)."""
+    """Σ wᵢaᵢ(pᵢ − yᵢ)ᵀ, (k+1, C): the softmax loss's gradient summed over the rows, each weighted by
+    `row_weights` (None: 1; `probs`: the rows' softmax at `weights`, when the caller has it already)."""
     residuals = (probabilities(rows, weights) if probs is None else probs) - onehot
     return rows.T @ (residuals if row_weights is None else residuals * row_weights[:, None])
 
 
 @dataclass(frozen=True)
 class WeightedRows:
-    """What a fit reads of the private rows: a = [u, 1]/√2, one-hot labels, and each row's weight in a released sum
-    (Cell.units.weights: 1, or 1/(its person's rows) with the person as the unit)."""
+    """What a fit reads of the private rows: a = [u, 1]/√2, one-hot labels, and each row's weight in a
+    released sum (Cell.units.weights: 1, or 1/(its person's rows) with the person as the unit)."""
 
     a: np.ndarray
     onehot: np.ndarray
@@ -92,14 +96,15 @@ class WeightedRows:
 
 
 def positive_part(matrix: np.ndarray) -> np.ndarray:
-    """The nearest positive semi-definite matrix to a released symmetric one (its negative eigenvalues set to 0):
-    post-processing, so that with λ > 0 every step solves a positive definite system."""
+    """The nearest positive semi-definite matrix to a released symmetric one (its negative eigenvalues set to
+    0): post-processing, so that with λ > 0 every step solves a positive definite system."""
     values, vectors = np.linalg.eigh(matrix)
     return (vectors * np.maximum(values, 0.0)) @ vectors.T
 
 
 class SecondOrderHead(Method):
-    """T full-batch steps on unit-norm augmented rows, T from the request's steps (its own default otherwise)."""
+    """T full-batch steps on unit-norm augmented rows, T from the request's steps (its own default
+    otherwise)."""
 
     normalises_rows = True
     person_bound = WEIGHTED_PERSON_BOUND
@@ -140,10 +145,9 @@ class SecondOrderHead(Method):
             releases = self.releases(config.steps)
             sigma = cell.noise_multiplier(1.0, releases)
             event = dp_sgd_event(sigma, 1.0, releases)
-            noise = (
-                cell.randomness.child("release", config).numpy().standard_normal
-            )  # secret, one stream per run
-            head = each_run(cell, config, lambda c=config: self.fit(rows, prepared, c, sigma, noise))
+            # secret, one stream per run
+            noise = cell.randomness.child("release", config).numpy().standard_normal
+            head = each_run(cell, config, functools.partial(self.fit, rows, prepared, config, sigma, noise))
             runs.append(Run(head=head, event=event, epsilon_spent=cell.spent_epsilon(event)))
         return runs
 
@@ -180,7 +184,7 @@ class DPNewton(SecondOrderHead):
         dim, classes = rows.a.shape[1], rows.onehot.shape[1]
         ridge = (config.ridge or noise_ridge(sigma, HESSIAN_SENSITIVITY, dim)) * np.eye(dim)
         weights, steps_run = np.zeros((dim, classes)), 0
-        for steps_run in range(1, config.steps + 1):
+        for steps_run in range(1, config.steps + 1):  # noqa: B007 - the steps taken, read after the loop
             probs = probabilities(rows.a, weights)
             gradient = self.noisy_gradient(rows, weights, sigma, noise, probs)
             curvature = probs * (1.0 - probs)
@@ -221,7 +225,7 @@ class DPFeatureCovariance(SecondOrderHead):
         covariance = self.covariance(prepared, sigma, noise)
         preconditioner = covariance + (config.ridge or self.default_ridge(sigma, dim)) * np.eye(dim)
         weights, steps_run = np.zeros((dim, rows.onehot.shape[1])), 0
-        for steps_run in range(1, config.steps + 1):
+        for steps_run in range(1, config.steps + 1):  # noqa: B007 - the steps taken, read after the loop
             gradient = self.noisy_gradient(rows, weights, sigma, noise)
             weights -= BOHNING_STEP * np.linalg.solve(preconditioner, gradient)
         return augmented_head(weights, steps_run)
@@ -247,7 +251,7 @@ class PublicFeatureCovariance(DPFeatureCovariance):
         return steps
 
     def prepare(self, cell: Cell, rows: WeightedRows) -> object:
-        public = augmented(self.features(cell.mapping, cell.data.public_x, cell.k))
+        public = augmented(self.features(cell.mapping, cell.data.public, cell.k))
         if len(public) <= public.shape[1]:
             raise DataError(
                 f"{len(public)} public rows cannot estimate a {public.shape[1]}-dimensional covariance",
@@ -259,8 +263,9 @@ class PublicFeatureCovariance(DPFeatureCovariance):
         return gram
 
     def default_ridge(self, sigma: float, dim: int) -> float:
-        """Nothing released to regularise: the scale of the gradient's noise, 2σ√2·√(k+1), damps the directions
-        where it dominates (with λ = 1 the steps follow the noise: 0.65 against 0.80 at ε = 0.1 on real features)."""
+        """Nothing released to regularise: the scale of the gradient's noise, 2σ√2·√(k+1), damps the
+        directions where it dominates (with λ = 1 the steps follow the noise: 0.65 against 0.80 at ε = 0.1 on
+        real features)."""
         return noise_ridge(sigma, GRADIENT_SENSITIVITY, dim)
 
 

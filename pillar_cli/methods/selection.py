@@ -1,9 +1,10 @@
 """Choosing the run reported per (method, k, ε) cell.
 
-- val (the paper's protocol): the hyper-parameters with the best mean val accuracy over seeds. The val split holds
-  private labels and that choice is NOT accounted in ε; whoever selects says so in what it writes.
-- accounted: the private selection (methods/accounted.py) already released one run per seed of every private cell;
-  the cell reports those runs, whatever their hyper-parameters. Non-private cells are still chosen on val.
+- val (the paper's protocol): the hyper-parameters with the best mean val accuracy over seeds. The val split
+  holds private labels and that choice is NOT accounted in ε; whoever selects says so in what it writes.
+- accounted: the private selection (methods/accounted.py) already released one run per seed of every private
+  cell; the cell reports those runs, whatever their hyper-parameters. Non-private cells are still chosen on
+  val.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from pillar_cli.artifacts.chosen import SelectedCell
 from pillar_cli.artifacts.model import RunKey
 from pillar_cli.privacy.basis import ChosenBy
 
-VAL_NOTE = "hyper-parameters were selected on the val split's labels; that selection is NOT accounted in the reported ε"
+VAL_NOTE = (
+    "hyper-parameters were selected on the val split's labels; that selection is NOT accounted in the "
+    "reported ε"
+)
 ACCOUNTED_NOTE = (
     "each private (method, k, ε) cell and seed released the best of a random number of trials by "
     "their noisy val scores (Papernot & Steinke); the reported ε covers training AND that selection "
@@ -39,8 +43,9 @@ def selection_note(selection: list[SelectedCell], accounted: bool) -> str:
 def select_on_val(
     keys: list[RunKey], val_accuracies: list[float], accounted: bool = False
 ) -> list[SelectedCell]:
-    """Per (method, k, ε): the (lr, steps, batch, ridge) with the highest mean val accuracy over seeds (ties: fewer
-    steps); with `accounted`, a private cell's runs are its released runs, one per seed, taken as they are."""
+    """Per (method, k, ε): the (lr, steps, batch, ridge) with the highest mean val accuracy over seeds (ties:
+    fewer steps); with `accounted`, a private cell's runs are its released runs, one per seed, taken as they
+    are."""
     groups: dict[tuple, dict[tuple, list[int]]] = defaultdict(lambda: defaultdict(list))
     for run_id, key in enumerate(keys):
         released = accounted and math.isfinite(key.epsilon)

@@ -1,20 +1,22 @@
-"""Hyper-parameter sweeps over (method, k, ε) × (lr, steps, batch size, seed) and the choice of a run per cell.
+"""Hyper-parameter sweeps over (method, k, ε) × (lr, steps, batch size, seed) and the choice of a run per
+cell.
 
-A sweep runs a plan (methods/plan.py: the checks, the row count every value derived from n reads, the grids). Every
-run is calibrated for its sample rate and step count, with the count's release where it reads it, trained, and its
-spent ε recomputed from its DP event tree. By default the choice per (method, k, ε) uses the val split's labels,
-which the ε does NOT account for; every artifact that holds such a selection says so. With an `AccountedSelection`
-each private cell instead runs the private selection of methods/accounted.py and its ε covers the choice. A sweep
-selected on val can be cut into shards (`shard=(i, n)`) whose runs are merged and selected later from their stored
-run tables.
+A sweep runs a plan (methods/plan.py: the checks, the row count every value derived from n reads, the grids).
+Every run is calibrated for its sample rate and step count, with the count's release where it reads it,
+trained, and its spent ε recomputed from its DP event tree. By default the choice per (method, k, ε) uses the
+val split's labels, which the ε does NOT account for; every artifact that holds such a selection says so. With
+an `AccountedSelection` each private cell instead runs the private selection of methods/accounted.py and its ε
+covers the choice. A sweep selected on val can be cut into shards (`shard=(i, n)`) whose runs are merged and
+selected later from their stored run tables.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -25,9 +27,9 @@ from pillar_cli.artifacts.model_record import ModelLedger, ModelRecord
 from pillar_cli.errors import PrivacyError
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.accounted import select_privately
-from pillar_cli.methods.base import Cell, Run
-from pillar_cli.methods.data import PrivacySettings, SweepData
+from pillar_cli.methods.base import Cell, SweptRun
 from pillar_cli.methods.catalog import get_method
+from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.grid import SweepGrid
 from pillar_cli.methods.plan import SweepPlan, plan_sweep
 from pillar_cli.methods.request import SweepOptions, SweepRequest
@@ -35,41 +37,35 @@ from pillar_cli.methods.selection import select_on_val, selection_note
 from pillar_cli.privacy import ExponentialEvent, gaussian_segments, get_accountant
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.file_guarantee import ReleasedHead, whole_file
-from pillar_cli.privacy.release import DPRelease
 from pillar_cli.privacy.rdp import ORDERS
+from pillar_cli.privacy.release import DPRelease
 from pillar_cli.projection import PublicPCA
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SweepResult:
-    runs: list[Run] = field(default_factory=list)
+    plan: SweepPlan  # what was run: the grids, the guarantee (the count, upstream releases), readers
+    runs: list[SweptRun] = field(default_factory=list)
     bases: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
     accounted: bool = False  # private cells hold the runs their accounted selections released
     selection_ledger: list[dict] = field(default_factory=list)  # each accounted selection as DP events
-    plan: SweepPlan | None = (
-        None  # what was run: the grids, the guarantee (the count, upstream releases), readers
-    )
 
     @property
     def releases(self) -> tuple[DPRelease, ...]:
         """The upstream DP releases composed into every run (a DP-GSD choice's, a DP-PCA's)."""
-        return () if self.plan is None else self.plan.guarantee.upstream
+        return self.plan.guarantee.upstream
 
     @property
-    def count(self) -> RowCount | None:
+    def count(self) -> RowCount:
         """The row count the plan released (or took as exact)."""
-        return None if self.plan is None else self.plan.count
+        return self.plan.count
 
     @property
     def count_read(self) -> bool:
         """Some private run's ε covers the count's release."""
-        return (
-            self.count is not None
-            and self.count.noisy
-            and any(
-                math.isfinite(run.key.epsilon) and run.key.method in self.plan.readers for run in self.runs
-            )
+        return self.count.noisy and any(
+            math.isfinite(run.key.epsilon) and run.key.method in self.plan.readers for run in self.runs
         )
 
     @property
@@ -94,28 +90,19 @@ def run_plan(
             "a preview plan (made from the exact number of rows) cannot train: plan the sweep "
             "without preview=True"
         )
-    privacy, options = plan.privacy, plan.options
-    result = SweepResult(accounted=options.selection is not None, plan=plan)
+    result = SweepResult(plan=plan, accounted=plan.options.selection is not None)
     for planned in plan.grids:
-        part = _run_grid(data, planned, privacy, options, on_steps, plan)
-        result.runs += part.runs
-        result.bases.update(part.bases)
-        result.selection_ledger += part.selection_ledger
+        _run_grid(data, planned, on_steps, result)
     return result
 
 
-def _run_grid(
-    data: SweepData,
-    grid: SweepGrid,
-    privacy: PrivacySettings,
-    options: SweepOptions,
-    on_steps: Callable[[int], None],
-    plan: SweepPlan,
-) -> SweepResult:
+def _run_grid(data: SweepData, grid: SweepGrid, on_steps: Callable[[int], None], result: SweepResult) -> None:
+    """Train one grid's points into `result` (its runs, bases and accounted selections)."""
+    plan = result.plan
+    privacy, options = plan.privacy, plan.options
     by_cell: dict[tuple, list[RunConfig]] = defaultdict(list)
-    for cell, config in grid.points(options.shard):
-        by_cell[cell].append(config)
-    result = SweepResult(accounted=options.selection is not None)
+    for point, config in grid.points(options.shard):
+        by_cell[point].append(config)
     for (name, k, epsilon), configs in by_cell.items():
         method = get_method(name)
         mapping = method.linear_map(data.pca)
@@ -134,34 +121,40 @@ def _run_grid(
             options.device,
             options.of(method),
             on_steps,
-            guarantee=plan.guarantee.for_head(name in plan.readers),
+            guarantee=(rested := plan.guarantee.for_head(name in plan.readers)),
         )
-        selected = options.selects_privately(epsilon, configs)
-        if selected:
+        if (
+            options.selection is not None
+            and options.selects_privately(epsilon, configs)
+            and val_z is not None
+            and data.val_y is not None
+        ):  # the plan refused a selection without val rows
             released, records = select_privately(method, cell, val_z, data.val_y, options.selection)
             result.selection_ledger.extend(records)
             chosen = [(r.config, r.run, r.score) for r in released]
         else:
             chosen = [
-                (config, run, math.nan if val_z is None else run.head.accuracy(val_z, data.val_y))
+                (
+                    config,
+                    run,
+                    math.nan if val_z is None or data.val_y is None else run.head.accuracy(val_z, data.val_y),
+                )
                 for config, run in zip(configs, method.train_cell(cell))
             ]
         for config, run, val_accuracy in chosen:
-            spent = cell.spent_epsilon(
-                run.event
-            )  # recomputed from the whole tree: the count and upstream releases
-            joint = (
-                len(gaussian_segments(run.event) or ()) == 1
-            )  # one Gaussian segment: composes with its stream
+            # recomputed from the whole tree: the count and upstream releases
+            spent = cell.spent_epsilon(run.event)
+            # one Gaussian segment: composes with its stream
+            joint = len(gaussian_segments(run.event) or ()) == 1
             pure = isinstance(cell.compose(run.event), ExponentialEvent)  # no Gaussian part: no δ
             draws = ReleasedHead(
                 run.event,
                 spent,
                 run.batches and (name, k, epsilon, *run.batches),
                 joint,
-                0.0 if pure else cell.guarantee.delta_total,
+                0.0 if pure else rested.delta_total,
             )
-            if spent > epsilon * (1 + 1e-9) and cell.guarantee.private:
+            if spent > epsilon * (1 + 1e-9) and rested.private:
                 raise PrivacyError(
                     f"run spent ε = {spent:.4g} above its target {epsilon:g}; refusing to write it"
                 )
@@ -169,7 +162,7 @@ def _run_grid(
                 name, k, epsilon, config.lr, config.steps, config.batch_size, config.seed, config.ridge or 0.0
             )
             result.runs.append(
-                replace(
+                SweptRun.of(
                     run,
                     key=key,
                     event=cell.compose(run.event),
@@ -178,7 +171,6 @@ def _run_grid(
                     released=draws,
                 )
             )
-    return result
 
 
 def sweep_artifact(
@@ -192,12 +184,12 @@ def sweep_artifact(
     person_ids: dict[str, np.ndarray] | None = None,
     **recorded: Any,
 ) -> Artifact:
-    """Every run's head and ledger row, the bases that map heads back to the standardised space, the selection, and
-    the plan's guarantee, stored as it is; `rows`: the source row ids trained on (`private`) and selected on (`val`),
-    so that no stage tests on them; `person_ids`: the persons of those rows where they name them (and
-    `recorded["persons"]` where they came from), so that no stage tests on a training person's other rows;
-    `recorded`: what the model records of its inputs, as `ModelRecord` fields (the public data and a GSD's choice of
-    it; how the features were made; the source; the private fraction)."""
+    """Every run's head and ledger row, the bases that map heads back to the standardised space, the
+    selection, and the plan's guarantee, stored as it is; `rows`: the source row ids trained on (`private`)
+    and selected on (`val`), so that no stage tests on them; `person_ids`: the persons of those rows where
+    they name them (and `recorded["persons"]` where they came from), so that no stage tests on a training
+    person's other rows; `recorded`: what the model records of its inputs, as `ModelRecord` fields (the public
+    data and a GSD's choice of it; how the features were made; the source; the private fraction)."""
     runs, guarantee = (
         result.runs,
         result.plan.guarantee,
@@ -224,7 +216,8 @@ def sweep_artifact(
         guarantee=guarantee,
         row_l2_normalised=pca.second_moment,
         shard=options.shard,
-        feature_space="standardised with the public mean/scale; full-space weights = bases/<method>/<k> · weights",
+        feature_space="standardised with the public mean/scale; full-space weights = bases/<method>/<k> · "
+        "weights",
         ledger=ModelLedger(
             clip=privacy.clip,
             accountant_description=get_accountant(privacy.accountant).description,
@@ -255,23 +248,23 @@ def sweep_artifact(
 
 PER_RUN = (
     "runs/event (the DP event tree, JSON) and runs/epsilon_spent, the accountant's ε of it; "
-    "runs/noise_multiplier and runs/sample_rate for tables; runs/steps_run: the steps the engine counted as it "
-    "ran them (-1: not counted)"
+    "runs/noise_multiplier and runs/sample_rate for tables; runs/steps_run: the steps the engine counted as "
+    "it ran them (-1: not counted)"
 )
 
 
 def _selection_ledger(result: SweepResult) -> dict:
     return {
-        "theorem": "Papernot & Steinke (ICLR 2022): Theorem 2 (truncated negative binomial) or 6 (Poisson) on "
-        "one trial's RDP (largest candidate's training + score), converted to (ε, δ) as dp-accounting",
+        "theorem": "Papernot & Steinke (ICLR 2022): Theorem 2 (truncated negative binomial) or 6 (Poisson) "
+        "on one trial's RDP (largest candidate's training + score), converted to (ε, δ) as dp-accounting",
         "orders": ORDERS.tolist(),
         "selections": result.selection_ledger,
     }
 
 
 def _noise(privacy: PrivacySettings, releases: tuple[DPRelease, ...]) -> dict:
-    """Where the file's noise came from; a release the runs rest on (the DP-GSD that chose the public data, a DP-PCA)
-    with reproducible noise makes the whole file reproducible too."""
+    """Where the file's noise came from; a release the runs rest on (the DP-GSD that chose the public data, a
+    DP-PCA) with reproducible noise makes the whole file reproducible too."""
     for release in releases:
         if not privacy.noise.reproducible and release.reproducible:
             return {
@@ -287,7 +280,7 @@ def _whole_file(result: SweepResult, privacy: PrivacySettings, reproducible: boo
     releases as each run is."""
     scored = any(not math.isnan(run.val_accuracy) for run in result.runs)
     guarantee = result.plan.guarantee
-    count = guarantee.count.segments if result.count_read else ()
+    count = guarantee.count.segments if result.count_read and guarantee.count is not None else ()
     upstream = tuple(release.event for release in guarantee.upstream)
     return whole_file(
         [run.released for run in result.runs], guarantee.delta_total, reproducible, scored, count, upstream

@@ -18,7 +18,7 @@ from pillar_cli.projection import PublicPCA
 
 def warm_start_weights(model: Artifact, pca: PublicPCA, private: InputRef) -> tuple[np.ndarray, np.ndarray]:
     """(W (D, C), b) in the standardised space: the run of `model` with the best val accuracy."""
-    for ref in model.provenance.inputs:
+    for ref in model.written.inputs:
         if ref.content_hash == private.content_hash and ref.split in ("private", "val"):
             require_public_start(
                 f"warm-start model {model.path}", f"was trained on the {ref.split} split of {private.path}"

@@ -1,14 +1,15 @@
 """The accountants registry (prv, rdp, pld, gdp) and ε of a DP event tree at δ by one of them.
 
-Every ε the tool writes is `spent_epsilon(accountant, event, delta)`, recomputed from the event after the mechanism
-ran, never copied from a target. The named accountant reads the tree's Poisson-subsampled Gaussian segments (the
-tight ones, prv and pld, give full-batch segments the exact Gaussian formula of gaussian.py); the
-exponential mechanisms composed at the top of a tree add their ε (pure DP); a tree with a private selection in it
-(repeat-and-select of one-of trials) is accounted by its Rényi DP curve (rdp.py), whatever the accountant's name.
+Every ε the tool writes is `spent_epsilon(accountant, event, delta)`, recomputed from the event after the
+mechanism ran, never copied from a target. The named accountant reads the tree's Poisson-subsampled Gaussian
+segments (the tight ones, prv and pld, give full-batch segments the exact Gaussian formula of gaussian.py);
+the exponential mechanisms composed at the top of a tree add their ε (pure DP); a tree with a private
+selection in it (repeat-and-select of one-of trials) is accounted by its Rényi DP curve (rdp.py), whatever the
+accountant's name.
 
-Each ε is kept on disk by (accountant, tree, δ) (privacy/cache.py): the run that writes a claim computes it once, and
-every reader that checks the claim against its tree (privacy/claims.py) looks it up instead of paying the accountant
-again — a second or more for PRV at ε = 0.1.
+Each ε is kept on disk by (accountant, tree, δ) (privacy/cache.py): the run that writes a claim computes it
+once, and every reader that checks the claim against its tree (privacy/claims.py) looks it up instead of
+paying the accountant again — a second or more for PRV at ε = 0.1.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import hashlib
 import json
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -32,8 +33,8 @@ from pillar_cli.privacy.rdp_series import remember_rdp_terms
 from pillar_cli.privacy.relation import ACCOUNTED
 
 # opacus' default RDP orders top out at 63, too small for ε ≈ 0.1 (the optimum sits near 100-200). Extend them
-# with integer orders up to 1024: opacus' fractional-order series and orders above ~1100 lose precision (NaN or
-# negative values), and those are discarded rather than trusted.
+# with integer orders up to 1024: opacus' fractional-order series and orders above ~1100 lose precision (NaN
+# or negative values), and those are discarded rather than trusted.
 RDP_ORDERS = np.array(
     sorted(
         {1 + x / 10.0 for x in range(1, 100)}
@@ -60,18 +61,21 @@ def _rdp_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
 
 @functools.cache
 def _fast_prv_accountant() -> type:
-    """opacus' PRV accountant on a domain widened to an FFT-friendly size, its PRVs' means integrated in floats.
+    """opacus' PRV accountant on a domain widened to an FFT-friendly size, its PRVs' means integrated in
+    floats.
 
     opacus composes a PRV with itself T times as `irfft(rfft(pmf) ** T)` over its safe domain, whose size is
-    whatever the mesh gives: 8,115,062 = 2·37·109,663 points at ε = 0.1 and 40,000 steps, an FFT pocketfft can only
-    do by Bluestein's algorithm (3.3 s each way, 0.15 s at a 5-smooth size). The domain is widened at the top to the
-    next even 5-smooth size with the same mesh and the same alignment (t_min = −(size/2 − 1)·dt, which the circular
-    composition's roll assumes): a wider truncation only lowers the mass cut off, so the bound still holds.
+    whatever the mesh gives: 8,115,062 = 2·37·109,663 points at ε = 0.1 and 40,000 steps, an FFT pocketfft can
+    only do by Bluestein's algorithm (3.3 s each way, 0.15 s at a 5-smooth size). The domain is widened at the
+    top to the next even 5-smooth size with the same mesh and the same alignment (t_min = −(size/2 − 1)·dt,
+    which the circular composition's roll assumes): a wider truncation only lowers the mass cut off, so the
+    bound still holds.
 
-    Each truncated PRV's mean (which its discretisation is shifted to keep) is opacus' quadrature of its CDF, called
-    a thousand times or more a PRV with one float at a time: opacus evaluates the CDF's formula as numpy expressions
-    on 0-d arrays (about 25 µs a call, a tenth of every ε), `_float_mean_prv`'s the same formula with math's functions;
-    and each PRV is discretised with its CDF evaluated once at the cells' edges (`_discretised`)."""
+    Each truncated PRV's mean (which its discretisation is shifted to keep) is opacus' quadrature of its CDF,
+    called a thousand times or more a PRV with one float at a time: opacus evaluates the CDF's formula as
+    numpy expressions on 0-d arrays (about 25 µs a call, a tenth of every ε), `_float_mean_prv`'s the same
+    formula with math's functions; and each PRV is discretised with its CDF evaluated once at the cells' edges
+    (`_discretised`)."""
     from opacus.accountants import PRVAccountant
     from opacus.accountants.analysis.prv import PoissonSubsampledGaussianPRV, compose_heterogeneous
     from opacus.accountants.analysis.prv.domain import Domain
@@ -104,9 +108,10 @@ def _fast_prv_accountant() -> type:
 
 @functools.cache
 def _float_mean_prv() -> type:
-    """opacus' truncated Poisson-subsampled Gaussian PRV whose CDF, asked for one float (as `mean`'s quadrature
-    asks), is computed in floats: ½·(2 − q·erfc((2zσ² − 1)/(2√2σ)) − (1 − q)·erfc((2zσ² + 1)/(2√2σ))) at
-    z = log((eᵗ + q − 1)/q) for t > log(1 − q), else 0 (Gopi et al., proposition B4), renormalised to [t_min, t_max)."""
+    """opacus' truncated Poisson-subsampled Gaussian PRV whose CDF, asked for one float (as `mean`'s
+    quadrature asks), is computed in floats: ½·(2 − q·erfc((2zσ² − 1)/(2√2σ)) − (1 − q)·erfc((2zσ² +
+    1)/(2√2σ))) at z = log((eᵗ + q − 1)/q) for t > log(1 − q), else 0 (Gopi et al., proposition B4),
+    renormalised to [t_min, t_max)."""
     from opacus.accountants.analysis.prv.prvs import TruncatedPrivacyRandomVariable
 
     class FloatMeanPRV(TruncatedPrivacyRandomVariable):
@@ -145,9 +150,10 @@ def _float_mean_prv() -> type:
 
 
 def _discretised(prv, domain):
-    """A truncated PRV on `domain` as opacus discretises it — each point the CDF's mass over its cell, the domain then
-    shifted so that the discrete mean is the PRV's — with the CDF evaluated once at the cells' edges, which each cell
-    shares with the next, instead of at both ends of every cell (two CDFs of millions of points at 40,000 steps)."""
+    """A truncated PRV on `domain` as opacus discretises it — each point the CDF's mass over its cell, the
+    domain then shifted so that the discrete mean is the PRV's — with the CDF evaluated once at the cells'
+    edges, which each cell shares with the next, instead of at both ends of every cell (two CDFs of millions
+    of points at 40,000 steps)."""
     from opacus.accountants.analysis.prv.prvs import DiscretePRV
 
     centres = domain.ts
@@ -172,9 +178,9 @@ def _prv_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
 
 
 def _gdp_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
-    """μ-GDP composes as the root of the sum of squares (Dong et al.), each segment by opacus' CLT μ; ε at δ by the
-    exact μ-GDP curve (gaussian.py; opacus' `eps_from_mu` solves the same equation with a scalar normal CDF at 90 µs
-    a call, and cannot go past ε = 500)."""
+    """μ-GDP composes as the root of the sum of squares (Dong et al.), each segment by opacus' CLT μ; ε at δ
+    by the exact μ-GDP curve (gaussian.py; opacus' `eps_from_mu` solves the same equation with a scalar normal
+    CDF at 90 µs a call, and cannot go past ε = 500)."""
     from opacus.accountants.analysis.gdp import compute_mu_poisson
 
     mu = math.hypot(
@@ -195,8 +201,8 @@ def _pld_epsilon(segments: tuple[Segment, ...], delta: float) -> float:
             accountant.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), steps)
         return float(accountant.get_epsilon(delta))
 
-    # The pessimistic discretisation error grows with the number of compositions (3 % at ε = 0.1, T = 40,000 with
-    # an interval of 1e-4): refine the grid for small ε.
+    # The pessimistic discretisation error grows with the number of compositions (3 % at ε = 0.1, T = 40,000
+    # with an interval of 1e-4): refine the grid for small ε.
     rough = epsilon(1e-4)
     return rough if rough > 1 else epsilon(2e-5)
 
@@ -207,22 +213,20 @@ class Accountant:
     description: str
     compute: Callable[[tuple[Segment, ...], float], float]  # ε of Poisson-subsampled Gaussian segments at δ
     upper_bound: bool = True
-    tight: bool = (
-        False  # a numerical approximation of the exact loss distribution: full batches get the exact ε
-    )
+    # a numerical approximation of the exact loss distribution: full batches get the exact ε
+    tight: bool = False
 
     def epsilon(self, segments: tuple[Segment, ...], delta: float) -> float:
         """ε at δ of the segments (full-batch ones by the exact formula where the accountant is tight, see
-        gaussian.py); a configuration the numerical library cannot handle (10¹⁸ steps: an array of that size) is
-        refused with one line instead of the library's exception."""
+        gaussian.py); a configuration the numerical library cannot handle (10¹⁸ steps: an array of that size)
+        is refused with one line instead of the library's exception."""
         if self.tight and full_batch(segments):
             return gaussian_epsilon(segments, delta)
         try:
             return self.compute(segments, delta)
         except (ValueError, RuntimeError, OverflowError, MemoryError, FloatingPointError) as err:
-            steps, rate = max(
-                (steps, q) for _, q, steps in segments
-            )  # the longest segment (not a count's release)
+            # the longest segment (not a count's release)
+            steps, rate = max((steps, q) for _, q, steps in segments)
             raise PrivacyError(
                 f"the {self.name} accountant cannot account for {steps:,} steps at sampling rate "
                 f"{rate:.3g}: {err}",

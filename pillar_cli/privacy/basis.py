@@ -1,6 +1,6 @@
-"""How a released head was trained, as typed values: what chose its run, and the statement's `basis`, from which
-its guarantee makes the statement's words (privacy/guarantee.py `Guarantee.words`) when it is released and again on
-every read, so that an edit of the words alone cannot make them say more than the record."""
+"""How a released head was trained, as typed values: what chose its run, and the statement's `basis`, from
+which its guarantee makes the statement's words (privacy/guarantee.py `Guarantee.words`) when it is released
+and again on every read, so that an edit of the words alone cannot make them say more than the record."""
 
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ class ChosenBy(str, Enum):
 
 @dataclass(frozen=True, kw_only=True)
 class StatementBasis:
-    """What a statement records of how its head was trained: the splits, its mechanism in words, the default rule
-    it followed (its fields and the rule), what chose its run among how many cells, the note of a public choice
-    made with non-private access to the private split (allowed explicitly; a DP choice is an upstream release of the
-    guarantee) and how its embeddings fixed their class set and splits (None: a statement written before they were
-    recorded)."""
+    """What a statement records of how its head was trained: the splits, its mechanism in words, the default
+    rule it followed (its fields and the rule), what chose its run among how many cells, the note of a public
+    choice made with non-private access to the private split (allowed explicitly; a DP choice is an upstream
+    release of the guarantee) and how its embeddings fixed their class set and splits (None: a statement
+    written before they were recorded)."""
 
     trained_on: tuple[str, ...]
     mechanism: str

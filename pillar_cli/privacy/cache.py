@@ -1,5 +1,6 @@
-"""Numbers that take seconds to compute and none to look up, kept on disk between runs: the directory named by the
-environment variable PILLAR_CACHE_DIR (default ~/.cache/pillar). A cache that cannot be written only costs time."""
+"""Numbers that take seconds to compute and none to look up, kept on disk between runs: the directory named by
+the environment variable PILLAR_CACHE_DIR (default ~/.cache/pillar). A cache that cannot be written only costs
+time."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from pillar_cli.version import PROGRAM
 
 class NumberCache:
     """Numbers by key in a JSON file of the cache directory ($PILLAR_CACHE_DIR, else ~/.cache/pillar): σ by
-    (accountant, ε, δ, q, T) in calibration.json, the ε of an event tree by (accountant, tree, δ) in spent.json.
-    Computing one takes seconds, looking it up none."""
+    (accountant, ε, δ, q, T) in calibration.json, the ε of an event tree by (accountant, tree, δ) in
+    spent.json. Computing one takes seconds, looking it up none."""
 
     def __init__(self, name: str, root: Path | None = None) -> None:
         root = root or Path(os.environ.get("PILLAR_CACHE_DIR", Path.home() / ".cache" / PROGRAM))

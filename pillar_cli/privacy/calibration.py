@@ -1,14 +1,15 @@
 """Noise calibration: the σ whose ε by an accountant meets a target, cached on disk.
 
 The cache is a JSON file under the directory named by the environment variable PILLAR_CACHE_DIR (default
-~/.cache/pillar): tight calibration takes seconds, a lookup none; a cache that cannot be written only costs time.
+~/.cache/pillar): tight calibration takes seconds, a lookup none; a cache that cannot be written only costs
+time.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from pillar_cli.errors import PrivacyError
 from pillar_cli.privacy.accountants import get_accountant
@@ -30,9 +31,9 @@ def calibrate_noise(
     cache_dir: Path | None = None,
     fixed: tuple[Segment, ...] = (),
 ) -> float:
-    """The σ whose ε (by `accountant`) for T = `steps` Poisson-sampled Gaussian steps, composed with the `fixed`
-    segments already released (a noisy row count), lies in [(1 − rel_tol)·ε, ε]; cached in `cache_dir` (default:
-    $PILLAR_CACHE_DIR, else ~/.cache/pillar)."""
+    """The σ whose ε (by `accountant`) for T = `steps` Poisson-sampled Gaussian steps, composed with the
+    `fixed` segments already released (a noisy row count), lies in [(1 − rel_tol)·ε, ε]; cached in `cache_dir`
+    (default: $PILLAR_CACHE_DIR, else ~/.cache/pillar)."""
 
     def eps_of(sigma: float) -> float:  # the accountant is looked up only on a cache miss
         return get_accountant(accountant).epsilon(((sigma, sample_rate, steps), *fixed), delta)
@@ -60,9 +61,9 @@ def calibrate(
 ) -> float:
     """The noise multiplier whose ε by `eps_of` lies in [(1 − rel_tol)·ε, ε], cached on disk under `key`.
 
-    Brent's method on log σ ↦ log ε, bracketed around `guess(goal)`, then nudged up if needed so that the spent ε
-    never exceeds the target: a handful of accountant evaluations instead of opacus' bisection, which stops at an
-    absolute 0.01 in ε (10 % of the budget at ε = 0.1).
+    Brent's method on log σ ↦ log ε, bracketed around `guess(goal)`, then nudged up if needed so that the
+    spent ε never exceeds the target: a handful of accountant evaluations instead of opacus' bisection, which
+    stops at an absolute 0.01 in ε (10 % of the budget at ε = 0.1).
     """
     cache = NumberCache("calibration.json", cache_dir)
     if (cached := cache.get(key)) is not None:
@@ -78,8 +79,8 @@ def solve_noise(
     """`calibrate` without the cache: the noise multiplier whose ε by `eps_of` lies in [(1 − rel_tol)·ε, ε].
 
     A secant on log σ ↦ log ε from the guess first (near the target ε(σ) is close to a power law: two or three
-    accountant evaluations, each the costly part), accepting only a σ whose ε was computed inside the band; Brent's
-    method on a bracket where it does not settle within SECANT_STEPS."""
+    accountant evaluations, each the costly part), accepting only a σ whose ε was computed inside the band;
+    Brent's method on a bracket where it does not settle within SECANT_STEPS."""
     from scipy.optimize import brentq  # imported here: commands that only read ledgers start without scipy
 
     goal = epsilon * (1 - rel_tol / 2)
@@ -128,9 +129,9 @@ def _secant(
 
 
 def _bracket_guess(goal: float, q: float, steps: int, delta: float, fixed: tuple[Segment, ...] = ()) -> float:
-    """σ by the (fast, approximate) GDP accountant, the `fixed` segments composed in; 1.0 where no σ in its bracket
-    reaches the goal. Full batches alone are exactly Gaussian: T releases at σ are √T/σ-GDP (Dong, Roth and Su),
-    which the subsampling CLT approximates slowly (seconds an evaluation at σ near 1)."""
+    """σ by the (fast, approximate) GDP accountant, the `fixed` segments composed in; 1.0 where no σ in its
+    bracket reaches the goal. Full batches alone are exactly Gaussian: T releases at σ are √T/σ-GDP (Dong,
+    Roth and Su), which the subsampling CLT approximates slowly (seconds an evaluation at σ near 1)."""
     from scipy.optimize import brentq
 
     if q >= 1 and not fixed:

@@ -1,25 +1,26 @@
 """The number of training rows, as every value derived from it reads it.
 
-Under add/remove-one adjacency n itself is private: someone who knows every row but one reads from n whether that
-row was in. So nothing a training run releases may be a function of the exact n. Every value derived from it — a
-Poisson sampling rate B/n, the scale 1/(q·n) of an update, the default rule's k, lr and steps, the check δ < 1/n, a
-closed-form head's class sizes, a fine-tuning sampler — reads a `RowCount` instead: the count released once per
-training run by a Gaussian mechanism (sensitivity 1), drawn from secret randomness, whose event composes into the ε
-of every head that reads it.
+Under add/remove-one adjacency n itself is private: someone who knows every row but one reads from n whether
+that row was in. So nothing a training run releases may be a function of the exact n. Every value derived from
+it — a Poisson sampling rate B/n, the scale 1/(q·n) of an update, the default rule's k, lr and steps, the
+check δ < 1/n, a closed-form head's class sizes, a fine-tuning sampler — reads a `RowCount` instead: the count
+released once per training run by a Gaussian mechanism (sensitivity 1), drawn from secret randomness, whose
+event composes into the ε of every head that reads it.
 
 Its budget is fixed in advance: the count's Gaussian is COUNT_SHARE of the μ² of the μ-GDP budget that the
-smallest private target (ε, δ) allows (under Gaussian DP, composition adds μ²), so σ = 1/(√share · μ(ε, δ)); the
-heads' own noise is then calibrated for their mechanism and the count together. The count changes nothing of the
-guarantee but the budget it takes: a sampler at rate B/ñ is exactly Poisson sampling at that rate, whatever n is.
+smallest private target (ε, δ) allows (under Gaussian DP, composition adds μ²), so σ = 1/(√share · μ(ε, δ));
+the heads' own noise is then calibrated for their mechanism and the count together. The count changes nothing
+of the guarantee but the budget it takes: a sampler at rate B/ñ is exactly Poisson sampling at that rate,
+whatever n is.
 
-The count is released once per dataset: the same rows (by a digest of their content) and the same noise scale read
-the ñ drawn first, kept in the local cache (counts.json beside the calibrations; never in a file that is shared), so
-that running again — a refused run above all — tells nothing new: averaging m fresh draws would shrink the noise by
-√m. The default δ follows it (`default_delta`): 1e-5, or 0.1/ñ where that is smaller, so a large dataset needs no
-flag.
+The count is released once per dataset: the same rows (by a digest of their content) and the same noise scale
+read the ñ drawn first, kept in the local cache (counts.json beside the calibrations; never in a file that is
+shared), so that running again — a refused run above all — tells nothing new: averaging m fresh draws would
+shrink the noise by √m. The default δ follows it (`default_delta`): 1e-5, or 0.1/ñ where that is smaller, so a
+large dataset needs no flag.
 
-A user whose n is public knowledge (a published cohort size) declares it (`declared_public`): the count is then
-exact, costs nothing, and every statement says in words that the guarantee assumes n known.
+A user whose n is public knowledge (a published cohort size) declares it (`declared_public`): the count is
+then exact, costs nothing, and every statement says in words that the guarantee assumes n known.
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ class RowCount:
     `kind`: NOISY (a Gaussian release of σ = `noise_multiplier`, planned as `share` of the budget of
     `planned_for` = (ε, δ)), PUBLIC (n known to everyone: exact, and the statements say so) or EXACT (nothing
     private reads it: a non-private run, a method that derives nothing from n, a reference). `of`: what it
-    counts (`Counted`): training rows, or persons where the person is the privacy unit (privacy/guarantee.py)."""
+    counts (`Counted`): training rows, or persons where the person is the privacy unit
+    (privacy/guarantee.py)."""
 
     value: float
     kind: CountKind = EXACT
@@ -97,7 +99,8 @@ class RowCount:
 
     @property
     def released(self) -> bool:
-        """Whether values may state it: released with noise, or declared public (an exact count stays private)."""
+        """Whether values may state it: released with noise, or declared public (an exact count stays
+        private)."""
         return self.kind != EXACT
 
     @property
@@ -112,7 +115,7 @@ class RowCount:
 
     def with_count(self, event: Event) -> Event:
         """A head's event tree with the count's release composed in (unchanged for an exact count)."""
-        return composed(self.event, event) if self.noisy else event
+        return event if self.event is None else composed(self.event, event)
 
     def without_count(self, event: Event) -> Event:
         """A recorded event tree less the count's release (`with_count`'s inverse; unchanged without it)."""
@@ -125,7 +128,8 @@ class RowCount:
         return min(1.0, batch_size / self.value)
 
     def expected_batch(self, batch_size: int) -> float:
-        """The expected batch q·ñ that divides a step's noisy gradient sum (never a realised batch size or n)."""
+        """The expected batch q·ñ that divides a step's noisy gradient sum (never a realised batch size or
+        n)."""
         return self.sample_rate(batch_size) * self.value
 
     @property
@@ -135,7 +139,7 @@ class RowCount:
 
     def describe(self) -> str:
         """In words, for statements and reports."""
-        if self.noisy:
+        if self.noisy and self.planned_for is not None:
             epsilon, delta = self.planned_for
             return (
                 f"the number of {self.of}, released once with Gaussian noise σ = {self.noise_multiplier:.4g} "
@@ -172,10 +176,10 @@ class RowCount:
 
 
 def readable_count(record: object) -> bool:
-    """Whether a file's record of a count is one `RowCount.from_dict` reads (not a kind it does not know, no value
-    missing): any other is refused with its file, never read as some other kind."""
+    """Whether a file's record of a count is one `RowCount.from_dict` reads (not a kind it does not know, no
+    value missing): any other is refused with its file, never read as some other kind."""
     try:
-        RowCount.from_dict(record)
+        RowCount.from_dict(record)  # type: ignore[arg-type]  # a file's value, of any type: refused if not a record
     except (KeyError, TypeError, ValueError, AttributeError):
         return False
     return True
@@ -211,9 +215,9 @@ def released_once(
     share: float = COUNT_SHARE,
     of: Counted = Counted.ROWS,
 ) -> RowCount:
-    """The count of the rows that `rows` names (a digest of their content), released once for that content and noise
-    scale and reused by every later run; None names no rows: drawn afresh. Reproducible noise (experiments, NOT
-    private) is drawn each time: its seed regenerates it anyway."""
+    """The count of the rows that `rows` names (a digest of their content), released once for that content and
+    noise scale and reused by every later run; None names no rows: drawn afresh. Reproducible noise
+    (experiments, NOT private) is drawn each time: its seed regenerates it anyway."""
     sigma = count_noise(epsilon, delta, share)
     if rows is None or noise.reproducible:
         return release_count(n, epsilon, delta, noise, share, of)
@@ -231,8 +235,8 @@ def released_once(
 
 @contextlib.contextmanager
 def independent_counts() -> Iterator[None]:
-    """Inside, every count is drawn afresh and forgotten on leaving: for a check that needs independent draws of the
-    whole pipeline, as different data holders would make them (audit/neighbours.py)."""
+    """Inside, every count is drawn afresh and forgotten on leaving: for a check that needs independent draws
+    of the whole pipeline, as different data holders would make them (audit/neighbours.py)."""
     _forgetting.append({})
     try:
         yield
@@ -251,10 +255,10 @@ def count_for(
     of: Counted = Counted.ROWS,
     rows: str | None = None,
 ) -> RowCount:
-    """The count a training run with these target ε reads: released once for the rows `rows` names (a digest of
-    their content; None: drawn afresh), planned for the smallest finite ε; exact when n is declared public or no
-    target is private (nothing private reads it). `preview`: NOT a release — the planned count with ñ = n, for
-    printing a plan to the data holder only (a plan made with it never trains)."""
+    """The count a training run with these target ε reads: released once for the rows `rows` names (a digest
+    of their content; None: drawn afresh), planned for the smallest finite ε; exact when n is declared public
+    or no target is private (nothing private reads it). `preview`: NOT a release — the planned count with ñ =
+    n, for printing a plan to the data holder only (a plan made with it never trains)."""
     private = [epsilon for epsilon in epsilons if math.isfinite(epsilon)]
     if declared_public or not private:
         return RowCount.exact(n, declared_public, of)
@@ -265,6 +269,7 @@ def count_for(
 
 
 def default_delta(count: RowCount) -> float:
-    """δ when none is given: DEFAULT_DELTA, or DELTA_SHARE/ñ where that is smaller, for a count released with noise
-    or declared public; a count no mechanism released leaves DEFAULT_DELTA (a δ read off the exact n would tell it)."""
+    """δ when none is given: DEFAULT_DELTA, or DELTA_SHARE/ñ where that is smaller, for a count released with
+    noise or declared public; a count no mechanism released leaves DEFAULT_DELTA (a δ read off the exact n
+    would tell it)."""
     return min(DEFAULT_DELTA, DELTA_SHARE / count.value) if count.released else DEFAULT_DELTA

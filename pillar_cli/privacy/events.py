@@ -1,30 +1,33 @@
 """DP events as values: what a mechanism ran, as a frozen tree that any accountant can read later.
 
 In the style of Google dp-accounting's `dp_event`: leaves are mechanisms (a Gaussian release with its noise
-multiplier, 0 for a non-private one; an exponential mechanism with its ε), inner nodes say how they were combined
-(Poisson subsampling, self-composition, composition, one trial of several chosen independently of the data,
-repeat-and-select). A tree says nothing about δ: δ is what an accountant is asked at. Trees round-trip through JSON
-(`to_dict` / `event_from_dict`), which is how artifacts store them, and convert to dp-accounting's own events
-(`to_dp_accounting`), which is how the independent check recomputes ε.
+multiplier, 0 for a non-private one; an exponential mechanism with its ε), inner nodes say how they were
+combined (Poisson subsampling, self-composition, composition, one trial of several chosen independently of the
+data, repeat-and-select). A tree says nothing about δ: δ is what an accountant is asked at. Trees round-trip
+through JSON (`to_dict` / `event_from_dict`), which is how artifacts store them, and convert to
+dp-accounting's own events (`to_dp_accounting`), which is how the independent check recomputes ε.
 
-Noise multipliers are relative to the L2 sensitivity (the clip norm for DP-SGD); add/remove-one adjacency throughout.
+Noise multipliers are relative to the L2 sensitivity (the clip norm for DP-SGD); add/remove-one adjacency
+throughout.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from typing import Any, ClassVar
 
 from pillar_cli.errors import UsageError
 
 
 class Event:
-    """One node of a DP event tree."""
+    """One node of a DP event tree (every kind of node is a frozen dataclass)."""
 
-    kind = ""
+    kind: ClassVar[str] = ""
+    __dataclass_fields__: ClassVar[dict[str, Any]]
 
     def to_dict(self) -> dict:
-        out = {"type": self.kind}
+        out: dict[str, Any] = {"type": self.kind}
         for field in fields(self):
             value = getattr(self, field.name)
             if isinstance(value, Event):
@@ -37,7 +40,8 @@ class Event:
 
 @dataclass(frozen=True)
 class GaussianEvent(Event):
-    """The Gaussian mechanism: noise of standard deviation noise_multiplier × the L2 sensitivity (0: non-private)."""
+    """The Gaussian mechanism: noise of standard deviation noise_multiplier × the L2 sensitivity (0:
+    non-private)."""
 
     noise_multiplier: float
     kind = "gaussian"
@@ -79,7 +83,8 @@ class ComposedEvent(Event):
 
 @dataclass(frozen=True)
 class OneOfEvent(Event):
-    """One of `events`, chosen independently of the data: at every Rényi order at most the largest of theirs."""
+    """One of `events`, chosen independently of the data: at every Rényi order at most the largest of
+    theirs."""
 
     events: tuple[Event, ...]
     kind = "one-of"
@@ -87,8 +92,8 @@ class OneOfEvent(Event):
 
 @dataclass(frozen=True)
 class RepeatAndSelectEvent(Event):
-    """`event` repeated a hidden random number of times (mean, shape η: 1 geometric, inf Poisson, else truncated
-    negative binomial), releasing only the best (Papernot & Steinke, ICLR 2022)."""
+    """`event` repeated a hidden random number of times (mean, shape η: 1 geometric, inf Poisson, else
+    truncated negative binomial), releasing only the best (Papernot & Steinke, ICLR 2022)."""
 
     event: Event
     mean: float
@@ -127,7 +132,8 @@ def event_from_dict(record: dict) -> Event:
 
 
 def dp_sgd_event(noise_multiplier: float, sample_rate: float, steps: int) -> Event:
-    """`steps` Poisson-subsampled Gaussian steps (a sample rate of 1: full batches; one step: a single release)."""
+    """`steps` Poisson-subsampled Gaussian steps (a sample rate of 1: full batches; one step: a single
+    release)."""
     event: Event = GaussianEvent(noise_multiplier)
     if sample_rate < 1:
         event = PoissonSampledEvent(sample_rate, event)
@@ -142,9 +148,8 @@ def composed(*events: Event) -> Event:
     return flat[0] if len(flat) == 1 else ComposedEvent(tuple(flat))
 
 
-Segment = tuple[
-    float, float, int
-]  # (noise multiplier, sample rate, steps) of Poisson-subsampled Gaussian steps
+# (noise multiplier, sample rate, steps) of Poisson-subsampled Gaussian steps
+Segment = tuple[float, float, int]
 
 
 def gaussian_segments(event: Event) -> list[Segment] | None:
@@ -161,7 +166,9 @@ def gaussian_segments(event: Event) -> list[Segment] | None:
         return None if inner is None else inner * event.count
     if isinstance(event, ComposedEvent):
         parts = [gaussian_segments(part) for part in event.events]
-        return None if any(part is None for part in parts) else [s for part in parts for s in part]
+        return (
+            [segment for part in parts if part is not None for segment in part] if None not in parts else None
+        )
     return None
 
 
@@ -173,7 +180,8 @@ def headline(event: Event) -> tuple[float, float]:
 
 
 def pure_parts(event: Event) -> tuple[float, Event | None]:
-    """(the summed ε of the exponential mechanisms composed at the top of the tree, the rest of it or None)."""
+    """(the summed ε of the exponential mechanisms composed at the top of the tree, the rest of it or
+    None)."""
     parts = event.events if isinstance(event, ComposedEvent) else (event,)
     rest = [part for part in parts if not isinstance(part, ExponentialEvent)]
     pure = sum(part.epsilon for part in parts if isinstance(part, ExponentialEvent))
@@ -186,14 +194,17 @@ def is_private(event: Event) -> bool:
         return event.noise_multiplier > 0
     if isinstance(event, ExponentialEvent):
         return math.isfinite(event.epsilon)
-    children = event.events if isinstance(event, (ComposedEvent, OneOfEvent)) else (event.event,)
-    return all(is_private(child) for child in children)
+    if isinstance(event, (ComposedEvent, OneOfEvent)):
+        return all(is_private(child) for child in event.events)
+    if isinstance(event, (PoissonSampledEvent, SelfComposedEvent, RepeatAndSelectEvent)):
+        return is_private(event.event)
+    raise TypeError(f"not a DP event: {event!r}")
 
 
 def to_dp_accounting(event: Event):
-    """The same tree as dp-accounting's events, under add/remove-one adjacency. Two nodes have no counterpart there
-    (UsageError): one-of, and the exponential mechanism (its dominating pair, binary randomised response, is defined
-    for replace-one adjacency only); `pure_parts` splits the latter off a composition."""
+    """The same tree as dp-accounting's events, under add/remove-one adjacency. Two nodes have no counterpart
+    there (UsageError): one-of, and the exponential mechanism (its dominating pair, binary randomised
+    response, is defined for replace-one adjacency only); `pure_parts` splits the latter off a composition."""
     from dp_accounting import dp_event
 
     if isinstance(event, GaussianEvent):

@@ -1,20 +1,22 @@
 """The guarantee of a file that holds many heads: the ε of releasing all of them together.
 
-A sweep's model file is a working file: it holds every head of its grid, each with its own ε. Anyone holding the
-file holds all of them, so the file's guarantee is their composition, accounted for how they were drawn:
+A sweep's model file is a working file: it holds every head of its grid, each with its own ε. Anyone holding
+the file holds all of them, so the file's guarantee is their composition, accounted for how they were drawn:
 
-- Heads that shared their Poisson batches (the fast engine trains every configuration of one seed and batch size
-  on one batch sequence, each head with its own noise) are one subsampled mechanism per step: the G clipped sums
-  of a batch, each with noise σ_g·C, are one Gaussian mechanism of noise multiplier (Σ_g σ_g⁻²)^(-1/2), and the
-  heads still running at a step are those with more steps. So a stream is a sequence of Poisson-subsampled
-  Gaussian segments, one per distinct step count.
+- Heads that shared their Poisson batches (the fast engine trains every configuration of one seed and batch
+  size on one batch sequence, each head with its own noise) are one subsampled mechanism per step: the G
+  clipped sums of a batch, each with noise σ_g·C, are one Gaussian mechanism of noise multiplier (Σ_g
+  σ_g⁻²)^(-1/2), and the heads still running at a step are those with more steps. So a stream is a sequence of
+  Poisson-subsampled Gaussian segments, one per distinct step count.
 - Every other Gaussian head (its own batches) is its own event sequence. All of these compose at the file's δ
-  under dp-accounting's PLD accountant (pessimistic discretisation) and its RDP accountant; the smaller of the two
-  upper bounds is the file's ε. A file of one head has that head's own ε.
-- The row count the heads read (privacy/count.py) was released once, and so was every upstream release they rest on
-  (a DP-PCA, the DP-GSD that chose the public data): each joins the composition once, as it joins each run's tree.
-- Heads whose ε is not one Gaussian event sequence (an accounted selection's released head, noisy-sgd's boosted
-  runs, the exponential mechanism) add their own ε (which composes everything they rest on) by basic composition.
+  under dp-accounting's PLD accountant (pessimistic discretisation) and its RDP accountant; the smaller of the
+  two upper bounds is the file's ε. A file of one head has that head's own ε.
+- The row count the heads read (privacy/count.py) was released once, and so was every upstream release they
+  rest on (a DP-PCA, the DP-GSD that chose the public data): each joins the composition once, as it joins each
+  run's tree.
+- Heads whose ε is not one Gaussian event sequence (an accounted selection's released head, noisy-sgd's
+  boosted runs, the exponential mechanism) add their own ε (which composes everything they rest on) by basic
+  composition.
 - A non-private head (ε = inf) leaves the file without any guarantee.
 """
 
@@ -62,10 +64,10 @@ def whole_file(
     count: tuple[Segment, ...] = (),
     upstream: tuple[Event, ...] = (),
 ) -> dict:
-    """The `whole_file` record of a model artifact: what it is (`val_scores`: it holds the heads' val accuracies),
-    how many heads, their joint guarantee (`reproducible`: its noise can be regenerated from a recorded seed, so it
-    has none; `delta`: the heads' guarantee's δ total; `count`: the released row count the heads read, as Gaussian
-    segments; `upstream`: the events of the releases every head rests on)."""
+    """The `whole_file` record of a model artifact: what it is (`val_scores`: it holds the heads' val
+    accuracies), how many heads, their joint guarantee (`reproducible`: its noise can be regenerated from a
+    recorded seed, so it has none; `delta`: the heads' guarantee's δ total; `count`: the released row count
+    the heads read, as Gaussian segments; `upstream`: the events of the releases every head rests on)."""
     if reproducible:
         guarantee = {"epsilon": math.inf, "delta": delta, "composition": NOT_PRIVATE_NOTE}
     else:
@@ -79,9 +81,9 @@ def whole_file(
 def joint_epsilon(
     heads: list[ReleasedHead], delta: float, count: tuple[Segment, ...] = (), upstream: tuple[Event, ...] = ()
 ) -> dict:
-    """{"epsilon", "delta", "composition"} of releasing every head together, the heads' streams accounted at `delta`
-    (their guarantee's δ total); `count`: the row count's release and `upstream`: the releases the heads rest on, in
-    each head's own ε already, composed once here."""
+    """{"epsilon", "delta", "composition"} of releasing every head together, the heads' streams accounted at
+    `delta` (their guarantee's δ total); `count`: the row count's release and `upstream`: the releases the
+    heads rest on, in each head's own ε already, composed once here."""
     if any(math.isinf(head.epsilon) or not is_private(head.event) for head in heads) or not all(
         is_private(event) for event in upstream
     ):
@@ -94,7 +96,7 @@ def joint_epsilon(
     streams: dict[object, list[Segment]] = defaultdict(list)
     for index, head in enumerate(heads):
         if head.joint:
-            (segment,) = gaussian_segments(head.event)
+            segment = (gaussian_segments(head.event) or [])[0]  # a joint head is one segment
             streams[head.batches if head.batches is not None else ("own", index)].append(segment)
     joint = [head for head in heads if head.joint]
     at = delta if streams else 0.0
@@ -103,7 +105,7 @@ def joint_epsilon(
     elif streams:
         released = [dp_sgd_event(*segment) for segment in count]
         pure, rest = pure_parts(composed(*released, *upstream, streams_event(list(streams.values()))))
-        epsilon = pure + _tightest_epsilon(rest, at)
+        epsilon = pure + (0.0 if rest is None else _tightest_epsilon(rest, at))
     else:
         epsilon = 0.0
     total = epsilon + sum(head.epsilon for head in basic)
@@ -120,8 +122,9 @@ def joint_epsilon(
 
 
 def stream_segments(heads: list[Segment]) -> list[Segment]:
-    """(joint noise multiplier, sample rate, steps) per segment of one stream of heads (σ, q, T): heads active at a
-    step are those with more steps; their sums form one Gaussian mechanism of noise multiplier (Σ σ⁻²)^(-1/2)."""
+    """(joint noise multiplier, sample rate, steps) per segment of one stream of heads (σ, q, T): heads active
+    at a step are those with more steps; their sums form one Gaussian mechanism of noise multiplier (Σ
+    σ⁻²)^(-1/2)."""
     segments, done = [], 0
     for steps in sorted({head[2] for head in heads}):
         active = [head for head in heads if head[2] >= steps]

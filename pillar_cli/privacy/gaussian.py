@@ -1,11 +1,11 @@
 """ε of Gaussian mechanisms without subsampling, exactly.
 
 A Gaussian mechanism of sensitivity 1 and noise multiplier σ is exactly (1/σ)-GDP, T of them composed with
-multipliers σᵢ are exactly μ-GDP with μ = √(Σ 1/σᵢ²), and μ-GDP is (ε, δ)-DP exactly when
-δ = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth & Su 2022, Corollaries 2.13 and 3.3; the analytic Gaussian
-mechanism of Balle & Wang 2018). The numerical accountants approximate this curve from above: PLD by a grid whose
-size grows with 1/σ (minutes per evaluation at ε = 200), PRV by a truncated domain. Full-batch segments (sample rate
-1) therefore get this formula, the tight value of which theirs are upper bounds.
+multipliers σᵢ are exactly μ-GDP with μ = √(Σ 1/σᵢ²), and μ-GDP is (ε, δ)-DP exactly when δ = Φ(−ε/μ + μ/2) −
+e^ε Φ(−ε/μ − μ/2) (Dong, Roth & Su 2022, Corollaries 2.13 and 3.3; the analytic Gaussian mechanism of Balle &
+Wang 2018). The numerical accountants approximate this curve from above: PLD by a grid whose size grows with
+1/σ (minutes per evaluation at ε = 200), PRV by a truncated domain. Full-batch segments (sample rate 1)
+therefore get this formula, the tight value of which theirs are upper bounds.
 """
 
 from __future__ import annotations

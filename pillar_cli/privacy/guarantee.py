@@ -1,13 +1,13 @@
-"""The guarantee of a plan's runs as one record: the neighbouring relation, the privacy unit, the row count the runs
-read, the accountant and the runs' δ, and the upstream DP releases they rest on (a DP-PCA of the private rows, the
-DP-GSD that chose the public data).
+"""The guarantee of a plan's runs as one record: the neighbouring relation, the privacy unit, the row count
+the runs read, the accountant and the runs' δ, and the upstream DP releases they rest on (a DP-PCA of the
+private rows, the DP-GSD that chose the public data).
 
 The plan builds it once (methods/plan.py); the model file stores it as one attribute, `guarantee`; a release's
-statement copies it for the head it releases (`for_head`), and the Python API's `ledger_` is that statement's. Two
-mechanisms meet only through it: every run's tree composes the count it read and every upstream release
+statement copies it for the head it releases (`for_head`), and the Python API's `ledger_` is that statement's.
+Two mechanisms meet only through it: every run's tree composes the count it read and every upstream release
 (`compose`), its noise is calibrated for that whole composition (`noise`), so that a target ε or a risk target
-covers everything the head rests on, and a composition it cannot account — a release per row under a person unit, a
-relation the accountants do not account — is refused when the guarantee is made.
+covers everything the head rests on, and a composition it cannot account — a release per row under a person
+unit, a relation the accountants do not account — is refused when the guarantee is made.
 """
 
 from __future__ import annotations
@@ -37,25 +37,28 @@ from pillar_cli.privacy.unit import PrivacyUnit
 
 FINER_UNIT = {  # a release per row under heads that protect a person: how to make it protect one
     Released.PROJECTION: "refit the DP-PCA on the embeddings that name the persons",
-    Released.PUBLIC_CHOICE: "rank the candidates again with gsd --dp-eps on the embeddings that name the persons "
-    "(a DP-GSD then bounds each person)",
+    Released.PUBLIC_CHOICE: "rank the candidates again with gsd --dp-eps on the embeddings that name the "
+    "persons (a DP-GSD then bounds each person)",
 }
 
 
 class HasDelta(Protocol):
-    delta: float
+    @property
+    def delta(self) -> float: ...
 
 
 def total_delta(delta: float, releases: Iterable[HasDelta]) -> float:
-    """δ of a release at `delta` composed with others (DP releases, a file's heads): the one place δs are summed."""
+    """δ of a release at `delta` composed with others (DP releases, a file's heads): the one place δs are
+    summed."""
     return float(delta) + sum(release.delta for release in releases)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Guarantee:
-    """What every run of a plan is a guarantee of: `unit` and `relation` (what neighbouring datasets differ by), the
-    row count the runs' rates and rules read (released with noise inside ε, or public; None: a head that read
-    none), the accountant and the runs' δ, and the `upstream` releases composed into every run at δ_total."""
+    """What every run of a plan is a guarantee of: `unit` and `relation` (what neighbouring datasets differ
+    by), the row count the runs' rates and rules read (released with noise inside ε, or public; None: a head
+    that read none), the accountant and the runs' δ, and the `upstream` releases composed into every run at
+    δ_total."""
 
     unit: PrivacyUnit
     count: RowCount | None
@@ -99,8 +102,8 @@ class Guarantee:
         return replace(self, count=count)
 
     def compose(self, event: Event) -> Event:
-        """A head's tree with what it rests on: the noisy count it read first, then its own mechanisms, then every
-        upstream release."""
+        """A head's tree with what it rests on: the noisy count it read first, then its own mechanisms, then
+        every upstream release."""
         count = self.count if self.count is not None and self.count.noisy else None
         head = event if count is None else count.with_count(event)
         return composed(head, *(release.event for release in self.upstream))
@@ -116,13 +119,14 @@ class Guarantee:
         return composed(*parts)
 
     def epsilon(self, tree: Event) -> float:
-        """ε of a composed tree at δ_total, by the accountant (a pure-ε release adds its ε; a selection composes by
-        its Rényi DP curve: privacy/accountants.py)."""
+        """ε of a composed tree at δ_total, by the accountant (a pure-ε release adds its ε; a selection
+        composes by its Rényi DP curve: privacy/accountants.py)."""
         return spent_epsilon(self.accountant, tree, self.delta_total)
 
     def fixed(self) -> tuple[tuple[Segment, ...], float]:
-        """What a head's noise is calibrated together with: the Gaussian segments of the count and of every private
-        upstream Gaussian release, and the summed ε of the pure-ε ones (the Bingham exponential mechanism)."""
+        """What a head's noise is calibrated together with: the Gaussian segments of the count and of every
+        private upstream Gaussian release, and the summed ε of the pure-ε ones (the Bingham exponential
+        mechanism)."""
         count = self.count.segments if self.count is not None else ()
         gaussian = tuple(
             segment
@@ -141,8 +145,8 @@ class Guarantee:
         return pure + (get_accountant(self.accountant).epsilon(fixed, self.delta_total) if fixed else 0.0)
 
     def own_budget(self, epsilon: float) -> float:
-        """What a head's own pure-ε mechanism may spend for the whole tree to spend `epsilon`; refused in one line
-        where the upstream releases leave nothing."""
+        """What a head's own pure-ε mechanism may spend for the whole tree to spend `epsilon`; refused in one
+        line where the upstream releases leave nothing."""
         left = epsilon - self.spent_before()
         if self.upstream and left <= 0:
             rested = "; ".join(release.words for release in self.upstream)
@@ -154,8 +158,9 @@ class Guarantee:
         return left
 
     def noise(self, epsilon: float, sample_rate: float, steps: int) -> float:
-        """σ of `steps` Poisson-sampled Gaussian steps whose composition with everything this guarantee holds (the
-        count, the upstream releases) spends at most `epsilon` at δ_total: a target is met by the whole tree."""
+        """σ of `steps` Poisson-sampled Gaussian steps whose composition with everything this guarantee holds
+        (the count, the upstream releases) spends at most `epsilon` at δ_total: a target is met by the whole
+        tree."""
         fixed, pure = self.fixed()
         if self.upstream:
             self.own_budget(epsilon)  # refuses where the releases leave nothing
@@ -164,8 +169,9 @@ class Guarantee:
         )
 
     def words(self, basis: StatementBasis) -> tuple[list[str], list[str], list[str]]:
-        """(covers, not_covered, rests_on) of a released head trained as `basis` records, under this guarantee: the
-        one place a statement's words are made, on release and again on every read (artifacts/statement.py)."""
+        """(covers, not_covered, rests_on) of a released head trained as `basis` records, under this
+        guarantee: the one place a statement's words are made, on release and again on every read
+        (artifacts/statement.py)."""
         count, covers, not_covered = self.count, [basis.trained], []
         if projection := self.release(Released.PROJECTION):  # a DP-PCA fitted on the private rows
             covers.append(f"fitting the projection on the private rows ({projection.words}, composed in)")
@@ -225,8 +231,8 @@ class Guarantee:
 
     @classmethod
     def from_attrs(cls, attrs: Mapping) -> Guarantee:
-        """As a file stores it; a record pillar does not read (a relation or unit it does not know, a malformed
-        count or release) is a ValueError, which the file's schema turns into one line."""
+        """As a file stores it; a record pillar does not read (a relation or unit it does not know, a
+        malformed count or release) is a ValueError, which the file's schema turns into one line."""
         if not isinstance(attrs, Mapping) or not isinstance(attrs.get("upstream"), list):
             raise ValueError("a guarantee is a record with its upstream releases")
         count = attrs.get("count")

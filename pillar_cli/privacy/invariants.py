@@ -1,6 +1,6 @@
-"""The privacy rules every entry point shares, one function each, each breach a PrivacyError (exit 5) unless the
-input is simply malformed: a usable (ε, δ) for the row count (privacy/count.py), public rows disjoint from private rows, a starting
-point that saw no private row.
+"""The privacy rules every entry point shares, one function each, each breach a PrivacyError (exit 5) unless
+the input is simply malformed: a usable (ε, δ) for the row count (privacy/count.py), public rows disjoint from
+private rows, a starting point that saw no private row.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ def validate_budget(
     epsilon: float, delta: float, rows: RowCount | int | None = None, non_private_allowed: bool = True
 ) -> None:
     """ε > 0 and 0 < δ < 1/n for the row count `rows` (a released noisy count is read as it is: the exact n is
-    private; None: the count is not known yet); `non_private_allowed`: ε = inf (no privacy) is a valid choice here,
-    which the error for ε ≤ 0 then mentions."""
+    private; None: the count is not known yet); `non_private_allowed`: ε = inf (no privacy) is a valid choice
+    here, which the error for ε ≤ 0 then mentions."""
     if not epsilon > 0:
         raise UsageError(
             f"{param('epsilon')} must be > 0 (got {epsilon})"
@@ -60,9 +60,9 @@ def require_persons_apart(private: Units, public: Units, source: str) -> None:
 
 
 def require_public_start(start: str, seen: str | None) -> None:
-    """A starting point — a warm-start head, a pre-trained network, the split a network is pre-trained on — must have
-    seen no private row: what it learnt from one is released without DP by everything built on it. `seen` says
-    which private rows it saw (None: none)."""
+    """A starting point — a warm-start head, a pre-trained network, the split a network is pre-trained on —
+    must have seen no private row: what it learnt from one is released without DP by everything built on it.
+    `seen` says which private rows it saw (None: none)."""
     if seen:
         raise PrivacyError(
             f"{start} {seen}: a starting point must come from public data, or the private rows it saw "

@@ -1,5 +1,6 @@
-"""A trained classifier's privacy ledger: what it spent, as its DP event tree, the accountant's ε of it and what that ε
-covers — read from a fit, or from a release's privacy statement (artifacts/statement.py Statement.ledger)."""
+"""A trained classifier's privacy ledger: what it spent, as its DP event tree, the accountant's ε of it and
+what that ε covers — read from a fit, or from a release's privacy statement (artifacts/statement.py
+Statement.ledger)."""
 
 from __future__ import annotations
 
@@ -28,15 +29,14 @@ class Ledger:
     covers: str  # what the ε covers
     noise_reproducible: bool = False  # fitted with noise_seed: NOT differentially private
     not_covered: str = ""  # what the ε does not cover (a release says: e.g. a choice made on val labels)
-    count: RowCount | None = (
-        None  # the row count the sampling rate and the rule read (noisy, or declared public)
-    )
+    # the row count the sampling rate and the rule read (noisy, or declared public)
+    count: RowCount | None = None
     unit: PrivacyUnit = PrivacyUnit()  # what neighbouring datasets differ by: a row, or a person
     guarantee: Guarantee | None = None  # the one record it is a statement of (privacy/guarantee.py)
 
     def risk(self):
-        """What the guarantee allows an attacker (privacy/risk.py): the highest TPR of any membership-inference
-        attack on one unit at each false-positive rate, and the largest advantage."""
+        """What the guarantee allows an attacker (privacy/risk.py): the highest TPR of any
+        membership-inference attack on one unit at each false-positive rate, and the largest advantage."""
         from pillar_cli.privacy.risk import risk_of
 
         return risk_of(self.event)

@@ -1,11 +1,11 @@
 """δ(ε) of a dp-accounting privacy loss distribution at many ε at once, in numpy.
 
-dp-accounting computes δ at an array of ε in one Python loop over the losses and the ε together: 0.3-1.0 s for the
-risk view's 15,201 ε on a subsampled Gaussian's distribution of 68,000-390,000 losses (benchmarks/bench_accounting.py:
-2-5 ms this way). The sums it accumulates from the largest loss down are cumulative sums taken in the same order,
-read at each ε's place among the losses. It reads the distribution's dense
-probability masses, which dp-accounting keeps in private attributes; a distribution held otherwise (sparse, or a
-version that names them differently) is asked through its public method instead."""
+dp-accounting computes δ at an array of ε in one Python loop over the losses and the ε together: 0.3-1.0 s for
+the risk view's 15,201 ε on a subsampled Gaussian's distribution of 68,000-390,000 losses
+(benchmarks/bench_accounting.py: 2-5 ms this way). The sums it accumulates from the largest loss down are
+cumulative sums taken in the same order, read at each ε's place among the losses. It reads the distribution's
+dense probability masses, which dp-accounting keeps in private attributes; a distribution held otherwise
+(sparse, or a version that names them differently) is asked through its public method instead."""
 
 from __future__ import annotations
 
@@ -28,12 +28,12 @@ def delta_for_epsilons(distribution, epsilons: np.ndarray) -> np.ndarray:
 
 
 def _dense_delta(pmf, epsilons: np.ndarray) -> np.ndarray:
-    """inf_mass + Σ_{loss > ε} p·(1 − e^{ε − loss}), as the two sums Σ p and Σ p·e^{−loss} over the losses above ε."""
+    """inf_mass + Σ_{loss > ε} p·(1 − e^{ε − loss}), as the two sums Σ p and Σ p·e^{−loss} over the losses
+    above ε."""
     probs = np.asarray(pmf._probs, dtype=np.float64)
     losses = (np.arange(len(probs)) + pmf._lower_loss) * pmf._discretization
-    upper = np.cumsum(
-        np.concatenate([[pmf._infinity_mass], probs[::-1]])
-    )  # upper[m]: the m largest losses' mass
+    # upper[m]: the m largest losses' mass
+    upper = np.cumsum(np.concatenate([[pmf._infinity_mass], probs[::-1]]))
     lower = np.cumsum(np.concatenate([[0.0], (probs * np.exp(-losses))[::-1]]))
     above = len(losses) - np.searchsorted(losses, epsilons, side="right")  # how many losses exceed each ε
     deltas = upper[above] - np.exp(epsilons) * lower[above]

@@ -1,12 +1,12 @@
-"""What a guarantee rests on beyond its mechanisms: that the class set and the public rows do not depend on the
-private data. An embeddings file records how it fixed them — where its class set came from, how each row's split was
-drawn, which rows --limit or --fraction kept — and every model, release and export made from it carries that record,
-from which a statement's words are made.
+"""What a guarantee rests on beyond its mechanisms: that the class set and the public rows do not depend on
+the private data. An embeddings file records how it fixed them — where its class set came from, how each row's
+split was drawn, which rows --limit or --fraction kept — and every model, release and export made from it
+carries that record, from which a statement's words are made.
 
-A data holder makes a neighbour by deleting a record from the source and running the pipeline again. The guarantee
-holds for that neighbour only if nothing but the DP outputs moves: the class set is declared (by the source or the
-user), each row's split is drawn from its own key and the public seed, and the rows kept are kept by their own draw.
-Where the file says otherwise, the statement says what is not covered.
+A data holder makes a neighbour by deleting a record from the source and running the pipeline again. The
+guarantee holds for that neighbour only if nothing but the DP outputs moves: the class set is declared (by the
+source or the user), each row's split is drawn from its own key and the public seed, and the rows kept are
+kept by their own draw. Where the file says otherwise, the statement says what is not covered.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ class Premises:
 
     @classmethod
     def from_attrs(cls, attrs: dict | None) -> Premises:
-        """The record a file holds; a file written before it was recorded: classes from the labels, permuted splits."""
+        """The record a file holds; a file written before it was recorded: classes from the labels, permuted
+        splits."""
         record = attrs or {}
         return cls(
             classes=str(record.get("classes", LABELS)),

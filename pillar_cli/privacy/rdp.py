@@ -1,10 +1,11 @@
-"""Rényi DP curves at a fixed set of orders: of Gaussian and Poisson-subsampled Gaussian mechanisms, of a trial
-that runs one of several mechanisms, of a private selection (Papernot & Steinke, "Hyperparameter tuning with Rényi
-differential privacy", ICLR 2022), and of any DP event tree built from those; and their conversion to (ε, δ).
+"""Rényi DP curves at a fixed set of orders: of Gaussian and Poisson-subsampled Gaussian mechanisms, of a
+trial that runs one of several mechanisms, of a private selection (Papernot & Steinke, "Hyperparameter tuning
+with Rényi differential privacy", ICLR 2022), and of any DP event tree built from those; and their conversion
+to (ε, δ).
 
 K, the number of trials of a selection, is drawn independently of the data from a truncated negative binomial
-distribution of shape η > 0 (η = 1: geometric) or a Poisson distribution (η = ∞). If one trial is (λ, ε_λ)-RDP at
-every order λ, releasing the best of K trials is RDP with, at order λ,
+distribution of shape η > 0 (η = 1: geometric) or a Poisson distribution (η = ∞). If one trial is (λ, ε_λ)-RDP
+at every order λ, releasing the best of K trials is RDP with, at order λ,
 - Poisson (Theorem 6): ε_λ + μ·δ̂ + log(μ)/(λ − 1), where δ̂ is the trial's δ at ε̂ = log(1 + 1/(λ − 1));
 - truncated negative binomial (Theorem 2): ε_λ + (1 + η)(1 − 1/λ̂)ε_λ̂ + (1 + η)·log(1/γ)/λ̂ + log(μ)/(λ − 1),
   minimised over λ̂; γ is the distribution's parameter for mean μ.
@@ -30,8 +31,8 @@ from pillar_cli.privacy.events import (
 )
 from pillar_cli.privacy.rdp_series import remember_rdp_terms
 
-# 64 orders: opacus' series costs ~0.1 ms per order and the search below evaluates thousands of curves; the optimum
-# for ε ∈ [0.05, 10] lies between 2 and 1,000 and Theorem 2's λ̂ among the same orders.
+# 64 orders: opacus' series costs ~0.1 ms per order and the search below evaluates thousands of curves; the
+# optimum for ε ∈ [0.05, 10] lies between 2 and 1,000 and Theorem 2's λ̂ among the same orders.
 ORDERS = np.array(
     sorted({1.25, 1.5, 1.75} | set(range(2, 33)) | {int(a) for a in np.geomspace(33, 1024, 31)}), dtype=float
 )
@@ -62,8 +63,8 @@ class TrialCount:
 
     @functools.cached_property
     def gamma(self) -> float:
-        """γ of the truncated negative binomial with this mean (its mean η(1/γ − 1)/(1 − γ^η) decreases in γ): the
-        smaller end of the bisection, whose mean is at least μ, the conservative side."""
+        """γ of the truncated negative binomial with this mean (its mean η(1/γ − 1)/(1 − γ^η) decreases in γ):
+        the smaller end of the bisection, whose mean is at least μ, the conservative side."""
         if self.shape == 1:
             return 1.0 / self.mean
         low, high = 0.0, min(1.0, 2 * (self.shape + 1) / self.mean)
@@ -106,7 +107,8 @@ def gaussian_rdp(noise_multiplier: float) -> np.ndarray:
 
 
 def subsampled_gaussian_rdp(noise_multiplier: float, sample_rate: float, steps: int) -> np.ndarray:
-    """RDP of T Poisson-subsampled Gaussian steps (opacus' analysis; invalid values at extreme orders dropped)."""
+    """RDP of T Poisson-subsampled Gaussian steps (opacus' analysis; invalid values at extreme orders
+    dropped)."""
     return steps * _one_step_rdp(noise_multiplier, sample_rate)
 
 

@@ -7,8 +7,8 @@ import enum
 
 
 class Relation(enum.Enum):
-    """What neighbouring datasets differ by, as dp-accounting's `NeighboringRelation` names it: one unit added or
-    removed, or one unit's value replaced."""
+    """What neighbouring datasets differ by, as dp-accounting's `NeighboringRelation` names it: one unit added
+    or removed, or one unit's value replaced."""
 
     ADD_OR_REMOVE_ONE = "add or remove one"
     REPLACE_ONE = "replace one"

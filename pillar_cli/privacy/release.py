@@ -1,10 +1,10 @@
-"""A DP release of private data that later mechanisms rest on — a DP-PCA of the private rows, or the DP-GSD ranking
-that chose the public data — as one typed value: what it released, its mechanism in words, its (ε, δ), the event
-tree every run composes it by, and the unit it protects.
+"""A DP release of private data that later mechanisms rest on — a DP-PCA of the private rows, or the DP-GSD
+ranking that chose the public data — as one typed value: what it released, its mechanism in words, its (ε, δ),
+the event tree every run composes it by, and the unit it protects.
 
-The mechanism that makes a release writes its own record (a projection's `private_release`, a GSD file's `ledger`:
-mechanism-specific fields beside these); `DPRelease.from_attrs` reads the fields every release has and refuses a
-record without them, so that nothing downstream reads a release by key.
+The mechanism that makes a release writes its own record (a projection's `private_release`, a GSD file's
+`ledger`: mechanism-specific fields beside these); `DPRelease.from_attrs` reads the fields every release has
+and refuses a record without them, so that nothing downstream reads a release by key.
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ class Released(str, Enum):
     """What a release made known (the value is what files store)."""
 
     PROJECTION = "projection"  # a DP-PCA: components fitted on the private rows
-    PUBLIC_CHOICE = (
-        "public choice"  # a DP-GSD: the private gradient subspace that ranked candidate public data
-    )
+    # a DP-GSD: the private gradient subspace that ranked candidate public data
+    PUBLIC_CHOICE = "public choice"
 
     def __str__(self) -> str:
         return self.value
@@ -32,8 +31,8 @@ class Released(str, Enum):
 
 @dataclass(frozen=True, kw_only=True)
 class DPRelease:
-    """One DP release another mechanism composes with: its event tree composes into every run that rests on it, at
-    the δ total of the guarantee (privacy/guarantee.py)."""
+    """One DP release another mechanism composes with: its event tree composes into every run that rests on
+    it, at the δ total of the guarantee (privacy/guarantee.py)."""
 
     released: Released
     mechanism: str  # in words, as its mechanism wrote them
@@ -41,14 +40,14 @@ class DPRelease:
     delta: float
     event: Event
     unit: PrivacyUnit  # what it protects: a release per row protects a person only at about their rows·ε
-    reproducible: bool = (
-        False  # its noise can be regenerated from a recorded seed: NOT differentially private
-    )
+    # its noise can be regenerated from a recorded seed: NOT differentially private
+    reproducible: bool = False
 
     @classmethod
     def from_attrs(cls, attrs: Mapping, released: Released | None = None) -> DPRelease:
         """From the record a file keeps (`released`: what it released, where the record predates saying so); a
-        record without its event, its unit or its (ε, δ) is a ValueError, which a file's schema turns into one line."""
+        record without its event, its unit or its (ε, δ) is a ValueError, which a file's schema turns into one
+        line."""
         missing = [
             key for key in ("mechanism", "epsilon", "delta", "event", "unit") if attrs.get(key) is None
         ]

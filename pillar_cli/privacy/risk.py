@@ -1,18 +1,20 @@
-"""What a guarantee allows an attacker: the trade-off curve of a DP event tree (f-DP; Dong, Roth & Su 2022) and what
-it says for one unit — the highest true-positive rate any membership-inference attack reaches at a false-positive
-rate it accepts, and the largest advantage (TPR − FPR) any attack has (Kulynych et al., NeurIPS 2024).
+"""What a guarantee allows an attacker: the trade-off curve of a DP event tree (f-DP; Dong, Roth & Su 2022)
+and what it says for one unit — the highest true-positive rate any membership-inference attack reaches at a
+false-positive rate it accepts, and the largest advantage (TPR − FPR) any attack has (Kulynych et al., NeurIPS
+2024).
 
-A mechanism is (ε, δ(ε))-DP for every ε, and each such pair bounds every test of "was this unit used" by the line
-β ≥ 1 − δ(ε) − e^ε·α (and its mirror e^{−ε}·(1 − δ(ε) − α)), where α is the test's false-positive rate and β its
-false-negative rate. The trade-off curve β(α) is the upper envelope of those lines over ε; with δ(ε) exact for every
-ε it is the mechanism's exact curve, and over a finite grid of ε it lies at or below it — a TPR bound 1 − β(α) at
-or above the true one, the safe side. δ(ε) comes from the tree's privacy loss distribution (dp-accounting,
-pessimistic discretisation), or exactly for full-batch Gaussian trees (μ-GDP), or, for a tree the PLD cannot hold
-(a private selection, one-of trials), from its Rényi DP curve (a looser bound, still valid); exponential mechanisms
-composed at the top add their pure ε to every ε. The advantage is δ(0), the total variation between neighbours.
+A mechanism is (ε, δ(ε))-DP for every ε, and each such pair bounds every test of "was this unit used" by the
+line β ≥ 1 − δ(ε) − e^ε·α (and its mirror e^{−ε}·(1 − δ(ε) − α)), where α is the test's false-positive rate
+and β its false-negative rate. The trade-off curve β(α) is the upper envelope of those lines over ε; with δ(ε)
+exact for every ε it is the mechanism's exact curve, and over a finite grid of ε it lies at or below it — a
+TPR bound 1 − β(α) at or above the true one, the safe side. δ(ε) comes from the tree's privacy loss
+distribution (dp-accounting, pessimistic discretisation), or exactly for full-batch Gaussian trees (μ-GDP),
+or, for a tree the PLD cannot hold (a private selection, one-of trials), from its Rényi DP curve (a looser
+bound, still valid); exponential mechanisms composed at the top add their pure ε to every ε. The advantage is
+δ(0), the total variation between neighbours.
 
-The curve bounds membership inference of one unit (a row, or a person with all their rows) by an attacker who knows
-everything else; it does not bound what public data lets anyone infer of a unit's attributes.
+The curve bounds membership inference of one unit (a row, or a person with all their rows) by an attacker who
+knows everything else; it does not bound what public data lets anyone infer of a unit's attributes.
 """
 
 from __future__ import annotations
@@ -37,22 +39,22 @@ AUDIT_SHARES = (
 EPSILONS = np.unique(
     np.concatenate([np.linspace(0.0, 4.0, 8001), np.linspace(4.0, 20.0, 6401), np.linspace(20.0, 60.0, 801)])
 )  # the envelope's grid: 1e-6 of the exact curve
-PLD_INTERVAL = (
-    3e-4  # dp-accounting's loss discretisation (pessimistic: coarser only raises a TPR bound, here by ~1e-6)
-)
+# dp-accounting's loss discretisation (pessimistic: coarser only raises a TPR bound, here by ~1e-6)
+PLD_INTERVAL = 3e-4
 
 
 @dataclass(frozen=True)
 class Risk:
-    """A guarantee's trade-off curve, sampled (`fprs`, `tprs`: the highest TPR at each FPR), and its advantage."""
+    """A guarantee's trade-off curve, sampled (`fprs`, `tprs`: the highest TPR at each FPR), and its
+    advantage."""
 
     fprs: tuple[float, ...]
     tprs: tuple[float, ...]
     advantage: float
 
     def tpr_at(self, fpr: float) -> float:
-        """The highest true-positive rate any attack reaches at false-positive rate `fpr`: at a sampled rate (FPRS
-        are), else the next sampled rate above's, which bounds it (TPR grows with the FPR accepted)."""
+        """The highest true-positive rate any attack reaches at false-positive rate `fpr`: at a sampled rate
+        (FPRS are), else the next sampled rate above's, which bounds it (TPR grows with the FPR accepted)."""
         index = min(int(np.searchsorted(self.fprs, fpr, side="left")), len(self.fprs) - 1)
         return float(self.tprs[index])
 
@@ -62,24 +64,25 @@ class Risk:
 
 
 def risk_words(tpr_at_fpr: dict, advantage: float, unit: str) -> str:
-    """The risk in a sentence a reader can act on; `unit` names what is protected ("training row", "person")."""
-    at_one = tpr_at_fpr.get("0.01")
+    """The risk in a sentence a reader can act on; `unit` names what is protected ("training row",
+    "person")."""
+    at_one = tpr_at_fpr["0.01"]
     return (
         f"an attacker who knows everything else and accepts a 1 % false-positive rate tells whether a given "
         f"{unit} was used with probability at most {100 * at_one:.3g} % (at 0.1 %: "
-        f"{100 * tpr_at_fpr['0.001']:.3g} %; at 10 %: {100 * tpr_at_fpr['0.1']:.3g} %); no attack does better "
-        f"than chance by more than {100 * advantage:.3g} points (its advantage)"
+        f"{100 * tpr_at_fpr['0.001']:.3g} %; at 10 %: {100 * tpr_at_fpr['0.1']:.3g} %); no attack does "
+        f"better than chance by more than {100 * advantage:.3g} points (its advantage)"
     )
 
 
 def audit_points(
     scores: np.ndarray, included: np.ndarray, curve: Risk, confidence: float = 0.95
 ) -> list[dict]:
-    """A canary audit on the curve's axes: the membership test "in" for the canaries whose scores are among the top
-    share, at each of AUDIT_SHARES, as its FPR and TPR with Clopper–Pearson intervals at `confidence`, beside the
-    curve's highest TPR at that FPR (`tpr_bound`). `above_curve`: even the TPR's lower end exceeds the bound at the
-    FPR's upper end — a test the guarantee says no attack passes (one of several tests: a hint, while the canary
-    audit's ε lower bound is the test with a stated confidence)."""
+    """A canary audit on the curve's axes: the membership test "in" for the canaries whose scores are among
+    the top share, at each of AUDIT_SHARES, as its FPR and TPR with Clopper–Pearson intervals at `confidence`,
+    beside the curve's highest TPR at that FPR (`tpr_bound`). `above_curve`: even the TPR's lower end exceeds
+    the bound at the FPR's upper end — a test the guarantee says no attack passes (one of several tests: a
+    hint, while the canary audit's ε lower bound is the test with a stated confidence)."""
     from scipy.stats import beta
 
     order = np.argsort(-np.asarray(scores), kind="stable")
@@ -89,7 +92,7 @@ def audit_points(
     points = []
     for share in AUDIT_SHARES:
         guessed = np.zeros(len(order), dtype=bool)
-        guessed[order[: max(1, int(round(share * len(order))))]] = True
+        guessed[order[: max(1, round(share * len(order)))]] = True
         point = {"share": share}
         for name, hits, total in (
             ("tpr", int((guessed & included).sum()), positives),
@@ -116,11 +119,12 @@ def risk_of(event: Event) -> Risk:
 
 
 def trade_off(alphas: np.ndarray, epsilons: np.ndarray, deltas: np.ndarray) -> np.ndarray:
-    """β(α): the upper envelope over the (ε, δ(ε)) pairs of max(0, 1 − δ − e^ε·α, e^{−ε}·(1 − δ − α)), in [0, 1].
+    """β(α): the upper envelope over the (ε, δ(ε)) pairs of max(0, 1 − δ − e^ε·α, e^{−ε}·(1 − δ − α)), in [0,
+    1].
 
-    Each pair gives two lines in α, and 0 is a line too: their upper envelope is convex, so it is built once from the
-    lines in order of slope and walked along the sorted α — O(pairs + α), where every line at every α took 0.4 s a
-    curve (30,000 lines × 1,200 α)."""
+    Each pair gives two lines in α, and 0 is a line too: their upper envelope is convex, so it is built once
+    from the lines in order of slope and walked along the sorted α — O(pairs + α), where every line at every α
+    took 0.4 s a curve (30,000 lines × 1,200 α)."""
     slopes = np.concatenate([-np.exp(epsilons), -np.exp(-epsilons), [0.0]])
     intercepts = np.concatenate([1 - deltas, np.exp(-epsilons) * (1 - deltas), [0.0]])
     order = np.lexsort((intercepts, slopes))  # by slope, the highest intercept of equal slopes last
@@ -145,15 +149,15 @@ def _value(line: tuple[float, float], at: float) -> float:
 
 
 def _hidden(first: tuple[float, float], middle: tuple[float, float], last: tuple[float, float]) -> bool:
-    """Whether the middle line (slopes increasing) is nowhere above both others: where it would take over from the
-    first lies at or beyond where the last does."""
+    """Whether the middle line (slopes increasing) is nowhere above both others: where it would take over from
+    the first lies at or beyond where the last does."""
     (a1, b1), (a2, b2), (a3, b3) = first, middle, last
     return (a1 - a3) * (b2 - b1) <= (a1 - a2) * (b3 - b1)
 
 
 def delta_curve(event: Event):
-    """δ as a function of ε (arrays) for the tree: pure parts shift ε; the approximate part by its PLD, exactly for
-    full-batch Gaussian segments, or by its Rényi DP curve."""
+    """δ as a function of ε (arrays) for the tree: pure parts shift ε; the approximate part by its PLD,
+    exactly for full-batch Gaussian segments, or by its Rényi DP curve."""
     pure, approximate = pure_parts(event)
     if approximate is None:
         return lambda eps: np.where(eps >= pure, 0.0, 1.0)
@@ -197,7 +201,8 @@ def _pld_delta(segments: tuple[Segment, ...]):
 
 
 def _rdp_delta(event: Event):
-    """δ(ε) from the tree's Rényi DP curve (the conversion dp-accounting uses: Canonne, Kamath & Steinke 2020)."""
+    """δ(ε) from the tree's Rényi DP curve (the conversion dp-accounting uses: Canonne, Kamath & Steinke
+    2020)."""
     from pillar_cli.privacy.rdp import ORDERS, event_rdp
 
     rdp, orders = event_rdp(event), ORDERS

@@ -1,20 +1,20 @@
-"""Calibrating to a risk target instead of ε: "no membership attack on one unit reaches a true-positive rate above
-`max_tpr` at a false-positive rate of `at_fpr`" (privacy/risk.py), the number an ethics board or a data protection
-officer can act on.
+"""Calibrating to a risk target instead of ε: "no membership attack on one unit reaches a true-positive rate
+above `max_tpr` at a false-positive rate of `at_fpr`" (privacy/risk.py), the number an ethics board or a data
+protection officer can act on.
 
-The target is met through ε: a run's tree at target ε is calibrated as it always is (σ by its accountant, the row
-count's release composed in), and TPR at `at_fpr` grows with ε, so the largest ε whose calibrated tree's trade-off
-curve stays at or under the target is found on log ε (regula falsi, safeguarded by bisection), starting from the ε of
-the μ-GDP curve that passes through the target (Φ(Φ⁻¹(α) + μ) = β), which Poisson-subsampled Gaussian trees approach.
-The statement then records the target and the ε it took; the curve's TPR is recomputed from the stored tree by every
-reader.
+The target is met through ε: a run's tree at target ε is calibrated as it always is (σ by its accountant, the
+row count's release composed in), and TPR at `at_fpr` grows with ε, so the largest ε whose calibrated tree's
+trade-off curve stays at or under the target is found on log ε (regula falsi, safeguarded by bisection),
+starting from the ε of the μ-GDP curve that passes through the target (Φ(Φ⁻¹(α) + μ) = β), which
+Poisson-subsampled Gaussian trees approach. The statement then records the target and the ε it took; the
+curve's TPR is recomputed from the stored tree by every reader.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy.events import Event
@@ -54,8 +54,8 @@ class RiskTarget:
         return max(gaussian_epsilon(((1 / mu, 1.0, 1),), delta), 1e-3)
 
     def largest_epsilon(self, event_at: Callable[[float], Event], start: float) -> float:
-        """The largest ε (to RELATIVE_TOLERANCE) whose tree `event_at(ε)` meets the target: a bracket [meets, fails]
-        found by halving and doubling from `start`, then closed on log ε (`_closed`)."""
+        """The largest ε (to RELATIVE_TOLERANCE) whose tree `event_at(ε)` meets the target: a bracket [meets,
+        fails] found by halving and doubling from `start`, then closed on log ε (`_closed`)."""
         excesses: dict[float, float] = {}
 
         def excess(epsilon: float) -> float:  # ≤ 0 where the target is met; each ε calibrated once
@@ -89,7 +89,8 @@ class RiskTarget:
 
     @classmethod
     def readable(cls, attrs: object) -> bool:
-        """Whether a file's record of a target is one `from_attrs` reads: numbers, a TPR above an FPR in (0, 1)."""
+        """Whether a file's record of a target is one `from_attrs` reads: numbers, a TPR above an FPR in (0,
+        1)."""
         if not isinstance(attrs, dict) or any(
             isinstance(attrs.get(key), bool) or not isinstance(attrs.get(key), (int, float))
             for key in cls.KEYS
@@ -103,11 +104,11 @@ class RiskTarget:
 
 
 def _closed(excess: Callable[[float], float], low: tuple[float, float], high: tuple[float, float]) -> float:
-    """The largest ε that meets, to RELATIVE_TOLERANCE, from a bracket of (log ε, excess) with excess ≤ 0 at the low
-    end and > 0 at the high end. Regula falsi with the Illinois rule (the end kept twice has its excess halved), each
-    point at least half the tolerance inside the bracket, and a bisection after two steps that did not halve it:
-    near the target TPR is smooth in log ε, so a handful of calibrations (each the costly part) instead of the nine a
-    bisection from a factor of 2 takes, never many more."""
+    """The largest ε that meets, to RELATIVE_TOLERANCE, from a bracket of (log ε, excess) with excess ≤ 0 at
+    the low end and > 0 at the high end. Regula falsi with the Illinois rule (the end kept twice has its
+    excess halved), each point at least half the tolerance inside the bracket, and a bisection after two steps
+    that did not halve it: near the target TPR is smooth in log ε, so a handful of calibrations (each the
+    costly part) instead of the nine a bisection from a factor of 2 takes, never many more."""
     (x_low, f_low), (x_high, f_high) = low, high
     kept, slow = 0, 0
     while x_high - x_low > RELATIVE_TOLERANCE:

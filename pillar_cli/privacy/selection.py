@@ -1,10 +1,11 @@
-"""Private selection: planning the noise of running a random number of DP trials and releasing only the best one
-(Papernot & Steinke, "Hyperparameter tuning with Rényi differential privacy", ICLR 2022; the bounds are in rdp.py).
+"""Private selection: planning the noise of running a random number of DP trials and releasing only the best
+one (Papernot & Steinke, "Hyperparameter tuning with Rényi differential privacy", ICLR 2022; the bounds are in
+rdp.py).
 
-A trial trains one configuration drawn uniformly from the candidates, independently of the data, then releases its
-noisy val score: its RDP is at most the largest of the candidates' training RDP (pointwise over orders) plus the
-score's Gaussian RDP. `plan_selection` spreads a total (ε, δ) over one trial's training and score noise, and
-returns the selection as a DP event tree.
+A trial trains one configuration drawn uniformly from the candidates, independently of the data, then releases
+its noisy val score: its RDP is at most the largest of the candidates' training RDP (pointwise over orders)
+plus the score's Gaussian RDP. `plan_selection` spreads a total (ε, δ) over one trial's training and score
+noise, and returns the selection as a DP event tree.
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ from pillar_cli.privacy.events import (
 )
 from pillar_cli.privacy.rdp import ORDERS, TrialCount, epsilon_of, event_rdp, subsampled_gaussian_rdp
 
-Mechanism = tuple[
-    float, int
-]  # (sample rate, steps) of a candidate's training; (1.0, 1): one Gaussian release
+# (sample rate, steps) of a candidate's training; (1.0, 1): one Gaussian release
+Mechanism = tuple[float, int]
 
 
 def selection_event(training: dict[Mechanism, float], score_sigma: float, count: TrialCount) -> Event:
@@ -44,18 +44,18 @@ def selection_event(training: dict[Mechanism, float], score_sigma: float, count:
 
 
 def recorded_selection_epsilon(record: dict) -> float:
-    """ε of a selection recomputed from its ledger record alone (its event tree and δ; a pure-ε release it rests on
-    adds its ε)."""
+    """ε of a selection recomputed from its ledger record alone (its event tree and δ; a pure-ε release it
+    rests on adds its ε)."""
     pure, rest = pure_parts(event_from_dict(record["event"]))
     at = float(record["delta"])
-    return pure + epsilon_of(event_rdp(rest), at)
+    return pure if rest is None else pure + epsilon_of(event_rdp(rest), at)
 
 
 @dataclass(frozen=True)
 class SelectionPlan:
-    """The noise of one trial: training σ per candidate mechanism and the score's σ (in correct-count units); the
-    selection's event (without the released row count it read) and its total ε (with it), one trial's training ε at
-    δ alone, and the order at which the score's share was set."""
+    """The noise of one trial: training σ per candidate mechanism and the score's σ (in correct-count units);
+    the selection's event (without the released row count it read) and its total ε (with it), one trial's
+    training ε at δ alone, and the order at which the score's share was set."""
 
     training: dict[Mechanism, float]
     score_sigma: float
@@ -86,11 +86,11 @@ def _plan(
     mechanisms: frozenset[Mechanism],
     released: Event | None,
 ) -> SelectionPlan:
-    """Noise such that the selection's total ε at δ, composed with the `released` event it rests on (a noisy row
-    count), is at most (and within 1 % of) `epsilon`. One trial's training is calibrated to ε_t at δ; its score's
-    Gaussian RDP is set to `score_share` of the trial's RDP at the order that converts the training's RDP best
-    (Gaussian RDP is linear in the order, so a share of its slope). ε_t is searched so that the selection's bound
-    meets the budget, and cached on disk."""
+    """Noise such that the selection's total ε at δ, composed with the `released` event it rests on (a noisy
+    row count), is at most (and within 1 % of) `epsilon`. One trial's training is calibrated to ε_t at δ; its
+    score's Gaussian RDP is set to `score_share` of the trial's RDP at the order that converts the training's
+    RDP best (Gaussian RDP is linear in the order, so a share of its slope). ε_t is searched so that the
+    selection's bound meets the budget, and cached on disk."""
     if not 0 < score_share < 1:
         raise UsageError(f"{param('score_share')} must be in (0, 1) (got {score_share})")
     ordered = sorted(mechanisms)
@@ -123,8 +123,8 @@ def _best_order(rdp: np.ndarray, delta: float) -> float:
 
 
 def _trial_noise(mechanism: Mechanism, epsilon: float, delta: float, cached: bool) -> float:
-    """σ of one trial's training at ε (RDP at ORDERS, converted at δ); the plan's final values are cached on disk
-    (the search's intermediate ones are not: the same deterministic solve gives the same σ)."""
+    """σ of one trial's training at ε (RDP at ORDERS, converted at δ); the plan's final values are cached on
+    disk (the search's intermediate ones are not: the same deterministic solve gives the same σ)."""
     rate, steps = mechanism
 
     def eps_of(sigma: float) -> float:

@@ -1,13 +1,14 @@
-"""The privacy unit: what two neighbouring datasets differ by — one training row, or one person with all their rows —
-and every training row's unit as a value.
+"""The privacy unit: what two neighbouring datasets differ by — one training row, or one person with all their
+rows — and every training row's unit as a value.
 
-Where one person has many rows (a patient's X-rays, a slide's patches) a guarantee per row protects that person only
-at about (their rows)·ε. With the person as the unit, the sampler draws persons, each person's contribution to a
-release is bounded as one row's is (linear/persons.py), the row count read is the count of persons, and every
-statement names the unit and where the persons came from: rows of one human filed under two ids are two persons.
+Where one person has many rows (a patient's X-rays, a slide's patches) a guarantee per row protects that
+person only at about (their rows)·ε. With the person as the unit, the sampler draws persons, each person's
+contribution to a release is bounded as one row's is (linear/persons.py), the row count read is the count of
+persons, and every statement names the unit and where the persons came from: rows of one human filed under two
+ids are two persons.
 
-`Units` holds every training row's unit (each row its own, or a person): the training code reads the count, the row
-weights and the engine's person layout from it, never from a person array that may be None.
+`Units` holds every training row's unit (each row its own, or a person): the training code reads the count,
+the row weights and the engine's person layout from it, never from a person array that may be None.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ WEIGHTED_PERSON_BOUND = (
 
 
 def adjacency(relations: tuple[Relation, ...], unit: PrivacyUnit | None = None) -> str:
-    """The relations in a mechanism's words: "add/remove-one adjacency", "… of one person" with a person unit."""
+    """The relations in a mechanism's words: "add/remove-one adjacency", "… of one person" with a person
+    unit."""
     if not relations or not all(isinstance(relation, Relation) for relation in relations):
         raise ValueError(f"a mechanism's relations must be Relation values, not {relations!r}")
     said = " and ".join(relation.short for relation in relations) + " adjacency"
@@ -51,8 +53,8 @@ class PrivacyUnit:
 
     @classmethod
     def resolve(cls, asked: str, grouping: str | None) -> PrivacyUnit:
-        """The unit a request asks for, given where the training rows' persons came from (None: not named). auto:
-        the person where the rows name one, else the row."""
+        """The unit a request asks for, given where the training rows' persons came from (None: not named).
+        auto: the person where the rows name one, else the row."""
         if asked == PERSON and grouping is None:
             raise UsageError(
                 f"{param('privacy_unit')} person needs each training row's person, which these rows do "
@@ -65,8 +67,8 @@ class PrivacyUnit:
 
     @classmethod
     def from_attrs(cls, attrs: dict | None) -> PrivacyUnit:
-        """As a file records it (none recorded: a row); a unit other than a row or a person is a ValueError, which
-        the schema turns into one line naming the file before any reader gets here."""
+        """As a file records it (none recorded: a row); a unit other than a row or a person is a ValueError,
+        which the schema turns into one line naming the file before any reader gets here."""
         if not attrs:
             return cls()
         if attrs.get("unit") not in (ROW, PERSON) or not isinstance(attrs.get("persons"), (str, type(None))):
@@ -76,6 +78,8 @@ class PrivacyUnit:
     @classmethod
     def readable(cls, attrs: object) -> bool:
         """Whether a file's record of a unit is one `from_attrs` reads."""
+        if attrs is not None and not isinstance(attrs, dict):
+            return False
         try:
             cls.from_attrs(attrs)
         except (ValueError, TypeError, AttributeError):
@@ -129,8 +133,8 @@ class PrivacyUnit:
         )
 
     def mechanism(self, description: str, relations: tuple[Relation, ...], person_bound: str | None) -> str:
-        """A mechanism in words: what it releases (`description`), the relations it is analysed under, and how it
-        bounds a person (`person_bound`) where the person is the unit."""
+        """A mechanism in words: what it releases (`description`), the relations it is analysed under, and how
+        it bounds a person (`person_bound`) where the person is the unit."""
         said = f"{description}; {adjacency(relations, self)}"
         return said if not self.is_person else f"{said}; per person: {person_bound}"
 
@@ -141,7 +145,8 @@ class PrivacyUnit:
 
 
 def persons_of(groups: object, rows: int, name: str = "groups") -> np.ndarray:
-    """Each row's person from one group id per row (any hashable values: patient ids, numbers), numbered 0..P−1."""
+    """Each row's person from one group id per row (any hashable values: patient ids, numbers), numbered
+    0..P−1."""
     ids = np.asarray(groups)
     if ids.ndim != 1 or len(ids) != rows:
         raise UsageError(f"{param(name)} must hold one group id per row: {rows} rows, {ids.shape} ids")
@@ -151,21 +156,21 @@ def persons_of(groups: object, rows: int, name: str = "groups") -> np.ndarray:
 
 
 def person_weights(persons: np.ndarray) -> np.ndarray:
-    """1/(rows of the row's person), for every row: weighted so, a sum over rows that one row moves by at most Δ is
-    moved by at most Δ by one person, whatever their number of rows."""
+    """1/(rows of the row's person), for every row: weighted so, a sum over rows that one row moves by at most
+    Δ is moved by at most Δ by one person, whatever their number of rows."""
     _, inverse, counts = np.unique(np.asarray(persons), return_inverse=True, return_counts=True)
     return 1.0 / counts[inverse]
 
 
 @dataclass(frozen=True, eq=False)
 class Units:
-    """Every training row's unit of privacy: each row its own (`Units.rows`), or the persons a grouping names, all
-    their rows together. It gives what a mechanism reads of the unit: how many there are (the count's subject), each
-    row's weight in a released sum, and whether batches draw groups of rows (the engine's person layout)."""
+    """Every training row's unit of privacy: each row its own (`Units.rows`), or the persons a grouping names,
+    all their rows together. It gives what a mechanism reads of the unit: how many there are (the count's
+    subject), each row's weight in a released sum, and whether batches draw groups of rows (the engine's
+    person layout)."""
 
-    ids: (
-        np.ndarray
-    )  # each row's unit: integer ids, as a file numbers its source's persons (comparable across splits)
+    # each row's unit: integer ids, as a file numbers its source's persons (comparable across splits)
+    ids: np.ndarray
     named_by: str | None = None  # where the persons came from, in words (e.g. 'column PatientID'); None: rows
 
     @classmethod
@@ -184,7 +189,8 @@ class Units:
 
     @classmethod
     def given(cls, groups: object, rows: int, named_by: str, name: str = "groups") -> Units:
-        """From the Python API's `groups`, one id per row (any hashable values: patient ids, numbers), or None."""
+        """From the Python API's `groups`, one id per row (any hashable values: patient ids, numbers), or
+        None."""
         return cls.rows(rows) if groups is None else cls(persons_of(groups, rows, name), named_by)
 
     def __len__(self) -> int:
@@ -202,8 +208,8 @@ class Units:
 
     @functools.cached_property
     def weights(self) -> np.ndarray:
-        """Each row's weight in a released sum over rows: 1/(rows of its unit), so that one unit moves the sum at
-        most as one row does."""
+        """Each row's weight in a released sum over rows: 1/(rows of its unit), so that one unit moves the sum
+        at most as one row does."""
         return person_weights(self.ids) if self.grouped else np.ones(len(self.ids))
 
     def bounded_by(self, unit: PrivacyUnit) -> Units:

@@ -1,5 +1,5 @@
-"""Maps of features to k dimensions fitted on PUBLIC data: standardise + PCA, and a seeded random projection; and,
-where no public data exists, a PCA of the private rows released with DP (private_pca.py).
+"""Maps of features to k dimensions fitted on PUBLIC data: standardise + PCA, and a seeded random projection;
+and, where no public data exists, a PCA of the private rows released with DP (private_pca.py).
 
 Nothing private reaches a fit except through that DP release.
 

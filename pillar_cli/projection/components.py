@@ -1,11 +1,11 @@
 """The empirical component graph of boolean PUBLIC rows: the low-dimensional structure of the semi-private
 disjunction learner (§3.1 of Hu, Pinto, Yang, Sanyal).
 
-Variables i and j are joined when some public row has both active; the connected components partition the variables
-that any public row activates. Variables no public row activates are one more group: the public data says nothing
-about them, and keeping them together keeps the learner's candidates at 2^Z. Stored like a projection (mean 0,
-scale 1, one indicator row per component), so every stage reads it as it reads a PCA; fitted on the public split
-only, like the PCA.
+Variables i and j are joined when some public row has both active; the connected components partition the
+variables that any public row activates. Variables no public row activates are one more group: the public data
+says nothing about them, and keeping them together keeps the learner's candidates at 2^Z. Stored like a
+projection (mean 0, scale 1, one indicator row per component), so every stage reads it as it reads a PCA;
+fitted on the public split only, like the PCA.
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ class PublicComponents(PublicPCA):
             self.components_[row, members] = 1.0
         self.eigenvalues_ = self.components_.sum(axis=1)
         self.mean_, self.scale_ = np.zeros(dim), np.ones(dim)
-        # Boolean rows repeat across records, so equal rows do not reveal a shared record: no row digests are kept
-        # (PublicPCA's check by value would refuse honest private rows); the stages check disjointness by row id.
+        # Boolean rows repeat across records, so equal rows do not reveal a shared record: no row digests are
+        # kept (PublicPCA's check by value would refuse honest private rows); the stages check disjointness by
+        # row id.
         self.rank_, self.n_public_, self.row_digests_ = len(groups), n, np.zeros(0, np.uint64)
         return self
 

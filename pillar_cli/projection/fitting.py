@@ -1,6 +1,6 @@
-"""The fit-pca stage as one library call: the projection a recipe fits on a split of an embeddings file (its public
-rows, or its private rows by a DP-PCA release) and the inputs it read. `pillar fit-pca` writes what it returns; the
-neighbours check (audit/neighbours.py) reruns it on each side."""
+"""The fit-pca stage as one library call: the projection a recipe fits on a split of an embeddings file (its
+public rows, or its private rows by a DP-PCA release) and the inputs it read. `pillar fit-pca` writes what it
+returns; the neighbours check (audit/neighbours.py) reruns it on each side."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ Progress = Callable[[int], AbstractContextManager[Callable[[int], None]]]  # row
 
 @dataclass(frozen=True)
 class ProjectionRecipe:
-    """What fit-pca fits: `k_max` components (None: the default) of the public rows — a keyed `fraction` of them,
-    standardised or (`second_moment`) L2-normalised, or the empirical component graph of boolean rows
+    """What fit-pca fits: `k_max` components (None: the default) of the public rows — a keyed `fraction` of
+    them, standardised or (`second_moment`) L2-normalised, or the empirical component graph of boolean rows
     (`components`) — or, with `dp_eps`, a DP-PCA of the private rows at (`dp_eps`, `dp_delta`) calibrated by
     `accountant`."""
 
@@ -64,10 +64,10 @@ def fit_projection(
     noise: NoiseSource = SECRET,
     progress: Progress | None = None,
 ) -> FittedProjection:
-    """The projection `recipe` fits on `embeddings` (FILE or FILE:SPLIT, default split public; a DP-PCA fits on
-    FILE:private), and the inputs it read. `gsd`: the GSD ranking that chose this split, recorded and checked. `noise`:
-    where the DP-PCA's noise comes from (default: fresh OS entropy). `progress`: what counts the public rows
-    read."""
+    """The projection `recipe` fits on `embeddings` (FILE or FILE:SPLIT, default split public; a DP-PCA fits
+    on FILE:private), and the inputs it read. `gsd`: the GSD ranking that chose this split, recorded and
+    checked. `noise`: where the DP-PCA's noise comes from (default: fresh OS entropy). `progress`: what counts
+    the public rows read."""
     if recipe.dp_eps is not None:
         return _fit_private(embeddings, recipe, gsd, noise)
     public = artifacts.read_split(embeddings, default_split="public", on_disk=True).subsample(

@@ -1,16 +1,19 @@
-"""Standardise + PCA, fitted on PUBLIC data only: `PublicPCA.fit` takes one array, the public split's features,
-which carry no labels (the CLI passes the embeddings' `public` split, or a split the user declares public)."""
+"""Standardise + PCA, fitted on PUBLIC data only: `PublicPCA.fit` takes one array, the public split's
+features, which carry no labels (the CLI passes the embeddings' `public` split, or a split the user declares
+public)."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from pillar_cli.artifacts import Artifact, Split
 from pillar_cli.artifacts.projection_header import ProjectionHeader
+from pillar_cli.artifacts.stored_rows import Rows
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 from pillar_cli.privacy.release import DPRelease, Released
 
@@ -25,7 +28,8 @@ TEMPORARY_BYTES = 2**25  # a float64 temporary of rows being standardised or pro
 
 
 def rows_per_block(dim: int) -> int:
-    """Rows standardised or projected at a time: float64 temporaries of TEMPORARY_BYTES (2,048 rows at D = 2,048)."""
+    """Rows standardised or projected at a time: float64 temporaries of TEMPORARY_BYTES (2,048 rows at D =
+    2,048)."""
     return max(256, TEMPORARY_BYTES // (8 * max(dim, 1)))
 
 
@@ -46,9 +50,10 @@ def standardize_rows(
 class LinearMap(Protocol):
     """A fixed map of standardised features to k dimensions: x ↦ A_kᵀ·standardised(x)."""
 
-    dim: int
+    @property
+    def dim(self) -> int: ...
 
-    def standardized(self, x: np.ndarray) -> np.ndarray: ...
+    def standardized(self, x: Rows) -> np.ndarray: ...
 
     def basis(self, k: int) -> np.ndarray: ...
 
@@ -66,7 +71,7 @@ class StoredMap:
     def dim(self) -> int:
         return len(self.mean)
 
-    def standardized(self, x: np.ndarray) -> np.ndarray:
+    def standardized(self, x: Rows) -> np.ndarray:
         return standardize_rows(x, self.mean, self.scale, self.row_normalised, "the classifier reads")
 
     def basis(self, k: int) -> np.ndarray:
@@ -75,10 +80,10 @@ class StoredMap:
         return self.stored_basis
 
 
-def project(linear_map: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:
-    """Standardise, then map to k dimensions (k=None: no projection). The product accumulates in float64 and is
-    rounded once: standardised public-scaled features can be large, and float32 sums in another order (another
-    BLAS, an exported module) would then disagree in the last digits of the head's probabilities."""
+def project(linear_map: LinearMap, x: Rows, k: int | None) -> np.ndarray:
+    """Standardise, then map to k dimensions (k=None: no projection). The product accumulates in float64 and
+    is rounded once: standardised public-scaled features can be large, and float32 sums in another order
+    (another BLAS, an exported module) would then disagree in the last digits of the head's probabilities."""
     if k is None:
         return linear_map.standardized(x)
     basis, out = linear_map.basis(k).astype(np.float64), np.empty((len(x), k), dtype=np.float32)
@@ -90,9 +95,9 @@ def project(linear_map: LinearMap, x: np.ndarray, k: int | None) -> np.ndarray:
     return out
 
 
-def row_digests(x: np.ndarray) -> np.ndarray:
-    """A 64-bit digest of each row's float32 bytes: equal rows, equal digests (how training spots public rows); a
-    block of rows at a time, so that rows left on disk stay there."""
+def row_digests(x: Rows) -> np.ndarray:
+    """A 64-bit digest of each row's float32 bytes: equal rows, equal digests (how training spots public
+    rows); a block of rows at a time, so that rows left on disk stay there."""
     step = rows_per_block(x.shape[1])
     blocks = (
         np.ascontiguousarray(x[start : start + step], dtype=np.float32) for start in range(0, len(x), step)
@@ -108,8 +113,8 @@ def row_digests(x: np.ndarray) -> np.ndarray:
 
 
 class ScaledRows:
-    """Rows (n, d) as float64, L2-normalised when asked, centred and scaled, made a block at a time when sliced: a
-    fit never holds a float64 copy of every row."""
+    """Rows (n, d) as float64, L2-normalised when asked, centred and scaled, made a block at a time when
+    sliced: a fit never holds a float64 copy of every row."""
 
     def __init__(
         self,
@@ -126,8 +131,8 @@ class ScaledRows:
 
 
 def column_moments(rows: ScaledRows) -> tuple[np.ndarray, np.ndarray]:
-    """(mean, standard deviation) of each column of `rows` (ddof 0), summed a block at a time in float64: the mean
-    first, then the squared deviations from it, as numpy's two passes do."""
+    """(mean, standard deviation) of each column of `rows` (ddof 0), summed a block at a time in float64: the
+    mean first, then the squared deviations from it, as numpy's two passes do."""
     n = rows.shape[0]
     blocks = range(0, n, CHUNK_ROWS)
     mean = sum(rows[start : start + CHUNK_ROWS].sum(axis=0) for start in blocks) / n
@@ -138,11 +143,11 @@ def column_moments(rows: ScaledRows) -> tuple[np.ndarray, np.ndarray]:
 def principal_axes(
     x: np.ndarray | ScaledRows, on_rows: Callable[[int], None] = lambda n: None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The singular values of x (n, d) and its right singular vectors as rows, largest first, from the eigenvalues
-    of the smaller of its two Gram matrices (d × d, or n × n with V = XᵀU/σ): a few times faster than the SVD of x
-    itself, whose work the thin matrix does not need; directions of zero variance come back with σ = 0. The Gram
-    matrix is summed a block of rows at a time, `on_rows(m)` hearing of each block (the eigh after is d³ or n³); rows
-    fewer than the dimensions are taken whole (n × d ≤ d²)."""
+    """The singular values of x (n, d) and its right singular vectors as rows, largest first, from the
+    eigenvalues of the smaller of its two Gram matrices (d × d, or n × n with V = XᵀU/σ): a few times faster
+    than the SVD of x itself, whose work the thin matrix does not need; directions of zero variance come back
+    with σ = 0. The Gram matrix is summed a block of rows at a time, `on_rows(m)` hearing of each block (the
+    eigh after is d³ or n³); rows fewer than the dimensions are taken whole (n × d ≤ d²)."""
     n, dim = x.shape
     if n >= dim:
         gram = np.zeros((dim, dim))
@@ -169,10 +174,11 @@ class PublicPCA:
     centring, no standardisation, eigenvectors of the uncentred second moment E[xxᵀ].
 
     Fitted state: `mean_` (D,), `scale_` (D,), `components_` (k_max, D) orthonormal rows with deterministic
-    signs, `eigenvalues_` (min(n, D),) the variance (second moment) along each component, `rank_`, `n_public_`;
-    `release_`: the DP release of private rows it rests on (a DP-PCA's), None when fitted on public rows.
-    Parameters follow scikit-learn's contract (stored as given, `get_params` / `set_params`), so `clone` and a
-    search over them work; scikit-learn itself is not imported (the command line starts without it).
+    signs, `eigenvalues_` (min(n, D),) the variance (second moment) along each component, `rank_`,
+    `n_public_`; `release_`: the DP release of private rows it rests on (a DP-PCA's), None when fitted on
+    public rows. Parameters follow scikit-learn's contract (stored as given, `get_params` / `set_params`), so
+    `clone` and a search over them work; scikit-learn itself is not imported (the command line starts without
+    it).
     """
 
     release_: DPRelease | None = None
@@ -203,9 +209,10 @@ class PublicPCA:
     def fit(
         self, public: np.ndarray, y: None = None, on_rows: Callable[[int], None] = lambda n: None
     ) -> PublicPCA:
-        """Fit on unlabelled public rows. Labels are refused, so no pipeline can fit this on a labelled (private)
-        split; the digests of the rows fitted on are kept, so a classifier can refuse to train on any of them.
-        `on_rows(m)` hears of m more rows summed into the Gram matrix (progress of a long fit)."""
+        """Fit on unlabelled public rows. Labels are refused, so no pipeline can fit this on a labelled
+        (private) split; the digests of the rows fitted on are kept, so a classifier can refuse to train on
+        any of them. `on_rows(m)` hears of m more rows summed into the Gram matrix (progress of a long
+        fit)."""
         if y is not None:
             raise PrivacyError(
                 "PublicPCA is fitted on unlabelled PUBLIC rows only; it was given labels",
@@ -221,9 +228,8 @@ class PublicPCA:
         singular, vt = principal_axes(
             ScaledRows(public, self._normalized_rows, self.mean_, self.scale_), on_rows
         )
-        tolerance = (
-            singular.max(initial=0.0) ** 2 * max(n, dim) * np.finfo(np.float64).eps
-        )  # on σ², as eigh gives
+        # on σ², as eigh gives
+        tolerance = singular.max(initial=0.0) ** 2 * max(n, dim) * np.finfo(np.float64).eps
         self.rank_ = int((singular**2 > tolerance).sum())
         k_max = self.rank_ if self.k_max is None else self.k_max
         if k_max > self.rank_:
@@ -265,12 +271,12 @@ class PublicPCA:
     def dim(self) -> int:
         return len(self.mean_)
 
-    def standardized(self, x: np.ndarray) -> np.ndarray:
+    def standardized(self, x: Rows) -> np.ndarray:
         return standardize_rows(
             x, self.mean_, self.scale_, self.second_moment, "the projection was fitted on"
         )
 
-    def transform(self, x: np.ndarray, k: int | None = None) -> np.ndarray:
+    def transform(self, x: Rows, k: int | None = None) -> np.ndarray:
         """Top-k projection of standardised features; k=None keeps all dimensions (no projection)."""
         return project(self, x, k)
 
@@ -328,7 +334,8 @@ def fit_public_split(
 
 
 def require_unlabelled(split: Split) -> None:
-    """A labelled split is refused: fitting on private rows would leak them into every model trained on the fit."""
+    """A labelled split is refused: fitting on private rows would leak them into every model trained on the
+    fit."""
     if split.labels is not None:
         raise PrivacyError(
             f"split '{split.name}' of {split.ref.path} is labelled; fit-pca fits on the unlabelled "
@@ -338,8 +345,8 @@ def require_unlabelled(split: Split) -> None:
 
 
 def projection_artifact(pca: PublicPCA, split: Split) -> Artifact:
-    """The fitted projection with what it was fitted on: the split's reference, source and row ids (`rows/public`),
-    so that no stage evaluates or selects on rows the projection saw."""
+    """The fitted projection with what it was fitted on: the split's reference, source and row ids
+    (`rows/public`), so that no stage evaluates or selects on rows the projection saw."""
     artifact = pca.to_artifact()
     artifact.arrays["rows/public"] = split.index
     if split.units.grouped:

@@ -1,21 +1,23 @@
-"""PILLAR without public data: the projection fitted on the PRIVATE rows by one DP release of their second moment
-(Analyze Gauss: Dwork, Talwar, Thakurta & Zhang, "Analyze Gauss", STOC 2014).
+"""PILLAR without public data: the projection fitted on the PRIVATE rows by one DP release of their second
+moment (Analyze Gauss: Dwork, Talwar, Thakurta & Zhang, "Analyze Gauss", STOC 2014).
 
 Rows are scaled to unit norm u, so one row moves Σ uuᵀ by ‖uuᵀ‖_F = 1 (add/remove one row: sensitivity 1). The
-upper triangle of the sum is released with Gaussian noise σ, mirrored (symmetric noise); σ is calibrated to (ε, δ)
-for that one Gaussian release by the accountant. The components are the released matrix's top k_max eigenvectors (by default 200: keeping only
-those above the noise's spectral scale 2σ√D cost accuracy, 0.70 against 0.78 at ε = 0.5 on real features, because
-directions below the noise still carry what random directions carry);
-its spectrum is stored as fractions of its trace. Everything after the release is post-processing: nothing else
-reads the rows, not even their number, which the projection does not record. There is no mean or per-feature scale
-(each would be one more statistic of the private rows to release): the projection is the second-moment variant,
-rows L2-normalised (`fit-pca --second-moment`). Every model trained on it composes the release's event with its
-runs' (privacy/guarantee.py), so their ε covers the projection: train-private from the artifact's
-`private_release`, the Python API (`sweep`, `DPLinearClassifier`) from the fitted object's `release_`.
+upper triangle of the sum is released with Gaussian noise σ, mirrored (symmetric noise); σ is calibrated to
+(ε, δ) for that one Gaussian release by the accountant. The components are the released matrix's top k_max
+eigenvectors (by default 200: keeping only those above the noise's spectral scale 2σ√D cost accuracy, 0.70
+against 0.78 at ε = 0.5 on real features, because directions below the noise still carry what random
+directions carry); its spectrum is stored as fractions of its trace. Everything after the release is
+post-processing: nothing else reads the rows, not even their number, which the projection does not record.
+There is no mean or per-feature scale (each would be one more statistic of the private rows to release): the
+projection is the second-moment variant, rows L2-normalised (`fit-pca --second-moment`). Every model trained
+on it composes the release's event with its runs' (privacy/guarantee.py), so their ε covers the projection:
+train-private from the artifact's `private_release`, the Python API (`sweep`, `DPLinearClassifier`) from the
+fitted object's `release_`.
 
-Where the rows name their persons, each row's term is weighted by 1/(its person's rows): one person then moves the
-sum by at most 1 (the person as the privacy unit), and one row still by at most 1 (removing a row of a person of m
-rows moves it by 2/m ≤ 1), so the release holds for either unit; without persons it holds per row only.
+Where the rows name their persons, each row's term is weighted by 1/(its person's rows): one person then moves
+the sum by at most 1 (the person as the privacy unit), and one row still by at most 1 (removing a row of a
+person of m rows moves it by 2/m ≤ 1), so the release holds for either unit; without persons it holds per row
+only.
 """
 
 from __future__ import annotations
@@ -26,13 +28,12 @@ import numpy as np
 
 from pillar_cli.artifacts import Artifact, Split
 from pillar_cli.artifacts.given_rows import given_rows
-from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy import GaussianEvent, calibrate_noise, spent_epsilon, validate_budget
-from pillar_cli.privacy.release import DPRelease, Released
-from pillar_cli.privacy.unit import PERSON, ROW, WEIGHTED_PERSON_BOUND, PrivacyUnit, Units
 from pillar_cli.privacy.relation import ROW_RELATIONS
+from pillar_cli.privacy.release import DPRelease, Released
 from pillar_cli.privacy.symmetric import symmetric_noise
+from pillar_cli.privacy.unit import PERSON, ROW, WEIGHTED_PERSON_BOUND, PrivacyUnit, Units
 from pillar_cli.projection.pca import CHUNK_ROWS, PublicPCA, l2_normalized_rows
 from pillar_cli.randomness import NoiseSource
 
@@ -53,11 +54,11 @@ def fit_private_pca(
     units: Units | None = None,
 ) -> tuple[PublicPCA, dict]:
     """(the projection, the release's record: mechanism, ε spent, δ, event, noise source) from private rows.
-    k_max None keeps min(D, 200) components (as many as a public fit's default rule reaches: directions below the
-    noise still help a head, as random directions do). ε = inf releases the exact second moment (no guarantee: for tests and
-    for comparison only). `units` (left out: each row its own): grouped into persons, each row is weighted so that the
-    release bounds a person. δ must lie below 1/n for the n rows (or persons) it reads: the check refuses, and releases
-    nothing."""
+    k_max None keeps min(D, 200) components (as many as a public fit's default rule reaches: directions below
+    the noise still help a head, as random directions do). ε = inf releases the exact second moment (no
+    guarantee: for tests and for comparison only). `units` (left out: each row its own): grouped into persons,
+    each row is weighted so that the release bounds a person. δ must lie below 1/n for the n rows (or persons)
+    it reads: the check refuses, and releases nothing."""
     units = units or Units.rows(len(features))
     validate_budget(epsilon, delta, units.count)
     dim = features.shape[1]
@@ -102,15 +103,15 @@ def fit_private_pca(
 
 
 class DPPCA(PublicPCA):
-    """The DP-PCA as an estimator (as scikit-learn keeps PCA and IncrementalPCA apart): `fit(X, groups=None)` releases
-    the second moment of the PRIVATE rows X once, at (`epsilon`, `delta`) by `accountant` (per person where `groups`
-    names each row's person), and keeps its top `k_max` components. A projection like PublicPCA (transform, basis,
-    standardized) whose `release_` is the typed DP release every model trained on it composes (its `record` as files
-    keep it). `noise_seed` makes the noise repeat: experiments only, NOT private.
+    """The DP-PCA as an estimator (as scikit-learn keeps PCA and IncrementalPCA apart): `fit(X, groups=None)`
+    releases the second moment of the PRIVATE rows X once, at (`epsilon`, `delta`) by `accountant` (per person
+    where `groups` names each row's person), and keeps its top `k_max` components. A projection like PublicPCA
+    (transform, basis, standardized) whose `release_` is the typed DP release every model trained on it
+    composes (its `record` as files keep it). `noise_seed` makes the noise repeat: experiments only, NOT
+    private.
 
-    Example:
-        projection = DPPCA(k_max=50, epsilon=0.5).fit(X_private)
-        DPLinearClassifier(k=20, epsilon=1.0, projection=projection).fit(X_private, y)  # ε covers both releases
+    Example: projection = DPPCA(k_max=50, epsilon=0.5).fit(X_private) DPLinearClassifier(k=20, epsilon=1.0,
+    projection=projection).fit(X_private, y)  # ε covers both releases
     """
 
     def __init__(
@@ -134,7 +135,8 @@ class DPPCA(PublicPCA):
         }
 
     def fit(self, X: np.ndarray | Split, groups: object = None) -> DPPCA:
-        """X: the private rows, or a split read from a file (its persons, where it records them, are the groups)."""
+        """X: the private rows, or a split read from a file (its persons, where it records them, are the
+        groups)."""
         if isinstance(X, Split):
             X, units = given_rows(X, None, groups, labelled=False)[0], X.units
         else:

@@ -1,11 +1,11 @@
-"""Where a projection's public data comes from, checked before training: the embeddings' own public split, another
-public dataset (asked for explicitly), or a split chosen by a GSD ranking, inside the privacy ledger.
+"""Where a projection's public data comes from, checked before training: the embeddings' own public split,
+another public dataset (asked for explicitly), or a split chosen by a GSD ranking, inside the privacy ledger.
 
-`fit-pca --public-from gsd.h5` fits on one of the ranking's candidates (the closest unless one is named) and the
-projection records the choice: the GSD artifact (also in its provenance), the private split the GSD read, and the
-DP release's ledger. A GSD without DP read the private split outside any DP release: it is refused unless allowed
-explicitly, and then every model says so. Training checks that the GSD read the very private split it trains on
-and composes the release with every run's ε (privacy/guarantee.py).
+`fit-pca --public-from gsd.h5` fits on one of the ranking's candidates (the closest unless one is named) and
+the projection records the choice: the GSD artifact (also in its provenance), the private split the GSD read,
+and the DP release's ledger. A GSD without DP read the private split outside any DP release: it is refused
+unless allowed explicitly, and then every model says so. Training checks that the GSD read the very private
+split it trains on and composes the release with every run's ε (privacy/guarantee.py).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def public_choice(gsd: Artifact, candidate: str, public: Split, allow_nonprivate
     if release is None and not allow_nonprivate:
         raise PrivacyError(
             f"{gsd.path} ranked its candidates with non-private access to the private split",
-            hint=f"rank them with DP-GSD (gsd's {param('dp_eps')}), or pass {param('allow_nonprivate_choice', True)} "
+            hint=f"rank them with DP-GSD (gsd's {param('dp_eps')}), or pass "
+            f"{param('allow_nonprivate_choice', True)} "
             "(recorded; every model trained on the projection says so)",
         )
     private_input, *candidate_inputs = gsd.provenance.inputs
@@ -68,8 +69,9 @@ def public_choice(gsd: Artifact, candidate: str, public: Split, allow_nonprivate
 
 
 def require_chosen_for(projection: Artifact, private: Split) -> None:
-    """Training on a projection whose public split a GSD chose: the GSD must have read this private split, and the
-    projection's rows (another file of the same source, e.g. another split seed) must not be private rows."""
+    """Training on a projection whose public split a GSD chose: the GSD must have read this private split, and
+    the projection's rows (another file of the same source, e.g. another split seed) must not be private
+    rows."""
     recorded = PublicChoice.of(projection).private_input
     if (recorded["content_hash"], recorded["split"]) != (private.ref.content_hash, private.ref.split):
         raise DataError(
@@ -81,8 +83,8 @@ def require_chosen_for(projection: Artifact, private: Split) -> None:
 
 def public_data_of(projection: Artifact, private: Split, other_public: bool) -> dict:
     """The public data behind a projection, checked for training on `private`, as every model records it: the
-    embeddings file's own public split, a split a GSD ranking chose, or, only when asked for, another public dataset
-    embedded with the same backbone that holds none of the private rows (Table 2(a) of the paper)."""
+    embeddings file's own public split, a split a GSD ranking chose, or, only when asked for, another public
+    dataset embedded with the same backbone that holds none of the private rows (Table 2(a) of the paper)."""
     header = ProjectionHeader.of(projection)
     fitted_on, origin = header.fitted_on or {}, header.origin
     if header.private_release is not None:
@@ -107,9 +109,8 @@ def public_data_of(projection: Artifact, private: Split, other_public: bool) -> 
         require_chosen_for(projection, private)
         kind = "chosen by a GSD ranking"
     elif derived_from(projection, private.ref):
-        _require_no_private_rows(
-            projection, private
-        )  # the provenance naming the file is outside the content hash
+        # the provenance naming the file is outside the content hash
+        _require_no_private_rows(projection, private)
         kind = "the embeddings' own public split"
     elif not other_public:
         raise ArtifactError(
@@ -162,7 +163,8 @@ def _same_split(left: str, right: str) -> bool:
 
 
 def labelled_public_split(text: str, private: Split) -> Split:
-    """A labelled public split for methods that use public labels (AdaDPS): labelled, and none of its rows private."""
+    """A labelled public split for methods that use public labels (AdaDPS): labelled, and none of its rows
+    private."""
     public = read_split(text)
     if public.name in ("private", "val"):
         raise PrivacyError(

@@ -1,7 +1,8 @@
-"""A model card for a release: the README.md of a Hugging Face model folder (`export --format hf`), whose YAML front
-matter states the guarantee where a reader of model cards looks for it — ε, δ, the unit of privacy and the
-neighbouring relation, the accountant, what ε covers and does not — and whose text says how the features were made,
-what the head is, how to check the file, and the test metrics of an evaluation when one is given."""
+"""A model card for a release: the README.md of a Hugging Face model folder (`export --format hf`), whose YAML
+front matter states the guarantee where a reader of model cards looks for it — ε, δ, the unit of privacy and
+the neighbouring relation, the accountant, what ε covers and does not — and whose text says how the features
+were made, what the head is, how to check the file, and the test metrics of an evaluation when one is
+given."""
 
 from __future__ import annotations
 
@@ -88,9 +89,10 @@ def hf_config(carried: dict) -> str:
 
 
 def hf_folder_problem(folder: Path, carried: dict) -> str | None:
-    """What in an hf folder says other than its weights' metadata: a card (front matter or text) or a config.json
-    other than the ones the statement gives — each made again from it and compared whole, since hashes a forger can
-    recompute prove nothing —, or a file the export did not write; None when nothing does."""
+    """What in an hf folder says other than its weights' metadata: a card (front matter or text) or a
+    config.json other than the ones the statement gives — each made again from it and compared whole, since
+    hashes a forger can recompute prove nothing —, or a file the export did not write; None when nothing
+    does."""
     card = (folder / "README.md").read_text(errors="replace") if (folder / "README.md").is_file() else ""
     if front_matter_of(card) != card_front_matter(carried, carried.get(METRICS_KEY)):
         return "its model card's front matter says other than the statement in its weights' metadata"
@@ -119,8 +121,8 @@ def front_matter_of(card: str) -> dict | None:
 
 
 def model_card(carried: dict, metrics: dict | None = None) -> str:
-    """The card of what an export carries (statement, class names, head, recipe); `metrics`: an evaluation's row
-    for the released head's cell and the split it was measured on (see `evaluation_metrics`)."""
+    """The card of what an export carries (statement, class names, head, recipe); `metrics`: an evaluation's
+    row for the released head's cell and the split it was measured on (see `evaluation_metrics`)."""
     statement, head = Statement.from_attrs(carried["privacy"]), carried["head"]
     features = FeatureRecipe.from_attrs(carried["features"])
     epsilon = statement.epsilon
@@ -171,10 +173,10 @@ def model_card(carried: dict, metrics: dict | None = None) -> str:
         "",
         "## Checking this file",
         "",
-        f"`pillar verify FOLDER --key SIGNER.pub.pem` checks the folder's signature ({HF_SIGNATURE} in the folder, "
-        "over every other file in it, this card included), the metadata hash and statement in "
-        f"{HF_WEIGHTS}, makes this card again from that statement and compares it, and recomputes ε from the DP "
-        "event tree with dp-accounting.",
+        f"`pillar verify FOLDER --key SIGNER.pub.pem` checks the folder's signature ({HF_SIGNATURE} in the "
+        "folder, over every other file in it, this card included), the metadata hash and statement in "
+        f"{HF_WEIGHTS}, makes this card again from that statement and compares it, and recomputes ε from the "
+        "DP event tree with dp-accounting.",
         "",
     ]
     return "\n".join(lines)

@@ -1,8 +1,9 @@
-"""Which head a release holds: the run a model's selection chose for one (method, k, ε) cell, of one repetition.
+"""Which head a release holds: the run a model's selection chose for one (method, k, ε) cell, of one
+repetition.
 
-The choice is the model's own (on val, or accounted inside ε); the cell and the repetition are named by the user.
-A repetition is a seed of train-private's --seed: its noise is independent of the others', and taking the lowest
-by default looks at nothing private.
+The choice is the model's own (on val, or accounted inside ε); the cell and the repetition are named by the
+user. A repetition is a seed of train-private's --seed: its noise is independent of the others', and taking
+the lowest by default looks at nothing private.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ def parse_cell(text: str | None) -> dict:
 
 
 def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple[Classifier, dict]:
-    """The classifier of the cell `wanted` names (parse_cell) and the repetition `seed` (None: the lowest), and
-    what was chosen (cell, seed, selection)."""
+    """The classifier of the cell `wanted` names (parse_cell) and the repetition `seed` (None: the lowest),
+    and what was chosen (cell, seed, selection)."""
     if noise_is_reproducible(model.attrs) or _seeded_by_provenance(model):
         raise PrivacyError(
             f"{model.path} was trained with experiment-only noise ({param('noise_seed')}): anyone "
@@ -71,9 +72,9 @@ def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple
 
 
 def _seeded_by_provenance(model: Artifact) -> bool:
-    """Whether the model's own record says its noise came from a seed, whatever its `noise` attribute says: the
-    command that wrote it, its resolved options, or its whole-file statement (an edit of one attribute cannot
-    launder a seeded model)."""
+    """Whether the model's own record says its noise came from a seed, whatever its `noise` attribute says:
+    the command that wrote it, its resolved options, or its whole-file statement (an edit of one attribute
+    cannot launder a seeded model)."""
     provenance = model.provenance
     said = (
         []
@@ -123,8 +124,8 @@ def _cell_text(wanted: dict) -> str:
 
 
 def _classifier(model: Artifact, run: RunRecord, statement: dict) -> Classifier:
-    """The run's head as applied by `evaluate`: a linear head's weights mapped back to the standardised features;
-    a head on unit-norm projected rows with its basis."""
+    """The run's head as applied by `evaluate`: a linear head's weights mapped back to the standardised
+    features; a head on unit-norm projected rows with its basis."""
     key, unit_rows = run.key, run.row_normalised
     weights, bias, basis = run.released_head()
     header = ModelRecord.of(model)

@@ -1,12 +1,12 @@
 """A released classifier as one file a serving stack loads: ONNX, TorchScript or safetensors, with the privacy
 statement inside it (ONNX metadata_props, a TorchScript extra file, safetensors metadata).
 
-The ONNX and TorchScript modules map uint8 images (N, H, W, C) (uint16 for 16-bit images) — or, with features_only,
-features (N, D) — to class probabilities: the embedder its rows were made by (preprocessing and backbone), the public
-scaler, the basis and unit-norm rows where the head has them, the head, a softmax; the same arithmetic as `pillar
-predict`. A released network reads the images themselves (its pixel rows as NCHW images), so it is exported from
-images only. A safetensors file holds the head's tensors by name (`mean`, `scale`, `weights`, `bias`, `basis`; a network's
-weights by their names) for a stack that applies them itself.
+The ONNX and TorchScript modules map uint8 images (N, H, W, C) (uint16 for 16-bit images) — or, with
+features_only, features (N, D) — to class probabilities: the embedder its rows were made by (preprocessing and
+backbone), the public scaler, the basis and unit-norm rows where the head has them, the head, a softmax; the
+same arithmetic as `pillar predict`. A released network reads the images themselves (its pixel rows as NCHW
+images), so it is exported from images only. A safetensors file holds the head's tensors by name (`mean`,
+`scale`, `weights`, `bias`, `basis`; a network's weights by their names) for a stack that applies them itself.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ from pillar_cli.release.input_contract import input_contract
 
 
 class ClassifierModule(torch.nn.Module):
-    """Features (N, D) — or uint8 images (N, H, W, C) through the embedder's module `features` — → probabilities."""
+    """Features (N, D) — or uint8 images (N, H, W, C) through the embedder's module `features` — →
+    probabilities."""
 
     def __init__(self, classifier: Classifier, features: torch.nn.Module | None):
         super().__init__()
@@ -63,9 +64,8 @@ class ClassifierModule(torch.nn.Module):
             rows = rows / torch.where(norms > 0, norms, torch.ones_like(norms))
         rows = (rows - self.mean) / self.scale
         if self.has_basis:
-            rows = (
-                rows.double() @ self.basis.double()
-            ).float()  # as pillar predict: float64 sums, rounded once
+            # as pillar predict: float64 sums, rounded once
+            rows = (rows.double() @ self.basis.double()).float()
         if self.unit_rows:
             rows = rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-12)
         logits = (rows.double() @ self.weights.double() + self.bias.double()).float()
@@ -73,7 +73,8 @@ class ClassifierModule(torch.nn.Module):
 
 
 class NetworkModule(torch.nn.Module):
-    """uint8 images (N, H, W, C) → pixel rows by the recorded embedder → the network's NCHW images → probabilities."""
+    """uint8 images (N, H, W, C) → pixel rows by the recorded embedder → the network's NCHW images →
+    probabilities."""
 
     def __init__(
         self, features: torch.nn.Module, network: torch.nn.Module, input_shape: tuple[int, int, int]
@@ -84,9 +85,8 @@ class NetworkModule(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         height, width, channels = self.input_shape
         images = self.features(x).reshape(-1, height, width, channels).permute(0, 3, 1, 2)
-        return torch.softmax(
-            self.network(images).double(), dim=1
-        ).float()  # as pillar predict: float64 softmax
+        # as pillar predict: float64 softmax
+        return torch.softmax(self.network(images).double(), dim=1).float()
 
 
 def image_shape(classifier: Classifier) -> tuple[int, ...] | None:
@@ -114,11 +114,11 @@ def export_classifier(
     metrics: dict | None = None,
     inputs: Sequence[Path | str] = (),
 ) -> str:
-    """Write `classifier` as `fmt`; returns what the file's module reads ('features (N, D)' or 'uint8 images …').
-    From images, the module holds the embedder rebuilt from the recipe (its weights file, if it had one, given
-    as `weights`) and computes in fp32. hf: a folder of model.safetensors, config.json and a model card README.md
-    (release/card.py; `metrics`: an evaluation's row for the head's cell), checked against replacing more than an
-    earlier export (release/folder.py; `inputs`: the files it reads)."""
+    """Write `classifier` as `fmt`; returns what the file's module reads ('features (N, D)' or 'uint8 images
+    …'). From images, the module holds the embedder rebuilt from the recipe (its weights file, if it had one,
+    given as `weights`) and computes in fp32. hf: a folder of model.safetensors, config.json and a model card
+    README.md (release/card.py; `metrics`: an evaluation's row for the head's cell), checked against replacing
+    more than an earlier export (release/folder.py; `inputs`: the files it reads)."""
     check_one_of(EXPORT_FORMATS)("format", fmt)
     if fmt == "hf":
         check_folder_target(out, inputs, force)
@@ -173,9 +173,8 @@ def export_classifier(
             _write_safetensors(tmp, classifier, module, carried)
         elif fmt == "torchscript":
             with warnings.catch_warnings(), torch.no_grad():
-                warnings.simplefilter(
-                    "ignore"
-                )  # TorchScript is deprecated in torch (still served); tracer warnings
+                # TorchScript is deprecated in torch (still served); tracer warnings
+                warnings.simplefilter("ignore")
                 scripted = torch.jit.trace(module, example)
                 torch.jit.save(scripted, str(tmp), _extra_files={EXTRA_FILE: "{}"})  # its members, to hash
                 metadata = _with_contents(carried, contents_of(tmp, fmt))
@@ -188,8 +187,8 @@ def export_classifier(
 
 
 def _with_contents(carried: dict, contents: dict[str, str]) -> dict[str, str]:
-    """The pillar metadata of an export: what it carries and the hashes of the rest of the file, each as JSON under
-    "pillar_<key>", and one hash over them all."""
+    """The pillar metadata of an export: what it carries and the hashes of the rest of the file, each as JSON
+    under "pillar_<key>", and one hash over them all."""
     full = carried | {CONTENTS_KEY: contents}
     return {f"pillar_{key}": json.dumps(value) for key, value in full.items()} | {
         HASH_KEY: metadata_hash(full)
@@ -222,8 +221,8 @@ def _write_safetensors(
 
 
 def _hf_folder(folder: Path, classifier: Classifier, module: torch.nn.Module | None, carried: dict) -> None:
-    """A Hugging Face model folder: the card and config.json made from what the export carries, then the weights,
-    whose metadata holds the hashes of both."""
+    """A Hugging Face model folder: the card and config.json made from what the export carries, then the
+    weights, whose metadata holds the hashes of both."""
     files = {
         "README.md": model_card(carried, carried.get(METRICS_KEY)).encode(),
         "config.json": hf_config(carried).encode(),

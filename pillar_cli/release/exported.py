@@ -2,11 +2,11 @@
 recipe, read back from ONNX metadata_props, a TorchScript extra file or safetensors metadata. Each reader is
 imported only for its own format.
 
-An export checks itself: its metadata holds the sha256 of everything else in it (`contents`) — the ONNX graph with
-its initializers, every member of the TorchScript archive, the safetensors tensors, and for an hf folder its
-tensors and the bytes of its card and config.json — and one hash over all the metadata. A flipped weight byte or an
-edited card is refused by every reader. Hashes anyone can recompute after an edit; only a signature says who wrote
-the file (release/signing.py).
+An export checks itself: its metadata holds the sha256 of everything else in it (`contents`) — the ONNX graph
+with its initializers, every member of the TorchScript archive, the safetensors tensors, and for an hf folder
+its tensors and the bytes of its card and config.json — and one hash over all the metadata. A flipped weight
+byte or an edited card is refused by every reader. Hashes anyone can recompute after an edit; only a signature
+says who wrote the file (release/signing.py).
 """
 
 from __future__ import annotations
@@ -43,9 +43,8 @@ CONTENTS_KEY, METRICS_KEY = (
     "metrics",
 )  # the hashes of the rest of the file; an hf card's test metrics
 INPUT_KEY = "input"  # what the graph reads and how files become it (release/input_contract.py)
-HF_SIGNATURE = (
-    "model.sig"  # a signed hf folder's signature, inside it so that an upload keeps it (not hashed)
-)
+# a signed hf folder's signature, inside it so that an upload keeps it (not hashed)
+HF_SIGNATURE = "model.sig"
 HF_FILES = ("README.md", "config.json")  # an hf folder's files beside its weights, which `contents` hashes
 HASH_KEY = "pillar_content_hash"  # sha256 over the metadata above: an edit of one value without it is refused
 EXTRA_FILE = "pillar.json"  # TorchScript: one extra file holding the metadata
@@ -63,8 +62,9 @@ def exported_format(path: Path) -> str | None:
 
 
 def read_export_metadata(path: Path) -> dict:
-    """The statement, class names, head and feature recipe an exported file carries, by key; refused with one line
-    when the file is not of its format, carries no pillar metadata, or carries metadata of the wrong shape."""
+    """The statement, class names, head and feature recipe an exported file carries, by key; refused with one
+    line when the file is not of its format, carries no pillar metadata, or carries metadata of the wrong
+    shape."""
     fmt = exported_format(path)
     try:
         raw = _raw_metadata(path, fmt)
@@ -113,9 +113,9 @@ def read_export_metadata(path: Path) -> dict:
 
 
 def contents_of(path: Path, fmt: str) -> dict[str, str]:
-    """sha256 of everything an export holds besides its pillar metadata, by part: `graph` (ONNX, the model without
-    its metadata), `archive` (TorchScript, every member but the extra file and the id torch derives from all of them), `tensors` (safetensors and hf), and for
-    hf each of HF_FILES."""
+    """sha256 of everything an export holds besides its pillar metadata, by part: `graph` (ONNX, the model
+    without its metadata), `archive` (TorchScript, every member but the extra file and the id torch derives
+    from all of them), `tensors` (safetensors and hf), and for hf each of HF_FILES."""
     if fmt == "onnx":
         import onnx
 

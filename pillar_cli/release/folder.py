@@ -1,8 +1,9 @@
 """An hf export's folder: checked before any work, written beside its place and swapped in whole.
 
---force replaces only what it names: a folder an hf export wrote (its weights, card and config.json, nothing else).
-A target holding anything else — a user's files, an input — or that is the working directory or a folder above it or
-above an input is refused, with --force or without, since replacing it would delete what the export did not write.
+--force replaces only what it names: a folder an hf export wrote (its weights, card and config.json, nothing
+else). A target holding anything else — a user's files, an input — or that is the working directory or a
+folder above it or above an input is refused, with --force or without, since replacing it would delete what
+the export did not write.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ WRITTEN = (
 
 
 def check_folder_target(out: Path, inputs: Sequence[Path | str], force: bool) -> None:
-    """Refuse a folder target that replacing would delete more than an earlier export's files from (one line)."""
+    """Refuse a folder target that replacing would delete more than an earlier export's files from (one
+    line)."""
     target = out.resolve()
     here = Path.cwd().resolve()
     if target == here or target in here.parents:
@@ -56,8 +58,9 @@ def check_folder_target(out: Path, inputs: Sequence[Path | str], force: bool) ->
 
 
 def write_folder(out: Path, write: Callable[[Path], None]) -> None:
-    """Fill a new folder beside `out` with `write`, then swap it in: an earlier export's folder is renamed aside and
-    removed only once the new one is in place; an interrupted or failed write leaves `out` as it was."""
+    """Fill a new folder beside `out` with `write`, then swap it in: an earlier export's folder is renamed
+    aside and removed only once the new one is in place; an interrupted or failed write leaves `out` as it
+    was."""
     target = out.resolve()
     partial, aside = target.with_name(f".{target.name}.partial"), target.with_name(f".{target.name}.replaced")
     for scratch in (partial, aside):

@@ -1,13 +1,13 @@
-"""Raw inputs (images or vectors of a dataset source, labelled or not) classified by a release: embedded with the
-embedder its training rows were made by, rebuilt from the recorded recipe, and streamed batch by batch through the
-same loader as `pillar embed` (decoding workers, one batch on the GPU while the last is classified), each batch's
-predictions written before the next is read."""
+"""Raw inputs (images or vectors of a dataset source, labelled or not) classified by a release: embedded with
+the embedder its training rows were made by, rebuilt from the recorded recipe, and streamed batch by batch
+through the same loader as `pillar embed` (decoding workers, one batch on the GPU while the last is
+classified), each batch's predictions written before the next is read."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 
@@ -25,9 +25,9 @@ FILE_SOURCES = (*GREYSCALE_SOURCES, "dicom")  # the sources that read image file
 
 
 def decoded_as_recorded(classifier: Classifier, source: str, options: SourceOptions) -> SourceOptions:
-    """Image files decoded the way the classifier's rows were embedded: as greyscale when its training images had one
-    channel (digits, MNIST, any N×H×W array), at the bit depth they had (8 when not recorded), unless the caller
-    names the channels or the depth."""
+    """Image files decoded the way the classifier's rows were embedded: as greyscale when its training images
+    had one channel (digits, MNIST, any N×H×W array), at the bit depth they had (8 when not recorded), unless
+    the caller names the channels or the depth."""
     recipe, params = classifier.features, dict(options.params)
     shape = recipe.shape or ()
     if source in GREYSCALE_SOURCES and len(shape) == 3 and shape[2] == 1:
@@ -69,8 +69,8 @@ def classify_inputs(
     workers: int,
     on_batch: Callable[[int], None],
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(row names, class probabilities) of each batch of `dataset`'s rows, its train part, then its test part: each
-    batch is classified as it is embedded, and its features dropped."""
+    """(row names, class probabilities) of each batch of `dataset`'s rows, its train part, then its test part:
+    each batch is classified as it is embedded, and its features dropped."""
     names, start = dataset.row_names(), 0
     for size in dataset.part_sizes:
         ids = np.arange(start, start + size)

@@ -1,7 +1,7 @@
 """A release loaded as a fitted scikit-learn estimator: a linear head's `DPLinearClassifier`, or a fine-tuned
-network's `NetworkClassifier`; `predict` and `predict_proba` are those of `pillar predict`, `ledger_` the release's
-privacy statement, `signature_` whether the file is signed and its signature verified (a warning says so when it is
-not verified)."""
+network's `NetworkClassifier`; `predict` and `predict_proba` are those of `pillar predict`, `ledger_` the
+release's privacy statement, `signature_` whether the file is signed and its signature verified (a warning
+says so when it is not verified)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ def estimator_of(released: Classifier) -> DPLinearClassifier | NetworkClassifier
 
 
 def load(path: str | Path, key: str | Path | None = None) -> DPLinearClassifier | NetworkClassifier:
-    """The classifier of a release (`pillar release`), fitted; `key`: the signer's public key (PEM), with which its
-    signature must hold."""
+    """The classifier of a release (`pillar release`), fitted; `key`: the signer's public key (PEM), with
+    which its signature must hold."""
     estimator = estimator_of(read_classifier(str(path)))
     trust = trust_of(Path(path), None if key is None else Path(key))
     if not trust.verified:

@@ -1,5 +1,5 @@
-"""Predictions per input row, written as CSV, JSON Lines or Parquet (chosen by the output's suffix), or as CSV to
-standard output (the output `-`).
+"""Predictions per input row, written as CSV, JSON Lines or Parquet (chosen by the output's suffix), or as CSV
+to standard output (the output `-`).
 
 One row per input: its id in the source (`row`), the predicted class name, and the probability of each class
 (`p_<class name>` columns; a `probabilities` object in JSON Lines).
@@ -21,9 +21,8 @@ from pillar_cli.errors import UsageError
 
 PREDICTION_FORMATS = (".csv", ".jsonl", ".parquet")
 STDOUT = Path("-")  # predictions as CSV on standard output
-Predicted = Iterator[
-    tuple[np.ndarray, list[str], np.ndarray]
-]  # blocks of (row ids, class names, probabilities)
+# blocks of (row ids, class names, probabilities)
+Predicted = Iterator[tuple[np.ndarray, list[str], np.ndarray]]
 
 
 def prediction_format(path: Path) -> str:
@@ -49,9 +48,9 @@ def prediction_format(path: Path) -> str:
 def write_predictions(
     path: Path, blocks: Iterable[tuple[np.ndarray, np.ndarray]], class_names: list[str], force: bool = False
 ) -> np.ndarray:
-    """Atomically write one prediction per row (an existing file only with `force`), from blocks of (row ids, class
-    probabilities) written as they come: no block is held after it is written. Returns how many rows each class was
-    predicted for."""
+    """Atomically write one prediction per row (an existing file only with `force`), from blocks of (row ids,
+    class probabilities) written as they come: no block is held after it is written. Returns how many rows
+    each class was predicted for."""
     suffix = prediction_format(path)
     counts = np.zeros(len(class_names), dtype=np.int64)
 

@@ -1,8 +1,8 @@
-"""Signing a file a user ships, and checking its signature: the OpenSSF model-signing library, offline, with an
-elliptic-curve key pair (PEM); the signature is a sigstore bundle beside the file (FILE.sig), or inside an hf folder
-(FOLDER/model.sig, which the signature leaves out of what it covers), so that uploading the folder keeps it. pillar's hashes prove
-a file is intact against accidents, but anyone can recompute them after an edit; a signature proves that the holder
-of the key wrote the file as it is."""
+"""Signing a file a user ships, and checking its signature: the OpenSSF model-signing library, offline, with
+an elliptic-curve key pair (PEM); the signature is a sigstore bundle beside the file (FILE.sig), or inside an
+hf folder (FOLDER/model.sig, which the signature leaves out of what it covers), so that uploading the folder
+keeps it. pillar's hashes prove a file is intact against accidents, but anyone can recompute them after an
+edit; a signature proves that the holder of the key wrote the file as it is."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ SIGNING_CURVES = ("secp256r1", "secp384r1", "secp521r1")  # NIST P-256, P-384, P
 
 
 def signature_path(path: Path, folder: bool | None = None) -> Path:
-    """Where a file's signature lies: beside it, FILE.sig; a folder's inside it, FOLDER/model.sig (`folder`: whether
-    `path` is one, or will be; None: whether it is one now)."""
+    """Where a file's signature lies: beside it, FILE.sig; a folder's inside it, FOLDER/model.sig (`folder`:
+    whether `path` is one, or will be; None: whether it is one now)."""
     from pillar_cli.release.exported import HF_SIGNATURE
 
     folder = Path(path).is_dir() if folder is None else folder
@@ -26,7 +26,8 @@ def signature_path(path: Path, folder: bool | None = None) -> Path:
 
 
 def _covering(config, path: Path):
-    """A model-signing config that hashes `path` less its own signature (and that signature's scratch file)."""
+    """A model-signing config that hashes `path` less its own signature (and that signature's scratch
+    file)."""
     from model_signing import hashing
 
     if not Path(path).is_dir():
@@ -38,8 +39,8 @@ def _covering(config, path: Path):
 
 
 def check_signing_key(key: Path) -> None:
-    """Refuse, before anything is written, a key that cannot sign: missing, not PEM, not an elliptic-curve private
-    key (the kind model-signing's key signer takes), or protected by a password."""
+    """Refuse, before anything is written, a key that cannot sign: missing, not PEM, not an elliptic-curve
+    private key (the kind model-signing's key signer takes), or protected by a password."""
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
@@ -66,7 +67,8 @@ def check_signing_key(key: Path) -> None:
 
 
 def sign_file(path: Path, key: Path) -> Path:
-    """Sign `path` with the private key; the bundle is written next to it (atomically) and its path returned."""
+    """Sign `path` with the private key; the bundle is written next to it (atomically) and its path
+    returned."""
     import model_signing
 
     target = signature_path(path)
@@ -91,8 +93,8 @@ class Trust:
 
 
 def trust_of(path: Path, public_key: Path | None = None) -> Trust:
-    """What proves who wrote `path`: its signature checked with `public_key` (a signature that does not hold is one
-    line), a signature nobody checked, or none."""
+    """What proves who wrote `path`: its signature checked with `public_key` (a signature that does not hold
+    is one line), a signature nobody checked, or none."""
     bundle = signature_path(path)
     if public_key is not None:
         if (problem := signature_problem(path, public_key)) is not None:
@@ -114,8 +116,8 @@ def trust_of(path: Path, public_key: Path | None = None) -> Trust:
 
 
 def signature_problem(path: Path, public_key: Path, signature: Path | None = None) -> str | None:
-    """Why the signature of `path` does not hold for `public_key` (missing, malformed, made by another key, or over
-    other bytes); None when it holds."""
+    """Why the signature of `path` does not hold for `public_key` (missing, malformed, made by another key, or
+    over other bytes); None when it holds."""
     import model_signing
 
     bundle = signature or signature_path(path)

@@ -1,7 +1,7 @@
-"""Methods against each other across evaluations (datasets, backbones, fractions of the private or public data): per
-evaluation and ε, the best of each method as selected on val — one row per method, as the paper's Table 1.
-Evaluations with different δ or accountants cannot share a table or figure. And every cell of several evaluations
-side by side, with the ε each spent and whether the choice of its run is in it."""
+"""Methods against each other across evaluations (datasets, backbones, fractions of the private or public
+data): per evaluation and ε, the best of each method as selected on val — one row per method, as the paper's
+Table 1. Evaluations with different δ or accountants cannot share a table or figure. And every cell of several
+evaluations side by side, with the ε each spent and whether the choice of its run is in it."""
 
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ def compare(evaluations: list[Evaluation], names: list[str]) -> tuple[list[dict]
 
 
 def method_table(rows: list[dict]) -> tuple[list[dict], list[str]]:
-    """The rows of `compare` pivoted as the paper's Table 1: one row per method, one column per evaluation and ε,
-    each cell the test accuracy (mean ± std over seeds) of the run best on val, with its k."""
+    """The rows of `compare` pivoted as the paper's Table 1: one row per method, one column per evaluation and
+    ε, each cell the test accuracy (mean ± std over seeds) of the run best on val, with its k."""
     columns = list(dict.fromkeys(f"{r['evaluation']}, ε = {r['epsilon']:g}" for r in rows))
     table: dict[str, dict] = {}
     for row in rows:
@@ -66,8 +66,9 @@ def method_table(rows: list[dict]) -> tuple[list[dict], list[str]]:
 
 
 def cells(evaluations: list[Evaluation], names: list[str]) -> list[dict]:
-    """Every (method, k, ε) cell of every evaluation (named by `names`): its test accuracy over seeds, the ε its
-    runs spent, and what chose its run (an accounted selection inside ε, val labels outside it, or nothing)."""
+    """Every (method, k, ε) cell of every evaluation (named by `names`): its test accuracy over seeds, the ε
+    its runs spent, and what chose its run (an accounted selection inside ε, val labels outside it, or
+    nothing)."""
     return [
         {
             "evaluation": name,

@@ -1,6 +1,6 @@
-"""Evaluating model artifacts on a labelled split: the run selected on val per (method, k, ε), its metrics over
-seeds, and the qualifiers every table and figure states (the row count as released, δ, accountant, seeds, how it
-was selected)."""
+"""Evaluating model artifacts on a labelled split: the run selected on val per (method, k, ε), its metrics
+over seeds, and the qualifiers every table and figure states (the row count as released, δ, accountant, seeds,
+how it was selected)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from pillar_cli.reporting.metrics import selected_metrics
 
 
 def evaluate_models(models: list[Artifact], split: Split, allow_overlap: bool = False) -> Evaluation:
-    """Several model files are the shards of one sweep: merged before selection. A split sharing rows with what a
-    model was trained or selected on (same source) is refused: its accuracy would not be a test accuracy."""
+    """Several model files are the shards of one sweep: merged before selection. A split sharing rows with
+    what a model was trained or selected on (same source) is refused: its accuracy would not be a test
+    accuracy."""
     if split.labels is None:
         raise DataError(f"split '{split.name}' of {split.ref.path} has no labels to evaluate against")
     overlap = max(shared_rows(split, model, ("private", "val", "public_labelled")) for model in models)

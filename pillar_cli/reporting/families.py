@@ -1,6 +1,6 @@
-"""Methods as the result tables name them (each method's declared family), in the registry's order (the paper's
-Table 1 first, networks after the linear heads), and the row each reports per ε: the one best on val over k and
-configurations."""
+"""Methods as the result tables name them (each method's declared family), in the registry's order (the
+paper's Table 1 first, networks after the linear heads), and the row each reports per ε: the one best on val
+over k and configurations."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ ORDER = list(
 
 
 def family(row: dict) -> str:
-    """The name a table gives an evaluation row's method (a method run at k = full may be another's family)."""
+    """The name a table gives an evaluation row's method (a method run at k = full may be another's
+    family)."""
     if row["method"] in METHODS:
         return METHODS[row["method"]].family_of(None if row["k"] == "full" else row["k"])
     return NETWORK_METHODS[row["method"]].family if row["method"] in NETWORK_METHODS else row["method"]

@@ -1,8 +1,8 @@
-"""The paper's figures from evaluation rows: accuracy vs k (Fig. 4), each method per evaluation (Fig. 5, Table 1),
-accuracy vs the fraction of private data (Fig. 7), vs the public data the projection was fitted on (Table 2(b)) and
-vs the feature dimension (Example 1);
-ξ_k against k (Fig. 3) and the public eigen-spectrum. Every figure states n, ε, δ, accountant and seeds, and carries
-its axis labels as PNG metadata so that tools (and tests) can read them back."""
+"""The paper's figures from evaluation rows: accuracy vs k (Fig. 4), each method per evaluation (Fig. 5, Table
+1), accuracy vs the fraction of private data (Fig. 7), vs the public data the projection was fitted on (Table
+2(b)) and vs the feature dimension (Example 1); ξ_k against k (Fig. 3) and the public eigen-spectrum. Every
+figure states n, ε, δ, accountant and seeds, and carries its axis labels as PNG metadata so that tools (and
+tests) can read them back."""
 
 from __future__ import annotations
 
@@ -89,7 +89,8 @@ def accuracy_vs_k(rows: list[dict], path: Path, title: str, full_dim: int) -> No
 
 
 def methods_by_dataset(evaluations: list[Evaluation], path: Path, title: str, names: list[str]) -> None:
-    """Grouped bars: each method (PILLAR, DP-SGD, ...) for each evaluation (`names`) and ε (Figure 5, Table 1)."""
+    """Grouped bars: each method (PILLAR, DP-SGD, ...) for each evaluation (`names`) and ε (Figure 5, Table
+    1)."""
     figure, axes = _pyplot().subplots(figsize=(max(5, 1.6 * len(evaluations)), 4))
     best = [best_per_method(e.rows) for e in evaluations]
     bars = sorted({key for per_evaluation in best for key in per_evaluation}, key=table_order)
@@ -109,7 +110,8 @@ def methods_by_dataset(evaluations: list[Evaluation], path: Path, title: str, na
 
 
 def accuracy_vs_private_fraction(evaluations: list[Evaluation], path: Path, title: str) -> None:
-    """Each method's accuracy against the fraction of private data used, one line per (method, ε) (Figure 7)."""
+    """Each method's accuracy against the fraction of private data used, one line per (method, ε) (Figure
+    7)."""
     figure, axes = _pyplot().subplots(figsize=(6, 4))
     _lines_over(axes, evaluations, [e.private_fraction for e in evaluations])
     _save(figure, axes, path, "private_fraction", title)
@@ -128,8 +130,8 @@ def accuracy_vs_public_share(evaluations: list[Evaluation], path: Path, title: s
 
 
 def accuracy_vs_dimension(evaluations: list[Evaluation], path: Path, title: str) -> None:
-    """Each method's accuracy against the dimension of the features it read (Example 1: PILLAR at a fixed k stays
-    flat while DP-SGD on all d features falls)."""
+    """Each method's accuracy against the dimension of the features it read (Example 1: PILLAR at a fixed k
+    stays flat while DP-SGD on all d features falls)."""
     figure, axes = _pyplot().subplots(figsize=(6, 4))
     dims = [e.feature_dim for e in evaluations]
     _lines_over(axes, evaluations, dims)
@@ -140,7 +142,8 @@ def accuracy_vs_dimension(evaluations: list[Evaluation], path: Path, title: str)
 
 
 def _lines_over(axes, evaluations: list[Evaluation], positions: list[float]) -> None:
-    """One line per (method, ε): each evaluation's best-on-val row at the evaluation's position on the x axis."""
+    """One line per (method, ε): each evaluation's best-on-val row at the evaluation's position on the x
+    axis."""
     lines: dict[tuple[str, float], list[tuple[float, float, float]]] = {}
     for evaluation, x in zip(evaluations, positions):
         for key, row in best_per_method(evaluation.rows).items():
@@ -163,8 +166,8 @@ def xi_vs_k(rows: list[dict], path: Path, title: str) -> None:
 
 
 def spectrum(eigenvalues: np.ndarray, path: Path, title: str) -> None:
-    """The public eigenvalues on a log scale, without the numerically zero ones (below 1e-10 of the largest), which
-    would stretch the axis over tens of decades."""
+    """The public eigenvalues on a log scale, without the numerically zero ones (below 1e-10 of the largest),
+    which would stretch the axis over tens of decades."""
     figure, axes = _pyplot().subplots(figsize=(6, 4))
     kept = eigenvalues[eigenvalues > eigenvalues.max(initial=0.0) * 1e-10]
     axes.plot(

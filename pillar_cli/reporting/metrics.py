@@ -1,4 +1,5 @@
-"""Metrics of selected model heads (or networks) on a labelled split, aggregated over seeds, and the accuracy-vs-k plot."""
+"""Metrics of selected model heads (or networks) on a labelled split, aggregated over seeds, and the
+accuracy-vs-k plot."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ SCALAR_METRICS = ("accuracy", "balanced_accuracy", "macro_f1", "roc_auc")
 def classification_metrics(
     labels: np.ndarray, predictions: np.ndarray, num_classes: int, binary_score: np.ndarray | None = None
 ) -> dict:
-    """Accuracy, balanced accuracy, macro-F1, per-class accuracy, confusion matrix; ROC-AUC for binary tasks (from
-    `binary_score`, logit 1 − logit 0)."""
+    """Accuracy, balanced accuracy, macro-F1, per-class accuracy, confusion matrix; ROC-AUC for binary tasks
+    (from `binary_score`, logit 1 − logit 0)."""
     from sklearn.metrics import balanced_accuracy_score, confusion_matrix, f1_score, roc_auc_score
 
     classes = np.arange(num_classes)
@@ -47,9 +48,9 @@ def classification_metrics(
 def selected_metrics(
     models: list[Artifact], features: np.ndarray | StoredRows, labels: np.ndarray
 ) -> list[dict]:
-    """Per (method, k, ε): the selected runs (on val, or released by an accounted selection); metrics on this split,
-    mean and sample std (ddof = 1; None for a single seed) over the seeds. The split is read once, a block of rows at
-    a time, every selected run scoring each block: rows left on disk stay there."""
+    """Per (method, k, ε): the selected runs (on val, or released by an accounted selection); metrics on this
+    split, mean and sample std (ddof = 1; None for a single seed) over the seeds. The split is read once, a
+    block of rows at a time, every selected run scoring each block: rows left on disk stay there."""
     header = ModelRecord.of(models[0])
     runs = stored_runs(models)
     choices = select_on_val([r.key for r in runs], [r.val_accuracy for r in runs], header.accounted)
@@ -87,7 +88,8 @@ def selected_metrics(
 def _scores(
     model: Artifact, features: np.ndarray | StoredRows, runs: dict[int, RunRecord], binary: bool
 ) -> dict[int, tuple[np.ndarray, np.ndarray | None]]:
-    """Each run's predicted class per row (and logit 1 − logit 0 for a binary task), one pass over the rows."""
+    """Each run's predicted class per row (and logit 1 − logit 0 for a binary task), one pass over the
+    rows."""
     scorers = {run_id: _scorer(run) for run_id, run in runs.items()}
     predictions = {run_id: np.empty(len(features), dtype=np.int64) for run_id in runs}
     margins = {run_id: np.empty(len(features), dtype=np.float64) if binary else None for run_id in runs}
@@ -102,8 +104,8 @@ def _scores(
 
 
 def _scorer(run: RunRecord) -> Callable[[np.ndarray], np.ndarray]:
-    """Standardised rows → logits: a linear head's own (its full-space weights made once a run), or a network's on
-    the pixel rows (its scaler is the identity; built once)."""
+    """Standardised rows → logits: a linear head's own (its full-space weights made once a run), or a
+    network's on the pixel rows (its scaler is the identity; built once)."""
     if not is_network(run.model):
         return run.logits
     spec = NetworkSpec.from_attrs(ModelRecord.of(run.model).network)
@@ -129,7 +131,8 @@ def _mean_ignoring_none(columns: list[list[float | None]]) -> list[float | None]
 
 
 def standardize(features: np.ndarray, model: Artifact) -> np.ndarray:
-    """The model's feature space: the public scaler (and row L2-normalisation for second-moment projections)."""
+    """The model's feature space: the public scaler (and row L2-normalisation for second-moment
+    projections)."""
     return standardize_rows(
         features,
         model.array("mean"),

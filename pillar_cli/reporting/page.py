@@ -1,11 +1,12 @@
-"""One self-contained HTML page for a release: what it guarantees, in plain words, and what that means for one unit
-(the trade-off curve, with a canary audit's points where one is given), how well it classifies (test accuracy,
-balanced accuracy, the smallest class's accuracy, per-class accuracy, the confusion matrix, accuracy against k where
-its model held a grid), where it came from (backbone, data, public data, hashes) and whether it is signed.
+"""One self-contained HTML page for a release: what it guarantees, in plain words, and what that means for one
+unit (the trade-off curve, with a canary audit's points where one is given), how well it classifies (test
+accuracy, balanced accuracy, the smallest class's accuracy, per-class accuracy, the confusion matrix, accuracy
+against k where its model held a grid), where it came from (backbone, data, public data, hashes) and whether
+it is signed.
 
 The page makes no request: no script, no external style, font or image; figures are inline SVG; a
-Content-Security-Policy of `default-src 'none'` (inline styles and data: images allowed) tells the browser to load
-nothing. It prints to PDF as it shows. `page_document` gives the same numbers as a dictionary (`--json`).
+Content-Security-Policy of `default-src 'none'` (inline styles and data: images allowed) tells the browser to
+load nothing. It prints to PDF as it shows. `page_document` gives the same numbers as a dictionary (`--json`).
 """
 
 from __future__ import annotations
@@ -25,17 +26,19 @@ from pillar_cli.privacy.risk import FPRS, Risk, audit_points, risk_of
 from pillar_cli.version import PROGRAM
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-STYLE = """body{font-family:sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#222;line-height:1.45}
+STYLE = """body{font-family:sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#222;
+line-height:1.45}
 h1{font-size:1.5rem}h2{font-size:1.15rem;border-bottom:1px solid #ccc;margin-top:2rem}
-table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:right}
+table{border-collapse:collapse;margin:.5rem 0}
+td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:right}
 th{background:#f3f3f3}.words{font-size:1.05rem}.note{color:#555;font-size:.9rem}svg{max-width:100%;height:auto}
 @media print{body{margin:0;max-width:none}h2{page-break-after:avoid}svg,table{page-break-inside:avoid}}"""
 
 
 @dataclass(frozen=True)
 class AuditPoints:
-    """A canary audit on the trade-off curve's axes: empirical (FPR, TPR) of thresholds on the canaries' scores,
-    with Clopper–Pearson intervals, and the configuration it audited."""
+    """A canary audit on the trade-off curve's axes: empirical (FPR, TPR) of thresholds on the canaries'
+    scores, with Clopper–Pearson intervals, and the configuration it audited."""
 
     points: list[dict]
     event: dict
@@ -58,8 +61,9 @@ def audit_on_axes(audit: Artifact) -> AuditPoints:
 def release_page(
     release: Classifier, trust_line: str, evaluation: Evaluation | None, audit: Artifact | None
 ) -> tuple[dict, str]:
-    """(the page's numbers, the page) of a release, with the test accuracy of an evaluation of its head (refused
-    when none of the evaluation's heads is the released one) and an audit's tests on the curve's axes."""
+    """(the page's numbers, the page) of a release, with the test accuracy of an evaluation of its head
+    (refused when none of the evaluation's heads is the released one) and an audit's tests on the curve's
+    axes."""
     row = None
     if evaluation is not None:
         head = release.head
@@ -83,8 +87,8 @@ def page_document(
     row: dict | None = None,
     audit: AuditPoints | None = None,
 ) -> dict:
-    """Every number the page shows: the statement, the risk, the accuracy (from the evaluation's row of the released
-    head, if given), the audit's points, the provenance, the signature."""
+    """Every number the page shows: the statement, the risk, the accuracy (from the evaluation's row of the
+    released head, if given), the audit's points, the provenance, the signature."""
     statement = release.privacy
     risk, premises = risk_of(statement.event), statement.basis.premises
     document = {
@@ -148,13 +152,14 @@ def page_html(release: Classifier, document: dict, audit: AuditPoints | None = N
     parts = [
         f"<h1>A differentially private classifier: ({_number(statement['epsilon'])}, "
         f"{statement['delta']:g})-DP</h1>",
-        f"<p class='note' id='signature'>The release: {_text(document['signature'])}. This page itself is not "
-        "signed: it says what the release said when the page was made, and an edited copy would look the same; "
-        "<code>pillar verify</code> checks the release.</p>",
+        f"<p class='note' id='signature'>The release: {_text(document['signature'])}. This page itself is "
+        "not signed: it says what the release said when the page was made, and an edited copy would look the "
+        "same; <code>pillar verify</code> checks the release.</p>",
         "<h2>The guarantee</h2>",
-        f"<p class='words'>Differential privacy with ε = <span id='epsilon'>{_number(statement['epsilon'])}</span>"
-        f" and δ = <span id='delta'>{statement['delta']:g}</span> ({_text(statement['accountant'])} accountant) "
-        f"for {_text(statement['neighbouring'])}.</p>",
+        "<p class='words'>Differential privacy with ε = <span "
+        f"id='epsilon'>{_number(statement['epsilon'])}</span>"
+        f" and δ = <span id='delta'>{statement['delta']:g}</span> ({_text(statement['accountant'])} "
+        f"accountant) for {_text(statement['neighbouring'])}.</p>",
         _list("What ε covers", statement["covers"]),
         _list("What ε does not cover", statement["not_covered"]),
         _list("What it rests on", statement["rests_on"]),
@@ -174,7 +179,8 @@ def page_html(release: Classifier, document: dict, audit: AuditPoints | None = N
         f"<p>Advantage (the most any attack beats chance by): <span id='advantage'>"
         f"{100 * risk['advantage']:.4g}</span> points.</p>",
         _curve_svg(curve, audit, audited),
-        "<p class='note'>The curve bounds what any test of whether one unit was used can reach, by an attacker "
+        "<p class='note'>The curve bounds what any test of whether one unit was used can reach, by an "
+        "attacker "
         "who knows everything else. It does not bound what public data lets anyone infer of a person's "
         "attributes.</p>",
     ]

@@ -1,4 +1,5 @@
-"""Result tables as CSV and Markdown: one row per (method, k, ε), metrics as mean ± sample std (ddof = 1) over seeds."""
+"""Result tables as CSV and Markdown: one row per (method, k, ε), metrics as mean ± sample std (ddof = 1) over
+seeds."""
 
 from __future__ import annotations
 

@@ -2,6 +2,6 @@
 
 The margins use scikit-learn's linear SVM.
 
-May import: `errors`, `artifacts` (the split it reads), `methods.rules` (the default rule's k, which is the k it
-recommends for n rows at ε).
+May import: `errors`, `artifacts` (the split it reads), `methods.rules` (the default rule's k, which is the k
+it recommends for n rows at ε).
 """

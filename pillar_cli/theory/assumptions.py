@@ -1,8 +1,8 @@
 """Large-margin low-rank diagnostics (PILLAR, Definitions 2-3 and Theorem 1's ingredients).
 
 ξ_k = 1 − ‖A_k A_kᵀ w*‖ measures how much of a unit max-margin direction w* the top-k public subspace misses;
-margins are normalised y⟨w*, x⟩ / (‖w*‖‖x‖), reported as the value met by 99 % of points; Δ_k = λ_k − λ_{k+1} is
-the public eigengap. w* is fitted with labels, so the caller states which split's labels were used.
+margins are normalised y⟨w*, x⟩ / (‖w*‖‖x‖), reported as the value met by 99 % of points; Δ_k = λ_k − λ_{k+1}
+is the public eigengap. w* is fitted with labels, so the caller states which split's labels were used.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ SVM_ITERATIONS = 20_000
 
 @dataclass(frozen=True)
 class Directions:
-    """Unit max-margin directions, one per task (class pair or one-vs-rest), with the rows each one separates."""
+    """Unit max-margin directions, one per task (class pair or one-vs-rest), with the rows each one
+    separates."""
 
     names: list[str]
     w: np.ndarray  # (P, D) unit rows
@@ -35,9 +36,9 @@ Task = tuple[int, int | None]  # (positive class, negative class), None: the res
 
 
 def svm_tasks(labels: np.ndarray, mode: str = "pairs", max_pairs: int = 45, seed: int = 0) -> list[Task]:
-    """What w* is fitted for: each class pair (a seeded sample of at most `max_pairs`), or each class against the
-    rest. The sample is public randomness (`--seed`): it picks which pairs a diagnostic outside any DP release
-    examines, and no mechanism's sampling or noise is drawn from it."""
+    """What w* is fitted for: each class pair (a seeded sample of at most `max_pairs`), or each class against
+    the rest. The sample is public randomness (`--seed`): it picks which pairs a diagnostic outside any DP
+    release examines, and no mechanism's sampling or noise is drawn from it."""
     classes = np.unique(labels)
     if len(classes) < 2:
         raise DataError("the labelled split has a single class; margins need at least two")
@@ -51,8 +52,8 @@ def svm_tasks(labels: np.ndarray, mode: str = "pairs", max_pairs: int = 45, seed
 
 
 def task_rows(labels: np.ndarray, tasks: list[Task]) -> np.ndarray:
-    """The rows the tasks read, in order: those of the pairs' classes (at 1,000 classes and 45 pairs, under a tenth
-    of the split), every row where a class is fitted against the rest."""
+    """The rows the tasks read, in order: those of the pairs' classes (at 1,000 classes and 45 pairs, under a
+    tenth of the split), every row where a class is fitted against the rest."""
     if any(negative is None for _, negative in tasks):
         return np.arange(len(labels))
     return np.flatnonzero(np.isin(labels, [label for task in tasks for label in task]))
@@ -153,8 +154,9 @@ def assess(
 
 
 def theorem_terms(table: AssumptionTable, epsilon: float, alpha: float, beta: float) -> list[dict]:
-    """Theorem 1's quantities per k: γ (full-space margin met by 99 % of points, median over tasks), ζ = γ(1 − ξ_k −
-    0.1γ), the unlabelled term log(2/β)/(γ²Δ_k²) and the labelled term √k/(αεζ); inf where γ, Δ_k or ζ ≤ 0."""
+    """Theorem 1's quantities per k: γ (full-space margin met by 99 % of points, median over tasks), ζ = γ(1 −
+    ξ_k − 0.1γ), the unlabelled term log(2/β)/(γ²Δ_k²) and the labelled term √k/(αεζ); inf where γ, Δ_k or ζ ≤
+    0."""
     gamma = float(np.median(table.margin_full))
     rows = []
     for j, k in enumerate(table.ks):

@@ -1,6 +1,6 @@
-"""The assumption checks of one labelled split against a public basis: ξ_k, margins, eigengaps, a recommended k
-and, for a target ε, Theorem 1's sample-size terms and the k to train with for n rows at that ε. The summary states
-whose labels w* was fitted on.
+"""The assumption checks of one labelled split against a public basis: ξ_k, margins, eigengaps, a recommended
+k and, for a target ε, Theorem 1's sample-size terms and the k to train with for n rows at that ε. The summary
+states whose labels w* was fitted on.
 """
 
 from __future__ import annotations
@@ -63,12 +63,12 @@ def diagnose(
     rows: int | None = None,
     counted: str = "training rows",
 ) -> Diagnosis:
-    """w* per class pair (or one-vs-rest) from `labels`; ξ_k and margins per k; Δ_k from `basis`. `features` may be
-    rows left on disk (StoredRows): class pairs read only the rows of their classes, one-vs-rest every row. The
-    labels are whatever the caller passes (often private): the summary names them (`labels_from`). With `epsilon`
-    and the number of training `rows` (`counted`: what they are, rows or persons, as train-private counts its
-    unit), the k to train with: the default rule's (what train-private uses when k is left out), with the median ξ
-    measured there. `recommended` is the one k to use and why."""
+    """w* per class pair (or one-vs-rest) from `labels`; ξ_k and margins per k; Δ_k from `basis`. `features`
+    may be rows left on disk (StoredRows): class pairs read only the rows of their classes, one-vs-rest every
+    row. The labels are whatever the caller passes (often private): the summary names them (`labels_from`).
+    With `epsilon` and the number of training `rows` (`counted`: what they are, rows or persons, as
+    train-private counts its unit), the k to train with: the default rule's (what train-private uses when k is
+    left out), with the median ξ measured there. `recommended` is the one k to use and why."""
     if mode not in MODES:
         raise UsageError(f"{param('mode')} must be 'pairs' or 'ovr'; got '{mode}'")
     if epsilon is not None:
@@ -104,15 +104,16 @@ def diagnose(
     if directions.unconverged:
         summary["approximate_directions"] = (
             f"the SVM of {len(directions.unconverged)} of {len(directions.names)} tasks "
-            f"({', '.join(directions.unconverged)}) stopped at {SVM_ITERATIONS:,} iterations without converging: "
-            "their w*, and the ξ_k and margins read from it, are approximate"
+            f"({', '.join(directions.unconverged)}) stopped at {SVM_ITERATIONS:,} iterations without "
+            "converging: their w*, and the ξ_k and margins read from it, are approximate"
         )
     return Diagnosis(table, summary, label_note)
 
 
 def _one_k(summary: dict, table: AssumptionTable) -> dict:
     """The one k to use, and why: the k train-private's default rule takes at the target ε where one is given;
-    else the smallest measured k whose median ξ_k meets the threshold; else the measured k of the smallest ξ."""
+    else the smallest measured k whose median ξ_k meets the threshold; else the measured k of the smallest
+    ξ."""
     if "recommended_k_private" in summary:
         return {"k": summary["recommended_k_private"], "reason": summary["recommended_k_private_how"]}
     threshold = summary["xi_threshold"]
@@ -120,8 +121,8 @@ def _one_k(summary: dict, table: AssumptionTable) -> dict:
         return {
             "k": summary["recommended_k"],
             "reason": f"the smallest k measured whose median ξ_k is at most "
-            f"{threshold:g}: its public subspace holds the max-margin directions (pass --eps for the k to train "
-            "with at a budget)",
+            f"{threshold:g}: its public subspace holds the max-margin directions (pass --eps for the k to "
+            "train with at a budget)",
         }
     medians = np.median(table.xi, axis=0)
     best = int(np.argmin(medians))
@@ -152,8 +153,9 @@ def _k_for(rows: int, counted: str, epsilon: float, k_max: int, table: Assumptio
 def diagnose_split(
     split: Split, basis: PublicBasis, ks: list[int], allow_private_labels: bool = False, **options
 ) -> Diagnosis:
-    """`diagnose` on a labelled split of an embeddings artifact, naming the split (and its role) as the labels. The
-    private split's labels are refused unless `allow_private_labels`, which the summary then records."""
+    """`diagnose` on a labelled split of an embeddings artifact, naming the split (and its role) as the
+    labels. The private split's labels are refused unless `allow_private_labels`, which the summary then
+    records."""
     if split.labels is None:
         raise DataError(
             f"split '{split.name}' of {split.ref.path} has no labels; margins need a labelled split"

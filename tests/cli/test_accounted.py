@@ -1,5 +1,6 @@
 """Accounted selection through the CLI on MNIST-5k: the artifact lists every selection's events and inspect
-recomputes each ε from them; evaluate reports the released runs; bad selection settings are refused cleanly."""
+recomputes each ε from them; evaluate reports the released runs; bad selection settings are refused
+cleanly."""
 
 from __future__ import annotations
 

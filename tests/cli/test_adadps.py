@@ -1,5 +1,6 @@
-"""AdaDPS through the CLI on MNIST-5k with the sklearn digits (upscaled to 28 × 28) as the labelled public set:
-it trains, records the public labels it used, passes the ledger check; public labels that are private are refused."""
+"""AdaDPS through the CLI on MNIST-5k with the sklearn digits (upscaled to 28 × 28) as the labelled public
+set: it trains, records the public labels it used, passes the ledger check; public labels that are private are
+refused."""
 
 from __future__ import annotations
 

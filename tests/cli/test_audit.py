@@ -1,5 +1,6 @@
-"""pillar audit on MNIST-5k: the one-run canary audit is sound on the real engine and catches a planted bug; the
-ledger check agrees with every kind of model the sweeps write and flags a forged claim; bad input is refused."""
+"""pillar audit on MNIST-5k: the one-run canary audit is sound on the real engine and catches a planted bug;
+the ledger check agrees with every kind of model the sweeps write and flags a forged claim; bad input is
+refused."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ CONFIG = ["--train", "--k 10 --eps 1 --lr 0.5 --steps 300 --batch-size 512", "--
 
 
 def test_the_audit_is_sound_and_catches_a_run_without_noise(mnist, pillar, tmp_path):
-    """The sound run is audited at 99.9 % confidence: at 95 % each of its intervals misses by chance up to one run in
-    forty, and a sound audit then flags a point above the curve (it did, once in a CI run); the run without noise is
-    caught at the default 95 %."""
+    """The sound run is audited at 99.9 % confidence: at 95 % each of its intervals misses by chance up to one
+    run in forty, and a sound audit then flags a point above the curve (it did, once in a CI run); the run
+    without noise is caught at the default 95 %."""
     out = tmp_path / "audit.h5"
     sound = json.loads(
         pillar(
@@ -49,8 +50,8 @@ def test_the_audit_is_sound_and_catches_a_run_without_noise(mnist, pillar, tmp_p
         ).stdout
     )
     assert broken["correct"] == 120 and broken["epsilon_lower_bound"] > 3 > broken["epsilon_claimed"]
-    # on the trade-off curve's axes: the sound run's tests stay under the claimed curve, the broken run's top 10 %
-    # (60 canaries, every one in) sit above it
+    # on the trade-off curve's axes: the sound run's tests stay under the claimed curve, the broken run's top
+    # 10 % (60 canaries, every one in) sit above it
     curve = risk_of(event_from_dict(sound["event"]))
     assert [p["share"] for p in sound["points"]] == [0.01, 0.05, 0.1, 0.25, 0.5]
     assert all(p["tpr_bound"] == curve.tpr_at(p["fpr"]) and not p["above_curve"] for p in sound["points"])
@@ -84,9 +85,8 @@ def test_ledger_check_agrees_with_every_model_kind_and_flags_a_forged_claim(mnis
     forged = tmp_path / "forged.h5"
     with edited_copy(tmp_path / "val.h5", forged) as h5:  # a writer that under-reports ε, stamped as its own
         h5["runs/epsilon_spent"][0] = 0.47
-    result = pillar(
-        "audit", "ledger", forged, expect=None
-    )  # every read recomputes the claim: refused at once
+    # every read recomputes the claim: refused at once
+    result = pillar("audit", "ledger", forged, expect=None)
     assert (
         result.exit_code == 3
         and "model artifact claims ε = 0.47 for a DP event that spends ε = " in result.stderr
@@ -116,8 +116,7 @@ def test_ledger_check_agrees_with_every_model_kind_and_flags_a_forged_claim(mnis
             ["--train", "--k 5 --steps 10 --method jl"],
             2,
             "method 'jl' cannot be audited with input canaries: its "
-            "random projection would mix the canaries' coordinates into the "
-            "features",
+            "random projection would mix the canaries' coordinates into the features",
         ),
         (
             ["--train", "--k 5 --steps 10 --eps 0"],

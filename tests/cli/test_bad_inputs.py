@@ -1,10 +1,10 @@
-"""Bad input: one line on stderr (plus an optional hint), a non-zero exit, no output file, nothing overwritten."""
+"""Bad input: one line on stderr (plus an optional hint), a non-zero exit, no output file, nothing
+overwritten."""
 
 from __future__ import annotations
 
 import errno
 import os
-import re
 
 import numpy as np
 import pytest
@@ -89,16 +89,16 @@ def test_non_positive_epsilon(pillar, mnist, tmp_path, eps):
 
 @bad_input("delta >= 1/n")
 def test_delta_not_below_one_over_n(pillar, mnist, tmp_path):
-    """A δ checked against the count refuses in a line that shows no private value; the count it read is the ONE
-    released for these rows (drawn once per dataset and noise scale, kept in the local cache), so repeating a refused
-    run tells nothing new, and a later run on the same rows reads the same ñ."""
+    """A δ checked against the count refuses in a line that shows no private value; the count it read is the
+    ONE released for these rows (drawn once per dataset and noise scale, kept in the local cache), so
+    repeating a refused run tells nothing new, and a later run on the same rows reads the same ñ."""
     out = tmp_path / "m.h5"
     refusals = [
         pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--delta", "0.001", "-o", out, expect=None)
         for _ in range(3)
     ]
-    # the default path trains on the private and the val rows (about 3,600): their number is private, so δ < 1/ñ
-    # reads the count released inside ε
+    # the default path trains on the private and the val rows (about 3,600): their number is private, so δ <
+    # 1/ñ reads the count released inside ε
     for result in refusals:
         assert_clean_failure(
             result,

@@ -1,4 +1,5 @@
-"""The closed-form heads through the CLI on MNIST-5k: the public-covariance discriminant beats DP-SGD at ε = 0.1."""
+"""The closed-form heads through the CLI on MNIST-5k: the public-covariance discriminant beats DP-SGD at ε =
+0.1."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
 
 def test_public_lda_beats_pillar_dp_sgd_at_small_epsilon(mnist, pillar, tmp_path):
-    # fresh noise every run: with 8 seeds the gap was 0.029–0.051 over 6 runs (2026-11-24); with 3 seeds 0.009–0.066
+    # fresh noise every run: with 8 seeds the gap was 0.029–0.051 over 6 runs (2026-11-24); with 3 seeds
+    # 0.009–0.066
     common = [
         "train-private",
         mnist["emb"],
@@ -54,8 +56,9 @@ def test_public_lda_beats_pillar_dp_sgd_at_small_epsilon(mnist, pillar, tmp_path
     model = artifacts.read(tmp_path / "lda.h5", "model")
     sigma, n = model.array("runs/noise_multiplier")[0], model.attrs["n_private"]
     assert model.array("runs/row_normalised").all()
-    # the default λ = k·(σΔC/ñ)² comes from the count released with the sums: the file records the rule (0), not a
-    # λ from which n could be read, and the eight seeds are eight releases, reported together (nothing to select)
+    # the default λ = k·(σΔC/ñ)² comes from the count released with the sums: the file records the rule (0),
+    # not a λ from which n could be read, and the eight seeds are eight releases, reported together (nothing
+    # to select)
     assert model.array("runs/ridge").tolist() == [0.0] * 8 and sigma > 0 and n == mnist["rows"]["private"]
     heads = [model.array(f"runs/{i}/weights") for i in range(3)]
     assert not np.allclose(heads[0], heads[1]) and not np.allclose(heads[1], heads[2])

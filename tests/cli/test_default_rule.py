@@ -57,8 +57,8 @@ def test_the_default_path_chooses_nothing_on_private_labels(mnist, pillar, tmp_p
     assert model.attrs["selection_note"].startswith(
         "one configuration per (method, k, ε) cell: no run was selected"
     )
-    # what the sweep received: the val rows among the DP-SGD training rows only, no val split to score or choose
-    # with, so the selection saw nothing but NaN scores
+    # what the sweep received: the val rows among the DP-SGD training rows only, no val split to score or
+    # choose with, so the selection saw nothing but NaN scores
     val = artifacts.read_split(f"{mnist['emb']}:val")
     private = artifacts.read_split(f"{mnist['emb']}:private")
     (data,) = seen["data"]
@@ -70,16 +70,14 @@ def test_the_default_path_chooses_nothing_on_private_labels(mnist, pillar, tmp_p
     np.testing.assert_array_equal(model.array("rows/private"), data.private_index)
     assert "rows/val" not in model.arrays and np.isnan(model.array("runs/val_accuracy")).all()
     assert [ref.split for ref in model.provenance.inputs if ref.kind == "embeddings"] == ["private", "val"]
-    runs = json.loads(pillar("audit", "ledger", out, "--json").stdout)[
-        "runs"
-    ]  # dp-accounting recomputes each ε
+    # dp-accounting recomputes each ε
+    runs = json.loads(pillar("audit", "ledger", out, "--json").stdout)["runs"]
     assert len(runs) == 4 and all(run["status"] == "ok" for run in runs), runs
     assert_clean_failure(
         pillar("evaluate", out, "-e", f"{mnist['emb']}:val", expect=None),
         4,
         f"{mnist['emb']}:val shares {mnist['rows']['val']} rows with the rows {out} was trained or "
-        "selected on, or read "
-        "labels of (same source): that would not be a test accuracy",
+        "selected on, or read labels of (same source): that would not be a test accuracy",
     )
     rows = json.loads(pillar("evaluate", out, "-e", f"{mnist['emb']}:test", "--json").stdout)["rows"]
     accuracy = {row["epsilon"]: row["accuracy_mean"] for row in rows}
@@ -92,9 +90,8 @@ def test_the_val_split_can_be_held_out_and_cannot_train_and_choose(mnist, pillar
     out = tmp_path / "model.h5"
     pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--val", "hold-out", "-o", out)
     model = artifacts.read(out, "model")
-    count = model.attrs["guarantee"]["count"][
-        "value"
-    ]  # the rule reads the count of the private rows released inside ε
+    # the rule reads the count of the private rows released inside ε
+    count = model.attrs["guarantee"]["count"]["value"]
     private, val = mnist["rows"]["private"], mnist["rows"]["val"]
     assert (model.attrs["n_private"], model.attrs["trained_on"], model.array("runs/k").tolist()) == (
         private,
@@ -202,9 +199,8 @@ def test_given_values_replace_the_rule_field_by_field(mnist, pillar, tmp_path):
         "train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "--k", "10", "--lr", "0.5", "-o", out
     )
     model = artifacts.read(out, "model")
-    count = model.attrs["guarantee"]["count"][
-        "value"
-    ]  # the rule's steps for the rows (private and val train), read as ñ
+    # the rule's steps for the rows (private and val train), read as ñ
+    count = model.attrs["guarantee"]["count"]["value"]
     n = mnist["rows"]["private"] + mnist["rows"]["val"]
     assert (
         model.array("runs/k").tolist(),
@@ -227,14 +223,14 @@ def test_given_values_replace_the_rule_field_by_field(mnist, pillar, tmp_path):
     )
     assert refused.stderr.strip().splitlines()[0] == (
         "error: --select accounted needs a private cell with at least "
-        "two configurations to choose from; a single configuration "
-        "needs no selection"
+        "two configurations to choose from; a single configuration needs no selection"
     )
 
 
 def test_the_bundled_default_path_pipeline_labels_what_each_epsilon_covers(pillar, tmp_path):
-    """examples.yaml's mnist-honest (a shrunk paper grid): the default beside the paper's protocol, and one released
-    classifier per ε whose statement says that k, lr and steps came from the rule and the val rows trained it."""
+    """examples.yaml's mnist-honest (a shrunk paper grid): the default beside the paper's protocol, and one
+    released classifier per ε whose statement says that k, lr and steps came from the rule and the val rows
+    trained it."""
     pillar(
         "run",
         EXAMPLES,

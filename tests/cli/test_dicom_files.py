@@ -1,5 +1,5 @@
-"""A folder of DICOM files written by pydicom embeds (one class per sub-folder), trains a private head, releases,
-and predicts unlabelled DICOM files through the recorded recipe."""
+"""A folder of DICOM files written by pydicom embeds (one class per sub-folder), trains a private head,
+releases, and predicts unlabelled DICOM files through the recorded recipe."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from checks import read_predictions
 
 pytest.importorskip("pydicom")
-from medical import write_dicom  # noqa: E402
+from medical import write_dicom
 
 pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
@@ -34,8 +34,9 @@ def test_a_dicom_folder_embeds_trains_releases_and_predicts(pillar, tmp_path):
 
 
 def test_an_onnx_export_states_how_stored_dicom_pixels_become_its_input(pillar, tmp_path):
-    """12-bit, 16-bit, MONOCHROME1 and rescaled DICOM through the bare path — pydicom, the formula the export's
-    metadata states, onnxruntime — give what `pillar predict` gives (12-bit stored values fed as they are do not)."""
+    """12-bit, 16-bit, MONOCHROME1 and rescaled DICOM through the bare path — pydicom, the formula the
+    export's metadata states, onnxruntime — give what `pillar predict` gives (12-bit stored values fed as they
+    are do not)."""
     import json
 
     import onnx

@@ -1,5 +1,6 @@
-"""The disjunction learner through the stages: D_{f,p} embedded with the identity backbone, the component graph fitted
-on the public split, both exponential mechanisms trained, evaluated and their ledgers recomputed; and the refusals."""
+"""The disjunction learner through the stages: D_{f,p} embedded with the identity backbone, the component
+graph fitted on the public split, both exponential mechanisms trained, evaluated and their ledgers recomputed;
+and the refusals."""
 
 from __future__ import annotations
 

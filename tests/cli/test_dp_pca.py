@@ -1,5 +1,6 @@
-"""PILLAR without public data (digits pixels): a DP-PCA projection fitted on the private split, whose release every
-model and release built on it composes into its ε and states; fits and uses that would not be covered are refused."""
+"""PILLAR without public data (digits pixels): a DP-PCA projection fitted on the private split, whose release
+every model and release built on it composes into its ε and states; fits and uses that would not be covered
+are refused."""
 
 from __future__ import annotations
 
@@ -65,14 +66,12 @@ def test_a_dp_pca_is_composed_into_every_model_and_release_built_on_it(pillar, d
         float(model.array(f"runs/{name}")[0]) for name in ("noise_multiplier", "sample_rate", "steps")
     )
     accountant = pld.PLDAccountant(value_discretization_interval=1e-5)
-    accountant.compose(
-        dp_event.GaussianDpEvent(model.attrs["guarantee"]["count"]["noise_multiplier"])
-    )  # the released row count
+    # the released row count
+    accountant.compose(dp_event.GaussianDpEvent(model.attrs["guarantee"]["count"]["noise_multiplier"]))
     accountant.compose(dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)), int(steps))
     accountant.compose(dp_event.GaussianDpEvent(release["event"]["noise_multiplier"]))  # the DP-PCA
-    total = accountant.get_epsilon(
-        2e-5
-    )  # the target covers the DP-PCA too: the run's noise was calibrated for it
+    # the target covers the DP-PCA too: the run's noise was calibrated for it
+    total = accountant.get_epsilon(2e-5)
     assert model.array("runs/epsilon_spent")[0] == pytest.approx(total, rel=0.01) and 0.98 <= total <= 1.002
     pillar("release", tmp_path / "model.h5", "-o", tmp_path / "release.h5")
     statement = json.loads(pillar("inspect", tmp_path / "release.h5", "--json").stdout)["attrs"]["privacy"]
@@ -153,7 +152,8 @@ def test_dp_pca_fits_and_uses_that_would_not_be_covered_are_refused(pillar, digi
 
 
 def test_a_dp_pca_read_from_its_file_is_composed_by_the_python_api_too(digits):
-    """PublicPCA.from_artifact carries the release, so a notebook that loads the file spends what the command does."""
+    """PublicPCA.from_artifact carries the release, so a notebook that loads the file spends what the command
+    does."""
     from pillar_cli import DPLinearClassifier, PublicPCA
 
     projection = artifacts.read(digits["pca"], "projection")
@@ -170,8 +170,9 @@ def test_a_dp_pca_read_from_its_file_is_composed_by_the_python_api_too(digits):
 def test_the_neighbours_check_reruns_a_dp_pca_pipeline_and_finds_nothing_deterministic(
     pillar, digits, tmp_path
 ):
-    """Without public data the projection is itself a release of the private rows: the neighbours check fits it on
-    each run's private split, and nothing shipped follows the deleted record except through the two releases."""
+    """Without public data the projection is itself a release of the private rows: the neighbours check fits
+    it on each run's private split, and nothing shipped follows the deleted record except through the two
+    releases."""
     result = pillar(
         "audit",
         "neighbours",
@@ -190,8 +191,9 @@ def test_the_neighbours_check_reruns_a_dp_pca_pipeline_and_finds_nothing_determi
     )
     found = json.loads(result.stdout)
     assert found["findings"] == []
-    # k fixed: the releases hold nothing coarse; the published evaluation's confusion counts (0 or 1 in a cell, and
-    # the page's copy of them) can repeat by chance in 2 runs a side, which the confirming runs then dismiss
+    # k fixed: the releases hold nothing coarse; the published evaluation's confusion counts (0 or 1 in a
+    # cell, and the page's copy of them) can repeat by chance in 2 runs a side, which the confirming runs then
+    # dismiss
     coarse = ("attrs/rows/0/confusion_per_seed/", "attrs/rows/0/confusion_summed_over_seeds/", "html/")
     assert found["runs_per_side"] == (5 if found["dismissed"] else 2)
     assert all(finding["value"].startswith(coarse) for finding in found["dismissed"]), found["dismissed"]

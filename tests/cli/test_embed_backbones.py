@@ -1,4 +1,5 @@
-"""Checkpoint layouts loaded through embed --weights: features equal a direct forward pass; wrong files fail."""
+"""Checkpoint layouts loaded through embed --weights: features equal a direct forward pass; wrong files
+fail."""
 
 from __future__ import annotations
 

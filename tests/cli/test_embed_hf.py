@@ -1,5 +1,6 @@
-"""embed --source hf: Hugging Face datasets on disk, written here by the `datasets` library itself (save_to_disk, and
-Parquet shards in the Hub's naming), read row for row like the same images and labels in an npz."""
+"""embed --source hf: Hugging Face datasets on disk, written here by the `datasets` library itself
+(save_to_disk, and Parquet shards in the Hub's naming), read row for row like the same images and labels in an
+npz."""
 
 from __future__ import annotations
 
@@ -121,7 +122,7 @@ def test_a_string_label_column_keeps_its_names_and_images_decode_a_row_group_at_
     reader = EncodedImages(hf_splits(tmp_path)["train"], "img", None)
     assert np.array_equal(reader[np.array([17, 18])], images["train"][0][[17, 18]])
     assert (
-        list(reader._open.values())[0][0] == 2
+        next(iter(reader._open.values()))[0] == 2
     )  # rows 17 and 18 lie in the third row group: only it was read
     copy = pickle.loads(pickle.dumps(reader))  # a DataLoader worker gets it without open tables
     assert copy._open == copy._row_groups == {} and np.array_equal(copy[40], images["train"][0][40])

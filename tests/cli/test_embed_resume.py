@@ -1,4 +1,5 @@
-"""An interrupted embed keeps its rows in OUT.partial; --resume finishes it into the same bytes as one clean run."""
+"""An interrupted embed keeps its rows in OUT.partial; --resume finishes it into the same bytes as one clean
+run."""
 
 from __future__ import annotations
 

@@ -40,9 +40,8 @@ def test_merged_shards_equal_the_unsharded_artifact(pillar, tmp_path):
     for i in range(3):
         pillar("embed", "--source", "digits", "--shard", f"{i}/3", "-o", tmp_path / f"part{i}.h5")
     shard = artifacts.read(tmp_path / "part1.h5", "embedding-shard")
-    test_rows = len(
-        artifacts.read_split(f"{tmp_path / 'full.h5'}:test").index
-    )  # shard 1 of 3: positions 1, 4, …
+    # shard 1 of 3: positions 1, 4, …
+    test_rows = len(artifacts.read_split(f"{tmp_path / 'full.h5'}:test").index)
     np.testing.assert_array_equal(shard.array("splits/test/positions"), np.arange(1, test_rows, 3))
     parts = [tmp_path / f"part{i}.h5" for i in (2, 0, 1)]  # any order
     pillar("embed", "--merge", *parts, "-o", tmp_path / "merged.h5")
@@ -127,7 +126,8 @@ def test_torchrun_ranks_embed_their_shards_and_rank_zero_merges(pillar, tmp_path
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """A local Ray instance of 2 CPUs that `embed --engine ray` finds started (as on a cluster's head node)."""
+    """A local Ray instance of 2 CPUs that `embed --engine ray` finds started (as on a cluster's head
+    node)."""
     ray = pytest.importorskip("ray")
     ray.init(num_cpus=2, logging_level="ERROR", log_to_driver=False, include_dashboard=False)
     yield ray
@@ -135,8 +135,8 @@ def local_ray():
 
 
 def test_a_ray_data_pipeline_embeds_every_row_once_as_one_process_does(pillar, tmp_path, local_ray):
-    """The same splits, row ids and labels as one process, features within float tolerance (the pixel backbone:
-    the same file content), every row once, nothing left beside the output."""
+    """The same splits, row ids and labels as one process, features within float tolerance (the pixel
+    backbone: the same file content), every row once, nothing left beside the output."""
     pillar("embed", "--source", "digits", "-o", tmp_path / "pixels.h5")
     pillar(
         "embed", "--source", "digits", "--engine", "ray", "--actors", "1", "-o", tmp_path / "pixels-ray.h5"
@@ -199,7 +199,8 @@ def test_a_ray_data_pipeline_embeds_every_row_once_as_one_process_does(pillar, t
 
 
 def backbone_actors() -> list[int]:
-    """The process ids of this machine's Ray actors that hold a backbone (Ray titles them after the operator)."""
+    """The process ids of this machine's Ray actors that hold a backbone (Ray titles them after the
+    operator)."""
     pids = []
     for process in Path("/proc").iterdir():
         try:
@@ -211,8 +212,8 @@ def backbone_actors() -> list[int]:
 
 
 def test_a_backbone_actor_killed_mid_run_is_restarted_and_every_row_arrives_once(pillar, tmp_path, local_ray):
-    """SIGKILL to the actor as the first features arrive: Ray restarts it and runs its tasks again; the artifact
-    equals a one-process embed's."""
+    """SIGKILL to the actor as the first features arrive: Ray restarts it and runs its tasks again; the
+    artifact equals a one-process embed's."""
     from pillar_cli.embedding.job import EmbeddingJob
     from pillar_cli.embedding.ray_engine import embed_on_ray
     from pillar_cli.embedding.request import EmbedRequest

@@ -23,9 +23,8 @@ def test_limit_and_fraction_subsample_each_part(pillar, tmp_path):
         )
         for name in ("a.h5", "b.h5")
     }
-    kept = (
-        keyed_draws(load_source("digits", SourceOptions()).row_keys(), 0, SUBSAMPLE) < 0.5
-    )  # each row's own draw
+    # each row's own draw
+    kept = keyed_draws(load_source("digits", SourceOptions()).row_keys(), 0, SUBSAMPLE) < 0.5
     assert total == {"a.h5": 300, "b.h5": int(kept.sum())} and abs(kept.sum() - 1797 / 2) < 4 * np.sqrt(
         1797 / 4
     )

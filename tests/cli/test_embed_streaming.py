@@ -1,6 +1,7 @@
-"""Image files are indexed, not decoded, until DataLoader workers read their rows: the artifact does not depend on
-the number of workers, a resumed run decodes only the rows not yet done, torchvision's on-disk layouts are read,
-and an undecodable file is one clean error (or, with --skip-bad, a dropped and listed row)."""
+"""Image files are indexed, not decoded, until DataLoader workers read their rows: the artifact does not
+depend on the number of workers, a resumed run decodes only the rows not yet done, torchvision's on-disk
+layouts are read, and an undecodable file is one clean error (or, with --skip-bad, a dropped and listed
+row)."""
 
 from __future__ import annotations
 
@@ -115,9 +116,8 @@ def test_torchvision_cifar10_layout(pillar, tmp_path):
             pickle.dump({b"data": data, b"labels": [0, 1, 2, 3, 4, 5]}, handle)
     with open(batches / "batches.meta", "wb") as handle:
         pickle.dump({b"label_names": [f"c{i}".encode() for i in range(10)]}, handle)
-    pillar(
-        "embed", "--source", "cifar", "--path", tmp_path, "-o", tmp_path / "emb.h5"
-    )  # the torchvision root
+    # the torchvision root
+    pillar("embed", "--source", "cifar", "--path", tmp_path, "-o", tmp_path / "emb.h5")
     test = artifacts.read_split(f"{tmp_path / 'emb.h5'}:test")
     with open(batches / "test_batch", "rb") as handle:
         expected = pickle.load(handle)[b"data"].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)

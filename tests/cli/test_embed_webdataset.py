@@ -1,7 +1,7 @@
 """embed --source webdataset: tar shards written here by the `webdataset` library itself (ShardWriter, its
-`<split>-NNNNNN.tar` naming), read row for row like the same images and labels in an npz; rows are read by seeking
-to their members, so the index pickled for a DataLoader worker holds offsets, not images; --shard i/n embeddings
-merge into the unsharded artifact. And torchvision's Flowers102 and PCAM folders."""
+`<split>-NNNNNN.tar` naming), read row for row like the same images and labels in an npz; rows are read by
+seeking to their members, so the index pickled for a DataLoader worker holds offsets, not images; --shard i/n
+embeddings merge into the unsharded artifact. And torchvision's Flowers102 and PCAM folders."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def images():
 
 
 def write_shards(root, images, label=lambda y: {"cls": int(y)}, maxcount=25, extra=lambda part, i: {}):
-    """Shards as webdataset writes them: PNG members (lossless), a label member per sample and `extra` ones."""
+    """Shards as webdataset writes them: PNG members (lossless), a label member per sample and `extra`
+    ones."""
     root.mkdir(parents=True, exist_ok=True)
     for part, (x, y) in images.items():
         with wds.ShardWriter(str(root / f"{part}-%06d.tar"), maxcount=maxcount, verbose=0) as sink:

@@ -1,6 +1,6 @@
-"""Whole networks through the stages: pre-training on a public labelled source (sklearn digits), embedding with the
-pre-trained network, DP fine-tuning and training from scratch on MNIST-5k at the digits' 8 × 8, evaluated and
-their ledgers recomputed; and the refusals."""
+"""Whole networks through the stages: pre-training on a public labelled source (sklearn digits), embedding
+with the pre-trained network, DP fine-tuning and training from scratch on MNIST-5k at the digits' 8 × 8,
+evaluated and their ledgers recomputed; and the refusals."""
 
 from __future__ import annotations
 
@@ -142,7 +142,7 @@ def test_embedding_with_the_pre_trained_network_gives_its_penultimate_features(n
     )
     split = artifacts.read_split(f"{nets / 'features.h5'}:test")
     pixels = artifacts.read_split(f"{nets / 'digits.h5'}:test")
-    network, spec = network_of(nets / "pre.h5")
+    network, _spec = network_of(nets / "pre.h5")
     with torch.no_grad():
         direct = feature_extractor(network).eval()(
             torch.tensor(pixels.features).reshape(-1, 8, 8, 1).permute(0, 3, 1, 2)
@@ -262,8 +262,7 @@ def test_network_stages_refuse_bad_inputs(nets, pillar, mnist, tmp_path):
         pillar("pretrain", f"{nets / 'mnist8.h5'}:private", "-o", out, expect=None),
         5,
         f"{nets / 'mnist8.h5'}:private is a protected split (pre-training reads its labels without "
-        "DP): a starting point must come from public data, or the private rows it saw leak outside "
-        "DP",
+        "DP): a starting point must come from public data, or the private rows it saw leak outside DP",
         out,
     )
     pillar(
@@ -295,10 +294,8 @@ def test_network_stages_refuse_bad_inputs(nets, pillar, mnist, tmp_path):
             expect=None,
         ),
         5,
-        f"the pre-trained network {tmp_path / 'leaky.h5'} was trained on {private_rows} rows of the "
-        "private "
-        "split: a starting point must come from public data, or the private rows it saw leak outside "
-        "DP",
+        f"the pre-trained network {tmp_path / 'leaky.h5'} was trained on {private_rows} rows of the private "
+        "split: a starting point must come from public data, or the private rows it saw leak outside DP",
         out,
     )
     assert_clean_failure(
@@ -346,9 +343,9 @@ def test_network_stages_refuse_bad_inputs(nets, pillar, mnist, tmp_path):
 def test_a_released_network_predicts_as_evaluate_scores_it_from_rows_images_and_exports(
     nets, pillar, tmp_path
 ):
-    """One network of the model (ε = 8, seed 1): predictions on the test split agree with evaluate; raw MNIST images
-    through the recorded pixel recipe give the same probabilities; ONNX and TorchScript modules from uint8 images
-    agree with predict; the loaded estimator is predict's."""
+    """One network of the model (ε = 8, seed 1): predictions on the test split agree with evaluate; raw MNIST
+    images through the recorded pixel recipe give the same probabilities; ONNX and TorchScript modules from
+    uint8 images agree with predict; the loaded estimator is predict's."""
     from sklearn.exceptions import NotFittedError
 
     from pillar_cli import NetworkClassifier, load
@@ -404,7 +401,7 @@ def test_a_network_release_refuses_what_it_cannot_be(nets, pillar, tmp_path):
     )
     with pytest.raises(
         Exception,
-        match="the release holds a fine-tuned network, not a linear head: load it with pillar_cli.load",
+        match=r"the release holds a fine-tuned network, not a linear head: load it with pillar_cli.load",
     ):
         DPLinearClassifier.from_release(released)
     assert_clean_failure(

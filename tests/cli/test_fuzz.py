@@ -1,6 +1,7 @@
-"""Every artifact reader, fed corrupted files through the CLI: bit flips, truncation, missing datasets, datasets of
-the wrong dtype or shape, wrong attributes (the last three with a consistent content hash, as a buggy writer
-would leave them). Each run ends with one error line and a non-zero exit, or succeeds: never a traceback."""
+"""Every artifact reader, fed corrupted files through the CLI: bit flips, truncation, missing datasets,
+datasets of the wrong dtype or shape, wrong attributes (the last three with a consistent content hash, as a
+buggy writer would leave them). Each run ends with one error line and a non-zero exit, or succeeds: never a
+traceback."""
 
 from __future__ import annotations
 
@@ -102,7 +103,8 @@ def test_corrupted_artifacts_end_in_one_line(pillar, originals, tmp_path, kind, 
 def test_embeddings_attributes_the_randomised_runs_found_end_in_one_line(
     pillar, originals, tmp_path, key, value, problem
 ):
-    """Cases the randomised test above found on a fresh clone (an attribute of the wrong type, re-hashed), pinned."""
+    """Cases the randomised test above found on a fresh clone (an attribute of the wrong type, re-hashed),
+    pinned."""
     corrupted, out = tmp_path / "c.h5", tmp_path / "o.h5"
     with edited_copy(originals["embeddings"], corrupted) as h5:
         h5.attrs[key] = value

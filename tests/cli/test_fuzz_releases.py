@@ -1,8 +1,9 @@
-"""The fuzz suite over what a user ships: a release and its ONNX, TorchScript and safetensors exports, corrupted as
-test_fuzz.py corrupts artifacts (bytes flipped or cut; datasets and attributes dropped, retyped or set; a field of a
-statement, recipe, head or class list set — re-stamped or re-hashed to be consistent, as a buggy writer would leave
-it). Every reader (inspect, predict, export; the export metadata loader any user can call) answers in one error line
-with a non-zero exit, or succeeds: never a traceback, never a partial output file."""
+"""The fuzz suite over what a user ships: a release and its ONNX, TorchScript and safetensors exports,
+corrupted as test_fuzz.py corrupts artifacts (bytes flipped or cut; datasets and attributes dropped, retyped
+or set; a field of a statement, recipe, head or class list set — re-stamped or re-hashed to be consistent, as
+a buggy writer would leave it). Every reader (inspect, predict, export; the export metadata loader any user
+can call) answers in one error line with a non-zero exit, or succeeds: never a traceback, never a partial
+output file."""
 
 from __future__ import annotations
 
@@ -78,9 +79,8 @@ def test_a_corrupted_release_ends_in_one_line(pillar, mnist, shipped, tmp_path, 
 
 @pytest.mark.parametrize("fmt", list(EXPORTS))
 @given(how=st.sampled_from(EXPORT_HOW), choice=st.integers(0, 10**6), value=values)
-@example(
-    how="set-field-rehashed", choice=0, value=15024
-)  # ε = 15,024: the PRV floor's grid failed (a traceback)
+# ε = 15,024: the PRV floor's grid failed (a traceback)
+@example(how="set-field-rehashed", choice=0, value=15024)
 @settings(
     max_examples=fuzz_examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

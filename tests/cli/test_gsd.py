@@ -51,9 +51,8 @@ def candidates(pillar, tmp_path_factory) -> dict[str, str]:
     ],
 )
 def test_gsd_orders_same_distribution_then_shifted_then_noise(pillar, mnist, candidates, tmp_path, probe):
-    images_only = (
-        [] if probe[1] == "linear" else ["--public", candidates["digits8"]]
-    )  # 8×8: resized by the probe
+    # 8×8: resized by the probe
+    images_only = [] if probe[1] == "linear" else ["--public", candidates["digits8"]]
     result = pillar(
         "gsd",
         *probe,
@@ -97,8 +96,8 @@ def test_timm_probe_names_its_trainable_parameters_and_refuses_zero_gradients(pi
         *args, "--trainable", "layer4.1.bn2", "--trainable", "fc", "-o", tmp_path / "a.h5", "--json"
     )
     assert json.loads(result.stdout)["settings"]["probe"].startswith(
-        "timm:resnet18 on 32×32 images (random init, seed 0); trainable layer4.1.bn2.weight, layer4.1.bn2.bias, "
-        "fc.weight, fc.bias (6154 parameters)"
+        "timm:resnet18 on 32×32 images (random init, seed 0); trainable layer4.1.bn2.weight, "
+        "layer4.1.bn2.bias, fc.weight, fc.bias (6154 parameters)"
     )
     # a random-init ResNet zero-initialises each block's last BN scale: nothing before it gets a gradient
     failed = pillar(*args, "--trainable", "layer4.1.conv1", "-o", tmp_path / "b.h5", expect=4)

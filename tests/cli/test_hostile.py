@@ -39,8 +39,9 @@ LINKS = {
 
 @pytest.mark.parametrize("link", sorted(LINKS))
 def test_a_link_cannot_make_the_private_split_pass_for_another(pillar, mnist, tmp_path, link):
-    """`val2 → private` would let check-assumptions read private labels as val labels and gsd take private rows as
-    public ones; the content hash follows no link, so it still matched. Every reader refuses the file."""
+    """`val2 → private` would let check-assumptions read private labels as val labels and gsd take private
+    rows as public ones; the content hash follows no link, so it still matched. Every reader refuses the
+    file."""
     add_link, message = LINKS[link]
     linked = tmp_path / "emb.h5"
     with edited_copy(mnist["emb"], linked) as h5:  # restamped: the hash is what a careless check would trust
@@ -58,10 +59,10 @@ def test_a_link_cannot_make_the_private_split_pass_for_another(pillar, mnist, tm
 
 
 def test_rewritten_provenance_does_not_vouch_for_private_rows(pillar, mnist, tmp_path):
-    """A projection fitted on another split seed's public rows (some of them private rows of these embeddings),
-    whose recorded inputs are rewritten to name these embeddings. Edited alone, the provenance no longer matches
-    its record hash; re-hashed (anyone can), it must still not vouch: the row-overlap check runs on the rows the
-    projection records, whatever its provenance says."""
+    """A projection fitted on another split seed's public rows (some of them private rows of these
+    embeddings), whose recorded inputs are rewritten to name these embeddings. Edited alone, the provenance no
+    longer matches its record hash; re-hashed (anyone can), it must still not vouch: the row-overlap check
+    runs on the rows the projection records, whatever its provenance says."""
     other, projection, forged = tmp_path / "seed1.h5", tmp_path / "pca1.h5", tmp_path / "forged.h5"
     pillar("embed", "--source", "mnist5k", "--seed", "1", "-o", other)
     pillar("fit-pca", f"{other}:public", "--k-max", "20", "-o", projection)
@@ -99,7 +100,8 @@ def test_rewritten_provenance_does_not_vouch_for_private_rows(pillar, mnist, tmp
     )
 
 
-FORGERIES = {  # what a buggy writer could leave, re-hashed so that only the schema's value checks stand in the way
+# what a buggy writer could leave, re-hashed so that only the schema's value checks stand in the way
+FORGERIES = {
     "NaN component": (
         "pca",
         lambda h5: h5["components"].__setitem__((0, 0), np.nan),
@@ -170,9 +172,8 @@ FORGERIES = {  # what a buggy writer could leave, re-hashed so that only the sch
     ),
     "risk target below chance": (
         "model",
-        lambda h5: _add_json_attribute(
-            h5, "risk_target", {"max_tpr": 0.01, "at_fpr": 0.05}
-        ),  # once printed as the target its ε was calibrated to
+        # once printed as the target its ε was calibrated to
+        lambda h5: _add_json_attribute(h5, "risk_target", {"max_tpr": 0.01, "at_fpr": 0.05}),
         "has a risk target that is not a TPR above an FPR, both in (0, 1)",
     ),
 }
@@ -187,7 +188,7 @@ def _edit_guarantee(h5, part: str, change: dict) -> None:
 def _add_json_attribute(h5, key: str, value: dict) -> None:
     """An attribute the file did not hold, stored as the writer stores a dict (JSON, named in json_attrs)."""
     h5.attrs[key] = json.dumps(value)
-    h5.attrs["json_attrs"] = json.dumps(json.loads(h5.attrs["json_attrs"]) + [key])
+    h5.attrs["json_attrs"] = json.dumps([*json.loads(h5.attrs["json_attrs"]), key])
 
 
 @pytest.mark.parametrize("forgery", sorted(FORGERIES))
@@ -207,9 +208,9 @@ def test_values_no_stage_can_use_are_refused_on_read(pillar, mnist, tmp_path, fo
 
 @pytest.mark.parametrize("share", [0.001, 0.8, 0.997])
 def test_an_epsilon_edited_down_is_refused_on_read(pillar, mnist, tmp_path, share):
-    """A valid-looking ε below what the run's DP event spends (re-hashed): every read recomputes the event's ε with
-    its own accountant (privacy/claims.py) and refuses a claim more than 0.2 % below it, in the model and in a
-    release; a claim 0.1 % below passes (the documented tolerance)."""
+    """A valid-looking ε below what the run's DP event spends (re-hashed): every read recomputes the event's ε
+    with its own accountant (privacy/claims.py) and refuses a claim more than 0.2 % below it, in the model and
+    in a release; a claim 0.1 % below passes (the documented tolerance)."""
     model, release = tmp_path / "m.h5", tmp_path / "c.h5"
     pillar(
         "train-private",

@@ -1,5 +1,6 @@
-"""Releases and exports edited by hand (and re-stamped, as a buggy writer would): every reader answers in one line,
-leaves no partial output, and names what is wrong; an export cannot be written under another format's name."""
+"""Releases and exports edited by hand (and re-stamped, as a buggy writer would): every reader answers in one
+line, leaves no partial output, and names what is wrong; an export cannot be written under another format's
+name."""
 
 from __future__ import annotations
 
@@ -97,13 +98,15 @@ def _words_edit(change):
         ),
         (
             _words_edit(lambda p: p.update(not_covered=[])),
-            "has covers, not_covered and rests_on lists that its record of how the head was trained does not give",
+            "has covers, not_covered and rests_on lists that its record of how the head was trained does not "
+            "give",
         ),
         (
             _words_edit(
                 lambda p: p["covers"].append("choosing its hyper-parameters: an accounted private selection")
             ),
-            "has covers, not_covered and rests_on lists that its record of how the head was trained does not give",
+            "has covers, not_covered and rests_on lists that its record of how the head was trained does not "
+            "give",
         ),
         (
             _attrs_edit("privacy", lambda p: p.pop("basis")),
@@ -121,16 +124,16 @@ def _words_edit(change):
                     p["guarantee"]["unit"].update(unit="household"),
                 ),
             ),
-            "has a privacy statement whose guarantee is not one pillar reads (a unit, relation, count or release)",
+            "has a privacy statement whose guarantee is not one pillar reads (a unit, relation, count or "
+            "release)",
         ),
         (
             _attrs_edit("privacy", lambda p: p.pop("guarantee")),  # a statement written by pillar 0.1
             "has a privacy statement written before a statement held its guarantee as one record",
         ),
         (
-            _attrs_edit(
-                "privacy", lambda p: p.update(risk_target={"max_tpr": 0.01, "at_fpr": 0.05})
-            ),  # once read as stated
+            # once read as stated
+            _attrs_edit("privacy", lambda p: p.update(risk_target={"max_tpr": 0.01, "at_fpr": 0.05})),
             "has a privacy statement whose risk_target is not a TPR above an FPR, both in (0, 1)",
         ),
     ],
@@ -192,9 +195,8 @@ def test_exports_are_named_as_their_format_and_read_in_one_line(pillar, release,
         == f"error: {tmp_path / 'x.pt'}: a onnx file is named .onnx, so that readers know its format"
     )
     assert not (tmp_path / "x.pt").exists()
-    folder = pillar(
-        "export", release, "--format", "hf", "-o", tmp_path / "x.onnx", expect=2
-    )  # once "named , so"
+    # once "named , so"
+    folder = pillar("export", release, "--format", "hf", "-o", tmp_path / "x.onnx", expect=2)
     assert (
         folder.stderr.splitlines()[0]
         == f"error: {tmp_path / 'x.onnx'}: an hf export is a folder, named without a "
@@ -251,15 +253,16 @@ def test_a_seeded_model_edited_to_look_secret_is_not_released(mnist, pillar, tmp
         h5.attrs["noise"] = json.dumps({"source": "os-entropy", "reproducible": False, "note": "edited"})
     result = pillar("release", forged, "-o", tmp_path / "rel.h5", expect=None)
     assert result.exit_code == 5 and result.stderr.splitlines()[0] == (
-        f"error: {forged} was trained with experiment-only noise (--noise-seed): anyone holding the seed can remove "
-        "it, so it has no guarantee to release"
+        f"error: {forged} was trained with experiment-only noise (--noise-seed): anyone holding the seed can "
+        "remove it, so it has no guarantee to release"
     )
     assert not (tmp_path / "rel.h5").exists()
 
 
 def test_an_epsilon_edited_down_by_one_percent_is_refused_by_every_reader(pillar, mnist, release, tmp_path):
-    """0.99 of the true ε, with a consistent summary: every read recomputes the event tree's ε (privacy/claims.py,
-    tolerance 0.2 %), so inspect, predict and export refuse the release, and release refuses the model."""
+    """0.99 of the true ε, with a consistent summary: every read recomputes the event tree's ε
+    (privacy/claims.py, tolerance 0.2 %), so inspect, predict and export refuse the release, and release
+    refuses the model."""
     forged = tmp_path / "forged.h5"
 
     def lower(statement):
@@ -290,8 +293,8 @@ def test_an_epsilon_edited_down_by_one_percent_is_refused_by_every_reader(pillar
 
 
 def test_an_hf_export_replaces_only_a_folder_an_hf_export_wrote(pillar, release, tmp_path, monkeypatch):
-    """--force once deleted whatever folder -o named: the input release and a user's notes beside it, the working
-    directory's parent; now each is refused in one line before any work, and nothing is touched."""
+    """--force once deleted whatever folder -o named: the input release and a user's notes beside it, the
+    working directory's parent; now each is refused in one line before any work, and nothing is touched."""
     sand, notes = tmp_path / "sand", tmp_path / "notes"
     sand.mkdir(), notes.mkdir()
     (sand / "rel.h5").write_bytes(release.read_bytes())
@@ -330,9 +333,8 @@ def test_an_hf_export_replaces_only_a_folder_an_hf_export_wrote(pillar, release,
         assert snapshot(tmp_path) == before
     pillar("export", release, "--format", "hf", "-o", tmp_path / "hf")
     (tmp_path / "hf" / "README.md").write_text("an edited card")
-    pillar(
-        "export", release, "--format", "hf", "-o", tmp_path / "hf", "--force"
-    )  # an export's own folder: replaced
+    # an export's own folder: replaced
+    pillar("export", release, "--format", "hf", "-o", tmp_path / "hf", "--force")
     assert sorted(p.name for p in (tmp_path / "hf").iterdir()) == [
         "README.md",
         "config.json",
@@ -348,8 +350,8 @@ def test_an_hf_export_replaces_only_a_folder_an_hf_export_wrote(pillar, release,
 
 
 def test_a_model_card_quotes_only_an_evaluation_of_the_released_head(pillar, mnist, release, tmp_path):
-    """An evaluation of another model once put its accuracy into the card; now its heads' digests must hold the
-    released head's."""
+    """An evaluation of another model once put its accuracy into the card; now its heads' digests must hold
+    the released head's."""
     other = tmp_path / "other.h5"
     pillar(
         "train-private",
@@ -381,8 +383,8 @@ def test_a_model_card_quotes_only_an_evaluation_of_the_released_head(pillar, mni
         expect=2,
     )
     assert result.stderr.splitlines() == [
-        f"error: {tmp_path / 'other-eval.h5'} is no evaluation of the released head (method pillar, k 10, ε 1): none of "
-        "its heads is this one, so a card quoting it would describe another model",
+        f"error: {tmp_path / 'other-eval.h5'} is no evaluation of the released head (method pillar, k 10, ε "
+        "1): none of its heads is this one, so a card quoting it would describe another model",
         "hint: evaluate the model this classifier was released from (pillar evaluate MODEL -o eval.h5)",
     ]
     assert not folder.exists()

@@ -1,6 +1,7 @@
-"""Values users really type or hold, each of which once ended in a traceback, a crash or a silently wrong result:
-labels of any kind, numbers beyond 64 bits, names beyond 255 bytes, a full disk, several outputs of one command,
-a model given twice, a misspelt option or config key. Each gets one line, its exit code, and leaves nothing."""
+"""Values users really type or hold, each of which once ended in a traceback, a crash or a silently wrong
+result: labels of any kind, numbers beyond 64 bits, names beyond 255 bytes, a full disk, several outputs of
+one command, a model given twice, a misspelt option or config key. Each gets one line, its exit code, and
+leaves nothing."""
 
 from __future__ import annotations
 
@@ -141,8 +142,8 @@ def test_steps_no_accountant_can_handle_are_one_line(pillar, mnist, tmp_path):
 
 
 def test_file_names_beyond_255_bytes(pillar, mnist, tmp_path):
-    """A long but valid output name is written (its temporary name is cut to fit); a name no file system takes is
-    one line, as output and as input."""
+    """A long but valid output name is written (its temporary name is cut to fit); a name no file system takes
+    is one line, as output and as input."""
     near_limit = tmp_path / ("a" * 250 + ".h5")
     pillar("fit-pca", f"{mnist['emb']}:public", "--k-max", "5", "-o", near_limit)
     assert sorted(p.name for p in tmp_path.iterdir()) == [near_limit.name]
@@ -154,8 +155,8 @@ def test_file_names_beyond_255_bytes(pillar, mnist, tmp_path):
 
 
 def test_a_full_disk_is_refused_before_writing(pillar, mnist, tmp_path, monkeypatch):
-    """libhdf5 cannot recover from a write that fails for want of space (the interpreter then crashed at exit):
-    the room a write needs is checked before it starts."""
+    """libhdf5 cannot recover from a write that fails for want of space (the interpreter then crashed at
+    exit): the room a write needs is checked before it starts."""
     monkeypatch.setattr(
         files.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(2**30, 2**30 - 2**20, 2**20)
     )

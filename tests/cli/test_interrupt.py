@@ -1,8 +1,9 @@
-"""Ctrl-C (or SIGTERM) during a stage: a clean message, exit 130, no partial or temporary artifact, existing output
-intact."""
+"""Ctrl-C (or SIGTERM) during a stage: a clean message, exit 130, no partial or temporary artifact, existing
+output intact."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
@@ -24,8 +25,8 @@ pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 def test_a_signal_during_training_leaves_no_artifact(mnist, tmp_path, signum):
     out = tmp_path / "model.h5"
     out.write_bytes(b"previous result")
-    # 100,000 opacus steps take many minutes; the signal is sent once the run's first progress line says DP-SGD has
-    # stepped. --force: the existing output may be replaced, but only by a finished artifact.
+    # 100,000 opacus steps take many minutes; the signal is sent once the run's first progress line says
+    # DP-SGD has stepped. --force: the existing output may be replaced, but only by a finished artifact.
     command = [
         sys.executable,
         "-m",
@@ -46,7 +47,8 @@ def test_a_signal_during_training_leaves_no_artifact(mnist, tmp_path, signum):
         str(out),
         "--force",
     ]
-    # SIGINT at its default even when the suite runs as a background job (which ignores it, and so would the child)
+    # SIGINT at its default even when the suite runs as a background job (which ignores it, and so would the
+    # child)
     process = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
@@ -82,15 +84,13 @@ def test_a_signal_during_training_leaves_no_artifact(mnist, tmp_path, signum):
 
 
 def _dropping_interrupts(monkeypatch, module, name: str) -> None:
-    """Make `module.name` receive a Ctrl-C that Python drops, as it does one arriving in a finaliser or in a lock a
-    worker thread releases ("Exception ignored in ..."), then go on."""
+    """Make `module.name` receive a Ctrl-C that Python drops, as it does one arriving in a finaliser or in a
+    lock a worker thread releases ("Exception ignored in ..."), then go on."""
     original = getattr(module, name)
 
     def dropped(*args, **kwargs):
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             interrupt(signal.SIGINT, None)
-        except KeyboardInterrupt:
-            pass
         return original(*args, **kwargs)
 
     monkeypatch.setattr(module, name, dropped)
@@ -112,10 +112,8 @@ def _fit_dropping(fit):
 
     def fitting(self, x, on_rows=lambda n: None, **kwargs):
         def on_rows_after_a_dropped_interrupt(n: int) -> None:
-            try:
+            with contextlib.suppress(KeyboardInterrupt):
                 interrupt(signal.SIGINT, None)
-            except KeyboardInterrupt:
-                pass
             on_rows(n)
 
         return fit(self, x, on_rows=on_rows_after_a_dropped_interrupt, **kwargs)

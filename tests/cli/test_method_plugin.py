@@ -1,6 +1,7 @@
-"""A method added from outside the package: one module and one `pillar.methods` entry point make it a method of
-train-private (its flag in --help), of sweeps and evaluations, of `inspect` and of both audits. And the registry's
-rules: a name or flag taken twice is refused, a plugin that fails to load is skipped with one warning."""
+"""A method added from outside the package: one module and one `pillar.methods` entry point make it a method
+of train-private (its flag in --help), of sweeps and evaluations, of `inspect` and of both audits. And the
+registry's rules: a name or flag taken twice is refused, a plugin that fails to load is skipped with one
+warning."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ class NoisyCentroids(Method):
         event = GaussianEvent(sigma)
 
         def release(config):
-            noisy = sums + sigma * cell.randomness.child("release", config).numpy().standard_normal(sums.shape)
+            normal = cell.randomness.child("release", config).numpy().standard_normal
+            noisy = sums + sigma * normal(sums.shape)
             head = LinearHead((cell.options.temperature * noisy.T).astype(np.float32),
                               np.zeros(len(sums), np.float32), 1)
             return Run(head=head, event=event, epsilon_spent=cell.spent_epsilon(event))
@@ -129,8 +131,8 @@ def test_a_plugin_method_is_a_method_of_every_stage(mnist, tmp_path):
     )
     inspected = json.loads(succeeded(run_with(site, "inspect", model, "--json")))
     assert inspected["attrs"]["mechanisms"] == {  # its words, and the relation it declares (Method's default)
-        "centroids": "one Gaussian release of the per-class sums of unit-norm rows, L2 sensitivity 1; add/remove-one "
-        "adjacency"
+        "centroids": "one Gaussian release of the per-class sums of unit-norm rows, L2 sensitivity 1; "
+        "add/remove-one adjacency"
     }
     checked = json.loads(succeeded(run_with(site, "audit", "ledger", model, "--json")))["runs"]
     assert [run["method"] for run in checked] == ["centroids"] * 3

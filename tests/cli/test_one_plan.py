@@ -1,6 +1,7 @@
-"""One request, three entry points, one plan (methods/request.py, methods/plan.py): `pillar train-private --eps 1`, `sweep(..., epsilon=[1])` and
-`DPLinearClassifier(epsilon=1).fit` decide the same role for the val rows, release the same count, set the same k,
-lr and steps by the rule, and — with one experiment-only noise seed for all three — train the same head."""
+"""One request, three entry points, one plan (methods/request.py, methods/plan.py): `pillar train-private
+--eps 1`, `sweep(..., epsilon=[1])` and `DPLinearClassifier(epsilon=1).fit` decide the same role for the val
+rows, release the same count, set the same k, lr and steps by the rule, and — with one experiment-only noise
+seed for all three — train the same head."""
 
 from __future__ import annotations
 

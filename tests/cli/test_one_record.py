@@ -1,7 +1,7 @@
-"""The guarantee is one record, from the plan to every file a user shares: each finding of the review that asked for
-it, reproduced — a person-unit model over a per-row DP-GSD, a risk target over a DP-PCA, hashes of private files in
-an evaluation, the run record, a refused run's count, the holder's own public records, a card edited behind its
-hashes — and what the one record does instead."""
+"""The guarantee is one record, from the plan to every file a user shares: each finding of the review that
+asked for it, reproduced — a person-unit model over a per-row DP-GSD, a risk target over a DP-PCA, hashes of
+private files in an evaluation, the run record, a refused run's count, the holder's own public records, a card
+edited behind its hashes — and what the one record does instead."""
 
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
 @pytest.fixture(scope="module")
 def patients(pillar, tmp_path_factory) -> dict:
-    """Digits as an npz of 4 images a patient, embedded with an explicit public fraction; a DP-GSD ranking of its
-    own public split and another file's at ε = 1 (the tests fit on the first: the other's rows are this file's
-    private rows under another split seed)."""
+    """Digits as an npz of 4 images a patient, embedded with an explicit public fraction; a DP-GSD ranking of
+    its own public split and another file's at ε = 1 (the tests fit on the first: the other's rows are this
+    file's private rows under another split seed)."""
     root = tmp_path_factory.mktemp("patients")
     digits = load_digits()
     images = (digits.images * 255 / 16).astype(np.uint8)
@@ -86,10 +86,10 @@ def _pld_epsilon(tree, delta: float) -> float:
 
 
 def test_a_dp_gsd_bounds_a_person_and_a_per_row_one_cannot_carry_a_person_unit(pillar, patients, tmp_path):
-    """Finding 1: the DP-GSD clipped rows and named no unit, so a per-person model rested on a per-row release and
-    stated a per-person ε it did not have. It now weighs each patient's rows to one row's weight, names the person,
-    and the statement's ε — covering the choice — is dp-accounting's for the whole tree; a release per row (an
-    older file's, forged here) under heads that protect a person is refused in one line."""
+    """Finding 1: the DP-GSD clipped rows and named no unit, so a per-person model rested on a per-row release
+    and stated a per-person ε it did not have. It now weighs each patient's rows to one row's weight, names
+    the person, and the statement's ε — covering the choice — is dp-accounting's for the whole tree; a release
+    per row (an older file's, forged here) under heads that protect a person is refused in one line."""
     ledger = artifacts.read(patients["gsd"], "gsd").attrs["ledger"]
     assert (
         ledger["unit"]["unit"] == "person"
@@ -170,9 +170,9 @@ def test_a_target_below_what_the_upstream_releases_spend_is_refused_before_anyth
 
 @pytest.mark.parametrize("upstream", ["count", "dp-pca", "dp-gsd"])
 def test_a_risk_target_is_met_by_the_whole_composed_tree(pillar, mnist, patients, tmp_path, upstream):
-    """Finding 2: --max-tpr was calibrated without the upstream release the runs then composed in, and the release
-    failed its own check. Per upstream kind (the count alone, a DP-PCA, a DP-GSD), the TPR at 1 % FPR and ε are
-    recomputed from the stored tree, and verify passes."""
+    """Finding 2: --max-tpr was calibrated without the upstream release the runs then composed in, and the
+    release failed its own check. Per upstream kind (the count alone, a DP-PCA, a DP-GSD), the TPR at 1 % FPR
+    and ε are recomputed from the stored tree, and verify passes."""
     if upstream == "dp-gsd":
         emb, pca = patients["emb"], tmp_path / "pca.h5"
         pillar(
@@ -225,9 +225,9 @@ def test_a_risk_target_is_met_by_the_whole_composed_tree(pillar, mnist, patients
 def test_an_evaluation_names_no_hash_of_a_file_holding_private_rows_and_working_files_say_what_they_are(
     pillar, mnist, tmp_path
 ):
-    """Finding 3: the evaluation — what gets published — carried the embeddings' content hash, the same in every run
-    of a dataset and different without one record. A shareable file now names such inputs without their hashes;
-    inspect says of every file whether it is shareable or a working file."""
+    """Finding 3: the evaluation — what gets published — carried the embeddings' content hash, the same in
+    every run of a dataset and different without one record. A shareable file now names such inputs without
+    their hashes; inspect says of every file whether it is shareable or a working file."""
     model, evaluation = tmp_path / "m.h5", tmp_path / "eval.h5"
     pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5", "--steps", "20", "-o", model)
     pillar("evaluate", model, "-e", f"{mnist['emb']}:test", "-o", evaluation)
@@ -253,8 +253,8 @@ def test_an_evaluation_names_no_hash_of_a_file_holding_private_rows_and_working_
 
 
 def test_the_run_record_says_in_the_file_that_it_is_a_working_file(pillar, tmp_path):
-    """Finding 4: .pillar-run.json holds the sha256 and size of every source file, beside a pipelines file a user
-    commits, and no document called it a working file."""
+    """Finding 4: .pillar-run.json holds the sha256 and size of every source file, beside a pipelines file a
+    user commits, and no document called it a working file."""
     pipelines = tmp_path / "p.yaml"
     pipelines.write_text(
         f"pipelines:\n  a:\n    vars: {{workdir: {tmp_path}}}\n    steps:\n"
@@ -268,9 +268,9 @@ def test_the_run_record_says_in_the_file_that_it_is_a_working_file(pillar, tmp_p
 def test_a_check_that_needs_no_private_value_refuses_before_the_count_is_drawn(
     pillar, mnist, tmp_path, monkeypatch
 ):
-    """Finding 5, the first half: a refusal that reads no private value (k above the projection's, here) happens
-    before any count is drawn: nothing is cached, nothing printed. (The δ check that needs the count reads the one
-    count released for the rows and shows no ñ: tests/cli/test_bad_inputs.py.)"""
+    """Finding 5, the first half: a refusal that reads no private value (k above the projection's, here)
+    happens before any count is drawn: nothing is cached, nothing printed. (The δ check that needs the count
+    reads the one count released for the rows and shows no ñ: tests/cli/test_bad_inputs.py.)"""
     monkeypatch.setenv("PILLAR_CACHE_DIR", str(tmp_path / "cache"))
     result = pillar(
         "train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5000", "-o", tmp_path / "m.h5", expect=None
@@ -282,9 +282,9 @@ def test_a_check_that_needs_no_private_value_refuses_before_the_count_is_drawn(
 def test_the_holders_own_public_records_are_said_and_a_person_source_makes_them_only_when_asked(
     pillar, tmp_path
 ):
-    """Finding 6: one record in ten of the holder's own source fitted the released scaler and components, and only
-    `not_covered` said so. A source naming persons now makes a public split only when asked; embed says how many
-    records it uses unprotected, and the statement, the page and the card say it in words."""
+    """Finding 6: one record in ten of the holder's own source fitted the released scaler and components, and
+    only `not_covered` said so. A source naming persons now makes a public split only when asked; embed says
+    how many records it uses unprotected, and the statement, the page and the card say it in words."""
     digits = load_digits()
     np.savez(
         tmp_path / "d.npz",
@@ -305,8 +305,8 @@ def test_the_holders_own_public_records_are_said_and_a_person_source_makes_them_
     made = pillar(*source, "--public-fraction", "0.1")
     public = len(artifacts.read_split(f"{emb}:public").index)
     assert (
-        f"warning: {public:,} records of your own source make the public split: they are used without protection"
-        in made.stderr
+        f"warning: {public:,} records of your own source make the public split: they are used without "
+        "protection" in made.stderr
     )
     pillar("fit-pca", f"{emb}:public", "--k-max", "20", "-o", tmp_path / "pca.h5")
     pillar(
@@ -323,8 +323,8 @@ def test_the_holders_own_public_records_are_said_and_a_person_source_makes_them_
     )
     pillar("release", tmp_path / "m.h5", "-o", tmp_path / "rel.h5")
     said = (
-        f"{public:,} records of your own source were used without protection as public data: the projection was "
-        "fitted on them"
+        f"{public:,} records of your own source were used without protection as public data: the projection "
+        "was fitted on them"
     )
     assert said in _statement(pillar, tmp_path / "rel.h5")["not_covered"]
     pillar("page", tmp_path / "rel.h5", "-o", tmp_path / "rel.html")
@@ -335,8 +335,8 @@ def test_the_holders_own_public_records_are_said_and_a_person_source_makes_them_
 def test_a_card_edited_behind_recomputed_hashes_fails_verify_and_the_page_says_it_is_not_signed(
     pillar, mnist, tmp_path
 ):
-    """Finding 7: an hf card's body changed ("at most 0.01 %") with its hashes recomputed by pillar's own functions
-    passed verify; a page did not say it is itself unsigned."""
+    """Finding 7: an hf card's body changed ("at most 0.01 %") with its hashes recomputed by pillar's own
+    functions passed verify; a page did not say it is itself unsigned."""
     pillar(
         "train-private",
         mnist["emb"],
@@ -379,8 +379,9 @@ def test_a_card_edited_behind_recomputed_hashes_fails_verify_and_the_page_says_i
 
 
 def test_the_model_stores_the_plans_guarantee_and_its_release_copies_it(pillar, mnist, tmp_path):
-    """One record: the model file's one guarantee attribute reads as the plan's Guarantee, and the release's statement
-    holds that very guarantee for its head (the conftest hook checks it for every release the suite writes)."""
+    """One record: the model file's one guarantee attribute reads as the plan's Guarantee, and the release's
+    statement holds that very guarantee for its head (the conftest hook checks it for every release the suite
+    writes)."""
     pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "1", "-o", tmp_path / "m.h5")
     pillar("release", tmp_path / "m.h5", "-o", tmp_path / "rel.h5")
     model = Guarantee.from_attrs(artifacts.read(tmp_path / "m.h5", "model").attrs["guarantee"])

@@ -1,5 +1,5 @@
-"""pillar page: one self-contained HTML page of a release, opened in a real browser (headless Chromium): it shows
-the numbers the artifacts hold, draws something, and makes no request but for itself."""
+"""pillar page: one self-contained HTML page of a release, opened in a real browser (headless Chromium): it
+shows the numbers the artifacts hold, draws something, and makes no request but for itself."""
 
 from __future__ import annotations
 
@@ -160,7 +160,8 @@ def test_the_page_draws_and_makes_no_request_but_for_itself(released, chromium, 
 
 def test_a_head_calibrated_to_a_risk_target_meets_it_and_says_so(pillar, released, tmp_path):
     """train-private --max-tpr 0.05 --at-fpr 0.01 on digits: the release's TPR at 1 % FPR, recomputed from its
-    stored tree, is at most 5 % and within 5 % of it; the statement records the target, and inspect says it."""
+    stored tree, is at most 5 % and within 5 % of it; the statement records the target, and inspect says
+    it."""
     root = released["root"]
     pillar(
         "train-private",
@@ -179,9 +180,8 @@ def test_a_head_calibrated_to_a_risk_target_meets_it_and_says_so(pillar, release
     recomputed = risk_of(event_from_dict(statement["event"])).tpr_at(0.01)
     assert 0.95 * 0.05 <= recomputed <= 0.05 and statement["risk"]["tpr_at_fpr"]["0.01"] == recomputed
     assert statement["risk_target"] == {"max_tpr": 0.05, "at_fpr": 0.01} and statement["epsilon"] > 0.5
-    shown = " ".join(
-        pillar("inspect", tmp_path / "rel.h5").stdout.replace("│", " ").split()
-    )  # the tree's lines
+    # the tree's lines
+    shown = " ".join(pillar("inspect", tmp_path / "rel.h5").stdout.replace("│", " ").split())
     assert "ε was calibrated to keep the TPR at or below 5 % at a 1 % false-positive rate" in shown
     risk = next(
         check

@@ -1,6 +1,6 @@
-"""The paper's Tables 1 and 2 as pipelines: the MNIST-5k Table 1 pipeline (reduced grid) ends in a five-row method
-table; a projection can be fitted on a fraction of the public rows or on another public dataset (asked for,
-recorded, checked), and `report` draws accuracy against the public share."""
+"""The paper's Tables 1 and 2 as pipelines: the MNIST-5k Table 1 pipeline (reduced grid) ends in a five-row
+method table; a projection can be fitted on a fraction of the public rows or on another public dataset (asked
+for, recorded, checked), and `report` draws accuracy against the public share."""
 
 from __future__ import annotations
 
@@ -66,9 +66,8 @@ def test_a_fraction_of_the_public_rows_and_the_public_share_plot(mnist, pillar, 
         projection.array("rows/public"), public.index[kept_by_fraction(public.features, 0.25)]
     )
     assert projection.attrs["n_public"] == quarter and len(projection.array("rows/public")) == quarter
-    drawn = public.attrs[
-        "public_fraction"
-    ]  # the recipe's share, not a count over rows that include private ones
+    # the recipe's share, not a count over rows that include private ones
+    drawn = public.attrs["public_fraction"]
     assert projection.attrs["public_share"] == pytest.approx(0.25 * drawn)
     for name, pca in (("quarter", tmp_path / "pca-quarter.h5"), ("whole", mnist["pca"])):
         pillar(
@@ -114,7 +113,8 @@ def test_a_fraction_leaving_too_few_rows_is_refused(mnist, pillar, tmp_path):
 
 @pytest.fixture(scope="module")
 def digits_projection(pillar, tmp_path_factory):
-    """PCA on the sklearn digits upscaled to MNIST's 28 × 28: another public dataset in MNIST's pixel space."""
+    """PCA on the sklearn digits upscaled to MNIST's 28 × 28: another public dataset in MNIST's pixel
+    space."""
     root = tmp_path_factory.mktemp("other-public")
     pillar(
         "embed",
@@ -192,7 +192,7 @@ def test_another_split_of_the_same_source_holding_private_rows_is_refused(mnist,
     pillar("fit-pca", f"{tmp_path / 'other-split.h5'}:public", "-o", tmp_path / "pca.h5")
     private = artifacts.read_split(f"{mnist['emb']}:private")
     public_rows = artifacts.read(tmp_path / "pca.h5", "projection").array("rows/public")
-    shared = int(len(set(public_rows.tolist()) & set(private.index.tolist())))
+    shared = len(set(public_rows.tolist()) & set(private.index.tolist()))
     assert shared > 0  # another split seed: some of its public rows are private rows here
     out = tmp_path / "m.h5"
     result = pillar(

@@ -1,7 +1,9 @@
-"""The whole pipeline through the CLI on MNIST-5k pixels: artifacts, provenance, ledger, and the PILLAR effect."""
+"""The whole pipeline through the CLI on MNIST-5k pixels: artifacts, provenance, ledger, and the PILLAR
+effect."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -90,9 +92,8 @@ def test_ledger_epsilon_recomputed_by_the_accountant_is_within_target(trained):
     targets, recorded = model.array("runs/epsilon_target"), model.array("runs/epsilon_spent")
     private = np.flatnonzero(np.isfinite(targets))
     assert len(private) == 24  # 4 k × 2 lr × 3 seeds at ε = 0.1
-    count = RowCount.from_dict(
-        model.attrs["guarantee"]["count"]
-    )  # n = 3,200 is private: the sampling rate reads ñ
+    # n = 3,200 is private: the sampling rate reads ñ
+    count = RowCount.from_dict(model.attrs["guarantee"]["count"])
     assert count.noisy and count.planned_for == (0.1, 1e-5)
     for i in private:
         event = event_from_dict(json.loads(model.array("runs/event")[i]))
@@ -113,8 +114,8 @@ def test_projection_beats_full_dimension_at_small_epsilon_but_not_without_privac
     rows = {(r["k"], r["epsilon"]): r["accuracy_mean"] for r in trained[2]["rows"]}
     val = {(r["k"], r["epsilon"]): r["val_accuracy"] for r in trained[2]["rows"]}
     best_k = max((5, 20, 40), key=lambda k: val[(k, 0.1)])  # chosen on val, reported on test
-    # fresh noise every run: over 10 runs of this sweep (2026-11-24) the gap was 0.103–0.162 (mean 0.132, std 0.021);
-    # one seed alone gave 0.075–0.177 over 16 runs
+    # fresh noise every run: over 10 runs of this sweep (2026-11-24) the gap was 0.103–0.162 (mean 0.132, std
+    # 0.021); one seed alone gave 0.075–0.177 over 16 runs
     assert rows[(best_k, 0.1)] >= rows[("full", 0.1)] + 0.05
     assert rows[("full", None)] >= rows[(5, None)]  # JSON writes ε = ∞ as null
 
@@ -239,9 +240,10 @@ def test_pillar_beats_dpsgd_and_random_projection_at_small_epsilon(mnist, pillar
 
 
 def test_shards_merged_by_evaluate_equal_the_unsharded_sweep(mnist, pillar, tmp_path):
-    # Private cells: their clipped steps agree to ~1e-7 whether a stream holds 8 or 16 heads. (Unclipped non-private
-    # SGD at lr 0.5 grows the matmuls' rounding, which depends on how many heads share a stream, to ~1e-2 in 30
-    # steps: enough to flip a test row, so exact equality of its rows is no property of sharding.)
+    # Private cells: their clipped steps agree to ~1e-7 whether a stream holds 8 or 16 heads. (Unclipped
+    # non-private SGD at lr 0.5 grows the matmuls' rounding, which depends on how many heads share a stream,
+    # to ~1e-2 in 30 steps: enough to flip a test row, so exact equality of its rows is no property of
+    # sharding.)
     common = [
         mnist["emb"],
         "-p",
@@ -415,8 +417,9 @@ pipelines:
 
 
 def test_run_reruns_exactly_what_a_changed_source_file_or_a_missing_output_reaches(tmp_path, pillar):
-    """Once, only artifact inputs were compared: a changed source file skipped every step, a release stayed beside
-    the evaluation of a retrained model, a deleted --csv was never made again, and predict could not rerun."""
+    """Once, only artifact inputs were compared: a changed source file skipped every step, a release stayed
+    beside the evaluation of a retrained model, a deleted --csv was never made again, and predict could not
+    rerun."""
     x, y = load_digits(return_X_y=True)
     np.savez(tmp_path / "d.npz", x=x.astype(np.float32), y=y, class_names=np.arange(10).astype(str))
     pipelines, w = tmp_path / "p.yaml", tmp_path
@@ -436,10 +439,10 @@ pipelines:
 
     def states() -> list[str]:
         """Per step: skipped, run again, or ran (nothing to say: it had not run before)."""
-        lines = pillar("run", pipelines, "small").stderr.splitlines() + [""]
+        lines = [*pillar("run", pipelines, "small").stderr.splitlines(), ""]
         return [
             next((word for word in ("skipped", "run again") if after.startswith(f"  {word}: ")), "ran")
-            for line, after in zip(lines, lines[1:])
+            for line, after in itertools.pairwise(lines)
             if line.startswith("[")
         ]
 

@@ -1,6 +1,7 @@
-"""Image files as users have them, classified by a classifier trained on greyscale rows (MNIST-5k pixels): 8-bit and
-16-bit greyscale PNGs, RGB PNGs and an EXIF-rotated JPEG-free PNG are decoded as its rows were embedded (one channel,
-8 bits, upright), so predict from the files gives what predict from the embedded rows gives."""
+"""Image files as users have them, classified by a classifier trained on greyscale rows (MNIST-5k pixels):
+8-bit and 16-bit greyscale PNGs, RGB PNGs and an EXIF-rotated JPEG-free PNG are decoded as its rows were
+embedded (one channel, 8 bits, upright), so predict from the files gives what predict from the embedded rows
+gives."""
 
 from __future__ import annotations
 

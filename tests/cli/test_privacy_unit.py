@@ -1,6 +1,6 @@
-"""The person as the privacy unit, end to end: a source that names each row's person splits by person, trains with
-the person as the unit by default, and every shipped file says so; a whole person removed changes nothing a user
-ships but through DP; a split sharing a training person's rows is no test split."""
+"""The person as the privacy unit, end to end: a source that names each row's person splits by person, trains
+with the person as the unit by default, and every shipped file says so; a whole person removed changes nothing
+a user ships but through DP; a split sharing a training person's rows is no test split."""
 
 from __future__ import annotations
 
@@ -27,9 +27,8 @@ def grouped_mnist(path, seed: int = 0) -> int:
     groups, person = np.empty(len(x), dtype=object), 0
     for label in range(10):
         rows = np.flatnonzero(y == label)
-        rows = rows[
-            np.argsort(x[rows] @ rng.standard_normal(x.shape[1]))
-        ]  # neighbours in one direction: alike
+        # neighbours in one direction: alike
+        rows = rows[np.argsort(x[rows] @ rng.standard_normal(x.shape[1]))]
         start = 0
         while start < len(rows):
             size = int(rng.integers(1, 31))
@@ -170,8 +169,7 @@ def test_a_one_release_head_weights_each_persons_rows_and_says_so(persons, pilla
     assert PrivacyUnit.from_attrs(model.attrs["guarantee"]["unit"]).is_person
     assert model.attrs["mechanisms"]["dp-ls"].endswith(
         "; per person: each row weighted by 1/(its person's rows) in "
-        "every released sum, so that a person moves a release at "
-        "most as one row does"
+        "every released sum, so that a person moves a release at most as one row does"
     )
 
 
@@ -203,8 +201,9 @@ def test_an_accounted_selection_scores_val_persons(persons, pillar, tmp_path):
 
 
 def test_a_split_sharing_a_training_persons_rows_is_no_test_split(persons, pillar, tmp_path):
-    """A model trained on half the private rows (seeded), and another file of the same source split with another seed:
-    some of its test rows are rows the model never saw of persons it trained on; evaluate counts them too."""
+    """A model trained on half the private rows (seeded), and another file of the same source split with
+    another seed: some of its test rows are rows the model never saw of persons it trained on; evaluate counts
+    them too."""
     pillar(
         "train-private",
         persons / "emb.h5",
@@ -234,23 +233,22 @@ def test_a_split_sharing_a_training_persons_rows_is_no_test_split(persons, pilla
     )
     test = artifacts.read_split(f"{tmp_path / 'other.h5'}:test")
     model = artifacts.read(tmp_path / "m.h5", "model")
-    trained = model.array(
-        "persons/private"
-    )  # the private and val rows' persons: on the default path both train
+    # the private and val rows' persons: on the default path both train
+    trained = model.array("persons/private")
     by_person = int(np.isin(test.persons, trained).sum())
     by_row = int(np.isin(test.index, model.array("rows/private")).sum())
     assert by_person > by_row > 0  # rows of training persons that were not training rows themselves
     refused = pillar("evaluate", tmp_path / "m.h5", "-e", f"{tmp_path / 'other.h5'}:test", expect=4)
     assert refused.stderr.splitlines()[0].endswith(
         f"shares {by_person} rows with the rows {tmp_path / 'm.h5'} was "
-        "trained or selected on, or read labels of (same source): that "
-        "would not be a test accuracy"
+        "trained or selected on, or read labels of (same source): that would not be a test accuracy"
     )
 
 
 def test_removing_a_whole_person_changes_nothing_shipped_but_through_dp(persons, pillar, tmp_path):
-    # k given: the rule's k = √(ñ·ε) from the noisy count of ~250 persons sits at the 15/16 rounding boundary, so with
-    # 2 runs a side it repeats by chance on each side (a coarse DP output, which the check cannot tell from a leak)
+    # k given: the rule's k = √(ñ·ε) from the noisy count of ~250 persons sits at the 15/16 rounding boundary,
+    # so with 2 runs a side it repeats by chance on each side (a coarse DP output, which the check cannot tell
+    # from a leak)
     result = pillar(
         "audit",
         "neighbours",
@@ -275,9 +273,8 @@ def test_removing_a_whole_person_changes_nothing_shipped_but_through_dp(persons,
         side: artifacts.read_split(f"{tmp_path / 'work' / side / 'emb.h5'}:private")
         for side in ("with", "without")
     }
-    rows = emb["with"].index[
-        emb["with"].persons == emb["with"].persons[3]
-    ]  # deleted from the source, then embedded
+    # deleted from the source, then embedded
+    rows = emb["with"].index[emb["with"].persons == emb["with"].persons[3]]
     assert report["removed"]["source_rows"] == rows.tolist() and len(rows) > 1
     assert len(emb["with"].index) - len(emb["without"].index) == len(rows)
     assert len(set(emb["with"].persons)) - len(set(emb["without"].persons)) == 1
@@ -286,8 +283,8 @@ def test_removing_a_whole_person_changes_nothing_shipped_but_through_dp(persons,
 
 
 def test_check_assumptions_recommends_one_k_for_the_persons_train_private_counts(persons, pillar, tmp_path):
-    """One recommended k with its reason, from the default rule for the persons the default path trains on (not
-    their rows); the default k list stops at the projection's components."""
+    """One recommended k with its reason, from the default rule for the persons the default path trains on
+    (not their rows); the default k list stops at the projection's components."""
     pillar("fit-pca", f"{persons / 'emb.h5'}:public", "--k-max", "30", "-o", tmp_path / "pca30.h5")
     common = ["check-assumptions", f"{persons / 'emb.h5'}:val", "-p", tmp_path / "pca30.h5", "--eps", "1"]
     summary = json.loads(pillar(*common, "-o", tmp_path / "a.h5", "--json").stdout)

@@ -89,9 +89,8 @@ def test_a_dp_gsd_choice_is_composed_into_the_models_epsilon(pillar, digits, tmp
         float(model.array(f"runs/{name}")[0]) for name in ("noise_multiplier", "sample_rate", "steps")
     )
     accountant = pld.PLDAccountant(value_discretization_interval=1e-5)
-    accountant.compose(
-        dp_event.GaussianDpEvent(model.attrs["guarantee"]["count"]["noise_multiplier"])
-    )  # the released row count
+    # the released row count
+    accountant.compose(dp_event.GaussianDpEvent(model.attrs["guarantee"]["count"]["noise_multiplier"]))
     accountant.compose(dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)), int(steps))
     accountant.compose(dp_event.GaussianDpEvent(release.attrs["ledger"]["noise_multiplier"]))
     total = accountant.get_epsilon(1e-4 + release.attrs["ledger"]["delta"])
@@ -179,8 +178,8 @@ def test_choices_that_would_leak_are_refused(pillar, digits, tmp_path):
 
 
 def test_a_gsd_release_naming_a_unit_pillar_does_not_know_is_refused_in_one_line(pillar, digits, tmp_path):
-    """A DP-GSD ledger re-hashed to name another unit (a household): once read as a row, or a ValueError at training
-    time; the GSD file and a projection that carries the release are both refused on read."""
+    """A DP-GSD ledger re-hashed to name another unit (a household): once read as a row, or a ValueError at
+    training time; the GSD file and a projection that carries the release are both refused on read."""
     forged, pca = tmp_path / "forged.h5", tmp_path / "pca.h5"
     with edited_copy(digits["root"] / "dp.h5", forged) as h5:
         h5.attrs["ledger"] = json.dumps(json.loads(h5.attrs["ledger"]) | {"unit": {"unit": "household"}})

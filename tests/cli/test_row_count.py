@@ -1,6 +1,7 @@
-"""The number of training rows is private: nothing a user ships is a function of it but the count released inside ε.
-Tried as an attacker holding the shipped files: the default path twice on the same data, the neighbouring-datasets
-check on the data and the data less one row, and the ledger recomputed with dp-accounting."""
+"""The number of training rows is private: nothing a user ships is a function of it but the count released
+inside ε. Tried as an attacker holding the shipped files: the default path twice on the same data, the
+neighbouring-datasets check on the data and the data less one row, and the ledger recomputed with
+dp-accounting."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ BATCH = 512
 
 
 def _ship(pillar, mnist, folder, *options: str) -> dict:
-    """The default path, a release of its ε = 1 cell and its safetensors and ONNX exports: what a user ships; and
-    the evaluation and report table a researcher publishes."""
+    """The default path, a release of its ε = 1 cell and its safetensors and ONNX exports: what a user ships;
+    and the evaluation and report table a researcher publishes."""
     folder.mkdir()
     pillar(
         "train-private", mnist["emb"], "-p", mnist["pca"], "--eps", "0.1,1", *options, "-o", folder / "m.h5"
@@ -141,7 +142,7 @@ def test_the_neighbours_check_finds_nothing_on_the_default_path_and_the_planted_
     )
     report = json.loads(quiet.stdout)
     assert report["findings"] == [] and report["files"] == sorted(
-        PUBLISHED + ["pillar-eps1-0.h5", "pillar-eps1-0.safetensors"]
+        [*PUBLISHED, "pillar-eps1-0.h5", "pillar-eps1-0.safetensors"]
     )
     leaked = pillar(
         "audit",

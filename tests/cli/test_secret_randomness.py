@@ -1,10 +1,11 @@
-"""The guarantee against anyone who holds a file train-private writes: attacks that use everything the file holds.
+"""The guarantee against anyone who holds a file train-private writes: attacks that use everything the file
+holds.
 
-A one-step full-batch DP-SGD head from zero is W = −(lr/ñ)·(G + σC·Z): G the clipped gradient sum of the private
-rows (computed here from the private split, as an attacker who knows all rows but one would), ñ the released row
-count the update is divided by (in the file), Z the noise. The noise
-must be neither regenerable from any seed the file holds nor shared between the file's heads; the experiment-only
-`--noise-seed` makes it regenerable, and the file, inspect and evaluate say so.
+A one-step full-batch DP-SGD head from zero is W = −(lr/ñ)·(G + σC·Z): G the clipped gradient sum of the
+private rows (computed here from the private split, as an attacker who knows all rows but one would), ñ the
+released row count the update is divided by (in the file), Z the noise. The noise must be neither regenerable
+from any seed the file holds nor shared between the file's heads; the experiment-only `--noise-seed` makes it
+regenerable, and the file, inspect and evaluate say so.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ K, LR = 40, 0.5  # 41 × 10 noise entries a head: the std checks below sit 4 sta
 
 @pytest.fixture(scope="module")
 def gradient_sum(mnist) -> np.ndarray:
-    """(k + 1, C): the clipped gradient sum at zero of every private row, weights then bias, as training computes it."""
+    """(k + 1, C): the clipped gradient sum at zero of every private row, weights then bias, as training
+    computes it."""
     private = artifacts.read_split(f"{mnist['emb']}:private")
     pca = PublicPCA.from_artifact(artifacts.read(mnist["pca"], "projection"))
     z = torch.as_tensor(project(pca, private.features, K), dtype=torch.float32)
@@ -64,10 +66,10 @@ def _train(mnist, pillar, out, *extra: str):
 
 
 def _noise_in_units(model, i: int, gradient_sum: np.ndarray) -> np.ndarray:
-    """σC·Z of head i, recovered exactly from its weights and the private rows: −W·ñ/lr − G, divided by σ (C = 1)."""
-    count = model.attrs["guarantee"]["count"][
-        "value"
-    ]  # a full batch's expected size: the released count, not n
+    """σC·Z of head i, recovered exactly from its weights and the private rows: −W·ñ/lr − G, divided by σ (C =
+    1)."""
+    # a full batch's expected size: the released count, not n
+    count = model.attrs["guarantee"]["count"]["value"]
     update = -np.vstack([model.array(f"runs/{i}/weights"), model.array(f"runs/{i}/bias")[None]]) * count / LR
     return (update - gradient_sum) / float(model.array("runs/noise_multiplier")[i])
 
@@ -80,7 +82,8 @@ def test_heads_of_one_file_draw_independent_noise_that_no_seed_it_holds_regenera
     z1, z4 = (_noise_in_units(model, i, gradient_sum) for i in (0, 1))
     # Each head carries standard normal noise, as its ledger states ...
     assert np.std(z1) == pytest.approx(1, rel=0.2) and np.std(z4) == pytest.approx(1, rel=0.2)
-    # ... and the two draws are independent: the cancellation W_1/σ_1 − W_4/σ_4 leaves √2 units of noise, not 0.
+    # ... and the two draws are independent: the cancellation W_1/σ_1 − W_4/σ_4 leaves √2 units of noise, not
+    # 0.
     assert np.std(z1 - z4) == pytest.approx(np.sqrt(2), rel=0.2)
     assert abs(np.corrcoef(z1.ravel(), z4.ravel())[0, 1]) < 0.3
     # No seed in the file regenerates it: not the run seed, not a noise seed (the file records none).
@@ -151,8 +154,8 @@ def test_a_file_of_many_heads_states_the_guarantee_of_all_of_them_together(mnist
 
 
 def _regenerated(model, seed: int, i: int) -> np.ndarray:
-    """The (k + 1, C) normals that a source seeded with `seed` draws for head i of this grid (the transpose of the
-    engine's (C, k + 1) layout)."""
+    """The (k + 1, C) normals that a source seeded with `seed` draws for head i of this grid (the transpose of
+    the engine's (C, k + 1) layout)."""
     config = RunConfig(LR, 1, int(model.array("runs/batch_size")[i]), int(model.array("runs/seed")[i]))
     source = (
         NoiseSource(seed).child(K, float(model.array("runs/epsilon_target")[i])).child(*config.noise_label)

@@ -1,5 +1,5 @@
-"""What a shell user reaches for: a dry run that prints the plan the run will train (and writes nothing), an error
-that is one JSON document on stdout under --json, and the ε each cell spent in train-private's JSON."""
+"""What a shell user reaches for: a dry run that prints the plan the run will train (and writes nothing), an
+error that is one JSON document on stdout under --json, and the ε each cell spent in train-private's JSON."""
 
 from __future__ import annotations
 
@@ -77,7 +77,8 @@ def test_a_parser_error_under_json_is_one_json_document_too(pillar, tmp_path):
 
 
 def test_tables_on_an_80_column_terminal_cut_no_number(pillar, digits, monkeypatch):
-    """Once `│ p… ││ 1.0 │ 0.9… │`: on a terminal narrower than a table, its rows are printed as lists instead."""
+    """Once `│ p… ││ 1.0 │ 0.9… │`: on a terminal narrower than a table, its rows are printed as lists
+    instead."""
     import io
 
     from rich.console import Console

@@ -1,7 +1,7 @@
-"""A release you can hand over: signed with the OpenSSF model-signing library (`--sign KEY`), checked by `pillar
-verify --key PUBLIC` — signature, hashes and statement, ε recomputed by dp-accounting — one line per check. A byte
-flipped fails; an ε edited and the file re-hashed with pillar's own functions passes the hashes and fails the
-signature."""
+"""A release you can hand over: signed with the OpenSSF model-signing library (`--sign KEY`), checked by
+`pillar verify --key PUBLIC` — signature, hashes and statement, ε recomputed by dp-accounting — one line per
+check. A byte flipped fails; an ε edited and the file re-hashed with pillar's own functions passes the hashes
+and fails the signature."""
 
 from __future__ import annotations
 
@@ -80,9 +80,8 @@ def test_a_signed_release_and_export_verify(pillar, signed, keys, name):
         "ok    risk",
     ]
     assert "dp-accounting PLD gives ε = " in lines[2]
-    unchecked = pillar(
-        "verify", signed / name, "--json", expect=3
-    )  # a signature beside it that no key checks
+    # a signature beside it that no key checks
+    unchecked = pillar("verify", signed / name, "--json", expect=3)
     assert statuses(unchecked) == {
         "signature": "FAIL",
         "hashes and statement": "ok",
@@ -191,9 +190,8 @@ def test_a_hugging_face_folder_carries_a_model_card_that_states_the_guarantee(
     assert stated["risk"] == statement["risk"] and 0 < stated["risk"]["tpr_at_fpr"]["0.01"] < 1
     assert "## What ε means for one training row" in (folder / "README.md").read_text()
     row = artifacts.read(evaluation, "evaluation").attrs["rows"][0]
-    results = ModelCard.load(
-        folder / "README.md"
-    ).data.eval_results  # the Hub's model-index, parsed by its library
+    # the Hub's model-index, parsed by its library
+    results = ModelCard.load(folder / "README.md").data.eval_results
     accuracy = next(result for result in results if result.metric_type == "accuracy")
     assert accuracy.metric_value == pytest.approx(row["accuracy_mean"]) and accuracy.dataset_split == "test"
     assert accuracy.task_type == card["pipeline_tag"] == "image-classification" and card["license"] == "other"
@@ -262,11 +260,12 @@ def test_predict_says_whether_its_release_is_signed_and_verified(pillar, signed,
         )
     }
     assert said == {
-        "unsigned": f"{unsigned}: not signed: nothing proves who wrote it (its hashes and ε are checked, but anyone "
-        "who edits it can recompute them)",
-        "unchecked": f"{signed / 'rel.h5'}: signed ({signed / 'rel.h5.sig'}) but not verified: pass --key with the "
-        "signer's public key to know who wrote it",
-        "checked": f"{signed / 'rel.h5'}: signed and verified ({signed / 'rel.h5.sig'} holds for {keys / 'pub.pem'})",
+        "unsigned": f"{unsigned}: not signed: nothing proves who wrote it (its hashes and ε are checked, but "
+        "anyone who edits it can recompute them)",
+        "unchecked": f"{signed / 'rel.h5'}: signed ({signed / 'rel.h5.sig'}) but not verified: pass --key "
+        "with the signer's public key to know who wrote it",
+        "checked": f"{signed / 'rel.h5'}: signed and verified ({signed / 'rel.h5.sig'} holds for "
+        f"{keys / 'pub.pem'})",
     }
     result = pillar(
         "predict", signed / "rel.h5", rows, "-o", tmp_path / "x.csv", "--key", keys / "other.pem", expect=3
@@ -286,8 +285,9 @@ def test_predict_says_whether_its_release_is_signed_and_verified(pillar, signed,
 def test_a_signal_while_signing_leaves_neither_file_and_restores_what_force_replaced(
     pillar, signed, keys, tmp_path, monkeypatch, command
 ):
-    """Ctrl-C or SIGTERM after the file is written but before its signature is: no unsigned output stays behind
-    the "interrupted" line, and the output --force was replacing, with its signature, is back as it was."""
+    """Ctrl-C or SIGTERM after the file is written but before its signature is: no unsigned output stays
+    behind the "interrupted" line, and the output --force was replacing, with its signature, is back as it
+    was."""
     import pillar_cli.cli.export
     import pillar_cli.cli.release
 

@@ -1,6 +1,7 @@
-"""16-bit TIFFs whose two classes differ only below 8 bits (every pixel of both rounds to the 8-bit level 4): embedded
-at their own depth they train a head that tells them apart, the recipe records the depth, predict decodes new files
-at it, an ONNX export reads them as uint16 and agrees with predict; read at 8 bits the classes are one image."""
+"""16-bit TIFFs whose two classes differ only below 8 bits (every pixel of both rounds to the 8-bit level 4):
+embedded at their own depth they train a head that tells them apart, the recipe records the depth, predict
+decodes new files at it, an ONNX export reads them as uint16 and agrees with predict; read at 8 bits the
+classes are one image."""
 
 from __future__ import annotations
 
@@ -28,8 +29,9 @@ def test_16_bit_files_keep_the_levels_8_bits_would_merge(pillar, tmp_path):
     rng = np.random.default_rng(0)
     for name, levels in LEVELS.items():
         _write(tmp_path / "train" / name, levels, 80, rng)
-    new = _write(tmp_path / "new", LEVELS["bright"], 2, rng) + [
-        rng.integers(1029, 1080, (8, 8)).astype(np.uint16)
+    new = [
+        *_write(tmp_path / "new", LEVELS["bright"], 2, rng),
+        rng.integers(1029, 1080, (8, 8)).astype(np.uint16),
     ]
     tifffile.imwrite(tmp_path / "new" / "002.tif", new[2])
     emb, pca, model, released = (tmp_path / name for name in ("emb.h5", "pca.h5", "m.h5", "rel.h5"))

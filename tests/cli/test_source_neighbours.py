@@ -1,6 +1,7 @@
-"""Neighbours as a data holder makes them: one record deleted from the source and the documented pipeline run again.
-Nothing that shapes a release may follow which private rows exist — the class set is declared, each row's split is
-its own keyed draw, the recipe is read off public rows — so a rare private label is no membership test."""
+"""Neighbours as a data holder makes them: one record deleted from the source and the documented pipeline run
+again. Nothing that shapes a release may follow which private rows exist — the class set is declared, each
+row's split is its own keyed draw, the recipe is read off public rows — so a rare private label is no
+membership test."""
 
 from __future__ import annotations
 
@@ -145,8 +146,8 @@ def test_classes_read_off_the_labels_are_named_not_covered_and_the_neighbours_ch
     public = len(artifacts.read_split(f"{emb}:public").index)  # the holder's own records, said as such
     assert (
         f"does not cover: {public:,} records of your own source were used without protection as public data: "
-        "the projection was fitted on them; the class set, read from the labels of every row (--classes-from-labels"
-        in said
+        "the projection was fitted on them; the class set, read from the labels of every row "
+        "(--classes-from-labels" in said
     )
 
 
@@ -168,14 +169,13 @@ def test_declared_classes_map_the_labels_and_a_label_outside_them_is_one_line(pi
     digits = load_digits().target
     with h5py.File(out, "r") as h5:
         test_rows = h5["splits/test/index"][()]
-    np.testing.assert_array_equal(
-        embedded.labels, 10 - digits[test_rows]
-    )  # "9" is class 1 of the reversed list
+    # "9" is class 1 of the reversed list
+    np.testing.assert_array_equal(embedded.labels, 10 - digits[test_rows])
 
 
 def test_image_size_and_bit_depth_are_read_off_a_public_file(pillar, tmp_path):
-    """The first file by name, a private record, is 12 × 12 (then 16-bit); every other file is 8-bit and 8 × 8. Read
-    off the first file, the recipe would follow whether that record exists."""
+    """The first file by name, a private record, is 12 × 12 (then 16-bit); every other file is 8-bit and 8 ×
+    8. Read off the first file, the recipe would follow whether that record exists."""
     rng = np.random.default_rng(0)
     for label in ("a", "b"):
         (tmp_path / "images" / label).mkdir(parents=True)

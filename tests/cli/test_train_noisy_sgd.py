@@ -1,4 +1,5 @@
-"""train-private --method noisy-sgd: few public components beat many, the ledger adds up, binary tasks only."""
+"""train-private --method noisy-sgd: few public components beat many, the ledger adds up, binary tasks
+only."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ pytestmark = pytest.mark.slow  # end-to-end runs of the pillar command
 
 
 def test_noisy_sgd_on_few_public_components_beats_many_and_its_ledger_adds_up(pillar, tmp_path):
-    """Example-1 mixture in d = 200: with k = 2 public components noisy SGD learns, with k = 150 the noise wins."""
+    """Example-1 mixture in d = 200: with k = 2 public components noisy SGD learns, with k = 150 the noise
+    wins."""
     emb, pca, model = tmp_path / "gmm.h5", tmp_path / "pca.h5", tmp_path / "model.h5"
     pillar(
         "embed",
@@ -69,16 +71,16 @@ def test_noisy_sgd_on_few_public_components_beats_many_and_its_ledger_adds_up(pi
         pillar("evaluate", model, "-e", f"{emb}:test", "-o", tmp_path / "ev.h5", "--json").stdout
     )
     accuracy = {row["k"]: row["accuracy_mean"] for row in report["rows"]}
-    # fresh noise every run: over 8 runs (2026-11-25) the six-seed mean was 0.947–0.961 at k = 2 and 0.707–0.763 at
-    # k = 150 (two seeds reached 0.80 at k = 150 in 2 of 12 runs); the bounds sit about 3 standard deviations away
+    # fresh noise every run: over 8 runs (2026-11-25) the six-seed mean was 0.947–0.961 at k = 2 and
+    # 0.707–0.763 at k = 150 (two seeds reached 0.80 at k = 150 in 2 of 12 runs); the bounds sit about 3
+    # standard deviations away
     assert accuracy[2] > 0.85 and accuracy[2] > accuracy[150] + 0.15
 
     stored = artifacts.read(model, "model")
     ledger = stored.attrs["noisy_sgd"]
     assert ledger["boosted_runs"] == math.ceil(math.log(1 / 0.05)) == 3 and ledger["zeta"] == 0.1
-    count = RowCount.from_dict(
-        stored.attrs["guarantee"]["count"]
-    )  # n = 1,440 private rows, private: the rate 1/n reads ñ
+    # n = 1,440 private rows, private: the rate 1/n reads ñ
+    count = RowCount.from_dict(stored.attrs["guarantee"]["count"])
     for row in run_rows(stored):
         spent = row.epsilon_spent
         # the row count's release, three runs, then the exponential mechanism at ε/2

@@ -220,9 +220,8 @@ def test_resize_applies_to_pixels_and_a_missing_public_split_is_asked_for(pillar
 
 
 def test_a_test_set_sharing_rows_with_training_is_refused_unless_allowed(pillar, mnist, tmp_path):
-    other = (
-        tmp_path / "other.h5"
-    )  # the same source split with another seed: its test rows mix the model's rows
+    # the same source split with another seed: its test rows mix the model's rows
+    other = tmp_path / "other.h5"
     pillar("embed", "--source", "mnist5k", "--seed", "1", "-o", other)
     model = tmp_path / "m.h5"
     pillar(

@@ -94,8 +94,8 @@ def test_noise_free_training_on_cuda_follows_the_cpu_batch_for_batch():
 
 @cuda
 def test_person_level_training_on_cuda_follows_the_cpu():
-    """Persons sampled on the CPU, their rows and pairs moved to the GPU (the eager path): without noise the heads
-    the CPU trains."""
+    """Persons sampled on the CPU, their rows and pairs moved to the GPU (the eager path): without noise the
+    heads the CPU trains."""
     rng = np.random.default_rng(1)
     x, y = rng.standard_normal((3000, 64)).astype(np.float32), rng.integers(0, 10, 3000)
     persons = rng.integers(0, 400, 3000)
@@ -121,8 +121,9 @@ def test_person_level_training_on_cuda_follows_the_cpu():
 
 @cuda
 def test_cuda_noise_has_the_calibrated_scale_and_is_reproducible():
-    """With all-zero features the weight gradient is zero, so one step leaves −lr/(q·n)·σ·C·N(0, 1) per weight; a
-    seeded source (experiments only) repeats it, alone or inside a sweep, and a secret one never does."""
+    """With all-zero features the weight gradient is zero, so one step leaves −lr/(q·n)·σ·C·N(0, 1) per
+    weight; a seeded source (experiments only) repeats it, alone or inside a sweep, and a secret one never
+    does."""
     n, dim, classes, batch, lr, sigma, clip = 4096, 2048, 10, 512, 0.1, 3.0, 0.5
     x, y = np.zeros((n, dim), np.float32), np.arange(n) % classes
     config = RunConfig(lr, 1, batch, 7)
@@ -153,8 +154,8 @@ def test_cuda_noise_has_the_calibrated_scale_and_is_reproducible():
 def test_train_private_on_cuda_matches_the_cpu_without_noise_and_spends_the_same_epsilon(
     mnist, pillar, tmp_path
 ):
-    """One noise seed for both devices (experiments only): the same released count, batches and ε; without noise the
-    same head."""
+    """One noise seed for both devices (experiments only): the same released count, batches and ε; without
+    noise the same head."""
     common = [
         "train-private",
         mnist["emb"],
@@ -205,16 +206,15 @@ def _features(embedder, images: np.ndarray, batch: int, tmp_path, name: str) -> 
 @cuda
 def test_gpu_embedder_agrees_with_the_cpu_and_bf16_with_fp32(tmp_path):
     images = np.random.default_rng(0).integers(0, 255, (200, 32, 32, 3), dtype=np.uint8)
-    options = dict(pretrained=False, resize=72, crop=64)
+    options = {"pretrained": False, "resize": 72, "crop": 64}
     cpu = build_embedder("resnet18", images.shape[1:], device="cpu", precision="fp32", **options)
     fp32 = build_embedder("resnet18", images.shape[1:], device="cuda", precision="fp32", **options)
     bf16 = build_embedder("resnet18", images.shape[1:], device="cuda", **options)
     assert bf16.bf16 and bf16.info()["precision"] == "bf16 autocast"  # auto on CUDA
     reference = _features(cpu, images, 64, tmp_path, "cpu")
     pipelined = _features(fp32, images, 64, tmp_path, "fp32")
-    np.testing.assert_allclose(
-        pipelined, reference, rtol=1e-3, atol=1e-4
-    )  # fp32 is fp32 (no TF32) on the GPU
+    # fp32 is fp32 (no TF32) on the GPU
+    np.testing.assert_allclose(pipelined, reference, rtol=1e-3, atol=1e-4)
     one_batch_at_a_time = np.concatenate([fp32(images[i : i + 64]) for i in range(0, 200, 64)])
     np.testing.assert_allclose(pipelined, one_batch_at_a_time, rtol=1e-6, atol=1e-6)
     half = _features(bf16, images, 64, tmp_path, "bf16")

@@ -1,5 +1,5 @@
-"""The Python API on real data (scikit-learn's digits): the estimator, its ledger, sweeps, GSD and diagnostics, and
-the rule that no call sequence fits the projection on private rows."""
+"""The Python API on real data (scikit-learn's digits): the estimator, its ledger, sweeps, GSD and
+diagnostics, and the rule that no call sequence fits the projection on private rows."""
 
 from __future__ import annotations
 
@@ -38,12 +38,12 @@ def digits():
     return {"public": x[public], "x": x[private], "y": y[private], "x_test": x[test], "y_test": y[test]}
 
 
-SETTINGS = dict(epsilon=1.0, delta=1e-4, lr=0.5, steps=300, batch_size=256, device="cpu")
+SETTINGS = {"epsilon": 1.0, "delta": 1e-4, "lr": 0.5, "steps": 300, "batch_size": 256, "device": "cpu"}
 
 
 def test_pillar_classifier_beats_dpsgd_and_its_ledger_is_the_accountants(digits):
-    # fresh noise every fit: over 40 fits (2026-11-24) 0.910 ± 0.012 against 0.779 ± 0.033, so the test compares means
-    # of 8 fits (gap 0.131, std of the mean gap about 0.012)
+    # fresh noise every fit: over 40 fits (2026-11-24) 0.910 ± 0.012 against 0.779 ± 0.033, so the test
+    # compares means of 8 fits (gap 0.131, std of the mean gap about 0.012)
     fits = [
         (
             DPLinearClassifier(k=20, **SETTINGS).fit(digits["x"], digits["y"], public=digits["public"]),
@@ -94,15 +94,15 @@ def test_without_a_noise_seed_two_fits_draw_different_noise(digits):
 
 def test_no_call_sequence_fits_the_projection_on_private_rows(digits):
     x, y, public = digits["x"], digits["y"], digits["public"]
-    with pytest.raises(UsageError, match="^method 'pillar' projects on public components: pass public"):
+    with pytest.raises(UsageError, match=r"^method 'pillar' projects on public components: pass public"):
         DPLinearClassifier(**SETTINGS).fit(x, y)
     with pytest.raises(PrivacyError, match="fitted on unlabelled PUBLIC rows only; it was given labels"):
         Pipeline([("pca", PublicPCA(20)), ("clf", DPLinearClassifier(**SETTINGS))]).fit(x, y)
     with pytest.raises(
-        PrivacyError, match="^1100 private rows are among the rows the projection was fitted on$"
+        PrivacyError, match=r"^1100 private rows are among the rows the projection was fitted on$"
     ):
         DPLinearClassifier(**SETTINGS).fit(x, y, public=x)
-    with pytest.raises(PrivacyError, match="^50 private rows are among"):
+    with pytest.raises(PrivacyError, match=r"^50 private rows are among"):
         DPLinearClassifier(projection=PublicPCA().fit(np.vstack([public, x[:50]])), **SETTINGS).fit(x, y)
     with pytest.raises(PrivacyError, match="private rows are among"):
         sweep(x, y, projection=PublicPCA().fit(x), k=[10], epsilon=[1.0], delta=1e-4, device="cpu")
@@ -140,10 +140,10 @@ def test_the_library_enforces_the_clis_invariants(digits, change, error, message
 def test_unusable_private_rows_are_refused(digits):
     nan_rows = digits["x"].copy()
     nan_rows[3, 5] = np.nan
-    with pytest.raises(DataError, match="^NaN or Inf in the features of the private split$"):
+    with pytest.raises(DataError, match=r"^NaN or Inf in the features of the private split$"):
         DPLinearClassifier(method="dpsgd", **SETTINGS).fit(nan_rows, digits["y"])
     with pytest.raises(
-        DataError, match="^the private split holds one class; a classifier needs at least two$"
+        DataError, match=r"^the private split holds one class; a classifier needs at least two$"
     ):
         DPLinearClassifier(method="dpsgd", **SETTINGS).fit(digits["x"], np.zeros(len(digits["x"]), int))
 
@@ -186,19 +186,19 @@ def test_gsd_and_diagnostics_on_arrays(digits):
 
 
 def test_the_api_applies_the_clis_step_and_batch_rules(digits):
-    """One sweep request for both: no steps given = the default rule's for DP-SGD (as it would alone), noisy-sgd its
-    own n²; a batch size None = every private row. n is private, so n² and "every row" read the count released inside ε; declared public,
-    the exact n."""
+    """One sweep request for both: no steps given = the default rule's for DP-SGD (as it would alone),
+    noisy-sgd its own n²; a batch size None = every private row. n is private, so n² and "every row" read the
+    count released inside ε; declared public, the exact n."""
     binary = np.isin(digits["y"], [0, 1])
     x, y = digits["x"][binary][:40], digits["y"][binary][:40]
-    request = dict(
-        public=digits["public"],
-        method=["pillar", "noisy-sgd"],
-        k=[5],
-        batch_size=[None],
-        delta=1e-3,
-        device="cpu",
-    )
+    request = {
+        "public": digits["public"],
+        "method": ["pillar", "noisy-sgd"],
+        "k": [5],
+        "batch_size": [None],
+        "delta": 1e-3,
+        "device": "cpu",
+    }
     result = sweep(x, y, **request)
     count = result.count.value
     assert result.count.noisy and {
@@ -232,30 +232,31 @@ def test_a_batch_above_the_row_count_is_a_full_batch(digits):
 
 
 def test_python_api_pitfalls_are_refused_or_warned(digits):
-    """A search over fits keeps the best by private labels (outside the ledger: warned); a scaler fitted on the
-    private rows ahead of the estimator (read private data outside ε, and the public rows bypass it: scored 0.257
-    instead of 0.854); NaN labels (became an extra class) and NaN public rows (numpy's LinAlgError)."""
+    """A search over fits keeps the best by private labels (outside the ledger: warned); a scaler fitted on
+    the private rows ahead of the estimator (read private data outside ε, and the public rows bypass it:
+    scored 0.257 instead of 0.854); NaN labels (became an extra class) and NaN public rows (numpy's
+    LinAlgError)."""
     x, y, public = digits["x"], digits["y"], digits["public"]
     quick = SETTINGS | {"steps": 20, "k": 10}
     with pytest.warns(PrivacyWarning, match="outside ledger_.epsilon_spent, which covers one training"):
         GridSearchCV(DPLinearClassifier(**quick), {"lr": [0.1, 0.5]}, cv=2).fit(x, y, public=public)
-    with pytest.raises(PrivacyError, match="^the private rows arrive standardised on their own statistics"):
+    with pytest.raises(PrivacyError, match=r"^the private rows arrive standardised on their own statistics"):
         Pipeline([("scale", StandardScaler()), ("clf", DPLinearClassifier(**quick))]).fit(
             x, y, clf__public=public
         )
     unlabelled = y.astype(float)
     unlabelled[4] = np.nan
-    with pytest.raises(DataError, match="^y has 1 NaN or infinite labels: every row needs a class$"):
+    with pytest.raises(DataError, match=r"^y has 1 NaN or infinite labels: every row needs a class$"):
         DPLinearClassifier(**quick).fit(x, unlabelled, public=public)
     broken = public.copy()
     broken[2, 3] = np.inf
-    with pytest.raises(DataError, match="^public has 1 rows with NaN or Inf features$"):
+    with pytest.raises(DataError, match=r"^public has 1 rows with NaN or Inf features$"):
         DPLinearClassifier(**quick).fit(x, y, public=broken)
 
 
 def test_scikit_learns_tools_keep_a_fitted_projection_and_take_scalars(digits):
-    """clone() once unfitted a given projection, so every fit of GridSearchCV and cross_val_score failed; sweep()
-    refused a scalar ε with a raw TypeError; the rule's lr and steps were not exposed."""
+    """clone() once unfitted a given projection, so every fit of GridSearchCV and cross_val_score failed;
+    sweep() refused a scalar ε with a raw TypeError; the rule's lr and steps were not exposed."""
     from sklearn.model_selection import cross_val_score
 
     x, y, public = digits["x"], digits["y"], digits["public"]

@@ -1,6 +1,6 @@
-"""What README.md and docs/ say that can be checked mechanically, checked against the CLI and the schemas: every
-`pillar` command line shown uses a command and flags that exist, both artifact tables list every kind, the model
-row names every run column, and the claims about --json, --config and `make test-fast` hold."""
+"""What README.md and docs/ say that can be checked mechanically, checked against the CLI and the schemas:
+every `pillar` command line shown uses a command and flags that exist, both artifact tables list every kind,
+the model row names every run column, and the claims about --json, --config and `make test-fast` hold."""
 
 from __future__ import annotations
 

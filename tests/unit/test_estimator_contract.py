@@ -1,6 +1,6 @@
-"""The estimators keep scikit-learn's contract where users touch it: scikit-learn's own `check_estimator`, clone and
-set_params without warnings (a search over fits is what warns), its input checks and messages, column names, and a
-released classifier that predicts labels of the type it was trained on."""
+"""The estimators keep scikit-learn's contract where users touch it: scikit-learn's own `check_estimator`,
+clone and set_params without warnings (a search over fits is what warns), its input checks and messages,
+column names, and a released classifier that predicts labels of the type it was trained on."""
 
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ from pillar_cli.release import release_classifier
     ids=["non-private", "private, seeded noise"],
 )
 def test_scikit_learns_estimator_checks_pass(estimator):
-    """Every check of scikit-learn's check_estimator passes (array-API input is skipped unless SCIPY_ARRAY_API is
-    set). The private configuration seeds its noise, as comparing two fits needs (an experiment-only switch)."""
+    """Every check of scikit-learn's check_estimator passes (array-API input is skipped unless SCIPY_ARRAY_API
+    is set). The private configuration seeds its noise, as comparing two fits needs (an experiment-only
+    switch)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         results = check_estimator(estimator, on_fail=None)
@@ -55,7 +56,7 @@ def test_clone_and_set_params_do_not_warn_and_public_pca_clones(digits):
     assert (copy.method, copy.epsilon) == ("dpsgd", 0.5)
     assert pca.get_params() == {"k_max": 20, "standardize": True, "second_moment": True}
     assert not hasattr(pca, "mean_") and not pca.standardizes  # stored as given; the fit knows what it means
-    with pytest.raises(ValueError, match="^PublicPCA has no parameter k \\(its parameters: k_max"):
+    with pytest.raises(ValueError, match=r"^PublicPCA has no parameter k \(its parameters: k_max"):
         pca.set_params(k=3)
 
 
@@ -66,9 +67,9 @@ def test_inputs_are_checked_with_scikit_learns_messages(digits):
         ValueError, match=r"^Found input variables with inconsistent numbers of samples: \[1000, 999\]"
     ):
         clf.fit(x, y[:-1], public=public)
-    with pytest.raises(ValueError, match="^Expected 2D array, got 1D array instead"):
+    with pytest.raises(ValueError, match=r"^Expected 2D array, got 1D array instead"):
         clf.fit(x[:, 0], y, public=public)
-    with pytest.raises(ValueError, match="^Unknown label type: continuous"):
+    with pytest.raises(ValueError, match=r"^Unknown label type: continuous"):
         clf.fit(x, y + 0.5, public=public)
 
 
@@ -79,13 +80,15 @@ def test_column_names_are_recorded_and_reordered_columns_refused(digits):
     clf = DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, steps=20).fit(frame, y, public=public)
     assert list(clf.feature_names_in_) == columns and clf.n_features_in_ == 64
     assert clf.predict(frame[:5]).shape == (5,)
-    with pytest.raises(ValueError, match="^The feature names should match those that were passed during fit"):
+    with pytest.raises(
+        ValueError, match=r"^The feature names should match those that were passed during fit"
+    ):
         clf.predict(frame[columns[::-1]])
 
 
 def test_a_release_of_integer_labels_predicts_integers(digits):
-    """Classes named by their numbers (digits, MNIST, an integer column) come back as integers, so score(X, y_int)
-    works; named classes stay names."""
+    """Classes named by their numbers (digits, MNIST, an integer column) come back as integers, so score(X,
+    y_int) works; named classes stay names."""
     public, x, y = digits
     result = sweep(x, y, public=public, k=[10], epsilon=[1.0], delta=1e-4, device="cpu")
     pca = PublicPCA(40).fit(public)

@@ -1,6 +1,6 @@
-"""Every command's --help at 80 columns: no line wider than the terminal, every flag written out whole, every option
-under a named panel, and every `Example:` a command line whose command and flags exist (copied at 60 columns, where
-the long ones are continued with backslashes)."""
+"""Every command's --help at 80 columns: no line wider than the terminal, every flag written out whole, every
+option under a named panel, and every `Example:` a command line whose command and flags exist (copied at 60
+columns, where the long ones are continued with backslashes)."""
 
 from __future__ import annotations
 

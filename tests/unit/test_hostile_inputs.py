@@ -1,6 +1,7 @@
-"""Hostile inputs that used to end in a traceback or a silent wrong result, each now a correct result or one line:
-an empty dataset's hash, a pipeline whose steps are not a list, a grid value given twice, a learning rate that
-diverges, a decompression bomb, a Parquet shard cut short; palette, alpha and CMYK images decoded to their pixels."""
+"""Hostile inputs that used to end in a traceback or a silent wrong result, each now a correct result or one
+line: an empty dataset's hash, a pipeline whose steps are not a list, a grid value given twice, a learning
+rate that diverges, a decompression bomb, a Parquet shard cut short; palette, alpha and CMYK images decoded to
+their pixels."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def test_an_empty_dataset_hashes_and_hashes_differ_by_shape():
             "pipeline 'demo' in {path} is not a mapping of description (text), vars and steps",
         ),
         ("- a list\n", "{path} holds no mapping 'pipelines' of names to pipelines"),
-        # each once a traceback (IndexError, ValueError, MemoryError, AttributeError, RecursionError) or a silent stop
+        # each once a traceback (IndexError, ValueError, MemoryError, AttributeError, RecursionError) or a
+        # silent stop
         (
             "pipelines:\n  demo:\n    description: [a, b]\n    steps: [embed]\n",
             "pipeline 'demo' in {path} is not a mapping of description (text), vars and steps",
@@ -79,7 +81,7 @@ def digits():
 
 def test_a_value_given_twice_and_an_absurd_learning_rate_are_refused(digits):
     public, x, y = digits
-    with pytest.raises(UsageError, match="^k lists 5 twice: each value names one run of the grid$"):
+    with pytest.raises(UsageError, match=r"^k lists 5 twice: each value names one run of the grid$"):
         sweep(x, y, public=public, k=[5, 5], epsilon=[1.0], delta=1e-4, device="cpu")
     with pytest.raises(
         UsageError,
@@ -92,9 +94,8 @@ def test_a_value_given_twice_and_an_absurd_learning_rate_are_refused(digits):
         match=r"^the default rule sets lr \d+ for these rows and ε, above 10,000: steps "
         r"that large leave the head's float32 logits no precision$",
     ):
-        sweep(
-            x, y, public=public, k=[5], epsilon=[1e6], delta=1e-4, device="cpu", n_public=True
-        )  # lr by the rule
+        # lr by the rule
+        sweep(x, y, public=public, k=[5], epsilon=[1e6], delta=1e-4, device="cpu", n_public=True)
 
 
 def test_a_decompression_bomb_is_one_line(tmp_path, monkeypatch):

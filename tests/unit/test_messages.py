@@ -1,6 +1,6 @@
-"""The library speaks of parameters: no message it raises (or hint it gives) names a command-line flag. Parameters
-are named with `errors.param(...)`, which the CLI renders as the flag the user typed and the library as the Python
-name, so a notebook user is never told to pass `--accountant`."""
+"""The library speaks of parameters: no message it raises (or hint it gives) names a command-line flag.
+Parameters are named with `errors.param(...)`, which the CLI renders as the flag the user typed and the
+library as the Python name, so a notebook user is never told to pass `--accountant`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Where DP randomness comes from: fresh entropy per generator by default, a labelled derivation only when seeded."""
+"""Where DP randomness comes from: fresh entropy per generator by default, a labelled derivation only when
+seeded."""
 
 from __future__ import annotations
 

@@ -32,8 +32,7 @@ def test_the_cli_package_and_the_top_level_help_import_no_heavy_library():
 def test_every_commands_help_imports_no_heavy_library():
     commands = list(runnable_commands())
     each_help = (
-        "from typer.testing import CliRunner\nfrom pillar_cli.cli import app\n"
-        f"for name in {commands!r}:\n"
+        f"from typer.testing import CliRunner\nfrom pillar_cli.cli import app\nfor name in {commands!r}:\n"
         "    result = CliRunner().invoke(app, [*name.split(), '--help'])\n"
         "    assert result.exit_code == 0 and 'Example:' in result.output, (name, result.output)"
     )

@@ -10,7 +10,6 @@ from pillar_cli import artifacts
 from pillar_cli.artifacts import Artifact, InputRef
 from pillar_cli.errors import ArtifactError
 
-
 SAMPLE_ATTRS = {
     "backbone": "pixels",
     "class_names": ["x", "y"],
@@ -91,9 +90,8 @@ def test_failed_write_keeps_the_existing_file_and_leaves_no_temporary(tmp_path):
     broken = _sample()
     broken.attrs["bad"] = object()
     with pytest.raises(ArtifactError):
-        artifacts.write(
-            path, broken, force=True
-        )  # replacing is allowed; a failed write still replaces nothing
+        # replacing is allowed; a failed write still replaces nothing
+        artifacts.write(path, broken, force=True)
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.h5"]
 
@@ -118,27 +116,30 @@ def test_strings_with_nul_characters_round_trip(tmp_path):
 
 def test_an_output_another_writer_makes_meanwhile_is_kept_and_the_loser_says_why(tmp_path):
     """Two commands writing one output at once: the one that finishes second replaces nothing and says another
-    writer made the file while it ran (not that the user should have passed --force); no temporary file stays."""
+    writer made the file while it ran (not that the user should have passed --force); no temporary file
+    stays."""
     from pillar_cli.artifacts.files import replacing
     from pillar_cli.errors import UsageError
 
     out = tmp_path / "model.h5"
-    with pytest.raises(
-        UsageError,
-        match=rf"^output {out} appeared while this command ran \(another writer\?\); "
-        r"nothing was replaced$",
+    with (
+        pytest.raises(
+            UsageError,
+            match=rf"^output {out} appeared while this command ran \(another writer\?\); "
+            r"nothing was replaced$",
+        ),
+        replacing(out) as scratch,
     ):
-        with replacing(out) as scratch:
-            scratch.write_bytes(b"this command's result")
-            out.write_bytes(b"the other writer's result")
+        scratch.write_bytes(b"this command's result")
+        out.write_bytes(b"the other writer's result")
     assert out.read_bytes() == b"the other writer's result" and [p.name for p in tmp_path.iterdir()] == [
         "model.h5"
     ]
 
 
 def test_an_embed_scratch_file_another_run_is_writing_is_named_as_such(tmp_path):
-    """A second embed to the same output while the first runs: told the scratch file is being written now, not that
-    an interrupted run left it (and never offered to resume into it)."""
+    """A second embed to the same output while the first runs: told the scratch file is being written now, not
+    that an interrupted run left it (and never offered to resume into it)."""
     import subprocess
     import sys
     import time

@@ -1,4 +1,5 @@
-"""The forked first reading of an artifact: a crash of the reading library is one error, not a dead interpreter."""
+"""The forked first reading of an artifact: a crash of the reading library is one error, not a dead
+interpreter."""
 
 from __future__ import annotations
 

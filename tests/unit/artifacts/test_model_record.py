@@ -1,5 +1,6 @@
-"""A model's record: the one typed description of a model's shared attributes, which writers build, every stage
-reads and the schema's table is made from; its guarantee is the plan's one record, stored as one attribute."""
+"""A model's record: the one typed description of a model's shared attributes, which writers build, every
+stage reads and the schema's table is made from; its guarantee is the plan's one record, stored as one
+attribute."""
 
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ def test_the_schema_tables_of_a_model_and_a_classifier_are_their_records_fields(
 
 def test_a_stored_attribute_of_the_wrong_type_or_a_guarantee_pillar_does_not_read_is_refused():
     model = _model(count_read_by="pillar")
-    with pytest.raises(ArtifactError, match="^m.h5: model artifact has no valid attribute 'count_read_by'$"):
+    with pytest.raises(ArtifactError, match=r"^m.h5: model artifact has no valid attribute 'count_read_by'$"):
         validate("model", model.arrays, model.attrs, "m.h5")
 
 

@@ -8,15 +8,14 @@ import pytest
 from pillar_cli import artifacts
 from pillar_cli.artifacts.model import RunKey, RunRecord, model_artifact, run_rows, stored_runs
 from pillar_cli.artifacts.model_record import ModelLedger, ModelRecord
-from pillar_cli.privacy.guarantee import Guarantee
-from pillar_cli.privacy.unit import PrivacyUnit
 from pillar_cli.artifacts.schema import RUN_COLUMNS
 from pillar_cli.errors import ArtifactError
 from pillar_cli.privacy import GaussianEvent
+from pillar_cli.privacy.guarantee import Guarantee
+from pillar_cli.privacy.unit import PrivacyUnit
 
-EVENT = GaussianEvent(
-    100.0
-).to_dict()  # ε ≈ 0.05 at δ = 1e-5: the rows' claims (0.9, 0.1) are above its floor
+# ε ≈ 0.05 at δ = 1e-5: the rows' claims (0.9, 0.1) are above its floor
+EVENT = GaussianEvent(100.0).to_dict()
 
 
 def _records() -> list[RunRecord]:

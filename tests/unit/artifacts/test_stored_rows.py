@@ -1,5 +1,5 @@
-"""Rows left in the file (read_split's on_disk): the same rows, projections and heads as the rows read whole, bit for
-bit; a file changed after it was read, or a block that cannot be read, is one line naming it."""
+"""Rows left in the file (read_split's on_disk): the same rows, projections and heads as the rows read whole,
+bit for bit; a file changed after it was read, or a block that cannot be read, is one line naming it."""
 
 from __future__ import annotations
 
@@ -72,9 +72,8 @@ def test_a_fit_on_rows_on_disk_is_the_fit_on_the_rows_in_memory_bit_for_bit(embe
     fits = [PublicPCA(20).fit(rows) for rows in (whole.features, on_disk.features)]
     for name in ("mean_", "scale_", "components_", "eigenvalues_", "row_digests_"):
         assert np.array_equal(getattr(fits[0], name), getattr(fits[1], name)), name
-    stored = write(
-        tmp_path / "pca.h5", projection_artifact(fits[1], on_disk)
-    )  # embeddings that name no source
+    # embeddings that name no source
+    stored = write(tmp_path / "pca.h5", projection_artifact(fits[1], on_disk))
     assert "source_fingerprint" not in read(stored.path, "projection").attrs
 
 
@@ -102,9 +101,9 @@ def test_a_sweep_on_rows_on_disk_trains_the_same_heads_bit_for_bit(embedded):
 
 
 def test_metrics_on_rows_on_disk_are_the_metrics_on_the_rows_in_memory(embedded, monkeypatch):
-    """Evaluation reads its split once, a block at a time (blocks of 100 rows here, so that 1,400 rows are many
-    blocks); every selected run's metrics equal those of the rows in memory, and its accuracy is that of its stored
-    head applied to every row at once."""
+    """Evaluation reads its split once, a block at a time (blocks of 100 rows here, so that 1,400 rows are
+    many blocks); every selected run's metrics equal those of the rows in memory, and its accuracy is that of
+    its stored head applied to every row at once."""
     public = read_split(f"{embedded}:public").features
     pca = PublicPCA(20).fit(public)
     x, y = read_split(f"{embedded}:private").features, read_split(f"{embedded}:private").labels
@@ -146,9 +145,8 @@ def test_a_file_changed_after_it_was_read_is_refused_before_its_rows_are_used(em
 
 
 def test_a_block_that_cannot_be_read_is_one_line_naming_its_rows(embedded):
-    rows = StoredRows(
-        embedded, (("splits/private/missing", 1400),), (64,), np.float32
-    )  # a dataset the file lacks
+    # a dataset the file lacks
+    rows = StoredRows(embedded, (("splits/private/missing", 1400),), (64,), np.float32)
     with pytest.raises(
         ArtifactError,
         match=rf"^{embedded}: cannot read rows 512–1023 of "
@@ -161,11 +159,11 @@ def test_a_block_that_cannot_be_read_is_one_line_naming_its_rows(embedded):
 def test_a_damaged_chunk_in_the_middle_is_one_line_naming_the_split_and_the_block(
     embedded, tmp_path, monkeypatch, pillar, stored
 ):
-    """Damaged bytes in the middle of the private features (a bad disk sector) are found as the file is hashed on
-    reading: a compressed chunk no longer decompresses; in the uncompressed file pillar writes, each chunk of a large
-    array carries a checksum, so bytes that still read are refused as their block too, not only as a content hash
-    that no longer matches. The error names the file, the split's dataset and the rows of the block that holds them,
-    and nothing is written."""
+    """Damaged bytes in the middle of the private features (a bad disk sector) are found as the file is hashed
+    on reading: a compressed chunk no longer decompresses; in the uncompressed file pillar writes, each chunk
+    of a large array carries a checksum, so bytes that still read are refused as their block too, not only as
+    a content hash that no longer matches. The error names the file, the split's dataset and the rows of the
+    block that holds them, and nothing is written."""
     damaged = tmp_path / "damaged.h5"
     if stored == "compressed":
         with edited_copy(embedded, damaged) as h5:  # the private features in compressed chunks of 100 rows

@@ -13,7 +13,8 @@ from pillar_cli.audit.bound import epsilon_lower_bound, p_value
 
 
 def direct(m: int, r: int, v: int, epsilon: float, delta: float) -> float:
-    """Theorem 5.2 term by term: the binomial tail plus 2mδ times the largest mean of the i probabilities below v."""
+    """Theorem 5.2 term by term: the binomial tail plus 2mδ times the largest mean of the i probabilities
+    below v."""
     q = math.exp(epsilon) / (1 + math.exp(epsilon))
     tail = sum(stats.binom.pmf(j, r, q) for j in range(v, r + 1))
     ratio = max(sum(stats.binom.pmf(v - j, r, q) for j in range(1, i + 1)) / i for i in range(1, v + 1))

@@ -10,8 +10,8 @@ from sklearn.datasets import load_digits
 from pillar_cli import PublicPCA, UsageError
 from pillar_cli.audit.canaries import AuditSettings, CanaryMap, run_audit
 from pillar_cli.linear.engine import RunConfig
-from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.catalog import get_method
+from pillar_cli.methods.data import PrivacySettings, SweepData
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +76,9 @@ def test_canary_coordinates_stay_out_of_the_real_features(digits):
 
 
 def test_what_cannot_be_audited_is_refused(digits):
-    with pytest.raises(UsageError, match="^method 'public-lda' cannot be audited with input canaries"):
+    with pytest.raises(UsageError, match=r"^method 'public-lda' cannot be audited with input canaries"):
         audit(digits, "public-lda")
-    with pytest.raises(UsageError, match="^an audit needs a private configuration: epsilon must be finite$"):
+    with pytest.raises(UsageError, match=r"^an audit needs a private configuration: epsilon must be finite$"):
         audit(digits, epsilon=float("inf"))
     with pytest.raises(UsageError, match=r"^guesses must be between 1 and half the canaries \(got 300\)$"):
         AuditSettings(canaries=400, guesses=300)

@@ -1,5 +1,5 @@
-"""The neighbouring-datasets check's rule and readers: a value that repeats on each side and differs between them is
-reported, a value that noise moves is not, and every shipped format is read down to its leaves."""
+"""The neighbouring-datasets check's rule and readers: a value that repeats on each side and differs between
+them is reported, a value that noise moves is not, and every shipped format is read down to its leaves."""
 
 from __future__ import annotations
 
@@ -72,14 +72,15 @@ def test_a_plan_needs_two_runs_a_side_and_known_formats():
     with pytest.raises(UsageError, match=r"^runs must be at least 2"):
         NeighbourPlan(runs=1)
     with pytest.raises(
-        UsageError, match="^unknown export format 'pdf' \\(known: onnx, torchscript, safetensors, hf\\)$"
+        UsageError, match=r"^unknown export format 'pdf' \(known: onnx, torchscript, safetensors, hf\)$"
     ):
         NeighbourPlan(formats=["pdf"])
 
 
 def test_what_the_first_runs_find_is_confirmed_by_more_runs_a_side(tmp_path, monkeypatch):
-    """A k that noise sets to 35 or 36 repeated 35, 35 with the record and 36, 36 without it: the 3 more runs a side
-    clear it; a value fixed on each side is found in all 5. Where the first runs find nothing, no run is added."""
+    """A k that noise sets to 35 or 36 repeated 35, 35 with the record and 36, 36 without it: the 3 more runs
+    a side clear it; a value fixed on each side is found in all 5. Where the first runs find nothing, no run
+    is added."""
     values = {"with": iter(["35", "35", "36", "35", "36"]), "without": iter(["36"] * 5)}
 
     def pipeline(directory, plan, number):

@@ -39,8 +39,8 @@ def test_splits_are_disjoint_keyed_and_cover_the_train_part():
 
 
 def test_a_rows_split_is_its_own_keyed_draw():
-    """The split of every row, recomputed from its definition: blake2b of the sha256 of its bytes, keyed by the
-    seed, read as a number in [0, 1) and cut at the fractions."""
+    """The split of every row, recomputed from its definition: blake2b of the sha256 of its bytes, keyed by
+    the seed, read as a number in [0, 1) and cut at the fractions."""
     data, plan = _rows(500), SplitPlan(0.1, 0.1, 0.2, seed=7)
     secret = f"pillar|split|{plan.seed}".encode()
     draws = [
@@ -78,7 +78,7 @@ def test_own_test_part_is_used_when_the_source_has_one():
 
 
 def test_bad_fractions_are_usage_errors():
-    with pytest.raises(UsageError, match="^public_fraction must be in"):
+    with pytest.raises(UsageError, match=r"^public_fraction must be in"):
         make_splits(_rows(10), SplitPlan(public_fraction=1.5))
     with pytest.raises(UsageError, match="must leave rows for the private split"):
         make_splits(_rows(10), SplitPlan(public_fraction=0.6, val_fraction=0.5))
@@ -149,7 +149,8 @@ def test_image_folder_reader(tmp_path):
 
 
 def test_inputs_without_labels_are_read_unlabelled(tmp_path):
-    """Inputs to classify (pillar predict): x without y, a folder of images without classes, a manifest of paths."""
+    """Inputs to classify (pillar predict): x without y, a folder of images without classes, a manifest of
+    paths."""
     x = np.random.default_rng(0).random((6, 3)).astype(np.float32)
     np.savez(tmp_path / "x.npz", x=x, x_test=x[:2])
     arrays = load_source("npz", SourceOptions(tmp_path / "x.npz"))
@@ -186,7 +187,7 @@ def test_cifar_reader(tmp_path):
 def test_unknown_source_and_missing_path():
     with pytest.raises(UsageError, match="unknown source 'mnist'"):
         load_source("mnist", SourceOptions())
-    with pytest.raises(UsageError, match="^source 'cifar' needs path$"):
+    with pytest.raises(UsageError, match=r"^source 'cifar' needs path$"):
         load_source("cifar", SourceOptions())
 
 
@@ -214,9 +215,8 @@ def test_pcam_reader_is_lazy_and_reads_rows_by_id(tmp_path):
     images, labels = data.rows(np.array([21, 24]))
     np.testing.assert_array_equal(images, expected)
     assert labels.tolist() == [1, 0]
-    part = data.subsample(
-        None, 0.5, seed=0
-    )  # each row by its own keyed draw: the rows whose draw is below 0.5
+    # each row by its own keyed draw: the rows whose draw is below 0.5
+    part = data.subsample(None, 0.5, seed=0)
     kept = keyed_draws(data.row_keys(), 0, SUBSAMPLE) < 0.5
     assert len(part.inputs) == kept[:20].sum() and len(part.test_inputs) == kept[20:].sum()
     np.testing.assert_array_equal(part.inputs[:], data.inputs[:][kept[:20]])

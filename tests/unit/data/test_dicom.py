@@ -1,5 +1,6 @@
-"""DICOM files written by pydicom decode to the grey levels a viewer shows: the rescale applied, the stored bit
-depth's range spread over 0..255, MONOCHROME1 inverted; a multi-frame file and undecodable pixel data are one line."""
+"""DICOM files written by pydicom decode to the grey levels a viewer shows: the rescale applied, the stored
+bit depth's range spread over 0..255, MONOCHROME1 inverted; a multi-frame file and undecodable pixel data are
+one line."""
 
 from __future__ import annotations
 
@@ -16,9 +17,8 @@ from medical import write_dicom  # noqa: E402  (after the skip: it needs pydicom
 def test_greyscale_dicom_is_scaled_by_its_stored_bit_depth_through_the_rescale(tmp_path):
     stored = np.array([[0, 1024, 2048], [3072, 4095, 512]], dtype=np.uint16)
     write_dicom(tmp_path / "a.dcm", stored, slope=2.0, intercept=-1024.0)
-    expected = np.rint(stored / 4095 * 255).astype(
-        np.uint8
-    )  # a linear rescale keeps the proportions of the range
+    # a linear rescale keeps the proportions of the range
+    expected = np.rint(stored / 4095 * 255).astype(np.uint8)
     np.testing.assert_array_equal(decode_image(str(tmp_path / "a.dcm"), None, channels=1)[..., 0], expected)
     write_dicom(tmp_path / "b.dcm", stored, photometric="MONOCHROME1")
     np.testing.assert_array_equal(
@@ -37,11 +37,13 @@ def test_a_multi_frame_file_and_pixels_no_handler_decodes_are_one_line(tmp_path)
     write_dicom(tmp_path / "j2k.dcm", np.zeros((4, 4)), syntax=JPEG2000Lossless)
     with pytest.raises(DataError) as refused:
         decode_image(str(tmp_path / "j2k.dcm"), None, channels=1)
-    # pydicom lists each plugin's failure on a line of its own after a colon: the message keeps them, on one line
+    # pydicom lists each plugin's failure on a line of its own after a colon: the message keeps them, on one
+    # line
     assert str(refused.value) == (
-        f"cannot decode the pixels of {tmp_path / 'j2k.dcm'} (transfer syntax 1.2.840.10008.1.2.4.90, JPEG 2000 "
-        "Image Compression (Lossless Only)): Unable to decode as exceptions were raised by all available plugins: "
-        "pillow: cannot identify image file"
+        f"cannot decode the pixels of {tmp_path / 'j2k.dcm'} (transfer syntax 1.2.840.10008.1.2.4.90, JPEG "
+        "2000 "
+        "Image Compression (Lossless Only)): Unable to decode as exceptions were raised by all available "
+        "plugins: pillow: cannot identify image file"
     )
     assert (
         refused.value.hint

@@ -1,5 +1,5 @@
-"""Persons in the data (data/groups.py): sources name each row's person, and the keyed splits draw persons whole —
-no person's rows in two splits, and deleting one person moves no other."""
+"""Persons in the data (data/groups.py): sources name each row's person, and the keyed splits draw persons
+whole — no person's rows in two splits, and deleting one person moves no other."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_deleting_one_person_moves_no_other_persons_rows():
 
 
 def test_a_person_in_both_the_train_and_the_test_part_is_refused():
-    with pytest.raises(DataError, match="^2 persons have rows in both the source's train and test parts"):
+    with pytest.raises(DataError, match=r"^2 persons have rows in both the source's train and test parts"):
         make_splits(_rows_of_persons(np.array([0, 1, 2, 3, 0, 1, 7]), n_test=3), SplitPlan(0.1))
 
 
@@ -67,12 +67,12 @@ def test_array_sources_name_persons_by_a_groups_array(tmp_path):
     dataset = load_source("npz", SourceOptions(tmp_path / "a.npz"))
     assert dataset.groups.source == "array groups" and dataset.groups.persons.tolist() == [0, 1, 0, 2, 1, 2]
     np.savez(tmp_path / "b.npz", x=x, y=y, groups=np.arange(5))
-    with pytest.raises(DataError, match="'groups' holds \\(5,\\) ids for 6 rows; one group id per row$"):
+    with pytest.raises(DataError, match=r"'groups' holds \(5,\) ids for 6 rows; one group id per row$"):
         load_source("npz", SourceOptions(tmp_path / "b.npz"))
     np.savez(tmp_path / "c.npz", x=x, y=y, x_test=x, y_test=y, groups=np.arange(6))
-    with pytest.raises(DataError, match="has 'groups' but no 'groups_test' for its x_test rows$"):
+    with pytest.raises(DataError, match=r"has 'groups' but no 'groups_test' for its x_test rows$"):
         load_source("npz", SourceOptions(tmp_path / "c.npz"))
-    with pytest.raises(DataError, match="^a column: row 1 has no group id; every row needs its person$"):
+    with pytest.raises(DataError, match=r"^a column: row 1 has no group id; every row needs its person$"):
         Groups.of(["p1", None, "p2"], "column patient", "a column")  # a null in a dataset's column
 
 
@@ -91,15 +91,14 @@ def test_a_manifest_column_or_a_csv_mapping_names_the_persons_of_image_files(tmp
     folder = load_source("image-folder", SourceOptions(tmp_path, {"groups": str(tmp_path / "persons.csv")}))
     assert folder.groups.source == "file persons.csv" and folder.groups.ids.tolist() == ["p1", "p2", "p1"]
     (tmp_path / "short.csv").write_text("a/1.png,p1\n")
-    with pytest.raises(DataError, match="short.csv names no group for a/2.png$"):
+    with pytest.raises(DataError, match=r"short.csv names no group for a/2.png$"):
         load_source("image-folder", SourceOptions(tmp_path, {"groups": str(tmp_path / "short.csv")}))
     with pytest.raises(
-        UsageError, match="names each row's person in a column; params groups= would name them twice$"
+        UsageError, match=r"names each row's person in a column; params groups= would name them twice$"
     ):
         load_source("manifest", SourceOptions(tmp_path / "m.csv", {"groups": str(tmp_path / "persons.csv")}))
-    (tmp_path / "twice.csv").write_text(
-        "a/1.png,p1\na/2.png,p2\nb/3.png,p1\na/1.png,p3\n"
-    )  # once: the last row won
+    # once: the last row won
+    (tmp_path / "twice.csv").write_text("a/1.png,p1\na/2.png,p2\nb/3.png,p1\na/1.png,p3\n")
     with pytest.raises(
         DataError, match=r"twice.csv names a/1.png twice, as p1 and as p3: a file is one person's$"
     ):
@@ -123,7 +122,8 @@ def test_dicom_files_name_their_patient(tmp_path):
 
 
 def test_too_few_persons_for_a_public_split_are_named_as_the_cause_not_the_fractions():
-    """Two persons of 40 rows each: whole persons are drawn, and with neither drawn public the message says so."""
+    """Two persons of 40 rows each: whole persons are drawn, and with neither drawn public the message says
+    so."""
     data = _rows_of_persons(np.repeat([0, 1], 40))
     missing = [
         seed

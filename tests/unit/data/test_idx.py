@@ -1,4 +1,5 @@
-"""The IDX reader: files written here (plain and gzip) read back exactly; damaged ones are refused in one line."""
+"""The IDX reader: files written here (plain and gzip) read back exactly; damaged ones are refused in one
+line."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from pillar_cli.errors import DataError
 
 
 def write_idx(path, array: np.ndarray, code: int = 0x08, compress: bool = False) -> None:
-    """The IDX layout written out by hand: zero, zero, type code, rank, big-endian dimensions, big-endian values."""
+    """The IDX layout written out by hand: zero, zero, type code, rank, big-endian dimensions, big-endian
+    values."""
     dtype = {0x08: ">u1", 0x0B: ">i2", 0x0D: ">f4"}[code]
     raw = (
         bytes([0, 0, code, array.ndim])
@@ -72,25 +74,24 @@ def test_damaged_idx_files_are_refused_in_one_line(tmp_path):
         read_idx_folder(tmp_path, "cut")
     images.write_bytes(b"PK\x03\x04not an idx file")
     with pytest.raises(
-        DataError, match="train-images-idx3-ubyte is not an IDX file \\(its header is 504b0304\\)$"
+        DataError, match=r"train-images-idx3-ubyte is not an IDX file \(its header is 504b0304\)$"
     ):
         read_idx_folder(tmp_path, "zip")
     (tmp_path / "t10k-labels-idx1-ubyte").unlink()
     images.unlink()
     with pytest.raises(
-        DataError, match="has no train-images-idx3-ubyte\\[.gz\\]: an IDX folder holds the files"
+        DataError, match=r"has no train-images-idx3-ubyte\[.gz\]: an IDX folder holds the files"
     ):
         read_idx_folder(tmp_path, "missing")
 
 
 def test_idx_headers_and_labels_that_read_as_something_else_are_refused(tmp_path):
-    """Each once a traceback or a silently wrong read: header dimensions whose product overflows 64 bits, a file
-    of no images, a test part of another image size, and labels that are fractions, NaN or negative."""
+    """Each once a traceback or a silently wrong read: header dimensions whose product overflows 64 bits, a
+    file of no images, a test part of another image size, and labels that are fractions, NaN or negative."""
     mnist_folder(tmp_path, compress=False)
     images = tmp_path / "train-images-idx3-ubyte"
-    images.write_bytes(
-        bytes([0, 0, 8, 3]) + struct.pack(">3I", 2**32 - 1, 2**32 - 1, 2**31)
-    )  # product ≡ 0 mod 2⁶⁴
+    # product ≡ 0 mod 2⁶⁴
+    images.write_bytes(bytes([0, 0, 8, 3]) + struct.pack(">3I", 2**32 - 1, 2**32 - 1, 2**31))
     with pytest.raises(
         DataError,
         match=r"is cut short or padded: its header promises \(4294967295, 4294967295, "

@@ -93,8 +93,7 @@ def test_a_source_that_declares_no_classes_is_refused_until_they_are_declared(tm
         dataset.with_declared_classes(None)
     assert str(caught.value) == (
         "source 'pets' does not declare its classes, and classes read from the labels "
-        "would follow the private rows: a label only they hold would add a class to every "
-        "head"
+        "would follow the private rows: a label only they hold would add a class to every head"
     )
     declared = dataset.with_declared_classes(["dog", "cat", "eel"])  # the user's order; a class no row holds
     assert declared.class_names == ["dog", "cat", "eel"] and declared.labels.tolist() == [1, 0] * 3
@@ -109,7 +108,8 @@ def test_a_label_outside_the_declared_classes_is_one_line(tmp_path):
     assert str(caught.value) == "source 'pets': label 'yak' is not one of the 2 declared classes (cat, dog)"
     with pytest.raises(
         UsageError,
-        match=r"^classes declares the classes; classes_from_labels=True would read them from the labels: pass one$",
+        match=r"^classes declares the classes; classes_from_labels=True would read them from the labels: "
+        r"pass one$",
     ):
         dataset.with_declared_classes(["cat", "dog"], from_labels=True)
 

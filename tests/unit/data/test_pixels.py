@@ -1,6 +1,6 @@
-"""Image files read at their bit depth: 16-bit PNG (Pillow), 16-bit TIFF in grey and colour (tifffile) and DICOM keep
-their 16-bit values; read at 8 bits they are value / 257 rounded, and 8-bit files read at 16 bits are value × 257;
-a multi-page TIFF is one line; a file's depth comes from its header without decoding it."""
+"""Image files read at their bit depth: 16-bit PNG (Pillow), 16-bit TIFF in grey and colour (tifffile) and
+DICOM keep their 16-bit values; read at 8 bits they are value / 257 rounded, and 8-bit files read at 16 bits
+are value × 257; a multi-page TIFF is one line; a file's depth comes from its header without decoding it."""
 
 from __future__ import annotations
 
@@ -109,8 +109,8 @@ def test_an_8_bit_colour_tiff_is_read_by_pillow_and_a_16_bit_cmyk_tiff_is_one_li
 
 
 def test_a_16_bit_tiff_stored_in_planes_or_turned_by_its_orientation_tag_reads_as_a_viewer_shows_it(tmp_path):
-    """Planes stored apart (PlanarConfiguration 2) at a width of 4 were once taken for RGBA; the orientation tag is
-    applied at 16 bits as Pillow applies it at 8."""
+    """Planes stored apart (PlanarConfiguration 2) at a width of 4 were once taken for RGBA; the orientation
+    tag is applied at 16 bits as Pillow applies it at 8."""
     rgb = np.random.default_rng(4).integers(0, 65536, (5, 4, 3), dtype=np.uint16)
     tifffile.imwrite(
         tmp_path / "planes.tif", np.moveaxis(rgb, -1, 0), photometric="rgb", planarconfig="separate"
@@ -142,8 +142,7 @@ def test_signed_and_unit_float_tiffs_and_animated_images_are_one_line(tmp_path):
     with pytest.raises(
         DataError,
         match=r"signed.tif holds negative pixel values \(int16, down to -1024\); pillar "
-        r"reads unsigned levels: shift or window them to 0..65,535 \(or 0..255\) "
-        r"first$",
+        r"reads unsigned levels: shift or window them to 0..65,535 \(or 0..255\) first$",
     ):
         decode_image(str(tmp_path / "signed.tif"), None)
     tifffile.imwrite(tmp_path / "unit.tif", np.array([[0.0, 0.25], [0.5, 1.0]], np.float32))
@@ -169,8 +168,8 @@ def test_signed_and_unit_float_tiffs_and_animated_images_are_one_line(tmp_path):
 
 
 def test_a_16_bit_colour_png_reads_at_8_bits_by_its_high_byte_as_the_docs_say(tmp_path):
-    """Pillow decodes 16-bit RGB and grey+alpha PNGs at 8 bits, keeping value // 256 (0x12ff → 0x12, where value /
-    257 rounded would give 0x13): what docs/cli.md states, checked on files written byte by byte."""
+    """Pillow decodes 16-bit RGB and grey+alpha PNGs at 8 bits, keeping value // 256 (0x12ff → 0x12, where
+    value / 257 rounded would give 0x13): what docs/cli.md states, checked on files written byte by byte."""
     import struct
     import zlib
 

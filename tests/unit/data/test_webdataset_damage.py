@@ -1,5 +1,6 @@
-"""Damaged WebDataset shards, written here with tarfile: a key given twice, a shard cut inside a member and one cut
-at a member's end are each refused in one line (they used to drop samples or embed a short shard silently)."""
+"""Damaged WebDataset shards, written here with tarfile: a key given twice, a shard cut inside a member and
+one cut at a member's end are each refused in one line (they used to drop samples or embed a short shard
+silently)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def test_a_well_formed_shard_reads_every_sample(tmp_path):
 
 
 def test_a_key_given_twice_is_refused(tmp_path):
-    write_shard(tmp_path / "train-0.tar", samples(3) + [("s1.png", _png(9)), ("s1.cls", b"0")])
+    write_shard(tmp_path / "train-0.tar", [*samples(3), ("s1.png", _png(9)), ("s1.cls", b"0")])
     with pytest.raises(
         DataError,
         match=rf"^sample 's1' of {tmp_path / 'train-0.tar'} has two .png members: a "
@@ -66,9 +67,8 @@ def test_a_shard_cut_inside_a_member_or_at_its_end_is_refused(tmp_path):
     shard.write_bytes(whole[: last.offset_data + 1])  # inside the last member, which tarfile notices itself
     with pytest.raises(DataError, match=rf"^cannot read the tar shard {shard}: unexpected end of data$"):
         read_webdataset(tmp_path, None)
-    shard.write_bytes(
-        whole[: last.offset_data + 512]
-    )  # at the end of the last member: no end-of-archive blocks
+    # at the end of the last member: no end-of-archive blocks
+    shard.write_bytes(whole[: last.offset_data + 512])
     with pytest.raises(
         DataError, match=rf"^{shard} ends without tar's end-of-archive blocks after its last member"
     ):

@@ -42,9 +42,8 @@ def test_hub_weights_without_network_are_one_line_naming_why_and_the_hub_client_
     from pillar_cli.errors import UsageError
 
     monkeypatch.setattr(hub, "reachable", lambda host, timeout=hub.CONNECT_SECONDS: False)
-    monkeypatch.setattr(
-        constants, "HF_HUB_CACHE", str(tmp_path)
-    )  # an empty cache, whatever this machine holds
+    # an empty cache, whatever this machine holds
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
     was = constants.HF_HUB_OFFLINE
     with pytest.raises(UsageError) as refused:
         build_embedder("resnet50", (32, 32, 3))
@@ -53,10 +52,10 @@ def test_hub_weights_without_network_are_one_line_naming_why_and_the_hub_client_
         "and they are not in the local cache)"
     )
     assert refused.value.render()[1] == "offline: download the weights elsewhere and pass weights FILE"
-    assert constants.HF_HUB_OFFLINE == was
+    assert was == constants.HF_HUB_OFFLINE
     with hub.cache_only_when_offline() as online:
         assert not online and constants.HF_HUB_OFFLINE
-    assert constants.HF_HUB_OFFLINE == was
+    assert was == constants.HF_HUB_OFFLINE
 
 
 def test_random_weights_contact_no_hub(monkeypatch):

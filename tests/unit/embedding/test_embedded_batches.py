@@ -1,6 +1,6 @@
-"""Embedding streams: each batch is handed on as soon as the next one is in flight, so a consumer (the store of
-`pillar embed`, the predictions file of `pillar predict --source`) holds one batch at a time, never all rows; and
-the loader's workers fork from a heap without garbage."""
+"""Embedding streams: each batch is handed on as soon as the next one is in flight, so a consumer (the store
+of `pillar embed`, the predictions file of `pillar predict --source`) holds one batch at a time, never all
+rows; and the loader's workers fork from a heap without garbage."""
 
 from __future__ import annotations
 
@@ -61,8 +61,9 @@ class LeftInACycle:
 
 
 def test_no_loader_worker_runs_the_destructor_of_garbage_left_here(tmp_path, monkeypatch):
-    """Garbage left in a cycle as the workers fork (automatic collection off, as if none had come due), and a full
-    collection in each worker before every batch it reads: the destructor runs once, here, in no worker."""
+    """Garbage left in a cycle as the workers fork (automatic collection off, as if none had come due), and a
+    full collection in each worker before every batch it reads: the destructor runs once, here, in no
+    worker."""
     dataset, notes, read = load_source("digits", SourceOptions()), tmp_path / "destroyed", Dataset.rows
     monkeypatch.setattr(Dataset, "rows", lambda self, ids: (gc.collect(), read(self, ids))[1])
     gc.collect()

@@ -19,7 +19,7 @@ def test_channels_are_repeated_from_grey_and_averaged_to_grey():
 
 
 def test_other_channel_counts_are_a_clear_error():
-    with pytest.raises(DataError, match="^cannot turn 4-channel images into 3-channel inputs$"):
+    with pytest.raises(DataError, match=r"^cannot turn 4-channel images into 3-channel inputs$"):
         match_channels(torch.rand(1, 4, 2, 2), 3)
 
 

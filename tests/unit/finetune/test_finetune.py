@@ -9,12 +9,11 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 
-from pillar_cli.randomness import NoiseSource
 from pillar_cli.embedding.networks import NetworkSpec
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.finetune import FinetuneConfig, finetune, network
 from pillar_cli.privacy import gaussian_segments
-
+from pillar_cli.randomness import NoiseSource
 
 DIGITS_CNN = NetworkSpec("cnn", (8, 8, 1), 10)
 
@@ -26,8 +25,8 @@ def digits():
 
 
 def test_without_noise_or_clipping_the_opacus_path_is_plain_sgd_on_the_same_batches(digits):
-    """Same Poisson batches (opacus' sampler on the generator a seeded source gives the run), physical batches of 16
-    accumulated: SGD on the sum of the losses over the expected batch size, as DP-SGD averages."""
+    """Same Poisson batches (opacus' sampler on the generator a seeded source gives the run), physical batches
+    of 16 accumulated: SGD on the sum of the losses over the expected batch size, as DP-SGD averages."""
     from opacus.utils.uniform_sampler import UniformWithReplacementSampler
 
     images, labels = digits[0][:300], digits[1][:300]
@@ -63,7 +62,8 @@ def test_without_noise_or_clipping_the_opacus_path_is_plain_sgd_on_the_same_batc
     "spec", [DIGITS_CNN, NetworkSpec("resnet10t", (8, 8, 1), 10)], ids=["cnn", "resnet10t"]
 )
 def test_ghost_clipping_equals_hooks_with_clipping_active(digits, spec):
-    """Also for a timm ResNet, whose residual `x += shortcut` runs in place after a hooked normalisation layer."""
+    """Also for a timm ResNet, whose residual `x += shortcut` runs in place after a hooked normalisation
+    layer."""
     images, labels = digits[0][:300], digits[1][:300]
     models = {}
     for mode in ("hooks", "ghost"):

@@ -1,5 +1,6 @@
-"""GSD at the paper's fidelity on real MNIST-5k: the exact path equals ARPACK's SVD of the same gradient matrices,
-and the authors' released conventions (unit-norm gradient rows, frozen bias) are the formula applied directly."""
+"""GSD at the paper's fidelity on real MNIST-5k: the exact path equals ARPACK's SVD of the same gradient
+matrices, and the authors' released conventions (unit-norm gradient rows, frozen bias) are the formula applied
+directly."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ pytestmark = pytest.mark.slow  # SVDs of 2,000 × 7,850 gradient matrices
 
 
 def _top_right_singular_vectors(rows: np.ndarray, k: int) -> np.ndarray:
-    """The top-k right singular vectors (k × dim, largest first) by ARPACK's Lanczos iteration on the matrix itself,
-    to machine precision: another algorithm than pillar's eigendecomposition of the Gram matrix, and without numpy's
-    full SVD of the 2,000 × 7,850 rows (13 s each)."""
+    """The top-k right singular vectors (k × dim, largest first) by ARPACK's Lanczos iteration on the matrix
+    itself, to machine precision: another algorithm than pillar's eigendecomposition of the Gram matrix, and
+    without numpy's full SVD of the 2,000 × 7,850 rows (13 s each)."""
     from scipy.sparse.linalg import svds
 
     _, values, vt = svds(rows, k=k, tol=0, solver="arpack", random_state=0)

@@ -58,9 +58,9 @@ def test_dp_gsd_agrees_at_large_epsilon_and_is_noisier_at_small_epsilon():
         return plan_gsd(private, public, GSDSettings(5, 10, max_samples=1000, dp=dp)).run().distances[0]
 
     exact = distance(None)
-    # |loose − exact| at ε = 200 over 30 draws: mean 0.011, largest 0.037, and one draw of 0.055 seen in a suite run
-    # (at ε = 50: mean 0.033, one in five > 0.05). The noise is fresh OS entropy, so the mean of five draws is held
-    # to the bound: a single draw's tail would make the test flaky, not stricter.
+    # |loose − exact| at ε = 200 over 30 draws: mean 0.011, largest 0.037, and one draw of 0.055 seen in a
+    # suite run (at ε = 50: mean 0.033, one in five > 0.05). The noise is fresh OS entropy, so the mean of
+    # five draws is held to the bound: a single draw's tail would make the test flaky, not stricter.
     errors = [abs(distance(DPSettings(200.0, 1e-5, 10.0)) - exact) for _ in range(5)]
     loose, tight = distance(DPSettings(200.0, 1e-5, 10.0)), distance(DPSettings(0.5, 1e-5, 10.0))
     assert np.mean(errors) <= 0.03
@@ -68,9 +68,10 @@ def test_dp_gsd_agrees_at_large_epsilon_and_is_noisier_at_small_epsilon():
 
 
 def test_the_dp_gsd_bounds_a_person_and_deleting_a_row_moves_no_other_rows_label():
-    """Per person, each row weighs 1/(its person's rows) in the clipped Gram matrix: deleting a whole person moves it
-    by at most clip² (Frobenius), where the unweighted sum moves by their rows · clip². The random labels are drawn
-    from each row's own content, so the neighbour's matrix is the data's less that person's terms."""
+    """Per person, each row weighs 1/(its person's rows) in the clipped Gram matrix: deleting a whole person
+    moves it by at most clip² (Frobenius), where the unweighted sum moves by their rows · clip². The random
+    labels are drawn from each row's own content, so the neighbour's matrix is the data's less that person's
+    terms."""
     from pillar_cli.gsd.distance import row_labels
     from pillar_cli.gsd.subspace import GradientMatrix, clipped_gram
     from pillar_cli.privacy.unit import Units

@@ -7,13 +7,13 @@ import pytest
 import torch
 
 from pillar_cli.artifacts import FeatureRecipe
-from pillar_cli.randomness import NoiseSource
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.gsd.bingham import sample_matrix_bingham, sample_vector_bingham
 from pillar_cli.gsd.distance import projection_metric
 from pillar_cli.gsd.probes import LinearProbe, ProbeSpec, select_trainable
 from pillar_cli.gsd.releases import DPSettings, dp_gradient_subspace
 from pillar_cli.gsd.subspace import TOLERANCE, GradientMatrix, top_right_singular_vectors
+from pillar_cli.randomness import NoiseSource
 
 IMAGE_RECIPE = FeatureRecipe(backbone="pixels", input_shape=(12, 12, 1))
 
@@ -67,12 +67,12 @@ def test_trainable_patterns_select_names_prefixes_and_globs():
         "layer4.0.conv3.weight",
         "layer4.1.conv3.weight",
     ]
-    with pytest.raises(UsageError, match="^trainable 'layer9' matches no parameter of the probe$"):
+    with pytest.raises(UsageError, match=r"^trainable 'layer9' matches no parameter of the probe$"):
         select_trainable(names, ["layer9"])
 
 
 def test_image_probes_refuse_feature_embeddings():
-    with pytest.raises(DataError, match="^the private split holds no images"):
+    with pytest.raises(DataError, match=r"^the private split holds no images"):
         ProbeSpec.parse("cnn", [], None, None).build(
             2048, FeatureRecipe(backbone="sl", feature_dim=2048), 10, 0
         )
@@ -136,7 +136,7 @@ def test_a_clustered_spectrum_is_exact_by_default_and_flagged():
 def test_rank_deficient_gradients_are_refused():
     matrix = np.outer(np.arange(1, 51), np.ones(40))  # rank 1
     gradients = GradientMatrix(MatrixProbe(matrix), np.arange(50)[:, None], np.zeros(50, int))
-    with pytest.raises(DataError, match="^the per-sample gradients have rank 1 < k 3"):
+    with pytest.raises(DataError, match=r"^the per-sample gradients have rank 1 < k 3"):
         top_right_singular_vectors(gradients, 3, seed=0)
 
 

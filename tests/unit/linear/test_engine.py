@@ -160,7 +160,8 @@ def test_warm_start_is_the_initial_head():
 
 
 def _graphed_on_cpu(x, y, classes, configs, sigmas, clip):
-    """The GPU path's static-shape steps (graphed.py), run eagerly on the CPU: one stream per (seed, batch size)."""
+    """The GPU path's static-shape steps (graphed.py), run eagerly on the CPU: one stream per (seed, batch
+    size)."""
     from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, _Stream
     from pillar_cli.linear.graphed import GraphedLockstep, PaddedRows
 
@@ -185,7 +186,8 @@ def _graphed_on_cpu(x, y, classes, configs, sigmas, clip):
 
 
 def test_static_shape_steps_of_the_gpu_path_equal_the_eager_engine_without_noise():
-    """Padding batches with the zero row and freezing finished heads changes nothing (σ = 0: the same batches)."""
+    """Padding batches with the zero row and freezing finished heads changes nothing (σ = 0: the same
+    batches)."""
     rng = np.random.default_rng(5)
     x, y = rng.standard_normal((700, 10)).astype(np.float32), rng.integers(0, 4, 700)
     for clip in (0.7, None):
@@ -216,8 +218,9 @@ def test_static_shape_steps_add_noise_of_the_calibrated_scale():
 
 
 def test_ema_releases_the_moving_average_of_the_iterates():
-    """β-average of the iterates w_1..w_T, from w_0 = 0, written out from the last iterates of runs of 1..T steps
-    (a run of t steps is the first t steps of a longer run on the same seed); batched with a run without it."""
+    """β-average of the iterates w_1..w_T, from w_0 = 0, written out from the last iterates of runs of 1..T
+    steps (a run of t steps is the first t steps of a longer run on the same seed); batched with a run without
+    it."""
     rng = np.random.default_rng(1)
     x, y = rng.standard_normal((300, 6)).astype(np.float32), rng.integers(0, 3, 300)
     beta, steps = 0.8, 12

@@ -1,5 +1,5 @@
-"""The person as the unit of DP-SGD (linear/persons.py): persons are sampled whole, and each person's sum of row-clipped
-gradients is clipped again to C — checked against the per-row gradients written out with numpy."""
+"""The person as the unit of DP-SGD (linear/persons.py): persons are sampled whole, and each person's sum of
+row-clipped gradients is clipped again to C — checked against the per-row gradients written out with numpy."""
 
 from __future__ import annotations
 
@@ -75,12 +75,12 @@ def test_each_persons_gradient_sum_is_clipped_again_to_c(seed, persons, clip, he
 
 
 def test_removing_one_person_moves_a_step_by_at_most_c():
-    """Neighbouring datasets under the person unit: the same drawn persons less one; the sums differ by ≤ C."""
+    """Neighbouring datasets under the person unit: the same drawn persons less one; the sums differ by ≤
+    C."""
     rng = np.random.default_rng(3)
     x, y = rng.standard_normal((400, 8)).astype(np.float32) * 5, rng.integers(0, 4, 400)
-    person_of_row = np.repeat(
-        np.arange(20), 20
-    )  # persons of 20 rows: a row-level clip alone would allow 20·C
+    # persons of 20 rows: a row-level clip alone would allow 20·C
+    person_of_row = np.repeat(np.arange(20), 20)
     weights = torch.from_numpy(rng.standard_normal((1, 4, 1, 9)).astype(np.float32))
     clip = 0.5
     whole = _clipped_sums(

@@ -28,9 +28,8 @@ def test_training_kernel_scales_each_per_sample_gradient_down_to_the_bound(x, cl
     weights = torch.randn(x.shape[1], classes, generator=generator) * 0.1
     bias = torch.randn(classes, generator=generator)
     labels = torch.randint(0, classes, (len(x),), generator=generator)
-    exact = per_sample_gradients(
-        features.double(), labels, weights.double(), bias.double()
-    )  # rows: (d+1, C) flat
+    # rows: (d+1, C) flat
+    exact = per_sample_gradients(features.double(), labels, weights.double(), bias.double())
     for i in range(len(x)):
         sum_w, sum_b = clipped_gradient_sum(weights, bias, features[i : i + 1], labels[i : i + 1], clip)
         clipped = torch.cat([sum_w, sum_b[None]]).double().flatten()

@@ -1,5 +1,5 @@
-"""The digits split the closed-form and second-order heads are checked on: a public PCA on 300 rows (used without
-labels), 1,100 private rows."""
+"""The digits split the closed-form and second-order heads are checked on: a public PCA on 300 rows (used
+without labels), 1,100 private rows."""
 
 from __future__ import annotations
 

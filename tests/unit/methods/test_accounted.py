@@ -19,8 +19,8 @@ from pillar_cli.methods.base import Cell
 from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.sweep import sweep_artifact
 from pillar_cli.privacy import event_from_dict, gaussian_segments
-from pillar_cli.privacy.rdp import ORDERS, TrialCount
 from pillar_cli.privacy.count import release_count
+from pillar_cli.privacy.rdp import ORDERS, TrialCount
 from pillar_cli.privacy.selection import plan_selection, recorded_selection_epsilon
 from pillar_cli.privacy.unit import person_weights
 from pillar_cli.randomness import NoiseSource
@@ -62,9 +62,8 @@ def test_one_trial_releases_the_plain_run(digits):
     cell = Cell(data, pca, 10, 1.0, candidates, PrivacySettings(1e-4, noise=NoiseSource(5)), "fast", "cpu")
     rng = cell.randomness.child("trials", 3).numpy()
     ((candidate, trial),) = _draw_trials(rng, candidates, TrialCount(1.0, 1.0))
-    count = release_count(
-        len(x), 1.0, 1e-4, NoiseSource(5)
-    )  # the sweep's count, from the same (seeded) source
+    # the sweep's count, from the same (seeded) source
+    count = release_count(len(x), 1.0, 1e-4, NoiseSource(5))
     assert result.count == count and count.value != len(x)
     rate = count.sample_rate(200)
     plan = plan_selection(1.0, 1e-4, TrialCount(1.0, 1.0), 0.3, {(rate, 50)}, count.event)
@@ -93,9 +92,8 @@ def test_only_released_runs_are_kept_and_their_epsilon_is_dp_accountings(digits)
     ledger = artifact.attrs["selection_ledger"]
     assert ledger["orders"] == ORDERS.tolist() and len(ledger["selections"]) == 2
     for record, released in zip(ledger["selections"], private):
-        counted, selection = event_from_dict(
-            record["event"]
-        ).events  # the row count's release, then the selection
+        # the row count's release, then the selection
+        counted, selection = event_from_dict(record["event"]).events
         one_of, score = selection.event.events  # repeat-and-select of (one of, score)
         (mechanism,) = one_of.events  # the candidates differ in lr only
         ((sigma, rate, steps),) = gaussian_segments(mechanism)
@@ -122,7 +120,8 @@ def test_only_released_runs_are_kept_and_their_epsilon_is_dp_accountings(digits)
 
 
 def test_selection_spends_less_per_trial_than_a_plain_run(digits):
-    """The price of accounting: at the same total ε, a trial's training noise is larger than the plain run's."""
+    """The price of accounting: at the same total ε, a trial's training noise is larger than the plain
+    run's."""
     plain = run(digits, select="val", seed=[0])
     accounted = run(digits, seed=[0])
     one_of, _score = accounted.runs[0].released.event.event.events  # repeat-and-select of (one of, the score)
@@ -134,14 +133,14 @@ def test_selection_spends_less_per_trial_than_a_plain_run(digits):
 
 def test_what_cannot_be_selected_privately_is_refused(digits):
     with pytest.raises(
-        UsageError, match="^select accounted needs a private cell with at least two configurations"
+        UsageError, match=r"^select accounted needs a private cell with at least two configurations"
     ):
         run(digits, lr=[0.5])
-    with pytest.raises(UsageError, match="^select accounted cannot wrap method 'noisy-sgd'"):
+    with pytest.raises(UsageError, match=r"^select accounted cannot wrap method 'noisy-sgd'"):
         run(digits, method=["noisy-sgd"], steps=[100, 200])
     pca, _, x, y, _, _ = digits
     with pytest.raises(
-        UsageError, match="^select accounted scores its trials on the val split, which is missing$"
+        UsageError, match=r"^select accounted scores its trials on the val split, which is missing$"
     ):
         sweep(
             x,
@@ -156,14 +155,14 @@ def test_what_cannot_be_selected_privately_is_refused(digits):
         )
     with pytest.raises(UsageError, match=r"^score_share must be in \(0, 1\) \(got 0.0\)$"):
         AccountedSelection(score_share=0.0)
-    with pytest.raises(UsageError, match="^unknown select 'best' "):
+    with pytest.raises(UsageError, match=r"^unknown select 'best' "):
         run(digits, select="best")
     assert replace(AccountedSelection(), trials=2.0).count(5).mean == 2.0
 
 
 def test_poisson_with_no_trial_releases_nothing(digits):
-    """Poisson(1) trials: a seed draws none with probability 1/e; its selection is in the ledger, no run is released,
-    and no record says how many trials any selection drew."""
+    """Poisson(1) trials: a seed draws none with probability 1/e; its selection is in the ledger, no run is
+    released, and no record says how many trials any selection drew."""
     result = run(
         digits, select=AccountedSelection(trials=1.0, shape=math.inf), seed=list(range(8)), noise_seed=1
     )
@@ -172,10 +171,10 @@ def test_poisson_with_no_trial_releases_nothing(digits):
 
 
 def test_per_person_each_val_person_weighs_one_and_a_person_of_one_row_is_a_row(digits):
-    """Persons of one row each, same experiment-only noise: the person unit releases the row unit's heads (to the
-    rounding of its own summation order) and scores; persons of 4 rows make the score a weighted one, said so in the
-    ledger; val rows without their persons are refused."""
-    _, _, x, y, xv, yv = digits
+    """Persons of one row each, same experiment-only noise: the person unit releases the row unit's heads (to
+    the rounding of its own summation order) and scores; persons of 4 rows make the score a weighted one, said
+    so in the ledger; val rows without their persons are refused."""
+    _, _, x, _y, xv, _yv = digits
     rows = run(digits, seed=[3], noise_seed=5)
     persons = run(digits, seed=[3], noise_seed=5, groups=np.arange(len(x)), groups_val=np.arange(len(xv)))
     assert persons.plan.unit.is_person and not rows.plan.unit.is_person
@@ -187,7 +186,7 @@ def test_per_person_each_val_person_weighs_one_and_a_person_of_one_row_is_a_row(
     assert record["trial"]["score"]["statistic"] == PERSON_SCORE and grouped.runs[0].epsilon_spent <= 1.0
     with pytest.raises(
         UsageError,
-        match="^select accounted with the person as the privacy unit weights each val row "
+        match=r"^select accounted with the person as the privacy unit weights each val row "
         "by its person: groups_val must name the val rows' persons$",
     ):
         run(digits, groups=np.arange(len(x)) // 4)

@@ -1,5 +1,5 @@
-"""AdaDPS: its preconditioned clipped sum against a per-sample loop, the identity preconditioner against the main
-engine, learning on real digits with public labels, and its refusals."""
+"""AdaDPS: its preconditioned clipped sum against a per-sample loop, the identity preconditioner against the
+main engine, learning on real digits with public labels, and its refusals."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 
-from pillar_cli.randomness import NoiseSource
 from pillar_cli import PublicPCA, UsageError, sweep
 from pillar_cli.linear.engine import RunConfig, train_linear_heads
 from pillar_cli.methods.adadps import (
@@ -19,6 +18,7 @@ from pillar_cli.methods.adadps import (
 )
 from pillar_cli.privacy import dp_sgd_event, gaussian_segments, spent_epsilon
 from pillar_cli.privacy.unit import Units
+from pillar_cli.randomness import NoiseSource
 
 
 def test_preconditioned_clipped_sum_equals_a_per_sample_loop():
@@ -152,9 +152,9 @@ def test_adadps_learns_per_person_on_digits(digits):
 
 
 def test_adadps_refusals(digits):
-    pca, labelled, x, y = digits
+    pca, _labelled, x, y = digits
     with pytest.raises(
-        UsageError, match="^method 'adadps' needs a labelled public split for its preconditioner$"
+        UsageError, match=r"^method 'adadps' needs a labelled public split for its preconditioner$"
     ):
         sweep(x, y, projection=pca, method=["adadps"], k=[None], delta=1e-4)
     with pytest.raises(UsageError, match=r"^conditioner must be a positive number \(got 0.0\)$"):

@@ -39,7 +39,8 @@ rows_strategy = hnp.arrays(
 @given(rows_strategy, st.data())
 @settings(max_examples=60, deadline=None)
 def test_one_row_moves_each_release_by_at_most_its_sensitivity(rows, data):
-    """Any rows (huge norms, zeros, all in one class): adding a row changes the released vector by ≤ sensitivity."""
+    """Any rows (huge norms, zeros, all in one class): adding a row changes the released vector by ≤
+    sensitivity."""
     labels = np.array(data.draw(st.lists(st.integers(0, 2), min_size=len(rows), max_size=len(rows))))
     extra = data.draw(hnp.arrays(np.float64, 4, elements=st.floats(-1e12, 1e12, allow_nan=False)))
     label = data.draw(st.integers(0, 2))
@@ -121,7 +122,7 @@ def test_closed_form_inputs_that_cannot_work_are_refused(digits):
             delta=1e-4,
             ridge=[0.0],
         )
-    with pytest.raises(DataError, match="^10 public rows cannot estimate a 20-dimensional covariance$"):
+    with pytest.raises(DataError, match=r"^10 public rows cannot estimate a 20-dimensional covariance$"):
         sweep(
             x, y, projection=pca, public=public[:10], method=["public-lda"], k=[20], epsilon=[1.0], delta=1e-4
         )

@@ -1,6 +1,6 @@
-"""The semi-private disjunction learner: the exponential mechanism against its closed form, error counts against a
-direct count, the candidate classes' sizes, the public components against D_{f,p}'s truth, and the learner's gap to
-the baseline as d grows."""
+"""The semi-private disjunction learner: the exponential mechanism against its closed form, error counts
+against a direct count, the candidate classes' sizes, the public components against D_{f,p}'s truth, and the
+learner's gap to the baseline as d grows."""
 
 from __future__ import annotations
 
@@ -100,12 +100,13 @@ def test_public_components_recover_the_true_split_above_the_bound():
 
 
 def test_component_learner_stays_accurate_as_d_grows_while_the_baseline_degrades():
-    """40 private rows, ε = 1: em-components' error ≤ 0.05 at d = 40 and 200 in all but at most one of 6 runs; the
-    baseline's mean error is higher at 200.
+    """40 private rows, ε = 1: em-components' error ≤ 0.05 at d = 40 and 200 in all but at most one of 6 runs;
+    the baseline's mean error is higher at 200.
 
-    The theorem bounds the error with probability 1 − β, not on average: on these rows the exponential mechanism picks
-    a wrong union (error ≈ 0.5) with probability 6e-4 (d = 40) and 9e-4 (d = 200) per run, so the mean of 6 runs
-    exceeds 0.05 in about 1 % of runs of this test, while two wrong picks of 12 happen about once in 10⁵."""
+    The theorem bounds the error with probability 1 − β, not on average: on these rows the exponential
+    mechanism picks a wrong union (error ≈ 0.5) with probability 6e-4 (d = 40) and 9e-4 (d = 200) per run, so
+    the mean of 6 runs exceeds 0.05 in about 1 % of runs of this test, while two wrong picks of 12 happen
+    about once in 10⁵."""
     errors = {}
     for d in (40, 200):
         family = DisjunctionFamily(d, 3, 0.8, seed=0)
@@ -148,7 +149,7 @@ def test_disjunction_learners_refuse_what_they_cannot_read():
         sweep(bad, y, projection=graph, method=["em-components"], k=[None])
     with pytest.raises(
         UsageError,
-        match="^method 'em-components' reads the raw 0/1 rows, but the projection standardises them$",
+        match=r"^method 'em-components' reads the raw 0/1 rows, but the projection standardises them$",
     ):
         sweep(x, y, projection=PublicPCA(2).fit(public + 0.01), method=["em-components"], k=[None])
     wide = DisjunctionFamily(60, 3, 0.8).sample(50, np.random.default_rng(2))
@@ -165,5 +166,5 @@ def test_disjunction_learners_refuse_what_they_cannot_read():
             k=[None],
             method_options={"em-disjunctions": DisjunctionOptions(7)},
         )
-    with pytest.raises(DataError, match="^the public split holds non-boolean features"):
+    with pytest.raises(DataError, match=r"^the public split holds non-boolean features"):
         PublicComponents().fit(public * 2)

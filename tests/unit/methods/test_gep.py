@@ -1,6 +1,6 @@
 """GEP's anchor subspace from the public rows' Gram matrix equals the top-k right singular subspace of the
-materialised per-sample gradient matrix (what the method is defined by); with the person as the unit, each person's
-clipped sums are clipped again, and persons of one row train as rows."""
+materialised per-sample gradient matrix (what the method is defined by); with the person as the unit, each
+person's clipped sums are clipped again, and persons of one row train as rows."""
 
 from __future__ import annotations
 

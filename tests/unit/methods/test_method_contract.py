@@ -1,8 +1,9 @@
-"""One contract for every registered method (as timm's tests run every model): it trains on a tiny task it accepts;
-the ε its model file claims is no less than Google's dp-accounting recomputes from the event tree the file stores;
-its neighbouring relations are `Relation` values and its mechanism's words name them; and with the person as the
-privacy unit it either bounds a person, in the words its `person_bound` gives, or refuses with the registry's list
-of methods that do. A method added to the registry is checked here without a line of this file changing."""
+"""One contract for every registered method (as timm's tests run every model): it trains on a tiny task it
+accepts; the ε its model file claims is no less than Google's dp-accounting recomputes from the event tree the
+file stores; its neighbouring relations are `Relation` values and its mechanism's words name them; and with
+the person as the privacy unit it either bounds a person, in the words its `person_bound` gives, or refuses
+with the registry's list of methods that do. A method added to the registry is checked here without a line of
+this file changing."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ from pillar_cli.artifacts import read, write
 from pillar_cli.audit.ledger import check_ledger
 from pillar_cli.data.disjunctions import DisjunctionFamily
 from pillar_cli.errors import DataError, UsageError
-from pillar_cli.methods.data import PrivacySettings
 from pillar_cli.methods.catalog import bounding_persons
+from pillar_cli.methods.data import PrivacySettings
 from pillar_cli.methods.sweep import sweep_artifact
-from pillar_cli.privacy.unit import PERSON, PrivacyUnit, adjacency
 from pillar_cli.privacy.relation import Relation
+from pillar_cli.privacy.unit import PERSON, PrivacyUnit, adjacency
 from pillar_cli.projection import PublicPCA
 from pillar_cli.projection.components import PublicComponents
 
@@ -27,7 +28,8 @@ DELTA = 1e-4
 
 
 def digits(binary: bool) -> dict:
-    """600 private digits (all ten classes, or 0 against 1), 400 public rows with their labels, the projection."""
+    """600 private digits (all ten classes, or 0 against 1), 400 public rows with their labels, the
+    projection."""
     x, y = load_digits(return_X_y=True)
     if binary:
         x, y = x[y < 2], y[y < 2]
@@ -43,7 +45,8 @@ def digits(binary: bool) -> dict:
 
 
 def disjunctions() -> dict:
-    """0/1 rows labelled by a planted disjunction, with the public component graph the disjunction learners read."""
+    """0/1 rows labelled by a planted disjunction, with the public component graph the disjunction learners
+    read."""
     family = DisjunctionFamily(20, 3, 0.8, seed=0)
     rng = np.random.default_rng(0)
     x, y = family.sample(300, rng)
@@ -63,8 +66,8 @@ def tasks() -> dict[str, dict]:
 
 
 def trained(name: str, tasks: dict, by_person: bool = False) -> tuple[dict, object]:
-    """(the first task the method accepts, its sweep at k = 10, ε = 1; `by_person`: persons of three rows each, the
-    person the privacy unit); a method no task suits fails the test."""
+    """(the first task the method accepts, its sweep at k = 10, ε = 1; `by_person`: persons of three rows
+    each, the person the privacy unit); a method no task suits fails the test."""
     refusals = []
     for task_name, task in tasks.items():
         persons = {"groups": np.arange(len(task["X"])) // 3, "privacy_unit": PERSON} if by_person else {}

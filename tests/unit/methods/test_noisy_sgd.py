@@ -40,9 +40,8 @@ def test_noisy_sgd_steps_equal_a_per_step_loop_over_the_same_samples_and_noise()
 
 def test_poisson_samples_are_distinct_rows_per_step_and_run_at_rate_one_over_n():
     rng = np.random.default_rng(1)
-    dense = PoissonSamples(
-        3, 1 / 3, 2000, 3, rng
-    )  # n = 3: counts up to 3, so collisions (and redraws) are common
+    # n = 3: counts up to 3, so collisions (and redraws) are common
+    dense = PoissonSamples(3, 1 / 3, 2000, 3, rng)
     for group in np.unique(dense.group):
         rows = dense.rows[dense.group == group]
         assert len(np.unique(rows)) == len(rows) and rows.min() >= 0 and rows.max() < 3

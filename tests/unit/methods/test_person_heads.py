@@ -1,6 +1,7 @@
-"""The one-release and full-batch heads with the person as the privacy unit: each row's term weighted by 1/(its
-person's rows), so removing a whole person moves every release by at most its stated sensitivity (a row-level sum
-moves by about the person's rows times it); a person of one row is exactly a row; the statement names the bound."""
+"""The one-release and full-batch heads with the person as the privacy unit: each row's term weighted by
+1/(its person's rows), so removing a whole person moves every release by at most its stated sensitivity (a
+row-level sum moves by about the person's rows times it); a person of one row is exactly a row; the statement
+names the bound."""
 
 from __future__ import annotations
 
@@ -47,8 +48,8 @@ SENSITIVITY = {
 
 @pytest.mark.parametrize("seed", range(5))
 def test_removing_a_whole_person_moves_each_release_by_at_most_its_sensitivity(seed):
-    """Persons of 1 to 20 alike unit rows (one direction each, labels mixed): the weighted sums move by at most the
-    sensitivity when any one person leaves, the unweighted ones by more for a person of 20 rows."""
+    """Persons of 1 to 20 alike unit rows (one direction each, labels mixed): the weighted sums move by at
+    most the sensitivity when any one person leaves, the unweighted ones by more for a person of 20 rows."""
     rng = np.random.default_rng(seed)
     sizes = rng.integers(1, 21, size=12)
     sizes[0] = 20
@@ -75,7 +76,8 @@ def test_removing_a_whole_person_moves_each_release_by_at_most_its_sensitivity(s
 
 
 def test_a_person_of_one_row_is_exactly_a_row(digits):
-    """Same experiment-only noise, groups of one row each: every weighted head is the row unit's, bit for bit."""
+    """Same experiment-only noise, groups of one row each: every weighted head is the row unit's, bit for
+    bit."""
     pca, public, x, y = digits
     runs = {
         unit: sweep(
@@ -124,6 +126,6 @@ def test_the_weighted_heads_train_persons_and_say_how_they_bound_one(digits):
     )
     assert clf.ledger_.unit.is_person
     assert (
-        "per person: each row weighted by 1/(its person's rows) in every released sum, so that a person moves a "
-        "release at most as one row does"
+        "per person: each row weighted by 1/(its person's rows) in every released sum, so that a person "
+        "moves a release at most as one row does"
     ) in clf.ledger_.covers

@@ -1,5 +1,6 @@
-"""The privacy unit in the Python API: groups given to `fit` or `sweep` make the person the unit (the count is of
-persons, the ledger names the unit); a person unit without groups, or val rows without their persons, is refused."""
+"""The privacy unit in the Python API: groups given to `fit` or `sweep` make the person the unit (the count is
+of persons, the ledger names the unit); a person unit without groups, or val rows without their persons, is
+refused."""
 
 from __future__ import annotations
 
@@ -21,16 +22,16 @@ def test_groups_make_the_person_the_unit_and_the_count_one_of_persons(digits):
     )
     per_row = DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, steps=50).fit(x, y, public=public)
     assert not per_row.ledger_.unit.is_person and per_row.ledger_.count.of == "training rows"
-    with pytest.raises(UsageError, match="^privacy_unit person needs each training row's person"):
+    with pytest.raises(UsageError, match=r"^privacy_unit person needs each training row's person"):
         DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4, privacy_unit="person").fit(x, y, public=public)
-    with pytest.raises(UsageError, match="^groups must hold one group id per row"):
+    with pytest.raises(UsageError, match=r"^groups must hold one group id per row"):
         DPLinearClassifier(k=10, epsilon=1.0, delta=1e-4).fit(x, y, public=public, groups=groups[:-1])
 
 
 def test_val_rows_that_train_need_their_persons(digits):
     pca, _, x, y = digits
     val_x, val_y, x, y = x[:100], y[:100], x[100:], y[100:]
-    with pytest.raises(UsageError, match="^groups_val must name the persons of the val rows"):
+    with pytest.raises(UsageError, match=r"^groups_val must name the persons of the val rows"):
         sweep(x, y, val_x, val_y, projection=pca, epsilon=[1.0], delta=1e-4, groups=np.arange(len(x)) // 4)
     result = sweep(
         x,
@@ -47,7 +48,8 @@ def test_val_rows_that_train_need_their_persons(digits):
 
 
 def test_a_split_read_from_a_file_brings_its_persons_and_row_must_be_asked_for_by_name(digits, tmp_path):
-    """Its features alone would drop the persons it records: fit on them protected each row, without a word."""
+    """Its features alone would drop the persons it records: fit on them protected each row, without a
+    word."""
     from pillar_cli import DPPCA, read_split
     from pillar_cli.artifacts import write
     from pillar_cli.artifacts.embeddings import embeddings_artifact

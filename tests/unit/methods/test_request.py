@@ -1,5 +1,5 @@
-"""The request is checked once against its declared constraints, whoever builds it; a preview plan (made from the
-exact number of rows, to be printed) can never train."""
+"""The request is checked once against its declared constraints, whoever builds it; a preview plan (made from
+the exact number of rows, to be printed) can never train."""
 
 from __future__ import annotations
 

@@ -73,8 +73,8 @@ def test_the_grid_must_be_set_for_its_rows():
 
 
 def test_the_python_api_follows_the_rule_by_default():
-    """DPLinearClassifier() and sweep() leave k, lr and steps to the rule, as train-private does; "auto" names it,
-    given values replace it field by field, and any other word is refused."""
+    """DPLinearClassifier() and sweep() leave k, lr and steps to the rule, as train-private does; "auto" names
+    it, given values replace it field by field, and any other word is refused."""
     x, y = load_digits(return_X_y=True)
     public, x, y = x[:400], x[400:1400], y[400:1400]
     clf = DPLinearClassifier(epsilon=1.0, delta=1e-4, device="cpu").fit(x, y, public=public)
@@ -90,5 +90,5 @@ def test_the_python_api_follows_the_rule_by_default():
     count = result.count.value
     keys = sorted((run.key.epsilon, run.key.k, run.key.lr, run.key.steps) for run in result.runs)
     assert keys == [(0.5, rule_k(count, 0.5, 64), 0.2, 100), (1.0, rule_k(count, 1.0, 64), 0.2, 100)]
-    with pytest.raises(UsageError, match="^k takes a list of values or 'auto'; got 'best'$"):
+    with pytest.raises(UsageError, match=r"^k takes a list of values or 'auto'; got 'best'$"):
         sweep(x, y, public=public, k="best")

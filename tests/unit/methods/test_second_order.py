@@ -49,7 +49,7 @@ def _heads(digits, steps: int, methods: list[str]) -> dict:
 
 
 def _rows(digits):
-    pca, public, x, y = digits
+    pca, _public, x, y = digits
     return augmented(unit(pca.transform(x, 12))), np.eye(10)[y]
 
 
@@ -94,9 +94,9 @@ def test_without_noise_two_steps_are_the_direct_newton_and_preconditioned_steps(
 )
 @settings(max_examples=100, deadline=None)
 def test_one_row_moves_each_release_by_at_most_its_sensitivity(features, weights, label):
-    """Every release is a sum over rows, so adding one row moves it by that row's term: for any features (huge,
-    zero) and any current weights, the gradient term, the Gram matrix's upper triangle and the stacked per-class
-    Hessians' upper triangles stay within the stated sensitivities."""
+    """Every release is a sum over rows, so adding one row moves it by that row's term: for any features
+    (huge, zero) and any current weights, the gradient term, the Gram matrix's upper triangle and the stacked
+    per-class Hessians' upper triangles stay within the stated sensitivities."""
     one = augmented(unit(features[None]))
     assert np.linalg.norm(gradient_sum(one, np.eye(3)[[label]], weights)) <= GRADIENT_SENSITIVITY * (1 + 1e-9)
     assert np.linalg.norm(np.triu(one.T @ one)) <= GRAM_SENSITIVITY * (1 + 1e-9)

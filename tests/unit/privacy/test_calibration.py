@@ -1,5 +1,5 @@
-"""The noise solver: a σ whose ε lies in [(1 − rel_tol)·ε, ε], found by a secant on log σ ↦ log ε from the guess,
-or by Brent's method on a bracket where the secant does not settle."""
+"""The noise solver: a σ whose ε lies in [(1 − rel_tol)·ε, ε], found by a secant on log σ ↦ log ε from the
+guess, or by Brent's method on a bracket where the secant does not settle."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ def test_where_the_secant_does_not_settle_brents_method_still_meets_the_band(mon
 
 
 def test_an_accountant_that_cannot_say_hands_over_to_the_bracket():
-    """An infinite ε (an accountant past what it can represent) ends the secant; the bracket widens from there."""
+    """An infinite ε (an accountant past what it can represent) ends the secant; the bracket widens from
+    there."""
 
     def eps_of(sigma: float) -> float:
         return math.inf if sigma < 2.0 else 4.0 / sigma

@@ -1,6 +1,6 @@
-"""The released row count: its noise is the share of the budget it says, it is a Gaussian mechanism of sensitivity 1
-drawn from secret randomness, and a head calibrated with it composed in still meets its target (checked with
-dp-accounting)."""
+"""The released row count: its noise is the share of the budget it says, it is a Gaussian mechanism of
+sensitivity 1 drawn from secret randomness, and a head calibrated with it composed in still meets its target
+(checked with dp-accounting)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def test_the_count_takes_its_share_of_the_gaussian_dp_budget(epsilon):
     assert _delta_of(epsilon, mu) == pytest.approx(DELTA, rel=1e-9)  # μ-GDP is exactly (ε, δ)-DP at this μ
     sigma = count_noise(epsilon, DELTA)
     assert (1 / sigma) ** 2 == pytest.approx(COUNT_SHARE * mu**2, rel=1e-9)  # μ² adds under composition
-    # the count alone is a Gaussian mechanism of sensitivity 1: its ε, by dp-accounting, is far below the budget
+    # the count alone is a Gaussian mechanism of sensitivity 1: its ε, by dp-accounting, is far below the
+    # budget
     accountant = pld.PLDAccountant(value_discretization_interval=1e-4)
     accountant.compose(dp_event.GaussianDpEvent(sigma))
     assert accountant.get_epsilon(DELTA) < 0.3 * epsilon

@@ -32,7 +32,8 @@ def _sampled(q: float, sigma: float):
 
 def test_heads_on_shared_batches_are_one_gaussian_per_step_of_their_joint_noise():
     heads = [_head(2.0, 100, ("b",)), _head(4.0, 50, ("b",))]
-    # the first 50 steps carry both sums: noise multiplier (2⁻² + 4⁻²)^(-1/2); the last 50 only the first head's
+    # the first 50 steps carry both sums: noise multiplier (2⁻² + 4⁻²)^(-1/2); the last 50 only the first
+    # head's
     assert stream_segments([(2.0, 0.1, 100), (4.0, 0.1, 50)]) == [
         (pytest.approx((1 / 4 + 1 / 16) ** -0.5), 0.1, 50),
         (2.0, 0.1, 50),

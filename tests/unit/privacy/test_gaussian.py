@@ -1,4 +1,5 @@
-"""Full-batch Gaussian segments: the exact μ-GDP formula against Google dp-accounting's PLD of the same events."""
+"""Full-batch Gaussian segments: the exact μ-GDP formula against Google dp-accounting's PLD of the same
+events."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ def test_tight_accountants_use_it_for_full_batch_segments_and_rdp_stays_a_looser
 
 
 def test_a_large_epsilon_release_calibrates_at_once(tmp_path):
-    """ε = 200 for 20 full-batch releases: dp-accounting's PLD took 32 s per evaluation, 13 per calibration."""
+    """ε = 200 for 20 full-batch releases: dp-accounting's PLD took 32 s per evaluation, 13 per
+    calibration."""
     sigma = calibrate_noise("pld", 200.0, 1e-5, 1.0, 20, cache_dir=tmp_path)
     assert 0.99 * 200 <= gaussian_epsilon(((sigma, 1.0, 20),), 1e-5) <= 200

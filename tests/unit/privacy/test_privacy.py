@@ -8,16 +8,15 @@ import warnings
 import numpy as np
 import pytest
 
-from pillar_cli.privacy.count import NOISY, RowCount
-
 from pillar_cli.errors import PrivacyError, UsageError
 from pillar_cli.privacy import ACCOUNTANTS, calibrate_noise, dp_sgd_event, spent_epsilon, validate_budget
+from pillar_cli.privacy.count import NOISY, RowCount
 
 Q, STEPS, DELTA = 1024 / 45000, 500, 1e-5
 
 
-# Every accountant × ε at 500 and 40,000 steps; PRV at 40,000 steps costs ~30 s a calibration, so it is checked
-# at the two ends of the ε range only (and left to `make test`: marked slow).
+# Every accountant × ε at 500 and 40,000 steps; PRV at 40,000 steps costs ~30 s a calibration, so it is
+# checked at the two ends of the ε range only (and left to `make test`: marked slow).
 CALIBRATION_CASES = [
     pytest.param(a, e, t, r, marks=[pytest.mark.slow] if (a, t) == ("prv", 40_000) else [])
     for a in sorted(ACCOUNTANTS)
@@ -76,8 +75,9 @@ def test_prv_on_an_fft_friendly_domain_equals_opacus_prv_accountant(sigma, rate,
 
 @pytest.mark.parametrize("rate, sigma", [(0.02, 1.0), (Q, 15.7), (0.23, 0.8), (1.0, 40.0)])
 def test_a_prvs_cdf_in_floats_and_its_mean_are_opacus_own(rate, sigma):
-    """The CDF asked for one float (as the mean's quadrature asks) is opacus' formula to 1e-14 at every t, within the
-    domain and outside it; the truncated mean opacus shifts the discretisation by agrees to 1e-9 of itself."""
+    """The CDF asked for one float (as the mean's quadrature asks) is opacus' formula to 1e-14 at every t,
+    within the domain and outside it; the truncated mean opacus shifts the discretisation by agrees to 1e-9 of
+    itself."""
     from opacus.accountants.analysis.prv import PoissonSubsampledGaussianPRV
     from opacus.accountants.analysis.prv.prvs import TruncatedPrivacyRandomVariable
 
@@ -97,8 +97,8 @@ def test_a_prvs_cdf_in_floats_and_its_mean_are_opacus_own(rate, sigma):
 
 @pytest.mark.parametrize("rate", [1e-4, 0.0014, 0.02, Q, 0.5, 0.999])
 def test_the_rdp_series_summed_as_arrays_is_opacus_own(rate):
-    """log A_α at fractional orders and at integer orders up to 1,024, for σ from 0.3 to 200: its series term by term
-    in Python (opacus) and as arrays agree to 1e-12 (absolute below 1, relative above)."""
+    """log A_α at fractional orders and at integer orders up to 1,024, for σ from 0.3 to 200: its series term
+    by term in Python (opacus) and as arrays agree to 1e-12 (absolute below 1, relative above)."""
     from opacus.accountants.analysis import rdp
 
     from pillar_cli.privacy.rdp_series import fractional_log_a, integer_log_a

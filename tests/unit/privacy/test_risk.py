@@ -24,7 +24,8 @@ from pillar_cli.privacy.risk_target import RELATIVE_TOLERANCE, RiskTarget
 
 @pytest.mark.parametrize("sigma", [0.5, 1.0, 4.0, 15.0])
 def test_a_gaussian_mechanisms_curve_is_the_closed_form(sigma):
-    """μ-GDP with μ = 1/σ: TPR(α) = 1 − Φ(Φ⁻¹(1 − α) − μ), within 1e-6 at every sampled FPR; advantage 2Φ(μ/2) − 1."""
+    """μ-GDP with μ = 1/σ: TPR(α) = 1 − Φ(Φ⁻¹(1 − α) − μ), within 1e-6 at every sampled FPR; advantage 2Φ(μ/2)
+    − 1."""
     risk = risk_of(GaussianEvent(sigma))
     fprs, mu = np.array(risk.fprs), 1 / sigma
     np.testing.assert_allclose(risk.tprs, 1 - norm.cdf(norm.ppf(1 - fprs) - mu), atol=1e-6)
@@ -34,8 +35,9 @@ def test_a_gaussian_mechanisms_curve_is_the_closed_form(sigma):
 
 @pytest.mark.parametrize("curve", ["gaussian", "staircase"])
 def test_the_envelope_is_every_lines_maximum(curve):
-    """β(α) from the envelope walked along α equals the maximum of every (ε, δ) pair's two lines and 0 at every α,
-    for a Gaussian's δ(ε) and for a random non-increasing δ(ε) with δ = 1 stretches (lines that never count)."""
+    """β(α) from the envelope walked along α equals the maximum of every (ε, δ) pair's two lines and 0 at
+    every α, for a Gaussian's δ(ε) and for a random non-increasing δ(ε) with δ = 1 stretches (lines that never
+    count)."""
     rng = np.random.default_rng(7)
     epsilons = np.linspace(0.0, 30.0, 3001)
     deltas = (
@@ -75,9 +77,8 @@ def test_bounds_by_renyi_dp_and_pure_parts_lie_on_the_safe_side():
     epsilons = np.linspace(0, 6, 200)
     exact, renyi = delta_curve(run)(epsilons), _rdp_delta(run)(epsilons)
     assert np.all(renyi >= exact - 1e-9)  # the Rényi conversion bounds δ(ε) from above: a looser, valid curve
-    with_choice = composed(
-        ExponentialEvent(0.5), GaussianEvent(4.0)
-    )  # a pure ε composed on top shifts every ε
+    # a pure ε composed on top shifts every ε
+    with_choice = composed(ExponentialEvent(0.5), GaussianEvent(4.0))
     np.testing.assert_allclose(
         delta_curve(with_choice)(np.array([0.5, 1.5])), delta_curve(GaussianEvent(4.0))(np.array([0.0, 1.0]))
     )
@@ -104,8 +105,8 @@ def digits():
 
 @pytest.mark.parametrize("target", [(0.05, 0.01), (0.2, 0.1)])
 def test_a_risk_target_calibrates_epsilon_tightly(digits, target):
-    """On digits (1,397 private rows, the noisy count in the tree): the recomputed TPR at the target's FPR is at
-    most the target and within 5 % of it; the estimator's ledger and the plan record the ε it took."""
+    """On digits (1,397 private rows, the noisy count in the tree): the recomputed TPR at the target's FPR is
+    at most the target and within 5 % of it; the estimator's ledger and the plan record the ε it took."""
     public, x, y = digits
     max_tpr, at_fpr = target
     result = sweep(x, y, public=public, method=["dp-ls"], max_tpr=max_tpr, at_fpr=at_fpr, delta=1e-4)
@@ -144,8 +145,9 @@ def test_a_risk_target_is_refused_where_it_cannot_hold(digits):
     ("max_tpr", "at_fpr", "scale"), [(0.05, 0.01, 0.3), (0.2, 0.01, 7.0), (0.5, 0.1, 2.0), (0.03, 0.01, 2.0)]
 )
 def test_the_largest_epsilon_meeting_a_target_is_the_closed_form_one(max_tpr, at_fpr, scale):
-    """With σ = scale / ε, TPR(α) = Φ(ε / scale + Φ⁻¹(α)): the largest ε meeting the target is scale · (Φ⁻¹(max_tpr)
-    − Φ⁻¹(α)). The search finds it from below to its tolerance, in at most 13 calibrations (bisection: 12 to 16)."""
+    """With σ = scale / ε, TPR(α) = Φ(ε / scale + Φ⁻¹(α)): the largest ε meeting the target is scale ·
+    (Φ⁻¹(max_tpr) − Φ⁻¹(α)). The search finds it from below to its tolerance, in at most 13 calibrations
+    (bisection: 12 to 16)."""
     calls = []
 
     def event_at(epsilon):

@@ -1,5 +1,5 @@
-"""The privacy of accounted selection: the Papernot–Steinke bounds against dp-accounting and against the theorems'
-formulas written out by hand, the trial-count distributions, and the budget plan."""
+"""The privacy of accounted selection: the Papernot–Steinke bounds against dp-accounting and against the
+theorems' formulas written out by hand, the trial-count distributions, and the budget plan."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from pillar_cli.privacy.selection import plan_selection, selection_event
 
 @pytest.mark.parametrize("shape", [1.0, 0.5, 3.0, math.inf])
 def test_selection_epsilon_equals_dp_accounting(shape):
-    """One candidate mechanism: dp-accounting's RDP accountant on RepeatAndSelect(training ∘ score) at our orders."""
+    """One candidate mechanism: dp-accounting's RDP accountant on RepeatAndSelect(training ∘ score) at our
+    orders."""
     rate, steps, sigma, score_sigma, mean, delta = 0.16, 200, 20.0, 15.0, 6.0, 1e-5
     trial = dp_event.ComposedDpEvent(
         [
@@ -56,7 +57,8 @@ def test_geometric_bound_by_hand():
 
 
 def test_truncated_negative_binomial_bound_by_hand():
-    """Theorem 2 with η = 2: γ solves μ = η(1/γ − 1)/(1 − γ^η), i.e. μ = 2/γ·(1 − γ)/(1 − γ²) = 2/(γ(1 + γ))."""
+    """Theorem 2 with η = 2: γ solves μ = η(1/γ − 1)/(1 − γ^η), i.e. μ = 2/γ·(1 − γ)/(1 − γ²) = 2/(γ(1 +
+    γ))."""
     sigma, mean, eta = 5.0, 10.0, 2.0
     gamma = (-1 + math.sqrt(1 + 8 / mean)) / 2  # the root of γ² + γ − 2/μ = 0
     count = TrialCount(mean, eta)

@@ -1,6 +1,6 @@
-"""A statement's words are made by its guarantee from typed values (privacy/guarantee.py `Guarantee.words`): the DP
-releases it rests on are its upstream releases, and a statement's stored basis and guarantee read back as those
-values."""
+"""A statement's words are made by its guarantee from typed values (privacy/guarantee.py `Guarantee.words`):
+the DP releases it rests on are its upstream releases, and a statement's stored basis and guarantee read back
+as those values."""
 
 from __future__ import annotations
 
@@ -55,13 +55,14 @@ def test_every_part_of_the_training_is_said_where_it_belongs():
         "training this head on the private split (DP-SGD)",
         "fitting the projection on the private rows (DP-PCA; ε = 0.25, δ = 1e-06, composed in)",
         NOISY_COUNT.describe(),
-        "choosing its k, lr: a rule fixed in advance that reads no label, only the released count ñ and ε (R)",
+        "choosing its k, lr: a rule fixed in advance that reads no label, only the released count ñ and ε "
+        "(R)",
         "choosing the public data: a DP-GSD release (Bingham; ε = 0.5, δ = 0, composed in)",
     ]
     assert not_covered == [
         "choosing its hyper-parameters on the private val split's labels (the paper's protocol)",
-        "choosing this cell among the model's 3 (method, k, ε) cells, where that choice looked at val or test "
-        "accuracies",
+        "choosing this cell among the model's 3 (method, k, ε) cells, where that choice looked at val or "
+        "test accuracies",
     ]
     assert rests_on == FULL.premises.rests_on() and len(rests_on) == 2
 

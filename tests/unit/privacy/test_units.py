@@ -1,5 +1,6 @@
-"""Units: every training row's unit of privacy as one value — each row its own, or the persons a grouping names —
-from which a mechanism reads the count, each row's weight in a released sum and whether batches draw persons."""
+"""Units: every training row's unit of privacy as one value — each row its own, or the persons a grouping
+names — from which a mechanism reads the count, each row's weight in a released sum and whether batches draw
+persons."""
 
 from __future__ import annotations
 
@@ -34,15 +35,15 @@ def test_rows_taken_and_splits_joined_keep_each_persons_id():
     assert private.take(np.array([2, 0])).ids.tolist() == [9, 4]
     assert Units.rows(2).joined(Units.rows(3)).count == 5
     with pytest.raises(
-        DataError, match="^rows with persons joined to rows without: every row needs its person$"
+        DataError, match=r"^rows with persons joined to rows without: every row needs its person$"
     ):
         private.joined(Units.rows(2))
 
 
 def test_a_person_column_of_the_wrong_length_and_bad_groups_are_one_line():
-    with pytest.raises(DataError, match="^2 persons for 3 rows: every row needs its person$"):
+    with pytest.raises(DataError, match=r"^2 persons for 3 rows: every row needs its person$"):
         Units.of(np.array([0, 1]), 3)
-    with pytest.raises(UsageError, match="^groups must hold one group id per row: 3 rows, \\(2,\\) ids$"):
+    with pytest.raises(UsageError, match=r"^groups must hold one group id per row: 3 rows, \(2,\) ids$"):
         Units.given(["a", "b"], 3, "the groups given")
     given = Units.given(["b", "a", "b"], 3, "the groups given")
     assert given.count == 2 and given.named_by == "the groups given"
@@ -50,8 +51,8 @@ def test_a_person_column_of_the_wrong_length_and_bad_groups_are_one_line():
 
 
 def test_the_guarantee_composes_the_upstream_releases_once_at_one_delta_total():
-    """One composition path: a run's tree with a DP-PCA's Gaussian release is accounted at δ_run + δ_release, and ε
-    is that of the composed tree by the run's accountant (dp-accounting)."""
+    """One composition path: a run's tree with a DP-PCA's Gaussian release is accounted at δ_run + δ_release,
+    and ε is that of the composed tree by the run's accountant (dp-accounting)."""
     from pillar_cli.privacy import GaussianEvent, dp_sgd_event, spent_epsilon
     from pillar_cli.privacy.count import RowCount
     from pillar_cli.privacy.events import composed
@@ -83,8 +84,9 @@ def test_the_guarantee_composes_the_upstream_releases_once_at_one_delta_total():
 
 
 def test_a_target_is_met_by_the_whole_composition_and_a_release_that_leaves_nothing_is_refused():
-    """The noise of a head resting on a DP-PCA and a pure-ε DP-GSD is calibrated so that the whole tree (count,
-    head, releases) spends at most the target, recomputed by dp-accounting's PLD for the Gaussian part."""
+    """The noise of a head resting on a DP-PCA and a pure-ε DP-GSD is calibrated so that the whole tree
+    (count, head, releases) spends at most the target, recomputed by dp-accounting's PLD for the Gaussian
+    part."""
     from dp_accounting import dp_event, pld
 
     from pillar_cli.errors import PrivacyError
@@ -124,8 +126,7 @@ def test_a_target_is_met_by_the_whole_composition_and_a_release_that_leaves_noth
     with pytest.raises(
         PrivacyError,
         match=r"^the releases these heads rest on already spend ε = 0\.49\d* at δ = "
-        r"1\.1e-05 \(DP-PCA; ε = 0\.3, δ = 1e-06; Bingham; ε = 0\.2, δ = 0\): no "
-        r"head fits within ε = 0\.4$",
+        r"1\.1e-05 \(DP-PCA; ε = 0\.3, δ = 1e-06; Bingham; ε = 0\.2, δ = 0\): no head fits within ε = 0\.4$",
     ):
         guarantee.noise(0.4, 0.05, 200)
 
@@ -147,11 +148,11 @@ def test_a_release_per_row_under_a_person_unit_and_an_unaccounted_relation_are_r
     )
     with pytest.raises(
         PrivacyError,
-        match="^the public choice's DP release protects one row, and these rows name their "
+        match=r"^the public choice's DP release protects one row, and these rows name their "
         "persons: heads protecting a person cannot rest on it$",
     ):
         Guarantee(
             unit=PrivacyUnit(PERSON, "column id"), count=None, accountant="prv", delta=1e-5, upstream=(gsd,)
         )
-    with pytest.raises(PrivacyError, match="^pillar's accountants account add or remove one adjacency only"):
+    with pytest.raises(PrivacyError, match=r"^pillar's accountants account add or remove one adjacency only"):
         Guarantee(unit=PrivacyUnit(), count=None, accountant="prv", delta=1e-5, relation=Relation.REPLACE_ONE)

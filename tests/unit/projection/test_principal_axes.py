@@ -16,9 +16,8 @@ def test_principal_axes_equal_the_svd(shape):
     _, expected, vt = np.linalg.svd(x, full_matrices=False)
     kept = min(shape)
     np.testing.assert_allclose(singular[:kept], expected, rtol=1e-9)
-    np.testing.assert_allclose(
-        np.abs(np.sum(axes[:kept] * vt, axis=1)), 1.0, atol=1e-9
-    )  # same axes up to sign
+    # same axes up to sign
+    np.testing.assert_allclose(np.abs(np.sum(axes[:kept] * vt, axis=1)), 1.0, atol=1e-9)
 
 
 def test_a_rank_deficient_public_split_keeps_its_rank():

@@ -1,5 +1,5 @@
-"""DP-PCA (Analyze Gauss on unit rows): without noise the exact second-moment PCA; with noise its subspace closes
-in on the exact one as ε grows; the release's ε is the accountant's for one Gaussian release."""
+"""DP-PCA (Analyze Gauss on unit rows): without noise the exact second-moment PCA; with noise its subspace
+closes in on the exact one as ε grows; the release's ε is the accountant's for one Gaussian release."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from pillar_cli.randomness import SECRET
 
 
 def _subspace_distance(a: np.ndarray, b: np.ndarray) -> float:
-    """‖P_a − P_b‖_F / √(2k) of two (k, D) orthonormal row bases: 0 for one subspace, 1 for orthogonal ones."""
+    """‖P_a − P_b‖_F / √(2k) of two (k, D) orthonormal row bases: 0 for one subspace, 1 for orthogonal
+    ones."""
     return float(np.linalg.norm(a.T @ a - b.T @ b) / math.sqrt(2 * len(a)))
 
 
@@ -70,9 +71,10 @@ def test_bad_budgets_and_sizes_are_refused(rows):
 
 
 def test_the_python_api_composes_a_dp_pca_into_the_heads_epsilon(rows):
-    """DPLinearClassifier and sweep() on a DP-PCA object: the ε target is met by the whole tree (the row count, the
-    training, the projection's release) at δ plus the release's — dp-accounting's ε of that tree — and the ledger says
-    what it covers; the head's own noise is larger than it would be on a public projection."""
+    """DPLinearClassifier and sweep() on a DP-PCA object: the ε target is met by the whole tree (the row
+    count, the training, the projection's release) at δ plus the release's — dp-accounting's ε of that tree —
+    and the ledger says what it covers; the head's own noise is larger than it would be on a public
+    projection."""
     labels = load_digits().target
     pca, release = fit_private_pca(rows[:1400], 20, 0.5, 1e-5, "pld", SECRET)
     settings = {
@@ -129,7 +131,8 @@ def test_with_persons_each_row_weighs_one_over_its_persons_rows_and_the_release_
     assert _subspace_distance(private.components_, top) < 1e-8
     assert release["unit"]["unit"] == "person" and release["unit"]["persons"] == "column PatientID"
     assert "each row weighted by 1/(its person's rows)" in release["mechanism"]
-    # one person moves the weighted sum by at most 1 in Frobenius norm (the sensitivity the noise is calibrated to)
+    # one person moves the weighted sum by at most 1 in Frobenius norm (the sensitivity the noise is
+    # calibrated to)
     for person in range(5):
         mine = persons == person
         assert np.linalg.norm((units[mine] * weights[mine, None]).T @ units[mine]) <= 1 + 1e-12
@@ -140,7 +143,7 @@ def test_heads_protecting_a_person_cannot_rest_on_a_projection_released_per_row(
     projection, _ = fit_private_pca(rows[:1000], 20, 1.0, 1e-5, "prv", SECRET)  # per row: no persons
     groups = np.arange(len(rows) - 1000) // 4
     with pytest.raises(
-        PrivacyError, match="^the projection's DP release protects one row, and these rows name"
+        PrivacyError, match=r"^the projection's DP release protects one row, and these rows name"
     ):
         DPLinearClassifier(projection=projection, epsilon=1.0, delta=1e-4).fit(
             rows[1000:], labels[1000:], groups=groups
@@ -150,8 +153,9 @@ def test_heads_protecting_a_person_cannot_rest_on_a_projection_released_per_row(
 
 
 def test_the_dp_pca_estimator_is_the_release_with_a_typed_record_and_scikit_learns_contract(rows):
-    """DPPCA(...).fit(X): the same projection as the release (exact at ε = inf), its record typed as a DPRelease
-    (the ε spent ≤ its target, the Gaussian event, the unit), cloneable, and composed into a head's ε."""
+    """DPPCA(...).fit(X): the same projection as the release (exact at ε = inf), its record typed as a
+    DPRelease (the ε spent ≤ its target, the Gaussian event, the unit), cloneable, and composed into a head's
+    ε."""
     from sklearn.base import clone
 
     from pillar_cli import DPPCA

@@ -44,8 +44,8 @@ def test_theorem_terms_follow_their_formulas():
 
 
 def test_an_svm_stopped_at_its_iteration_cap_is_named_once_not_warned_by_scikit_learn(monkeypatch, recwarn):
-    """scikit-learn's ConvergenceWarning reached the user as two raw lines per class pair; the diagnosis names the
-    tasks whose w* is approximate in one sentence instead."""
+    """scikit-learn's ConvergenceWarning reached the user as two raw lines per class pair; the diagnosis names
+    the tasks whose w* is approximate in one sentence instead."""
     from pillar_cli.projection import PublicPCA
     from pillar_cli.theory import assumptions
     from pillar_cli.theory.diagnostics import diagnose
@@ -58,8 +58,8 @@ def test_an_svm_stopped_at_its_iteration_cap_is_named_once_not_warned_by_scikit_
     monkeypatch.setattr("pillar_cli.theory.diagnostics.SVM_ITERATIONS", 1)
     summary = diagnose(features, labels, basis, [2, 5]).summary
     assert summary["approximate_directions"] == (
-        "the SVM of 3 of 3 tasks (0-vs-1, 0-vs-2, 1-vs-2) stopped at 1 iterations without converging: their w*, "
-        "and the ξ_k and margins read from it, are approximate"
+        "the SVM of 3 of 3 tasks (0-vs-1, 0-vs-2, 1-vs-2) stopped at 1 iterations without converging: their "
+        "w*, and the ξ_k and margins read from it, are approximate"
     )
     assert not [w for w in recwarn if "converge" in str(w.message)]
     monkeypatch.undo()
@@ -67,7 +67,8 @@ def test_an_svm_stopped_at_its_iteration_cap_is_named_once_not_warned_by_scikit_
 
 
 class _CountedRows:
-    """Rows handed out on request, as rows left in a file are (StoredRows), remembering which were asked for."""
+    """Rows handed out on request, as rows left in a file are (StoredRows), remembering which were asked
+    for."""
 
     def __init__(self, rows: np.ndarray):
         self.rows, self.read = rows, []
@@ -85,8 +86,8 @@ class _CountedRows:
 
 
 def test_class_pairs_read_only_their_classes_rows_and_give_what_the_whole_split_gives():
-    """w* of a sample of class pairs needs the rows of those classes alone: the diagnosis reads only them from rows
-    left on disk, and its table equals the one computed from the split in memory, bit for bit."""
+    """w* of a sample of class pairs needs the rows of those classes alone: the diagnosis reads only them from
+    rows left on disk, and its table equals the one computed from the split in memory, bit for bit."""
     from sklearn.datasets import load_digits
 
     from pillar_cli.projection import PublicPCA
@@ -106,6 +107,5 @@ def test_class_pairs_read_only_their_classes_rows_and_give_what_the_whole_split_
     assert on_disk.summary == in_memory.summary
     ovr = _CountedRows(x[:1000])
     diagnose(ovr, y[:1000], basis, [5], mode="ovr")
-    np.testing.assert_array_equal(
-        np.concatenate(ovr.read), np.arange(1000)
-    )  # one class against the rest: all
+    # one class against the rest: all
+    np.testing.assert_array_equal(np.concatenate(ovr.read), np.arange(1000))
