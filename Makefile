@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 # torch/torchvision wheels that lie on this disk (x86_64: 2.14.1/0.29.1; aarch64: 2.9.1/0.24.1).
 TORCH_PINS := $(if $(filter aarch64,$(shell uname -m)),torch==2.9.1 torchvision==0.24.1,torch==2.14.1 torchvision==0.29.1)
 
-.PHONY: install demo test test-fast fuzz bench clean
+.PHONY: install demo lint test test-fast fuzz bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -31,6 +31,13 @@ TEST_THREADS := $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 3 ? n /
 test: $(STAMP)
 	OMP_NUM_THREADS=$(TEST_THREADS) MKL_NUM_THREADS=$(TEST_THREADS) OPENBLAS_NUM_THREADS=$(TEST_THREADS) \
 		$(PYTHON) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+
+# ruff's formatter and linter (rule set in pyproject.toml) over the code, the tests and the benchmarks, and mypy over
+# the domains pyproject.toml names (privacy, artifacts, methods): any finding fails.
+lint: $(STAMP)
+	$(VENV)/bin/ruff format --check pillar_cli tests benchmarks
+	$(VENV)/bin/ruff check pillar_cli tests benchmarks
+	$(VENV)/bin/mypy
 
 test-fast: $(STAMP)
 	$(PYTHON) -m pytest -m "not slow"
