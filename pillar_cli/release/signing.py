@@ -26,15 +26,17 @@ def signature_path(path: Path, folder: bool | None = None) -> Path:
 
 
 def _covering(config, path: Path):
-    """A model-signing config that hashes `path` less its own signature (and that signature's scratch
-    file)."""
+    """A model-signing config that hashes `path` less its own signature and that signature's scratch file,
+    named relative to the folder (as model-signing reads an ignored path): so that the folder signs and
+    verifies from any working directory, by a relative or an absolute path, and after it is moved."""
     from model_signing import hashing
+
+    from pillar_cli.release.exported import HF_SIGNATURE
 
     if not Path(path).is_dir():
         return config
-    bundle = signature_path(path)
     return config.set_hashing_config(
-        hashing.Config().set_ignored_paths(paths=[bundle, bundle.with_name(f".{bundle.name}.partial")])
+        hashing.Config().set_ignored_paths(paths=[HF_SIGNATURE, f".{HF_SIGNATURE}.partial"])
     )
 
 

@@ -312,3 +312,24 @@ def test_a_signal_while_signing_leaves_neither_file_and_restores_what_force_repl
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([out.name, f"{out.name}.sig"])
     assert out.read_bytes() == b"previous output"
     assert (tmp_path / f"{out.name}.sig").read_bytes() == b"previous signature"
+
+
+def test_a_signed_hf_folder_verifies_by_a_relative_path_from_elsewhere_and_after_a_move(
+    pillar, signed, keys, tmp_path, monkeypatch
+):
+    """Signed with a relative -o, the folder once failed its own signature (its signature was left out of what
+    it covers by the path as given, which the verifier reads relative to the folder): it verifies by a relative
+    and an absolute path, from another working directory, and after the folder is moved."""
+    monkeypatch.chdir(tmp_path)
+    pillar("export", signed / "rel.h5", "--format", "hf", "-o", "hfv", "--sign", keys / "key.pem")
+    assert "ok    signature" in pillar("verify", "hfv", "--key", keys / "pub.pem").stdout
+    assert "ok    signature" in pillar("verify", tmp_path / "hfv", "--key", keys / "pub.pem").stdout
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert "ok    signature" in pillar("verify", "../hfv", "--key", keys / "pub.pem").stdout
+    (tmp_path / "hfv").rename(tmp_path / "moved")
+    assert "ok    signature" in pillar("verify", "../moved", "--key", keys / "pub.pem").stdout
+    (tmp_path / "moved" / "README.md").write_text("an edited card\n")
+    result = pillar("verify", "../moved", "--key", keys / "pub.pem", expect=3)
+    assert "FAIL  signature" in result.stdout
