@@ -318,8 +318,8 @@ def test_a_signed_hf_folder_verifies_by_a_relative_path_from_elsewhere_and_after
     pillar, signed, keys, tmp_path, monkeypatch
 ):
     """Signed with a relative -o, the folder once failed its own signature (its signature was left out of what
-    it covers by the path as given, which the verifier reads relative to the folder): it verifies by a relative
-    and an absolute path, from another working directory, and after the folder is moved."""
+    it covers by the path as given, which the verifier reads relative to the folder): it verifies by a
+    relative and an absolute path, from another working directory, and after the folder is moved."""
     monkeypatch.chdir(tmp_path)
     pillar("export", signed / "rel.h5", "--format", "hf", "-o", "hfv", "--sign", keys / "key.pem")
     assert "ok    signature" in pillar("verify", "hfv", "--key", keys / "pub.pem").stdout
