@@ -183,7 +183,7 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
         rows_named(data, unit),
     )
     delta = request.planning_delta if request.delta_given else default_delta(count)
-    guarantee = replace(provisional, count=count, delta=delta)
+    guarantee = replace(provisional, count=count, delta=delta, delta_by_count=not request.delta_given)
     request = replace(request, delta=delta)
     grids = ruled_grids(grid.for_rows(count), len(data.pca.components_))
     if target is not None:

@@ -41,6 +41,7 @@ from pillar_cli.randomness import NoiseSource
 COUNT_SHARE = 0.05  # of the smallest private target's μ² (docs/privacy.md: measured against 0.02 and 0.1)
 DEFAULT_DELTA = 1e-5  # δ where none is given, or DELTA_SHARE/ñ where that is smaller
 DELTA_SHARE = 0.1  # the default δ never exceeds this share of 1/ñ
+DELTA_RULE = f"{DEFAULT_DELTA:g} or {DELTA_SHARE:g}/ñ, whichever is smaller"  # the default δ, in words
 _forgetting: list[
     dict[str, float]
 ] = []  # while non-empty, counts are drawn into its last dict (independent_counts)

@@ -21,7 +21,7 @@ from pillar_cli.errors import PrivacyError, param
 from pillar_cli.privacy.accountants import get_accountant, spent_epsilon
 from pillar_cli.privacy.basis import ChosenBy, StatementBasis
 from pillar_cli.privacy.calibration import calibrate_noise
-from pillar_cli.privacy.count import RowCount
+from pillar_cli.privacy.count import DELTA_RULE, RowCount
 from pillar_cli.privacy.events import (
     ComposedEvent,
     Event,
@@ -66,6 +66,9 @@ class Guarantee:
     delta: float
     upstream: tuple[DPRelease, ...] = ()
     relation: Relation = ACCOUNTED
+    delta_by_count: bool = (
+        False  # δ was left to the default, read off the released count (count.default_delta)
+    )
 
     def __post_init__(self) -> None:
         if self.relation != ACCOUNTED:
@@ -194,6 +197,10 @@ class Guarantee:
                 f"choosing its {', '.join(basis.rule[0])}: a rule fixed in advance that reads no label, "
                 f"only {reads} ({basis.rule[1]})"
             )
+        if self.delta_by_count and count is not None and count.noisy:
+            covers.append(
+                f"choosing δ = {self.delta:.3g}: the default, {DELTA_RULE}, read off the released count ñ"
+            )
         if basis.selected == ChosenBy.ACCOUNTED:
             covers.append(
                 "choosing its hyper-parameters: an accounted private selection (Papernot & Steinke) on the "
@@ -227,6 +234,7 @@ class Guarantee:
             "delta_total": self.delta_total,
             "count": None if self.count is None else self.count.to_dict(),
             "upstream": [release.to_attrs() for release in self.upstream],
+            **({"delta_by_count": True} if self.delta_by_count else {}),
         }
 
     @classmethod
@@ -243,6 +251,7 @@ class Guarantee:
             delta=float(attrs["delta"]),
             upstream=tuple(DPRelease.from_attrs(release) for release in attrs["upstream"]),
             relation=Relation[attrs["relation"]],
+            delta_by_count=attrs.get("delta_by_count") is True,
         )
         if not math.isclose(float(attrs["delta_total"]), guarantee.delta_total, rel_tol=1e-12):
             raise ValueError("a guarantee whose delta_total is not its δ and its releases' summed")

@@ -13,6 +13,7 @@ from pillar_cli.methods.data import SweepData
 from pillar_cli.methods.plan import plan_sweep
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import run_plan
+from pillar_cli.privacy.basis import ChosenBy, StatementBasis
 
 
 @pytest.mark.parametrize(
@@ -46,3 +47,30 @@ def test_a_preview_plan_never_trains():
     assert plan.count.value == len(data.private_x)  # the exact n: for the data holder's eyes only
     with pytest.raises(ValueError, match="a preview plan"):
         run_plan(data, plan)
+
+
+def test_the_default_delta_follows_the_released_count_so_a_large_dataset_needs_no_flag():
+    """δ left out is 1e-5, or 0.1/ñ where that is smaller: a plan of 300,000 rows (more than 1/1e-5) trains at
+    δ = 0.1/ñ of its released count instead of refusing δ ≥ 1/ñ, and says so; 1,497 digits keep 1e-5; a δ
+    given is kept."""
+    rng = np.random.default_rng(0)
+    large = rng.standard_normal((300_000, 4)).astype(np.float32)
+    labels = (large[:, 0] > 0).astype(np.int64)
+    data = SweepData(PublicPCA(4).fit(rng.standard_normal((500, 4))), large, labels, None, None, 2)
+    plan = plan_sweep(data, SweepRequest(epsilon=[1.0], k=[2], lr=[0.5], steps=[10], device="cpu"))
+    assert plan.count.noisy and plan.guarantee.delta == pytest.approx(0.1 / plan.count.value)
+    assert plan.guarantee.delta_by_count and plan.privacy.delta == plan.guarantee.delta < 1 / plan.count.value
+    basis = StatementBasis(
+        trained_on=("private",), mechanism="", rule=None, selected=ChosenBy.NOTHING, cells=1
+    )
+    assert (
+        f"choosing δ = {plan.guarantee.delta:.3g}: the default, 1e-05 or 0.1/ñ, whichever is smaller, "
+        "read off the released count ñ" in plan.guarantee.words(basis)[0]
+    )
+    given = plan_sweep(
+        data, SweepRequest(epsilon=[1.0], k=[2], lr=[0.5], steps=[10], delta=1e-7, device="cpu")
+    )
+    assert given.guarantee.delta == 1e-7 and not given.guarantee.delta_by_count
+    x, y = load_digits(return_X_y=True)
+    small = SweepData(PublicPCA(20).fit(x[:300]), x[300:].astype(np.float32), y[300:], None, None, 10)
+    assert plan_sweep(small, SweepRequest(epsilon=[1.0], device="cpu")).guarantee.delta == 1e-5
