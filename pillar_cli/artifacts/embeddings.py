@@ -154,15 +154,7 @@ class Split:
             raise UsageError(f"{param(option)} must be in (0, 1] (got {fraction})")
         if fraction == 1.0:
             return self
-        seen: dict[bytes, int] = {}
-        keys = []
-        for row in self.features:
-            digest = hashlib.sha256(np.ascontiguousarray(row).tobytes()).digest()
-            seen[digest] = seen.get(digest, -1) + 1
-            keys.append(digest + seen[digest].to_bytes(8, "little"))
-        rows = np.flatnonzero(keyed_draws(keys, 0, "fraction") < fraction)
-        if len(rows) < 2:
-            raise UsageError(f"{param(option)} {fraction} leaves {len(rows)} {self.name} rows")
+        rows = kept_rows(self.features, fraction, option, self.name)
         labels = None if self.labels is None else self.labels[rows]
         return replace(
             self,
@@ -208,6 +200,21 @@ class Split:
             index=np.concatenate([self.index, other.index]),
             persons=None if self.persons is None else np.concatenate([self.persons, other.persons]),
         )
+
+
+def kept_rows(features: np.ndarray | StoredRows, fraction: float, option: str, name: str) -> np.ndarray:
+    """The positions of the rows whose keyed draw (seed 0) lies below `fraction`, each keyed by the sha256 of
+    its features and its place among the rows equal to it (Split.subsample); at least two."""
+    seen: dict[bytes, int] = {}
+    keys = []
+    for row in features:
+        digest = hashlib.sha256(np.ascontiguousarray(row).tobytes()).digest()
+        seen[digest] = seen.get(digest, -1) + 1
+        keys.append(digest + seen[digest].to_bytes(8, "little"))
+    rows = np.flatnonzero(keyed_draws(keys, 0, "fraction") < fraction)
+    if len(rows) < 2:
+        raise UsageError(f"{param(option)} {fraction} leaves {len(rows)} {name} rows")
+    return rows
 
 
 def _rows_joined(rows: np.ndarray | StoredRows, more: np.ndarray | StoredRows) -> np.ndarray | StoredRows:

@@ -206,15 +206,18 @@ class Canaries:
             if grouped
             else Units.rows(len(persons))
         )
-        audited = SweepData(
-            data.pca,
-            private,
-            np.concatenate([data.private_y, np.repeat(labels[inside], r)]),
-            None,
-            None,
-            num_classes,
-            None if data.public_x is None else _pad(data.public_x, m),
+        audited = replace(  # the real rows, padded, and the canaries: nothing else of the real data
+            data,
+            private_x=private,
+            private_y=np.concatenate([data.private_y, np.repeat(labels[inside], r)]),
+            val_x=None,
+            val_y=None,
+            val_units=None,
+            public_x=None if data.public_x is None else _pad(data.public_x, m),
             units=units,
+            private_index=None,
+            val_index=None,
+            rows_named=None,
         )
         return cls(
             audited, CanaryMap(data.pca, k if method.projects else None, m), rows, included, labels, data

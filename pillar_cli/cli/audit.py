@@ -30,7 +30,7 @@ from pillar_cli.cli.common import (
 from pillar_cli.cli.help import PanelledCommand
 from pillar_cli.cli.neighbours import check_neighbours
 from pillar_cli.errors import PrivacyError, UsageError
-from pillar_cli.methods.data import SweepData
+from pillar_cli.methods.data import SweepData, sweep_data
 from pillar_cli.projection.components import read_projection
 from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
@@ -299,9 +299,7 @@ def _inputs(
     projection_artifact = artifacts.read(projection, "projection")
     artifacts.require_derived_from(projection_artifact, private.ref)
     pca = read_projection(projection_artifact)
-    data = SweepData(
-        pca, private.features, private.labels, None, None, private.num_classes, units=private.units
-    )
+    data = sweep_data(pca, private, private.num_classes)
     return audited, data, [private.ref, projection_artifact.ref()]
 
 

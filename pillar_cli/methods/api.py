@@ -6,13 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from pillar_cli.errors import DataError, UsageError, param
-from pillar_cli.methods.data import SweepData
-from pillar_cli.methods.plan import val_role
+from pillar_cli.errors import DataError, param
+from pillar_cli.methods.arrangement import arrange
+from pillar_cli.methods.data import GivenRows
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import SweepResult, run_sweep
-from pillar_cli.privacy.unit import Units
+from pillar_cli.privacy.unit import Units, persons_of
 from pillar_cli.projection import PublicPCA
 
 
@@ -59,36 +59,35 @@ def sweep(
     refuse_fitted_rows(pca, x)
     if X_val is not None:
         refuse_fitted_rows(pca, np.asarray(X_val, dtype=np.float32))
-    role = val_role(asked, len(pca.components_))
-    if role == "train" and X_val is None and asked.val == "train":
-        raise UsageError(f"{param('val')} train needs val rows to train on (X_val, y_val)")
-    if role == "train" and X_val is not None:
-        x, labels = np.concatenate([x, np.asarray(X_val, dtype=np.float32)]), np.concatenate([labels, y_val])
-        if groups is not None:
-            if groups_val is None:
-                raise UsageError(
-                    f"{param('groups_val')} must name the persons of the val rows, which train beside X"
-                )
-            groups = np.concatenate([np.asarray(groups), np.asarray(groups_val)])
-    units = Units.given(groups, len(x), "the groups given")
-    if role != "select":
-        X_val = y_val = groups_val = None
-    val_units = (
-        None if X_val is None else Units.given(groups_val, len(X_val), "the groups given", "groups_val")
+    units, val_units = _units(groups, groups_val, len(x), None if X_val is None else len(X_val))
+    val = (
+        None
+        if X_val is None or val_units is None
+        else GivenRows(np.asarray(X_val, dtype=np.float32), np.asarray(y_val), val_units, "val")
     )
     num_classes = int(max(labels.max(), -1 if y_val is None else np.max(y_val))) + 1
-    data = SweepData(
+    data = arrange(
+        asked,
         pca,
-        x,
-        labels,
-        None if X_val is None else np.asarray(X_val, dtype=np.float32),
-        None if y_val is None else np.asarray(y_val),
+        GivenRows(x, labels, units),
+        val,
         num_classes,
-        None if public is None else np.asarray(public, dtype=np.float32),
+        public_x=None if public is None else np.asarray(public, dtype=np.float32),
         public_labelled=None
         if public_labelled is None
         else (np.asarray(public_labelled[0], dtype=np.float32), np.asarray(public_labelled[1])),
-        units=units,
-        val_units=val_units,
     )
     return run_sweep(data, asked)
+
+
+def _units(groups: Any, groups_val: Any, rows: int, val_rows: int | None) -> tuple[Units, Units | None]:
+    """Each row's unit, and each val row's: ids numbered over both together, so that a person keeps one id
+    wherever their rows lie (the val rows may train beside X)."""
+    units = Units.given(groups, rows, "the groups given")
+    if val_rows is None:
+        return units, None
+    val_units = Units.given(groups_val, val_rows, "the groups given", "groups_val")
+    if not (units.grouped and val_units.grouped):
+        return units, val_units
+    persons = persons_of(np.concatenate([np.asarray(groups), np.asarray(groups_val)]), rows + val_rows)
+    return Units(persons[:rows], units.named_by), Units(persons[rows:], val_units.named_by)

@@ -6,11 +6,13 @@ plan)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from pillar_cli.artifacts.embeddings import kept_rows
 from pillar_cli.artifacts.stored_rows import Rows
-from pillar_cli.errors import DataError
+from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.privacy.count import COUNT_SHARE, DEFAULT_DELTA
 from pillar_cli.privacy.release import DPRelease
 from pillar_cli.privacy.unit import PrivacyUnit, Units
@@ -27,6 +29,58 @@ class PrivacySettings:
     n_public: bool = False  # the number of training rows is public knowledge: read exactly, no noisy count
     count_share: float = COUNT_SHARE  # the noisy count's share of the smallest target's μ² (privacy/count.py)
     unit: PrivacyUnit = PrivacyUnit()  # what neighbouring datasets differ by (set by the plan)
+
+
+SplitT = TypeVar("SplitT", bound="LabelledSplit")
+
+
+class LabelledSplit(Protocol):
+    """Labelled rows of one split as an entry point read them: an embeddings file's split (artifacts.Split)
+    or arrays given to the Python API (`GivenRows`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def features(self) -> Rows: ...
+    @property
+    def labels(self) -> np.ndarray | None: ...
+    @property
+    def index(self) -> np.ndarray | None: ...
+    @property
+    def units(self) -> Units: ...
+    def joined(self: SplitT, other: SplitT) -> SplitT: ...
+    def subsample(self: SplitT, fraction: float) -> SplitT: ...
+
+
+@dataclass(frozen=True)
+class GivenRows:
+    """Labelled rows given as arrays (the Python API's X, y and groups), with each row's unit."""
+
+    features: np.ndarray
+    labels: np.ndarray
+    units: Units
+    name: str = "private"
+    index: np.ndarray | None = None  # arrays name no source rows
+
+    def joined(self, other: GivenRows) -> GivenRows:
+        """These rows followed by the val rows that train beside them: both name their persons, or neither."""
+        if self.units.grouped and not other.units.grouped:
+            raise UsageError(
+                f"{param('groups_val')} must name the persons of the val rows, which train beside X"
+            )
+        return GivenRows(
+            np.concatenate([self.features, other.features]),
+            np.concatenate([self.labels, other.labels]),
+            self.units.joined(other.units),
+            f"{self.name}+{other.name}",
+        )
+
+    def subsample(self, fraction: float) -> GivenRows:
+        """The rows a seeded fraction keeps, as Split.subsample keeps them (the whole at 1)."""
+        if fraction == 1.0:
+            return self
+        rows = kept_rows(self.features, fraction, "private_fraction", self.name)
+        return GivenRows(self.features[rows], self.labels[rows], self.units.take(rows), self.name)
 
 
 @dataclass(frozen=True)
@@ -53,6 +107,8 @@ class SweepData:
     public_choice: DPRelease | None = None  # the DP-GSD release that chose the public data, where one did
     # a digest naming the training rows' content (None: hashed when the count is drawn)
     rows_named: str | None = None
+    val_index: np.ndarray | None = None  # the val rows' source row ids, when known
+    trained_on: tuple[str, ...] = ("private",)  # the splits the training rows come from
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "units", self.units or Units.rows(len(self.private_x)))
@@ -79,3 +135,31 @@ class SweepData:
     @property
     def name(self) -> str:
         return "the private split" if self.source is None else f"{self.source}:private"
+
+
+def sweep_data(
+    pca: PublicPCA,
+    training: LabelledSplit,
+    num_classes: int,
+    selecting: LabelledSplit | None = None,
+    **context: Any,
+) -> SweepData:
+    """The one place a sweep's data is made, from the splits an entry point read: the rows that train and
+    the val rows that select, if any (methods/arrangement.py decides which). `context`: the rest of
+    `SweepData` (public rows, a warm start, the source's name, ...)."""
+    if training.labels is None:
+        raise DataError(f"{context.get('source') or 'the private split'}: its private split holds no labels")
+    return SweepData(
+        pca=pca,
+        private_x=training.features,
+        private_y=training.labels,
+        val_x=None if selecting is None else selecting.features,
+        val_y=None if selecting is None else selecting.labels,
+        num_classes=num_classes,
+        private_index=training.index,
+        units=training.units,
+        val_units=None if selecting is None else selecting.units,
+        val_index=None if selecting is None else selecting.index,
+        trained_on=tuple(training.name.split("+")),
+        **context,
+    )

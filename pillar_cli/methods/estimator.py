@@ -25,9 +25,10 @@ from pillar_cli.artifacts.given_rows import given_rows
 from pillar_cli.artifacts.statement import make_statement
 from pillar_cli.errors import DataError, UsageError
 from pillar_cli.linear.engine import LinearHead
+from pillar_cli.methods.arrangement import arrange
 from pillar_cli.methods.base import head_rows
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
-from pillar_cli.methods.data import SweepData
+from pillar_cli.methods.data import GivenRows
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows, refuse_privately_scaled
 from pillar_cli.methods.request import SweepRequest
@@ -167,17 +168,15 @@ class DPLinearClassifier(SoftmaxClassifier):
         refuse_privately_scaled(x, public_rows)
         self.projection_ = fitted_projection(self.projection, public_rows, [self.method], x.shape[1])
         refuse_fitted_rows(self.projection_, x)
-        data = SweepData(
+        request = self.request()
+        data = arrange(
+            request,
             self.projection_,
-            x,
-            labels,
-            None,
+            GivenRows(x, labels, Units.given(groups, len(x), "the groups given to fit")),
             None,
             len(self.classes_),
-            None if public_rows is None else np.asarray(public_rows, dtype=np.float32),
-            units=Units.given(groups, len(x), "the groups given to fit"),
+            public_x=None if public_rows is None else np.asarray(public_rows, dtype=np.float32),
         )
-        request = self.request()
         result = run_sweep(data, request)
         run = result.runs[0]
         self.k_ = run.key.k if method.projects else None  # the head's own dimensions (None: all features)

@@ -5,7 +5,6 @@ records of them."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,10 +13,10 @@ import numpy as np
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.model_record import PublicChoice
-from pillar_cli.errors import DataError, MissingSplitError, UsageError, param
+from pillar_cli.errors import MissingSplitError, UsageError, param
+from pillar_cli.methods.arrangement import arrange, configurations_per_cell, val_role
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.data import SweepData
-from pillar_cli.methods.plan import configurations_per_cell, val_role
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.rules import rule_record
 from pillar_cli.methods.sweep import SweepResult, sweep_artifact
@@ -84,20 +83,15 @@ def read_sweep_inputs(
     projection_artifact = artifacts.read(projection, "projection")
     public_data = public_data_of(projection_artifact, private, sources.other_public)
     pca, choice = read_projection(projection_artifact), PublicChoice.of(projection_artifact)
-    role = val_role(request, len(pca.components_))
     val = (
         None
-        if role == "none"
+        if val_role(request, len(pca.components_)) == "none"
         else validation_split(
             path,
             configurations_per_cell(request.grid(), len(pca.components_)),
             required=request.val == "train",
             on_disk=True,
         )
-    )
-    validation = val if role == "select" else None
-    training = (private.joined(val) if role == "train" and val else private).subsample(
-        sources.private_fraction
     )
     initial = (
         None
@@ -108,36 +102,32 @@ def read_sweep_inputs(
     labelled = (
         None if sources.public_labelled is None else labelled_public_split(sources.public_labelled, private)
     )
-    if training.labels is None:
-        raise DataError(f"{path}: its private split holds no labels")
-    data = SweepData(
-        pca=pca,
-        private_x=training.features,
-        private_y=training.labels,
-        val_x=None if validation is None else validation.features,
-        val_y=None if validation is None else validation.labels,
-        num_classes=private.num_classes,
+    data = arrange(
+        request,
+        pca,
+        private,
+        val,
+        private.num_classes,
+        private_fraction=sources.private_fraction,
+        rows_named_by=private.source_fingerprint or private.ref.content_hash,
         public_x=public.features if uses_public else None,
         warm_start=initial,
-        private_index=training.index,
         public_index=public.index,
         source=path,
         public_labelled=None
         if labelled is None or labelled.labels is None
         else (labelled.features, labelled.labels),
-        units=training.units,
-        val_units=None if validation is None else validation.units,
         public_choice=None if choice is None else choice.release,
-        rows_named=_rows_named(training),
     )
+    assert data.private_index is not None  # a file's rows always name their source rows
     rows = {
-        "private": training.index,
-        **({"val": validation.index} if validation else {}),
+        "private": data.private_index,
+        **({"val": data.val_index} if data.val_index is not None else {}),
         **({"public_labelled": labelled.index} if labelled and labelled.same_source(private) else {}),
     }
     persons = (
-        {"private": training.units.ids, **({"val": validation.units.ids} if validation else {})}
-        if training.units.grouped
+        {"private": data.units.ids, **({"val": data.val_units.ids} if data.val_units is not None else {})}
+        if data.units.grouped
         else None
     )
     recorded = {
@@ -146,7 +136,7 @@ def read_sweep_inputs(
         "public_choice": choice,
         "public_data": public_data,
         "features": private.carried,
-        "trained_on": tuple(training.name.split("+")),
+        "trained_on": data.trained_on,
         "private_fraction": sources.private_fraction,
     }
     refs = [
@@ -155,19 +145,8 @@ def read_sweep_inputs(
         projection_artifact.ref(),
         *([labelled.ref] if labelled else []),
     ]
-    overridden = request.grid().for_rows(RowCount.exact(len(training.features))).overridden_rules()
+    overridden = request.grid().for_rows(RowCount.exact(len(data.private_x))).overridden_rules()
     return SweepInputs(data, refs, rows, persons, recorded, overridden)
-
-
-def _rows_named(training: artifacts.Split) -> str:
-    """What names the training rows for their released count: their source and row ids (the same rows embedded
-    by another backbone read the same count), or the file's content where it names no source."""
-    digest = hashlib.sha256(
-        f"{training.source_fingerprint or training.ref.content_hash}|{training.name}".encode()
-    )
-    for column in (training.index, *((training.units.ids,) if training.units.grouped else ())):
-        digest.update(np.ascontiguousarray(column, dtype=np.int64).data)
-    return digest.hexdigest()
 
 
 def validation_split(

@@ -14,8 +14,8 @@ The privacy unit is decided first (privacy/guarantee.py): the person where the r
 default where the training rows name their persons; the count is then of persons, and every method must bound
 a person.
 
-What the labelled val split does is decided here too (`val_role`): on the default path nothing is chosen on
-it, so its rows train the heads beside the private rows; otherwise it chooses each cell's run, or is held out.
+What the labelled val split does is decided before, where the sweep's data is arranged
+(methods/arrangement.py).
 """
 
 from __future__ import annotations
@@ -116,40 +116,6 @@ def reads_count(method: Method, grid: SweepGrid) -> bool:
     derived = set(grid.rules) | ({"batch_size"} if None in grid.batch_sizes else set())
     used = method.request_fields - ({"k"} if method.single_cell else set())
     return method.reads_count or bool(derived & used)
-
-
-def val_role(request: SweepRequest, k_max: int) -> str:
-    """What a sweep does with the labelled val split: 'select' (it chooses each cell's run among its
-    configurations, or scores the one), 'train' (its rows join the private rows: nothing is chosen on them) or
-    'none' (not read). The request's `val` auto trains on the default path (the rule sets the grid, one
-    configuration per cell)."""
-    asked, grid = request.val, request.grid()
-    configurations = configurations_per_cell(grid, k_max)
-    accounted = request.selection is not None
-    choosing = configurations > 1 or accounted
-    if choosing and asked != "auto":
-        why = (
-            f"{param('select')} accounted scores its trials on it"
-            if accounted
-            else f"it chooses each (method, k, ε) cell's run among {configurations} configurations"
-        )
-        raise UsageError(
-            f"{param('val')} {asked} takes the val split away from the selection: {why}",
-            hint=f"give one configuration per cell (leave {param('k')}, {param('lr')} and "
-            f"{param('steps')} to the default rule), or drop {param('val')}",
-        )
-    if asked == "auto":
-        return "train" if grid.rules and not choosing else "select"
-    return "train" if asked == "train" else "none"
-
-
-def configurations_per_cell(grid: SweepGrid, k_max: int) -> int:
-    """The most configurations a (method, k, ε) cell of the request holds per seed: more than one means a
-    choice, on val or accounted. The number does not depend on n (the rule sets one value per field and ε)."""
-    rows = RowCount.exact(1)
-    return max(len(g.configs(m)) for g in ruled_grids(grid.for_rows(rows), k_max) for m in g.methods) // len(
-        grid.seeds
-    )
 
 
 def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) -> SweepPlan:

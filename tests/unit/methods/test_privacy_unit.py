@@ -47,6 +47,31 @@ def test_val_rows_that_train_need_their_persons(digits):
     assert result.plan.unit.is_person and result.count.of == "persons"
 
 
+def test_a_person_with_rows_in_x_and_x_val_is_one_person_when_the_val_rows_train(digits):
+    """Group ids are numbered over X and X_val together: patient 'p7' in both is one person of the count (as
+    a file's persons are, numbered over its source), and two patients are never merged by their positions."""
+    pca, _, x, y = digits
+    val_x, val_y, x, y = x[:100], y[:100], x[100:], y[100:]
+    names = np.array([f"p{i}" for i in range(len(x) // 4 + 1)])
+    groups, groups_val = names[np.arange(len(x)) // 4], names[np.arange(100) // 4]  # p0..p24 in both
+    result = sweep(
+        x, y, val_x, val_y, projection=pca, epsilon=[1.0], groups=groups, groups_val=groups_val, n_public=True
+    )
+    assert result.count.of == "persons" and result.count.value == len(set(groups) | set(groups_val))
+    apart = sweep(
+        x,
+        y,
+        val_x,
+        val_y,
+        projection=pca,
+        epsilon=[1.0],
+        groups=groups,
+        groups_val=np.char.add("v", groups_val),
+        n_public=True,
+    )
+    assert apart.count.value == len(set(groups)) + len(set(groups_val))
+
+
 def test_a_split_read_from_a_file_brings_its_persons_and_row_must_be_asked_for_by_name(digits, tmp_path):
     """Its features alone would drop the persons it records: fit on them protected each row, without a
     word."""
