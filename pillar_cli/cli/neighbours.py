@@ -54,7 +54,7 @@ def check_neighbours(
         remove_person,
     )
     embed = _embedding_again(Path(embeddings))
-    folder = workdir or Path(tempfile.mkdtemp(prefix="pillar-neighbours-"))
+    folder = _runs_folder(workdir, Path(embeddings))
     try:
         found = neighbours(
             Path(embeddings).resolve(),
@@ -71,6 +71,7 @@ def check_neighbours(
         print_json(
             {
                 "files": found.files,
+                **({"runs_kept_in": str(folder)} if workdir is not None else {}),
                 "runs_per_side": found.runs,
                 "removed": vars(removed),
                 "findings": rows,
@@ -96,6 +97,28 @@ def check_neighbours(
             f"{len(rows)} stored value(s) of the shipped files are a deterministic function of the "
             f"private rows in {found.runs} runs a side (first: {first.file} {first.value})"
         )
+
+
+def _runs_folder(workdir: Path | None, embeddings: Path) -> Path:
+    """A fresh folder of the check's own, named by mkdtemp so that nothing of the user's can collide with it:
+    inside `workdir` (kept) or a temporary one. A workdir that holds the embeddings or their source is
+    refused: the runs would write among the inputs."""
+    if workdir is None:
+        return Path(tempfile.mkdtemp(prefix="pillar-neighbours-"))
+    if workdir.exists() and not workdir.is_dir():
+        raise UsageError(f"--workdir {workdir} is a file, not a folder")
+    source = (artifacts.read(embeddings, "embeddings").provenance.config or {}).get("path")
+    for given in (embeddings, *([Path(source)] if isinstance(source, str) else [])):
+        if given.resolve().is_relative_to(workdir.resolve()):
+            raise UsageError(
+                f"--workdir {workdir} holds {given}, an input of the check: its runs would write among "
+                "the inputs",
+                hint="give a folder that holds none of them, or leave --workdir out",
+            )
+    workdir.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="neighbours-", dir=workdir))
+    stderr.print(f"[dim]the runs are kept in {folder}[/dim]")
+    return folder
 
 
 def _recipe(options: list[str]) -> ProjectionRecipe:

@@ -4,7 +4,9 @@ overwritten."""
 from __future__ import annotations
 
 import errno
+import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -616,6 +618,49 @@ def test_full_disk_leaves_no_partial_artifact(pillar, mnist, tmp_path, monkeypat
         result, 3, f"cannot write {tmp_path / 'p.h5'}: [Errno 28] No space left on device", tmp_path / "p.h5"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+@bad_input("a neighbours workdir holding its input")
+def test_a_neighbours_workdir_holding_the_embeddings_is_refused_and_the_file_left_as_it_was(
+    pillar, mnist, tmp_path
+):
+    (tmp_path / "without").mkdir()
+    audited = tmp_path / "without" / "emb.h5"
+    audited.write_bytes(mnist["emb"].read_bytes())
+    before = audited.read_bytes()
+    result = pillar(
+        "audit", "neighbours", audited, "--train=--k 5 --eps 1 --steps 20", "--export", "",
+        "--runs", "2", "--workdir", tmp_path, expect=None,
+    )  # fmt: skip
+    assert_clean_failure(
+        result,
+        2,
+        f"--workdir {tmp_path} holds {audited}, an input of the check: its runs would write among the inputs",
+    )
+    assert audited.read_bytes() == before and sorted(tmp_path.rglob("*")) == [tmp_path / "without", audited]
+
+
+def test_a_neighbours_workdir_keeps_every_file_of_the_user_and_its_runs_in_a_fresh_folder(
+    pillar, mnist, tmp_path
+):
+    """The user's files under the names of the check's run folders (with/run0, .pillar-neighbours-run) are
+    left alone: its runs go to a folder of its own, made fresh in the workdir."""
+    work = tmp_path / "work"
+    mine = [
+        work / "with" / "run0" / "notes.txt",
+        work / ".pillar-neighbours-run" / "x.txt",
+        work / "without" / "emb.h5",
+    ]
+    for number, path in enumerate(mine):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"the user's file {number}")
+    result = pillar(
+        "audit", "neighbours", mnist["emb"], "--train=--k 5 --eps 1 --steps 20", "--export", "",
+        "--runs", "2", "--workdir", work, "--json",
+    )  # fmt: skip
+    kept = Path(json.loads(result.stdout)["runs_kept_in"])
+    assert [path.read_text() for path in mine] == [f"the user's file {n}" for n in range(3)]
+    assert kept.parent == work and kept.name.startswith("neighbours-") and (kept / "with" / "run1").is_dir()
 
 
 def test_the_battery_covers_at_least_20_distinct_bad_inputs():

@@ -5,6 +5,7 @@ are refused."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from checks import assert_clean_failure, edited_copy
@@ -206,7 +207,7 @@ def test_the_neighbours_check_reruns_a_dp_pca_pipeline_and_finds_nothing_determi
         "table.csv",
         "table.md",
     ]
-    projection = artifacts.read(tmp_path / "nb" / "with" / "run1" / "pca.h5", "projection")
+    projection = artifacts.read(Path(found["runs_kept_in"]) / "with" / "run1" / "pca.h5", "projection")
     assert (
         projection.attrs["fitted_on"]["split"] == "private"
         and projection.attrs["private_release"]["epsilon"] <= 1
