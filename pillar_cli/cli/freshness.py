@@ -1,8 +1,8 @@
 """Whether a pipeline step needs to run.
 
 A step is up to date when every output it names exists as it was last written, the same command line wrote it,
-and every input it names — artifact or not: a source file or folder, a CSV of persons, a file of class names —
-is as it was then. `pillar run` records, per step, each input's and output's size, modification time and
+and every input it names on its command line or in its --config file — artifact or not: a source file or folder,
+a CSV of persons, a file of class names — is as it was then. `pillar run` records, per step, each input's and output's size, modification time and
 sha256 (a folder: the size and modification time of every file under it) in a lock file (`RunLock`); a file
 whose size and time are unchanged is taken as unchanged, one whose size or time moved is hashed again. Outputs
 of any kind are covered (a predictions CSV, an export, a plot), so a step whose output is not an artifact
@@ -50,12 +50,26 @@ def step_files(command: click.Command, argv: list[str]) -> tuple[list[Path], lis
     outputs = [Path(value) for name in OUTPUTS if (value := ctx.params.get(name)) not in (None, "-")]
     named = {path.resolve() for path in outputs}
     inputs: list[Path] = []
-    for word in argv[1:]:
+    for word in [*argv[1:], *_set_by_config(ctx)]:
         for candidate in {word, word.partition("=")[2], word.rpartition(":")[0]} - {""}:
             path = Path(candidate)
             if path.exists() and path.resolve() not in named and path not in inputs:
                 inputs.append(path)
     return inputs, outputs
+
+
+def _set_by_config(ctx: click.Context) -> list[str]:
+    """The words of the option values the step's --config file set (a source's path, a class list): inputs
+    as much as the words of its command line."""
+    words: list[str] = []
+    for name, value in ctx.params.items():
+        source = ctx.get_parameter_source(name)
+        if getattr(source, "name", None) != "DEFAULT_MAP":  # by name: typer's click has its own enum
+            continue
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, (str, Path)):
+                words.append(str(item))
+    return words
 
 
 def step_state(command: click.Command, argv: list[str], recorded: dict | None = None) -> tuple[str, str]:

@@ -465,3 +465,28 @@ pipelines:
     result = pillar("run", pipelines, "small")
     assert f"  run again: its input {tmp_path / 'd.npz'} changed since it last ran" in result.stderr
     assert result.stderr.count("  run again: ") == 6
+
+
+def test_run_reruns_a_step_whose_source_or_class_list_is_named_in_its_config_file(tmp_path, pillar):
+    """A step's inputs are the files its --config sets as much as those its command line names: replacing the
+    source or the class list a config names runs the step again."""
+    x, y = load_digits(return_X_y=True)
+    np.savez(tmp_path / "d.npz", x=x.astype(np.float32), y=y)
+    (tmp_path / "classes.txt").write_text("\n".join(map(str, range(10))) + "\n")
+    (tmp_path / "cfg.yaml").write_text(
+        f"source: npz\npath: {tmp_path / 'd.npz'}\nclasses: {tmp_path / 'classes.txt'}\n"
+    )
+    pipelines = tmp_path / "p.yaml"
+    pipelines.write_text(
+        f"pipelines:\n  a:\n    steps:\n      - embed --config {tmp_path / 'cfg.yaml'} -o {tmp_path / 'e.h5'}\n"
+    )
+    pillar("run", pipelines, "a")
+    assert "  skipped: " in pillar("run", pipelines, "a").stderr
+    np.savez(tmp_path / "d.npz", x=x.astype(np.float32)[::-1], y=y[::-1])
+    assert f"  run again: its input {tmp_path / 'd.npz'} changed since it last ran" in (
+        pillar("run", pipelines, "a").stderr
+    )
+    (tmp_path / "classes.txt").write_text("\n".join(f"digit {c}" for c in range(10)) + "\n")
+    assert f"  run again: its input {tmp_path / 'classes.txt'} changed since it last ran" in (
+        pillar("run", pipelines, "a").stderr
+    )
