@@ -1,14 +1,14 @@
 """Whether a pipeline step needs to run.
 
 A step is up to date when every output it names exists as it was last written, the same command line wrote it,
-and every input it names on its command line or in its --config file — artifact or not: a source file or folder,
-a CSV of persons, a file of class names — is as it was then. `pillar run` records, per step, each input's and output's size, modification time and
-sha256 (a folder: the size and modification time of every file under it) in a lock file (`RunLock`); a file
-whose size and time are unchanged is taken as unchanged, one whose size or time moved is hashed again. Outputs
-of any kind are covered (a predictions CSV, an export, a plot), so a step whose output is not an artifact
-reruns when it should and is skipped when it may. A step the lock knows nothing of falls back on its output's
-provenance: the same command, the same resolved options, and each recorded input still holding its content
-hash.
+and every input it names on its command line or in its --config file — artifact or not: a source file or
+folder, a CSV of persons, a file of class names — is as it was then. `pillar run` records, per step, each
+input's and output's size, modification time and sha256 (a folder: the size and modification time of every
+file under it) in a lock file (`RunLock`); a file whose size and time are unchanged is taken as unchanged, one
+whose size or time moved is hashed again. Outputs of any kind are covered (a predictions CSV, an export, a
+plot), so a step whose output is not an artifact reruns when it should and is skipped when it may. A step the
+lock knows nothing of falls back on its output's provenance: the same command, the same resolved options, and
+each recorded input still holding its content hash.
 """
 
 from __future__ import annotations

@@ -478,7 +478,8 @@ def test_run_reruns_a_step_whose_source_or_class_list_is_named_in_its_config_fil
     )
     pipelines = tmp_path / "p.yaml"
     pipelines.write_text(
-        f"pipelines:\n  a:\n    steps:\n      - embed --config {tmp_path / 'cfg.yaml'} -o {tmp_path / 'e.h5'}\n"
+        "pipelines:\n  a:\n    steps:\n"
+        f"      - embed --config {tmp_path / 'cfg.yaml'} -o {tmp_path / 'e.h5'}\n"
     )
     pillar("run", pipelines, "a")
     assert "  skipped: " in pillar("run", pipelines, "a").stderr
