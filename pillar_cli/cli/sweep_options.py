@@ -28,7 +28,12 @@ K = typer.Option(
     help="Components, comma-separated; 'full' = no projection; auto = the default rule, "
     "round(√(n·ε)) up to the projection's k_max. E.g. 5,10,full",
 )
-EPS = typer.Option("1", help="Target ε values, comma-separated; 'inf' = non-private. E.g. 0.1,1,inf")
+EPS = typer.Option(
+    None,
+    help="Target ε values, comma-separated; 'inf' = non-private (default: 1, unless --max-tpr sets ε). "
+    "E.g. 0.1,1,inf",
+    show_default=False,
+)
 MAX_TPR = typer.Option(
     None,
     help="Instead of --eps: calibrate ε so that no membership attack on one unit reaches "
@@ -144,7 +149,7 @@ def sweep_request(params: dict[str, Any]) -> SweepRequest:
     ruled = {name: AUTO if params[name] == AUTO else parse(params[name]) for name, parse in listed.items()}
     return SweepRequest(
         method=split_list(params["method"], "--method"),
-        epsilon=float_list(params["eps"], "--eps"),
+        epsilon=None if params["eps"] is None else tuple(float_list(params["eps"], "--eps")),
         **ruled,
         seed=int_list(params["seed"], "--seed", minimum=0),
         batch_size=int_list(params["batch_size"], "--batch-size", allow_full=True, word="all"),

@@ -75,7 +75,7 @@ def train_private(
     method: str = METHOD,
     ridge: str = RIDGE,
     k: str = K,
-    eps: str = EPS,
+    eps: str | None = EPS,
     max_tpr: float | None = MAX_TPR,
     at_fpr: float = AT_FPR,
     delta: str = DELTA,

@@ -77,9 +77,9 @@ class DPLinearClassifier(SoftmaxClassifier):
     (fresh OS entropy), so two fits differ, unless `noise_seed` is set: an experiment-only switch whose
     classifier is NOT differentially private. Everything derived from the number of rows (the sampling rate,
     the rule) reads a noisy count released inside ε (privacy/count.py), unless `n_public` declares that number
-    public knowledge. `max_tpr` (with `at_fpr`, default 0.01) replaces ε by a risk target: ε is calibrated so
-    that no membership attack on one unit reaches that true-positive rate at that false-positive rate
-    (privacy/risk_target.py).
+    public knowledge. `epsilon` None: 1, unless `max_tpr` (with `at_fpr`, default 0.01) replaces ε by a risk
+    target: ε is calibrated so that no membership attack on one unit reaches that true-positive rate at that
+    false-positive rate (privacy/risk_target.py); giving both is refused.
 
     Example:
         clf = DPLinearClassifier(k=20, epsilon=1.0, steps=300, batch_size=256).fit(X, y, public=X_public)
@@ -90,7 +90,7 @@ class DPLinearClassifier(SoftmaxClassifier):
         self,
         method: str = DEFAULT_METHOD,
         k: int | str | None = AUTO,
-        epsilon: float = 1.0,
+        epsilon: float | None = None,
         delta: float = 1e-5,
         accountant: str = "prv",
         clip: float = 1.0,
@@ -226,7 +226,7 @@ class DPLinearClassifier(SoftmaxClassifier):
         return SweepRequest(
             method=(self.method,),
             k=(None,) if unprojected else self.k if isinstance(self.k, str) else (int(self.k),),  # type: ignore[arg-type]
-            epsilon=(float(self.epsilon),),
+            epsilon=None if self.epsilon is None else (float(self.epsilon),),
             delta=self.delta,
             accountant=self.accountant,
             clip=self.clip,

@@ -44,6 +44,8 @@ LISTS = (
 )  # one run of the grid per value
 WORDS = ("k", "lr", "steps")  # lists that also take a word for the whole list ("auto": the default rule)
 
+DEFAULT_EPSILON = (1.0,)  # the target ε where neither ε nor a risk target is given
+
 
 def _selection(name: str, value: object) -> None:
     """An accounted selection's settings, or one of SELECTIONS."""
@@ -108,7 +110,7 @@ class SweepRequest:
 
     method: tuple[str, ...] = (DEFAULT_METHOD,)
     k: tuple[int | None, ...] | str = AUTO
-    epsilon: tuple[float, ...] = (1.0,)
+    epsilon: tuple[float, ...] | None = None  # None: DEFAULT_EPSILON, or what a risk target (max_tpr) sets
     # auto: DEFAULT_DELTA, or DELTA_SHARE/ñ where smaller (privacy/count.py default_delta)
     delta: float | str = AUTO
     accountant: str = "prv"
@@ -173,7 +175,7 @@ class SweepRequest:
     def _check_risk_target(self) -> None:
         """A risk target replaces the ε list, and needs one mechanism per head that ε calibrates."""
         self.risk_target  # noqa: B018  # made, so that a target out of range is refused here
-        if self.epsilon != (1.0,):
+        if self.epsilon is not None:
             raise UsageError(
                 f"give {param('epsilon')} or {param('max_tpr')}, not both: the risk target sets ε"
             )
@@ -195,7 +197,7 @@ class SweepRequest:
             lrs=self.lr if isinstance(self.lr, str) else list(self.lr),
             steps=self.steps if self.steps is None or isinstance(self.steps, str) else list(self.steps),
             methods=list(self.method),
-            epsilons=list(self.epsilon),
+            epsilons=list(DEFAULT_EPSILON if self.epsilon is None else self.epsilon),
             seeds=list(self.seed),
             batch_sizes=list(self.batch_size),
             ridges=self.ridge,

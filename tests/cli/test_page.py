@@ -192,17 +192,18 @@ def test_a_head_calibrated_to_a_risk_target_meets_it_and_says_so(pillar, release
         risk["status"] == "ok"
         and f"TPR {recomputed:.4g} at FPR 0.01 against its target 0.05" in risk["detail"]
     )
-    both = pillar(
-        "train-private",
-        root / "emb.h5",
-        "-p",
-        root / "pca.h5",
-        "--eps",
-        "0.5",
-        "--max-tpr",
-        "0.05",
-        "-o",
-        tmp_path / "both.h5",
-        expect=2,
-    )
-    assert both.stderr.strip() == "error: give --eps or --max-tpr, not both: the risk target sets ε"
+    for eps in ("0.5", "1"):  # 1, the value --eps takes where neither is given, is refused as well
+        both = pillar(
+            "train-private",
+            root / "emb.h5",
+            "-p",
+            root / "pca.h5",
+            "--eps",
+            eps,
+            "--max-tpr",
+            "0.05",
+            "-o",
+            tmp_path / "both.h5",
+            expect=2,
+        )
+        assert both.stderr.strip() == "error: give --eps or --max-tpr, not both: the risk target sets ε"

@@ -133,6 +133,8 @@ def test_a_risk_target_is_refused_where_it_cannot_hold(digits):
         sweep(x, y, public=public, max_tpr=0.05, at_fpr=0.1)
     with pytest.raises(UsageError, match=r"^give epsilon or max_tpr, not both: the risk target sets ε$"):
         sweep(x, y, public=public, epsilon=[0.5], max_tpr=0.05)
+    with pytest.raises(UsageError, match=r"^give epsilon or max_tpr, not both: the risk target sets ε$"):
+        DPLinearClassifier(epsilon=1.0, max_tpr=0.05).fit(x, y, public=public)
     with pytest.raises(
         UsageError,
         match=r"^method 'noisy-sgd' draws its own mechanism, which a risk target cannot "
