@@ -4,9 +4,10 @@ The pixel data are mapped as a viewer maps them: the modality LUT (rescale slope
 the range the stored bit depth can hold, through that same rescale, spread linearly over [0, 1] — so a value
 means the same grey level in every file of a series, whatever its own minimum and maximum — and MONOCHROME1
 (white = low) inverted; a file with more than 8 bits stored is a 16-bit image (data/pixels.py writes the
-levels at the depth asked for). RGB files keep their three 8-bit channels. A multi-frame file is refused
-(embed one frame per file); a compressed transfer syntax is decoded when an installed handler can (pylibjpeg,
-gdcm), refused in one line otherwise."""
+levels at the depth asked for); one of more than 16 bits stored, or whose rescale is not a finite non-zero
+slope and a finite intercept, is refused in one line. RGB files keep their three 8-bit channels. A multi-frame
+file is refused (embed one frame per file); a compressed transfer syntax is decoded when an installed handler
+can (pylibjpeg, gdcm), refused in one line otherwise."""
 
 from __future__ import annotations
 
@@ -98,12 +99,13 @@ def dicom_image(file: str | BinaryIO, name: str):
     if frames > 1:
         raise DataError(f"{name} is a multi-frame DICOM ({frames} frames); embed one frame per file")
     bits = _bits_stored(dataset, name, int(getattr(dataset, "BitsAllocated", 16) or 16))
-    if (
-        "RescaleSlope" in dataset
-        and dataset.RescaleSlope not in (None, "")
-        and float(dataset.RescaleSlope) == 0
-    ):
-        raise DataError(f"{name} records RescaleSlope 0: every pixel would read as one grey level")
+    if bits > 16:
+        raise DataError(
+            f"{name} stores {bits} bits a pixel; pillar reads up to 16 bits stored: its levels would fit "
+            "no 16-bit image",
+            hint="window or rescale it to 16 bits first",
+        )
+    _check_rescale(dataset, name)
     quiet = logging.getLogger("pydicom")
     was, quiet.disabled = (
         quiet.disabled,
@@ -132,6 +134,19 @@ def dicom_image(file: str | BinaryIO, name: str):
             "8-bit RGB are read"
         )
     return _grey_levels(dataset, pixels, bits, apply_modality_lut), 16 if bits > 8 else 8
+
+
+def _check_rescale(dataset, name: str) -> None:
+    """The modality LUT's slope and intercept, where recorded, must be finite numbers and the slope non-zero:
+    else every pixel maps to one grey level, or to none."""
+    for tag in ("RescaleSlope", "RescaleIntercept"):
+        if tag not in dataset or getattr(dataset, tag) in (None, ""):
+            continue
+        value = float(getattr(dataset, tag))
+        if not np.isfinite(value):
+            raise DataError(f"{name} records {tag} {value:g}: no pixel would read as a grey level")
+        if tag == "RescaleSlope" and value == 0:
+            raise DataError(f"{name} records RescaleSlope 0: every pixel would read as one grey level")
 
 
 def _grey_levels(dataset, pixels: np.ndarray, bits: int, modality_lut) -> np.ndarray:

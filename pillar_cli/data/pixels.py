@@ -5,7 +5,7 @@ A file is read at its own depth: 16-bit PNG and TIFF greyscale (Pillow modes I;1
 (tifffile, when installed), DICOM with more than 8 bits stored (data/dicom.py); everything else is 8 bits. It
 is then written at the depth asked for, so one folder holds one scale: a 16-bit image read at 8 bits is value
 / 257 (65,535 → 255) rounded, an 8-bit image read at 16 bits is value × 257. 32-bit integer images are taken
-as holding 16-bit values (clipped to 0..65,535), float images as holding 8-bit ones (clipped to 0..255);
+as holding 16-bit values (0..65,535), float images as holding 8-bit ones (0..255); values beyond those ranges,
 negative samples, float samples all within [0, 1] and animated or multi-page images are refused in one line.
 Pillow reads 16-bit colour and grey+alpha PNGs at 8 bits by their high byte (value // 256, not rounded): such
 files are 8-bit here.
@@ -90,9 +90,9 @@ def _read(file: str | BinaryIO, where: str):
         image = ImageOps.exif_transpose(opened)
         image.load()
     if image.mode.startswith("I"):
-        return _unit_levels(np.asarray(image)), 16
+        return _unit_levels(np.asarray(image), where), 16
     if image.mode == "F":
-        return _unit_levels(np.asarray(image)), 8
+        return _unit_levels(np.asarray(image), where), 8
     return image, 8
 
 
@@ -134,8 +134,7 @@ def _tiff(file: str | BinaryIO, where: str):
         pixels = pixels[..., :3]  # alpha dropped, as Pillow's RGBA → RGB
     if pixels.ndim not in (2, 3) or (pixels.ndim == 3 and pixels.shape[2] != 3):
         raise DataError(f"{where} holds pixels of shape {pixels.shape}; greyscale and RGB images are read")
-    _check_range(pixels, where)
-    return _unit_levels(pixels), 8 if pixels.dtype.kind == "f" else 16
+    return _unit_levels(pixels, where), 8 if pixels.dtype.kind == "f" else 16
 
 
 def _interleaved(pixels: np.ndarray, axes: str) -> np.ndarray:
@@ -160,25 +159,31 @@ def _upright(pixels: np.ndarray, orientation: int) -> np.ndarray:
     return np.ascontiguousarray(turned.get(int(orientation), pixels))
 
 
-def _check_range(pixels: np.ndarray, where: str) -> None:
-    """Refuse what the levels below would silently misread: negative values (signed samples), and float
-    samples all within [0, 1] (read as 0..255 levels, they would be black)."""
-    if pixels.dtype.kind in "if" and pixels.size and float(pixels.min()) < 0:
+def _unit_levels(values: np.ndarray, where: str) -> np.ndarray:
+    """Integer values as 16-bit levels (0..65,535), float values as 8-bit ones (0..255), scaled to [0, 1].
+    What they would misread is refused: negative values (signed samples), values above the top (they would be
+    clipped: a 32-bit image holding more than 16-bit values), and float samples all within [0, 1] (read as
+    0..255 levels, they would be black)."""
+    top = 255.0 if values.dtype.kind == "f" else 65535.0
+    if values.dtype.kind == "f" and not np.isfinite(values).all():
+        raise DataError(f"{where} holds {int((~np.isfinite(values)).sum())} NaN or infinite pixel values")
+    if values.size and float(values.min()) < 0:
         raise DataError(
-            f"{where} holds negative pixel values ({pixels.dtype}, down to {pixels.min():g}); pillar "
+            f"{where} holds negative pixel values ({values.dtype}, down to {values.min():g}); pillar "
             "reads unsigned levels: shift or window them to 0..65,535 (or 0..255) first"
         )
-    if pixels.dtype.kind == "f" and pixels.size and float(pixels.max()) <= 1:
+    if values.size and float(values.max()) > top:
+        raise DataError(
+            f"{where} holds pixel values up to {values.max():g} ({values.dtype}); pillar reads "
+            f"{'float images as 0..255' if top == 255 else 'integer images as 16-bit, 0..65,535'} levels: "
+            "window or rescale them to that range first"
+        )
+    if values.dtype.kind == "f" and values.size and float(values.max()) <= 1:
         raise DataError(
             f"{where} holds float pixels within [0, 1]; pillar reads float images as 0..255 levels: "
             "scale them to 0..255, or save integers"
         )
-
-
-def _unit_levels(values: np.ndarray) -> np.ndarray:
-    """Integer values as 16-bit levels, float values as 8-bit levels, either scaled to [0, 1]."""
-    top = 255.0 if values.dtype.kind == "f" else 65535.0
-    return np.clip(values.astype(np.float64), 0, top) / top
+    return values.astype(np.float64) / top
 
 
 def _rows(pixels, size: int | None, channels: int, depth: int) -> np.ndarray:

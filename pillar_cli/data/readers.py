@@ -303,6 +303,7 @@ def read_manifest(
         raise DataError(f"{path} must hold 'path,label' rows (or 'path' rows of inputs to classify)")
     class_names = sorted({row[1] for row in rows})
     files = existing_files([path.parent / row[0] for row in rows])
+    _refuse_listed_twice(path, files, [row[1] for row in rows], 1 + (header is not None))
     labels = np.array([class_names.index(row[1]) for row in rows], dtype=np.int64)
     images = ImageFiles(files, size, channels=channels, depth=depth)
     return Dataset(
@@ -314,6 +315,27 @@ def read_manifest(
         groups=manifest_groups(path, rows, header, files, groups),
         keys=file_keys(files, path.parent),
     )
+
+
+def _refuse_listed_twice(manifest: Path, files: list[str], labels: list[str], first_line: int) -> None:
+    """One image file is one record: listed twice, it would count twice (with two labels, it would also
+    train on a contradiction)."""
+    seen: dict[str, int] = {}
+    for line, (file, label) in enumerate(zip(files, labels), start=first_line):
+        resolved = str(Path(file).resolve())
+        if resolved in seen:
+            earlier = seen[resolved]
+            again = (
+                f"with the labels '{labels[earlier - first_line]}' and '{label}'"
+                if labels[earlier - first_line] != label
+                else "with one label"
+            )
+            raise DataError(
+                f"{manifest} lists {file} twice, {again} (lines {earlier} and {line}): one image file is "
+                "one record",
+                hint="keep one line a file",
+            )
+        seen[resolved] = line
 
 
 def existing_files(files: list[Path]) -> list[str]:

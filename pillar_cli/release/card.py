@@ -140,13 +140,13 @@ def model_card(carried: dict, metrics: dict | None = None) -> str:
         "",
         "## What ε covers",
         "",
-        *[f"- {item}" for item in statement.covers],
+        *[f"- {_text(item)}" for item in statement.covers],
         "",
         *(
             [
                 "## What ε means for one " + statement.unit.noun,
                 "",
-                statement.risk_sentence[0].upper() + statement.risk_sentence[1:] + ".",
+                _text(statement.risk_sentence[0].upper() + statement.risk_sentence[1:]) + ".",
                 "",
             ]
             if statement.risk
@@ -154,18 +154,18 @@ def model_card(carried: dict, metrics: dict | None = None) -> str:
         ),
         "## What ε does not cover",
         "",
-        *[f"- {item}" for item in statement.not_covered],
+        *[f"- {_text(item)}" for item in statement.not_covered],
         "",
         *(
-            ["## What ε rests on", "", *[f"- {item}" for item in statement.rests_on], ""]
+            ["## What ε rests on", "", *[f"- {_text(item)}" for item in statement.rests_on], ""]
             if statement.rests_on
             else []
         ),
         "## Features",
         "",
-        f"Backbone `{features.backbone}` (weights `{features.weights}`), preprocessing "
-        f"{features.preprocessing or 'as recorded'}, {features.feature_dim} features per row; "
-        f"classes: {', '.join(carried['class_names'])}.",
+        f"Backbone `{_text(features.backbone)}` (weights `{_text(features.weights)}`), preprocessing "
+        f"{_text(features.preprocessing or 'as recorded')}, {features.feature_dim} features per row; "
+        f"classes: {_text(', '.join(carried['class_names']))}.",
         "",
         "## Evaluation",
         "",
@@ -182,17 +182,24 @@ def model_card(carried: dict, metrics: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+def _text(value: object) -> str:
+    """A value of the user's data (a class name, a backbone, a dataset) as card text: the Hub renders the
+    card's Markdown with its HTML, so a name's < and > are written as entities, and a backtick, which would
+    end a code span, as a quote."""
+    return str(value).replace("<", "&lt;").replace(">", "&gt;").replace("`", "'")
+
+
 def _evaluation_text(metrics: dict | None) -> str:
     if metrics is None:
         return (
             "Not stated: a release holds no test statistics. Evaluate the model it came from with "
             "`pillar evaluate` and export again with `--evaluation`."
         )
-    values = ", ".join(f"{name} {value:.4f}" for name, value in metrics["values"].items())
+    values = ", ".join(f"{_text(name)} {value:.4f}" for name, value in metrics["values"].items())
     return (
-        f"On the {metrics['split']} split of {metrics['dataset']} ({metrics['source']}): {values} — the mean "
-        f"over the {metrics['seeds']} repetition(s) of the released head's cell; the released head is one of "
-        "them."
+        f"On the {_text(metrics['split'])} split of {_text(metrics['dataset'])} "
+        f"({_text(metrics['source'])}): {values} — the mean over the {metrics['seeds']} repetition(s) of the "
+        "released head's cell; the released head is one of them."
     )
 
 

@@ -393,3 +393,23 @@ def test_a_model_card_quotes_only_an_evaluation_of_the_released_head(pillar, mni
     assert (
         "model-index:" in (folder / "README.md").read_text()
     )  # the own evaluation's accuracy, as the Hub reads it
+
+
+def test_class_names_holding_html_are_text_in_the_model_card_and_it_still_verifies(pillar, tmp_path):
+    """The Hub renders a card's Markdown with its HTML: a class named `<script>…` was written into README.md
+    as a tag (the page escaped it)."""
+    from sklearn.datasets import load_digits
+
+    x, y = load_digits(return_X_y=True)
+    names = np.array(["<script>alert(1)</script>", *[f"digit {c}" for c in range(1, 10)]])
+    np.savez(tmp_path / "d.npz", x=x.astype(np.float32), y=y, class_names=names)
+    pillar("embed", "--source", "npz", "--path", tmp_path / "d.npz", "-o", tmp_path / "e.h5")
+    pillar("fit-pca", f"{tmp_path / 'e.h5'}:public", "--k-max", "10", "-o", tmp_path / "p.h5")
+    pillar("train-private", tmp_path / "e.h5", "-p", tmp_path / "p.h5", "--k", "5", "--steps", "20",
+           "-o", tmp_path / "m.h5")  # fmt: skip
+    pillar("release", tmp_path / "m.h5", "-o", tmp_path / "rel.h5")
+    pillar("export", tmp_path / "rel.h5", "--format", "hf", "-o", tmp_path / "hf")
+    card = (tmp_path / "hf" / "README.md").read_text()
+    body = card.split("\n---\n", 1)[1]
+    assert "<script" not in body and "classes: &lt;script&gt;alert(1)&lt;/script&gt;, digit 1," in body
+    assert pillar("verify", tmp_path / "hf").exit_code == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import re
 
 import h5py
 import numpy as np
@@ -233,6 +234,30 @@ def test_manifest_reader(tmp_path):
     data = load_source("manifest", SourceOptions(tmp_path / "m.csv", {"size": "4"}))
     assert data.class_names == ["bad", "ok"] and data.labels.tolist() == [1, 0, 1]
     assert data.inputs.shape == (3, 4, 4, 3) and data.inputs[2][0, 0, 0] == 80
+
+
+def test_a_manifest_listing_one_file_twice_is_refused_with_its_lines(tmp_path):
+    """One image listed twice would be two records of one (and, with two labels, a contradiction to train
+    on)."""
+    (tmp_path / "img").mkdir()
+    Image.fromarray(np.full((5, 7, 3), 40, np.uint8)).save(tmp_path / "img" / "0.png")
+    Image.fromarray(np.full((5, 7, 3), 80, np.uint8)).save(tmp_path / "img" / "1.png")
+    for lines, said in (
+        (
+            ["path,label", "img/0.png,ok", "img/1.png,ok", "img/../img/0.png,bad"],
+            "with the labels 'ok' and 'bad'",
+        ),
+        (["img/0.png,ok", "img/1.png,ok", "img/1.png,ok"], "with one label"),
+    ):
+        (tmp_path / "m.csv").write_text("\n".join(lines))
+        first, second = (2, 4) if lines[0] == "path,label" else (2, 3)
+        twice = lines[-1].split(",")[0]
+        with pytest.raises(
+            DataError,
+            match=rf"m.csv lists {re.escape(str(tmp_path / twice))} twice, {said} \(lines {first} and "
+            rf"{second}\): one image file is one record$",
+        ):
+            load_source("manifest", SourceOptions(tmp_path / "m.csv", {"size": "4"}))
 
 
 def test_gtsrb_reader(tmp_path):

@@ -72,3 +72,23 @@ def test_an_empty_bits_stored_and_a_zero_rescale_slope_are_one_line(tmp_path):
         DataError, match=r"slope.dcm records RescaleSlope 0: every pixel would read as one grey level$"
     ):
         decode_image(str(tmp_path / "slope.dcm"), None, channels=1)
+
+
+def test_more_than_16_bits_stored_and_a_rescale_that_is_no_number_are_one_line(tmp_path):
+    """Once all zeros, without a word: 32-bit levels spread over the 32-bit range, and a NaN slope."""
+    write_dicom(tmp_path / "wide.dcm", np.full((4, 4), 4000), bits=16)
+    dataset = pydicom.dcmread(tmp_path / "wide.dcm")
+    dataset.BitsAllocated, dataset.BitsStored, dataset.HighBit = 32, 32, 31
+    dataset.PixelData = np.full((4, 4), 4000, dtype=np.uint32).tobytes()
+    dataset.save_as(tmp_path / "wide.dcm")
+    with pytest.raises(
+        DataError, match=r"wide.dcm stores 32 bits a pixel; pillar reads up to 16 bits stored"
+    ):
+        decode_image(str(tmp_path / "wide.dcm"), None, channels=1)
+    for tag, value in (("slope", float("nan")), ("intercept", float("inf"))):
+        write_dicom(tmp_path / f"{tag}.dcm", np.arange(16).reshape(4, 4), **{tag: value})
+        name = "RescaleSlope nan" if tag == "slope" else "RescaleIntercept inf"
+        with pytest.raises(
+            DataError, match=rf"{tag}.dcm records {name}: no pixel would read as a grey level$"
+        ):
+            decode_image(str(tmp_path / f"{tag}.dcm"), None, channels=1)

@@ -167,6 +167,29 @@ def test_signed_and_unit_float_tiffs_and_animated_images_are_one_line(tmp_path):
             decode_image(str(tmp_path / name), None)
 
 
+def test_levels_beyond_16_or_8_bits_and_nan_pixels_are_one_line_not_clipped(tmp_path):
+    """An int32 TIFF holding more than 16-bit values was clipped at 65,535 without a word."""
+    tifffile.imwrite(tmp_path / "wide.tif", np.array([[0, 70_000], [5, 3000]], np.int32))
+    with pytest.raises(
+        DataError,
+        match=r"wide.tif holds pixel values up to 70000 \(int32\); pillar reads integer images as 16-bit, "
+        r"0..65,535 levels: window or rescale them to that range first$",
+    ):
+        decode_image(str(tmp_path / "wide.tif"), None)
+    tifffile.imwrite(tmp_path / "bright.tif", np.array([[0.0, 300.0], [5.0, 30.0]], np.float32))
+    with pytest.raises(
+        DataError, match=r"bright.tif holds pixel values up to 300 \(float32\); pillar reads "
+    ):
+        decode_image(str(tmp_path / "bright.tif"), None)
+    tifffile.imwrite(tmp_path / "nan.tif", np.array([[0.0, np.nan], [5.0, 30.0]], np.float32))
+    with pytest.raises(DataError, match=r"nan.tif holds 1 NaN or infinite pixel values$"):
+        decode_image(str(tmp_path / "nan.tif"), None)
+    tifffile.imwrite(tmp_path / "fits.tif", np.array([[0, 65_535], [5, 3000]], np.int32))
+    np.testing.assert_array_equal(
+        decode_image(str(tmp_path / "fits.tif"), None, channels=1, depth=16)[..., 0], [[0, 65_535], [5, 3000]]
+    )
+
+
 def test_a_16_bit_colour_png_reads_at_8_bits_by_its_high_byte_as_the_docs_say(tmp_path):
     """Pillow decodes 16-bit RGB and grey+alpha PNGs at 8 bits, keeping value // 256 (0x12ff → 0x12, where
     value / 257 rounded would give 0x13): what docs/cli.md states, checked on files written byte by byte."""
