@@ -125,6 +125,8 @@ def run_audit(
     if not math.isfinite(epsilon):
         raise UsageError(f"an audit needs a private configuration: {param('epsilon')} must be finite")
     validate_budget(epsilon, privacy.delta, len(data.private_x))
+    if k is not None and method.projects:  # before the canaries widen the rows
+        method.check_k(k, data.pca, data.num_classes)
     canaries = Canaries.plant(method, data, k, settings)
     privacy = replace(privacy, unit=PrivacyUnit.resolve(settings.unit, canaries.data.units.named_by))
     if privacy.unit.is_person and method.person_bound is None:

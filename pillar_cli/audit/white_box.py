@@ -97,6 +97,8 @@ def run_white_box_audit(
         )
     for epsilon in epsilons:
         validate_budget(epsilon, privacy.delta, len(data.private_x))
+    if k is not None and method.projects:  # before the canaries widen the rows
+        method.check_k(k, data.pca, data.num_classes)
     canaries = Canaries.plant(method, data, k, settings)
     model = _model_file(
         method,

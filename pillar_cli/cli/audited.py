@@ -80,7 +80,7 @@ def _configuration(
     delta: float = typer.Option(1e-5, help="Its δ."),
     accountant: str = typer.Option("prv", help="Its accountant."),
     lr: str = typer.Option("0.1", help="Its learning rate (white-box: a comma list: one head per ε and lr)."),
-    steps: int = typer.Option(500, help="Its DP-SGD steps."),
+    steps: int = typer.Option(500, min=1, help="Its DP-SGD steps."),
     batch_size: str = typer.Option(
         "512",
         help="Its expected batch size (scaled with the canaries, so that the "

@@ -115,7 +115,16 @@ def _report(message: str, hint: str | None, code: int, as_json: bool | None) -> 
     command printed its own before failing, so that a script reading stdout always gets exactly one."""
     print(f"error: {message}" + (f"\nhint: {hint}" if hint else ""), file=sys.stderr)
     if as_json and not JSON_OUTPUT.written:
-        print(json.dumps({"error": message, "hint": hint, "exit_code": code}, ensure_ascii=False))
+        try:
+            print(json.dumps({"error": message, "hint": hint, "exit_code": code}, ensure_ascii=False))
+            sys.stdout.flush()
+        except (OSError, ValueError, AttributeError):  # stdout full, closed or gone: the line above said it
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115  # nothing left for the exit to flush
+    elif sys.stdout is not None:
+        try:
+            sys.stdout.flush()  # what the command printed before failing, flushed while the error is caught
+        except (OSError, ValueError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
 
 
 INT64_MAX = 2**63 - 1  # integers are stored as int64 (seeds, steps, sizes)

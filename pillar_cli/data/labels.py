@@ -127,7 +127,14 @@ def parse_class_names(text: str) -> list[str]:
 
     given = Path(text)
     if "," not in text and given.is_file():
-        names = [line.strip() for line in given.read_text().splitlines() if line.strip()]
+        try:
+            lines = given.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as err:
+            raise UsageError(
+                f"{param('classes')} {text} is not UTF-8 text (byte {err.start} cannot be read): give a file "
+                "of one class name a line"
+            ) from None
+        names = [line.strip() for line in lines if line.strip()]
     else:
         names = [name.strip() for name in text.split(",") if name.strip()]
     if len(names) < 2 or len({_canonical(name) for name in names}) != len(names):

@@ -54,11 +54,14 @@ def _selection(name: str, value: object) -> None:
 
 
 def _delta(name: str, value: object) -> None:
-    """A finite number (checked against the count by the plan), or auto."""
+    """A finite number below 1/2 (checked against the count by the plan), or auto."""
     if isinstance(value, str) and value != AUTO:
         raise UsageError(f"{param(name)} takes a number or '{AUTO}'; got '{value}'")
     if not isinstance(value, str) and not math.isfinite(float(value)):  # type: ignore[arg-type]
         raise UsageError(f"{param(name)} must be a finite number (got {value})")
+    if not isinstance(value, str) and 0.5 <= float(value) < 1:  # type: ignore[arg-type]
+        # refused before the count is read: no dataset of two rows or more has 1/n above it
+        raise UsageError(f"{param(name)} {value:g} is not below 1/n for any dataset of two rows or more")
 
 
 CONSTRAINTS = {

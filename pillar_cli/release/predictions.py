@@ -8,6 +8,7 @@ One row per input: its id in the source (`row`), the predicted class name, and t
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import sys
 from collections.abc import Iterable, Iterator
@@ -61,6 +62,8 @@ def write_predictions(
             yield rows, [class_names[i] for i in chosen], probabilities
 
     if path == STDOUT:
+        if sys.stdout is None:  # the shell closed it (>&-): nowhere to write
+            raise OSError(errno.EBADF, "standard output is closed: nowhere to write the predictions")
         _csv(sys.stdout, predicted(), class_names, "\n")
         return counts
     with replacing(path, force) as tmp:

@@ -663,5 +663,47 @@ def test_a_neighbours_workdir_keeps_every_file_of_the_user_and_its_runs_in_a_fre
     assert kept.parent == work and kept.name.startswith("neighbours-") and (kept / "with" / "run1").is_dir()
 
 
+@bad_input("a class list that is not UTF-8")
+def test_a_class_list_in_latin_1_or_binary_is_one_line(pillar, tmp_path):
+    (tmp_path / "classes.txt").write_bytes("café\nthé\n".encode("latin-1"))
+    result = pillar(
+        "embed", "--source", "digits", "--classes", tmp_path / "classes.txt", "-o", tmp_path / "e.h5",
+        expect=None,
+    )  # fmt: skip
+    assert_clean_failure(
+        result,
+        2,
+        f"--classes {tmp_path / 'classes.txt'} is not UTF-8 text (byte 3 cannot be read): give a file of one "
+        "class name a line",
+        tmp_path / "e.h5",
+    )
+
+
+@bad_input("an audited configuration no run can train")
+def test_an_audit_of_zero_steps_or_a_k_beyond_the_projection_is_one_line(pillar, mnist, tmp_path):
+    """Once a ZeroDivisionError, and an attempt to allocate 37 GiB of canary rows."""
+    for audit in ("canaries", "white-box"):
+        steps = pillar("audit", audit, mnist["emb"], "-p", mnist["pca"], "--train=--steps 0", expect=None)
+        assert_clean_failure(
+            steps, 2, "--train: Invalid value for '--steps': Input should be greater than or equal to 1"
+        )
+        wide = pillar("audit", audit, mnist["emb"], "-p", mnist["pca"], "--train=--k 100000", expect=None)
+        assert_clean_failure(
+            wide, 2, "k=100000 is out of range: the projection holds 100 components (public rank 389)"
+        )
+
+
+@bad_input("a δ no dataset admits")
+def test_a_delta_of_one_half_is_refused_before_the_count_even_beside_a_risk_target(pillar, mnist, tmp_path):
+    """Once a math domain error: the risk target's calibration ran at δ = 0.5."""
+    result = pillar(
+        "train-private", mnist["emb"], "-p", mnist["pca"], "--max-tpr", "0.2", "--delta", "0.5",
+        "-o", tmp_path / "m.h5", expect=None,
+    )  # fmt: skip
+    assert_clean_failure(
+        result, 2, "--delta 0.5 is not below 1/n for any dataset of two rows or more", tmp_path / "m.h5"
+    )
+
+
 def test_the_battery_covers_at_least_20_distinct_bad_inputs():
     assert len(set(BAD_INPUTS)) == len(BAD_INPUTS) >= 20

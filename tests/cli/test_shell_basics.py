@@ -134,3 +134,36 @@ def test_tables_on_an_80_column_terminal_cut_no_number(pillar, digits, monkeypat
     for row in rows:  # every cell's k and accuracy, whole
         assert f"k: {row['k']}" in shown["evaluate"] and f"{row['accuracy_mean']:.4f}" in shown["evaluate"]
     assert "efficientnet-lite0" in shown["backbones"]
+
+
+def test_a_closed_or_full_standard_output_is_one_line_and_exit_3(pillar, digits, tmp_path):
+    """`predict -o - >&-` was a TypeError, `verify --json > /dev/full` a traceback after its line."""
+    import os
+    import subprocess
+    import sys
+
+    pillar("train-private", digits / "emb.h5", "-p", digits / "pca.h5", "--k", "5", "--steps", "20",
+           "-o", tmp_path / "m.h5")  # fmt: skip
+    pillar("release", tmp_path / "m.h5", "-o", tmp_path / "rel.h5")
+    command = [os.path.join(os.path.dirname(sys.executable), "pillar")]
+    closed = subprocess.run(
+        [*command, "predict", tmp_path / "rel.h5", f"{digits / 'emb.h5'}:test", "-o", "-"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert (closed.returncode, closed.stderr) == (
+        3,
+        "error: standard output is closed: nowhere to write the predictions\n",
+    )
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            for json_flag in ([], ["--json"]):
+                written = subprocess.run(
+                    [*command, "verify", tmp_path / "rel.h5", *json_flag],
+                    stdout=full,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                assert (written.returncode, written.stderr) == (3, "error: No space left on device\n")

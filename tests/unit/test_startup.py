@@ -48,3 +48,20 @@ def test_every_command_loads_under_its_name_with_its_summary():
         command = load_command(name)
         assert (command.name, command.short_help) == (name, summary)
         assert command.help.split("\n\n")[0].strip()  # its own docstring is its --help
+
+
+def test_an_interrupt_while_the_command_line_loads_is_one_line_and_exit_130():
+    """Ctrl-C during the start-up imports (here: the first import of the command line raises it)."""
+    interrupted = (
+        "import builtins\nreal = builtins.__import__\n"
+        "def interrupting(name, *args, **kwargs):\n"
+        "    if name == 'pillar_cli.cli':\n        raise KeyboardInterrupt\n"
+        "    return real(name, *args, **kwargs)\n"
+        "builtins.__import__ = interrupting\nfrom pillar_cli.entry import main\nmain()"
+    )
+    result = subprocess.run([sys.executable, "-c", interrupted], capture_output=True, text=True)
+    assert (result.returncode, result.stderr, result.stdout) == (
+        130,
+        "error: interrupted while starting; nothing was done\n",
+        "",
+    )

@@ -1,0 +1,16 @@
+"""The `pillar` command's entry point. The command line's modules (typer, rich, the commands) are imported
+here, inside the call: an interrupt while they load is one line and exit 130, as it is once a command runs
+(cli/boundary.py), not a traceback."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    try:
+        from pillar_cli.cli import main as run
+    except KeyboardInterrupt:
+        print("error: interrupted while starting; nothing was done", file=sys.stderr)
+        raise SystemExit(130) from None
+    run()
