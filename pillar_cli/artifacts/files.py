@@ -9,7 +9,6 @@ from a write that fails for want of space (the process then dies at exit).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -17,9 +16,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from pillar_cli.artifacts.names import NAME_MAX, sibling
+from pillar_cli.artifacts.outputs import put_in_place
 from pillar_cli.errors import ArtifactError, UsageError, param
 
-NAME_MAX = 255  # bytes in one file name (Linux, macOS)
 SPACE_MARGIN = 1 << 20  # room left over after a write: file-system metadata, HDF5's allocation granularity
 
 
@@ -33,19 +33,6 @@ def refuse_existing(path: Path, force: bool) -> None:
         )
     if (path.exists() or path.is_symlink()) and not force:
         raise UsageError(f"output {path} exists; pass {param('force', True)} to replace it")
-
-
-def sibling(path: Path, suffix: str, reserve: int = 0) -> Path:
-    """`path` with `suffix` appended to its name (a scratch or temporary file beside it), cut to a name the
-    file system takes: a long name keeps its start and a digest of the whole, so each destination has its
-    own."""
-    name = path.name + suffix
-    if len(name.encode()) + reserve <= NAME_MAX:
-        return path.with_name(name)
-    digest = hashlib.sha256(path.name.encode()).hexdigest()[:12]
-    room = NAME_MAX - reserve - len(suffix.encode()) - len(digest) - 1
-    start = path.name.encode()[:room].decode("utf-8", "ignore")
-    return path.with_name(f"{start}~{digest}{suffix}")
 
 
 def require_space(directory: Path, size: int, what: str) -> None:
@@ -86,7 +73,7 @@ def replacing(path: Path, force: bool = False, size: int | None = None) -> Itera
                 f"output {path} appeared while this command ran (another writer?); nothing was replaced",
                 hint=f"write another output, or pass {param('force', True)} to replace it",
             )
-        os.replace(name, path)
+        put_in_place(Path(name), path)
     finally:
         Path(name).unlink(missing_ok=True)
 
@@ -104,35 +91,3 @@ def replacing_together(paths: Sequence[Path | None], force: bool = False) -> Ite
     inside the block) leaves none of them behind."""
     with ExitStack() as stack:
         yield [None if path is None else stack.enter_context(replacing(path, force)) for path in paths]
-
-
-@contextmanager
-def written_together(paths: Sequence[Path]) -> Iterator[None]:
-    """Outputs a command writes one after another (a release, then its signature): if the block does not
-    finish — an error, Ctrl-C, SIGTERM — each is put back as it was: removed where it did not exist, and the
-    file or folder --force was replacing restored. The previous outputs wait beside their places until the
-    block ends."""
-    kept: dict[Path, Path] = {}  # an output that existed → where it waits
-    owned: list[Path] = []  # the outputs this block answers for: absent before it, or moved aside
-    try:
-        for path in paths:
-            if path.exists() or path.is_symlink():
-                kept[path] = path.with_name(sibling(Path("." + path.name), ".previous").name)
-                os.replace(path, kept[path])
-            owned.append(path)
-        yield
-    except BaseException:
-        for path in owned:
-            _remove(path)
-            if path in kept:
-                os.replace(kept[path], path)
-        raise
-    for previous in kept.values():
-        _remove(previous)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)

@@ -21,6 +21,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from pillar_cli.artifacts.outputs import one_command
 from pillar_cli.errors import PillarError, UsageError, param
 
 # Library parameters whose flag is not --<name with dashes>.
@@ -46,15 +47,18 @@ JSON_OUTPUT = _JsonOutput()
 
 # Ctrl-C or SIGTERM arrived during the running command, even where Python dropped it
 INTERRUPTED = threading.Event()
+_FINISHING: list[bool] = []  # per running command, innermost last: its outputs are final, a signal only noted
 
 
 def interrupt(signum: int, frame: object) -> None:
-    """SIGINT and SIGTERM (a scheduler's kill, a timeout): remember the signal, then unwind as Ctrl-C does.
-    Raised where Python cannot propagate it (a finaliser, a lock released by a worker) it is printed as
-    "Exception ignored" and dropped; the flag stays, the next progress step raises it again
-    (`check_interrupted`), and a command that finishes anyway exits 130, never 0."""
+    """SIGINT and SIGTERM (a scheduler's kill, a timeout): remember the signal, then unwind as Ctrl-C does,
+    unless the running command has finished (its outputs are in place and final: it exits 0). Raised where
+    Python cannot propagate it (a finaliser, a lock released by a worker) it is printed as "Exception
+    ignored" and dropped; the flag stays, the next progress step raises it again (`check_interrupted`), and a
+    command that finishes anyway is undone and exits 130."""
     INTERRUPTED.set()
-    raise KeyboardInterrupt
+    if not (_FINISHING and _FINISHING[-1]):
+        raise KeyboardInterrupt
 
 
 def check_interrupted() -> None:
@@ -73,10 +77,15 @@ def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None 
         def run(*args: Any, **kwargs: Any) -> Any:
             JSON_OUTPUT.written = False
             INTERRUPTED.clear()
+            _FINISHING.append(False)
             try:
-                for name, value in kwargs.items():
-                    _check_number(name, value)
-                result = command(*args, **kwargs)
+                with one_command():  # an output put in place is taken back if the command does not finish
+                    for name, value in kwargs.items():
+                        _check_number(name, value)
+                    result = command(*args, **kwargs)
+                    _FINISHING[-1] = True  # from here a signal is only noted
+                    if INTERRUPTED.is_set():  # dropped where it arrived: the command is undone all the same
+                        raise KeyboardInterrupt
             except PillarError as err:
                 if os.environ.get("PILLAR_DEBUG"):
                     raise
@@ -98,11 +107,8 @@ def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None 
                     file=sys.stderr,
                 )
                 raise typer.Exit(130) from None
-            if INTERRUPTED.is_set():  # dropped where it arrived, and no progress step came after it
-                print(
-                    "error: interrupted as the command finished: what it wrote is complete", file=sys.stderr
-                )
-                raise typer.Exit(130)
+            finally:
+                _FINISHING.pop()
             return result
 
         return run

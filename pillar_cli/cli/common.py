@@ -113,14 +113,6 @@ def signed_output(out: Path, key: Path | None, inputs: list[str], force: bool, f
         check_signing_key(key)
 
 
-def outputs_of(out: Path, key: Path | None, folder: bool = False) -> list[Path]:
-    """A release's or export's outputs: the file and, when signing, its signature beside it (an hf folder
-    holds its own)."""
-    from pillar_cli.release.signing import signature_path
-
-    return [out] if key is None or folder else [out, signature_path(out)]
-
-
 def split_list(text: str, option: str) -> list[str]:
     items = [item.strip() for item in str(text).split(",") if item.strip()]
     if not items:

@@ -11,14 +11,13 @@ from pillar_cli.artifacts import read
 from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.classifier_file import read_classifier
 from pillar_cli.artifacts.evaluation import Evaluation
-from pillar_cli.artifacts.files import written_together
+from pillar_cli.artifacts.outputs import claim
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
     ConfigOption,
     ForceOption,
     JsonOption,
     SignOption,
-    outputs_of,
     print_json,
     signed_output,
     stdout,
@@ -27,7 +26,7 @@ from pillar_cli.cli.trust import KeyOption, checked_trust
 from pillar_cli.errors import UsageError
 from pillar_cli.release.exported import EXPORT_FORMATS
 from pillar_cli.release.folder import check_folder_target
-from pillar_cli.release.signing import sign_file
+from pillar_cli.release.signing import sign_file, signature_path
 
 
 @cli_errors
@@ -93,22 +92,22 @@ def export(
         None if evaluation is None else card_metrics(Evaluation.of(read(evaluation, "evaluation")), released)
     )
     inputs = [classifier, *(path for path in (weights, evaluation) if path)]
-    if fmt == "hf":  # before the folder is set aside below
+    if fmt == "hf":  # before anything is written
         check_folder_target(out, inputs, force)
-    with written_together(outputs_of(out, sign, folder=fmt == "hf")):  # a signal while signing leaves neither
-        reads = export_classifier(
-            released,
-            fmt,
-            out,
-            features_only=features_only,
-            weights=weights,
-            trust_checkpoint=trust_checkpoint,
-            force=force,
-            metrics=metrics,
-            inputs=inputs,
-        )
-        if sign is not None:
-            sign_file(out, sign)
+    reads = export_classifier(
+        released,
+        fmt,
+        out,
+        features_only=features_only,
+        weights=weights,
+        trust_checkpoint=trust_checkpoint,
+        force=force,
+        metrics=metrics,
+        inputs=inputs,
+    )
+    if sign is not None:
+        claim(signature_path(out))  # taken back with the export if signing does not finish
+        sign_file(out, sign)
     if as_json:
         print_json(
             {

@@ -7,21 +7,20 @@ from pathlib import Path
 import typer
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.files import written_together
+from pillar_cli.artifacts.outputs import claim
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
     ConfigOption,
     ForceOption,
     JsonOption,
     SignOption,
-    outputs_of,
     print_json,
     save,
     signed_output,
     stdout,
 )
 from pillar_cli.release import parse_cell, release_classifier
-from pillar_cli.release.signing import sign_file
+from pillar_cli.release.signing import sign_file, signature_path
 
 
 @cli_errors
@@ -63,10 +62,10 @@ def release(
     """
     signed_output(out, sign, [str(model)], force)
     classifier, chosen = release_classifier(artifacts.read(model, "model"), parse_cell(cell), seed)
-    with written_together(outputs_of(out, sign)):  # a signal while signing leaves neither file
-        save(ctx, out, classifier.to_artifact(), [])
-        if sign is not None:
-            sign_file(out, sign)
+    save(ctx, out, classifier.to_artifact(), [])
+    if sign is not None:
+        claim(signature_path(out))  # taken back with the release if signing does not finish
+        sign_file(out, sign)
     statement = classifier.privacy
     if as_json:
         return print_json({"output": str(out), **chosen, "privacy": statement.to_attrs()})

@@ -19,8 +19,9 @@ import h5py
 import numpy as np
 
 from pillar_cli.artifacts import Artifact, embeddings_artifact
-from pillar_cli.artifacts.files import require_space, sibling
+from pillar_cli.artifacts.files import require_space
 from pillar_cli.artifacts.layout import row_blocks, stored_in_chunks
+from pillar_cli.artifacts.names import sibling
 from pillar_cli.data import Dataset, SplitPlan
 from pillar_cli.data.pixels import pixel_depth
 from pillar_cli.data.splits import SPLIT_ROLES

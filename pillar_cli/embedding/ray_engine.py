@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from pillar_cli.artifacts import Artifact
-from pillar_cli.artifacts.files import sibling
+from pillar_cli.artifacts.names import sibling
 from pillar_cli.embedding.extraction import FeatureStore, assembled
 from pillar_cli.embedding.job import EmbeddingJob
 from pillar_cli.embedding.request import EmbedRequest

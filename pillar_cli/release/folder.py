@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pillar_cli.artifacts.outputs import put_in_place
 from pillar_cli.errors import UsageError, param
 from pillar_cli.release.exported import HF_FILES, HF_SIGNATURE, HF_WEIGHTS
 
@@ -58,19 +59,15 @@ def check_folder_target(out: Path, inputs: Sequence[Path | str], force: bool) ->
 
 
 def write_folder(out: Path, write: Callable[[Path], None]) -> None:
-    """Fill a new folder beside `out` with `write`, then swap it in: an earlier export's folder is renamed
-    aside and removed only once the new one is in place; an interrupted or failed write leaves `out` as it
-    was."""
+    """Fill a new folder beside `out` with `write`, then swap it in (artifacts/outputs.py): an earlier
+    export's folder is set aside and removed only once the new one is in place and the command ends; an
+    interrupted or failed write leaves `out` as it was."""
     target = out.resolve()
-    partial, aside = target.with_name(f".{target.name}.partial"), target.with_name(f".{target.name}.replaced")
-    for scratch in (partial, aside):
-        shutil.rmtree(scratch, ignore_errors=True)
+    partial = target.with_name(f".{target.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir()
     try:
         write(partial)
-        if target.is_dir():
-            os.replace(target, aside)
-        os.replace(partial, target)
+        put_in_place(partial, target)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
-        shutil.rmtree(aside, ignore_errors=True)

@@ -6,10 +6,10 @@ edit; a signature proves that the holder of the key wrote the file as it is."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from pillar_cli.artifacts.outputs import put_in_place
 from pillar_cli.errors import ArtifactError, UsageError
 
 SUFFIX = ".sig"
@@ -79,7 +79,7 @@ def sign_file(path: Path, key: Path) -> Path:
         _covering(model_signing.signing.Config().use_elliptic_key_signer(private_key=key), path).sign(
             path, partial
         )
-        os.replace(partial, target)
+        put_in_place(partial, target)
     finally:
         partial.unlink(missing_ok=True)
     return target

@@ -13,7 +13,6 @@ import threading
 
 import pytest
 
-from pillar_cli import artifacts
 from pillar_cli.cli import fit_pca as fit_pca_command
 from pillar_cli.cli.boundary import interrupt
 from pillar_cli.projection import pca as projection_pca
@@ -121,13 +120,16 @@ def _fit_dropping(fit):
     return fitting
 
 
-def test_a_command_finishing_after_a_dropped_interrupt_exits_130_not_0(mnist, pillar, tmp_path, monkeypatch):
+def test_a_command_finishing_after_a_dropped_interrupt_is_undone_and_exits_130(
+    mnist, pillar, tmp_path, monkeypatch
+):
+    """Its output was in place: it is taken back, so that exit 130 always means nothing was written."""
     _dropping_interrupts(monkeypatch, fit_pca_command, "_report")
     result = pillar("fit-pca", f"{mnist['emb']}:public", "-o", tmp_path / "pca.h5", expect=130)
     assert result.stderr.strip().splitlines()[-1] == (
-        "error: interrupted as the command finished: what it wrote is complete"
+        "error: interrupted; no artifact was written (existing files are unchanged)"
     )
-    assert artifacts.read(tmp_path / "pca.h5", "projection").attrs["k_max"] > 0
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_quiet_keeps_stderr_to_warnings_and_errors(mnist, pillar, tmp_path, monkeypatch):

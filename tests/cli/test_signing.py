@@ -6,9 +6,10 @@ and fails the signature."""
 from __future__ import annotations
 
 import json
+import signal
 
 import pytest
-from checks import assert_clean_failure, edited_copy
+from checks import assert_clean_failure, edited_copy, snapshot
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.statement import statement_summary
@@ -333,3 +334,68 @@ def test_a_signed_hf_folder_verifies_by_a_relative_path_from_elsewhere_and_after
     (tmp_path / "moved" / "README.md").write_text("an edited card\n")
     result = pillar("verify", "../moved", "--key", keys / "pub.pem", expect=3)
     assert "FAIL  signature" in result.stdout
+
+
+WRITERS = {  # each writer's command line after `pillar`, and the outputs it leaves when it finishes
+    "release": (["release", "m.h5", "--sign"], ["out.h5", "out.h5.sig"]),
+    "onnx": (["export", "rel.h5", "--format", "onnx", "--sign"], ["out.onnx", "out.onnx.sig"]),
+    "hf": (["export", "rel.h5", "--format", "hf", "--sign"], ["out"]),
+    "page": (["page", "rel.h5"], ["out.html"]),
+}
+
+
+@pytest.mark.parametrize("point", [1, 2, "printing"])
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_sigterm_at_any_point_of_a_writer_leaves_nothing_and_restores_what_force_replaced(
+    pillar, signed, keys, tmp_path, monkeypatch, writer, point
+):
+    """SIGTERM (the handler main() installs) after the first output is in place, after the second (the
+    signature), or while the command prints its summary: exit 130 and no output, no signature; with --force,
+    the previous outputs are back as they were. Once the page, a signed release and a signed ONNX export
+    stayed behind an "interrupted" line."""
+    import pillar_cli.artifacts.files
+    import pillar_cli.artifacts.outputs
+    import pillar_cli.release.folder
+    import pillar_cli.release.signing
+    from pillar_cli.cli import common
+    from pillar_cli.cli.boundary import interrupt
+
+    words, outputs = WRITERS[writer]
+    if point == 2 and "--sign" not in words:
+        pytest.skip("one output: no second point")
+    placed = {"count": 0}
+    real = pillar_cli.artifacts.outputs.put_in_place
+
+    def placing_then_signalled(made, path):
+        real(made, path)
+        placed["count"] += 1
+        if placed["count"] == point:
+            interrupt(signal.SIGTERM, None)
+
+    def signalled() -> None:
+        placed["count"] = 0
+        for module in (pillar_cli.artifacts.files, pillar_cli.release.folder, pillar_cli.release.signing):
+            monkeypatch.setattr(module, "put_in_place", placing_then_signalled)
+        if point == "printing":
+            for name in ("stdout", "stderr"):
+                monkeypatch.setattr(
+                    getattr(common, name), "print", lambda *a, **k: interrupt(signal.SIGTERM, None)
+                )
+
+    argv = [signed / words[1], *words[2:]]
+    if "--sign" in words:
+        argv.append(keys / "key.pem")
+    work = tmp_path / "work"
+    work.mkdir()
+    signalled()
+    result = pillar(words[0], *argv, "-o", work / outputs[0], expect=130)
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: interrupted; no artifact was written (existing files are unchanged)"
+    )
+    assert list(work.iterdir()) == []
+    monkeypatch.undo()  # the outputs --force will replace, written whole
+    pillar(words[0], *argv, "-o", work / outputs[0])
+    previous = snapshot(work)
+    signalled()
+    pillar(words[0], *argv, "-o", work / outputs[0], "--force", expect=130)
+    assert sorted(p.name for p in work.iterdir()) == sorted(outputs) and snapshot(work) == previous
