@@ -5,6 +5,7 @@ a user ships but through DP; a split sharing a training person's rows is no test
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -269,16 +270,14 @@ def test_removing_a_whole_person_changes_nothing_shipped_but_through_dp(persons,
     assert report["findings"] == [] and report["removed"]["why"].startswith(
         "private row 3, with every record of its person"
     )
-    emb = {
-        side: artifacts.read_split(f"{tmp_path / 'work' / side / 'emb.h5'}:private")
-        for side in ("with", "without")
-    }
+    runs = Path(report["runs_kept_in"])
+    emb = {side: artifacts.read_split(f"{runs / side / 'emb.h5'}:private") for side in ("with", "without")}
     # deleted from the source, then embedded
     rows = emb["with"].index[emb["with"].persons == emb["with"].persons[3]]
     assert report["removed"]["source_rows"] == rows.tolist() and len(rows) > 1
     assert len(emb["with"].index) - len(emb["without"].index) == len(rows)
     assert len(set(emb["with"].persons)) - len(set(emb["without"].persons)) == 1
-    shipped = stored_values(tmp_path / "work" / "with" / "run0" / "pillar-eps1-0.h5")
+    shipped = stored_values(runs / "with" / "run0" / "pillar-eps1-0.h5")
     assert "attrs/privacy/unit/unit" in shipped and shipped["attrs/privacy/unit/unit"] == "'person'"
 
 

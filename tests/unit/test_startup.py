@@ -57,7 +57,7 @@ def test_an_interrupt_while_the_command_line_loads_is_one_line_and_exit_130():
         "def interrupting(name, *args, **kwargs):\n"
         "    if name == 'pillar_cli.cli':\n        raise KeyboardInterrupt\n"
         "    return real(name, *args, **kwargs)\n"
-        "builtins.__import__ = interrupting\nfrom pillar_cli.entry import main\nmain()"
+        "builtins.__import__ = interrupting\nfrom pillar_cli.__main__ import main\nmain()"
     )
     result = subprocess.run([sys.executable, "-c", interrupted], capture_output=True, text=True)
     assert (result.returncode, result.stderr, result.stdout) == (
