@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -54,6 +55,12 @@ def check_folder_target(out: Path, inputs: Sequence[Path | str], force: bool) ->
                 "replaces only a folder an hf export wrote",
                 hint=f"pass {param('out')} a new folder's name",
             )
+        if os.listdir(out) and not (out / HF_WEIGHTS).is_file():  # an export's files without its weights
+            raise UsageError(
+                f"{out} holds no {HF_WEIGHTS}: it is not a folder an hf export wrote, and "
+                f"{param('force', True)} replaces only such a folder",
+                hint=f"pass {param('out')} a new folder's name",
+            )
         if not force:
             raise UsageError(f"output {out} exists; pass {param('force', True)} to replace it")
 
@@ -63,9 +70,7 @@ def write_folder(out: Path, write: Callable[[Path], None]) -> None:
     export's folder is set aside and removed only once the new one is in place and the command ends; an
     interrupted or failed write leaves `out` as it was."""
     target = out.resolve()
-    partial = target.with_name(f".{target.name}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
+    partial = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
     try:
         write(partial)
         put_in_place(partial, target)

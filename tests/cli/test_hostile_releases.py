@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 import pytest
-from checks import edited_copy, snapshot
+from checks import assert_clean_failure, edited_copy, snapshot
 from safetensors.numpy import save_file
 
 from pillar_cli.artifacts.statement import statement_summary
@@ -347,6 +347,27 @@ def test_an_hf_export_replaces_only_a_folder_an_hf_export_wrote(pillar, release,
         "sand",
         "work",
     ]  # no scratch left beside
+
+
+def test_hf_force_spares_a_folder_of_only_a_readme_and_a_folder_named_like_its_scratch(
+    pillar, release, tmp_path
+):
+    """A folder holding only the user's own README.md passed for an export's (README.md is one of its file
+    names) and was replaced; a user's folder named `.OUT.partial` was removed as the export's scratch."""
+    (tmp_path / "card").mkdir()
+    (tmp_path / "card" / "README.md").write_text("my own notes")
+    (tmp_path / ".hf.partial").mkdir()
+    (tmp_path / ".hf.partial" / "keep.txt").write_text("mine")
+    before = snapshot(tmp_path)
+    result = pillar("export", release, "--format", "hf", "-o", tmp_path / "card", "--force", expect=None)
+    assert_clean_failure(
+        result,
+        2,
+        f"{tmp_path / 'card'} holds no model.safetensors: it is not a folder an hf export wrote, and --force "
+        "replaces only such a folder",
+    )
+    pillar("export", release, "--format", "hf", "-o", tmp_path / "hf")
+    assert {name: data for name, data in snapshot(tmp_path).items() if not name.startswith("hf/")} == before
 
 
 def test_a_model_card_quotes_only_an_evaluation_of_the_released_head(pillar, mnist, release, tmp_path):
