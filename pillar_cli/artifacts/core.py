@@ -36,7 +36,7 @@ from pillar_cli.artifacts.layout import (
 from pillar_cli.artifacts.schema import validate
 from pillar_cli.artifacts.sharing import SHAREABLE_KINDS, shared_input
 from pillar_cli.artifacts.stored_rows import StoredRows
-from pillar_cli.errors import ArtifactError, LibraryStateError, first_line, param
+from pillar_cli.errors import ArtifactError, LibraryStateError, PillarError, first_line, param
 from pillar_cli.version import __version__
 
 SCHEMA_VERSION = 2
@@ -103,6 +103,8 @@ def write(
         finally:
             if handle >= 0:
                 os.close(handle)
+    except PillarError:  # refused by the checks above (an output that exists or appeared): as they said
+        raise
     except (OSError, ValueError, TypeError, RuntimeError) as err:
         failed = _HDF5_WRITE_FAILURE.search(str(err))
         if failed:  # libhdf5 failed a write of its own (a full disk): its state is broken

@@ -66,16 +66,24 @@ def replacing(path: Path, force: bool = False, size: int | None = None) -> Itera
     handle, name = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
     os.close(handle)
     try:
-        os.chmod(name, 0o666 & ~_umask())
         yield Path(name)
         if not force and (path.exists() or path.is_symlink()):  # another writer's, made while this one ran
             raise UsageError(
                 f"output {path} appeared while this command ran (another writer?); nothing was replaced",
                 hint=f"write another output, or pass {param('force', True)} to replace it",
             )
+        plain_permissions(Path(name))  # after the writer, which may have made the file anew (safetensors)
         put_in_place(Path(name), path)
     finally:
         Path(name).unlink(missing_ok=True)
+
+
+def plain_permissions(path: Path) -> None:
+    """The permissions a plain `open` or `mkdir` would give under the process umask (0644 and 0755 under
+    022), not a temporary file's or folder's 0600 and 0700: a folder's files too."""
+    mask = _umask()
+    for item in [path, *(path.rglob("*") if path.is_dir() else ())]:
+        os.chmod(item, (0o777 if item.is_dir() else 0o666) & ~mask)
 
 
 def _umask() -> int:

@@ -171,7 +171,13 @@ def check_outputs(outputs: list[Path | None], inputs: list[str] = (), force: boo
 
 def check_output(path: Path, inputs: list[str] = (), force: bool = False) -> None:
     """Refuse an output path that is one of the inputs, lies in a missing directory, or exists (without
-    --force) — before any work."""
+    --force) — before any work. '-' is not taken for a file's name: standard output takes only what a
+    command prints there (predict -o -, report --markdown -), which it checks itself."""
+    if str(path) == "-":
+        raise UsageError(
+            "output '-': this output is a file, not standard output",
+            hint="name a file (standard output takes predict -o - and report --markdown -)",
+        )
     for source in inputs:
         if Path(source).resolve() == path.resolve():
             raise UsageError(f"output {path} would overwrite input {source}")

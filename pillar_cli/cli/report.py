@@ -28,6 +28,8 @@ from pillar_cli.reporting.figures import (
 )
 from pillar_cli.reporting.tables import markdown_table
 
+STDOUT = Path("-")  # --markdown -: the table on standard output
+
 
 @cli_errors
 def report(
@@ -52,7 +54,9 @@ def report(
         help="PNG: accuracy vs the feature dimension d (Example 1: "
         "PILLAR at fixed k against DP-SGD on all d).",
     ),
-    markdown: Path | None = typer.Option(None, "--markdown", help="The method table as a Markdown report."),
+    markdown: Path | None = typer.Option(
+        None, "--markdown", help="The method table as a Markdown report ('-': on standard output)."
+    ),
     by_cell: bool = typer.Option(
         False,
         "--cells",
@@ -79,7 +83,10 @@ def report(
         "public": public_plot,
         "dimension": dimension_plot,
     }
-    check_outputs([*plots.values(), markdown], [str(e) for e in evaluations], force=force)
+    to_stdout = _markdown_to_stdout(markdown, as_json)
+    check_outputs(
+        [*plots.values(), None if to_stdout else markdown], [str(e) for e in evaluations], force=force
+    )
     loaded = [Evaluation.of(artifacts.read(e, "evaluation")) for e in evaluations]
     names = [e.stem for e in evaluations]
     if by_cell:
@@ -87,6 +94,8 @@ def report(
     rows, title = compare(loaded, names)
     table, columns = method_table(rows)
     _write_outputs(loaded, names, title, (table, columns), plots | {"markdown": markdown}, force)
+    if to_stdout:
+        return None
     if as_json:
         return print_json({"rows": rows, "table": table, "title": title})
     print_table(title, table, columns)
@@ -118,10 +127,21 @@ def _write_outputs(
         "dimension": lambda tmp: accuracy_vs_dimension(loaded, tmp, title),
         "markdown": lambda tmp: tmp.write_text(markdown_table(title, notes, *table)),
     }
+    if targets["markdown"] == STDOUT:
+        print(markdown_table(title, notes, *table), end="")
+        targets = {**targets, "markdown": None}
     with replacing_together(list(targets.values()), force) as temps:
         for name, tmp in zip(targets, temps):
             if tmp is not None:
                 draw[name](tmp)
+
+
+def _markdown_to_stdout(markdown: Path | None, as_json: bool) -> bool:
+    """Whether `--markdown -` asks for the Markdown table on standard output (in place of the table), which
+    --json's document cannot share."""
+    if markdown == STDOUT and as_json:
+        raise UsageError("--markdown - and --json both write standard output: give --markdown a file")
+    return markdown == STDOUT
 
 
 def _require_recorded(values: list, names: list[str], what: str) -> None:

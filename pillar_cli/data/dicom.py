@@ -112,7 +112,9 @@ def dicom_image(file: str | BinaryIO, name: str):
         True,
     )  # its decoders log each failure: the error below is the one line
     try:
-        pixels = dataset.pixel_array
+        with warnings.catch_warnings():  # pydicom's warnings of what it reads past: the checks decide
+            warnings.simplefilter("ignore")
+            pixels = dataset.pixel_array
     except Exception as err:  # no handler for its transfer syntax, or no pixel data
         syntax = getattr(dataset.file_meta, "TransferSyntaxUID", None)
         compressed = bool(syntax is not None and getattr(syntax, "is_compressed", False))

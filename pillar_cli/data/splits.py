@@ -97,11 +97,20 @@ def make_splits(dataset: Dataset, plan: SplitPlan) -> dict[str, np.ndarray]:
             f"{param('public_fraction')}, or pass {param('no_public_split', True)} for an evaluation-only "
             "set",
         )
-    if not len(splits["public"]) and not plan.no_public_split:
+    if not len(splits["public"]) and not plan.no_public_split and plan.public_fraction == 0:
         raise UsageError(
             f"these fractions leave no public split ({param('public_fraction')} {plan.public_fraction}, "
             f"{param('test_fraction')} {plan.test_fraction}): nothing could be fitted without private data",
             hint=f"pass {param('no_public_split', True)} for an evaluation-only set",
+        )
+    if not len(splits["public"]) and not plan.no_public_split:  # a source too small for its fraction
+        expected = n_train * (1 - (0 if n_test else plan.test_fraction)) * plan.public_fraction
+        raise UsageError(
+            f"none of the source's {n_train} rows drew the public split ({param('public_fraction')} "
+            f"{plan.public_fraction}, {param('test_fraction')} {plan.test_fraction}: about "
+            f"{expected:.2g} expected): nothing could be fitted without private data",
+            hint=f"embed a source of more rows, raise {param('public_fraction')}, or pass "
+            f"{param('no_public_split', True)} for an evaluation-only set",
         )
     return {name: ids.astype(np.int64) for name, ids in splits.items() if len(ids)}
 

@@ -54,21 +54,21 @@ class FeatureStore:
     def __init__(self, path: Path, options: dict[str, Any], sizes: dict[str, int], dim: int, resume: bool):
         self.path = path
         key = options_digest(options)
-        if path.exists() and not resume:
-            if _being_written(path):
-                raise UsageError(
-                    f"{path} is being written by another embed run right now",
-                    hint="wait for it to finish, or write another output",
-                )
-            raise UsageError(
-                f"an interrupted run left {path}",
-                hint=f"pass {param('resume', True)} to continue it, or delete it",
-            )
         if resume and not path.exists():
             raise UsageError(f"nothing to resume: {path} does not exist")
-        try:
-            self.h5 = h5py.File(path, "a" if resume else "w")
+        try:  # without resume, created only where absent: of two runs started together, one gets it
+            self.h5 = h5py.File(path, "a" if resume else "w-")
         except OSError as err:
+            if not resume and path.exists():
+                if _being_written(path):
+                    raise UsageError(
+                        f"{path} is being written by another embed run right now",
+                        hint="wait for it to finish, or write another output",
+                    ) from None
+                raise UsageError(
+                    f"an interrupted run left {path}",
+                    hint=f"pass {param('resume', True)} to continue it, or delete it",
+                ) from None
             raise ArtifactError(f"cannot open {path}: {err}") from err
         if resume and self.h5.attrs.get("resume_key") != key:
             self.h5.close()
@@ -347,6 +347,13 @@ def embed_resumably(
         raise Interrupted(
             f"interrupted; the rows done so far are kept in {store.path}",
             hint=f"rerun the same command with {param('resume', True)} to continue",
+        ) from None
+    except UsageError as err:  # the output appeared meanwhile (another run's): every row is kept
+        store.close()
+        raise UsageError(
+            err.message,
+            hint=f"the rows embedded are kept in {store.path}: rerun with {param('resume', True)} and "
+            f"{param('force', True)} to replace {target}",
         ) from None
     except DataError as err:  # e.g. an undecodable image: the rows done are kept for a resumed run
         store.close()

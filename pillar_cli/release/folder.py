@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pillar_cli.artifacts.files import plain_permissions
 from pillar_cli.artifacts.outputs import put_in_place
 from pillar_cli.errors import UsageError, param
 from pillar_cli.release.exported import HF_FILES, HF_SIGNATURE, HF_WEIGHTS
@@ -73,6 +74,7 @@ def write_folder(out: Path, write: Callable[[Path], None]) -> None:
     partial = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
     try:
         write(partial)
+        plain_permissions(partial)
         put_in_place(partial, target)
     finally:
         shutil.rmtree(partial, ignore_errors=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pillar_cli.artifacts.files import plain_permissions
 from pillar_cli.artifacts.outputs import put_in_place
 from pillar_cli.errors import ArtifactError, UsageError
 
@@ -79,6 +80,7 @@ def sign_file(path: Path, key: Path) -> Path:
         _covering(model_signing.signing.Config().use_elliptic_key_signer(private_key=key), path).sign(
             path, partial
         )
+        plain_permissions(partial)
         put_in_place(partial, target)
     finally:
         partial.unlink(missing_ok=True)

@@ -96,6 +96,28 @@ def test_csv_and_markdown_reports(evaluations):
     assert "NOT accounted" in markdown and "δ = 1e-05" in markdown and markdown.count("\n| pillar |") == 6
 
 
+def test_report_markdown_to_a_dash_is_the_table_on_standard_output_not_a_file_named_dash(
+    evaluations, pillar, tmp_path, monkeypatch
+):
+    root, _ = evaluations
+    monkeypatch.chdir(tmp_path)
+    shown = pillar("report", root / "eval-full.h5", root / "eval-half.h5", "--markdown", "-").stdout
+    assert shown.startswith("# ") and shown.count("\n| PILLAR |") == 1 and list(tmp_path.iterdir()) == []
+    both = pillar("report", root / "eval-full.h5", "--markdown", "-", "--json", expect=2)
+    assert both.stderr.splitlines()[0] == (
+        "error: --markdown - and --json both write standard output: give --markdown a file"
+    )
+    for command in (
+        ["report", root / "eval-full.h5", "--methods-plot"],
+        ["evaluate", root / "full.h5", "-e", f"{root / 'digits.h5'}:test", "--markdown"],
+    ):
+        refused = pillar(*command, "-", expect=2)
+        assert (
+            refused.stderr.splitlines()[0] == "error: output '-': this output is a file, not standard output"
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_three_figures_are_pngs_with_their_axes(evaluations, pillar):
     root, _ = evaluations
     pillar("report", root / "eval-full.h5", root / "eval-digits.h5", "--methods-plot", root / "fig5.png")

@@ -399,3 +399,26 @@ def test_sigterm_at_any_point_of_a_writer_leaves_nothing_and_restores_what_force
     signalled()
     pillar(words[0], *argv, "-o", work / outputs[0], "--force", expect=130)
     assert sorted(p.name for p in work.iterdir()) == sorted(outputs) and snapshot(work) == previous
+
+
+def test_exports_and_signatures_are_readable_under_the_umask(pillar, signed, keys, tmp_path):
+    """A safetensors export and an hf folder were 0600 and 0700 (the writer's and mkdtemp's modes)."""
+    import os
+    import stat
+
+    previous = os.umask(0o022)
+    try:
+        pillar("export", signed / "rel.h5", "--format", "safetensors", "-o", tmp_path / "m.safetensors",
+               "--sign", keys / "key.pem")  # fmt: skip
+        pillar(
+            "export", signed / "rel.h5", "--format", "hf", "-o", tmp_path / "hf", "--sign", keys / "key.pem"
+        )
+    finally:
+        os.umask(previous)
+    modes = {str(p.relative_to(tmp_path)): stat.S_IMODE(p.stat().st_mode) for p in tmp_path.rglob("*")}
+    assert modes == {
+        "m.safetensors": 0o644,
+        "m.safetensors.sig": 0o644,
+        "hf": 0o755,
+        **{f"hf/{name}": 0o644 for name in ("README.md", "config.json", "model.safetensors", "model.sig")},
+    }

@@ -168,3 +168,20 @@ def test_an_embed_scratch_file_another_run_is_writing_is_named_as_such(tmp_path)
     time.sleep(0.1)
     with pytest.raises(UsageError, match=rf"^an interrupted run left {scratch}$"):
         FeatureStore(scratch, {}, {"private": 3}, 2, resume=False)
+
+
+def test_an_output_found_at_write_time_is_refused_as_a_usage_error_each_interface_words_its_own_way(tmp_path):
+    """Refused while writing (another run made it meanwhile), it was an ArtifactError whose text had frozen
+    the Python API's words: the command line said "pass force=True"."""
+    from pillar_cli.cli.boundary import flag_name
+    from pillar_cli.errors import UsageError
+
+    out = tmp_path / "gsd.h5"
+    out.write_bytes(b"another run's file")
+    with pytest.raises(UsageError) as refused:
+        artifacts.write(out, Artifact("gsd", {"distance": np.zeros(1)}, {"ranking": [], "settings": {}}))
+    assert str(refused.value) == f"output {out} exists; pass force=True to replace it"
+    assert refused.value.render(lambda name, value: flag_name(name, value, {}))[0] == (
+        f"output {out} exists; pass --force to replace it"
+    )
+    assert out.read_bytes() == b"another run's file"

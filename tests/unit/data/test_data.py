@@ -201,6 +201,12 @@ def test_cifar101_reader(tmp_path):
     assert data.labels.tolist()[:3] == [0, 1, 2] and data.class_names[0] == "airplane"
     with pytest.raises(UsageError, match=r"^these fractions leave no public split \(public_fraction 0.0, "):
         make_splits(data, SplitPlan(0.0, 0.0, 1.0))
+    with pytest.raises(  # fractions that would draw rows, over a source too small for them
+        UsageError,
+        match=r"^none of the source's 12 rows drew the public split \(public_fraction 0.02, test_fraction "
+        r"0.2: about 0.19 expected\): nothing could be fitted without private data$",
+    ):
+        make_splits(data, SplitPlan(0.02, 0.0, 0.2))
     splits = make_splits(data, SplitPlan(0.0, 0.0, 1.0, no_public_split=True))
     assert (
         list(splits) == ["test"] and len(splits["test"]) == 12
