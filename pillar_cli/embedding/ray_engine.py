@@ -9,7 +9,10 @@ same path; nothing is written on the nodes.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import os
+import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +25,9 @@ from pillar_cli.artifacts.names import sibling
 from pillar_cli.embedding.extraction import FeatureStore, assembled
 from pillar_cli.embedding.job import EmbeddingJob
 from pillar_cli.embedding.request import EmbedRequest
-from pillar_cli.errors import DataError, UsageError, param
+from pillar_cli.errors import DataError, UsageError, first_line, param
 
+CONNECT_SECONDS = 5.0  # how long a cluster's address may take to answer before it is called unreachable
 _JOBS: dict[str, _WorkerJob] = {}  # per worker process: a request's job, read once
 
 
@@ -46,7 +50,7 @@ def embed_on_ray(
     rows."""
     ray = _ray()
     if not ray.is_initialized():
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        _connect(ray, address)
     resources = ray.cluster_resources()
     gpus, cpus = int(resources.get("GPU", 0)), int(resources.get("CPU", 1))
     actors = actors or gpus or max(1, cpus - 1)
@@ -221,6 +225,46 @@ def _recipe(request: EmbedRequest, shape: tuple[int, ...], device: str) -> tuple
     device), and its feature dimension."""
     embedder = request.embedder(shape, device)
     return embedder.info(), embedder.feature_dim
+
+
+def _connect(ray: Any, address: str | None) -> None:
+    """Join the cluster at `address` (or RAY_ADDRESS), or start Ray on this machine. An address nothing
+    answers at is one line within CONNECT_SECONDS (Ray itself retries for minutes), as are an address that is
+    not one, ray:// without Ray's client and a start that fails."""
+    given = address or os.environ.get("RAY_ADDRESS") or None
+    if given is not None and given != "auto":
+        host, port = _host_port(given)
+        if given.startswith("ray://") and importlib.util.find_spec("grpc") is None:
+            raise UsageError(
+                f"{given} is a Ray client address, which needs Ray's client", hint="pip install 'ray[client]'"
+            )
+        try:
+            socket.create_connection((host, port), timeout=CONNECT_SECONDS).close()
+        except OSError as err:
+            raise UsageError(
+                f"no Ray cluster answers at {given} ({err.strerror or err}, within {CONNECT_SECONDS:g} s)",
+                hint=f"start one there (ray start --head), or leave out {param('address')} and RAY_ADDRESS "
+                "to start Ray on this machine",
+            ) from None
+    try:
+        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    except Exception as err:  # Ray raises many kinds (ConnectionError, RuntimeError, its own)
+        where = f"join the cluster at {given}" if given else "start on this machine"
+        raise UsageError(f"Ray could not {where}: {first_line(err)}") from None
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    """(host, port) of a Ray address: HOST:PORT or ray://HOST:PORT (the client's default port 10001)."""
+    rest = address.removeprefix("ray://")
+    host, _, port = rest.rpartition(":")
+    if not host:
+        host, port = rest, "10001" if address.startswith("ray://") else ""
+    if not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c in host for c in "/ "):
+        raise UsageError(
+            f"'{address}' is not a Ray address: give HOST:PORT (a head node's GCS port, e.g. 10.0.0.5:6379), "
+            "ray://HOST:PORT or auto"
+        )
+    return host.strip("[]"), int(port)
 
 
 def _ray():

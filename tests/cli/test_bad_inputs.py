@@ -705,5 +705,50 @@ def test_a_delta_of_one_half_is_refused_before_the_count_even_beside_a_risk_targ
     )
 
 
+@bad_input("a Ray cluster that cannot be reached")
+def test_a_ray_address_nothing_answers_at_is_one_line_within_seconds(pillar, tmp_path, monkeypatch):
+    """An address nobody answers at ran past 240 s printing Ray's own log lines; a garbage address, ray://
+    without Ray's client and a local start that fails were tracebacks."""
+    import importlib.util
+    import time
+
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        pytest.skip("a Ray instance of another test is running in this process")
+    embed = ["embed", "--source", "digits", "--engine", "ray", "-o", tmp_path / "r.h5"]
+    started = time.monotonic()
+    refused = pillar(*embed, "--address", "127.0.0.1:1", expect=None)
+    assert_clean_failure(
+        refused,
+        2,
+        "no Ray cluster answers at 127.0.0.1:1 (Connection refused, within 5 s)",
+        tmp_path / "r.h5",
+    )
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
+    assert pillar(*embed, expect=2).stderr.splitlines()[0] == refused.stderr.splitlines()[0]
+    assert time.monotonic() - started < 30
+    monkeypatch.delenv("RAY_ADDRESS")
+    assert_clean_failure(
+        pillar(*embed, "--address", "not an address", expect=None),
+        2,
+        "'not an address' is not a Ray address: give HOST:PORT (a head node's GCS port, e.g. 10.0.0.5:6379), "
+        "ray://HOST:PORT or auto",
+    )
+    if importlib.util.find_spec("grpc") is None:
+        assert_clean_failure(
+            pillar(*embed, "--address", "ray://127.0.0.1:10001", expect=None),
+            2,
+            "ray://127.0.0.1:10001 is a Ray client address, which needs Ray's client",
+        )
+
+    def failing_start(**kwargs):
+        raise RuntimeError("Failed to start the GCS server.\nmore of Ray's words")
+
+    monkeypatch.setattr(ray, "init", failing_start)
+    assert_clean_failure(
+        pillar(*embed, expect=None), 2, "Ray could not start on this machine: Failed to start the GCS server."
+    )
+
+
 def test_the_battery_covers_at_least_20_distinct_bad_inputs():
     assert len(set(BAD_INPUTS)) == len(BAD_INPUTS) >= 20
