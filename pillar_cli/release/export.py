@@ -11,11 +11,13 @@ images), so it is exported from images only. A safetensors file holds the head's
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,7 +26,7 @@ from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.files import replacing
 from pillar_cli.embedding.networks import NetworkSpec, build_network, load_state
 from pillar_cli.embedding.recipe import embedder_for
-from pillar_cli.errors import UsageError, check_one_of, param
+from pillar_cli.errors import UsageError, check_one_of, first_line, param
 from pillar_cli.release.card import hf_config, model_card
 from pillar_cli.release.exported import (
     CONTENTS_KEY,
@@ -215,9 +217,22 @@ def _write_safetensors(
             if name != "basis" or module.has_basis
         }
     )
-    save_file(tensors, str(path))
+    _saved(save_file, tensors, path)
     contents = contents_of(path, "safetensors") | (files or {})
-    save_file(tensors, str(path), metadata=_with_contents(carried, contents))
+    _saved(save_file, tensors, path, metadata=_with_contents(carried, contents))
+
+
+def _saved(save_file: Callable[..., None], tensors: dict, path: Path, **options: Any) -> None:
+    """safetensors' save_file, whose I/O failures (a full disk) are its own error kind, raised as the
+    OSError they are: one line on the command line, like every other write's."""
+    from safetensors import SafetensorError
+
+    try:
+        save_file(tensors, str(path), **options)
+    except SafetensorError as err:
+        if "No space left on device" in str(err) or "StorageFull" in str(err):
+            raise OSError(errno.ENOSPC, "No space left on device") from None
+        raise OSError(errno.EIO, f"cannot write the safetensors weights: {first_line(err)}") from None
 
 
 def _hf_folder(folder: Path, classifier: Classifier, module: torch.nn.Module | None, carried: dict) -> None:

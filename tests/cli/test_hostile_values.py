@@ -205,6 +205,25 @@ def test_a_full_tmpfs(mnist, tmp_path):
         subprocess.run(["umount", disk], check=True)
 
 
+def test_a_disk_filling_up_under_a_safetensors_or_hf_export_is_one_line(pillar, model, tmp_path, monkeypatch):
+    """safetensors reports a full disk as its own error kind (a traceback, with the hf folder half written)."""
+    import safetensors.torch
+    from safetensors import SafetensorError
+
+    def full(*args, **kwargs):
+        raise SafetensorError(
+            'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on '
+            'device" })'
+        )
+
+    pillar("release", model, "-o", tmp_path / "rel.h5")
+    monkeypatch.setattr(safetensors.torch, "save_file", full)
+    for fmt, out in (("safetensors", tmp_path / "w.safetensors"), ("hf", tmp_path / "hf")):
+        result = pillar("export", tmp_path / "rel.h5", "--format", fmt, "-o", out, expect=None)
+        assert_clean_failure(result, 3, "No space left on device", out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rel.h5"]
+
+
 def test_two_outputs_of_one_command_cannot_be_one_file(pillar, mnist, model, tmp_path):
     same = tmp_path / "same.h5"
     result = pillar("evaluate", model, "-e", mnist["emb"], "-o", same, "--csv", same, expect=None)
