@@ -206,7 +206,8 @@ def test_a_full_tmpfs(mnist, tmp_path):
 
 
 def test_a_disk_filling_up_under_a_safetensors_or_hf_export_is_one_line(pillar, model, tmp_path, monkeypatch):
-    """safetensors reports a full disk as its own error kind (a traceback, with the hf folder half written)."""
+    """safetensors reports a full disk as its own error kind (it was a traceback, the hf folder half
+    written)."""
     import safetensors.torch
     from safetensors import SafetensorError
 
