@@ -5,11 +5,15 @@ private rows, a starting point that saw no private row.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from pillar_cli.errors import PrivacyError, UsageError, param
 from pillar_cli.privacy.count import PUBLIC, RowCount
 from pillar_cli.privacy.unit import Units
+
+MAX_EPSILON = 700.0  # e^ε, which every accountant evaluates, overflows float64 just above 709
 
 
 def validate_budget(
@@ -21,6 +25,12 @@ def validate_budget(
     if not epsilon > 0:
         raise UsageError(
             f"{param('epsilon')} must be > 0 (got {epsilon})"
+            + ("; use 'inf' for non-private training" if non_private_allowed else "")
+        )
+    if math.isfinite(epsilon) and epsilon > MAX_EPSILON:
+        raise UsageError(
+            f"{param('epsilon')} {epsilon:g} is above {MAX_EPSILON:g}, where e^ε overflows the accountants' "
+            "floating point: no guarantee can be computed for it"
             + ("; use 'inf' for non-private training" if non_private_allowed else "")
         )
     if not 0 < delta < 1:

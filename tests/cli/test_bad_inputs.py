@@ -750,5 +750,23 @@ def test_a_ray_address_nothing_answers_at_is_one_line_within_seconds(pillar, tmp
     )
 
 
+@bad_input("an ε no accountant can compute")
+def test_a_dp_pca_at_an_epsilon_beyond_floating_point_is_one_line(pillar, mnist, tmp_path):
+    """--dp-eps 1e300 was accepted with numpy's overflow warnings (and a solver's NaN under --accountant
+    gdp)."""
+    for accountant in ("prv", "gdp"):
+        result = pillar(
+            "fit-pca", f"{mnist['emb']}:private", "--dp-eps", "1e300", "--accountant", accountant,
+            "-o", tmp_path / "p.h5", expect=None,
+        )  # fmt: skip
+        assert_clean_failure(
+            result,
+            2,
+            "--dp-eps 1e+300 is above 700, where e^ε overflows the accountants' floating point: no guarantee "
+            "can be computed for it; use 'inf' for non-private training",
+            tmp_path / "p.h5",
+        )
+
+
 def test_the_battery_covers_at_least_20_distinct_bad_inputs():
     assert len(set(BAD_INPUTS)) == len(BAD_INPUTS) >= 20

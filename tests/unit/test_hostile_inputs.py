@@ -91,11 +91,28 @@ def test_a_value_given_twice_and_an_absurd_learning_rate_are_refused(digits):
         sweep(x, y, public=public, k=[5], epsilon=[1.0], lr=[1e30], steps=[20], delta=1e-4, device="cpu")
     with pytest.raises(
         UsageError,
-        match=r"^the default rule sets lr \d+ for these rows and ε, above 10,000: steps "
+        match=r"^epsilon 1e\+06 is above 700, where e\^ε overflows the accountants' floating point: no "
+        r"guarantee can be computed for it; use 'inf' for non-private training$",
+    ):
+        sweep(x, y, public=public, k=[5], epsilon=[1e6], delta=1e-4, device="cpu", n_public=True)
+    rng = np.random.default_rng(0)  # the rule's lr n·ε/(32·100) passes 10,000 at 50,000 rows in full batches
+    many = rng.standard_normal((50_000, 8)).astype(np.float32)
+    with pytest.raises(
+        UsageError,
+        match=r"^the default rule sets lr 10937.5 for these rows and ε, above 10,000: steps "
         r"that large leave the head's float32 logits no precision$",
     ):
-        # lr by the rule
-        sweep(x, y, public=public, k=[5], epsilon=[1e6], delta=1e-4, device="cpu", n_public=True)
+        sweep(
+            many,
+            (many[:, 0] > 0).astype(int),
+            public=rng.standard_normal((500, 8)),
+            k=[5],
+            epsilon=[700.0],
+            batch_size=[None],
+            delta=1e-6,
+            device="cpu",
+            n_public=True,
+        )
 
 
 def test_a_decompression_bomb_is_one_line(tmp_path, monkeypatch):
