@@ -92,3 +92,18 @@ def test_more_than_16_bits_stored_and_a_rescale_that_is_no_number_are_one_line(t
             DataError, match=rf"{tag}.dcm records {name}: no pixel would read as a grey level$"
         ):
             decode_image(str(tmp_path / f"{tag}.dcm"), None, channels=1)
+
+
+def test_pydicom_warnings_of_what_it_reads_past_stay_off_stderr(tmp_path):
+    """Excess padding after the pixel data: pydicom warned on stderr (a UserWarning before pillar's own
+    lines); the pixels read are the file's."""
+    import warnings
+
+    write_dicom(tmp_path / "padded.dcm", np.arange(64).reshape(8, 8), bits=8)
+    dataset = pydicom.dcmread(tmp_path / "padded.dcm")
+    dataset.PixelData += b"\0" * 10
+    dataset.save_as(tmp_path / "padded.dcm")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        levels = decode_image(str(tmp_path / "padded.dcm"), None, channels=1)[..., 0]
+    np.testing.assert_array_equal(levels, np.rint(np.arange(64).reshape(8, 8) / 255 * 255).astype(np.uint8))
