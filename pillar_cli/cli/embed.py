@@ -23,6 +23,7 @@ from pillar_cli.cli.common import (
 from pillar_cli.cli.progress import progress_bar
 from pillar_cli.cli.sources import default_workers, parse_params
 from pillar_cli.data import SOURCES
+from pillar_cli.data.dicom import is_dicom
 from pillar_cli.embedding.backbones import BACKBONES
 from pillar_cli.embedding.distributed import merge_ranks, rank_device, rank_file, torchrun_shard
 from pillar_cli.embedding.job import EmbeddingJob
@@ -254,6 +255,12 @@ def _report(target: Path, job: EmbeddingJob, source: str, backbone: str, dim: in
         for name, ids in job.rows.items()
     ]
     public = len(job.splits.get("public", ()))  # public: each row's draw is its own (or its person's)
+    files = getattr(job.dataset.inputs, "files", None) or []
+    if job.dataset.groups is None and files and all(is_dicom(file) for file in files):
+        warn(
+            "no DICOM file records a PatientID: each scan is its own privacy unit, so a patient with m scans "
+            "is protected at about m·ε; name each scan's patient with --param groups=FILE.csv"
+        )
     if public:
         warn(
             f"{public:,} records of your own source make the public split: they are used without protection "
