@@ -1,7 +1,8 @@
 """One self-contained HTML page for a release: what it guarantees, in plain words, and what that means for one
 unit (the trade-off curve, with a canary audit's points where one is given), how well it classifies (test
-accuracy, balanced accuracy, the smallest class's accuracy, per-class accuracy, the confusion matrix, accuracy
-against k where its model held a grid), where it came from (backbone, data, public data, hashes) and whether
+accuracy on how many test rows, with its 95 % interval for a test set of that size, balanced accuracy, the
+smallest class's accuracy, per-class accuracy, the confusion matrix, accuracy against k where its model held a
+grid), where it came from (backbone, data, public data, hashes) and whether
 it is signed.
 
 The page makes no request: no script, no external style, font or image; figures are inline SVG; a
@@ -117,7 +118,11 @@ def page_document(
     }
     if row is not None and evaluation is not None:
         per_class = [value for value in row.get("per_class_accuracy") or [] if value is not None]
+        confusion = row.get("confusion_summed_over_seeds")
+        test_rows = sum(map(sum, confusion)) // row["seeds"] if confusion else None
         document["accuracy"] = {
+            "test_rows": test_rows,
+            "accuracy_interval": None if not test_rows else wilson_interval(row["accuracy_mean"], test_rows),
             "split": evaluation.split,
             "dataset": evaluation.dataset,
             "seeds": row["seeds"],
@@ -211,9 +216,10 @@ def _accuracy(accuracy: dict) -> list[str]:
     ]
     parts = [
         "<h2>How well it classifies</h2>",
-        f"<p>On the {_text(accuracy['split'])} split of {_text(str(accuracy['dataset']))} (mean over "
-        f"{accuracy['seeds']} repetition(s) of the released head's cell): accuracy <span id='accuracy'>"
-        f"{accuracy['accuracy']:.4f}</span>, balanced accuracy <span id='balanced-accuracy'>"
+        f"<p>On the {_text(accuracy['split'])} split of {_text(str(accuracy['dataset']))}"
+        f"{_rows_said(accuracy['test_rows'])} (mean over {accuracy['seeds']} repetition(s) of the released "
+        f"head's cell): accuracy <span id='accuracy'>{accuracy['accuracy']:.4f}</span>"
+        f"{_interval_said(accuracy['accuracy_interval'])}, balanced accuracy <span id='balanced-accuracy'>"
         f"{_maybe(accuracy['balanced_accuracy'])}</span>, the smallest class's accuracy <span "
         f"id='smallest-class-accuracy'>{_maybe(accuracy['smallest_class_accuracy'])}</span>.</p>",
         _table(["class", "accuracy"], per_class, identifier="per-class"),
@@ -304,6 +310,27 @@ def _text(value: str) -> str:
 
 def _number(value: float) -> str:
     return "∞" if math.isinf(value) else f"{value:.4g}"
+
+
+def wilson_interval(accuracy: float, rows: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The 95 % Wilson score interval of an accuracy measured on `rows` test rows: how far the number could
+    move on another test set of that size (it says nothing of the head's own noise)."""
+    centre = (accuracy + z * z / (2 * rows)) / (1 + z * z / rows)
+    half = z * math.sqrt(accuracy * (1 - accuracy) / rows + z * z / (4 * rows * rows)) / (1 + z * z / rows)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _rows_said(rows: int | None) -> str:
+    return "" if rows is None else f", <span id='test-rows'>{rows:,}</span> rows"
+
+
+def _interval_said(interval: tuple[float, float] | None) -> str:
+    if interval is None:
+        return ""
+    return (
+        f" (95 % interval <span id='accuracy-low'>{interval[0]:.4f}</span>–<span id='accuracy-high'>"
+        f"{interval[1]:.4f}</span> for a test set of this size)"
+    )
 
 
 def _maybe(value: float | None) -> str:

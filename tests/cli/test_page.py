@@ -119,6 +119,9 @@ def test_the_page_shows_the_numbers_the_artifacts_hold(pillar, released, chromiu
     )["rows"]
     row = next(r for r in rows if r["k"] == 10)
     assert float(shown["accuracy"]) == pytest.approx(row["accuracy_mean"], abs=5e-5)
+    test_rows = int(shown["test-rows"].replace(",", ""))
+    assert test_rows * row["seeds"] == sum(map(sum, row["confusion_summed_over_seeds"]))
+    assert float(shown["accuracy-low"]) < row["accuracy_mean"] < float(shown["accuracy-high"])
     assert float(shown["balanced-accuracy"]) == pytest.approx(row["balanced_accuracy_mean"], abs=5e-5)
     per_class = re.search(r'<table id="per-class">(.*?)</table>', dom).group(1)
     cells = re.findall(r"<td>([^<]*)</td><td>([^<]*)</td>", per_class)

@@ -74,3 +74,16 @@ def test_markdown_cells_give_the_std_only_over_several_seeds():
     assert lines[:3] == ["# digits", "", "- δ = 1e-05"]
     assert lines[-2] == "| pillar | 20 | 1 | 0.9123 ± 0.0100 | 0.9000 | 0.8900 |  | 3 | 0.99871 |"
     assert lines[-1] == "| dpsgd | full | inf | 0.9500 | 0.9400 | 0.9300 | 0.9900 | 1 | inf |"
+
+
+def test_the_pages_accuracy_interval_is_wilsons():
+    """Against scipy's Wilson score interval of k successes in n trials."""
+    from scipy.stats import binomtest
+
+    from pillar_cli.reporting.page import wilson_interval
+
+    for successes, rows in ((912, 1000), (48, 50), (0, 30), (30, 30), (7, 9)):
+        reference = binomtest(successes, rows).proportion_ci(0.95, method="wilson")
+        assert wilson_interval(successes / rows, rows) == pytest.approx(
+            (reference.low, reference.high), abs=1e-12
+        )
