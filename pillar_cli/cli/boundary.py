@@ -82,7 +82,10 @@ def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None 
                 with one_command():  # an output put in place is taken back if the command does not finish
                     for name, value in kwargs.items():
                         _check_number(name, value)
-                    result = command(*args, **kwargs)
+                    try:
+                        result = command(*args, **kwargs)
+                    except BrokenPipeError:  # the reader of its output stopped reading (| head): a normal end
+                        result = _stdout_closed()
                     _FINISHING[-1] = True  # from here a signal is only noted
                     if INTERRUPTED.is_set():  # dropped where it arrived: the command is undone all the same
                         raise KeyboardInterrupt
@@ -114,6 +117,14 @@ def cli_errors(command: Callable | None = None, *, flags: dict[str, str] | None 
         return run
 
     return decorate(command) if command is not None else decorate
+
+
+def _stdout_closed() -> None:
+    """Standard output pointed at /dev/null, so that nothing the command printed (its last buffer, flushed at
+    exit) raises again; the command's outputs stand."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _report(message: str, hint: str | None, code: int, as_json: bool | None) -> None:

@@ -64,7 +64,7 @@ def write_predictions(
     if path == STDOUT:
         if sys.stdout is None:  # the shell closed it (>&-): nowhere to write
             raise OSError(errno.EBADF, "standard output is closed: nowhere to write the predictions")
-        _csv(sys.stdout, predicted(), class_names, "\n")
+        _csv(sys.stdout, predicted(), class_names)
         return counts
     with replacing(path, force) as tmp:
         if suffix == ".parquet":
@@ -75,8 +75,9 @@ def write_predictions(
     return counts
 
 
-def _csv(handle: TextIO, blocks: Predicted, class_names: list[str], lineterminator: str = "\r\n") -> None:
-    writer = csv.writer(handle, lineterminator=lineterminator)
+def _csv(handle: TextIO, blocks: Predicted, class_names: list[str]) -> None:
+    """One line a row, ended by LF whether written to a file or standard output (as the tables are)."""
+    writer = csv.writer(handle, lineterminator="\n")
     writer.writerow(["row", "predicted", *(f"p_{name}" for name in class_names)])
     for rows, predicted, probabilities in blocks:
         for row, label, p in zip(rows.tolist(), predicted, probabilities.tolist()):

@@ -167,3 +167,32 @@ def test_a_closed_or_full_standard_output_is_one_line_and_exit_3(pillar, digits,
                     text=True,
                 )
                 assert (written.returncode, written.stderr) == (3, "error: No space left on device\n")
+
+
+def test_predictions_piped_into_head_end_quietly_and_files_end_lines_as_standard_output_does(
+    pillar, mnist, tmp_path
+):
+    """`predict -o - | head -1` said "error: Broken pipe" and exited 3; a CSV file had CRLF line ends where
+    standard output had LF."""
+    import os
+    import subprocess
+    import sys
+
+    pillar("train-private", mnist["emb"], "-p", mnist["pca"], "--k", "5", "--steps", "20",
+           "-o", tmp_path / "m.h5")  # fmt: skip
+    pillar("release", tmp_path / "m.h5", "-o", tmp_path / "rel.h5")
+    command = [os.path.join(os.path.dirname(sys.executable), "pillar"), "predict", tmp_path / "rel.h5"]
+    reader = subprocess.Popen(
+        [*command, f"{mnist['emb']}:test", "-o", "-"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    first = reader.stdout.readline()
+    reader.stdout.close()  # as head does after its line: ~100 KB of predictions are still to come
+    reader.wait(timeout=120)
+    errors = [line for line in reader.stderr.read().splitlines() if not line.startswith("warning")]
+    assert first.startswith("row,predicted,") and (reader.returncode, errors) == (0, [])
+    pillar("predict", tmp_path / "rel.h5", f"{mnist['emb']}:test", "-o", tmp_path / "p.csv")
+    written = (tmp_path / "p.csv").read_bytes()
+    assert b"\r\n" not in written and written.count(b"\n") == mnist["rows"]["test"] + 1
