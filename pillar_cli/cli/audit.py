@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from pillar_cli import artifacts
+from pillar_cli.artifacts.model import UNCOUNTED
 from pillar_cli.audit.canaries import AuditSettings, audit_artifact, audit_summary, run_audit
 from pillar_cli.audit.ledger import check_ledger
 from pillar_cli.audit.white_box import SharedNoise, run_white_box_audit, white_box_artifact
@@ -87,10 +88,10 @@ def ledger(
                     "epsilon_claimed",
                     "epsilon_recomputed",
                     "steps_accounted",
-                    "steps_run",
                     "how",
                 )
             },
+            "steps_run": None if c.steps_run == UNCOUNTED else c.steps_run,  # None: its method counts none
             "status": "; ".join(c.problems) or "ok",
         }
         for c in checks

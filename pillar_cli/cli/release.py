@@ -70,7 +70,7 @@ def release(
     if as_json:
         return print_json({"output": str(out), **chosen, "privacy": statement.to_attrs()})
     stdout.print(
-        f"{out}: cell {chosen['cell']}, seed {chosen['seed']} (of {', '.join(map(str, chosen['seeds']))}), "
+        f"{out}: cell {chosen['cell']}, seed {chosen['seed']} ({_of_seeds(chosen['seeds'])}), "
         f"hyper-parameters chosen {chosen['selected']}"
     )
     stdout.print(
@@ -83,3 +83,8 @@ def release(
         stdout.print("rests on: " + "; ".join(statement.rests_on))
     if statement.risk_sentence:
         stdout.print("what it means: " + statement.risk_sentence)
+
+
+def _of_seeds(seeds: list[int]) -> str:
+    """The repetitions the seed was one of, in words."""
+    return "its only repetition" if len(seeds) == 1 else f"of seeds {', '.join(map(str, seeds))}"

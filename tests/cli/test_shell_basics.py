@@ -196,3 +196,12 @@ def test_predictions_piped_into_head_end_quietly_and_files_end_lines_as_standard
     pillar("predict", tmp_path / "rel.h5", f"{mnist['emb']}:test", "-o", tmp_path / "p.csv")
     written = (tmp_path / "p.csv").read_bytes()
     assert b"\r\n" not in written and written.count(b"\n") == mnist["rows"]["test"] + 1
+
+
+def test_the_small_print_says_what_it_means(pillar, digits, tmp_path):
+    """ "seed 0 (of 0)" for a cell of one repetition; `audit ledger` printed steps_run -1 for a method that
+    counts no steps."""
+    pillar("train-private", digits / "emb.h5", "-p", digits / "pca.h5", "--method", "dp-ls", "--eps", "1",
+           "-o", tmp_path / "m.h5")  # fmt: skip
+    released = pillar("release", tmp_path / "m.h5", "-o", tmp_path / "rel.h5").stdout
+    assert "seed 0 (its only repetition)" in released
