@@ -4,6 +4,7 @@ accuracy-vs-k plot."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -32,9 +33,12 @@ def classification_metrics(
     classes = np.arange(num_classes)
     confusion = confusion_matrix(labels, predictions, labels=classes)
     support = confusion.sum(axis=1)
+    with warnings.catch_warnings():  # "y_pred contains classes not in y_true": such a class has no accuracy
+        warnings.simplefilter("ignore", UserWarning)
+        balanced = float(balanced_accuracy_score(labels, predictions))
     metrics = {
         "accuracy": float((predictions == labels).mean()),
-        "balanced_accuracy": float(balanced_accuracy_score(labels, predictions)),
+        "balanced_accuracy": balanced,
         "macro_f1": float(f1_score(labels, predictions, labels=classes, average="macro", zero_division=0)),
         "per_class_accuracy": [float(c / s) if s else None for c, s in zip(np.diag(confusion), support)],
         "confusion": confusion.tolist(),

@@ -42,8 +42,16 @@ def test_the_metrics_are_their_definitions(predicted):
 
 
 def test_a_class_the_split_lacks_has_no_accuracy_and_roc_auc_is_the_rank_statistic():
+    import warnings
+
     labels, predictions = np.array([0, 0, 1, 1, 1]), np.array([0, 1, 1, 1, 0])
     metrics = classification_metrics(labels, predictions, 3, binary_score=np.array([-2.0, 0.5, 1.0, 3.0, -1]))
+    with (
+        warnings.catch_warnings()
+    ):  # a class predicted that the split lacks: no library warning reaches the user
+        warnings.simplefilter("error")
+        lacking = classification_metrics(labels, np.array([0, 2, 1, 1, 0]), 3)
+    assert lacking["per_class_accuracy"] == [0.5, pytest.approx(2 / 3), None]
     assert metrics["per_class_accuracy"] == [0.5, pytest.approx(2 / 3), None]
     # the share of (positive, negative) pairs the score orders rightly: 5 of 6
     assert metrics["roc_auc"] == pytest.approx(5 / 6)
