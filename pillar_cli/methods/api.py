@@ -9,6 +9,7 @@ import numpy as np
 from pillar_cli.errors import DataError, param
 from pillar_cli.methods.arrangement import arrange
 from pillar_cli.methods.data import GivenRows
+from pillar_cli.methods.estimator import warn_if_seeded
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
 from pillar_cli.methods.request import SweepRequest
 from pillar_cli.methods.sweep import SweepResult, run_sweep
@@ -51,6 +52,7 @@ def sweep(
     differentially private. Values derived from the number of private rows read a noisy count released inside
     ε (the result's `count`), unless `n_public` declares that number public knowledge."""
     asked = SweepRequest(**request)
+    warn_if_seeded(asked.noise_seed)
     x = np.asarray(X, dtype=np.float32)
     labels = np.asarray(y)
     if labels.dtype.kind not in "iu" or labels.min(initial=0) < 0:

@@ -44,6 +44,18 @@ class PrivacyWarning(UserWarning):
     """A use of the library that spends privacy outside the ε it reports."""
 
 
+def warn_if_seeded(noise_seed: int | None) -> None:
+    """A seeded noise source is for experiments: its noise repeats, so anyone holding the seed removes it."""
+    if noise_seed is not None:
+        warnings.warn(
+            f"noise_seed={noise_seed}: the noise repeats from the seed, so the result is NOT differentially "
+            "private (its ledger's noise_reproducible is True; epsilon_spent is what secret noise would "
+            "spend)",
+            PrivacyWarning,
+            stacklevel=3,
+        )
+
+
 class SoftmaxClassifier(ClassifierMixin, BaseEstimator):
     """A classifier whose probabilities are the softmax of its logits (float64), as `pillar predict` computes
     them; `classes_` names the classes. `decision_function` follows scikit-learn: one column per class, or for
@@ -148,6 +160,7 @@ class DPLinearClassifier(SoftmaxClassifier):
                 PrivacyWarning,
                 stacklevel=2,
             )
+        warn_if_seeded(self.noise_seed)
         X, y, groups = given_rows(X, y, groups, self.privacy_unit)
         public_rows: np.ndarray | None = given_rows(public, None, None, labelled=False)[0]
         if y is None:

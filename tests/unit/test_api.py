@@ -292,3 +292,15 @@ def test_scikit_learns_tools_keep_a_fitted_projection_and_take_scalars(digits):
         x, y, public=public
     )
     assert ruled.steps_ == ruled.ledger_.steps and ruled.lr_ > 0 and ruled.k_ > 0
+
+
+def test_a_seeded_noise_source_warns_that_the_result_is_not_private(digits):
+    """noise_seed= warned nothing while ledger_.epsilon_spent read like a guarantee."""
+    said = r"^noise_seed=7: the noise repeats from the seed, so the result is NOT differentially private"
+    with pytest.warns(PrivacyWarning, match=said):
+        clf = DPLinearClassifier(k=10, steps=20, noise_seed=7).fit(
+            digits["x"], digits["y"], public=digits["public"]
+        )
+    assert clf.ledger_.noise_reproducible
+    with pytest.warns(PrivacyWarning, match=said):
+        sweep(digits["x"], digits["y"], public=digits["public"], k=[10], steps=[20], noise_seed=7)
