@@ -243,7 +243,7 @@ def _connect(ray: Any, address: str | None) -> None:
         except OSError as err:
             raise UsageError(
                 f"no Ray cluster answers at {given} ({err.strerror or err}, within {CONNECT_SECONDS:g} s)",
-                hint=f"start one there (ray start --head), or leave out {param('address')} and RAY_ADDRESS "
+                hint=f"start Ray's head node there, or leave out {param('address')} and RAY_ADDRESS "
                 "to start Ray on this machine",
             ) from None
     try:
