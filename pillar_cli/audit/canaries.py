@@ -30,7 +30,7 @@ from pillar_cli.artifacts import Artifact
 from pillar_cli.audit.bound import epsilon_lower_bound
 from pillar_cli.errors import UsageError, check_one_of, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.base import Cell, Method
+from pillar_cli.methods.base import Cannot, Cell, Method
 from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.privacy import Event, calibrate_noise, dp_sgd_event, spent_epsilon, validate_budget
 from pillar_cli.privacy.count import RowCount
@@ -118,10 +118,8 @@ def run_audit(
 ) -> AuditResult:
     """Train the configuration once with canaries and bound ε from how well their scores tell who was in;
     `options`: the method's options (None: its defaults)."""
-    if method.not_auditable:
-        raise UsageError(
-            f"method '{method.name}' cannot be audited with input canaries: {method.not_auditable}"
-        )
+    if reason := method.cannot.get(Cannot.BE_AUDITED):
+        raise UsageError(f"method '{method.name}' cannot be audited with input canaries: {reason}")
     if not math.isfinite(epsilon):
         raise UsageError(f"an audit needs a private configuration: {param('epsilon')} must be finite")
     validate_budget(epsilon, privacy.delta, len(data.private_x))
@@ -129,7 +127,7 @@ def run_audit(
         method.check_k(k, data.pca, data.num_classes)
     canaries = Canaries.plant(method, data, k, settings)
     privacy = replace(privacy, unit=PrivacyUnit.resolve(settings.unit, canaries.data.units.named_by))
-    if privacy.unit.is_person and method.person_bound is None:
+    if privacy.unit.is_person and not method.can(Cannot.BOUND_A_PERSON):
         raise UsageError(
             f"method '{method.name}' bounds one row's contribution, not one person's: audit it with "
             f"{param('privacy_unit')} row"

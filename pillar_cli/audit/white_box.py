@@ -39,7 +39,7 @@ from pillar_cli.audit.canaries import CANARY_KIND, AuditSettings, Canaries, corr
 from pillar_cli.errors import UsageError
 from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import RunConfig
-from pillar_cli.methods.base import Cell, Method
+from pillar_cli.methods.base import Cannot, Cell, Method
 from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.plan import guarantee_of
 from pillar_cli.privacy import event_from_dict, validate_budget
@@ -91,7 +91,7 @@ def run_white_box_audit(
 ) -> WhiteBoxResult:
     """Train the configurations at every ε with canaries into one model file, attack the file, bound ε;
     `options`: the method's options (None: its defaults)."""
-    if method.not_auditable or method.normalises_rows or not method.averages_iterates:
+    if not method.can(Cannot.BE_AUDITED) or method.normalises_rows or not method.averages_iterates:
         raise UsageError(
             f"the white-box audit attacks DP-SGD heads on unnormalised rows; not method '{method.name}'"
         )

@@ -18,7 +18,7 @@ import numpy as np
 
 from pillar_cli.errors import UsageError, param
 from pillar_cli.linear.engine import RunConfig
-from pillar_cli.methods.base import Cell, Method, Run
+from pillar_cli.methods.base import Cannot, Cell, Method, Run
 from pillar_cli.privacy import Event, composed, dp_sgd_event
 from pillar_cli.privacy.rdp import TrialCount
 from pillar_cli.privacy.relation import ROW_RELATIONS
@@ -68,10 +68,8 @@ def select_privately(
     """One accounted selection per seed among `cell.configs` (the candidates, listed once per seed): the
     released runs, and per seed the ledger's record of the selection (K = 0 under Poisson releases
     nothing)."""
-    if method.own_selection:
-        raise UsageError(
-            f"{param('select')} accounted cannot wrap method '{method.name}': {method.own_selection}"
-        )
+    if reason := method.cannot.get(Cannot.BE_SELECTED):
+        raise UsageError(f"{param('select')} accounted cannot wrap method '{method.name}': {reason}")
     by_seed: dict[int, list[RunConfig]] = {}
     for config in cell.configs:
         by_seed.setdefault(config.seed, []).append(config)

@@ -21,6 +21,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, RunConfig
 from pillar_cli.linear.persons import person_ordered
 from pillar_cli.linear.sampling import PoissonSampler
-from pillar_cli.methods.base import Cell, Run, each_run, option
+from pillar_cli.methods.base import Cannot, Cell, Reads, Run, each_run, option
 from pillar_cli.methods.projected import ProjectedDPSGD
 from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.privacy.count import RowCount
@@ -184,8 +185,13 @@ def train_adadps(
 
 class AdaptivePreconditionedDPSGD(ProjectedDPSGD):
     options = AdaDPSOptions
-    needs_public_labels = True
-    not_auditable = "its preconditioner reads public labelled rows the canaries' coordinates are not in"
+    reads = MappingProxyType({Reads.LABELLED_PUBLIC_ROWS: "for its preconditioner"})
+    cannot = MappingProxyType(
+        {
+            Cannot.BE_AUDITED: "its preconditioner reads public labelled rows the canaries' "
+            "coordinates are not in"
+        }
+    )
 
     def __init__(self) -> None:
         super().__init__(

@@ -13,14 +13,17 @@ import functools
 import itertools
 import math
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from enum import Enum
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from pillar_cli.artifacts.model import RunKey
 from pillar_cli.artifacts.stored_rows import Rows
+from pillar_cli.errors import UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
 from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.privacy import Event, calibrate_noise, spent_epsilon
@@ -32,7 +35,39 @@ from pillar_cli.privacy.unit import PrivacyUnit, Units
 from pillar_cli.projection import LinearMap, PublicPCA, project
 from pillar_cli.randomness import NoiseSource
 
+if TYPE_CHECKING:
+    from pillar_cli.methods.request import SweepRequest
+
 Trained = TypeVar("Trained")  # what a method's training of one configuration returns
+
+
+class Reads(Enum):
+    """What a method may read besides the private rows: the entry points load it only for such a method."""
+
+    PUBLIC_ROWS = "the public split"
+    LABELLED_PUBLIC_ROWS = "a labelled public split"
+
+
+class Cannot(Enum):
+    """What a method may be unable to be put through; it says why in its `cannot`."""
+
+    BE_SELECTED = "be wrapped in an accounted selection or calibrated to a risk target"  # it selects itself
+    BE_AUDITED = "be audited with input canaries"
+    BOUND_A_PERSON = "bound one person's contribution"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a method cannot run on some rows under a request, as its refusal says it (opacus'
+    ModuleValidator.validate lists a model's problems alike)."""
+
+    message: str
+    hint: str | None = None
+
+    def error(self) -> UsageError:
+        return UsageError(self.message, hint=self.hint)
+
+
 DEFAULT_STEPS = 500  # DP-SGD steps of a sweep that gives none
 
 
@@ -191,18 +226,20 @@ class Method:
     options: type | None = None
     projects: bool = True  # heads live in the span of k basis vectors (recorded as bases/<method>/<k>)
     single_cell: bool = False  # one cell at k = full whatever k the sweep lists
-    needs_public_rows: str | None = None  # why the method reads the public rows (None: it does not)
+    # what it reads besides the private rows, and what for (the refusal's words where it is not given)
+    reads: Mapping[Reads, str] = MappingProxyType({})
+    # what it cannot be put through, and why (the refusal's words); by default it bounds a row, not a person
+    cannot: Mapping[Cannot, str] = MappingProxyType(
+        {Cannot.BOUND_A_PERSON: "it bounds one row's contribution"}
+    )
+    # how it bounds one person's contribution, in words (where `cannot` holds no BOUND_A_PERSON)
+    person_bound: str = ""
     needs_public_basis: bool = True  # its projection is fitted on public rows (jl's and dpsgd's are not)
     steps_rule: str | None = None  # a method with its own step count (default_steps) names it here
     normalises_rows: bool = False  # its head reads the k-dimensional rows scaled to unit norm
-    own_selection: str | None = None  # why an accounted selection cannot wrap it (None: it can)
     averages_iterates: bool = False  # its DP-SGD engine can release a moving average of the iterates (ema)
-    not_auditable: str | None = None  # why the input-canary audit cannot run it (None: it can)
-    needs_public_labels: bool = False  # it reads a labelled public split (side information, not protected)
     # it derives something from the number of private rows (a sampling rate, a scale)
     reads_count: bool = True
-    # how it bounds one person's contribution, in words (None: it bounds a row only)
-    person_bound: str | None = None
     # what its configurations read
     request_fields: frozenset[str] = frozenset({"k", "lr", "steps", "batch_size"})
     mechanism_description: str = "DP-SGD: Poisson sampling, per-row clipping to C, Gaussian noise σ·C"
@@ -210,7 +247,50 @@ class Method:
 
     def mechanism_words(self, unit: PrivacyUnit) -> str:
         """Its mechanism in words with the unit: what it releases, its relation, how it bounds a person."""
-        return unit.mechanism(self.mechanism_description, self.relations, self.person_bound)
+        return unit.mechanism(self.mechanism_description, self.relations, self.person_bound or None)
+
+    def can(self, what: Cannot) -> bool:
+        return what not in self.cannot
+
+    def problems(self, data: SweepData, request: SweepRequest, unit: PrivacyUnit) -> list[Problem]:
+        """Why it cannot run on these rows under this request and unit, each as its refusal says it (none: it
+        can), before anything private is drawn; what it reads of the data itself is `check_data`'s."""
+        found = []
+        if Reads.PUBLIC_ROWS in self.reads and data.public_x is None:
+            found.append(
+                Problem(f"method '{self.name}' needs the public split {self.reads[Reads.PUBLIC_ROWS]}")
+            )
+        if Reads.LABELLED_PUBLIC_ROWS in self.reads and data.public_labelled is None:
+            found.append(
+                Problem(
+                    f"method '{self.name}' needs a labelled public split "
+                    f"{self.reads[Reads.LABELLED_PUBLIC_ROWS]}",
+                    f"pass {param('public_labelled')} FILE:SPLIT (a separately embedded labelled public set)",
+                )
+            )
+        if request.ema and not self.averages_iterates:
+            found.append(
+                Problem(f"{param('ema')} averages DP-SGD iterates; method '{self.name}' has none to average")
+            )
+        # an accounted selection that wraps it is refused where the plan knows which cells select
+        if not self.can(Cannot.BE_SELECTED) and request.risk_target is not None:
+            found.append(
+                Problem(
+                    f"method '{self.name}' draws its own mechanism, which a risk target cannot calibrate",
+                    f"give it {param('epsilon')} instead of {param('max_tpr')}",
+                )
+            )
+        if unit.is_person and not self.can(Cannot.BOUND_A_PERSON):
+            from pillar_cli.methods.catalog import bounding_persons  # the registry, which imports this module
+
+            found.append(
+                Problem(
+                    f"method '{self.name}' bounds one row's contribution, not one person's: with the person "
+                    f"as the privacy unit train {', '.join(bounding_persons())}",
+                    f"or pass {param('privacy_unit')} row (the guarantee is then per row)",
+                )
+            )
+        return found
 
     def family_of(self, k: int | None) -> str:
         """The table row a run at k (None: full) belongs to."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from pillar_cli.errors import UsageError
 from pillar_cli.methods.adadps import ADADPS
-from pillar_cli.methods.base import Method
+from pillar_cli.methods.base import Cannot, Method
 from pillar_cli.methods.closed_form import DP_LS, PUBLIC_LDA
 from pillar_cli.methods.disjunctions import EM_COMPONENTS, EM_DISJUNCTIONS
 from pillar_cli.methods.gep import GEP
@@ -64,12 +64,12 @@ def options_by_method(values: dict[str, Any]) -> dict[str, Any]:
 
 def auditable() -> list[str]:
     """The methods the input-canary audit can run."""
-    return [name for name, method in METHODS.items() if method.not_auditable is None]
+    return [name for name, method in METHODS.items() if method.can(Cannot.BE_AUDITED)]
 
 
 def bounding_persons() -> list[str]:
     """The methods that can bound one person's contribution (the privacy unit person)."""
-    return [name for name, method in METHODS.items() if method.person_bound is not None]
+    return [name for name, method in METHODS.items() if method.can(Cannot.BOUND_A_PERSON)]
 
 
 def _load_plugins() -> None:

@@ -27,14 +27,15 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from types import MappingProxyType
 
 import numpy as np
 
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.base import Cell, Method, Run, each_run
+from pillar_cli.methods.base import Cannot, Cell, Method, Reads, Run, each_run
 from pillar_cli.privacy import GaussianEvent
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.symmetric import symmetric_noise
@@ -47,6 +48,7 @@ class ClosedFormHead(Method):
     normalises_rows = True
     sensitivity = 1.0
     person_bound = WEIGHTED_PERSON_BOUND
+    cannot: Mapping[Cannot, str] = MappingProxyType({})
     request_fields = frozenset({"k"})  # one release on all rows: no lr, steps or batch
 
     def configs(self, *, ridges: tuple[float | None, ...], seeds: list[int], **_: object) -> list[RunConfig]:
@@ -149,8 +151,13 @@ class PublicCovarianceLDA(ClosedFormHead):
         "linear discriminant: covariance from the PUBLIC rows, one Gaussian release of the per-class sums "
         "of the private rows (unit norm); k components"
     )
-    needs_public_rows = "for the shared covariance"
-    not_auditable = "its covariance comes from public rows, which hold nothing in the canaries' coordinates"
+    reads = MappingProxyType({Reads.PUBLIC_ROWS: "for the shared covariance"})
+    cannot = MappingProxyType(
+        {
+            Cannot.BE_AUDITED: "its covariance comes from public rows, which hold nothing in the "
+            "canaries' coordinates"
+        }
+    )
     mechanism_description = (
         "one Gaussian release of the per-class sums of the unit-norm rows, L2 sensitivity 1; "
         "class sizes ñ/C from the released row count"

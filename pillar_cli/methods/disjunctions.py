@@ -20,12 +20,13 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.base import Cell, Method, Run, each_run, option
+from pillar_cli.methods.base import Cannot, Cell, Method, Run, each_run, option
 from pillar_cli.methods.data import SweepData
 from pillar_cli.privacy import ExponentialEvent
 from pillar_cli.privacy.count import RowCount
@@ -53,10 +54,16 @@ class ExponentialMechanismDisjunctions(Method):
 
     projects = False
     single_cell = True
-    own_selection = "one exponential mechanism per seed: there is nothing to select among"
+    cannot = MappingProxyType(
+        {
+            Cannot.BE_SELECTED: "one exponential mechanism per seed: there is nothing to select among",
+            Cannot.BE_AUDITED: "its head is a disjunction chosen by the exponential mechanism, not "
+            "trained by gradients",
+            Cannot.BOUND_A_PERSON: "it bounds one row's contribution",
+        }
+    )
     reads_count = False  # its score counts errors: nothing in it is a function of n
     request_fields = frozenset()  # one mechanism per seed: no k, lr, steps or batch
-    not_auditable = "its head is a disjunction chosen by the exponential mechanism, not trained by gradients"
     mechanism_description = (
         "the exponential mechanism over the candidates, score minus the errors on the private "
         "rows (sensitivity 1): pure ε-DP"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from pillar_cli.lazy import torch
 from pillar_cli.linear.engine import SAMPLING_CHUNK_STEPS, LinearHead, PoissonSampler, RunConfig
 from pillar_cli.linear.gradients import per_sample_gradients
 from pillar_cli.linear.persons import person_ordered
-from pillar_cli.methods.base import Cell, each_run
+from pillar_cli.methods.base import Cannot, Cell, Reads, each_run
 from pillar_cli.methods.projected import ProjectedDPSGD
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.unit import Units
@@ -150,7 +151,7 @@ def _clipped(vectors: torch.Tensor, bound: float, person: np.ndarray | None, per
 class GradientEmbeddingPerturbation(ProjectedDPSGD):
     """GEP as a sweep method: k is the anchor dimension; heads live in the full standardised space."""
 
-    needs_public_rows = "for its anchor subspace"
+    reads = MappingProxyType({Reads.PUBLIC_ROWS: "for its anchor subspace"})
 
     def shared_batches(self, cell: Cell, config: RunConfig) -> tuple | None:
         return None  # every GEP run draws its own batches
@@ -168,8 +169,11 @@ class GradientEmbeddingPerturbation(ProjectedDPSGD):
             "clipped again to C₁ and C₂; persons, not rows, Poisson-sampled, at a rate read from the "
             "count of persons"
         )
-        self.not_auditable = (
-            "its anchor subspace and clipping act on gradients the canaries' coordinates change"
+        self.cannot = MappingProxyType(
+            {
+                Cannot.BE_AUDITED: "its anchor subspace and clipping act on gradients the canaries' "
+                "coordinates change"
+            }
         )
 
     def check_k(self, k: int, pca: PublicPCA, num_classes: int) -> None:

@@ -15,6 +15,7 @@ from pillar_cli import artifacts
 from pillar_cli.artifacts.model_record import PublicChoice
 from pillar_cli.errors import MissingSplitError, UsageError, param
 from pillar_cli.methods.arrangement import arrange, configurations_per_cell, val_role
+from pillar_cli.methods.base import Reads
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.data import SweepData
 from pillar_cli.methods.request import SweepRequest
@@ -98,7 +99,7 @@ def read_sweep_inputs(
         if sources.warm_start is None
         else warm_start_weights(artifacts.read(sources.warm_start, "model"), pca, private.ref)
     )
-    uses_public = any(get_method(m).needs_public_rows for m in request.method)
+    uses_public = any(Reads.PUBLIC_ROWS in get_method(m).reads for m in request.method)
     labelled = (
         None if sources.public_labelled is None else labelled_public_split(sources.public_labelled, private)
     )

@@ -22,12 +22,13 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 import numpy as np
 
 from pillar_cli.errors import UsageError, check_positive, check_probability
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.base import Cell, Method, Run, each_run, option
+from pillar_cli.methods.base import Cannot, Cell, Method, Run, each_run, option
 from pillar_cli.privacy import Event, ExponentialEvent, composed, dp_sgd_event
 from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import SelfComposedEvent
@@ -194,8 +195,14 @@ class NoisySGD(Method):
     # its step size is the schedule's, its batch one row in expectation
     request_fields = frozenset({"k", "steps"})
     mechanism_description = MECHANISM
-    own_selection = "it already selects among its boosted runs privately (Algorithm 2), inside its ε"
-    not_auditable = "binary ζ-hinge runs with their own private selection"
+    cannot = MappingProxyType(
+        {
+            Cannot.BE_SELECTED: "it already selects among its boosted runs privately (Algorithm 2), "
+            "inside its ε",
+            Cannot.BE_AUDITED: "binary ζ-hinge runs with their own private selection",
+            Cannot.BOUND_A_PERSON: "it bounds one row's contribution",
+        }
+    )
 
     def configs(
         self, *, steps: list[int] | None, seeds: list[int], rows: float, **_: object

@@ -29,8 +29,8 @@ from pillar_cli.artifacts.stored_rows import all_finite, data_digest
 from pillar_cli.devices import resolve_device
 from pillar_cli.errors import DataError, UsageError, check_positive, param
 from pillar_cli.memory import return_large_buffers
-from pillar_cli.methods.base import Method
-from pillar_cli.methods.catalog import bounding_persons, get_method
+from pillar_cli.methods.base import Cannot, Method
+from pillar_cli.methods.catalog import get_method
 from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.grid import SweepGrid, check_grid
 from pillar_cli.methods.request import SweepOptions, SweepRequest
@@ -92,7 +92,7 @@ class SweepPlan:
             for (method, k, epsilon), config in grid.points(self.request.shard):
                 head = self.guarantee.for_head(method in self.readers)
                 rate, steps = get_method(method).mechanism(config, head.count or self.count)
-                own = get_method(method).own_selection or not math.isfinite(epsilon)
+                own = not get_method(method).can(Cannot.BE_SELECTED) or not math.isfinite(epsilon)
                 sigma = math.nan if own else head.noise(epsilon, rate, steps)
                 rows.append(
                     {
@@ -123,6 +123,9 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
     count where a private cell reads it — once per dataset, reused by every later run — and set the grids and
     δ for it; build the guarantee every run is of. `preview`: release nothing; plan with the exact n, for the
     data holder to read (the plan never trains)."""
+    unit = privacy_unit(data, request)
+    if problems := [p for name in request.method for p in get_method(name).problems(data, request, unit)]:
+        raise problems[0].error()
     target = request.risk_target
     if target is not None:  # provisionally at the Gaussian curve's ε: the count's share, the rule's values
         request = replace(request, epsilon=(target.gaussian_epsilon(request.planning_delta),), max_tpr=None)
@@ -131,7 +134,6 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
     return_large_buffers()  # the accountants' FFTs and the projection's blocks: no heap high-water mark
     for epsilon in grid.epsilons:
         validate_budget(epsilon, privacy.delta)
-    unit = privacy_unit(data, request, grid)
     # refuses what it
     provisional = guarantee_of(unit, request.accountant, privacy.delta, upstream_releases(data))
     # cannot account before any private value is drawn
@@ -198,12 +200,7 @@ def risk_epsilon(
     """The largest ε at which every planned head's whole tree (its noise calibrated for that ε, the count's
     release where it reads the count, every upstream release) meets the risk target
     (privacy/risk_target.py)."""
-    if own := [name for name in grids[0].methods if get_method(name).own_selection]:
-        raise UsageError(
-            f"method '{own[0]}' draws its own mechanism, which a risk target cannot calibrate",
-            hint=f"give it {param('epsilon')} instead of {param('max_tpr')}",
-        )
-    shapes = set()
+    shapes = set()  # each method's problems() refused one that draws its own mechanism
     count = guarantee.count
     if count is None:
         raise ValueError("a risk target is calibrated for the count the plan released")
@@ -222,17 +219,11 @@ def risk_epsilon(
     return min(meets(*shape) for shape in sorted(shapes, key=lambda shape: shape[:2]))
 
 
-def privacy_unit(data: SweepData, request: SweepRequest, grid: SweepGrid) -> PrivacyUnit:
-    """The unit the request asks for on these rows; with the person, every method and the engine must bound
-    one."""
+def privacy_unit(data: SweepData, request: SweepRequest) -> PrivacyUnit:
+    """The unit the request asks for on these rows; with the person, the engine and an accounted selection's
+    val rows must bound one (each method says whether it does: Method.problems)."""
     unit = PrivacyUnit.resolve(request.privacy_unit, data.units.named_by)
     if unit.is_person:
-        if unbounded := [name for name in grid.methods if get_method(name).person_bound is None]:
-            raise UsageError(
-                f"method '{unbounded[0]}' bounds one row's contribution, not one person's: with the "
-                f"person as the privacy unit train {', '.join(bounding_persons())}",
-                hint=f"or pass {param('privacy_unit')} row (the guarantee is then per row)",
-            )
         val_units = data.val_units
         if request.selection is not None and val_units is not None and not val_units.grouped:
             raise UsageError(
@@ -251,10 +242,6 @@ def check_data(data: SweepData, grid: SweepGrid, options: SweepOptions) -> None:
     """Everything that must hold before any private value is drawn: the k asked for, the rows (finite, two
     classes, disjoint from the public ones), each method's data, an accounted selection's inputs."""
     check_grid(grid, data.pca, data.num_classes)
-    if grid.ema and (without := [m for m in grid.methods if not get_method(m).averages_iterates]):
-        raise UsageError(
-            f"{param('ema')} averages DP-SGD iterates; method '{without[0]}' has none to average"
-        )
     if not all_finite(data.private_x):  # a block at a time: no N × D mask, rows on disk stay there
         raise DataError(f"NaN or Inf in the features of {data.name}")
     if len(np.unique(data.private_y)) < 2:
@@ -263,15 +250,6 @@ def check_data(data: SweepData, grid: SweepGrid, options: SweepOptions) -> None:
         require_disjoint(data.private_index, data.public_index, data.source or "the private data")
     for name in grid.methods:
         get_method(name).check_data(data, options.of(get_method(name)))
-        reason = get_method(name).needs_public_rows
-        if reason and data.public_x is None:
-            raise UsageError(f"method '{name}' needs the public split {reason}")
-        if get_method(name).needs_public_labels and data.public_labelled is None:
-            raise UsageError(
-                f"method '{name}' needs a labelled public split for its preconditioner",
-                hint=f"pass {param('public_labelled')} FILE:SPLIT (a separately embedded labelled public "
-                "set)",
-            )
     for lr in grid.lrs:  # given values (the rule's are checked once it has set them)
         check_lr(lr, set_by_rule=False)
     if options.selection is not None:  # how many configurations a cell holds does not depend on n
@@ -320,7 +298,7 @@ def check_accounted(data: SweepData, grid: SweepGrid, options: SweepOptions) -> 
             "choose from; a single configuration needs no selection"
         )
     for name in sorted(selecting):
-        if reason := get_method(name).own_selection:
+        if reason := get_method(name).cannot.get(Cannot.BE_SELECTED):
             raise UsageError(f"{param('select')} accounted cannot wrap method '{name}': {reason}")
     if options.shard != (0, 1):
         raise UsageError(

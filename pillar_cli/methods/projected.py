@@ -6,12 +6,14 @@ calibrated for its exact sample rate and step count; its ε is recomputed from t
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 
 from pillar_cli.linear.engine import LinearHead, RunConfig, train_linear_heads
 from pillar_cli.linear.opacus_reference import train_with_opacus
-from pillar_cli.methods.base import Cell, Method, Run
+from pillar_cli.methods.base import Cannot, Cell, Method, Run
 from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.privacy.unit import DP_SGD_PERSON_BOUND
 from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, project
@@ -20,6 +22,8 @@ from pillar_cli.projection import GaussianProjection, LinearMap, PublicPCA, proj
 class ProjectedDPSGD(Method):
     """DP-SGD on the linear map's first k dimensions (all standardised features when the method does not
     project)."""
+
+    cannot: Mapping[Cannot, str] = MappingProxyType({})  # it bounds a person (DP_SGD_PERSON_BOUND)
 
     def __init__(
         self,
@@ -104,7 +108,9 @@ class ProjectedDPSGD(Method):
 
 
 class RandomProjectionDPSGD(ProjectedDPSGD):
-    not_auditable = "its random projection would mix the canaries' coordinates into the features"
+    cannot = MappingProxyType(
+        {Cannot.BE_AUDITED: "its random projection would mix the canaries' coordinates into the features"}
+    )
 
     def linear_map(self, pca: PublicPCA) -> LinearMap:
         return GaussianProjection(pca, seed=0)

@@ -37,13 +37,15 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
 from pillar_cli.errors import DataError, param
 from pillar_cli.linear.engine import LinearHead, RunConfig
-from pillar_cli.methods.base import Cell, Method, Run, each_run
+from pillar_cli.methods.base import Cannot, Cell, Method, Reads, Run, each_run
 from pillar_cli.methods.closed_form import augmented, augmented_head, check_ridges, noise_ridge
 from pillar_cli.privacy import dp_sgd_event
 from pillar_cli.privacy.count import RowCount
@@ -108,6 +110,7 @@ class SecondOrderHead(Method):
 
     normalises_rows = True
     person_bound = WEIGHTED_PERSON_BOUND
+    cannot: Mapping[Cannot, str] = MappingProxyType({})
     reads_count = False
     request_fields = frozenset({"k", "steps"})  # one full-batch run per (steps, λ, seed): no lr or batch
     steps_rule = f"{DEFAULT_STEPS} full-batch steps"
@@ -238,9 +241,14 @@ class PublicFeatureCovariance(DPFeatureCovariance):
         "DP-FC with the feature covariance of the PUBLIC rows (no release): full-batch steps that each "
         "release the gradient; k components"
     )
-    needs_public_rows = "for the feature covariance"
+    reads = MappingProxyType({Reads.PUBLIC_ROWS: "for the feature covariance"})
     reads_count = True
-    not_auditable = "its covariance comes from public rows, which hold nothing in the canaries' coordinates"
+    cannot = MappingProxyType(
+        {
+            Cannot.BE_AUDITED: "its covariance comes from public rows, which hold nothing in the "
+            "canaries' coordinates"
+        }
+    )
     mechanism_description = (
         "T full-batch Gaussian releases of the gradient sum of unit-norm rows [u, 1]/√2 (L2 "
         "sensitivity √2), preconditioned by the public rows' Gram matrix scaled to ñ/n_public "

@@ -16,6 +16,7 @@ from pillar_cli.artifacts import read, write
 from pillar_cli.audit.ledger import check_ledger
 from pillar_cli.data.disjunctions import DisjunctionFamily
 from pillar_cli.errors import DataError, UsageError
+from pillar_cli.methods.base import Cannot
 from pillar_cli.methods.catalog import bounding_persons
 from pillar_cli.methods.data import PrivacySettings
 from pillar_cli.methods.sweep import sweep_artifact
@@ -116,7 +117,7 @@ def test_a_method_claims_no_less_than_dp_accounting_recomputes_and_names_its_rel
 @pytest.mark.parametrize("name", list(METHODS))
 def test_a_method_bounds_a_person_or_refuses_with_the_registrys_list(name, tasks, tmp_path):
     method = METHODS[name]
-    if method.person_bound is None:
+    if not method.can(Cannot.BOUND_A_PERSON):
         with pytest.raises(UsageError) as refused:
             trained(name, tasks, by_person=True)
         assert str(refused.value) == (
