@@ -100,8 +100,10 @@ class Dataset:
             return self.fingerprint_hint
         digest = hashlib.sha256()
         for part in (self.inputs, self.labels, self.test_inputs, self.test_labels):
-            if part is not None:
-                digest.update(np.ascontiguousarray(part))  # hashed in place: no bytes copy of the inputs
+            for block in part.blocks() if hasattr(part, "blocks") else () if part is None else (part,):
+                digest.update(
+                    np.ascontiguousarray(block)
+                )  # in place: no bytes copy; rows left in a file by blocks
         return digest.hexdigest()
 
     def rows(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import csv
 import hashlib
 import pickle
+import zipfile
 from pathlib import Path
 
 import h5py
 import numpy as np
 
 from pillar_cli.data.dataset import Dataset, no_labels
+from pillar_cli.data.file_rows import FileRows, npz_members, streamed
 from pillar_cli.data.groups import array_groups, file_groups, manifest_groups
 from pillar_cli.data.image_files import IMAGE_SUFFIXES, ImageFiles, file_keys, image_files_in
 from pillar_cli.data.labels import ClassSource, declared_names, encode_declared, encode_labels
@@ -26,18 +28,49 @@ _ARRAY_NAMES = {
 }
 
 
-def load_npz(path: Path) -> dict[str, np.ndarray]:
+COMPRESSED_LIMIT = (
+    1 << 30
+)  # bytes of a compressed x member read whole; above it, refused with how to store it
+
+
+def load_npz(path: Path) -> dict[str, np.ndarray | FileRows]:
+    """The archive's arrays: x and x_test stored uncompressed (np.savez) memory-mapped and read a block at a
+    time where they are used (data/file_rows.py), every other one read whole; a compressed x is read whole,
+    up to COMPRESSED_LIMIT bytes."""
+    lazy = {name for role in ("x", "x_test") for name in _ARRAY_NAMES[role]}
     try:
+        mapped = {name: FileRows(array) for name, array in npz_members(path, lazy).items() if streamed(array)}
         with np.load(path, allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
-    except (OSError, ValueError) as err:
+            for name in set(archive.files) & lazy - set(mapped):
+                info = archive.zip.getinfo(f"{name}.npy")
+                if info.compress_type != zipfile.ZIP_STORED and info.file_size > COMPRESSED_LIMIT:
+                    raise DataError(
+                        f"{path}: '{name}' is stored compressed ({info.file_size / 2**20:,.1f} MiB once "
+                        "inflated), which is read whole",
+                        hint="save it with np.savez (uncompressed: read a block at a time) or as HDF5 "
+                        "(--source h5)",
+                    )
+            return {name: mapped[name] if name in mapped else archive[name] for name in archive.files}
+    except DataError:
+        raise
+    except (OSError, ValueError, zipfile.BadZipFile) as err:
         raise DataError(f"cannot read {path} as .npz: {err}") from err
 
 
-def load_h5(path: Path) -> dict[str, np.ndarray]:
+def load_h5(path: Path) -> dict[str, np.ndarray | FileRows]:
+    """The file's datasets: x and x_test (vectors, or uint8/uint16 images) left in the file and read a block
+    at a time where they are used (data/file_rows.py), every other one read whole. The file stays open for
+    the life of the process (a DataLoader worker reopens it: Dataset.reopen)."""
+    lazy = {name for role in ("x", "x_test") for name in _ARRAY_NAMES[role]}
     try:
-        with h5py.File(path, "r") as h5:
-            return {name: h5[name][()] for name in h5 if isinstance(h5[name], h5py.Dataset)}
+        h5 = h5py.File(path, "r")
+        arrays: dict[str, np.ndarray | FileRows] = {}
+        for name in h5:
+            node = h5[name]
+            if not isinstance(node, h5py.Dataset):
+                continue
+            arrays[name] = FileRows(node) if name in lazy and streamed(node) else node[()]
+        return arrays
     except OSError as err:
         raise DataError(f"cannot read {path} as HDF5: {err}") from err
 
@@ -84,7 +117,9 @@ def read_array_file(path: Path, arrays: dict[str, np.ndarray]) -> Dataset:
     )
 
 
-def _as_inputs(path: Path, x: np.ndarray) -> np.ndarray:
+def _as_inputs(path: Path, x: np.ndarray | FileRows) -> np.ndarray:
+    if isinstance(x, FileRows):  # left in the file: vectors read as float32, images as stored
+        return x  # type: ignore[return-value]  # an array-like the embedding reads as it reads h5py's
     if x.ndim == 2:
         return x.astype(np.float32, copy=False)  # float32 vectors as read: no second copy of a large file
     if x.ndim in (3, 4) and x.dtype in (np.uint8, np.uint16):

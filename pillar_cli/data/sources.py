@@ -8,7 +8,7 @@ in its own test part (offset by the train size) when it has one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -223,7 +223,7 @@ def _csv(options: SourceOptions) -> Dataset:
 )
 def _npz(options: SourceOptions) -> Dataset:
     path = options.require_path("npz")
-    return readers.read_array_file(path, readers.load_npz(path))
+    return replace(readers.read_array_file(path, readers.load_npz(path)), reopen=lambda: _npz(options))
 
 
 @register(
@@ -233,7 +233,7 @@ def _npz(options: SourceOptions) -> Dataset:
 )
 def _h5(options: SourceOptions) -> Dataset:
     path = options.require_path("h5")
-    return readers.read_array_file(path, readers.load_h5(path))
+    return replace(readers.read_array_file(path, readers.load_h5(path)), reopen=lambda: _h5(options))
 
 
 @register(
