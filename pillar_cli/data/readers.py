@@ -48,7 +48,7 @@ def load_npz(path: Path) -> dict[str, np.ndarray | FileRows]:
                         f"{path}: '{name}' is stored compressed ({info.file_size / 2**20:,.1f} MiB once "
                         "inflated), which is read whole",
                         hint="save it with np.savez (uncompressed: read a block at a time) or as HDF5 "
-                        "(--source h5)",
+                        "(the h5 source)",
                     )
             return {name: mapped[name] if name in mapped else archive[name] for name in archive.files}
     except DataError:

@@ -15,16 +15,16 @@ import math
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import Enum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from pillar_cli.artifacts.model import RunKey
 from pillar_cli.artifacts.stored_rows import Rows
-from pillar_cli.errors import UsageError, param
+from pillar_cli.errors import param
 from pillar_cli.linear.engine import LinearHead, RunConfig
+from pillar_cli.methods.capabilities import Asked, Cannot, Problem, Reads
 from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.privacy import Event, calibrate_noise, spent_epsilon
 from pillar_cli.privacy.count import RowCount
@@ -35,39 +35,7 @@ from pillar_cli.privacy.unit import PrivacyUnit, Units
 from pillar_cli.projection import LinearMap, PublicPCA, project
 from pillar_cli.randomness import NoiseSource
 
-if TYPE_CHECKING:
-    from pillar_cli.methods.request import SweepRequest
-
 Trained = TypeVar("Trained")  # what a method's training of one configuration returns
-
-
-class Reads(Enum):
-    """What a method may read besides the private rows: the entry points load it only for such a method."""
-
-    PUBLIC_ROWS = "the public split"
-    LABELLED_PUBLIC_ROWS = "a labelled public split"
-
-
-class Cannot(Enum):
-    """What a method may be unable to be put through; it says why in its `cannot`."""
-
-    BE_SELECTED = "be wrapped in an accounted selection or calibrated to a risk target"  # it selects itself
-    BE_AUDITED = "be audited with input canaries"
-    BOUND_A_PERSON = "bound one person's contribution"
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Why a method cannot run on some rows under a request, as its refusal says it (opacus'
-    ModuleValidator.validate lists a model's problems alike)."""
-
-    message: str
-    hint: str | None = None
-
-    def error(self) -> UsageError:
-        return UsageError(self.message, hint=self.hint)
-
-
 DEFAULT_STEPS = 500  # DP-SGD steps of a sweep that gives none
 
 
@@ -252,9 +220,10 @@ class Method:
     def can(self, what: Cannot) -> bool:
         return what not in self.cannot
 
-    def problems(self, data: SweepData, request: SweepRequest, unit: PrivacyUnit) -> list[Problem]:
-        """Why it cannot run on these rows under this request and unit, each as its refusal says it (none: it
-        can), before anything private is drawn; what it reads of the data itself is `check_data`'s."""
+    def problems(self, data: SweepData, request: Asked) -> list[Problem]:
+        """Why it cannot run on these rows under this request, each as its refusal says it (none: it can),
+        before anything private is drawn; what it reads of the rows' values is `check_data`'s, and whether it
+        bounds the unit the plan resolves is the plan's (methods/plan.py privacy_unit)."""
         found = []
         if Reads.PUBLIC_ROWS in self.reads and data.public_x is None:
             found.append(
@@ -278,16 +247,6 @@ class Method:
                 Problem(
                     f"method '{self.name}' draws its own mechanism, which a risk target cannot calibrate",
                     f"give it {param('epsilon')} instead of {param('max_tpr')}",
-                )
-            )
-        if unit.is_person and not self.can(Cannot.BOUND_A_PERSON):
-            from pillar_cli.methods.catalog import bounding_persons  # the registry, which imports this module
-
-            found.append(
-                Problem(
-                    f"method '{self.name}' bounds one row's contribution, not one person's: with the person "
-                    f"as the privacy unit train {', '.join(bounding_persons())}",
-                    f"or pass {param('privacy_unit')} row (the guarantee is then per row)",
                 )
             )
         return found

@@ -30,7 +30,7 @@ from pillar_cli.devices import resolve_device
 from pillar_cli.errors import DataError, UsageError, check_positive, param
 from pillar_cli.memory import return_large_buffers
 from pillar_cli.methods.base import Cannot, Method
-from pillar_cli.methods.catalog import get_method
+from pillar_cli.methods.catalog import bounding_persons, get_method
 from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.grid import SweepGrid, check_grid
 from pillar_cli.methods.request import SweepOptions, SweepRequest
@@ -124,7 +124,7 @@ def plan_sweep(data: SweepData, request: SweepRequest, preview: bool = False) ->
     δ for it; build the guarantee every run is of. `preview`: release nothing; plan with the exact n, for the
     data holder to read (the plan never trains)."""
     unit = privacy_unit(data, request)
-    if problems := [p for name in request.method for p in get_method(name).problems(data, request, unit)]:
+    if problems := [p for name in request.method for p in get_method(name).problems(data, request)]:
         raise problems[0].error()
     target = request.risk_target
     if target is not None:  # provisionally at the Gaussian curve's ε: the count's share, the rule's values
@@ -220,10 +220,16 @@ def risk_epsilon(
 
 
 def privacy_unit(data: SweepData, request: SweepRequest) -> PrivacyUnit:
-    """The unit the request asks for on these rows; with the person, the engine and an accounted selection's
-    val rows must bound one (each method says whether it does: Method.problems)."""
+    """The unit the request asks for on these rows; with the person, every method, the engine and an accounted
+    selection's val rows must bound one."""
     unit = PrivacyUnit.resolve(request.privacy_unit, data.units.named_by)
     if unit.is_person:
+        if unbounded := [name for name in request.method if not get_method(name).can(Cannot.BOUND_A_PERSON)]:
+            raise UsageError(
+                f"method '{unbounded[0]}' bounds one row's contribution, not one person's: with the "
+                f"person as the privacy unit train {', '.join(bounding_persons())}",
+                hint=f"or pass {param('privacy_unit')} row (the guarantee is then per row)",
+            )
         val_units = data.val_units
         if request.selection is not None and val_units is not None and not val_units.grouped:
             raise UsageError(

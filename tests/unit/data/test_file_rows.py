@@ -88,5 +88,5 @@ def test_a_compressed_member_too_large_to_read_whole_is_refused_with_how_to_stor
         load_source("npz", SourceOptions(tmp_path / "c.npz"))
     assert (
         refused.value.hint
-        == "save it with np.savez (uncompressed: read a block at a time) or as HDF5 (--source h5)"
+        == "save it with np.savez (uncompressed: read a block at a time) or as HDF5 (the h5 source)"
     )

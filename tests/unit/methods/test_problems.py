@@ -8,12 +8,12 @@ import pytest
 from sklearn.datasets import load_digits
 
 from pillar_cli.errors import UsageError
-from pillar_cli.methods.base import Cannot, Problem, Reads
+from pillar_cli.methods.capabilities import Cannot, Problem, Reads
 from pillar_cli.methods.catalog import METHODS, get_method
 from pillar_cli.methods.data import GivenRows, sweep_data
 from pillar_cli.methods.plan import plan_sweep
 from pillar_cli.methods.request import SweepRequest
-from pillar_cli.privacy.unit import PERSON, ROW, PrivacyUnit, Units
+from pillar_cli.privacy.unit import Units
 from pillar_cli.projection import PublicPCA
 
 
@@ -26,22 +26,16 @@ def rows():
 
 
 def test_a_method_lists_what_these_rows_and_this_request_lack(rows):
-    row, person = PrivacyUnit(ROW), PrivacyUnit(PERSON)
-    assert get_method("pillar").problems(rows, SweepRequest(), row) == []
-    assert get_method("public-lda").problems(rows, SweepRequest(method=("public-lda",)), row) == [
+    assert get_method("pillar").problems(rows, SweepRequest()) == []
+    assert get_method("public-lda").problems(rows, SweepRequest(method=("public-lda",))) == [
         Problem("method 'public-lda' needs the public split for the shared covariance")
     ]
-    (seeded,) = get_method("noisy-sgd").problems(rows, SweepRequest(method=("noisy-sgd",), max_tpr=0.1), row)
+    (seeded,) = get_method("noisy-sgd").problems(rows, SweepRequest(method=("noisy-sgd",), max_tpr=0.1))
     assert (
         seeded.message == "method 'noisy-sgd' draws its own mechanism, which a risk target cannot calibrate"
     )
-    (averaged, per_row) = get_method("em-components").problems(
-        rows, SweepRequest(method=("em-components",), ema=0.9), person
-    )
+    (averaged,) = get_method("em-components").problems(rows, SweepRequest(method=("em-components",), ema=0.9))
     assert str(averaged.error()) == "ema averages DP-SGD iterates; method 'em-components' has none to average"
-    assert per_row.message.startswith(
-        "method 'em-components' bounds one row's contribution, not one person's"
-    )
 
 
 def test_the_declarations_agree_with_what_each_method_does():
