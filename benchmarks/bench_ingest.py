@@ -9,18 +9,12 @@ the import floor of an embed of 1,000 rows.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import h5py
 import numpy as np
-
-WRAPPER = (
-    "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, "
-    "stderr=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
-)
+from timing import measured
 
 
 def write_sources(folder: Path, rows: int, dim: int) -> dict[str, Path]:
@@ -45,8 +39,7 @@ def write_sources(folder: Path, rows: int, dim: int) -> dict[str, Path]:
 def embed(source: str, path: Path, out: Path) -> tuple[float, float]:
     """(peak RSS in MiB, seconds) of one embed of `path`."""
     out.unlink(missing_ok=True)
-    start = time.perf_counter()
-    line = [
+    argv = [
         sys.executable,
         "-m",
         "pillar_cli",
@@ -58,8 +51,8 @@ def embed(source: str, path: Path, out: Path) -> tuple[float, float]:
         "-o",
         str(out),
     ]
-    peak = subprocess.run([sys.executable, "-c", WRAPPER, *line], capture_output=True, text=True, check=True)
-    return int(peak.stdout) / 1024, time.perf_counter() - start
+    seconds, peak = measured(argv)
+    return peak, seconds
 
 
 def main() -> None:

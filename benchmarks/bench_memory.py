@@ -10,31 +10,17 @@ processes that only import what they import (their floors).
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
+from timing import measured
 
 DIGITS_FIT = (
     "from sklearn.datasets import load_digits; from pillar_cli import DPLinearClassifier, PublicPCA; "
     "x, y = load_digits(return_X_y=True); x = x.astype('float32'); "
     "DPLinearClassifier(projection=PublicPCA(40).fit(x[1500:])).fit(x[:1500], y[:1500])"
 )
-WRAPPER = (
-    "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, "
-    "stderr=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
-)
-
-
-def measured(argv: list[str]) -> tuple[float, float]:
-    """(seconds, peak RSS in MiB) of one command, run under a fresh wrapper whose only child it is."""
-    start = time.perf_counter()
-    peak = subprocess.run(
-        [sys.executable, "-c", WRAPPER, *argv], check=True, capture_output=True, text=True
-    ).stdout
-    return time.perf_counter() - start, int(peak) / 1024
 
 
 def main() -> None:

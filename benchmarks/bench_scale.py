@@ -11,32 +11,19 @@ its `ru_maxrss`.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import h5py
 import numpy as np
+from timing import measured
 
 from pillar_cli.artifacts import write
 from pillar_cli.artifacts.embeddings import embeddings_artifact
 
-WRAPPER = (
-    "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, "
-    "stderr=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
-)
 SHARES = {"private": 0.9, "public": 0.0625, "test": 0.0375}  # bench_memory.py's embed fractions
 BLOCK = 65_536
-
-
-def measured(argv: list[str]) -> tuple[float, float]:
-    """(seconds, peak RSS in MiB) of one command, run under a fresh wrapper whose only child it is."""
-    start = time.perf_counter()
-    peak = subprocess.run(
-        [sys.executable, "-c", WRAPPER, *argv], check=True, capture_output=True, text=True
-    ).stdout
-    return time.perf_counter() - start, int(peak) / 1024
 
 
 def synthetic_embeddings(path: Path, rows: int, dim: int, classes: int) -> dict[str, int]:
