@@ -20,6 +20,7 @@ from pillar_cli.artifacts.names import NAME_MAX, sibling
 from pillar_cli.artifacts.outputs import put_in_place
 from pillar_cli.errors import ArtifactError, UsageError, param
 
+STDOUT = Path("-")  # an output named '-': standard output, where a command writes there
 SPACE_MARGIN = 1 << 20  # room left over after a write: file-system metadata, HDF5's allocation granularity
 
 

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.files import refuse_existing
+from pillar_cli.artifacts.files import STDOUT, refuse_existing
 from pillar_cli.cli.boundary import INT64_MAX, JSON_OUTPUT
 from pillar_cli.errors import UsageError
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, SECRET, NoiseSource
@@ -173,7 +173,7 @@ def check_output(path: Path, inputs: list[str] = (), force: bool = False) -> Non
     """Refuse an output path that is one of the inputs, lies in a missing directory, or exists (without
     --force) — before any work. '-' is not taken for a file's name: standard output takes only what a
     command prints there (predict -o -, report --markdown -), which it checks itself."""
-    if str(path) == "-":
+    if path == STDOUT:
         raise UsageError(
             "output '-': this output is a file, not standard output",
             hint="name a file (standard output takes predict -o - and report --markdown -)",

@@ -14,6 +14,7 @@ from pillar_cli import artifacts
 from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.artifacts.classifier_file import read_classifier
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
+from pillar_cli.artifacts.files import STDOUT
 from pillar_cli.artifacts.layout import row_blocks
 from pillar_cli.artifacts.stored_rows import StoredRows
 from pillar_cli.cli.boundary import cli_errors
@@ -32,7 +33,7 @@ from pillar_cli.cli.trust import KeyOption, checked_trust
 from pillar_cli.data import SourceOptions, load_source
 from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.release import write_predictions
-from pillar_cli.release.predictions import STDOUT, prediction_format
+from pillar_cli.release.predictions import prediction_format
 
 if TYPE_CHECKING:
     from pillar_cli.finetune.released import NetworkClassifier

@@ -8,7 +8,7 @@ import typer
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts.evaluation import Evaluation
-from pillar_cli.artifacts.files import replacing_together
+from pillar_cli.artifacts.files import STDOUT, replacing_together
 from pillar_cli.cli.boundary import cli_errors
 from pillar_cli.cli.common import (
     ConfigOption,
@@ -27,8 +27,6 @@ from pillar_cli.reporting.figures import (
     methods_by_dataset,
 )
 from pillar_cli.reporting.tables import markdown_table
-
-STDOUT = Path("-")  # --markdown -: the table on standard output
 
 
 @cli_errors

@@ -17,11 +17,10 @@ from typing import TextIO
 
 import numpy as np
 
-from pillar_cli.artifacts.files import replacing
+from pillar_cli.artifacts.files import STDOUT, replacing
 from pillar_cli.errors import UsageError
 
 PREDICTION_FORMATS = (".csv", ".jsonl", ".parquet")
-STDOUT = Path("-")  # predictions as CSV on standard output
 # blocks of (row ids, class names, probabilities)
 Predicted = Iterator[tuple[np.ndarray, list[str], np.ndarray]]
 
