@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,7 +14,8 @@ import h5py
 import numpy as np
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts.integrity import file_content_hash, record_hash, stored_record
+from pillar_cli.artifacts.integrity import combined_hash, file_digests, record_hash, stored_record
+from pillar_cli.artifacts.layout import read_kind_attrs
 
 
 def assert_clean_failure(result, code: int, message: str, out: Path | None = None) -> None:
@@ -64,7 +66,9 @@ def edited_copy(source: Path, target: Path, restamp: bool = True):
         yield h5
         if restamp and "content_hash" in h5.attrs:
             try:
-                h5.attrs["content_hash"] = file_content_hash(h5)
+                digests = file_digests(h5)
+                h5.attrs["array_digests"] = json.dumps(digests)
+                h5.attrs["content_hash"] = combined_hash(digests, read_kind_attrs(h5))
                 h5.attrs["record_hash"] = record_hash(stored_record(h5))
             except (
                 TypeError,

@@ -90,7 +90,7 @@ def _records_round_trip():
     release's statement holds its model's guarantee, for its head: the one record, copied."""
     core, original = artifacts_core, artifacts_core._write_root_attrs
 
-    def checked(h5, artifact, provenance):
+    def checked(h5, artifact, provenance, digests):
         if artifact.kind in ("model", "classifier"):
             stored = json.loads(json.dumps(artifact.attrs, default=json_default))
             again = (
@@ -101,7 +101,7 @@ def _records_round_trip():
             assert json.loads(json.dumps(again, default=json_default)) == stored, artifact.kind
         if artifact.kind == "classifier":
             _copies_its_models_guarantee(artifact, provenance)
-        return original(h5, artifact, provenance)
+        return original(h5, artifact, provenance, digests)
 
     core._write_root_attrs = checked
     yield

@@ -1,4 +1,4 @@
-"""HDF5 artifacts, schema version 2: the only way stages exchange data.
+"""HDF5 artifacts, schema version 3: the only way stages exchange data.
 
 Owns the artifact core (atomic write, kind and schema checks, content hashes, provenance) and, per kind, the
 schema of what is stored. Every domain may use it; it uses no domain.

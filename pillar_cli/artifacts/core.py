@@ -1,4 +1,4 @@
-"""HDF5 artifacts, schema version 2: the only way stages exchange data.
+"""HDF5 artifacts, schema version 3: the only way stages exchange data.
 
 Invariants: an artifact is written to a temporary file beside its destination and renamed on success, so a
 reader never sees half a file and a failed write never destroys an existing one; reading checks the kind and
@@ -23,7 +23,7 @@ import numpy as np
 from pillar_cli.artifacts.artifact import Artifact, InputRef, Provenance
 from pillar_cli.artifacts.crash_guard import identity, known_or_passes_in_child, remember_intact
 from pillar_cli.artifacts.files import replacing
-from pillar_cli.artifacts.integrity import content_hash, record_hash, verify
+from pillar_cli.artifacts.integrity import array_digests, combined_hash, record_hash, verify
 from pillar_cli.artifacts.layout import (
     CORRUPT_HINT,
     RESERVED_ATTRS,
@@ -39,7 +39,7 @@ from pillar_cli.artifacts.stored_rows import StoredRows
 from pillar_cli.errors import ArtifactError, LibraryStateError, PillarError, first_line, param
 from pillar_cli.version import __version__
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 KINDS = (
     "embeddings",
     "embedding-shard",
@@ -79,6 +79,7 @@ def write(
         raise ArtifactError(f"unknown artifact kind '{artifact.kind}' (known: {', '.join(KINDS)})")
     path = Path(path)
     try:
+        digests = array_digests(artifact.arrays)
         provenance = Provenance(
             pillar_version=__version__,
             created_at=_created_at(),
@@ -87,13 +88,13 @@ def write(
             inputs=[shared_input(ref) for ref in inputs]
             if artifact.kind in SHAREABLE_KINDS
             else list(inputs),
-            content_hash=content_hash(artifact.arrays, artifact.attrs),
+            content_hash=combined_hash(digests, artifact.attrs),
         )
         handle = -1
         try:
             with replacing(path, force, size=_stored_size(artifact)) as tmp:
                 with h5py.File(tmp, "w") as h5:
-                    _write_root_attrs(h5, artifact, provenance)
+                    _write_root_attrs(h5, artifact, provenance, digests)
                     for name, array in artifact.arrays.items():  # an h5py dataset is copied by blocks of rows
                         write_array(h5, name, array if isinstance(array, h5py.Dataset) else np.asarray(array))
                 # the file written, followed through its rename onto `path`
@@ -125,7 +126,9 @@ def _stored_size(artifact: Artifact) -> int:
     return arrays + len(json.dumps(artifact.attrs, default=json_default)) + (64 << 10)
 
 
-def _write_root_attrs(h5: h5py.File, artifact: Artifact, provenance: Provenance) -> None:
+def _write_root_attrs(
+    h5: h5py.File, artifact: Artifact, provenance: Provenance, digests: dict[str, str]
+) -> None:
     record = {
         "pillar_kind": artifact.kind,
         "schema_version": SCHEMA_VERSION,
@@ -139,6 +142,7 @@ def _write_root_attrs(h5: h5py.File, artifact: Artifact, provenance: Provenance)
     for key, value in record.items():
         h5.attrs[key] = value
     h5.attrs["record_hash"] = record_hash(record)
+    h5.attrs["array_digests"] = json.dumps(digests)
     json_attrs = []
     for key, value in artifact.attrs.items():
         if key in RESERVED_ATTRS:
@@ -160,13 +164,15 @@ def read(
     on_disk: frozenset[str] = frozenset(),
 ) -> Artifact:
     """Read an artifact, refusing the wrong kind, an unknown schema version or content that no longer matches
-    its hashes (every array of the file is hashed, also when only one group is loaded). The file is first read
+    its hashes (the attributes and which arrays there are always; the arrays it loads or leaves on disk
+    rehashed, those of other groups not). The file is first read
     in a forked child (crash_guard.py): a corrupted file that crashes libhdf5 is one error, not a dead
     interpreter.
 
     `under` restricts the arrays loaded to one group (e.g. one split of an embeddings file). `check_schema`:
     refuse arrays and attributes that the stages reading this kind could not use (schema.py). `on_disk`:
-    datasets left in the file, read a block at a time where they are used (artifacts/stored_rows.py).
+    datasets left in the file (under `under`), read a block at a time where they are used
+    (artifacts/stored_rows.py).
     """
     expected = (kind,) if isinstance(kind, str) else kind
     path = Path(path)
@@ -174,10 +180,12 @@ def read(
         raise ArtifactError(f"artifact not found: {path}")
     try:
         before = identity(path)
-        verified = known_or_passes_in_child(path, lambda h5: _checked_in_child(h5, path, expected))
+        verified = known_or_passes_in_child(
+            path, lambda h5: _checked_in_child(h5, path, expected, under), under
+        )
         with h5py.File(path, "r") as h5:
             found = _kind_checked(h5, path, expected)
-            verify(h5, path, rehash=not verified)
+            verify(h5, path, rehash=not verified, under=under)
             arrays: dict[str, Any] = read_arrays(h5, path, under, skip=on_disk)
             arrays |= {name: StoredRows.of(path, h5[name], before) for name in on_disk if name in h5}
             artifact = Artifact(found, arrays, read_kind_attrs(h5), str(path), _read_provenance(h5))
@@ -186,7 +194,7 @@ def read(
                 f"{path} changed while it was read", hint="read it again once nothing writes it"
             )
         if verified:
-            remember_intact(before)
+            remember_intact(before, under)
         if check_schema:
             validate(found, artifact.arrays, artifact.attrs, str(path))
     except ArtifactError:
@@ -198,11 +206,11 @@ def read(
     return artifact
 
 
-def _checked_in_child(h5: h5py.File, path: Path, expected: tuple[str, ...]) -> None:
-    """What `read` checks of a file in a forked child: its kind, its hashes, and that its attributes and
-    provenance read."""
+def _checked_in_child(h5: h5py.File, path: Path, expected: tuple[str, ...], under: str | None) -> None:
+    """What `read` checks of a file in a forked child: its kind, its hashes (the arrays under `under`
+    rehashed), and that its attributes and provenance read."""
     _kind_checked(h5, path, expected)
-    verify(h5, path)
+    verify(h5, path, under=under)
     read_kind_attrs(h5)
     _read_provenance(h5)
 

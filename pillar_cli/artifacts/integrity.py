@@ -1,11 +1,14 @@
-"""Content hashes: sha256 over an artifact's arrays (names, dtypes, shapes, bytes) and its attributes; record
-hashes: sha256 over the content hash and the provenance stored beside it (command, config, inputs).
+"""Content hashes: sha256 over the digests of an artifact's arrays (each over its name, dtype, shape and
+bytes) and its attributes; record hashes: sha256 over the content hash and the provenance stored beside it
+(command, config, inputs).
 
-`write` stores both; every `read` recomputes them from the file, streaming the arrays block by block, and
+`write` stores the array digests and both hashes; every `read` checks the content hash from the stored digests
+and the attributes, rehashes the arrays it reads (streaming them block by block) against their digests, and
 refuses a file whose content or provenance no longer matches: an artifact edited after it was written is never
-used silently. The content hash leaves out the write time and command, so that equal content hashes equally;
-the record hash binds the provenance to that content. Both detect edits, not forgeries: anyone can re-hash a
-file, so no check that guards private data relies on provenance alone.
+used silently, and reading one split of a large file does not hash the others. The content hash leaves out the
+write time and command, so that equal content hashes equally; the record hash binds the provenance to that
+content. Both detect edits, not forgeries: anyone can re-hash a file, so no check that guards private data
+relies on provenance alone.
 """
 
 from __future__ import annotations
@@ -34,40 +37,63 @@ def _bytes(array: np.ndarray) -> memoryview:
     return np.ascontiguousarray(array).reshape(-1).view(np.uint8).data
 
 
-def content_hash(arrays: dict[str, np.ndarray | h5py.Dataset], attrs: dict[str, Any]) -> str:
-    """sha256 over array names, dtypes, shapes and bytes plus the sorted attributes. An array may be an h5py
-    dataset of another open file (features streamed to a scratch file): it is read block by block, never
-    whole."""
+def array_digest(name: str, array: np.ndarray | h5py.Dataset) -> str:
+    """sha256 over an array's name, dtype, shape and bytes. An h5py dataset (of this artifact's file, or of
+    another open file: features streamed to a scratch file) is read block by block, never whole; a thread
+    hashes one block while the next is read (hashlib releases the GIL), so reading costs little on top of
+    sha256."""
     digest = hashlib.sha256()
-    for name in sorted(arrays):
-        if isinstance(arrays[name], h5py.Dataset):
-            for header, block in _blocks(name, arrays[name]):
-                digest.update(header)
-                digest.update(_bytes(block))
-            continue
-        array = np.ascontiguousarray(arrays[name])
+    if not isinstance(array, h5py.Dataset):
+        array = np.ascontiguousarray(array)
         digest.update(f"{name}|{array.dtype.str}|{array.shape}".encode())
         digest.update(_bytes(array))
+        return digest.hexdigest()
+    with ThreadPoolExecutor(max_workers=1) as hasher:
+        pending = hasher.submit(lambda: None)
+        for header, block in _blocks(name, array):
+            pending.result()  # the digest takes its updates in order
+            digest.update(header)
+            pending = hasher.submit(digest.update, _bytes(block))
+        pending.result()
+    return digest.hexdigest()
+
+
+def array_digests(arrays: dict[str, np.ndarray | h5py.Dataset]) -> dict[str, str]:
+    return {name: array_digest(name, arrays[name]) for name in sorted(arrays)}
+
+
+def combined_hash(digests: dict[str, str], attrs: dict[str, Any]) -> str:
+    """The content hash: sha256 over every array's digest and the sorted attributes. Stored beside the
+    digests, it lets a reader check the whole file's content from them and rehash only the arrays it reads."""
+    digest = hashlib.sha256(json.dumps(sorted(digests.items())).encode())
     digest.update(json.dumps(normalized(attrs), sort_keys=True).encode())
     return digest.hexdigest()
 
 
-def file_content_hash(h5: h5py.File) -> str:
-    """`content_hash` of an open artifact file, reading each dataset in blocks of rows; a thread hashes one
-    block while the next is read (hashlib releases the GIL), so reading costs little on top of sha256."""
-    digest = hashlib.sha256()
+def content_hash(arrays: dict[str, np.ndarray | h5py.Dataset], attrs: dict[str, Any]) -> str:
+    return combined_hash(array_digests(arrays), attrs)
+
+
+def stored_digests(h5: h5py.File) -> dict[str, str] | None:
+    """The array digests written with the file, None when they are missing or not a mapping of texts."""
+    try:
+        digests = json.loads(read_attr(h5, "array_digests") or "null")
+    except ValueError:
+        return None
+    if not isinstance(digests, dict) or not all(isinstance(v, str) for v in digests.values()):
+        return None
+    return digests
+
+
+def file_digests(h5: h5py.File) -> dict[str, str]:
+    """Every array's digest, recomputed from an open artifact file."""
+    return array_digests({name: h5[name] for name in dataset_names(h5)})
+
+
+def dataset_names(h5: h5py.File) -> list[str]:
     names: list[str] = []
     h5.visititems(lambda name, node: names.append(name) if isinstance(node, h5py.Dataset) else None)
-    with ThreadPoolExecutor(max_workers=1) as hasher:
-        pending = hasher.submit(lambda: None)
-        for name in sorted(names):
-            for header, block in _blocks(name, h5[name]):
-                pending.result()  # the digest takes its updates in order
-                digest.update(header)
-                pending = hasher.submit(digest.update, _bytes(block))
-        pending.result()
-    digest.update(json.dumps(read_kind_attrs(h5), sort_keys=True).encode())
-    return digest.hexdigest()
+    return names
 
 
 def _blocks(name: str, node: h5py.Dataset):
@@ -109,21 +135,34 @@ def stored_record(h5: h5py.File) -> dict[str, Any]:
     return {name: read_attr(h5, name) for name in RECORD_ATTRS}
 
 
-def modified_part(h5: h5py.File) -> str | None:
+def modified_part(h5: h5py.File, under: str | None = None) -> str | None:
     """'content' or 'provenance' when that part of the file no longer matches the hash stored with it, else
-    None."""
-    if file_content_hash(h5) != read_attr(h5, "content_hash"):
+    None. The content is checked whole from the stored array digests (which datasets there are, the
+    attributes), then the arrays under the group `under` (None: every array) are rehashed against their
+    digests."""
+    digests = stored_digests(h5)
+    if (
+        digests is None
+        or set(dataset_names(h5)) != set(digests)
+        or combined_hash(digests, read_kind_attrs(h5)) != read_attr(h5, "content_hash")
+        or any(array_digest(name, h5[name]) != digests[name] for name in digests if _within(name, under))
+    ):
         return "content"
     if record_hash(stored_record(h5)) != read_attr(h5, "record_hash"):
         return "provenance"
     return None
 
 
-def verify(h5: h5py.File, path: str | Path, rehash: bool = True) -> None:
-    """Refuse a file that holds links or (`rehash`: unless already verified) whose arrays, attributes or
-    provenance no longer match the hashes stored when it was written."""
+def _within(name: str, group: str | None) -> bool:
+    return group is None or name.startswith(f"{group}/")
+
+
+def verify(h5: h5py.File, path: str | Path, rehash: bool = True, under: str | None = None) -> None:
+    """Refuse a file that holds links or (`rehash`: unless already verified) whose attributes, provenance or
+    arrays (those under the group `under`, None: all) no longer match the hashes stored when it was
+    written."""
     refuse_links(h5, path)
-    part = modified_part(h5) if rehash else None
+    part = modified_part(h5, under) if rehash else None
     if part is not None:
         hash_name = "content hash" if part == "content" else "record hash"
         raise ArtifactError(

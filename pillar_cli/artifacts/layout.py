@@ -4,6 +4,7 @@ HDF5 attributes (anything else as JSON, listed in `json_attrs`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ RESERVED_ATTRS = (
     "config",
     "inputs",
     "content_hash",
+    "array_digests",
     "record_hash",
     "json_attrs",
 )
@@ -65,6 +67,14 @@ def _copy_rows(h5: h5py.File, name: str, source: h5py.Dataset) -> None:
         target[start : start + len(block)] = block
 
 
+def _nothing() -> None:
+    pass
+
+
+# called after every block row_blocks reads: crash_guard's forked child reports its progress through it
+on_block_read: Callable[[], None] = _nothing
+
+
 def row_blocks(node: h5py.Dataset | np.ndarray | Any):
     """(start row, C-contiguous rows) of a dataset, BLOCK_BYTES at a time (of any rows that slice: an array,
     or rows left on disk). A dataset's block that cannot be read (a damaged chunk, a failing disk) is one line
@@ -73,7 +83,7 @@ def row_blocks(node: h5py.Dataset | np.ndarray | Any):
     step = max(1, BLOCK_BYTES // row_bytes)
     for start in range(0, node.shape[0], step):
         try:
-            yield start, np.ascontiguousarray(node[start : start + step])
+            block = np.ascontiguousarray(node[start : start + step])
         except (OSError, ValueError) as err:
             if not isinstance(node, h5py.Dataset):
                 raise
@@ -82,6 +92,8 @@ def row_blocks(node: h5py.Dataset | np.ndarray | Any):
                 f"of {node.name} ({first_line(err)})",
                 hint=CORRUPT_HINT,
             ) from err
+        on_block_read()
+        yield start, block
 
 
 def read_attr(h5: h5py.File, key: str) -> Any:

@@ -10,7 +10,7 @@ import numpy as np
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 from pillar_cli.methods.catalog import get_method
 from pillar_cli.projection import PublicPCA
-from pillar_cli.projection.pca import row_digests
+from pillar_cli.projection.row_passes import row_digests
 
 
 def fitted_projection(

@@ -11,12 +11,12 @@ from pillar_cli.projection.pca import (
     PublicPCA,
     StoredMap,
     fit_public_split,
-    l2_normalized_rows,
     project,
     projection_artifact,
     standardize_rows,
 )
 from pillar_cli.projection.random import GaussianProjection
+from pillar_cli.projection.row_passes import l2_normalized_rows
 
 __all__ = [
     "GaussianProjection",

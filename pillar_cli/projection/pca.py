@@ -4,7 +4,6 @@ public)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -16,21 +15,13 @@ from pillar_cli.artifacts.projection_header import ProjectionHeader
 from pillar_cli.artifacts.stored_rows import Rows
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 from pillar_cli.privacy.release import DPRelease, Released
-
-
-def l2_normalized_rows(x: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.where(norms > 0, norms, 1.0)
-
-
-CHUNK_ROWS = 8192  # rows summed at a time into a Gram matrix
-TEMPORARY_BYTES = 2**25  # a float64 temporary of rows being standardised or projected: 32 MiB whatever D
-
-
-def rows_per_block(dim: int) -> int:
-    """Rows standardised or projected at a time: float64 temporaries of TEMPORARY_BYTES (2,048 rows at D =
-    2,048)."""
-    return max(256, TEMPORARY_BYTES // (8 * max(dim, 1)))
+from pillar_cli.projection.row_passes import (
+    ScaledRows,
+    digests_and_moments,
+    l2_normalized_rows,
+    principal_axes,
+    rows_per_block,
+)
 
 
 def standardize_rows(
@@ -95,78 +86,6 @@ def project(linear_map: LinearMap, x: Rows, k: int | None) -> np.ndarray:
     return out
 
 
-def row_digests(x: Rows) -> np.ndarray:
-    """A 64-bit digest of each row's float32 bytes: equal rows, equal digests (how training spots public
-    rows); a block of rows at a time, so that rows left on disk stay there."""
-    step = rows_per_block(x.shape[1])
-    blocks = (
-        np.ascontiguousarray(x[start : start + step], dtype=np.float32) for start in range(0, len(x), step)
-    )
-    return np.array(
-        [
-            int.from_bytes(hashlib.blake2b(row.tobytes(), digest_size=8).digest(), "little")
-            for block in blocks
-            for row in block
-        ],
-        dtype=np.uint64,
-    )
-
-
-class ScaledRows:
-    """Rows (n, d) as float64, L2-normalised when asked, centred and scaled, made a block at a time when
-    sliced: a fit never holds a float64 copy of every row."""
-
-    def __init__(
-        self,
-        rows: np.ndarray,
-        normalise: Callable[[np.ndarray], np.ndarray],
-        mean: np.ndarray,
-        scale: np.ndarray,
-    ):
-        self.rows, self.normalise, self.mean, self.scale = rows, normalise, mean, scale
-        self.shape = rows.shape
-
-    def __getitem__(self, rows: slice) -> np.ndarray:
-        return (self.normalise(np.asarray(self.rows[rows], dtype=np.float64)) - self.mean) / self.scale
-
-
-def column_moments(rows: ScaledRows) -> tuple[np.ndarray, np.ndarray]:
-    """(mean, standard deviation) of each column of `rows` (ddof 0), summed a block at a time in float64: the
-    mean first, then the squared deviations from it, as numpy's two passes do."""
-    n = rows.shape[0]
-    blocks = range(0, n, CHUNK_ROWS)
-    mean = sum(rows[start : start + CHUNK_ROWS].sum(axis=0) for start in blocks) / n
-    squares = sum(((rows[start : start + CHUNK_ROWS] - mean) ** 2).sum(axis=0) for start in blocks)
-    return mean, np.sqrt(squares / n)
-
-
-def principal_axes(
-    x: np.ndarray | ScaledRows, on_rows: Callable[[int], None] = lambda n: None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The singular values of x (n, d) and its right singular vectors as rows, largest first, from the
-    eigenvalues of the smaller of its two Gram matrices (d × d, or n × n with V = XᵀU/σ): a few times faster
-    than the SVD of x itself, whose work the thin matrix does not need; directions of zero variance come back
-    with σ = 0. The Gram matrix is summed a block of rows at a time, `on_rows(m)` hearing of each block (the
-    eigh after is d³ or n³); rows fewer than the dimensions are taken whole (n × d ≤ d²)."""
-    n, dim = x.shape
-    if n >= dim:
-        gram = np.zeros((dim, dim))
-        for start in range(0, n, CHUNK_ROWS):
-            block = x[start : start + CHUNK_ROWS]
-            gram += block.T @ block
-            on_rows(len(block))
-        eigenvalues, vectors = np.linalg.eigh(gram)
-        order = np.argsort(eigenvalues)[::-1]
-        return np.sqrt(np.clip(eigenvalues[order], 0.0, None)), vectors[:, order].T
-    on_rows(n)
-    x = x[0:n]  # a ScaledRows as its float64 matrix; an array as itself
-    eigenvalues, left = np.linalg.eigh(x @ x.T)
-    order = np.argsort(eigenvalues)[::-1]
-    singular = np.sqrt(np.clip(eigenvalues[order], 0.0, None))
-    right = (x.T @ left[:, order]) / np.where(singular > 0, singular, 1.0)
-    return singular, right.T
-
-
 class PublicPCA:
     """Standardise (optional) then project on the top principal components of the public features.
 
@@ -221,8 +140,7 @@ class PublicPCA:
         n, dim = public.shape
         if n < 2:
             raise DataError(f"the public split has {n} rows; PCA needs at least 2")
-        self.row_digests_ = row_digests(public)
-        mean, std = column_moments(ScaledRows(public, self._normalized_rows, np.zeros(dim), np.ones(dim)))
+        self.row_digests_, mean, std = digests_and_moments(public, self._normalized_rows)
         self.mean_ = np.zeros(dim) if self.second_moment else mean
         self.scale_ = np.where(std > 0, std, 1.0) if self.standardizes else np.ones(dim)
         singular, vt = principal_axes(

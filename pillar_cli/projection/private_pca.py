@@ -34,7 +34,8 @@ from pillar_cli.privacy.relation import ROW_RELATIONS
 from pillar_cli.privacy.release import DPRelease, Released
 from pillar_cli.privacy.symmetric import symmetric_noise
 from pillar_cli.privacy.unit import PERSON, ROW, WEIGHTED_PERSON_BOUND, PrivacyUnit, Units
-from pillar_cli.projection.pca import CHUNK_ROWS, PublicPCA, l2_normalized_rows
+from pillar_cli.projection.pca import PublicPCA
+from pillar_cli.projection.row_passes import CHUNK_ROWS, l2_normalized_rows
 from pillar_cli.randomness import NoiseSource
 
 DEFAULT_K_MAX = 200

@@ -473,9 +473,9 @@ def test_bingham_refuses_large_gradient_dimension(pillar, mnist, tmp_path):
 def test_unknown_schema_version(pillar, mnist, tmp_path):
     future = tmp_path / "future.h5"
     with edited_copy(mnist["pca"], future) as h5:
-        h5.attrs["schema_version"] = 3
+        h5.attrs["schema_version"] = 4
     result = pillar("inspect", future, expect=None)
-    assert_clean_failure(result, 3, f"{future} has schema version 3; this pillar reads version 2")
+    assert_clean_failure(result, 3, f"{future} has schema version 4; this pillar reads version 3")
 
 
 @bad_input("Inf features")

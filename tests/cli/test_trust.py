@@ -58,15 +58,20 @@ def test_outputs_are_readable_under_the_umask(pillar, mnist, tmp_path):
 
 
 def test_inputs_edited_after_they_were_written_are_refused(pillar, mnist, tmp_path):
-    edited = tmp_path / "emb.h5"
-    with edited_copy(mnist["emb"], edited, restamp=False) as h5:  # shifted private labels, stored hash kept
+    # each split read is rehashed: shifted private labels stop train-private, an edited public row fit-pca
+    labels, public = tmp_path / "labels.h5", tmp_path / "public.h5"
+    with edited_copy(mnist["emb"], labels, restamp=False) as h5:  # the stored hashes kept
         h5["splits/private/labels"][...] = (h5["splits/private/labels"][()] + 1) % 10
+    with edited_copy(mnist["emb"], public, restamp=False) as h5:
+        h5["splits/public/features"][0, 0] += 1.0
     before = snapshot(tmp_path)
-    message = f"{edited} was modified after it was written: its content no longer matches its content hash"
-    for command in (
-        ["fit-pca", f"{edited}:public", "-o", tmp_path / "p.h5"],
-        ["train-private", edited, "-p", mnist["pca"], "--eps", "inf", "-o", tmp_path / "m.h5"],
+    for edited, command in (
+        (public, ["fit-pca", f"{public}:public", "-o", tmp_path / "p.h5"]),
+        (labels, ["train-private", labels, "-p", mnist["pca"], "--eps", "inf", "-o", tmp_path / "m.h5"]),
     ):
+        message = (
+            f"{edited} was modified after it was written: its content no longer matches its content hash"
+        )
         assert_clean_failure(pillar(*command, expect=None), 3, message)
     assert snapshot(tmp_path) == before
     projection = tmp_path / "pca.h5"

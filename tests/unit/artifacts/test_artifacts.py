@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import h5py
 import numpy as np
 import pytest
 
 from pillar_cli import artifacts
 from pillar_cli.artifacts import Artifact, InputRef
+from pillar_cli.artifacts.provenance import content_matches
 from pillar_cli.errors import ArtifactError
 
 SAMPLE_ATTRS = {
@@ -58,7 +61,7 @@ def test_read_refuses_wrong_kind_and_unknown_version(tmp_path):
         artifacts.read(path, "model")
     with h5py.File(path, "a") as h5:
         h5.attrs["schema_version"] = 7
-    with pytest.raises(ArtifactError, match="has schema version 7; this pillar reads version 2"):
+    with pytest.raises(ArtifactError, match="has schema version 7; this pillar reads version 3"):
         artifacts.read(path, "embeddings")
 
 
@@ -185,3 +188,56 @@ def test_an_output_found_at_write_time_is_refused_as_a_usage_error_each_interfac
         f"output {out} exists; pass --force to replace it"
     )
     assert out.read_bytes() == b"another run's file"
+
+
+def two_splits(tmp_path, edit):
+    """An embeddings file of splits a and b, `edit(h5)` applied to it after it was written."""
+    arrays = _sample().arrays | {
+        "splits/b/features": np.ones((2, 3), np.float32),
+        "splits/b/labels": np.zeros(2, int),
+        "splits/b/index": np.arange(4, 6),
+    }
+    path = artifacts.write(tmp_path / "e.h5", Artifact("embeddings", arrays, dict(SAMPLE_ATTRS))).path
+    with h5py.File(path, "a") as h5:
+        edit(h5)
+    return path
+
+
+def another_digest(stored: str) -> str:
+    digests = json.loads(stored)
+    digests["splits/b/features"] = "0" * 64
+    return json.dumps(digests)
+
+
+MODIFIED = "was modified after it was written: its content no longer matches its content hash"
+
+
+def test_a_split_read_rehashes_its_own_arrays_and_checks_the_rest_from_their_digests(tmp_path):
+    def edit(h5):
+        h5["splits/b/features"][0, 0] = 7.0
+
+    path = two_splits(tmp_path, edit)
+    assert np.array_equal(
+        artifacts.read(path, "embeddings", under="splits/a").arrays["splits/a/features"],
+        _sample().arrays["splits/a/features"],
+    )
+    for under in ("splits/b", None):
+        with pytest.raises(ArtifactError, match=f"^{path} {MODIFIED}$"):
+            artifacts.read(path, "embeddings", under=under)
+    assert not content_matches(path)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda h5: h5.attrs.modify("array_digests", another_digest(h5.attrs["array_digests"])),
+        lambda h5: h5.create_dataset("splits/b/extra", data=np.zeros(2)),
+        lambda h5: h5.__delitem__("splits/b/labels"),
+        lambda h5: h5.attrs.modify("backbone", "another"),
+    ],
+    ids=["a digest", "a dataset added", "a dataset removed", "an attribute"],
+)
+def test_what_another_splits_read_does_not_rehash_is_still_checked(tmp_path, edit):
+    path = two_splits(tmp_path, edit)
+    with pytest.raises(ArtifactError, match=f"^{path} {MODIFIED}$"):
+        artifacts.read(path, "embeddings", under="splits/a")

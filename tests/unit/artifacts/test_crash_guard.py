@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pillar_cli import artifacts
-from pillar_cli.artifacts import Artifact, crash_guard
+from pillar_cli.artifacts import Artifact, crash_guard, layout
 from pillar_cli.artifacts.crash_guard import passes_in_child
 from pillar_cli.errors import ArtifactError
 
@@ -47,9 +47,36 @@ def test_a_reading_that_never_ends_is_stopped_and_is_one_error(projection, monke
         passes_in_child(projection, lambda h5: time.sleep(600))  # as libhdf5 looping on a damaged file
     assert (
         str(caught.value)
-        == f"{projection} is not a readable pillar artifact (the HDF5 library did not finish "
-        "reading it in 1 s)"
+        == f"{projection} is not a readable pillar artifact (the HDF5 library read nothing of it "
+        "for 1 s)"
     )
+
+
+def blocks_every(seconds: float, blocks: int, then_sleep: float = 0.0):
+    """A check that reads `blocks` blocks, one every `seconds` (a slow disk), then waits `then_sleep`."""
+
+    def check(h5):
+        for _ in range(blocks):
+            time.sleep(seconds)
+            layout.on_block_read()
+        time.sleep(then_sleep)
+
+    return check
+
+
+def test_a_slow_disk_that_keeps_reading_is_not_stopped(projection, monkeypatch):
+    # 2.4 s in all, twice the first block's limit, but never more than 0.3 s without a block
+    monkeypatch.setattr(crash_guard, "BASE_SECONDS", 1.0)
+    assert passes_in_child(projection, blocks_every(0.3, 8)) is True
+
+
+def test_a_reading_that_stalls_after_some_blocks_is_stopped(projection, monkeypatch):
+    # blocks every 0.2 s, then nothing: stopped after 1 + 4 × 0.2 s without a block (more on a loaded machine)
+    monkeypatch.setattr(crash_guard, "BASE_SECONDS", 1.0)
+    start = time.monotonic()
+    with pytest.raises(ArtifactError, match=r"\(the HDF5 library read nothing of it for \d+ s\)$"):
+        passes_in_child(projection, blocks_every(0.2, 3, then_sleep=600))
+    assert time.monotonic() - start < 60
 
 
 def test_the_child_says_whether_the_check_passed(projection):
