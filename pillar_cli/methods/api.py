@@ -8,6 +8,7 @@ import numpy as np
 
 from pillar_cli.errors import DataError, param
 from pillar_cli.methods.arrangement import arrange
+from pillar_cli.methods.class_set import class_set
 from pillar_cli.methods.data import GivenRows
 from pillar_cli.methods.estimator import warn_if_seeded
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows
@@ -28,18 +29,20 @@ def sweep(
     public_labelled: tuple[np.ndarray, np.ndarray] | None = None,
     groups: Any = None,
     groups_val: Any = None,
+    classes: Any = None,
     **request: Any,
 ) -> SweepResult:
     """Train every (method, k, ε) × (lr, steps, batch size, seed) on the private rows (X, y) and choose one
-    run per (method, k, ε) and seed with (X_val, y_val). Labels are class indices 0..C−1. `public` fits the
-    projection (or pass a fitted `projection`); adadps reads `public_labelled` = (X_pub, y_pub). The keyword
-    arguments are a `SweepRequest`'s (methods/request.py), train-private's options by their Python names, with
-    its defaults: method, k, epsilon, delta, accountant, clip, lr, steps, batch_size, seed, momentum,
-    weight_decay, ridge, ema, select, val, engine, device, method_options, noise_seed, n_public, privacy_unit,
-    max_tpr, at_fpr — lists where the command takes a list. `groups` (and `groups_val` for X_val) give each
-    row's person: with privacy_unit "auto" (the default) or "person" the guarantee is then per person
-    (privacy/guarantee.py). `max_tpr` (at `at_fpr`) replaces ε by a risk target: ε is calibrated so that no
-    membership attack on one unit reaches that true-positive rate at that false-positive rate
+    run per (method, k, ε) and seed with (X_val, y_val). Labels are class indices 0..C−1, or any labels with
+    `classes` declaring the class set (e.g. ["benign", "malignant"]; as DPLinearClassifier's). `public` fits
+    the projection (or pass a fitted `projection`); adadps reads `public_labelled` = (X_pub, y_pub). The
+    keyword arguments are a `SweepRequest`'s (methods/request.py), train-private's options by their Python
+    names, with its defaults: method, k, epsilon, delta, accountant, clip, lr, steps, batch_size, seed,
+    momentum, weight_decay, ridge, ema, select, val, engine, device, method_options, noise_seed, n_public,
+    privacy_unit, max_tpr, at_fpr — lists where the command takes a list. `groups` (and `groups_val` for
+    X_val) give each row's person: with privacy_unit "auto" (the default) or "person" the guarantee is then
+    per person (privacy/guarantee.py). `max_tpr` (at `at_fpr`) replaces ε by a risk target: ε is calibrated so
+    that no membership attack on one unit reaches that true-positive rate at that false-positive rate
     (privacy/risk_target.py).
 
     k, lr and steps "auto" follow the default rule of methods/rules.py (from the row count, ε and the batch
@@ -54,9 +57,7 @@ def sweep(
     asked = SweepRequest(**request)
     warn_if_seeded(asked.noise_seed)
     x = np.asarray(X, dtype=np.float32)
-    labels = np.asarray(y)
-    if labels.dtype.kind not in "iu" or labels.min(initial=0) < 0:
-        raise DataError(f"{param('y')} must hold class indices 0..C-1")
+    labels, y_val, declared = _class_indices(y, y_val, classes)
     pca = fitted_projection(projection, public, list(asked.method), x.shape[1])
     refuse_fitted_rows(pca, x)
     if X_val is not None:
@@ -67,7 +68,7 @@ def sweep(
         if X_val is None or val_units is None
         else GivenRows(np.asarray(X_val, dtype=np.float32), np.asarray(y_val), val_units, "val")
     )
-    num_classes = int(max(labels.max(), -1 if y_val is None else np.max(y_val))) + 1
+    num_classes = declared or int(max(labels.max(), -1 if y_val is None else np.max(y_val))) + 1
     data = arrange(
         asked,
         pca,
@@ -80,6 +81,21 @@ def sweep(
         else (np.asarray(public_labelled[0], dtype=np.float32), np.asarray(public_labelled[1])),
     )
     return run_sweep(data, asked)
+
+
+def _class_indices(y: Any, y_val: Any, classes: Any) -> tuple[np.ndarray, Any, int]:
+    """(the labels and the val labels as class indices, the number of classes declared or 0)."""
+    if classes is not None:
+        declared, labels, _ = class_set(np.asarray(y), classes, None)
+        val = None if y_val is None else class_set(np.asarray(y_val), classes, None)[1]
+        return labels, val, len(declared)
+    labels = np.asarray(y)
+    if labels.dtype.kind not in "iu" or labels.min(initial=0) < 0:
+        raise DataError(
+            f"{param('y')} must hold class indices 0..C-1",
+            hint=f"or declare the class set, e.g. {param('classes')}=['benign', 'malignant']",
+        )
+    return labels, y_val, 0
 
 
 def _units(groups: Any, groups_val: Any, rows: int, val_rows: int | None) -> tuple[Units, Units | None]:

@@ -28,6 +28,7 @@ from pillar_cli.linear.engine import LinearHead
 from pillar_cli.methods.arrangement import arrange
 from pillar_cli.methods.base import head_rows
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
+from pillar_cli.methods.class_set import class_set
 from pillar_cli.methods.data import GivenRows
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH
 from pillar_cli.methods.public_rows import fitted_projection, refuse_fitted_rows, refuse_privately_scaled
@@ -91,7 +92,10 @@ class DPLinearClassifier(SoftmaxClassifier):
     the rule) reads a noisy count released inside ε (privacy/count.py), unless `n_public` declares that number
     public knowledge. `epsilon` None: 1, unless `max_tpr` (with `at_fpr`, default 0.01) replaces ε by a risk
     target: ε is calibrated so that no membership attack on one unit reaches that true-positive rate at that
-    false-positive rate (privacy/risk_target.py); giving both is refused.
+    false-positive rate (privacy/risk_target.py); giving both is refused. `classes` declares the class set
+    (public knowledge, e.g. the diagnoses a study records); None reads it off y, which the ledger lists as not
+    covered: a label only one private row holds adds a class the head shows. A split read from a file brings
+    its file's declared classes.
 
     Example:
         clf = DPLinearClassifier(k=20, epsilon=1.0, steps=300, batch_size=256).fit(X, y, public=X_public)
@@ -121,6 +125,7 @@ class DPLinearClassifier(SoftmaxClassifier):
         privacy_unit: str = "auto",
         max_tpr: float | None = None,
         at_fpr: float = 0.01,
+        classes: Any = None,
     ):
         self.method, self.k, self.epsilon, self.delta, self.accountant = method, k, epsilon, delta, accountant
         self.clip, self.lr, self.steps, self.batch_size, self.seed = clip, lr, steps, batch_size, seed
@@ -136,7 +141,7 @@ class DPLinearClassifier(SoftmaxClassifier):
             method_options,
             n_public,
         )
-        self.privacy_unit, self.max_tpr, self.at_fpr = privacy_unit, max_tpr, at_fpr
+        self.privacy_unit, self.max_tpr, self.at_fpr, self.classes = privacy_unit, max_tpr, at_fpr, classes
 
     def fit(
         self,
@@ -151,7 +156,8 @@ class DPLinearClassifier(SoftmaxClassifier):
         (pillar_cli.read_split): its labels and the persons it records come with it (per row only with
         privacy_unit "row"). X and y are checked as scikit-learn checks them (2-D X, one label per row; a
         DataFrame's column names are kept in `feature_names_in_` and must match at predict time)."""
-        if _inside_model_selection():
+        searched = _inside_model_selection()
+        if searched:
             warnings.warn(
                 "choosing among DPLinearClassifier fits by their score on private labels (GridSearchCV, "
                 "cross-validation) is outside ledger_.epsilon_spent, which covers one training; leave k, lr "
@@ -161,6 +167,7 @@ class DPLinearClassifier(SoftmaxClassifier):
                 stacklevel=2,
             )
         warn_if_seeded(self.noise_seed)
+        split = X if isinstance(X, Split) else None
         X, y, groups = given_rows(X, y, groups, self.privacy_unit)
         public_rows: np.ndarray | None = given_rows(public, None, None, labelled=False)[0]
         if y is None:
@@ -176,7 +183,7 @@ class DPLinearClassifier(SoftmaxClassifier):
             )
         x, y = validate_data(self, X, y, dtype=np.float32, ensure_all_finite=False)
         check_classification_targets(y)
-        self.classes_, labels = np.unique(y, return_inverse=True)
+        self.classes_, labels, premises = class_set(y, self.classes, split)
         method = get_method(self.method)
         refuse_privately_scaled(x, public_rows)
         self.projection_ = fitted_projection(self.projection, public_rows, [self.method], x.shape[1])
@@ -203,8 +210,9 @@ class DPLinearClassifier(SoftmaxClassifier):
             trained_on=("private",),
             mechanism=method.mechanism_words(plan.unit),
             rule=None if rule is None else (tuple(rule["fields"]), rule["rule"]),
-            selected=ChosenBy.NOTHING,
+            selected=ChosenBy.SEARCH if searched else ChosenBy.NOTHING,
             cells=1,
+            premises=premises,
         )
         self.statement_ = make_statement(
             guarantee=plan.guarantee.for_head(self.method in plan.readers),

@@ -16,6 +16,7 @@ class ChosenBy(str, Enum):
     ACCOUNTED = "in ε"  # a private selection released it; ε covers the choice
     VAL = "on val, outside ε"  # the best mean val accuracy: private labels, not accounted
     NOTHING = "none (one configuration)"  # one configuration: nothing was chosen
+    SEARCH = "by a search, outside ε"  # fitted by scikit-learn model selection, kept or scored on labels
 
     def __str__(self) -> str:
         return self.value

@@ -35,6 +35,11 @@ from pillar_cli.privacy.relation import ACCOUNTED, Relation
 from pillar_cli.privacy.release import DPRelease, Released
 from pillar_cli.privacy.unit import PrivacyUnit
 
+# said by every statement: the guarantee is proved for real-valued noise (docs/privacy.md, "Not addressed")
+FLOATING_POINT = (
+    "attacks on the noise's floating-point representation: it is drawn by torch's and numpy's "
+    "float32/float64 Gaussian samplers, not a discrete or secure-mode sampler (Mironov 2012)"
+)
 FINER_UNIT = {  # a release per row under heads that protect a person: how to make it protect one
     Released.PROJECTION: "refit the DP-PCA on the embeddings that name the persons",
     Released.PUBLIC_CHOICE: "rank the candidates again with gsd --dp-eps on the embeddings that name the "
@@ -210,6 +215,11 @@ class Guarantee:
             not_covered.append(
                 "choosing its hyper-parameters on the private val split's labels (the paper's protocol)"
             )
+        elif basis.selected == ChosenBy.SEARCH:
+            not_covered.append(
+                "keeping or scoring this fit by its score on private labels (it was fitted by scikit-learn's "
+                "model selection: a search or cross-validation)"
+            )
         if basis.cells > 1:
             not_covered.append(
                 f"choosing this cell among the model's {basis.cells} (method, k, ε) cells, where that "
@@ -219,11 +229,9 @@ class Guarantee:
             covers.append(f"choosing the public data: a DP-GSD release ({choice.words}, composed in)")
         elif basis.public_choice is not None:  # chosen with non-private access, allowed explicitly
             not_covered.append(basis.public_choice)
-        if not (
-            premises := basis.premises
-        ):  # a statement written before premises were recorded: nothing of them
-            return covers, not_covered, []
-        return covers, not_covered + premises.not_covered(), premises.rests_on()
+        premises = basis.premises  # None: a statement written before premises were recorded, nothing of them
+        not_covered += [] if premises is None else premises.not_covered()
+        return covers, [*not_covered, FLOATING_POINT], [] if premises is None else premises.rests_on()
 
     def to_attrs(self) -> dict:
         return {

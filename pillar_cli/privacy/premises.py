@@ -18,10 +18,8 @@ SOURCE, USER, LABELS = (
     "user",
     "labels",
 )  # where the class set came from (data/labels.py ClassSource)
-KEYED, PERMUTATION = (
-    "keyed",
-    "permutation",
-)  # each row's own keyed draw; a seeded permutation of the whole source
+# each row's own keyed draw; a seeded permutation of the whole source; rows given apart (Python): no draw
+KEYED, PERMUTATION, GIVEN = "keyed", "permutation", "given"
 ALL, FRACTION, LIMIT = "all", "fraction", "limit"  # which rows of the source were embedded
 
 
@@ -30,7 +28,7 @@ class Premises:
     """How an embeddings file fixed its class set, its splits and its rows."""
 
     classes: str = LABELS  # SOURCE, USER or LABELS
-    splits: str = PERMUTATION  # KEYED or PERMUTATION
+    splits: str = PERMUTATION  # KEYED, PERMUTATION or GIVEN
     kept: str = ALL  # which rows were embedded: ALL, FRACTION or LIMIT
 
     @classmethod
@@ -53,6 +51,8 @@ class Premises:
         if self.classes in (SOURCE, USER):
             by = "the source" if self.classes == SOURCE else "the user (--classes)"
             said.append(f"the class set, declared by {by}, not read from the private labels")
+        if self.splits == GIVEN:
+            said.append("the public rows: given apart from the private rows by the caller (no split drawn)")
         if self.splits == KEYED and self.kept != LIMIT:
             said.append(
                 "the public rows: each row's split is drawn from its own key and the public seed, so "
@@ -65,10 +65,11 @@ class Premises:
         said = []
         if self.classes not in (SOURCE, USER):
             said.append(
-                "the class set, read from the labels of every row (--classes-from-labels, or a file that "
-                "records no declaration): a label only private rows hold adds a class, which every head shows"
+                "the class set, read from the labels of every row (--classes-from-labels, a file that "
+                "records no declaration, or a fit given no classes=): a label only private rows hold adds a "
+                "class, which every head shows"
             )
-        if self.splits != KEYED:
+        if self.splits not in (KEYED, GIVEN):
             said.append(
                 "the public rows: a seeded permutation of the whole source (a file that records no keyed "
                 "split), which moves when a private record is deleted"

@@ -269,6 +269,12 @@ def test_scikit_learns_tools_keep_a_fitted_projection_and_take_scalars(digits):
     ):
         search = GridSearchCV(clf, {"lr": [0.1, 0.5]}, cv=2).fit(x, y)
     assert search.best_estimator_.projection_ is pca and 0.3 < search.best_score_ <= 1
+    # the fit it kept says so in the statement a release of it would carry, not only in a warning
+    assert (
+        "keeping or scoring this fit by its score on private labels (it was fitted by scikit-learn's model "
+        "selection: a search or cross-validation)" in search.best_estimator_.ledger_.not_covered
+    )
+    assert "scikit-learn" not in clone(clf).fit(x, y).ledger_.not_covered
     with pytest.warns(PrivacyWarning):
         scores = cross_val_score(clf, x, y, cv=2)
     assert len(scores) == 2 and all(0.3 < score <= 1 for score in scores)
@@ -304,3 +310,35 @@ def test_a_seeded_noise_source_warns_that_the_result_is_not_private(digits):
     assert clf.ledger_.noise_reproducible
     with pytest.warns(PrivacyWarning, match=said):
         sweep(digits["x"], digits["y"], public=digits["public"], k=[10], steps=[20], noise_seed=7)
+
+
+def test_the_class_set_is_declared_or_its_reading_off_the_labels_is_not_covered(digits):
+    """A fit that reads its classes off y says so in its ledger (a label only one private row holds adds a
+    class the head shows); `classes=` declares them: a class no private row holds still gets its column, and
+    a label outside them is refused."""
+    x, y, public = digits["x"], digits["y"], digits["public"]
+    quick = SETTINGS | {"steps": 20, "k": 10}
+    without_nine = y != 9
+    read_off = DPLinearClassifier(**quick).fit(x[without_nine], y[without_nine], public=public)
+    assert read_off.classes_.tolist() == list(range(9))
+    assert "the class set, read from the labels of every row" in read_off.ledger_.not_covered
+    declared = DPLinearClassifier(classes=list(range(10)), **quick).fit(
+        x[without_nine], y[without_nine], public=public
+    )
+    assert declared.classes_.tolist() == list(range(10)) and declared.predict_proba(x[:3]).shape == (3, 10)
+    assert "class set" not in declared.ledger_.not_covered
+    with pytest.raises(DataError, match=r"^1 label\(s\) of y are not among classes \(e\.g\. 9\)$"):
+        DPLinearClassifier(classes=list(range(9)), **quick).fit(x, y, public=public)
+    names = np.array(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"])
+    named = DPLinearClassifier(classes=names[::-1], **quick).fit(x, names[y], public=public)
+    assert named.classes_.tolist() == names[::-1].tolist() and set(named.predict(x[:20])) <= set(names)
+
+
+def test_sweep_takes_any_labels_with_their_classes_declared(digits):
+    names = np.array([f"digit {d}" for d in range(10)])
+    x, y, public = digits["x"], names[digits["y"]], digits["public"]
+    quick = {"epsilon": 1, "k": 10, "lr": 0.5, "steps": 20, "delta": 1e-4, "device": "cpu", "seed": 0}
+    with pytest.raises(DataError, match=r"^y must hold class indices 0\.\.C-1$"):
+        sweep(x, y, public=public, **quick)
+    result = sweep(x, y, public=public, classes=names, **quick)
+    assert result.runs[0].head.bias.shape == (10,)

@@ -10,7 +10,7 @@ from pillar_cli.artifacts.statement import statement_words
 from pillar_cli.privacy.basis import ChosenBy, StatementBasis
 from pillar_cli.privacy.count import NOISY, Counted, RowCount
 from pillar_cli.privacy.events import ExponentialEvent, GaussianEvent
-from pillar_cli.privacy.guarantee import Guarantee
+from pillar_cli.privacy.guarantee import FLOATING_POINT, Guarantee
 from pillar_cli.privacy.premises import Premises
 from pillar_cli.privacy.release import DPRelease, Released
 from pillar_cli.privacy.unit import PrivacyUnit
@@ -63,6 +63,7 @@ def test_every_part_of_the_training_is_said_where_it_belongs():
         "choosing its hyper-parameters on the private val split's labels (the paper's protocol)",
         "choosing this cell among the model's 3 (method, k, ε) cells, where that choice looked at val or "
         "test accuracies",
+        FLOATING_POINT,
     ]
     assert rests_on == FULL.premises.rests_on() and len(rests_on) == 2
 
@@ -79,7 +80,11 @@ def test_a_public_projection_a_public_count_and_no_premises_are_named_not_covere
     ]
     assert (
         not_covered
-        == ["the public data the projection was fitted on (public: not protected)", public.describe()]
+        == [
+            "the public data the projection was fitted on (public: not protected)",
+            public.describe(),
+            FLOATING_POINT,
+        ]
         and "n = 900" in public.describe()
         and "persons" in public.describe()
     )
@@ -98,12 +103,14 @@ def test_a_public_choice_made_outside_dp_is_said_not_covered_in_its_own_words():
     assert guarantee(None).words(basis)[1] == [
         "the public data the projection was fitted on (public: not protected)",
         "public data chosen with non-private access to the private split",
+        FLOATING_POINT,
     ]
 
 
 def test_a_head_that_read_no_count_says_nothing_of_it():
     assert guarantee(None).words(BARE)[1] == [
-        "the public data the projection was fitted on (public: not protected)"
+        "the public data the projection was fitted on (public: not protected)",
+        FLOATING_POINT,
     ]
 
 
