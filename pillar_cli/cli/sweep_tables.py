@@ -51,11 +51,13 @@ def print_model(out: Path, runs: int, artifact: artifacts.Artifact, as_json: boo
         if all(cell.selected == ChosenBy.NOTHING for cell in header.selection)
         else "selected on val (not accounted in ε)"
     )
+    # what an accounted selection released is a noisy score, not an accuracy
+    score = "noisy_val_score" if header.accounted else "val_accuracy_mean"
     print_table(
         f"{out}: {runs} runs on {' + '.join(header.trained_on)} ({header.n_private:,} rows), {how}",
-        [cell.to_attrs() for cell in header.selection],
-        ["method", "k", "epsilon", "lr", "steps", "batch_size", "val_accuracy_mean", "selected"],
-        {"val_accuracy_mean": ".3f", "lr": ".4g"},
+        [cell.to_attrs() | {score: cell.val_accuracy_mean} for cell in header.selection],
+        ["method", "k", "epsilon", "lr", "steps", "batch_size", score, "selected"],
+        {score: ".3f", "lr": ".4g"},
     )
     if target := header.risk_target:
         stderr.print(

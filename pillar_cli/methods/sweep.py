@@ -283,5 +283,11 @@ def _whole_file(result: SweepResult, privacy: PrivacySettings, reproducible: boo
     count = guarantee.count.segments if result.count_read and guarantee.count is not None else ()
     upstream = tuple(release.event for release in guarantee.upstream)
     return whole_file(
-        [run.released for run in result.runs], guarantee.delta_total, reproducible, scored, count, upstream
+        [run.released for run in result.runs],
+        guarantee.delta_total,
+        reproducible,
+        scored,
+        count,
+        upstream,
+        noisy_scores=result.accounted,
     )

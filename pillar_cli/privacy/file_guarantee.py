@@ -43,6 +43,7 @@ from pillar_cli.randomness import NOT_PRIVATE_NOTE
 
 WORKING_FILE_NOTE = "working file, not a release: every head of the grid, private row ids and counts"
 VAL_SCORES_NOTE = "exact val accuracies (the val split's labels are outside every ε)"
+NOISY_SCORES_NOTE = "noisy val scores (what the accounted selection released, inside ε; not accuracies)"
 
 
 @dataclass(frozen=True)
@@ -63,17 +64,20 @@ def whole_file(
     val_scores: bool = True,
     count: tuple[Segment, ...] = (),
     upstream: tuple[Event, ...] = (),
+    noisy_scores: bool = False,
 ) -> dict:
     """The `whole_file` record of a model artifact: what it is (`val_scores`: it holds the heads' val
-    accuracies), how many heads, their joint guarantee (`reproducible`: its noise can be regenerated from a
-    recorded seed, so it has none; `delta`: the heads' guarantee's δ total; `count`: the released row count
-    the heads read, as Gaussian segments; `upstream`: the events of the releases every head rests on)."""
+    accuracies, or with `noisy_scores` the accounted selection's noisy scores), how many heads, their joint
+    guarantee (`reproducible`: its noise can be regenerated from a recorded seed, so it has none; `delta`: the
+    heads' guarantee's δ total; `count`: the released row count the heads read, as Gaussian segments;
+    `upstream`: the events of the releases every head rests on)."""
     if reproducible:
         guarantee = {"epsilon": math.inf, "delta": delta, "composition": NOT_PRIVATE_NOTE}
     else:
         guarantee = joint_epsilon(heads, delta, count, upstream)
     together = "its one head" if len(heads) == 1 else f"all {len(heads)} heads"
-    kind = f"{WORKING_FILE_NOTE}, {VAL_SCORES_NOTE}" if val_scores else WORKING_FILE_NOTE
+    scores = NOISY_SCORES_NOTE if noisy_scores else VAL_SCORES_NOTE
+    kind = f"{WORKING_FILE_NOTE}, {scores}" if val_scores else WORKING_FILE_NOTE
     statement = f"{kind}; {together} together: ε = {guarantee['epsilon']:.4g} at δ = {guarantee['delta']:g}"
     return {"kind": kind, "heads": len(heads), **guarantee, "statement": statement}
 

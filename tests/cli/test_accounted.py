@@ -120,3 +120,19 @@ def test_unknown_select(mnist, pillar, tmp_path):
         expect=None,
     )
     assert_clean_failure(result, 2, "unknown --select 'best' (known: val, accounted)", tmp_path / "m.h5")
+
+
+def test_an_accounted_selections_scores_are_named_noisy_where_shown(pillar, mnist, tmp_path):
+    out = tmp_path / "m.h5"
+    shown = pillar(
+        "train-private",
+        mnist["emb"],
+        "-p",
+        mnist["pca"],
+        *("--k", "10", "--eps", "1", "--lr", "0.1,0.5", "--steps", "30", "--batch-size", "256"),
+        *("--select", "accounted", "-o", out),
+    ).stdout
+    assert "noisy_val_score" in shown and "val_accuracy_mean" not in shown
+    kind = artifacts.read(out, "model").attrs["whole_file"]["kind"]
+    assert "noisy val scores (what the accounted selection released, inside ε; not accuracies)" in kind
+    assert "exact val accuracies" not in kind
