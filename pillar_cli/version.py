@@ -3,5 +3,5 @@
 May import: nothing.
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 PROGRAM = "pillar"  # the command's name (and of its cache directory)

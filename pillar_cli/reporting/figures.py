@@ -7,6 +7,7 @@ tests) can read them back."""
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,9 @@ AXIS_LABELS = {
 }
 
 
+TITLE_CHARACTERS_PER_INCH = 14  # of 8-point text: a title wrapped at this many a line stays inside the figure
+
+
 def _pyplot():
     import matplotlib
 
@@ -41,7 +45,8 @@ def _save(figure, axes, path: Path, kind: str, title: str) -> None:
     xlabel, ylabel = AXIS_LABELS[kind]
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
-    axes.set_title(title, fontsize=8)
+    width = int(figure.get_figwidth() * TITLE_CHARACTERS_PER_INCH)
+    axes.set_title(textwrap.fill(title, width), fontsize=8)
     axes.legend(fontsize=8)
     figure.tight_layout()
     ticks = "|".join(label.get_text() for label in axes.get_xticklabels())
