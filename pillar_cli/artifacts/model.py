@@ -26,7 +26,7 @@ from pillar_cli.privacy.events import Event, headline
 UNCOUNTED = RUN_COLUMNS["steps_run"][1]  # runs/steps_run of a run whose method does not count its steps
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunKey:
     """What identifies a run for selection: its cell (method, k, ε) and its hyper-parameters; k None =
     full."""
@@ -171,14 +171,14 @@ def run_rows(model: Artifact) -> list[RunRecord]:
     rows = []
     for i in range(count):
         key = RunKey(
-            str(table["method"][i]),
-            int(table["k"][i]) if table["projected"][i] else None,
-            float(table["epsilon_target"][i]),
-            float(table["lr"][i]),
-            int(table["steps"][i]),
-            int(table["batch_size"][i]),
-            int(table["seed"][i]),
-            float(table["ridge"][i]),
+            method=str(table["method"][i]),
+            k=int(table["k"][i]) if table["projected"][i] else None,
+            epsilon=float(table["epsilon_target"][i]),
+            lr=float(table["lr"][i]),
+            steps=int(table["steps"][i]),
+            batch_size=int(table["batch_size"][i]),
+            seed=int(table["seed"][i]),
+            ridge=float(table["ridge"][i]),
         )
         steps_run = int(table["steps_run"][i])
         rows.append(

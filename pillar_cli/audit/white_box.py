@@ -181,7 +181,15 @@ def _model_file(
     for epsilon in epsilons:
         cell = Cell(canaries.data, canaries.mapping, width, epsilon, configs, privacy, "fast", "cpu", options)
         for config, run in zip(configs, method.train_cell(cell)):
-            key = RunKey(method.name, width, epsilon, config.lr, config.steps, config.batch_size, config.seed)
+            key = RunKey(
+                method=method.name,
+                k=width,
+                epsilon=epsilon,
+                lr=config.lr,
+                steps=config.steps,
+                batch_size=config.batch_size,
+                seed=config.seed,
+            )
             records.append(
                 RunRecord(
                     key=key,

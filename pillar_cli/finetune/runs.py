@@ -137,7 +137,15 @@ def train_networks(
                 load_state(model, start.state, f"the pre-trained network {start.model.path}")
             run = dataclasses.replace(config, epsilon=epsilon, seed=seed)
             result = finetune(model, images, train.labels, run, device, on_step, count)
-            key = RunKey(method, None, epsilon, run.lr, run.steps, run.batch_size, seed)
+            key = RunKey(
+                method=method,
+                k=None,
+                epsilon=epsilon,
+                lr=run.lr,
+                steps=run.steps,
+                batch_size=run.batch_size,
+                seed=seed,
+            )
             accuracy = _accuracy(result.model.cpu(), val, spec)
             records.append(
                 RunRecord(

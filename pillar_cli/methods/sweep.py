@@ -159,7 +159,14 @@ def _run_grid(data: SweepData, grid: SweepGrid, on_steps: Callable[[int], None],
                     f"run spent ε = {spent:.4g} above its target {epsilon:g}; refusing to write it"
                 )
             key = RunKey(
-                name, k, epsilon, config.lr, config.steps, config.batch_size, config.seed, config.ridge or 0.0
+                method=name,
+                k=k,
+                epsilon=epsilon,
+                lr=config.lr,
+                steps=config.steps,
+                batch_size=config.batch_size,
+                seed=config.seed,
+                ridge=config.ridge or 0.0,
             )
             result.runs.append(
                 SweptRun.of(

@@ -12,7 +12,7 @@ from pillar_cli.privacy.guarantee import Guarantee
 from pillar_cli.privacy.unit import PrivacyUnit
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Ledger:
     """What a trained classifier spent: its DP event tree and the accountant's ε of it."""
 

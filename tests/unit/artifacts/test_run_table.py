@@ -22,7 +22,7 @@ def _records() -> list[RunRecord]:
     weights, bias = np.ones((3, 2)), np.zeros(2)
     return [
         RunRecord(
-            key=RunKey("dpsgd", None, 1.0, 0.5, 100, 64, 0),
+            key=RunKey(method="dpsgd", k=None, epsilon=1.0, lr=0.5, steps=100, batch_size=64, seed=0),
             event=EVENT,
             noise_multiplier=2.0,
             sample_rate=0.01,
@@ -33,7 +33,9 @@ def _records() -> list[RunRecord]:
             bias=bias,
         ),
         RunRecord(
-            key=RunKey("public-lda", 3, 0.1, 0.0, 1, 0, 1, ridge=0.25),
+            key=RunKey(
+                method="public-lda", k=3, epsilon=0.1, lr=0.0, steps=1, batch_size=0, seed=1, ridge=0.25
+            ),
             event=EVENT,
             epsilon_spent=0.1,
             val_accuracy=0.6,
