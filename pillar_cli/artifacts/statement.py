@@ -15,7 +15,7 @@ from pillar_cli.privacy.count import RowCount
 from pillar_cli.privacy.events import Event, event_from_dict, headline
 from pillar_cli.privacy.guarantee import Guarantee
 from pillar_cli.privacy.ledger import Ledger
-from pillar_cli.privacy.risk import risk_of, risk_words
+from pillar_cli.privacy.risk import attribute_accuracy, attribute_words, risk_of, risk_words
 from pillar_cli.privacy.risk_target import RiskTarget
 from pillar_cli.privacy.unit import PrivacyUnit
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
@@ -138,6 +138,8 @@ class Statement:
         if not self.risk:
             return None
         said = risk_words(self.risk["tpr_at_fpr"], self.risk["advantage"], self.unit.noun)
+        if attribute := self.risk.get("attribute"):
+            said += "; " + attribute_words(attribute["prior"], attribute["accuracy"], self.unit.noun)
         if self.risk_target:
             said += (
                 f"; ε was calibrated to keep the TPR at or below {100 * self.risk_target.max_tpr:.3g} % at a "
@@ -223,9 +225,11 @@ def make_statement(
     basis: StatementBasis,
     noise: dict | None,
     risk_target: RiskTarget | None = None,
+    prior: float | None = None,
 ) -> Statement:
     """One head's statement under `guarantee` (the plan's, for that head): its event tree and ε, how it was
-    trained (`basis`), its words and the risk its whole tree allows — for a release and for a fit alike."""
+    trained (`basis`), its words and the risk its whole tree allows — for a release and for a fit alike;
+    `prior`: also the attribute risk at that prevalence (privacy/risk.py attribute_accuracy)."""
     accountant = get_accountant(guarantee.accountant)
     covers, not_covered, rests_on = guarantee.words(basis)
     attrs = {
@@ -242,7 +246,12 @@ def make_statement(
         "mechanism": basis.mechanism,
         "basis": basis.to_attrs(),
         "noise": noise,
-        "risk": risk_of(event).to_attrs(),
+        "risk": risk_of(event).to_attrs()
+        | (
+            {}
+            if prior is None
+            else {"attribute": {"prior": prior, "accuracy": attribute_accuracy(event, prior)}}
+        ),
         "guarantee": guarantee.to_attrs(),
         **said_of(guarantee),
         **({} if risk_target is None else {"risk_target": risk_target.to_attrs()}),

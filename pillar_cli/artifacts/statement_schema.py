@@ -99,7 +99,14 @@ def risk_record(risk: object) -> bool:
     1]."""
     if not isinstance(risk, dict) or not isinstance(risk.get("tpr_at_fpr"), dict):
         return False
-    numbers = [*risk["tpr_at_fpr"].values(), risk.get("advantage")]
+    attribute = risk.get("attribute", {"prior": 0.5, "accuracy": 0.5})
+    if (
+        not isinstance(attribute, dict)
+        or set(attribute) != {"prior", "accuracy"}
+        or attribute["prior"] in (0, 1)
+    ):
+        return False
+    numbers = [*risk["tpr_at_fpr"].values(), risk.get("advantage"), *attribute.values()]
     return all(
         isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in numbers
     ) and set(risk["tpr_at_fpr"]) >= {"0.001", "0.01", "0.1"}

@@ -18,7 +18,7 @@ from pillar_cli.artifacts.classifier_file import read_classifier
 from pillar_cli.artifacts.statement import Statement
 from pillar_cli.audit.ledger import TOLERANCE, recomputed_epsilon
 from pillar_cli.errors import ArtifactError, PillarError
-from pillar_cli.privacy.risk import risk_of, risk_words
+from pillar_cli.privacy.risk import attribute_accuracy, risk_of, risk_words
 from pillar_cli.release.card import hf_folder_problem
 from pillar_cli.release.exported import exported_format, read_export_metadata
 from pillar_cli.release.signing import signature_path, signature_problem
@@ -88,16 +88,27 @@ def _statement(path: Path) -> tuple[Statement, str]:
 
 
 def _risk(statement: Statement) -> Check:
-    """The statement's risk (TPR at each quoted FPR, the advantage) made again from its event tree."""
+    """The statement's risk (TPR at each quoted FPR, the advantage, and the attribute risk at the prevalence
+    it states one for) made again from its event tree."""
     recomputed = risk_of(statement.event).to_attrs()
+    if attribute := (statement.risk or {}).get("attribute"):
+        recomputed["attribute"] = {
+            "prior": attribute["prior"],
+            "accuracy": attribute_accuracy(statement.event, attribute["prior"]),
+        }
     sentence = risk_words(recomputed["tpr_at_fpr"], recomputed["advantage"], statement.unit.noun)
     if statement.risk is None:
         return Check("risk", SKIP, f"the statement records none; from its event tree: {sentence}")
     stated = [
         statement.risk["advantage"],
         *(statement.risk["tpr_at_fpr"].get(f) for f in recomputed["tpr_at_fpr"]),
+        *([statement.risk["attribute"]["accuracy"]] if attribute else []),
     ]
-    made = [recomputed["advantage"], *recomputed["tpr_at_fpr"].values()]
+    made = [
+        recomputed["advantage"],
+        *recomputed["tpr_at_fpr"].values(),
+        *([recomputed["attribute"]["accuracy"]] if attribute else []),
+    ]
     if any(value is None or value < again - RISK_TOLERANCE for value, again in zip(stated, made)):
         return Check("risk", FAIL, f"the statement claims less risk than its event tree allows: {sentence}")
     if (target := statement.risk_target) is not None:  # ε was calibrated to it: the tree must meet it

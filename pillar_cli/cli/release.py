@@ -19,7 +19,7 @@ from pillar_cli.cli.common import (
     signed_output,
     stdout,
 )
-from pillar_cli.release import parse_cell, release_classifier
+from pillar_cli.release import parse_cell, prevalence, release_classifier
 from pillar_cli.release.signing import sign_file, signature_path
 
 
@@ -42,6 +42,12 @@ def release(
         help="The repetition (train-private --seed) to release; "
         "default: the lowest (a choice that looks at nothing private).",
     ),
+    prior: float | None = typer.Option(
+        None,
+        "--prior",
+        help="A prevalence, e.g. 0.05 for a condition 5 % of patients have: the statement also says how well "
+        "an attacker can guess such a yes/no attribute of one unit (default: not stated).",
+    ),
     sign: Path | None = SignOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
@@ -58,10 +64,13 @@ def release(
 
     Example: pillar release model.h5 -o classifier.h5 --sign signer.key.pem
 
+    Example: pillar release model.h5 -o classifier.h5 --prior 0.05
+
     Example: pillar predict classifier.h5 emb.h5:test -o predictions.csv
     """
     signed_output(out, sign, [str(model)], force)
-    classifier, chosen = release_classifier(artifacts.read(model, "model"), parse_cell(cell), seed)
+    prevalence(prior)
+    classifier, chosen = release_classifier(artifacts.read(model, "model"), parse_cell(cell), seed, prior)
     save(ctx, out, classifier.to_artifact(), [])
     if sign is not None:
         claim(signature_path(out))  # taken back with the release if signing does not finish

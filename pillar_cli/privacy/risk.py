@@ -75,6 +75,26 @@ def risk_words(tpr_at_fpr: dict, advantage: float, unit: str) -> str:
     )
 
 
+def attribute_accuracy(event: Event, prior: float) -> float:
+    """The highest accuracy of any attacker who knows everything else and guesses a yes/no attribute of one
+    unit held with prevalence `prior` (a condition 5 % of patients have: 0.05): one minus the Bayes risk of
+    the guarantee's privacy profile (Kulynych et al. 2025), 1 − m·(1 − δ(ln((1 − m)/m))) with m = min(prior,
+    1 − prior), against 1 − m for always guessing the more common answer."""
+    m = min(prior, 1.0 - prior)
+    delta = float(np.minimum(delta_curve(event)(np.array([math.log((1.0 - m) / m)])), 1.0)[0])
+    return 1.0 - m * (1.0 - delta)
+
+
+def attribute_words(prior: float, accuracy: float, unit: str) -> str:
+    """The attribute risk at a prevalence in a sentence (`unit`: what is protected, as in risk_words)."""
+    majority = 1.0 - min(prior, 1.0 - prior)
+    return (
+        f"guessing a yes/no attribute that {100 * prior:.3g} % of them hold, such an attacker is right "
+        f"about a given {unit} with probability at most {100 * accuracy:.4g} % (always guessing the more "
+        f"common answer: {100 * majority:.4g} %)"
+    )
+
+
 def audit_points(
     scores: np.ndarray, included: np.ndarray, curve: Risk, confidence: float = 0.95
 ) -> list[dict]:

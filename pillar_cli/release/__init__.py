@@ -14,7 +14,7 @@ embedder), `methods.estimator` and `finetune.released` (a release loaded as a fi
 (the program's name on a model card).
 """
 
-from pillar_cli.release.choice import parse_cell, release_classifier
+from pillar_cli.release.choice import parse_cell, prevalence, release_classifier
 from pillar_cli.release.predictions import PREDICTION_FORMATS, write_predictions
 
-__all__ = ["PREDICTION_FORMATS", "parse_cell", "release_classifier", "write_predictions"]
+__all__ = ["PREDICTION_FORMATS", "parse_cell", "prevalence", "release_classifier", "write_predictions"]

@@ -41,9 +41,19 @@ def parse_cell(text: str | None) -> dict:
     return wanted
 
 
-def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple[Classifier, dict]:
+def prevalence(prior: float | None) -> float | None:
+    """A prevalence to state the attribute risk at, refused outside (0, 1)."""
+    if prior is not None and not 0.0 < prior < 1.0:
+        raise UsageError(f"{param('prior')} is a prevalence strictly between 0 and 1, not {prior:g}")
+    return prior
+
+
+def release_classifier(
+    model: Artifact, wanted: dict, seed: int | None, prior: float | None = None
+) -> tuple[Classifier, dict]:
     """The classifier of the cell `wanted` names (parse_cell) and the repetition `seed` (None: the lowest),
-    and what was chosen (cell, seed, selection)."""
+    and what was chosen (cell, seed, selection); `prior`: a prevalence its statement states the attribute
+    risk at."""
     if noise_is_reproducible(model.attrs) or _seeded_by_provenance(model):
         raise PrivacyError(
             f"{model.path} was trained with experiment-only noise ({param('noise_seed')}): anyone "
@@ -64,7 +74,7 @@ def release_classifier(model: Artifact, wanted: dict, seed: int | None) -> tuple
             f"cell {choice.name} has repetitions (seeds) {', '.join(map(str, seeds))}; not {seed}"
         )
     run = chosen[seeds.index(seed) if seed is not None else 0]
-    statement = privacy_statement(model, run, choice.selected, len(cells))
+    statement = privacy_statement(model, run, choice.selected, len(cells), prior)
     chosen_as = {"cell": choice.name, "seed": run.key.seed, "seeds": seeds, "selected": choice.selected}
     return (
         _network(model, run, statement) if is_network(model) else _classifier(model, run, statement)

@@ -19,9 +19,12 @@ from pillar_cli.privacy import event_from_dict
 from pillar_cli.privacy.basis import ChosenBy, StatementBasis
 
 
-def privacy_statement(model: Artifact, run: RunRecord, selected: ChosenBy, cells: int) -> Statement:
+def privacy_statement(
+    model: Artifact, run: RunRecord, selected: ChosenBy, cells: int, prior: float | None = None
+) -> Statement:
     """What the released head's ε is and covers; `selected`: how the model chose the run (methods.selection);
-    `cells`: how many (method, k, ε) cells the model held. It copies the model's guarantee for this head (the
+    `cells`: how many (method, k, ε) cells the model held; `prior`: a prevalence to state the attribute risk
+    at. It copies the model's guarantee for this head (the
     count only where the head read it) and makes its words from it (`Guarantee.words`), as every reader makes
     them again."""
     header = ModelRecord.of(model)
@@ -46,6 +49,7 @@ def privacy_statement(model: Artifact, run: RunRecord, selected: ChosenBy, cells
         basis=basis,
         noise=header.noise,
         risk_target=header.risk_target,
+        prior=prior,
     )
 
 

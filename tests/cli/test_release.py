@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from checks import assert_clean_failure, read_predictions
+from checks import assert_clean_failure, edited_copy, read_predictions
 from sklearn.exceptions import NotFittedError
 
 from pillar_cli import DPLinearClassifier, artifacts, load
@@ -383,3 +383,37 @@ def test_rows_of_a_csv_without_labels_are_classified_as_the_estimator_does(pilla
         "private, val and test splits",
         tmp_path / "e.h5",
     )
+
+
+def test_a_release_states_the_attribute_risk_at_a_given_prevalence(mnist, pillar, model, tmp_path):
+    from pillar_cli.privacy import event_from_dict
+    from pillar_cli.privacy.risk import attribute_accuracy
+
+    out = tmp_path / "c.h5"
+    said = pillar("release", model, "--cell", "method=pillar,k=20,eps=1", "--prior", "0.05", "-o", out).stdout
+    statement = artifacts.read(out, "classifier").attrs["privacy"]
+    attribute = statement["risk"]["attribute"]
+    # recomputed from the event tree the release stores
+    assert attribute == {
+        "prior": 0.05,
+        "accuracy": attribute_accuracy(event_from_dict(statement["event"]), 0.05),
+    }
+    assert 0.95 <= attribute["accuracy"] < 1
+    assert "guessing a yes/no attribute that 5 % of them hold" in " ".join(said.split())
+    checks = {c["name"]: c["status"] for c in json.loads(pillar("verify", out, "--json").stdout)["checks"]}
+    assert checks["risk"] == "ok"
+    understated = tmp_path / "understated.h5"
+    with edited_copy(out, understated) as h5:  # an attribute risk claimed below guessing the majority
+        privacy = json.loads(h5.attrs["privacy"])
+        privacy["risk"]["attribute"]["accuracy"] = 0.9
+        h5.attrs["privacy"] = json.dumps(privacy)
+    checked = json.loads(pillar("verify", understated, "--json", expect=None).stdout)["checks"]
+    risk = next(c for c in checked if c["name"] == "risk")
+    assert risk["status"] == "FAIL" and "claims less risk than its event tree allows" in risk["detail"]
+    for bad in ("0", "1", "1.5", "-0.2"):
+        assert_clean_failure(
+            pillar("release", model, "--prior", bad, "-o", tmp_path / "refused.h5", expect=None),
+            2,
+            f"--prior is a prevalence strictly between 0 and 1, not {float(bad):g}",
+            tmp_path / "refused.h5",
+        )

@@ -14,6 +14,7 @@ from pillar_cli.privacy.risk import (
     FPRS,
     PLD_INTERVAL,
     _rdp_delta,
+    attribute_accuracy,
     delta_curve,
     risk_of,
     risk_words,
@@ -162,3 +163,35 @@ def test_the_largest_epsilon_meeting_a_target_is_the_closed_form_one(max_tpr, at
     assert target.tpr(event_at(found)) <= max_tpr
     assert np.exp(-RELATIVE_TOLERANCE) * exact <= found <= exact * (1 + 1e-5)
     assert len(calls) <= 14  # 13 and the check above
+
+
+@pytest.mark.parametrize(
+    "sigma, rate, steps, prior",
+    [
+        (1.0, 1.0, 1, 0.5),
+        (2.0, 1.0, 1, 0.05),
+        (0.5, 1.0, 1, 0.9),
+        (2.0, 0.05, 500, 0.95),
+        (8.0, 0.2, 100, 0.7),
+        (1.0, 0.01, 1000, 0.5),
+    ],
+)
+def test_the_attribute_risk_at_a_prior_is_riskcals_bayes_risk(sigma, rate, steps, prior):
+    """An attacker's best accuracy at a yes/no attribute of prevalence `prior` is one minus riskcal's Bayes
+    risk (Kulynych et al. 2025) of the same mechanism: its closed form for a Gaussian mechanism (μ = 1/σ), its
+    PLD for subsampled runs; the same for the prevalence 1 − prior; never below guessing the majority."""
+    pytest.importorskip("riskcal")
+    from dp_accounting.pld import privacy_loss_distribution as pld
+    from riskcal.analysis import get_bayes_risk_from_gdp, get_bayes_risk_from_pld
+
+    event = dp_sgd_event(sigma, rate, steps)
+    if rate == 1.0:
+        theirs, tolerance = 1 - get_bayes_risk_from_gdp(1 / sigma, prior), 1e-9
+    else:
+        distribution = pld.from_gaussian_mechanism(
+            sigma, sampling_prob=rate, pessimistic_estimate=True, value_discretization_interval=PLD_INTERVAL
+        ).self_compose(steps)
+        theirs, tolerance = 1 - get_bayes_risk_from_pld(distribution, prior), 1e-6
+    assert attribute_accuracy(event, prior) == pytest.approx(theirs, abs=tolerance)
+    assert attribute_accuracy(event, 1 - prior) == pytest.approx(attribute_accuracy(event, prior), abs=1e-12)
+    assert attribute_accuracy(event, prior) >= max(prior, 1 - prior)
