@@ -88,7 +88,9 @@ SELECT = typer.Option(
     "val",
     help="How each (method, k, ε) cell chooses its run: val (best mean val "
     "accuracy; NOT accounted in ε, the paper's protocol) or accounted (private selection "
-    "of Papernot & Steinke: a random number of trials, noisy val scores, the best released; ε covers it).",
+    "of Papernot & Steinke: a random number of trials, noisy val scores, the best released; ε covers it). "
+    "It costs accuracy at small ε: on MNIST-5k at ε = 0.1 it reached 0.28-0.30 against 0.59-0.60 chosen on "
+    "val (docs/benchmarks.md); the default rule (lr, steps auto) chooses inside ε for free.",
 )
 TRIALS = typer.Option(
     "auto", help="accounted: mean number of trials per cell and seed; auto = the number of configurations."
