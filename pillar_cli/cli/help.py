@@ -92,6 +92,7 @@ _PANEL_OF_NAME = {
         "eps",
         "max_tpr",
         "at_fpr",
+        "prior",
         "delta",
         "n_public",
         "accountant",
