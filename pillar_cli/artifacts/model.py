@@ -13,7 +13,7 @@ import functools
 import json
 import math
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -40,6 +40,21 @@ class RunKey:
     seed: int
     # closed-form heads' λ as asked for (0: the method's default rule; and for DP-SGD runs)
     ridge: float = 0.0
+
+    @classmethod
+    def of(cls, method: str, k: int | None, epsilon: float, config: Any) -> RunKey:
+        """The key of a run of a cell trained with `config` (its lr, steps, batch size, seed and λ, as
+        linear.engine.RunConfig holds them)."""
+        return cls(
+            method=method,
+            k=k,
+            epsilon=epsilon,
+            lr=config.lr,
+            steps=config.steps,
+            batch_size=config.batch_size,
+            seed=config.seed,
+            ridge=config.ridge or 0.0,
+        )
 
     @property
     def cell(self) -> tuple[str, int | None, float]:

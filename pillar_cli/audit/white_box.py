@@ -181,15 +181,7 @@ def _model_file(
     for epsilon in epsilons:
         cell = Cell(canaries.data, canaries.mapping, width, epsilon, configs, privacy, "fast", "cpu", options)
         for config, run in zip(configs, method.train_cell(cell)):
-            key = RunKey(
-                method=method.name,
-                k=width,
-                epsilon=epsilon,
-                lr=config.lr,
-                steps=config.steps,
-                batch_size=config.batch_size,
-                seed=config.seed,
-            )
+            key = RunKey.of(method.name, width, epsilon, config)
             records.append(
                 RunRecord(
                     key=key,

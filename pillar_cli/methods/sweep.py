@@ -158,16 +158,7 @@ def _run_grid(data: SweepData, grid: SweepGrid, on_steps: Callable[[int], None],
                 raise PrivacyError(
                     f"run spent ε = {spent:.4g} above its target {epsilon:g}; refusing to write it"
                 )
-            key = RunKey(
-                method=name,
-                k=k,
-                epsilon=epsilon,
-                lr=config.lr,
-                steps=config.steps,
-                batch_size=config.batch_size,
-                seed=config.seed,
-                ridge=config.ridge or 0.0,
-            )
+            key = RunKey.of(name, k, epsilon, config)
             result.runs.append(
                 SweptRun.of(
                     run,
