@@ -40,3 +40,10 @@ class Ledger:
         from pillar_cli.privacy.risk import risk_of
 
         return risk_of(self.event)
+
+    def attribute_accuracy(self, prior: float) -> float:
+        """The highest accuracy of an attacker guessing a yes/no attribute of one unit held with prevalence
+        `prior` (privacy/risk.py attribute_accuracy), as `pillar release --prior` states it."""
+        from pillar_cli.privacy.risk import attribute_accuracy, checked_prior
+
+        return attribute_accuracy(self.event, checked_prior(prior))

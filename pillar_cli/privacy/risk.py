@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pillar_cli.errors import UsageError, param
 from pillar_cli.privacy.events import Event, Segment, gaussian_segments, is_private, pure_parts
 from pillar_cli.privacy.gaussian import full_batch
 
@@ -73,6 +74,13 @@ def risk_words(tpr_at_fpr: dict, advantage: float, unit: str) -> str:
         f"{100 * tpr_at_fpr['0.001']:.3g} %; at 10 %: {100 * tpr_at_fpr['0.1']:.3g} %); no attack does "
         f"better than chance by more than {100 * advantage:.3g} points (its advantage)"
     )
+
+
+def checked_prior(prior: float) -> float:
+    """A prevalence to state the attribute risk at, refused outside (0, 1)."""
+    if not 0.0 < prior < 1.0:
+        raise UsageError(f"{param('prior')} is a prevalence strictly between 0 and 1, not {prior:g}")
+    return prior
 
 
 def attribute_accuracy(event: Event, prior: float) -> float:

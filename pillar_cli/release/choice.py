@@ -19,6 +19,7 @@ from pillar_cli.artifacts.model_record import ModelRecord
 from pillar_cli.artifacts.network import is_network, stored_state
 from pillar_cli.errors import DataError, PrivacyError, UsageError, param
 from pillar_cli.privacy.basis import ChosenBy
+from pillar_cli.privacy.risk import checked_prior
 from pillar_cli.randomness import NOT_PRIVATE_NOTE, noise_is_reproducible
 from pillar_cli.release.statement import privacy_statement
 
@@ -42,10 +43,8 @@ def parse_cell(text: str | None) -> dict:
 
 
 def prevalence(prior: float | None) -> float | None:
-    """A prevalence to state the attribute risk at, refused outside (0, 1)."""
-    if prior is not None and not 0.0 < prior < 1.0:
-        raise UsageError(f"{param('prior')} is a prevalence strictly between 0 and 1, not {prior:g}")
-    return prior
+    """A prevalence to state the attribute risk at (None: none), refused outside (0, 1)."""
+    return None if prior is None else checked_prior(prior)
 
 
 def release_classifier(

@@ -342,3 +342,15 @@ def test_sweep_takes_any_labels_with_their_classes_declared(digits):
         sweep(x, y, public=public, **quick)
     result = sweep(x, y, public=public, classes=names, **quick)
     assert result.runs[0].head.bias.shape == (10,)
+
+
+def test_a_fits_ledger_states_the_attribute_risk_at_a_prevalence(digits):
+    from pillar_cli.privacy.risk import attribute_accuracy
+
+    clf = DPLinearClassifier(classes=range(10), **SETTINGS | {"steps": 20, "k": 10}).fit(
+        digits["x"], digits["y"], public=digits["public"]
+    )
+    assert clf.ledger_.attribute_accuracy(0.3) == attribute_accuracy(clf.ledger_.event, 0.3)
+    assert 0.7 <= clf.ledger_.attribute_accuracy(0.3) < 1
+    with pytest.raises(UsageError, match=r"^prior is a prevalence strictly between 0 and 1, not 1$"):
+        clf.ledger_.attribute_accuracy(1.0)
