@@ -49,7 +49,7 @@ DELTA = typer.Option(
 LR = typer.Option(
     "auto",
     help="Learning rates, comma-separated; auto = the default rule, n·ε/(32·steps) "
-    "(about ε·B/512, B the batch size; 0.1 without privacy).",
+    "(about ε·B/512, B the batch size; 2 without privacy).",
 )
 STEPS = typer.Option(
     "auto",

@@ -5,7 +5,6 @@ calibrated for its exact sample rate and step count; its ε is recomputed from t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -45,8 +44,8 @@ class ProjectedDPSGD(Method):
     def train_cell(self, cell: Cell) -> list[Run]:
         rates = [cell.rows.sample_rate(c.batch_size) for c in cell.configs]
         sigmas = [cell.noise_multiplier(rate, c.steps) for c, rate in zip(cell.configs, rates)]
-        clip = None if math.isinf(cell.epsilon) else cell.privacy.clip
-        heads = self.heads(cell, sigmas, clip)
+        # non-private cells clip too: the same SGD with σ = 0 (the rule's lr for them assumes it)
+        heads = self.heads(cell, sigmas, cell.privacy.clip)
         events = [dp_sgd_event(sigma, rate, c.steps) for c, sigma, rate in zip(cell.configs, sigmas, rates)]
         return [
             Run(

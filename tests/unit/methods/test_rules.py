@@ -18,7 +18,7 @@ def test_rule_values():
     assert [rule_k(3200, eps, 100) for eps in (0.1, 1.0, 3.0, 10.0, math.inf)] == [18, 57, 98, 100, 100]
     assert rule_k(10, 0.01, 100) == 2
     assert [rule_steps(n, 512) for n in (1000, 3200, 45000)] == [100, 100, 1407]
-    assert [rule_lr(3200, eps, 512) for eps in (0.1, 1.0, math.inf)] == pytest.approx([0.1, 1.0, 0.1])
+    assert [rule_lr(3200, eps, 512) for eps in (0.1, 1.0, math.inf)] == pytest.approx([0.1, 1.0, 2.0])
     assert rule_lr(1000, 1.0, 512) == pytest.approx(0.3125)  # the step floor: lr·steps stays n·ε/32
     assert rule_lr(45000, 1.0, 1024) == pytest.approx(1.0 * 45000 / 32 / 704)  # about ε·B/512 above the floor
 
