@@ -12,7 +12,7 @@ from typing import Any
 from pillar_cli.errors import ArtifactError
 
 SHAPES = ("input_shape", "image_shape")
-TEXTS = ("backbone", "timm_id", "weights", "precision", "preprocessing")
+TEXTS = ("backbone", "timm_id", "weights", "precision", "preprocessing", "pixel_window")
 
 
 def _well_formed(name: str, value: Any) -> bool:
@@ -46,6 +46,7 @@ class FeatureRecipe:
     preprocessing: str | None = None  # in words
     transform: dict | None = None  # what rebuilds the preprocessing (resize, crop, mean, std, …)
     pixel_depth: int | None = None  # bits a channel of the source images (8 or 16)
+    pixel_window: str | None = None  # how DICOM values became grey levels (data/dicom_window.py Window)
     feature_dim: int | None = None
 
     @classmethod

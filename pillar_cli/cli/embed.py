@@ -23,7 +23,8 @@ from pillar_cli.cli.common import (
 from pillar_cli.cli.progress import progress_bar
 from pillar_cli.cli.sources import default_workers, parse_params
 from pillar_cli.data import SOURCES
-from pillar_cli.data.dicom import is_dicom
+from pillar_cli.data.dicom import is_dicom, windowless
+from pillar_cli.data.dicom_window import CT_PRESETS, FILE, Window
 from pillar_cli.embedding.backbones import BACKBONES
 from pillar_cli.embedding.distributed import merge_ranks, rank_device, rank_file, torchrun_shard
 from pillar_cli.embedding.job import EmbeddingJob
@@ -90,6 +91,12 @@ def embed(
         False,
         "--no-public-split",
         help="Allow an artifact without public rows (an evaluation-only set, e.g. --test-fraction 1).",
+    ),
+    split_from: Path | None = typer.Option(
+        None,
+        help="Each row's split named by you: a CSV of name,split rows (name: a file's path under --path, a "
+        "sample's key), one split a line in row order, or a .npy of them; splits train, public, val, test. "
+        "Statements say the splits were your choice; a file whose splits follow the labels is refused.",
     ),
     seed: int = typer.Option(
         0, help="Public seed of the split, keying each row's draw (and of synthetic sources)."
@@ -169,11 +176,7 @@ def embed(
     if engine != "local":
         return _embed_on_ray(ctx, out, engine, address, actors)
     distributed, shard_spec, target = _placement(out, shard, force)
-    if skip_bad and shard_spec[1] > 1:
-        raise UsageError(
-            "--skip-bad drops rows from the splits, which shards of one embedding must not do",
-            hint="embed without --shard (or torchrun), or without --skip-bad",
-        )
+    _refuse_conflicts(ctx, shard_spec)
     request = EmbedRequest.from_options(ctx.params, parse_params(param))
     dataset = request.dataset()
     job = EmbeddingJob.of(dataset, request.plan, shard_spec)
@@ -196,6 +199,28 @@ def embed(
             return
         target, job = out, EmbeddingJob.of(dataset, job.plan)
     _report(target, job, source, backbone, embedder.feature_dim, as_json)
+
+
+def _refuse_conflicts(ctx: typer.Context, shard: tuple[int, int]) -> None:
+    """Options that undo each other: --skip-bad with shards (the shards' splits would differ), a fraction
+    given (on the command line) beside --split-from, which names every row's split."""
+    if ctx.params["skip_bad"] and shard[1] > 1:
+        raise UsageError(
+            "--skip-bad drops rows from the splits, which shards of one embedding must not do",
+            hint="embed without --shard (or torchrun), or without --skip-bad",
+        )
+    if ctx.params.get("split_from") is None:
+        return
+    given = [
+        name
+        for name in ("public_fraction", "val_fraction", "test_fraction")
+        if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")
+    ]
+    if given:
+        raise UsageError(
+            f"--split-from names each row's split: {', '.join('--' + n.replace('_', '-') for n in given)} "
+            "would draw splits it does not use"
+        )
 
 
 def _embed_on_ray(
@@ -249,6 +274,20 @@ def _list(registry: dict, what: str, as_json: bool) -> None:
     return print_json(rows) if as_json else print_table(what, rows, ["name", "description"])
 
 
+def _note_windowless(files: list[str], window: Window | None) -> None:
+    """DICOM files read by their own window where they record one: those that record none are read by their
+    stored bit range, which another scanner's encoding of the same anatomy does not share."""
+    if window is None or window.rule != FILE:
+        return
+    scans = [file for file in files if is_dicom(file)]
+    if missing := windowless(scans):
+        warn(
+            f"{missing:,} of {len(scans):,} DICOM files record no VOI window: their grey levels span the "
+            "stored bit range, so one anatomy stored at another depth or rescale reads otherwise; give every "
+            f"file one window with --param window=C,W (or a CT preset: {', '.join(CT_PRESETS)})"
+        )
+
+
 def _report(target: Path, job: EmbeddingJob, source: str, backbone: str, dim: int, as_json: bool) -> None:
     rows = [
         {"split": name, "rows": len(ids), "labelled": name != "public", "dim": dim}
@@ -261,6 +300,7 @@ def _report(target: Path, job: EmbeddingJob, source: str, backbone: str, dim: in
             "no DICOM file records a PatientID: each scan is its own privacy unit, so a patient with m scans "
             "is protected at about m·ε; name each scan's patient with --param groups=FILE.csv"
         )
+    _note_windowless(files, getattr(job.dataset.inputs, "dicom_window", None))
     if public:
         warn(
             f"{public:,} records of your own source make the public split: they are used without protection "

@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
+from pillar_cli.data.given_splits import each_rows_split
 from pillar_cli.data.groups import Groups
 from pillar_cli.data.keys import SUBSAMPLE, content_keys, keyed_draws, named_keys
 from pillar_cli.data.labels import ClassSource, encode_declared
@@ -41,6 +43,7 @@ class Dataset:
     keys: np.ndarray | None = None
     class_source: ClassSource = ClassSource.LABELS  # where class_names came from (data/labels.py)
     rows_kept: str = "all"  # "all", or which of --fraction ("fraction") and --limit ("limit") chose the rows
+    given_splits: np.ndarray | None = None  # each row's split as the holder names it (data/given_splits.py)
 
     @property
     def labelled(self) -> bool:
@@ -250,12 +253,21 @@ class Dataset:
         )
 
     def taking(self, kept: np.ndarray) -> Dataset:
-        """The row-wise records (persons, keys) of the rows kept, by their old source row ids."""
+        """The row-wise records (persons, keys, given splits) of the rows kept, by their old source row
+        ids."""
         return replace(
             self,
             groups=None if self.groups is None else self.groups.take(kept),
             keys=None if self.keys is None else self.keys[kept],
+            given_splits=None if self.given_splits is None else self.given_splits[kept],
         )
+
+    def with_given_splits(self, file: Path | None) -> Dataset:
+        """This dataset with each row's split as `file` names it (None: the splits are drawn)."""
+        if file is None:
+            return self
+        rows = sum(self.part_sizes)
+        return replace(self, given_splits=each_rows_split(file, self.keys, rows, self.name))
 
 
 def _take(inputs: np.ndarray, ids: np.ndarray) -> np.ndarray:

@@ -1,9 +1,10 @@
 """DICOM files as the grey levels the embedding stage reads (pydicom, imported only for them).
 
-The pixel data are mapped as a viewer maps them: the modality LUT (rescale slope and intercept) applied, then
-the range the stored bit depth can hold, through that same rescale, spread linearly over [0, 1] — so a value
-means the same grey level in every file of a series, whatever its own minimum and maximum — and MONOCHROME1
-(white = low) inverted; a file with more than 8 bits stored is a 16-bit image (data/pixels.py writes the
+The pixel data are mapped as a viewer maps them: the modality LUT (rescale slope and intercept, or a Modality
+LUT Sequence) to the stored unit (HU for CT), then an intensity window onto [0, 1] (data/dicom_window.py: each
+file's own VOI window by default, one given for all, or the stored bit depth's range) — so a value means the
+same grey level whatever depth, sign or rescale a scanner stored it with — and MONOCHROME1 (white = low)
+inverted; a file with more than 8 bits stored is a 16-bit image (data/pixels.py writes the
 levels at the depth asked for); one of more than 16 bits stored, or whose rescale is not a finite non-zero
 slope and a finite intercept, is refused in one line. RGB files keep their three 8-bit channels. A multi-frame
 file is refused (embed one frame per file); a compressed transfer syntax is decoded when an installed handler
@@ -18,6 +19,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from pillar_cli.data.dicom_window import Window, recorded_window
 from pillar_cli.errors import DataError
 
 SUFFIX = ".dcm"
@@ -88,9 +90,14 @@ def _said(err: Exception) -> str:
     return text if len(text) <= 240 else text[:239] + "…"
 
 
-def dicom_image(file: str | BinaryIO, name: str):
-    """The file's one frame and its bit depth: grey levels in [0, 1] (8 or 16 bits), or an 8-bit RGB PIL
-    image."""
+def windowless(files: list[str]) -> int:
+    """How many of the files record no VOI window (headers read, not pixels)."""
+    return sum(recorded_window(_read(file, file, stop_before_pixels=True), file) is None for file in files)
+
+
+def dicom_image(file: str | BinaryIO, name: str, window: Window = Window()):
+    """The file's one frame and its bit depth: grey levels in [0, 1] (8 or 16 bits) through `window`, or an
+    8-bit RGB PIL image."""
     dataset = _read(file, name)
     from PIL import Image
     from pydicom.pixels import apply_modality_lut
@@ -135,7 +142,7 @@ def dicom_image(file: str | BinaryIO, name: str):
             f"{name} holds {photometric} pixels of shape {pixels.shape}; greyscale (MONOCHROME1/2) and "
             "8-bit RGB are read"
         )
-    return _grey_levels(dataset, pixels, bits, apply_modality_lut), 16 if bits > 8 else 8
+    return _grey_levels(dataset, pixels, bits, apply_modality_lut, window, name), 16 if bits > 8 else 8
 
 
 def _check_rescale(dataset, name: str) -> None:
@@ -151,11 +158,13 @@ def _check_rescale(dataset, name: str) -> None:
             raise DataError(f"{name} records RescaleSlope 0: every pixel would read as one grey level")
 
 
-def _grey_levels(dataset, pixels: np.ndarray, bits: int, modality_lut) -> np.ndarray:
-    """[0, 1] from the stored bit depth's range through the modality LUT (inverted for MONOCHROME1)."""
+def _grey_levels(
+    dataset, pixels: np.ndarray, bits: int, modality_lut, window: Window, name: str
+) -> np.ndarray:
+    """[0, 1] from the stored unit through the window (inverted for MONOCHROME1)."""
     signed = int(getattr(dataset, "PixelRepresentation", 0)) == 1
     stored = np.array([-(2 ** (bits - 1)), 2 ** (bits - 1) - 1] if signed else [0, 2**bits - 1])
     low, high = np.sort(np.asarray(modality_lut(stored, dataset), dtype=np.float64))
     values = np.asarray(modality_lut(pixels, dataset), dtype=np.float64)
-    levels = np.clip((values - low) / max(high - low, 1e-12), 0, 1)
+    levels = window.levels(values, (float(low), float(high)), dataset, name)
     return 1 - levels if str(dataset.PhotometricInterpretation) == "MONOCHROME1" else levels

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from pillar_cli.data.dicom import SUFFIX as DICOM_SUFFIX
+from pillar_cli.data.dicom import is_dicom
+from pillar_cli.data.dicom_window import Window
 from pillar_cli.data.pixels import PIXEL_TYPES, decode_image, image_depth
 from pillar_cli.errors import DataError, param
 
@@ -37,7 +39,7 @@ class ImageFiles:
     channel (uint8 or uint16; None: the first file's depth, until `read_as` names the file to read it off).
     Without `size` every image must have the first one's size; a file of another size is an error naming it.
     With `skip_bad`, a file that cannot be decoded reads as zeros and is listed in `skipped` (the embedding
-    stage drops its row)."""
+    stage drops its row). DICOM files are read through `window`."""
 
     def __init__(
         self,
@@ -49,6 +51,7 @@ class ImageFiles:
         depth: int | None = None,
         *,
         read_depth: int | None = None,
+        window: Window = Window(),
     ):
         if not files:
             raise DataError("no image files to read")
@@ -59,11 +62,13 @@ class ImageFiles:
             [],
             channels,
         )
-        self.declared_depth = depth
+        self.declared_depth, self.window = depth, window
         depth = read_depth or depth or image_depth(files[0])
         if image_shape is None:
             image_shape = (
-                (size, size, channels) if size else decode_image(files[0], None, channels=channels).shape
+                (size, size, channels)
+                if size
+                else decode_image(files[0], None, channels=channels, window=window).shape
             )
         self.depth, self.dtype = depth, PIXEL_TYPES[depth]
         self.shape = (len(files), *image_shape)
@@ -83,7 +88,9 @@ class ImageFiles:
 
     def _decode(self, file: str) -> np.ndarray:
         try:
-            image = decode_image(file, self.size, channels=self.channels, depth=self.depth)
+            image = decode_image(
+                file, self.size, channels=self.channels, depth=self.depth, window=self.window
+            )
         except DataError:
             if not self.skip_bad:
                 raise
@@ -101,6 +108,7 @@ class ImageFiles:
             self.channels,
             self.declared_depth,
             read_depth=self.depth,
+            window=self.window,
         )
 
     def skipping_bad(self) -> ImageFiles:
@@ -112,13 +120,18 @@ class ImageFiles:
             self.channels,
             self.declared_depth,
             read_depth=self.depth,
+            window=self.window,
         )
 
     def read_as(self, position: int) -> ImageFiles:
         """These files read at the size (where no size is given) and the bit depth (where none is declared) of
         the file at `position`."""
         file = self.files[position]
-        shape = self.shape[1:] if self.size else decode_image(file, None, channels=self.channels).shape
+        shape = (
+            self.shape[1:]
+            if self.size
+            else decode_image(file, None, channels=self.channels, window=self.window).shape
+        )
         return self.read_like(shape, self.declared_depth or image_depth(file))
 
     def read_like(self, shape: tuple[int, ...], depth: int) -> ImageFiles:
@@ -131,10 +144,16 @@ class ImageFiles:
             self.channels,
             self.declared_depth,
             read_depth=depth,
+            window=self.window,
         )
 
     def positions_of(self, files: set[str]) -> list[int]:
         return [i for i, file in enumerate(self.files) if file in files]
+
+    @property
+    def dicom_window(self) -> Window | None:
+        """The window DICOM files among these are read through; None where there are none."""
+        return self.window if any(is_dicom(file) for file in self.files) else None
 
     def fingerprint(self, root: Path, labels: np.ndarray) -> str:
         """A content id from the index alone: relative paths, byte sizes and labels (no image is read)."""
@@ -191,6 +210,11 @@ class EncodedRows:
             if len(picked)
             else np.empty((0, *self.shape[1:]), np.uint8)
         )
+
+
+def default_channels(files: list[str]) -> int:
+    """Greyscale for DICOM scans, colour for other images: what a source reads files as by default."""
+    return 1 if all(is_dicom(file) for file in files) else 3
 
 
 def file_keys(files: list[str], root: Path) -> np.ndarray:

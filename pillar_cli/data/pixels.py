@@ -18,6 +18,7 @@ from typing import BinaryIO
 import numpy as np
 
 from pillar_cli.data.dicom import dicom_depth, dicom_image, is_dicom
+from pillar_cli.data.dicom_window import Window
 from pillar_cli.errors import DataError
 
 PIXEL_TYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16)}  # bit depth → the rows' dtype
@@ -36,15 +37,20 @@ def pixel_depth(rows: object) -> int:
 
 
 def decode_image(
-    file: str | BinaryIO, size: int | None, name: str | None = None, channels: int = 3, depth: int | None = 8
+    file: str | BinaryIO,
+    size: int | None,
+    name: str | None = None,
+    channels: int = 3,
+    depth: int | None = 8,
+    window: Window = Window(),
 ) -> np.ndarray:
     """One image (a file, or its bytes in a file object called `name`) as (H, W, channels) rows at `depth`
-    bits (None: the file's own depth)."""
+    bits (None: the file's own depth); a DICOM file through `window`."""
     from PIL import Image, UnidentifiedImageError
 
     where = name or str(file)
     try:
-        pixels, own_depth = _read(file, where)
+        pixels, own_depth = _read(file, where, window)
         return _rows(pixels, size, channels, depth or own_depth)
     except DataError:
         raise
@@ -71,13 +77,13 @@ def image_depth(file: str) -> int:
         raise DataError(f"cannot decode image {file}: {str(err).splitlines()[0]}") from err
 
 
-def _read(file: str | BinaryIO, where: str):
+def _read(file: str | BinaryIO, where: str, window: Window):
     """The file's pixels and its bit depth: an 8-bit Pillow image, or levels in [0, 1] as (H, W[, 3])
     floats."""
     from PIL import Image, ImageOps
 
     if is_dicom(where):
-        return dicom_image(file, where)
+        return dicom_image(file, where, window)
     if where.lower().endswith(TIFF_SUFFIXES) and _tifffile() is not None:
         read = _tiff(file, where)
         if read is not None:

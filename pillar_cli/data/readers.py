@@ -12,9 +12,16 @@ import h5py
 import numpy as np
 
 from pillar_cli.data.dataset import Dataset, no_labels
+from pillar_cli.data.dicom_window import Window
 from pillar_cli.data.file_rows import FileRows, npz_members, streamed
 from pillar_cli.data.groups import array_groups, file_groups, manifest_groups
-from pillar_cli.data.image_files import IMAGE_SUFFIXES, ImageFiles, file_keys, image_files_in
+from pillar_cli.data.image_files import (
+    IMAGE_SUFFIXES,
+    ImageFiles,
+    default_channels,
+    file_keys,
+    image_files_in,
+)
 from pillar_cli.data.labels import ClassSource, declared_names, encode_declared, encode_labels
 from pillar_cli.errors import DataError
 
@@ -130,7 +137,12 @@ def _as_inputs(path: Path, x: np.ndarray | FileRows) -> np.ndarray:
 
 
 def read_image_folder(
-    root: Path, size: int | None, channels: int = 3, depth: int | None = None, groups: Path | None = None
+    root: Path,
+    size: int | None,
+    channels: int = 3,
+    depth: int | None = None,
+    groups: Path | None = None,
+    window: Window = Window(),
 ) -> Dataset:
     """One sub-folder per class, the `torchvision.datasets.ImageFolder` layout (read by torchvision's own
     indexer, files in nested folders included); `root/train` + `root/test` of that layout give an own test
@@ -138,9 +150,11 @@ def read_image_folder(
     the first file's; `groups` maps files to persons (data/groups.py)."""
     if (root / "train").is_dir() and (root / "test").is_dir():
         class_names = class_folders(root / "train")
-        train, train_labels = index_class_folders(root / "train", class_names, size, None, channels, depth)
+        train, train_labels = index_class_folders(
+            root / "train", class_names, size, None, channels, depth, window
+        )
         test, test_labels = index_class_folders(
-            root / "test", class_names, size, train.shape[1:], channels, train.depth
+            root / "test", class_names, size, train.shape[1:], channels, train.depth, window
         )
         return Dataset(
             root.name,
@@ -155,7 +169,8 @@ def read_image_folder(
             class_source=ClassSource.SOURCE,
         )
     if root.is_dir() and image_files_in(root) and not class_folders(root, required=False):
-        images = ImageFiles(image_files_in(root), size, channels=channels, depth=depth)  # inputs to classify
+        # inputs to classify
+        images = ImageFiles(image_files_in(root), size, channels=channels, depth=depth, window=window)
         labels = no_labels(len(images))
         return Dataset(
             root.name,
@@ -166,7 +181,7 @@ def read_image_folder(
             keys=file_keys(images.files, root),
         )
     class_names = class_folders(root)
-    images, labels = index_class_folders(root, class_names, size, None, channels, depth)
+    images, labels = index_class_folders(root, class_names, size, None, channels, depth, window)
     return Dataset(
         root.name,
         images,
@@ -195,6 +210,7 @@ def index_class_folders(
     image_shape: tuple[int, ...] | None = None,
     channels: int = 3,
     depth: int | None = None,
+    window: Window = Window(),
 ) -> tuple[ImageFiles, np.ndarray]:
     from torchvision.datasets.folder import make_dataset
 
@@ -204,9 +220,8 @@ def index_class_folders(
     if not samples:
         raise DataError(f"{root} holds no images ({', '.join(sorted(IMAGE_SUFFIXES))})")
     files, labels = zip(*samples)
-    return ImageFiles(list(files), size, image_shape, channels=channels, depth=depth), np.asarray(
-        labels, np.int64
-    )
+    images = ImageFiles(list(files), size, image_shape, channels=channels, depth=depth, window=window)
+    return images, np.asarray(labels, np.int64)
 
 
 def read_cifar(root: Path) -> Dataset:
@@ -312,18 +327,25 @@ def hash_head(array: np.ndarray) -> str:
 
 
 def read_manifest(
-    path: Path, size: int | None, channels: int = 3, depth: int | None = None, groups: Path | None = None
+    path: Path,
+    size: int | None,
+    channels: int | None = None,
+    depth: int | None = None,
+    groups: Path | None = None,
+    window: Window = Window(),
 ) -> Dataset:
     """A CSV manifest of `path,label` rows (header optional; paths relative to the manifest); labels by name;
     a third column, or `groups`, names persons (data/groups.py). The files are indexed, not decoded. A
-    manifest of paths alone lists unlabelled inputs."""
+    manifest of paths alone lists unlabelled inputs. `channels` None: 1 for a manifest of DICOM files (as
+    the dicom source reads them), 3 otherwise."""
     with open(path, newline="") as handle:
         rows = [row for row in csv.reader(handle) if row]
     header = rows[0] if rows and rows[0][:2] in (["path", "label"], ["path"]) else None
     rows = rows[1:] if header else rows
     if rows and all(len(row) == 1 for row in rows):  # inputs to classify (pillar predict)
+        files = existing_files([path.parent / row[0] for row in rows])
         images = ImageFiles(
-            existing_files([path.parent / row[0] for row in rows]), size, channels=channels, depth=depth
+            files, size, channels=channels or default_channels(files), depth=depth, window=window
         )
         labels = no_labels(len(rows))
         return Dataset(
@@ -340,7 +362,7 @@ def read_manifest(
     files = existing_files([path.parent / row[0] for row in rows])
     _refuse_listed_twice(path, files, [row[1] for row in rows], 1 + (header is not None))
     labels = np.array([class_names.index(row[1]) for row in rows], dtype=np.int64)
-    images = ImageFiles(files, size, channels=channels, depth=depth)
+    images = ImageFiles(files, size, channels=channels or default_channels(files), depth=depth, window=window)
     return Dataset(
         path.stem,
         images,

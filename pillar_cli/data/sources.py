@@ -15,6 +15,7 @@ import numpy as np
 
 from pillar_cli.data import benchmarks, readers
 from pillar_cli.data.dataset import Dataset
+from pillar_cli.data.dicom_window import CT_PRESETS, Window
 from pillar_cli.data.disjunctions import DisjunctionFamily, disjunction_dataset, read_csv_rows
 from pillar_cli.data.groups import groups_param
 from pillar_cli.data.idx import FASHION_MNIST_CLASSES, read_idx_folder
@@ -62,6 +63,10 @@ class SourceOptions:
                 "a channel"
             )
         return int(depth)
+
+    def window(self) -> Window:
+        """How DICOM files' values become grey levels: param window (data/dicom_window.py)."""
+        return Window.parse(self.params.get("window"))
 
     def number(self, key: str, default: float) -> float:
         try:
@@ -250,15 +255,17 @@ def _image_folder(options: SourceOptions) -> Dataset:
         options.channels(),
         options.depth(),
         groups_param(options.params),
+        options.window(),
     )
 
 
 @register(
     "dicom",
-    "PATH/<class>/*.dcm (or a manifest of .dcm paths: --source manifest): DICOM through pydicom, "
-    "rescale applied, the stored bit depth's range spread over 16 bits (8 if 8 are stored; param depth=8|16 "
-    "chooses), MONOCHROME1 inverted; greyscale unless param channels=3; param size=N resizes; each file's "
-    "PatientID names its person (or param groups=FILE.csv)",
+    "PATH/<class>/*.dcm (or a manifest of .dcm paths: --source manifest): DICOM through pydicom, the "
+    "modality LUT to the stored unit (HU for CT), then each file's own VOI window onto 16 bits (8 if 8 are "
+    "stored; param depth=8|16 chooses), MONOCHROME1 inverted; param window=C,W gives one window for all, "
+    f"window=stored the stored bit range, or a CT preset ({', '.join(CT_PRESETS)}); greyscale unless param "
+    "channels=3; param size=N resizes; each file's PatientID names its person (or param groups=FILE.csv)",
 )
 def _dicom(options: SourceOptions) -> Dataset:
     size = int(options.number("size", 0)) or None
@@ -268,6 +275,7 @@ def _dicom(options: SourceOptions) -> Dataset:
         options.channels(default=1),
         options.depth(),
         groups_param(options.params),
+        options.window(),
     )
 
 
@@ -291,16 +299,18 @@ def _pcam(options: SourceOptions) -> Dataset:
 @register(
     "manifest",
     "CSV of path,label rows (paths relative to the CSV), a third column naming each row's person "
-    "(path,label,PatientID); param size=N resizes, channels=1 reads greyscale, depth=8|16 the bits a channel "
-    "(default: the first file's)",
+    "(path,label,PatientID); param size=N resizes, channels=1 reads greyscale (the default for DICOM files, "
+    "which are read as the dicom source reads them: param window), depth=8|16 the bits a channel (default: "
+    "the first file's)",
 )
 def _manifest(options: SourceOptions) -> Dataset:
     return readers.read_manifest(
         options.require_path("manifest"),
         int(options.number("size", 0)) or None,
-        options.channels(),
+        options.channels() if "channels" in options.params else None,
         options.depth(),
         groups_param(options.params),
+        options.window(),
     )
 
 

@@ -11,10 +11,12 @@ met in expectation, not exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
 from pillar_cli.data.dataset import Dataset
+from pillar_cli.data.given_splits import declared_splits
 from pillar_cli.data.keys import SPLIT, keyed_draws, named_keys
 from pillar_cli.errors import DataError, UsageError, param
 
@@ -36,12 +38,13 @@ class SplitPlan:
     seed: int = 0
     # an artifact without public rows (an evaluation-only set) is asked for explicitly
     no_public_split: bool = False
+    split_from: Path | None = None  # each row's split named by the holder (data/given_splits.py): no draw
 
     def for_source(self, dataset: Dataset) -> SplitPlan:
         """The plan with its public fraction set: as given; DEFAULT_PUBLIC_FRACTION where the rows name no
         persons; none with --no-public-split. Where they name persons it is drawn only when asked: the public
         split is one person in ten of the holder's own source, used without protection."""
-        if self.public_fraction is not None:
+        if self.public_fraction is not None or self.split_from is not None:
             return self
         if self.no_public_split:
             return replace(self, public_fraction=0.0)
@@ -75,6 +78,8 @@ def make_splits(dataset: Dataset, plan: SplitPlan) -> dict[str, np.ndarray]:
     """Sorted source row ids per split; test ids are offset by the train part's size when the source has its
     own."""
     plan = plan.for_source(dataset)
+    if plan.split_from is not None:
+        return _given(dataset, plan)
     plan.validate()
     n_train, n_test = dataset.part_sizes[0], sum(dataset.part_sizes[1:])
     draws = split_draws(dataset, plan.seed)[:n_train]
@@ -113,6 +118,22 @@ def make_splits(dataset: Dataset, plan: SplitPlan) -> dict[str, np.ndarray]:
             f"{param('no_public_split', True)} for an evaluation-only set",
         )
     return {name: ids.astype(np.int64) for name, ids in splits.items() if len(ids)}
+
+
+def _given(dataset: Dataset, plan: SplitPlan) -> dict[str, np.ndarray]:
+    """The splits `--split-from` names, checked against the labels and persons of every row."""
+    if dataset.given_splits is None:
+        raise ValueError("a plan with split_from needs the dataset read with_given_splits")
+    rows = np.arange(sum(dataset.part_sizes))
+    return declared_splits(
+        dataset.given_splits,
+        dataset.labels_of(rows),
+        dataset.class_names,
+        n_train=dataset.part_sizes[0],
+        persons=None if dataset.groups is None else dataset.groups.ids,
+        file=str(plan.split_from),
+        public_wanted=not plan.no_public_split,
+    )
 
 
 def split_draws(dataset: Dataset, seed: int) -> np.ndarray:

@@ -31,7 +31,7 @@ from pillar_cli.embedding.recipe import at_depth
 from pillar_cli.errors import ArtifactError, DataError, Interrupted, UsageError, param
 from pillar_cli.lazy import torch
 from pillar_cli.memory import return_large_buffers
-from pillar_cli.privacy.premises import KEYED, Premises
+from pillar_cli.privacy.premises import DECLARED, KEYED, Premises
 
 
 def options_digest(options: dict[str, Any]) -> str:
@@ -288,22 +288,21 @@ def assembled(
             None if persons is None else persons[ids[keep]],
         )
     images = len(dataset.inputs.shape) == 4
+    window = getattr(dataset.inputs, "dicom_window", None)
     attrs = {
         **at_depth(recipe, pixel_depth(dataset.inputs) if images else None),
+        **({} if window is None else {"pixel_window": window.spelled}),
         "source": dataset.name,
         "source_fingerprint": dataset.fingerprint,
         "class_names": dataset.class_names,
         "premises": Premises(
-            classes=dataset.class_source.value, splits=KEYED, kept=dataset.rows_kept
+            classes=dataset.class_source.value,
+            splits=KEYED if plan.split_from is None else DECLARED,
+            kept=dataset.rows_kept,
         ).to_attrs(),
         "splits": list(splits),
         "split_roles": {name: SPLIT_ROLES[name] for name in splits},
-        "split_seed": plan.seed,
-        "public_fraction": plan.public_fraction,
-        "val_fraction": plan.val_fraction,
-        "test_from": "source test part"
-        if dataset.test_inputs is not None
-        else f"keyed fraction {plan.test_fraction}",
+        **_split_recipe(plan, dataset.test_inputs is not None),
         "feature_dim": feature_dim,
         **({"image_shape": list(dataset.inputs.shape[1:])} if images else {}),
         **({"skipped_files": skipped} if skipped else {}),
@@ -314,6 +313,19 @@ def assembled(
         ),
     }
     return embeddings_artifact(parts, attrs)
+
+
+def _split_recipe(plan: SplitPlan, own_test_part: bool) -> dict[str, Any]:
+    """How the splits were made: the keyed draw's seed and fractions, or the holder's file, by its name (not
+    its hash, which would tell whose records it lists)."""
+    if plan.split_from is not None:
+        return {"splits_given_by": plan.split_from.name}
+    return {
+        "split_seed": plan.seed,
+        "public_fraction": plan.public_fraction,
+        "val_fraction": plan.val_fraction,
+        "test_from": "source test part" if own_test_part else f"keyed fraction {plan.test_fraction}",
+    }
 
 
 def embed_resumably(

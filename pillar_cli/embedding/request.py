@@ -49,6 +49,7 @@ class EmbedRequest:
             options.get("test_fraction", 0.2),
             options.get("seed", 0),
             bool(options.get("no_public_split", False)),
+            _path(options.get("split_from")),
         )
         classes = options.get("classes")
         return cls(
@@ -77,6 +78,7 @@ class EmbedRequest:
         row ids, as an embeddings file records them) whose records are deleted from the source first, as their
         holder would delete them — found by their keys, so whatever --limit or --fraction kept."""
         loaded = load_source(self.source, SourceOptions(self.path, self.params, self.plan.seed))
+        loaded = loaded.with_given_splits(self.plan.split_from)
         if without is None or not len(without):
             return self._read(loaded)
         keys = self._read(loaded).row_keys()

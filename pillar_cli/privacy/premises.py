@@ -18,8 +18,9 @@ SOURCE, USER, LABELS = (
     "user",
     "labels",
 )  # where the class set came from (data/labels.py ClassSource)
-# each row's own keyed draw; a seeded permutation of the whole source; rows given apart (Python): no draw
-KEYED, PERMUTATION, GIVEN = "keyed", "permutation", "given"
+# each row's own keyed draw; a seeded permutation of the whole source; rows given apart (Python): no draw;
+# each row's split named by the holder (embed --split-from)
+KEYED, PERMUTATION, GIVEN, DECLARED = "keyed", "permutation", "given", "declared"
 ALL, FRACTION, LIMIT = "all", "fraction", "limit"  # which rows of the source were embedded
 
 
@@ -28,7 +29,7 @@ class Premises:
     """How an embeddings file fixed its class set, its splits and its rows."""
 
     classes: str = LABELS  # SOURCE, USER or LABELS
-    splits: str = PERMUTATION  # KEYED, PERMUTATION or GIVEN
+    splits: str = PERMUTATION  # KEYED, PERMUTATION, GIVEN or DECLARED
     kept: str = ALL  # which rows were embedded: ALL, FRACTION or LIMIT
 
     @classmethod
@@ -53,6 +54,12 @@ class Premises:
             said.append(f"the class set, declared by {by}, not read from the private labels")
         if self.splits == GIVEN:
             said.append("the public rows: given apart from the private rows by the caller (no split drawn)")
+        if self.splits == DECLARED:
+            said.append(
+                "the splits: named for each record by the data holder (embed --split-from), the holder's "
+                "choice, taken to be a function of each record alone; pillar refused a file whose splits "
+                "followed the labels or split a person"
+            )
         if self.splits == KEYED and self.kept != LIMIT:
             said.append(
                 "the public rows: each row's split is drawn from its own key and the public seed, so "
@@ -69,7 +76,7 @@ class Premises:
                 "records no declaration, or a fit given no classes=): a label only private rows hold adds a "
                 "class, which every head shows"
             )
-        if self.splits not in (KEYED, GIVEN):
+        if self.splits not in (KEYED, GIVEN, DECLARED):
             said.append(
                 "the public rows: a seeded permutation of the whole source (a file that records no keyed "
                 "split), which moves when a private record is deleted"

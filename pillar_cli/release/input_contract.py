@@ -1,13 +1,41 @@
 """What an export's graph reads, stated in its metadata (`pillar_input`) so that code with nothing but a file
 reader and onnxruntime feeds it what `pillar predict` feeds the head: the tensor's type and shape, and how
 each kind of file becomes it (data/pixels.py and data/dicom.py decode files so). DICOM is spelled out: a
-12-bit file's stored values are not the 16-bit levels the graph reads, and MONOCHROME1 and a negative rescale
-slope turn the scale over.
+12-bit file's stored values are not the 16-bit levels the graph reads, the window its rows were read through
+decides the grey levels, and MONOCHROME1 turns the scale over.
 """
 
 from __future__ import annotations
 
 from pillar_cli.artifacts.feature_recipe import FeatureRecipe
+from pillar_cli.data.dicom_window import FILE, STORED, Window
+
+VALUES = (
+    "v = the modality LUT's output (stored × RescaleSlope + RescaleIntercept, or a Modality LUT Sequence as "
+    "pydicom's apply_modality_lut applies it), where stored is the pixel array as stored"
+)
+STORED_RANGE = (
+    "level = (v − lo) / (hi − lo), clipped to [0, 1], where [lo, hi] is the range BitsStored B holds "
+    "([0, 2^B − 1]; [−2^(B−1), 2^(B−1) − 1] where PixelRepresentation is 1) through the same modality LUT, "
+    "lo the smaller"
+)
+LINEAR = "level = clip((v − (c − 0.5)) / (w − 1) + 0.5, 0, 1)"
+OWN_WINDOW = (
+    "c, w = the file's first WindowCenter and WindowWidth; by its VOILUTFunction, LINEAR (the default): "
+    f"{LINEAR}; LINEAR_EXACT: level = clip((v − c) / w + 0.5, 0, 1); SIGMOID: level = 1 / (1 + exp(−4 "
+    f"(v − c) / w)); a file recording no window: {STORED_RANGE}"
+)
+
+
+def dicom_levels(window: Window) -> str:
+    """How a DICOM file's stored pixels become levels in [0, 1] through `window`, in formulas."""
+    if window.rule == STORED:
+        rule = STORED_RANGE
+    elif window.rule == FILE:
+        rule = OWN_WINDOW
+    else:
+        rule = f"c = {window.centre:g}, w = {window.width:g}: {LINEAR}"
+    return f"{VALUES}; {rule}; then 1 − level for MONOCHROME1"
 
 
 def input_contract(recipe: FeatureRecipe, shape: tuple[int, ...] | None, features: int) -> dict:
@@ -30,10 +58,7 @@ def input_contract(recipe: FeatureRecipe, shape: tuple[int, ...] | None, feature
         "value": f"round(level × {top}), a level in [0, 1]; {'grey' if channels == 1 else 'RGB'}",
         "images": f"PNG, JPEG, TIFF: read at {depth} bits (a 16-bit value read at 8 bits is value / 257 "
         f"rounded, an 8-bit value read at 16 bits value × 257), EXIF or TIFF orientation applied; {resize}",
-        "dicom": "level = (stored − lo) / (hi − lo), clipped to [0, 1], where stored is the pixel array as "
-        "stored and [lo, hi] the range BitsStored B holds ([0, 2^B − 1]; [−2^(B−1), 2^(B−1) − 1] where "
-        "PixelRepresentation is 1); (hi − stored) / (hi − lo) where RescaleSlope is negative (the rescale "
-        "intercept cancels; a Modality LUT Sequence is applied as pydicom's apply_modality_lut applies it, "
-        f"to the pixels and to lo and hi); 1 − level for MONOCHROME1; then round(level × {top}); {resize}",
+        "dicom": f"{dicom_levels(Window.parse(recipe.pixel_window or STORED))}; then round(level × {top}); "
+        f"{resize}",
         "reference": "pillar predict CLASSIFIER --source image-folder|dicom --path FOLDER decodes files so",
     }

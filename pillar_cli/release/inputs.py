@@ -13,27 +13,37 @@ import numpy as np
 
 from pillar_cli.artifacts.classifier import Classifier
 from pillar_cli.data import Dataset, SourceOptions
+from pillar_cli.data.dicom_window import STORED, Window
 from pillar_cli.data.pixels import pixel_depth
 from pillar_cli.embedding.extraction import embedded_batches
 from pillar_cli.embedding.features import Embedder
 from pillar_cli.embedding.recipe import embedder_for
-from pillar_cli.errors import DataError, param
+from pillar_cli.errors import DataError, UsageError, param
 
 Probabilities = Callable[[np.ndarray], np.ndarray]
-GREYSCALE_SOURCES = ("image-folder", "manifest")  # the sources whose image files can be read as greyscale
-FILE_SOURCES = (*GREYSCALE_SOURCES, "dicom")  # the sources that read image files at a chosen bit depth
+FILE_SOURCES = ("image-folder", "manifest", "dicom")  # the sources that read image files as asked
 
 
 def decoded_as_recorded(classifier: Classifier, source: str, options: SourceOptions) -> SourceOptions:
-    """Image files decoded the way the classifier's rows were embedded: as greyscale when its training images
-    had one channel (digits, MNIST, any N×H×W array), at the bit depth they had (8 when not recorded), unless
-    the caller names the channels or the depth."""
+    """Image files decoded the way the classifier's rows were embedded: with the channels its training images
+    had (greyscale for digits, MNIST, any N×H×W array), at the bit depth they had (8 when not recorded),
+    unless the caller names the channels or the depth; DICOM through the window they were read through (the
+    stored bit range where none is recorded), which the caller cannot change."""
     recipe, params = classifier.features, dict(options.params)
     shape = recipe.shape or ()
-    if source in GREYSCALE_SOURCES and len(shape) == 3 and shape[2] == 1:
-        params.setdefault("channels", "1")
+    if source in FILE_SOURCES and len(shape) == 3 and shape[2] in (1, 3):
+        params.setdefault("channels", str(shape[2]))
     if source in FILE_SOURCES and recipe.depth is not None:
         params.setdefault("depth", str(recipe.depth))
+    if source in FILE_SOURCES and recipe.reads_images:
+        recorded = Window.parse(recipe.pixel_window or STORED)
+        if "window" in params and Window.parse(params["window"]).spelled != recorded.spelled:
+            raise UsageError(
+                f"{param('param')} window={params['window']}: the classifier's rows were read from DICOM "
+                f"through {recorded.in_words}; new scans must be read so",
+                hint=f"leave {param('param')} window out",
+            )
+        params["window"] = recorded.spelled
     return replace(options, params=params)
 
 

@@ -1,17 +1,18 @@
-"""DICOM files written by pydicom decode to the grey levels a viewer shows: the rescale applied, the stored
-bit depth's range spread over 0..255, MONOCHROME1 inverted; a multi-frame file and undecodable pixel data are
-one line."""
+"""DICOM files written by pydicom decode to the grey levels a viewer shows: the rescale applied, then the VOI
+window each file records (the stored bit depth's range where it records none, or by `window=stored`),
+MONOCHROME1 inverted; a multi-frame file and undecodable pixel data are one line."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from pillar_cli.data.dicom_window import Window
 from pillar_cli.data.image_files import decode_image
-from pillar_cli.errors import DataError
+from pillar_cli.errors import DataError, UsageError
 
 pydicom = pytest.importorskip("pydicom")
-from medical import write_dicom  # noqa: E402  (after the skip: it needs pydicom)
+from medical import four_encodings, write_dicom  # noqa: E402  (after the skip: it needs pydicom)
 
 
 def test_greyscale_dicom_is_scaled_by_its_stored_bit_depth_through_the_rescale(tmp_path):
@@ -107,3 +108,48 @@ def test_pydicom_warnings_of_what_it_reads_past_stay_off_stderr(tmp_path):
         warnings.simplefilter("error")
         levels = decode_image(str(tmp_path / "padded.dcm"), None, channels=1)[..., 0]
     np.testing.assert_array_equal(levels, np.rint(np.arange(64).reshape(8, 8) / 255 * 255).astype(np.uint8))
+
+
+def test_one_slice_in_four_encodings_reads_as_one_image_through_its_window(tmp_path):
+    """Normalised over each file's stored bit range, the four encodings read as four different images (12-bit
+    and 16-bit ranges differ, a signed range is centred on 0); through the VOI window they record, as one."""
+    hu = np.random.default_rng(0).integers(-1000, 1001, (6, 6)).astype(np.float64)
+    files = four_encodings(tmp_path, hu)
+    read = [decode_image(str(file), None, channels=1, depth=16)[..., 0].astype(np.int64) for file in files]
+    for other in read[1:]:
+        assert np.abs(other - read[0]).max() <= 1  # one 16-bit level: float rounding of the mirror
+    expected = np.clip((hu - 39.5) / 399 + 0.5, 0, 1)  # DICOM's LINEAR window, c = 40, w = 400
+    np.testing.assert_allclose(read[0] / 65535, expected, atol=1 / 65535)
+    stored = [
+        decode_image(str(file), None, channels=1, depth=16, window=Window.parse("stored"))[..., 0]
+        for file in files
+    ]
+    # the bit-range rule: the signed MONOCHROME1 file reads about a quarter of the range away, on average
+    assert np.abs(stored[3].astype(np.int64) - stored[0]).mean() > 10_000
+
+
+def test_a_given_window_or_preset_reads_every_file_alike_and_a_ct_preset_refuses_another_modality(tmp_path):
+    hu = np.random.default_rng(1).integers(-1000, 1001, (6, 6)).astype(np.float64)
+    own = four_encodings(tmp_path / "own", hu, window=(-600.0, 1500.0))
+    none = four_encodings(tmp_path / "none", hu, window=(-600.0, 1500.0), with_window=False)
+    lung = Window.parse("lung")
+    assert (lung.centre, lung.width, lung.spelled) == (-600, 1500, "-600,1500")
+    by_own = decode_image(str(own[0]), None, channels=1, depth=16)
+    for file in none[:1] + none[2:3]:  # the MONOCHROME2 files: a given window has no mirror to undo
+        np.testing.assert_array_equal(
+            decode_image(str(file), None, channels=1, depth=16, window=lung), by_own
+        )
+    write_dicom(tmp_path / "mr.dcm", np.full((4, 4), 300), modality="MR")
+    with pytest.raises(DataError, match=r"mr.dcm is MR: window=lung is a CT preset in HU$"):
+        decode_image(str(tmp_path / "mr.dcm"), None, channels=1, window=lung)
+
+
+def test_a_window_no_function_can_use_is_one_line(tmp_path):
+    write_dicom(tmp_path / "w0.dcm", np.zeros((4, 4)), window=(40.0, 0.0))
+    with pytest.raises(
+        DataError, match=r"w0.dcm records the window centre 40, width 0: no LINEAR window has it$"
+    ):
+        decode_image(str(tmp_path / "w0.dcm"), None, channels=1)
+    for text, said in (("40", "give C,W"), ("40,0", "the width ≥ 1")):
+        with pytest.raises(UsageError, match=said):
+            Window.parse(text)
