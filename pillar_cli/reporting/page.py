@@ -1,9 +1,11 @@
-"""One self-contained HTML page for a release: what it guarantees, in plain words, and what that means for one
-unit (the trade-off curve, with a canary audit's points where one is given), how well it classifies (test
-accuracy on how many test rows, with its 95 % interval for a test set of that size, balanced accuracy, the
-smallest class's accuracy, per-class accuracy, the confusion matrix, accuracy against k where its model held a
-grid), where it came from (backbone, data, public data, hashes) and whether
-it is signed.
+"""One self-contained HTML page for a release, in the order a clinician asks: what was trained and on how
+many units (the count as released, never n), what an attacker could learn of one unit (the trade-off curve,
+with a canary audit's points where one is given), how accurate it is (test accuracy on how many test cases,
+with its 95 % interval for a test set of that size, balanced accuracy, the smallest class's accuracy,
+per-class accuracy, the confusion matrix, accuracy against k where its model held a grid), then the guarantee
+in full, where it came from (backbone, data, public data, hashes) and whether it is signed. Values are said in
+words, never as reprs; it reads at 400 px wide (tables scroll inside themselves, long hashes wrap, figures
+scale) and on paper.
 
 The page makes no request: no script, no external style, font or image; figures are inline SVG; a
 Content-Security-Policy of `default-src 'none'` (inline styles and data: images allowed) tells the browser to
@@ -28,12 +30,15 @@ from pillar_cli.version import PROGRAM
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 STYLE = """body{font-family:sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#222;
-line-height:1.45}
+line-height:1.45;overflow-wrap:break-word}
 h1{font-size:1.5rem}h2{font-size:1.15rem;border-bottom:1px solid #ccc;margin-top:2rem}
-table{border-collapse:collapse;margin:.5rem 0}
+table{border-collapse:collapse;margin:.5rem 0;display:block;max-width:100%;overflow-x:auto}
 td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:right}
-th{background:#f3f3f3}.words{font-size:1.05rem}.note{color:#555;font-size:.9rem}svg{max-width:100%;height:auto}
+th{background:#f3f3f3}#provenance td{text-align:left}#provenance td:first-child{white-space:nowrap}
+#provenance td:last-child{overflow-wrap:anywhere}.words{font-size:1.05rem}.note{color:#555;font-size:.9rem}
+svg{max-width:100%;height:auto;display:block}
 @media print{body{margin:0;max-width:none}h2{page-break-after:avoid}svg,table{page-break-inside:avoid}}"""
+FIGURE_FONT = {"font.size": 11, "legend.fontsize": 9}  # points: readable when a 4.5-inch figure fits 400 px
 
 
 @dataclass(frozen=True)
@@ -155,20 +160,14 @@ def page_html(release: Classifier, document: dict, audit: AuditPoints | None = N
     curve = risk_of(release.privacy.event)
     audited = None if audit is None else risk_of(event_from_dict(audit.event))
     parts = [
-        f"<h1>A differentially private classifier: ({_number(statement['epsilon'])}, "
+        f"<h1>A classifier trained with differential privacy: ({_number(statement['epsilon'])}, "
         f"{statement['delta']:g})-DP</h1>",
         f"<p class='note' id='signature'>The release: {_text(document['signature'])}. This page itself is "
         "not signed: it says what the release said when the page was made, and an edited copy would look the "
         "same; <code>pillar verify</code> checks the release.</p>",
-        "<h2>The guarantee</h2>",
-        "<p class='words'>Differential privacy with ε = <span "
-        f"id='epsilon'>{_number(statement['epsilon'])}</span>"
-        f" and δ = <span id='delta'>{statement['delta']:g}</span> ({_text(statement['accountant'])} "
-        f"accountant) for {_text(statement['neighbouring'])}.</p>",
-        _list("What ε covers", statement["covers"]),
-        _list("What ε does not cover", statement["not_covered"]),
-        _list("What it rests on", statement["rests_on"]),
-        "<h2>What it means for one " + _text(release.privacy.unit.noun) + "</h2>",
+        "<h2>What was trained</h2>",
+        f"<p class='words' id='trained'>{_trained_words(release)}</p>",
+        "<h2>What an attacker could learn about one " + _text(release.privacy.unit.noun) + "</h2>",
         f"<p class='words' id='risk-words'>{_text(risk['words'][:1].upper() + risk['words'][1:])}.</p>",
         _table(
             ["false-positive rate", "highest true-positive rate"],
@@ -192,13 +191,21 @@ def page_html(release: Classifier, document: dict, audit: AuditPoints | None = N
     if "accuracy" in document:
         parts += _accuracy(document["accuracy"])
     parts += [
+        "<h2>The guarantee in full</h2>",
+        "<p class='words'>Differential privacy with ε = <span "
+        f"id='epsilon'>{_number(statement['epsilon'])}</span>"
+        f" and δ = <span id='delta'>{statement['delta']:g}</span> ({_text(statement['accountant'])} "
+        f"accountant) for {_text(statement['neighbouring'])}.</p>",
+        _list("What ε covers", statement["covers"]),
+        _list("What ε does not cover", statement["not_covered"]),
+        _list("What it rests on", statement["rests_on"]),
         "<h2>Where it came from</h2>",
         _table(
-            ["", ""],
-            [[name.replace("_", " "), _text(str(value))] for name, value in document["provenance"].items()],
-            raw=True,
+            ["what", "as recorded"],
+            [[name.replace("_", " "), _plain(value)] for name, value in document["provenance"].items()],
+            identifier="provenance",
         ),
-        f"<p>Head: {_text(str(document['head']))}; classes: {_text(', '.join(document['classes']))}.</p>",
+        f"<p>Head: {_text(_plain(document['head']))}. Classes: {_text(', '.join(document['classes']))}.</p>",
     ]
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -209,13 +216,52 @@ def page_html(release: Classifier, document: dict, audit: AuditPoints | None = N
     )
 
 
+def _trained_words(release: Classifier) -> str:
+    """What was trained, on how many units: the count as the release states it (a noisy ñ, or a number
+    declared public), never the exact n."""
+    head, recipe, classes = release.head, release.features, release.class_names
+    reads = "all the features" if head.get("k") is None else f"the top {head['k']} principal components"
+    said = (
+        f"A classifier telling {len(classes)} classes apart ({_text(', '.join(classes))}), trained by "
+        f"{_text(str(head.get('method')))} on {reads} of the features a frozen "
+        f"{_text(str(recipe.backbone or 'feature extractor'))} makes of each input."
+    )
+    count, noun = release.privacy.count, release.privacy.unit.noun
+    if count is None or not count.released:
+        return said + f" The number of {_text(noun)}s it learned from is not released."
+    if count.noisy:
+        return said + (
+            f" It learned from about <span id='trained-on'>{round(count.value):,}</span> {_text(noun)}s: a "
+            "count released with noise under the guarantee below (the exact number is stored nowhere)."
+        )
+    return said + (
+        f" It learned from <span id='trained-on'>{round(count.value):,}</span> {_text(noun)}s, a number "
+        "declared public."
+    )
+
+
+def _plain(value: object) -> str:
+    """A stored value in words: a mapping as 'name: value' pairs, a list joined, nothing as 'not recorded'."""
+    if value is None:
+        return "not recorded"
+    if isinstance(value, dict):
+        return "; ".join(f"{str(key).replace('_', ' ')}: {_plain(item)}" for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain(item) for item in value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
 def _accuracy(accuracy: dict) -> list[str]:
     per_class = [
         [_text(name), "–" if value is None else f"{value:.4f}"]
         for name, value in accuracy["per_class_accuracy"].items()
     ]
     parts = [
-        "<h2>How well it classifies</h2>",
+        "<h2>How accurate it is</h2>",
         f"<p>On the {_text(accuracy['split'])} split of {_text(str(accuracy['dataset']))}"
         f"{_rows_said(accuracy['test_rows'])} (mean over {accuracy['seeds']} repetition(s) of the released "
         f"head's cell): accuracy <span id='accuracy'>{accuracy['accuracy']:.4f}</span>"
@@ -241,41 +287,45 @@ def _curve_svg(curve: Risk, audit: AuditPoints | None, audited: Risk | None) -> 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(6, 4.2))
-    axes.plot(curve.fprs, curve.tprs, label="this release: the highest TPR any attack reaches")
-    if audit is not None:
-        if audited is not None and audited.tprs != curve.tprs:
-            axes.plot(audited.fprs, audited.tprs, linestyle="--", label="the audited configuration")
-        for point in audit.points:
-            axes.errorbar(
-                point["fpr"],
-                point["tpr"],
-                xerr=[[point["fpr"] - point["fpr_low"]], [point["fpr_high"] - point["fpr"]]],
-                yerr=[[point["tpr"] - point["tpr_low"]], [point["tpr_high"] - point["tpr"]]],
-                fmt="o",
-                color="black",
-                markersize=3,
-                capsize=2,
+    with plt.rc_context(FIGURE_FONT):  # for this figure only
+        figure, axes = plt.subplots(figsize=(4.5, 3.6))
+        axes.plot(curve.fprs, curve.tprs, label="this release: the highest TPR any attack reaches")
+        if audit is not None:
+            if audited is not None and audited.tprs != curve.tprs:
+                axes.plot(audited.fprs, audited.tprs, linestyle="--", label="the audited configuration")
+            for point in audit.points:
+                axes.errorbar(
+                    point["fpr"],
+                    point["tpr"],
+                    xerr=[[point["fpr"] - point["fpr_low"]], [point["fpr_high"] - point["fpr"]]],
+                    yerr=[[point["tpr"] - point["tpr_low"]], [point["tpr_high"] - point["tpr"]]],
+                    fmt="o",
+                    color="black",
+                    markersize=3,
+                    capsize=2,
+                )
+            axes.plot(
+                [], [], "o", color="black", markersize=3, label="canary audit: its tests (95 % intervals)"
             )
-        axes.plot([], [], "o", color="black", markersize=3, label="canary audit: its tests (95 % intervals)")
-    axes.plot([0, 1], [0, 1], color="grey", linewidth=0.8, label="chance")
-    axes.set(
-        xlabel="false-positive rate an attacker accepts",
-        ylabel="true-positive rate",
-        xlim=(0, 1),
-        ylim=(0, 1),
-    )
-    axes.legend(loc="lower right", fontsize=8)
+        axes.plot([0, 1], [0, 1], color="grey", linewidth=0.8, label="chance")
+        axes.set(
+            xlabel="false-positive rate an attacker accepts",
+            ylabel="true-positive rate",
+            xlim=(0, 1),
+            ylim=(0, 1),
+        )
+        axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)  # below: no curve hidden
     return _svg(figure)
 
 
 def _by_k_svg(by_k: list[dict]) -> str:
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(6, 3.2))
-    labels = [str(entry["k"]) for entry in by_k]
-    axes.plot(range(len(by_k)), [entry["accuracy"] for entry in by_k], marker="o")
-    axes.set(xticks=range(len(by_k)), xticklabels=labels, xlabel="k (components)", ylabel="test accuracy")
+    with plt.rc_context(FIGURE_FONT):  # for this figure only
+        figure, axes = plt.subplots(figsize=(4.5, 2.8))
+        labels = [str(entry["k"]) for entry in by_k]
+        axes.plot(range(len(by_k)), [entry["accuracy"] for entry in by_k], marker="o")
+        axes.set(xticks=range(len(by_k)), xticklabels=labels, xlabel="k (components)", ylabel="test accuracy")
     return _svg(figure)
 
 
@@ -321,7 +371,7 @@ def wilson_interval(accuracy: float, rows: int, z: float = 1.959963984540054) ->
 
 
 def _rows_said(rows: int | None) -> str:
-    return "" if rows is None else f", <span id='test-rows'>{rows:,}</span> rows"
+    return "" if rows is None else f", <span id='test-rows'>{rows:,}</span> test cases"
 
 
 def _interval_said(interval: tuple[float, float] | None) -> str:

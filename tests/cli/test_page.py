@@ -130,6 +130,57 @@ def test_the_page_shows_the_numbers_the_artifacts_hold(pillar, released, chromiu
     assert dom.count("<svg") == 2  # the trade-off curve with the audit's points, and accuracy against k
 
 
+SECTIONS = (
+    "What was trained",
+    "What an attacker could learn about one training row",
+    "How accurate it is",
+    "The guarantee in full",
+    "Where it came from",
+)
+
+
+def test_the_page_says_in_plain_words_what_was_trained_on_how_many_and_how_accurately(
+    pillar, released, chromium, tmp_path
+):
+    """A clinician's questions in order, answered in words (no Python reprs), the count as released."""
+    dom = _browser(chromium, "--dump-dom", released["page"].as_uri(), tmp_path=tmp_path)
+    text = " ".join(re.sub(r"<svg.*?</svg>|<style.*?</style>|<[^>]+>", " ", dom, flags=re.DOTALL).split())
+    places = [text.find(section) for section in SECTIONS]
+    assert -1 not in places and places == sorted(places)
+    statement = json.loads(pillar("inspect", released["root"] / "rel.h5", "--json").stdout)["attrs"][
+        "privacy"
+    ]
+    shown = dict(re.findall(r'<span id="([\w.-]+)">([^<]*)</span>', dom))
+    assert int(shown["trained-on"].replace(",", "")) == round(statement["count"]["value"])
+    assert "a count released with noise under the guarantee below" in text
+    assert re.search(r"\d+ test cases .* accuracy [\d.]+ \(95 % interval [\d.]+ ?– ?[\d.]+", text)
+    assert not re.search(r"\{'|': |\bNone\b|\bTrue\b|\bFalse\b", text)
+
+
+@pytest.mark.parametrize("width", [1280, 400])
+def test_the_page_fits_a_desktop_and_a_phone_and_prints(released, chromium, tmp_path, width):
+    """At 400 px its provenance table ran past the right edge: now nothing does (the shot's right-hand band is
+    blank), and it prints to PDF."""
+    shot = tmp_path / "shot.png"
+    arguments = (f"--window-size={width},9000", "--hide-scrollbars", f"--screenshot={shot}")
+    _browser(chromium, *arguments, released["page"].as_uri(), tmp_path=tmp_path)
+    pixels = np.asarray(Image.open(shot).convert("L"))
+    drawn = np.flatnonzero((pixels < 250).any(axis=1))
+    assert pixels.shape == (9000, width) and drawn.max() < 8990  # the whole page is in the shot
+    assert pixels[:, -12:].min() > 250  # nothing reaches the right edge: no horizontal overflow
+    if width == 400:
+        pdf = tmp_path / "page.pdf"
+        _browser(
+            chromium,
+            "--no-pdf-header-footer",
+            f"--print-to-pdf={pdf}",
+            released["page"].as_uri(),
+            tmp_path=tmp_path,
+        )
+        data = pdf.read_bytes()
+        assert data.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page[^s]", data)) >= 2
+
+
 def test_the_page_draws_and_makes_no_request_but_for_itself(released, chromium, tmp_path):
     text = released["page"].read_text()
     assert "http://" not in text and "https://" not in text and "<script" not in text
