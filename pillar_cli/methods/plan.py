@@ -27,10 +27,11 @@ import numpy as np
 
 from pillar_cli.artifacts.stored_rows import all_finite, data_digest
 from pillar_cli.devices import resolve_device
-from pillar_cli.errors import DataError, UsageError, check_positive, param
+from pillar_cli.errors import DataError, UsageError, param
 from pillar_cli.memory import return_large_buffers
 from pillar_cli.methods.base import Cannot, Method
 from pillar_cli.methods.catalog import bounding_persons, get_method
+from pillar_cli.methods.constraints import check_lr
 from pillar_cli.methods.data import PrivacySettings, SweepData
 from pillar_cli.methods.grid import SweepGrid, check_grid
 from pillar_cli.methods.request import SweepOptions, SweepRequest
@@ -41,8 +42,6 @@ from pillar_cli.privacy.guarantee import Guarantee
 from pillar_cli.privacy.release import DPRelease
 from pillar_cli.privacy.risk_target import RiskTarget
 from pillar_cli.privacy.unit import PrivacyUnit
-
-MAX_LR = 1e4  # above it a clipped step moves a logit by more than float32 resolves next to the others
 
 
 @dataclass(frozen=True)
@@ -256,8 +255,6 @@ def check_data(data: SweepData, grid: SweepGrid, options: SweepOptions) -> None:
         require_disjoint(data.private_index, data.public_index, data.source or "the private data")
     for name in grid.methods:
         get_method(name).check_data(data, options.of(get_method(name)))
-    for lr in grid.lrs:  # given values (the rule's are checked once it has set them)
-        check_lr(lr, set_by_rule=False)
     if options.selection is not None:  # how many configurations a cell holds does not depend on n
         for ruled in ruled_grids(grid.for_rows(RowCount.exact(1)), len(data.pca.components_)):
             check_accounted(data, ruled, options)
@@ -277,21 +274,6 @@ def check_sweep(
         validate_budget(epsilon, privacy.delta, count)
     for lr in grid.lrs:
         check_lr(lr, "lr" in set_by_rule)
-
-
-def check_lr(lr: float, set_by_rule: bool) -> None:
-    check_positive("lr", lr)
-    if lr > MAX_LR and set_by_rule:  # not the user's value: say who set it
-        raise UsageError(
-            f"the default rule sets {param('lr')} {lr:g} for these rows and ε, above {MAX_LR:,.0f}: "
-            "steps that large leave the head's float32 logits no precision",
-            hint=f"give {param('lr')} (and {param('steps')}), or a smaller {param('epsilon')}",
-        )
-    if lr > MAX_LR:
-        raise UsageError(
-            f"{param('lr')} must be at most {MAX_LR:,.0f} (got {lr:g}): steps that large leave "
-            "the head's float32 logits no precision"
-        )
 
 
 def check_accounted(data: SweepData, grid: SweepGrid, options: SweepOptions) -> None:

@@ -1,7 +1,7 @@
 """What a user asks a sweep to train — train-private's options, `sweep()`'s and `DPLinearClassifier`'s
-arguments — as one frozen, keyword-only value, checked once against declared constraints (as scikit-learn
-declares an estimator's parameter constraints), whoever builds it. The plan (methods/plan.py) decides what
-needs the data."""
+arguments — as one frozen, keyword-only value, checked once against the constraints methods/constraints.py
+declares for every field (as scikit-learn declares an estimator's parameter constraints), whoever builds it.
+The plan (methods/plan.py) decides what needs the data."""
 
 from __future__ import annotations
 
@@ -10,28 +10,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pillar_cli.errors import (
-    UsageError,
-    check_fraction,
-    check_non_negative,
-    check_one_of,
-    check_positive,
-    param,
-)
+from pillar_cli.errors import UsageError, param
 from pillar_cli.linear.engine import RunConfig
 from pillar_cli.methods.accounted import AccountedSelection
 from pillar_cli.methods.base import Method
 from pillar_cli.methods.catalog import DEFAULT_METHOD, get_method
+from pillar_cli.methods.constraints import CONSTRAINTS
 from pillar_cli.methods.data import PrivacySettings
 from pillar_cli.methods.grid import AUTO, DEFAULT_BATCH, SweepGrid
 from pillar_cli.privacy.count import COUNT_SHARE, DEFAULT_DELTA
 from pillar_cli.privacy.risk_target import RiskTarget
-from pillar_cli.privacy.unit import UNITS
 from pillar_cli.randomness import NoiseSource
 
-ENGINES = ("fast", "opacus")
-VAL_ROLES = ("auto", "train", "hold-out")
-SELECTIONS = ("val", "accounted")
 LISTS = (
     "method",
     "k",
@@ -45,36 +35,6 @@ LISTS = (
 WORDS = ("k", "lr", "steps")  # lists that also take a word for the whole list ("auto": the default rule)
 
 DEFAULT_EPSILON = (1.0,)  # the target ε where neither ε nor a risk target is given
-
-
-def _selection(name: str, value: object) -> None:
-    """An accounted selection's settings, or one of SELECTIONS."""
-    if not isinstance(value, AccountedSelection):
-        check_one_of(SELECTIONS)(name, value)
-
-
-def _delta(name: str, value: object) -> None:
-    """A finite number below 1/2 (checked against the count by the plan), or auto."""
-    if isinstance(value, str) and value != AUTO:
-        raise UsageError(f"{param(name)} takes a number or '{AUTO}'; got '{value}'")
-    if not isinstance(value, str) and not math.isfinite(float(value)):  # type: ignore[arg-type]
-        raise UsageError(f"{param(name)} must be a finite number (got {value})")
-    if not isinstance(value, str) and 0.5 <= float(value) < 1:  # type: ignore[arg-type]
-        # refused before the count is read: no dataset of two rows or more has 1/n above it
-        raise UsageError(f"{param(name)} {value:g} is not below 1/n for any dataset of two rows or more")
-
-
-CONSTRAINTS = {
-    "delta": _delta,
-    "clip": check_positive,
-    "weight_decay": check_non_negative,
-    "momentum": check_fraction,
-    "ema": check_fraction,
-    "engine": check_one_of(ENGINES),
-    "val": check_one_of(VAL_ROLES),
-    "select": _selection,
-    "privacy_unit": check_one_of(UNITS),
-}  # each field's checker: refuses a value in one line naming the field
 
 
 @dataclass(frozen=True)

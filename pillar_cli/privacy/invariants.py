@@ -16,12 +16,9 @@ from pillar_cli.privacy.unit import Units
 MAX_EPSILON = 700.0  # e^ε, which every accountant evaluates, overflows float64 just above 709
 
 
-def validate_budget(
-    epsilon: float, delta: float, rows: RowCount | int | None = None, non_private_allowed: bool = True
-) -> None:
-    """ε > 0 and 0 < δ < 1/n for the row count `rows` (a released noisy count is read as it is: the exact n is
-    private; None: the count is not known yet); `non_private_allowed`: ε = inf (no privacy) is a valid choice
-    here, which the error for ε ≤ 0 then mentions."""
+def check_epsilon(epsilon: float, non_private_allowed: bool = True) -> None:
+    """ε > 0 and within what the accountants compute in floating point (`non_private_allowed`: inf, no
+    privacy, is a valid choice here, which the error then mentions)."""
     if not epsilon > 0:
         raise UsageError(
             f"{param('epsilon')} must be > 0 (got {epsilon})"
@@ -33,6 +30,15 @@ def validate_budget(
             "floating point: no guarantee can be computed for it"
             + ("; use 'inf' for non-private training" if non_private_allowed else "")
         )
+
+
+def validate_budget(
+    epsilon: float, delta: float, rows: RowCount | int | None = None, non_private_allowed: bool = True
+) -> None:
+    """ε > 0 and 0 < δ < 1/n for the row count `rows` (a released noisy count is read as it is: the exact n is
+    private; None: the count is not known yet); `non_private_allowed`: ε = inf (no privacy) is a valid choice
+    here, which the error for ε ≤ 0 then mentions."""
+    check_epsilon(epsilon, non_private_allowed)
     if not 0 < delta < 1:
         raise UsageError(f"{param('delta')} must be in (0, 1) (got {delta})")
     count = RowCount.exact(rows) if isinstance(rows, int) else rows
