@@ -98,7 +98,7 @@ def _delta(name: str, value: object) -> None:
 
 def _shard(name: str, value: object) -> None:
     """(i, n): shard i of n, 0 ≤ i < n."""
-    index, count = value  # type: ignore[misc]
+    index, count = value if isinstance(value, tuple) and len(value) == 2 else (None, None)
     if not (isinstance(index, int) and isinstance(count, int) and 0 <= index < count):
         raise UsageError(f"{param(name)} must be i/n with 0 ≤ i < n (got {index}/{count})")
 
