@@ -293,3 +293,37 @@ def save(
         command=command,
         force=bool(ctx.params.get("force")),
     )
+
+
+def _tracker_available(value: str) -> str:
+    """--track checked as it is parsed: an unknown tracker, or MLflow not installed, before any work."""
+    if value == "none":
+        return value
+    from pillar_cli.tracking import check_tracker
+
+    try:
+        check_tracker(value, importable=True)
+    except UsageError as err:
+        raise typer.BadParameter(str(err)) from None
+    return value
+
+
+TrackOption = typer.Option(
+    "none",
+    "--track",
+    help="Log the runs to an experiment tracker: mlflow (MLFLOW_TRACKING_URI, else ./mlruns): the "
+    "configuration, ε, δ, σ, q, risk and test metrics, never n or a row.",
+    callback=_tracker_available,
+)
+
+
+def track(tracker: str, command: str, out: Path, written: object) -> None:
+    """Log the runs of what a command wrote (a model, an evaluation, a release), made only when a tracker is
+    asked for, and say where they went."""
+    if tracker == "none":
+        return
+    from pillar_cli.tracking import log_runs, runs_of
+
+    runs = runs_of(written)
+    uri = log_runs(tracker, command, out, runs)
+    stderr.print(f"logged {len(runs)} run(s) to {tracker} at {uri}")

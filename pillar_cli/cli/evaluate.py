@@ -14,10 +14,12 @@ from pillar_cli.cli.common import (
     ConfigOption,
     ForceOption,
     JsonOption,
+    TrackOption,
     check_outputs,
     print_json,
     print_table,
     save,
+    track,
 )
 from pillar_cli.reporting.evaluation import evaluate_models
 from pillar_cli.reporting.figures import accuracy_vs_k
@@ -43,6 +45,7 @@ def evaluate(
         help="Evaluate on a split that shares rows with "
         "what the model was trained or selected on (recorded, and printed in every table).",
     ),
+    track_to: str = TrackOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
     config: str | None = ConfigOption,
@@ -65,6 +68,7 @@ def evaluate(
         if out is not None:
             save(ctx, out, result.artifact(), [*(m.ref() for m in model_artifacts), split.ref])
     _report(result, as_json)
+    track(track_to, "evaluate", out or Path(embeddings), result)
 
 
 def _write_outputs(result: Evaluation, csv: Path | None, markdown: Path | None, plot: Path | None) -> None:

@@ -14,10 +14,12 @@ from pillar_cli.cli.common import (
     ForceOption,
     JsonOption,
     SignOption,
+    TrackOption,
     print_json,
     save,
     signed_output,
     stdout,
+    track,
 )
 from pillar_cli.release import parse_cell, prevalence, release_classifier
 from pillar_cli.release.signing import sign_file, signature_path
@@ -49,6 +51,7 @@ def release(
         "an attacker can guess such a yes/no attribute of one unit (default: not stated).",
     ),
     sign: Path | None = SignOption,
+    track_to: str = TrackOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
     config: str | None = ConfigOption,
@@ -75,6 +78,7 @@ def release(
     if sign is not None:
         claim(signature_path(out))  # taken back with the release if signing does not finish
         sign_file(out, sign)
+    track(track_to, "release", out, classifier)
     statement = classifier.privacy
     if as_json:
         return print_json({"output": str(out), **chosen, "privacy": statement.to_attrs()})

@@ -15,8 +15,10 @@ from pillar_cli.cli.common import (
     JsonOption,
     NoiseSeedOption,
     NPublicOption,
+    TrackOption,
     check_output,
     save,
+    track,
     warn,
 )
 from pillar_cli.cli.method_flags import method_flags
@@ -104,6 +106,7 @@ def train_private(
     engine: str = ENGINE,
     device: str = DEVICE,
     dry_run: bool = DRY_RUN,
+    track_to: str = TrackOption,
     config: str | None = ConfigOption,
     force: bool = ForceOption,
     as_json: bool = JsonOption,
@@ -135,6 +138,7 @@ def train_private(
     artifact = inputs.model(result)
     save(ctx, out, artifact, inputs.refs)
     print_model(out, len(result.runs), artifact, as_json)
+    track(track_to, "train-private", out, artifact)
 
 
 def _read(request: SweepRequest, path: str, projection: Path, sources: SweepSources) -> SweepInputs:
