@@ -41,6 +41,7 @@ _PANEL_OF_NAME = {
         "val_fraction",
         "test_fraction",
         "no_public_split",
+        "split_from",
         "projection",
         "public_from",
         "allow_nonprivate_choice",
@@ -154,6 +155,7 @@ _PANEL_OF_NAME = {
     "Output": (
         "out",
         "force",
+        "track_to",
         "as_json",
         "plot",
         "csv",
