@@ -24,9 +24,9 @@ demo: $(STAMP)
 # torch threads (left to their defaults, each library in each worker starts one thread a core: on 2 cores the gsd,
 # api and engine tests took 121 s that way, 67 s with one thread a worker). The files go out in conftest.py's order
 # (--no-loadscope-reorder): the README's command block first (about 2.5 minutes on one worker), then the files with
-# slow tests. 5 min 12 s for 885 items on a clean clone, 2 quiet cores (2026-11-27, `CI=true bash .ci/run`: 878
-# passed, 7 CUDA skips); its --durations=15 output and where the time goes: docs/benchmarks.md, "How long does
-# `make test` take?". Three workers on 2 cores took as long and slowed the Ray tests under contention (33 s → 256 s).
+# slow tests. 10 min 5 s for 1,020 items on a clean clone, 2 quiet cores (2026-12-02, `CI=true bash .ci/run`:
+# 1,012 passed, 8 CUDA skips; 5 min 12 s for 885 items on 2026-11-27); its --durations=15 output and where the
+# time goes: docs/benchmarks.md, "How long does `make test` take?". Three workers on 2 cores took as long and slowed the Ray tests under contention (33 s → 256 s).
 TEST_THREADS := $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 3 ? n / 2 : 1 )))
 test: $(STAMP)
 	OMP_NUM_THREADS=$(TEST_THREADS) MKL_NUM_THREADS=$(TEST_THREADS) OPENBLAS_NUM_THREADS=$(TEST_THREADS) \
