@@ -31,17 +31,13 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
-# the README's command block: about 3 minutes on one worker
-LONGEST = Path(__file__).parent / "test_readme.py"
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The README's tests first, then the files that hold a test marked slow: `make test` hands each worker a
-    file at a time in this order (--no-loadscope-reorder: xdist would otherwise hand out the files with most
-    tests first, and the README's block started after 200 s, ending the run on one worker alone for 60 s), so
-    the long ones start early. Within a file the order stays as written."""
+    """The files that hold a test marked slow first: `make test` hands each worker a file at a time in this
+    order (--no-loadscope-reorder: xdist would otherwise hand out the files with most tests first, and a long
+    file started late ends the run on one worker alone), so the long ones start early. Within a file the order
+    stays as written."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: (item.path != LONGEST, item.path not in slow_files))
+    items.sort(key=lambda item: item.path not in slow_files)
 
 
 @pytest.fixture(scope="session", autouse=True)

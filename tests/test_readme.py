@@ -72,6 +72,7 @@ def test_every_file_a_line_of_the_command_block_reads_is_written_by_a_line_above
 
 
 @pytest.mark.slow
+@pytest.mark.command_block
 def test_the_command_block_runs_top_to_bottom_in_an_empty_folder(tmp_path):
     """As a user runs it: bash, `pillar` on the PATH, one line after another, each file made by a line
     above."""
