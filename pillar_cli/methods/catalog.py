@@ -24,6 +24,7 @@ from pillar_cli.methods.disjunctions import EM_COMPONENTS, EM_DISJUNCTIONS
 from pillar_cli.methods.gep import GEP
 from pillar_cli.methods.noisy_sgd import NOISY_SGD
 from pillar_cli.methods.projected import DPSGD, JL, PILLAR
+from pillar_cli.methods.prototypes import PROTOTYPES, VOTES
 from pillar_cli.methods.second_order import DP_FC, DP_NEWTON, PUBLIC_FC
 
 PLUGIN_GROUP = "pillar.methods"
@@ -90,6 +91,8 @@ for _builtin in (
     PILLAR,
     PUBLIC_LDA,
     DP_LS,
+    PROTOTYPES,
+    VOTES,
     DP_NEWTON,
     DP_FC,
     PUBLIC_FC,

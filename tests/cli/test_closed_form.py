@@ -77,7 +77,8 @@ def test_bad_closed_form_inputs(mnist, pillar, tmp_path):
     assert_clean_failure(
         pillar(*base, "--method", "nope", expect=None),
         2,
-        "unknown method 'nope' (known: dpsgd, jl, adadps, gep, pillar, public-lda, dp-ls, dp-newton, "
+        "unknown method 'nope' (known: dpsgd, jl, adadps, gep, pillar, public-lda, dp-ls, dp-prototypes, "
+        "public-votes, dp-newton, "
         "dp-fc, public-fc, noisy-sgd, em-components, em-disjunctions)",
         tmp_path / "m.h5",
     )
