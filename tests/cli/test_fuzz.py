@@ -59,7 +59,7 @@ def readers(kind: str, corrupted: Path, originals: dict[str, Path], out: Path) -
         "assumptions": [["inspect", corrupted]],
         "gsd": [["inspect", corrupted, "--verify"]],
     }[kind] + (
-        [["check-assumptions", f"{emb}:val", "-p", corrupted, "--k", "2", "-o", out]]
+        [["check-assumptions", f"{emb}:val", "-p", corrupted, "--k", "2", "--pairs", "2", "-o", out]]
         if kind == "projection"
         else []
     )

@@ -148,7 +148,7 @@ def test_the_row_unit_stays_one_flag_away_and_a_person_unit_without_persons_is_r
     assert refused.stderr.splitlines()[0] == (
         "error: method 'noisy-sgd' bounds one row's contribution, not one "
         "person's: with the person as the privacy unit train dpsgd, jl, adadps, "
-        "gep, pillar, public-lda, dp-ls, dp-newton, dp-fc, public-fc"
+        "gep, pillar, public-lda, dp-ls, dp-prototypes, public-votes, dp-newton, dp-fc, public-fc"
     )
     assert not (tmp_path / "none.h5").exists() and not (tmp_path / "noisy.h5").exists()
 

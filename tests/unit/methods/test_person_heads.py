@@ -10,6 +10,7 @@ import pytest
 
 from pillar_cli import DPLinearClassifier, sweep
 from pillar_cli.methods.closed_form import augmented, class_sums, least_squares_statistics
+from pillar_cli.methods.prototypes import vote_histogram
 from pillar_cli.methods.second_order import (
     GRADIENT_SENSITIVITY,
     GRAM_SENSITIVITY,
@@ -19,7 +20,7 @@ from pillar_cli.methods.second_order import (
 )
 from pillar_cli.privacy.unit import person_weights
 
-WEIGHTED_HEADS = ["public-lda", "dp-ls", "dp-newton", "dp-fc", "public-fc"]
+WEIGHTED_HEADS = ["public-lda", "dp-ls", "dp-prototypes", "public-votes", "dp-newton", "dp-fc", "public-fc"]
 
 
 def releases(
@@ -30,6 +31,7 @@ def releases(
     probs = probabilities(private.a, head)
     return {
         "class sums": class_sums(rows, labels, 3, weights),
+        "votes": vote_histogram(rows, labels, np.eye(rows.shape[1])[:4], 3, weights),
         "least squares": np.hstack(least_squares_statistics(rows, labels, 3, weights)),
         "gram": private.gram(),
         "gradient": private.gradient(head, probs),
@@ -39,6 +41,7 @@ def releases(
 
 SENSITIVITY = {
     "class sums": 1.0,
+    "votes": 1.0,
     "least squares": np.sqrt(2.0),
     "gram": GRAM_SENSITIVITY,
     "gradient": GRADIENT_SENSITIVITY,
